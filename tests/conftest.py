@@ -1,0 +1,184 @@
+"""Test fixtures: a real database per test (SQLite always; PostgreSQL too when
+DRAFTDESK_TEST_DATABASE_URL is set), the app, and signed-in clients for any role.
+
+Database-backed tests take the `db_url` fixture (directly or through `session`, `app`,
+`client`...), which is parametrized over the configured backends, so each such test runs
+once per database. SQLite tests get a fresh copy of a template file made once per session;
+PostgreSQL tests share one schema that is truncated before each test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session
+
+from tests.factories import DEFAULT_PASSWORD, make_user
+from webapp.auth import service as auth_service
+from webapp.config import Settings
+from webapp.db import make_engine
+from webapp.main import create_app
+from webapp.models import metadata
+from webapp.security import CSRF_COOKIE, csrf_token_for
+from webapp.spec import EvalSpec, load_spec
+
+PG_URL = os.environ.get("DRAFTDESK_TEST_DATABASE_URL", "").strip()
+BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+TEST_SECRET = "test-secret-key-not-for-production"
+SPEC_PATH = Path(__file__).resolve().parent.parent / "data" / "eval_spec.yaml"
+
+
+@pytest.fixture(scope="session")
+def spec() -> EvalSpec:
+    """The project's eval spec (data/eval_spec.yaml)."""
+    return load_spec(SPEC_PATH)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    engine = make_engine(f"sqlite:///{path}")
+    metadata.create_all(engine)
+    with engine.connect() as conn:
+        conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+    engine.dispose()
+    return path
+
+
+_pg_ready = False
+
+
+def _prepare_pg() -> None:
+    global _pg_ready
+    if _pg_ready:
+        return
+    engine = make_engine(PG_URL)
+    with engine.begin() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    metadata.create_all(engine)
+    engine.dispose()
+    _pg_ready = True
+
+
+def _truncate_pg() -> None:
+    engine = make_engine(PG_URL)
+    names = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
+    """A database URL with the full schema and no rows, on each configured backend."""
+    if request.param == "sqlite":
+        path = tmp_path / "test.db"
+        shutil.copyfile(sqlite_template, path)
+        return f"sqlite:///{path}"
+    _prepare_pg()
+    _truncate_pg()
+    return PG_URL
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = make_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def session(engine: Engine) -> Iterator[Session]:
+    """A session on the test database; tests commit what the app must see."""
+    with Session(engine, expire_on_commit=False) as s:
+        yield s
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    return Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
+
+
+@pytest.fixture
+def app(settings: Settings):  # type: ignore[no-untyped-def]
+    application = create_app(settings)
+    yield application
+    application.state.engine.dispose()
+
+
+@pytest.fixture
+def client(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
+    """An anonymous client."""
+    with TestClient(app) as c:
+        yield c
+
+
+def login(client: TestClient, email: str, password: str = DEFAULT_PASSWORD) -> TestClient:
+    """Sign the client in through the login form; afterwards it sends the CSRF header on every call."""
+    client.get("/login")
+    token = csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE])
+    r = client.post(
+        "/login", data={"email": email, "password": password, "csrf_token": token}, follow_redirects=False
+    )
+    assert r.status_code == 303, r.text
+    client.headers["X-CSRF-Token"] = csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE])
+    return client
+
+
+def csrf_for(client: TestClient) -> str:
+    """Return the CSRF token that matches the client's cookie (for form posts)."""
+    if CSRF_COOKIE not in client.cookies:
+        client.get("/login")
+    return csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE])
+
+
+@pytest.fixture
+def client_as(app, session: Session) -> Iterator[Callable[..., TestClient]]:  # type: ignore[no-untyped-def]
+    """Factory: client_as("lead") or client_as("labeler", "pm", email=...) -> a signed-in client."""
+    opened: list[TestClient] = []
+    counter = iter(range(1, 10_000))
+
+    def _make(*roles: str, email: str | None = None) -> TestClient:
+        email = email or f"{'-'.join(roles) or 'user'}{next(counter)}@example.test"
+        if auth_service.get_user_by_email(session=session, email=email) is None:
+            make_user(session, email=email, roles=list(roles))
+            session.commit()
+        c = TestClient(app)
+        c.__enter__()
+        opened.append(c)
+        return login(c, email)
+
+    yield _make
+    for c in opened:
+        c.__exit__(None, None, None)
+
+
+@pytest.fixture
+def api_as(app, session: Session) -> Iterator[Callable[..., TestClient]]:  # type: ignore[no-untyped-def]
+    """Factory: api_as("lead") or api_as(scopes=["ingest"]) -> a client sending a bearer token."""
+    opened: list[TestClient] = []
+    counter = iter(range(1, 10_000))
+
+    def _make(*roles: str, scopes: list[str] | None = None, email: str | None = None) -> TestClient:
+        email = email or f"api-{'-'.join(roles) or 'agent'}{next(counter)}@example.test"
+        user = auth_service.get_user_by_email(session=session, email=email)
+        if user is None:
+            user = make_user(session, email=email, roles=list(roles) or ["labeler"])
+        _, plain = auth_service.create_token(session=session, user=user, name="test", scopes=scopes or None)
+        session.commit()
+        c = TestClient(app, headers={"Authorization": f"Bearer {plain}"})
+        c.__enter__()
+        opened.append(c)
+        return c
+
+    yield _make
+    for c in opened:
+        c.__exit__(None, None, None)

@@ -1,0 +1,97 @@
+"""Every route has a role check; the wrong role gets 403; no state change without a CSRF token."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from webapp.auth.models import ROLES
+from webapp.deps import RoleCheck
+from webapp.main import create_app
+
+PUBLIC = {("GET", "/login"), ("POST", "/login"), ("POST", "/logout"), ("GET", "/healthz"), ("GET", "/static/vendor/{name}")}
+
+
+def _role_checks(dependant) -> list[RoleCheck]:  # type: ignore[no-untyped-def]
+    found = []
+    for dep in dependant.dependencies:
+        if isinstance(dep.call, RoleCheck):
+            found.append(dep.call)
+        found.extend(_role_checks(dep))
+    return found
+
+
+def _routes(app) -> list[tuple[str, str, APIRoute]]:  # type: ignore[no-untyped-def]
+    out = []
+    for route in app.routes:
+        if not isinstance(route, APIRoute) or route.path.startswith("/api/docs") or route.path == "/api/openapi.json":
+            continue
+        for method in sorted(route.methods - {"HEAD"}):
+            out.append((method, route.path, route))
+    return out
+
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "1", path)
+
+
+@pytest.fixture(scope="module")
+def all_routes(spec):  # type: ignore[no-untyped-def]
+    from webapp.config import Settings
+
+    app = create_app(Settings(database_url="sqlite://", mode="dev", secret_key="x" * 32))
+    return _routes(app)
+
+
+def test_every_non_public_route_has_a_role_check(all_routes) -> None:  # type: ignore[no-untyped-def]
+    missing = [f"{m} {p}" for m, p, r in all_routes if (m, p) not in PUBLIC and not _role_checks(r.dependant)]
+    assert missing == []
+
+
+def test_anonymous_caller_is_turned_away_everywhere(client: TestClient, all_routes) -> None:  # type: ignore[no-untyped-def]
+    for method, path, _ in all_routes:
+        if (method, path) in PUBLIC:
+            continue
+        headers = {"X-CSRF-Token": "irrelevant"} if method != "GET" else {}
+        r = client.request(method, _concrete(path), headers=headers, follow_redirects=False)
+        if path.startswith("/api/"):
+            assert r.status_code in (401, 403), f"{method} {path} -> {r.status_code}"
+        else:
+            assert r.status_code in (303, 403), f"{method} {path} -> {r.status_code}"
+
+
+def test_wrong_role_gets_403_everywhere(client_as: Callable[..., TestClient], all_routes) -> None:  # type: ignore[no-untyped-def]
+    clients: dict[str, TestClient] = {}
+    checked = 0
+    for method, path, route in all_routes:
+        if (method, path) in PUBLIC:
+            continue
+        check = _role_checks(route.dependant)[0]
+        outsiders = [r for r in ROLES if r not in check.roles]
+        if not outsiders:
+            continue  # open to every role
+        role = outsiders[0]
+        if role not in clients:
+            clients[role] = client_as(role)
+        r = clients[role].request(method, _concrete(path), follow_redirects=False)
+        assert r.status_code == 403, f"{method} {path} as {role} -> {r.status_code}"
+        checked += 1
+    assert checked > 0
+
+
+def test_state_change_without_csrf_token_is_refused(client_as: Callable[..., TestClient], all_routes) -> None:  # type: ignore[no-untyped-def]
+    admin = client_as(*ROLES)
+    token = admin.headers.pop("X-CSRF-Token")
+    try:
+        for method, path, _ in all_routes:
+            if method == "GET":
+                continue
+            r = admin.request(method, _concrete(path), follow_redirects=False)
+            assert r.status_code == 403, f"{method} {path} without CSRF -> {r.status_code}"
+            assert "CSRF" in r.text
+    finally:
+        admin.headers["X-CSRF-Token"] = token

@@ -1,0 +1,95 @@
+"""`draftdesk users ...` and `draftdesk tokens ...`."""
+
+from __future__ import annotations
+
+import typer
+
+from webapp.auth import service
+from webapp.cli_support import cli_session, console, fail, read_password_from_stdin_or_prompt
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    """Add the users and tokens commands."""
+    users = typer.Typer(help="Users and their roles.", no_args_is_help=True)
+    tokens = typer.Typer(help="API tokens (stored hashed; shown once).", no_args_is_help=True)
+    app.add_typer(users, name="users")
+    app.add_typer(tokens, name="tokens")
+
+    @users.command("create")
+    def users_create(
+        email: str = typer.Option(..., "--email", help="Sign-in email"),
+        role: list[str] = typer.Option(..., "--role", help="labeler, lead, pm, support_lead or admin; repeat for several"),
+        name: str = typer.Option("", "--name", help="Display name"),
+    ) -> None:
+        """Create a user; the password is prompted for, or read from standard input when piped."""
+        password = read_password_from_stdin_or_prompt()
+        try:
+            with cli_session() as session:
+                user = service.create_user(session=session, email=email, password=password, roles=role, name=name)
+                console.print(f"created {user.email} with roles {', '.join(sorted(role))}")
+        except service.AuthError as exc:
+            fail(str(exc))
+
+    @users.command("list")
+    def users_list() -> None:
+        """List users and their roles."""
+        with cli_session() as session:
+            for user, roles in service.list_users(session=session):
+                console.print(f"{user.email}\t{' '.join(sorted(roles))}\t{'active' if user.is_active else 'inactive'}")
+
+    @tokens.command("create")
+    def tokens_create(
+        email: str = typer.Option(..., "--email", help="Owner of the token"),
+        name: str = typer.Option(..., "--name", help="What the token is for"),
+        scope: list[str] = typer.Option(None, "--scope", help="ingest, or a role the owner holds; default: the owner's roles"),
+    ) -> None:
+        """Create an API token and print it once."""
+        try:
+            with cli_session() as session:
+                user = service.get_user_by_email(session=session, email=email)
+                if user is None:
+                    fail(f"email: no user {email}")
+                row, plain = service.create_token(session=session, user=user, name=name, scopes=scope or None)
+                console.print(f"token {row.id} ({row.scopes}) for {user.email}; it is shown only now:")
+                print(plain)
+        except service.AuthError as exc:
+            fail(str(exc))
+
+    @tokens.command("revoke")
+    def tokens_revoke(token_id: int = typer.Argument(..., help="Token id from `tokens list`")) -> None:
+        """Revoke an API token."""
+        try:
+            with cli_session() as session:
+                service.revoke_token(session=session, token_id=token_id)
+                console.print(f"token {token_id} revoked")
+        except service.AuthError as exc:
+            fail(str(exc))
+
+    @tokens.command("list")
+    def tokens_list() -> None:
+        """List API tokens (prefixes only)."""
+        with cli_session() as session:
+            for tok, user in service.list_tokens(session=session):
+                state = "revoked" if tok.revoked_at else "active"
+                console.print(f"{tok.id}\t{tok.prefix}…\t{tok.name}\t{user.email}\t{tok.scopes}\t{state}")
+
+    @app.command("serve")
+    def serve(
+        host: str = typer.Option("127.0.0.1", "--host"),
+        port: int = typer.Option(8000, "--port"),
+    ) -> None:
+        """Apply pending migrations and serve the dashboard with uvicorn."""
+        import uvicorn
+
+        from webapp.config import ConfigError, Settings
+        from webapp.main import create_app
+        from webapp.migrations_runner import upgrade
+        from webapp.spec import SpecError
+
+        try:
+            settings = Settings()
+            app_ = create_app(settings)
+        except (ConfigError, SpecError) as exc:
+            fail(str(exc))
+        upgrade(settings.database_url)
+        uvicorn.run(app_, host=host, port=port, log_level="info")

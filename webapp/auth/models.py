@@ -1,0 +1,76 @@
+"""Users, their roles, web sessions, API tokens and login attempts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from sqlmodel import Field, SQLModel
+
+from webapp.timeutil import aware_datetime_type, utcnow
+
+Role = Literal["labeler", "lead", "pm", "support_lead", "admin"]
+ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "admin")
+# Token scopes that are not roles: what an agent's drafting tool may do through the API.
+EXTRA_SCOPES: tuple[str, ...] = ("ingest",)
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "app_user"
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254, unique=True, index=True)
+    name: str = Field(default="", max_length=200)
+    password_hash: str = Field(max_length=255)
+    is_active: bool = True
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class UserRole(SQLModel, table=True):
+    __tablename__ = "user_role"
+
+    user_id: int = Field(foreign_key="app_user.id", primary_key=True, ondelete="CASCADE")
+    role: str = Field(primary_key=True, max_length=20)
+
+
+class WebSession(SQLModel, table=True):
+    """A signed-in browser; the cookie holds a random token, the database only its SHA-256."""
+
+    __tablename__ = "web_session"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    user_id: int = Field(foreign_key="app_user.id", index=True, ondelete="CASCADE")
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    expires_at: dt.datetime = Field(sa_type=aware_datetime_type())
+    ip: str = Field(default="", max_length=64)
+
+
+class ApiToken(SQLModel, table=True):
+    """A bearer token for /api/v1; stored as SHA-256, shown once, scoped and revocable."""
+
+    __tablename__ = "api_token"
+
+    id: int | None = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="app_user.id", index=True, ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    prefix: str = Field(max_length=12)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    scopes: str = Field(max_length=200)
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    last_used_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+    revoked_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+
+    @property
+    def scope_list(self) -> list[str]:
+        return self.scopes.split()
+
+
+class LoginAttempt(SQLModel, table=True):
+    __tablename__ = "login_attempt"
+
+    id: int | None = Field(default=None, primary_key=True)
+    email: str = Field(max_length=254, index=True)
+    ip: str = Field(max_length=64, index=True)
+    success: bool
+    at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type(), index=True)

@@ -1,0 +1,242 @@
+"""Passwords, web sessions, API tokens and the login rate limit."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import func
+from sqlmodel import Session, col, delete, select
+
+from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
+from webapp.timeutil import as_utc, utcnow
+
+_hasher = PasswordHasher()
+TOKEN_PREFIX = "dd_"
+
+
+class AuthError(ValueError):
+    """A user, role, token or password request that cannot be honoured."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is making a request: a user, their effective roles, and how they authenticated."""
+
+    user_id: int
+    email: str
+    name: str
+    roles: frozenset[str]
+    via: str = "session"  # "session" | "token"
+    scopes: frozenset[str] = field(default_factory=frozenset)
+
+    def has_role(self, *roles: str) -> bool:
+        return bool(self.roles.intersection(roles))
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+    @property
+    def display(self) -> str:
+        return self.name or self.email
+
+
+def sha256_hex(value: str) -> str:
+    """Return the hex SHA-256 of a token; tokens are random, so a fast hash is the right one."""
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def hash_password(password: str) -> str:
+    """Hash a password with Argon2id."""
+    return _hasher.hash(password)
+
+
+def verify_password(password_hash: str, password: str) -> bool:
+    """Check a password against its Argon2 hash."""
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def user_roles(*, session: Session, user_id: int) -> frozenset[str]:
+    """Return the roles a user holds."""
+    return frozenset(session.exec(select(UserRole.role).where(UserRole.user_id == user_id)).all())
+
+
+def create_user(
+    *, session: Session, email: str, password: str, roles: Iterable[str], name: str = ""
+) -> User:
+    """Create a user with the given roles; refuse unknown roles, duplicates and short passwords."""
+    email = email.strip().lower()
+    roles = sorted(set(roles))
+    if not email or "@" not in email:
+        raise AuthError(f"email: {email!r} is not an email address")
+    bad = [r for r in roles if r not in ROLES]
+    if bad or not roles:
+        raise AuthError(f"role: {', '.join(bad) or '(none)'} is not one of {', '.join(ROLES)}")
+    if len(password) < 8:
+        raise AuthError("password: must be at least 8 characters")
+    if session.exec(select(User).where(User.email == email)).first():
+        raise AuthError(f"email: a user with {email} already exists")
+    user = User(email=email, name=name, password_hash=hash_password(password))
+    session.add(user)
+    session.flush()
+    for role in roles:
+        session.add(UserRole(user_id=user.id, role=role))  # type: ignore[arg-type]
+    session.flush()
+    return user
+
+
+def get_user_by_email(*, session: Session, email: str) -> User | None:
+    """Find a user by email, case-insensitively."""
+    return session.exec(select(User).where(User.email == email.strip().lower())).first()
+
+
+def principal_for_user(*, session: Session, user: User, via: str = "session") -> Principal:
+    """Build the Principal of a signed-in user."""
+    assert user.id is not None
+    return Principal(user.id, user.email, user.name, user_roles(session=session, user_id=user.id), via)
+
+
+# --- login rate limit ---------------------------------------------------------------------------
+
+
+def login_blocked(*, session: Session, email: str, ip: str, max_failures: int, window_minutes: int) -> bool:
+    """Tell whether too many failed logins came recently for this account or from this address."""
+    since = utcnow() - dt.timedelta(minutes=window_minutes)
+    base = select(func.count()).select_from(LoginAttempt).where(
+        LoginAttempt.success == False,  # noqa: E712
+        LoginAttempt.at >= since,
+    )
+    by_email = session.exec(base.where(LoginAttempt.email == email.strip().lower())).one()
+    by_ip = session.exec(base.where(LoginAttempt.ip == ip)).one()
+    # An address gets a larger allowance: an office shares one address between many agents.
+    return by_email >= max_failures or by_ip >= max_failures * 4
+
+
+def authenticate(*, session: Session, email: str, password: str, ip: str) -> User | None:
+    """Check credentials and record the attempt; return the user when they are right."""
+    user = get_user_by_email(session=session, email=email)
+    ok = bool(user and user.is_active and verify_password(user.password_hash, password))
+    if not user:
+        # Spend the same time as a real check so the answer does not tell which emails exist.
+        verify_password(_DUMMY_HASH, password)
+    session.add(LoginAttempt(email=email.strip().lower(), ip=ip, success=ok))
+    session.flush()
+    return user if ok else None
+
+
+_DUMMY_HASH = _hasher.hash("not-a-real-password")
+
+
+# --- web sessions -------------------------------------------------------------------------------
+
+
+def start_session(*, session: Session, user: User, hours: int, ip: str = "") -> str:
+    """Open a web session for a user and return the cookie token (only its hash is stored)."""
+    token = secrets.token_urlsafe(32)
+    assert user.id is not None
+    session.add(
+        WebSession(
+            token_hash=sha256_hex(token),
+            user_id=user.id,
+            expires_at=utcnow() + dt.timedelta(hours=hours),
+            ip=ip,
+        )
+    )
+    session.flush()
+    return token
+
+
+def principal_from_session_token(*, session: Session, token: str) -> Principal | None:
+    """Return the principal of a live web session, or None."""
+    ws = session.exec(select(WebSession).where(WebSession.token_hash == sha256_hex(token))).first()
+    if ws is None or as_utc(ws.expires_at) <= utcnow():
+        return None
+    user = session.get(User, ws.user_id)
+    if user is None or not user.is_active:
+        return None
+    return principal_for_user(session=session, user=user)
+
+
+def end_session(*, session: Session, token: str) -> None:
+    """Close a web session (log out)."""
+    session.exec(delete(WebSession).where(col(WebSession.token_hash) == sha256_hex(token)))  # type: ignore[call-overload]
+
+
+# --- API tokens ---------------------------------------------------------------------------------
+
+
+def create_token(
+    *, session: Session, user: User, name: str, scopes: Iterable[str] | None = None
+) -> tuple[ApiToken, str]:
+    """Create an API token; return the row and the plain token, which is never stored or shown again."""
+    assert user.id is not None
+    held = user_roles(session=session, user_id=user.id)
+    wanted = sorted(set(scopes)) if scopes else sorted(held)
+    allowed = set(ROLES) | set(EXTRA_SCOPES)
+    bad = [s for s in wanted if s not in allowed]
+    if bad:
+        raise AuthError(f"scope: {', '.join(bad)} is not one of {', '.join(sorted(allowed))}")
+    not_held = [s for s in wanted if s in ROLES and s not in held]
+    if not_held:
+        raise AuthError(f"scope: {user.email} does not hold the role {', '.join(not_held)}")
+    if not name.strip():
+        raise AuthError("name: a token needs a name")
+    plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(
+        user_id=user.id, name=name.strip(), prefix=plain[:10], token_hash=sha256_hex(plain), scopes=" ".join(wanted)
+    )
+    session.add(token)
+    session.flush()
+    return token, plain
+
+
+def principal_from_api_token(*, session: Session, token: str) -> Principal | None:
+    """Return the principal of a live API token, or None; its roles are its scopes the user still holds."""
+    row = session.exec(select(ApiToken).where(ApiToken.token_hash == sha256_hex(token))).first()
+    if row is None or row.revoked_at is not None:
+        return None
+    user = session.get(User, row.user_id)
+    if user is None or not user.is_active:
+        return None
+    held = user_roles(session=session, user_id=user.id)  # type: ignore[arg-type]
+    scopes = frozenset(row.scope_list)
+    row.last_used_at = utcnow()
+    session.add(row)
+    return Principal(user.id, user.email, user.name, held & scopes, "token", scopes)  # type: ignore[arg-type]
+
+
+def revoke_token(*, session: Session, token_id: int) -> ApiToken:
+    """Revoke an API token; it stops working at once."""
+    row = session.get(ApiToken, token_id)
+    if row is None:
+        raise AuthError(f"token: no token with id {token_id}")
+    if row.revoked_at is None:
+        row.revoked_at = utcnow()
+        session.add(row)
+        session.flush()
+    return row
+
+
+def list_tokens(*, session: Session) -> list[tuple[ApiToken, User]]:
+    """List every API token with its owner, newest first."""
+    rows = session.exec(
+        select(ApiToken, User).join(User, col(User.id) == ApiToken.user_id).order_by(col(ApiToken.id).desc())
+    ).all()
+    return list(rows)  # type: ignore[arg-type]
+
+
+def list_users(*, session: Session) -> list[tuple[User, frozenset[str]]]:
+    """List users with their roles."""
+    users = session.exec(select(User).order_by(User.email)).all()
+    roles: dict[int, set[str]] = {}
+    for ur in session.exec(select(UserRole)).all():
+        roles.setdefault(ur.user_id, set()).add(ur.role)
+    return [(u, frozenset(roles.get(u.id, set()))) for u in users]  # type: ignore[arg-type]

@@ -1,0 +1,51 @@
+"""Settings from the environment (prefix DRAFTDESK_) and the loaded eval spec."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from webapp.spec import EvalSpec, load_spec
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = PROJECT_ROOT / "data"
+DEFAULT_SECRET_KEY = "draftdesk-insecure-development-key"
+
+
+class ConfigError(RuntimeError):
+    """Settings that must not be used as they are."""
+
+
+class Settings(BaseSettings):
+    """Runtime configuration; every field can be set as DRAFTDESK_<NAME> in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="DRAFTDESK_", extra="ignore")
+
+    database_url: str = f"sqlite:///{DATA_DIR / 'draftdesk.db'}"
+    secret_key: str = DEFAULT_SECRET_KEY
+    spec: Path = DATA_DIR / "eval_spec.yaml"
+    # production refuses the default secret key; demo and dev accept it.
+    mode: Literal["production", "demo", "dev"] = "production"
+    cookie_secure: bool = False
+    session_hours: int = 12
+    login_max_failures: int = 5
+    login_window_minutes: int = 15
+    evaluator_prices: Path = DATA_DIR / "model_prices.yaml"
+
+    @model_validator(mode="after")
+    def _no_default_secret_in_production(self) -> Settings:
+        if self.mode == "production" and self.secret_key == DEFAULT_SECRET_KEY:
+            raise ConfigError(
+                "DRAFTDESK_SECRET_KEY is left at its default; set it to a long random value "
+                "(or run with DRAFTDESK_MODE=dev for local development)"
+            )
+        return self
+
+    @cached_property
+    def eval_spec(self) -> EvalSpec:
+        """The eval spec named by DRAFTDESK_SPEC, validated (SpecError names the bad key)."""
+        return load_spec(self.spec)

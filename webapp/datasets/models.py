@@ -1,0 +1,51 @@
+"""Imported eval datasets (one row per version of a file) and their cases."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from webapp.timeutil import aware_datetime_type, utcnow
+
+
+class Dataset(SQLModel, table=True):
+    __tablename__ = "dataset"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_dataset_name_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, index=True)
+    version: int = 1
+    sha256: str = Field(max_length=71, index=True)  # "sha256:<64 hex>"
+    format: str = Field(max_length=8)  # ".jsonl", ".yaml" or ".yml"
+    count: int
+    source_path: str = Field(default="", max_length=1000)
+    imported_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class EvalCase(SQLModel, table=True):
+    """One test case of a dataset: the format guide's fields, metadata, and typed support fields."""
+
+    __tablename__ = "eval_case"
+    __table_args__ = (UniqueConstraint("dataset_id", "case_id", name="uq_eval_case_dataset_case"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
+    position: int
+    case_id: str = Field(max_length=200)
+    input: str = Field(sa_column=Column(Text, nullable=False))
+    description: str | None = Field(default=None, sa_column=Column(Text))
+    task: str | None = Field(default=None, sa_column=Column(Text))
+    expected_constraints: str | None = Field(default=None, sa_column=Column(Text))
+    reference: str | None = Field(default=None, sa_column=Column(Text))
+    extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column("metadata", JSON, nullable=False))
+    # Support-specific fields read from metadata where present.
+    category: str | None = Field(default=None, max_length=20, index=True)
+    intent: str | None = Field(default=None, max_length=60, index=True)
+    account: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    conversation: list[Any] | None = Field(default=None, sa_column=Column(JSON))
+    kb_articles: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    golden: bool = False
+    expected_behavior: str | None = Field(default=None, max_length=20)  # draft | escalate | fallback

@@ -1,0 +1,67 @@
+"""Database engine, one transaction per request, and session helpers for the CLI and tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+
+def make_engine(url: str, *, echo: bool = False) -> Engine:
+    """Create an engine; SQLite gets WAL, foreign keys and a busy timeout on every connection."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+            cur = dbapi_conn.cursor()
+            if ":memory:" not in url:
+                cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def is_sqlite(session_or_engine: Session | Engine) -> bool:
+    """Tell whether the session's or engine's database is SQLite."""
+    bind = session_or_engine.get_bind() if isinstance(session_or_engine, Session) else session_or_engine
+    return bind.dialect.name == "sqlite"
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """Yield the request's session and commit once, after the route has run; roll back on error."""
+    with Session(request.app.state.engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+# scope="function": the commit happens before the response is sent, so a failed commit is an error
+# the client sees, and a client that reads right after a write sees it.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """One transaction for a CLI command or a script: commit on success, roll back on error."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise

@@ -1,0 +1,94 @@
+"""Request dependencies: the current principal and named role checks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from webapp.auth import service as auth_service
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.spec import EvalSpec
+
+SESSION_COOKIE = "dd_session"
+
+
+class NotAuthenticated(HTTPException):
+    """No valid session or token: pages redirect to the login page, the API answers 401."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=401, detail="authentication required", headers={"WWW-Authenticate": "Bearer"})
+
+
+def optional_principal(request: Request, session: SessionDep) -> Principal | None:
+    """Return the caller from a bearer token or a session cookie, or None."""
+    cached = getattr(request.state, "principal", None)
+    if cached is not None:
+        return cached
+    principal: Principal | None = None
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        principal = auth_service.principal_from_api_token(session=session, token=auth[7:].strip())
+        if principal is None:
+            raise NotAuthenticated()
+    else:
+        token = request.cookies.get(SESSION_COOKIE)
+        if token:
+            principal = auth_service.principal_from_session_token(session=session, token=token)
+    request.state.principal = principal
+    return principal
+
+
+def current_principal(principal: Annotated[Principal | None, Depends(optional_principal)]) -> Principal:
+    """Return the caller, or fail with 401."""
+    if principal is None:
+        raise NotAuthenticated()
+    return principal
+
+
+CurrentUser = Annotated[Principal, Depends(current_principal)]
+
+
+class RoleCheck:
+    """Dependency that admits a caller holding any of the given roles (403 otherwise)."""
+
+    def __init__(self, *roles: str, scope: str | None = None) -> None:
+        self.roles = frozenset(roles)
+        self.scope = scope
+
+    def __call__(self, principal: CurrentUser) -> Principal:
+        if self.scope is not None:
+            if principal.has_scope(self.scope):
+                return principal
+            if not self.roles:
+                raise HTTPException(status_code=403, detail=f"this call needs a token with the scope '{self.scope}'")
+        if self.roles and not principal.has_role(*self.roles):
+            raise HTTPException(
+                status_code=403, detail=f"this page needs the role {' or '.join(sorted(self.roles))}"
+            )
+        return principal
+
+    def __repr__(self) -> str:
+        return f"RoleCheck({sorted(self.roles)}, scope={self.scope})"
+
+
+def require_role(*roles: str) -> RoleCheck:
+    """Admit callers holding any of the roles; use as Depends(require_role("lead"))."""
+    return RoleCheck(*roles)
+
+
+def require_scope(scope: str, *roles: str) -> RoleCheck:
+    """Admit API-token callers with the scope (or, when roles are given, callers holding one of them)."""
+    return RoleCheck(*roles, scope=scope)
+
+
+ANY_ROLE = ("labeler", "lead", "pm", "support_lead", "admin")
+
+
+def get_spec(request: Request) -> EvalSpec:
+    """Return the application's eval spec."""
+    return request.app.state.spec
+
+
+SpecDep = Annotated[EvalSpec, Depends(get_spec)]

@@ -1,0 +1,133 @@
+"""create_app(settings) -> FastAPI: middleware, routers of every domain, static files, errors."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.gzip import GZipMiddleware
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from webapp import static_assets
+from webapp.config import PROJECT_ROOT, Settings
+from webapp.db import make_engine
+from webapp.security import CSRF_COOKIE, csrf_protect
+from webapp.templating import is_htmx, templates
+
+# Each domain package may hold pages.py (HTML) and routes.py (JSON API under /api/v1), each with
+# a module-level `router`. They are included in this order; a missing module is simply absent.
+DOMAINS = (
+    "auth",
+    "home",
+    "kb",
+    "datasets",
+    "runs",
+    "checks",
+    "regression",
+    "grading",
+    "metrics",
+    "reviews",
+    "evaluator",
+    "gates",
+    "survey",
+    "admin",
+)
+
+
+def _domain_modules(kind: str) -> list[Any]:
+    modules = []
+    for domain in DOMAINS:
+        name = f"webapp.{domain}.{kind}"
+        try:
+            modules.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name not in (name, f"webapp.{domain}"):
+                raise
+    return modules
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the application for the given settings (the eval spec is validated here)."""
+    settings = settings or Settings()
+    spec = settings.eval_spec  # a malformed spec stops start-up here, naming the key
+    app = FastAPI(
+        title="Draft Desk",
+        version="0.1.0",
+        dependencies=[Depends(csrf_protect)],
+        docs_url="/api/docs",
+        openapi_url="/api/openapi.json",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.spec = spec
+    app.state.engine = make_engine(settings.database_url)
+
+    app.add_middleware(GZipMiddleware, minimum_size=1000)
+
+    @app.middleware("http")
+    async def _security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]
+        response: Response = await call_next(request)
+        seed = getattr(request.state, "csrf_seed", None)
+        if seed and request.cookies.get(CSRF_COOKIE) != seed:
+            response.set_cookie(
+                CSRF_COOKIE, seed, httponly=True, samesite="lax", secure=settings.cookie_secure, path="/"
+            )
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    app.include_router(static_assets.router)
+    app.mount("/static", StaticFiles(directory=str(PROJECT_ROOT / "static")), name="static")
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        """Answer 200 without login, for load balancers and the demo's start-up wait."""
+        return {"status": "ok"}
+
+    for module in _domain_modules("routes"):
+        app.include_router(module.router, prefix="/api/v1")
+    for module in _domain_modules("pages"):
+        app.include_router(module.router)
+
+    _install_error_handlers(app)
+    return app
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if _wants_json(request):
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        if exc.status_code == 401:
+            target = "/login?next=" + request.url.path
+            if is_htmx(request):
+                return Response(status_code=200, headers={"HX-Redirect": target})
+            return RedirectResponse(target, status_code=303)
+        return templates.TemplateResponse(
+            request,
+            "error.html",
+            {"status_code": exc.status_code, "detail": exc.detail},
+            status_code=exc.status_code,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"] if p not in ("body", "query", "path")), "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        if _wants_json(request):
+            return JSONResponse({"detail": errors}, status_code=422)
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return templates.TemplateResponse(
+            request, "error.html", {"status_code": 422, "detail": detail}, status_code=422
+        )

@@ -1,0 +1,256 @@
+"""The evaluation plan as typed data, loaded from the eval spec YAML file.
+
+Every number of the plan (rubric, checks, online-metric targets and alerts, launch gates,
+review cadence) is read from here; code never hard-codes them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+Category = Literal["routine", "edge", "adversarial", "safety"]
+CATEGORIES: tuple[str, ...] = ("routine", "edge", "adversarial", "safety")
+
+
+class SpecError(ValueError):
+    """The eval spec file is missing or malformed; the message names the file and key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetSpec(_Strict):
+    categories: dict[Category, float]
+    pilot_size: int = Field(gt=0)
+    production_size: int = Field(gt=0)
+
+    @field_validator("categories")
+    @classmethod
+    def _shares_sum_to_one(cls, v: dict[str, float]) -> dict[str, float]:
+        if abs(sum(v.values()) - 1.0) > 1e-6:
+            raise ValueError(f"category shares must add up to 1.0, not {sum(v.values()):g}")
+        return v
+
+
+class Criterion(_Strict):
+    key: str
+    name: str
+    kind: Literal["pass_fail", "scale"]
+    question: str = ""
+    pass_rule: str = ""
+    min: int | None = None
+    max: int | None = None
+    pass_threshold: int | None = None
+    guidance: dict[str | int, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _scale_bounds(self) -> Criterion:
+        if self.kind == "scale":
+            if self.min is None or self.max is None or self.pass_threshold is None:
+                raise ValueError(f"scale criterion {self.key!r} needs min, max and pass_threshold")
+            if not self.min <= self.pass_threshold <= self.max:
+                raise ValueError(f"pass_threshold of {self.key!r} must lie within min..max")
+        return self
+
+    @property
+    def is_scale(self) -> bool:
+        return self.kind == "scale"
+
+
+class RubricSpec(_Strict):
+    criteria: list[Criterion]
+
+    @field_validator("criteria")
+    @classmethod
+    def _one_factual(cls, v: list[Criterion]) -> list[Criterion]:
+        keys = [c.key for c in v]
+        if len(set(keys)) != len(keys):
+            raise ValueError("criterion keys must be unique")
+        if sum(c.kind == "pass_fail" for c in v) != 1:
+            raise ValueError("exactly one pass_fail criterion (factual accuracy) is required")
+        return v
+
+    @property
+    def factual(self) -> Criterion:
+        return next(c for c in self.criteria if c.kind == "pass_fail")
+
+    @property
+    def scales(self) -> list[Criterion]:
+        return [c for c in self.criteria if c.kind == "scale"]
+
+    def criterion(self, key: str) -> Criterion:
+        return next(c for c in self.criteria if c.key == key)
+
+
+class DisagreementSpec(_Strict):
+    scale_difference: int = Field(ge=1)
+    opposite_sides_of_threshold: bool = True
+
+
+class GradingSpec(_Strict):
+    graders_per_draft: int = Field(ge=1)
+    reservation_minutes: int = Field(ge=1)
+    disagreement: DisagreementSpec
+
+
+PiiKind = Literal["email", "phone", "account_number", "ssn", "payment_card"]
+
+
+class ChecksSpec(_Strict):
+    min_words: int = Field(ge=0)
+    max_words: int = Field(gt=0)
+    confidence_fallback: float = Field(ge=0, le=1)
+    pii_kinds: list[PiiKind]
+    account_number_pattern: str
+    phone_regions: list[str] = Field(default_factory=lambda: ["US"])
+
+    @field_validator("account_number_pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        import re
+
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return v
+
+
+class RegressionSpec(_Strict):
+    alert_pass_rate_drop: float = Field(ge=0, le=1)
+    target_cases: int = Field(ge=0)
+    target_months: int = Field(ge=0)
+
+
+MetricName = Literal[
+    "accept_rate",
+    "reject_rate",
+    "edit_distance",
+    "escalation_rate",
+    "handle_time_s",
+    "latency_p95_s",
+    "hallucination_reports",
+    "cost_per_draft",
+]
+METRIC_NAMES: tuple[str, ...] = MetricName.__args__  # type: ignore[attr-defined]
+
+
+class TargetRule(_Strict):
+    op: Literal[">", "<", ">=", "<=", "==", "within_baseline"]
+    value: float
+
+
+class AlertRule(_Strict):
+    op: Literal[">", "<", ">=", "<=", "above_baseline"]
+    value: float
+    window: Literal["consecutive_days", "trailing_mean"]
+    days: int = Field(ge=1)
+
+
+class PilotPeriod(_Strict):
+    start: dt.date
+    end: dt.date
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PilotPeriod:
+        if self.end < self.start:
+            raise ValueError("pilot end is before its start")
+        return self
+
+
+class OnlineMetricsSpec(_Strict):
+    minor_edit_limit: float = Field(ge=0, le=1)
+    escalation_baseline: float = Field(ge=0, le=1)
+    pilot: PilotPeriod
+    holidays: list[dt.date] = Field(default_factory=list)
+    targets: dict[MetricName, TargetRule]
+    alerts: dict[MetricName, AlertRule]
+
+
+class PilotGateSpec(_Strict):
+    min_cases: int = Field(ge=1)
+    automated_pass_rate: float = Field(ge=0, le=1)
+    human_mean_above: float
+    factual_pass_score: float
+    factual_fail_score: float
+    golden_factual_failures_allowed: int = Field(ge=0)
+    safety_escalation_rate: float = Field(ge=0, le=1)
+    regression_pass_rate: float = Field(ge=0, le=1)
+
+
+class ProductionGateSpec(_Strict):
+    min_cases: int = Field(ge=1)
+    consecutive_business_days: int = Field(ge=1)
+    confirmed_hallucinations_allowed: int = Field(ge=0)
+    survey_net_positive: bool = True
+
+
+class GatesSpec(_Strict):
+    pilot: PilotGateSpec
+    production: ProductionGateSpec
+
+
+class ReviewSpec(_Strict):
+    phase: Literal["pilot", "post_launch_month1", "steady_state"]
+    weekly_pairs: int = Field(ge=1)
+    monthly_pairs: int = Field(ge=1)
+
+    @property
+    def cadence(self) -> Literal["weekly", "monthly"]:
+        return "monthly" if self.phase == "steady_state" else "weekly"
+
+    @property
+    def sample_size(self) -> int:
+        return self.monthly_pairs if self.cadence == "monthly" else self.weekly_pairs
+
+
+class EvalSpec(_Strict):
+    version: int
+    timezone: str = "UTC"
+    intents: list[str] = Field(min_length=1)
+    dataset: DatasetSpec
+    rubric: RubricSpec
+    grading: GradingSpec
+    checks: ChecksSpec
+    regression: RegressionSpec
+    online_metrics: OnlineMetricsSpec
+    gates: GatesSpec
+    review: ReviewSpec
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {v!r}") from exc
+        return v
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+def load_spec(path: Path) -> EvalSpec:
+    """Read and validate the eval spec file; raise SpecError naming the file and the bad key."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise SpecError(f"{path}: eval spec file not found") from exc
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: the eval spec must be a mapping of keys")
+    try:
+        return EvalSpec.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise SpecError(f"{path}: key '{key}': {first['msg']}") from exc

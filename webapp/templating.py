@@ -1,0 +1,70 @@
+"""Jinja environment, htmx detection, and rendering a page or one of its blocks as a fragment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from webapp.config import PROJECT_ROOT
+from webapp.navigation import nav_for
+from webapp.security import csrf_token
+
+
+def _context(request: Request) -> dict[str, Any]:
+    principal = getattr(request.state, "principal", None)
+    return {
+        "principal": principal,
+        "nav": nav_for(principal) if principal else [],
+        "csrf_token": csrf_token(request),
+        "spec": request.app.state.spec,
+        "current_path": request.url.path,
+    }
+
+
+templates = Jinja2Templates(directory=str(PROJECT_ROOT / "templates"), context_processors=[_context])
+templates.env.globals["roles_label"] = {
+    "labeler": "Labeler",
+    "lead": "Team lead",
+    "pm": "PM",
+    "support_lead": "Support lead",
+    "admin": "Admin",
+}
+
+
+def _fmt_pct(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value * 100:.{digits}f}%"
+
+
+def _fmt_num(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+templates.env.filters["pct"] = _fmt_pct
+templates.env.filters["num"] = _fmt_num
+
+
+def is_htmx(request: Request) -> bool:
+    """Tell whether the request came from htmx (and wants a fragment, not a page)."""
+    return request.headers.get("hx-request") == "true"
+
+
+def render(
+    request: Request,
+    name: str,
+    context: dict[str, Any] | None = None,
+    *,
+    block: str | None = None,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    """Render a page; for an htmx request with `block`, render only that block of the same template."""
+    context = dict(context or {})
+    if block and is_htmx(request):
+        template = templates.env.get_template(name)
+        ctx = template.new_context({**_context(request), "request": request, **context})
+        html = "".join(template.blocks[block](ctx))
+        return HTMLResponse(html, status_code=status_code, headers=headers)
+    return templates.TemplateResponse(request, name, context, status_code=status_code, headers=headers)
