@@ -84,6 +84,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(static_assets.router)
     app.mount("/static", StaticFiles(directory=str(PROJECT_ROOT / "static")), name="static")
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> RedirectResponse:
+        """Point browsers that ask for /favicon.ico at the SVG icon."""
+        return RedirectResponse("/static/favicon.svg", status_code=301)
+
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:
         """Answer 200 without login, for load balancers and the demo's start-up wait."""
