@@ -1,0 +1,47 @@
+"""Runs of the drafting assistant over a dataset, and the drafts they produced."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from webapp.timeutil import aware_datetime_type, utcnow
+
+
+class Run(SQLModel, table=True):
+    __tablename__ = "run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True, index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    model: str = Field(default="", max_length=200)
+    prompt_version: str = Field(default="", max_length=200)
+    notes: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    source: str = Field(default="import", max_length=20)  # import | evaluator | demo
+    is_baseline: bool = False
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class Draft(SQLModel, table=True):
+    """One output of the assistant for one case (and sample): a draft, or a fallback, or an escalation."""
+
+    __tablename__ = "draft"
+    __table_args__ = (UniqueConstraint("run_id", "case_pk", "sample_index", name="uq_draft_run_case_sample"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
+    case_pk: int = Field(foreign_key="eval_case.id", index=True)
+    sample_index: int = 0
+    draft_text: str | None = Field(default=None, sa_column=Column(Text))
+    # [{"article_id": "KB-3001", "revision": 4}, ...]
+    citations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    confidence: float | None = None
+    intent: str | None = Field(default=None, max_length=60)
+    escalated: bool = False
+    latency_ms: int | None = None
+    cost_usd: float | None = None
+    raw_output: Any | None = Field(default=None, sa_column=Column(JSON))
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
