@@ -1,0 +1,193 @@
+"""Load an eval dataset (JSONL or YAML) with exactly the semantics of the dataset format guide.
+
+`load_dataset(path) -> (test_cases, metadata)` is shared by the dataset import, the web upload
+and prompt-evaluator. Errors are `DatasetError` (a ValueError) whose message is the guide's
+wording and which carries the file and the line of the bad record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+
+from webapp.datasets.records import Record, RecordError, file_format, read_file, read_records
+
+REQUIRED_FIELDS: tuple[str, ...] = ("id", "input")
+OPTIONAL_FIELDS: tuple[str, ...] = ("description", "task", "expected_constraints", "reference")
+KNOWN_FIELDS: frozenset[str] = frozenset(REQUIRED_FIELDS + OPTIONAL_FIELDS)
+
+CATEGORIES: tuple[str, ...] = ("routine", "edge", "adversarial", "safety")
+EXPECTED_BEHAVIORS: tuple[str, ...] = ("draft", "escalate", "fallback")
+
+
+class DatasetError(RecordError):
+    """A dataset that cannot be loaded; `.path` and `.line` say where (line may be None)."""
+
+
+class TestCase(BaseModel):
+    """One test case: the guide's required and optional fields, and every other field in `metadata`."""
+
+    __test__ = False  # not a pytest test class, despite the name
+    model_config = ConfigDict(frozen=True)
+
+    id: StrictStr
+    input: StrictStr
+    description: StrictStr | None = None
+    task: StrictStr | None = None
+    expected_constraints: StrictStr | None = None
+    reference: StrictStr | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "input")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    """A test case with the line it was read from (for FILE:LINE messages of later checks)."""
+
+    line: int
+    case: TestCase
+
+
+def _to_case(record: Record, *, path: Path | str) -> TestCase:
+    data = record.data
+    if not isinstance(data, dict):
+        raise DatasetError(
+            f"Record at line {record.line} is not an object (found {type(data).__name__})", path=path, line=record.line
+        )
+    for name in REQUIRED_FIELDS:
+        if name not in data:
+            raise DatasetError(
+                f"Record at line {record.line} is missing required field: {name}", path=path, line=record.line
+            )
+    fields = {k: v for k, v in data.items() if k in KNOWN_FIELDS and not (k in OPTIONAL_FIELDS and v is None)}
+    metadata = {k: v for k, v in data.items() if k not in KNOWN_FIELDS}
+    try:
+        return TestCase(**fields, metadata=metadata)
+    except ValidationError as exc:
+        field = str(exc.errors()[0]["loc"][0]) if exc.errors() and exc.errors()[0]["loc"] else "record"
+        raise DatasetError(
+            f"Invalid test case at index {record.index}: {field} field validation failed", path=path, line=record.line
+        ) from exc
+
+
+def parse_dataset(data: bytes, *, path: Path | str, fmt: str | None = None) -> list[LoadedCase]:
+    """Parse dataset bytes into test cases with their lines; raise DatasetError on the first bad record."""
+    fmt = fmt or _format(path)
+    try:
+        records = read_records(data, path=path, fmt=fmt)
+    except DatasetError:
+        raise
+    except RecordError as exc:
+        raise DatasetError(exc.message, path=exc.path, line=exc.line) from exc
+    seen: set[str] = set()
+    out: list[LoadedCase] = []
+    for record in records:
+        case = _to_case(record, path=path)
+        if case.id in seen:
+            raise DatasetError(
+                f"Duplicate test case ID '{case.id}' found at line {record.line}", path=path, line=record.line
+            )
+        seen.add(case.id)
+        out.append(LoadedCase(line=record.line, case=case))
+    return out
+
+
+def _format(path: Path | str) -> str:
+    try:
+        return file_format(path)
+    except RecordError as exc:
+        raise DatasetError(exc.message, path=path) from exc
+
+
+def sha256_of(data: bytes) -> str:
+    """Return the content hash in the guide's form, `sha256:<hex>`."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def dataset_metadata(data: bytes, *, path: Path, fmt: str, count: int) -> dict[str, Any]:
+    """Return the guide's metadata dict: absolute path, content hash, case count, format."""
+    return {"path": str(path.resolve()), "hash": sha256_of(data), "count": count, "format": fmt}
+
+
+def load_dataset(path: Path) -> tuple[list[TestCase], dict[str, Any]]:
+    """Load and validate a dataset file; return its test cases and its metadata (path, hash, count, format)."""
+    path = Path(path)
+    fmt = _format(path)  # the extension is checked before the file is opened, as in the guide
+    try:
+        data = read_file(path)
+    except RecordError as exc:
+        raise DatasetError(exc.message, path=path) from exc
+    loaded = parse_dataset(data, path=path, fmt=fmt)
+    cases = [lc.case for lc in loaded]
+    return cases, dataset_metadata(data, path=path, fmt=fmt, count=len(cases))
+
+
+# --- support-specific metadata --------------------------------------------------------------------
+
+
+class SupportFieldError(ValueError):
+    """A support-specific metadata field with the wrong type or value."""
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
+
+
+def support_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Read category, intent, account, conversation, kb_articles, golden, expected_behavior from metadata.
+
+    Returns the EvalCase column values for the fields present; raises SupportFieldError naming the
+    field when one has the wrong type or value.
+    """
+    out: dict[str, Any] = {}
+    if metadata.get("category") is not None:
+        value = metadata["category"]
+        if value not in CATEGORIES:
+            raise SupportFieldError(f"category: {value!r} is not one of {', '.join(CATEGORIES)}")
+        out["category"] = value
+    if metadata.get("intent") is not None:
+        value = metadata["intent"]
+        if not isinstance(value, str) or not value.strip():
+            raise SupportFieldError(f"intent: must be a non-empty string, not {value!r}")
+        if len(value) > 60:
+            raise SupportFieldError("intent: must be at most 60 characters")
+        out["intent"] = value
+    if metadata.get("account") is not None:
+        value = metadata["account"]
+        if not isinstance(value, dict):
+            raise SupportFieldError(f"account: must be an object of account metadata, not {type(value).__name__}")
+        out["account"] = value
+    if metadata.get("conversation") is not None:
+        value = metadata["conversation"]
+        if not isinstance(value, list):
+            raise SupportFieldError(f"conversation: must be a list of messages, not {type(value).__name__}")
+        for i, msg in enumerate(value):
+            if not isinstance(msg, str | dict):
+                raise SupportFieldError(f"conversation[{i}]: must be a message object or a string")
+        out["conversation"] = value
+    if metadata.get("kb_articles") is not None:
+        value = metadata["kb_articles"]
+        if not _str_list(value):
+            raise SupportFieldError("kb_articles: must be a list of article ids such as [\"KB-1042\"]")
+        out["kb_articles"] = value
+    if metadata.get("golden") is not None:
+        value = metadata["golden"]
+        if not isinstance(value, bool):
+            raise SupportFieldError(f"golden: must be true or false, not {value!r}")
+        out["golden"] = value
+    if metadata.get("expected_behavior") is not None:
+        value = metadata["expected_behavior"]
+        if value not in EXPECTED_BEHAVIORS:
+            raise SupportFieldError(f"expected_behavior: {value!r} is not one of {', '.join(EXPECTED_BEHAVIORS)}")
+        out["expected_behavior"] = value
+    return out

@@ -1,0 +1,132 @@
+"""Read JSONL and YAML files as records that remember their line, for every import.
+
+The dataset loader, the KB import and the drafts import all read "one object per record"
+files and must name FILE:LINE on the first bad record; this module is the one place that
+knows how to find those lines.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SUPPORTED_FORMATS: tuple[str, ...] = (".jsonl", ".yaml", ".yml")
+
+
+class RecordError(ValueError):
+    """A bad file or record; `str()` is the message, `location` adds FILE:LINE when known."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+
+    @property
+    def location(self) -> str:
+        """Return `FILE:LINE: message` (or as much of it as is known)."""
+        if self.path and self.line:
+            return f"{self.path}:{self.line}: {self.message}"
+        if self.path:
+            return f"{self.path}: {self.message}"
+        return self.message
+
+
+@dataclass(frozen=True)
+class Record:
+    """One object read from a file: its 0-based index among records, its 1-based line, its data."""
+
+    index: int
+    line: int
+    data: Any
+
+
+def _jsonable(value: Any) -> Any:
+    """Turn YAML-only scalars (dates, timestamps) into strings so every value fits a JSON column."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    return value
+
+
+def read_jsonl(data: bytes, *, path: Path | str) -> list[Record]:
+    """Parse JSONL bytes: one JSON value per line, blank lines skipped."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"File is not valid UTF-8 ({exc.reason} at byte {exc.start})", path=path) from exc
+    records: list[Record] = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"Invalid JSON at line {lineno}: {exc.msg} (column {exc.colno})", path=path, line=lineno) from exc
+        records.append(Record(index=len(records), line=lineno, data=value))
+    return records
+
+
+def read_yaml(data: bytes, *, path: Path | str) -> list[Record]:
+    """Parse a YAML list; each item remembers the line it starts on."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"File is not valid UTF-8 ({exc.reason} at byte {exc.start})", path=path) from exc
+    try:
+        # compose gives the nodes with their marks (lines); safe_load gives the values.
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        where = f" at line {line}" if line else ""
+        raise RecordError(f"Invalid YAML{where}: {problem}", path=path, line=line) from exc
+    if value is None:
+        return []
+    if not isinstance(value, list) or not isinstance(node, yaml.SequenceNode):
+        line = node.start_mark.line + 1 if node is not None else 1
+        raise RecordError("YAML dataset must be a list of records (one '- ' item per record)", path=path, line=line)
+    return [
+        Record(index=i, line=item_node.start_mark.line + 1, data=_jsonable(item))
+        for i, (item_node, item) in enumerate(zip(node.value, value, strict=True))
+    ]
+
+
+def file_format(path: Path | str) -> str:
+    """Return the file's extension, lower-cased; refuse formats other than JSONL and YAML."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUPPORTED_FORMATS:
+        raise RecordError(
+            f"Unsupported dataset file format: {Path(path).suffix or '(none)'}. "
+            f"Supported formats: {', '.join(SUPPORTED_FORMATS)}",
+            path=path,
+        )
+    return suffix
+
+
+def read_records(data: bytes, *, path: Path | str, fmt: str | None = None) -> list[Record]:
+    """Parse bytes as JSONL or YAML according to the file's extension (or `fmt`)."""
+    fmt = fmt or file_format(path)
+    return read_jsonl(data, path=path) if fmt == ".jsonl" else read_yaml(data, path=path)
+
+
+def read_file(path: Path) -> bytes:
+    """Read a file's bytes, with a clear error when it is missing or unreadable."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise RecordError(f"Dataset file not found: {path}", path=path) from exc
+    except IsADirectoryError as exc:
+        raise RecordError(f"Dataset path is a directory, not a file: {path}", path=path) from exc
+    except OSError as exc:
+        raise RecordError(f"Cannot read {path}: {exc.strerror}", path=path) from exc
