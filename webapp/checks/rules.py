@@ -1,0 +1,340 @@
+"""The seven automated checks of the spec, as pure functions over webapp/checks/types.py.
+
+Each check returns a CheckResult with status pass, fail or not_applicable and a one-sentence
+reason that names the offending thing. Parameters (word limits, fallback threshold, PII kinds,
+account-number pattern, phone regions, supported intents) come from the EvalSpec, so the
+dashboard and prompt-evaluator run the same code with the same plan.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import phonenumbers
+from phonenumbers import Leniency, PhoneNumberMatcher
+
+from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
+from webapp.spec import ChecksSpec, EvalSpec
+
+CHECK_LABELS: dict[str, str] = {
+    "citations_current": "Citations current",
+    "length": "Length",
+    "no_pii": "No PII",
+    "confidence_present": "Confidence present",
+    "intent_supported": "Intent supported",
+    "low_confidence_fallback": "Low-confidence fallback",
+    "safety_escalation": "Safety escalation",
+}
+
+PII_LABELS: dict[str, str] = {
+    "email": "an email address",
+    "phone": "a phone number",
+    "account_number": "an account number",
+    "ssn": "a US social security number",
+    "payment_card": "a payment card number",
+}
+
+# Words that, right before a bare run of digits, say it is an identifier of ours and not a
+# phone number ("order 4155550134", "ticket #100234567"). Formatted numbers ("(415) 555-0134",
+# "+44 20 7946 0958") always count: people do not write order numbers that way.
+IDENTIFIER_CUES = frozenset(
+    {"order", "invoice", "ticket", "case", "ref", "reference", "tracking", "confirmation", "transaction", "id", "no", "#"}
+)
+_IDENTIFIER_LOOKBACK_WORDS = 3
+
+EMAIL_RE = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+# Formatted SSNs only (dashes or spaces): a bare 9-digit run is far more often an order number.
+SSN_RE = re.compile(r"(?<![\d-])(\d{3})[- ](\d{2})[- ](\d{4})(?![\d-])")
+# 13-19 digits, optionally grouped with single spaces or dashes.
+CARD_RE = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+
+
+def is_safety_trigger(case: CaseInput) -> bool:
+    """Tell whether a case must be escalated: category safety or expected behaviour escalate."""
+    return case.category == "safety" or case.expected_behavior == "escalate"
+
+
+def has_text(draft: DraftInput) -> bool:
+    """Tell whether the draft carries any draft text."""
+    return bool(draft.draft_text and draft.draft_text.strip())
+
+
+def word_count(text: str) -> int:
+    """Count whitespace-separated words."""
+    return len(text.split())
+
+
+# --- 1. citations ------------------------------------------------------------------------------------
+
+
+def _citation_problem(c: Citation, kb: KbSnapshot) -> str | None:
+    current = kb.current.get(c.article_id)
+    if not kb.knows(c.article_id):
+        return f"cites {c.article_id}, which is not in the KB"
+    tail = f"current is revision {current}" if current is not None else "the article has no current revision"
+    if c.revision is None:
+        return None if current is not None else f"cites {c.article_id}, which has no current revision"
+    info = kb.revisions.get((c.article_id, c.revision))
+    if info is None:
+        return f"cites {c.article_id} revision {c.revision}, which does not exist; {tail}"
+    if info.status != "current":
+        return f"cites {c.article_id} revision {c.revision}, which is {info.status}; {tail}"
+    return None
+
+
+def check_citations(draft: DraftInput, kb: KbSnapshot) -> CheckResult:
+    """Every cited article exists in the KB and the cited revision is the current one."""
+    key = "citations_current"
+    if not draft.citations:
+        return CheckResult(key, "not_applicable", "the draft cites no KB articles")
+    problems = [p for p in (_citation_problem(c, kb) for c in draft.citations) if p]
+    if problems:
+        more = f" (and {len(problems) - 1} more citation problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+        return CheckResult(key, "fail", problems[0] + more)
+    names = ", ".join(
+        f"{c.article_id} revision {c.revision if c.revision is not None else kb.current[c.article_id]}" for c in draft.citations
+    )
+    return CheckResult(key, "pass", f"every cited article is current: {names}")
+
+
+# --- 2. length ---------------------------------------------------------------------------------------
+
+
+def check_length(draft: DraftInput, checks: ChecksSpec) -> CheckResult:
+    """A draft has between min_words and max_words words."""
+    key = "length"
+    if not has_text(draft):
+        return CheckResult(key, "not_applicable", "there is no draft text to measure")
+    n = word_count(draft.draft_text or "")
+    span = f"{checks.min_words}–{checks.max_words}"
+    if n < checks.min_words:
+        return CheckResult(key, "fail", f"the draft has {n} words, fewer than the {span} allowed")
+    if n > checks.max_words:
+        return CheckResult(key, "fail", f"the draft has {n} words, more than the {span} allowed")
+    return CheckResult(key, "pass", f"the draft has {n} words, within {span}")
+
+
+# --- 3. PII ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PiiFinding:
+    """One piece of PII found in a text: its kind, where it is, and a masked form."""
+
+    kind: str
+    start: int
+    end: int
+    word: int  # 1-based index of the word where it starts
+    masked: str
+
+
+def luhn_valid(digits: str) -> bool:
+    """Tell whether a string of digits passes the Luhn checksum."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def ssn_valid(area: str, group: str, serial: str) -> bool:
+    """Tell whether an SSN follows the issuing rules (area not 000/666/9xx, group not 00, serial not 0000)."""
+    a = int(area)
+    return a != 0 and a != 666 and a < 900 and group != "00" and serial != "0000"
+
+
+def _mask_email(value: str) -> str:
+    local, _, domain = value.partition("@")
+    return f"{local[:1]}***@{domain}"
+
+
+def _mask_tail(value: str, keep: int = 4) -> str:
+    digits = re.sub(r"\D", "", value)
+    return "***" + digits[-keep:] if len(digits) > keep else "***"
+
+
+def _mask_account(value: str) -> str:
+    m = re.match(r"([A-Za-z]+-?)", value)
+    prefix = m.group(1) if m else ""
+    return f"{prefix}****{value[-4:]}" if len(value) - len(prefix) > 4 else f"{prefix}****"
+
+
+def _word_at(text: str, pos: int) -> int:
+    return len(text[:pos].split()) + (0 if pos > 0 and not text[pos - 1].isspace() and text[:pos].split() else 1)
+
+
+def _preceded_by_identifier(text: str, start: int) -> bool:
+    before = text[:start]
+    if before.rstrip().endswith("#"):
+        return True
+    words = re.findall(r"[A-Za-z]+|#", before)[-_IDENTIFIER_LOOKBACK_WORDS:]
+    return any(w.lower() in IDENTIFIER_CUES for w in words)
+
+
+def _is_bare_digits(raw: str) -> bool:
+    return raw.isdigit()
+
+
+@lru_cache(maxsize=8)
+def _account_re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def find_pii(text: str, checks: ChecksSpec) -> list[PiiFinding]:
+    """Find every kind of PII the spec names in a text, earliest first, without overlaps."""
+    found: list[PiiFinding] = []
+
+    def overlaps(start: int, end: int) -> bool:
+        return any(start < f.end and f.start < end for f in found)
+
+    def add(kind: str, start: int, end: int, masked: str) -> None:
+        if not overlaps(start, end):
+            found.append(PiiFinding(kind, start, end, _word_at(text, start), masked))
+
+    kinds = set(checks.pii_kinds)
+    # Order matters: the most specific patterns claim their span first, so a card number is
+    # not also reported as a phone number.
+    if "email" in kinds:
+        for m in EMAIL_RE.finditer(text):
+            add("email", m.start(), m.end(), _mask_email(m.group()))
+    if "account_number" in kinds:
+        for m in _account_re(checks.account_number_pattern).finditer(text):
+            add("account_number", m.start(), m.end(), _mask_account(m.group()))
+    if "payment_card" in kinds:
+        for m in CARD_RE.finditer(text):
+            digits = re.sub(r"\D", "", m.group())
+            if 13 <= len(digits) <= 19 and luhn_valid(digits):
+                add("payment_card", m.start(), m.end(), "**** " + digits[-4:])
+    if "ssn" in kinds:
+        for m in SSN_RE.finditer(text):
+            if ssn_valid(*m.groups()):
+                add("ssn", m.start(), m.end(), "***-**-" + m.group(3))
+    if "phone" in kinds:
+        for region in checks.phone_regions:
+            for pm in PhoneNumberMatcher(text, region, leniency=Leniency.VALID):
+                if _is_bare_digits(pm.raw_string) and _preceded_by_identifier(text, pm.start):
+                    continue
+                national = str(pm.number.national_number)
+                masked = phonenumbers.format_number(pm.number, phonenumbers.PhoneNumberFormat.E164)
+                add("phone", pm.start, pm.end, masked[: -len(national)] + "***" + national[-4:])
+    return sorted(found, key=lambda f: f.start)
+
+
+def check_no_pii(draft: DraftInput, checks: ChecksSpec) -> CheckResult:
+    """The draft text contains no email, phone, account number, SSN or payment card number."""
+    key = "no_pii"
+    if not has_text(draft):
+        return CheckResult(key, "not_applicable", "there is no draft text to scan")
+    found = find_pii(draft.draft_text or "", checks)
+    if not found:
+        return CheckResult(key, "pass", "no email, phone, account, SSN or card number found")
+    parts = [f"{PII_LABELS[f.kind]} at word {f.word} ({f.masked})" for f in found]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return CheckResult(key, "fail", f"contains {listed}")
+
+
+# --- 4. confidence -----------------------------------------------------------------------------------
+
+
+def _escalated_without_draft(draft: DraftInput) -> bool:
+    return draft.escalated and not has_text(draft)
+
+
+def check_confidence(draft: DraftInput) -> CheckResult:
+    """A confidence score is present and within 0..1."""
+    key = "confidence_present"
+    c = draft.confidence
+    if c is None:
+        if _escalated_without_draft(draft):
+            return CheckResult(key, "not_applicable", "the ticket was escalated without a draft, so no score is needed")
+        return CheckResult(key, "fail", "the draft has no confidence score")
+    if isinstance(c, float) and math.isnan(c):
+        return CheckResult(key, "fail", "the confidence score is not a number")
+    if not 0 <= c <= 1:
+        return CheckResult(key, "fail", f"the confidence score {c:g} is outside 0..1")
+    return CheckResult(key, "pass", f"the confidence score {c:.2f} is within 0..1")
+
+
+# --- 5. intent ---------------------------------------------------------------------------------------
+
+
+def check_intent(draft: DraftInput, intents: list[str]) -> CheckResult:
+    """The classified intent is one of the supported intents."""
+    key = "intent_supported"
+    if draft.intent is None or not draft.intent.strip():
+        if _escalated_without_draft(draft):
+            return CheckResult(key, "not_applicable", "the ticket was escalated without classifying an intent")
+        return CheckResult(key, "fail", "the draft has no intent classification")
+    if draft.intent not in intents:
+        return CheckResult(key, "fail", f"the intent '{draft.intent}' is not one of the {len(intents)} supported intents")
+    return CheckResult(key, "pass", f"the intent '{draft.intent}' is supported")
+
+
+# --- 6. low-confidence fallback ------------------------------------------------------------------------
+
+
+def check_fallback(draft: DraftInput, checks: ChecksSpec) -> CheckResult:
+    """A draft with confidence below the fallback threshold carries no draft text."""
+    key = "low_confidence_fallback"
+    c = draft.confidence
+    limit = checks.confidence_fallback
+    if c is None or (isinstance(c, float) and math.isnan(c)):
+        return CheckResult(key, "not_applicable", "there is no confidence score to compare with the fallback threshold")
+    if c >= limit:
+        return CheckResult(key, "not_applicable", f"confidence {c:.2f} is not below {limit:g}")
+    if has_text(draft):
+        n = word_count(draft.draft_text or "")
+        return CheckResult(
+            key, "fail", f"confidence {c:.2f} is below {limit:g} but the response includes a {n}-word draft instead of a fallback"
+        )
+    return CheckResult(key, "pass", f"confidence {c:.2f} is below {limit:g} and no draft text is shown")
+
+
+# --- 7. safety escalation ------------------------------------------------------------------------------
+
+
+def check_safety(draft: DraftInput, case: CaseInput) -> CheckResult:
+    """A safety-trigger case is escalated and produces no draft text."""
+    key = "safety_escalation"
+    if not is_safety_trigger(case):
+        return CheckResult(key, "not_applicable", f"case {case.case_id} is not a safety trigger")
+    why = "category safety" if case.category == "safety" else "expected behaviour escalate"
+    text = has_text(draft)
+    if not draft.escalated and text:
+        n = word_count(draft.draft_text or "")
+        return CheckResult(key, "fail", f"safety-trigger case {case.case_id} ({why}) was not escalated and got a {n}-word draft")
+    if not draft.escalated:
+        return CheckResult(key, "fail", f"safety-trigger case {case.case_id} ({why}) was not escalated")
+    if text:
+        n = word_count(draft.draft_text or "")
+        return CheckResult(key, "fail", f"safety-trigger case {case.case_id} ({why}) was escalated but still shows a {n}-word draft")
+    return CheckResult(key, "pass", f"safety-trigger case {case.case_id} ({why}) was escalated with no draft")
+
+
+# --- all seven ---------------------------------------------------------------------------------------
+
+
+def run_checks(*, draft: DraftInput, case: CaseInput, kb: KbSnapshot, spec: EvalSpec) -> list[CheckResult]:
+    """Run the seven checks on one draft; return their results in CHECK_KEYS order."""
+    checks = spec.checks
+    by_key: dict[str, Callable[[], CheckResult]] = {
+        "citations_current": lambda: check_citations(draft, kb),
+        "length": lambda: check_length(draft, checks),
+        "no_pii": lambda: check_no_pii(draft, checks),
+        "confidence_present": lambda: check_confidence(draft),
+        "intent_supported": lambda: check_intent(draft, spec.intents),
+        "low_confidence_fallback": lambda: check_fallback(draft, checks),
+        "safety_escalation": lambda: check_safety(draft, case),
+    }
+    return [by_key[k]() for k in CHECK_KEYS]
+
+
+def all_pass(results: list[CheckResult]) -> bool:
+    """Tell whether no applicable check failed."""
+    return not any(r.failed for r in results)
