@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from sqlmodel import Session, select
+from dataclasses import dataclass
+from typing import Any
 
-from webapp.runs.models import Run
+from sqlalchemy import case, func
+from sqlmodel import Session, col, select
+
+from webapp.datasets.models import Dataset, EvalCase
+from webapp.datasets.records import Record, RecordError, read_jsonl
+from webapp.datasets.service import DatasetNotFound, get_dataset
+from webapp.runs.models import Draft, Run
+from webapp.timeutil import as_utc
 
 
 class RunNotFound(LookupError):
@@ -20,3 +28,352 @@ def resolve_run(*, session: Session, ref: str | int) -> Run:
     if run is None:
         raise RunNotFound(f"run: no run named or numbered {ref_s!r}")
     return run
+
+
+# --- imports ----------------------------------------------------------------------------------------
+
+DRAFT_FIELDS = (
+    "case_id",
+    "sample_index",
+    "draft_text",
+    "citations",
+    "confidence",
+    "intent",
+    "escalated",
+    "latency_ms",
+    "cost_usd",
+    "raw_output",
+)
+
+
+@dataclass(frozen=True)
+class DraftRecord:
+    line: int
+    case_id: str
+    sample_index: int
+    values: dict[str, Any]
+
+
+@dataclass
+class DraftImportResult:
+    """What a drafts import did."""
+
+    run: Run
+    run_created: bool
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    @property
+    def summary(self) -> str:
+        what = "new run" if self.run_created else "existing run"
+        return (
+            f"{self.run.name} ({what}): {self.created} draft(s) created, {self.updated} updated, "
+            f"{self.unchanged} unchanged"
+        )
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_draft(record: Record, path: str) -> DraftRecord:
+    d = record.data
+
+    def bad(message: str) -> RecordError:
+        return RecordError(f"record {record.index + 1}: {message}", path=path, line=record.line)
+
+    if not isinstance(d, dict):
+        raise bad("must be a JSON object with case_id and the draft's fields")
+    case_id = d.get("case_id")
+    if not isinstance(case_id, str) or not case_id.strip():
+        raise bad("missing required field: case_id" if case_id is None else "case_id: must be a non-empty string")
+    sample = d.get("sample_index", 0)
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+        raise bad(f"sample_index: must be a whole number of at least 0, not {sample!r}")
+    if "draft_text" not in d:
+        raise bad("missing required field: draft_text (null when the assistant fell back or escalated)")
+    text = d["draft_text"]
+    if text is not None and not isinstance(text, str):
+        raise bad("draft_text: must be a string or null")
+    citations = d.get("citations") or []
+    if not isinstance(citations, list):
+        raise bad('citations: must be a list of {"article_id": ..., "revision": ...}')
+    clean: list[dict[str, Any]] = []
+    for i, c in enumerate(citations):
+        if not isinstance(c, dict) or not isinstance(c.get("article_id"), str) or not c["article_id"].strip():
+            raise bad(f'citations[{i}]: must be an object with "article_id" (a string) and "revision"')
+        rev = c.get("revision")
+        if rev is not None and (isinstance(rev, bool) or not isinstance(rev, int) or rev < 1):
+            raise bad(f"citations[{i}].revision: must be a whole number of at least 1, not {rev!r}")
+        clean.append({"article_id": c["article_id"], "revision": rev})
+    conf = d.get("confidence")
+    if conf is not None and not _num(conf):
+        raise bad(f"confidence: must be a number or null, not {conf!r}")
+    intent = d.get("intent")
+    if intent is not None and (not isinstance(intent, str) or len(intent) > 60):
+        raise bad("intent: must be a string of at most 60 characters or null")
+    escalated = d.get("escalated", False)
+    if not isinstance(escalated, bool):
+        raise bad(f"escalated: must be true or false, not {escalated!r}")
+    latency = d.get("latency_ms")
+    if latency is not None and (not _num(latency) or latency < 0):
+        raise bad(f"latency_ms: must be a number of milliseconds (0 or more) or null, not {latency!r}")
+    cost = d.get("cost_usd")
+    if cost is not None and (not _num(cost) or cost < 0):
+        raise bad(f"cost_usd: must be a number of dollars (0 or more) or null, not {cost!r}")
+    raw = d.get("raw_output", d)
+    values = {
+        "draft_text": text,
+        "citations": clean,
+        "confidence": float(conf) if conf is not None else None,
+        "intent": intent,
+        "escalated": escalated,
+        "latency_ms": round(latency) if latency is not None else None,
+        "cost_usd": float(cost) if cost is not None else None,
+        "raw_output": raw,
+    }
+    return DraftRecord(record.line, case_id, sample, values)
+
+
+def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
+    """Parse and validate a drafts JSONL file; raise RecordError at the first bad record."""
+    records = read_jsonl(data, path=path)
+    if not records:
+        raise RecordError("the file holds no drafts", path=path)
+    out: list[DraftRecord] = []
+    seen: dict[tuple[str, int], int] = {}
+    for record in records:
+        dr = _parse_draft(record, path)
+        key = (dr.case_id, dr.sample_index)
+        if key in seen:
+            raise RecordError(
+                f"record {record.index + 1}: case {dr.case_id!r} sample {dr.sample_index} appears twice "
+                f"(first at line {seen[key]})",
+                path=path,
+                line=record.line,
+            )
+        seen[key] = record.line
+        out.append(dr)
+    return out
+
+
+def import_drafts(
+    *,
+    session: Session,
+    data: bytes,
+    path: str,
+    run_name: str,
+    dataset: str | None = None,
+    model: str | None = None,
+    prompt_version: str | None = None,
+    notes: str | None = None,
+    source: str = "import",
+) -> DraftImportResult:
+    """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
+
+    Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
+    a later file replaces the drafts it names. A new run needs its dataset: `dataset` (name or
+    id; the newest version of a name), or the only dataset there is.
+    """
+
+    run_name = run_name.strip()
+    if not run_name:
+        raise RecordError("the run needs a name (--run)", path=path)
+    if len(run_name) > 200:
+        raise RecordError("the run name is longer than 200 characters", path=path)
+    records = parse_drafts(data, path=path)
+    run = session.exec(select(Run).where(Run.name == run_name)).first()
+    created_run = run is None
+    try:
+        ds = get_dataset(session=session, ref=dataset) if dataset else None
+    except DatasetNotFound as exc:
+        raise RecordError(str(exc), path=path) from exc
+    if run is not None:
+        if ds is not None and ds.id != run.dataset_id:
+            raise RecordError(
+                f"run {run_name!r} is over dataset id {run.dataset_id}, not {ds.name} version {ds.version} (id {ds.id})",
+                path=path,
+            )
+        dataset_id = run.dataset_id
+    else:
+        if ds is None:
+            all_ds = session.exec(select(Dataset)).all()
+            if len(all_ds) != 1:
+                raise RecordError(
+                    f"run {run_name!r} is new: say which dataset it ran over with --dataset NAME "
+                    f"({len(all_ds)} datasets are imported)",
+                    path=path,
+                )
+            ds = all_ds[0]
+        dataset_id = ds.id  # type: ignore[assignment]
+    cases = {
+        c.case_id: c.id for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id)).all()
+    }
+    for dr in records:
+        if dr.case_id not in cases:
+            raise RecordError(
+                f"case_id {dr.case_id!r} is not a case of the run's dataset (id {dataset_id})",
+                path=path,
+                line=dr.line,
+            )
+    if run is None:
+        run = Run(
+            name=run_name,
+            dataset_id=dataset_id,
+            model=model or "",
+            prompt_version=prompt_version or "",
+            notes=notes or "",
+            source=source,
+        )
+        session.add(run)
+        session.flush()
+    else:
+        changed = False
+        for attr, value in (("model", model), ("prompt_version", prompt_version), ("notes", notes)):
+            if value is not None and getattr(run, attr) != value:
+                setattr(run, attr, value)
+                changed = True
+        if changed:
+            session.add(run)
+    result = DraftImportResult(run=run, run_created=created_run)
+    existing = {
+        (d.case_pk, d.sample_index): d for d in session.exec(select(Draft).where(Draft.run_id == run.id)).all()
+    }
+    for dr in records:
+        pk = cases[dr.case_id]
+        row = existing.get((pk, dr.sample_index))
+        if row is None:
+            session.add(Draft(run_id=run.id, case_pk=pk, sample_index=dr.sample_index, **dr.values))  # type: ignore[arg-type]
+            result.created += 1
+        elif all(getattr(row, k) == v for k, v in dr.values.items()):
+            result.unchanged += 1
+        else:
+            for k, v in dr.values.items():
+                setattr(row, k, v)
+            session.add(row)
+            result.updated += 1
+    session.flush()
+    return result
+
+
+# --- queries ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunSummary:
+    run: Run
+    dataset: Dataset | None
+    drafts: int
+    escalated: int
+    fallbacks: int
+
+
+def list_runs(*, session: Session) -> list[RunSummary]:
+    """List runs, newest first, with their dataset and draft counts."""
+    runs = session.exec(select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())).all()
+    counts = {
+        run_id: (n, esc or 0, fb or 0)
+        for run_id, n, esc, fb in session.exec(
+            select(
+                Draft.run_id,
+                func.count(),
+                func.sum(case((col(Draft.escalated).is_(True), 1), else_=0)),
+                func.sum(case((col(Draft.draft_text).is_(None) & col(Draft.escalated).is_(False), 1), else_=0)),
+            ).group_by(Draft.run_id)
+        ).all()
+    }
+    datasets = {d.id: d for d in session.exec(select(Dataset)).all()}
+    return [
+        RunSummary(r, datasets.get(r.dataset_id), *counts.get(r.id, (0, 0, 0)))  # type: ignore[arg-type]
+        for r in runs
+    ]
+
+
+@dataclass
+class DraftRow:
+    draft: Draft
+    case: EvalCase
+
+
+def list_drafts(
+    *, session: Session, run_id: int, category: str = "", intent: str = "", golden: str = ""
+) -> list[DraftRow]:
+    """Return a run's drafts with their cases, in dataset order, filtered by the case's category/intent/golden."""
+    stmt = (
+        select(Draft, EvalCase)
+        .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
+        .where(Draft.run_id == run_id)
+    )
+    if category:
+        stmt = stmt.where(EvalCase.category == category)
+    if intent:
+        stmt = stmt.where(EvalCase.intent == intent)
+    if golden in ("yes", "no"):
+        stmt = stmt.where(EvalCase.golden == (golden == "yes"))
+    rows = session.exec(stmt.order_by(EvalCase.position, Draft.sample_index)).all()
+    return [DraftRow(d, c) for d, c in rows]
+
+
+class DraftNotFound(LookupError):
+    """No draft with that id."""
+
+
+def get_draft(*, session: Session, draft_id: int) -> tuple[Draft, EvalCase, Run]:
+    """Return a draft with its case and run; raise DraftNotFound."""
+    draft = session.get(Draft, draft_id)
+    if draft is None:
+        raise DraftNotFound(f"no draft {draft_id}")
+    case_row = session.get(EvalCase, draft.case_pk)
+    run = session.get(Run, draft.run_id)
+    assert case_row is not None and run is not None
+    return draft, case_row, run
+
+
+def draft_public(draft: Draft, case_row: EvalCase) -> dict[str, Any]:
+    """Return a draft as the JSON API shows it: its id, its case id, and every field."""
+    return {
+        "id": draft.id,
+        "run_id": draft.run_id,
+        "case_id": case_row.case_id,
+        "sample_index": draft.sample_index,
+        "draft_text": draft.draft_text,
+        "citations": draft.citations,
+        "confidence": draft.confidence,
+        "intent": draft.intent,
+        "escalated": draft.escalated,
+        "latency_ms": draft.latency_ms,
+        "cost_usd": draft.cost_usd,
+        "raw_output": draft.raw_output,
+        "category": case_row.category,
+        "golden": case_row.golden,
+        "created_at": as_utc(draft.created_at).isoformat(),
+    }
+
+
+def run_public(summary: RunSummary) -> dict[str, Any]:
+    """Return a run as the JSON API shows it."""
+    r = summary.run
+    return {
+        "id": r.id,
+        "name": r.name,
+        "model": r.model,
+        "prompt_version": r.prompt_version,
+        "notes": r.notes,
+        "source": r.source,
+        "is_baseline": r.is_baseline,
+        "created_at": as_utc(r.created_at).isoformat(),
+        "dataset": (
+            {"id": summary.dataset.id, "name": summary.dataset.name, "version": summary.dataset.version}
+            if summary.dataset
+            else None
+        ),
+        "drafts": summary.drafts,
+        "escalated": summary.escalated,
+        "fallbacks": summary.fallbacks,
+    }
+
+
+def run_summary(*, session: Session, run: Run) -> RunSummary:
+    """Return one run's summary (dataset and counts)."""
+    return next(s for s in list_runs(session=session) if s.run.id == run.id)

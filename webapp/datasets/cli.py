@@ -1,0 +1,39 @@
+"""`draftdesk import dataset FILE` and `draftdesk datasets`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from webapp.cli_support import cli_session
+from webapp.datasets import service
+from webapp.datasets.records import RecordError
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    """Add the dataset import and list commands."""
+
+    @import_app.command("dataset")
+    def import_dataset(
+        file: Path = typer.Argument(..., help="Dataset file in the format guide's JSONL or YAML"),
+        name: str = typer.Option(None, "--name", help="Dataset name (default: the file name without extension)"),
+    ) -> None:
+        """Import an eval dataset; the same file again is a no-op, a changed file a new version."""
+        try:
+            with cli_session() as session:
+                result = service.import_dataset_file(session=session, path=file, name=name)
+        except RecordError as exc:
+            typer.echo(exc.location, err=True)
+            raise typer.Exit(2) from None
+        typer.echo(result.message)
+
+    @app.command("datasets")
+    def datasets_list() -> None:
+        """List imported datasets (name, version, cases, hash)."""
+        with cli_session() as session:
+            rows = service.list_datasets(session=session)
+        if not rows:
+            typer.echo("no datasets yet: draftdesk import dataset FILE")
+        for ds in rows:
+            typer.echo(f"{ds.name}\tv{ds.version}\t{ds.count} cases\t{ds.format}\t{ds.sha256}\tid {ds.id}")

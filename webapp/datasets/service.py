@@ -1,0 +1,178 @@
+"""Datasets: import a file as a (new version of a) named dataset, list datasets, read cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from webapp.datasets.loader import DatasetError, SupportFieldError, parse_dataset, sha256_of, support_fields
+from webapp.datasets.models import Dataset, EvalCase
+from webapp.datasets.records import RecordError, file_format, read_file
+
+
+class DatasetNotFound(LookupError):
+    """No dataset with that name or id."""
+
+
+@dataclass
+class DatasetImportResult:
+    """The dataset version an import produced or found, and whether anything was written."""
+
+    dataset: Dataset
+    created: bool
+    message: str
+
+
+def latest_version(*, session: Session, name: str) -> Dataset | None:
+    """Return the newest version of the dataset with this name, or None."""
+    return session.exec(select(Dataset).where(Dataset.name == name).order_by(col(Dataset.version).desc())).first()
+
+
+def import_dataset(
+    *, session: Session, data: bytes, path: str, name: str | None = None
+) -> DatasetImportResult:
+    """Import dataset bytes read from `path` in one transaction.
+
+    The same bytes as the newest version of that name change nothing (and say so); other bytes
+    become the next version. Any bad record raises DatasetError (FILE:LINE) before a row is written.
+    """
+    try:
+        fmt = file_format(path)
+    except RecordError as exc:
+        raise DatasetError(exc.message, path=path) from exc
+    loaded = parse_dataset(data, path=path, fmt=fmt)
+    if not loaded:
+        raise DatasetError("the dataset holds no test cases", path=path)
+    typed: list[dict] = []
+    for lc in loaded:
+        try:
+            fields = support_fields(lc.case.metadata)
+        except SupportFieldError as exc:
+            raise DatasetError(f"test case '{lc.case.id}': {exc}", path=path, line=lc.line) from exc
+        typed.append(fields)
+    for lc in loaded:
+        if len(lc.case.id) > 200:
+            raise DatasetError(f"test case id is longer than 200 characters: '{lc.case.id[:40]}…'", path=path, line=lc.line)
+
+    digest = sha256_of(data)
+    name = (name or Path(path).stem).strip()
+    if not name:
+        raise DatasetError("the dataset needs a name (--name)", path=path)
+    latest = latest_version(session=session, name=name)
+    if latest is not None and latest.sha256 == digest:
+        return DatasetImportResult(
+            latest, False, f"{name} version {latest.version} already holds this file ({digest[:19]}…); nothing imported"
+        )
+    version = (latest.version + 1) if latest else 1
+    ds = Dataset(
+        name=name,
+        version=version,
+        sha256=digest,
+        format=fmt,
+        count=len(loaded),
+        source_path=str(path)[:1000],
+    )
+    session.add(ds)
+    session.flush()
+    for position, (lc, fields) in enumerate(zip(loaded, typed, strict=True)):
+        c = lc.case
+        session.add(
+            EvalCase(
+                dataset_id=ds.id,  # type: ignore[arg-type]
+                position=position,
+                case_id=c.id,
+                input=c.input,
+                description=c.description,
+                task=c.task,
+                expected_constraints=c.expected_constraints,
+                reference=c.reference,
+                extra=dict(c.metadata),
+                **fields,
+            )
+        )
+    session.flush()
+    verb = "new version" if latest else "new dataset"
+    return DatasetImportResult(ds, True, f"{name} version {version} imported ({verb}): {len(loaded)} test cases, {digest[:19]}…")
+
+
+def import_dataset_file(*, session: Session, path: Path, name: str | None = None) -> DatasetImportResult:
+    """Import a dataset file from disk (see import_dataset)."""
+    try:
+        file_format(path)
+        data = read_file(path)
+    except RecordError as exc:
+        raise DatasetError(exc.message, path=path) from exc
+    return import_dataset(session=session, data=data, path=str(path), name=name)
+
+
+# --- queries ----------------------------------------------------------------------------------------
+
+
+def list_datasets(*, session: Session) -> list[Dataset]:
+    """List every dataset version, by name, newest version first."""
+    return list(session.exec(select(Dataset).order_by(Dataset.name, col(Dataset.version).desc())).all())
+
+
+def get_dataset(*, session: Session, ref: str | int) -> Dataset:
+    """Return a dataset by id, or the newest version with that name; raise DatasetNotFound."""
+    ref_s = str(ref).strip()
+    ds = session.get(Dataset, int(ref_s)) if ref_s.isdigit() else None
+    if ds is None:
+        ds = latest_version(session=session, name=ref_s)
+    if ds is None:
+        raise DatasetNotFound(f"dataset: no dataset named or numbered {ref_s!r}")
+    return ds
+
+
+@dataclass
+class CaseFilter:
+    category: str = ""
+    intent: str = ""
+    golden: str = ""  # "", "yes", "no"
+    q: str = ""
+
+
+def list_cases(*, session: Session, dataset_id: int, filters: CaseFilter | None = None) -> list[EvalCase]:
+    """Return a dataset's cases in file order, filtered by category, intent, golden and text."""
+    f = filters or CaseFilter()
+    stmt = select(EvalCase).where(EvalCase.dataset_id == dataset_id)
+    if f.category:
+        stmt = stmt.where(EvalCase.category == f.category)
+    if f.intent:
+        stmt = stmt.where(EvalCase.intent == f.intent)
+    if f.golden in ("yes", "no"):
+        stmt = stmt.where(EvalCase.golden == (f.golden == "yes"))
+    if f.q.strip():
+        like = f"%{f.q.strip().lower()}%"
+        stmt = stmt.where(func.lower(EvalCase.case_id).like(like) | func.lower(EvalCase.input).like(like))
+    return list(session.exec(stmt.order_by(EvalCase.position)).all())
+
+
+def get_case(*, session: Session, dataset_id: int, case_id: str) -> EvalCase:
+    """Return one case of a dataset by its case id; raise DatasetNotFound."""
+    case = session.exec(
+        select(EvalCase).where(EvalCase.dataset_id == dataset_id, EvalCase.case_id == case_id)
+    ).first()
+    if case is None:
+        raise DatasetNotFound(f"dataset {dataset_id} has no case {case_id!r}")
+    return case
+
+
+def case_facets(*, session: Session, dataset_id: int) -> dict[str, list[str]]:
+    """Return the categories and intents present in a dataset, for filter menus."""
+    rows = session.exec(select(EvalCase.category, EvalCase.intent).where(EvalCase.dataset_id == dataset_id)).all()
+    return {
+        "categories": sorted({c for c, _ in rows if c}),
+        "intents": sorted({i for _, i in rows if i}),
+    }
+
+
+def category_counts(*, session: Session, dataset_id: int) -> dict[str, int]:
+    """Count a dataset's cases per category (None for cases without one)."""
+    rows = session.exec(
+        select(EvalCase.category, func.count()).where(EvalCase.dataset_id == dataset_id).group_by(EvalCase.category)
+    ).all()
+    return {c or "none": n for c, n in rows}
