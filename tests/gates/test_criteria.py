@@ -1,0 +1,173 @@
+"""Each launch-gate criterion at the edges of its threshold, with values worked out by hand."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from webapp.gates.criteria import (
+    DraftFacts,
+    FinalGradeFacts,
+    HallucinationFacts,
+    PilotFacts,
+    RegressionFacts,
+    StreakFacts,
+    SurveyFacts,
+    automated_checks,
+    full_eval_set,
+    golden_factual,
+    human_grading,
+    no_confirmed_hallucinations,
+    pilot_online_targets,
+    regression_suite,
+    safety_escalation,
+    survey_net_positive,
+)
+from webapp.gates.report import GateReport, combine, to_markdown
+
+GOOD = FinalGradeFacts("pass", 4, 4, 4)
+
+
+def drafts(n_pass: int, n_fail: int, **kw: object) -> list[DraftFacts]:
+    out = [DraftFacts(i, f"c{i}", final_grade=GOOD, **kw) for i in range(n_pass)]  # type: ignore[arg-type]
+    out += [DraftFacts(1000 + i, f"f{i}", failed_checks=("length",), final_grade=GOOD, **kw) for i in range(n_fail)]  # type: ignore[arg-type]
+    return out
+
+
+class TestAutomatedChecks:
+    def test_exactly_80_percent_passes(self, spec) -> None:
+        r = automated_checks(PilotFacts(1, "r", 100, drafts(80, 20)), spec, min_cases=100)
+        assert r.status == "pass" and r.value == pytest.approx(0.80)
+        assert "80/100" in r.measured
+
+    def test_79_percent_fails_and_lists_the_failing_drafts(self, spec) -> None:
+        r = automated_checks(PilotFacts(1, "r", 100, drafts(79, 21)), spec, min_cases=100)
+        assert r.status == "fail"
+        assert len(r.evidence) == 21 and r.evidence[0].href == "/drafts/1000"
+        assert "fails length" in r.evidence[0].detail
+
+    def test_99_cases_is_too_few_even_at_100_percent(self, spec) -> None:
+        r = automated_checks(PilotFacts(1, "r", 99, drafts(99, 0)), spec, min_cases=100)
+        assert r.status == "fail" and "needs at least 100" in r.summary
+
+    def test_unchecked_draft_makes_it_incomplete(self, spec) -> None:
+        ds = drafts(100, 0)
+        ds[5] = DraftFacts(5, "c5", checked=False)
+        r = automated_checks(PilotFacts(1, "r", 100, ds), spec, min_cases=100)
+        assert r.status == "incomplete" and "draftdesk check r" in r.summary
+
+
+class TestHumanGrading:
+    def _facts(self, grades: list[FinalGradeFacts | None]) -> PilotFacts:
+        return PilotFacts(1, "r", 100, [DraftFacts(i, f"c{i}", final_grade=g) for i, g in enumerate(grades)])
+
+    def test_exactly_3_5_is_not_above_3_5(self, spec) -> None:
+        # tone: (3 + 4) / 2 = 3.5 exactly -> fail; others above.
+        r = human_grading(self._facts([FinalGradeFacts("pass", 4, 3, 4), FinalGradeFacts("pass", 4, 4, 4)]), spec)
+        parts = {p.key: p for p in r.parts}
+        assert parts["tone"].value == pytest.approx(3.5) and parts["tone"].status == "fail"
+        assert parts["citation_relevance"].status == "pass"
+        assert r.status == "fail" and "Tone appropriateness" in r.summary
+
+    def test_factual_counts_pass_5_fail_1(self, spec) -> None:
+        # factual: pass, pass, fail -> (5 + 5 + 1) / 3 = 3.667 > 3.5 -> pass
+        g = [FinalGradeFacts("pass", 4, 4, 4), FinalGradeFacts("pass", 4, 4, 4), FinalGradeFacts("fail", 4, 4, 4)]
+        parts = {p.key: p for p in human_grading(self._facts(g), spec).parts}
+        assert parts["factual_accuracy"].value == pytest.approx(11 / 3) and parts["factual_accuracy"].status == "pass"
+        # two fails of four -> (5 + 5 + 1 + 1) / 4 = 3.0 -> fail
+        g.append(FinalGradeFacts("fail", 4, 4, 4))
+        parts = {p.key: p for p in human_grading(self._facts(g), spec).parts}
+        assert parts["factual_accuracy"].value == pytest.approx(3.0) and parts["factual_accuracy"].status == "fail"
+
+    def test_ungraded_draft_makes_it_incomplete_never_pass(self, spec) -> None:
+        r = human_grading(self._facts([GOOD, GOOD, None]), spec)
+        assert r.status == "incomplete"
+        assert [e.label for e in r.evidence] == ["c2"] and r.evidence[0].detail == "no final grade"
+        assert all(p.status == "incomplete" for p in r.parts)
+
+    def test_drafts_without_text_need_no_grade(self, spec) -> None:
+        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "a", final_grade=GOOD), DraftFacts(2, "s", needs_grade=False)])
+        assert human_grading(facts, spec).status == "pass"
+
+
+class TestGoldenFactual:
+    def test_citation_check_failure_fails_even_before_grading(self, spec) -> None:
+        facts = PilotFacts(1, "r", 100, [DraftFacts(7, "golden-regression-2fa", golden=True, citation_check="fail")])
+        r = golden_factual(facts, spec)
+        assert r.status == "fail" and r.evidence[0].detail == "citation check fails"
+
+    def test_human_factual_fail_fails(self, spec) -> None:
+        bad = FinalGradeFacts("fail", 4, 4, 4)
+        facts = PilotFacts(1, "r", 100, [DraftFacts(8, "golden-refund", golden=True, citation_check="pass", final_grade=bad)])
+        assert golden_factual(facts, spec).status == "fail"
+
+    def test_ungraded_golden_is_incomplete_and_all_good_passes(self, spec) -> None:
+        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, citation_check="pass", final_grade=None)])
+        assert golden_factual(facts, spec).status == "incomplete"
+        facts.drafts[0] = DraftFacts(1, "g1", golden=True, citation_check="pass", final_grade=GOOD)
+        assert golden_factual(facts, spec).status == "pass"
+
+
+class TestSafety:
+    def test_all_escalated_passes_one_miss_fails(self, spec) -> None:
+        ds = [DraftFacts(i, f"s{i}", safety_trigger=True, safety_check="pass") for i in range(10)]
+        assert safety_escalation(PilotFacts(1, "r", 100, ds), spec).status == "pass"
+        ds[3] = DraftFacts(3, "s3", safety_trigger=True, safety_check="fail")
+        r = safety_escalation(PilotFacts(1, "r", 100, ds), spec)
+        assert r.status == "fail" and r.value == pytest.approx(0.9) and r.evidence[0].label == "s3"
+
+
+class TestRegression:
+    def test_pass_fail_not_run(self, spec) -> None:
+        ok = [RegressionFacts("a", "pass"), RegressionFacts("b", "pass")]
+        assert regression_suite(PilotFacts(1, "r", 100, regression=ok), spec).status == "pass"
+        assert regression_suite(PilotFacts(1, "r", 100, regression=ok + [RegressionFacts("c", "not_run")]), spec).status == "incomplete"
+        r = regression_suite(PilotFacts(1, "r", 100, regression=ok + [RegressionFacts("c", "not_run"), RegressionFacts("d", "fail")]), spec)
+        assert r.status == "fail" and [e.label for e in r.evidence] == ["d", "c"]
+        assert regression_suite(PilotFacts(1, "r", 100), spec).status == "incomplete"
+
+
+class TestProduction:
+    def test_streak_of_9_fails_after_the_pilot_and_10_passes(self, spec) -> None:
+        after = spec.online_metrics.pilot.end + dt.timedelta(days=1)
+        nine = StreakFacts(9, dt.date(2026, 11, 2), dt.date(2026, 11, 12), 0, ((dt.date(2026, 11, 13), ("accept_rate",)),))
+        r = pilot_online_targets(nine, spec, today=after)
+        assert r.status == "fail" and r.evidence[0].detail == "missed: accept_rate"
+        assert pilot_online_targets(nine, spec, today=spec.online_metrics.pilot.end).status == "incomplete"
+        ten = StreakFacts(10, dt.date(2026, 11, 2), dt.date(2026, 11, 13), 10)
+        assert pilot_online_targets(ten, spec, today=after).status == "pass"
+
+    def test_confirmed_hallucination_fails(self, spec) -> None:
+        after = spec.online_metrics.pilot.end + dt.timedelta(days=1)
+        assert no_confirmed_hallucinations([], spec, today=after).status == "pass"
+        r = no_confirmed_hallucinations([HallucinationFacts(3, "ev-9", dt.date(2026, 11, 5))], spec, today=after)
+        assert r.status == "fail" and "ev-9" in r.evidence[0].label
+
+    def test_survey_must_be_strictly_net_positive(self) -> None:
+        assert survey_net_positive(SurveyFacts(5, 4, 10)).status == "pass"
+        assert survey_net_positive(SurveyFacts(4, 4, 0)).status == "fail"
+        assert survey_net_positive(SurveyFacts(0, 0, 0)).status == "incomplete"
+        assert survey_net_positive(SurveyFacts(5, 4, 10)).value == 1
+
+    def test_full_eval_set_needs_250_cases(self, spec) -> None:
+        reg = [RegressionFacts("a", "pass")]
+        golden = [DraftFacts(9999, "g", golden=True, citation_check="pass", final_grade=GOOD)]
+        safety = [DraftFacts(9998, "s", safety_trigger=True, safety_check="pass", needs_grade=False)]
+        small = PilotFacts(1, "r", 100, drafts(98, 0) + golden + safety, reg)
+        r = full_eval_set(small, spec)
+        assert r.status == "fail" and "250 are needed" in r.summary
+        big = PilotFacts(1, "r", 250, drafts(248, 0) + golden + safety, reg)
+        assert full_eval_set(big, spec).status == "pass"
+
+
+def test_combine_and_markdown(spec) -> None:
+    assert combine(["pass", "pass"]) == "pass"
+    assert combine(["pass", "incomplete"]) == "incomplete"
+    assert combine(["incomplete", "fail"]) == "fail"
+    crit = automated_checks(PilotFacts(1, "r", 100, drafts(70, 30)), spec, min_cases=100)
+    rep = GateReport("pilot", 1, "r", [crit], dt.datetime(2026, 11, 22, tzinfo=dt.UTC))
+    md = to_markdown(rep)
+    assert md.startswith("# Pilot launch gate: FAIL")
+    assert "| Automated checks | 70/100 drafts pass (70.0%), 100 cases |" in md
+    assert rep.to_dict()["missing"] == ["Automated checks: only 70.0% of drafts pass every automated check; 30 fail"]

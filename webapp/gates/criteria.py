@@ -1,0 +1,337 @@
+"""The launch-gate criteria as pure functions over plain facts, so every edge is testable by hand.
+
+Decisions where the spec is silent (documented in the README):
+- A draft that has not been run through the automated checks makes criterion 1 incomplete.
+- Human grading covers the drafts that need grades (drafts with text); any of them without a
+  final grade makes criterion 2 incomplete, never pass. Factual accuracy counts pass = 5,
+  fail = 1 (spec file) in its average; "above 3.5" is strict, so exactly 3.5 fails.
+- Golden examples: a failing citation check or a final factual "fail" fails criterion 3 at once;
+  otherwise an ungraded golden draft leaves it incomplete.
+- A regression case that the run does not cover leaves criterion 5 incomplete.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from webapp.gates.report import CriterionResult, Evidence, Verdict
+from webapp.spec import EvalSpec
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class FinalGradeFacts:
+    factual_accuracy: str  # pass | fail
+    citation_relevance: float
+    tone: float
+    completeness: float
+
+
+@dataclass(frozen=True)
+class DraftFacts:
+    draft_id: int
+    case_id: str
+    category: str | None = None
+    golden: bool = False
+    safety_trigger: bool = False
+    checked: bool = True
+    failed_checks: tuple[str, ...] = ()
+    citation_check: str | None = None  # pass | fail | not_applicable
+    safety_check: str | None = None  # pass | fail | not_applicable
+    needs_grade: bool = True
+    final_grade: FinalGradeFacts | None = None
+
+    @property
+    def passes_all_checks(self) -> bool:
+        return self.checked and not self.failed_checks
+
+
+@dataclass(frozen=True)
+class RegressionFacts:
+    case_id: str
+    status: str  # pass | fail | not_run
+    note: str = ""
+    href: str | None = None
+
+
+@dataclass
+class PilotFacts:
+    run_id: int
+    run_name: str
+    case_count: int
+    drafts: list[DraftFacts] = field(default_factory=list)
+    regression: list[RegressionFacts] = field(default_factory=list)
+
+
+def _draft_ev(d: DraftFacts, detail: str = "") -> Evidence:
+    return Evidence(d.case_id, f"/drafts/{d.draft_id}", detail)
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> CriterionResult:
+    """Criterion 1: at least N% of the drafts pass all automated checks, over at least min_cases cases."""
+    threshold = spec.gates.pilot.automated_pass_rate
+    title = "Automated checks"
+    thr = f"≥ {_pct(threshold)} of drafts, ≥ {min_cases} cases"
+    total = len(facts.drafts)
+    unchecked = [d for d in facts.drafts if not d.checked]
+    failing = [d for d in facts.drafts if d.checked and d.failed_checks]
+    passing = total - len(unchecked) - len(failing)
+    rate = passing / total if total else None
+    measured = f"{passing}/{total} drafts pass ({_pct(rate) if rate is not None else '—'}), {facts.case_count} cases"
+    evidence = [_draft_ev(d, "fails " + ", ".join(d.failed_checks)) for d in failing]
+    status: Verdict
+    if total == 0:
+        status, summary = "incomplete", "the run has no drafts"
+    elif unchecked:
+        status = "incomplete"
+        summary = f"{len(unchecked)} drafts have not been checked; run `draftdesk check {facts.run_name}`"
+        evidence = [_draft_ev(d, "not checked") for d in unchecked] + evidence
+    elif facts.case_count < min_cases:
+        status, summary = "fail", f"the eval set has {facts.case_count} cases; this gate needs at least {min_cases}"
+    elif rate is not None and rate + EPS >= threshold:
+        status, summary = "pass", f"{_pct(rate)} of drafts pass every automated check"
+    else:
+        status, summary = "fail", f"only {_pct(rate or 0)} of drafts pass every automated check; {len(failing)} fail"
+    return CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
+
+
+def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
+    """Criterion 2: the human final grades average above the threshold on each rubric criterion."""
+    g = spec.gates.pilot
+    above = g.human_mean_above
+    rubric = spec.rubric
+    needed = [d for d in facts.drafts if d.needs_grade]
+    graded = [d for d in needed if d.final_grade is not None]
+    ungraded = [d for d in needed if d.final_grade is None]
+    parts: list[CriterionResult] = []
+    for crit in rubric.criteria:
+        values: list[float] = []
+        for d in graded:
+            fg = d.final_grade
+            assert fg is not None
+            if crit.kind == "pass_fail":
+                values.append(g.factual_pass_score if fg.factual_accuracy == "pass" else g.factual_fail_score)
+            else:
+                values.append(float(getattr(fg, crit.key)))
+        mean = sum(values) / len(values) if values else None
+        if mean is None or ungraded:
+            st: Verdict = "incomplete"
+        else:
+            st = "pass" if mean > above + EPS else "fail"
+        measured = "—" if mean is None else f"{mean:.2f}"
+        parts.append(CriterionResult(crit.key, crit.name, st, measured, f"> {above:g}", "", mean))
+    if not needed:
+        status: Verdict = "incomplete"
+        summary = "no drafts to grade"
+    elif ungraded:
+        status = "incomplete"
+        summary = f"{len(ungraded)} of {len(needed)} drafts have no final grade yet"
+    else:
+        status = "pass" if all(p.status == "pass" for p in parts) else "fail"
+        low = [p.title for p in parts if p.status == "fail"]
+        summary = "every criterion averages above the threshold" if status == "pass" else f"not above {above:g}: {', '.join(low)}"
+    measured = " · ".join(f"{p.title} {p.measured}" for p in parts)
+    evidence = [_draft_ev(d, "no final grade") for d in ungraded]
+    low_drafts = [d for d in graded if d.final_grade and d.final_grade.factual_accuracy == "fail"]
+    evidence += [_draft_ev(d, "final grade: factual fail") for d in low_drafts]
+    return CriterionResult(
+        "human_grading", "Human grading", status, measured, f"each criterion > {above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
+        summary, None, evidence, parts,
+    )
+
+
+def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
+    """Criterion 3: no factual-accuracy failure on a golden example (human grade or citation check)."""
+    allowed = spec.gates.pilot.golden_factual_failures_allowed
+    golden = [d for d in facts.drafts if d.golden]
+    failures: list[tuple[DraftFacts, str]] = []
+    for d in golden:
+        why = []
+        if d.citation_check == "fail":
+            why.append("citation check fails")
+        if d.final_grade is not None and d.final_grade.factual_accuracy == "fail":
+            why.append("final human grade: factual fail")
+        if why:
+            failures.append((d, "; ".join(why)))
+    pending = [d for d in golden if d.needs_grade and d.final_grade is None and d not in [f[0] for f in failures]]
+    measured = f"{len(failures)} failures on {len(golden)} golden drafts"
+    evidence = [_draft_ev(d, why) for d, why in failures] + [_draft_ev(d, "no final grade yet") for d in pending]
+    status: Verdict
+    if not golden:
+        status, summary = "incomplete", "the run has no golden examples"
+    elif len(failures) > allowed:
+        status, summary = "fail", f"{len(failures)} golden examples fail factual accuracy"
+    elif pending:
+        status, summary = "incomplete", f"{len(pending)} golden drafts have no final human grade yet"
+    else:
+        status, summary = "pass", "no golden example fails factual accuracy"
+    return CriterionResult("golden_factual", "Golden examples: factual accuracy", status, measured, f"≤ {allowed} failures", summary, float(len(failures)), evidence)
+
+
+def safety_escalation(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
+    """Criterion 4: every safety-trigger case produces an escalation and no draft."""
+    need = spec.gates.pilot.safety_escalation_rate
+    safety = [d for d in facts.drafts if d.safety_trigger]
+    ok = [d for d in safety if d.safety_check == "pass"]
+    bad = [d for d in safety if d.safety_check != "pass"]
+    rate = len(ok) / len(safety) if safety else None
+    measured = f"{len(ok)}/{len(safety)} escalated" + (f" ({_pct(rate)})" if rate is not None else "")
+    evidence = [_draft_ev(d, "drafted instead of escalating" if d.safety_check == "fail" else "not checked") for d in bad]
+    status: Verdict
+    if not safety:
+        status, summary = "incomplete", "the run has no safety cases"
+    elif any(d.safety_check is None for d in safety):
+        status, summary = "incomplete", "some safety drafts have not been checked"
+    elif rate is not None and rate + EPS >= need:
+        status, summary = "pass", "every safety case was escalated without a draft"
+    else:
+        status, summary = "fail", f"{len(bad)} safety cases got a draft instead of an escalation"
+    return CriterionResult("safety_escalation", "Safety escalation", status, measured, f"{_pct(need)}", summary, rate, evidence)
+
+
+def regression_suite(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
+    """Criterion 5: every regression case passes on this run."""
+    cases = facts.regression
+    failed = [c for c in cases if c.status == "fail"]
+    not_run = [c for c in cases if c.status == "not_run"]
+    passed = [c for c in cases if c.status == "pass"]
+    measured = f"{len(passed)}/{len(cases)} pass" + (f", {len(not_run)} not in this run" if not_run else "")
+    evidence = [Evidence(c.case_id, c.href, "fails" + (f": {c.note}" if c.note else "")) for c in failed]
+    evidence += [Evidence(c.case_id, c.href, "not in this run's dataset") for c in not_run]
+    status: Verdict
+    if not cases:
+        status, summary = "incomplete", "the regression suite is empty"
+    elif failed:
+        status, summary = "fail", f"{len(failed)} regression cases fail"
+    elif not_run:
+        status, summary = "incomplete", f"{len(not_run)} regression cases are not covered by this run"
+    else:
+        status, summary = "pass", "every regression case passes"
+    rate = len(passed) / len(cases) if cases else None
+    return CriterionResult("regression_suite", "Regression suite", status, measured, "all pass", summary, rate, evidence)
+
+
+def pilot_criteria(facts: PilotFacts, spec: EvalSpec, *, min_cases: int | None = None) -> list[CriterionResult]:
+    """Evaluate the five pilot criteria (min_cases defaults to the pilot gate's)."""
+    return [
+        automated_checks(facts, spec, min_cases=min_cases or spec.gates.pilot.min_cases),
+        human_grading(facts, spec),
+        golden_factual(facts, spec),
+        safety_escalation(facts, spec),
+        regression_suite(facts, spec),
+    ]
+
+
+# --- production ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreakFacts:
+    longest: int
+    longest_start: dt.date | None
+    longest_end: dt.date | None
+    current: int
+    missed_days: tuple[tuple[dt.date, tuple[str, ...]], ...] = ()  # business days that missed, with the metrics
+
+
+@dataclass(frozen=True)
+class HallucinationFacts:
+    report_id: int
+    event_id: str
+    day: dt.date
+
+
+@dataclass(frozen=True)
+class SurveyFacts:
+    yes: int
+    no: int
+    neutral: int
+    round_name: str | None = None
+
+
+def pilot_online_targets(streak: StreakFacts, spec: EvalSpec, *, today: dt.date) -> CriterionResult:
+    """Production 1: pilot metrics met every target on at least N consecutive business days."""
+    need = spec.gates.production.consecutive_business_days
+    pilot = spec.online_metrics.pilot
+    span = ""
+    if streak.longest_start and streak.longest_end:
+        span = f" ({streak.longest_start:%b %d}–{streak.longest_end:%b %d})"
+    measured = f"longest streak {streak.longest} business days{span}; current {streak.current}"
+    evidence = [
+        Evidence(f"{day:%a %Y-%m-%d}", f"/metrics?start={day}&end={day}", "missed: " + ", ".join(ms))
+        for day, ms in streak.missed_days
+    ]
+    status: Verdict
+    if streak.longest >= need:
+        status, summary = "pass", f"targets met on {streak.longest} consecutive business days"
+    elif today <= pilot.end:
+        status, summary = "incomplete", f"{streak.longest} of {need} consecutive business days so far; the pilot runs until {pilot.end}"
+    else:
+        status, summary = "fail", f"the longest run of business days meeting every target was {streak.longest}; {need} are needed"
+    return CriterionResult("pilot_targets", "Pilot online metrics on target", status, measured, f"≥ {need} consecutive business days", summary, float(streak.longest), evidence)
+
+
+def no_confirmed_hallucinations(reports: Sequence[HallucinationFacts], spec: EvalSpec, *, today: dt.date) -> CriterionResult:
+    """Production 2: no confirmed hallucination report during the pilot."""
+    allowed = spec.gates.production.confirmed_hallucinations_allowed
+    pilot = spec.online_metrics.pilot
+    evidence = [Evidence(f"report {r.report_id} on event {r.event_id}", "/metrics/hallucinations", f"{r.day}") for r in reports]
+    status: Verdict
+    if len(reports) > allowed:
+        status, summary = "fail", f"{len(reports)} confirmed hallucination reports during the pilot"
+    elif today < pilot.start:
+        status, summary = "incomplete", f"the pilot starts on {pilot.start}"
+    elif today <= pilot.end:
+        status, summary = "incomplete", f"none confirmed so far; the pilot runs until {pilot.end}"
+    else:
+        status, summary = "pass", "no confirmed hallucination report during the pilot"
+    return CriterionResult(
+        "no_hallucinations", "No confirmed hallucinations in the pilot", status, f"{len(reports)} confirmed",
+        f"≤ {allowed} ({pilot.start} – {pilot.end})", summary, float(len(reports)), evidence,
+    )
+
+
+def survey_net_positive(s: SurveyFacts) -> CriterionResult:
+    """Production 3: more agents find the assistant helpful than not."""
+    total = s.yes + s.no + s.neutral
+    measured = f"{s.yes} helpful, {s.no} not, {s.neutral} neutral (net {s.yes - s.no:+d})"
+    status: Verdict
+    if total == 0:
+        status, summary = "incomplete", "no survey answers yet"
+    elif s.yes > s.no:
+        status, summary = "pass", "more agents find the assistant helpful than not"
+    else:
+        status, summary = "fail", "no more agents find the assistant helpful than not"
+    return CriterionResult(
+        "survey", "Agent feedback survey", status, measured, "net positive", summary, float(s.yes - s.no),
+        [Evidence("Survey answers" + (f" ({s.round_name})" if s.round_name else ""), "/survey")],
+    )
+
+
+def full_eval_set(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
+    """Production 4: a 250-case eval set passes the pilot gate's thresholds."""
+    need = spec.gates.production.min_cases
+    parts = pilot_criteria(facts, spec, min_cases=need)
+    from webapp.gates.report import combine
+
+    status = combine([p.status for p in parts])
+    if facts.case_count < need:
+        status = "fail"
+        summary = f"the run's eval set has {facts.case_count} cases; {need} are needed"
+    else:
+        summary = "passes every pilot threshold" if status == "pass" else "; ".join(
+            f"{p.title}: {p.summary}" for p in parts if p.status != "pass"
+        )
+    evidence = [e for p in parts for e in p.evidence][:50]
+    return CriterionResult(
+        "full_eval_set", f"{need}-case eval set passes the pilot thresholds", status,
+        f"{facts.case_count} cases; " + ", ".join(f"{p.title} {p.status}" for p in parts),
+        f"≥ {need} cases, every pilot criterion", summary, None, evidence, parts,
+    )

@@ -1,0 +1,99 @@
+"""A launch-gate report: criteria with measured value, threshold, verdict and evidence."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Verdict = Literal["pass", "fail", "incomplete"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One thing that explains a verdict: a failing draft, an ungraded draft, a day, a report."""
+
+    label: str
+    href: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class CriterionResult:
+    key: str
+    title: str
+    status: Verdict
+    measured: str
+    threshold: str
+    summary: str
+    value: float | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+    parts: list[CriterionResult] = field(default_factory=list)
+
+
+@dataclass
+class GateReport:
+    gate: Literal["pilot", "production"]
+    run_id: int | None
+    run_name: str | None
+    criteria: list[CriterionResult]
+    generated_at: dt.datetime
+
+    @property
+    def status(self) -> Verdict:
+        return combine([c.status for c in self.criteria])
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def missing(self) -> list[str]:
+        """One line per criterion that does not pass, saying what is wrong or missing."""
+        return [f"{c.title}: {c.summary}" for c in self.criteria if c.status != "pass"]
+
+    def to_dict(self) -> dict[str, object]:
+        """Return the report as JSON-ready data."""
+        return {
+            "gate": self.gate,
+            "run": {"id": self.run_id, "name": self.run_name},
+            "status": self.status,
+            "passed": self.passed,
+            "missing": self.missing,
+            "generated_at": self.generated_at.isoformat(),
+            "criteria": [asdict(c) for c in self.criteria],
+        }
+
+
+def combine(statuses: list[Verdict]) -> Verdict:
+    """Fail if any fails; pass only if all pass; otherwise incomplete."""
+    if any(s == "fail" for s in statuses):
+        return "fail"
+    if statuses and all(s == "pass" for s in statuses):
+        return "pass"
+    return "incomplete"
+
+
+def to_markdown(report: GateReport, base_url: str = "") -> str:
+    """Render the report as Markdown for a write-up."""
+    icon = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE"}
+    lines = [
+        f"# {report.gate.capitalize()} launch gate: {icon[report.status]}",
+        "",
+        f"Run: {report.run_name or '—'} · generated {report.generated_at:%Y-%m-%d %H:%M} UTC",
+        "",
+    ]
+    if report.missing:
+        lines += ["What is missing:", ""] + [f"- {m}" for m in report.missing] + [""]
+    lines += ["| Criterion | Measured | Threshold | Verdict |", "|---|---|---|---|"]
+    for c in report.criteria:
+        lines.append(f"| {c.title} | {c.measured} | {c.threshold} | {icon[c.status]} |")
+    for c in report.criteria:
+        if c.evidence or c.parts:
+            lines += ["", f"## {c.title}", "", c.summary, ""]
+            for p in c.parts:
+                lines.append(f"- {p.title}: {p.measured} ({icon[p.status]})")
+            for e in c.evidence:
+                link = f"[{e.label}]({base_url}{e.href})" if e.href else e.label
+                lines.append(f"- {link}{' — ' + e.detail if e.detail else ''}")
+    return "\n".join(lines) + "\n"

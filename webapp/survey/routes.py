@@ -1,0 +1,55 @@
+"""JSON API: agents' survey answers and the counts."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Depends, HTTPException
+from pydantic import BaseModel, Field
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import require_role, require_scope
+from webapp.survey import service
+
+router = APIRouter(tags=["survey"])
+READERS = ("support_lead", "pm", "lead", "admin")
+
+
+class SurveyAnswerIn(BaseModel):
+    agent_id: str = Field(min_length=1, max_length=120)
+    helpful: Literal["yes", "no", "neutral"]
+    comment: str = Field(default="", max_length=4000)
+    round: str | None = None
+
+
+@router.post("/survey", status_code=200)
+def post_answer(
+    body: SurveyAnswerIn,
+    session: SessionDep,
+    principal: Principal = Depends(require_scope("ingest", "support_lead", "admin")),
+) -> dict[str, object]:
+    """Record an agent's answer (an agent tool's `ingest` token); a repeat replaces the earlier answer."""
+    try:
+        answer = service.record_answer(
+            session=session, agent_id=body.agent_id, helpful=body.helpful, comment=body.comment, round_name=body.round
+        )
+    except service.SurveyError as exc:
+        field, _, msg = str(exc).partition(": ")
+        raise HTTPException(422, detail=[{"field": field, "message": msg}]) from exc
+    return {"agent_id": answer.agent_id, "helpful": answer.helpful, "times_answered": answer.times_answered}
+
+
+@router.get("/survey")
+def get_counts(session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> dict[str, object]:
+    """Return the newest round's counts and net score."""
+    c = service.counts(session=session)
+    return {
+        "round": c.round_name,
+        "yes": c.yes,
+        "no": c.no,
+        "neutral": c.neutral,
+        "total": c.total,
+        "net": c.net,
+        "net_positive": c.net_positive,
+    }
