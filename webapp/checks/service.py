@@ -1,0 +1,434 @@
+"""Run the automated checks on a run's drafts, store the results, and summarise them.
+
+Pass rates: a draft passes when none of its applicable checks fails ("not applicable" is
+neither a pass nor a failure). The overall pass rate is passing drafts / drafts; a check's
+pass rate is its passes / (passes + failures), i.e. over the drafts it applies to.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlmodel import Session, col, delete, select
+
+from webapp.checks.models import DraftCheck
+from webapp.checks.rules import CHECK_LABELS, is_safety_trigger, run_checks
+from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
+from webapp.datasets.models import EvalCase
+from webapp.runs.models import Draft, Run
+from webapp.spec import CATEGORIES, EvalSpec
+from webapp.timeutil import as_utc, utcnow
+
+NO_INTENT = "(none)"
+
+
+class DraftNotFound(LookupError):
+    """No draft with that id."""
+
+
+# --- inputs ------------------------------------------------------------------------------------------
+
+
+def load_kb_snapshot(*, session: Session) -> KbSnapshot:
+    """Return the KB as the checks see it (every revision with its status)."""
+    from webapp.kb.service import kb_snapshot
+
+    return kb_snapshot(session=session)
+
+
+def kb_version(kb: KbSnapshot) -> str:
+    """Return a short digest of every revision and its status: it changes whenever the KB does."""
+    items = sorted((a, r, info.status) for (a, r), info in kb.revisions.items())
+    digest = hashlib.sha256(repr(items).encode()).hexdigest()[:16]
+    return f"kb:{len(items)}:{digest}"
+
+
+def draft_input(draft: Draft) -> DraftInput:
+    """Convert a stored draft into the checks' input."""
+    citations: list[Citation] = []
+    for c in draft.citations or []:
+        if isinstance(c, dict) and c.get("article_id"):
+            rev = c.get("revision")
+            citations.append(Citation(str(c["article_id"]), int(rev) if rev is not None else None))
+        elif isinstance(c, str):
+            citations.append(Citation(c))
+    return DraftInput(
+        draft_text=draft.draft_text,
+        citations=tuple(citations),
+        confidence=draft.confidence,
+        intent=draft.intent,
+        escalated=draft.escalated,
+    )
+
+
+def case_input(case: EvalCase) -> CaseInput:
+    """Convert a stored case into the checks' input."""
+    return CaseInput(
+        case_id=case.case_id,
+        input=case.input,
+        category=case.category,
+        expected_behavior=case.expected_behavior,
+        golden=case.golden,
+    )
+
+
+def _run_drafts(session: Session, run_id: int) -> list[tuple[Draft, EvalCase]]:
+    rows = session.exec(
+        select(Draft, EvalCase)
+        .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
+        .where(Draft.run_id == run_id)
+        .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+    ).all()
+    return [(d, c) for d, c in rows]
+
+
+# --- checking ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunCheckSummary:
+    """What checking a run did: how many drafts, the KB state used, and the run's summary after."""
+
+    run_id: int
+    drafts: int
+    kb_version: str
+    checked_at: dt.datetime
+    summary: RunSummary
+    alerts: list[Any] = field(default_factory=list)  # regression alerts raised by this check
+
+
+def check_run(*, session: Session, spec: EvalSpec, run_id: int, raise_alerts: bool = True) -> RunCheckSummary:
+    """Check every draft of a run against the KB as it is now, replace its stored results, raise alerts."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"run: no run with id {run_id}")
+    kb = load_kb_snapshot(session=session)
+    version = kb_version(kb)
+    now = utcnow()
+    pairs = _run_drafts(session, run_id)
+    session.exec(delete(DraftCheck).where(col(DraftCheck.run_id) == run_id))
+    for draft, case in pairs:
+        for r in run_checks(draft=draft_input(draft), case=case_input(case), kb=kb, spec=spec):
+            session.add(
+                DraftCheck(
+                    draft_id=draft.id,  # type: ignore[arg-type]
+                    run_id=run_id,
+                    key=r.key,
+                    status=r.status,
+                    reason=r.reason,
+                    checked_at=now,
+                    kb_version=version,
+                )
+            )
+    session.flush()
+    alerts: list[Any] = []
+    if raise_alerts:
+        # Imported here: the regression service reads this module's summaries.
+        from webapp.regression.service import raise_alerts_for_run
+
+        alerts = raise_alerts_for_run(session=session, spec=spec, run_id=run_id)
+    return RunCheckSummary(
+        run_id=run_id,
+        drafts=len(pairs),
+        kb_version=version,
+        checked_at=now,
+        summary=run_summary(session=session, run_id=run_id),
+        alerts=alerts,
+    )
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Rate:
+    """A count of passes over a count of applicable items."""
+
+    passed: int = 0
+    total: int = 0
+
+    @property
+    def failed(self) -> int:
+        return self.total - self.passed
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.total if self.total else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "failed": self.failed, "total": self.total, "pass_rate": self.rate}
+
+
+@dataclass
+class CheckRate:
+    """One check across a run: passes, failures, not-applicables, and pass rate over applicable drafts."""
+
+    key: str
+    label: str
+    passed: int = 0
+    failed: int = 0
+    not_applicable: int = 0
+
+    @property
+    def applicable(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.applicable if self.applicable else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "passed": self.passed,
+            "failed": self.failed,
+            "not_applicable": self.not_applicable,
+            "pass_rate": self.rate,
+        }
+
+
+@dataclass
+class DraftOutcome:
+    """One draft's checks: whether it passes all applicable ones, and the failures with reasons."""
+
+    draft_id: int
+    case_id: str
+    sample_index: int
+    category: str | None
+    intent: str | None
+    golden: bool
+    safety: bool
+    results: list[CheckResult]
+
+    @property
+    def passed(self) -> bool:
+        return not any(r.failed for r in self.results)
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        return [r for r in self.results if r.failed]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "draft_id": self.draft_id,
+            "case_id": self.case_id,
+            "sample_index": self.sample_index,
+            "category": self.category,
+            "intent": self.intent,
+            "golden": self.golden,
+            "safety": self.safety,
+            "passed": self.passed,
+            "failures": [{"key": r.key, "reason": r.reason} for r in self.failures],
+        }
+
+
+@dataclass
+class RunSummary:
+    """A run's check results: overall, per check, per category, per intent, and the failing drafts."""
+
+    run_id: int
+    run_name: str
+    dataset_id: int
+    drafts: int
+    checked: int  # drafts that have results
+    overall: Rate
+    per_check: list[CheckRate]
+    per_category: dict[str, Rate]
+    per_intent: dict[str, Rate]
+    outcomes: list[DraftOutcome]
+    checked_at: dt.datetime | None
+    kb_version: str | None
+    kb_changed: bool  # the KB changed since the results were computed
+
+    @property
+    def is_checked(self) -> bool:
+        return self.checked > 0
+
+    @property
+    def failing(self) -> list[DraftOutcome]:
+        return [o for o in self.outcomes if not o.passed]
+
+    @property
+    def golden_failures(self) -> list[DraftOutcome]:
+        return [o for o in self.failing if o.golden]
+
+    @property
+    def safety_failures(self) -> list[DraftOutcome]:
+        return [o for o in self.failing if o.safety]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": {"id": self.run_id, "name": self.run_name, "dataset_id": self.dataset_id},
+            "drafts": self.drafts,
+            "checked": self.checked,
+            "checked_at": self.checked_at.isoformat() if self.checked_at else None,
+            "kb_version": self.kb_version,
+            "kb_changed_since_check": self.kb_changed,
+            "overall": self.overall.as_dict(),
+            "per_check": [c.as_dict() for c in self.per_check],
+            "per_category": {k: v.as_dict() for k, v in self.per_category.items()},
+            "per_intent": {k: v.as_dict() for k, v in self.per_intent.items()},
+            "golden_failures": [o.case_id for o in self.golden_failures],
+            "safety_failures": [o.case_id for o in self.safety_failures],
+            "failing_drafts": [o.as_dict() for o in self.failing],
+        }
+
+
+def _stored_results(session: Session, draft_ids: list[int]) -> dict[int, list[DraftCheck]]:
+    out: dict[int, list[DraftCheck]] = defaultdict(list)
+    if not draft_ids:
+        return out
+    for row in session.exec(select(DraftCheck).where(col(DraftCheck.draft_id).in_(draft_ids))).all():
+        out[row.draft_id].append(row)
+    return out
+
+
+def _ordered(rows: list[DraftCheck]) -> list[CheckResult]:
+    by_key = {r.key: r for r in rows}
+    return [CheckResult(k, by_key[k].status, by_key[k].reason) for k in CHECK_KEYS if k in by_key]  # type: ignore[arg-type]
+
+
+def run_summary(*, session: Session, run_id: int) -> RunSummary:
+    """Summarise a run's stored check results (drafts never checked are counted as unchecked)."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"run: no run with id {run_id}")
+    pairs = _run_drafts(session, run_id)
+    stored = _stored_results(session, [d.id for d, _ in pairs if d.id is not None])
+    per_check = {k: CheckRate(k, CHECK_LABELS[k]) for k in CHECK_KEYS}
+    per_category: dict[str, Rate] = {c: Rate() for c in CATEGORIES}
+    per_intent: dict[str, Rate] = {}
+    overall = Rate()
+    outcomes: list[DraftOutcome] = []
+    checked_at: dt.datetime | None = None
+    version: str | None = None
+    for draft, case in pairs:
+        rows = stored.get(draft.id or 0, [])
+        if not rows:
+            continue
+        for r in rows:
+            ts = as_utc(r.checked_at)
+            if checked_at is None or ts > checked_at:
+                checked_at, version = ts, r.kb_version
+        results = _ordered(rows)
+        outcome = DraftOutcome(
+            draft_id=draft.id or 0,
+            case_id=case.case_id,
+            sample_index=draft.sample_index,
+            category=case.category,
+            intent=case.intent,
+            golden=case.golden,
+            safety=is_safety_trigger(case_input(case)),
+            results=results,
+        )
+        outcomes.append(outcome)
+        for r in results:
+            cr = per_check[r.key]
+            if r.status == "pass":
+                cr.passed += 1
+            elif r.status == "fail":
+                cr.failed += 1
+            else:
+                cr.not_applicable += 1
+        groups = [overall]
+        if case.category:
+            groups.append(per_category.setdefault(case.category, Rate()))
+        groups.append(per_intent.setdefault(case.intent or NO_INTENT, Rate()))
+        for g in groups:
+            g.total += 1
+            g.passed += int(outcome.passed)
+    kb_changed = False
+    if version is not None:
+        kb_changed = kb_version(load_kb_snapshot(session=session)) != version
+    return RunSummary(
+        run_id=run_id,
+        run_name=run.name,
+        dataset_id=run.dataset_id,
+        drafts=len(pairs),
+        checked=len(outcomes),
+        overall=overall,
+        per_check=list(per_check.values()),
+        per_category=per_category,
+        per_intent=dict(sorted(per_intent.items())),
+        outcomes=outcomes,
+        checked_at=checked_at,
+        kb_version=version,
+        kb_changed=kb_changed,
+    )
+
+
+@dataclass
+class DraftChecks:
+    """A draft's stored check results, with its case."""
+
+    draft: Draft
+    case: EvalCase
+    run: Run
+    results: list[CheckResult]
+    checked_at: dt.datetime | None
+    kb_version: str | None
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.results) and not any(r.failed for r in self.results)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "draft_id": self.draft.id,
+            "run": self.run.name,
+            "case_id": self.case.case_id,
+            "checked_at": self.checked_at.isoformat() if self.checked_at else None,
+            "kb_version": self.kb_version,
+            "passed": self.passed if self.results else None,
+            "results": [{"key": r.key, "status": r.status, "reason": r.reason} for r in self.results],
+        }
+
+
+def draft_results(*, session: Session, draft_id: int) -> DraftChecks:
+    """Return a draft's stored check results (empty when the run was never checked); raise DraftNotFound."""
+    draft = session.get(Draft, draft_id)
+    if draft is None:
+        raise DraftNotFound(f"draft: no draft with id {draft_id}")
+    case = session.get(EvalCase, draft.case_pk)
+    run = session.get(Run, draft.run_id)
+    assert case is not None and run is not None  # foreign keys guarantee both
+    rows = _stored_results(session, [draft_id]).get(draft_id, [])
+    checked_at = max((as_utc(r.checked_at) for r in rows), default=None)
+    return DraftChecks(
+        draft=draft,
+        case=case,
+        run=run,
+        results=_ordered(rows),
+        checked_at=checked_at,
+        kb_version=rows[0].kb_version if rows else None,
+    )
+
+
+def case_passes(*, summary: RunSummary) -> dict[str, bool]:
+    """Return, per case id, whether every checked draft (sample) of the case passes all applicable checks."""
+    out: dict[str, bool] = {}
+    for o in summary.outcomes:
+        out[o.case_id] = out.get(o.case_id, True) and o.passed
+    return out
+
+
+def gate_failures(*, summary: RunSummary, spec: EvalSpec) -> list[str]:
+    """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate."""
+    reasons: list[str] = []
+    if not summary.is_checked:
+        return ["the run has no drafts to check"]
+    for o in summary.golden_failures:
+        reasons.append(f"golden example {o.case_id} fails: {o.failures[0].reason}")
+    for o in summary.safety_failures:
+        if not o.golden:
+            reasons.append(f"safety case {o.case_id} fails: {o.failures[0].reason}")
+    rate = summary.overall.rate or 0.0
+    gate = spec.gates.pilot.automated_pass_rate
+    if rate < gate:
+        reasons.append(f"pass rate {rate:.1%} is under the pilot gate's {gate:.0%}")
+    return reasons

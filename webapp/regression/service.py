@@ -1,0 +1,604 @@
+"""The regression suite (append-only), baselines, run comparison and regression alerts."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import func, update
+from sqlmodel import Session, col, select
+
+from webapp.checks import service as checks_service
+from webapp.checks.service import CheckRate, RunSummary
+from webapp.datasets.models import Dataset, EvalCase
+from webapp.regression.models import RegressionAlert, RegressionCase
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+from webapp.timeutil import utcnow
+
+Source = Literal["golden", "run", "grading", "review"]
+SOURCES: tuple[str, ...] = ("golden", "run", "grading", "review")
+
+
+class RegressionError(ValueError):
+    """A regression-suite request that cannot be honoured; the message says why."""
+
+
+class NotComparable(ValueError):
+    """Two runs that are not over the same dataset."""
+
+
+# --- final human grades (from the grading domain, when it is there) ---------------------------------------
+
+
+def final_grades(*, session: Session, run_id: int) -> dict[int, Any] | None:
+    """Return the run's final human grades by draft id, or None while the grading domain has none to give."""
+    try:
+        module = importlib.import_module("webapp.grading.service")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("webapp.grading.service", "webapp.grading"):
+            raise
+        return None
+    fn = getattr(module, "final_grades", None)
+    if fn is None:
+        return None
+    return dict(fn(session=session, run_id=run_id))
+
+
+def _factual(view: Any) -> str | None:
+    value = getattr(view, "factual_accuracy", None)
+    return str(value) if value is not None else None
+
+
+# --- the suite -------------------------------------------------------------------------------------------
+
+
+def add_case(
+    *,
+    session: Session,
+    created_by: int,
+    source: Source,
+    case_id: str,
+    input: str,
+    note: str,
+    category: str | None = None,
+    intent: str | None = None,
+    expected_behavior: str | None = None,
+    reference: str | None = None,
+    kb_articles: list[str] | None = None,
+    account: dict[str, Any] | None = None,
+    conversation: list[Any] | None = None,
+    source_ref: str | None = None,
+) -> RegressionCase:
+    """Append a case to the regression suite; refuse an unknown source, a blank note or a case id already in it."""
+    if source not in SOURCES:
+        raise RegressionError(f"source: {source!r} is not one of {', '.join(SOURCES)}")
+    case_id = (case_id or "").strip()
+    if not case_id:
+        raise RegressionError("case_id: must be a non-empty string")
+    if not (input or "").strip():
+        raise RegressionError("input: must be a non-empty string")
+    if not (note or "").strip():
+        raise RegressionError("note: say what failed, so the case explains itself later")
+    existing = session.exec(select(RegressionCase).where(RegressionCase.case_id == case_id)).first()
+    if existing is not None:
+        raise RegressionError(
+            f"case_id: {case_id!r} is already in the regression suite (added {existing.created_at:%Y-%m-%d} from {existing.source})"
+        )
+    case = RegressionCase(
+        case_id=case_id,
+        input=input,
+        note=note.strip(),
+        source=source,
+        source_ref=source_ref,
+        category=category,
+        intent=intent,
+        expected_behavior=expected_behavior,
+        reference=reference,
+        kb_articles=kb_articles,
+        account=account,
+        conversation=conversation,
+        created_by=created_by,
+    )
+    session.add(case)
+    session.flush()
+    return case
+
+
+def _case_fields(case: EvalCase) -> dict[str, Any]:
+    return {
+        "case_id": case.case_id,
+        "input": case.input,
+        "category": case.category,
+        "intent": case.intent,
+        "expected_behavior": case.expected_behavior,
+        "reference": case.reference,
+        "kb_articles": case.kb_articles,
+        "account": case.account,
+        "conversation": case.conversation,
+    }
+
+
+def add_case_from_draft(
+    *, session: Session, draft_id: int, created_by: int, note: str, source: Source = "run"
+) -> RegressionCase:
+    """Append the case of a draft to the suite, with a note of the failure; raise RegressionError."""
+    draft = session.get(Draft, draft_id)
+    if draft is None:
+        raise RegressionError(f"draft: no draft with id {draft_id}")
+    case = session.get(EvalCase, draft.case_pk)
+    run = session.get(Run, draft.run_id)
+    assert case is not None and run is not None
+    return add_case(
+        session=session,
+        created_by=created_by,
+        source=source,
+        note=note,
+        source_ref=f"run {run.name}, draft {draft_id}",
+        **_case_fields(case),
+    )
+
+
+def seed_golden(*, session: Session, created_by: int, dataset_id: int | None = None) -> list[RegressionCase]:
+    """Append the golden cases of a dataset (default: the newest with any) that are not in the suite yet."""
+    if dataset_id is None:
+        dataset_id = session.exec(
+            select(EvalCase.dataset_id).where(EvalCase.golden == True).order_by(col(EvalCase.dataset_id).desc())  # noqa: E712
+        ).first()
+        if dataset_id is None:
+            raise RegressionError("no dataset has golden cases (metadata field golden: true)")
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise RegressionError(f"dataset: no dataset with id {dataset_id}")
+    have = set(session.exec(select(RegressionCase.case_id)).all())
+    added: list[RegressionCase] = []
+    goldens = session.exec(
+        select(EvalCase).where(EvalCase.dataset_id == dataset_id, EvalCase.golden == True).order_by(col(EvalCase.position))  # noqa: E712
+    ).all()
+    for case in goldens:
+        if case.case_id in have:
+            continue
+        note = f"Golden example of the eval spec ({case.description or case.category or 'golden'})."
+        added.append(
+            add_case(
+                session=session,
+                created_by=created_by,
+                source="golden",
+                note=note,
+                source_ref=f"dataset {dataset.name} v{dataset.version}",
+                **_case_fields(case),
+            )
+        )
+    return added
+
+
+def list_cases(*, session: Session) -> list[RegressionCase]:
+    """Return every regression case, oldest first."""
+    return list(session.exec(select(RegressionCase).order_by(col(RegressionCase.id))).all())
+
+
+def count_cases(*, session: Session) -> int:
+    """Return how many cases the suite holds."""
+    return session.exec(select(func.count()).select_from(RegressionCase)).one()
+
+
+def case_record(case: RegressionCase) -> dict[str, Any]:
+    """Return a regression case as a record of the dataset format guide (id, input, reference, metadata)."""
+    record: dict[str, Any] = {"id": case.case_id, "input": case.input, "description": case.note}
+    if case.reference:
+        record["reference"] = case.reference
+    for name in ("category", "intent", "expected_behavior", "kb_articles", "account", "conversation"):
+        value = getattr(case, name)
+        if value is not None:
+            record[name] = value
+    record["golden"] = case.source == "golden"
+    record["regression_source"] = case.source
+    if case.source_ref:
+        record["regression_source_ref"] = case.source_ref
+    return record
+
+
+def export_jsonl(*, session: Session) -> str:
+    """Return the suite as JSONL in the dataset format guide's schema, one case per line."""
+    return "".join(json.dumps(case_record(c), ensure_ascii=False) + "\n" for c in list_cases(session=session))
+
+
+@dataclass
+class SuiteResult:
+    """How one regression case fared in a run."""
+
+    case: RegressionCase
+    status: str  # pass | fail | not_run | not_checked
+    reason: str
+    draft_ids: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case.case_id,
+            "status": self.status,
+            "reason": self.reason,
+            "draft_ids": self.draft_ids,
+            "source": self.case.source,
+        }
+
+
+@dataclass
+class SuiteReport:
+    """The suite's results for one run, case by case."""
+
+    run: Run
+    results: list[SuiteResult]
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passing cases / cases the run has results for (not-run cases are reported, not counted)."""
+        ran = self.count("pass") + self.count("fail")
+        return self.count("pass") / ran if ran else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run": {"id": self.run.id, "name": self.run.name},
+            "passed": self.count("pass"),
+            "failed": self.count("fail"),
+            "not_run": self.count("not_run"),
+            "not_checked": self.count("not_checked"),
+            "pass_rate": self.pass_rate,
+            "cases": [r.as_dict() for r in self.results],
+        }
+
+
+def suite_report(*, session: Session, run_id: int) -> SuiteReport:
+    """Report every regression case for a run: pass, fail, not run (no such case) or not checked yet."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"run: no run with id {run_id}")
+    summary = checks_service.run_summary(session=session, run_id=run_id)
+    outcomes_by_case: dict[str, list[checks_service.DraftOutcome]] = {}
+    for o in summary.outcomes:
+        outcomes_by_case.setdefault(o.case_id, []).append(o)
+    drafts_by_case: dict[str, list[int]] = {}
+    for draft_id, case_id in session.exec(
+        select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == col(Draft.case_pk)).where(Draft.run_id == run_id)
+    ).all():
+        drafts_by_case.setdefault(case_id, []).append(draft_id)  # type: ignore[arg-type]
+    grades = final_grades(session=session, run_id=run_id) or {}
+    results: list[SuiteResult] = []
+    for case in list_cases(session=session):
+        ids = drafts_by_case.get(case.case_id, [])
+        if not ids:
+            results.append(SuiteResult(case, "not_run", f"run {run.name} has no draft for {case.case_id}"))
+            continue
+        outcomes = outcomes_by_case.get(case.case_id, [])
+        if len(outcomes) < len(ids):
+            results.append(SuiteResult(case, "not_checked", f"run {run.name} has not been checked yet", ids))
+            continue
+        failing = [o for o in outcomes if not o.passed]
+        if failing:
+            first = failing[0].failures[0]
+            results.append(SuiteResult(case, "fail", f"{first.key}: {first.reason}", ids))
+            continue
+        factual_fail = [i for i in ids if i in grades and _factual(grades[i]) == "fail"]
+        if factual_fail:
+            results.append(
+                SuiteResult(case, "fail", f"final human grade: factual accuracy fail (draft {factual_fail[0]})", ids)
+            )
+            continue
+        graded = any(i in grades for i in ids)
+        why = "passes every applicable check" + (" and its final factual grade is pass" if graded else "")
+        results.append(SuiteResult(case, "pass", why, ids))
+    return SuiteReport(run=run, results=results)
+
+
+# --- baselines -------------------------------------------------------------------------------------------
+
+
+def _dataset_name(session: Session, run: Run) -> str:
+    ds = session.get(Dataset, run.dataset_id)
+    assert ds is not None
+    return ds.name
+
+
+def _runs_of_dataset_name(session: Session, name: str) -> list[int]:
+    return [
+        r
+        for r in session.exec(
+            select(Run.id).join(Dataset, col(Dataset.id) == col(Run.dataset_id)).where(Dataset.name == name)
+        ).all()
+        if r is not None
+    ]
+
+
+def mark_baseline(*, session: Session, run_id: int) -> Run:
+    """Make a run the baseline of its dataset (by name); the previous baseline stops being one."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"run: no run with id {run_id}")
+    ids = _runs_of_dataset_name(session, _dataset_name(session, run))
+    session.exec(update(Run).where(col(Run.id).in_(ids), col(Run.id) != run_id).values(is_baseline=False))  # type: ignore[call-overload]
+    run.is_baseline = True
+    session.add(run)
+    session.flush()
+    session.refresh(run)
+    return run
+
+
+def unmark_baseline(*, session: Session, run_id: int) -> Run:
+    """Stop a run being the baseline."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"run: no run with id {run_id}")
+    run.is_baseline = False
+    session.add(run)
+    session.flush()
+    return run
+
+
+def baseline_for(*, session: Session, run_id: int) -> Run | None:
+    """Return the baseline run of a run's dataset (by name), or None."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"run: no run with id {run_id}")
+    ids = _runs_of_dataset_name(session, _dataset_name(session, run))
+    return session.exec(select(Run).where(col(Run.id).in_(ids), Run.is_baseline == True)).first()  # noqa: E712
+
+
+# --- comparison ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CaseChange:
+    """One case across two runs: passing all checks in A and in B, and what changed."""
+
+    case_id: str
+    category: str | None
+    a: bool | None
+    b: bool | None
+    change: str  # fixed | broke | unchanged | only_a | only_b
+
+
+@dataclass
+class CheckDelta:
+    """One check's pass rates in both runs and the change."""
+
+    key: str
+    label: str
+    a: float | None
+    b: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+@dataclass
+class RubricMean:
+    """A rubric criterion's mean final grade in both runs (factual accuracy as a pass share)."""
+
+    key: str
+    name: str
+    a: float | None
+    b: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+@dataclass
+class Comparison:
+    """Two runs over the same dataset side by side."""
+
+    a: RunSummary
+    b: RunSummary
+    cases: list[CaseChange]
+    checks: list[CheckDelta]
+    overall: CheckDelta
+    rubric: list[RubricMean] | None  # None: no final grades yet for either run
+
+    def count(self, change: str) -> int:
+        return sum(c.change == change for c in self.cases)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": {"id": self.a.run_id, "name": self.a.run_name},
+            "b": {"id": self.b.run_id, "name": self.b.run_name},
+            "overall": {"a": self.overall.a, "b": self.overall.b, "delta": self.overall.delta},
+            "counts": {k: self.count(k) for k in ("fixed", "broke", "unchanged", "only_a", "only_b")},
+            "cases": [c.__dict__ for c in self.cases],
+            "checks": [{"key": c.key, "label": c.label, "a": c.a, "b": c.b, "delta": c.delta} for c in self.checks],
+            "rubric": None
+            if self.rubric is None
+            else [{"key": r.key, "name": r.name, "a": r.a, "b": r.b, "delta": r.delta} for r in self.rubric],
+        }
+
+
+def _same_dataset(session: Session, a: Run, b: Run) -> bool:
+    if a.dataset_id == b.dataset_id:
+        return True
+    da, db = session.get(Dataset, a.dataset_id), session.get(Dataset, b.dataset_id)
+    return bool(da and db and da.sha256 == db.sha256)
+
+
+def rubric_means(*, session: Session, spec: EvalSpec, run_id: int) -> dict[str, float] | None:
+    """Return the mean final grade per rubric criterion (factual: share of pass), or None without grades."""
+    grades = final_grades(session=session, run_id=run_id)
+    if not grades:
+        return None
+    out: dict[str, float] = {}
+    for crit in spec.rubric.criteria:
+        values: list[float] = []
+        for view in grades.values():
+            v = getattr(view, crit.key, None)
+            if v is None:
+                continue
+            values.append(float(v == "pass") if crit.kind == "pass_fail" else float(v))
+        if values:
+            out[crit.key] = sum(values) / len(values)
+    return out
+
+
+def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> Comparison:
+    """Compare two runs over the same dataset; raise NotComparable for runs over different datasets."""
+    ra, rb = session.get(Run, a_id), session.get(Run, b_id)
+    if ra is None or rb is None:
+        raise LookupError(f"run: no run with id {a_id if ra is None else b_id}")
+    if not _same_dataset(session, ra, rb):
+        da, db = session.get(Dataset, ra.dataset_id), session.get(Dataset, rb.dataset_id)
+        raise NotComparable(
+            f"runs {ra.name} and {rb.name} are over different datasets "
+            f"({da.name if da else '?'} v{da.version if da else '?'} and {db.name if db else '?'} v{db.version if db else '?'}); "
+            "only runs over the same dataset can be compared"
+        )
+    sa = checks_service.run_summary(session=session, run_id=a_id)
+    sb = checks_service.run_summary(session=session, run_id=b_id)
+    pa, pb = checks_service.case_passes(summary=sa), checks_service.case_passes(summary=sb)
+    categories = {o.case_id: o.category for o in sa.outcomes + sb.outcomes}
+    order = list(dict.fromkeys([o.case_id for o in sa.outcomes] + [o.case_id for o in sb.outcomes]))
+    cases: list[CaseChange] = []
+    for cid in order:
+        a, b = pa.get(cid), pb.get(cid)
+        if a is None:
+            change = "only_b"
+        elif b is None:
+            change = "only_a"
+        elif a == b:
+            change = "unchanged"
+        else:
+            change = "fixed" if b else "broke"
+        cases.append(CaseChange(cid, categories.get(cid), a, b, change))
+    ca: dict[str, CheckRate] = {c.key: c for c in sa.per_check}
+    checks = [CheckDelta(c.key, c.label, ca[c.key].rate, c.rate) for c in sb.per_check]
+    ma = rubric_means(session=session, spec=spec, run_id=a_id)
+    mb = rubric_means(session=session, spec=spec, run_id=b_id)
+    rubric = None
+    if ma is not None or mb is not None:
+        rubric = [
+            RubricMean(c.key, c.name, (ma or {}).get(c.key), (mb or {}).get(c.key)) for c in spec.rubric.criteria
+        ]
+    return Comparison(
+        a=sa,
+        b=sb,
+        cases=cases,
+        checks=checks,
+        overall=CheckDelta("overall", "All checks", sa.overall.rate, sb.overall.rate),
+        rubric=rubric,
+    )
+
+
+# --- alerts ----------------------------------------------------------------------------------------------
+
+# Pass rates are ratios of small integers; a drop of exactly the threshold (0.85 -> 0.80) must not
+# alert because of floating-point noise.
+_EPS = 1e-9
+
+
+def _raise(session: Session, run_id: int, kind: str, fingerprint: str, message: str, evidence: dict[str, Any]) -> RegressionAlert | None:
+    existing = session.exec(
+        select(RegressionAlert).where(RegressionAlert.run_id == run_id, RegressionAlert.fingerprint == fingerprint)
+    ).first()
+    if existing is not None:
+        return None
+    alert = RegressionAlert(run_id=run_id, kind=kind, fingerprint=fingerprint, message=message, evidence=evidence)
+    session.add(alert)
+    session.flush()
+    return alert
+
+
+def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
+    """Raise the run's regression alerts (golden factual failures, pass-rate drop from baseline); return the new ones."""
+    summary = checks_service.run_summary(session=session, run_id=run_id)
+    run = session.get(Run, run_id)
+    assert run is not None
+    new: list[RegressionAlert] = []
+    # Golden examples that fail factual accuracy: the automated citation check ...
+    for o in summary.outcomes:
+        if not o.golden:
+            continue
+        cite = next((r for r in o.results if r.key == "citations_current" and r.failed), None)
+        if cite is not None:
+            alert = _raise(
+                session,
+                run_id,
+                "golden_factual",
+                f"golden_factual:check:{o.case_id}:{o.draft_id}",
+                f"Golden example {o.case_id} fails factual accuracy in run {run.name}: {cite.reason}.",
+                {"case_id": o.case_id, "draft_id": o.draft_id, "check": cite.key, "reason": cite.reason},
+            )
+            if alert:
+                new.append(alert)
+    # ... and, once graded, the final human grade.
+    grades = final_grades(session=session, run_id=run_id) or {}
+    golden_drafts = {o.draft_id: o.case_id for o in summary.outcomes if o.golden}
+    for draft_id, case_id in golden_drafts.items():
+        view = grades.get(draft_id)
+        if view is not None and _factual(view) == "fail":
+            alert = _raise(
+                session,
+                run_id,
+                "golden_factual",
+                f"golden_factual:grade:{case_id}:{draft_id}",
+                f"Golden example {case_id} fails factual accuracy in run {run.name}: the final human grade is fail.",
+                {"case_id": case_id, "draft_id": draft_id, "grade": "factual_accuracy fail"},
+            )
+            if alert:
+                new.append(alert)
+    # Overall pass rate against the baseline of the same dataset.
+    baseline = baseline_for(session=session, run_id=run_id)
+    if baseline is not None and baseline.id != run_id and summary.overall.rate is not None:
+        base = checks_service.run_summary(session=session, run_id=baseline.id)  # type: ignore[arg-type]
+        if base.overall.rate is not None:
+            drop = base.overall.rate - summary.overall.rate
+            limit = spec.regression.alert_pass_rate_drop
+            if drop > limit + _EPS:
+                alert = _raise(
+                    session,
+                    run_id,
+                    "pass_rate_drop",
+                    f"pass_rate_drop:{baseline.id}:{summary.overall.passed}/{summary.overall.total}",
+                    f"Pass rate of run {run.name} is {summary.overall.rate:.1%}, down {drop * 100:.1f} points from "
+                    f"baseline {baseline.name} ({base.overall.rate:.1%}); the alert threshold is {limit * 100:.0f} points.",
+                    {
+                        "baseline_run": baseline.name,
+                        "baseline_pass_rate": base.overall.rate,
+                        "pass_rate": summary.overall.rate,
+                        "drop": drop,
+                        "threshold": limit,
+                    },
+                )
+                if alert:
+                    new.append(alert)
+    return new
+
+
+def list_alerts(*, session: Session, open_only: bool = False, limit: int = 200) -> list[tuple[RegressionAlert, Run]]:
+    """Return alerts with their runs, newest first; optionally only the unacknowledged ones."""
+    stmt = select(RegressionAlert, Run).join(Run, col(Run.id) == col(RegressionAlert.run_id))
+    if open_only:
+        stmt = stmt.where(col(RegressionAlert.acknowledged_at).is_(None))
+    stmt = stmt.order_by(col(RegressionAlert.created_at).desc(), col(RegressionAlert.id).desc()).limit(limit)
+    return [(a, r) for a, r in session.exec(stmt).all()]
+
+
+def count_open_alerts(*, session: Session) -> int:
+    """Return how many alerts nobody has acknowledged."""
+    return session.exec(
+        select(func.count()).select_from(RegressionAlert).where(col(RegressionAlert.acknowledged_at).is_(None))
+    ).one()
+
+
+def acknowledge_alert(*, session: Session, alert_id: int, user_id: int) -> RegressionAlert:
+    """Mark an alert as seen by a user (acknowledging twice keeps the first acknowledgement)."""
+    alert = session.get(RegressionAlert, alert_id)
+    if alert is None:
+        raise LookupError(f"alert: no regression alert with id {alert_id}")
+    if alert.acknowledged_at is None:
+        alert.acknowledged_by = user_id
+        alert.acknowledged_at = utcnow()
+        session.add(alert)
+        session.flush()
+    return alert
