@@ -1,0 +1,418 @@
+"""Event validation, idempotent bulk insertion, and the per-day aggregates rebuilt at ingestion."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import Levenshtein
+import numpy as np
+import pandas as pd
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from sqlalchemy import delete, func, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, col
+
+from webapp.metrics.models import ALL, NONE, DailyAggregate, Event
+from webapp.spec import EvalSpec
+from webapp.timeutil import utcnow
+
+MAX_BATCH = 1000
+CALIBRATION_BINS = 10
+SEGMENT_DIMS: tuple[str, ...] = ("intent", "plan", "agent_id")
+# Every subset of the segment dimensions except the full combination (answered from raw events).
+ROLLUPS: tuple[tuple[str, ...], ...] = tuple(
+    combo for r in range(len(SEGMENT_DIMS)) for combo in itertools.combinations(SEGMENT_DIMS, r)
+)
+# Serializes aggregate rebuilds on PostgreSQL so the last writer of a day sees every committed event.
+PG_AGGREGATE_LOCK_KEY = 7_305_501
+
+
+class EventIn(BaseModel):
+    """One production event as the drafting tool reports it."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=False)
+
+    event_id: str = Field(min_length=1, max_length=200)
+    ticket_id: str = Field(min_length=1, max_length=200)
+    occurred_at: AwareDatetime
+    intent: str | None = Field(default=None, max_length=100)
+    plan: str | None = Field(default=None, max_length=100)
+    agent_id: str | None = Field(default=None, max_length=100)
+    model_version: str | None = Field(default=None, max_length=200)
+    prompt_version: str | None = Field(default=None, max_length=200)
+    draft_shown: bool
+    action: Literal["accept", "edit", "reject", "escalate"] | None = None
+    draft_text: str | None = None
+    sent_text: str | None = None
+    customer_message: str | None = None
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    latency_ms: float | None = Field(default=None, ge=0)
+    handle_time_s: float | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    escalated: bool
+
+    @field_validator("intent", "plan", "agent_id")
+    @classmethod
+    def _not_wildcard(cls, v: str | None) -> str | None:
+        if v == ALL:
+            raise ValueError(f"'{ALL}' is reserved (it means every value in filters)")
+        return v
+
+    @model_validator(mode="after")
+    def _action_needs_shown_draft(self) -> EventIn:
+        if self.action is not None and not self.draft_shown:
+            raise ValueError("action: must be null when draft_shown is false (no draft to act on)")
+        return self
+
+
+@dataclass(frozen=True)
+class FieldError:
+    field: str
+    reason: str
+
+
+def validation_errors(exc: ValidationError) -> list[FieldError]:
+    """Turn a pydantic error into (field, reason) pairs."""
+    out = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"]
+        if not field and msg.startswith("Value error, ") and ":" in msg:
+            # model-level rules name their field at the start of the message
+            field, _, msg = msg[len("Value error, ") :].partition(": ")
+        out.append(FieldError(field or "(event)", msg.removeprefix("Value error, ")))
+    return out
+
+
+def normalized_edit_distance(draft: str, sent: str) -> float:
+    """Return Levenshtein distance / length of the longer text; 0 when both are empty."""
+    longest = max(len(draft), len(sent))
+    if longest == 0:
+        return 0.0
+    return Levenshtein.distance(draft, sent) / longest
+
+
+def event_row(ev: EventIn, tz: dt.tzinfo, received_at: dt.datetime) -> dict[str, Any]:
+    """Return the insert parameters of one validated event (day and edit distance computed here, once)."""
+    ed = None
+    if ev.draft_text is not None and ev.sent_text is not None:
+        ed = normalized_edit_distance(ev.draft_text, ev.sent_text)
+    return {
+        "event_id": ev.event_id,
+        "ticket_id": ev.ticket_id,
+        "occurred_at": ev.occurred_at.astimezone(dt.UTC),
+        "day": ev.occurred_at.astimezone(tz).date(),
+        "intent": ev.intent,
+        "plan": ev.plan,
+        "agent_id": ev.agent_id,
+        "model_version": ev.model_version,
+        "prompt_version": ev.prompt_version,
+        "draft_shown": ev.draft_shown,
+        "action": ev.action,
+        "draft_text": ev.draft_text,
+        "sent_text": ev.sent_text,
+        "customer_message": ev.customer_message,
+        "confidence": ev.confidence,
+        "latency_ms": ev.latency_ms,
+        "handle_time_s": ev.handle_time_s,
+        "cost_usd": ev.cost_usd,
+        "escalated": ev.escalated,
+        "edit_distance": ed,
+        "received_at": received_at,
+    }
+
+
+def _insert_stmt(session: Session, table: Any) -> Any:
+    dialect = session.get_bind().dialect.name
+    builder = sqlite_insert if dialect == "sqlite" else pg_insert
+    return builder(table)
+
+
+def insert_rows(session: Session, rows: Sequence[dict[str, Any]], *, returning: bool) -> set[str] | int:
+    """Insert events, skipping those whose event_id exists; return the created ids (or just their count)."""
+    if not rows:
+        return set() if returning else 0
+    table = Event.__table__  # type: ignore[attr-defined]
+    stmt = _insert_stmt(session, table).on_conflict_do_nothing(index_elements=["event_id"])
+    if returning:
+        result = session.execute(stmt.returning(table.c.event_id), list(rows))
+        return {r[0] for r in result}
+    result = session.execute(stmt, list(rows))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+@dataclass
+class ItemResult:
+    index: int
+    event_id: str | None
+    status: Literal["created", "duplicate", "invalid"]
+    errors: list[FieldError]
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index, "event_id": self.event_id, "status": self.status}
+        if self.errors:
+            out["field"] = self.errors[0].field
+            out["reason"] = self.errors[0].reason
+            out["errors"] = [{"field": e.field, "reason": e.reason} for e in self.errors]
+        return out
+
+
+def ingest_events(*, session: Session, spec: EvalSpec, items: Sequence[Any]) -> list[ItemResult]:
+    """Validate and store a batch; valid events are kept even when others are invalid; retries create nothing twice."""
+    if len(items) > MAX_BATCH:
+        raise ValueError(f"a batch holds at most {MAX_BATCH} events, not {len(items)}")
+    results: list[ItemResult] = []
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    now = utcnow()
+    tz = spec.tz
+    for i, item in enumerate(items):
+        raw_id = item.get("event_id") if isinstance(item, dict) else None
+        try:
+            ev = EventIn.model_validate(item)
+        except ValidationError as exc:
+            results.append(ItemResult(i, raw_id if isinstance(raw_id, str) else None, "invalid", validation_errors(exc)))
+            continue
+        if ev.event_id in seen:
+            results.append(ItemResult(i, ev.event_id, "duplicate", []))
+            continue
+        seen.add(ev.event_id)
+        rows.append(event_row(ev, tz, now))
+        results.append(ItemResult(i, ev.event_id, "created", []))
+    created = insert_rows(session, rows, returning=True)
+    assert isinstance(created, set)
+    for r in results:
+        if r.status == "created" and r.event_id not in created:
+            r.status = "duplicate"
+    touched = {row["day"] for row in rows if row["event_id"] in created}
+    rebuild_days(session=session, spec=spec, days=touched)
+    session.flush()
+    return results
+
+
+# --- aggregates -----------------------------------------------------------------------------------
+
+_RAW_COLUMNS = (
+    "day",
+    "intent",
+    "plan",
+    "agent_id",
+    "model_version",
+    "prompt_version",
+    "draft_shown",
+    "action",
+    "has_sent",
+    "edit_distance",
+    "escalated",
+    "handle_time_s",
+    "latency_ms",
+    "cost_usd",
+    "confidence",
+)
+
+
+def raw_frame(
+    session: Session,
+    *,
+    start: dt.date,
+    end: dt.date,
+    days: Iterable[dt.date] | None = None,
+    segment: dict[str, str | None] | None = None,
+) -> pd.DataFrame:
+    """Load the columns the metrics need for the events of [start, end] (optionally only some days / one segment)."""
+    e = Event.__table__.c  # type: ignore[attr-defined]
+    stmt = select(
+        e.day,
+        e.intent,
+        e.plan,
+        e.agent_id,
+        e.model_version,
+        e.prompt_version,
+        e.draft_shown,
+        e.action,
+        e.sent_text.is_not(None).label("has_sent"),
+        e.edit_distance,
+        e.escalated,
+        e.handle_time_s,
+        e.latency_ms,
+        e.cost_usd,
+        e.confidence,
+    ).where(e.day >= start, e.day <= end)
+    for dim, value in (segment or {}).items():
+        if value is not None:
+            stmt = stmt.where(e[dim] == value)
+    rows = session.execute(stmt).all()
+    df = pd.DataFrame.from_records(rows, columns=list(_RAW_COLUMNS))
+    if days is not None:
+        wanted = set(days)
+        if len(wanted) < (end - start).days + 1:
+            df = df[df["day"].isin(wanted)]
+    return df
+
+
+def _prepare(df: pd.DataFrame, spec: EvalSpec) -> pd.DataFrame:
+    om = spec.online_metrics
+    shown = df["draft_shown"].astype(bool)
+    action = df["action"]
+    ed = pd.to_numeric(df["edit_distance"], errors="coerce").astype(float)
+    is_edit = action == "edit"
+    accept = shown & ((action == "accept") | (is_edit & (ed <= om.minor_edit_limit)))
+    ed_ok = shown & ((action == "accept") | is_edit) & df["has_sent"].astype(bool) & ed.notna()
+    ht = pd.to_numeric(df["handle_time_s"], errors="coerce").astype(float)
+    ht_ok = df["intent"].isin(spec.intents) & ht.notna()
+    lat = pd.to_numeric(df["latency_ms"], errors="coerce").astype(float) / 1000.0
+    lat_ok = shown & lat.notna()
+    cost = pd.to_numeric(df["cost_usd"], errors="coerce").astype(float)
+    conf = pd.to_numeric(df["confidence"], errors="coerce").astype(float)
+    conf_ok = shown & conf.notna()
+    out = pd.DataFrame(
+        {
+            "day": df["day"],
+            "intent": df["intent"].fillna(NONE).astype(str),
+            "plan": df["plan"].fillna(NONE).astype(str),
+            "agent_id": df["agent_id"].fillna(NONE).astype(str),
+            "n_events": 1,
+            "n_shown": shown.astype(int),
+            "n_accept": accept.astype(int),
+            "n_reject": (shown & (action == "reject")).astype(int),
+            "ed_sum": ed.where(ed_ok, 0.0),
+            "ed_n": ed_ok.astype(int),
+            "n_escalated": df["escalated"].astype(bool).astype(int),
+            "ht_sum": ht.where(ht_ok, 0.0),
+            "ht_n": ht_ok.astype(int),
+            "lat": lat.where(lat_ok),
+            "lat_n": lat_ok.astype(int),
+            "cost_sum": cost.fillna(0.0),
+            "cost_n": cost.notna().astype(int),
+            "conf": conf.where(conf_ok),
+            "conf_bin": np.minimum((conf.fillna(0.0) * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1).where(
+                conf_ok, -1
+            ),
+            "conf_acc": (accept & conf_ok).astype(int),
+        },
+        index=df.index,
+    )
+    return out
+
+
+_SUM_COLS = ["n_events", "n_shown", "n_accept", "n_reject", "ed_sum", "ed_n", "n_escalated", "ht_sum", "ht_n", "lat_n", "cost_sum", "cost_n"]
+
+
+def aggregate_frame(df: pd.DataFrame, spec: EvalSpec, dims: tuple[str, ...], *, prepared: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Aggregate raw events per day and the given segment dimensions (the others become '*')."""
+    p = prepared if prepared is not None else _prepare(df, spec)
+    keys = ["day", *dims]
+    if p.empty:
+        return pd.DataFrame(columns=[*keys, *_SUM_COLS, "lat_p95_s", "calib"])
+    grouped = p.groupby(keys, sort=True)
+    agg = grouped[_SUM_COLS].sum()
+    # numpy's default percentile (linear interpolation between closest ranks), per group
+    agg["lat_p95_s"] = grouped["lat"].quantile(0.95, interpolation="linear")
+    cal = p[p["conf_bin"] >= 0]
+    calib_cols = [(m, b) for b in range(CALIBRATION_BINS) for m in ("n", "conf", "acc")]
+    if cal.empty:
+        wide = pd.DataFrame(0.0, index=agg.index, columns=pd.MultiIndex.from_tuples(calib_cols))
+    else:
+        cg = cal.groupby([*keys, "conf_bin"], sort=False).agg(n=("conf", "size"), conf=("conf", "sum"), acc=("conf_acc", "sum"))
+        wide = cg.unstack("conf_bin")
+        wide = wide.reindex(columns=pd.MultiIndex.from_tuples(calib_cols)).reindex(agg.index).fillna(0.0)
+    agg["calib"] = wide.to_numpy(dtype=float).reshape(-1, CALIBRATION_BINS, 3).tolist()
+    agg = agg.reset_index()
+    for dim in SEGMENT_DIMS:
+        if dim not in dims:
+            agg[dim] = ALL
+    return agg
+
+
+def _versions_by_day(df: pd.DataFrame) -> dict[dt.date, dict[str, dict[str, int]]]:
+    out: dict[dt.date, dict[str, dict[str, int]]] = {}
+    for column in ("model_version", "prompt_version"):
+        counts = df[["day", column]].dropna().groupby(["day", column], sort=False).size()
+        for (day, value), n in counts.items():
+            out.setdefault(day, {"model_version": {}, "prompt_version": {}})[column][str(value)] = int(n)
+    return out
+
+
+def _lock_aggregates(session: Session) -> None:
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_AGGREGATE_LOCK_KEY})
+
+
+def rebuild_days(
+    *, session: Session, spec: EvalSpec, days: Iterable[dt.date], progress: Callable[[str], None] | None = None
+) -> int:
+    """Recompute the aggregate rows of the given days from their raw events; return how many rows were written."""
+    days = sorted(set(days))
+    if not days:
+        return 0
+    _lock_aggregates(session)
+    session.flush()
+    df = raw_frame(session, start=days[0], end=days[-1], days=days)
+    if progress:
+        progress("aggregating")
+    table = DailyAggregate.__table__  # type: ignore[attr-defined]
+    for chunk in _chunks(days, 500):
+        session.execute(delete(table).where(table.c.day.in_(chunk)))
+    if df.empty:
+        return 0
+    prepared = _prepare(df, spec)
+    versions = _versions_by_day(df)
+    written = 0
+    columns = ["day", *SEGMENT_DIMS, *_SUM_COLS, "lat_p95_s", "calib"]
+    for dims in ROLLUPS:
+        agg = aggregate_frame(df, spec, dims, prepared=prepared)[columns]
+        agg["lat_p95_s"] = agg["lat_p95_s"].astype(object).where(agg["lat_p95_s"].notna(), None)
+        records = agg.to_dict("records")
+        for r in records:
+            for c in ("n_events", "n_shown", "n_accept", "n_reject", "ed_n", "n_escalated", "ht_n", "lat_n", "cost_n"):
+                r[c] = int(r[c])
+            r["versions"] = versions.get(r["day"]) if not dims else None
+        for chunk in _chunks(records, 5000):
+            session.execute(table.insert(), chunk)
+        written += len(records)
+    return written
+
+
+def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
+    """Recompute every event's day (after a time-zone change) and every aggregate."""
+    e = Event.__table__  # type: ignore[attr-defined]
+    tz = spec.tz
+    rows = session.execute(select(e.c.id, e.c.occurred_at)).all()
+    from webapp.timeutil import as_utc
+
+    updates = [{"b_id": r[0], "b_day": as_utc(r[1]).astimezone(tz).date()} for r in rows]
+    from sqlalchemy import bindparam
+
+    for chunk in _chunks(updates, 5000):
+        session.execute(e.update().where(e.c.id == bindparam("b_id")).values(day=bindparam("b_day")), chunk)
+    session.execute(delete(DailyAggregate.__table__))  # type: ignore[attr-defined]
+    bounds = session.execute(select(func.min(e.c.day), func.max(e.c.day))).one()
+    if bounds[0] is None:
+        return 0
+    all_days = [bounds[0] + dt.timedelta(days=i) for i in range((bounds[1] - bounds[0]).days + 1)]
+    return rebuild_days(session=session, spec=spec, days=all_days)
+
+
+def _chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i : i + size]
+
+
+def event_days(session: Session) -> tuple[dt.date, dt.date] | None:
+    """Return the first and last day with events, or None."""
+    e = col(Event.day)
+    first, last = session.execute(select(func.min(e), func.max(e))).one()
+    return (first, last) if first is not None else None

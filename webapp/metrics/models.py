@@ -1,0 +1,101 @@
+"""Production events, their per-day aggregates, and agent-flagged hallucination reports."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from webapp.timeutil import aware_datetime_type, utcnow
+
+# Segment value meaning "every value" in the aggregate table, and the stored stand-in for "no value".
+ALL = "*"
+NONE = ""
+
+
+class Event(SQLModel, table=True):
+    """One ticket on which the assistant ran, as reported by the agents' drafting tool."""
+
+    __tablename__ = "metric_event"
+    __table_args__ = (
+        UniqueConstraint("event_id", name="uq_metric_event_event_id"),
+        Index("ix_metric_event_day_intent", "day", "intent"),
+        Index("ix_metric_event_day_agent", "day", "agent_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: str = Field(max_length=200)
+    ticket_id: str = Field(max_length=200)
+    occurred_at: dt.datetime = Field(sa_type=aware_datetime_type())
+    # Calendar day of occurred_at in the spec's time zone, fixed at ingestion (rebuild after a zone change).
+    day: dt.date = Field(index=True)
+    intent: str | None = Field(default=None, max_length=100)
+    plan: str | None = Field(default=None, max_length=100)
+    agent_id: str | None = Field(default=None, max_length=100)
+    model_version: str | None = Field(default=None, max_length=200)
+    prompt_version: str | None = Field(default=None, max_length=200)
+    draft_shown: bool
+    action: str | None = Field(default=None, max_length=20)
+    draft_text: str | None = Field(default=None, sa_column=Column(Text))
+    sent_text: str | None = Field(default=None, sa_column=Column(Text))
+    customer_message: str | None = Field(default=None, sa_column=Column(Text))
+    confidence: float | None = None
+    latency_ms: float | None = None
+    handle_time_s: float | None = None
+    cost_usd: float | None = None
+    escalated: bool
+    edit_distance: float | None = None
+    received_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class DailyAggregate(SQLModel, table=True):
+    """Sums and counts of one day's events for one segment ("*" = all values of that dimension).
+
+    Rebuilt from the raw events of a day whenever events of that day arrive, so it always
+    equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
+    stored: such narrow queries are computed from the raw events directly.
+    """
+
+    __tablename__ = "metric_daily_aggregate"
+    __table_args__ = (UniqueConstraint("day", "intent", "plan", "agent_id", name="uq_metric_daily_segment"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    day: dt.date = Field(index=True)
+    intent: str = Field(max_length=100)
+    plan: str = Field(max_length=100)
+    agent_id: str = Field(max_length=100)
+    n_events: int = 0
+    n_shown: int = 0
+    n_accept: int = 0  # accept, or edit within the minor-edit limit
+    n_reject: int = 0
+    ed_sum: float = 0.0
+    ed_n: int = 0
+    n_escalated: int = 0
+    ht_sum: float = 0.0
+    ht_n: int = 0
+    lat_n: int = 0
+    lat_p95_s: float | None = None
+    cost_sum: float = 0.0
+    cost_n: int = 0
+    # [[count, sum of confidence, accepted], ...] per confidence bin
+    calib: list[list[float]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # {"model_version": {value: count}, "prompt_version": {...}} (only on the all-segments row)
+    versions: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+
+
+class HallucinationReport(SQLModel, table=True):
+    """A factual error an agent flagged on an event; counts only once the lead confirms it."""
+
+    __tablename__ = "hallucination_report"
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: str = Field(foreign_key="metric_event.event_id", index=True, max_length=200)
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    reported_by: int | None = Field(default=None, foreign_key="app_user.id")
+    status: str = Field(default="pending", max_length=20, index=True)  # pending | confirmed | dismissed
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    decided_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+    decided_by: int | None = Field(default=None, foreign_key="app_user.id")
+    decision_note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))

@@ -1,0 +1,602 @@
+"""Daily metrics against targets, alert windows, business-day streaks, calibration, hallucination reports.
+
+Numbers come from the spec's `online_metrics` section; every metric of a day is derived from the
+per-day aggregates rebuilt at ingestion (webapp/metrics/ingest.py), or, for a full
+(intent, plan, agent) segment, from the raw events with the same code.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlmodel import Session, col
+
+from webapp.metrics import ingest
+from webapp.metrics.ingest import ALL, CALIBRATION_BINS, SEGMENT_DIMS
+from webapp.metrics.models import DailyAggregate, Event, HallucinationReport
+from webapp.spec import METRIC_NAMES, AlertRule, EvalSpec, TargetRule
+from webapp.timeutil import utcnow
+
+# Comparisons are made on values rounded to this many decimals, so that 0.10 - 0.08 counts as 0.02.
+_DECIMALS = 12
+
+METRIC_LABELS: dict[str, str] = {
+    "accept_rate": "Accept rate",
+    "reject_rate": "Reject rate",
+    "edit_distance": "Edit distance (mean)",
+    "escalation_rate": "Escalation rate",
+    "handle_time_s": "Handle time (s)",
+    "latency_p95_s": "Latency p95 (s)",
+    "hallucination_reports": "Confirmed hallucinations",
+    "cost_per_draft": "Cost per draft ($)",
+}
+
+
+class MetricsError(ValueError):
+    """A request the metrics service cannot answer (bad range, unknown event or report)."""
+
+
+@dataclass
+class DayMetrics:
+    """One day's metrics (None = no data), which targets they meet, and the sums behind the means."""
+
+    day: dt.date
+    events: int
+    drafts_shown: int
+    accept_rate: float | None
+    reject_rate: float | None
+    edit_distance: float | None
+    escalation_rate: float | None
+    handle_time_s: float | None
+    latency_p95_s: float | None
+    cost_per_draft: float | None
+    hallucination_reports: int | None
+    target_met: dict[str, bool | None] = field(default_factory=dict)
+    # metric -> (numerator, denominator) for windowed means; latency has none (a p95 does not add up)
+    parts: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
+    versions: dict[str, dict[str, int]] | None = field(default=None, repr=False)
+
+    @property
+    def all_targets_met(self) -> bool | None:
+        """Tell whether every target with data was met; None when the day has no events."""
+        if self.events == 0:
+            return None
+        verdicts = [v for v in self.target_met.values() if v is not None]
+        if not verdicts:
+            return None
+        return all(verdicts)
+
+    def value(self, metric: str) -> float | None:
+        """Return the value of one metric."""
+        return getattr(self, metric)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the day as the API shows it."""
+        out: dict[str, Any] = {"day": self.day.isoformat(), "events": self.events, "drafts_shown": self.drafts_shown}
+        for m in METRIC_NAMES:
+            out[m] = self.value(m)
+        out["target_met"] = dict(self.target_met)
+        out["all_targets_met"] = self.all_targets_met
+        return out
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return None if den == 0 else num / den
+
+
+def check_target(rule: TargetRule, value: float | None, spec: EvalSpec) -> bool | None:
+    """Tell whether a value meets a target rule; None without a value."""
+    if value is None:
+        return None
+    v = round(value, _DECIMALS)
+    t = rule.value
+    if rule.op == "within_baseline":
+        return round(abs(value - spec.online_metrics.escalation_baseline), _DECIMALS) <= t
+    return _compare(v, rule.op, t)
+
+
+def alert_breached(rule: AlertRule, value: float, spec: EvalSpec) -> bool:
+    """Tell whether a (window) value crosses an alert threshold."""
+    return _compare(round(value, _DECIMALS), *_alert_threshold(rule, spec))
+
+
+def _alert_threshold(rule: AlertRule, spec: EvalSpec) -> tuple[str, float]:
+    if rule.op == "above_baseline":
+        return ">", round(spec.online_metrics.escalation_baseline + rule.value, _DECIMALS)
+    return rule.op, rule.value
+
+
+def alert_threshold_value(metric: str, spec: EvalSpec) -> float | None:
+    """Return the threshold line of a metric's alert (baseline-relative rules resolved)."""
+    rule = spec.online_metrics.alerts.get(metric)  # type: ignore[call-overload]
+    return None if rule is None else _alert_threshold(rule, spec)[1]
+
+
+def target_lines(metric: str, spec: EvalSpec) -> list[float]:
+    """Return the target line(s) of a metric (two for a band around the baseline)."""
+    rule = spec.online_metrics.targets.get(metric)  # type: ignore[call-overload]
+    if rule is None:
+        return []
+    if rule.op == "within_baseline":
+        b = spec.online_metrics.escalation_baseline
+        return [round(b - rule.value, _DECIMALS), round(b + rule.value, _DECIMALS)]
+    return [rule.value]
+
+
+def _compare(v: float, op: str, t: float) -> bool:
+    return {
+        ">": v > t,
+        "<": v < t,
+        ">=": v >= t,
+        "<=": v <= t,
+        "==": v == t,
+    }[op]
+
+
+def _segment(intent: str | None, plan: str | None, agent_id: str | None) -> dict[str, str | None]:
+    return {"intent": intent or None, "plan": plan or None, "agent_id": agent_id or None}
+
+
+def _aggregate_rows(
+    session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    """Return one dict of sums per day with events, from the aggregate table or (full segment) raw events."""
+    if all(segment[d] is not None for d in SEGMENT_DIMS):
+        df = ingest.raw_frame(session, start=start, end=end, segment=segment)
+        agg = ingest.aggregate_frame(df, spec, ())
+        rows = agg.to_dict("records")
+        for r in rows:
+            r["versions"] = None
+            if r["lat_p95_s"] != r["lat_p95_s"]:  # NaN
+                r["lat_p95_s"] = None
+        return rows
+    t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
+    stmt = select(DailyAggregate.__table__).where(  # type: ignore[attr-defined]
+        t.day >= start,
+        t.day <= end,
+        *[t[d] == (segment[d] if segment[d] is not None else ALL) for d in SEGMENT_DIMS],
+    )
+    return [dict(r._mapping) for r in session.execute(stmt)]
+
+
+def _confirmed_counts(
+    session: Session, start: dt.date, end: dt.date, segment: dict[str, str | None]
+) -> dict[dt.date, int]:
+    stmt = (
+        select(Event.day, func.count(col(HallucinationReport.id)))
+        .join(Event, col(Event.event_id) == HallucinationReport.event_id)
+        .where(HallucinationReport.status == "confirmed", Event.day >= start, Event.day <= end)
+        .group_by(Event.day)
+    )
+    for d in SEGMENT_DIMS:
+        if segment[d] is not None:
+            stmt = stmt.where(getattr(Event, d) == segment[d])
+    return {day: int(n) for day, n in session.execute(stmt)}
+
+
+def daily_metrics(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    start: dt.date,
+    end: dt.date,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+) -> list[DayMetrics]:
+    """Return one DayMetrics per calendar day of [start, end] for the segment (filters apply to every metric)."""
+    if end < start:
+        raise MetricsError(f"end {end} is before start {start}")
+    if (end - start).days > 3660:
+        raise MetricsError("a range of at most ten years, please")
+    segment = _segment(intent, plan, agent_id)
+    rows = {r["day"]: r for r in _aggregate_rows(session, spec, start, end, segment)}
+    confirmed = _confirmed_counts(session, start, end, segment)
+    out: list[DayMetrics] = []
+    day = start
+    while day <= end:
+        out.append(_day_metrics(day, rows.get(day), confirmed.get(day, 0), spec))
+        day += dt.timedelta(days=1)
+    return out
+
+
+def _day_metrics(day: dt.date, r: dict[str, Any] | None, confirmed: int, spec: EvalSpec) -> DayMetrics:
+    if r is None or int(r["n_events"]) == 0:
+        dm = DayMetrics(day, 0, 0, None, None, None, None, None, None, None, None)
+    else:
+        n_shown = int(r["n_shown"])
+        dm = DayMetrics(
+            day=day,
+            events=int(r["n_events"]),
+            drafts_shown=n_shown,
+            accept_rate=_ratio(r["n_accept"], n_shown),
+            reject_rate=_ratio(r["n_reject"], n_shown),
+            edit_distance=_ratio(r["ed_sum"], r["ed_n"]),
+            escalation_rate=_ratio(r["n_escalated"], r["n_events"]),
+            handle_time_s=_ratio(r["ht_sum"], r["ht_n"]),
+            latency_p95_s=None if r["lat_p95_s"] is None else float(r["lat_p95_s"]),
+            cost_per_draft=_ratio(r["cost_sum"], r["cost_n"]),
+            hallucination_reports=confirmed,
+            parts={
+                "accept_rate": (r["n_accept"], n_shown),
+                "reject_rate": (r["n_reject"], n_shown),
+                "edit_distance": (r["ed_sum"], r["ed_n"]),
+                "escalation_rate": (r["n_escalated"], r["n_events"]),
+                "handle_time_s": (r["ht_sum"], r["ht_n"]),
+                "cost_per_draft": (r["cost_sum"], r["cost_n"]),
+                "hallucination_reports": (confirmed, 1),
+            },
+            versions=r.get("versions"),
+        )
+        dm.parts["calib"] = r["calib"]  # type: ignore[assignment]
+    for m in METRIC_NAMES:
+        rule = spec.online_metrics.targets.get(m)  # type: ignore[call-overload]
+        if rule is not None:
+            dm.target_met[m] = check_target(rule, dm.value(m), spec)
+    return dm
+
+
+# --- alerts ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Transition:
+    day: dt.date
+    from_state: str
+    to_state: str
+    value: float
+
+
+@dataclass
+class AlertStatus:
+    """One alert rule over a series of days: its current state, transitions, and firing periods."""
+
+    metric: str
+    rule: AlertRule
+    threshold: float
+    state: str = "ok"  # ok | pending | firing | resolved
+    value: float | None = None  # the window value of the last day with data
+    last_evaluated: dt.date | None = None
+    history: list[Transition] = field(default_factory=list)
+    day_states: dict[dt.date, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def firing_periods(self) -> list[tuple[dt.date, dt.date]]:
+        """Return the [first, last] days of each stretch in which the alert was firing."""
+        periods: list[tuple[dt.date, dt.date]] = []
+        start: dt.date | None = None
+        last: dt.date | None = None
+        for day in sorted(self.day_states):
+            if self.day_states[day] == "firing":
+                if start is None:
+                    start = day
+                last = day
+            elif start is not None and last is not None:
+                periods.append((start, last))
+                start = None
+        if start is not None and last is not None:
+            periods.append((start, last))
+        return periods
+
+    def describe(self) -> str:
+        """Return the rule in words, e.g. 'accept rate < 0.65 on 3 consecutive days'."""
+        label = METRIC_LABELS.get(self.metric, self.metric)
+        op = ">" if self.rule.op == "above_baseline" else self.rule.op
+        if self.rule.window == "trailing_mean":
+            return f"{label}: mean over the trailing {self.rule.days} days {op} {self.threshold:g}"
+        days = "a day" if self.rule.days == 1 else f"{self.rule.days} consecutive days"
+        return f"{label} {op} {self.threshold:g} on {days}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the alert as the API shows it."""
+        return {
+            "metric": self.metric,
+            "rule": self.describe(),
+            "op": self.rule.op,
+            "threshold": self.threshold,
+            "window": self.rule.window,
+            "days": self.rule.days,
+            "state": self.state,
+            "value": self.value,
+            "last_evaluated": self.last_evaluated.isoformat() if self.last_evaluated else None,
+            "history": [
+                {"day": t.day.isoformat(), "from": t.from_state, "to": t.to_state, "value": t.value} for t in self.history
+            ],
+            "firing_periods": [[a.isoformat(), b.isoformat()] for a, b in self.firing_periods],
+        }
+
+
+def evaluate_alert(metric: str, rule: AlertRule, days: list[DayMetrics], spec: EvalSpec) -> AlertStatus:
+    """Run one alert rule over consecutive days; days without data leave the state unchanged."""
+    status = AlertStatus(metric=metric, rule=rule, threshold=_alert_threshold(rule, spec)[1])
+    run = 0
+    first_data: dt.date | None = None
+    by_day = {d.day: d for d in days}
+    for d in days:
+        if d.value(metric) is None:
+            status.day_states[d.day] = status.state
+            continue
+        if first_data is None:
+            first_data = d.day
+        if rule.window == "trailing_mean":
+            value = _trailing_mean(metric, d.day, rule.days, by_day)
+            breach = alert_breached(rule, value, spec)
+            full = (d.day - first_data).days >= rule.days - 1
+            new = ("firing" if full else "pending") if breach else None
+        else:
+            value = float(d.value(metric))  # type: ignore[arg-type]
+            breach = alert_breached(rule, value, spec)
+            run = run + 1 if breach else 0
+            new = ("firing" if run >= rule.days else "pending") if breach else None
+        if new is None:
+            new = {"firing": "resolved", "pending": "ok"}.get(status.state, status.state)
+        if new != status.state:
+            status.history.append(Transition(d.day, status.state, new, value))
+            status.state = new
+        status.value = value
+        status.last_evaluated = d.day
+        status.day_states[d.day] = status.state
+    return status
+
+
+def _trailing_mean(metric: str, day: dt.date, n: int, by_day: dict[dt.date, DayMetrics]) -> float:
+    num = den = 0.0
+    values: list[float] = []
+    for i in range(n):
+        d = by_day.get(day - dt.timedelta(days=i))
+        if d is None or d.value(metric) is None:
+            continue
+        if metric in d.parts:
+            a, b = d.parts[metric]
+            num += a
+            den += b
+        values.append(float(d.value(metric)))  # type: ignore[arg-type]
+    if den:
+        return num / den
+    # a percentile does not add up over days: the trailing window then averages the daily values
+    return sum(values) / len(values)
+
+
+def alerts(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    end: dt.date | None = None,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+) -> list[AlertStatus]:
+    """Evaluate every alert rule over all days with events up to `end` (default: the last day with events)."""
+    bounds = ingest.event_days(session)
+    if bounds is None:
+        return [
+            AlertStatus(metric=m, rule=r, threshold=_alert_threshold(r, spec)[1])
+            for m, r in spec.online_metrics.alerts.items()
+        ]
+    start = bounds[0]
+    end = end or bounds[1]
+    days = daily_metrics(session=session, spec=spec, start=start, end=max(start, end), intent=intent, plan=plan, agent_id=agent_id)
+    return evaluate_alerts(days, spec)
+
+
+def evaluate_alerts(days: list[DayMetrics], spec: EvalSpec) -> list[AlertStatus]:
+    """Evaluate every alert rule of the spec over a series of days."""
+    return [evaluate_alert(m, r, days, spec) for m, r in spec.online_metrics.alerts.items()]
+
+
+# --- business-day streaks -------------------------------------------------------------------------
+
+
+@dataclass
+class Streaks:
+    """Runs of business days on which every target was met (days without data are skipped)."""
+
+    current: int
+    current_start: dt.date | None
+    longest: int
+    longest_start: dt.date | None
+    longest_end: dt.date | None
+    verdicts: list[tuple[dt.date, bool | None]]
+
+
+def is_business_day(day: dt.date, spec: EvalSpec) -> bool:
+    """Tell whether a day is Monday-Friday and not a holiday of the spec."""
+    return day.weekday() < 5 and day not in spec.online_metrics.holidays
+
+
+def streaks_from_verdicts(verdicts: list[tuple[dt.date, bool | None]]) -> Streaks:
+    """Compute current and longest runs of True verdicts, skipping None (no data)."""
+    longest = run = 0
+    longest_start = longest_end = run_start = None
+    for day, ok in verdicts:
+        if ok is None:
+            continue
+        if ok:
+            if run == 0:
+                run_start = day
+            run += 1
+            if run > longest:
+                longest, longest_start, longest_end = run, run_start, day
+        else:
+            run = 0
+    return Streaks(run, run_start if run else None, longest, longest_start, longest_end, verdicts)
+
+
+def business_day_streaks(*, session: Session, spec: EvalSpec, start: dt.date, end: dt.date) -> Streaks:
+    """Return the current and longest streak of business days in [start, end] with every target met."""
+    days = daily_metrics(session=session, spec=spec, start=start, end=end)
+    verdicts = [(d.day, d.all_targets_met) for d in days if is_business_day(d.day, spec)]
+    return streaks_from_verdicts(verdicts)
+
+
+# --- calibration ----------------------------------------------------------------------------------
+
+
+@dataclass
+class CalibrationBin:
+    lo: float
+    hi: float
+    n: int
+    mean_confidence: float | None
+    accept_rate: float | None
+
+
+@dataclass
+class Calibration:
+    bins: list[CalibrationBin]
+    n: int
+    ece: float | None  # sum over bins of n_b / n * |accept rate_b - mean confidence_b|
+
+
+def calibration_from_days(days: list[DayMetrics]) -> Calibration:
+    """Bin shown drafts by confidence and compare each bin's accept rate with its mean confidence."""
+    totals = [[0.0, 0.0, 0.0] for _ in range(CALIBRATION_BINS)]
+    for d in days:
+        calib = d.parts.get("calib")
+        if not calib:
+            continue
+        for b, (n, conf, acc) in enumerate(calib):  # type: ignore[misc]
+            totals[b][0] += n
+            totals[b][1] += conf
+            totals[b][2] += acc
+    total = sum(t[0] for t in totals)
+    bins = []
+    ece = 0.0
+    for b, (n, conf, acc) in enumerate(totals):
+        mean_conf = conf / n if n else None
+        rate = acc / n if n else None
+        if n:
+            ece += n / total * abs(rate - mean_conf)  # type: ignore[operator]
+        bins.append(CalibrationBin(b / CALIBRATION_BINS, (b + 1) / CALIBRATION_BINS, int(n), mean_conf, rate))
+    return Calibration(bins, int(total), ece if total else None)
+
+
+# --- version changes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    day: dt.date
+    kind: str  # model_version | prompt_version
+    value: str
+
+
+def version_changes(days: list[DayMetrics]) -> list[VersionChange]:
+    """Return the days on which a model or prompt version first appeared (after the first one seen)."""
+    seen: dict[str, set[str]] = {"model_version": set(), "prompt_version": set()}
+    out: list[VersionChange] = []
+    for d in days:
+        if not d.versions:
+            continue
+        for kind in ("model_version", "prompt_version"):
+            for value in sorted(d.versions.get(kind, {})):
+                if value not in seen[kind]:
+                    if seen[kind]:
+                        out.append(VersionChange(d.day, kind, value))
+                    seen[kind].add(value)
+    return out
+
+
+def versions_for(*, session: Session, spec: EvalSpec, start: dt.date, end: dt.date) -> list[VersionChange]:
+    """Return version changes over [start, end], looking back to the first event so the first is not a change."""
+    bounds = ingest.event_days(session)
+    if bounds is None:
+        return []
+    days = daily_metrics(session=session, spec=spec, start=min(bounds[0], start), end=end)
+    return [c for c in version_changes(days) if start <= c.day <= end]
+
+
+# --- drill-down -----------------------------------------------------------------------------------
+
+
+def day_events(
+    *,
+    session: Session,
+    day: dt.date,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+    limit: int = 200,
+    offset: int = 0,
+) -> tuple[list[Event], int]:
+    """Return one page of a day's events (draft by draft) for the segment, and how many there are."""
+    stmt = select(Event).where(Event.day == day)
+    count = select(func.count()).select_from(Event).where(Event.day == day)
+    for dim, value in _segment(intent, plan, agent_id).items():
+        if value is not None:
+            stmt = stmt.where(getattr(Event, dim) == value)
+            count = count.where(getattr(Event, dim) == value)
+    rows = session.execute(stmt.order_by(col(Event.occurred_at), col(Event.id)).limit(limit).offset(offset)).scalars()
+    return list(rows), int(session.execute(count).scalar_one())
+
+
+def segment_values(*, session: Session) -> dict[str, list[str]]:
+    """Return the values seen for each segment dimension (for filter menus)."""
+    t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
+    out: dict[str, list[str]] = {}
+    for dim in SEGMENT_DIMS:
+        others = [t[o] == ALL for o in SEGMENT_DIMS if o != dim]
+        rows = session.execute(select(t[dim]).where(t[dim] != ALL, t[dim] != "", *others).distinct().order_by(t[dim]))
+        out[dim] = [r[0] for r in rows]
+    return out
+
+
+# --- hallucination reports ------------------------------------------------------------------------
+
+
+def report_hallucination(*, session: Session, event_id: str, note: str, reported_by: int | None) -> HallucinationReport:
+    """Record an agent's flag of a factual error on an event (pending until the lead decides)."""
+    event = session.execute(select(Event.id).where(Event.event_id == event_id)).first()
+    if event is None:
+        raise MetricsError(f"event_id: no event {event_id!r}")
+    report = HallucinationReport(event_id=event_id, note=note.strip(), reported_by=reported_by)
+    session.add(report)
+    session.flush()
+    return report
+
+
+def decide_report(
+    *, session: Session, report_id: int, decision: str, decided_by: int, note: str = ""
+) -> HallucinationReport:
+    """Confirm or dismiss a hallucination report; only confirmed reports count."""
+    if decision not in ("confirmed", "dismissed", "pending"):
+        raise MetricsError(f"decision: must be confirmed or dismissed, not {decision!r}")
+    report = session.get(HallucinationReport, report_id)
+    if report is None:
+        raise MetricsError(f"report: no hallucination report {report_id}")
+    report.status = decision
+    report.decided_at = None if decision == "pending" else utcnow()
+    report.decided_by = None if decision == "pending" else decided_by
+    report.decision_note = note.strip()
+    session.add(report)
+    session.flush()
+    return report
+
+
+def list_reports(*, session: Session, status: str | None = None) -> list[tuple[HallucinationReport, Event]]:
+    """List hallucination reports with their events (pending first, then newest)."""
+    stmt = select(HallucinationReport, Event).join(Event, col(Event.event_id) == HallucinationReport.event_id)
+    if status:
+        stmt = stmt.where(HallucinationReport.status == status)
+    stmt = stmt.order_by((HallucinationReport.status != "pending"), col(HallucinationReport.created_at).desc())  # type: ignore[arg-type]
+    return [(r, e) for r, e in session.execute(stmt).all()]
+
+
+def pending_report_count(*, session: Session) -> int:
+    """Return how many hallucination reports wait for the lead."""
+    stmt = select(func.count()).select_from(HallucinationReport).where(HallucinationReport.status == "pending")
+    return int(session.execute(stmt).scalar_one())
+
+
+def confirmed_hallucination_reports(*, session: Session, start: dt.date, end: dt.date) -> list[HallucinationReport]:
+    """Return the confirmed hallucination reports on events of days [start, end] (spec time zone)."""
+    stmt = (
+        select(HallucinationReport)
+        .join(Event, col(Event.event_id) == HallucinationReport.event_id)
+        .where(HallucinationReport.status == "confirmed", Event.day >= start, Event.day <= end)
+        .order_by(col(Event.day), col(HallucinationReport.id))
+    )
+    return list(session.execute(stmt).scalars())
