@@ -125,8 +125,8 @@ def read_file(path: Path) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError as exc:
-        raise RecordError(f"Dataset file not found: {path}", path=path) from exc
+        raise RecordError(f"File not found: {path}", path=path) from exc
     except IsADirectoryError as exc:
-        raise RecordError(f"Dataset path is a directory, not a file: {path}", path=path) from exc
+        raise RecordError(f"Not a file but a directory: {path}", path=path) from exc
     except OSError as exc:
         raise RecordError(f"Cannot read {path}: {exc.strerror}", path=path) from exc

@@ -1,0 +1,175 @@
+"""Drafts import and run queries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from tests.datasets.helpers import count_rows, invoke, write_jsonl
+from tests.factories import make_dataset, make_run
+from webapp.datasets.records import RecordError
+from webapp.runs import service
+from webapp.runs.models import Draft, Run
+
+
+def draft(case_id: str, **extra: object) -> dict:
+    return {
+        "case_id": case_id,
+        "draft_text": "Hello, here is how it works.",
+        "citations": [{"article_id": "KB-1042", "revision": 1}],
+        "confidence": 0.85,
+        "intent": "billing_charge",
+        "escalated": False,
+        "latency_ms": 1200,
+        "cost_usd": 0.012,
+        **extra,
+    }
+
+
+def data(records: list) -> bytes:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records).encode()
+
+
+@pytest.fixture
+def dataset(session: Session):  # type: ignore[no-untyped-def]
+    ds = make_dataset(session, [{"case_id": f"c{i}", "category": "routine" if i % 2 else "edge"} for i in range(1, 601)], name="eval")
+    session.commit()
+    return ds
+
+
+class TestImportDrafts:
+    def test_creates_run_and_drafts(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        records = [draft("c1"), draft("c2", draft_text=None, escalated=True, citations=[], confidence=None), draft("c1", sample_index=1)]
+        result = service.import_drafts(
+            session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m", prompt_version="v3"
+        )
+        session.commit()
+        assert result.run_created and (result.created, result.updated, result.unchanged) == (3, 0, 0)
+        run = service.resolve_run(session=session, ref="r1")
+        assert (run.model, run.prompt_version, run.dataset_id) == ("m", "v3", dataset.id)
+        rows = service.list_drafts(session=session, run_id=run.id)
+        assert [(r.case.case_id, r.draft.sample_index) for r in rows] == [("c1", 0), ("c1", 1), ("c2", 0)]
+        d = rows[0].draft
+        assert d.citations == [{"article_id": "KB-1042", "revision": 1}]
+        assert (d.confidence, d.intent, d.escalated, d.latency_ms, d.cost_usd) == (0.85, "billing_charge", False, 1200, 0.012)
+        assert d.raw_output["case_id"] == "c1"  # the whole record is kept as the raw output
+        assert rows[2].draft.draft_text is None and rows[2].draft.escalated
+
+    def test_raw_output_field_is_kept_as_given(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        service.import_drafts(session=session, data=data([draft("c1", raw_output={"choices": [1]})]), path="d.jsonl", run_name="r", dataset="eval")
+        (row,) = service.list_drafts(session=session, run_id=service.resolve_run(session=session, ref="r").id)
+        assert row.draft.raw_output == {"choices": [1]}
+
+    def test_reimport_is_idempotent_and_updates(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        records = [draft("c1"), draft("c3")]
+        service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval")
+        session.commit()
+        again = service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
+        assert (again.run_created, again.created, again.updated, again.unchanged) == (False, 0, 0, 2)
+        records[1]["confidence"] = 0.5
+        changed = service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
+        session.commit()
+        assert (changed.created, changed.updated, changed.unchanged) == (0, 1, 1)
+        assert count_rows(session, Draft) == 2 and count_rows(session, Run) == 1
+
+    def test_new_run_with_only_one_dataset_needs_no_dataset_option(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        result = service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
+        assert result.run.dataset_id == dataset.id
+
+    def test_new_run_with_several_datasets_needs_the_option(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        make_dataset(session, [{"case_id": "x"}], name="other")
+        with pytest.raises(RecordError, match="--dataset"):
+            service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
+
+    def test_existing_run_over_another_dataset_is_refused(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        make_dataset(session, [{"case_id": "c1"}], name="other")
+        service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
+        with pytest.raises(RecordError, match="is over dataset"):
+            service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="other")
+
+    @pytest.mark.parametrize(
+        ("record", "message"),
+        [
+            ({"draft_text": "x"}, "missing required field: case_id"),
+            ({"case_id": "c1"}, "missing required field: draft_text"),
+            (draft("c1", draft_text=3), "draft_text: must be a string or null"),
+            (draft("c1", citations="KB-1"), "citations: must be a list"),
+            (draft("c1", citations=[{"revision": 1}]), "citations[0]: must be an object"),
+            (draft("c1", citations=[{"article_id": "KB-1", "revision": "two"}]), "citations[0].revision: must be a whole number"),
+            (draft("c1", confidence="high"), "confidence: must be a number or null"),
+            (draft("c1", escalated="no"), "escalated: must be true or false"),
+            (draft("c1", latency_ms=-5), "latency_ms: must be a number"),
+            (draft("c1", cost_usd="free"), "cost_usd: must be a number"),
+            (draft("c1", sample_index=-1), "sample_index: must be a whole number"),
+            ("[1, 2]", "must be a JSON object"),
+        ],
+    )
+    def test_bad_record_names_line(self, session: Session, dataset, record, message: str) -> None:  # type: ignore[no-untyped-def]
+        with pytest.raises(RecordError) as info:
+            service.import_drafts(session=session, data=data([draft("c2"), record]), path="d.jsonl", run_name="r", dataset="eval")
+        assert info.value.line == 2
+        assert info.value.message.startswith("record 2: " + message)
+
+    def test_unknown_case_and_duplicates(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        with pytest.raises(RecordError) as info:
+            service.import_drafts(session=session, data=data([draft("c1"), draft("nope")]), path="d.jsonl", run_name="r", dataset="eval")
+        assert info.value.line == 2 and "'nope' is not a case" in info.value.message
+        with pytest.raises(RecordError) as info:
+            service.import_drafts(session=session, data=data([draft("c1"), draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
+        assert info.value.line == 2 and "appears twice" in info.value.message
+
+    def test_bad_line_500_of_600_leaves_nothing(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        records = [draft(f"c{i}") for i in range(1, 601)]
+        records[499] = draft("c500", confidence="0.9")
+        with pytest.raises(RecordError) as info:
+            service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r", dataset="eval")
+        assert info.value.line == 500
+        assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
+
+
+class TestQueries:
+    def test_list_runs_counts(self, session: Session) -> None:
+        ds = make_dataset(session, [{"case_id": "a", "category": "routine"}, {"case_id": "b", "category": "safety"}, {"case_id": "c"}])
+        make_run(
+            session,
+            ds,
+            [
+                {"case_id": "a", "draft_text": "x"},
+                {"case_id": "b", "draft_text": None, "escalated": True},
+                {"case_id": "c", "draft_text": None},
+            ],
+            name="r1",
+        )
+        make_run(session, ds, [], name="r2")
+        summaries = {s.run.name: s for s in service.list_runs(session=session)}
+        assert (summaries["r1"].drafts, summaries["r1"].escalated, summaries["r1"].fallbacks) == (3, 1, 1)
+        assert summaries["r2"].drafts == 0
+        run = service.resolve_run(session=session, ref="r1")
+        assert [r.case.case_id for r in service.list_drafts(session=session, run_id=run.id, category="safety")] == ["b"]
+        d, c, r = service.get_draft(session=session, draft_id=service.list_drafts(session=session, run_id=run.id)[0].draft.id)
+        assert (c.case_id, r.name) == ("a", "r1")
+        pub = service.draft_public(d, c)
+        assert pub["case_id"] == "a" and pub["id"] == d.id and pub["draft_text"] == "x"
+
+
+class TestImportDraftsCli:
+    def test_import_and_list(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        path = write_jsonl(tmp_path / "d.jsonl", [draft("c1"), draft("c2")])
+        r = invoke(monkeypatch, db_url, ["import", "drafts", str(path), "--run", "demo-x", "--dataset", "eval", "--model", "m1", "--prompt-version", "v9"])
+        assert r.exit_code == 0, r.output
+        assert "2 draft(s) created" in r.output
+        out = invoke(monkeypatch, db_url, ["runs"])
+        assert out.exit_code == 0 and out.output.startswith("demo-x\t")
+        assert "m1" in out.output and "v9" in out.output
+
+    def test_bad_line_500_of_600_via_cli(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        records = [draft(f"c{i}") for i in range(1, 601)]
+        records[499] = draft("c500", escalated="maybe")
+        path = write_jsonl(tmp_path / "d.jsonl", records)
+        r = invoke(monkeypatch, db_url, ["import", "drafts", str(path), "--run", "r", "--dataset", "eval"])
+        assert r.exit_code == 2
+        assert r.stderr.strip() == f"{path}:500: record 500: escalated: must be true or false, not 'maybe'"
+        assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
