@@ -1,0 +1,100 @@
+"""Gather the facts the launch gates judge, from the other domains' services (never their tables).
+
+Checks come from webapp.checks.service, final human grades from webapp.grading.service,
+regression results from webapp.regression.service, online metrics and hallucination reports
+from webapp.metrics.service and the survey from webapp.survey.service.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlmodel import Session, col, select
+
+from webapp.checks import service as checks_service
+from webapp.checks.rules import is_safety_trigger
+from webapp.datasets.models import Dataset, EvalCase
+from webapp.gates.criteria import (
+    DraftFacts,
+    FinalGradeFacts,
+    HallucinationFacts,
+    PilotFacts,
+    RegressionFacts,
+    StreakFacts,
+    SurveyFacts,
+)
+from webapp.grading import service as grading_service
+from webapp.metrics import service as metrics_service
+from webapp.regression import service as regression_service
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+from webapp.survey import service as survey_service
+
+
+def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
+    """Collect, for every draft of the run, its check results and final grade, and the suite's results."""
+    assert run.id is not None
+    dataset = session.get(Dataset, run.dataset_id)
+    rows = session.exec(
+        select(Draft, EvalCase)
+        .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
+        .where(Draft.run_id == run.id)
+        .order_by(col(EvalCase.position), col(Draft.sample_index))
+    ).all()
+    summary = checks_service.run_summary(session=session, run_id=run.id)
+    outcomes = {o.draft_id: o for o in summary.outcomes}
+    finals = grading_service.final_grades(session=session, run_id=run.id)
+    drafts: list[DraftFacts] = []
+    for draft, case in rows:
+        assert draft.id is not None
+        outcome = outcomes.get(draft.id)
+        results = {r.key: r.status for r in outcome.results} if outcome else {}
+        fg = finals.get(draft.id)
+        drafts.append(
+            DraftFacts(
+                draft_id=draft.id,
+                case_id=case.case_id,
+                category=case.category,
+                golden=case.golden,
+                safety_trigger=is_safety_trigger(checks_service.case_input(case)),
+                checked=bool(results),
+                failed_checks=tuple(k for k, s in results.items() if s == "fail"),
+                citation_check=results.get("citations_current"),
+                safety_check=results.get("safety_escalation"),
+                needs_grade=grading_service.needs_grading(draft),
+                final_grade=None
+                if fg is None
+                else FinalGradeFacts(fg.factual_accuracy, fg.citation_relevance, fg.tone, fg.completeness),
+            )
+        )
+    regression = [
+        RegressionFacts(r.case_id, r.status, r.note, f"/regression#case-{r.case_id}")
+        for r in regression_service.run_report(session=session, run_id=run.id)
+    ]
+    return PilotFacts(run.id, run.name, dataset.count if dataset else 0, drafts, regression)
+
+
+def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakFacts:
+    """Business-day streaks of days meeting every target, over the pilot period up to today."""
+    pilot = spec.online_metrics.pilot
+    end = min(pilot.end, today)
+    if end < pilot.start:
+        return StreakFacts(0, None, None, 0)
+    s = metrics_service.business_day_streaks(session=session, spec=spec, start=pilot.start, end=end)
+    missed = tuple((d.day, tuple(d.missed)) for d in s.days if d.all_targets_met is False)
+    return StreakFacts(s.longest, s.longest_start, s.longest_end, s.current, missed)
+
+
+def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[HallucinationFacts]:
+    """Confirmed hallucination reports on events of the pilot period."""
+    pilot = spec.online_metrics.pilot
+    return [
+        HallucinationFacts(r.id, r.event_id, r.day)
+        for r in metrics_service.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
+    ]
+
+
+def survey_facts(*, session: Session) -> SurveyFacts:
+    """The newest survey round's counts."""
+    c = survey_service.counts(session=session)
+    return SurveyFacts(c.yes, c.no, c.neutral, c.round_name)

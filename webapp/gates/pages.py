@@ -1,0 +1,88 @@
+"""Launch-gate pages: the index of runs, each gate's report with evidence, and sign-off."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+
+from webapp.auth.models import User
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role
+from webapp.gates import service
+from webapp.gates.report import to_markdown
+from webapp.runs.service import RunNotFound, resolve_run
+from webapp.templating import render
+
+router = APIRouter()
+READERS = ("pm", "support_lead", "lead", "admin")
+SIGNERS = ("lead", "pm")
+
+
+@router.get("/gates", response_class=HTMLResponse)
+def gates_index(request: Request, session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> HTMLResponse:
+    """List runs with links to their pilot and production gate reports."""
+    return render(request, "gates/index.html", {"runs": service.runs_for_gates(session=session)})
+
+
+@router.get("/gates/{gate}", response_class=HTMLResponse)
+def gate_page(
+    gate: Literal["pilot", "production"],
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    run: str,
+    format: Literal["html", "markdown"] = "html",
+    principal: Principal = Depends(require_role(*READERS)),
+) -> Response:
+    """Show a gate report for a run: the verdict and what is missing on top, then every criterion."""
+    try:
+        r = resolve_run(session=session, ref=run)
+    except RunNotFound as exc:
+        raise HTTPException(404, str(exc)) from exc
+    rep = service.report(session=session, spec=spec, gate=gate, run=r)
+    if format == "markdown":
+        return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
+    signed = service.signoffs(session=session, gate=gate, run_id=r.id)  # type: ignore[arg-type]
+    users = {u.id: u for u in (session.get(User, s.user_id) for s in signed) if u}
+    return render(
+        request,
+        "gates/report.html",
+        {
+            "report": rep,
+            "run": r,
+            "gate": gate,
+            "signoffs": signed,
+            "signers": users,
+            "can_sign": principal.has_role(*SIGNERS),
+            "error": request.query_params.get("error"),
+        },
+    )
+
+
+@router.post("/gates/{gate}/signoff")
+def gate_signoff(
+    gate: Literal["pilot", "production"],
+    session: SessionDep,
+    spec: SpecDep,
+    run: Annotated[str, Form()],
+    decision: Annotated[str, Form()],
+    note: Annotated[str, Form()] = "",
+    principal: Principal = Depends(require_role(*SIGNERS)),
+) -> Response:
+    """Sign the gate decision (go / no-go) with the report as it is now."""
+    try:
+        r = resolve_run(session=session, ref=run)
+    except RunNotFound as exc:
+        raise HTTPException(404, str(exc)) from exc
+    try:
+        service.sign_off(session=session, spec=spec, gate=gate, run=r, principal=principal, decision=decision, note=note)
+    except service.GateError as exc:
+        from urllib.parse import quote
+
+        return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&error={quote(str(exc))}", status_code=303)
+    from urllib.parse import quote
+
+    return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}", status_code=303)

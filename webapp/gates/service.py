@@ -1,0 +1,99 @@
+"""Launch-gate reports (pilot and production) and their sign-offs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from sqlmodel import Session, col, select
+
+from webapp.auth.service import Principal
+from webapp.gates import criteria, facts
+from webapp.gates.models import GateSignoff
+from webapp.gates.report import GateReport
+from webapp.runs.models import Run
+from webapp.spec import EvalSpec
+from webapp.timeutil import utcnow
+
+Gate = Literal["pilot", "production"]
+GATES: tuple[str, ...] = ("pilot", "production")
+
+
+class GateError(ValueError):
+    """A gate request that cannot be honoured; the message names the field."""
+
+
+def today_in(spec: EvalSpec) -> dt.date:
+    """Return today's date in the spec's time zone."""
+    return utcnow().astimezone(spec.tz).date()
+
+
+def pilot_report(*, session: Session, spec: EvalSpec, run: Run) -> GateReport:
+    """Evaluate the pilot gate for a run over its dataset."""
+    pf = facts.pilot_facts(session=session, spec=spec, run=run)
+    return GateReport("pilot", run.id, run.name, criteria.pilot_criteria(pf, spec), utcnow())
+
+
+def production_report(*, session: Session, spec: EvalSpec, run: Run, today: dt.date | None = None) -> GateReport:
+    """Evaluate the production gate: pilot metrics, hallucinations, survey, and the run's eval set."""
+    today = today or today_in(spec)
+    pf = facts.pilot_facts(session=session, spec=spec, run=run)
+    results = [
+        criteria.pilot_online_targets(facts.streak_facts(session=session, spec=spec, today=today), spec, today=today),
+        criteria.no_confirmed_hallucinations(facts.hallucination_facts(session=session, spec=spec), spec, today=today),
+        criteria.survey_net_positive(facts.survey_facts(session=session)),
+        criteria.full_eval_set(pf, spec),
+    ]
+    return GateReport("production", run.id, run.name, results, utcnow())
+
+
+def report(*, session: Session, spec: EvalSpec, gate: str, run: Run) -> GateReport:
+    """Evaluate the named gate."""
+    if gate == "pilot":
+        return pilot_report(session=session, spec=spec, run=run)
+    if gate == "production":
+        return production_report(session=session, spec=spec, run=run)
+    raise GateError(f"gate: must be pilot or production, not {gate!r}")
+
+
+def sign_off(
+    *, session: Session, spec: EvalSpec, gate: str, run: Run, principal: Principal, decision: str, note: str = ""
+) -> GateSignoff:
+    """Record the lead's or the PM's go/no-go on a gate with the report as it is now."""
+    if decision not in ("go", "no_go"):
+        raise GateError("decision: must be go or no_go")
+    role = "lead" if principal.has_role("lead") else "pm" if principal.has_role("pm") else None
+    if role is None:
+        raise GateError("role: only the team lead and the PM sign off a gate")
+    rep = report(session=session, spec=spec, gate=gate, run=run)
+    if decision == "go" and not rep.passed:
+        raise GateError(f"decision: the {gate} gate does not pass ({rep.status}); only a no-go can be signed")
+    row = GateSignoff(
+        gate=gate,
+        run_id=run.id,  # type: ignore[arg-type]
+        user_id=principal.user_id,
+        role=role,
+        verdict=rep.status,
+        decision=decision,
+        note=note.strip(),
+        report=rep.to_dict(),
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def signoffs(*, session: Session, gate: str, run_id: int) -> list[GateSignoff]:
+    """List the sign-offs of a gate for a run, newest first."""
+    return list(
+        session.exec(
+            select(GateSignoff)
+            .where(GateSignoff.gate == gate, GateSignoff.run_id == run_id)
+            .order_by(col(GateSignoff.signed_at).desc())
+        ).all()
+    )
+
+
+def runs_for_gates(*, session: Session) -> list[Run]:
+    """List runs, newest first, for the gates index."""
+    return list(session.exec(select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())).all())
