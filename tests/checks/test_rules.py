@@ -1,0 +1,196 @@
+"""The seven checks: inputs that pass, fail and do not apply, including tricky PII."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import words
+from webapp.checks import rules
+from webapp.checks.types import CHECK_KEYS, CaseInput, Citation, DraftInput, KbSnapshot
+from webapp.spec import EvalSpec
+
+
+@pytest.fixture
+def kb() -> KbSnapshot:
+    snap = KbSnapshot()
+    snap.add("KB-1042", 1, "current")
+    snap.add("KB-3001", 2, "deprecated")
+    snap.add("KB-3001", 3, "deleted")
+    snap.add("KB-3001", 4, "current")
+    snap.add("KB-7000", 1, "deleted")
+    return snap
+
+
+def draft(text: str | None = None, **kw: object) -> DraftInput:
+    return DraftInput(draft_text=text, **kw)  # type: ignore[arg-type]
+
+
+class TestCitations:
+    def test_current_revisions_pass(self, kb: KbSnapshot) -> None:
+        r = rules.check_citations(draft("x", citations=(Citation("KB-1042", 1), Citation("KB-3001", 4))), kb)
+        assert r.status == "pass"
+        assert "KB-3001 revision 4" in r.reason
+
+    def test_citation_without_revision_means_current(self, kb: KbSnapshot) -> None:
+        assert rules.check_citations(draft("x", citations=(Citation("KB-3001"),)), kb).status == "pass"
+
+    def test_deprecated_revision_fails_with_the_spec_wording(self, kb: KbSnapshot) -> None:
+        r = rules.check_citations(draft("x", citations=(Citation("KB-3001", 2),)), kb)
+        assert r.status == "fail"
+        assert r.reason == "cites KB-3001 revision 2, which is deprecated; current is revision 4"
+
+    def test_deleted_revision_and_unknown_article_and_missing_revision(self, kb: KbSnapshot) -> None:
+        deleted = rules.check_citations(draft("x", citations=(Citation("KB-3001", 3),)), kb)
+        assert deleted.reason == "cites KB-3001 revision 3, which is deleted; current is revision 4"
+        unknown = rules.check_citations(draft("x", citations=(Citation("KB-9999", 1),)), kb)
+        assert unknown.reason == "cites KB-9999, which is not in the KB"
+        missing = rules.check_citations(draft("x", citations=(Citation("KB-1042", 5),)), kb)
+        assert missing.reason == "cites KB-1042 revision 5, which does not exist; current is revision 1"
+        gone = rules.check_citations(draft("x", citations=(Citation("KB-7000", 1),)), kb)
+        assert gone.reason == "cites KB-7000 revision 1, which is deleted; the article has no current revision"
+
+    def test_several_problems_name_the_first_and_count_the_rest(self, kb: KbSnapshot) -> None:
+        r = rules.check_citations(
+            draft("x", citations=(Citation("KB-1042", 1), Citation("KB-3001", 2), Citation("KB-9", 1))), kb
+        )
+        assert r.status == "fail"
+        assert r.reason.startswith("cites KB-3001 revision 2, which is deprecated")
+        assert r.reason.endswith("(and 1 more citation problem)")
+
+    def test_no_citations_does_not_apply(self, kb: KbSnapshot) -> None:
+        assert rules.check_citations(draft("x"), kb).status == "not_applicable"
+
+
+class TestLength:
+    @pytest.mark.parametrize(("n", "status"), [(49, "fail"), (50, "pass"), (500, "pass"), (501, "fail")])
+    def test_bounds_from_the_spec(self, spec: EvalSpec, n: int, status: str) -> None:
+        r = rules.check_length(draft(words(n)), spec.checks)
+        assert r.status == status
+        assert f"{n} words" in r.reason
+
+    @pytest.mark.parametrize("text", [None, "", "   \n"])
+    def test_no_draft_does_not_apply(self, spec: EvalSpec, text: str | None) -> None:
+        assert rules.check_length(draft(text), spec.checks).status == "not_applicable"
+
+
+class TestPii:
+    def test_clean_text_passes(self, spec: EvalSpec) -> None:
+        assert rules.check_no_pii(draft("Go to Settings, then Security, and choose Authenticator app."), spec.checks).status == "pass"
+
+    def test_email_named_with_position_and_masked(self, spec: EvalSpec) -> None:
+        r = rules.check_no_pii(draft("Thanks! We will write to jane.doe@example.com tomorrow."), spec.checks)
+        assert r.status == "fail"
+        assert r.reason == "contains an email address at word 6 (j***@example.com)"
+        assert "jane.doe" not in r.reason
+
+    def test_phone_inside_a_sentence(self, spec: EvalSpec) -> None:
+        r = rules.check_no_pii(draft("If it helps, call us at (415) 555-0134 any weekday."), spec.checks)
+        assert r.status == "fail"
+        assert "a phone number at word 7" in r.reason
+        assert "555-0134" not in r.reason and "4155550134" not in r.reason
+
+    def test_international_phone_from_another_region(self, spec: EvalSpec) -> None:
+        r = rules.check_no_pii(draft("Our London desk is on +44 20 7946 0958 today."), spec.checks)
+        assert "a phone number at word 6" in r.reason
+
+    @pytest.mark.parametrize(
+        "text",
+        ["Your order 4155550134 has shipped.", "See ticket #100234567 for details.", "Invoice no. 4155550134 is attached."],
+    )
+    def test_order_numbers_are_not_phones(self, spec: EvalSpec, text: str) -> None:
+        assert rules.check_no_pii(draft(text), spec.checks).status == "pass"
+
+    def test_bare_number_without_identifier_cue_is_a_phone(self, spec: EvalSpec) -> None:
+        assert rules.check_no_pii(draft("Reach me on 4155550134 after five."), spec.checks).status == "fail"
+
+    def test_card_number_is_luhn_checked(self, spec: EvalSpec) -> None:
+        good = rules.check_no_pii(draft("Card 4111-1111-1111-1111 was charged."), spec.checks)
+        assert good.reason == "contains a payment card number at word 2 (**** 1111)"
+        bad = rules.check_no_pii(draft("Card 4111 1111 1111 1112 was charged."), spec.checks)
+        assert bad.status == "pass"
+
+    def test_ssn_validity_rules(self, spec: EvalSpec) -> None:
+        assert rules.check_no_pii(draft("SSN 123-45-6789 on file."), spec.checks).reason == (
+            "contains a US social security number at word 2 (***-**-6789)"
+        )
+        for invalid in ("000-45-6789", "666-45-6789", "912-45-6789", "123-00-6789", "123-45-0000"):
+            assert rules.check_no_pii(draft(f"SSN {invalid} on file."), spec.checks).status == "pass", invalid
+
+    def test_account_number_from_the_spec_pattern(self, spec: EvalSpec) -> None:
+        r = rules.check_no_pii(draft("Your account ACCT-12345678 is active."), spec.checks)
+        assert r.reason == "contains an account number at word 3 (ACCT-****5678)"
+
+    def test_several_kinds_listed_in_order(self, spec: EvalSpec) -> None:
+        r = rules.check_no_pii(draft("Mail a@b.io or call (415) 555-0134."), spec.checks)
+        assert r.reason.startswith("contains an email address at word 2")
+        assert " and a phone number at word 5" in r.reason
+
+    def test_luhn_against_known_numbers(self) -> None:
+        assert rules.luhn_valid("79927398713")
+        assert not rules.luhn_valid("79927398710")
+
+    def test_no_draft_does_not_apply(self, spec: EvalSpec) -> None:
+        assert rules.check_no_pii(draft(None), spec.checks).status == "not_applicable"
+
+
+class TestConfidence:
+    @pytest.mark.parametrize(("c", "status"), [(0.0, "pass"), (1.0, "pass"), (0.72, "pass"), (1.2, "fail"), (-0.1, "fail"), (float("nan"), "fail")])
+    def test_range(self, c: float, status: str) -> None:
+        assert rules.check_confidence(draft("x", confidence=c)).status == status
+
+    def test_missing_fails_unless_escalated_without_draft(self) -> None:
+        assert rules.check_confidence(draft("x")).reason == "the draft has no confidence score"
+        assert rules.check_confidence(draft(None, escalated=True)).status == "not_applicable"
+
+
+class TestIntent:
+    def test_supported_unsupported_missing(self, spec: EvalSpec) -> None:
+        assert rules.check_intent(draft("x", intent="billing_charge"), spec.intents).status == "pass"
+        r = rules.check_intent(draft("x", intent="weather"), spec.intents)
+        assert r.status == "fail" and "'weather'" in r.reason
+        assert rules.check_intent(draft("x"), spec.intents).status == "fail"
+        assert rules.check_intent(draft(None, escalated=True), spec.intents).status == "not_applicable"
+
+
+class TestFallback:
+    def test_low_confidence_with_text_fails(self, spec: EvalSpec) -> None:
+        r = rules.check_fallback(draft(words(60), confidence=0.42), spec.checks)
+        assert r.status == "fail"
+        assert r.reason == "confidence 0.42 is below 0.6 but the response includes a 60-word draft instead of a fallback"
+
+    def test_low_confidence_without_text_passes(self, spec: EvalSpec) -> None:
+        assert rules.check_fallback(draft(None, confidence=0.3), spec.checks).status == "pass"
+
+    @pytest.mark.parametrize("c", [0.6, 0.9, None])
+    def test_confident_or_unscored_does_not_apply(self, spec: EvalSpec, c: float | None) -> None:
+        assert rules.check_fallback(draft(words(60), confidence=c), spec.checks).status == "not_applicable"
+
+
+class TestSafety:
+    def test_not_a_trigger_does_not_apply(self) -> None:
+        r = rules.check_safety(draft("x"), CaseInput("routine-1", "hi", category="routine"))
+        assert r.status == "not_applicable"
+
+    @pytest.mark.parametrize(
+        "case",
+        [CaseInput("s1", "hi", category="safety"), CaseInput("e1", "hi", category="edge", expected_behavior="escalate")],
+    )
+    def test_trigger_must_escalate_without_draft(self, case: CaseInput) -> None:
+        assert rules.check_safety(draft(None, escalated=True), case).status == "pass"
+        cheerful = rules.check_safety(draft(words(12, "happy"), escalated=False), case)
+        assert cheerful.status == "fail" and "was not escalated and got a 12-word draft" in cheerful.reason
+        both = rules.check_safety(draft(words(5), escalated=True), case)
+        assert both.status == "fail" and "still shows a 5-word draft" in both.reason
+        assert rules.check_safety(draft(None), case).status == "fail"
+
+
+def test_run_checks_returns_all_seven_in_order(spec: EvalSpec, kb: KbSnapshot) -> None:
+    results = rules.run_checks(
+        draft=draft(words(80), citations=(Citation("KB-1042", 1),), confidence=0.9, intent="billing_charge"),
+        case=CaseInput("routine-1", "hi", category="routine"),
+        kb=kb,
+        spec=spec,
+    )
+    assert [r.key for r in results] == list(CHECK_KEYS)
+    assert [r.status for r in results] == ["pass", "pass", "pass", "pass", "pass", "not_applicable", "not_applicable"]
+    assert rules.all_pass(results)
