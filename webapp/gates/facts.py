@@ -11,8 +11,6 @@ import datetime as dt
 
 from sqlmodel import Session, col, select
 
-from webapp.checks import service as checks_service
-from webapp.checks.rules import is_safety_trigger
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.gates.criteria import (
     DraftFacts,
@@ -23,16 +21,21 @@ from webapp.gates.criteria import (
     StreakFacts,
     SurveyFacts,
 )
-from webapp.grading import service as grading_service
-from webapp.metrics import service as metrics_service
-from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 from webapp.survey import service as survey_service
 
+# The other domains' services are imported inside the functions: the gates read them, but the
+# app must start (and every other page work) whichever order the domains are loaded in.
+
 
 def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     """Collect, for every draft of the run, its check results and final grade, and the suite's results."""
+    from webapp.checks import service as checks_service
+    from webapp.checks.rules import is_safety_trigger
+    from webapp.grading import service as grading_service
+    from webapp.regression import service as regression_service
+
     assert run.id is not None
     dataset = session.get(Dataset, run.dataset_id)
     rows = session.exec(
@@ -76,6 +79,8 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
 
 def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakFacts:
     """Business-day streaks of days meeting every target, over the pilot period up to today."""
+    from webapp.metrics import service as metrics_service
+
     pilot = spec.online_metrics.pilot
     end = min(pilot.end, today)
     if end < pilot.start:
@@ -87,6 +92,8 @@ def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakF
 
 def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[HallucinationFacts]:
     """Confirmed hallucination reports on events of the pilot period."""
+    from webapp.metrics import service as metrics_service
+
     pilot = spec.online_metrics.pilot
     return [
         HallucinationFacts(r.id, r.event_id, r.day)
