@@ -1,0 +1,137 @@
+"""Human grading: grades and their history, grading slots (reservations), final grades,
+adjudications, and versioned reference responses."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from webapp.timeutil import aware_datetime_type, utcnow
+
+
+class Grade(SQLModel, table=True):
+    """One grader's scores of one draft; at most one per (draft, grader)."""
+
+    __tablename__ = "grade"
+    __table_args__ = (UniqueConstraint("draft_id", "grader_id", name="uq_grade_draft_grader"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    draft_id: int = Field(foreign_key="draft.id", index=True, ondelete="CASCADE")
+    grader_id: int = Field(foreign_key="app_user.id", index=True)
+    factual_accuracy: str = Field(max_length=4)  # pass | fail
+    citation_relevance: int
+    tone: int
+    completeness: int
+    rationale: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    unsupported_claim: str | None = Field(default=None, sa_column=Column(Text))
+    status: str = Field(default="submitted", max_length=12)  # submitted | returned
+    return_comment: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    updated_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class GradeChange(SQLModel, table=True):
+    """An entry of a grade's history: who changed it, when, and its scores before and after."""
+
+    __tablename__ = "grade_change"
+
+    id: int | None = Field(default=None, primary_key=True)
+    grade_id: int = Field(foreign_key="grade.id", index=True, ondelete="CASCADE")
+    changed_by: int = Field(foreign_key="app_user.id")
+    action: str = Field(max_length=12)  # create | revise | return
+    before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    after: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    comment: str | None = Field(default=None, sa_column=Column(Text))
+    changed_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class GradingSlot(SQLModel, table=True):
+    """One of the graders_per_draft places of a draft: reserved until expires_at, or held by a grade.
+
+    The unique (draft_id, slot) keeps live reservations plus grades at most graders_per_draft;
+    the unique (draft_id, grader_id) keeps one place per grader.
+    """
+
+    __tablename__ = "grading_slot"
+    __table_args__ = (
+        UniqueConstraint("draft_id", "slot", name="uq_grading_slot_draft_slot"),
+        UniqueConstraint("draft_id", "grader_id", name="uq_grading_slot_draft_grader"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    draft_id: int = Field(foreign_key="draft.id", index=True, ondelete="CASCADE")
+    slot: int
+    grader_id: int = Field(foreign_key="app_user.id", index=True)
+    grade_id: int | None = Field(default=None, foreign_key="grade.id", ondelete="CASCADE")
+    reserved_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    expires_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+
+
+class Adjudication(SQLModel, table=True):
+    """A draft whose grades disagree: open, sent back for rework, resolved by the lead, or dissolved."""
+
+    __tablename__ = "adjudication"
+
+    id: int | None = Field(default=None, primary_key=True)
+    draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
+    status: str = Field(default="open", max_length=12, index=True)  # open | rework | resolved | dissolved
+    reasons: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    note: str | None = Field(default=None, sa_column=Column(Text))
+    opened_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    resolved_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+    resolved_by: int | None = Field(default=None, foreign_key="app_user.id")
+
+
+class FinalGrade(SQLModel, table=True):
+    """The grade a draft ends with: the mean of agreeing grades, or the lead's adjudication."""
+
+    __tablename__ = "final_grade"
+
+    id: int | None = Field(default=None, primary_key=True)
+    draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
+    factual_accuracy: str = Field(max_length=4)
+    citation_relevance: float
+    tone: float
+    completeness: float
+    source: str = Field(max_length=12)  # agreement | adjudication
+    decided_by: int | None = Field(default=None, foreign_key="app_user.id")
+    note: str | None = Field(default=None, sa_column=Column(Text))
+    decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class ReferenceVersion(SQLModel, table=True):
+    """One version of the reference response of a test case; every edit is a new version."""
+
+    __tablename__ = "reference_version"
+    __table_args__ = (UniqueConstraint("case_pk", "version", name="uq_reference_case_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    case_pk: int = Field(foreign_key="eval_case.id", index=True, ondelete="CASCADE")
+    version: int
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    note: str = Field(default="", max_length=500)
+    author_id: int = Field(foreign_key="app_user.id")
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    approved_by: int | None = Field(default=None, foreign_key="app_user.id")
+    approved_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+
+
+class ReferenceGrade(SQLModel, table=True):
+    """A grade of a reference version against the rubric (one per grader and version)."""
+
+    __tablename__ = "reference_grade"
+    __table_args__ = (UniqueConstraint("reference_id", "grader_id", name="uq_reference_grade_grader"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    reference_id: int = Field(foreign_key="reference_version.id", index=True, ondelete="CASCADE")
+    grader_id: int = Field(foreign_key="app_user.id")
+    factual_accuracy: str = Field(max_length=4)
+    citation_relevance: int
+    tone: int
+    completeness: int
+    rationale: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    unsupported_claim: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
