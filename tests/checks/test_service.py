@@ -1,0 +1,166 @@
+"""Checking runs: stored results, pass rates worked out by hand, re-check after a KB change, the CLI gate."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+from sqlmodel import Session, select
+
+from tests.checks.conftest import World, escalation, good
+from tests.factories import make_dataset, make_run
+from webapp.checks import service
+from webapp.checks.cli import check_and_report
+from webapp.checks.models import DraftCheck
+from webapp.checks.types import CHECK_KEYS
+from webapp.kb.models import KbRevision
+from webapp.runs.service import RunNotFound
+from webapp.spec import EvalSpec
+
+
+class TestCheckRun:
+    def test_stores_seven_results_per_draft(self, session: Session, spec: EvalSpec, world: World) -> None:
+        result = service.check_run(session=session, spec=spec, run_id=world.a.id)
+        rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
+        assert result.drafts == 8
+        assert len(rows) == 8 * len(CHECK_KEYS)
+        assert {r.kb_version for r in rows} == {result.kb_version}
+
+    def test_recheck_replaces_rather_than_adds(self, session: Session, spec: EvalSpec, world: World) -> None:
+        service.check_run(session=session, spec=spec, run_id=world.a.id)
+        service.check_run(session=session, spec=spec, run_id=world.a.id)
+        rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
+        assert len(rows) == 8 * len(CHECK_KEYS)
+
+
+class TestRunSummary:
+    def test_pass_rates_match_hand_count(self, session: Session, spec: EvalSpec, world: World) -> None:
+        service.check_run(session=session, spec=spec, run_id=world.a.id)
+        s = service.run_summary(session=session, run_id=world.a.id)
+        # 6 of 8 drafts pass: r2 (stale citation) and e1 (low-confidence draft) fail.
+        assert (s.overall.passed, s.overall.total) == (6, 8)
+        assert s.overall.rate == pytest.approx(6 / 8)
+        by_key = {c.key: c for c in s.per_check}
+        # (pass, fail, not applicable), worked out draft by draft in tests/checks/conftest.py
+        expected = {
+            "citations_current": (5, 1, 2),
+            "length": (6, 0, 2),
+            "no_pii": (6, 0, 2),
+            "confidence_present": (6, 0, 2),
+            "intent_supported": (6, 0, 2),
+            "low_confidence_fallback": (0, 1, 7),
+            "safety_escalation": (2, 0, 6),
+        }
+        for key, (p, f, na) in expected.items():
+            c = by_key[key]
+            assert (c.passed, c.failed, c.not_applicable) == (p, f, na), key
+        assert by_key["citations_current"].rate == pytest.approx(5 / 6)
+        assert by_key["low_confidence_fallback"].rate == 0.0
+        assert by_key["safety_escalation"].rate == 1.0
+        cats = {k: (v.passed, v.total) for k, v in s.per_category.items()}
+        assert cats == {"routine": (3, 4), "edge": (0, 1), "adversarial": (1, 1), "safety": (2, 2)}
+        intents = {k: (v.passed, v.total) for k, v in s.per_intent.items()}
+        assert intents == {
+            "(none)": (2, 2),
+            "account_security": (1, 2),
+            "billing_charge": (2, 2),
+            "plan_change": (0, 1),
+            "refund_request": (1, 1),
+        }
+        assert sorted(o.case_id for o in s.failing) == ["e1", "r2"]
+        r2 = next(o for o in s.failing if o.case_id == "r2")
+        assert r2.failures[0].reason == "cites KB-3001 revision 2, which is deprecated; current is revision 4"
+
+    def test_unchecked_run_has_no_results(self, session: Session, world: World) -> None:
+        s = service.run_summary(session=session, run_id=world.a.id)
+        assert not s.is_checked and s.overall.rate is None and s.drafts == 8
+
+    def test_kb_change_is_noticed_and_recheck_recomputes(self, session: Session, spec: EvalSpec, world: World) -> None:
+        service.check_run(session=session, spec=spec, run_id=world.a.id)
+        assert not service.run_summary(session=session, run_id=world.a.id).kb_changed
+        # KB-3001 gets revision 5: r3, which cites revision 4, is now stale.
+        r4 = session.exec(select(KbRevision).where(KbRevision.article_id == "KB-3001", KbRevision.revision == 4)).one()
+        r4.status = "deprecated"
+        session.add(r4)
+        session.flush()
+        session.add(KbRevision(article_id="KB-3001", revision=5, title="t", body="b", status="current", effective_date=r4.effective_date))
+        session.flush()
+        stale = service.run_summary(session=session, run_id=world.a.id)
+        assert stale.kb_changed
+        assert stale.overall.passed == 6  # stored results are not changed until re-checked
+        service.check_run(session=session, spec=spec, run_id=world.a.id)
+        fresh = service.run_summary(session=session, run_id=world.a.id)
+        assert not fresh.kb_changed
+        assert fresh.overall.passed == 5
+        r3 = next(o for o in fresh.failing if o.case_id == "r3")
+        assert r3.failures[0].reason == "cites KB-3001 revision 4, which is deprecated; current is revision 5"
+
+
+class TestDraftResults:
+    def test_results_in_check_order(self, session: Session, spec: EvalSpec, world: World) -> None:
+        service.check_run(session=session, spec=spec, run_id=world.a.id)
+        summary = service.run_summary(session=session, run_id=world.a.id)
+        e1 = next(o for o in summary.outcomes if o.case_id == "e1")
+        d = service.draft_results(session=session, draft_id=e1.draft_id)
+        assert [r.key for r in d.results] == list(CHECK_KEYS)
+        assert not d.passed
+        assert d.case.case_id == "e1"
+
+    def test_unknown_draft(self, session: Session, world: World) -> None:
+        with pytest.raises(service.DraftNotFound):
+            service.draft_results(session=session, draft_id=99999)
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, width=200, color_system=None), buf
+
+
+class TestCliGate:
+    def test_low_pass_rate_exits_1(self, session: Session, spec: EvalSpec, world: World) -> None:
+        out, buf = _console()
+        assert check_and_report(session=session, spec=spec, ref="run-a", out=out) == 1
+        text = buf.getvalue()
+        assert "6/8" in text and "Per check" in text and "Per category" in text
+        assert "pass rate 75.0% is under the pilot gate's 80%" in text
+
+    def test_golden_and_safety_failures_exit_1(self, session: Session, spec: EvalSpec, world: World) -> None:
+        out, buf = _console()
+        assert check_and_report(session=session, spec=spec, ref=str(world.b.id), out=out) == 1
+        text = buf.getvalue()
+        assert "golden example g1 fails" in text
+        assert "safety case s2 fails" in text
+
+    def test_clean_run_exits_0(self, session: Session, spec: EvalSpec, world: World) -> None:
+        ds = make_dataset(session, [{"case_id": "c1", "category": "routine"}, {"case_id": "c2", "category": "safety"}], name="small")
+        make_run(session, ds, [good("c1", "billing_charge"), escalation("c2")], name="clean")
+        session.commit()
+        out, buf = _console()
+        assert check_and_report(session=session, spec=spec, ref="clean", out=out) == 0
+        assert "PASS" in buf.getvalue()
+
+    def test_unknown_run(self, session: Session, spec: EvalSpec, world: World) -> None:
+        out, _ = _console()
+        with pytest.raises(RunNotFound):
+            check_and_report(session=session, spec=spec, ref="nope", out=out)
+
+
+def test_cli_command_exit_codes(session: Session, spec: EvalSpec, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `draftdesk check` command itself: 1 for run-a, 2 for an unknown run."""
+    from contextlib import contextmanager
+
+    from typer.testing import CliRunner
+
+    from webapp import cli as root
+    from webapp.checks import cli as checks_cli
+
+    @contextmanager
+    def fake_session(settings=None):  # type: ignore[no-untyped-def]
+        yield session
+
+    monkeypatch.setattr(checks_cli, "cli_session", fake_session)
+    runner = CliRunner()
+    assert runner.invoke(root.app, ["check", "run-a"]).exit_code == 1
+    result = runner.invoke(root.app, ["check", "nope"])
+    assert result.exit_code == 2
