@@ -1,0 +1,221 @@
+"""A fake OpenAI-compatible Chat Completions server on loopback, for tests and the benchmark.
+
+Answers are deterministic functions of the request (model, messages, seed, temperature), so a
+resumed run gets exactly the answers an uninterrupted one would. Markers in the messages make
+it misbehave on purpose:
+
+- `[[gen-500]]` in the user message of a generator request: HTTP 500 every time;
+- `[[judge-500]]` / `[[judge-notjson]]` / `[[judge-missing]]` in a judge request's text: HTTP 500,
+  a non-JSON answer, or JSON without the rubric's first metric;
+- `[[draft-bad]]` in a support-draft request: an answer that is not the draft form.
+
+`rate_limit_first=N` answers the first N requests with 429 and `Retry-After`.
+Run standalone: `python -m tests.evaluator.fake_openai --port 8999 --delay 0.5`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import socket
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _answer_for_schema(schema: dict[str, Any], h: str, *, drop_first_int: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    dropped = False
+    for i, (name, prop) in enumerate(schema.get("properties", {}).items()):
+        byte = int(h[(2 * i) % 60 : (2 * i) % 60 + 2], 16)
+        kind = prop.get("type")
+        if kind == "integer":
+            if drop_first_int and not dropped:
+                dropped = True
+                continue
+            lo, hi = prop.get("minimum", 1), prop.get("maximum", 5)
+            # Lean towards the top of the scale, like a real judge on decent outputs.
+            out[name] = hi - (byte % 7 if byte % 7 < (hi - lo + 1) else 0)
+        elif kind == "boolean":
+            out[name] = byte % 5 == 0
+        else:
+            out[name] = f"fake rationale {h[:6]}"
+    return out
+
+
+def _support_draft(h: str, text: str) -> dict[str, Any]:
+    cited = []
+    # Cite the first article the prompt lists, at the revision it shows.
+    marker = text.find("[KB-")
+    if marker >= 0:
+        head = text[marker + 1 : text.find("]", marker)]
+        parts = head.split(" revision ")
+        if len(parts) == 2 and parts[1].isdigit():
+            cited.append({"article_id": parts[0], "revision": int(parts[1])})
+    escalate = "no way out" in text.lower()
+    words = " ".join(f"word{int(h[i:i + 2], 16)}" for i in range(0, 60, 2))
+    body = f"Thank you for reaching out. {words} Please let us know if anything else comes up. " * 2
+    return {
+        "intent": "billing_charge",
+        "draft": None if escalate else body,
+        "citations": cited,
+        "confidence": 0.5 if escalate else 0.85,
+        "escalate": escalate,
+    }
+
+
+class FakeOpenAI:
+    """The fake server's state and app; `start()` runs it in a thread on 127.0.0.1."""
+
+    def __init__(self, *, delay: float = 0.0, rate_limit_first: int = 0, retry_after: float = 0.2) -> None:
+        self.delay = delay
+        self.rate_limit_first = rate_limit_first
+        self.retry_after = retry_after
+        self.calls = 0
+        self.by_kind: Counter[str] = Counter()
+        self.rate_limited_at: list[float] = []
+        self.served_at: list[float] = []
+        self._lock = threading.Lock()
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/stats", self._stats, methods=["GET"]),
+                Route("/reset", self._reset, methods=["POST"]),
+            ]
+        )
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def _stats(self, request: Request) -> Response:
+        return JSONResponse({"calls": self.calls, "by_kind": dict(self.by_kind)})
+
+    async def _reset(self, request: Request) -> Response:
+        self.reset()
+        return JSONResponse({"ok": True})
+
+    def reset(self) -> None:
+        """Forget the call counts."""
+        with self._lock:
+            self.calls = 0
+            self.by_kind.clear()
+            self.rate_limited_at.clear()
+            self.served_at.clear()
+
+    async def _chat(self, request: Request) -> Response:
+        body = await request.json()
+        with self._lock:
+            self.calls += 1
+            limited = self.rate_limit_first > 0
+            if limited:
+                self.rate_limit_first -= 1
+        if limited:
+            self.rate_limited_at.append(time.monotonic())
+            self.by_kind["429"] += 1
+            return JSONResponse(
+                {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}},
+                status_code=429,
+                headers={"Retry-After": f"{self.retry_after:g}"},
+            )
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        messages = body.get("messages", [])
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        user = str(messages[-1].get("content", "")) if messages else ""
+        rf = body.get("response_format") or {}
+        schema_info = rf.get("json_schema") or {}
+        name = schema_info.get("name", "")
+        h = _digest(body.get("model"), messages, body.get("seed"), body.get("temperature"))
+        is_judge = name.startswith("judge_")
+        kind = "judge" if is_judge else "generator"
+        self.by_kind[kind] += 1
+        self.served_at.append(time.monotonic())
+        if is_judge:
+            if "[[judge-500]]" in user:
+                return JSONResponse({"error": {"message": "judge exploded"}}, status_code=500)
+            if "[[judge-notjson]]" in user:
+                content = "I think this output is quite good, 4 out of 5."
+            else:
+                content = json.dumps(
+                    _answer_for_schema(schema_info.get("schema", {}), h, drop_first_int="[[judge-missing]]" in user)
+                )
+        else:
+            if "[[gen-500]]" in user:
+                return JSONResponse({"error": {"message": "generator exploded"}}, status_code=500)
+            if name == "support_draft":
+                content = "not a draft" if "[[draft-bad]]" in user else json.dumps(_support_draft(h, text))
+            else:
+                content = f"Generated answer {h[:12]} for: {user[:60]}"
+        usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{h[:12]}",
+                "object": "chat.completion",
+                "created": 1_700_000_000,
+                "model": body.get("model", "fake"),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "usage": usage,
+            }
+        )
+
+    def start(self, port: int = 0) -> FakeOpenAI:
+        """Start serving on 127.0.0.1 (a free port unless given) in a background thread."""
+        if port == 0:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.port = port
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", backlog=2048, access_log=False
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fake OpenAI server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Stop the server and wait for its thread."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+def main() -> None:
+    """Serve until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8999)
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args()
+    server = FakeOpenAI(delay=args.delay)
+    config = uvicorn.Config(server.app, host="127.0.0.1", port=args.port, log_level="warning", lifespan="off", backlog=2048)
+    uvicorn.Server(config).run()
+
+
+if __name__ == "__main__":
+    main()

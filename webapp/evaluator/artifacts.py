@@ -1,0 +1,104 @@
+"""Run artifacts on disk: atomic JSON writes, the per-run directory, the journal and runs/index.json."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+MAIN_ARTIFACT = "dataset_evaluation.json"
+JOURNAL = "samples.jsonl"
+INDEX = "index.json"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to a temporary file in the same folder, fsync it, then rename it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def case_file_name(case_id: str) -> str:
+    """Return `test_case_<id>.json`, with characters unsafe in file names replaced by '_'."""
+    return f"test_case_{_UNSAFE.sub('_', case_id)}.json"
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class Journal:
+    """Append-only record of finished samples, so a killed run can be resumed sample by sample."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("a", encoding="utf-8")
+
+    def append(self, entry: dict[str, Any]) -> None:
+        """Append one sample as a JSON line and flush it to the OS."""
+        self._fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._fh.close()
+
+    @staticmethod
+    def read(path: Path) -> list[dict[str, Any]]:
+        """Return the journal's entries; a torn last line (the process was killed mid-write) is ignored."""
+        if not path.exists():
+            return []
+        out: list[dict[str, Any]] = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return out
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def update_index(output_dir: Path, entry: dict[str, Any]) -> None:
+    """Insert or replace this run's entry in <output_dir>/index.json (one entry per run_id)."""
+    index_path = output_dir / INDEX
+    # A lock file, because two evaluations may finish at once in the same output folder.
+    with _locked(output_dir / ".index.lock"):
+        runs: list[dict[str, Any]] = []
+        if index_path.exists():
+            try:
+                runs = list(read_json(index_path).get("runs", []))
+            except (json.JSONDecodeError, AttributeError):
+                runs = []
+        runs = [r for r in runs if r.get("run_id") != entry["run_id"]]
+        runs.append(entry)
+        write_json_atomic(index_path, {"runs": runs})

@@ -1,0 +1,281 @@
+"""Chat Completions through the official `openai` SDK: concurrency limit, retries, cache, usage and cost.
+
+The SDK's own retries are switched off (max_retries=0) so that one place decides: 429, 5xx,
+408/409 and timeouts are retried with exponential backoff and jitter, waiting at least what
+`Retry-After` asks; a 429 also halves how many requests may be in flight (raised again one at
+a time as calls succeed), so a rate-limited run slows down instead of failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+import yaml
+
+from webapp.evaluator.cache import ResponseCache, cache_key
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+MAX_WAIT_S = 120.0
+
+
+class LlmCallError(RuntimeError):
+    """A call that failed for good (not retryable, or out of attempts)."""
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_million: float
+    output_per_million: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Return the USD cost of a call with these token counts."""
+        return (prompt_tokens * self.input_per_million + completion_tokens * self.output_per_million) / 1_000_000
+
+
+def load_prices(path: Path) -> dict[str, Price]:
+    """Read USD prices per million tokens per model from a YAML file; a missing file means no prices."""
+    if not path.is_file():
+        return {}
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    models = raw.get("models", {}) if isinstance(raw, dict) else {}
+    out: dict[str, Price] = {}
+    for name, p in models.items():
+        if not isinstance(p, dict) or "input" not in p or "output" not in p:
+            raise ValueError(f"{path}: models.{name}: needs 'input' and 'output' (USD per million tokens)")
+        out[str(name)] = Price(float(p["input"]), float(p["output"]))
+    return out
+
+
+@dataclass
+class Answer:
+    """One model answer: its text, token usage, and whether it came from the cache."""
+
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+
+
+@dataclass
+class ClientStats:
+    api_calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+
+
+def parse_retry_after(headers: httpx2.Headers | dict[str, str] | None) -> float | None:
+    """Return the wait in seconds a Retry-After (or retry-after-ms) header asks for, or None."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+@dataclass
+class _Limiter:
+    """An adjustable cap on requests in flight, plus a shared 'nobody sends before' time."""
+
+    maximum: int
+    limit: int = 0
+    inflight: int = 0
+    not_before: float = 0.0
+    successes: int = 0
+    cond: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def __post_init__(self) -> None:
+        self.limit = self.maximum
+
+    async def acquire(self) -> None:
+        while True:
+            delay = self.not_before - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            async with self.cond:
+                await self.cond.wait_for(lambda: self.inflight < self.limit)
+                if self.not_before <= time.monotonic():
+                    self.inflight += 1
+                    return
+
+    async def release(self, *, ok: bool) -> None:
+        async with self.cond:
+            self.inflight -= 1
+            if ok:
+                self.successes += 1
+                if self.limit < self.maximum and self.successes >= self.limit:
+                    self.limit += 1
+                    self.successes = 0
+            self.cond.notify_all()
+
+    def rate_limited(self, wait: float) -> None:
+        self.not_before = max(self.not_before, time.monotonic() + wait)
+        self.limit = max(1, self.limit // 2)
+        self.successes = 0
+
+
+class ChatClient:
+    """Async Chat Completions with the cache, the limiter and bounded retries."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        concurrency: int = 8,
+        cache: ResponseCache | None = None,
+        prices: dict[str, Price] | None = None,
+        max_attempts: int = 6,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        timeout: float = 120.0,
+    ) -> None:
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout
+        )
+        self.cache = cache
+        self.prices = prices or {}
+        self.max_attempts = max_attempts
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.limiter = _Limiter(maximum=max(1, concurrency))
+        self.stats = ClientStats()
+
+    async def close(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """Return the USD cost of tokens on a model, or None when the model has no price."""
+        price = self.prices.get(model)
+        return price.cost(prompt_tokens, completion_tokens) if price else None
+
+    def is_cached(self, **request: Any) -> bool:
+        """Tell whether this request's answer is in the cache."""
+        return self.cache is not None and cache_key(**request) in self.cache
+
+    def cached_answer(self, **request: Any) -> Answer | None:
+        """Return the cached answer of a request, or None."""
+        if self.cache is None:
+            return None
+        hit = self.cache.get(cache_key(**request))
+        if hit is None:
+            return None
+        return Answer(hit["content"], int(hit.get("prompt_tokens", 0)), int(hit.get("completion_tokens", 0)), True)
+
+    def _backoff(self, attempt: int) -> float:
+        # Exponential with "equal jitter": never less than half the step, so waits keep growing.
+        step = min(self.backoff_cap, self.backoff_base * (2 ** (attempt - 1)))
+        return step / 2 + random.uniform(0, step / 2)
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        temperature: float,
+        seed: int | None,
+        sample_index: int,
+        response_format: dict[str, Any] | None = None,
+    ) -> Answer:
+        """Return the model's answer to the messages, from the cache or the API; raise LlmCallError."""
+        request = {
+            "model": model,
+            "messages": messages,
+            "temperature": temperature,
+            "seed": seed,
+            "sample_index": sample_index,
+            "response_format": response_format,
+        }
+        cached = self.cached_answer(**request)
+        if cached is not None:
+            self.stats.cache_hits += 1
+            return cached
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+        if seed is not None:
+            kwargs["seed"] = seed
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        last_error = "no attempt made"
+        for attempt in range(1, self.max_attempts + 1):
+            await self.limiter.acquire()
+            ok = False
+            wait: float | None = None
+            try:
+                self.stats.api_calls += 1
+                resp = await self._client.chat.completions.create(**kwargs)
+                ok = True
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                last_error = f"HTTP {status}: {_short(exc.message)}"
+                if status not in RETRYABLE_STATUS and status < 500:
+                    raise LlmCallError(last_error) from exc
+                hinted = parse_retry_after(exc.response.headers)
+                wait = hinted if hinted is not None else self._backoff(attempt)
+                if status == 429:
+                    self.stats.rate_limited += 1
+                    self.limiter.rate_limited(min(wait, MAX_WAIT_S))
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                last_error = f"{type(exc).__name__}: {_short(str(exc))}"
+                wait = self._backoff(attempt)
+            finally:
+                await self.limiter.release(ok=ok)
+            if ok:
+                return self._accept(resp, model, request)
+            if attempt < self.max_attempts:
+                self.stats.retries += 1
+                await asyncio.sleep(min(wait or 0.0, MAX_WAIT_S))
+        raise LlmCallError(f"{last_error} (gave up after {self.max_attempts} attempts)")
+
+    def _accept(self, resp: Any, model: str, request: dict[str, Any]) -> Answer:
+        if not resp.choices:
+            raise LlmCallError("the answer has no choices")
+        content = resp.choices[0].message.content
+        if content is None:
+            refusal = getattr(resp.choices[0].message, "refusal", None)
+            raise LlmCallError(f"the model refused: {refusal}" if refusal else "the answer has no content")
+        usage = resp.usage
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0
+        ct = int(getattr(usage, "completion_tokens", 0) or 0) if usage else 0
+        self.stats.prompt_tokens += pt
+        self.stats.completion_tokens += ct
+        cost = self.cost(model, pt, ct)
+        if cost is None:
+            self.stats.cost_known = False
+        else:
+            self.stats.cost_usd += cost
+        if self.cache is not None:
+            self.cache.put(cache_key(**request), {"content": content, "prompt_tokens": pt, "completion_tokens": ct})
+        return Answer(content, pt, ct, False)
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

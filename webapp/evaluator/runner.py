@@ -1,0 +1,699 @@
+"""Run a dataset evaluation: generate N samples per case, judge each, aggregate, write artifacts.
+
+Everything the run needs is prepared (and validated) before the first call, so a bad dataset,
+rubric, prompt or KB file stops the command with exit 2 and nothing written. Samples run
+concurrently; a case's file is written as soon as its last sample finishes; every finished
+sample is appended to a journal so `--resume` can pick up exactly where a killed run stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, load_dataset
+from webapp.evaluator import stats as st
+from webapp.evaluator.artifacts import (
+    JOURNAL,
+    MAIN_ARTIFACT,
+    Journal,
+    case_file_name,
+    read_json,
+    write_json_atomic,
+)
+from webapp.evaluator.cache import ResponseCache
+from webapp.evaluator.client import Answer, ChatClient, LlmCallError, Price
+from webapp.evaluator.rubric import (
+    Rubric,
+    RubricError,
+    judge_instructions,
+    judge_response_format,
+    judge_schema,
+    load_rubric,
+)
+from webapp.evaluator.support import (
+    DRAFT_RESPONSE_FORMAT,
+    KbContext,
+    KbLoadError,
+    draft_text_for_judge,
+    generator_user_message,
+    parse_draft,
+    run_draft_checks,
+    validate_support_cases,
+)
+from webapp.spec import EvalSpec
+
+SAMPLE_STATUSES = ("completed", "judge_error", "judge_invalid_response", "generation_error", "pending")
+RUN_STATUSES = ("completed", "partial", "failed", "running", "aborted")
+JUDGE_TEMPERATURE = 0.0
+ARTIFACT_WRITE_INTERVAL_S = 1.0
+
+
+class EvaluationError(ValueError):
+    """A usage or validation error found before any call (exit 2)."""
+
+
+@dataclass
+class EvalOptions:
+    """The command's settings (the guide's flags and ours)."""
+
+    dataset: Path
+    system_prompt: Path
+    num_samples: int = 5
+    case_ids: list[str] | None = None
+    max_cases: int | None = None
+    rubric: str = "default"
+    temperature: float = 0.7
+    seed: int | None = None
+    output_dir: Path = Path("runs")
+    generator_model: str = "gpt-4o-mini"
+    judge_model: str = "gpt-4o-mini"
+    base_url: str | None = None
+    api_key: str | None = None
+    concurrency: int = 8
+    use_cache: bool = True
+    cache_dir: Path | None = None
+    kb: Path | None = None
+    description: str = ""
+
+
+@dataclass
+class Prepared:
+    """Everything loaded and validated: the run can start."""
+
+    options: EvalOptions
+    cases: list[TestCase]
+    dataset_meta: dict[str, Any]
+    rubric: Rubric
+    system_prompt: str
+    system_prompt_hash: str
+    kb: KbContext | None
+    spec: EvalSpec | None
+    run_id: str
+    run_dir: Path
+    document: dict[str, Any]
+    done: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # restored completed samples
+
+
+def _utc() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+def _sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def select_cases(cases: list[TestCase], case_ids: list[str] | None, max_cases: int | None) -> list[TestCase]:
+    """Filter cases to --case-ids (dataset order kept), then keep the first --max-cases; raise on unknown ids."""
+    selected = cases
+    if case_ids:
+        known = {c.id for c in cases}
+        missing = [i for i in case_ids if i not in known]
+        if missing:
+            raise EvaluationError(f"--case-ids: no test case with id {', '.join(repr(m) for m in missing)} in the dataset")
+        wanted = set(case_ids)
+        selected = [c for c in cases if c.id in wanted]
+    if max_cases is not None:
+        if max_cases < 1:
+            raise EvaluationError("--max-cases must be at least 1")
+        selected = selected[:max_cases]
+    return selected
+
+
+def _load_inputs(
+    options: EvalOptions, *, kb_loader: Callable[[], KbContext] | None, spec: EvalSpec | None
+) -> tuple[list[TestCase], dict[str, Any], Rubric, str, str, KbContext | None]:
+    if options.num_samples < 1:
+        raise EvaluationError("--num-samples must be at least 1")
+    if options.concurrency < 1:
+        raise EvaluationError("--concurrency must be at least 1")
+    try:
+        cases, meta = load_dataset(options.dataset)
+    except DatasetError as exc:
+        raise EvaluationError(exc.location) from exc
+    if not cases:
+        raise EvaluationError(f"{options.dataset}: the dataset holds no test cases")
+    try:
+        rubric = load_rubric(options.rubric)
+    except RubricError as exc:
+        raise EvaluationError(str(exc)) from exc
+    try:
+        prompt_bytes = options.system_prompt.read_bytes()
+        prompt = prompt_bytes.decode("utf-8-sig")
+    except OSError as exc:
+        raise EvaluationError(f"{options.system_prompt}: cannot read system prompt ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise EvaluationError(f"{options.system_prompt}: system prompt is not UTF-8 text") from exc
+    if not prompt.strip():
+        raise EvaluationError(f"{options.system_prompt}: the system prompt is empty")
+    kb: KbContext | None = None
+    if rubric.spec.output == "support_draft":
+        try:
+            validate_support_cases(cases)
+        except SupportFieldError as exc:
+            raise EvaluationError(f"{options.dataset}: {exc}") from exc
+        if spec is None:
+            raise EvaluationError("the support-draft rubric needs the eval spec (intents, check thresholds)")
+        try:
+            kb = kb_loader() if kb_loader else KbContext()
+        except KbLoadError as exc:
+            raise EvaluationError(str(exc)) from exc
+    return cases, meta, rubric, prompt, _sha(prompt_bytes), kb
+
+
+def _pending_sample(index: int) -> dict[str, Any]:
+    return {
+        "sample_index": index,
+        "status": "pending",
+        "generator_output": None,
+        "judge_scores": None,
+        "flags": None,
+        "judge_rationale": None,
+        "checks": None,
+        "error": None,
+        "tokens": None,
+        "cost_usd": None,
+    }
+
+
+def _case_result(case: TestCase, num_samples: int, rubric: Rubric) -> dict[str, Any]:
+    per_metric, per_flag = st.case_stats([], rubric.metric_names, rubric.flag_names)
+    return {
+        "test_case_id": case.id,
+        "test_case_input": case.input,
+        "description": case.description,
+        "task": case.task,
+        "expected_constraints": case.expected_constraints,
+        "reference": case.reference,
+        "metadata": case.metadata,
+        "status": "pending",
+        "num_samples": num_samples,
+        "samples": [_pending_sample(i) for i in range(num_samples)],
+        "per_metric_stats": per_metric,
+        "per_flag_stats": per_flag,
+        "high_variance_metrics": [],
+    }
+
+
+def prepare(
+    options: EvalOptions,
+    *,
+    kb_loader: Callable[[], KbContext] | None = None,
+    spec: EvalSpec | None = None,
+    run_id: str | None = None,
+) -> Prepared:
+    """Load and validate every input of a new run and build its empty document; raise EvaluationError."""
+    all_cases, meta, rubric, prompt, prompt_hash, kb = _load_inputs(options, kb_loader=kb_loader, spec=spec)
+    cases = select_cases(all_cases, options.case_ids, options.max_cases)
+    run_id = run_id or str(uuid.uuid4())
+    doc: dict[str, Any] = {
+        "run_id": run_id,
+        "description": options.description,
+        "dataset_path": meta["path"],
+        "dataset_hash": meta["hash"],
+        "dataset_count": meta["count"],
+        "dataset_format": meta["format"],
+        "num_samples_per_case": options.num_samples,
+        "status": "running",
+        "timestamp_start": _utc(),
+        "timestamp_end": None,
+        "system_prompt_path": str(options.system_prompt.resolve()),
+        "system_prompt_hash": prompt_hash,
+        "case_selection": {
+            "case_ids": options.case_ids,
+            "max_cases": options.max_cases,
+            "selected": [c.id for c in cases],
+        },
+        "generator_config": {
+            "model": options.generator_model,
+            "temperature": options.temperature,
+            "seed": options.seed,
+            "output": rubric.spec.output,
+            "kb_source": kb.source if kb else None,
+        },
+        "judge_config": {"model": options.judge_model, "temperature": JUDGE_TEMPERATURE, "seed": options.seed},
+        "rubric_metadata": rubric.metadata(),
+        "test_case_results": [_case_result(c, options.num_samples, rubric) for c in cases],
+        "overall_metric_stats": st.overall_metric_stats([], rubric.metric_names),
+        "overall_flag_stats": st.overall_flag_stats([], rubric.flag_names),
+        "high_variance_count": 0,
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None},
+    }
+    return Prepared(
+        options=options,
+        cases=cases,
+        dataset_meta=meta,
+        rubric=rubric,
+        system_prompt=prompt,
+        system_prompt_hash=prompt_hash,
+        kb=kb,
+        spec=spec,
+        run_id=run_id,
+        run_dir=options.output_dir / run_id,
+        document=doc,
+    )
+
+
+def prepare_resume(
+    run_id: str,
+    *,
+    output_dir: Path,
+    overrides: EvalOptions | None = None,
+    kb_loader_for: Callable[[Path | None], Callable[[], KbContext]] | None = None,
+    spec: EvalSpec | None = None,
+) -> Prepared:
+    """Reload an interrupted run with its own settings; refuse if its dataset, rubric or prompt changed."""
+    run_dir = output_dir / run_id
+    main = run_dir / MAIN_ARTIFACT
+    if not main.is_file():
+        raise EvaluationError(f"--resume: no run {run_id!r} under {output_dir} (no {main.name})")
+    old = read_json(main)
+    if old.get("status") == "completed":
+        raise EvaluationError(f"--resume: run {run_id} already completed; nothing to resume")
+    sel = old["case_selection"]
+    gen, judge, rub = old["generator_config"], old["judge_config"], old["rubric_metadata"]
+    base = overrides or EvalOptions(dataset=Path(old["dataset_path"]), system_prompt=Path(old["system_prompt_path"]))
+    options = EvalOptions(
+        dataset=Path(old["dataset_path"]),
+        system_prompt=Path(old["system_prompt_path"]),
+        num_samples=old["num_samples_per_case"],
+        case_ids=sel["case_ids"],
+        max_cases=sel["max_cases"],
+        rubric=rub["name"] if rub.get("builtin") else rub["path"],
+        temperature=gen["temperature"],
+        seed=gen["seed"],
+        output_dir=output_dir,
+        generator_model=gen["model"],
+        judge_model=judge["model"],
+        base_url=base.base_url,
+        api_key=base.api_key,
+        concurrency=base.concurrency,
+        use_cache=base.use_cache,
+        cache_dir=base.cache_dir,
+        kb=Path(gen["kb_source"]) if gen.get("kb_source") not in (None, "database") else None,
+        description=old.get("description", ""),
+    )
+    kb_loader = kb_loader_for(options.kb) if kb_loader_for else None
+    fresh = prepare(options, kb_loader=kb_loader, spec=spec, run_id=run_id)
+    for key, label in (("dataset_hash", "dataset"), ("system_prompt_hash", "system prompt")):
+        if fresh.document[key] != old[key]:
+            raise EvaluationError(
+                f"--resume: the {label} changed since run {run_id} started ({old[key][:19]}… -> "
+                f"{fresh.document[key][:19]}…); start a new run instead"
+            )
+    if fresh.rubric.hash != rub["hash"]:
+        raise EvaluationError(
+            f"--resume: the rubric changed since run {run_id} started ({rub['hash'][:19]}… -> "
+            f"{fresh.rubric.hash[:19]}…); start a new run instead"
+        )
+    if fresh.document["case_selection"]["selected"] != sel["selected"]:
+        raise EvaluationError(f"--resume: the selected test cases of run {run_id} are no longer the same")
+    # Keep what identifies the original run; everything else is rebuilt from the journal.
+    fresh.document["timestamp_start"] = old["timestamp_start"]
+    for entry in Journal.read(run_dir / JOURNAL):
+        sample = entry["sample"]
+        if sample["status"] == "completed":
+            fresh.done[(entry["case_id"], sample["sample_index"])] = sample
+    return fresh
+
+
+# --- one sample ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Runtime:
+    """What the sample coroutines share."""
+
+    prepared: Prepared
+    client: ChatClient
+    on_call: Callable[[], None] = lambda: None
+
+    @property
+    def options(self) -> EvalOptions:
+        return self.prepared.options
+
+
+def generator_messages(p: Prepared, case: TestCase) -> list[dict[str, Any]]:
+    """Return the generator's messages for a case (system prompt, then the case input or the ticket form)."""
+    if p.rubric.spec.output == "support_draft":
+        assert p.kb is not None and p.spec is not None
+        user = generator_user_message(
+            case, p.kb.for_case(case), list(p.spec.intents), p.spec.checks.confidence_fallback
+        )
+    else:
+        user = case.input
+    return [{"role": "system", "content": p.system_prompt}, {"role": "user", "content": user}]
+
+
+def judge_messages(p: Prepared, case: TestCase, output_text: str) -> list[dict[str, Any]]:
+    """Return the judge's messages: the rubric as instructions, then the case and the output to score."""
+    parts = [f"TASK: {case.task}" if case.task else None, f"INPUT:\n{case.input}"]
+    if case.expected_constraints:
+        parts.append(f"EXPECTED CONSTRAINTS:\n{case.expected_constraints}")
+    if case.reference:
+        parts.append(f"REFERENCE OUTPUT:\n{case.reference}")
+    if p.rubric.spec.output == "support_draft" and p.kb is not None:
+        arts = p.kb.for_case(case)
+        kb_text = "\n\n".join(f"[{a.article_id} revision {a.revision}] {a.title}\n{a.body}" for a in arts) or "(none)"
+        parts.append(f"KB ARTICLES GIVEN TO THE WRITER:\n{kb_text}")
+    parts.append(f"OUTPUT:\n{output_text}")
+    return [
+        {"role": "system", "content": judge_instructions(p.rubric)},
+        {"role": "user", "content": "\n\n".join(x for x in parts if x)},
+    ]
+
+
+def _generator_seed(seed: int | None, index: int) -> int | None:
+    # Each sample gets its own seed so that with --seed the samples stay reproducible yet different.
+    return None if seed is None else seed + index
+
+
+def _tokens(ans: Answer | None) -> dict[str, int] | None:
+    return None if ans is None else {"prompt": ans.prompt_tokens, "completion": ans.completion_tokens}
+
+
+def _sample_cost(rt: Runtime, gen: Answer | None, judge: Answer | None) -> float | None:
+    total = 0.0
+    for ans, model in ((gen, rt.options.generator_model), (judge, rt.options.judge_model)):
+        if ans is None:
+            continue
+        c = rt.client.cost(model, ans.prompt_tokens, ans.completion_tokens)
+        if c is None:
+            return None
+        total += c
+    return round(total, 8)
+
+
+def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
+    """Parse and validate the judge's answer against the rubric's schema; raise ValueError saying why not."""
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the judge's answer is not JSON ({exc.msg} at position {exc.pos})") from exc
+    try:
+        jsonschema.validate(data, judge_schema(rubric))
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(x) for x in exc.absolute_path) or "(top level)"
+        raise ValueError(f"the judge's answer does not fit the rubric schema at {where}: {exc.message}") from exc
+    return data
+
+
+async def run_sample(rt: Runtime, case: TestCase, index: int) -> dict[str, Any]:
+    """Generate and judge one sample; return its record (never raises for model failures)."""
+    p, o = rt.prepared, rt.options
+    sample = _pending_sample(index)
+    support = p.rubric.spec.output == "support_draft"
+    gen: Answer | None = None
+    try:
+        gen = await rt.client.complete(
+            model=o.generator_model,
+            messages=generator_messages(p, case),
+            temperature=o.temperature,
+            seed=_generator_seed(o.seed, index),
+            sample_index=index,
+            response_format=DRAFT_RESPONSE_FORMAT if support else None,
+        )
+    except LlmCallError as exc:
+        rt.on_call()
+        rt.on_call()  # the judge call will not happen either
+        sample.update(status="generation_error", error=f"generator: {exc}")
+        return sample
+    rt.on_call()
+    output: Any = gen.content
+    output_text = gen.content
+    if support:
+        try:
+            output = parse_draft(gen.content)
+        except ValueError as exc:
+            rt.on_call()
+            sample.update(status="generation_error", generator_output=gen.content, error=str(exc), tokens={"generator": _tokens(gen)})
+            sample["cost_usd"] = _sample_cost(rt, gen, None)
+            return sample
+        output_text = draft_text_for_judge(output)
+    sample["generator_output"] = output
+    judge: Answer | None = None
+    try:
+        judge = await rt.client.complete(
+            model=o.judge_model,
+            messages=judge_messages(p, case, output_text),
+            temperature=JUDGE_TEMPERATURE,
+            seed=o.seed,
+            sample_index=index,
+            response_format=judge_response_format(p.rubric),
+        )
+    except LlmCallError as exc:
+        sample.update(status="judge_error", error=f"judge: {exc}")
+    finally:
+        rt.on_call()
+    sample["tokens"] = {"generator": _tokens(gen), "judge": _tokens(judge)}
+    sample["cost_usd"] = _sample_cost(rt, gen, judge)
+    if judge is None:
+        return sample
+    try:
+        verdict = parse_judge(judge.content, p.rubric)
+    except ValueError as exc:
+        sample.update(status="judge_invalid_response", error=str(exc), judge_raw=judge.content)
+        return sample
+    flags = {f: bool(verdict[f]) for f in p.rubric.judge_flag_names}
+    if p.rubric.spec.automated_checks:
+        assert p.kb is not None and p.spec is not None
+        results = run_draft_checks(draft=output, case=case, kb=p.kb.snapshot, spec=p.spec)
+        sample["checks"] = [{"key": r.key, "status": r.status, "reason": r.reason} for r in results]
+        by_key = {r.key: r for r in results}
+        for name in p.rubric.check_flags:
+            r = by_key.get(name.removeprefix("check_"))
+            flags[name] = bool(r is not None and r.failed)
+    sample.update(
+        status="completed",
+        judge_scores={m: verdict[m] for m in p.rubric.metric_names},
+        flags=flags,
+        judge_rationale=verdict.get("rationale"),
+    )
+    return sample
+
+
+# --- aggregation ----------------------------------------------------------------------------------
+
+
+def finish_case(result: dict[str, Any], rubric: Rubric) -> None:
+    """Fill a case's statistics and status from its samples (completed only count, as the guide says)."""
+    samples = result["samples"]
+    per_metric, per_flag = st.case_stats(samples, rubric.metric_names, rubric.flag_names)
+    result["per_metric_stats"] = per_metric
+    result["per_flag_stats"] = per_flag
+    result["high_variance_metrics"] = [m for m, s in per_metric.items() if s["high_variance"]]
+    statuses = [s["status"] for s in samples]
+    if "pending" in statuses:
+        result["status"] = "pending"
+    elif all(s == "completed" for s in statuses):
+        result["status"] = "completed"
+    elif any(s == "completed" for s in statuses):
+        result["status"] = "partial"
+    else:
+        result["status"] = "failed"
+
+
+def finish_document(doc: dict[str, Any], rubric: Rubric, *, aborted: bool = False) -> None:
+    """Fill the overall statistics and the run status (aborted, or from the cases' statuses)."""
+    results = doc["test_case_results"]
+    finished = [r for r in results if r["status"] != "pending"]
+    doc["overall_metric_stats"] = st.overall_metric_stats([r["per_metric_stats"] for r in finished], rubric.metric_names)
+    doc["overall_flag_stats"] = st.overall_flag_stats([r["per_flag_stats"] for r in finished], rubric.flag_names)
+    doc["high_variance_count"] = sum(len(r["high_variance_metrics"]) for r in finished)
+    pt = ct = 0
+    costs: list[float | None] = []
+    for r in results:
+        for s in r["samples"]:
+            for part in (s.get("tokens") or {}).values():
+                if part:
+                    pt += part["prompt"]
+                    ct += part["completion"]
+            if s["status"] != "pending" and s.get("tokens"):
+                costs.append(s.get("cost_usd"))
+    known = all(c is not None for c in costs)
+    doc["usage"] = {
+        "prompt_tokens": pt,
+        "completion_tokens": ct,
+        "cost_usd": round(sum(c for c in costs if c is not None), 6) if known else None,
+    }
+    statuses = [r["status"] for r in results]
+    if aborted or "pending" in statuses:
+        doc["status"] = "aborted" if aborted else "running"
+        return
+    if all(s == "completed" for s in statuses):
+        doc["status"] = "completed"
+    elif all(s == "failed" for s in statuses):
+        doc["status"] = "failed"
+    else:
+        doc["status"] = "partial"
+
+
+def index_entry(doc: dict[str, Any], *, stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Return this run's runs/index.json entry: ids, description, hashes, status and overall metrics."""
+    entry = {
+        "run_id": doc["run_id"],
+        "description": doc.get("description", ""),
+        "status": doc["status"],
+        "timestamp_start": doc["timestamp_start"],
+        "timestamp_end": doc["timestamp_end"],
+        "dataset_path": doc["dataset_path"],
+        "dataset_hash": doc["dataset_hash"],
+        "rubric": doc["rubric_metadata"]["name"],
+        "rubric_hash": doc["rubric_metadata"]["hash"],
+        "generator_model": doc["generator_config"]["model"],
+        "judge_model": doc["judge_config"]["model"],
+        "num_cases": len(doc["test_case_results"]),
+        "num_samples_per_case": doc["num_samples_per_case"],
+        "overall_metrics": {m: {"mean_of_means": v["mean_of_means"]} for m, v in doc["overall_metric_stats"].items()},
+        "overall_flags": {f: {"true_proportion": v["true_proportion"]} for f, v in doc["overall_flag_stats"].items()},
+    }
+    if stats:
+        entry["execution"] = stats
+    return entry
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+def planned_calls(p: Prepared, client: ChatClient) -> tuple[int, int]:
+    """Return (calls the run needs, of which answered by the cache) for the samples still to do."""
+    total = cached = 0
+    support = p.rubric.spec.output == "support_draft"
+    o = p.options
+    for case in p.cases:
+        gen_msgs = generator_messages(p, case)
+        for i in range(o.num_samples):
+            if (case.id, i) in p.done:
+                continue
+            total += 2
+            req = {
+                "model": o.generator_model,
+                "messages": gen_msgs,
+                "temperature": o.temperature,
+                "seed": _generator_seed(o.seed, i),
+                "sample_index": i,
+                "response_format": DRAFT_RESPONSE_FORMAT if support else None,
+            }
+            ans = client.cached_answer(**req)
+            if ans is None:
+                continue
+            cached += 1
+            text = ans.content
+            if support:
+                try:
+                    text = draft_text_for_judge(parse_draft(ans.content))
+                except ValueError:
+                    cached += 1  # no judge call will be made for a malformed draft
+                    continue
+            if client.is_cached(
+                model=o.judge_model,
+                messages=judge_messages(p, case, text),
+                temperature=JUDGE_TEMPERATURE,
+                seed=o.seed,
+                sample_index=i,
+                response_format=judge_response_format(p.rubric),
+            ):
+                cached += 1
+    return total, cached
+
+
+def make_client(options: EvalOptions, prices: dict[str, Price], **kwargs: Any) -> ChatClient:
+    """Build the chat client with the run's cache folder (unless --no-cache) and prices."""
+    cache = None
+    if options.use_cache:
+        cache = ResponseCache(options.cache_dir or (options.output_dir / ".cache"))
+    return ChatClient(
+        base_url=options.base_url,
+        api_key=options.api_key,
+        concurrency=options.concurrency,
+        cache=cache,
+        prices=prices,
+        **kwargs,
+    )
+
+
+async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Run every remaining sample, stream the case files and keep the artifacts current; return the document.
+
+    If the task is cancelled (Ctrl-C), the document is written with status "aborted" and the
+    cancellation is re-raised.
+    """
+    doc = p.document
+    run_dir = p.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    rt = Runtime(prepared=p, client=client, on_call=on_call)
+    results = {r["test_case_id"]: r for r in doc["test_case_results"]}
+    remaining: dict[str, int] = {}
+    for case in p.cases:
+        result = results[case.id]
+        for i in range(p.options.num_samples):
+            done = p.done.get((case.id, i))
+            if done is not None:
+                result["samples"][i] = done
+        remaining[case.id] = sum(1 for s in result["samples"] if s["status"] == "pending")
+        if remaining[case.id] == 0:
+            finish_case(result, p.rubric)
+            write_json_atomic(run_dir / case_file_name(case.id), result)
+    finish_document(doc, p.rubric)
+    doc["status"] = "running"
+    write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
+    journal = Journal(run_dir / JOURNAL)
+    last_write = time.monotonic()
+
+    async def one(case: TestCase, index: int) -> None:
+        nonlocal last_write
+        sample = await run_sample(rt, case, index)
+        result = results[case.id]
+        result["samples"][index] = sample
+        journal.append({"case_id": case.id, "sample": sample})
+        remaining[case.id] -= 1
+        if remaining[case.id] == 0:
+            finish_case(result, p.rubric)
+            write_json_atomic(run_dir / case_file_name(case.id), result)
+            # The main artifact is rewritten at most once a second while running: it grows with
+            # the run, and the case files already hold each finished case.
+            if time.monotonic() - last_write >= ARTIFACT_WRITE_INTERVAL_S:
+                finish_document(doc, p.rubric)
+                write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
+                last_write = time.monotonic()
+
+    tasks = [
+        asyncio.ensure_future(one(case, i))
+        for case in p.cases
+        for i in range(p.options.num_samples)
+        if results[case.id]["samples"][i]["status"] == "pending"
+    ]
+    try:
+        if tasks:
+            await asyncio.gather(*tasks)
+    except asyncio.CancelledError:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        finish_document(doc, p.rubric, aborted=True)
+        write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
+        journal.close()
+        raise
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        finish_document(doc, p.rubric, aborted=True)
+        write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
+        journal.close()
+        raise
+    journal.close()
+    finish_document(doc, p.rubric)
+    doc["timestamp_end"] = _utc()
+    write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
+    return doc

@@ -1,0 +1,188 @@
+"""The support-draft form: KB grounding, the structured draft the generator answers with, and the checks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from webapp.checks.types import CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
+from webapp.datasets.loader import SupportFieldError, TestCase, support_fields
+from webapp.datasets.records import RecordError
+from webapp.spec import EvalSpec
+
+DRAFT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "intent": {"type": "string", "description": "The ticket's intent, one of the supported intents."},
+        "draft": {
+            "type": ["string", "null"],
+            "description": "The reply to send, or null when escalating or when confidence is too low to draft.",
+        },
+        "citations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"article_id": {"type": "string"}, "revision": {"type": "integer"}},
+                "required": ["article_id", "revision"],
+                "additionalProperties": False,
+            },
+        },
+        "confidence": {"type": ["number", "null"], "description": "Calibrated confidence from 0 to 1."},
+        "escalate": {"type": "boolean", "description": "True to suppress the draft and escalate to a human."},
+    },
+    "required": ["intent", "draft", "citations", "confidence", "escalate"],
+    "additionalProperties": False,
+}
+DRAFT_RESPONSE_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {"name": "support_draft", "strict": True, "schema": DRAFT_SCHEMA},
+}
+
+
+class KbLoadError(ValueError):
+    """A --kb file that cannot be read; the message names FILE:LINE."""
+
+
+@dataclass(frozen=True)
+class KbArticleText:
+    article_id: str
+    revision: int
+    title: str
+    body: str
+    intent: str | None
+
+
+@dataclass
+class KbContext:
+    """Current revisions to ground drafts with, and the full snapshot the checks need."""
+
+    current: dict[str, KbArticleText] = field(default_factory=dict)
+    snapshot: KbSnapshot = field(default_factory=KbSnapshot)
+    source: str = ""
+
+    def for_case(self, case: TestCase) -> list[KbArticleText]:
+        """Return the current revisions of the case's kb_articles, else of articles sharing its intent."""
+        wanted = case.metadata.get("kb_articles")
+        if isinstance(wanted, list) and wanted:
+            return [self.current[a] for a in wanted if isinstance(a, str) and a in self.current]
+        intent = case.metadata.get("intent")
+        if isinstance(intent, str):
+            return [a for a in self.current.values() if a.intent == intent]
+        return []
+
+
+def kb_from_file(path: Path) -> KbContext:
+    """Read KB revisions in the `draftdesk import kb` format; raise KbLoadError naming FILE:LINE."""
+    from webapp.kb.service import parse_kb
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KbLoadError(f"{path}: cannot read KB file ({exc.strerror})") from exc
+    try:
+        records = parse_kb(data, path=str(path))
+    except RecordError as exc:
+        raise KbLoadError(exc.location) from exc
+    ctx = KbContext(source=str(path.resolve()))
+    for r in records:
+        ctx.snapshot.add(r.article_id, r.revision, r.status)
+        if r.status == "current":
+            ctx.current[r.article_id] = KbArticleText(r.article_id, r.revision, r.title, r.body, r.intent)
+    return ctx
+
+
+def kb_from_database(session: Any) -> KbContext:
+    """Read the database's KB: current revisions for grounding, every revision for the checks."""
+    from sqlmodel import select
+
+    from webapp.kb.models import KbArticle, KbRevision
+    from webapp.kb.service import kb_snapshot
+
+    ctx = KbContext(snapshot=kb_snapshot(session=session), source="database")
+    intents = {a.article_id: a.intent for a in session.exec(select(KbArticle)).all()}
+    for r in session.exec(select(KbRevision).where(KbRevision.status == "current")).all():
+        ctx.current[r.article_id] = KbArticleText(r.article_id, r.revision, r.title, r.body, intents.get(r.article_id))
+    return ctx
+
+
+def validate_support_cases(cases: list[TestCase]) -> None:
+    """Check the support fields of every case; raise SupportFieldError naming the case and field."""
+    for case in cases:
+        try:
+            support_fields(case.metadata)
+        except SupportFieldError as exc:
+            raise SupportFieldError(f"test case '{case.id}': {exc}") from exc
+
+
+def generator_user_message(case: TestCase, articles: list[KbArticleText], intents: list[str], fallback: float) -> str:
+    """Return the generator's user message: the ticket, account, history and KB articles, and the answer form."""
+    parts = ["Customer ticket:", case.input.strip()]
+    if case.metadata.get("account"):
+        parts += ["", "Account metadata:", json.dumps(case.metadata["account"], ensure_ascii=False, sort_keys=True)]
+    if case.metadata.get("conversation"):
+        parts += ["", "Conversation history:", json.dumps(case.metadata["conversation"], ensure_ascii=False)]
+    parts += ["", "Knowledge base articles (current revisions):"]
+    if articles:
+        for a in articles:
+            parts += [f"[{a.article_id} revision {a.revision}] {a.title}", a.body.strip(), ""]
+    else:
+        parts.append("(none found for this ticket)")
+    parts += [
+        "",
+        f"Supported intents: {', '.join(intents)}.",
+        "Answer with a JSON object: intent; draft (the reply, or null when escalating or when your confidence "
+        f"is below {fallback:g}); citations (article_id and revision of every article the draft relies on); "
+        "confidence (0 to 1); escalate (true when the customer needs a human, for example distress, threats "
+        "or legal demands).",
+    ]
+    return "\n".join(parts)
+
+
+def parse_draft(content: str) -> dict[str, Any]:
+    """Parse the generator's structured draft; raise ValueError saying what does not fit."""
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the generator's answer is not JSON ({exc.msg})") from exc
+    try:
+        jsonschema.validate(data, DRAFT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise ValueError(f"the generator's answer does not fit the draft form at {where}: {exc.message}") from exc
+    return data
+
+
+def draft_text_for_judge(draft: dict[str, Any]) -> str:
+    """Return the structured draft as the judge reads it."""
+    cites = ", ".join(f"{c['article_id']} r{c['revision']}" for c in draft["citations"]) or "none"
+    body = draft["draft"] if draft["draft"] is not None else "(no draft: suppressed)"
+    return (
+        f"Intent: {draft['intent']}\nEscalate: {str(draft['escalate']).lower()}\n"
+        f"Confidence: {draft['confidence']}\nCitations: {cites}\nDraft:\n{body}"
+    )
+
+
+def run_draft_checks(*, draft: dict[str, Any], case: TestCase, kb: KbSnapshot, spec: EvalSpec) -> list[CheckResult]:
+    """Run the seven automated checks on a structured draft (the checks engineer's rules)."""
+    from webapp.checks.rules import run_checks
+
+    fields = support_fields(case.metadata)
+    draft_in = DraftInput(
+        draft_text=draft["draft"],
+        citations=tuple(Citation(c["article_id"], c.get("revision")) for c in draft["citations"]),
+        confidence=draft["confidence"],
+        intent=draft["intent"],
+        escalated=bool(draft["escalate"]),
+    )
+    case_in = CaseInput(
+        case_id=case.id,
+        input=case.input,
+        category=fields.get("category"),
+        expected_behavior=fields.get("expected_behavior"),
+        golden=bool(fields.get("golden", False)),
+    )
+    return run_checks(draft=draft_in, case=case_in, kb=kb, spec=spec)
