@@ -1,0 +1,224 @@
+"""The regression suite, baselines, run comparison and regression alerts, with two runs built here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlmodel import Session, select
+
+from tests.checks.conftest import World, build_world, good
+from tests.factories import make_dataset, make_run, words
+from webapp.checks import service as checks_service
+from webapp.datasets.loader import load_dataset
+from webapp.regression import service
+from webapp.regression.models import RegressionAlert, RegressionCase
+from webapp.runs.models import Draft
+from webapp.spec import EvalSpec
+
+
+@pytest.fixture
+def world(session: Session) -> World:
+    return build_world(session)
+
+
+def _draft_id(session: Session, world: World, run_id: int, case_id: str) -> int:
+    s = checks_service.run_summary(session=session, run_id=run_id)
+    ids = [o.draft_id for o in s.outcomes if o.case_id == case_id]
+    if ids:
+        return ids[0]
+    from webapp.datasets.models import EvalCase
+
+    case = session.exec(select(EvalCase).where(EvalCase.case_id == case_id, EvalCase.dataset_id == world.dataset.id)).one()
+    return session.exec(select(Draft.id).where(Draft.run_id == run_id, Draft.case_pk == case.id)).one()  # type: ignore[return-value]
+
+
+class TestAppendOnly:
+    def test_database_refuses_update_and_delete(self, session: Session, world: World) -> None:
+        service.add_case(session=session, created_by=world.user.id, source="review", case_id="x1", input="hi", note="wrong refund")
+        session.commit()
+        for stmt in ("UPDATE regression_case SET note = 'edited'", "DELETE FROM regression_case"):
+            with pytest.raises(DBAPIError, match="append-only"):
+                session.execute(text(stmt))
+            session.rollback()
+        assert session.exec(select(RegressionCase.note)).all() == ["wrong refund"]
+
+    def test_orm_update_is_refused_too(self, session: Session, world: World) -> None:
+        case = service.add_case(session=session, created_by=world.user.id, source="run", case_id="x2", input="hi", note="n")
+        session.commit()
+        case.note = "changed"
+        session.add(case)
+        with pytest.raises(DBAPIError, match="append-only"):
+            session.commit()
+        session.rollback()
+
+    def test_no_update_or_delete_path_in_the_service(self) -> None:
+        names = [n for n in dir(service) if not n.startswith("_")]
+        assert not [n for n in names if n.startswith(("update_case", "delete_case", "remove_case", "edit_case"))]
+
+
+class TestAddCase:
+    def test_refuses_duplicates_blank_notes_and_unknown_sources(self, session: Session, world: World) -> None:
+        service.add_case(session=session, created_by=world.user.id, source="grading", case_id="c", input="i", note="n")
+        with pytest.raises(service.RegressionError, match="already in the regression suite"):
+            service.add_case(session=session, created_by=world.user.id, source="grading", case_id="c", input="i", note="n")
+        with pytest.raises(service.RegressionError, match="note"):
+            service.add_case(session=session, created_by=world.user.id, source="grading", case_id="d", input="i", note="  ")
+        with pytest.raises(service.RegressionError, match="source"):
+            service.add_case(session=session, created_by=world.user.id, source="nope", case_id="d", input="i", note="n")  # type: ignore[arg-type]
+
+    def test_from_draft_copies_the_case(self, session: Session, spec: EvalSpec, world: World) -> None:
+        draft_id = _draft_id(session, world, world.a.id, "r2")
+        case = service.add_case_from_draft(session=session, draft_id=draft_id, created_by=world.user.id, note="stale KB-3001")
+        assert (case.case_id, case.category, case.intent, case.source) == ("r2", "routine", "account_security", "run")
+        assert case.source_ref == f"run run-a, draft {draft_id}"
+
+    def test_seed_golden_is_idempotent(self, session: Session, world: World) -> None:
+        added = service.seed_golden(session=session, created_by=world.user.id)
+        assert [c.case_id for c in added] == ["g1"]
+        assert service.seed_golden(session=session, created_by=world.user.id) == []
+        assert service.count_cases(session=session) == 1
+
+
+class TestSuiteReport:
+    def test_case_by_case(self, session: Session, spec: EvalSpec, world: World) -> None:
+        service.seed_golden(session=session, created_by=world.user.id)
+        service.add_case_from_draft(
+            session=session, draft_id=_draft_id(session, world, world.a.id, "r2"), created_by=world.user.id, note="stale"
+        )
+        service.add_case(session=session, created_by=world.user.id, source="review", case_id="prod-77", input="i", note="n")
+        before = service.suite_report(session=session, run_id=world.b.id)
+        assert {r.case.case_id: r.status for r in before.results} == {"g1": "not_checked", "r2": "not_checked", "prod-77": "not_run"}
+        checks_service.check_run(session=session, spec=spec, run_id=world.b.id, raise_alerts=False)
+        report = service.suite_report(session=session, run_id=world.b.id)
+        assert {r.case.case_id: r.status for r in report.results} == {"g1": "fail", "r2": "pass", "prod-77": "not_run"}
+        g1 = next(r for r in report.results if r.case.case_id == "g1")
+        assert "cites KB-3001 revision 2, which is deprecated" in g1.reason
+        assert report.pass_rate == pytest.approx(1 / 2)
+
+
+class TestExport:
+    def test_jsonl_reads_back_with_the_dataset_loader(self, session: Session, world: World, tmp_path: Path) -> None:
+        service.seed_golden(session=session, created_by=world.user.id)
+        service.add_case(
+            session=session,
+            created_by=world.user.id,
+            source="review",
+            case_id="prod-1",
+            input='He said "refund" — twice',
+            note="promised a refund",
+            category="adversarial",
+            kb_articles=["KB-1042"],
+            reference="We cannot promise refunds.",
+        )
+        path = tmp_path / "suite.jsonl"
+        path.write_text(service.export_jsonl(session=session), encoding="utf-8")
+        cases, meta = load_dataset(path)
+        assert meta["count"] == 2 and meta["format"] == ".jsonl"
+        assert [c.id for c in cases] == ["g1", "prod-1"]
+        prod = cases[1]
+        assert prod.input == 'He said "refund" — twice'
+        assert prod.reference == "We cannot promise refunds."
+        assert prod.description == "promised a refund"
+        assert prod.metadata["category"] == "adversarial"
+        assert prod.metadata["kb_articles"] == ["KB-1042"]
+        assert prod.metadata["regression_source"] == "review"
+        assert cases[0].metadata["golden"] is True
+
+
+class TestBaseline:
+    def test_one_baseline_per_dataset_name(self, session: Session, world: World) -> None:
+        service.mark_baseline(session=session, run_id=world.a.id)
+        service.mark_baseline(session=session, run_id=world.b.id)
+        session.refresh(world.a)
+        assert not world.a.is_baseline and world.b.is_baseline
+        assert service.baseline_for(session=session, run_id=world.a.id).id == world.b.id  # type: ignore[union-attr]
+        service.unmark_baseline(session=session, run_id=world.b.id)
+        assert service.baseline_for(session=session, run_id=world.a.id) is None
+
+
+class TestCompare:
+    def test_fixed_broke_unchanged_and_deltas(self, session: Session, spec: EvalSpec, world: World) -> None:
+        for run in (world.a, world.b):
+            checks_service.check_run(session=session, spec=spec, run_id=run.id, raise_alerts=False)
+        cmp = service.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
+        changes = {c.case_id: c.change for c in cmp.cases}
+        assert changes == {
+            "g1": "broke",
+            "r1": "unchanged",
+            "r2": "fixed",
+            "r3": "unchanged",
+            "e1": "unchanged",
+            "a1": "unchanged",
+            "s1": "unchanged",
+            "s2": "broke",
+        }
+        assert (cmp.count("fixed"), cmp.count("broke"), cmp.count("unchanged")) == (1, 2, 5)
+        assert cmp.overall.a == pytest.approx(6 / 8) and cmp.overall.b == pytest.approx(5 / 8)
+        assert cmp.overall.delta == pytest.approx(-1 / 8)
+        checks = {c.key: c for c in cmp.checks}
+        # A: citations 5/6; B: g1 stale -> 5/6 as well (r2 fixed). Safety: A 2/2, B 1/2.
+        assert checks["citations_current"].delta == pytest.approx(0.0)
+        assert checks["safety_escalation"].a == 1.0 and checks["safety_escalation"].b == pytest.approx(0.5)
+        assert checks["safety_escalation"].delta == pytest.approx(-0.5)
+        # B's s2 draft (11 words) is a draft where none should be: length applies and fails.
+        assert checks["length"].b == pytest.approx(6 / 7)
+        assert cmp.rubric is None or all(r.a is None for r in cmp.rubric)
+
+    def test_refuses_runs_over_different_datasets(self, session: Session, spec: EvalSpec, world: World) -> None:
+        other = make_dataset(session, [{"case_id": "z"}], name="other", version=2)
+        run = make_run(session, other, [good("z", "billing_charge")], name="other-run")
+        with pytest.raises(service.NotComparable, match="different datasets"):
+            service.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=run.id)
+
+
+class TestAlerts:
+    def test_golden_citation_failure_and_pass_rate_drop(self, session: Session, spec: EvalSpec, world: World) -> None:
+        checks_service.check_run(session=session, spec=spec, run_id=world.a.id)
+        service.mark_baseline(session=session, run_id=world.a.id)
+        result = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+        kinds = sorted(a.kind for a in result.alerts)
+        assert kinds == ["golden_factual", "pass_rate_drop"]
+        golden = next(a for a in result.alerts if a.kind == "golden_factual")
+        assert "g1" in golden.message and "revision 2, which is deprecated" in golden.message
+        drop = next(a for a in result.alerts if a.kind == "pass_rate_drop")
+        # 6/8 -> 5/8 is a drop of 12.5 points.
+        assert drop.evidence["drop"] == pytest.approx(0.125)
+        assert "down 12.5 points" in drop.message
+        # Re-checking raises nothing new.
+        again = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+        assert again.alerts == []
+        assert service.count_open_alerts(session=session) == 2
+
+    def test_baseline_run_itself_and_no_baseline_raise_no_drop(self, session: Session, spec: EvalSpec, world: World) -> None:
+        checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+        assert session.exec(select(RegressionAlert).where(RegressionAlert.kind == "pass_rate_drop")).all() == []
+
+    def test_drop_of_exactly_the_threshold_does_not_alert(self, session: Session, spec: EvalSpec) -> None:
+        # 17/20 = 85% -> 16/20 = 80%: exactly 5 points, which is not "more than 5".
+        cases = [{"case_id": f"c{i}", "category": "routine"} for i in range(20)]
+        ds = make_dataset(session, cases, name="twenty")
+
+        def run(name: str, failing: int):  # type: ignore[no-untyped-def]
+            drafts = [
+                {**good(f"c{i}", "billing_charge", []), "draft_text": words(10 if i < failing else 60)} for i in range(20)
+            ]
+            return make_run(session, ds, drafts, name=name)
+
+        base, at_limit, beyond = run("base", 3), run("at-limit", 4), run("beyond", 5)
+        session.commit()
+        checks_service.check_run(session=session, spec=spec, run_id=base.id)
+        service.mark_baseline(session=session, run_id=base.id)
+        assert checks_service.check_run(session=session, spec=spec, run_id=at_limit.id).alerts == []
+        alerts = checks_service.check_run(session=session, spec=spec, run_id=beyond.id).alerts
+        assert [a.kind for a in alerts] == ["pass_rate_drop"]
+        assert alerts[0].evidence["drop"] == pytest.approx(0.85 - 0.75)
+
+    def test_acknowledge(self, session: Session, spec: EvalSpec, world: World) -> None:
+        checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+        (alert, _run), = service.list_alerts(session=session, open_only=True)
+        service.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
+        assert service.list_alerts(session=session, open_only=True) == []
+        assert alert.acknowledged_by == world.user.id
