@@ -33,27 +33,50 @@ def principal_of(user: User, *roles: str) -> Principal:
 
 def build_world(session: Session, n_drafts: int = 6) -> GradingWorld:
     """Create KB articles, a dataset, a run with n gradable drafts plus one escalation, three labelers and a lead."""
-    make_article(session, "KB-1", [(1, "deprecated"), (2, "current")], body="Reset your password from the sign-in page.")
+    make_article(
+        session,
+        "KB-1",
+        [(1, "deprecated"), (2, "current")],
+        body="Reset your password from the sign-in page.",
+    )
     cases = [
-        {"case_id": f"case-{i}", "category": "routine" if i % 2 == 0 else "edge", "golden": i == 0, "intent": "password"}
+        {
+            "case_id": f"case-{i}",
+            "category": "routine" if i % 2 == 0 else "edge",
+            "golden": i == 0,
+            "intent": "password",
+        }
         for i in range(n_drafts + 1)
     ]
     ds = make_dataset(session, cases)
     drafts = [
-        {"case_id": f"case-{i}", "draft_text": DRAFT_TEXT, "confidence": 0.8, "citations": [{"article_id": "KB-1", "revision": 1}]}
+        {
+            "case_id": f"case-{i}",
+            "draft_text": DRAFT_TEXT,
+            "confidence": 0.8,
+            "citations": [{"article_id": "KB-1", "revision": 1}],
+        }
         for i in range(n_drafts)
     ]
     drafts.append({"case_id": f"case-{n_drafts}", "draft_text": None, "escalated": True})
     run = make_run(session, ds, drafts)
     users = [
-        make_user(session, email=f"{n}@example.test", roles=["labeler"], name=n.title()) for n in ("alice", "bob", "carol")
+        make_user(session, email=f"{n}@example.test", roles=["labeler"], name=n.title())
+        for n in ("alice", "bob", "carol")
     ]
     lead = make_user(session, email="lead@example.test", roles=["lead"], name="Lead")
     session.commit()
     from sqlmodel import col, select
 
     rows = list(session.exec(select(Draft).where(Draft.run_id == run.id).order_by(col(Draft.id))))
-    return GradingWorld(run=run, drafts=[d for d in rows if not d.escalated], alice=users[0], bob=users[1], carol=users[2], lead=lead)
+    return GradingWorld(
+        run=run,
+        drafts=[d for d in rows if not d.escalated],
+        alice=users[0],
+        bob=users[1],
+        carol=users[2],
+        lead=lead,
+    )
 
 
 @pytest.fixture
@@ -65,7 +88,13 @@ def scores(spec: EvalSpec, factual: str = "pass", cr: int = 4, tone: int = 4, co
     """Return validated Scores."""
     from webapp.grading.service import validate_scores
 
-    data = {"factual_accuracy": factual, "citation_relevance": cr, "tone": tone, "completeness": comp, "rationale": "ok"}
+    data = {
+        "factual_accuracy": factual,
+        "citation_relevance": cr,
+        "tone": tone,
+        "completeness": comp,
+        "rationale": "ok",
+    }
     if factual == "fail":
         data["unsupported_claim"] = "We will refund you 200 dollars."
     data.update(extra)

@@ -17,7 +17,11 @@ T0 = dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC)
 
 def grade(session: Session, spec: EvalSpec, world: GradingWorld, user, draft_index: int = 0, **kw):  # type: ignore[no-untyped-def]
     return gs.record_grade(
-        session=session, spec=spec, draft_id=world.drafts[draft_index].id, grader_id=user.id, scores=scores(spec, **kw)
+        session=session,
+        spec=spec,
+        draft_id=world.drafts[draft_index].id,
+        grader_id=user.id,
+        scores=scores(spec, **kw),
     )
 
 
@@ -59,18 +63,24 @@ class TestDisagreementRules:
             ((4, 4, 2), (4, 4, 3), True),  # threshold edge on completeness
         ],
     )
-    def test_scale_edges(self, spec: EvalSpec, a: tuple[int, int, int], b: tuple[int, int, int], disagree: bool) -> None:
+    def test_scale_edges(
+        self, spec: EvalSpec, a: tuple[int, int, int], b: tuple[int, int, int], disagree: bool
+    ) -> None:
         sa = scores(spec, cr=a[0], tone=a[1], comp=a[2]).as_dict()
         sb = scores(spec, cr=b[0], tone=b[1], comp=b[2]).as_dict()
         assert bool(gs.disagreement_reasons(spec=spec, a=sa, b=sb)) is disagree
 
     def test_factual_difference_disagrees(self, spec: EvalSpec) -> None:
-        reasons = gs.disagreement_reasons(spec=spec, a=scores(spec).as_dict(), b=scores(spec, factual="fail").as_dict())
+        reasons = gs.disagreement_reasons(
+            spec=spec, a=scores(spec).as_dict(), b=scores(spec, factual="fail").as_dict()
+        )
         assert reasons == ["factual_accuracy: pass vs fail"]
 
 
 class TestFinalGrade:
-    def test_agreeing_pair_gets_mean_at_once(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_agreeing_pair_gets_mean_at_once(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         grade(session, spec, world, world.alice, cr=4, tone=5, comp=3)
         assert gs.final_grades(session=session, run_id=world.run.id) == {}
         grade(session, spec, world, world.bob, cr=5, tone=4, comp=4)
@@ -87,7 +97,9 @@ class TestFinalGrade:
         grade(session, spec, w, w.bob, factual="fail")
         assert gs.final_grades(session=session, run_id=w.run.id)[w.drafts[0].id].factual_accuracy == "fail"
 
-    def test_disagreeing_pair_goes_to_adjudication(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_disagreeing_pair_goes_to_adjudication(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         grade(session, spec, world, world.alice, cr=2)
         grade(session, spec, world, world.bob, cr=3)
         assert gs.final_grades(session=session, run_id=world.run.id) == {}
@@ -97,40 +109,68 @@ class TestFinalGrade:
         assert status.states[world.drafts[0].id] == "in_adjudication"
         assert status.counts == {"needs_grades": 5, "in_adjudication": 1, "final": 0, "total": 6}
 
-    def test_lead_resolves_and_grades_lock(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_lead_resolves_and_grades_lock(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         g = grade(session, spec, world, world.alice, factual="fail")
         grade(session, spec, world, world.bob)
         (adj,) = gs.list_adjudications(session=session)
         final = gs.resolve_adjudication(
-            session=session, spec=spec, adjudication_id=adj.id, lead_id=world.lead.id, scores=scores(spec, factual="fail", cr=3), note="refund is invented"
+            session=session,
+            spec=spec,
+            adjudication_id=adj.id,
+            lead_id=world.lead.id,
+            scores=scores(spec, factual="fail", cr=3),
+            note="refund is invented",
         )
         assert final.source == "adjudication" and final.citation_relevance == 3.0
         view = gs.final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert view.source == "adjudication" and view.factual_accuracy == "fail"
         with pytest.raises(gs.GradeLocked):
-            gs.revise_grade(session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec))
+            gs.revise_grade(
+                session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec)
+            )
 
     def test_resolution_needs_a_note(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         grade(session, spec, world, world.alice, factual="fail")
         grade(session, spec, world, world.bob)
         (adj,) = gs.list_adjudications(session=session)
         with pytest.raises(gs.GradeInvalid) as err:
-            gs.resolve_adjudication(session=session, spec=spec, adjudication_id=adj.id, lead_id=world.lead.id, scores=scores(spec), note=" ")
+            gs.resolve_adjudication(
+                session=session,
+                spec=spec,
+                adjudication_id=adj.id,
+                lead_id=world.lead.id,
+                scores=scores(spec),
+                note=" ",
+            )
         assert err.value.field == "note"
 
 
 class TestRevisionAndRework:
     def test_revision_is_kept_in_history(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         g = grade(session, spec, world, world.alice, tone=4)
-        gs.revise_grade(session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec, tone=2))
-        history = gs.grade_history(session=session, draft_id=world.drafts[0].id, principal=principal_of(world.alice, "labeler"))
+        gs.revise_grade(
+            session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec, tone=2)
+        )
+        history = gs.grade_history(
+            session=session, draft_id=world.drafts[0].id, principal=principal_of(world.alice, "labeler")
+        )
         assert [h.action for h in history] == ["create", "revise"]
-        assert history[1].before["tone"] == 4 and history[1].after["tone"] == 2 and history[1].changed_by == world.alice.id
+        assert (
+            history[1].before["tone"] == 4
+            and history[1].after["tone"] == 2
+            and history[1].changed_by == world.alice.id
+        )
 
-    def test_cannot_revise_someone_elses_grade(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_cannot_revise_someone_elses_grade(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         g = grade(session, spec, world, world.alice)
         with pytest.raises(gs.NotAllowed):
-            gs.revise_grade(session=session, spec=spec, grade_id=g.id, grader_id=world.bob.id, scores=scores(spec))
+            gs.revise_grade(
+                session=session, spec=spec, grade_id=g.id, grader_id=world.bob.id, scores=scores(spec)
+            )
 
     def test_returned_grade_goes_back_to_grader_and_reworked_pair_can_agree(
         self, session: Session, spec: EvalSpec, world: GradingWorld
@@ -138,72 +178,134 @@ class TestRevisionAndRework:
         grade(session, spec, world, world.alice, tone=2)
         gb = grade(session, spec, world, world.bob, tone=4)
         (adj,) = gs.list_adjudications(session=session)
-        gs.return_grade(session=session, adjudication_id=adj.id, grade_id=gb.id, lead_id=world.lead.id, comment="re-read the tone guidance")
+        gs.return_grade(
+            session=session,
+            adjudication_id=adj.id,
+            grade_id=gb.id,
+            lead_id=world.lead.id,
+            comment="re-read the tone guidance",
+        )
         assert [g.id for g in gs.returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
         assert gs.list_adjudications(session=session, status="rework")[0].id == adj.id
-        gs.revise_grade(session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2))
+        gs.revise_grade(
+            session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
+        )
         assert gs.returned_grades(session=session, grader_id=world.bob.id) == []
         assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
         assert gs.final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 2.0
         actions = [c.action for c in session.exec(select(GradeChange).where(GradeChange.grade_id == gb.id))]
         assert actions == ["create", "return", "revise"]
 
-    def test_revision_that_breaks_agreement_reopens(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_revision_that_breaks_agreement_reopens(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         ga = grade(session, spec, world, world.alice)
         grade(session, spec, world, world.bob)
         assert world.drafts[0].id in gs.final_grades(session=session, run_id=world.run.id)
-        gs.revise_grade(session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=1))
+        gs.revise_grade(
+            session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=1)
+        )
         assert gs.final_grades(session=session, run_id=world.run.id) == {}
         assert len(gs.list_adjudications(session=session, status="open")) == 1
 
 
 class TestBlind:
-    def test_grader_who_has_not_graded_sees_nothing(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_grader_who_has_not_graded_sees_nothing(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         grade(session, spec, world, world.alice)
         with pytest.raises(gs.GradesHidden):
-            gs.grades_visible_to(session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler"))
+            gs.grades_visible_to(
+                session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
+            )
         # Their history view holds only their own changes (none).
-        assert gs.grade_history(session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")) == []
+        assert (
+            gs.grade_history(
+                session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
+            )
+            == []
+        )
 
-    def test_after_own_grade_all_are_visible(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_after_own_grade_all_are_visible(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         grade(session, spec, world, world.alice)
         grade(session, spec, world, world.bob)
-        seen = gs.grades_visible_to(session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler"))
+        seen = gs.grades_visible_to(
+            session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
+        )
         assert {g.grader_id for g in seen} == {world.alice.id, world.bob.id}
 
     def test_lead_always_sees(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         grade(session, spec, world, world.alice)
-        seen = gs.grades_visible_to(session=session, draft_id=world.drafts[0].id, principal=principal_of(world.lead, "lead"))
+        seen = gs.grades_visible_to(
+            session=session, draft_id=world.drafts[0].id, principal=principal_of(world.lead, "lead")
+        )
         assert [g.grader_id for g in seen] == [world.alice.id]
 
 
 class TestQueue:
-    def test_next_item_is_oldest_and_reserved(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_next_item_is_oldest_and_reserved(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         batch = gs.BatchFilter(run_id=world.run.id)
         d = gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
         assert d is not None and d.id == world.drafts[0].id
         # Asking again returns the same held item instead of reserving a second one.
         again = gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
         assert again is not None and again.id == d.id
-        assert len(list(session.exec(select(GradingSlot).where(GradingSlot.grader_id == world.alice.id)))) == 1
+        assert (
+            len(list(session.exec(select(GradingSlot).where(GradingSlot.grader_id == world.alice.id)))) == 1
+        )
 
     def test_full_draft_is_skipped_and_expired_reservation_released(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         batch = gs.BatchFilter(run_id=world.run.id)
         first = world.drafts[0].id
-        assert gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0).id == first  # type: ignore[union-attr]
-        assert gs.next_item(session=session, spec=spec, grader_id=world.bob.id, batch=batch, now=T0).id == first  # type: ignore[union-attr]
+        assert (
+            gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0).id
+            == first
+        )  # type: ignore[union-attr]
+        assert (
+            gs.next_item(session=session, spec=spec, grader_id=world.bob.id, batch=batch, now=T0).id == first
+        )  # type: ignore[union-attr]
         # Both places of the first draft are reserved: Carol gets the second draft.
-        assert gs.next_item(session=session, spec=spec, grader_id=world.carol.id, batch=batch, now=T0).id == world.drafts[1].id  # type: ignore[union-attr]
+        assert (
+            gs.next_item(session=session, spec=spec, grader_id=world.carol.id, batch=batch, now=T0).id
+            == world.drafts[1].id
+        )  # type: ignore[union-attr]
         with pytest.raises(gs.NoPlaceLeft):
-            gs.record_grade(session=session, spec=spec, draft_id=first, grader_id=world.carol.id, scores=scores(spec), now=T0)
+            gs.record_grade(
+                session=session,
+                spec=spec,
+                draft_id=first,
+                grader_id=world.carol.id,
+                scores=scores(spec),
+                now=T0,
+            )
         # 21 minutes later Bob's reservation has expired; Carol may take it.
         later = T0 + dt.timedelta(minutes=spec.grading.reservation_minutes + 1)
-        gs.record_grade(session=session, spec=spec, draft_id=first, grader_id=world.alice.id, scores=scores(spec), now=T0)
-        g = gs.record_grade(session=session, spec=spec, draft_id=first, grader_id=world.carol.id, scores=scores(spec), now=later)
+        gs.record_grade(
+            session=session, spec=spec, draft_id=first, grader_id=world.alice.id, scores=scores(spec), now=T0
+        )
+        g = gs.record_grade(
+            session=session,
+            spec=spec,
+            draft_id=first,
+            grader_id=world.carol.id,
+            scores=scores(spec),
+            now=later,
+        )
         assert g.grader_id == world.carol.id
-        assert session.exec(select(GradingSlot).where(GradingSlot.grader_id == world.bob.id, GradingSlot.draft_id == first)).first() is None
+        assert (
+            session.exec(
+                select(GradingSlot).where(
+                    GradingSlot.grader_id == world.bob.id, GradingSlot.draft_id == first
+                )
+            ).first()
+            is None
+        )
 
     def test_filters_narrow_the_batch(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         batch = gs.BatchFilter(run_id=world.run.id, category="edge")
@@ -212,17 +314,23 @@ class TestQueue:
         golden = gs.BatchFilter(run_id=world.run.id, golden=True)
         assert gs.batch_progress(session=session, spec=spec, batch=golden).drafts == 1
 
-    def test_second_grade_by_same_grader_is_refused(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_second_grade_by_same_grader_is_refused(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         grade(session, spec, world, world.alice)
         with pytest.raises(gs.AlreadyGraded):
             grade(session, spec, world, world.alice)
 
-    def test_quoted_claim_must_be_in_draft(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_quoted_claim_must_be_in_draft(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         with pytest.raises(gs.GradeInvalid) as err:
             grade(session, spec, world, world.alice, factual="fail", unsupported_claim="free pizza")
         assert err.value.field == "unsupported_claim"
 
-    def test_progress_counts_grades_and_graders(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_progress_counts_grades_and_graders(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         grade(session, spec, world, world.alice, 0)
         grade(session, spec, world, world.alice, 1)
         grade(session, spec, world, world.bob, 0)
@@ -251,17 +359,23 @@ class TestReferences:
         assert gs.current_reference(session=session, case_pk=case_pk).id == v1.id  # type: ignore[union-attr]
         gs.approve_reference(session=session, reference_id=v2.id, lead_id=world.lead.id)
         assert gs.references_to_approve(session=session) == []
-        rg = gs.grade_reference(session=session, reference_id=v2.id, grader_id=world.carol.id, scores=scores(spec, tone=5))
+        rg = gs.grade_reference(
+            session=session, reference_id=v2.id, grader_id=world.carol.id, scores=scores(spec, tone=5)
+        )
         assert rg.tone == 5
 
     def test_empty_reference_refused(self, session: Session, world: GradingWorld) -> None:
         with pytest.raises(gs.GradeInvalid) as err:
-            gs.save_reference(session=session, case_pk=world.drafts[0].case_pk, author_id=world.alice.id, text=" ")
+            gs.save_reference(
+                session=session, case_pk=world.drafts[0].case_pk, author_id=world.alice.id, text=" "
+            )
         assert err.value.field == "text"
 
 
 class TestExport:
-    def test_csv_and_jsonl_hold_final_and_both_graders(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_csv_and_jsonl_hold_final_and_both_graders(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         import csv
         import io
         import json
@@ -270,6 +384,10 @@ class TestExport:
         grade(session, spec, world, world.bob, tone=4)
         rows = list(csv.DictReader(io.StringIO(gs.export_csv(session=session, run_id=world.run.id))))
         assert len(rows) == 1
-        assert rows[0]["final_tone"] == "4.5" and rows[0]["grader_1_tone"] == "5" and rows[0]["grader_2"] == "bob@example.test"
+        assert (
+            rows[0]["final_tone"] == "4.5"
+            and rows[0]["grader_1_tone"] == "5"
+            and rows[0]["grader_2"] == "bob@example.test"
+        )
         (line,) = gs.export_jsonl(session=session, run_id=world.run.id).splitlines()
         assert json.loads(line)["final_source"] == "agreement"

@@ -324,8 +324,9 @@ def _insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool
     """INSERT ... ON CONFLICT DO NOTHING; True when the row went in (the conditional insert both databases honour)."""
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    result = session.connection().execute(insert(table).values(**values).on_conflict_do_nothing())
-    return result.rowcount == 1
+    # RETURNING tells apart "inserted" and "did nothing" on both drivers (rowcount is not reliable with it).
+    stmt = insert(table).values(**values).on_conflict_do_nothing().returning(table.c.id)
+    return session.connection().execute(stmt).first() is not None
 
 
 def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
@@ -438,6 +439,17 @@ def _locked(session: Session, draft_id: int) -> bool:
     return adj is not None and adj.status == "resolved"
 
 
+def _lock_draft(session: Session, draft_id: int) -> Draft | None:
+    """Lock the draft's row for this transaction so grades of one draft are evaluated one at a time.
+
+    PostgreSQL takes a row lock (FOR UPDATE); SQLite ignores it, but there the first write of a
+    transaction takes the database's single write lock, which serialises the same work.
+    """
+    return session.exec(
+        select(Draft).where(Draft.id == draft_id).with_for_update().execution_options(populate_existing=True)
+    ).first()
+
+
 def record_grade(
     *,
     session: Session,
@@ -449,7 +461,7 @@ def record_grade(
 ) -> Grade:
     """Record a grader's first grade of a draft; raise AlreadyGraded, NoPlaceLeft, GradeLocked or NotFound."""
     now = now or utcnow()
-    draft = session.get(Draft, draft_id)
+    draft = _lock_draft(session, draft_id)
     if draft is None:
         raise NotFound(f"draft {draft_id} does not exist")
     _check_claim_in_draft(draft, scores)
@@ -507,6 +519,8 @@ def revise_grade(
         raise NotFound(f"grade {grade_id} does not exist")
     if grade.grader_id != grader_id:
         raise NotAllowed("you can only revise your own grade")
+    _lock_draft(session, grade.draft_id)
+    session.refresh(grade)
     if _locked(session, grade.draft_id):
         raise GradeLocked(f"draft {grade.draft_id} has been adjudicated; its grades can no longer change")
     draft = session.get(Draft, grade.draft_id)
@@ -598,6 +612,8 @@ def resolve_adjudication(
     adj = session.get(Adjudication, adjudication_id)
     if adj is None:
         raise NotFound(f"adjudication {adjudication_id} does not exist")
+    _lock_draft(session, adj.draft_id)
+    session.refresh(adj)
     if adj.status not in ("open", "rework"):
         raise GradeLocked(f"adjudication {adjudication_id} is {adj.status}, not open")
     note = (note or "").strip()
@@ -641,6 +657,8 @@ def return_grade(
     grade = session.get(Grade, grade_id)
     if adj is None or grade is None or grade.draft_id != adj.draft_id:
         raise NotFound(f"grade {grade_id} is not part of adjudication {adjudication_id}")
+    _lock_draft(session, adj.draft_id)
+    session.refresh(adj)
     if adj.status not in ("open", "rework"):
         raise GradeLocked(f"adjudication {adjudication_id} is {adj.status}, not open")
     comment = (comment or "").strip()
