@@ -214,6 +214,15 @@ class SuiteResult:
     reason: str
     draft_ids: list[int] = field(default_factory=list)
 
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+    @property
+    def note(self) -> str:
+        """Why the case has its status (the gates show it as evidence)."""
+        return self.reason
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "case_id": self.case.case_id,
@@ -292,6 +301,16 @@ def suite_report(*, session: Session, run_id: int) -> SuiteReport:
         why = "passes every applicable check" + (" and its final factual grade is pass" if graded else "")
         results.append(SuiteResult(case, "pass", why, ids))
     return SuiteReport(run=run, results=results)
+
+
+def run_report(*, session: Session, run_id: int) -> list[SuiteResult]:
+    """Return the suite's result for a run, case by case (status pass, fail, not_run or not_checked)."""
+    return suite_report(session=session, run_id=run_id).results
+
+
+def latest_run_id(*, session: Session) -> int | None:
+    """Return the id of the newest run, or None."""
+    return session.exec(select(Run.id).order_by(col(Run.created_at).desc(), col(Run.id).desc())).first()
 
 
 # --- baselines -------------------------------------------------------------------------------------------
@@ -602,3 +621,11 @@ def acknowledge_alert(*, session: Session, alert_id: int, user_id: int) -> Regre
         session.add(alert)
         session.flush()
     return alert
+
+
+def runs_for_picker(*, session: Session) -> list[tuple[Run, Dataset]]:
+    """Return every run with its dataset, newest first (for the comparison and suite pickers)."""
+    rows = session.exec(
+        select(Run, Dataset).join(Dataset, col(Dataset.id) == col(Run.dataset_id)).order_by(col(Run.created_at).desc(), col(Run.id).desc())
+    ).all()
+    return [(r, d) for r, d in rows]

@@ -1,0 +1,15 @@
+"""Demo hook: check the demo run, so the demo shows results, failing drafts and regression alerts."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from webapp.checks import service
+from webapp.demo.context import DemoContext
+from webapp.spec import EvalSpec
+
+
+def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
+    """Check every draft of the demo run (results stored, alerts raised)."""
+    result = service.check_run(session=session, spec=spec, run_id=ctx.run.id)  # type: ignore[arg-type]
+    ctx.extra["checks"] = result

@@ -1,0 +1,79 @@
+"""Pages of the automated checks: a run's results with a Re-check button, and one draft's results."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from webapp.auth.service import Principal
+from webapp.checks import service
+from webapp.checks.routes import RECHECK_ROLES, run_or_404
+from webapp.checks.rules import CHECK_LABELS
+from webapp.db import SessionDep
+from webapp.deps import ANY_ROLE, SpecDep, require_role
+from webapp.templating import is_htmx, render
+
+router = APIRouter()
+
+
+@router.get("/runs/{run}/checks", response_class=HTMLResponse, name="run_checks")
+def run_checks_page(
+    request: Request,
+    run: str,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(require_role(*ANY_ROLE)),
+) -> HTMLResponse:
+    """Show a run's pass rates overall, per check, per category and per intent, and its failing drafts."""
+    r = run_or_404(session, run)
+    summary = service.run_summary(session=session, run_id=r.id)  # type: ignore[arg-type]
+    rechecked = request.query_params.get("rechecked")
+    return render(
+        request,
+        "checks/run.html",
+        {
+            "run": r,
+            "s": summary,
+            "gate_reasons": service.gate_failures(summary=summary, spec=spec),
+            "can_recheck": principal.has_role(*RECHECK_ROLES),
+            "can_add_case": principal.has_role("lead", "pm", "labeler"),
+            "labels": CHECK_LABELS,
+            "flash": f"Re-checked {summary.checked} drafts against the current KB." if rechecked else None,
+        },
+        block="results",
+    )
+
+
+@router.post("/runs/{run}/checks", name="run_recheck")
+def run_recheck(
+    request: Request,
+    run: str,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(require_role(*RECHECK_ROLES)),
+) -> Response:
+    """Re-check a run against the KB as it is now, then show its results again."""
+    r = run_or_404(session, run)
+    service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    target = f"/runs/{r.id}/checks?rechecked=1"
+    if is_htmx(request):
+        # The results block listens for this event and reloads itself; alerts lists do too.
+        return Response(status_code=204, headers={"HX-Trigger": "checks-updated"})
+    return RedirectResponse(target, status_code=303)
+
+
+@router.get("/drafts/{draft_id}/checks", response_class=HTMLResponse, name="draft_checks")
+def draft_checks_page(
+    request: Request, draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))
+) -> HTMLResponse:
+    """Show one draft's check results with reasons (a fragment for htmx, a page without JS)."""
+    try:
+        d = service.draft_results(session=session, draft_id=draft_id)
+    except service.DraftNotFound as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    return render(
+        request,
+        "checks/draft.html",
+        {"d": d, "labels": CHECK_LABELS, "can_add_case": principal.has_role("lead", "pm", "labeler")},
+        block="results",
+    )

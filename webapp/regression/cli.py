@@ -1,0 +1,79 @@
+"""`draftdesk regression seed-golden|export|list|baseline`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from webapp.auth.service import get_user_by_email
+from webapp.cli_support import cli_session, console, fail
+from webapp.regression import service
+from webapp.runs.service import RunNotFound, resolve_run
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    """Add the regression commands (there is deliberately no command that edits or removes a case)."""
+    reg = typer.Typer(help="The append-only regression suite.", no_args_is_help=True)
+    app.add_typer(reg, name="regression")
+
+    @reg.command("seed-golden")
+    def seed_golden(
+        by: str = typer.Option(..., "--by", help="Email of the user the cases are recorded as added by"),
+        dataset: int = typer.Option(None, "--dataset-id", help="Dataset id (default: the newest with golden cases)"),
+    ) -> None:
+        """Append the golden examples of a dataset that are not in the suite yet."""
+        with cli_session() as session:
+            user = get_user_by_email(session=session, email=by)
+            if user is None:
+                fail(f"--by: no user with email {by!r}")
+            try:
+                added = service.seed_golden(session=session, created_by=user.id, dataset_id=dataset)  # type: ignore[arg-type]
+            except service.RegressionError as exc:
+                fail(str(exc))
+            total = service.count_cases(session=session)
+        console.print(f"added {len(added)} golden case(s): {', '.join(c.case_id for c in added) or '-'}; suite has {total}")
+
+    @reg.command("export")
+    def export(file: Path = typer.Argument(..., help="JSONL file to write (the dataset format guide's schema)")) -> None:
+        """Write the suite as JSONL that `prompt-evaluator evaluate-dataset` and `draftdesk import` read."""
+        with cli_session() as session:
+            text = service.export_jsonl(session=session)
+        tmp = file.with_name(file.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(file)  # all or nothing: a reader never sees half a file
+        console.print(f"wrote {text.count(chr(10))} case(s) to {file}")
+
+    @reg.command("list")
+    def list_cases(run: str = typer.Option(None, "--run", help="Show each case's result for this run")) -> None:
+        """List the suite's cases, optionally with their results for a run."""
+        with cli_session() as session:
+            results = {}
+            if run:
+                try:
+                    r = resolve_run(session=session, ref=run)
+                except RunNotFound as exc:
+                    fail(str(exc))
+                results = {x.case_id: x for x in service.run_report(session=session, run_id=r.id)}  # type: ignore[arg-type]
+            for c in service.list_cases(session=session):
+                res = results.get(c.case_id)
+                tail = f"\t{res.status}\t{res.reason}" if res else ""
+                console.print(f"{c.case_id}\t{c.source}\t{c.note}{tail}", highlight=False, markup=False)
+
+    @reg.command("baseline")
+    def baseline(
+        run: str = typer.Argument(..., help="Run name or id"),
+        unmark: bool = typer.Option(False, "--unmark", help="Stop the run being the baseline"),
+    ) -> None:
+        """Mark a run as the baseline of its dataset (or unmark it)."""
+        with cli_session() as session:
+            try:
+                r = resolve_run(session=session, ref=run)
+            except RunNotFound as exc:
+                fail(str(exc))
+            if unmark:
+                service.unmark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+            else:
+                service.mark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+            name = r.name
+        console.print(f"{name} is {'no longer' if unmark else 'now'} the baseline")

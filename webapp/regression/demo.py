@@ -1,0 +1,16 @@
+"""Demo hook: seed the regression suite with the demo dataset's five golden examples."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from webapp.demo.context import DemoContext
+from webapp.regression import service
+from webapp.spec import EvalSpec
+
+
+def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
+    """Append the demo dataset's golden cases to the suite, recorded as added by the team lead."""
+    lead = ctx.users["lead"]
+    added = service.seed_golden(session=session, created_by=lead.id, dataset_id=ctx.dataset.id)  # type: ignore[arg-type]
+    ctx.extra["regression_cases"] = [c.case_id for c in added]

@@ -1,0 +1,48 @@
+"""Home-page cards: open regression alerts for the PM and the lead, and the suite's progress."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from webapp.auth.service import Principal
+from webapp.home.cards import HomeCard
+from webapp.regression import service
+from webapp.spec import EvalSpec
+
+ALERT_ROLES = frozenset({"pm", "lead"})
+
+
+def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
+    """Return the open-alerts card (PM, lead) and the suite-progress card (PM, lead)."""
+    if not principal.has_role(*ALERT_ROLES):
+        return []
+    cards: list[HomeCard] = []
+    open_alerts = service.list_alerts(session=session, open_only=True, limit=3)
+    n_open = service.count_open_alerts(session=session)
+    if n_open:
+        newest = open_alerts[0][0].message if open_alerts else ""
+        cards.append(
+            HomeCard(
+                title="Regression alerts",
+                body=f"{n_open} open. Newest: {newest}",
+                href="/regression/alerts",
+                action="Review alerts",
+                count=n_open,
+                tone="alert",
+                roles=ALERT_ROLES,
+            )
+        )
+    n_cases = service.count_cases(session=session)
+    target = spec.regression.target_cases
+    cards.append(
+        HomeCard(
+            title="Regression suite",
+            body=f"{n_cases} of {target} cases; add failing drafts from a run's checks page.",
+            href="/regression",
+            action="Open the suite",
+            count=n_cases,
+            tone="ok" if n_cases >= target else "info",
+            roles=ALERT_ROLES,
+        )
+    )
+    return cards

@@ -1,0 +1,191 @@
+"""Pages: the regression suite and its results per run, adding a case from a draft, the suite
+export, run comparison, baselines, and regression alerts."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+
+from webapp.auth.service import Principal
+from webapp.checks import service as checks_service
+from webapp.checks.routes import run_or_404
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role
+from webapp.regression import service
+from webapp.regression.routes import ACK_ROLES, ADD_ROLES, BASELINE_ROLES, READ_ROLES
+from webapp.runs.service import RunNotFound, resolve_run
+from webapp.templating import is_htmx, render
+
+router = APIRouter()
+
+
+@router.get("/regression", response_class=HTMLResponse, name="regression_suite")
+def suite_page(
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
+) -> HTMLResponse:
+    """Show the regression suite, its progress towards the target, and its results for a run (newest by default)."""
+    ref = request.query_params.get("run", "").strip()
+    run = None
+    if ref:
+        run = run_or_404(session, ref)
+    else:
+        latest = service.latest_run_id(session=session)
+        run = run_or_404(session, str(latest)) if latest is not None else None
+    report = service.suite_report(session=session, run_id=run.id) if run is not None else None  # type: ignore[arg-type]
+    cases = service.list_cases(session=session)
+    return render(
+        request,
+        "regression/index.html",
+        {
+            "cases": cases,
+            "report": report,
+            "results": {r.case.case_id: r for r in report.results} if report else {},
+            "run": run,
+            "runs": service.runs_for_picker(session=session),
+            "target": spec.regression.target_cases,
+            "months": spec.regression.target_months,
+        },
+        block="results",
+    )
+
+
+@router.get("/regression/export.jsonl", name="regression_export")
+def suite_export(session: SessionDep, principal: Principal = Depends(require_role(*READ_ROLES))) -> PlainTextResponse:
+    """Download the suite as JSONL in the dataset format guide's schema."""
+    return PlainTextResponse(
+        service.export_jsonl(session=session),
+        media_type="application/jsonl",
+        headers={"Content-Disposition": 'attachment; filename="regression-suite.jsonl"'},
+    )
+
+
+@router.get("/runs/{run}/regression", response_class=HTMLResponse, name="run_regression")
+def run_regression_page(
+    request: Request, run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
+) -> HTMLResponse:
+    """Show the regression suite's result for one run, case by case."""
+    r = run_or_404(session, run)
+    report = service.suite_report(session=session, run_id=r.id)  # type: ignore[arg-type]
+    return render(request, "regression/run.html", {"run": r, "report": report, "target": spec.regression.target_cases})
+
+
+def _draft_context(session: SessionDep, draft_id: int) -> checks_service.DraftChecks:
+    try:
+        return checks_service.draft_results(session=session, draft_id=draft_id)
+    except checks_service.DraftNotFound as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+
+
+@router.get("/regression/cases/from-draft/{draft_id}", response_class=HTMLResponse, name="regression_from_draft_form")
+def from_draft_form(
+    request: Request, draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
+) -> HTMLResponse:
+    """Show the form that adds a draft's case to the regression suite with a note of the failure."""
+    d = _draft_context(session, draft_id)
+    failures = [r for r in d.results if r.failed]
+    note = "; ".join(f"{r.key}: {r.reason}" for r in failures)
+    return render(request, "regression/from_draft.html", {"d": d, "note": note, "source": "run", "error": None})
+
+
+@router.post("/regression/cases/from-draft/{draft_id}", name="regression_from_draft")
+def from_draft_submit(
+    request: Request,
+    draft_id: int,
+    session: SessionDep,
+    note: str = Form(""),
+    source: str = Form("run"),
+    principal: Principal = Depends(require_role(*ADD_ROLES)),
+) -> Response:
+    """Append a draft's case to the regression suite with a note (never edited or removed afterwards)."""
+    d = _draft_context(session, draft_id)
+    if source not in ("run", "grading", "review"):
+        source = "run"
+    try:
+        case = service.add_case_from_draft(
+            session=session, draft_id=draft_id, created_by=principal.user_id, note=note, source=source  # type: ignore[arg-type]
+        )
+    except service.RegressionError as exc:
+        return render(
+            request,
+            "regression/from_draft.html",
+            {"d": d, "note": note, "source": source, "error": str(exc)},
+            status_code=409 if "already" in str(exc) else 422,
+        )
+    if is_htmx(request):
+        return Response(status_code=204, headers={"HX-Trigger": "regression-case-added", "HX-Redirect": f"/regression#case-{case.case_id}"})
+    return RedirectResponse(f"/regression#case-{case.case_id}", status_code=303)
+
+
+@router.get("/runs/compare", response_class=HTMLResponse, name="runs_compare")
+def compare_page(
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
+) -> HTMLResponse:
+    """Compare two runs over the same dataset: per-case changes, per-check deltas, rubric means."""
+    a_ref = request.query_params.get("a", "").strip()
+    b_ref = request.query_params.get("b", "").strip()
+    error = None
+    comparison = None
+    if a_ref and b_ref:
+        try:
+            ra, rb = resolve_run(session=session, ref=a_ref), resolve_run(session=session, ref=b_ref)
+            comparison = service.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
+        except (RunNotFound, service.NotComparable) as exc:
+            error = str(exc)
+    return render(
+        request,
+        "regression/compare.html",
+        {
+            "a_ref": a_ref,
+            "b_ref": b_ref,
+            "runs": service.runs_for_picker(session=session),
+            "cmp": comparison,
+            "error": error,
+            "grading_available": service.final_grades(session=session, run_id=0) is not None,
+        },
+        status_code=422 if error else 200,
+    )
+
+
+@router.post("/runs/{run}/baseline", name="run_baseline")
+def baseline_submit(
+    run: str,
+    session: SessionDep,
+    action: str = Form("mark"),
+    principal: Principal = Depends(require_role(*BASELINE_ROLES)),
+) -> RedirectResponse:
+    """Mark (or unmark) a run as the baseline of its dataset, then go back to its checks."""
+    r = run_or_404(session, run)
+    if action == "unmark":
+        service.unmark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+    else:
+        service.mark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+    return RedirectResponse(f"/runs/{r.id}/checks", status_code=303)
+
+
+@router.get("/regression/alerts", response_class=HTMLResponse, name="regression_alerts")
+def alerts_page(
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
+) -> HTMLResponse:
+    """List regression alerts, open ones first, with an Acknowledge button for the PM and the lead."""
+    rows = service.list_alerts(session=session)
+    rows.sort(key=lambda ar: ar[0].acknowledged_at is not None)
+    return render(
+        request,
+        "regression/alerts.html",
+        {"rows": rows, "can_ack": principal.has_role(*ACK_ROLES), "drop": spec.regression.alert_pass_rate_drop},
+        block="results",
+    )
+
+
+@router.post("/regression/alerts/{alert_id}/acknowledge", name="regression_alert_ack")
+def alert_ack(
+    request: Request, alert_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ACK_ROLES))
+) -> Response:
+    """Acknowledge a regression alert."""
+    try:
+        service.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
+    except LookupError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    if is_htmx(request):
+        return Response(status_code=204, headers={"HX-Trigger": "alerts-updated"})
+    return RedirectResponse("/regression/alerts", status_code=303)

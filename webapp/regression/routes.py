@@ -1,0 +1,154 @@
+"""JSON API of the regression suite, run comparison, baselines and regression alerts."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from webapp.auth.service import Principal
+from webapp.checks.routes import run_or_404
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role
+from webapp.regression import service
+from webapp.regression.models import RegressionCase
+
+router = APIRouter(tags=["regression"])
+
+READ_ROLES = ("lead", "pm", "admin", "support_lead")
+ADD_ROLES = ("lead", "pm", "labeler")
+BASELINE_ROLES = ("lead", "pm", "admin")
+ACK_ROLES = ("lead", "pm")
+
+
+def case_payload(case: RegressionCase) -> dict[str, Any]:
+    """Return a regression case as JSON."""
+    return {
+        "id": case.id,
+        "case_id": case.case_id,
+        "input": case.input,
+        "note": case.note,
+        "source": case.source,
+        "source_ref": case.source_ref,
+        "category": case.category,
+        "intent": case.intent,
+        "expected_behavior": case.expected_behavior,
+        "reference": case.reference,
+        "kb_articles": case.kb_articles,
+        "created_by": case.created_by,
+        "created_at": case.created_at.isoformat(),
+    }
+
+
+@router.get("/regression/cases")
+def get_cases(
+    session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES, "labeler"))
+) -> dict[str, Any]:
+    """List the regression suite and its progress towards the target size."""
+    cases = service.list_cases(session=session)
+    return {"count": len(cases), "target": spec.regression.target_cases, "cases": [case_payload(c) for c in cases]}
+
+
+class FromDraftIn(BaseModel):
+    """Add the case of a failing draft to the suite."""
+
+    draft_id: int
+    note: str = Field(min_length=1, max_length=4000)
+    source: Literal["run", "grading", "review"] = "run"
+
+
+@router.post("/regression/cases", status_code=201)
+def post_case(
+    body: FromDraftIn, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
+) -> dict[str, Any]:
+    """Append the case of a draft to the regression suite (cases are never edited or removed)."""
+    try:
+        case = service.add_case_from_draft(
+            session=session, draft_id=body.draft_id, created_by=principal.user_id, note=body.note, source=body.source
+        )
+    except service.RegressionError as exc:
+        raise HTTPException(status_code=409 if "already" in str(exc) else 422, detail=str(exc)) from None
+    return case_payload(case)
+
+
+@router.get("/runs/compare")
+def get_compare(
+    session: SessionDep,
+    spec: SpecDep,
+    a: str = Query(..., description="Run name or id"),
+    b: str = Query(..., description="Run name or id"),
+    principal: Principal = Depends(require_role(*READ_ROLES)),
+) -> dict[str, Any]:
+    """Compare two runs over the same dataset: fixed/broke/unchanged cases, per-check deltas, rubric means."""
+    ra, rb = run_or_404(session, a), run_or_404(session, b)
+    try:
+        return service.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id).as_dict()  # type: ignore[arg-type]
+    except service.NotComparable as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+
+
+@router.get("/runs/{run}/regression")
+def get_run_regression(
+    run: str, session: SessionDep, principal: Principal = Depends(require_role(*READ_ROLES))
+) -> dict[str, Any]:
+    """Return the regression suite's result for a run, case by case."""
+    r = run_or_404(session, run)
+    return service.suite_report(session=session, run_id=r.id).as_dict()  # type: ignore[arg-type]
+
+
+@router.post("/runs/{run}/baseline")
+def post_baseline(
+    run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
+) -> dict[str, Any]:
+    """Make a run the baseline of its dataset (the previous baseline stops being one)."""
+    r = service.mark_baseline(session=session, run_id=run_or_404(session, run).id)  # type: ignore[arg-type]
+    return {"run": r.name, "is_baseline": r.is_baseline}
+
+
+@router.delete("/runs/{run}/baseline")
+def delete_baseline(
+    run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
+) -> dict[str, Any]:
+    """Stop a run being the baseline."""
+    r = service.unmark_baseline(session=session, run_id=run_or_404(session, run).id)  # type: ignore[arg-type]
+    return {"run": r.name, "is_baseline": r.is_baseline}
+
+
+def alert_payload(alert: Any, run: Any) -> dict[str, Any]:
+    """Return an alert as JSON."""
+    return {
+        "id": alert.id,
+        "run": run.name,
+        "kind": alert.kind,
+        "message": alert.message,
+        "evidence": alert.evidence,
+        "created_at": alert.created_at.isoformat(),
+        "acknowledged_by": alert.acknowledged_by,
+        "acknowledged_at": alert.acknowledged_at.isoformat() if alert.acknowledged_at else None,
+    }
+
+
+@router.get("/regression/alerts")
+def get_alerts(
+    session: SessionDep,
+    open_only: bool = Query(False, alias="open"),
+    principal: Principal = Depends(require_role(*READ_ROLES)),
+) -> dict[str, Any]:
+    """List regression alerts, newest first (`?open=true`: only unacknowledged)."""
+    rows = service.list_alerts(session=session, open_only=open_only)
+    return {"count": len(rows), "alerts": [alert_payload(a, r) for a, r in rows]}
+
+
+@router.post("/regression/alerts/{alert_id}/acknowledge")
+def post_acknowledge(
+    alert_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ACK_ROLES))
+) -> dict[str, Any]:
+    """Acknowledge a regression alert."""
+    try:
+        alert = service.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
+    except LookupError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    from webapp.runs.models import Run
+
+    return alert_payload(alert, session.get(Run, alert.run_id))
