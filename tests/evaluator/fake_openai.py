@@ -9,7 +9,8 @@ it misbehave on purpose:
   a non-JSON answer, or JSON without the rubric's first metric;
 - `[[draft-bad]]` in a support-draft request: an answer that is not the draft form.
 
-`rate_limit_first=N` answers the first N requests with 429 and `Retry-After`.
+`rate_limit_first=N` answers the first N requests with 429 and `Retry-After`;
+`unavailable_first=N` answers the next N with 503 (no Retry-After).
 Run standalone: `python -m tests.evaluator.fake_openai --port 8999 --delay 0.5`.
 """
 
@@ -80,14 +81,18 @@ def _support_draft(h: str, text: str) -> dict[str, Any]:
 class FakeOpenAI:
     """The fake server's state and app; `start()` runs it in a thread on 127.0.0.1."""
 
-    def __init__(self, *, delay: float = 0.0, rate_limit_first: int = 0, retry_after: float = 0.2) -> None:
+    def __init__(
+        self, *, delay: float = 0.0, rate_limit_first: int = 0, retry_after: float = 0.2, unavailable_first: int = 0
+    ) -> None:
         self.delay = delay
         self.rate_limit_first = rate_limit_first
+        self.unavailable_first = unavailable_first
         self.retry_after = retry_after
         self.calls = 0
         self.by_kind: Counter[str] = Counter()
         self.rate_limited_at: list[float] = []
         self.served_at: list[float] = []
+        self.requests: list[dict[str, Any]] = []  # bodies of answered requests, for assertions
         self._lock = threading.Lock()
         self.app = Starlette(
             routes=[
@@ -118,6 +123,7 @@ class FakeOpenAI:
             self.by_kind.clear()
             self.rate_limited_at.clear()
             self.served_at.clear()
+            self.requests.clear()
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
@@ -126,6 +132,12 @@ class FakeOpenAI:
             limited = self.rate_limit_first > 0
             if limited:
                 self.rate_limit_first -= 1
+            unavailable = not limited and self.unavailable_first > 0
+            if unavailable:
+                self.unavailable_first -= 1
+        if unavailable:
+            self.by_kind["503"] += 1
+            return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
         if limited:
             self.rate_limited_at.append(time.monotonic())
             self.by_kind["429"] += 1
@@ -147,6 +159,8 @@ class FakeOpenAI:
         kind = "judge" if is_judge else "generator"
         self.by_kind[kind] += 1
         self.served_at.append(time.monotonic())
+        if len(self.requests) < 10_000:
+            self.requests.append(body)
         if is_judge:
             if "[[judge-500]]" in user:
                 return JSONResponse({"error": {"message": "judge exploded"}}, status_code=500)

@@ -122,6 +122,10 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
                 raise runner.EvaluationError("--dataset and --system-prompt are required (unless --resume RUN_ID)")
             prepared = runner.prepare(options, kb_loader=_kb_loader(options.kb, settings), spec=spec)
         prices = load_prices(settings.evaluator_prices)
+        if record:
+            from webapp.evaluator.service import check_recordable
+
+            check_recordable(prepared.cases)
     except (runner.EvaluationError, ValueError) as exc:
         raise _err(str(exc)) from exc
 
@@ -157,10 +161,13 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
         return EXIT_NOT_COMPLETED
     if record:
         from webapp.cli_support import cli_session
-        from webapp.evaluator.service import record_evaluation
+        from webapp.evaluator.service import RecordError, record_evaluation
 
-        with cli_session(settings) as session:
-            rec = record_evaluation(session=session, document=doc, spec=settings.eval_spec)
+        try:
+            with cli_session(settings) as session:
+                rec = record_evaluation(session=session, document=doc, spec=settings.eval_spec)
+        except RecordError as exc:
+            raise _err(f"{exc} (the artifacts in {prepared.run_dir} are complete)") from exc
         console.print(f"recorded as run [bold]{rec.run_name}[/] (id {rec.run_pk}) with {rec.drafts} draft(s)", highlight=False)
     return EXIT_OK if doc["status"] == "completed" else EXIT_NOT_COMPLETED
 

@@ -1,0 +1,81 @@
+"""Fixtures of the evaluator tests: the fake OpenAI server, datasets, and running the command."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from tests.evaluator.fake_openai import FakeOpenAI
+from webapp.evaluator.artifacts import MAIN_ARTIFACT, read_json
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI-compatible server on 127.0.0.1 answering at once."""
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def prompt_file(tmp_path: Path) -> Path:
+    path = tmp_path / "system.txt"
+    path.write_text("You are a helpful assistant. Follow every constraint.\n", encoding="utf-8")
+    return path
+
+
+def write_dataset(path: Path, cases: list[dict[str, Any]]) -> Path:
+    """Write test cases as JSONL."""
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    return write_dataset(
+        tmp_path / "data.jsonl",
+        [
+            {"id": "c1", "input": "Explain DNS.", "expected_constraints": "Under 80 words"},
+            {"id": "c2", "input": "Summarise the water cycle.", "task": "Summarise", "topic": "science"},
+            {"id": "c3", "input": "List three prime numbers."},
+        ],
+    )
+
+
+@pytest.fixture
+def evaluate(
+    fake: FakeOpenAI, prompt_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Result]:
+    """Run `prompt-evaluator evaluate-dataset` in-process against the fake server; extra args appended."""
+    from webapp.evaluator.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("DRAFTDESK_MODE", "dev")
+
+    def run(*args: str, dataset: Path | None = None, out: Path | None = None, base: bool = True) -> Result:
+        argv = ["evaluate-dataset"]
+        if base:
+            argv += ["-s", str(prompt_file), "--base-url", fake.base_url, "-o", str(out or tmp_path / "runs")]
+            if dataset is not None:
+                argv += ["-d", str(dataset)]
+        return CliRunner().invoke(app, argv + list(args))
+
+    return run
+
+
+def only_run(out: Path) -> dict[str, Any]:
+    """Return the main artifact of the single run under `out`."""
+    dirs = [d for d in out.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    assert len(dirs) == 1, dirs
+    return read_json(dirs[0] / MAIN_ARTIFACT)
+
+
+def run_doc(out: Path, run_id: str) -> dict[str, Any]:
+    """Return the main artifact of a run."""
+    return read_json(out / run_id / MAIN_ARTIFACT)

@@ -1,0 +1,367 @@
+"""`prompt-evaluator evaluate-dataset` end to end against the fake OpenAI server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import Result
+
+from tests.evaluator.conftest import only_run, write_dataset
+from tests.evaluator.fake_openai import FakeOpenAI
+from webapp.evaluator import runner
+from webapp.evaluator.artifacts import case_file_name, read_json
+
+GUIDE_FIELDS = {
+    "run_id",
+    "dataset_path",
+    "dataset_hash",
+    "dataset_count",
+    "num_samples_per_case",
+    "status",
+    "timestamp_start",
+    "timestamp_end",
+    "system_prompt_path",
+    "generator_config",
+    "judge_config",
+    "rubric_metadata",
+    "test_case_results",
+    "overall_metric_stats",
+    "overall_flag_stats",
+}
+
+
+def run_programmatically(
+    fake: FakeOpenAI, dataset: Path, prompt: Path, out: Path, **kwargs: object
+) -> tuple[dict, runner.ChatClient]:
+    """Run an evaluation through the runner API with tiny backoff, so retry tests stay fast."""
+    client_kwargs = {k: kwargs.pop(k) for k in ("max_attempts", "backoff_base") if k in kwargs}
+    options = runner.EvalOptions(
+        dataset=dataset, system_prompt=prompt, output_dir=out, base_url=fake.base_url, api_key="k", **kwargs  # type: ignore[arg-type]
+    )
+    prepared = runner.prepare(options)
+    client = runner.make_client(options, {}, backoff_base=client_kwargs.get("backoff_base", 0.001), max_attempts=client_kwargs.get("max_attempts", 6))  # type: ignore[arg-type]
+
+    async def go() -> dict:
+        try:
+            return await runner.execute(prepared, client)
+        finally:
+            await client.close()
+
+    return asyncio.run(go()), client
+
+
+class TestCompletedRun:
+    def test_artifacts_have_every_field_of_the_guide(
+        self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path, fake: FakeOpenAI
+    ) -> None:
+        result = evaluate("-n", "3", "--seed", "1", dataset=dataset)
+        assert result.exit_code == 0, result.output
+        out = tmp_path / "runs"
+        doc = only_run(out)
+        assert set(doc) >= GUIDE_FIELDS
+        assert doc["status"] == "completed"
+        assert doc["timestamp_end"] is not None
+        assert doc["dataset_path"] == str(dataset.resolve())
+        assert doc["dataset_hash"] == "sha256:" + hashlib.sha256(dataset.read_bytes()).hexdigest()
+        assert doc["dataset_count"] == 3
+        assert doc["num_samples_per_case"] == 3
+        assert doc["rubric_metadata"]["name"] == "default"
+        assert doc["rubric_metadata"]["hash"].startswith("sha256:")
+        assert [r["test_case_id"] for r in doc["test_case_results"]] == ["c1", "c2", "c3"]
+        assert fake.calls == 3 * 3 * 2
+        run_dir = out / doc["run_id"]
+        for r in doc["test_case_results"]:
+            assert r["status"] == "completed"
+            assert [s["sample_index"] for s in r["samples"]] == [0, 1, 2]
+            assert all(s["status"] == "completed" for s in r["samples"])
+            # the streamed per-case file holds the same result
+            assert read_json(run_dir / case_file_name(r["test_case_id"])) == r
+        assert doc["test_case_results"][1]["metadata"] == {"topic": "science"}
+
+    def test_statistics_match_the_samples(self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path) -> None:
+        assert evaluate("-n", "4", "--seed", "9", dataset=dataset).exit_code == 0
+        doc = only_run(tmp_path / "runs")
+        case_means = {"semantic_fidelity": [], "clarity": []}
+        for r in doc["test_case_results"]:
+            for metric in ("semantic_fidelity", "clarity"):
+                scores = [s["judge_scores"][metric] for s in r["samples"]]
+                stats = r["per_metric_stats"][metric]
+                assert stats["mean"] == pytest.approx(np.mean(scores))
+                assert stats["std"] == pytest.approx(np.std(scores, ddof=1))
+                assert (stats["min"], stats["max"], stats["count"]) == (min(scores), max(scores), 4)
+                high = stats["std"] > 1.0 or stats["std"] > 0.2 * stats["mean"]
+                assert stats["high_variance"] is high
+                assert (metric in r["high_variance_metrics"]) is high
+                case_means[metric].append(np.mean(scores))
+            flags = [s["flags"]["omitted_constraints"] for s in r["samples"]]
+            assert r["per_flag_stats"]["omitted_constraints"]["true_count"] == sum(flags)
+        for metric, means in case_means.items():
+            assert doc["overall_metric_stats"][metric]["mean_of_means"] == pytest.approx(np.mean(means))
+        total_true = sum(
+            s["flags"]["omitted_constraints"] for r in doc["test_case_results"] for s in r["samples"]
+        )
+        assert doc["overall_flag_stats"]["omitted_constraints"]["true_count"] == total_true
+        assert doc["overall_flag_stats"]["omitted_constraints"]["total_count"] == 12
+
+    def test_judge_gets_a_strict_schema_from_the_rubric(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI
+    ) -> None:
+        assert evaluate("-n", "1", "--max-cases", "1", dataset=dataset).exit_code == 0
+        judge = [r for r in fake.requests if (r.get("response_format") or {}).get("type") == "json_schema"]
+        assert len(judge) == 1
+        schema = judge[0]["response_format"]["json_schema"]
+        assert schema["strict"] is True
+        props = schema["schema"]["properties"]
+        assert props["semantic_fidelity"] == {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 5,
+            "description": props["semantic_fidelity"]["description"],
+        }
+        assert props["omitted_constraints"]["type"] == "boolean"
+        assert props["rationale"]["type"] == "string"
+        assert set(schema["schema"]["required"]) == {"semantic_fidelity", "clarity", "omitted_constraints", "rationale"}
+        assert judge[0]["temperature"] == 0.0
+
+    def test_index_keeps_one_entry_per_run(self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path) -> None:
+        assert evaluate("-n", "1", "--description", "baseline", dataset=dataset).exit_code == 0
+        assert evaluate("-n", "1", "--temperature", "0.3", dataset=dataset).exit_code == 0
+        index = read_json(tmp_path / "runs" / "index.json")
+        assert len(index["runs"]) == 2
+        assert len({r["run_id"] for r in index["runs"]}) == 2
+        first = index["runs"][0]
+        assert first["description"] == "baseline"
+        assert first["dataset_hash"].startswith("sha256:") and first["rubric_hash"].startswith("sha256:")
+        assert set(first["overall_metrics"]) == {"semantic_fidelity", "clarity"}
+
+
+class TestCache:
+    def test_unchanged_rerun_makes_no_call(
+        self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path, fake: FakeOpenAI
+    ) -> None:
+        assert evaluate("-n", "2", "--seed", "5", dataset=dataset).exit_code == 0
+        first_calls = fake.calls
+        assert first_calls == 12
+        second = evaluate("-n", "2", "--seed", "5", dataset=dataset)
+        assert second.exit_code == 0
+        assert fake.calls == first_calls
+        assert "12 from the cache, 0 API call(s)" in " ".join(second.output.split())
+        index = read_json(tmp_path / "runs" / "index.json")["runs"]
+        a, b = (read_json(tmp_path / "runs" / r["run_id"] / "dataset_evaluation.json") for r in index)
+        assert a["test_case_results"] == b["test_case_results"]
+        assert index[1]["execution"]["api_calls"] == 0
+
+    def test_samples_are_independent_draws(self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI) -> None:
+        assert evaluate("-n", "3", "--max-cases", "1", dataset=dataset).exit_code == 0
+        # one case, three samples: three generator calls although the messages are the same
+        assert fake.by_kind["generator"] == 3
+
+    def test_changed_temperature_or_no_cache_calls_again(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI
+    ) -> None:
+        assert evaluate("-n", "1", dataset=dataset).exit_code == 0
+        assert evaluate("-n", "1", "-t", "0.2", dataset=dataset).exit_code == 0
+        assert fake.by_kind["generator"] == 6
+        assert evaluate("-n", "1", "--no-cache", dataset=dataset).exit_code == 0
+        assert fake.by_kind["generator"] == 9
+
+    def test_errors_are_not_cached(self, fake: FakeOpenAI, prompt_file: Path, tmp_path: Path) -> None:
+        ds = write_dataset(tmp_path / "d.jsonl", [{"id": "x", "input": "[[judge-500]] hello"}])
+        out = tmp_path / "out"
+        run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2)
+        judge_calls = fake.by_kind["judge"]
+        assert judge_calls == 2
+        run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2)
+        assert fake.by_kind["generator"] == 1  # the generation was cached
+        assert fake.by_kind["judge"] == 4  # the failed judgement was asked again
+
+
+class TestSampleStatuses:
+    def test_every_status_and_stats_leave_the_failures_out(self, fake: FakeOpenAI, prompt_file: Path, tmp_path: Path) -> None:
+        ds = write_dataset(
+            tmp_path / "d.jsonl",
+            [
+                {"id": "ok", "input": "Say hello."},
+                {"id": "gen", "input": "[[gen-500]] Say hello."},
+                {"id": "judge", "input": "[[judge-500]] Say hello."},
+                {"id": "notjson", "input": "[[judge-notjson]] Say hello."},
+                {"id": "missing", "input": "[[judge-missing]] Say hello."},
+            ],
+        )
+        doc, _ = run_programmatically(fake, ds, prompt_file, tmp_path / "out", num_samples=2, max_attempts=2)
+        by_id = {r["test_case_id"]: r for r in doc["test_case_results"]}
+        expected = {
+            "ok": "completed",
+            "gen": "generation_error",
+            "judge": "judge_error",
+            "notjson": "judge_invalid_response",
+            "missing": "judge_invalid_response",
+        }
+        for cid, status in expected.items():
+            assert [s["status"] for s in by_id[cid]["samples"]] == [status, status], cid
+        assert "not JSON" in by_id["notjson"]["samples"][0]["error"]
+        assert "'semantic_fidelity' is a required property" in by_id["missing"]["samples"][0]["error"]
+        assert by_id["judge"]["samples"][0]["generator_output"] is not None
+        assert by_id["ok"]["status"] == "completed"
+        for cid in ("gen", "judge", "notjson", "missing"):
+            assert by_id[cid]["status"] == "failed"
+            assert by_id[cid]["per_metric_stats"]["clarity"]["count"] == 0
+            assert by_id[cid]["per_flag_stats"]["omitted_constraints"]["total_count"] == 0
+        assert doc["status"] == "partial"
+        # the overall means come from the one case with valid samples
+        ok_mean = by_id["ok"]["per_metric_stats"]["clarity"]["mean"]
+        assert doc["overall_metric_stats"]["clarity"] == {
+            "mean_of_means": ok_mean,
+            "min_of_means": ok_mean,
+            "max_of_means": ok_mean,
+            "num_cases": 1,
+        }
+
+    def test_run_statuses_partial_and_failed_exit_1(
+        self, evaluate: Callable[..., Result], tmp_path: Path
+    ) -> None:
+        mixed = write_dataset(tmp_path / "m.jsonl", [{"id": "a", "input": "hi"}, {"id": "b", "input": "[[judge-notjson]]"}])
+        result = evaluate("-n", "1", dataset=mixed, out=tmp_path / "o1")
+        assert result.exit_code == 1
+        assert only_run(tmp_path / "o1")["status"] == "partial"
+        bad = write_dataset(tmp_path / "f.jsonl", [{"id": "a", "input": "[[judge-missing]]"}])
+        result = evaluate("-n", "1", dataset=bad, out=tmp_path / "o2")
+        assert result.exit_code == 1
+        assert only_run(tmp_path / "o2")["status"] == "failed"
+
+    def test_case_with_some_valid_samples_is_partial(self) -> None:
+        from webapp.evaluator.rubric import load_rubric
+
+        rubric = load_rubric("default")
+        result = {
+            "samples": [
+                {"status": "completed", "judge_scores": {"semantic_fidelity": 4, "clarity": 5}, "flags": {"omitted_constraints": False}},
+                {"status": "judge_error", "judge_scores": None, "flags": None},
+            ]
+        }
+        runner.finish_case(result, rubric)
+        assert result["status"] == "partial"
+        assert result["per_metric_stats"]["clarity"]["count"] == 1
+
+
+class TestRetries:
+    def test_429_waits_for_retry_after(self, prompt_file: Path, tmp_path: Path) -> None:
+        server = FakeOpenAI(rate_limit_first=2, retry_after=0.3).start()
+        try:
+            ds = write_dataset(tmp_path / "d.jsonl", [{"id": "a", "input": "hi"}])
+            doc, client = run_programmatically(server, ds, prompt_file, tmp_path / "o", num_samples=1, concurrency=4)
+        finally:
+            server.stop()
+        assert doc["status"] == "completed"
+        assert client.stats.rate_limited == 2
+        assert server.by_kind["429"] == 2
+        # each 429 asked for 0.3 s: the next answered request came at least that long after the first 429
+        assert server.served_at[0] - server.rate_limited_at[0] >= 0.29
+        assert server.rate_limited_at[1] - server.rate_limited_at[0] >= 0.29
+        # after a 429 the client lets fewer requests in flight
+        assert client.limiter.limit < 4
+
+    def test_transient_5xx_is_retried(self, prompt_file: Path, tmp_path: Path) -> None:
+        server = FakeOpenAI(unavailable_first=2).start()
+        try:
+            ds = write_dataset(tmp_path / "d.jsonl", [{"id": "a", "input": "hi"}])
+            doc, client = run_programmatically(server, ds, prompt_file, tmp_path / "o", num_samples=1)
+        finally:
+            server.stop()
+        assert doc["status"] == "completed"
+        assert client.stats.retries == 2
+
+    def test_attempts_are_bounded(self, fake: FakeOpenAI, prompt_file: Path, tmp_path: Path) -> None:
+        ds = write_dataset(tmp_path / "d.jsonl", [{"id": "a", "input": "[[gen-500]]"}])
+        doc, _ = run_programmatically(fake, ds, prompt_file, tmp_path / "o", num_samples=1, max_attempts=3)
+        sample = doc["test_case_results"][0]["samples"][0]
+        assert sample["status"] == "generation_error"
+        assert "gave up after 3 attempts" in sample["error"]
+        assert fake.by_kind["generator"] == 3
+
+
+class TestUsageErrors:
+    def test_bad_dataset_exits_2_before_any_call(
+        self, evaluate: Callable[..., Result], tmp_path: Path, fake: FakeOpenAI
+    ) -> None:
+        bad = tmp_path / "dup.jsonl"
+        bad.write_text('{"id": "a", "input": "x"}\n{"id": "a", "input": "y"}\n', encoding="utf-8")
+        result = evaluate(dataset=bad)
+        assert result.exit_code == 2
+        assert "Duplicate test case ID 'a' found at line 2" in " ".join(result.output.split())
+        assert fake.calls == 0
+        assert not (tmp_path / "runs").exists()
+
+    def test_missing_field_and_bad_extension(self, evaluate: Callable[..., Result], tmp_path: Path, fake: FakeOpenAI) -> None:
+        bad = tmp_path / "m.jsonl"
+        bad.write_text('{"input": "x"}\n', encoding="utf-8")
+        result = evaluate(dataset=bad)
+        assert result.exit_code == 2
+        assert "Record at line 1 is missing required field: id" in result.output
+        csv = tmp_path / "d.csv"
+        csv.write_text("id,input\n", encoding="utf-8")
+        result = evaluate(dataset=csv)
+        assert result.exit_code == 2
+        assert "Unsupported dataset file format: .csv" in result.output
+        assert fake.calls == 0
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--rubric", "nope"], "neither a built-in rubric"),
+            (["--case-ids", "c1,zzz"], "no test case with id 'zzz'"),
+            (["--max-cases", "0"], "--max-cases must be at least 1"),
+            (["-n", "0"], "--num-samples must be at least 1"),
+        ],
+    )
+    def test_bad_options_exit_2(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, args: list[str], message: str
+    ) -> None:
+        result = evaluate(*args, dataset=dataset)
+        assert result.exit_code == 2
+        assert message in " ".join(result.output.split())
+        assert fake.calls == 0
+
+    def test_dataset_is_required(self, evaluate: Callable[..., Result]) -> None:
+        result = evaluate()
+        assert result.exit_code == 2
+        assert "--dataset and --system-prompt are required" in " ".join(result.output.split())
+
+    def test_bad_rubric_file_names_the_field(self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path) -> None:
+        rubric = tmp_path / "r.yaml"
+        rubric.write_text("name: r\nmetrics:\n  - name: m\n    scale: {min: 5, max: 1}\n    description: d\n", encoding="utf-8")
+        result = evaluate("--rubric", str(rubric), dataset=dataset)
+        assert result.exit_code == 2
+        assert "metrics.0.scale" in result.output
+
+
+class TestSelection:
+    def test_case_ids_keep_dataset_order(self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path) -> None:
+        assert evaluate("--case-ids", "c3,c1", "--quick", dataset=dataset).exit_code == 0
+        doc = only_run(tmp_path / "runs")
+        assert [r["test_case_id"] for r in doc["test_case_results"]] == ["c1", "c3"]
+        assert doc["num_samples_per_case"] == 2
+        assert doc["dataset_count"] == 3
+
+    def test_max_cases(self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path, fake: FakeOpenAI) -> None:
+        result = evaluate("--max-cases", "2", "-n", "1", dataset=dataset)
+        assert result.exit_code == 0
+        assert [r["test_case_id"] for r in only_run(tmp_path / "runs")["test_case_results"]] == ["c1", "c2"]
+        assert "4 call(s)" in " ".join(result.output.split())
+        assert fake.calls == 4
+
+
+def test_yaml_example_dataset_runs(evaluate: Callable[..., Result], tmp_path: Path) -> None:
+    """The example dataset shipped in examples/ evaluates cleanly."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "datasets" / "sample.yaml"
+    result = evaluate("--quick", dataset=example)
+    assert result.exit_code == 0, result.output
+    doc = only_run(tmp_path / "runs")
+    assert json.dumps(doc)  # serialisable
+    assert doc["dataset_format"] == ".yaml"

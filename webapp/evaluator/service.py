@@ -1,0 +1,428 @@
+"""Record an evaluation in the database, and read it back for the run page (with judge-human agreement)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, support_fields
+from webapp.datasets.models import EvalCase
+from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
+from webapp.runs.models import Draft, Run
+from webapp.spec import Criterion, EvalSpec
+from webapp.timeutil import as_utc
+
+
+class RecordError(ValueError):
+    """The run cannot be recorded (its dataset changed, or a case does not fit the database)."""
+
+
+class EvaluatorRunNotFound(LookupError):
+    """No recorded evaluator run has that reference."""
+
+
+def check_recordable(cases: list[TestCase]) -> None:
+    """Refuse, before any call, cases the dataset import would refuse (support fields, id length)."""
+    for case in cases:
+        try:
+            support_fields(case.metadata)
+        except SupportFieldError as exc:
+            raise RecordError(f"--record: test case '{case.id}': {exc}") from exc
+        if len(case.id) > 200:
+            raise RecordError(f"--record: test case id longer than 200 characters: '{case.id[:40]}…'")
+
+
+@dataclass
+class RecordResult:
+    run_pk: int
+    run_name: str
+    evaluator_run_id: int
+    drafts: int
+    checks_run: bool
+
+
+def _ts(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value) if value else None
+
+
+def _draft_fields(sample: dict[str, Any], output_kind: str) -> dict[str, Any] | None:
+    out = sample.get("generator_output")
+    if out is None:
+        return None
+    if output_kind == "support_draft":
+        if not isinstance(out, dict):
+            return None
+        return {
+            "draft_text": out.get("draft"),
+            "citations": [{"article_id": c["article_id"], "revision": c.get("revision")} for c in out.get("citations", [])],
+            "confidence": out.get("confidence"),
+            "intent": (out.get("intent") or None) and str(out["intent"])[:60],
+            "escalated": bool(out.get("escalate")),
+            "raw_output": out,
+        }
+    return {"draft_text": str(out), "raw_output": {"text": out}}
+
+
+def record_evaluation(*, session: Session, document: dict[str, Any], spec: EvalSpec, run_checks: bool = True) -> RecordResult:
+    """Store a finished evaluation: dataset (imported or reused), Run + Drafts, statistics, judge scores; run the checks."""
+    from webapp.datasets.service import import_dataset_file
+
+    run_uuid = document["run_id"]
+    if session.exec(select(EvaluatorRun).where(EvaluatorRun.artifact_run_id == run_uuid)).first() is not None:
+        raise RecordError(f"--record: run {run_uuid} is already recorded")
+    path = Path(document["dataset_path"])
+    try:
+        imported = import_dataset_file(session=session, path=path)
+    except DatasetError as exc:
+        raise RecordError(f"--record: {exc.location}") from exc
+    dataset = imported.dataset
+    if dataset.sha256 != document["dataset_hash"]:
+        raise RecordError(f"--record: {path} changed since the run read it (hash {dataset.sha256[:19]}…); not recorded")
+    cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id)).all()}
+    gen, judge, rubric = document["generator_config"], document["judge_config"], document["rubric_metadata"]
+    run = Run(
+        name=f"evaluator-{run_uuid}",
+        dataset_id=dataset.id,  # type: ignore[arg-type]
+        model=str(gen["model"])[:200],
+        prompt_version=f"{Path(document['system_prompt_path']).name} {document['system_prompt_hash'][:19]}"[:200],
+        notes=(document.get("description") or f"prompt-evaluator run with rubric {rubric['name']}"),
+        source="evaluator",
+    )
+    session.add(run)
+    session.flush()
+    ev = EvaluatorRun(
+        run_id=run.id,  # type: ignore[arg-type]
+        artifact_run_id=run_uuid,
+        status=document["status"],
+        description=document.get("description") or "",
+        dataset_hash=document["dataset_hash"],
+        rubric_name=rubric["name"],
+        rubric_hash=rubric["hash"],
+        generator_model=gen["model"],
+        judge_model=judge["model"],
+        temperature=gen["temperature"],
+        seed=gen["seed"],
+        num_samples=document["num_samples_per_case"],
+        metrics=rubric["metrics"],
+        flags=[f["name"] for f in rubric["flags"]] + list(rubric.get("check_flags", [])),
+        overall_metric_stats=document["overall_metric_stats"],
+        overall_flag_stats=document["overall_flag_stats"],
+        timestamp_start=_ts(document.get("timestamp_start")),
+        timestamp_end=_ts(document.get("timestamp_end")),
+    )
+    session.add(ev)
+    session.flush()
+    drafts = 0
+    for result in document["test_case_results"]:
+        case = cases.get(result["test_case_id"])
+        if case is None:
+            raise RecordError(f"--record: test case {result['test_case_id']!r} is not in the imported dataset")
+        for metric, s in result["per_metric_stats"].items():
+            session.add(
+                EvaluatorCaseMetric(
+                    evaluator_run_id=ev.id,  # type: ignore[arg-type]
+                    case_pk=case.id,  # type: ignore[arg-type]
+                    case_status=result["status"],
+                    metric=metric,
+                    mean=s["mean"],
+                    std=s["std"],
+                    min=s["min"],
+                    max=s["max"],
+                    count=s["count"],
+                    high_variance=bool(s["high_variance"]),
+                )
+            )
+        for flag, s in result["per_flag_stats"].items():
+            session.add(
+                EvaluatorCaseFlag(
+                    evaluator_run_id=ev.id,  # type: ignore[arg-type]
+                    case_pk=case.id,  # type: ignore[arg-type]
+                    flag=flag,
+                    true_count=s["true_count"],
+                    false_count=s["false_count"],
+                    total_count=s["total_count"],
+                    true_proportion=s["true_proportion"],
+                )
+            )
+        for sample in result["samples"]:
+            fields = _draft_fields(sample, gen.get("output", "text"))
+            if fields is None:
+                continue  # nothing was generated: no draft to grade
+            draft = Draft(
+                run_id=run.id,  # type: ignore[arg-type]
+                case_pk=case.id,  # type: ignore[arg-type]
+                sample_index=sample["sample_index"],
+                cost_usd=sample.get("cost_usd"),
+                **fields,
+            )
+            session.add(draft)
+            session.flush()
+            drafts += 1
+            session.add(
+                EvaluatorJudgeScore(
+                    evaluator_run_id=ev.id,  # type: ignore[arg-type]
+                    draft_id=draft.id,  # type: ignore[arg-type]
+                    sample_status=sample["status"],
+                    scores=sample.get("judge_scores"),
+                    flags=sample.get("flags"),
+                    rationale=sample.get("judge_rationale"),
+                    error=sample.get("error"),
+                )
+            )
+    session.flush()
+    if run_checks:
+        from webapp.checks.service import check_run
+
+        check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+    return RecordResult(run.id, run.name, ev.id, drafts, run_checks)  # type: ignore[arg-type]
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class CriterionAgreement:
+    """How the judge's scores compare with the humans' final grades on one criterion."""
+
+    key: str
+    name: str
+    kind: str  # pass_fail | scale
+    n: int
+    agreement: float | None  # pass/fail: same verdict; scale: same side of the pass threshold
+    within_one: float | None = None  # scale only: |judge - human| <= 1
+    mean_abs_diff: float | None = None  # scale only
+    judge_mean: float | None = None
+    human_mean: float | None = None
+
+
+def _judge_passes(score: float, metric: dict[str, Any]) -> bool:
+    # A pass/fail criterion is scored on a scale whose top means pass (support-draft: 0/1).
+    return score >= metric["scale"]["max"]
+
+
+def judge_human_agreement(
+    pairs: list[tuple[dict[str, Any], Any]], criteria: list[Criterion], metrics: list[dict[str, Any]]
+) -> list[CriterionAgreement]:
+    """Compare judge scores with final human grades per criterion the rubric shares with the spec."""
+    by_name = {m["name"]: m for m in metrics}
+    out: list[CriterionAgreement] = []
+    for c in criteria:
+        metric = by_name.get(c.key)
+        if metric is None:
+            continue
+        rows = [(j[c.key], getattr(h, c.key)) for j, h in pairs if j.get(c.key) is not None]
+        if c.kind == "pass_fail":
+            same = [(_judge_passes(j, metric)) == (str(h) == "pass") for j, h in rows]
+            out.append(
+                CriterionAgreement(
+                    c.key,
+                    c.name,
+                    c.kind,
+                    len(rows),
+                    (sum(same) / len(same)) if same else None,
+                    judge_mean=statistics.fmean(1.0 if _judge_passes(j, metric) else 0.0 for j, _ in rows) if rows else None,
+                    human_mean=statistics.fmean(1.0 if str(h) == "pass" else 0.0 for _, h in rows) if rows else None,
+                )
+            )
+            continue
+        threshold = c.pass_threshold if c.pass_threshold is not None else 0
+        diffs = [abs(float(j) - float(h)) for j, h in rows]
+        sides = [(float(j) >= threshold) == (float(h) >= threshold) for j, h in rows]
+        out.append(
+            CriterionAgreement(
+                c.key,
+                c.name,
+                c.kind,
+                len(rows),
+                (sum(sides) / len(sides)) if sides else None,
+                within_one=(sum(d <= 1 for d in diffs) / len(diffs)) if diffs else None,
+                mean_abs_diff=statistics.fmean(diffs) if diffs else None,
+                judge_mean=statistics.fmean(float(j) for j, _ in rows) if rows else None,
+                human_mean=statistics.fmean(float(h) for _, h in rows) if rows else None,
+            )
+        )
+    return out
+
+
+@dataclass
+class CaseRow:
+    case_id: str
+    status: str
+    metrics: dict[str, EvaluatorCaseMetric]
+    flags: dict[str, EvaluatorCaseFlag]
+    visible: bool = True
+
+
+@dataclass
+class JudgeRow:
+    draft_id: int
+    case_id: str
+    sample_index: int
+    status: str
+    scores: dict[str, Any] | None
+    flags: dict[str, Any] | None
+    rationale: str | None
+    error: str | None
+    human_final: Any | None = None
+    visible: bool = True
+
+
+@dataclass
+class EvaluatorReport:
+    """Everything the run page shows."""
+
+    run: Run
+    ev: EvaluatorRun
+    metric_names: list[str]
+    flag_names: list[str]
+    cases: list[CaseRow]
+    warnings: list[tuple[str, EvaluatorCaseMetric]]
+    judge_rows: list[JudgeRow]
+    agreement: list[CriterionAgreement] = field(default_factory=list)
+    graded: int = 0
+    shares_criteria: bool = False
+    hidden_drafts: int = 0
+
+    @property
+    def overall_visible(self) -> bool:
+        """Tell whether the run-wide statistics may be shown (no judge score is hidden from this viewer)."""
+        return self.hidden_drafts == 0
+
+
+def list_evaluator_runs(*, session: Session) -> list[tuple[Run, EvaluatorRun]]:
+    """List recorded evaluator runs, newest first."""
+    rows = session.exec(
+        select(Run, EvaluatorRun).join(EvaluatorRun, col(EvaluatorRun.run_id) == Run.id).order_by(col(EvaluatorRun.id).desc())
+    ).all()
+    return [(r, e) for r, e in rows]
+
+
+def get_evaluator_run(*, session: Session, ref: str) -> tuple[Run, EvaluatorRun]:
+    """Find a recorded run by Draft Desk run name or id, or by the artifact's run_id; raise EvaluatorRunNotFound."""
+    ev = session.exec(select(EvaluatorRun).where(EvaluatorRun.artifact_run_id == ref)).first()
+    if ev is None:
+        from webapp.runs.service import RunNotFound, resolve_run
+
+        try:
+            run = resolve_run(session=session, ref=ref)
+        except RunNotFound as exc:
+            raise EvaluatorRunNotFound(f"no evaluator run {ref!r}") from exc
+        ev = session.exec(select(EvaluatorRun).where(EvaluatorRun.run_id == run.id)).first()
+        if ev is None:
+            raise EvaluatorRunNotFound(f"run {ref!r} was not recorded by prompt-evaluator")
+    run = session.get(Run, ev.run_id)
+    assert run is not None
+    return run, ev
+
+
+def _final_grades(session: Session, run_id: int) -> dict[int, Any]:
+    try:
+        from webapp.grading.service import final_grades
+    except ImportError:  # grading not installed in this build: no human grades to compare with
+        return {}
+    return final_grades(session=session, run_id=run_id)
+
+
+def judge_visible_drafts(
+    *, session: Session, run_id: int, principal: Any | None, finals: dict[int, Any]
+) -> set[int] | None:
+    """Return the drafts whose judge scores the viewer may see, or None for all of them.
+
+    Grading is blind: someone who grades (lead or labeler) sees the judge's verdict on a
+    gradable draft only once they have graded it or it has a final grade. Drafts nobody grades
+    (escalations, fallbacks) and viewers who never grade (pm, admin) are not restricted.
+    """
+    if principal is None or not principal.has_role("lead", "labeler"):
+        return None
+    drafts = session.exec(select(Draft.id, Draft.draft_text, Draft.escalated).where(Draft.run_id == run_id)).all()
+    open_to_all = {d for d, text, escalated in drafts if text is None or escalated}
+    graded: set[int] = set()
+    try:
+        from webapp.grading.models import Grade
+    except ImportError:  # no grading in this build: nobody has graded anything
+        Grade = None  # noqa: N806
+    if Grade is not None:
+        graded = set(
+            session.exec(
+                select(Grade.draft_id)
+                .join(Draft, col(Draft.id) == Grade.draft_id)
+                .where(Draft.run_id == run_id, Grade.grader_id == principal.user_id)
+            ).all()
+        )
+    return open_to_all | graded | set(finals)
+
+
+def evaluator_report(*, session: Session, spec: EvalSpec, ref: str, principal: Any | None = None) -> EvaluatorReport:
+    """Gather a recorded run's per-case statistics, variance warnings, judge scores and judge-human agreement.
+
+    With a `principal`, judge scores the viewer may not see yet (blind grading) are hidden, and
+    so are the statistics of any case (and of the run) that would reveal them.
+    """
+    run, ev = get_evaluator_run(session=session, ref=ref)
+    case_ids = dict(session.exec(select(EvalCase.id, EvalCase.case_id).where(EvalCase.dataset_id == run.dataset_id)).all())
+    positions = dict(session.exec(select(EvalCase.id, EvalCase.position).where(EvalCase.dataset_id == run.dataset_id)).all())
+    rows: dict[int, CaseRow] = {}
+    for m in session.exec(select(EvaluatorCaseMetric).where(EvaluatorCaseMetric.evaluator_run_id == ev.id)).all():
+        row = rows.setdefault(m.case_pk, CaseRow(case_ids.get(m.case_pk, "?"), m.case_status, {}, {}))
+        row.metrics[m.metric] = m
+    for f in session.exec(select(EvaluatorCaseFlag).where(EvaluatorCaseFlag.evaluator_run_id == ev.id)).all():
+        row = rows.setdefault(f.case_pk, CaseRow(case_ids.get(f.case_pk, "?"), "", {}, {}))
+        row.flags[f.flag] = f
+    cases = [rows[k] for k in sorted(rows, key=lambda pk: positions.get(pk, 0))]
+    metric_names = [m["name"] for m in ev.metrics]
+    warnings = [(c.case_id, c.metrics[m]) for c in cases for m in metric_names if m in c.metrics and c.metrics[m].high_variance]
+    finals = _final_grades(session, run.id)  # type: ignore[arg-type]
+    visible = judge_visible_drafts(session=session, run_id=run.id, principal=principal, finals=finals)  # type: ignore[arg-type]
+    judge_rows: list[JudgeRow] = []
+    stmt = (
+        select(EvaluatorJudgeScore, Draft)
+        .join(Draft, col(Draft.id) == EvaluatorJudgeScore.draft_id)
+        .where(EvaluatorJudgeScore.evaluator_run_id == ev.id)
+        .order_by(col(Draft.case_pk), col(Draft.sample_index))
+    )
+    for js, draft in session.exec(stmt).all():
+        judge_rows.append(
+            JudgeRow(
+                draft.id,  # type: ignore[arg-type]
+                case_ids.get(draft.case_pk, "?"),
+                draft.sample_index,
+                js.sample_status,
+                js.scores,
+                js.flags,
+                js.rationale,
+                js.error,
+                finals.get(draft.id),  # type: ignore[arg-type]
+                visible is None or draft.id in visible,
+            )
+        )
+    position_of = {cid: positions.get(pk, 0) for pk, cid in case_ids.items()}
+    judge_rows.sort(key=lambda r: (position_of.get(r.case_id, 0), r.sample_index))
+    hidden_cases = {r.case_id for r in judge_rows if not r.visible}
+    for c in cases:
+        c.visible = c.case_id not in hidden_cases
+    warnings = [(cid, m) for cid, m in warnings if cid not in hidden_cases]
+    pairs = [(r.scores, r.human_final) for r in judge_rows if r.scores is not None and r.human_final is not None]
+    shares = any(m in {c.key for c in spec.rubric.criteria} for m in metric_names)
+    return EvaluatorReport(
+        run=run,
+        ev=ev,
+        metric_names=metric_names,
+        flag_names=list(ev.flags),
+        cases=cases,
+        warnings=warnings,
+        judge_rows=judge_rows,
+        agreement=judge_human_agreement(pairs, list(spec.rubric.criteria), ev.metrics) if pairs else [],
+        graded=len(pairs),
+        shares_criteria=shares,
+        hidden_drafts=sum(1 for r in judge_rows if not r.visible),
+    )
+
+
+def recorded_at(ev: EvaluatorRun) -> dt.datetime:
+    """Return when the run was recorded, in UTC."""
+    return as_utc(ev.recorded_at)
