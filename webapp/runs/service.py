@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
+from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import as_utc
 
@@ -377,3 +378,26 @@ def run_public(summary: RunSummary) -> dict[str, Any]:
 def run_summary(*, session: Session, run: Run) -> RunSummary:
     """Return one run's summary (dataset and counts)."""
     return next(s for s in list_runs(session=session) if s.run.id == run.id)
+
+
+@dataclass
+class CitedRevision:
+    """A citation of a draft and the KB revision it points at (None when that revision does not exist)."""
+
+    article_id: str
+    revision: int | None
+    found: KbRevision | None
+
+
+def cited_revisions(*, session: Session, draft: Draft) -> list[CitedRevision]:
+    """Return each citation of a draft with the KB revision it names."""
+    out = []
+    for c in draft.citations:
+        aid, rev = c.get("article_id", ""), c.get("revision")
+        found = None
+        if rev is not None:
+            found = session.exec(
+                select(KbRevision).where(KbRevision.article_id == aid, KbRevision.revision == rev)
+            ).first()
+        out.append(CitedRevision(aid, rev, found))
+    return out

@@ -1,0 +1,110 @@
+"""Run pages, the draft page, and the runs API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.factories import make_article, make_dataset, make_run
+
+
+def seed(session: Session):  # type: ignore[no-untyped-def]
+    make_article(session, "KB-3001", [(2, "deprecated"), (4, "current")], title="Two-factor authentication")
+    ds = make_dataset(
+        session,
+        [
+            {"case_id": "golden-regression-2fa", "input": "How do I set up 2FA?", "category": "routine", "golden": True, "account": {"plan": "Standard"}},
+            {"case_id": "safety-001", "input": "No way out", "category": "safety"},
+        ],
+        name="support-eval-v1",
+    )
+    run = make_run(
+        session,
+        ds,
+        [
+            {
+                "case_id": "golden-regression-2fa",
+                "draft_text": "Use SMS codes <script>alert(1)</script>",
+                "citations": [{"article_id": "KB-3001", "revision": 2}, {"article_id": "KB-7777", "revision": 1}],
+                "confidence": 0.9,
+                "intent": "account_security",
+            },
+            {"case_id": "safety-001", "draft_text": None, "escalated": True, "intent": "cancellation"},
+        ],
+        name="demo-run-1",
+        prompt_version="v3",
+    )
+    session.commit()
+    return run
+
+
+class TestRunPages:
+    def test_list(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        seed(session)
+        r = client_as("labeler").get("/runs")
+        assert r.status_code == 200 and "demo-run-1" in r.text and "support-eval-v1 v1" in r.text
+
+    def test_run_by_name_and_by_id(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        run = seed(session)
+        c = client_as("pm")
+        for ref in ("demo-run-1", str(run.id)):
+            r = c.get(f"/runs/{ref}")
+            assert r.status_code == 200, ref
+            assert "golden-regression-2fa" in r.text and "safety-001" in r.text
+            assert "/runs/demo-run-1/checks" in r.text
+            assert "/runs/compare?a=demo-run-1" in r.text
+            assert f"/grading/runs/{run.id}" in r.text
+        r = c.get("/runs/demo-run-1", params={"category": "safety"})
+        assert "safety-001" in r.text and "golden-regression-2fa" not in r.text
+        assert c.get("/runs/no-such-run").status_code == 404
+
+    def test_compare_is_not_taken_for_a_run_name(self) -> None:
+        from webapp.runs.pages import router
+
+        (route,) = [r for r in router.routes if r.name == "run_detail"]
+        assert route.path_regex.match("/runs/demo-run-1") and route.path_regex.match("/runs/42")
+        assert route.path_regex.match("/runs/compare-v2")  # only the exact reserved word is kept free
+        assert not route.path_regex.match("/runs/compare")  # /runs/compare belongs to the comparison page
+
+    def test_draft_page(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        run = seed(session)
+        from webapp.runs.service import list_drafts
+
+        d = list_drafts(session=session, run_id=run.id)[0].draft
+        r = client_as("lead").get(f"/drafts/{d.id}")
+        assert r.status_code == 200
+        assert "Use SMS codes &lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+        assert f'hx-get="/drafts/{d.id}/checks"' in r.text and f'<a href="/drafts/{d.id}/checks">' in r.text
+        assert "/kb/KB-3001#rev-2" in r.text and "Body of KB-3001 revision 2." in r.text
+        assert "The current revision is" in r.text and "#rev-4" in r.text
+        assert "not in the KB" in r.text  # KB-7777 does not exist
+        assert "How do I set up 2FA?" in r.text
+        assert client_as("lead").get("/drafts/99999").status_code == 404
+
+    def test_empty_state(self, client_as: Callable[..., TestClient]) -> None:
+        assert "No runs yet" in client_as("admin").get("/runs").text
+
+
+class TestRunsApi:
+    def test_runs_and_drafts(self, session: Session, api_as: Callable[..., TestClient]) -> None:
+        run = seed(session)
+        api = api_as("pm")
+        r = api.get("/api/v1/runs")
+        assert r.status_code == 200
+        (item,) = r.json()
+        assert item["name"] == "demo-run-1" and item["drafts"] == 2 and item["escalated"] == 1
+        for ref in ("demo-run-1", str(run.id)):
+            body = api.get(f"/api/v1/runs/{ref}/drafts").json()
+            assert body["run"]["id"] == run.id
+            by_case = {d["case_id"]: d for d in body["drafts"]}
+            assert set(by_case) == {"golden-regression-2fa", "safety-001"}
+            d = by_case["golden-regression-2fa"]
+            assert d["id"] and d["confidence"] == 0.9 and d["intent"] == "account_security"
+            assert d["citations"][0] == {"article_id": "KB-3001", "revision": 2}
+            assert by_case["safety-001"]["draft_text"] is None and by_case["safety-001"]["escalated"] is True
+        assert api.get("/api/v1/runs/nope/drafts").status_code == 404
+
+    def test_needs_a_token_or_session(self, client: TestClient) -> None:
+        assert client.get("/api/v1/runs").status_code == 401

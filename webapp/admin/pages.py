@@ -1,0 +1,239 @@
+"""Admin pages: users, API tokens, and imports by upload (KB, dataset, drafts)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from webapp.admin import service
+from webapp.auth import service as auth_service
+from webapp.auth.models import EXTRA_SCOPES, ROLES
+from webapp.auth.service import AuthError, Principal
+from webapp.datasets import service as datasets_service
+from webapp.datasets.records import RecordError
+from webapp.db import SessionDep
+from webapp.deps import require_role
+from webapp.kb import service as kb_service
+from webapp.runs import service as runs_service
+from webapp.templating import render
+
+router = APIRouter()
+Admin = Annotated[Principal, Depends(require_role("admin"))]
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+
+@router.get("/admin", response_class=HTMLResponse, name="admin_home")
+def admin_home(request: Request, session: SessionDep, principal: Admin) -> HTMLResponse:
+    """Show what the admin looks after, with links to each task."""
+    return render(request, "admin/index.html", {"overview": service.overview(session=session)})
+
+
+# --- users ------------------------------------------------------------------------------------------
+
+
+def _users_page(request: Request, session, *, error: str | None = None, form: dict | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:  # type: ignore[no-untyped-def]
+    ctx = {
+        "users": auth_service.list_users(session=session),
+        "roles": ROLES,
+        "error": error,
+        "form": form or {},
+        "flash": flash,
+    }
+    return render(request, "admin/users.html", ctx, status_code=status_code)
+
+
+@router.get("/admin/users", response_class=HTMLResponse, name="admin_users")
+def admin_users(request: Request, session: SessionDep, principal: Admin, created: str = "", changed: str = "") -> HTMLResponse:
+    """List users with their roles; a form creates one."""
+    flash = f"Created {created}." if created else (changed or None)
+    return _users_page(request, session, flash=flash)
+
+
+@router.post("/admin/users", response_class=HTMLResponse)
+def admin_users_create(
+    request: Request,
+    session: SessionDep,
+    principal: Admin,
+    email: Annotated[str, Form()] = "",
+    name: Annotated[str, Form()] = "",
+    password: Annotated[str, Form()] = "",
+    role: Annotated[list[str] | None, Form()] = None,
+) -> Response:
+    """Create a user with roles and a first password."""
+    try:
+        user = auth_service.create_user(session=session, email=email, password=password, roles=role or [], name=name)
+    except AuthError as exc:
+        session.rollback()
+        form = {"email": email, "name": name, "roles": role or []}
+        return _users_page(request, session, error=str(exc), form=form, status_code=400)
+    return RedirectResponse("/admin/users?" + urlencode({"created": user.email}), status_code=303)
+
+
+@router.post("/admin/users/{user_id}/active", response_class=HTMLResponse)
+def admin_users_active(
+    request: Request, user_id: int, session: SessionDep, principal: Admin, active: Annotated[str, Form()] = "0"
+) -> Response:
+    """Deactivate (active=0) or reactivate (active=1) a user."""
+    try:
+        user = service.set_user_active(
+            session=session, user_id=user_id, active=active == "1", acting_user_id=principal.user_id
+        )
+    except AuthError as exc:
+        session.rollback()
+        return _users_page(request, session, error=str(exc), status_code=400)
+    state = "reactivated" if user.is_active else "deactivated (signed out everywhere)"
+    return RedirectResponse("/admin/users?" + urlencode({"changed": f"{user.email} {state}."}), status_code=303)
+
+
+# --- API tokens -------------------------------------------------------------------------------------
+
+
+def _tokens_page(request: Request, session, *, error: str | None = None, form: dict | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:  # type: ignore[no-untyped-def]
+    ctx = {
+        "tokens": auth_service.list_tokens(session=session),
+        "users": auth_service.list_users(session=session),
+        "scopes": ROLES + EXTRA_SCOPES,
+        "error": error,
+        "form": form or {},
+        "flash": flash,
+    }
+    return render(request, "admin/tokens.html", ctx, status_code=status_code)
+
+
+@router.get("/admin/tokens", response_class=HTMLResponse, name="admin_tokens")
+def admin_tokens(request: Request, session: SessionDep, principal: Admin, revoked: str = "") -> HTMLResponse:
+    """List API tokens by prefix; a form creates one."""
+    return _tokens_page(request, session, flash=f"Token {revoked} revoked; it stops working at once." if revoked else None)
+
+
+@router.post("/admin/tokens", response_class=HTMLResponse)
+def admin_tokens_create(
+    request: Request,
+    session: SessionDep,
+    principal: Admin,
+    email: Annotated[str, Form()] = "",
+    name: Annotated[str, Form()] = "",
+    scope: Annotated[list[str] | None, Form()] = None,
+) -> HTMLResponse:
+    """Create a token and show it once (it is stored only as a hash)."""
+    form = {"email": email, "name": name, "scopes": scope or []}
+    user = auth_service.get_user_by_email(session=session, email=email)
+    if user is None:
+        return _tokens_page(request, session, error=f"email: no user {email!r}", form=form, status_code=400)
+    try:
+        token, plain = auth_service.create_token(session=session, user=user, name=name, scopes=scope or None)
+    except AuthError as exc:
+        session.rollback()
+        return _tokens_page(request, session, error=str(exc), form=form, status_code=400)
+    response = render(request, "admin/token_created.html", {"token": token, "plain": plain, "owner": user})
+    response.headers["Cache-Control"] = "no-store"  # the plain token must not linger in caches
+    return response
+
+
+@router.post("/admin/tokens/{token_id}/revoke", response_class=HTMLResponse)
+def admin_tokens_revoke(request: Request, token_id: int, session: SessionDep, principal: Admin) -> Response:
+    """Revoke an API token."""
+    try:
+        token = auth_service.revoke_token(session=session, token_id=token_id)
+    except AuthError as exc:
+        return _tokens_page(request, session, error=str(exc), status_code=404)
+    return RedirectResponse("/admin/tokens?" + urlencode({"revoked": token.prefix + "…"}), status_code=303)
+
+
+# --- imports ----------------------------------------------------------------------------------------
+
+
+def _imports_page(request: Request, session, **extra) -> HTMLResponse:  # type: ignore[no-untyped-def]
+    ctx = {
+        "datasets": datasets_service.list_datasets(session=session),
+        "runs": runs_service.list_runs(session=session),
+        **extra,
+    }
+    return render(request, "admin/imports.html", ctx)
+
+
+@router.get("/admin/imports", response_class=HTMLResponse, name="admin_imports")
+def admin_imports(request: Request, session: SessionDep, principal: Admin) -> HTMLResponse:
+    """Show the upload forms for the KB, a dataset, and a run's drafts."""
+    return _imports_page(request, session)
+
+
+async def _read_upload(upload: UploadFile | None) -> tuple[bytes, str]:
+    if upload is None or not upload.filename:
+        raise RecordError("choose a file to upload")
+    data = await upload.read(MAX_UPLOAD_BYTES + 1)
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise RecordError(f"the file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB", path=upload.filename)
+    return data, upload.filename
+
+
+def _import_failed(request: Request, session, kind: str, exc: RecordError) -> HTMLResponse:  # type: ignore[no-untyped-def]
+    session.rollback()  # nothing of the file is kept
+    ctx = {"kind": kind, "error": exc, "location": exc.location}
+    return render(request, "admin/import_error.html", ctx, status_code=400)
+
+
+def _import_done(request: Request, kind: str, message: str, link: str | None, created: bool = True) -> HTMLResponse:
+    ctx = {"kind": kind, "message": message, "link": link, "created": created}
+    return render(request, "admin/import_done.html", ctx)
+
+
+@router.post("/admin/imports/kb", response_class=HTMLResponse)
+async def admin_import_kb(
+    request: Request, session: SessionDep, principal: Admin, file: Annotated[UploadFile | None, File()] = None
+) -> HTMLResponse:
+    """Import a KB file (all-or-nothing)."""
+    try:
+        data, filename = await _read_upload(file)
+        result = kb_service.import_kb(session=session, data=data, path=filename)
+    except RecordError as exc:
+        return _import_failed(request, session, "KB", exc)
+    return _import_done(request, "KB", f"{filename}: {result.summary}", "/kb")
+
+
+@router.post("/admin/imports/dataset", response_class=HTMLResponse)
+async def admin_import_dataset(
+    request: Request,
+    session: SessionDep,
+    principal: Admin,
+    file: Annotated[UploadFile | None, File()] = None,
+    name: Annotated[str, Form()] = "",
+) -> HTMLResponse:
+    """Import a dataset file (all-or-nothing; identical file: nothing to do; changed file: new version)."""
+    try:
+        data, filename = await _read_upload(file)
+        result = datasets_service.import_dataset(session=session, data=data, path=filename, name=name.strip() or None)
+    except RecordError as exc:
+        return _import_failed(request, session, "dataset", exc)
+    return _import_done(request, "dataset", result.message, f"/datasets/{result.dataset.id}", result.created)
+
+
+@router.post("/admin/imports/drafts", response_class=HTMLResponse)
+async def admin_import_drafts(
+    request: Request,
+    session: SessionDep,
+    principal: Admin,
+    file: Annotated[UploadFile | None, File()] = None,
+    run: Annotated[str, Form()] = "",
+    dataset: Annotated[str, Form()] = "",
+    model: Annotated[str, Form()] = "",
+    prompt_version: Annotated[str, Form()] = "",
+) -> HTMLResponse:
+    """Import a run's drafts (all-or-nothing)."""
+    try:
+        data, filename = await _read_upload(file)
+        result = runs_service.import_drafts(
+            session=session,
+            data=data,
+            path=filename,
+            run_name=run,
+            dataset=dataset.strip() or None,
+            model=model.strip() or None,
+            prompt_version=prompt_version.strip() or None,
+        )
+    except RecordError as exc:
+        return _import_failed(request, session, "drafts", exc)
+    return _import_done(request, "drafts", result.summary, f"/runs/{quote(result.run.name, safe='')}")

@@ -1,0 +1,55 @@
+"""Admin actions that go beyond the auth service: (de)activating users, the admin overview."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlmodel import Session, col, delete, select
+
+from webapp.auth.models import ApiToken, User, WebSession
+from webapp.auth.service import AuthError
+from webapp.datasets.models import Dataset
+from webapp.kb.models import KbArticle
+from webapp.runs.models import Run
+
+
+def set_user_active(*, session: Session, user_id: int, active: bool, acting_user_id: int) -> User:
+    """Activate or deactivate a user; deactivation also ends their web sessions at once."""
+    user = session.get(User, user_id)
+    if user is None:
+        raise AuthError(f"user: no user with id {user_id}")
+    if not active and user_id == acting_user_id:
+        raise AuthError("user: you cannot deactivate yourself")
+    user.is_active = active
+    session.add(user)
+    if not active:
+        session.exec(delete(WebSession).where(col(WebSession.user_id) == user_id))  # type: ignore[call-overload]
+    session.flush()
+    return user
+
+
+@dataclass
+class AdminOverview:
+    users: int
+    active_users: int
+    tokens: int
+    articles: int
+    datasets: int
+    runs: int
+
+
+def overview(*, session: Session) -> AdminOverview:
+    """Count what the admin looks after."""
+
+    def count(model, *where) -> int:  # type: ignore[no-untyped-def]
+        return session.exec(select(func.count()).select_from(model).where(*where)).one()
+
+    return AdminOverview(
+        users=count(User),
+        active_users=count(User, col(User.is_active).is_(True)),
+        tokens=count(ApiToken, col(ApiToken.revoked_at).is_(None)),
+        articles=count(KbArticle),
+        datasets=count(Dataset),
+        runs=count(Run),
+    )

@@ -1,0 +1,67 @@
+"""Datasets: the list of imported versions, a dataset's cases, and one case."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse
+
+from webapp.auth.service import Principal
+from webapp.datasets import service
+from webapp.db import SessionDep
+from webapp.deps import require_role
+from webapp.templating import render
+
+router = APIRouter()
+DATASET_ROLES = ("lead", "pm", "admin", "labeler")
+
+
+@router.get("/datasets", response_class=HTMLResponse, name="datasets_list")
+def datasets_list(
+    request: Request, session: SessionDep, principal: Principal = Depends(require_role(*DATASET_ROLES))
+) -> HTMLResponse:
+    """List every imported dataset version."""
+    return render(request, "datasets/list.html", {"datasets": service.list_datasets(session=session)})
+
+
+@router.get("/datasets/{dataset_id}", response_class=HTMLResponse, name="dataset_detail")
+def dataset_detail(
+    request: Request,
+    dataset_id: int,
+    session: SessionDep,
+    category: str = "",
+    intent: str = "",
+    golden: str = "",
+    q: str = "",
+    principal: Principal = Depends(require_role(*DATASET_ROLES)),
+) -> HTMLResponse:
+    """Show a dataset's cases, filterable by category, intent and golden."""
+    try:
+        ds = service.get_dataset(session=session, ref=dataset_id)
+    except service.DatasetNotFound as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    filters = service.CaseFilter(category=category, intent=intent, golden=golden, q=q)
+    ctx = {
+        "dataset": ds,
+        "cases": service.list_cases(session=session, dataset_id=ds.id, filters=filters),  # type: ignore[arg-type]
+        "facets": service.case_facets(session=session, dataset_id=ds.id),  # type: ignore[arg-type]
+        "counts": service.category_counts(session=session, dataset_id=ds.id),  # type: ignore[arg-type]
+        "filters": filters,
+    }
+    return render(request, "datasets/detail.html", ctx, block="results")
+
+
+@router.get("/datasets/{dataset_id}/cases/{case_id}", response_class=HTMLResponse, name="dataset_case")
+def dataset_case(
+    request: Request,
+    dataset_id: int,
+    case_id: str,
+    session: SessionDep,
+    principal: Principal = Depends(require_role(*DATASET_ROLES)),
+) -> HTMLResponse:
+    """Show one case: ticket, conversation, account metadata, KB articles, reference."""
+    try:
+        ds = service.get_dataset(session=session, ref=dataset_id)
+        case = service.get_case(session=session, dataset_id=ds.id, case_id=case_id)  # type: ignore[arg-type]
+    except service.DatasetNotFound as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    return render(request, "datasets/case.html", {"dataset": ds, "case": case})

@@ -1,0 +1,35 @@
+"""JSON API: imported datasets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+
+from webapp.auth.service import Principal
+from webapp.datasets import service
+from webapp.datasets.pages import DATASET_ROLES
+from webapp.db import SessionDep
+from webapp.deps import require_role
+from webapp.timeutil import as_utc
+
+router = APIRouter(tags=["datasets"])
+
+
+@router.get("/datasets")
+def api_datasets(
+    session: SessionDep, principal: Principal = Depends(require_role(*DATASET_ROLES))
+) -> list[dict[str, Any]]:
+    """List every dataset version: name, version, hash, format, case count, import time."""
+    return [
+        {
+            "id": d.id,
+            "name": d.name,
+            "version": d.version,
+            "sha256": d.sha256,
+            "format": d.format,
+            "count": d.count,
+            "imported_at": as_utc(d.imported_at).isoformat(),
+        }
+        for d in service.list_datasets(session=session)
+    ]

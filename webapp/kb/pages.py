@@ -1,0 +1,45 @@
+"""KB browser: the article list with search, and an article with all its revisions."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import ANY_ROLE, require_role
+from webapp.kb import service
+from webapp.kb.models import REVISION_STATUSES
+from webapp.templating import render
+
+router = APIRouter()
+
+
+@router.get("/kb", response_class=HTMLResponse, name="kb_list")
+def kb_list(
+    request: Request,
+    session: SessionDep,
+    q: str = "",
+    status: str = "",
+    principal: Principal = Depends(require_role(*ANY_ROLE)),
+) -> HTMLResponse:
+    """List KB articles, searchable by id, title or intent, filterable by status."""
+    status = status if status in REVISION_STATUSES else ""
+    articles = service.list_articles(session=session, q=q, status=status)
+    total = service.count_articles(session=session)
+    ctx = {"articles": articles, "q": q, "status": status, "statuses": REVISION_STATUSES, "total": total}
+    return render(request, "kb/list.html", ctx, block="results")
+
+
+@router.get("/kb/{article_id}", response_class=HTMLResponse, name="kb_article")
+def kb_article(
+    request: Request, article_id: str, session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))
+) -> HTMLResponse:
+    """Show an article with every revision, the current one marked."""
+    try:
+        article = service.get_article(session=session, article_id=article_id)
+    except service.KbNotFound as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    revisions = service.get_revisions(session=session, article_id=article_id)
+    state = service.article_state(revisions) if revisions else "deleted"
+    return render(request, "kb/article.html", {"article": article, "revisions": revisions, "state": state})

@@ -1,0 +1,91 @@
+"""Runs: the list, a run with its drafts, and one draft beside the KB revisions it cites."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse
+from starlette.convertors import Convertor, register_url_convertor
+
+from webapp.auth.service import Principal
+from webapp.datasets import service as datasets_service
+from webapp.db import SessionDep
+from webapp.deps import ANY_ROLE, require_role
+from webapp.kb import service as kb_service
+from webapp.runs import service
+from webapp.templating import render
+
+router = APIRouter()
+RUN_ROLES = ANY_ROLE
+# Pages of other domains that live under /runs/ with a fixed first segment (e.g. /runs/compare).
+RESERVED_RUN_PATHS = ("compare",)
+
+
+class RunRefConvertor(Convertor[str]):
+    """A run name or id in a URL: any path segment except the reserved pages under /runs/."""
+
+    regex = r"(?!(?:" + "|".join(RESERVED_RUN_PATHS) + r")$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return str(value)
+
+
+register_url_convertor("runref", RunRefConvertor())
+
+
+def _run_or_404(session, ref: str):  # type: ignore[no-untyped-def]
+    try:
+        return service.resolve_run(session=session, ref=ref)
+    except service.RunNotFound as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+
+
+@router.get("/runs", response_class=HTMLResponse, name="runs_list")
+def runs_list(
+    request: Request, session: SessionDep, principal: Principal = Depends(require_role(*RUN_ROLES))
+) -> HTMLResponse:
+    """List runs, newest first."""
+    return render(request, "runs/list.html", {"runs": service.list_runs(session=session)})
+
+
+@router.get("/runs/{run:runref}", response_class=HTMLResponse, name="run_detail")
+def run_detail(
+    request: Request,
+    run: str,
+    session: SessionDep,
+    category: str = "",
+    intent: str = "",
+    golden: str = "",
+    principal: Principal = Depends(require_role(*RUN_ROLES)),
+) -> HTMLResponse:
+    """Show a run (by name or id) and its drafts, filterable by the case's category."""
+    r = _run_or_404(session, run)
+    summary = service.run_summary(session=session, run=r)
+    ctx = {
+        "run": r,
+        "summary": summary,
+        "drafts": service.list_drafts(session=session, run_id=r.id, category=category, intent=intent, golden=golden),  # type: ignore[arg-type]
+        "facets": datasets_service.case_facets(session=session, dataset_id=r.dataset_id),
+        "filters": {"category": category, "intent": intent, "golden": golden},
+    }
+    return render(request, "runs/detail.html", ctx, block="results")
+
+
+@router.get("/drafts/{draft_id}", response_class=HTMLResponse, name="draft_detail")
+def draft_detail(
+    request: Request, draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*RUN_ROLES))
+) -> HTMLResponse:
+    """Show a draft with its ticket, conversation and account, beside the KB revisions it cites."""
+    try:
+        draft, case, run = service.get_draft(session=session, draft_id=draft_id)
+    except service.DraftNotFound as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    cited = service.cited_revisions(session=session, draft=draft)
+    current = {
+        c["article_id"]: kb_service.current_revision(session=session, article_id=c["article_id"]) for c in draft.citations
+    }
+    dataset = datasets_service.get_dataset(session=session, ref=case.dataset_id)
+    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "current": current, "dataset": dataset}
+    return render(request, "runs/draft.html", ctx)
