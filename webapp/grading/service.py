@@ -170,7 +170,8 @@ def _check_claim_in_draft(draft: Draft, scores: Scores) -> None:
             )
 
 
-def _scores_of(grade: Grade | ReferenceGrade) -> dict[str, Any]:
+def scores_of(grade: Grade | ReferenceGrade) -> dict[str, Any]:
+    """Return a grade's scores and rationale as a plain dict."""
     return {
         FACTUAL_KEY: grade.factual_accuracy,
         "citation_relevance": grade.citation_relevance,
@@ -207,7 +208,7 @@ def disagreement_reasons(*, spec: EvalSpec, a: dict[str, Any], b: dict[str, Any]
 def _all_reasons(spec: EvalSpec, grades: list[Grade]) -> list[str]:
     reasons: list[str] = []
     for g1, g2 in itertools.combinations(grades, 2):
-        reasons.extend(disagreement_reasons(spec=spec, a=_scores_of(g1), b=_scores_of(g2)))
+        reasons.extend(disagreement_reasons(spec=spec, a=scores_of(g1), b=scores_of(g2)))
     return reasons
 
 
@@ -427,7 +428,7 @@ def _history(
             changed_by=by,
             action=action,
             before=before,
-            after=_scores_of(grade),
+            after=scores_of(grade),
             comment=comment,
             changed_at=now,
         )
@@ -526,7 +527,7 @@ def revise_grade(
     draft = session.get(Draft, grade.draft_id)
     assert draft is not None
     _check_claim_in_draft(draft, scores)
-    before = _scores_of(grade)
+    before = scores_of(grade)
     for key, value in scores.as_dict().items():
         setattr(grade, key, value)
     was_returned = grade.status == "returned"
@@ -534,7 +535,7 @@ def revise_grade(
     grade.updated_at = now
     session.add(grade)
     session.flush()
-    if before != _scores_of(grade) or was_returned:
+    if before != scores_of(grade) or was_returned:
         _history(session, grade, grader_id, "revise", before, "rework" if was_returned else None, now)
     session.flush()
     evaluate_draft(session=session, spec=spec, draft_id=grade.draft_id, now=now)
@@ -664,7 +665,7 @@ def return_grade(
     comment = (comment or "").strip()
     if not comment:
         raise GradeInvalid("comment: tell the grader what to look at again", field="comment")
-    before = _scores_of(grade)
+    before = scores_of(grade)
     grade.status = "returned"
     grade.return_comment = comment
     grade.updated_at = now
@@ -1070,7 +1071,7 @@ def export_rows(*, session: Session, run_id: int) -> list[dict[str, Any]]:
         }
         for i, g in enumerate(grades[:2], start=1):
             row[f"grader_{i}"] = users.get(g.grader_id)
-            for key, value in _scores_of(g).items():
+            for key, value in scores_of(g).items():
                 row[f"grader_{i}_{key}"] = value
         rows.append({c: row.get(c) for c in EXPORT_COLUMNS})
     return rows
@@ -1149,8 +1150,8 @@ def agreement_report(*, session: Session, spec: EvalSpec, run_id: int | None = N
     weeks: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
     for draft_grades in by_draft.values():
         for g1, g2 in itertools.combinations(sorted(draft_grades, key=lambda g: g.grader_id), 2):
-            s1 = firsts.get(g1.id) or _scores_of(g1)  # type: ignore[arg-type]
-            s2 = firsts.get(g2.id) or _scores_of(g2)  # type: ignore[arg-type]
+            s1 = firsts.get(g1.id) or scores_of(g1)  # type: ignore[arg-type]
+            s2 = firsts.get(g2.id) or scores_of(g2)  # type: ignore[arg-type]
             pair = (s1, s2)
             pairs_by_grader[(g1.grader_id, g2.grader_id)].append(pair)
             all_pairs.append(pair)

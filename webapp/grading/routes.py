@@ -1,0 +1,268 @@
+"""JSON API of grading: grades, blind reads, adjudications, agreement, final grades and exports."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role
+from webapp.grading import service as gs
+from webapp.grading.models import Adjudication, Grade
+from webapp.runs.models import Run
+from webapp.timeutil import as_utc
+
+router = APIRouter(tags=["grading"])
+
+GRADERS = require_role(*gs.GRADER_ROLES)
+LEAD = require_role("lead")
+
+
+def http_error(exc: gs.GradingError) -> HTTPException:
+    """Map a grading error to an HTTP error; 422s name the field like request validation does."""
+    if exc.status == 422:
+        return HTTPException(status_code=422, detail=[{"field": exc.field or "", "message": exc.message}])
+    return HTTPException(status_code=exc.status, detail=exc.message)
+
+
+def grade_public(grade: Grade) -> dict[str, Any]:
+    """Return a grade as JSON."""
+    return {
+        "id": grade.id,
+        "draft_id": grade.draft_id,
+        "grader_id": grade.grader_id,
+        "factual_accuracy": grade.factual_accuracy,
+        "citation_relevance": grade.citation_relevance,
+        "tone": grade.tone,
+        "completeness": grade.completeness,
+        "rationale": grade.rationale,
+        "unsupported_claim": grade.unsupported_claim,
+        "status": grade.status,
+        "return_comment": grade.return_comment,
+        "created_at": as_utc(grade.created_at).isoformat(),
+        "updated_at": as_utc(grade.updated_at).isoformat(),
+    }
+
+
+def adjudication_public(adj: Adjudication) -> dict[str, Any]:
+    """Return an adjudication as JSON (the caller is the lead)."""
+    return {
+        "id": adj.id,
+        "draft_id": adj.draft_id,
+        "status": adj.status,
+        "reasons": adj.reasons,
+        "note": adj.note,
+        "opened_at": as_utc(adj.opened_at).isoformat(),
+        "resolved_at": as_utc(adj.resolved_at).isoformat() if adj.resolved_at else None,
+        "resolved_by": adj.resolved_by,
+    }
+
+
+class ScoresIn(BaseModel):
+    # Scores are checked by the service against the spec's rubric (ranges come from the spec file),
+    # so they arrive untyped here and a bad one gets a 422 naming its field.
+    factual_accuracy: Any = None
+    citation_relevance: Any = None
+    tone: Any = None
+    completeness: Any = None
+    rationale: str = ""
+    unsupported_claim: str | None = None
+
+
+class GradeIn(ScoresIn):
+    draft_id: int
+
+
+class AdjudicationIn(ScoresIn):
+    action: Literal["resolve", "return"] = "resolve"
+    note: str = ""
+    grade_id: int | None = None
+    comment: str = ""
+
+
+@router.post("/grades", status_code=201)
+def create_grade(
+    body: GradeIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
+) -> dict[str, Any]:
+    """Record the caller's grade of a draft (409 if they already graded it; PUT revises)."""
+    try:
+        scores = gs.validate_scores(spec=spec, data=body.model_dump())
+        grade = gs.record_grade(
+            session=session, spec=spec, draft_id=body.draft_id, grader_id=principal.user_id, scores=scores
+        )
+    except gs.GradingError as exc:
+        raise http_error(exc) from exc
+    return grade_public(grade)
+
+
+@router.put("/grades/{grade_id}")
+def update_grade(
+    grade_id: int, body: ScoresIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
+) -> dict[str, Any]:
+    """Revise the caller's own grade (kept in the history) until the draft is adjudicated."""
+    try:
+        scores = gs.validate_scores(spec=spec, data=body.model_dump())
+        grade = gs.revise_grade(
+            session=session, spec=spec, grade_id=grade_id, grader_id=principal.user_id, scores=scores
+        )
+    except gs.GradingError as exc:
+        raise http_error(exc) from exc
+    return grade_public(grade)
+
+
+@router.get("/drafts/{draft_id}/grades")
+def draft_grades(
+    draft_id: int, session: SessionDep, principal: Principal = Depends(GRADERS)
+) -> dict[str, Any]:
+    """Return every grade of a draft (403 while the caller has not graded it, unless lead)."""
+    try:
+        grades = gs.grades_visible_to(session=session, draft_id=draft_id, principal=principal)
+    except gs.GradingError as exc:
+        raise http_error(exc) from exc
+    history = gs.grade_history(session=session, draft_id=draft_id, principal=principal)
+    return {
+        "draft_id": draft_id,
+        "grades": [grade_public(g) for g in grades],
+        "history": [
+            {
+                "grade_id": h.grade_id,
+                "action": h.action,
+                "changed_by": h.changed_by,
+                "changed_at": as_utc(h.changed_at).isoformat(),
+                "before": h.before,
+                "after": h.after,
+                "comment": h.comment,
+            }
+            for h in history
+        ],
+    }
+
+
+@router.post("/grading/runs/{run_id}/next")
+def take_next(
+    run_id: int,
+    session: SessionDep,
+    spec: SpecDep,
+    category: str | None = None,
+    intent: str | None = None,
+    golden: bool | None = None,
+    principal: Principal = Depends(GRADERS),
+) -> JSONResponse:
+    """Reserve the caller's next draft of a run (204 when none is left)."""
+    batch = gs.BatchFilter(run_id=run_id, category=category, intent=intent, golden=golden)
+    draft = gs.next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
+    if draft is None:
+        return JSONResponse(None, status_code=204)
+    return JSONResponse({"draft_id": draft.id, "reserved_minutes": spec.grading.reservation_minutes})
+
+
+@router.get("/adjudications")
+def adjudications(
+    session: SessionDep,
+    status: Literal["open", "rework", "resolved", "dissolved", "all"] = Query("open"),
+    principal: Principal = Depends(LEAD),
+) -> dict[str, Any]:
+    """List adjudications by status, with both grades side by side."""
+    items = gs.list_adjudications(session=session, status=None if status == "all" else status)
+    out = []
+    for adj in items:
+        grades = gs.grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
+        out.append({**adjudication_public(adj), "grades": [grade_public(g) for g in grades]})
+    return {"status": status, "items": out}
+
+
+@router.post("/adjudications/{adjudication_id}")
+def decide(
+    adjudication_id: int,
+    body: AdjudicationIn,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(LEAD),
+) -> dict[str, Any]:
+    """Resolve an adjudication with a final grade and note, or return one grade for rework."""
+    try:
+        if body.action == "return":
+            if body.grade_id is None:
+                raise gs.GradeInvalid("grade_id: name the grade to return", field="grade_id")
+            grade = gs.return_grade(
+                session=session,
+                adjudication_id=adjudication_id,
+                grade_id=body.grade_id,
+                lead_id=principal.user_id,
+                comment=body.comment,
+            )
+            return {"action": "return", "grade": grade_public(grade)}
+        scores = gs.validate_scores(spec=spec, data=body.model_dump())
+        final = gs.resolve_adjudication(
+            session=session,
+            spec=spec,
+            adjudication_id=adjudication_id,
+            lead_id=principal.user_id,
+            scores=scores,
+            note=body.note,
+        )
+    except gs.GradingError as exc:
+        raise http_error(exc) from exc
+    return {
+        "action": "resolve",
+        "final": {
+            "draft_id": final.draft_id,
+            "factual_accuracy": final.factual_accuracy,
+            "citation_relevance": final.citation_relevance,
+            "tone": final.tone,
+            "completeness": final.completeness,
+            "source": final.source,
+            "note": final.note,
+        },
+    }
+
+
+@router.get("/grading/agreement")
+def agreement(
+    session: SessionDep,
+    spec: SpecDep,
+    run_id: int | None = None,
+    principal: Principal = Depends(require_role("lead", "pm")),
+) -> dict[str, Any]:
+    """Return agreement per criterion, grader pair, grader and ISO week (the agreement page's numbers)."""
+    return gs.agreement_report(session=session, spec=spec, run_id=run_id)
+
+
+def _run_or_404(session: SessionDep, run_id: int) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
+    return run
+
+
+@router.get("/grading/runs/{run_id}/final-grades")
+def run_final_grades(
+    run_id: int,
+    session: SessionDep,
+    format: Literal["json", "csv", "jsonl"] = "json",
+    principal: Principal = Depends(require_role("lead", "pm")),
+) -> Any:
+    """Return a run's final grades with both graders' scores and the adjudication (JSON, CSV or JSONL)."""
+    run = _run_or_404(session, run_id)
+    if format == "csv":
+        return PlainTextResponse(
+            gs.export_csv(session=session, run_id=run_id),
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="final-grades-{run.id}.csv"'},
+        )
+    if format == "jsonl":
+        return PlainTextResponse(
+            gs.export_jsonl(session=session, run_id=run_id),
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="final-grades-{run.id}.jsonl"'},
+        )
+    status = gs.grading_status(session=session, run_id=run_id)
+    return {
+        "run_id": run_id,
+        "counts": status.counts,
+        "items": gs.export_rows(session=session, run_id=run_id),
+    }
