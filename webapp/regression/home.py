@@ -20,11 +20,12 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     open_alerts = service.list_alerts(session=session, open_only=True, limit=3)
     n_open = service.count_open_alerts(session=session)
     if n_open:
-        newest = open_alerts[0][0].message if open_alerts else ""
+        shown = " ".join(a.message for a, _run in open_alerts[:2])
+        more = f" (and {n_open - 2} more)" if n_open > 2 else ""
         cards.append(
             HomeCard(
                 title="Regression alerts",
-                body=f"{n_open} open. Newest: {newest}",
+                body=f"{n_open} open. {shown}{more}",
                 href="/regression/alerts",
                 action="Review alerts",
                 count=n_open,

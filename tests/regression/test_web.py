@@ -1,0 +1,152 @@
+"""Regression pages and JSON API: suite, add from draft, export, compare, baseline, alerts, home cards."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.checks.conftest import World, build_world
+from tests.factories import make_dataset, make_run
+from webapp.checks import service as checks_service
+from webapp.regression import service
+from webapp.spec import EvalSpec
+
+
+@pytest.fixture
+def world(session: Session) -> World:
+    return build_world(session)
+
+
+def _checked(session: Session, spec: EvalSpec, world: World) -> dict[str, int]:
+    """Check both runs with A as baseline; return B's draft ids by case id."""
+    checks_service.check_run(session=session, spec=spec, run_id=world.a.id)
+    service.mark_baseline(session=session, run_id=world.a.id)
+    result = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+    session.commit()
+    return {o.case_id: o.draft_id for o in result.summary.outcomes}
+
+
+class TestAddFromDraft:
+    def test_form_then_post_appends_and_redirects(
+        self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]
+    ) -> None:
+        ids = _checked(session, spec, world)
+        labeler = client_as("labeler")
+        form = labeler.get(f"/regression/cases/from-draft/{ids['s2']}")
+        assert form.status_code == 200 and "safety_escalation" in form.text
+        r = labeler.post(
+            f"/regression/cases/from-draft/{ids['s2']}", data={"note": "cheerful reply to distress", "source": "grading"}, follow_redirects=False
+        )
+        assert r.status_code == 303 and r.headers["location"] == "/regression#case-s2"
+        (case,) = service.list_cases(session=session)
+        assert (case.case_id, case.source, case.note) == ("s2", "grading", "cheerful reply to distress")
+        again = labeler.post(f"/regression/cases/from-draft/{ids['s2']}", data={"note": "again"})
+        assert again.status_code == 409 and "already in the regression suite" in again.text
+
+    def test_roles(self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]) -> None:
+        ids = _checked(session, spec, world)
+        assert client_as("support_lead").post(f"/regression/cases/from-draft/{ids['g1']}", data={"note": "n"}).status_code == 403
+        assert client_as("admin").get(f"/regression/cases/from-draft/{ids['g1']}").status_code == 403
+
+    def test_api_add_and_list(self, session: Session, spec: EvalSpec, world: World, api_as: Callable[..., TestClient]) -> None:
+        ids = _checked(session, spec, world)
+        pm = api_as("pm")
+        r = pm.post("/api/v1/regression/cases", json={"draft_id": ids["g1"], "note": "stale 2FA article", "source": "review"})
+        assert r.status_code == 201 and r.json()["case_id"] == "g1"
+        assert pm.post("/api/v1/regression/cases", json={"draft_id": ids["g1"], "note": "x"}).status_code == 409
+        listing = pm.get("/api/v1/regression/cases").json()
+        assert listing["count"] == 1 and listing["target"] == spec.regression.target_cases
+
+    def test_no_update_or_delete_route_exists(self, app) -> None:  # type: ignore[no-untyped-def]
+        from fastapi.routing import APIRoute
+
+        def walk(routes):  # type: ignore[no-untyped-def]
+            for r in routes:
+                inner = getattr(r, "routes", None) or getattr(getattr(r, "router", None), "routes", None)
+                if inner and not isinstance(r, APIRoute):
+                    yield from walk(inner)
+                elif isinstance(r, APIRoute):
+                    yield r
+
+        for route in walk(app.routes):
+            if "regression/cases" in route.path:
+                assert route.methods <= {"GET", "POST", "HEAD"}, route.path
+
+
+class TestSuitePages:
+    def test_suite_and_run_report(self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]) -> None:
+        _checked(session, spec, world)
+        service.seed_golden(session=session, created_by=world.user.id)
+        session.commit()
+        pm = client_as("pm")
+        page = pm.get("/regression?run=run-b")
+        assert page.status_code == 200
+        assert "1 of 50 cases" in page.text and 'id="case-g1"' in page.text
+        run_page = pm.get("/runs/run-b/regression")
+        assert "cites KB-3001 revision 2" in run_page.text
+        data = pm.get("/api/v1/runs/run-a/regression").json()
+        assert data["passed"] == 1 and data["cases"][0]["status"] == "pass"
+
+    def test_export_download(self, session: Session, world: World, client_as: Callable[..., TestClient]) -> None:
+        service.seed_golden(session=session, created_by=world.user.id)
+        session.commit()
+        r = client_as("lead").get("/regression/export.jsonl")
+        assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
+        (line,) = r.text.splitlines()
+        assert json.loads(line)["id"] == "g1"
+
+
+class TestComparePages:
+    def test_compare_page_and_api(self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]) -> None:
+        _checked(session, spec, world)
+        page = client_as("pm").get("/runs/compare?a=run-a&b=run-b")
+        assert page.status_code == 200
+        assert "75.0% → 62.5%" in page.text and "-12.5 pts" in page.text
+        data = api_as("lead").get("/api/v1/runs/compare", params={"a": "run-a", "b": "run-b"}).json()
+        assert data["counts"] == {"fixed": 1, "broke": 2, "unchanged": 5, "only_a": 0, "only_b": 0}
+        assert data["overall"]["delta"] == pytest.approx(-0.125)
+
+    def test_different_datasets_refused_with_message(self, session: Session, world: World, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]) -> None:
+        other = make_dataset(session, [{"case_id": "z"}], name="other", version=3)
+        make_run(session, other, [], name="other-run")
+        session.commit()
+        page = client_as("pm").get("/runs/compare?a=run-a&b=other-run")
+        assert page.status_code == 422 and "only runs over the same dataset can be compared" in page.text
+        assert api_as("pm").get("/api/v1/runs/compare?a=run-a&b=other-run").status_code == 422
+
+    def test_empty_form(self, world: World, client_as: Callable[..., TestClient]) -> None:
+        page = client_as("lead").get("/runs/compare")
+        assert page.status_code == 200 and "run-a" in page.text
+
+
+class TestBaselineAndAlerts:
+    def test_baseline_form(self, session: Session, world: World, client_as: Callable[..., TestClient]) -> None:
+        lead = client_as("lead")
+        r = lead.post(f"/runs/{world.b.id}/baseline", data={"action": "mark"}, follow_redirects=False)
+        assert r.status_code == 303
+        session.expire_all()
+        assert service.baseline_for(session=session, run_id=world.a.id).name == "run-b"  # type: ignore[union-attr]
+        assert client_as("labeler").post(f"/runs/{world.b.id}/baseline", data={"action": "mark"}).status_code == 403
+
+    def test_alerts_page_api_ack_and_home_cards(
+        self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
+    ) -> None:
+        _checked(session, spec, world)
+        pm = client_as("pm")
+        home = pm.get("/")
+        assert "Regression alerts" in home.text and "Golden example g1 fails factual accuracy" in home.text
+        labeler_home = client_as("labeler").get("/")
+        assert "Regression alerts" not in labeler_home.text
+        page = pm.get("/regression/alerts")
+        assert "down 12.5 points" in page.text and "Acknowledge" in page.text
+        data = api_as("support_lead").get("/api/v1/regression/alerts?open=true").json()
+        assert data["count"] == 2
+        first = data["alerts"][0]["id"]
+        assert api_as("support_lead").post(f"/api/v1/regression/alerts/{first}/acknowledge").status_code == 403
+        r = pm.post(f"/regression/alerts/{first}/acknowledge", follow_redirects=False)
+        assert r.status_code == 303
+        assert api_as("lead").get("/api/v1/regression/alerts?open=true").json()["count"] == 1
