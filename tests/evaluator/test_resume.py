@@ -1,0 +1,159 @@
+"""Interrupted runs: Ctrl-C marks a run aborted with valid artifacts; --resume finishes it as if never stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import Result
+
+from tests.evaluator.conftest import only_run, run_doc, write_dataset
+from tests.evaluator.fake_openai import FakeOpenAI
+from webapp.evaluator.artifacts import JOURNAL, case_file_name, read_json
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [{"id": f"case-{i}", "input": f"Question number {i}?"} for i in range(6)]
+VOLATILE = ("run_id", "timestamp_start", "timestamp_end")
+
+
+@pytest.fixture
+def slow_fake() -> Any:
+    """A fake server answering after 40 ms, so a run can be stopped in the middle."""
+    server = FakeOpenAI(delay=0.04).start()
+    yield server
+    server.stop()
+
+
+def start_run(server: FakeOpenAI, dataset: Path, prompt: Path, out: Path) -> subprocess.Popen[str]:
+    """Start the command in a child process (so it can be killed or interrupted for real)."""
+    env = dict(os.environ, OPENAI_API_KEY="k", DRAFTDESK_MODE="dev", PYTHONPATH=str(ROOT))
+    cmd = [
+        sys.executable, "-m", "webapp.evaluator.cli", "evaluate-dataset",
+        "-d", str(dataset), "-s", str(prompt), "-o", str(out), "--base-url", server.base_url,
+        "-n", "3", "--seed", "11", "--concurrency", "2", "--no-cache",
+    ]  # fmt: skip
+    return subprocess.Popen(cmd, env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_calls(server: FakeOpenAI, n: int, proc: subprocess.Popen[str], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while server.calls < n:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run did not make progress"
+        time.sleep(0.01)
+
+
+def strip(doc: dict[str, Any]) -> dict[str, Any]:
+    """Drop what legitimately differs between two runs: ids and timestamps."""
+    return {k: v for k, v in doc.items() if k not in VOLATILE}
+
+
+def completed_in_journal(run_dir: Path) -> int:
+    lines = (run_dir / JOURNAL).read_text(encoding="utf-8").splitlines()
+    return sum(1 for line in lines if line.strip() and json.loads(line)["sample"]["status"] == "completed")
+
+
+class TestAbortAndResume:
+    def test_killed_run_resumes_to_the_same_artifact(
+        self,
+        slow_fake: FakeOpenAI,
+        evaluate: Callable[..., Result],
+        prompt_file: Path,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        dataset = write_dataset(tmp_path / "d.jsonl", CASES)
+        out = tmp_path / "killed"
+        proc = start_run(slow_fake, dataset, prompt_file, out)
+        wait_for_calls(slow_fake, 14, proc)
+        proc.kill()  # SIGKILL: no chance to clean up
+        proc.wait()
+        time.sleep(0.2)  # let the server finish the requests the dead client left in flight
+        doc = only_run(out)  # the main artifact is still valid JSON
+        run_id = doc["run_id"]
+        run_dir = out / run_id
+        done = completed_in_journal(run_dir)
+        assert 0 < done < 18
+        generator_calls_before = slow_fake.by_kind["generator"]
+
+        from typer.testing import CliRunner
+
+        from webapp.evaluator.cli import app
+
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        resumed = CliRunner().invoke(
+            app, ["evaluate-dataset", "--resume", run_id, "-o", str(out), "--base-url", slow_fake.base_url, "--no-cache"]
+        )
+        assert resumed.exit_code == 0, resumed.output
+        # no completed sample was generated again
+        assert slow_fake.by_kind["generator"] - generator_calls_before == 18 - done
+        final = run_doc(out, run_id)
+        assert final["status"] == "completed"
+        assert final["run_id"] == run_id
+
+        reference_out = tmp_path / "uninterrupted"
+        assert evaluate("-n", "3", "--seed", "11", "--no-cache", dataset=dataset, out=reference_out).exit_code == 0
+        reference = only_run(reference_out)
+        assert strip(final) == strip(reference)
+        for case in CASES:
+            assert read_json(run_dir / case_file_name(case["id"])) == read_json(
+                reference_out / reference["run_id"] / case_file_name(case["id"])
+            )
+        index = read_json(out / "index.json")["runs"]
+        assert [r["run_id"] for r in index] == [run_id]  # one entry per run, updated by the resume
+        assert index[0]["status"] == "completed"
+
+    def test_ctrl_c_marks_the_run_aborted(
+        self,
+        slow_fake: FakeOpenAI,
+        prompt_file: Path,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        dataset = write_dataset(tmp_path / "d.jsonl", CASES)
+        out = tmp_path / "out"
+        proc = start_run(slow_fake, dataset, prompt_file, out)
+        wait_for_calls(slow_fake, 10, proc)
+        proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 1
+        assert "aborted" in stdout
+        doc = only_run(out)
+        assert doc["status"] == "aborted"
+        assert doc["timestamp_end"] is None
+        statuses = [r["status"] for r in doc["test_case_results"]]
+        assert "pending" in statuses
+        pending_samples = [s for r in doc["test_case_results"] for s in r["samples"] if s["status"] == "pending"]
+        assert pending_samples
+        finished = [r for r in doc["test_case_results"] if r["status"] == "completed"]
+        for r in finished:
+            assert (out / doc["run_id"] / case_file_name(r["test_case_id"])).is_file()
+        # overall statistics are computed from the finished cases only
+        for metric, o in doc["overall_metric_stats"].items():
+            assert o["num_cases"] == sum(1 for r in finished if r["per_metric_stats"][metric]["count"])
+        entry = read_json(out / "index.json")["runs"][0]
+        assert entry["status"] == "aborted"
+
+        # the dataset changes: resuming is refused
+        dataset.write_text(dataset.read_text(encoding="utf-8") + '{"id": "new", "input": "x"}\n', encoding="utf-8")
+        from typer.testing import CliRunner
+
+        from webapp.evaluator.cli import app
+
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        refused = CliRunner().invoke(app, ["evaluate-dataset", "--resume", doc["run_id"], "-o", str(out)])
+        assert refused.exit_code == 2
+        assert "the dataset changed since run" in " ".join(refused.output.split())
+
+    def test_resume_of_unknown_run(self, evaluate: Callable[..., Result], tmp_path: Path) -> None:
+        result = evaluate("--resume", "nope", base=False)
+        assert result.exit_code == 2
+        assert "no run 'nope'" in result.output
