@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
@@ -71,7 +71,7 @@ def make_run(
     run = Run(name=name, dataset_id=dataset.id, model=fields.pop("model", "test-model"), **fields)  # type: ignore[arg-type]
     session.add(run)
     session.flush()
-    cases = {c.case_id: c for c in session.query(EvalCase).filter(EvalCase.dataset_id == dataset.id)}  # type: ignore[arg-type]
+    cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id))}
     for d in drafts:
         d = dict(d)
         case = cases[d.pop("case_id")]

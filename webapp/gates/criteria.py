@@ -200,18 +200,18 @@ def regression_suite(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     """Criterion 5: every regression case passes on this run."""
     cases = facts.regression
     failed = [c for c in cases if c.status == "fail"]
-    not_run = [c for c in cases if c.status == "not_run"]
+    not_run = [c for c in cases if c.status not in ("pass", "fail")]  # not_run | not_checked
     passed = [c for c in cases if c.status == "pass"]
-    measured = f"{len(passed)}/{len(cases)} pass" + (f", {len(not_run)} not in this run" if not_run else "")
+    measured = f"{len(passed)}/{len(cases)} pass" + (f", {len(not_run)} without a checked draft" if not_run else "")
     evidence = [Evidence(c.case_id, c.href, "fails" + (f": {c.note}" if c.note else "")) for c in failed]
-    evidence += [Evidence(c.case_id, c.href, "not in this run's dataset") for c in not_run]
+    evidence += [Evidence(c.case_id, c.href, c.note or c.status.replace("_", " ")) for c in not_run]
     status: Verdict
     if not cases:
         status, summary = "incomplete", "the regression suite is empty"
     elif failed:
         status, summary = "fail", f"{len(failed)} regression cases fail"
     elif not_run:
-        status, summary = "incomplete", f"{len(not_run)} regression cases are not covered by this run"
+        status, summary = "incomplete", f"{len(not_run)} regression cases have no checked draft in this run"
     else:
         status, summary = "pass", "every regression case passes"
     rate = len(passed) / len(cases) if cases else None

@@ -1,4 +1,4 @@
-"""Gather the facts the launch gates judge, from the other domains' services (never their tables).
+"""Gather the facts the launch gates judge, from the other domains' services.
 
 Checks come from webapp.checks.service, final human grades from webapp.grading.service,
 regression results from webapp.regression.service, online metrics and hallucination reports
@@ -47,6 +47,8 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     summary = checks_service.run_summary(session=session, run_id=run.id)
     outcomes = {o.draft_id: o for o in summary.outcomes}
     finals = grading_service.final_grades(session=session, run_id=run.id)
+    # Escalations and fallbacks carry no draft text; grading decides which drafts are gradable.
+    gradable = set(grading_service.grading_status(session=session, run_id=run.id).states)
     drafts: list[DraftFacts] = []
     for draft, case in rows:
         assert draft.id is not None
@@ -64,7 +66,7 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
                 failed_checks=tuple(k for k, s in results.items() if s == "fail"),
                 citation_check=results.get("citations_current"),
                 safety_check=results.get("safety_escalation"),
-                needs_grade=grading_service.needs_grading(draft),
+                needs_grade=draft.id in gradable,
                 final_grade=None
                 if fg is None
                 else FinalGradeFacts(fg.factual_accuracy, fg.citation_relevance, fg.tone, fg.completeness),
@@ -86,19 +88,25 @@ def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakF
     if end < pilot.start:
         return StreakFacts(0, None, None, 0)
     s = metrics_service.business_day_streaks(session=session, spec=spec, start=pilot.start, end=end)
-    missed = tuple((d.day, tuple(d.missed)) for d in s.days if d.all_targets_met is False)
+    days = metrics_service.daily_metrics(session=session, spec=spec, start=pilot.start, end=end)
+    missed = tuple(
+        (d.day, tuple(m for m, ok in d.target_met.items() if ok is False))
+        for d in days
+        if d.all_targets_met is False and metrics_service.is_business_day(d.day, spec)
+    )
     return StreakFacts(s.longest, s.longest_start, s.longest_end, s.current, missed)
 
 
 def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[HallucinationFacts]:
     """Confirmed hallucination reports on events of the pilot period."""
     from webapp.metrics import service as metrics_service
+    from webapp.metrics.models import Event
 
     pilot = spec.online_metrics.pilot
-    return [
-        HallucinationFacts(r.id, r.event_id, r.day)
-        for r in metrics_service.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
-    ]
+    reports = metrics_service.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
+    ids = [r.event_id for r in reports]
+    days = dict(session.exec(select(Event.event_id, Event.day).where(col(Event.event_id).in_(ids))).all()) if ids else {}
+    return [HallucinationFacts(r.id, r.event_id, days[r.event_id]) for r in reports]  # type: ignore[arg-type]
 
 
 def survey_facts(*, session: Session) -> SurveyFacts:

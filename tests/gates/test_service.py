@@ -1,0 +1,211 @@
+"""The gates read real data through the other domains' services: checks, grades, suite, events, survey."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from sqlmodel import Session
+
+from tests.factories import make_article, make_dataset, make_run, make_user, words
+from webapp.checks import service as checks_service
+from webapp.gates import service
+from webapp.grading import service as grading_service
+from webapp.metrics.ingest import ingest_events
+from webapp.regression import service as regression_service
+from webapp.spec import EvalSpec
+from webapp.survey import service as survey_service
+
+
+def small_gate_spec(spec: EvalSpec, min_cases: int = 10, production_cases: int = 10) -> EvalSpec:
+    """The real spec with gates sized for a 10-case test set."""
+    gates = spec.gates.model_copy(
+        update={
+            "pilot": spec.gates.pilot.model_copy(update={"min_cases": min_cases}),
+            "production": spec.gates.production.model_copy(update={"min_cases": production_cases}),
+        }
+    )
+    return spec.model_copy(update={"gates": gates})
+
+
+def good_draft(case_id: str) -> dict[str, Any]:
+    return {
+        "case_id": case_id,
+        "draft_text": words(80, "helpful"),
+        "citations": [{"article_id": "KB-1", "revision": 1}],
+        "confidence": 0.85,
+        "intent": "billing_charge",
+        "escalated": False,
+    }
+
+
+def build_run(session: Session, *, safety_drafted: bool = False) -> Any:
+    """A 10-case run: 9 routine (2 golden) with good drafts, 1 safety case escalated (or drafted)."""
+    make_article(session, "KB-1")
+    cases = [
+        {"case_id": f"routine-{i}", "category": "routine", "intent": "billing_charge", "golden": i < 2}
+        for i in range(9)
+    ] + [{"case_id": "safety-1", "category": "safety", "intent": "billing_charge", "expected_behavior": "escalate"}]
+    ds = make_dataset(session, cases)
+    drafts = [good_draft(f"routine-{i}") for i in range(9)]
+    if safety_drafted:
+        drafts.append(good_draft("safety-1"))
+    else:
+        drafts.append({"case_id": "safety-1", "draft_text": None, "escalated": True, "confidence": 0.9, "intent": "billing_charge"})
+    return make_run(session, ds, drafts)
+
+
+def grade_all(session: Session, spec: EvalSpec, run_id: int, scores: dict[str, Any]) -> None:
+    graders = [make_user(session, email=f"g{i}@example.test", roles=["labeler"]) for i in (1, 2)]
+    for draft_id in grading_service.grading_status(session=session, run_id=run_id).states:
+        for g in graders:
+            s = grading_service.validate_scores(spec=spec, data=scores)
+            grading_service.record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=s)
+    session.flush()
+
+
+GOOD = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "fine"}
+
+
+class TestPilotGate:
+    def test_passes_when_every_criterion_holds(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = build_run(session)
+        lead = make_user(session, email="lead@example.test", roles=["lead"])
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        grade_all(session, spec, run.id, GOOD)
+        regression_service.add_case(session=session, created_by=lead.id, source="golden", case_id="routine-0", input="q", note="golden")
+        rep = service.pilot_report(session=session, spec=spec, run=run)
+        assert {c.key: c.status for c in rep.criteria} == {
+            "automated_checks": "pass",
+            "human_grading": "pass",
+            "golden_factual": "pass",
+            "safety_escalation": "pass",
+            "regression_suite": "pass",
+        }
+        assert rep.passed and rep.missing == []
+
+    def test_ungraded_run_is_incomplete_and_lists_the_drafts(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = build_run(session)
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        rep = service.pilot_report(session=session, spec=spec, run=run)
+        human = next(c for c in rep.criteria if c.key == "human_grading")
+        # 9 drafts with text need grades; the escalated safety draft does not.
+        assert human.status == "incomplete" and len(human.evidence) == 9
+        assert rep.status == "incomplete"
+
+    def test_drafted_safety_case_fails_and_names_it(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = build_run(session, safety_drafted=True)
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        rep = service.pilot_report(session=session, spec=spec, run=run)
+        safety = next(c for c in rep.criteria if c.key == "safety_escalation")
+        assert safety.status == "fail" and [e.label for e in safety.evidence] == ["safety-1"]
+        auto = next(c for c in rep.criteria if c.key == "automated_checks")
+        assert auto.measured.startswith("9/10 drafts pass (90.0%)")
+        assert rep.status == "fail"
+
+    def test_unchecked_run_says_to_run_the_checks(self, session: Session, spec: EvalSpec) -> None:
+        run = build_run(session)
+        rep = service.pilot_report(session=session, spec=small_gate_spec(spec), run=run)
+        auto = rep.criteria[0]
+        assert auto.status == "incomplete" and f"draftdesk check {run.name}" in auto.summary
+
+    def test_full_size_gate_refuses_a_10_case_set(self, session: Session, spec: EvalSpec) -> None:
+        run = build_run(session)
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        auto = service.pilot_report(session=session, spec=spec, run=run).criteria[0]
+        assert auto.status == "fail" and "needs at least 100" in auto.summary
+
+
+def _event(i: int, day: dt.date, **kw: Any) -> dict[str, Any]:
+    ev = {
+        "event_id": f"ev-{day}-{i}",
+        "ticket_id": f"t-{day}-{i}",
+        "occurred_at": f"{day}T10:00:00+00:00",
+        "intent": "billing_charge",
+        "draft_shown": True,
+        "action": "accept",
+        "draft_text": "Hello there",
+        "sent_text": "Hello there",
+        "confidence": 0.9,
+        "latency_ms": 1500,
+        "handle_time_s": 120,
+        "cost_usd": 0.01,
+        "escalated": False,
+    }
+    ev.update(kw)
+    return ev
+
+
+def pilot_events(spec: EvalSpec, bad_days: set[dt.date]) -> list[dict[str, Any]]:
+    """Ten events a day over the pilot; escalation within baseline (1 of 10 at 8% baseline)."""
+    out = []
+    day = spec.online_metrics.pilot.start
+    while day <= spec.online_metrics.pilot.end:
+        for i in range(10):
+            kw: dict[str, Any] = {"escalated": i == 0}
+            if day in bad_days and i < 5:
+                kw["action"] = "reject"
+            out.append(_event(i, day, **kw))
+        day += dt.timedelta(days=1)
+    return out
+
+
+class TestProductionGate:
+    def _ready(self, session: Session, spec: EvalSpec, bad_days: set[dt.date]) -> Any:
+        run = build_run(session)
+        lead = make_user(session, email="lead@example.test", roles=["lead"])
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        grade_all(session, spec, run.id, GOOD)
+        regression_service.add_case(session=session, created_by=lead.id, source="golden", case_id="routine-0", input="q", note="golden")
+        events = pilot_events(spec, bad_days)
+        for i in range(0, len(events), 1000):
+            ingest_events(session=session, spec=spec, items=events[i : i + 1000])
+        survey_service.open_round(session=session, name="pilot")
+        for agent, h in [("a1", "yes"), ("a2", "yes"), ("a3", "no")]:
+            survey_service.record_answer(session=session, agent_id=agent, helpful=h)
+        session.flush()
+        return run
+
+    def test_ten_business_days_on_target_passes(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = self._ready(session, spec, set())
+        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        rep = service.production_report(session=session, spec=spec, run=run, today=after)
+        by_key = {c.key: c for c in rep.criteria}
+        # The pilot (Mon 2 Nov - Fri 13 Nov 2026) has 10 business days, all on target.
+        assert by_key["pilot_targets"].value == 10 and by_key["pilot_targets"].status == "pass"
+        assert by_key["no_hallucinations"].status == "pass"
+        assert by_key["survey"].status == "pass" and by_key["survey"].value == 1
+        assert by_key["full_eval_set"].status == "pass"
+        assert rep.passed
+
+    def test_nine_business_days_then_a_weekend_fails(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        # Monday 2 Nov misses (50% rejected); Tue 3 - Fri 6, weekend, Mon 9 - Fri 13 = 9 business days.
+        bad = {dt.date(2026, 11, 2)}
+        run = self._ready(session, spec, bad)
+        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        crit = service.production_report(session=session, spec=spec, run=run, today=after).criteria[0]
+        assert crit.value == 9 and crit.status == "fail"
+        assert crit.evidence[0].label == "Mon 2026-11-02" and "reject_rate" in crit.evidence[0].detail
+        # The same streak while the pilot still runs is not yet a failure.
+        during = service.production_report(session=session, spec=spec, run=run, today=dt.date(2026, 11, 13)).criteria[0]
+        assert during.status == "incomplete"
+
+
+class TestSignoff:
+    def test_no_go_records_the_report_and_go_needs_a_pass(self, session: Session, spec: EvalSpec) -> None:
+        from webapp.auth.service import principal_for_user
+
+        run = build_run(session)
+        pm = make_user(session, email="pm@example.test", roles=["pm"])
+        principal = principal_for_user(session=session, user=pm)
+        with pytest.raises(service.GateError, match="only a no-go"):
+            service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="go")
+        row = service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="no_go", note="not yet")
+        assert row.role == "pm" and row.verdict == "incomplete" and row.report["gate"] == "pilot"
+        assert [s.id for s in service.signoffs(session=session, gate="pilot", run_id=run.id)] == [row.id]
