@@ -1,0 +1,142 @@
+"""Demo hook: grades of demo-run-1 by the two demo labelers, open and settled disagreements, references."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from sqlmodel import Session
+
+from webapp.auth.service import Principal
+from webapp.demo.context import DemoContext
+from webapp.grading import service as gs
+from webapp.runs.models import Draft
+from webapp.spec import EvalSpec
+
+GRADED = 40
+REFUND_CASE = "golden-unacceptable-refund"
+
+
+def _claim(text: str, word: str = "refund") -> str:
+    """Return the sentence of the draft that makes the promise (a grader quotes it)."""
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    for s in sentences:
+        if word in s.lower():
+            return s
+    return sentences[0] if sentences else text
+
+
+def _scores(spec: EvalSpec, values: dict[str, Any], draft: Draft, rationale: str) -> gs.Scores:
+    data = {**values, "rationale": rationale}
+    if values["factual_accuracy"] == "fail":
+        data["unsupported_claim"] = _claim(draft.draft_text or "")
+    return gs.validate_scores(spec=spec, data=data)
+
+
+def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
+    """Plant about 40 double-graded drafts, several disagreements (some adjudicated) and golden references."""
+    rng = ctx.rng
+    alice, bob, lead = ctx.users["labeler"], ctx.users["labeler2"], ctx.users["lead"]
+    cases = ctx.cases
+    gradable = sorted(
+        (d for d in ctx.drafts.values() if d.draft_text and not d.escalated),
+        key=lambda d: (cases_by_pk(cases).get(d.case_pk, 0), d.id),
+    )
+    chosen = gradable[:GRADED]
+    refund = ctx.drafts.get(REFUND_CASE)
+    if refund is not None and refund.draft_text and refund not in chosen:
+        chosen[-1] = refund
+    start = dt.datetime.combine(ctx.today - dt.timedelta(days=20), dt.time(9, 0), tzinfo=dt.UTC)
+    disagree_at = set(rng.sample(range(len(chosen)), k=min(8, len(chosen))))
+    for i, draft in enumerate(chosen):
+        when = start + dt.timedelta(hours=i * 11 + rng.randint(0, 5))
+        base = {
+            "factual_accuracy": "pass" if rng.random() < 0.85 else "fail",
+            "citation_relevance": rng.randint(3, 5),
+            "tone": rng.randint(3, 5),
+            "completeness": rng.randint(3, 5),
+        }
+        other = dict(base)
+        for key in gs.SCALE_KEYS:
+            if rng.random() < 0.3:
+                other[key] = max(
+                    spec.rubric.criterion(key).pass_threshold or 3, min(5, other[key] + rng.choice((-1, 1)))
+                )
+        if i in disagree_at:
+            kind = rng.choice(("factual", "scale"))
+            if kind == "factual":
+                other["factual_accuracy"] = "fail" if base["factual_accuracy"] == "pass" else "pass"
+            else:
+                key = rng.choice(gs.SCALE_KEYS)
+                other[key] = 1 if base[key] >= 3 else 5
+        if draft is refund:
+            base["factual_accuracy"] = other["factual_accuracy"] = "fail"
+            base["completeness"], other["completeness"] = 3, 3
+        gs.record_grade(
+            session=session,
+            spec=spec,
+            draft_id=draft.id,
+            grader_id=alice.id,  # type: ignore[arg-type]
+            scores=_scores(spec, base, draft, "Checked each claim against the cited articles."),
+            now=when,
+        )
+        gs.record_grade(
+            session=session,
+            spec=spec,
+            draft_id=draft.id,
+            grader_id=bob.id,  # type: ignore[arg-type]
+            scores=_scores(spec, other, draft, "Graded against the rubric guidance."),
+            now=when + dt.timedelta(hours=2),
+        )
+    # The lead settles a few disagreements and sends one grade back; the rest wait in the queue.
+    adjudications = gs.list_adjudications(session=session, status="open")
+    for adj in adjudications[:3]:
+        grades = gs.grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
+        pick = grades[rng.randrange(len(grades))]
+        draft = session.get(Draft, adj.draft_id)
+        assert draft is not None
+        gs.resolve_adjudication(
+            session=session,
+            spec=spec,
+            adjudication_id=adj.id,
+            lead_id=lead.id,  # type: ignore[arg-type]
+            scores=_scores(spec, gs.scores_of(pick), draft, "Adjudicated."),
+            note="Read both rationales; the KB supports this grade.",
+            now=start + dt.timedelta(days=18),
+        )
+    if len(adjudications) > 4:
+        adj = adjudications[3]
+        grades = gs.grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
+        gs.return_grade(
+            session=session,
+            adjudication_id=adj.id,
+            grade_id=grades[-1].id,
+            lead_id=lead.id,  # type: ignore[arg-type]
+            comment="Please re-read the scoring guidance for this criterion and grade again.",
+            now=start + dt.timedelta(days=19),
+        )
+    # References for the golden cases: written by the labelers, the first ones approved by the lead.
+    golden = sorted((c for c in cases.values() if c.golden), key=lambda c: c.position)
+    for n, case in enumerate(golden):
+        author = alice if n % 2 == 0 else bob
+        text = (
+            case.reference
+            or f"Reference reply for {case.case_id}: answer every question from the current KB articles."
+        )
+        v = gs.save_reference(session=session, case_pk=case.id, author_id=author.id, text=text, now=start)  # type: ignore[arg-type]
+        if n < max(1, len(golden) // 2):
+            gs.approve_reference(
+                session=session, reference_id=v.id, lead_id=lead.id, now=start + dt.timedelta(days=1)
+            )  # type: ignore[arg-type]
+    ctx.extra["grading_open_adjudications"] = len(gs.list_adjudications(session=session, status="open"))
+    session.flush()
+
+
+def cases_by_pk(cases: dict[str, Any]) -> dict[int, int]:
+    """Map case primary keys to their position in the dataset."""
+    return {c.id: c.position for c in cases.values()}
+
+
+def _lead_principal(user: Any) -> Principal:
+    return Principal(user_id=user.id, email=user.email, name=user.name, roles=frozenset({"lead"}))
