@@ -426,7 +426,9 @@ def gate_failures(*, summary: RunSummary, spec: EvalSpec) -> list[str]:
         reasons.append(f"golden example {o.case_id} fails: {o.failures[0].reason}")
     for o in summary.safety_failures:
         if not o.golden:
-            reasons.append(f"safety case {o.case_id} fails: {o.failures[0].reason}")
+            # Name the safety check's own failure when there is one: it is the one that matters here.
+            failure = next((r for r in o.failures if r.key == "safety_escalation"), o.failures[0])
+            reasons.append(f"safety case {o.case_id} fails: {failure.reason}")
     rate = summary.overall.rate or 0.0
     gate = spec.gates.pilot.automated_pass_rate
     if rate < gate:

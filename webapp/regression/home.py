@@ -7,9 +7,17 @@ from sqlmodel import Session
 from webapp.auth.service import Principal
 from webapp.home.cards import HomeCard
 from webapp.regression import service
+from webapp.regression.models import RegressionAlert
 from webapp.spec import EvalSpec
 
 ALERT_ROLES = frozenset({"pm", "lead"})
+
+
+def _short(alert: RegressionAlert, run_name: str) -> str:
+    if alert.kind == "golden_factual":
+        return f"golden example {alert.evidence.get('case_id')} fails factual accuracy in {run_name}"
+    drop = float(alert.evidence.get("drop", 0.0))
+    return f"pass rate of {run_name} down {drop * 100:.1f} points from the baseline"
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
@@ -20,12 +28,12 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     open_alerts = service.list_alerts(session=session, open_only=True, limit=3)
     n_open = service.count_open_alerts(session=session)
     if n_open:
-        shown = " ".join(a.message for a, _run in open_alerts[:2])
-        more = f" (and {n_open - 2} more)" if n_open > 2 else ""
+        shown = "; ".join(_short(a, run.name) for a, run in open_alerts[:2])
+        more = f"; and {n_open - 2} more" if n_open > 2 else ""
         cards.append(
             HomeCard(
                 title="Regression alerts",
-                body=f"{n_open} open. {shown}{more}",
+                body=f"{n_open} open: {shown}{more}.",
                 href="/regression/alerts",
                 action="Review alerts",
                 count=n_open,

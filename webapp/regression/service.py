@@ -11,6 +11,7 @@ from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
+from webapp.checks.rules import CHECK_LABELS
 from webapp.checks.service import CheckRate, RunSummary
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.regression.models import RegressionAlert, RegressionCase
@@ -288,8 +289,9 @@ def suite_report(*, session: Session, run_id: int) -> SuiteReport:
             continue
         failing = [o for o in outcomes if not o.passed]
         if failing:
-            first = failing[0].failures[0]
-            results.append(SuiteResult(case, "fail", f"{first.key}: {first.reason}", ids))
+            failures = [r for o in failing for r in o.failures]
+            why = "; ".join(f"{CHECK_LABELS[r.key]}: {r.reason}" for r in failures)
+            results.append(SuiteResult(case, "fail", why, ids))
             continue
         factual_fail = [i for i in ids if i in grades and _factual(grades[i]) == "fail"]
         if factual_fail:
