@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -28,6 +29,10 @@ from webapp.main import create_app
 from webapp.models import metadata
 from webapp.security import CSRF_COOKIE, csrf_token_for
 from webapp.spec import EvalSpec, load_spec
+
+# Cheap Argon2 parameters for the many users tests create (hashes carry their own parameters, so
+# verification is unchanged; production keeps argon2-cffi's defaults).
+auth_service._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 
 PG_URL = os.environ.get("DRAFTDESK_TEST_DATABASE_URL", "").strip()
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
