@@ -25,13 +25,23 @@ def _role_checks(dependant) -> list[RoleCheck]:  # type: ignore[no-untyped-def]
     return found
 
 
+def _flatten(routes):  # type: ignore[no-untyped-def]
+    """Yield every API route with its full path; FastAPI 0.165 keeps included routers nested."""
+    for route in routes:
+        if hasattr(route, "effective_route_contexts"):
+            for ctx in route.effective_route_contexts():
+                if isinstance(ctx.original_route, APIRoute):
+                    yield ctx
+        elif isinstance(route, APIRoute):
+            yield route
+
+
 def _routes(app) -> list[tuple[str, str, APIRoute]]:  # type: ignore[no-untyped-def]
     out = []
-    for route in app.routes:
-        if not isinstance(route, APIRoute) or route.path.startswith("/api/docs") or route.path == "/api/openapi.json":
-            continue
+    for route in _flatten(app.routes):
         for method in sorted(route.methods - {"HEAD"}):
             out.append((method, route.path, route))
+    assert len(out) > 50, "the route walk found too few routes; has FastAPI's routing changed?"
     return out
 
 
