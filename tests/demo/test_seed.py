@@ -1,0 +1,221 @@
+"""The demo: stratification, golden cases, planted failures, determinism, idempotent re-seed, CLI."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func
+from sqlmodel import Session, select
+
+from tests.datasets.helpers import count_rows, invoke
+from webapp.auth import service as auth_service
+from webapp.auth.models import User
+from webapp.checks.rules import run_checks
+from webapp.checks.types import CaseInput, Citation, DraftInput
+from webapp.datasets.loader import load_dataset
+from webapp.datasets.models import Dataset, EvalCase
+from webapp.demo import content as c
+from webapp.demo.seed import seed_demo
+from webapp.kb import service as kb_service
+from webapp.kb.models import KbArticle
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+
+
+class TestContent:
+    def test_same_seed_same_content_hash(self) -> None:
+        assert c.build_content(7).content_hash == c.build_content(7).content_hash
+        assert c.build_content(7).dataset_jsonl == c.build_content(7).dataset_jsonl
+        assert c.build_content(7).content_hash != c.build_content(8).content_hash
+
+    def test_golden_cases_keep_their_ids_for_every_seed(self) -> None:
+        for seed in (1, 7, 99):
+            golden = [x["id"] for x in c.build_content(seed).cases if x["golden"]]
+            assert sorted(golden) == sorted(c.GOLDEN_IDS)
+
+    def test_dataset_jsonl_is_the_format_guides(self, tmp_path: Path) -> None:
+        path = tmp_path / "support-eval-v1.jsonl"
+        path.write_bytes(c.build_content(7).dataset_jsonl)
+        cases, meta = load_dataset(path)
+        assert meta["count"] == 100 and len({x.id for x in cases}) == 100
+        assert all(x.metadata["category"] in ("routine", "edge", "adversarial", "safety") for x in cases)
+
+
+@pytest.fixture
+def seeded(session: Session, spec: EvalSpec):  # type: ignore[no-untyped-def]
+    ctx = seed_demo(session=session, spec=spec, hooks=False)
+    session.commit()
+    return ctx
+
+
+class TestSeededDemo:
+    def test_stratification(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+        ds = session.exec(select(Dataset).where(Dataset.name == "support-eval-v1")).one()
+        rows = session.exec(select(EvalCase.category, EvalCase.intent).where(EvalCase.dataset_id == ds.id)).all()
+        assert Counter(cat for cat, _ in rows) == {"routine": 60, "edge": 20, "adversarial": 10, "safety": 10}
+        per = Counter(rows)
+        for intent in spec.intents:  # spread evenly across the ten intents of the spec
+            assert (per[("routine", intent)], per[("edge", intent)], per[("adversarial", intent)], per[("safety", intent)]) == (6, 2, 1, 1), intent
+        assert ds.count == 100
+
+    def test_dataset_hash_is_the_real_file_hash(self, session: Session, seeded) -> None:  # type: ignore[no-untyped-def]
+        expected = "sha256:" + hashlib.sha256(c.build_content(7).dataset_jsonl).hexdigest()
+        assert seeded.dataset.sha256 == expected
+
+    def test_golden_examples(self, seeded) -> None:  # type: ignore[no-untyped-def]
+        golden = {cid: case for cid, case in seeded.cases.items() if case.golden}
+        assert set(golden) == set(c.GOLDEN_IDS)
+        assert (golden["golden-happy-path"].intent, golden["golden-happy-path"].kb_articles) == ("billing_charge", ["KB-1042"])
+        assert golden["golden-edge-downgrade-exports"].kb_articles == ["KB-2011", "KB-2098"]
+        assert golden["golden-edge-downgrade-exports"].category == "edge"
+        assert golden["golden-unacceptable-refund"].expected_behavior == "fallback"
+        assert (golden["golden-safety-distress"].category, golden["golden-safety-distress"].expected_behavior) == ("safety", "escalate")
+        assert golden["golden-regression-2fa"].kb_articles == ["KB-3001"]
+        assert golden["golden-happy-path"].account["billing_cycle_day"] == 15
+
+    def test_kb(self, session: Session, seeded) -> None:  # type: ignore[no-untyped-def]
+        assert 14 <= count_rows(session, KbArticle) <= 17
+        revs = {r.revision: r.status for r in kb_service.get_revisions(session=session, article_id="KB-3001")}
+        assert revs[2] == "deprecated" and revs[4] == "current"
+        assert "SMS" in kb_service.get_revision(session=session, article_id="KB-3001", revision=2).body
+        assert "authenticator app only" in kb_service.current_revision(session=session, article_id="KB-3001").body
+        assert "own cycle" in kb_service.current_revision(session=session, article_id="KB-1042").body
+        assert "no scheduled data exports" in kb_service.current_revision(session=session, article_id="KB-2098").body
+        assert kb_service.current_revision(session=session, article_id="KB-2011") is not None
+        states = {a.article_id: a.status for a in kb_service.list_articles(session=session)}
+        assert "deleted" in states.values()
+        intents = {a.intent for a in kb_service.list_articles(session=session)}
+        assert len(intents) == 10
+
+    def test_users_one_per_role(self, session: Session, seeded) -> None:  # type: ignore[no-untyped-def]
+        assert set(seeded.users) == {"labeler", "labeler2", "lead", "pm", "support_lead", "admin"}
+        for key, email, _name, roles in c.DEMO_USERS:
+            user = auth_service.authenticate(session=session, email=email, password="demo-password", ip="t")
+            assert user is not None, email
+            assert auth_service.user_roles(session=session, user_id=user.id) == set(roles)
+            assert seeded.users[key].email == email
+
+    def test_run(self, seeded) -> None:  # type: ignore[no-untyped-def]
+        run = seeded.run
+        assert (run.name, run.model, run.prompt_version) == ("demo-run-1", "drafter-2026-10", "v3")
+        assert len(seeded.drafts) == 100
+
+    def test_planted_failures(self, seeded) -> None:  # type: ignore[no-untyped-def]
+        d = seeded.drafts
+        refund = d["golden-unacceptable-refund"]
+        assert refund.draft_text.startswith("Hi ") and "I've processed your refund and you should see it within 5-7 business days" in refund.draft_text
+        assert refund.confidence == 0.82 and refund.citations == []
+        twofa = d["golden-regression-2fa"]
+        assert twofa.citations == [{"article_id": "KB-3001", "revision": 2}] and "SMS" in twofa.draft_text
+        distress = d["golden-safety-distress"]
+        assert distress.escalated is False and distress.draft_text and "Sorry to hear about your experience" in distress.draft_text
+        pii = d["routine-017"].draft_text
+        assert "jordan.blake@example.com" in pii and "(415) 555-0134" in pii
+        low = d["edge-004"]
+        assert low.confidence == 0.42 and low.draft_text
+
+    def test_only_planted_drafts_fail_the_automated_checks(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+        kb = kb_service.kb_snapshot(session=session)
+        failing: dict[str, set[str]] = {}
+        for case_id, draft in seeded.drafts.items():
+            case = seeded.cases[case_id]
+            results = run_checks(
+                draft=DraftInput(
+                    draft.draft_text,
+                    tuple(Citation(x["article_id"], x["revision"]) for x in draft.citations),
+                    draft.confidence,
+                    draft.intent,
+                    draft.escalated,
+                ),
+                case=CaseInput(case.case_id, case.input, case.category, case.expected_behavior, case.golden),
+                kb=kb,
+                spec=spec,
+            )
+            bad = {r.key for r in results if r.failed}
+            if bad:
+                failing[case_id] = bad
+        assert failing == {
+            "golden-regression-2fa": {"citations_current"},
+            "golden-safety-distress": {"safety_escalation"},
+            "routine-017": {"no_pii"},
+            "edge-004": {"low_confidence_fallback"},
+        }
+        # The refund promise passes every automated check: only human grading (factual accuracy) catches it.
+
+    def test_good_drafts_are_good(self, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+        for case_id, draft in seeded.drafts.items():
+            if case_id in c.PLANTED_CASES:
+                continue
+            case = seeded.cases[case_id]
+            if case.category == "safety":
+                assert draft.escalated and draft.draft_text is None, case_id
+            elif draft.draft_text is not None:
+                assert 50 <= len(draft.draft_text.split()) <= 500, case_id
+                assert draft.confidence >= spec.checks.confidence_fallback and draft.citations, case_id
+            else:
+                assert draft.confidence < spec.checks.confidence_fallback, case_id
+            assert draft.intent in spec.intents
+
+    def test_reseed_is_a_noop(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+        before = {m.__name__: count_rows(session, m) for m in (User, KbArticle, Dataset, EvalCase, Run, Draft)}
+        ctx = seed_demo(session=session, spec=spec)
+        session.commit()
+        after = {m.__name__: count_rows(session, m) for m in (User, KbArticle, Dataset, EvalCase, Run, Draft)}
+        assert before == after
+        assert ctx.run.id == seeded.run.id and len(ctx.cases) == 100
+
+
+class TestDeterminism:
+    def test_same_seed_same_database_content(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
+        from webapp.db import make_engine
+        from webapp.models import metadata
+
+        seed_demo(session=session, spec=spec, hooks=False)
+        session.commit()
+        other = make_engine(f"sqlite:///{tmp_path / 'other.db'}")
+        metadata.create_all(other)
+        with Session(other) as s2:
+            seed_demo(session=s2, spec=spec, hooks=False)
+            s2.commit()
+
+            def snapshot(s: Session) -> list[tuple]:
+                rows = s.exec(
+                    select(EvalCase.case_id, Draft.draft_text, Draft.confidence, Draft.escalated)
+                    .join(EvalCase, EvalCase.id == Draft.case_pk)
+                    .order_by(EvalCase.position)
+                ).all()
+                return [tuple(r) for r in rows]
+
+            assert snapshot(session) == snapshot(s2)
+            assert session.exec(select(Dataset.sha256)).one() == s2.exec(select(Dataset.sha256)).one()
+        other.dispose()
+
+
+class TestHooks:
+    def test_domain_hooks_run(self, session: Session, spec: EvalSpec) -> None:
+        ctx = seed_demo(session=session, spec=spec)
+        session.commit()
+        assert "checks" in ctx.extra["hooks_run"]
+
+
+class TestDemoCli:
+    def test_export_dataset(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        out = tmp_path / "eval.jsonl"
+        r = invoke(monkeypatch, "sqlite://", ["demo", "--export-dataset", str(out), "--export-kb", str(tmp_path / "kb.jsonl")])
+        assert r.exit_code == 0, r.output
+        assert out.read_bytes() == c.build_content(7).dataset_jsonl
+        assert (tmp_path / "kb.jsonl").read_bytes() == c.build_content(7).kb_jsonl
+
+    def test_seed_only_in_configured_database(self, db_url: str, session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+        r = invoke(monkeypatch, db_url, ["demo", "--seed-only"])
+        assert r.exit_code == 0, r.output
+        assert "seeded" in r.output and "admin@demo.draftdesk" in r.output and "demo-password" in r.output
+        for _key, email, _n, _r in c.DEMO_USERS:
+            assert email in r.output
+        assert session.exec(select(func.count()).select_from(Draft)).one() == 100
+        again = invoke(monkeypatch, db_url, ["demo", "--seed-only"])
+        assert again.exit_code == 0 and "already seeded" in again.output
+        assert count_rows(session, Draft) == 100

@@ -1,0 +1,81 @@
+"""`draftdesk demo`: create (if absent) and seed the demo database, print the users, and serve it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from webapp.config import DATA_DIR
+from webapp.demo import content as c
+
+DEMO_DB = DATA_DIR / "demo.db"
+
+
+def demo_database_url() -> str:
+    """Return the demo database: DRAFTDESK_DATABASE_URL when set, else data/demo.db."""
+    return os.environ.get("DRAFTDESK_DATABASE_URL", "").strip() or f"sqlite:///{DEMO_DB}"
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    """Add the demo command."""
+
+    @app.command("demo")
+    def demo(
+        port: int = typer.Option(8000, "--port", help="Port to serve on (127.0.0.1)"),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on"),
+        seed_only: bool = typer.Option(False, "--seed-only", help="Only create and seed the database, do not serve"),
+        seed: int = typer.Option(7, "--seed", help="Seed of the demo content (same seed, same demo)"),
+        export_dataset: Path = typer.Option(None, "--export-dataset", help="Write the demo dataset JSONL here and exit"),
+        export_kb: Path = typer.Option(None, "--export-kb", help="Write the demo KB (import format, JSONL) here and exit"),
+        export_drafts: Path = typer.Option(None, "--export-drafts", help="Write the demo run's drafts JSONL here and exit"),
+    ) -> None:
+        """Create (if absent) and seed the demo database, print one user per role, and serve it."""
+        if export_dataset or export_kb or export_drafts:
+            built = c.build_content(seed)
+            for path, data in ((export_dataset, built.dataset_jsonl), (export_kb, built.kb_jsonl), (export_drafts, built.drafts_jsonl)):
+                if path:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(data)
+                    typer.echo(f"wrote {path}")
+            return
+        from webapp.config import ConfigError, Settings
+        from webapp.db import make_engine, session_scope
+        from webapp.demo.seed import DemoHookError, is_seeded, seed_demo
+        from webapp.migrations_runner import upgrade
+        from webapp.spec import SpecError
+
+        url = demo_database_url()
+        if url.startswith("sqlite:///"):
+            Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            settings = Settings(database_url=url, mode="demo")
+            spec = settings.eval_spec
+        except (ConfigError, SpecError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        upgrade(url)
+        engine = make_engine(url)
+        try:
+            with session_scope(engine) as session:
+                already = is_seeded(session=session)
+                seed_demo(session=session, spec=spec, seed=seed)
+        except DemoHookError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        finally:
+            engine.dispose()
+        where = url.split("@")[-1]
+        typer.echo(f"demo database {'already seeded' if already else 'seeded'}: {where}")
+        typer.echo(f"sign in with any of these (password for all: {c.DEMO_PASSWORD}):")
+        for key, email, name, roles in c.DEMO_USERS:
+            typer.echo(f"  {key:<13} {email:<32} {c.DEMO_PASSWORD}   ({name}; role {', '.join(roles)})")
+        if seed_only:
+            return
+        import uvicorn
+
+        from webapp.main import create_app
+
+        typer.echo(f"serving the demo on http://{host}:{port}  (Ctrl+C to stop)")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
