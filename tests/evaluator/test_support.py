@@ -254,3 +254,41 @@ def test_run_list_page(evaluate: Callable[..., Result], record_env: str, client_
     detail_link = page.split('href="/evaluator/runs/')[1].split('"')[0]
     detail = client_as("pm").get(f"/evaluator/runs/{detail_link}").text
     assert "has no criterion in common with human grading" in detail
+
+
+def test_run_page_shows_judge_human_agreement_once_graded(
+    evaluate: Callable[..., Result],
+    record_env: str,
+    session: Session,
+    client_as,  # type: ignore[no-untyped-def]
+    kb_file: Path,
+    tmp_path: Path,
+) -> None:
+    from webapp.evaluator.models import EvaluatorJudgeScore
+    from webapp.grading.models import FinalGrade
+
+    ds = write_dataset(tmp_path / "one.jsonl", CASES[:1])
+    assert evaluate("--rubric", "support-draft", "--kb", str(kb_file), "-n", "2", "--record", dataset=ds).exit_code == 0
+    run, ev = _recorded(session)
+    scores = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.evaluator_run_id == ev.id)).all()
+    assert len(scores) == 2
+    # The humans pass both drafts and give tone 1, below the pass threshold of 3.
+    for js in scores:
+        session.add(
+            FinalGrade(draft_id=js.draft_id, factual_accuracy="pass", citation_relevance=5.0, tone=1.0, completeness=5.0, source="agreement")
+        )
+    session.commit()
+    judge_pass = sum(1 for js in scores if js.scores["factual_accuracy"] == 1)
+    judge_tone_fail = sum(1 for js in scores if js.scores["tone"] < 3)  # same side as the humans' 1.0
+    page = client_as("pm").get(f"/evaluator/runs/{run.id}").text
+    assert "Over 2 drafts with a final human grade" in page
+    rows = {
+        cells[0]: cells
+        for cells in (
+            [c.split(">", 1)[1].strip() for c in tr.split("</td>")[:-1]]
+            for tr in page.split("<h2>Judge and human grades</h2>")[1].split("</table>")[0].split("<tr>")[2:]
+        )
+    }
+    assert rows["Factual accuracy"][1] == "2"
+    assert rows["Factual accuracy"][2] == f"{judge_pass / 2 * 100:.1f}%"
+    assert rows["Tone appropriateness"][2] == f"{judge_tone_fail / 2 * 100:.1f}%"
