@@ -55,11 +55,11 @@ class DailyAggregate(SQLModel, table=True):
 
     Rebuilt from the raw events of a day whenever events of that day arrive, so it always
     equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
-    stored: such narrow queries are computed from the raw events directly.
+    stored (see ingest.ROLLUPS): such narrow queries are computed from the raw events directly.
     """
 
     __tablename__ = "metric_daily_aggregate"
-    __table_args__ = (UniqueConstraint("day", "intent", "plan", "agent_id", name="uq_metric_daily_segment"),)
+    __table_args__ = (UniqueConstraint("intent", "plan", "agent_id", "day", name="uq_metric_daily_segment"),)
 
     id: int | None = Field(default=None, primary_key=True)
     day: dt.date = Field(index=True)

@@ -144,7 +144,7 @@ def _aggregate_rows(
     session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
 ) -> list[dict[str, Any]]:
     """Return one dict of sums per day with events, from the aggregate table or (full segment) raw events."""
-    if all(segment[d] is not None for d in SEGMENT_DIMS):
+    if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in ingest.ROLLUPS:
         df = ingest.raw_frame(session, start=start, end=end, segment=segment)
         agg = ingest.aggregate_frame(df, spec, ())
         rows = agg.to_dict("records")

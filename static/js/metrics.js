@@ -1,0 +1,13 @@
+// Draw every plotly figure on the metrics page; redraw after htmx swaps in new results.
+(function () {
+  function draw(root) {
+    if (!window.Plotly) { return; }
+    root.querySelectorAll(".metrics-chart[data-figure]").forEach(function (el) {
+      var fig = JSON.parse(el.getAttribute("data-figure"));
+      window.Plotly.react(el, fig.data, fig.layout, { displaylogo: false, responsive: true });
+      el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
+    });
+  }
+  window.addEventListener("load", function () { draw(document); });
+  document.addEventListener("htmx:afterSwap", function (evt) { draw(evt.detail.target.ownerDocument || document); });
+})();

@@ -1,0 +1,162 @@
+"""Plotly figures for the metrics page: values, target and alert lines, firing periods, version markers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+import plotly.io as pio
+
+from webapp.metrics.service import (
+    METRIC_LABELS,
+    AlertStatus,
+    Calibration,
+    DayMetrics,
+    VersionChange,
+    alert_threshold_value,
+    target_lines,
+)
+from webapp.spec import EvalSpec
+
+RATE_METRICS = frozenset({"accept_rate", "reject_rate", "escalation_rate"})
+_HALF_DAY = dt.timedelta(hours=12)
+_COLORS = {"value": "#2456c7", "target": "#17803d", "alert": "#b42318", "firing": "rgba(180,35,24,0.13)", "version": "#6b7280"}
+
+
+# A small white template: plotly's built-in ones are deep-copied into every figure, which costs
+# tens of milliseconds per chart.
+_TEMPLATE: dict[str, Any] = {
+    "layout": {
+        "paper_bgcolor": "#fff", "plot_bgcolor": "#fff", "font": {"family": "system-ui, sans-serif", "color": "#1d2430"},
+        "xaxis": {"gridcolor": "#eceff3", "linecolor": "#dde2ea", "zeroline": False},
+        "yaxis": {"gridcolor": "#eceff3", "linecolor": "#dde2ea", "zeroline": False},
+    }
+}
+
+
+def _trace(kind: str, **props: Any) -> dict[str, Any]:
+    return {"type": kind, **props}
+
+
+def _figure(traces: list[dict[str, Any]], layout: dict[str, Any]) -> dict[str, Any]:
+    # A plain dict in plotly's figure schema: building go.Figure objects for nine charts took most of
+    # the page's time budget. The tests load every figure into go.Figure, which validates it fully.
+    return {"data": traces, "layout": layout}
+
+
+def _edge(day: dt.date, side: int) -> str:
+    # half a day before (side -1) or after (+1) a day's point, so a one-day period is a visible band
+    return (dt.datetime.combine(day, dt.time()) + side * _HALF_DAY).isoformat()
+
+
+def _plain(text: str) -> str:
+    # plotly renders a small HTML subset in annotations; version names are shown as plain text
+    return re.sub(r"[<>&]", "", text)[:40]
+
+
+def metric_figure(
+    metric: str,
+    days: list[DayMetrics],
+    spec: EvalSpec,
+    alert: AlertStatus | None,
+    changes: list[VersionChange],
+) -> dict[str, Any]:
+    """Return the plotly figure (as a JSON-ready dict) of one metric over the days."""
+    x = [d.day.isoformat() for d in days]
+    y = [d.value(metric) for d in days]
+    start, end = days[0].day, days[-1].day
+    edges = [_edge(start, -1), _edge(end, 1)] if days else []
+    traces: list[Any] = [
+        _trace(
+            "scatter", x=x, y=y, name=METRIC_LABELS.get(metric, metric), mode="lines+markers", connectgaps=False,
+            line={"color": _COLORS["value"], "width": 2}, marker={"size": 5},
+        )
+    ]
+    for i, value in enumerate(target_lines(metric, spec)):
+        traces.append(
+            _trace(
+                "scatter", x=edges, y=[value, value], name="target" if i == 0 else "target (band)", mode="lines",
+                line={"color": _COLORS["target"], "dash": "dash", "width": 1.5}, hoverinfo="name+y",
+                showlegend=i == 0, legendgroup="target",
+            )
+        )
+    threshold = alert_threshold_value(metric, spec)
+    if threshold is not None:
+        traces.append(
+            _trace(
+                "scatter", x=edges, y=[threshold, threshold], name="alert threshold", mode="lines",
+                line={"color": _COLORS["alert"], "dash": "dot", "width": 1.5}, hoverinfo="name+y",
+            )
+        )
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    if alert is not None:
+        for a, b in alert.firing_periods:
+            if b < start or a > end:
+                continue
+            shapes.append(
+                {
+                    "type": "rect", "xref": "x", "yref": "paper", "x0": _edge(max(a, start), -1),
+                    "x1": _edge(min(b, end), 1), "y0": 0, "y1": 1, "fillcolor": _COLORS["firing"],
+                    "line": {"width": 0}, "layer": "below", "name": "firing",
+                }
+            )
+    for c in changes:
+        shapes.append(
+            {
+                "type": "line", "xref": "x", "yref": "paper", "x0": c.day.isoformat(), "x1": c.day.isoformat(),
+                "y0": 0, "y1": 1, "line": {"color": _COLORS["version"], "dash": "dot", "width": 1}, "name": "version",
+            }
+        )
+        label = "model" if c.kind == "model_version" else "prompt"
+        annotations.append(
+            {
+                "x": c.day.isoformat(), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom",
+                "text": f"{label}: {_plain(c.value)}", "showarrow": False, "font": {"size": 10, "color": _COLORS["version"]},
+            }
+        )
+    layout = {
+        "title": {"text": METRIC_LABELS.get(metric, metric), "font": {"size": 14}, "x": 0.01},
+        "height": 260,
+        "margin": {"l": 50, "r": 10, "t": 40, "b": 30},
+        "shapes": shapes,
+        "annotations": annotations,
+        "legend": {"orientation": "h", "y": -0.18, "font": {"size": 10}},
+        "xaxis": {"type": "date", "range": edges or None},
+        "yaxis": {"tickformat": ".0%"} if metric in RATE_METRICS else {"rangemode": "tozero"},
+        "hovermode": "x unified",
+        "template": _TEMPLATE,
+    }
+    return _figure(traces, layout)
+
+
+def calibration_figure(cal: Calibration) -> dict[str, Any]:
+    """Return the calibration chart: accept rate per confidence bin against the diagonal."""
+    centers = [(b.lo + b.hi) / 2 for b in cal.bins]
+    return _figure(
+        [
+            _trace(
+                "bar", x=centers, y=[b.accept_rate for b in cal.bins], width=0.09, name="accept rate",
+                marker={"color": _COLORS["value"]}, customdata=[b.n for b in cal.bins],
+                hovertemplate="confidence %{x:.2f}<br>accept rate %{y:.1%}<br>%{customdata} drafts<extra></extra>",
+            ),
+            _trace(
+                "scatter", x=centers, y=[b.mean_confidence for b in cal.bins], name="mean confidence", mode="markers",
+                marker={"color": _COLORS["alert"], "size": 8},
+            ),
+            _trace("scatter", x=[0, 1], y=[0, 1], name="perfect calibration", mode="lines", line={"dash": "dash", "color": "#999"}),
+        ],
+        {
+            "title": {"text": "Calibration: accept rate by confidence", "font": {"size": 14}, "x": 0.01},
+            "height": 300, "margin": {"l": 50, "r": 10, "t": 40, "b": 40}, "template": _TEMPLATE,
+            "xaxis": {"range": [0, 1], "title": {"text": "confidence"}, "dtick": 0.1},
+            "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "accept rate"}},
+            "legend": {"orientation": "h", "y": -0.25},
+        },
+    )
+
+
+def to_json(figure: dict[str, Any]) -> str:
+    """Serialize a figure dict for the page."""
+    return pio.to_json(figure, validate=False)

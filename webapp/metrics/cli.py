@@ -1,0 +1,140 @@
+"""`draftdesk import events FILE` and `draftdesk metrics rebuild`."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from webapp.spec import EvalSpec
+
+BATCH = 20_000
+_CSV_NULLS = {""}
+
+
+def _records(path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, raw record) from a JSONL or CSV file."""
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            for row in reader:
+                clean = {k: (None if v in _CSV_NULLS else v) for k, v in row.items() if k is not None}
+                yield reader.line_num, clean
+        return
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            yield n, line
+
+
+def parse_file(path: Path, spec: EvalSpec, *, max_errors: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
+    """Validate every record of the file; return insert rows, or the errors as 'FILE:LINE: field: reason'."""
+    from webapp.metrics.ingest import EventIn, event_row, validation_errors
+    from webapp.timeutil import utcnow
+
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
+    first_line: dict[str, int] = {}
+    tz = spec.tz
+    now = utcnow()
+    is_csv = path.suffix.lower() == ".csv"
+    for line_no, raw in _records(path):
+        try:
+            ev = EventIn.model_validate(raw) if is_csv else EventIn.model_validate_json(raw)
+        except ValidationError as exc:
+            for fe in validation_errors(exc):
+                if fe.reason.startswith("Invalid JSON"):
+                    errors.append(f"{path}:{line_no}: (line): not a JSON object: {fe.reason}")
+                else:
+                    errors.append(f"{path}:{line_no}: {fe.field}: {fe.reason}")
+            if len(errors) >= max_errors:
+                break
+            continue
+        if ev.event_id in first_line:
+            errors.append(f"{path}:{line_no}: event_id: {ev.event_id!r} repeats line {first_line[ev.event_id]}")
+            continue
+        first_line[ev.event_id] = line_no
+        rows.append(event_row(ev, tz, now))
+    return rows, errors
+
+
+def import_events(path: Path, *, quiet: bool = False) -> dict[str, float]:
+    """Import a JSONL/CSV events file all-or-nothing; return counts and timings."""
+    from webapp.cli_support import cli_session, fail, load_settings
+    from webapp.metrics.ingest import bulk_insert, frame_from_rows, rebuild_days
+
+    if not path.exists():
+        fail(f"{path}: file not found")
+    settings = load_settings()
+    spec = settings.eval_spec
+    t0 = time.perf_counter()
+    rows, errors = parse_file(path, spec)
+    if errors:
+        for e in errors:
+            typer.echo(e, err=True)
+        fail(f"{path}: {len(errors)} bad record(s){' (first shown)' if len(errors) >= 20 else ''}; nothing imported")
+    t_parse = time.perf_counter() - t0
+    created = 0
+    with cli_session(settings) as session, Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
+    ) as progress:
+        task = progress.add_task("importing events", total=len(rows))
+        for i in range(0, len(rows), BATCH):
+            chunk = rows[i : i + BATCH]
+            created += bulk_insert(session, chunk)
+            progress.advance(task, len(chunk))
+        t_insert = time.perf_counter() - t0 - t_parse
+        agg = progress.add_task("rebuilding daily aggregates", total=None)
+        days: set[dt.date] = {r["day"] for r in rows}
+        frame = frame_from_rows(rows) if created == len(rows) else None
+        rebuild_days(session=session, spec=spec, days=days, frame=frame)
+        progress.update(agg, total=1, completed=1)
+    total = time.perf_counter() - t0
+    stats = {
+        "records": len(rows),
+        "created": created,
+        "duplicates": len(rows) - created,
+        "parse_s": t_parse,
+        "insert_s": t_insert,
+        "total_s": total,
+    }
+    if not quiet:
+        typer.echo(
+            f"{path}: {created} events imported, {len(rows) - created} already present; "
+            f"{len(days)} days aggregated in {total:.1f} s"
+        )
+    return stats
+
+
+def register(app: typer.Typer, import_app: typer.Typer) -> None:
+    """Add `draftdesk import events` and `draftdesk metrics rebuild`."""
+
+    @import_app.command("events")
+    def import_events_cmd(
+        file: Path = typer.Argument(..., help="JSONL (one event per line) or CSV with a header row"),
+        quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
+    ) -> None:
+        """Import production events, all-or-nothing; events already present are skipped."""
+        import_events(file, quiet=quiet)
+
+    metrics_app = typer.Typer(help="Online metrics.", no_args_is_help=True)
+    app.add_typer(metrics_app, name="metrics")
+
+    @metrics_app.command("rebuild")
+    def rebuild_cmd() -> None:
+        """Recompute every event's day and all daily aggregates (after changing the time zone, minor-edit limit or intents)."""
+        from webapp.cli_support import cli_session, load_settings
+        from webapp.metrics.ingest import rebuild_all
+
+        settings = load_settings()
+        with cli_session(settings) as session:
+            n = rebuild_all(session=session, spec=settings.eval_spec)
+        typer.echo(f"{n} aggregate rows rebuilt")

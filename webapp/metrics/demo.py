@@ -1,0 +1,144 @@
+"""Demo data: about six weeks of production events around the pilot, with a model change, an alert
+that fires and resolves, and hallucination reports (one confirmed during the pilot, one pending)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlmodel import Session
+
+from webapp.demo.context import DemoContext
+from webapp.metrics import ingest, service
+from webapp.spec import EvalSpec
+
+DRAFTS: dict[str, str] = {
+    "billing_charge": "Thanks for reaching out. The charge you saw on {d} is the monthly renewal of your plan. You can see every invoice under Settings > Billing, and you can change the billing date there too.",
+    "plan_change": "Happy to help you switch plans. Go to Settings > Plan, choose the new plan and confirm; the price difference is prorated on your next invoice.",
+    "data_export": "You can export all your data from Settings > Data > Export. The export is prepared in the background and we email you a download link when it is ready.",
+    "account_security": "For your security we have signed out all sessions. Please reset your password with the link on the sign-in page and turn on two-factor authentication.",
+    "refund_request": "We have looked at your request. Refunds are available within 30 days of a charge; I have started the refund and it will reach your card in 5 to 10 business days.",
+    "login_access": "Sorry you are having trouble signing in. Please use the Forgot password link; if the email does not arrive within ten minutes, check your spam folder.",
+    "invoice_request": "Your invoices are under Settings > Billing > Invoices, where you can download each one as a PDF. You can also add your VAT number there.",
+    "cancellation": "We are sorry to see you go. You can cancel any time under Settings > Plan > Cancel; your account stays active until the end of the billing period.",
+}
+CUSTOMER: dict[str, str] = {
+    "billing_charge": "I was charged on {d} and I don't know what it is for.",
+    "plan_change": "How do I move from the Pro plan to the Team plan?",
+    "data_export": "I need a copy of all my data, how can I get it?",
+    "account_security": "I think someone logged into my account.",
+    "refund_request": "I'd like a refund for last month, I didn't use the product.",
+    "login_access": "I can't log in, the password reset never arrives.",
+    "invoice_request": "Where can I find my invoices?",
+    "cancellation": "Please cancel my subscription.",
+}
+SWAPS = [("Thanks for reaching out.", "Hi there, thanks for writing in."), ("Happy to help", "Glad to help"),
+         ("Please", "Could you please"), ("We are sorry", "I'm sorry"), ("Sorry", "So sorry")]
+AGENTS = [f"agent-{i:02d}" for i in range(1, 13)]
+PLANS = ["free", "pro", "team"]
+
+
+def _edit(text: str, rng: Any, heavy: bool) -> str:
+    for old, new in SWAPS:
+        if old in text:
+            text = text.replace(old, new, 1)
+            break
+    if heavy:
+        text += " Let me know if there is anything else I can do; I have also added a note to your account so the team knows the background."
+    return text
+
+
+def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
+    """Plant production events, a model change, an alert that fires and resolves, and hallucination reports."""
+    rng = ctx.rng
+    pilot = spec.online_metrics.pilot
+    end = ctx.today - dt.timedelta(days=1)
+    start = min(pilot.start - dt.timedelta(days=7), end - dt.timedelta(days=41))
+    change_day = pilot.start + dt.timedelta(days=7)
+    # two bad business days after the model change: reject rate above the alert threshold, then it recovers
+    bad_days = [d for d in (change_day + dt.timedelta(days=i) for i in range(1, 8)) if d.weekday() < 5][:2]
+    tz = spec.tz
+    intents = list(DRAFTS)
+    events: list[dict[str, Any]] = []
+    n = 0
+    day = start
+    while day <= end:
+        business = day.weekday() < 5 and day not in spec.online_metrics.holidays
+        count = rng.randint(180, 240) if business else rng.randint(25, 45)
+        bad = day in bad_days
+        model = "draft-model-2026-10" if day < change_day else "draft-model-2026-11"
+        prompt = "prompt-v3" if day < pilot.start else "prompt-v4"
+        for _ in range(count):
+            n += 1
+            intent = rng.choice(intents) if rng.random() > 0.06 else "other"
+            local = dt.datetime.combine(day, dt.time(rng.randint(7, 19), rng.randint(0, 59)), tzinfo=tz)
+            draft = DRAFTS.get(intent, DRAFTS["billing_charge"]).format(d=day.strftime("%d %B"))
+            customer = CUSTOMER.get(intent, "I have a question about my account.").format(d=day.strftime("%d %B"))
+            suppressed = rng.random() < 0.05
+            escalated = suppressed or rng.random() < 0.035
+            r = rng.random()
+            reject_p = 0.15 if bad else 0.025
+            if suppressed:
+                action = None
+            elif escalated:
+                action = "escalate"
+            elif r < reject_p:
+                action = "reject"
+            elif r < reject_p + (0.30 if not bad else 0.40):
+                action = "edit"
+            else:
+                action = "accept"
+            sent: str | None = None
+            if action == "accept":
+                sent = draft
+            elif action == "edit":
+                sent = _edit(draft, rng, heavy=rng.random() < (0.5 if bad else 0.12))
+            elif action == "reject":
+                sent = "Thanks for your message. I've checked your account and will follow up shortly with the details."
+            confidence = min(1.0, max(0.0, rng.gauss(0.86 if action in ("accept", "edit") else 0.6, 0.1)))
+            events.append(
+                {
+                    "event_id": f"demo-{n:06d}",
+                    "ticket_id": f"T-{40000 + n}",
+                    "occurred_at": local.isoformat(),
+                    "intent": intent,
+                    "plan": rng.choice(PLANS),
+                    "agent_id": rng.choice(AGENTS),
+                    "model_version": model,
+                    "prompt_version": prompt,
+                    "draft_shown": not suppressed,
+                    "action": action,
+                    "draft_text": None if suppressed else draft,
+                    "sent_text": sent,
+                    "customer_message": customer,
+                    "confidence": None if suppressed else round(confidence, 3),
+                    "latency_ms": None if suppressed else round(rng.lognormvariate(7.4, 0.35) * (1.9 if bad else 1.0)),
+                    "handle_time_s": round(rng.gauss(200 if not bad else 320, 45), 1),
+                    "cost_usd": round(rng.uniform(0.012, 0.026), 4),
+                    "escalated": escalated,
+                }
+            )
+        day += dt.timedelta(days=1)
+    for i in range(0, len(events), ingest.MAX_BATCH):
+        results = ingest.ingest_events(session=session, spec=spec, items=events[i : i + ingest.MAX_BATCH])
+        bad_items = [r for r in results if r.status == "invalid"]
+        assert not bad_items, bad_items[0].as_dict()
+    # One factual error during the pilot, confirmed by the lead (the production gate shows it),
+    # and a fresh one still waiting for the lead.
+    pilot_day = pilot.start + dt.timedelta(days=3)
+    confirmed = next(e for e in events if e["occurred_at"].startswith(pilot_day.isoformat()) and e["intent"] == "refund_request" and e["draft_shown"])
+    lead = ctx.users.get("lead")
+    agent = ctx.users.get("labeler")
+    report = service.report_hallucination(
+        session=session, event_id=confirmed["event_id"], reported_by=agent.id if agent else None,
+        note="Draft says refunds arrive in 5 to 10 business days; the KB says 3 to 5.",
+    )
+    service.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=lead.id if lead else None,  # type: ignore[arg-type]
+                          note="Checked against KB-3005: the refund timing is wrong.")
+    recent = next(e for e in reversed(events) if e["intent"] == "plan_change" and e["draft_shown"])
+    service.report_hallucination(
+        session=session, event_id=recent["event_id"], reported_by=agent.id if agent else None,
+        note="The draft mentions a 'Team plan' discount that I can't find in the KB.",
+    )
+    session.flush()
+    ctx.extra["metrics_range"] = (start, end)

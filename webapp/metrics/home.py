@@ -1,0 +1,42 @@
+"""Home cards: alerts firing (support lead, PM), hallucination reports to confirm (lead)."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from webapp.auth.service import Principal
+from webapp.home.cards import HomeCard
+from webapp.metrics import service
+from webapp.spec import EvalSpec
+
+
+def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
+    """Return what is waiting in online metrics for this principal."""
+    cards: list[HomeCard] = []
+    if principal.has_role("support_lead", "pm"):
+        firing = [a for a in service.alerts(session=session, spec=spec) if a.state == "firing"]
+        if firing:
+            names = ", ".join(service.METRIC_LABELS.get(a.metric, a.metric).lower() for a in firing)
+            cards.append(
+                HomeCard(
+                    title=f"{len(firing)} alert{'s' if len(firing) != 1 else ''} firing",
+                    body=f"Off target beyond the alert threshold: {names}.",
+                    href="/metrics", action="Open metrics", count=len(firing), tone="alert",
+                )
+            )
+        else:
+            cards.append(
+                HomeCard(title="No alerts firing", body="Every online metric is inside its alert threshold.",
+                         href="/metrics", action="Open metrics", count=0, tone="ok")
+            )
+    if principal.has_role("lead"):
+        pending = service.pending_report_count(session=session)
+        if pending:
+            cards.append(
+                HomeCard(
+                    title=f"{pending} hallucination report{'s' if pending != 1 else ''} to confirm",
+                    body="Agents flagged factual errors in drafts; only confirmed ones count.",
+                    href="/metrics/hallucinations", action="Review reports", count=pending, tone="todo",
+                )
+            )
+    return cards

@@ -1,0 +1,226 @@
+"""Pages: the metrics dashboard, the day drill-down, CSV export, and the hallucination queue."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+from typing import Any
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role
+from webapp.metrics import charts, ingest, service
+from webapp.spec import METRIC_NAMES, EvalSpec
+from webapp.templating import is_htmx, render
+
+router = APIRouter()
+
+VIEWERS = ("support_lead", "pm", "lead", "admin")
+DEFAULT_DAYS = 42
+
+
+def _parse_day(value: str | None, name: str) -> dt.date | None:
+    if not value:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError as exc:
+        raise HTTPException(422, detail=f"{name}: not a date (YYYY-MM-DD): {value!r}") from exc
+
+
+def _range(session: Any, spec: EvalSpec, start: str | None, end: str | None) -> tuple[dt.date, dt.date]:
+    """Return the requested range; by default the last six weeks up to the last day with events."""
+    s, e = _parse_day(start, "start"), _parse_day(end, "end")
+    bounds = ingest.event_days(session)
+    last = bounds[1] if bounds else dt.datetime.now(spec.tz).date()
+    e = e or last
+    s = s or max(bounds[0] if bounds else e, e - dt.timedelta(days=DEFAULT_DAYS - 1))
+    if e < s:
+        raise HTTPException(422, detail=f"end: {e} is before start {s}")
+    return s, e
+
+
+def _filters(intent: str | None, plan: str | None, agent_id: str | None) -> dict[str, str | None]:
+    return {"intent": intent or None, "plan": plan or None, "agent_id": agent_id or None}
+
+
+def _query(start: dt.date, end: dt.date, filters: dict[str, str | None]) -> str:
+    from urllib.parse import urlencode
+
+    params = {"start": start.isoformat(), "end": end.isoformat(), **{k: v for k, v in filters.items() if v}}
+    return urlencode(params)
+
+
+def dashboard_context(
+    *, session: Any, spec: EvalSpec, start: dt.date, end: dt.date, filters: dict[str, str | None]
+) -> dict[str, Any]:
+    """Gather everything the metrics page shows for a range and segment."""
+    bounds = ingest.event_days(session)
+    # alerts need the days before the range (windows, state), so they are evaluated from the first event
+    history_start = min(bounds[0], start) if bounds else start
+    all_days = service.daily_metrics(session=session, spec=spec, start=history_start, end=end, **filters)
+    days = [d for d in all_days if d.day >= start]
+    alert_list = service.evaluate_alerts(all_days, spec)
+    by_metric = {a.metric: a for a in alert_list}
+    unfiltered = all_days if not any(filters.values()) else service.daily_metrics(
+        session=session, spec=spec, start=history_start, end=end
+    )
+    changes = [c for c in service.version_changes(unfiltered) if start <= c.day <= end]
+    figures = {m: charts.to_json(charts.metric_figure(m, days, spec, by_metric.get(m), changes)) for m in METRIC_NAMES}
+    cal = service.calibration_from_days(days)
+    streaks = service.streaks_from_verdicts(
+        [(d.day, d.all_targets_met) for d in unfiltered if d.day >= start and service.is_business_day(d.day, spec)]
+    )
+    return {
+        "start": start,
+        "end": end,
+        "filters": filters,
+        "query": _query(start, end, filters),
+        "days": days,
+        "metrics": METRIC_NAMES,
+        "labels": service.METRIC_LABELS,
+        "figures": figures,
+        "alerts": alert_list,
+        "firing": [a for a in alert_list if a.state == "firing"],
+        "changes": changes,
+        "calibration": cal,
+        "calibration_figure": charts.to_json(charts.calibration_figure(cal)),
+        "streaks": streaks,
+        "segments": service.segment_values(session=session),
+        "rate_metrics": charts.RATE_METRICS,
+    }
+
+
+@router.get("/metrics", response_class=HTMLResponse)
+def metrics_page(
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    start: str | None = None,
+    end: str | None = None,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+    principal: Principal = Depends(require_role(*VIEWERS)),
+) -> HTMLResponse:
+    """Show daily metrics against targets and alerts, with charts, a table, alerts and calibration."""
+    s, e = _range(session, spec, start, end)
+    ctx = dashboard_context(session=session, spec=spec, start=s, end=e, filters=_filters(intent, plan, agent_id))
+    return render(request, "metrics/index.html", ctx, block="results")
+
+
+@router.get("/metrics/daily.csv")
+def metrics_csv(
+    session: SessionDep,
+    spec: SpecDep,
+    start: str | None = None,
+    end: str | None = None,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+    principal: Principal = Depends(require_role(*VIEWERS)),
+) -> Response:
+    """Download the daily numbers of the range and segment as CSV."""
+    s, e = _range(session, spec, start, end)
+    days = service.daily_metrics(session=session, spec=spec, start=s, end=e, **_filters(intent, plan, agent_id))
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["day", "events", "drafts_shown", *METRIC_NAMES, *[f"{m}_target_met" for m in METRIC_NAMES], "all_targets_met"])
+    for d in days:
+        w.writerow(
+            [d.day.isoformat(), d.events, d.drafts_shown, *["" if d.value(m) is None else d.value(m) for m in METRIC_NAMES],
+             *["" if d.target_met.get(m) is None else d.target_met[m] for m in METRIC_NAMES],
+             "" if d.all_targets_met is None else d.all_targets_met]
+        )
+    return Response(
+        buf.getvalue(), media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="metrics-{s}-{e}.csv"'},
+    )
+
+
+@router.get("/metrics/day/{day}", response_class=HTMLResponse)
+def day_page(
+    request: Request,
+    day: str,
+    session: SessionDep,
+    spec: SpecDep,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+    page: int = 1,
+    principal: Principal = Depends(require_role(*VIEWERS)),
+) -> HTMLResponse:
+    """Show one day's events draft by draft, with that day's metrics."""
+    d = _parse_day(day, "day")
+    assert d is not None
+    filters = _filters(intent, plan, agent_id)
+    per_page = 100
+    page = max(page, 1)
+    events, total = service.day_events(session=session, day=d, limit=per_page, offset=(page - 1) * per_page, **filters)
+    metrics = service.daily_metrics(session=session, spec=spec, start=d, end=d, **filters)[0]
+    return render(
+        request,
+        "metrics/day.html",
+        {
+            "day": d, "events": events, "total": total, "page": page, "pages": max(1, -(-total // per_page)),
+            "metrics": metrics, "names": METRIC_NAMES, "labels": service.METRIC_LABELS, "filters": filters,
+            "query": _query(d, d, filters), "limit": spec.online_metrics.minor_edit_limit,
+            "rate_metrics": charts.RATE_METRICS,
+        },
+    )
+
+
+# --- hallucination reports ------------------------------------------------------------------------
+
+
+@router.get("/metrics/hallucinations", response_class=HTMLResponse)
+def hallucinations_page(
+    request: Request,
+    session: SessionDep,
+    status: str = "pending",
+    principal: Principal = Depends(require_role("lead", "support_lead")),
+) -> HTMLResponse:
+    """List agent-flagged hallucination reports; the lead confirms or dismisses each."""
+    if status not in ("pending", "confirmed", "dismissed", "all"):
+        status = "pending"
+    reports = service.list_reports(session=session, status=None if status == "all" else status)
+    counts = {s: len(service.list_reports(session=session, status=s)) for s in ("pending", "confirmed", "dismissed")}
+    return render(
+        request,
+        "metrics/hallucinations.html",
+        {"reports": reports, "status": status, "counts": counts, "can_decide": principal.has_role("lead")},
+        block="queue",
+    )
+
+
+@router.post("/metrics/hallucinations/{report_id}/decide", response_class=HTMLResponse)
+def decide_hallucination(
+    request: Request,
+    report_id: int,
+    session: SessionDep,
+    decision: str = Form(...),
+    note: str = Form(""),
+    status: str = Form("pending"),
+    principal: Principal = Depends(require_role("lead")),
+) -> Response:
+    """Confirm or dismiss one hallucination report."""
+    try:
+        service.decide_report(session=session, report_id=report_id, decision=decision, decided_by=principal.user_id, note=note)
+    except service.MetricsError as exc:
+        raise HTTPException(404 if "no hallucination" in str(exc) else 422, detail=str(exc)) from exc
+    if not is_htmx(request):
+        return RedirectResponse(f"/metrics/hallucinations?status={status}", status_code=303)
+    reports = service.list_reports(session=session, status=None if status == "all" else status)
+    counts = {s: len(service.list_reports(session=session, status=s)) for s in ("pending", "confirmed", "dismissed")}
+    return render(
+        request,
+        "metrics/hallucinations.html",
+        {"reports": reports, "status": status, "counts": counts, "can_decide": True,
+         "flash": f"Report {report_id} {decision}."},
+        block="queue",
+        headers={"HX-Trigger": "hallucination-decided"},
+    )

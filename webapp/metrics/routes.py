@@ -1,0 +1,87 @@
+"""JSON API: event ingestion, daily metrics, alerts, hallucination reports."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, HTTPException, Query
+from fastapi.responses import JSONResponse
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role, require_scope
+from webapp.metrics import ingest, service
+
+router = APIRouter(tags=["metrics"])
+
+READERS = ("support_lead", "pm", "lead", "admin")
+
+
+@router.post("/events")
+def post_events(
+    session: SessionDep,
+    spec: SpecDep,
+    items: Any = Body(...),
+    principal: Principal = Depends(require_scope("ingest")),
+) -> JSONResponse:
+    """Store a batch of up to 1000 events; answer created, duplicate or invalid (field and reason) per event."""
+    if not isinstance(items, list):
+        raise HTTPException(422, detail=[{"field": "(body)", "message": "expected a JSON array of events"}])
+    if len(items) > ingest.MAX_BATCH:
+        raise HTTPException(
+            413, detail=[{"field": "(body)", "message": f"at most {ingest.MAX_BATCH} events per batch, got {len(items)}"}]
+        )
+    results = ingest.ingest_events(session=session, spec=spec, items=items)
+    counts = {s: sum(r.status == s for r in results) for s in ("created", "duplicate", "invalid")}
+    return JSONResponse({"results": [r.as_dict() for r in results], **counts})
+
+
+@router.get("/metrics/daily")
+def get_daily_metrics(
+    session: SessionDep,
+    spec: SpecDep,
+    start: dt.date,
+    end: dt.date,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+    principal: Principal = Depends(require_role(*READERS)),
+) -> list[dict[str, Any]]:
+    """Return one object per day of [start, end] with every metric and whether it met its target."""
+    try:
+        days = service.daily_metrics(
+            session=session, spec=spec, start=start, end=end, intent=intent, plan=plan, agent_id=agent_id
+        )
+    except service.MetricsError as exc:
+        raise HTTPException(422, detail=[{"field": "end", "message": str(exc)}]) from exc
+    return [d.as_dict() for d in days]
+
+
+@router.get("/alerts")
+def get_alerts(
+    session: SessionDep,
+    spec: SpecDep,
+    end: dt.date | None = Query(None, description="evaluate up to this day (default: last day with events)"),
+    principal: Principal = Depends(require_role(*READERS)),
+) -> list[dict[str, Any]]:
+    """List every alert with its state, current window value, transitions and firing periods."""
+    return [a.as_dict() for a in service.alerts(session=session, spec=spec, end=end)]
+
+
+@router.post("/events/{event_id}/hallucination-reports", status_code=201)
+def post_hallucination_report(
+    event_id: str,
+    session: SessionDep,
+    payload: dict[str, Any] = Body(default_factory=dict),
+    principal: Principal = Depends(require_scope("ingest")),
+) -> dict[str, Any]:
+    """Flag a factual error on an event; it counts once the lead confirms it."""
+    note = payload.get("note", "")
+    if not isinstance(note, str):
+        raise HTTPException(422, detail=[{"field": "note", "message": "must be a string"}])
+    try:
+        report = service.report_hallucination(session=session, event_id=event_id, note=note, reported_by=principal.user_id)
+    except service.MetricsError as exc:
+        raise HTTPException(404, detail=str(exc)) from exc
+    return {"id": report.id, "event_id": report.event_id, "status": report.status, "note": report.note}

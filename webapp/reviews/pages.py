@@ -1,0 +1,143 @@
+"""Pages of the PM's draft-vs-sent review: periods, one period's pairs, verdicts, regression cases."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role
+from webapp.reviews import service
+from webapp.reviews.models import ReviewItem, ReviewSample
+from webapp.spec import EvalSpec
+from webapp.templating import is_htmx, render
+
+router = APIRouter()
+
+REVIEWERS = ("pm", "support_lead")
+
+
+def _today(spec: EvalSpec) -> dt.date:
+    return dt.datetime.now(spec.tz).date()
+
+
+def _bounds(period: str) -> tuple[dt.date, dt.date, str]:
+    try:
+        return service.period_bounds(period)
+    except service.ReviewError as exc:
+        raise HTTPException(404, detail=str(exc)) from exc
+
+
+@router.get("/reviews", response_class=HTMLResponse)
+def reviews_index(
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*REVIEWERS))
+) -> HTMLResponse:
+    """List the review periods (newest first) with their progress; past periods stay browsable."""
+    periods = service.list_periods(session=session, spec=spec, today=_today(spec))
+    return render(request, "reviews/index.html", {"periods": periods, "cadence": spec.review.cadence})
+
+
+def _period_context(session: SessionDep, spec: EvalSpec, period: str, sample: ReviewSample | None) -> dict[str, object]:
+    start, end, cadence = _bounds(period)
+    items = service.sample_items(session=session, sample=sample) if sample else []
+    return {
+        "period": period,
+        "start": start,
+        "end": end,
+        "cadence": cadence,
+        "complete": end < _today(spec),
+        "sample": sample,
+        "pairs": [(i, e, *service.word_diff(e.draft_text or "", e.sent_text or "")) for i, e in items],
+        "progress": service.progress(session=session, sample=sample) if sample else None,
+        "candidates": len(service.candidate_ids(session=session, start=start, end=end)) if sample is None else sample.candidates,
+        "verdicts": service.VERDICTS,
+        "limit": spec.online_metrics.minor_edit_limit,
+    }
+
+
+@router.get("/reviews/{period}", response_class=HTMLResponse)
+def review_period(
+    request: Request,
+    period: str,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(require_role(*REVIEWERS)),
+) -> HTMLResponse:
+    """Show a period's sampled pairs side by side with a word diff; a finished period's sample is drawn on first view."""
+    start, end, _ = _bounds(period)
+    sample = service.get_sample(session=session, period=period)
+    if sample is None and end < _today(spec):
+        # the draw is seeded by the period, so drawing on first view gives the same pairs whoever opens it
+        sample = service.draw_sample(session=session, spec=spec, period=period, drawn_by=principal.user_id)
+    return render(request, "reviews/period.html", _period_context(session, spec, period, sample))
+
+
+@router.post("/reviews/{period}/draw")
+def draw(
+    period: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*REVIEWERS))
+) -> RedirectResponse:
+    """Draw the period's sample now (also for the week in progress); an existing sample is kept."""
+    _bounds(period)
+    service.draw_sample(session=session, spec=spec, period=period, drawn_by=principal.user_id)
+    return RedirectResponse(f"/reviews/{period}", status_code=303)
+
+
+def _item_response(request: Request, session: SessionDep, spec: EvalSpec, item: ReviewItem, flash: str | None = None) -> Response:
+    sample = session.get(ReviewSample, item.sample_id)
+    assert sample is not None
+    if not is_htmx(request):
+        return RedirectResponse(f"/reviews/{sample.period}#item-{item.id}", status_code=303)
+    ctx = _period_context(session, spec, sample.period, sample)
+    ctx["pairs"] = [p for p in ctx["pairs"] if p[0].id == item.id]  # type: ignore[attr-defined]
+    ctx["flash"] = flash
+    return render(request, "reviews/period.html", ctx, block="pairs", headers={"HX-Trigger": "review-updated"})
+
+
+@router.post("/reviews/items/{item_id}/verdict")
+def verdict(
+    request: Request,
+    item_id: int,
+    session: SessionDep,
+    spec: SpecDep,
+    verdict: str = Form(...),
+    notes: str = Form(""),
+    principal: Principal = Depends(require_role(*REVIEWERS)),
+) -> Response:
+    """Record the reviewer's verdict and notes on one pair."""
+    try:
+        item = service.record_verdict(session=session, item_id=item_id, verdict=verdict, notes=notes, reviewer=principal.user_id)
+    except service.ReviewError as exc:
+        raise HTTPException(404 if "no review item" in str(exc) else 422, detail=str(exc)) from exc
+    return _item_response(request, session, spec, item)
+
+
+@router.post("/reviews/items/{item_id}/regression")
+def to_regression(
+    request: Request,
+    item_id: int,
+    session: SessionDep,
+    spec: SpecDep,
+    input: str = Form(""),
+    note: str = Form(""),
+    principal: Principal = Depends(require_role(*REVIEWERS)),
+) -> Response:
+    """Add the pair to the regression suite, with the sent text as the reference."""
+    try:
+        case_id = service.add_to_regression(session=session, item_id=item_id, created_by=principal.user_id, input_text=input, note=note)
+    except service.ReviewError as exc:
+        raise HTTPException(404 if "no review item" in str(exc) else 422, detail=str(exc)) from exc
+    item = session.get(ReviewItem, item_id)
+    assert item is not None
+    return _item_response(request, session, spec, item, flash=f"Added to the regression suite as {case_id}.")
+
+
+@router.get("/reviews/{period}/progress", response_class=HTMLResponse)
+def progress_fragment(
+    request: Request, period: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*REVIEWERS))
+) -> HTMLResponse:
+    """Return the progress line of a period (refreshed after each verdict)."""
+    sample = service.get_sample(session=session, period=period)
+    return render(request, "reviews/period.html", _period_context(session, spec, period, sample), block="progress")
