@@ -207,7 +207,9 @@ def _draft_context(
         "reference": reference,
         "own": own,
         "others": others,
-        "show_others": own is not None,
+        "show_others": own is not None or principal.has_role("lead"),
+        # A lead who grades the draft too can keep it blind: others' grades start folded away.
+        "others_folded": own is None,
         "history": gs.grade_history(session=session, draft_id=draft_id, principal=principal),
         "adjudication": adjudication if (own is not None or principal.has_role("lead")) else None,
         "final": final if (own is not None or principal.has_role("lead")) else None,
