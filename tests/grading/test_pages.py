@@ -286,3 +286,70 @@ class TestDemoHook:
         assert all(g.unsupported_claim == "We will refund your last three invoices today." for g in grades)
         refs = list(session.exec(select(ReferenceVersion)))
         assert len(refs) == 3 and sum(r.approved_at is not None for r in refs) == 1
+
+
+class TestCli:
+    def test_export_status_agreement(self, session: Session, spec, settings, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        import csv
+        import json
+        from contextlib import contextmanager
+
+        from typer.testing import CliRunner
+
+        from webapp import cli as root
+        from webapp.grading import cli as grading_cli
+
+        w = build_world(session)
+        for user in (w.alice, w.bob):
+            gs.record_grade(
+                session=session,
+                spec=spec,
+                draft_id=w.drafts[0].id,
+                grader_id=user.id,
+                scores=gs.validate_scores(spec=spec, data=FORM),
+            )
+
+        @contextmanager
+        def fake_session(settings=None):  # type: ignore[no-untyped-def]
+            yield session
+
+        monkeypatch.setattr(grading_cli, "cli_session", fake_session)
+        monkeypatch.setattr(grading_cli, "load_settings", lambda: settings)
+        runner = CliRunner()
+        out = tmp_path / "final.csv"
+        result = runner.invoke(root.app, ["grading", "export", "run-1", str(out)])
+        assert result.exit_code == 0, result.output
+        rows = list(csv.DictReader(out.open()))
+        assert [r["final_source"] for r in rows] == ["agreement"]
+        assert runner.invoke(root.app, ["grading", "export", "run-1", str(tmp_path / "x.txt")]).exit_code == 2
+        assert runner.invoke(root.app, ["grading", "export", "nope", str(out)]).exit_code == 2
+        status = runner.invoke(root.app, ["grading", "status", "run-1"])
+        assert json.loads(status.output)["final"] == 1
+        agreement = runner.invoke(root.app, ["grading", "agreement", "--run", "run-1"])
+        assert json.loads(agreement.output)["n_pairs"] == 1
+
+
+class TestRegressionLink:
+    def test_final_fail_offers_add_to_regression(
+        self, session: Session, client_as: Callable[..., TestClient], spec
+    ) -> None:  # type: ignore[no-untyped-def]
+        w = build_world(session)
+        for user in (w.alice, w.bob):
+            gs.record_grade(
+                session=session,
+                spec=spec,
+                draft_id=w.drafts[0].id,
+                grader_id=user.id,
+                scores=gs.validate_scores(
+                    spec=spec,
+                    data={
+                        **FORM,
+                        "factual_accuracy": "fail",
+                        "unsupported_claim": "We will refund you 200 dollars.",
+                    },
+                ),
+            )
+        session.commit()
+        html = signed_in(client_as, "alice@example.test").get(f"/grading/drafts/{w.drafts[0].id}").text
+        assert f'action="/regression/cases/from-draft/{w.drafts[0].id}"' in html
+        assert "Add to regression suite" in html and "We will refund you 200 dollars." in html
