@@ -57,3 +57,22 @@ def test_upgrade_head_matches_the_models(empty_db_url: str) -> None:
 def test_upgrade_is_idempotent(empty_db_url: str) -> None:
     upgrade(empty_db_url)
     upgrade(empty_db_url)  # a second run finds nothing to do
+
+
+def test_migrated_regression_suite_is_append_only(empty_db_url: str) -> None:
+    upgrade(empty_db_url)
+    engine = make_engine(empty_db_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO app_user (email, name, password_hash, is_active, created_at) VALUES ('a@x.test', '', 'h', true, '2026-01-01')"))
+            conn.execute(text(
+                "INSERT INTO regression_case (case_id, input, note, source, created_by, created_at) "
+                "VALUES ('c1', 'in', 'why', 'golden', (SELECT id FROM app_user), '2026-01-01')"
+            ))
+        for sql in ("UPDATE regression_case SET note = 'changed'", "DELETE FROM regression_case"):
+            with pytest.raises(Exception, match="append-only"), engine.begin() as conn:
+                conn.execute(text(sql))
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT note FROM regression_case")).scalar_one() == "why"
+    finally:
+        engine.dispose()
