@@ -181,7 +181,7 @@ class TestDailyMetrics:
     def test_aggregates_equal_recomputation_from_raw(self, session: Session, spec: EvalSpec) -> None:
         rng = random.Random(5)
         events = []
-        for i in range(240):
+        for _ in range(240):
             shown = rng.random() > 0.1
             action = rng.choice(["accept", "edit", "reject", "escalate"]) if shown else None
             draft = "".join(rng.choice("ab ") for _ in range(rng.randint(0, 12))) if shown else None

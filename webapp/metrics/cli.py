@@ -106,11 +106,10 @@ def import_events(path: Path, *, quiet: bool = False) -> dict[str, float]:
         "insert_s": t_insert,
         "total_s": total,
     }
-    if not quiet:
-        typer.echo(
-            f"{path}: {created} events imported, {len(rows) - created} already present; "
-            f"{len(days)} days aggregated in {total:.1f} s"
-        )
+    typer.echo(
+        f"{path}: {created} events imported, {len(rows) - created} already present; "
+        f"{len(days)} days aggregated in {total:.1f} s"
+    )
     return stats
 
 

@@ -167,7 +167,10 @@ def bulk_insert(session: Session, rows: Sequence[dict[str, Any]]) -> int:
     conn = session.connection()
     table = Event.__table__  # type: ignore[attr-defined]
     # Use SQLAlchemy's own converters for dates and times so SQLite stores them exactly as the ORM would.
-    procs = {c: table.c[c].type.bind_processor(conn.dialect) for c in ("occurred_at", "day", "received_at")}
+    procs = {
+        c: table.c[c].type.dialect_impl(conn.dialect).bind_processor(conn.dialect)
+        for c in ("occurred_at", "day", "received_at")
+    }
     procs = {c: p for c, p in procs.items() if p is not None}
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     sql = (

@@ -30,7 +30,7 @@ class Event(SQLModel, table=True):
     ticket_id: str = Field(max_length=200)
     occurred_at: dt.datetime = Field(sa_type=aware_datetime_type())
     # Calendar day of occurred_at in the spec's time zone, fixed at ingestion (rebuild after a zone change).
-    day: dt.date = Field(index=True)
+    day: dt.date  # indexed by ix_metric_event_day_intent (day first)
     intent: str | None = Field(default=None, max_length=100)
     plan: str | None = Field(default=None, max_length=100)
     agent_id: str | None = Field(default=None, max_length=100)

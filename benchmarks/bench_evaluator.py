@@ -1,0 +1,138 @@
+"""Benchmark of prompt-evaluator's concurrency and cache against a slow fake OpenAI-compatible server.
+
+Starts the fake server (tests/evaluator/fake_openai.py) in a child process on 127.0.0.1,
+answering every request after 0.5 s, then evaluates 100 cases x 5 samples with the judge
+(1,000 calls) at concurrency 32, and runs the same evaluation again from the cache.
+
+Targets (issue 6): the first run within 1.25 x 1,000 x 0.5 s / 32 = 19.5 s; the cached run
+under 5 s with zero calls. Usage: `.venv/bin/python benchmarks/bench_evaluator.py [--cases 100]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from webapp.evaluator import runner  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _server_calls(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as resp:
+        return int(json.load(resp)["calls"])
+
+
+def start_server(delay: float) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the fake server in a child process and wait until it answers."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.evaluator.fake_openai", "--port", str(port), "--delay", str(delay)], cwd=str(ROOT)
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            _server_calls(port)
+            return proc, port
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("the fake server did not start") from None
+            time.sleep(0.05)
+
+
+def run_once(options: runner.EvalOptions) -> tuple[float, dict]:
+    """Prepare and execute one evaluation; return its wall time and document."""
+    start = time.perf_counter()
+    prepared = runner.prepare(options)
+    client = runner.make_client(options, {})
+
+    async def go() -> dict:
+        try:
+            return await runner.execute(prepared, client)
+        finally:
+            await client.close()
+
+    doc = asyncio.run(go())
+    return time.perf_counter() - start, doc
+
+
+def main() -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--delay", type=float, default=0.5)
+    args = parser.parse_args()
+
+    calls = args.cases * args.samples * 2
+    ideal = calls * args.delay / args.concurrency
+    target = 1.25 * ideal
+    proc, port = start_server(args.delay)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            tmpdir = Path(tmp)
+            dataset = tmpdir / "bench.jsonl"
+            dataset.write_text(
+                "".join(
+                    json.dumps({"id": f"case-{i:03d}", "input": f"Benchmark question {i}: explain topic {i}."}) + "\n"
+                    for i in range(args.cases)
+                ),
+                encoding="utf-8",
+            )
+            prompt = tmpdir / "system.txt"
+            prompt.write_text("You are a concise assistant.\n", encoding="utf-8")
+            options = runner.EvalOptions(
+                dataset=dataset,
+                system_prompt=prompt,
+                num_samples=args.samples,
+                seed=1,
+                output_dir=tmpdir / "runs",
+                base_url=f"http://127.0.0.1:{port}/v1",
+                api_key="bench",
+                concurrency=args.concurrency,
+            )
+            # Warm the imports the SDK does on its first request, so the timing is the evaluation's.
+            warm = runner.EvalOptions(**{**options.__dict__, "max_cases": 1, "num_samples": 1, "use_cache": False})
+            run_once(warm)
+            before = _server_calls(port)
+            first_s, first = run_once(options)
+            first_calls = _server_calls(port) - before
+            before = _server_calls(port)
+            second_s, second = run_once(options)
+            second_calls = _server_calls(port) - before
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    sequential = calls * args.delay
+    print(f"fake server delay {args.delay} s; {args.cases} cases x {args.samples} samples x 2 = {calls} calls")
+    print(f"sequential (the guide's formula at {args.delay} s/call): {sequential:.1f} s")
+    print(f"ideal at concurrency {args.concurrency}: {ideal:.2f} s; target 1.25x = {target:.2f} s")
+    ok1 = first_s <= target and first["status"] == "completed" and first_calls == calls
+    print(f"first run:  {first_s:6.2f} s, {first_calls} calls, status {first['status']}  -> {'PASS' if ok1 else 'FAIL'}")
+    ok2 = second_s < 5 and second_calls == 0 and second["status"] == "completed"
+    print(f"cached run: {second_s:6.2f} s, {second_calls} calls, status {second['status']}  -> {'PASS' if ok2 else 'FAIL'}")
+    same = first["test_case_results"] == second["test_case_results"]
+    print(f"cached results identical to the first run's: {same}")
+    sys.exit(0 if ok1 and ok2 and same else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""`draftdesk import events`: JSONL and CSV, all-or-nothing, FILE:LINE: field: reason, exit 2."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from sqlmodel import Session
+from typer.testing import CliRunner
+
+from tests.metrics.conftest import ev
+from webapp.metrics import service
+from webapp.metrics.models import Event
+from webapp.spec import EvalSpec
+
+
+def _invoke(monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str):  # type: ignore[no-untyped-def]
+    from webapp.cli import app as cli_app
+
+    monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
+    monkeypatch.setenv("DRAFTDESK_MODE", "dev")
+    monkeypatch.setattr("webapp.migrations_runner.upgrade", lambda *a, **k: None)  # tests build the schema
+    return CliRunner().invoke(cli_app, list(args))
+
+
+def _count(session: Session) -> int:
+    session.expire_all()
+    return int(session.execute(select(func.count()).select_from(Event)).scalar_one())
+
+
+def test_jsonl_import_then_rerun_skips_duplicates(tmp_path: Path, db_url: str, session: Session, spec: EvalSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "events.jsonl"
+    events = [ev("2026-11-02", latency_ms=1000), ev("2026-11-02", latency_ms=3000, action="reject"), ev("2026-11-03")]
+    f.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    r = _invoke(monkeypatch, db_url, "import", "events", str(f), "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "3 events imported" in r.output
+    assert _count(session) == 3
+    d2 = service.daily_metrics(session=session, spec=spec, start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 2))[0]
+    assert (d2.events, d2.reject_rate, d2.latency_p95_s) == (2, 0.5, pytest.approx(1 + 0.95 * 2))
+    stored = session.execute(select(Event).where(Event.event_id == events[0]["event_id"])).scalars().one()
+    assert stored.occurred_at.replace(tzinfo=None) == dt.datetime(2026, 11, 2, 12)  # read back through the ORM
+    r = _invoke(monkeypatch, db_url, "import", "events", str(f), "--quiet")
+    assert r.exit_code == 0 and "0 events imported, 3 already present" in r.output
+    assert _count(session) == 3
+
+
+def test_bad_record_names_file_line_field_and_writes_nothing(tmp_path: Path, db_url: str, session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "events.jsonl"
+    good, bad = ev("2026-11-02"), ev("2026-11-02", escalated="perhaps")
+    f.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\nnot json\n" + json.dumps(good) + "\n")
+    r = _invoke(monkeypatch, db_url, "import", "events", str(f))
+    assert r.exit_code == 2
+    assert f"{f}:3: escalated:" in r.output
+    assert f"{f}:4: (line): not a JSON object" in r.output
+    assert f"{f}:5: event_id: '{good['event_id']}' repeats line 1" in r.output
+    assert "nothing imported" in r.output
+    assert _count(session) == 0
+
+
+def test_csv_with_empty_cells_as_null(tmp_path: Path, db_url: str, session: Session, spec: EvalSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "events.csv"
+    f.write_text(
+        "event_id,ticket_id,occurred_at,intent,draft_shown,action,draft_text,sent_text,cost_usd,escalated\n"
+        "c1,t1,2026-11-02T09:00:00+00:00,billing_charge,true,edit,kitten,sitting,0.02,false\n"
+        "c2,t2,2026-11-02T10:00:00+00:00,,false,,,,,true\n"
+    )
+    r = _invoke(monkeypatch, db_url, "import", "events", str(f), "--quiet")
+    assert r.exit_code == 0, r.output
+    d = service.daily_metrics(session=session, spec=spec, start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 2))[0]
+    assert d.events == 2 and d.drafts_shown == 1
+    assert d.edit_distance == pytest.approx(3 / 7) and d.accept_rate == 0.0  # 0.43 is beyond the minor-edit limit
+    assert d.escalation_rate == 0.5 and d.cost_per_draft == pytest.approx(0.02)
+    f.write_text("event_id,ticket_id,occurred_at,draft_shown,escalated\nc3,t3,2026-11-02,yes,no\n")
+    r = _invoke(monkeypatch, db_url, "import", "events", str(f))
+    assert r.exit_code == 2 and f"{f}:2: occurred_at:" in r.output
+
+
+def test_missing_file(tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = _invoke(monkeypatch, db_url, "import", "events", str(tmp_path / "nope.jsonl"))
+    assert r.exit_code == 2 and "file not found" in r.output

@@ -1,0 +1,40 @@
+"""Review pages: periods list, a finished week drawn on first view, verdicts via htmx, escaping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.metrics.conftest import ev, load
+from webapp.reviews import service
+from webapp.spec import EvalSpec
+
+
+def test_review_flow(session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+    load(session, spec, [ev("2026-11-03", action="edit", draft_text="Refunds take <b>5</b> days", sent_text="Refunds take 3 days") for _ in range(3)])
+    pm = client_as("pm")
+    index = pm.get("/reviews")
+    assert "2026-W45" in index.text and "not drawn yet" in index.text
+    page = pm.get("/reviews/2026-W45")  # a past week: drawn on first view
+    assert "0/3 reviewed" in page.text
+    assert "<del>&lt;b&gt;5&lt;/b&gt;</del>" in page.text and "<ins>3</ins>" in page.text
+    session.expire_all()
+    sample = service.get_sample(session=session, period="2026-W45")
+    assert sample is not None
+    item, _ = service.sample_items(session=session, sample=sample)[0]
+    r = pm.post(f"/reviews/items/{item.id}/verdict", data={"verdict": "minor_issue", "notes": "tone"}, headers={"HX-Request": "true"})
+    assert r.status_code == 200 and r.headers["HX-Trigger"] == "review-updated"
+    assert f'id="item-{item.id}"' in r.text and "<html" not in r.text
+    assert "1/3 reviewed" in pm.get("/reviews/2026-W45/progress", headers={"HX-Request": "true"}).text
+    assert pm.post(f"/reviews/items/{item.id}/verdict", data={"verdict": "bogus"}).status_code == 422
+    assert "Weekly review" in pm.get("/").text
+
+
+def test_unknown_period_is_404(client_as: Callable[..., TestClient]) -> None:
+    assert client_as("pm").get("/reviews/2026-W99").status_code == 404
+
+
+def test_labeler_is_turned_away(client_as: Callable[..., TestClient]) -> None:
+    assert client_as("labeler").get("/reviews").status_code == 403

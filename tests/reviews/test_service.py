@@ -1,0 +1,118 @@
+"""The PM's review: periods, a reproducible and stable sample, verdicts, word diff, regression hand-off."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import sys
+import types
+from typing import Any
+
+import pytest
+from sqlmodel import Session
+
+from tests.metrics.conftest import ev, load
+from webapp.reviews import service
+from webapp.spec import EvalSpec
+
+D = dt.date.fromisoformat
+
+
+class TestPeriods:
+    def test_iso_week_and_month(self) -> None:
+        assert service.period_of(D("2026-11-02"), "weekly") == "2026-W45"
+        assert service.period_of(D("2027-01-01"), "weekly") == "2026-W53"  # a Friday in ISO week 53 of 2026
+        assert service.period_bounds("2026-W45") == (D("2026-11-02"), D("2026-11-08"), "weekly")
+        assert service.period_bounds("2026-02") == (D("2026-02-01"), D("2026-02-28"), "monthly")
+        with pytest.raises(service.ReviewError, match="period"):
+            service.period_bounds("2026-13")
+
+
+def _week(session: Session, spec: EvalSpec, n: int = 30) -> list[dict[str, Any]]:
+    events = [ev(D("2026-11-02") + dt.timedelta(days=i % 7), draft_text=f"draft {i}", sent_text=f"sent {i}", action="edit") for i in range(n)]
+    events.append(ev("2026-11-03", action="reject", sent_text=None))  # not a sent draft
+    events.append(ev("2026-11-03", draft_shown=False, action=None, draft_text=None, sent_text=None))
+    events.append(ev("2026-11-09", action="accept"))  # the next week
+    load(session, spec, events)
+    return events
+
+
+class TestDraw:
+    def test_sample_is_seeded_by_period_and_stable(self, session: Session, spec: EvalSpec) -> None:
+        events = _week(session, spec)
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        items = service.sample_items(session=session, sample=sample)
+        assert sample.wanted == spec.review.weekly_pairs == 20 and sample.candidates == 30
+        chosen = [i.event_id for i, _ in items]
+        # the same draw, independently: sorted candidate ids sampled with the period's seed
+        ids = sorted(e["event_id"] for e in events[:30])
+        assert chosen == random.Random("draftdesk-review:2026-W45").sample(ids, 20)
+        # stable once drawn: later events of the week do not change it
+        load(session, spec, [ev("2026-11-04", action="accept") for _ in range(5)])
+        again = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        assert again.id == sample.id
+        assert [i.event_id for i, _ in service.sample_items(session=session, sample=again)] == chosen
+
+    def test_monthly_cadence_in_steady_state(self, session: Session, spec: EvalSpec) -> None:
+        steady = spec.model_copy(update={"review": spec.review.model_copy(update={"phase": "steady_state"})})
+        _week(session, steady, n=40)
+        sample = service.draw_sample(session=session, spec=steady, period="2026-11")
+        assert (sample.cadence, sample.wanted, sample.candidates) == ("monthly", 30, 41)
+        assert len(service.sample_items(session=session, sample=sample)) == 30
+
+    def test_fewer_candidates_than_wanted(self, session: Session, spec: EvalSpec) -> None:
+        _week(session, spec, n=3)
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        assert str(service.progress(session=session, sample=sample)) == "0/3 reviewed"
+
+
+class TestVerdicts:
+    def test_progress_counts_verdicts(self, session: Session, spec: EvalSpec) -> None:
+        _week(session, spec)
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        items = service.sample_items(session=session, sample=sample)
+        for item, _ in items[:12]:
+            service.record_verdict(session=session, item_id=item.id, verdict="good", notes="", reviewer=None)  # type: ignore[arg-type]
+        assert str(service.progress(session=session, sample=sample)) == "12/20 reviewed"
+        with pytest.raises(service.ReviewError, match="verdict"):
+            service.record_verdict(session=session, item_id=items[0][0].id, verdict="meh", notes="", reviewer=None)  # type: ignore[arg-type]
+        periods = service.list_periods(session=session, spec=spec, today=D("2026-11-20"))
+        assert [(p.period, p.candidates, p.complete) for p in periods] == [("2026-W46", 1, True), ("2026-W45", 30, True)]
+        assert str(periods[1].progress) == "12/20 reviewed"
+
+
+class TestWordDiff:
+    def test_marks_deleted_and_inserted_words(self) -> None:
+        left, right = service.word_diff("Refunds take 5 to 10 days.", "Refunds take 3 to 5 days.")
+        assert [(s.op, s.text) for s in left if s.op != "equal"] == [("delete", "5"), ("delete", "10")]
+        assert [(s.op, s.text) for s in right if s.op != "equal"] == [("insert", "3"), ("insert", "5")]
+        assert "".join(s.text for s in left) == "Refunds take 5 to 10 days."
+        assert "".join(s.text for s in right) == "Refunds take 3 to 5 days."
+
+
+class TestRegressionHandOff:
+    def test_calls_add_case_with_the_sent_text_as_reference(self, session: Session, spec: EvalSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+        calls: list[dict[str, Any]] = []
+        fake = types.ModuleType("webapp.regression.service")
+        fake.add_case = lambda **kw: calls.append(kw)  # type: ignore[attr-defined]
+        pkg = types.ModuleType("webapp.regression")
+        pkg.service = fake  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "webapp.regression", pkg)
+        monkeypatch.setitem(sys.modules, "webapp.regression.service", fake)
+        _week(session, spec, n=1)
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        item, event = service.sample_items(session=session, sample=sample)[0]
+        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=None, input_text="Where is my refund?")  # type: ignore[arg-type]
+        assert case_id == f"review-{event.event_id}"
+        assert calls[0]["reference"] == "sent 0" and calls[0]["source"] == "review"
+        assert calls[0]["source_ref"] == event.event_id and calls[0]["input"] == "Where is my refund?"
+        # a second click does not add it twice
+        assert service.add_to_regression(session=session, item_id=item.id, created_by=None, input_text="x") == case_id  # type: ignore[arg-type]
+        assert len(calls) == 1
+
+    def test_needs_the_customer_message(self, session: Session, spec: EvalSpec) -> None:
+        _week(session, spec, n=1)
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        item, _ = service.sample_items(session=session, sample=sample)[0]
+        with pytest.raises(service.ReviewError, match="input"):
+            service.add_to_regression(session=session, item_id=item.id, created_by=None, input_text=" ")  # type: ignore[arg-type]
