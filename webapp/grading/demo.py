@@ -39,9 +39,10 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     rng = ctx.rng
     alice, bob, lead = ctx.users["labeler"], ctx.users["labeler2"], ctx.users["lead"]
     cases = ctx.cases
+    position = cases_by_pk(cases)
     gradable = sorted(
         (d for d in ctx.drafts.values() if d.draft_text and not d.escalated),
-        key=lambda d: (cases_by_pk(cases).get(d.case_pk, 0), d.id),
+        key=lambda d: (position.get(d.case_pk, 0), d.id),
     )
     chosen = gradable[:GRADED]
     refund = ctx.drafts.get(REFUND_CASE)
