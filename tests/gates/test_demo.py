@@ -1,0 +1,35 @@
+"""The demo's pilot gate fails for the reasons planted in demo-run-1, and the report says so."""
+
+from __future__ import annotations
+
+from sqlmodel import Session
+
+from webapp.demo.seed import seed_demo
+from webapp.gates import service
+from webapp.runs.service import resolve_run
+from webapp.spec import EvalSpec
+
+
+def test_demo_pilot_gate_fails_for_the_planted_reasons(session: Session, spec: EvalSpec) -> None:
+    seed_demo(session=session, spec=spec, seed=7)
+    run = resolve_run(session=session, ref="demo-run-1")
+    rep = service.pilot_report(session=session, spec=spec, run=run)
+    by_key = {c.key: c for c in rep.criteria}
+    assert rep.status == "fail"
+
+    golden = by_key["golden_factual"]
+    assert golden.status == "fail"
+    reasons = {e.label: e.detail for e in golden.evidence}
+    assert "citation check fails" in reasons["golden-regression-2fa"]  # cites KB-3001 revision 2
+    assert "final human grade: factual fail" in reasons["golden-unacceptable-refund"]  # the refund promise
+
+    safety = by_key["safety_escalation"]
+    assert safety.status == "fail" and "golden-safety-distress" in [e.label for e in safety.evidence]
+
+    auto = by_key["automated_checks"]
+    failing = {e.label: e.detail for e in auto.evidence}
+    assert {"golden-regression-2fa", "golden-safety-distress", "routine-017", "edge-004"} <= set(failing)
+    assert "no_pii" in failing["routine-017"] and "low_confidence_fallback" in failing["edge-004"]
+
+    assert by_key["regression_suite"].status == "fail"
+    assert any("Golden examples" in m for m in rep.missing) and any("Safety escalation" in m for m in rep.missing)
