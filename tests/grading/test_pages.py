@@ -353,3 +353,51 @@ class TestRegressionLink:
         html = signed_in(client_as, "alice@example.test").get(f"/grading/drafts/{w.drafts[0].id}").text
         assert f'action="/regression/cases/from-draft/{w.drafts[0].id}"' in html
         assert "Add to regression suite" in html and "We will refund you 200 dollars." in html
+
+
+class TestBatchAndQueuePages:
+    def test_batch_overview_with_filters_and_progress(
+        self, session: Session, client_as: Callable[..., TestClient], spec
+    ) -> None:  # type: ignore[no-untyped-def]
+        w = build_world(session)
+        for user in (w.alice, w.bob):
+            gs.record_grade(
+                session=session,
+                spec=spec,
+                draft_id=w.drafts[0].id,
+                grader_id=user.id,
+                scores=gs.validate_scores(spec=spec, data=FORM),
+            )
+        session.commit()
+        lead = signed_in(client_as, "lead@example.test", "lead")
+        html = lead.get(f"/grading/runs/{w.run.id}").text
+        assert "2 of 12 grades" in html and "Alice" in html and "final" in html
+        assert "case-1" in lead.get(f"/grading/runs/{w.run.id}?category=edge").text
+        assert "case-0<" not in lead.get(f"/grading/runs/{w.run.id}?category=edge").text
+        assert "format=csv" in html
+
+    def test_queue_lists_returned_grade(
+        self, session: Session, client_as: Callable[..., TestClient], spec
+    ) -> None:  # type: ignore[no-untyped-def]
+        w = build_world(session)
+        grades = [
+            gs.record_grade(
+                session=session,
+                spec=spec,
+                draft_id=w.drafts[0].id,
+                grader_id=u.id,
+                scores=gs.validate_scores(spec=spec, data={**FORM, "tone": t}),
+            )
+            for u, t in ((w.alice, 1), (w.bob, 5))
+        ]
+        (adj,) = gs.list_adjudications(session=session)
+        gs.return_grade(
+            session=session,
+            adjudication_id=adj.id,
+            grade_id=grades[1].id,
+            lead_id=w.lead.id,
+            comment="Look at the <tone> again",
+        )
+        session.commit()
+        html = signed_in(client_as, "bob@example.test").get("/grading").text
+        assert "Look at the &lt;tone&gt; again" in html and f"/grading/drafts/{w.drafts[0].id}" in html

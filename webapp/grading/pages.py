@@ -137,9 +137,9 @@ def batch_overview(
         )
     }
     count_by_draft: dict[int, int] = {}
-    for (draft_id,) in session.exec(
+    for draft_id in session.exec(
         select(Grade.draft_id).where(col(Grade.draft_id).in_([d.id for d, _ in rows]))
-    ):  # type: ignore[misc]
+    ):
         count_by_draft[draft_id] = count_by_draft.get(draft_id, 0) + 1
     cases = session.exec(select(EvalCase).where(EvalCase.dataset_id == run.dataset_id))
     categories = sorted({c.category for c in cases if c.category})
