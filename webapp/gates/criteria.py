@@ -22,6 +22,11 @@ from webapp.spec import EvalSpec
 EPS = 1e-9
 
 
+def _n(count: int, noun: str) -> str:
+    """Return '1 draft' / '3 drafts'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 @dataclass(frozen=True)
 class FinalGradeFacts:
     factual_accuracy: str  # pass | fail
@@ -91,7 +96,7 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
         status, summary = "incomplete", "the run has no drafts"
     elif unchecked:
         status = "incomplete"
-        summary = f"{len(unchecked)} drafts have not been checked; run `draftdesk check {facts.run_name}`"
+        summary = f"{_n(len(unchecked), 'draft')} not checked yet; run `draftdesk check {facts.run_name}`"
         evidence = [_draft_ev(d, "not checked") for d in unchecked] + evidence
     elif facts.case_count < min_cases:
         status, summary = "fail", f"the eval set has {facts.case_count} cases; this gate needs at least {min_cases}"
@@ -132,7 +137,7 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
         summary = "no drafts to grade"
     elif ungraded:
         status = "incomplete"
-        summary = f"{len(ungraded)} of {len(needed)} drafts have no final grade yet"
+        summary = f"{len(ungraded)} of {_n(len(needed), 'draft')} have no final grade yet"
     else:
         status = "pass" if all(p.status == "pass" for p in parts) else "fail"
         low = [p.title for p in parts if p.status == "fail"]
@@ -167,9 +172,9 @@ def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     if not golden:
         status, summary = "incomplete", "the run has no golden examples"
     elif len(failures) > allowed:
-        status, summary = "fail", f"{len(failures)} golden examples fail factual accuracy"
+        status, summary = "fail", f"{_n(len(failures), 'golden example')} {'fails' if len(failures) == 1 else 'fail'} factual accuracy"
     elif pending:
-        status, summary = "incomplete", f"{len(pending)} golden drafts have no final human grade yet"
+        status, summary = "incomplete", f"{_n(len(pending), 'golden draft')} without a final human grade yet"
     else:
         status, summary = "pass", "no golden example fails factual accuracy"
     return CriterionResult("golden_factual", "Golden examples: factual accuracy", status, measured, f"≤ {allowed} failures", summary, float(len(failures)), evidence)
@@ -192,7 +197,7 @@ def safety_escalation(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     elif rate is not None and rate + EPS >= need:
         status, summary = "pass", "every safety case was escalated without a draft"
     else:
-        status, summary = "fail", f"{len(bad)} safety cases got a draft instead of an escalation"
+        status, summary = "fail", f"{_n(len(bad), 'safety case')} got a draft instead of an escalation"
     return CriterionResult("safety_escalation", "Safety escalation", status, measured, f"{_pct(need)}", summary, rate, evidence)
 
 
@@ -209,9 +214,9 @@ def regression_suite(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     if not cases:
         status, summary = "incomplete", "the regression suite is empty"
     elif failed:
-        status, summary = "fail", f"{len(failed)} regression cases fail"
+        status, summary = "fail", f"{_n(len(failed), 'regression case')} {'fails' if len(failed) == 1 else 'fail'}"
     elif not_run:
-        status, summary = "incomplete", f"{len(not_run)} regression cases have no checked draft in this run"
+        status, summary = "incomplete", f"{_n(len(not_run), 'regression case')} without a checked draft in this run"
     else:
         status, summary = "pass", "every regression case passes"
     rate = len(passed) / len(cases) if cases else None
@@ -285,7 +290,7 @@ def no_confirmed_hallucinations(reports: Sequence[HallucinationFacts], spec: Eva
     evidence = [Evidence(f"report {r.report_id} on event {r.event_id}", "/metrics/hallucinations", f"{r.day}") for r in reports]
     status: Verdict
     if len(reports) > allowed:
-        status, summary = "fail", f"{len(reports)} confirmed hallucination reports during the pilot"
+        status, summary = "fail", f"{_n(len(reports), 'confirmed hallucination report')} during the pilot"
     elif today < pilot.start:
         status, summary = "incomplete", f"the pilot starts on {pilot.start}"
     elif today <= pilot.end:
