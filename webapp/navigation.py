@@ -29,6 +29,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("Hallucinations", "/metrics/hallucinations", frozenset({"lead", "support_lead"})),
     NavItem("Weekly review", "/reviews", frozenset({"pm", "support_lead"})),
     NavItem("Launch gates", "/gates", frozenset({"pm", "support_lead", "lead", "admin"})),
+    NavItem("Survey", "/survey", frozenset({"support_lead", "pm", "lead", "admin"})),
     NavItem("Admin", "/admin", frozenset({"admin"})),
 )
 
