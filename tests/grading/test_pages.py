@@ -401,3 +401,19 @@ class TestBatchAndQueuePages:
         session.commit()
         html = signed_in(client_as, "bob@example.test").get("/grading").text
         assert "Look at the &lt;tone&gt; again" in html and f"/grading/drafts/{w.drafts[0].id}" in html
+
+    def test_full_draft_offers_next_item_instead_of_form(
+        self, session: Session, client_as: Callable[..., TestClient], spec
+    ) -> None:  # type: ignore[no-untyped-def]
+        w = build_world(session)
+        for user in (w.alice, w.bob):
+            gs.record_grade(
+                session=session,
+                spec=spec,
+                draft_id=w.drafts[0].id,
+                grader_id=user.id,
+                scores=gs.validate_scores(spec=spec, data=FORM),
+            )
+        session.commit()
+        html = signed_in(client_as, "carol@example.test").get(f"/grading/drafts/{w.drafts[0].id}").text
+        assert "already has the 2 graders it needs" in html and 'id="grading-form"' not in html

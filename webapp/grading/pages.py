@@ -194,6 +194,13 @@ def _draft_context(
             GradingSlot.draft_id == draft_id, GradingSlot.grader_id == principal.user_id
         )
     ).first()
+    now = utcnow()
+    live_places = [
+        s
+        for s in session.exec(select(GradingSlot).where(GradingSlot.draft_id == draft_id))
+        if s.grade_id is not None or (s.expires_at is not None and as_utc(s.expires_at) > now)
+    ]
+    has_place = own is not None or slot is not None or len(live_places) < spec.grading.graders_per_draft
     reference = gs.current_reference(session=session, case_pk=draft.case_pk)
     progress = gs.batch_progress(session=session, spec=spec, batch=batch)
     mine_in_batch = next((p for p in progress.graders if p.grader_id == principal.user_id), None)
@@ -214,6 +221,7 @@ def _draft_context(
         "adjudication": adjudication if (own is not None or principal.has_role("lead")) else None,
         "final": final if (own is not None or principal.has_role("lead")) else None,
         "locked": adjudication is not None and adjudication.status == "resolved",
+        "has_place": has_place,
         "reservation": slot if slot is not None and slot.grade_id is None else None,
         "progress": progress,
         "mine_in_batch": mine_in_batch,
