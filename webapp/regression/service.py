@@ -161,7 +161,8 @@ def seed_golden(*, session: Session, created_by: int, dataset_id: int | None = N
     for case in goldens:
         if case.case_id in have:
             continue
-        note = f"Golden example of the eval spec ({case.description or case.category or 'golden'})."
+        about = (case.description or case.category or "").removeprefix("Golden: ").strip()
+        note = "Golden example of the eval spec" + (f": {about}" if about else "") + "."
         added.append(
             add_case(
                 session=session,
