@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -57,8 +58,9 @@ def start_server(delay: float) -> tuple[subprocess.Popen[bytes], int]:
 
 
 def run_once(options: runner.EvalOptions) -> tuple[float, dict]:
-    """Prepare and execute one evaluation; return its wall time and document."""
+    """Prepare and execute one evaluation; return its wall time and document (and print its CPU time)."""
     start = time.perf_counter()
+    cpu = time.process_time()
     prepared = runner.prepare(options)
     client = runner.make_client(options, {})
 
@@ -69,7 +71,10 @@ def run_once(options: runner.EvalOptions) -> tuple[float, dict]:
             await client.close()
 
     doc = asyncio.run(go())
-    return time.perf_counter() - start, doc
+    elapsed = time.perf_counter() - start
+    if options.max_cases is None:
+        print(f"  ({elapsed:.2f} s wall, {time.process_time() - cpu:.2f} s CPU in the evaluator process)")
+    return elapsed, doc
 
 
 def main() -> None:
@@ -122,6 +127,8 @@ def main() -> None:
         proc.wait(timeout=10)
 
     sequential = calls * args.delay
+    load = os.getloadavg()
+    print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print(f"fake server delay {args.delay} s; {args.cases} cases x {args.samples} samples x 2 = {calls} calls")
     print(f"sequential (the guide's formula at {args.delay} s/call): {sequential:.1f} s")
     print(f"ideal at concurrency {args.concurrency}: {ideal:.2f} s; target 1.25x = {target:.2f} s")

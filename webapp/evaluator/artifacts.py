@@ -18,20 +18,34 @@ INDEX = "index.json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file in the same folder, fsync it, then rename it over `path`."""
+def encode_json(data: Any, *, pretty: bool = True) -> str:
+    """Return the JSON text of an artifact (compact unless pretty; the indenting encoder is pure Python, slow)."""
+    return json.dumps(data, ensure_ascii=False, indent=2 if pretty else None) + "\n"
+
+
+def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write text to a temporary file in the same folder (fsync'd when durable), then rename it over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, indent=2)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: Any, *, pretty: bool = True, durable: bool = True) -> None:
+    """Write JSON atomically: a killed process leaves the old file or the new one, never a torn one.
+
+    `durable=False` skips the fsync, for files whose loss costs nothing but a repeated call (the cache).
+    """
+    # Encode before opening the file, so an unserialisable value leaves nothing behind.
+    write_text_atomic(path, encode_json(data, pretty=pretty), durable=durable)
 
 
 def case_file_name(case_id: str) -> str:

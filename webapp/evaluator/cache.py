@@ -55,7 +55,8 @@ class ResponseCache:
 
     def put(self, key: str, answer: dict[str, Any]) -> None:
         """Store a successful answer (errors are never stored, so they are retried next time)."""
-        write_json_atomic(self._path(key), answer)
+        # No fsync: a cache file lost in a crash only costs the call again (a torn one reads as a miss).
+        write_json_atomic(self._path(key), answer, pretty=False, durable=False)
 
     def __contains__(self, key: str) -> bool:
         return self._path(key).is_file()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import hashlib
 import json
 import time
@@ -28,8 +29,10 @@ from webapp.evaluator.artifacts import (
     MAIN_ARTIFACT,
     Journal,
     case_file_name,
+    encode_json,
     read_json,
     write_json_atomic,
+    write_text_atomic,
 )
 from webapp.evaluator.cache import ResponseCache
 from webapp.evaluator.client import Answer, ChatClient, LlmCallError, Price
@@ -394,17 +397,26 @@ def _sample_cost(rt: Runtime, gen: Answer | None, judge: Answer | None) -> float
     return round(total, 8)
 
 
+@functools.lru_cache(maxsize=32)
+def _judge_validator(rubric_hash: str, schema_json: str) -> jsonschema.protocols.Validator:
+    # Checking the schema itself is costly; do it once per rubric, not once per answer.
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
 def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
     """Parse and validate the judge's answer against the rubric's schema; raise ValueError saying why not."""
     try:
         data = json.loads(content)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the judge's answer is not JSON ({exc.msg} at position {exc.pos})") from exc
-    try:
-        jsonschema.validate(data, judge_schema(rubric))
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(x) for x in exc.absolute_path) or "(top level)"
-        raise ValueError(f"the judge's answer does not fit the rubric schema at {where}: {exc.message}") from exc
+    validator = _judge_validator(rubric.hash, json.dumps(judge_schema(rubric), sort_keys=True))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        where = "/".join(str(x) for x in error.absolute_path) or "(top level)"
+        raise ValueError(f"the judge's answer does not fit the rubric schema at {where}: {error.message}")
     return data
 
 
@@ -649,6 +661,12 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
     write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
     journal = Journal(run_dir / JOURNAL)
     last_write = time.monotonic()
+    main_lock = asyncio.Lock()
+
+    async def write_off_loop(path: Path, text: str) -> None:
+        # Encoding happens here on the loop (the document is only ever changed on the loop);
+        # the file write and its fsync run in a thread so they never stall calls in flight.
+        await asyncio.to_thread(write_text_atomic, path, text)
 
     async def one(case: TestCase, index: int) -> None:
         nonlocal last_write
@@ -659,13 +677,15 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
         remaining[case.id] -= 1
         if remaining[case.id] == 0:
             finish_case(result, p.rubric)
-            write_json_atomic(run_dir / case_file_name(case.id), result)
+            await write_off_loop(run_dir / case_file_name(case.id), encode_json(result))
             # The main artifact is rewritten at most once a second while running: it grows with
-            # the run, and the case files already hold each finished case.
-            if time.monotonic() - last_write >= ARTIFACT_WRITE_INTERVAL_S:
-                finish_document(doc, p.rubric)
-                write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
+            # the run, and the case files already hold each finished case. One write at a time,
+            # so an older snapshot never lands after a newer one.
+            if time.monotonic() - last_write >= ARTIFACT_WRITE_INTERVAL_S and not main_lock.locked():
                 last_write = time.monotonic()
+                async with main_lock:
+                    finish_document(doc, p.rubric)
+                    await write_off_loop(run_dir / MAIN_ARTIFACT, encode_json(doc, pretty=False))
 
     tasks = [
         asyncio.ensure_future(one(case, i))

@@ -43,6 +43,9 @@ DRAFT_RESPONSE_FORMAT: dict[str, Any] = {
 }
 
 
+_DRAFT_VALIDATOR = jsonschema.Draft202012Validator(DRAFT_SCHEMA)
+
+
 class KbLoadError(ValueError):
     """A --kb file that cannot be read; the message names FILE:LINE."""
 
@@ -148,11 +151,10 @@ def parse_draft(content: str) -> dict[str, Any]:
         data = json.loads(content)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the generator's answer is not JSON ({exc.msg})") from exc
-    try:
-        jsonschema.validate(data, DRAFT_SCHEMA)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise ValueError(f"the generator's answer does not fit the draft form at {where}: {exc.message}") from exc
+    error = jsonschema.exceptions.best_match(_DRAFT_VALIDATOR.iter_errors(data))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ValueError(f"the generator's answer does not fit the draft form at {where}: {error.message}")
     return data
 
 
