@@ -102,7 +102,7 @@ def metric_figure(
                     "line": {"width": 0}, "layer": "below", "name": "firing",
                 }
             )
-    for c in changes:
+    for i, c in enumerate(changes):
         shapes.append(
             {
                 "type": "line", "xref": "x", "yref": "paper", "x0": c.day.isoformat(), "x1": c.day.isoformat(),
@@ -112,17 +112,18 @@ def metric_figure(
         label = "model" if c.kind == "model_version" else "prompt"
         annotations.append(
             {
-                "x": c.day.isoformat(), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom",
+                "x": c.day.isoformat(), "xref": "x", "y": 1, "yref": "paper", "yanchor": "top", "xanchor": "left",
+                "yshift": -13 * (i % 3), "bgcolor": "rgba(255,255,255,0.8)",  # staggered: nearby changes stay legible
                 "text": f"{label}: {_plain(c.value)}", "showarrow": False, "font": {"size": 10, "color": _COLORS["version"]},
             }
         )
     layout = {
         "title": {"text": METRIC_LABELS.get(metric, metric), "font": {"size": 14}, "x": 0.01},
-        "height": 260,
-        "margin": {"l": 50, "r": 10, "t": 40, "b": 30},
+        "height": 280,
+        "margin": {"l": 50, "r": 10, "t": 40, "b": 45},
         "shapes": shapes,
         "annotations": annotations,
-        "legend": {"orientation": "h", "y": -0.18, "font": {"size": 10}},
+        "legend": {"orientation": "h", "y": -0.25, "font": {"size": 10}},
         "xaxis": {"type": "date", "range": edges or None},
         "yaxis": {"tickformat": ".0%"} if metric in RATE_METRICS else {"rangemode": "tozero"},
         "hovermode": "x unified",

@@ -68,16 +68,18 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         bad = day in bad_days
         model = "draft-model-2026-10" if day < change_day else "draft-model-2026-11"
         prompt = "prompt-v3" if day < pilot.start else "prompt-v4"
-        for _ in range(count):
+        # a fixed share of escalations per day keeps the escalation rate inside its target band
+        escalations = set(rng.sample(range(count), round(count * spec.online_metrics.escalation_baseline)))
+        for k in range(count):
             n += 1
             intent = rng.choice(intents) if rng.random() > 0.06 else "other"
             local = dt.datetime.combine(day, dt.time(rng.randint(7, 19), rng.randint(0, 59)), tzinfo=tz)
             draft = DRAFTS.get(intent, DRAFTS["billing_charge"]).format(d=day.strftime("%d %B"))
             customer = CUSTOMER.get(intent, "I have a question about my account.").format(d=day.strftime("%d %B"))
-            suppressed = rng.random() < 0.05
-            escalated = suppressed or rng.random() < 0.035
+            escalated = k in escalations
+            suppressed = escalated and rng.random() < 0.6  # safety escalation: no draft shown
             r = rng.random()
-            reject_p = 0.15 if bad else 0.025
+            reject_p = 0.22 if bad else 0.02
             if suppressed:
                 action = None
             elif escalated:
