@@ -365,3 +365,21 @@ def test_yaml_example_dataset_runs(evaluate: Callable[..., Result], tmp_path: Pa
     doc = only_run(tmp_path / "runs")
     assert json.dumps(doc)  # serialisable
     assert doc["dataset_format"] == ".yaml"
+
+
+def test_draftdesk_evaluate_dataset(
+    fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`draftdesk evaluate-dataset` is the same command."""
+    from typer.testing import CliRunner
+
+    from webapp.cli import app as draftdesk
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)  # the base URL from the environment
+    result = CliRunner().invoke(
+        draftdesk, ["evaluate-dataset", "-d", str(dataset), "-s", str(prompt_file), "-o", str(tmp_path / "r"), "-n", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert only_run(tmp_path / "r")["status"] == "completed"
+    assert fake.calls == 6

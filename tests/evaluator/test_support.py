@@ -292,3 +292,16 @@ def test_run_page_shows_judge_human_agreement_once_graded(
     assert rows["Factual accuracy"][1] == "2"
     assert rows["Factual accuracy"][2] == f"{judge_pass / 2 * 100:.1f}%"
     assert rows["Tone appropriateness"][2] == f"{judge_tone_fail / 2 * 100:.1f}%"
+
+
+def test_support_examples_run(evaluate: Callable[..., Result], tmp_path: Path, fake: FakeOpenAI) -> None:
+    """The support-draft example dataset, KB file and prompt in examples/ evaluate cleanly."""
+    root = Path(__file__).resolve().parents[2] / "examples"
+    result = evaluate(
+        "--rubric", "support-draft", "--kb", str(root / "kb" / "sample-kb.jsonl"), "--quick",
+        dataset=root / "datasets" / "support-sample.jsonl",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = only_run(tmp_path / "runs")
+    assert doc["status"] == "completed"
+    assert len(doc["test_case_results"]) == 4
