@@ -23,6 +23,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("Agreement", "/grading/agreement", frozenset({"lead", "pm"})),
     NavItem("Runs", "/runs", frozenset({"lead", "pm", "admin", "labeler", "support_lead"})),
     NavItem("Regression", "/regression", frozenset({"lead", "pm", "admin"})),
+    NavItem("Evaluator", "/evaluator/runs", frozenset({"lead", "pm", "admin"})),
     NavItem("Datasets", "/datasets", frozenset({"lead", "pm", "admin", "labeler"})),
     NavItem("KB", "/kb", _ALL),
     NavItem("Metrics", "/metrics", frozenset({"support_lead", "pm", "lead", "admin"})),
