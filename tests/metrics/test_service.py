@@ -416,3 +416,11 @@ class TestVersionChanges:
             ("2026-11-03", "prompt_version", "p2"),
             ("2026-11-05", "model_version", "m2"),
         ]
+
+
+class TestRawSegmentQuery:
+    def test_filter_values_are_bound_not_spliced(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, [ev("2026-11-02", intent="it's", plan="p'); DROP TABLE metric_event; --", agent_id="a")])
+        seg = {"intent": "it's", "plan": "p'); DROP TABLE metric_event; --", "agent_id": "a"}
+        (day,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), **seg)
+        assert day.events == 1 and _count(session) == 1

@@ -303,10 +303,15 @@ def raw_frame(
             stmt = stmt.where(e[dim] == value)
     # The DBAPI cursor skips SQLAlchemy's per-row processing: a million rows load in seconds, not a minute.
     conn = session.connection()
-    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
+    compiled = stmt.compile(dialect=conn.dialect)
+    # bound parameters (filter values come from users); the only non-strings are days, which
+    # SQLite stores as ISO text (as SQLAlchemy binds them)
+    sqlite = conn.dialect.name == "sqlite"
+    values = {k: (v.isoformat() if sqlite and isinstance(v, dt.date) else v) for k, v in compiled.params.items()}
+    params: Any = [values[k] for k in compiled.positiontup] if compiled.positional else values  # type: ignore[union-attr]
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.execute(str(compiled))
+        cursor.execute(str(compiled), params)
         rows = cursor.fetchall()
     finally:
         cursor.close()
