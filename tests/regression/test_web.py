@@ -38,6 +38,8 @@ class TestAddFromDraft:
         labeler = client_as("labeler")
         form = labeler.get(f"/regression/cases/from-draft/{ids['s2']}")
         assert form.status_code == 200 and "safety_escalation" in form.text
+        prefilled = labeler.get(f"/regression/cases/from-draft/{ids['s2']}", params={"source": "review", "note": "seen <b>weekly</b>"})
+        assert '<option value="review" selected>' in prefilled.text and "seen &lt;b&gt;weekly&lt;/b&gt;" in prefilled.text
         r = labeler.post(
             f"/regression/cases/from-draft/{ids['s2']}", data={"note": "cheerful reply to distress", "source": "grading"}, follow_redirects=False
         )

@@ -83,8 +83,12 @@ def from_draft_form(
     """Show the form that adds a draft's case to the regression suite with a note of the failure."""
     d = _draft_context(session, draft_id)
     failures = [r for r in d.results if r.failed]
-    note = "; ".join(f"{r.key}: {r.reason}" for r in failures)
-    return render(request, "regression/from_draft.html", {"d": d, "note": note, "source": "run", "error": None})
+    # Pages that link here may prefill the note and say where the failure was found.
+    note = request.query_params.get("note") or "; ".join(f"{r.key}: {r.reason}" for r in failures)
+    source = request.query_params.get("source", "run")
+    if source not in ("run", "grading", "review"):
+        source = "run"
+    return render(request, "regression/from_draft.html", {"d": d, "note": note, "source": source, "error": None})
 
 
 @router.post("/regression/cases/from-draft/{draft_id}", name="regression_from_draft")
