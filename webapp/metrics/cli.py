@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,8 +37,10 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
             yield n, line
 
 
-def parse_file(path: Path, spec: EvalSpec, *, max_errors: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
-    """Validate every record of the file; return insert rows, or the errors as 'FILE:LINE: field: reason'."""
+def parse_chunks(
+    path: Path, spec: EvalSpec, *, chunk: int = BATCH
+) -> Iterator[tuple[list[dict[str, Any]], list[str]]]:
+    """Validate the file's records in chunks; yield (insert rows, errors as 'FILE:LINE: field: reason')."""
     from webapp.metrics.ingest import EventIn, event_row, validation_errors
     from webapp.timeutil import utcnow
 
@@ -55,19 +59,43 @@ def parse_file(path: Path, spec: EvalSpec, *, max_errors: int = 20) -> tuple[lis
                     errors.append(f"{path}:{line_no}: (line): not a JSON object: {fe.reason}")
                 else:
                     errors.append(f"{path}:{line_no}: {fe.field}: {fe.reason}")
-            if len(errors) >= max_errors:
-                break
-            continue
-        if ev.event_id in first_line:
-            errors.append(f"{path}:{line_no}: event_id: {ev.event_id!r} repeats line {first_line[ev.event_id]}")
-            continue
-        first_line[ev.event_id] = line_no
-        rows.append(event_row(ev, tz, now))
-    return rows, errors
+        else:
+            if ev.event_id in first_line:
+                errors.append(f"{path}:{line_no}: event_id: {ev.event_id!r} repeats line {first_line[ev.event_id]}")
+            else:
+                first_line[ev.event_id] = line_no
+                rows.append(event_row(ev, tz, now))
+        if len(rows) >= chunk:
+            yield rows, errors
+            rows, errors = [], []
+    yield rows, errors
 
 
-def import_events(path: Path, *, quiet: bool = False) -> dict[str, float]:
-    """Import a JSONL/CSV events file all-or-nothing; return counts and timings."""
+def parse_file(path: Path, spec: EvalSpec, *, max_errors: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
+    """Validate every record of the file; return the insert rows and up to max_errors errors."""
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for chunk_rows, chunk_errors in parse_chunks(path, spec):
+        rows += chunk_rows
+        errors += chunk_errors
+        if len(errors) >= max_errors:
+            break
+    return rows, errors[:max_errors]
+
+
+def _count_records(path: Path) -> int:
+    with path.open("rb") as fh:
+        n = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+    return max(n - (1 if path.suffix.lower() == ".csv" else 0), 0)
+
+
+def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> dict[str, float]:
+    """Import a JSONL/CSV events file all-or-nothing; return counts and timings.
+
+    Validation (Python) and the inserts (mostly inside SQLite or PostgreSQL, which release the
+    GIL) overlap: a writer thread inserts chunk k while chunk k+1 is validated. Everything is one
+    transaction: a bad record anywhere rolls back what was inserted, so nothing is written.
+    """
     from webapp.cli_support import cli_session, fail, load_settings
     from webapp.metrics.ingest import bulk_insert, frame_from_rows, rebuild_days
 
@@ -76,38 +104,65 @@ def import_events(path: Path, *, quiet: bool = False) -> dict[str, float]:
     settings = load_settings()
     spec = settings.eval_spec
     t0 = time.perf_counter()
-    rows, errors = parse_file(path, spec)
-    if errors:
-        for e in errors:
-            typer.echo(e, err=True)
-        fail(f"{path}: {len(errors)} bad record(s){' (first shown)' if len(errors) >= 20 else ''}; nothing imported")
-    t_parse = time.perf_counter() - t0
-    created = 0
+    all_rows: list[dict[str, Any]] = []
+    errors: list[str] = []
+    outcome: dict[str, Any] = {"created": 0, "error": None}
     with cli_session(settings) as session, Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
     ) as progress:
-        task = progress.add_task("importing events", total=len(rows))
-        for i in range(0, len(rows), BATCH):
-            chunk = rows[i : i + BATCH]
-            created += bulk_insert(session, chunk)
-            progress.advance(task, len(chunk))
-        t_insert = time.perf_counter() - t0 - t_parse
+        task = progress.add_task("importing events", total=_count_records(path))
+        chunks: queue.Queue[list[dict[str, Any]] | None] = queue.Queue(maxsize=2)
+
+        def writer() -> None:
+            try:
+                while (chunk := chunks.get()) is not None:
+                    if outcome["error"] is None and not errors:
+                        outcome["created"] += bulk_insert(session, chunk)
+                    progress.advance(task, len(chunk))
+            except BaseException as exc:  # handed to the main thread below
+                outcome["error"] = exc
+                while chunks.get() is not None:
+                    pass
+
+        thread = threading.Thread(target=writer, name="import-events-writer", daemon=True)
+        thread.start()
+        try:
+            for rows, errs in parse_chunks(path, spec):
+                errors += errs
+                if errors:
+                    if len(errors) >= max_errors:
+                        break
+                    continue
+                all_rows += rows
+                chunks.put(rows)
+        finally:
+            chunks.put(None)
+            thread.join()
+        if outcome["error"] is not None:
+            raise outcome["error"]
+        if errors:
+            progress.stop()
+            for e in errors[:max_errors]:
+                typer.echo(e, err=True)
+            more = " (first shown)" if len(errors) >= max_errors else ""
+            fail(f"{path}: {len(errors[:max_errors])} bad record(s){more}; nothing imported")  # rolls back
+        t_load = time.perf_counter() - t0
+        created = int(outcome["created"])
         agg = progress.add_task("rebuilding daily aggregates", total=None)
-        days: set[dt.date] = {r["day"] for r in rows}
-        frame = frame_from_rows(rows) if created == len(rows) else None
+        days: set[dt.date] = {r["day"] for r in all_rows}
+        frame = frame_from_rows(all_rows) if created == len(all_rows) else None
         rebuild_days(session=session, spec=spec, days=days, frame=frame)
         progress.update(agg, total=1, completed=1)
     total = time.perf_counter() - t0
     stats = {
-        "records": len(rows),
+        "records": len(all_rows),
         "created": created,
-        "duplicates": len(rows) - created,
-        "parse_s": t_parse,
-        "insert_s": t_insert,
+        "duplicates": len(all_rows) - created,
+        "load_s": t_load,
         "total_s": total,
     }
     typer.echo(
-        f"{path}: {created} events imported, {len(rows) - created} already present; "
+        f"{path}: {created} events imported, {len(all_rows) - created} already present; "
         f"{len(days)} days aggregated in {total:.1f} s"
     )
     return stats
