@@ -187,3 +187,7 @@ def api_as(app, session: Session) -> Iterator[Callable[..., TestClient]]:  # typ
     yield _make
     for c in opened:
         c.__exit__(None, None, None)
+
+
+# Browser fixtures (live_server, browser, new_page) for any test that drives Chromium.
+from tests.browser_support import browser, live_server, new_page  # noqa: E402,F401

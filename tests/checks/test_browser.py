@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import browser, live_server, new_page, sign_in  # noqa: F401  (fixtures)
+from tests.browser.conftest import sign_in
 from tests.checks.conftest import build_world
 
 pytestmark = pytest.mark.browser
 
 
-def test_recheck_then_draft_fragment(live_server, new_page) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_recheck_then_draft_fragment(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
     world = live_server.seed(build_world)
     page = new_page()
     sign_in(page, live_server.url, "lead@example.test")

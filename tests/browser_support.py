@@ -1,0 +1,114 @@
+"""Browser tests: a real uvicorn server on loopback and Debian's Chromium driven by Playwright.
+
+`live_server` serves the app on a free 127.0.0.1 port over a fresh SQLite database (with the
+full schema). `seed_live(fn)` runs fn(session) against that database before the test drives
+the page. `browser_page` is a Playwright page whose console errors are collected in
+`page.console_errors` (tests assert it stays empty).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import uvicorn
+from sqlmodel import Session
+
+from tests.conftest import SPEC_PATH, TEST_SECRET
+from tests.factories import DEFAULT_PASSWORD
+from webapp.config import Settings
+from webapp.db import make_engine
+from webapp.main import create_app
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update", "--no-first-run"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    db_url: str
+
+    def seed(self, fn: Callable[[Session], object]) -> object:
+        engine = make_engine(self.db_url)
+        try:
+            with Session(engine, expire_on_commit=False) as session:
+                result = fn(session)
+                session.commit()
+                return result
+        finally:
+            engine.dispose()
+
+
+@pytest.fixture
+def live_server(tmp_path: Path, sqlite_template: Path) -> Iterator[LiveServer]:
+    db = tmp_path / "live.db"
+    shutil.copyfile(sqlite_template, db)
+    db_url = f"sqlite:///{db}"
+    settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
+    app = create_app(settings)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("live server did not start")
+        time.sleep(0.05)
+    yield LiveServer(f"http://127.0.0.1:{port}", db_url)
+    server.should_exit = True
+    thread.join(timeout=10)
+    app.state.engine.dispose()
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    """A Chromium per test: Playwright's sync API runs an event loop in this thread while it is
+    open, and a session-wide one would break every later test that calls asyncio.run()."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def new_page(browser) -> Iterator[Callable[[], object]]:  # type: ignore[no-untyped-def]
+    """Factory of fresh pages (each its own browser context, so its own cookies)."""
+    contexts = []
+
+    def _make():  # type: ignore[no-untyped-def]
+        ctx = browser.new_context(viewport={"width": 1360, "height": 900})
+        contexts.append(ctx)
+        page = ctx.new_page()
+        page.console_errors = []  # type: ignore[attr-defined]
+        page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))  # type: ignore[attr-defined]
+        page.on("pageerror", lambda e: page.console_errors.append(str(e)))  # type: ignore[attr-defined]
+        return page
+
+    yield _make
+    for ctx in contexts:
+        ctx.close()
+
+
+def sign_in(page, base_url: str, email: str, password: str = DEFAULT_PASSWORD) -> None:  # type: ignore[no-untyped-def]
+    """Sign in through the login form."""
+    page.goto(f"{base_url}/login")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login" not in url)
