@@ -103,3 +103,15 @@ class TestHallucinationQueue:
         r = lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "dismissed"}, headers={"HX-Request": "true"})
         assert r.status_code == 200 and r.headers["HX-Trigger"] == "hallucination-decided"
         assert "No pending reports" in r.text
+
+
+class TestHomeCards:
+    def test_alerts_firing_and_reports_to_confirm(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+        from webapp.metrics import service
+
+        load(session, spec, [ev("2026-11-02", cost_usd=0.09, event_id="h")])
+        service.report_hallucination(session=session, event_id="h", note="wrong", reported_by=None)
+        session.commit()
+        assert "1 alert firing" in client_as("support_lead").get("/").text
+        lead_home = client_as("lead").get("/").text
+        assert "1 hallucination report to confirm" in lead_home and "alert firing" not in lead_home
