@@ -168,17 +168,33 @@ def judge_schema(rubric: Rubric) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
+# Built once per rubric file (keyed by its content hash): a run asks for them on every sample.
+_FORMATS: dict[str, dict[str, Any]] = {}
+_INSTRUCTIONS: dict[str, str] = {}
+
+
 def judge_response_format(rubric: Rubric) -> dict[str, Any]:
-    """Return the `response_format` asking the judge for the rubric's schema."""
-    safe = "".join(ch if ch.isalnum() else "_" for ch in rubric.name)[:40]
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": f"judge_{safe}", "strict": True, "schema": judge_schema(rubric)},
-    }
+    """Return the `response_format` asking the judge for the rubric's schema (shared: do not mutate)."""
+    cached = _FORMATS.get(rubric.hash)
+    if cached is None:
+        safe = "".join(ch if ch.isalnum() else "_" for ch in rubric.name)[:40]
+        cached = {
+            "type": "json_schema",
+            "json_schema": {"name": f"judge_{safe}", "strict": True, "schema": judge_schema(rubric)},
+        }
+        _FORMATS[rubric.hash] = cached
+    return cached
 
 
 def judge_instructions(rubric: Rubric) -> str:
     """Return the judge's system message, listing every metric's scale and every flag."""
+    cached = _INSTRUCTIONS.get(rubric.hash)
+    if cached is None:
+        cached = _INSTRUCTIONS[rubric.hash] = _build_instructions(rubric)
+    return cached
+
+
+def _build_instructions(rubric: Rubric) -> str:
     lines = [
         "You are a strict, consistent evaluator. Score the OUTPUT for the test case below against this rubric.",
         f"Rubric: {rubric.name}. {rubric.spec.description}".strip(),

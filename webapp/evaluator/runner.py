@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
 import hashlib
 import json
 import time
@@ -397,13 +396,18 @@ def _sample_cost(rt: Runtime, gen: Answer | None, judge: Answer | None) -> float
     return round(total, 8)
 
 
-@functools.lru_cache(maxsize=32)
-def _judge_validator(rubric_hash: str, schema_json: str) -> jsonschema.protocols.Validator:
-    # Checking the schema itself is costly; do it once per rubric, not once per answer.
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema)
-    cls.check_schema(schema)
-    return cls(schema)
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _judge_validator(rubric: Rubric) -> Any:
+    # Checking the schema itself is costly; do it once per rubric file, not once per answer.
+    validator = _VALIDATORS.get(rubric.hash)
+    if validator is None:
+        schema = judge_schema(rubric)
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        validator = _VALIDATORS[rubric.hash] = cls(schema)
+    return validator
 
 
 def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
@@ -412,7 +416,7 @@ def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
         data = json.loads(content)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the judge's answer is not JSON ({exc.msg} at position {exc.pos})") from exc
-    validator = _judge_validator(rubric.hash, json.dumps(judge_schema(rubric), sort_keys=True))
+    validator = _judge_validator(rubric)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is not None:
         where = "/".join(str(x) for x in error.absolute_path) or "(top level)"
