@@ -212,7 +212,7 @@ def _all_reasons(spec: EvalSpec, grades: list[Grade]) -> list[str]:
     return reasons
 
 
-def _upsert_final(session: Session, draft_id: int, values: dict[str, Any]) -> FinalGrade:
+def _upsert_final(session: Session, spec: EvalSpec, draft_id: int, values: dict[str, Any]) -> FinalGrade:
     final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).first()
     if final is None:
         final = FinalGrade(draft_id=draft_id, **values)
@@ -221,7 +221,20 @@ def _upsert_final(session: Session, draft_id: int, values: dict[str, Any]) -> Fi
             setattr(final, key, value)
     session.add(final)
     session.flush()
+    if final.factual_accuracy == "fail":
+        _alert_if_golden(session, spec, draft_id)
     return final
+
+
+def _alert_if_golden(session: Session, spec: EvalSpec, draft_id: int) -> None:
+    """A golden example graded factual "fail" is a regression: raise the run's alerts now, not at the next check."""
+    row = session.exec(
+        select(Draft.run_id, EvalCase.golden).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(Draft.id == draft_id)
+    ).first()
+    if row is not None and row[1]:
+        from webapp.regression.service import raise_alerts_for_run
+
+        raise_alerts_for_run(session=session, spec=spec, run_id=row[0])
 
 
 def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.datetime | None = None) -> str:
@@ -244,6 +257,7 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
         n = len(grades)
         _upsert_final(
             session,
+            spec,
             draft_id,
             {
                 FACTUAL_KEY: "pass" if all(g.factual_accuracy == "pass" for g in grades) else "fail",
@@ -622,6 +636,7 @@ def resolve_adjudication(
         raise GradeInvalid("note: explain the decision in a note", field="note")
     final = _upsert_final(
         session,
+        spec,
         adj.draft_id,
         {
             FACTUAL_KEY: scores.factual_accuracy,

@@ -555,7 +555,14 @@ def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> li
                 new.append(alert)
     # ... and, once graded, the final human grade.
     grades = final_grades(session=session, run_id=run_id) or {}
-    golden_drafts = {o.draft_id: o.case_id for o in summary.outcomes if o.golden}
+    # Every golden draft of the run, checked or not: a human grade does not wait for the checks.
+    golden_drafts = dict(
+        session.exec(
+            select(Draft.id, EvalCase.case_id)
+            .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
+            .where(Draft.run_id == run_id, col(EvalCase.golden).is_(True))
+        ).all()
+    )
     for draft_id, case_id in golden_drafts.items():
         view = grades.get(draft_id)
         if view is not None and _factual(view) == "fail":
