@@ -10,7 +10,7 @@ it misbehave on purpose:
 - `[[draft-bad]]` in a support-draft request: an answer that is not the draft form.
 
 `rate_limit_first=N` answers the first N requests with 429 and `Retry-After`;
-`unavailable_first=N` answers the next N with 503 (no Retry-After).
+`unavailable_first=N` answers the next N with 503 (no Retry-After); the key `bad-key` gets 401.
 Run standalone: `python -m tests.evaluator.fake_openai --port 8999 --delay 0.5`.
 """
 
@@ -127,6 +127,9 @@ class FakeOpenAI:
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
+        if request.headers.get("authorization") == "Bearer bad-key":
+            self.by_kind["401"] += 1
+            return JSONResponse({"error": {"message": "Incorrect API key provided"}}, status_code=401)
         with self._lock:
             self.calls += 1
             limited = self.rate_limit_first > 0

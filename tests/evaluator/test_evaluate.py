@@ -383,3 +383,25 @@ def test_draftdesk_evaluate_dataset(
     assert result.exit_code == 0, result.output
     assert only_run(tmp_path / "r")["status"] == "completed"
     assert fake.calls == 6
+
+
+def test_refused_key_stops_the_run_at_once(
+    evaluate: Callable[..., Result], dataset: Path, tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 401 is not a per-sample failure: the run stops, marked aborted, resumable once the key is fixed."""
+    monkeypatch.setenv("OPENAI_API_KEY", "bad-key")
+    from typer.testing import CliRunner
+
+    from webapp.evaluator.cli import app
+
+    out = tmp_path / "runs"
+    argv = ["evaluate-dataset", "-d", str(dataset), "-s", str(dataset.parent / "system.txt"), "-o", str(out)]
+    result = CliRunner().invoke(app, [*argv, "--base-url", fake.base_url, "-n", "2", "--concurrency", "1"])
+    assert result.exit_code == 2
+    assert "HTTP 401" in result.output and "check OPENAI_API_KEY" in result.output
+    assert fake.by_kind["401"] == 1  # no retry, and no call for the other samples
+    doc = only_run(out)
+    assert doc["status"] == "aborted"
+    monkeypatch.setenv("OPENAI_API_KEY", "good-key")
+    resumed = CliRunner().invoke(app, ["evaluate-dataset", "--resume", doc["run_id"], "-o", str(out), "--base-url", fake.base_url])
+    assert resumed.exit_code == 0, resumed.output

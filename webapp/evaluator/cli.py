@@ -140,7 +140,18 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
         f"{cached} from the cache, [bold]{total - cached} API call(s)[/]",
         highlight=False,
     )
-    doc, aborted = _run_with_progress(prepared, client, total, console)
+    from webapp.evaluator.client import LlmConfigError
+
+    try:
+        doc, aborted = _run_with_progress(prepared, client, total, console)
+    except LlmConfigError as exc:
+        from webapp.evaluator.artifacts import update_index
+
+        update_index(prepared.options.output_dir, runner.index_entry(prepared.document))
+        raise _err(
+            f"the API refused the run: {exc}. The run is marked aborted; "
+            f"fix this and finish it with --resume {prepared.run_id}"
+        ) from exc
     from webapp.evaluator.artifacts import update_index
 
     s = client.stats

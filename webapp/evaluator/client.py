@@ -31,6 +31,13 @@ class LlmCallError(RuntimeError):
     """A call that failed for good (not retryable, or out of attempts)."""
 
 
+class LlmConfigError(LlmCallError):
+    """The endpoint refuses every call (bad key, no access, unknown model): stop the run, don't fail each sample."""
+
+
+CONFIG_STATUS = frozenset({401, 403, 404})
+
+
 @dataclass(frozen=True)
 class Price:
     input_per_million: float
@@ -172,6 +179,7 @@ class ChatClient:
         self.backoff_cap = backoff_cap
         self.limiter = _Limiter(maximum=max(1, concurrency))
         self.stats = ClientStats()
+        self.refused: LlmConfigError | None = None  # once set, no further request is sent
 
     async def close(self) -> None:
         """Close the HTTP connections."""
@@ -231,6 +239,9 @@ class ChatClient:
         last_error = "no attempt made"
         for attempt in range(1, self.max_attempts + 1):
             await self.limiter.acquire()
+            if self.refused is not None:
+                await self.limiter.release(ok=False)
+                raise LlmConfigError(str(self.refused))
             ok = False
             wait: float | None = None
             try:
@@ -243,6 +254,10 @@ class ChatClient:
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 last_error = f"HTTP {status}: {_short(exc.message)}"
+                if status in CONFIG_STATUS:
+                    hint = "check OPENAI_API_KEY" if status in (401, 403) else f"check the model name {model!r} and --base-url"
+                    self.refused = LlmConfigError(f"{last_error} ({hint})")
+                    raise self.refused from exc
                 if status not in RETRYABLE_STATUS and status < 500:
                     raise LlmCallError(last_error) from exc
                 hinted = parse_retry_after(exc.response.headers)

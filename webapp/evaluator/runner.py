@@ -34,7 +34,7 @@ from webapp.evaluator.artifacts import (
     write_text_atomic,
 )
 from webapp.evaluator.cache import ResponseCache
-from webapp.evaluator.client import Answer, ChatClient, LlmCallError, Price
+from webapp.evaluator.client import Answer, ChatClient, LlmCallError, LlmConfigError, Price
 from webapp.evaluator.rubric import (
     Rubric,
     RubricError,
@@ -439,6 +439,8 @@ async def run_sample(rt: Runtime, case: TestCase, index: int) -> dict[str, Any]:
             sample_index=index,
             response_format=DRAFT_RESPONSE_FORMAT if support else None,
         )
+    except LlmConfigError:
+        raise  # every call would fail the same way: stop the run
     except LlmCallError as exc:
         rt.on_call()
         rt.on_call()  # the judge call will not happen either
@@ -467,6 +469,8 @@ async def run_sample(rt: Runtime, case: TestCase, index: int) -> dict[str, Any]:
             sample_index=index,
             response_format=judge_response_format(p.rubric),
         )
+    except LlmConfigError:
+        raise
     except LlmCallError as exc:
         sample.update(status="judge_error", error=f"judge: {exc}")
     finally:
