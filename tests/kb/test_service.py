@@ -162,3 +162,14 @@ class TestImportKbCli:
     def test_missing_file(self, monkeypatch: pytest.MonkeyPatch, db_url: str, tmp_path: Path) -> None:
         r = invoke(monkeypatch, db_url, ["import", "kb", str(tmp_path / "none.jsonl")])
         assert r.exit_code == 2 and "not found" in r.stderr
+
+
+class TestKbFileFormat:
+    def test_unsupported_extension(self, session: Session) -> None:
+        with pytest.raises(RecordError) as info:
+            service.import_kb(session=session, data=b"article_id,revision\n", path="kb.csv")
+        assert str(info.value) == "Unsupported KB file format: .csv. Supported formats: .jsonl, .yaml, .yml"
+
+    def test_empty_file(self, session: Session) -> None:
+        with pytest.raises(RecordError, match="no KB revisions"):
+            service.import_kb(session=session, data=b"\n\n", path="kb.jsonl")

@@ -173,3 +173,16 @@ class TestImportDraftsCli:
         assert r.exit_code == 2
         assert r.stderr.strip() == f"{path}:500: record 500: escalated: must be true or false, not 'maybe'"
         assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
+
+
+class TestDraftsFileFormat:
+    def test_only_jsonl(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        with pytest.raises(RecordError) as info:
+            service.import_drafts(session=session, data=b"- case_id: c1\n", path="d.yaml", run_name="r", dataset="eval")
+        assert str(info.value) == "Unsupported drafts file format: .yaml. Supported formats: .jsonl"
+
+    def test_run_summary_of_one_run(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        service.import_drafts(session=session, data=data([draft("c1"), draft("c2", draft_text=None)]), path="a.jsonl", run_name="a", dataset="eval")
+        service.import_drafts(session=session, data=data([draft("c1")]), path="b.jsonl", run_name="b", dataset="eval")
+        s = service.run_summary(session=session, run=service.resolve_run(session=session, ref="a"))
+        assert (s.run.name, s.drafts, s.fallbacks, s.dataset.name) == ("a", 2, 1, "eval")

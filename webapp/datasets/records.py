@@ -102,13 +102,12 @@ def read_yaml(data: bytes, *, path: Path | str) -> list[Record]:
     ]
 
 
-def file_format(path: Path | str) -> str:
-    """Return the file's extension, lower-cased; refuse formats other than JSONL and YAML."""
+def file_format(path: Path | str, *, kind: str = "dataset", formats: tuple[str, ...] = SUPPORTED_FORMATS) -> str:
+    """Return the file's extension, lower-cased; refuse formats other than `formats` (JSONL and YAML)."""
     suffix = Path(path).suffix.lower()
-    if suffix not in SUPPORTED_FORMATS:
+    if suffix not in formats:
         raise RecordError(
-            f"Unsupported dataset file format: {Path(path).suffix or '(none)'}. "
-            f"Supported formats: {', '.join(SUPPORTED_FORMATS)}",
+            f"Unsupported {kind} file format: {Path(path).suffix or '(none)'}. Supported formats: {', '.join(formats)}",
             path=path,
         )
     return suffix

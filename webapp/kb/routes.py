@@ -18,26 +18,5 @@ router = APIRouter(tags=["kb"])
 def api_kb_articles(
     session: SessionDep, q: str = "", principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> list[dict[str, Any]]:
-    """List KB articles with their state and every revision's number, status and effective date."""
-    out = []
-    for a in service.list_articles(session=session, q=q):
-        revisions = service.get_revisions(session=session, article_id=a.article_id)
-        out.append(
-            {
-                "article_id": a.article_id,
-                "intent": a.intent,
-                "title": a.title,
-                "status": a.status,
-                "current_revision": a.current_revision,
-                "revisions": [
-                    {
-                        "revision": r.revision,
-                        "title": r.title,
-                        "status": r.status,
-                        "effective_date": r.effective_date.isoformat(),
-                    }
-                    for r in revisions
-                ],
-            }
-        )
-    return out
+    """List KB articles with their state and every revision's number, title, status and effective date."""
+    return service.articles_public(session=session, q=q)

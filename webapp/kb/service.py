@@ -128,6 +128,31 @@ def list_articles(*, session: Session, q: str = "", status: str = "") -> list[Ar
     return out
 
 
+def articles_public(*, session: Session, q: str = "") -> list[dict[str, Any]]:
+    """Return articles as the JSON API shows them: state, current revision, and every revision."""
+    summaries = list_articles(session=session, q=q)
+    ids = [a.article_id for a in summaries]
+    revisions: dict[str, list[KbRevision]] = {}
+    if ids:
+        stmt = select(KbRevision).where(col(KbRevision.article_id).in_(ids)).order_by(col(KbRevision.revision).desc())
+        for rev in session.exec(stmt).all():
+            revisions.setdefault(rev.article_id, []).append(rev)
+    return [
+        {
+            "article_id": a.article_id,
+            "intent": a.intent,
+            "title": a.title,
+            "status": a.status,
+            "current_revision": a.current_revision,
+            "revisions": [
+                {"revision": r.revision, "title": r.title, "status": r.status, "effective_date": r.effective_date.isoformat()}
+                for r in revisions.get(a.article_id, [])
+            ],
+        }
+        for a in summaries
+    ]
+
+
 def count_articles(*, session: Session) -> int:
     """Return how many articles the KB holds."""
     return session.exec(select(func.count()).select_from(KbArticle)).one()
@@ -217,7 +242,7 @@ def _parse_kb_record(record: Record, path: str, intents: tuple[str, ...] | None)
 
 def parse_kb(data: bytes, *, path: str, intents: tuple[str, ...] | None = None) -> list[KbRecord]:
     """Parse and validate a KB file (JSONL or YAML, one revision per record); raise RecordError at the first bad one."""
-    fmt = file_format(path) if Path(path).suffix else ".jsonl"
+    fmt = file_format(path, kind="KB") if Path(path).suffix else ".jsonl"
     records = read_records(data, path=path, fmt=fmt)
     if not records:
         raise RecordError("the file holds no KB revisions", path=path)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import Dataset, EvalCase
-from webapp.datasets.records import Record, RecordError, read_jsonl
+from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft, Run
@@ -139,6 +140,8 @@ def _parse_draft(record: Record, path: str) -> DraftRecord:
 
 def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
     """Parse and validate a drafts JSONL file; raise RecordError at the first bad record."""
+    if Path(path).suffix:
+        file_format(path, kind="drafts", formats=(".jsonl",))
     records = read_jsonl(data, path=path)
     if not records:
         raise RecordError("the file holds no drafts", path=path)
@@ -270,21 +273,25 @@ class RunSummary:
     fallbacks: int
 
 
-def list_runs(*, session: Session) -> list[RunSummary]:
-    """List runs, newest first, with their dataset and draft counts."""
-    runs = session.exec(select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())).all()
+def list_runs(*, session: Session, run_id: int | None = None) -> list[RunSummary]:
+    """List runs (or the one run `run_id`), newest first, with their dataset and draft counts."""
+    stmt = select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())
+    counts_stmt = select(
+        Draft.run_id,
+        func.count(),
+        func.sum(case((col(Draft.escalated).is_(True), 1), else_=0)),
+        func.sum(case((col(Draft.draft_text).is_(None) & col(Draft.escalated).is_(False), 1), else_=0)),
+    ).group_by(Draft.run_id)
+    if run_id is not None:
+        stmt = stmt.where(Run.id == run_id)
+        counts_stmt = counts_stmt.where(Draft.run_id == run_id)
+    runs = session.exec(stmt).all()
     counts = {
-        run_id: (n, esc or 0, fb or 0)
-        for run_id, n, esc, fb in session.exec(
-            select(
-                Draft.run_id,
-                func.count(),
-                func.sum(case((col(Draft.escalated).is_(True), 1), else_=0)),
-                func.sum(case((col(Draft.draft_text).is_(None) & col(Draft.escalated).is_(False), 1), else_=0)),
-            ).group_by(Draft.run_id)
-        ).all()
+        rid: (n, esc or 0, fb or 0)
+        for rid, n, esc, fb in session.exec(counts_stmt).all()
     }
-    datasets = {d.id: d for d in session.exec(select(Dataset)).all()}
+    ds_ids = {r.dataset_id for r in runs}
+    datasets = {d.id: d for d in session.exec(select(Dataset).where(col(Dataset.id).in_(ds_ids))).all()} if ds_ids else {}
     return [
         RunSummary(r, datasets.get(r.dataset_id), *counts.get(r.id, (0, 0, 0)))  # type: ignore[arg-type]
         for r in runs
@@ -377,7 +384,7 @@ def run_public(summary: RunSummary) -> dict[str, Any]:
 
 def run_summary(*, session: Session, run: Run) -> RunSummary:
     """Return one run's summary (dataset and counts)."""
-    return next(s for s in list_runs(session=session) if s.run.id == run.id)
+    return list_runs(session=session, run_id=run.id)[0]
 
 
 @dataclass
