@@ -83,6 +83,21 @@ class TestRunPages:
         assert "How do I set up 2FA?" in r.text
         assert client_as("lead").get("/drafts/99999").status_code == 404
 
+    def test_escalated_draft_page(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        run = seed(session)
+        from webapp.runs.service import list_drafts
+
+        d = list_drafts(session=session, run_id=run.id, category="safety")[0].draft
+        r = client_as("labeler").get(f"/drafts/{d.id}")
+        assert r.status_code == 200 and "No draft: the ticket was escalated." in r.text
+        assert "The draft cites no KB article." in r.text
+
+    def test_htmx_filter_returns_the_table_only(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        seed(session)
+        r = client_as("pm").get("/runs/demo-run-1", params={"category": "routine"}, headers={"HX-Request": "true"})
+        assert r.status_code == 200 and "<html" not in r.text
+        assert "golden-regression-2fa" in r.text and "safety-001" not in r.text
+
     def test_empty_state(self, client_as: Callable[..., TestClient]) -> None:
         assert "No runs yet" in client_as("admin").get("/runs").text
 
