@@ -11,7 +11,6 @@ under 5 s with zero calls. Usage: `.venv/bin/python benchmarks/bench_evaluator.p
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import socket
@@ -70,10 +69,17 @@ def run_once(options: runner.EvalOptions) -> tuple[float, dict]:
         finally:
             await client.close()
 
-    doc = asyncio.run(go())
+    doc = runner.run_async(go())
     elapsed = time.perf_counter() - start
+    s = client.stats
     if options.max_cases is None:
-        print(f"  ({elapsed:.2f} s wall, {time.process_time() - cpu:.2f} s CPU in the evaluator process)")
+        extra = ""
+        if s.api_calls:
+            extra = (
+                f", mean request latency {s.request_seconds / s.api_calls:.3f} s,"
+                f" mean requests in flight {s.request_seconds / elapsed:.1f} of {options.concurrency}"
+            )
+        print(f"  ({elapsed:.2f} s wall, {time.process_time() - cpu:.2f} s CPU in the evaluator process{extra})")
     return elapsed, doc
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -217,7 +216,7 @@ def _run_with_progress(prepared: Any, client: Any, total: int, console: Console)
                 await client.close()
 
         try:
-            doc = asyncio.run(main())
+            doc = runner.run_async(main())
         except KeyboardInterrupt:
             aborted = True
             doc = prepared.document

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import heapq
+import itertools
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,7 @@ class ClientStats:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True
+    request_seconds: float = 0.0  # summed over requests: / wall time = mean requests in flight
 
 
 def parse_retry_after(headers: httpx2.Headers | dict[str, str] | None) -> float | None:
@@ -108,44 +111,61 @@ def parse_retry_after(headers: httpx2.Headers | dict[str, str] | None) -> float 
     return max(0.0, when.timestamp() - time.time())
 
 
-@dataclass
 class _Limiter:
-    """An adjustable cap on requests in flight, plus a shared 'nobody sends before' time."""
+    """An adjustable cap on requests in flight, served by priority, plus a shared 'nobody sends before' time.
 
-    maximum: int
-    limit: int = 0
-    inflight: int = 0
-    not_before: float = 0.0
-    successes: int = 0
-    cond: asyncio.Condition = field(default_factory=asyncio.Condition)
+    Judge calls go before new generations (priority 0 before 1), so cases finish one after another
+    and their files stream out during the run instead of all at the end.
+    """
 
-    def __post_init__(self) -> None:
-        self.limit = self.maximum
+    def __init__(self, maximum: int) -> None:
+        self.maximum = maximum
+        self.limit = maximum
+        self.inflight = 0
+        self.not_before = 0.0
+        self.successes = 0
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
 
-    async def acquire(self) -> None:
-        while True:
-            delay = self.not_before - time.monotonic()
-            if delay > 0:
+    async def acquire(self, priority: int = 1) -> None:
+        if self.inflight < self.limit and not self._waiters:
+            self.inflight += 1
+        else:
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            heapq.heappush(self._waiters, (priority, next(self._seq), fut))
+            try:
+                await fut  # resolved by _wake with the place already counted as ours
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self._give_back()
+                raise
+        try:
+            # Everyone waits out a rate limit; holding the place while waiting changes nothing.
+            while (delay := self.not_before - time.monotonic()) > 0:
                 await asyncio.sleep(delay)
-            async with self.cond:
-                await self.cond.wait_for(lambda: self.inflight < self.limit)
-                if self.not_before <= time.monotonic():
-                    self.inflight += 1
-                    return
+        except asyncio.CancelledError:
+            self._give_back()
+            raise
 
-    async def release(self, *, ok: bool) -> None:
-        async with self.cond:
-            self.inflight -= 1
-            freed = 1
-            if ok:
-                self.successes += 1
-                if self.limit < self.maximum and self.successes >= self.limit:
-                    self.limit += 1
-                    self.successes = 0
-                    freed = 2
-            # Wake only as many waiters as there are new places: waking all of them on every
-            # release costs O(waiters) per call, which dominates a run with hundreds queued.
-            self.cond.notify(freed)
+    def _give_back(self) -> None:
+        self.inflight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self.inflight < self.limit:
+            _, _, fut = heapq.heappop(self._waiters)
+            if fut.cancelled():
+                continue
+            self.inflight += 1
+            fut.set_result(None)
+
+    def release(self, *, ok: bool) -> None:
+        if ok:
+            self.successes += 1
+            if self.limit < self.maximum and self.successes >= self.limit:
+                self.limit += 1
+                self.successes = 0
+        self._give_back()
 
     def rate_limited(self, wait: float) -> None:
         self.not_before = max(self.not_before, time.monotonic() + wait)
@@ -217,8 +237,12 @@ class ChatClient:
         seed: int | None,
         sample_index: int,
         response_format: dict[str, Any] | None = None,
+        priority: int = 1,
     ) -> Answer:
-        """Return the model's answer to the messages, from the cache or the API; raise LlmCallError."""
+        """Return the model's answer to the messages, from the cache or the API; raise LlmCallError.
+
+        Lower `priority` numbers are sent first when calls queue for a place.
+        """
         request = {
             "model": model,
             "messages": messages,
@@ -238,12 +262,13 @@ class ChatClient:
             kwargs["response_format"] = response_format
         last_error = "no attempt made"
         for attempt in range(1, self.max_attempts + 1):
-            await self.limiter.acquire()
+            await self.limiter.acquire(priority)
             if self.refused is not None:
-                await self.limiter.release(ok=False)
+                self.limiter.release(ok=False)
                 raise LlmConfigError(str(self.refused))
             ok = False
             wait: float | None = None
+            sent = time.perf_counter()
             try:
                 self.stats.api_calls += 1
                 # The SDK's generic POST (documented for endpoints it has no method for) skips the
@@ -269,7 +294,8 @@ class ChatClient:
                 last_error = f"{type(exc).__name__}: {_short(str(exc))}"
                 wait = self._backoff(attempt)
             finally:
-                await self.limiter.release(ok=ok)
+                self.stats.request_seconds += time.perf_counter() - sent
+                self.limiter.release(ok=ok)
             if ok:
                 return self._accept(resp, model, request)
             if attempt < self.max_attempts:
