@@ -424,3 +424,15 @@ class TestRawSegmentQuery:
         seg = {"intent": "it's", "plan": "p'); DROP TABLE metric_event; --", "agent_id": "a"}
         (day,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), **seg)
         assert day.events == 1 and _count(session) == 1
+
+
+class TestRebuildAll:
+    def test_time_zone_change_moves_events_to_their_new_day(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, [ev("2026-11-03", 3, action="reject"), ev("2026-11-03", 15, action="accept")])
+        (d3,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-03"), end=D("2026-11-03"))
+        assert d3.events == 2
+        ny = spec.model_copy(update={"timezone": "America/New_York"})
+        ingest.rebuild_all(session=session, spec=ny)
+        session.commit()
+        d2, d3 = service.daily_metrics(session=session, spec=ny, start=D("2026-11-02"), end=D("2026-11-03"))
+        assert (d2.events, d2.reject_rate, d3.events, d3.accept_rate) == (1, 1.0, 1, 1.0)
