@@ -206,3 +206,43 @@ def test_agreement_skips_criteria_the_rubric_lacks(spec: EvalSpec) -> None:
     metrics = load_rubric("default").metadata()["metrics"]
     pairs = [({"semantic_fidelity": 4, "clarity": 4}, Human("pass", 4, 4, 4))]
     assert judge_human_agreement(pairs, list(spec.rubric.criteria), metrics) == []
+
+
+def test_limiter_serves_judge_calls_before_new_generations() -> None:
+    import asyncio
+
+    from webapp.evaluator.client import _Limiter
+
+    async def scenario() -> list[str]:
+        limiter = _Limiter(maximum=1)
+        order: list[str] = []
+        await limiter.acquire(1)  # the one place is taken
+
+        async def waiter(name: str, priority: int) -> None:
+            await limiter.acquire(priority)
+            order.append(name)
+            limiter.release(ok=True)
+
+        tasks = [asyncio.create_task(waiter("gen-a", 1)), asyncio.create_task(waiter("gen-b", 1))]
+        await asyncio.sleep(0)
+        tasks.append(asyncio.create_task(waiter("judge", 0)))
+        await asyncio.sleep(0)
+        limiter.release(ok=True)
+        await asyncio.gather(*tasks)
+        return order
+
+    assert asyncio.run(scenario()) == ["judge", "gen-a", "gen-b"]
+
+
+def test_limiter_halves_on_rate_limit_and_grows_back() -> None:
+    from webapp.evaluator.client import _Limiter
+
+    limiter = _Limiter(maximum=8)
+    limiter.rate_limited(0.0)
+    assert limiter.limit == 4
+    limiter.rate_limited(0.0)
+    assert limiter.limit == 2
+    for _ in range(2):  # as many successes as the limit: one more place
+        limiter.inflight += 1
+        limiter.release(ok=True)
+    assert limiter.limit == 3
