@@ -318,6 +318,7 @@ class TestUsageErrors:
             (["--case-ids", "c1,zzz"], "no test case with id 'zzz'"),
             (["--max-cases", "0"], "--max-cases must be at least 1"),
             (["-n", "0"], "--num-samples must be at least 1"),
+            (["--kb", "kb.jsonl"], "--kb is only used by rubrics with output: support_draft"),
         ],
     )
     def test_bad_options_exit_2(

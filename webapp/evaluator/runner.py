@@ -160,6 +160,8 @@ def _load_inputs(
     if not prompt.strip():
         raise EvaluationError(f"{options.system_prompt}: the system prompt is empty")
     kb: KbContext | None = None
+    if options.kb is not None and rubric.spec.output != "support_draft":
+        raise EvaluationError(f"--kb is only used by rubrics with output: support_draft, not by {rubric.name!r}")
     if rubric.spec.output == "support_draft":
         try:
             validate_support_cases(cases)
