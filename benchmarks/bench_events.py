@@ -158,8 +158,8 @@ def main() -> None:
     print(f"backend: {engine.dialect.name}; load average at start of import: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(
         f"import: {int(stats['created']):,} events in {stats['total_s']:.1f} s "
-        f"(validate + edit distances + insert, overlapped: {stats['load_s']:.1f} s; "
-        f"aggregates {stats['total_s'] - stats['load_s']:.1f} s); "
+        f"(validate + edit distances + insert, with the in-memory aggregation overlapping the last inserts: "
+        f"{stats['load_s']:.1f} s; writing the aggregates {stats['total_s'] - stats['load_s']:.1f} s); "
         f"CPU time of this process {cpu:.1f} s (validation and inserts overlap on two threads)"
     )
 

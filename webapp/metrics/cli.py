@@ -97,7 +97,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     transaction: a bad record anywhere rolls back what was inserted, so nothing is written.
     """
     from webapp.cli_support import cli_session, fail, load_settings
-    from webapp.metrics.ingest import bulk_insert, frame_from_rows, rebuild_days
+    from webapp.metrics.ingest import bulk_insert, compute_aggregates, frame_from_rows, rebuild_days
 
     if not path.exists():
         fail(f"{path}: file not found")
@@ -125,6 +125,9 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
                     pass
 
         thread = threading.Thread(target=writer, name="import-events-writer", daemon=True)
+        ended = False
+        frame: Any = None
+        computed: Any = None
         thread.start()
         try:
             for rows, errs in parse_chunks(path, spec):
@@ -135,8 +138,15 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
                     continue
                 all_rows += rows
                 chunks.put(rows)
-        finally:
             chunks.put(None)
+            ended = True
+            # While the writer finishes its last chunks (inside the database, without the GIL),
+            # aggregate the rows in memory; rebuild_days uses them only if they are the whole days.
+            frame = frame_from_rows(all_rows) if not errors else None
+            computed = compute_aggregates(frame, spec) if frame is not None else None
+        finally:
+            if not ended:
+                chunks.put(None)
             thread.join()
         if outcome["error"] is not None:
             raise outcome["error"]
@@ -150,8 +160,10 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         created = int(outcome["created"])
         agg = progress.add_task("rebuilding daily aggregates", total=None)
         days: set[dt.date] = {r["day"] for r in all_rows}
-        frame = frame_from_rows(all_rows) if created == len(all_rows) else None
-        rebuild_days(session=session, spec=spec, days=days, frame=frame)
+        whole = created == len(all_rows)
+        rebuild_days(
+            session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed if whole else None
+        )
         progress.update(agg, total=1, completed=1)
     total = time.perf_counter() - t0
     stats = {

@@ -407,55 +407,67 @@ def _lock_aggregates(session: Session) -> None:
         session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_AGGREGATE_LOCK_KEY})
 
 
+_AGG_COLUMNS = ["day", *SEGMENT_DIMS, *_SUM_COLS, "lat_p95_s"]
+
+
+def compute_aggregates(df: pd.DataFrame, spec: EvalSpec) -> list[tuple[Any, ...]]:
+    """Return the aggregate rows (every rollup) of raw events, as insert tuples; touches no database."""
+    if df.empty:
+        return []
+    prepared = _prepare(df, spec)
+    versions = _versions_by_day(df)
+    out: list[tuple[Any, ...]] = []
+    for dims in ROLLUPS:
+        agg = aggregate_frame(df, spec, dims, prepared=prepared)
+        lists: list[list[Any]] = [agg[c].tolist() for c in _AGG_COLUMNS]
+        lat = lists[_AGG_COLUMNS.index("lat_p95_s")]
+        lists[_AGG_COLUMNS.index("lat_p95_s")] = [None if v != v else v for v in lat]  # NaN -> NULL
+        lists.append([json.dumps(c) for c in agg["calib"].tolist()])
+        lists.append([json.dumps(versions.get(d)) if not dims else None for d in agg["day"].tolist()])
+        out.extend(zip(*lists, strict=True))
+    return out
+
+
 def rebuild_days(
-    *, session: Session, spec: EvalSpec, days: Iterable[dt.date], frame: pd.DataFrame | None = None
+    *,
+    session: Session,
+    spec: EvalSpec,
+    days: Iterable[dt.date],
+    frame: pd.DataFrame | None = None,
+    computed: list[tuple[Any, ...]] | None = None,
 ) -> int:
     """Recompute the aggregate rows of the given days from their raw events; return how many rows were written.
 
-    `frame` may hold exactly the stored events of those days (a bulk import into empty days); it is
-    used only when the stored count confirms it, else the events are read back.
+    `frame` may hold exactly the stored events of those days (a bulk import into empty days), and
+    `computed` its compute_aggregates(); they are used only when the stored count confirms that
+    the frame is all there is, else the events are read back.
     """
     days = sorted(set(days))
     if not days:
         return 0
     _lock_aggregates(session)
     session.flush()
-    df = None
+    records = None
     if frame is not None:
         e = Event.__table__.c  # type: ignore[attr-defined]
         stored = session.execute(select(func.count()).where(e.day >= days[0], e.day <= days[-1])).scalar_one()
         if stored == len(frame):
-            df = frame
-    if df is None:
-        df = raw_frame(session, start=days[0], end=days[-1], days=days)
+            records = computed if computed is not None else compute_aggregates(frame, spec)
+    if records is None:
+        records = compute_aggregates(raw_frame(session, start=days[0], end=days[-1], days=days), spec)
     table = DailyAggregate.__table__  # type: ignore[attr-defined]
     for chunk in _chunks(days, 500):
         session.execute(delete(table).where(table.c.day.in_(chunk)))
-    if df.empty:
-        return 0
-    prepared = _prepare(df, spec)
-    versions = _versions_by_day(df)
-    written = 0
-    columns = ["day", *SEGMENT_DIMS, *_SUM_COLS, "lat_p95_s"]
-    names = [*columns, "calib", "versions"]
     conn = session.connection()
+    if conn.dialect.name == "sqlite":
+        records = [(r[0].isoformat(), *r[1:]) for r in records]  # SQLite stores days as ISO text
+    names = [*_AGG_COLUMNS, "calib", "versions"]
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join([mark] * len(names))})"
-    for dims in ROLLUPS:
-        agg = aggregate_frame(df, spec, dims, prepared=prepared)
-        lists: list[list[Any]] = [agg[c].tolist() for c in columns]
-        lat = lists[columns.index("lat_p95_s")]
-        lists[columns.index("lat_p95_s")] = [None if v != v else v for v in lat]  # NaN -> NULL
-        if conn.dialect.name == "sqlite":
-            lists[0] = [d.isoformat() for d in lists[0]]
-        lists.append([json.dumps(c) for c in agg["calib"].tolist()])
-        lists.append([json.dumps(versions.get(d)) if not dims else None for d in agg["day"].tolist()])
-        params = list(zip(*lists, strict=True))
-        # plain executemany through the driver: no per-row ORM or type processing
-        for chunk in _chunks(params, 10_000):
-            conn.exec_driver_sql(sql, list(chunk))
-        written += len(params)
-    return written
+    # plain executemany through the driver: no per-row ORM or type processing
+    for chunk in _chunks(records, 10_000):
+        conn.exec_driver_sql(sql, list(chunk))
+    return len(records)
 
 
 def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
