@@ -689,11 +689,10 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
     write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
     journal = Journal(run_dir / JOURNAL)
     last_write = time.monotonic()
-    main_lock = asyncio.Lock()
 
     async def write_off_loop(path: Path, text: str) -> None:
-        # Encoding happens here on the loop (the document is only ever changed on the loop);
-        # the file write and its fsync run in a thread so they never stall calls in flight.
+        # Encoding happens here on the loop; the write and its fsync run in a thread so they never
+        # stall calls in flight. Each case file is written once, so no two writes race.
         await asyncio.to_thread(write_text_atomic, path, text)
 
     async def one(case: TestCase, index: int) -> None:
@@ -707,13 +706,13 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
             finish_case(result, p.rubric)
             await write_off_loop(run_dir / case_file_name(case.id), encode_json(result))
             # The main artifact is rewritten at most once a second while running: it grows with
-            # the run, and the case files already hold each finished case. One write at a time,
-            # so an older snapshot never lands after a newer one.
-            if time.monotonic() - last_write >= ARTIFACT_WRITE_INTERVAL_S and not main_lock.locked():
+            # the run, and the case files already hold each finished case. It is written here on
+            # the loop (compact, no fsync: the final write is durable) so that no snapshot can
+            # land after the final or the aborted one.
+            if time.monotonic() - last_write >= ARTIFACT_WRITE_INTERVAL_S:
                 last_write = time.monotonic()
-                async with main_lock:
-                    finish_document(doc, p.rubric)
-                    await write_off_loop(run_dir / MAIN_ARTIFACT, encode_json(doc, pretty=False))
+                finish_document(doc, p.rubric)
+                write_json_atomic(run_dir / MAIN_ARTIFACT, doc, pretty=False, durable=False)
 
     tasks = [
         asyncio.ensure_future(one(case, i))
@@ -724,15 +723,7 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
     try:
         if tasks:
             await asyncio.gather(*tasks)
-    except asyncio.CancelledError:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        finish_document(doc, p.rubric, aborted=True)
-        write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
-        journal.close()
-        raise
-    except BaseException:
+    except BaseException:  # Ctrl-C (cancellation), a refused key, or a bug: leave valid, resumable artifacts
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
