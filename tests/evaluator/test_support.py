@@ -305,3 +305,14 @@ def test_support_examples_run(evaluate: Callable[..., Result], tmp_path: Path, f
     doc = only_run(tmp_path / "runs")
     assert doc["status"] == "completed"
     assert len(doc["test_case_results"]) == 4
+
+
+def test_empty_database_kb_is_warned_about(
+    evaluate: Callable[..., Result], record_env: str, tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    ds = write_dataset(tmp_path / "one.jsonl", CASES[1:2])
+    result = evaluate("--rubric", "support-draft", "-n", "1", dataset=ds)
+    assert result.exit_code == 0, result.output
+    assert "has no current article" in " ".join(result.output.split())
+    gen = next(r for r in fake.requests if r["response_format"]["json_schema"]["name"] == "support_draft")
+    assert "(none found for this ticket)" in gen["messages"][1]["content"]

@@ -128,6 +128,12 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
     except (runner.EvaluationError, ValueError) as exc:
         raise _err(str(exc)) from exc
 
+    if prepared.kb is not None and not prepared.kb.current:
+        console.print(
+            f"[yellow]warning:[/] the KB ({prepared.kb.source or 'none'}) has no current article: "
+            "drafts will not be grounded (give --kb FILE or import the KB first)",
+            highlight=False,
+        )
     client = runner.make_client(prepared.options, prices)
     total, cached = runner.planned_calls(prepared, client)
     n_cases, n = len(prepared.cases), prepared.options.num_samples
