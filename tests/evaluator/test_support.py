@@ -316,3 +316,32 @@ def test_empty_database_kb_is_warned_about(
     assert "has no current article" in " ".join(result.output.split())
     gen = next(r for r in fake.requests if r["response_format"]["json_schema"]["name"] == "support_draft")
     assert "(none found for this ticket)" in gen["messages"][1]["content"]
+
+
+def test_json_api_matches_the_page_and_keeps_grading_blind(
+    evaluate: Callable[..., Result],
+    record_env: str,
+    session: Session,
+    api_as,  # type: ignore[no-untyped-def]
+    kb_file: Path,
+    tmp_path: Path,
+) -> None:
+    ds = write_dataset(tmp_path / "ok.jsonl", CASES[:2])
+    assert evaluate("--rubric", "support-draft", "--kb", str(kb_file), "-n", "2", "--record", dataset=ds).exit_code == 0
+    doc = only_run(tmp_path / "runs")
+    run, _ = _recorded(session)
+    body = api_as("pm").get(f"/api/v1/evaluator/runs/{run.id}").json()
+    assert body["run"]["artifact_run_id"] == doc["run_id"]
+    assert body["overall_metric_stats"] == doc["overall_metric_stats"]
+    by_case = {r["test_case_id"]: r for r in doc["test_case_results"]}
+    for case in body["cases"]:
+        assert case["per_metric_stats"] == by_case[case["test_case_id"]]["per_metric_stats"]
+        assert case["per_flag_stats"] == by_case[case["test_case_id"]]["per_flag_stats"]
+    assert len(body["judge_scores"]) == 4
+    assert all(j["scores"] is not None for j in body["judge_scores"])
+    lead = api_as("lead").get(f"/api/v1/evaluator/runs/{run.id}").json()
+    assert lead["hidden_drafts"] == 4
+    assert lead["overall_metric_stats"] is None
+    assert all(j["scores"] is None and j["rationale"] is None for j in lead["judge_scores"])
+    assert all(c["per_metric_stats"] is None for c in lead["cases"])
+    assert api_as("labeler").get(f"/api/v1/evaluator/runs/{run.id}").status_code == 403
