@@ -246,3 +246,22 @@ def test_limiter_halves_on_rate_limit_and_grows_back() -> None:
         limiter.inflight += 1
         limiter.release(ok=True)
     assert limiter.limit == 3
+
+
+def test_limiter_skips_cancelled_waiters() -> None:
+    import asyncio
+
+    from webapp.evaluator.client import _Limiter
+
+    async def scenario() -> int:
+        limiter = _Limiter(maximum=1)
+        await limiter.acquire()
+        stale = asyncio.create_task(limiter.acquire())
+        await asyncio.sleep(0)
+        stale.cancel()
+        await asyncio.gather(stale, return_exceptions=True)
+        limiter.release(ok=True)  # the only waiter was cancelled: the place is free again
+        await asyncio.wait_for(limiter.acquire(), timeout=1)
+        return limiter.inflight
+
+    assert asyncio.run(scenario()) == 1

@@ -133,6 +133,7 @@ class _Limiter:
         else:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             heapq.heappush(self._waiters, (priority, next(self._seq), fut))
+            self._wake()  # a place may be free behind waiters that were cancelled
             try:
                 await fut  # resolved by _wake with the place already counted as ours
             except asyncio.CancelledError:
