@@ -30,6 +30,9 @@ def test_review_flow(session: Session, spec: EvalSpec, client_as: Callable[..., 
     assert "1/3 reviewed" in pm.get("/reviews/2026-W45/progress", headers={"HX-Request": "true"}).text
     assert pm.post(f"/reviews/items/{item.id}/verdict", data={"verdict": "bogus"}).status_code == 422
     assert "Weekly review" in pm.get("/").text
+    added = pm.post(f"/reviews/items/{item.id}/regression", data={"input": "Where is my refund?"}, headers={"HX-Request": "true"})
+    assert added.status_code == 200 and f"Added to the regression suite as review-{item.event_id}" in added.text
+    assert pm.post(f"/reviews/items/{item.id}/regression", data={"input": " "}, follow_redirects=False).status_code == 303  # already added: kept
 
 
 def test_unknown_period_is_404(client_as: Callable[..., TestClient]) -> None:

@@ -9,6 +9,7 @@ import types
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
@@ -109,6 +110,18 @@ class TestRegressionHandOff:
         # a second click does not add it twice
         assert service.add_to_regression(session=session, item_id=item.id, created_by=None, input_text="x") == case_id  # type: ignore[arg-type]
         assert len(calls) == 1
+
+    def test_with_the_real_regression_suite(self, session: Session, spec: EvalSpec) -> None:
+        from tests.factories import make_user
+        from webapp.regression.models import RegressionCase
+
+        pm = make_user(session, email="pm@example.test", roles=["pm"])
+        _week(session, spec, n=1)
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        item, event = service.sample_items(session=session, sample=sample)[0]
+        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?")  # type: ignore[arg-type]
+        case = session.execute(select(RegressionCase).where(RegressionCase.case_id == case_id)).scalars().one()
+        assert (case.source, case.source_ref, case.reference, case.input) == ("review", event.event_id, "sent 0", "Where is my refund?")
 
     def test_needs_the_customer_message(self, session: Session, spec: EvalSpec) -> None:
         _week(session, spec, n=1)

@@ -202,17 +202,20 @@ def add_to_regression(
     except ModuleNotFoundError as exc:
         raise ReviewError("regression: the regression suite is not available in this installation") from exc
     case_id = f"review-{item.event_id}"[:200]
-    regression.add_case(  # type: ignore[attr-defined]
-        session=session,
-        created_by=created_by,
-        source="review",
-        case_id=case_id,
-        input=input_text.strip(),
-        note=note.strip() or f"From the draft-vs-sent review, ticket {event.ticket_id}",
-        reference=event.sent_text,
-        intent=event.intent,
-        source_ref=event.event_id,
-    )
+    try:
+        regression.add_case(  # type: ignore[attr-defined]
+            session=session,
+            created_by=created_by,
+            source="review",
+            case_id=case_id,
+            input=input_text.strip(),
+            note=note.strip() or f"From the draft-vs-sent review, ticket {event.ticket_id}",
+            reference=event.sent_text,
+            intent=event.intent,
+            source_ref=event.event_id,
+        )
+    except ValueError as exc:  # the suite's own refusals (e.g. the case id is already in it)
+        raise ReviewError(str(exc)) from exc
     item.regression_case_id = case_id
     session.add(item)
     session.flush()
