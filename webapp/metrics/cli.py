@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import itertools
+import os
 import queue
 import threading
 import time
@@ -18,6 +20,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from webapp.spec import EvalSpec
 
 BATCH = 20_000
+# Processes validating an events file: the machine's cores, at most 4 (the inserts need one too).
+IMPORT_WORKERS = max(1, min(4, os.cpu_count() or 1))
 _CSV_NULLS = {""}
 
 
@@ -37,20 +41,15 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
             yield n, line
 
 
-def parse_chunks(
-    path: Path, spec: EvalSpec, *, chunk: int = BATCH
-) -> Iterator[tuple[list[dict[str, Any]], list[str]]]:
-    """Validate the file's records in chunks; yield (insert rows, errors as 'FILE:LINE: field: reason')."""
+def _validate_records(
+    path: Path, is_csv: bool, tz: dt.tzinfo, now: dt.datetime, records: list[tuple[int, Any]]
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """Validate one chunk of records; return (line, insert row) pairs and 'FILE:LINE: field: reason' errors."""
     from webapp.metrics.ingest import EventIn, event_row, validation_errors
-    from webapp.timeutil import utcnow
 
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     errors: list[str] = []
-    first_line: dict[str, int] = {}
-    tz = spec.tz
-    now = utcnow()
-    is_csv = path.suffix.lower() == ".csv"
-    for line_no, raw in _records(path):
+    for line_no, raw in records:
         try:
             ev = EventIn.model_validate(raw) if is_csv else EventIn.model_validate_json(raw)
         except ValidationError as exc:
@@ -60,15 +59,58 @@ def parse_chunks(
                 else:
                     errors.append(f"{path}:{line_no}: {fe.field}: {fe.reason}")
         else:
-            if ev.event_id in first_line:
-                errors.append(f"{path}:{line_no}: event_id: {ev.event_id!r} repeats line {first_line[ev.event_id]}")
-            else:
-                first_line[ev.event_id] = line_no
-                rows.append(event_row(ev, tz, now))
-        if len(rows) >= chunk:
+            rows.append((line_no, event_row(ev, tz, now)))
+    return rows, errors
+
+
+def _record_chunks(path: Path, chunk: int) -> Iterator[list[tuple[int, Any]]]:
+    batch: list[tuple[int, Any]] = []
+    for rec in _records(path):
+        batch.append(rec)
+        if len(batch) >= chunk:
+            yield batch
+            batch = []
+    yield batch
+
+
+def parse_chunks(
+    path: Path, spec: EvalSpec, *, chunk: int = BATCH, workers: int = 1
+) -> Iterator[tuple[list[dict[str, Any]], list[str]]]:
+    """Validate the file's records in chunks, in file order; yield (insert rows, errors as 'FILE:LINE: field: reason').
+
+    With workers > 1 the chunks are validated in forked processes (validation is pure Python and
+    the GIL would otherwise serialise it with the inserts); the duplicate check across the whole
+    file stays here, so results and messages are the same either way.
+    """
+    from functools import partial
+
+    from webapp.timeutil import utcnow
+
+    first_line: dict[str, int] = {}
+    work = partial(_validate_records, path, path.suffix.lower() == ".csv", spec.tz, utcnow())
+    pool = None
+    if workers > 1:
+        import multiprocessing
+
+        pool = multiprocessing.get_context("fork").Pool(workers)
+        results: Iterator[Any] = pool.imap(work, _record_chunks(path, chunk))
+    else:
+        results = map(work, _record_chunks(path, chunk))
+    try:
+        for validated, errors in results:
+            rows: list[dict[str, Any]] = []
+            for line_no, row in validated:
+                seen = first_line.setdefault(row["event_id"], line_no)
+                if seen != line_no:
+                    errors.append(f"{path}:{line_no}: event_id: {row['event_id']!r} repeats line {seen}")
+                else:
+                    rows.append(row)
+            errors.sort(key=lambda e: int(e[len(str(path)) + 1 :].split(":", 1)[0]))
             yield rows, errors
-            rows, errors = [], []
-    yield rows, errors
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
 
 
 def parse_file(path: Path, spec: EvalSpec, *, max_errors: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
@@ -128,9 +170,12 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         ended = False
         frame: Any = None
         computed: Any = None
+        validated = parse_chunks(path, spec, workers=IMPORT_WORKERS)
+        # The first chunk forks the validating processes; fork before the writer thread exists.
+        first = next(validated)
         thread.start()
         try:
-            for rows, errs in parse_chunks(path, spec):
+            for rows, errs in itertools.chain([first], validated):
                 errors += errs
                 if errors:
                     if len(errors) >= max_errors:
