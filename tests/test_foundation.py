@@ -1,0 +1,140 @@
+"""Settings, the eval spec, the database engine, vendored front-end files, and the users/tokens CLI."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+from typer.testing import CliRunner
+
+from tests.conftest import SPEC_PATH, TEST_SECRET, login
+from webapp.cli import app as cli_app
+from webapp.config import DEFAULT_SECRET_KEY, ConfigError, Settings
+from webapp.db import make_engine
+from webapp.main import create_app
+from webapp.spec import SpecError, load_spec
+
+
+def _spec_with(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    data = yaml.safe_load(SPEC_PATH.read_text())
+    edit(data)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+class TestSpec:
+    def test_project_spec_holds_the_plan_numbers(self) -> None:
+        spec = load_spec(SPEC_PATH)
+        assert (spec.checks.min_words, spec.checks.max_words, spec.checks.confidence_fallback) == (50, 500, 0.6)
+        assert len(spec.intents) == 10 and spec.review.weekly_pairs == 20 and spec.review.monthly_pairs == 30
+        assert spec.gates.pilot.automated_pass_rate == 0.8 and spec.gates.production.min_cases == 250
+        assert spec.online_metrics.alerts["accept_rate"].days == 3 and spec.online_metrics.targets["latency_p95_s"].value == 4
+
+    def test_bad_value_names_the_key(self, tmp_path: Path) -> None:
+        path = _spec_with(tmp_path, lambda d: d["checks"].update(min_words=-1))
+        with pytest.raises(SpecError, match=r"key 'checks\.min_words'"):
+            load_spec(path)
+
+    def test_unknown_key_and_missing_key_are_named(self, tmp_path: Path) -> None:
+        with pytest.raises(SpecError, match=r"key 'grading\.graders_per_drafts'"):
+            load_spec(_spec_with(tmp_path, lambda d: d["grading"].update(graders_per_drafts=2)))
+        with pytest.raises(SpecError, match=r"key 'rubric'"):
+            load_spec(_spec_with(tmp_path, lambda d: d.pop("rubric")))
+
+    def test_unreadable_files(self, tmp_path: Path) -> None:
+        with pytest.raises(SpecError, match="not found"):
+            load_spec(tmp_path / "nope.yaml")
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("rubric: [unclosed")
+        with pytest.raises(SpecError, match="not valid YAML"):
+            load_spec(bad)
+
+    def test_malformed_spec_stops_start_up(self, tmp_path: Path) -> None:
+        path = _spec_with(tmp_path, lambda d: d.update(timezone="Mars/Olympus"))
+        with pytest.raises(SpecError, match=r"key 'timezone'.*unknown time zone"):
+            create_app(Settings(database_url="sqlite://", mode="dev", spec=path))
+
+
+class TestSettings:
+    def test_default_secret_refused_in_production(self) -> None:
+        with pytest.raises(ConfigError, match="DRAFTDESK_SECRET_KEY"):
+            Settings(mode="production", secret_key=DEFAULT_SECRET_KEY)
+        assert Settings(mode="demo").secret_key == DEFAULT_SECRET_KEY
+        assert Settings(mode="production", secret_key="s" * 40).mode == "production"
+
+    def test_environment_prefix(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("DRAFTDESK_DATABASE_URL", "sqlite:////tmp/x.db")
+        monkeypatch.setenv("DRAFTDESK_MODE", "dev")
+        assert Settings().database_url == "sqlite:////tmp/x.db"
+
+
+def test_sqlite_engine_uses_wal_foreign_keys_and_busy_timeout(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'e.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
+        assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
+    engine.dispose()
+
+
+class TestVendoredFiles:
+    @pytest.mark.parametrize("name", ["htmx.min.js", "plotly.min.js"])
+    def test_served_from_their_packages_gzipped_with_long_cache(self, client: TestClient, name: str) -> None:
+        r = client.get(f"/static/vendor/{name}", headers={"Accept-Encoding": "gzip"})
+        assert r.status_code == 200
+        assert "immutable" in r.headers["cache-control"] and "max-age=31536000" in r.headers["cache-control"]
+        assert r.headers["content-encoding"] == "gzip"
+        assert len(r.content) > 10_000  # httpx has already decoded the gzip body
+
+    def test_unknown_file_is_404(self, client: TestClient) -> None:
+        assert client.get("/static/vendor/jquery.js").status_code == 404
+
+    def test_healthz_needs_no_login(self, client: TestClient) -> None:
+        assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_gzip_really_shrinks_plotly(client: TestClient) -> None:
+    raw = client.get("/static/vendor/plotly.min.js", headers={"Accept-Encoding": "identity"}).content
+    assert len(gzip.compress(raw)) < len(raw) / 2
+
+
+class TestUsersAndTokensCli:
+    """The CLI migrates its database itself, so these start from an empty SQLite file."""
+
+    def test_create_user_from_stdin_then_token_then_sign_in(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        db_url = f"sqlite:///{tmp_path / 'cli.db'}"
+        monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
+        settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
+        runner = CliRunner()
+        r = runner.invoke(
+            cli_app, ["users", "create", "--email", "Ops@Example.test", "--role", "admin", "--role", "pm"],
+            input="a-long-password\n",
+        )
+        assert r.exit_code == 0, r.output
+        assert "created ops@example.test with roles admin, pm" in r.output
+        r = runner.invoke(cli_app, ["tokens", "create", "--email", "ops@example.test", "--name", "agent tool", "--scope", "ingest"])
+        assert r.exit_code == 0, r.output
+        token = r.output.strip().splitlines()[-1]
+        assert token.startswith("dd_")
+        listed = runner.invoke(cli_app, ["tokens", "list"]).output
+        assert token not in listed and token[:10] in listed and "ingest" in listed
+        app = create_app(settings)
+        with TestClient(app) as c:
+            login(c, "ops@example.test", "a-long-password")
+            assert c.get("/").status_code == 200
+            assert c.get("/api/v1/whoami", headers={"Authorization": f"Bearer {token}"}).json()["scopes"] == ["ingest"]
+        app.state.engine.dispose()
+
+    def test_bad_role_and_short_password_exit_2_with_the_field(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("DRAFTDESK_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+        runner = CliRunner()
+        r = runner.invoke(cli_app, ["users", "create", "--email", "x@example.test", "--role", "root"], input="a-long-password\n")
+        assert r.exit_code == 2 and "role: root is not one of" in r.output
+        r = runner.invoke(cli_app, ["users", "create", "--email", "x@example.test", "--role", "pm"], input="short\n")
+        assert r.exit_code == 2 and "password: must be at least 8 characters" in r.output
+        assert "x@example.test" not in CliRunner().invoke(cli_app, ["users", "list"]).output
