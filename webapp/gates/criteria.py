@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from webapp.gates.report import CriterionResult, Evidence, Verdict
+from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
 from webapp.spec import EvalSpec
 
 EPS = 1e-9
@@ -324,8 +324,6 @@ def full_eval_set(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     """Production 4: a 250-case eval set passes the pilot gate's thresholds."""
     need = spec.gates.production.min_cases
     parts = pilot_criteria(facts, spec, min_cases=need)
-    from webapp.gates.report import combine
-
     status = combine([p.status for p in parts])
     if facts.case_count < need:
         status = "fail"

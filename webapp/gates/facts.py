@@ -74,7 +74,7 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
         )
     regression = [
         RegressionFacts(r.case_id, r.status, r.note, f"/regression#case-{r.case_id}")
-        for r in regression_service.run_report(session=session, run_id=run.id)
+        for r in regression_service.run_report(session=session, run_id=run.id, summary=summary, grades=finals)
     ]
     return PilotFacts(run.id, run.name, dataset.count if dataset else 0, drafts, regression)
 

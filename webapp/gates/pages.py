@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -80,9 +81,5 @@ def gate_signoff(
     try:
         service.sign_off(session=session, spec=spec, gate=gate, run=r, principal=principal, decision=decision, note=note)
     except service.GateError as exc:
-        from urllib.parse import quote
-
         return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&error={quote(str(exc))}", status_code=303)
-    from urllib.parse import quote
-
     return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}", status_code=303)

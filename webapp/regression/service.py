@@ -263,12 +263,20 @@ class SuiteReport:
         }
 
 
-def suite_report(*, session: Session, run_id: int) -> SuiteReport:
+def suite_report(
+    *,
+    session: Session,
+    run_id: int,
+    summary: checks_service.RunSummary | None = None,
+    grades: dict[int, Any] | None = None,
+) -> SuiteReport:
     """Report every regression case for a run: pass, fail, not run (no such case) or not checked yet."""
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"run: no run with id {run_id}")
-    summary = checks_service.run_summary(session=session, run_id=run_id)
+    # Callers that already hold the run's check summary and final grades (the launch gates) pass them in.
+    if summary is None:
+        summary = checks_service.run_summary(session=session, run_id=run_id)
     outcomes_by_case: dict[str, list[checks_service.DraftOutcome]] = {}
     for o in summary.outcomes:
         outcomes_by_case.setdefault(o.case_id, []).append(o)
@@ -277,7 +285,8 @@ def suite_report(*, session: Session, run_id: int) -> SuiteReport:
         select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == col(Draft.case_pk)).where(Draft.run_id == run_id)
     ).all():
         drafts_by_case.setdefault(case_id, []).append(draft_id)  # type: ignore[arg-type]
-    grades = final_grades(session=session, run_id=run_id) or {}
+    if grades is None:
+        grades = final_grades(session=session, run_id=run_id) or {}
     results: list[SuiteResult] = []
     for case in list_cases(session=session):
         ids = drafts_by_case.get(case.case_id, [])
@@ -306,9 +315,15 @@ def suite_report(*, session: Session, run_id: int) -> SuiteReport:
     return SuiteReport(run=run, results=results)
 
 
-def run_report(*, session: Session, run_id: int) -> list[SuiteResult]:
+def run_report(
+    *,
+    session: Session,
+    run_id: int,
+    summary: checks_service.RunSummary | None = None,
+    grades: dict[int, Any] | None = None,
+) -> list[SuiteResult]:
     """Return the suite's result for a run, case by case (status pass, fail, not_run or not_checked)."""
-    return suite_report(session=session, run_id=run_id).results
+    return suite_report(session=session, run_id=run_id, summary=summary, grades=grades).results
 
 
 def latest_run_id(*, session: Session) -> int | None:
