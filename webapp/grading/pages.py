@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
@@ -58,6 +58,13 @@ def _users(session: SessionDep) -> dict[int, str]:
 
 def _see_other(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
+
+
+def _draft_or_404(session: Session, draft_id: int) -> Draft:
+    draft = session.get(Draft, draft_id)
+    if draft is None:
+        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
+    return draft
 
 
 @router.get("", response_class=HTMLResponse)
@@ -172,9 +179,7 @@ def batch_overview(
 def _draft_context(
     session: SessionDep, spec: EvalSpec, draft_id: int, principal: Principal, batch: gs.BatchFilter | None
 ) -> dict[str, Any]:
-    draft = session.get(Draft, draft_id)
-    if draft is None:
-        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
+    draft = _draft_or_404(session, draft_id)
     case = session.get(EvalCase, draft.case_pk)
     run = session.get(Run, draft.run_id)
     batch = batch or gs.BatchFilter(run_id=draft.run_id)
@@ -241,9 +246,7 @@ def grading_page(
     principal: Principal = Depends(GRADERS),
 ) -> HTMLResponse:
     """Show a draft with its ticket, KB text, reference and the rubric form."""
-    draft = session.get(Draft, draft_id)
-    if draft is None:
-        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
+    draft = _draft_or_404(session, draft_id)
     ctx = _draft_context(session, spec, draft_id, principal, _batch_from(request.query_params, draft.run_id))
     own = ctx["own"]
     ctx["values"] = gs.scores_of(own) if own is not None else {}
@@ -260,9 +263,7 @@ async def submit_grade(
     principal: Principal = Depends(GRADERS),
 ) -> Response:
     """Save my grade of the draft (first grade or revision); with next=1 open my next item."""
-    draft = session.get(Draft, draft_id)
-    if draft is None:
-        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
+    draft = _draft_or_404(session, draft_id)
     form = await request.form()
     data = {k: form.get(k) for k in ("factual_accuracy", *gs.SCALE_KEYS, "rationale", "unsupported_claim")}
     batch = _batch_from(form, draft.run_id)
@@ -308,9 +309,7 @@ async def skip(
     principal: Principal = Depends(GRADERS),
 ) -> Response:
     """Give back my reservation of the draft so someone else can take it."""
-    draft = session.get(Draft, draft_id)
-    if draft is None:
-        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
+    draft = _draft_or_404(session, draft_id)
     form = await request.form()
     gs.release_reservation(session=session, draft_id=draft_id, grader_id=principal.user_id)
     qs = _batch_from(form, draft.run_id).query_string()
