@@ -225,7 +225,14 @@ def _draft_context(
         "history": gs.grade_history(session=session, draft_id=draft_id, principal=principal),
         "adjudication": adjudication if (own is not None or principal.has_role("lead")) else None,
         "final": final if (own is not None or principal.has_role("lead")) else None,
-        "locked": adjudication is not None and adjudication.status == "resolved",
+        # Why the grader may not change their grade now (resolved, or a disagreement the lead holds).
+        "locked": (
+            gs.grade_lock(session=session, grade=own)
+            if own is not None
+            else "this draft has been adjudicated; grades can no longer change"
+            if adjudication is not None and adjudication.status == "resolved"
+            else None
+        ),
         "has_place": has_place,
         "reservation": slot if slot is not None and slot.grade_id is None else None,
         "progress": progress,
