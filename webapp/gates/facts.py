@@ -8,6 +8,7 @@ from webapp.metrics.service and the survey from webapp.survey.service.
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from sqlmodel import Session, col, select
 
@@ -80,6 +81,11 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     return PilotFacts(run.id, run.name, dataset.count if dataset else 0, drafts, regression)
 
 
+def _plain_label(label: str) -> str:
+    """Return a metric label without its unit in brackets (the value carries the unit)."""
+    return re.sub(r" \(.*\)$", "", label).lower()
+
+
 def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakFacts:
     """Business-day streaks of days meeting every target, over the pilot period up to today (all traffic)."""
     from webapp.metrics import service as metrics_service
@@ -92,7 +98,7 @@ def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakF
     }
     missed = tuple(
         (day, tuple(
-            f"{metrics_service.METRIC_LABELS.get(m, m).lower()} {units.text(m, values[day].value(m))} "
+            f"{_plain_label(metrics_service.METRIC_LABELS.get(m, m))} {units.text(m, values[day].value(m))} "
             f"(target {metrics_service.describe_target(m, spec)})"
             for m in ms
         ))
