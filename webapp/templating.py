@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from webapp.config import PROJECT_ROOT
+from webapp.metrics import units
 from webapp.navigation import nav_for
 from webapp.security import csrf_token
 
@@ -44,6 +45,10 @@ def _fmt_num(value: float | None, digits: int = 2) -> str:
 
 templates.env.filters["pct"] = _fmt_pct
 templates.env.filters["num"] = _fmt_num
+# one format per metric (webapp/metrics/units.py): {{ value|metric("accept_rate") }}, {{ change|delta }}
+templates.env.filters["metric"] = lambda value, name: units.text(name, value)
+templates.env.filters["delta"] = units.delta
+templates.env.filters["score_delta"] = units.score_delta
 
 
 def is_htmx(request: Request) -> bool:

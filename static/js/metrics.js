@@ -1,13 +1,21 @@
-// Draw every plotly figure on the metrics page; redraw after htmx swaps in new results.
+// Draw every plotly figure on the metrics page; redraw after htmx has swapped in new results.
+//
+// The charts are drawn once the swap has *settled*: during an htmx swap the new chart elements
+// (same ids as the old ones) briefly carry the old elements' class and style, and htmx puts the
+// new ones back when it settles. A chart drawn before that loses plotly's `js-plotly-plot` class
+// (and with it plotly's styling: toolbars over the plot, titles under the wrong panel).
 (function () {
   function draw(root) {
     if (!window.Plotly) { return; }
     root.querySelectorAll(".metrics-chart[data-figure]").forEach(function (el) {
-      var fig = JSON.parse(el.getAttribute("data-figure"));
-      window.Plotly.react(el, fig.data, fig.layout, { displaylogo: false, responsive: true });
+      var source = el.getAttribute("data-figure");
+      if (el.__drawnFrom === source) { return; }  // already shows this figure
+      var fig = JSON.parse(source);
+      window.Plotly.newPlot(el, fig.data, fig.layout, { displaylogo: false, responsive: true });
+      el.__drawnFrom = source;
       el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
     });
   }
   window.addEventListener("load", function () { draw(document); });
-  document.addEventListener("htmx:afterSwap", function (evt) { draw(evt.detail.target.ownerDocument || document); });
+  document.addEventListener("htmx:afterSettle", function () { draw(document); });
 })();

@@ -191,7 +191,10 @@ class TestProductionGate:
         after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
         crit = service.production_report(session=session, spec=spec, run=run, today=after).criteria[0]
         assert crit.value == 9 and crit.status == "fail"
-        assert crit.evidence[0].label == "Mon 2026-11-02" and "reject_rate" in crit.evidence[0].detail
+        assert crit.evidence[0].label == "Mon 2026-11-02"
+        # the day's figures and targets in the metrics' units (half the drafts rejected)
+        assert "reject rate 50.0% (target < 5.0%)" in crit.evidence[0].detail
+        assert "pilot window 2026-11-02 – 2026-11-13, all traffic" in crit.measured
         # The same streak while the pilot still runs is not yet a failure.
         during = service.production_report(session=session, spec=spec, run=run, today=dt.date(2026, 11, 13)).criteria[0]
         assert during.status == "incomplete"

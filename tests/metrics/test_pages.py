@@ -51,7 +51,7 @@ class TestMetricsPage:
         assert [a["text"] for a in cost["layout"]["annotations"]] == ["model: m2"]
         band = [t for t in figs["escalation_rate"]["data"] if t.get("legendgroup") == "target"]
         assert [t["y"][0] for t in band] == [0.06, 0.1]
-        assert "alerts firing" in page.text and "Cost per draft ($) &gt; 0.05 on a day" in page.text
+        assert "alerts firing" in page.text and "Cost per draft ($) &gt; $0.0500 on a day" in page.text
 
     def test_htmx_filter_returns_only_the_results(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
         _seed(session, spec)
@@ -73,8 +73,14 @@ class TestMetricsPage:
         r = client_as("support_lead").get("/metrics/daily.csv?start=2026-11-02&end=2026-11-03")
         assert r.headers["content-type"].startswith("text/csv")
         lines = r.text.strip().splitlines()
-        assert lines[0].startswith("day,events,drafts_shown,accept_rate")
-        assert lines[1].startswith("2026-11-02,1,1,1.0")
+        # the same units and decimals as the page; the unit is in the column name
+        assert lines[0].startswith(
+            "day,events,drafts_shown,accept_rate_pct,reject_rate_pct,edit_distance,escalation_rate_pct,"
+            "handle_time_s,latency_p95_s,hallucination_reports,cost_per_draft_usd,"
+        )
+        # one accepted draft costing $0.09, sent as "Hello": 100% accepted, 0% rejected, edit distance
+        # 30 edits / 32 characters = 0.9375 -> 0.938, no escalation, no handle time or latency
+        assert lines[1].startswith("2026-11-02,1,1,100.0,0.0,0.938,0.0,,,0,0.0900,")
         assert len(lines) == 3
 
     def test_drill_down_lists_the_days_events(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:

@@ -19,6 +19,7 @@ from webapp.checks.models import DraftCheck
 from webapp.checks.rules import CHECK_LABELS, is_safety_trigger, run_checks
 from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
 from webapp.datasets.models import EvalCase
+from webapp.metrics import units
 from webapp.runs.models import Draft, Run
 from webapp.spec import CATEGORIES, EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -432,5 +433,5 @@ def gate_failures(*, summary: RunSummary, spec: EvalSpec) -> list[str]:
     rate = summary.overall.rate or 0.0
     gate = spec.gates.pilot.automated_pass_rate
     if rate < gate:
-        reasons.append(f"pass rate {rate:.1%} is under the pilot gate's {gate:.0%}")
+        reasons.append(f"pass rate {units.percent(rate)} is under the pilot gate's {units.percent(gate)}")
     return reasons

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
+from webapp.metrics import units
 from webapp.spec import EvalSpec
 
 EPS = 1e-9
@@ -76,7 +77,7 @@ def _draft_ev(d: DraftFacts, detail: str = "") -> Evidence:
 
 
 def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%"
+    return units.percent(x)  # the pass-rate format of every page
 
 
 def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> CriterionResult:
@@ -244,6 +245,7 @@ class StreakFacts:
     longest_end: dt.date | None
     current: int
     missed_days: tuple[tuple[dt.date, tuple[str, ...]], ...] = ()  # business days that missed, with the metrics
+    scope: str = ""  # the window and segment counted, e.g. "pilot window 2026-11-02 – 2026-11-13, all traffic"
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,8 @@ def pilot_online_targets(streak: StreakFacts, spec: EvalSpec, *, today: dt.date)
     if streak.longest_start and streak.longest_end:
         span = f" ({streak.longest_start:%b %d}–{streak.longest_end:%b %d})"
     measured = f"longest streak {streak.longest} business days{span}; current {streak.current}"
+    if streak.scope:
+        measured += f" ({streak.scope})"
     evidence = [
         Evidence(f"{day:%a %Y-%m-%d}", f"/metrics?start={day}&end={day}", "missed: " + ", ".join(ms))
         for day, ms in streak.missed_days

@@ -8,6 +8,7 @@ from webapp.metrics.service and the survey from webapp.survey.service.
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from sqlmodel import Session, col, select
 
@@ -21,6 +22,7 @@ from webapp.gates.criteria import (
     StreakFacts,
     SurveyFacts,
 )
+from webapp.metrics import units
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 from webapp.survey import service as survey_service
@@ -79,22 +81,30 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     return PilotFacts(run.id, run.name, dataset.count if dataset else 0, drafts, regression)
 
 
+def _plain_label(label: str) -> str:
+    """Return a metric label without its unit in brackets (the value carries the unit)."""
+    return re.sub(r" \(.*\)$", "", label).lower()
+
+
 def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakFacts:
-    """Business-day streaks of days meeting every target, over the pilot period up to today."""
+    """Business-day streaks of days meeting every target, over the pilot period up to today (all traffic)."""
     from webapp.metrics import service as metrics_service
 
-    pilot = spec.online_metrics.pilot
-    end = min(pilot.end, today)
-    if end < pilot.start:
-        return StreakFacts(0, None, None, 0)
-    s = metrics_service.business_day_streaks(session=session, spec=spec, start=pilot.start, end=end)
-    days = metrics_service.daily_metrics(session=session, spec=spec, start=pilot.start, end=end)
+    s = metrics_service.pilot_streaks(session=session, spec=spec, today=today)
+    days = {d: ms for d, ms in s.missed}
+    values = {
+        d.day: d
+        for d in (metrics_service.daily_metrics(session=session, spec=spec, start=min(days), end=max(days)) if days else [])
+    }
     missed = tuple(
-        (d.day, tuple(m for m, ok in d.target_met.items() if ok is False))
-        for d in days
-        if d.all_targets_met is False and metrics_service.is_business_day(d.day, spec)
+        (day, tuple(
+            f"{_plain_label(metrics_service.METRIC_LABELS.get(m, m))} {units.text(m, values[day].value(m))} "
+            f"(target {metrics_service.describe_target(m, spec)})"
+            for m in ms
+        ))
+        for day, ms in s.missed
     )
-    return StreakFacts(s.longest, s.longest_start, s.longest_end, s.current, missed)
+    return StreakFacts(s.longest, s.longest_start, s.longest_end, s.current, missed, s.scope_text)
 
 
 def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[HallucinationFacts]:

@@ -24,8 +24,10 @@ class GateError(ValueError):
 
 
 def today_in(spec: EvalSpec) -> dt.date:
-    """Return today's date in the spec's time zone."""
-    return utcnow().astimezone(spec.tz).date()
+    """Return today's date in the spec's time zone (the same day the metrics pages count to)."""
+    from webapp.metrics import service as metrics_service
+
+    return metrics_service.today_in(spec)
 
 
 def pilot_report(*, session: Session, spec: EvalSpec, run: Run) -> GateReport:

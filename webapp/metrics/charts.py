@@ -8,6 +8,7 @@ from typing import Any
 
 import plotly.io as pio
 
+from webapp.metrics import units
 from webapp.metrics.service import (
     METRIC_LABELS,
     AlertStatus,
@@ -17,9 +18,9 @@ from webapp.metrics.service import (
     alert_threshold_value,
     target_lines,
 )
-from webapp.spec import EvalSpec
+from webapp.spec import METRIC_NAMES, EvalSpec
 
-RATE_METRICS = frozenset({"accept_rate", "reject_rate", "escalation_rate"})
+RATE_METRICS = frozenset(m for m in METRIC_NAMES if units.unit(m) is units.PERCENT)
 _HALF_DAY = dt.timedelta(hours=12)
 _COLORS = {"value": "#2456c7", "target": "#17803d", "alert": "#b42318", "firing": "rgba(180,35,24,0.13)", "version": "#6b7280"}
 
@@ -65,6 +66,7 @@ def metric_figure(
     """Return the plotly figure (as a JSON-ready dict) of one metric over the days."""
     x = [d.day.isoformat() for d in days]
     y = [d.value(metric) for d in days]
+    u = units.unit(metric)
     start, end = days[0].day, days[-1].day
     edges = [_edge(start, -1), _edge(end, 1)] if days else []
     traces: list[Any] = [
@@ -125,7 +127,8 @@ def metric_figure(
         "annotations": annotations,
         "legend": {"orientation": "h", "y": -0.25, "font": {"size": 10}},
         "xaxis": {"type": "date", "range": edges or None},
-        "yaxis": {"tickformat": ".0%"} if metric in RATE_METRICS else {"rangemode": "tozero"},
+        # hover values in the metric's unit and decimals, like the table (webapp/metrics/units.py)
+        "yaxis": {"tickformat": ".0%", "hoverformat": u.d3} if metric in RATE_METRICS else {"rangemode": "tozero", "hoverformat": u.d3},
         "hovermode": "x unified",
         "template": _TEMPLATE,
     }

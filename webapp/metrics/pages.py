@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import charts, ingest, service
+from webapp.metrics import charts, ingest, service, units
 from webapp.spec import METRIC_NAMES, EvalSpec
 from webapp.templating import is_htmx, render
 
@@ -34,14 +34,12 @@ def _parse_day(value: str | None, name: str) -> dt.date | None:
 
 def _range(session: Any, spec: EvalSpec, start: str | None, end: str | None) -> tuple[dt.date, dt.date]:
     """Return the requested range; by default the last six weeks up to the last day with events."""
-    s, e = _parse_day(start, "start"), _parse_day(end, "end")
-    bounds = ingest.event_days(session)
-    last = bounds[1] if bounds else dt.datetime.now(spec.tz).date()
-    e = e or last
-    s = s or max(bounds[0] if bounds else e, e - dt.timedelta(days=DEFAULT_DAYS - 1))
-    if e < s:
-        raise HTTPException(422, detail=f"end: {e} is before start {s}")
-    return s, e
+    try:
+        return service.default_range(
+            session=session, spec=spec, start=_parse_day(start, "start"), end=_parse_day(end, "end"), days=DEFAULT_DAYS
+        )
+    except service.MetricsError as exc:
+        raise HTTPException(422, detail=str(exc)) from exc
 
 
 def _filters(intent: str | None, plan: str | None, agent_id: str | None) -> dict[str, str | None]:
@@ -72,9 +70,9 @@ def dashboard_context(
     changes = [c for c in service.version_changes(unfiltered) if start <= c.day <= end]
     figures = {m: charts.to_json(charts.metric_figure(m, days, spec, by_metric.get(m), changes)) for m in METRIC_NAMES}
     cal = service.calibration_from_days(days)
-    streaks = service.streaks_from_verdicts(
-        [(d.day, d.all_targets_met) for d in unfiltered if d.day >= start and service.is_business_day(d.day, spec)]
-    )
+    # the range's streak counts the segment shown; the production gate's counts the pilot window, all traffic
+    streaks = service.streaks_from_days(days, spec, window="range", segment=filters)
+    gate_streaks = service.pilot_streaks(session=session, spec=spec)
     return {
         "start": start,
         "end": end,
@@ -90,8 +88,10 @@ def dashboard_context(
         "calibration": cal,
         "calibration_figure": charts.to_json(charts.calibration_figure(cal)),
         "streaks": streaks,
+        "gate_streaks": gate_streaks,
+        "gate_differs": (gate_streaks.longest, gate_streaks.current) != (streaks.longest, streaks.current),
+        "streak_needed": spec.gates.production.consecutive_business_days,
         "segments": service.segment_values(session=session),
-        "rate_metrics": charts.RATE_METRICS,
     }
 
 
@@ -129,10 +129,14 @@ def metrics_csv(
     days = service.daily_metrics(session=session, spec=spec, start=s, end=e, **_filters(intent, plan, agent_id))
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["day", "events", "drafts_shown", *METRIC_NAMES, *[f"{m}_target_met" for m in METRIC_NAMES], "all_targets_met"])
+    # the same unit and decimals as the page (webapp/metrics/units.py); the unit is in the column name
+    w.writerow(
+        ["day", "events", "drafts_shown", *[units.csv_column(m) for m in METRIC_NAMES],
+         *[f"{m}_target_met" for m in METRIC_NAMES], "all_targets_met"]
+    )
     for d in days:
         w.writerow(
-            [d.day.isoformat(), d.events, d.drafts_shown, *["" if d.value(m) is None else d.value(m) for m in METRIC_NAMES],
+            [d.day.isoformat(), d.events, d.drafts_shown, *[units.number(m, d.value(m)) for m in METRIC_NAMES],
              *["" if d.target_met.get(m) is None else d.target_met[m] for m in METRIC_NAMES],
              "" if d.all_targets_met is None else d.all_targets_met]
         )
@@ -169,7 +173,6 @@ def day_page(
             "day": d, "events": events, "total": total, "page": page, "pages": max(1, -(-total // per_page)),
             "metrics": metrics, "names": METRIC_NAMES, "labels": service.METRIC_LABELS, "filters": filters,
             "query": _query(d, d, filters), "limit": spec.online_metrics.minor_edit_limit,
-            "rate_metrics": charts.RATE_METRICS,
         },
     )
 

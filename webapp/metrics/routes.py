@@ -58,6 +58,32 @@ def get_daily_metrics(
     return [d.as_dict() for d in days]
 
 
+@router.get("/metrics/streaks")
+def get_streaks(
+    session: SessionDep,
+    spec: SpecDep,
+    start: dt.date | None = Query(None, description="default: six weeks before end"),
+    end: dt.date | None = Query(None, description="default: the last day with events"),
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+    principal: Principal = Depends(require_role(*READERS)),
+) -> dict[str, Any]:
+    """Return the business-day streaks of the range and segment, and the production gate's (pilot window, all traffic)."""
+    try:
+        s, e = service.default_range(session=session, spec=spec, start=start, end=end)
+        streaks = service.business_day_streaks(
+            session=session, spec=spec, start=s, end=e, intent=intent, plan=plan, agent_id=agent_id
+        )
+    except service.MetricsError as exc:
+        raise HTTPException(422, detail=[{"field": "end", "message": str(exc)}]) from exc
+    return {
+        "range": streaks.as_dict(),
+        "gate": service.pilot_streaks(session=session, spec=spec).as_dict(),
+        "needed": spec.gates.production.consecutive_business_days,
+    }
+
+
 @router.get("/alerts")
 def get_alerts(
     session: SessionDep,

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from webapp.metrics import ingest
+from webapp.metrics import ingest, units
 from webapp.metrics.ingest import ALL, CALIBRATION_BINS, SEGMENT_DIMS
 from webapp.metrics.models import DailyAggregate, Event, HallucinationReport
 from webapp.spec import METRIC_NAMES, AlertRule, EvalSpec, TargetRule
@@ -282,13 +282,14 @@ class AlertStatus:
         return periods
 
     def describe(self) -> str:
-        """Return the rule in words, e.g. 'accept rate < 0.65 on 3 consecutive days'."""
+        """Return the rule in words, in the metric's unit, e.g. 'Accept rate < 65.0% on 3 consecutive days'."""
         label = METRIC_LABELS.get(self.metric, self.metric)
         op = ">" if self.rule.op == "above_baseline" else self.rule.op
+        limit = units.threshold(self.metric, op, self.threshold)
         if self.rule.window == "trailing_mean":
-            return f"{label}: mean over the trailing {self.rule.days} days {op} {self.threshold:g}"
+            return f"{label}: mean over the trailing {self.rule.days} days {limit}"
         days = "a day" if self.rule.days == 1 else f"{self.rule.days} consecutive days"
-        return f"{label} {op} {self.threshold:g} on {days}"
+        return f"{label} {limit} on {days}"
 
     def as_dict(self) -> dict[str, Any]:
         """Return the alert as the API shows it."""
@@ -392,7 +393,11 @@ def evaluate_alerts(days: list[DayMetrics], spec: EvalSpec) -> list[AlertStatus]
 
 @dataclass
 class Streaks:
-    """Runs of business days on which every target was met (days without data are skipped)."""
+    """Runs of business days on which every target was met (days without data are skipped), with their scope.
+
+    `window` says which days were counted ("pilot": the spec's pilot period up to today, the
+    production gate's figure; "range": the range a page shows) and `segment` which events.
+    """
 
     current: int
     current_start: dt.date | None
@@ -400,6 +405,45 @@ class Streaks:
     longest_start: dt.date | None
     longest_end: dt.date | None
     verdicts: list[tuple[dt.date, bool | None]]
+    window: str = "range"  # pilot | range
+    window_start: dt.date | None = None
+    window_end: dt.date | None = None
+    segment: dict[str, str | None] = field(default_factory=dict)
+    missed: list[tuple[dt.date, list[str]]] = field(default_factory=list)  # business days that missed, and which targets
+
+    @property
+    def window_text(self) -> str:
+        """Return the window in words, e.g. 'pilot window 2026-11-02 – 2026-11-13'."""
+        name = "pilot window" if self.window == "pilot" else "range"
+        if self.window_start is None or self.window_end is None:
+            return name
+        return f"{name} {self.window_start.isoformat()} – {self.window_end.isoformat()}"
+
+    @property
+    def segment_text(self) -> str:
+        """Return the segment in words: 'all traffic' or 'intent = billing_charge, plan = pro'."""
+        parts = [f"{k} = {v}" for k, v in self.segment.items() if v]
+        return ", ".join(parts) if parts else "all traffic"
+
+    @property
+    def scope_text(self) -> str:
+        """Return the window and the segment, e.g. 'pilot window 2026-11-02 – 2026-11-13, all traffic'."""
+        return f"{self.window_text}, {self.segment_text}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the streaks as the API shows them."""
+        iso = lambda d: d.isoformat() if d else None  # noqa: E731
+        return {
+            "window": {"kind": self.window, "start": iso(self.window_start), "end": iso(self.window_end)},
+            "segment": {k: self.segment.get(k) for k in SEGMENT_DIMS},
+            "scope": self.scope_text,
+            "current": self.current,
+            "current_start": iso(self.current_start),
+            "longest": self.longest,
+            "longest_start": iso(self.longest_start),
+            "longest_end": iso(self.longest_end),
+            "missed_days": [{"day": d.isoformat(), "targets": ms} for d, ms in self.missed],
+        }
 
 
 def is_business_day(day: dt.date, spec: EvalSpec) -> bool:
@@ -425,11 +469,79 @@ def streaks_from_verdicts(verdicts: list[tuple[dt.date, bool | None]]) -> Streak
     return Streaks(run, run_start if run else None, longest, longest_start, longest_end, verdicts)
 
 
-def business_day_streaks(*, session: Session, spec: EvalSpec, start: dt.date, end: dt.date) -> Streaks:
-    """Return the current and longest streak of business days in [start, end] with every target met."""
-    days = daily_metrics(session=session, spec=spec, start=start, end=end)
-    verdicts = [(d.day, d.all_targets_met) for d in days if is_business_day(d.day, spec)]
-    return streaks_from_verdicts(verdicts)
+def streaks_from_days(
+    days: list[DayMetrics],
+    spec: EvalSpec,
+    *,
+    window: str = "range",
+    segment: dict[str, str | None] | None = None,
+) -> Streaks:
+    """Compute the business-day streaks over consecutive days already computed for one segment."""
+    business = [d for d in days if is_business_day(d.day, spec)]
+    out = streaks_from_verdicts([(d.day, d.all_targets_met) for d in business])
+    out.window = window
+    out.window_start = days[0].day if days else None
+    out.window_end = days[-1].day if days else None
+    out.segment = {k: (segment or {}).get(k) or None for k in SEGMENT_DIMS}
+    out.missed = [(d.day, [m for m, ok in d.target_met.items() if ok is False]) for d in business if d.all_targets_met is False]
+    return out
+
+
+def business_day_streaks(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    start: dt.date,
+    end: dt.date,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+    window: str = "range",
+) -> Streaks:
+    """Return the current and longest streak of business days in [start, end] with every target met (for the segment)."""
+    segment = _segment(intent, plan, agent_id)
+    days = daily_metrics(session=session, spec=spec, start=start, end=end, **segment)
+    return streaks_from_days(days, spec, window=window, segment=segment)
+
+
+def today_in(spec: EvalSpec) -> dt.date:
+    """Return today's date in the spec's time zone."""
+    return utcnow().astimezone(spec.tz).date()
+
+
+def pilot_streaks(*, session: Session, spec: EvalSpec, today: dt.date | None = None) -> Streaks:
+    """Return the production gate's streaks: the pilot window (up to today), all traffic."""
+    pilot = spec.online_metrics.pilot
+    end = min(pilot.end, today or today_in(spec))
+    if end < pilot.start:  # the pilot has not started: nothing to count yet
+        empty = streaks_from_days([], spec, window="pilot")
+        empty.window_start, empty.window_end = pilot.start, pilot.end
+        return empty
+    return business_day_streaks(session=session, spec=spec, start=pilot.start, end=end, window="pilot")
+
+
+def describe_target(metric: str, spec: EvalSpec) -> str:
+    """Return a metric's daily target in its unit, e.g. '> 75.0%' or '8.0% ± 2.0 pts'."""
+    rule = spec.online_metrics.targets.get(metric)  # type: ignore[call-overload]
+    if rule is None:
+        return "no target"
+    if rule.op == "within_baseline":
+        base = spec.online_metrics.escalation_baseline
+        return f"{units.text(metric, base)} ± {units.delta(rule.value, units.unit(metric)).text.lstrip('+')}"
+    return units.threshold(metric, rule.op, rule.value)
+
+
+def default_range(
+    *, session: Session, spec: EvalSpec, start: dt.date | None, end: dt.date | None, days: int = 42
+) -> tuple[dt.date, dt.date]:
+    """Return [start, end], by default the last `days` days up to the last day with events."""
+    bounds = ingest.event_days(session)
+    last = bounds[1] if bounds else today_in(spec)
+    end = end or last
+    start = start or max(bounds[0] if bounds else end, end - dt.timedelta(days=days - 1))
+    if end < start:
+        raise MetricsError(f"end: {end} is before start {start}")
+    return start, end
 
 
 # --- calibration ----------------------------------------------------------------------------------

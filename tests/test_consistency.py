@@ -1,0 +1,246 @@
+"""Every figure, the same everywhere: over the seeded demo, the home page, /metrics, /gates/pilot,
+/gates/production, /runs/{run}/checks, /grading and the JSON API show the same pass rate, streaks,
+alert states, hallucination counts and grading progress.
+
+The demo is seeded once per module (and database); "today" is the demo's today, so the pilot
+window is over whatever the machine's clock says.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.conftest import BACKENDS, PG_URL, SPEC_PATH, TEST_SECRET, _prepare_pg, _truncate_pg, login
+from webapp.config import Settings
+from webapp.db import make_engine
+from webapp.demo import content
+from webapp.demo.seed import demo_today, seed_demo
+from webapp.main import create_app
+from webapp.metrics import service as metrics_service
+from webapp.metrics import units
+from webapp.spec import METRIC_NAMES, EvalSpec, load_spec
+
+RUN = content.RUN_NAME
+
+
+@dataclass
+class Demo:
+    spec: EvalSpec
+    run_id: int
+    as_role: dict[str, TestClient]
+
+    def page(self, role: str, url: str) -> str:
+        r = self.as_role[role].get(url)
+        assert r.status_code == 200, (url, r.status_code)
+        return r.text
+
+    def api(self, role: str, url: str) -> Any:
+        r = self.as_role[role].get(url)
+        assert r.status_code == 200, (url, r.status_code, r.text[:300])
+        return r.json()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Demo]:
+    """The demo seeded once into a fresh database, and a signed-in client per role."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("consistency") / "demo.db"
+        shutil.copyfile(sqlite_template, path)
+        url = f"sqlite:///{path}"
+    else:
+        _prepare_pg()
+        _truncate_pg()
+        url = PG_URL
+    spec = load_spec(SPEC_PATH)
+    engine = make_engine(url)
+    with Session(engine, expire_on_commit=False) as session:
+        ctx = seed_demo(session=session, spec=spec)
+        session.commit()
+        run_id = ctx.run.id
+    engine.dispose()
+    patch = pytest.MonkeyPatch()
+    patch.setattr(metrics_service, "today_in", lambda spec: demo_today(spec))
+    app = create_app(Settings(database_url=url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
+    clients: dict[str, TestClient] = {}
+    for key, email, _name, roles in content.DEMO_USERS:
+        c = TestClient(app)
+        c.__enter__()
+        clients[roles[0] if key != "labeler2" else key] = login(c, email, content.DEMO_PASSWORD)
+    yield Demo(spec, run_id, clients)  # type: ignore[arg-type]
+    for c in clients.values():
+        c.__exit__(None, None, None)
+    app.state.engine.dispose()
+    patch.undo()
+
+
+def _plain(fragment: str) -> str:
+    """Return the visible text of an HTML fragment, whitespace collapsed."""
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", fragment))).strip()
+
+
+def _between(page: str, start: str, end: str) -> str:
+    """Return the HTML from the first `start` to the next `end`."""
+    i = page.index(start)
+    return page[i : page.index(end, i + len(start))]
+
+
+def _criterion_cells(page: str, key: str) -> list[str]:
+    """Return the visible text of the cells of a gate report's criterion row."""
+    row = _between(page, f'<tr id="criterion-{key}">', "</tr>")
+    return [_plain(c) for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
+
+
+def _kpi(page: str, element_id: str) -> tuple[int, str]:
+    """Return the value and the label text of a KPI box of the metrics page."""
+    box = _between(page, f'id="{element_id}"', "</div></div>")
+    m = re.search(r'<div class="value">(\d+)</div>', box)
+    assert m, box
+    return int(m.group(1)), _plain(box.split(">", 1)[1])
+
+
+def _home_cards(page: str) -> dict[str, str]:
+    """Return the home page's cards: title (without its count) -> the card's text."""
+    cards = {}
+    for card in re.findall(r'<a class="card home-card[^"]*"[^>]*>(.*?)</a>', page, re.S):
+        title = _plain(re.sub(r'<span class="count">.*?</span>', "", re.search(r"<h2>(.*?)</h2>", card, re.S).group(1)))  # type: ignore[union-attr]
+        cards[title] = _plain(card)
+    return cards
+
+
+def test_automated_check_pass_rate(demo: Demo) -> None:
+    """/runs/{run}/checks, both gates and the API: the same drafts passing, out of the same total, the same rate."""
+    overall = demo.api("lead", f"/api/v1/runs/{RUN}/checks")["overall"]
+    passed, total, rate = overall["passed"], overall["total"], overall["pass_rate"]
+    assert rate == pytest.approx(passed / total)
+    shown = units.percent(rate)
+
+    checks = _plain(demo.page("lead", f"/runs/{demo.run_id}/checks"))
+    assert f"{shown} drafts pass every applicable check ({passed}/{total})" in checks
+
+    measured = f"{passed}/{total} drafts pass ({shown})"
+    cells = _criterion_cells(demo.page("pm", f"/gates/pilot?run={RUN}"), "automated_checks")
+    assert cells[1].startswith(measured)
+    # the gate's threshold, written the same way on the checks page (not "80%" there and "80.0%" here)
+    required = units.percent(demo.spec.gates.pilot.automated_pass_rate)
+    assert cells[2].startswith(f"≥ {required}") and f"{required} pilot gate" in checks
+    pilot_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/pilot?run={RUN}")["criteria"]}
+    assert pilot_api["automated_checks"]["value"] == pytest.approx(rate)
+    assert pilot_api["automated_checks"]["measured"].startswith(measured)
+    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
+    part = {p["key"]: p for p in production_api["full_eval_set"]["parts"]}["automated_checks"]
+    assert part["value"] == pytest.approx(rate) and part["measured"].startswith(measured)
+
+
+def test_business_day_streaks(demo: Demo) -> None:
+    """/metrics, /gates/production and the API: the gate's streak over the pilot window, and the range's."""
+    pilot = demo.spec.online_metrics.pilot
+    streaks = demo.api("pm", "/api/v1/metrics/streaks")
+    gate = streaks["gate"]
+    assert gate["window"] == {"kind": "pilot", "start": pilot.start.isoformat(), "end": pilot.end.isoformat()}
+    gate_scope = f"pilot window {pilot.start} – {pilot.end}, all traffic"
+
+    page = demo.page("pm", "/metrics")
+    rng_value, rng_text = _kpi(page, "streak-range")
+    assert rng_value == streaks["range"]["longest"] and f"now {streaks['range']['current']} in a row" in rng_text
+    assert streaks["range"]["scope"] in rng_text
+    if (gate["longest"], gate["current"]) != (streaks["range"]["longest"], streaks["range"]["current"]):
+        gate_value, gate_text = _kpi(page, "streak-gate")
+    else:
+        gate_value, gate_text = rng_value, rng_text
+    assert gate_value == gate["longest"] and f"now {gate['current']} in a row" in gate_text and gate_scope in gate_text
+
+    # the range set to the pilot window shows the gate's figure as the range's
+    in_pilot = demo.page("pm", f"/metrics?start={pilot.start}&end={pilot.end}")
+    value, text = _kpi(in_pilot, "streak-range")
+    assert value == gate["longest"] and f"now {gate['current']} in a row" in text and 'id="streak-gate"' not in in_pilot
+
+    cells = _criterion_cells(demo.page("pm", f"/gates/production?run={RUN}"), "pilot_targets")
+    assert cells[1].startswith(f"longest streak {gate['longest']} business days") and f"current {gate['current']}" in cells[1]
+    assert gate_scope in cells[1]
+    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
+    assert production_api["pilot_targets"]["value"] == gate["longest"]
+    missed = [e["label"][-10:] for e in production_api["pilot_targets"]["evidence"]]
+    assert missed == [d["day"] for d in gate["missed_days"]]
+
+
+def test_alert_states(demo: Demo) -> None:
+    """The metrics page's alert list, its 'alerts firing' count, the home card and GET /api/v1/alerts agree."""
+    api = {a["metric"]: a for a in demo.api("support_lead", "/api/v1/alerts")}
+    page = demo.page("support_lead", "/metrics")
+    shown = dict(re.findall(r'<tr data-metric="([a-z_0-9]+)">.*?metrics-state-([a-z]+)', page, re.S))
+    assert shown == {m: a["state"] for m, a in api.items()}
+    for m, a in api.items():
+        row = _plain(_between(page, f'<tr data-metric="{m}">', "</tr>"))
+        assert row.startswith(a["rule"]) and units.text(m, a["value"]) in row
+    firing = sum(a["state"] == "firing" for a in api.values())
+    assert re.search(rf'<div class="value">{firing}</div><div class="label">alerts firing', page)
+    home = _home_cards(demo.page("support_lead", "/"))
+    if firing:
+        assert f"{firing} alert{'s' if firing != 1 else ''} firing" in home
+    else:
+        assert "No alerts firing" in home
+
+
+def test_hallucination_counts(demo: Demo) -> None:
+    """Confirmed reports in the pilot (gate, API, metrics table) and reports waiting (home, queue) agree."""
+    pilot = demo.spec.online_metrics.pilot
+    days = demo.api("pm", f"/api/v1/metrics/daily?start={pilot.start}&end={pilot.end}")
+    confirmed = sum(d["hallucination_reports"] or 0 for d in days)
+    assert confirmed >= 1  # the demo plants one, so the comparison means something
+
+    table = _between(demo.page("pm", f"/metrics?start={pilot.start}&end={pilot.end}"), '<table class="metrics-table">', "</table>")
+    column = 2 + METRIC_NAMES.index("hallucination_reports")  # after events and shown
+    cells = [re.findall(r'<td class="num[^"]*">(.*?)</td>', row, re.S) for row in table.split("<tr>")[2:]]
+    assert sum(int(c[column]) for c in cells if c[column] != "—") == confirmed
+
+    assert _criterion_cells(demo.page("pm", f"/gates/production?run={RUN}"), "no_hallucinations")[1] == f"{confirmed} confirmed"
+    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
+    assert production_api["no_hallucinations"]["value"] == confirmed
+    # the streak's evidence names each day's count, as the daily figures have it
+    evidence = {e["label"][-10:]: e["detail"] for e in production_api["pilot_targets"]["evidence"]}
+    for d in days:
+        if d["hallucination_reports"] and d["target_met"]["hallucination_reports"] is False and d["day"] in evidence:
+            assert f"confirmed hallucinations {d['hallucination_reports']} (target == 0)" in evidence[d["day"]]
+    assert any("confirmed hallucinations" in v for v in evidence.values())
+
+    queue = demo.page("lead", "/metrics/hallucinations")
+    pending = int(re.search(r"Pending \((\d+)\)", queue).group(1))  # type: ignore[union-attr]
+    assert int(re.search(r"Confirmed \((\d+)\)", queue).group(1)) >= confirmed  # type: ignore[union-attr]
+    home = _home_cards(demo.page("lead", "/"))
+    assert f"{pending} hallucination report{'s' if pending != 1 else ''} to confirm" in home
+
+
+def test_grading_progress(demo: Demo) -> None:
+    """Final grades and open disagreements: grading API, /grading, /gates/pilot and the home page agree."""
+    counts = demo.api("lead", f"/api/v1/grading/runs/{demo.run_id}/final-grades")["counts"]
+    final, total = counts["final"], counts["total"]
+    assert 0 < final < total  # the demo is part-graded
+
+    grading = demo.page("lead", "/grading")
+    row = _plain(_between(grading, f'<a href="/grading/runs/{demo.run_id}">', "</tr>"))
+    assert re.search(rf"\b{total} .* {final} {counts['in_adjudication']} ", row), row
+
+    pilot_api = demo.api("pm", f"/api/v1/gates/pilot?run={RUN}")
+    human = {c["key"]: c for c in pilot_api["criteria"]}["human_grading"]
+    assert human["summary"] == f"{total - final} of {total} drafts have no final grade yet"
+    assert human["summary"] in _criterion_cells(demo.page("pm", f"/gates/pilot?run={RUN}"), "human_grading")[0]
+    assert len([e for e in human["evidence"] if e["detail"] == "no final grade"]) == total - final
+
+    # the home page's gate card says what the gate says
+    home = _home_cards(demo.page("pm", "/"))
+    assert f"{RUN}: {pilot_api['status']}. " + " ".join(pilot_api["missing"][:2]) in home["Pilot launch gate"]
+
+    open_adjudications = len(demo.api("lead", "/api/v1/adjudications?status=open")["items"])
+    assert f"{open_adjudications} disagreement{'s' if open_adjudications != 1 else ''} to adjudicate" in _home_cards(
+        demo.page("lead", "/")
+    )["Adjudication"]
