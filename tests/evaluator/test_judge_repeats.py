@@ -75,6 +75,10 @@ class TestRepeatedJudging:
             assert got["mean_abs_diff"] == pytest.approx(np.mean(diffs))
             assert got["exact_agreement"] == pytest.approx(np.mean([len(set(g)) == 1 for g in groups]))
         assert any(agreement["metrics"][m]["pairwise_agreement"] < 1 for m in ("semantic_fidelity", "clarity"))
+        sf = agreement["metrics"]["semantic_fidelity"]["pairwise_agreement"]
+        assert f"judge self-agreement (3 judgements per sample, pairwise): semantic_fidelity {sf:.0%}" in " ".join(
+            result.output.split()
+        )
         flags = [[v["flags"]["omitted_constraints"] for v in s["judge_repeats"]] for s in samples]
         flag_pairs = [a == b for g in flags for a, b in combinations(g, 2)]
         assert agreement["flags"]["omitted_constraints"]["pairwise_agreement"] == pytest.approx(np.mean(flag_pairs))

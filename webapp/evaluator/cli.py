@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn
+from rich.console import Console, RenderableType
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.text import Text
 
 app = typer.Typer(help="Prompt Evaluator: dataset-driven evaluation with a generator and an LLM judge.", no_args_is_help=True)
@@ -246,8 +254,12 @@ class LiveStatus:
         return (
             f"{self.in_flight()} samples in flight · {s.api_calls / elapsed:.1f} calls/s · "
             f"{s.cache_hits} cache hits · {s.retries_waiting} retries waiting · ETA {eta_text}"
-            f" · ${s.cost_usd:.4f}{'' if s.cost_known else '+'}"
         )
+
+    def cost(self) -> str:
+        """Return what this invocation has spent so far ("+" when a model has no price)."""
+        s = self.client.stats
+        return f"${s.cost_usd:.4f}{'' if s.cost_known else '+'}"
 
 
 def _clock(seconds: float) -> str:
@@ -280,11 +292,13 @@ def _run_with_progress(
     cases_done = sum(1 for c in prepared.cases if all((c.id, i) in prepared.done for i in range(n)))
     status = LiveStatus(client, samples_left)
     live = console.is_terminal and not quiet
-    progress = Progress(
+    progress = _TwoLineProgress(
+        status,
         TextColumn("[bold]cases"),
-        BarColumn(),
+        BarColumn(bar_width=30),
         MofNCompleteColumn(),
-        _StatusColumn(status),
+        TimeElapsedColumn(),
+        _CostColumn(status),
         console=console,
         transient=False,
         disable=not live,
@@ -324,16 +338,32 @@ def _run_with_progress(
     return doc, aborted
 
 
-class _StatusColumn(ProgressColumn):
-    """Renders LiveStatus at every refresh, so rates and the ETA move even between finished cases."""
+class _CostColumn(ProgressColumn):
+    """The money spent so far, after the bar."""
 
     def __init__(self, status: LiveStatus) -> None:
         super().__init__()
         self.status = status
 
     def render(self, task: Any) -> Text:
-        """Return the status text."""
-        return Text(self.status.text())
+        """Return the cost text."""
+        return Text(self.status.cost())
+
+
+class _TwoLineProgress(Progress):
+    """The bar on one line and the live figures on the next, so both fit an 80-column terminal.
+
+    The figures are rendered at every refresh, so rates and the ETA move between finished cases.
+    """
+
+    def __init__(self, status: LiveStatus, *columns: Any, **kwargs: Any) -> None:
+        self.status = status  # set first: the parent's constructor may render already
+        super().__init__(*columns, **kwargs)
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        """Yield the tasks' table, then the status line."""
+        yield self.make_tasks_table(self.tasks)
+        yield Text(self.status.text())
 
 
 def _summary(console: Console, doc: dict[str, Any], prepared: Any, stats: Any) -> None:
@@ -358,9 +388,21 @@ def _summary(console: Console, doc: dict[str, Any], prepared: Any, stats: Any) -
                 f"min={s['min']} max={s['max']}",
                 highlight=False,
             )
+    agreement = doc.get("judge_self_agreement")
+    if agreement:
+        parts = [
+            f"{name} {v['pairwise_agreement']:.0%}"
+            for kind in ("metrics", "flags")
+            for name, v in agreement[kind].items()
+            if v["pairwise_agreement"] is not None
+        ]
+        console.print(
+            f"judge self-agreement ({agreement['repeats']} judgements per sample, pairwise): " + (" · ".join(parts) or "—"),
+            highlight=False,
+        )
     console.print(
         f"{stats.api_calls} API call(s), {stats.cache_hits} from cache, {stats.retries} retried; "
-        f"artifacts: {prepared.run_dir / 'dataset_evaluation.json'}",
+        f"cache: {doc.get('cache', 'off')}; artifacts: {prepared.run_dir / 'dataset_evaluation.json'}",
         highlight=False,
     )
 
