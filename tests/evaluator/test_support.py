@@ -379,6 +379,8 @@ def test_run_page_shows_judge_self_agreement_beside_human_agreement(
     assert rows["Tone appropriateness"][2] == f"{tone['pairwise_agreement'] * 100:.1f}%"
     assert rows["Tone appropriateness"][3] == f"{tone['exact_agreement'] * 100:.1f}%"
     assert rows["Factual accuracy"][2] == f"{accuracy['pairwise_agreement'] * 100:.1f}%"
+    assert rows["Factual accuracy"][4] == "—"  # 0/1 scale: "within one point" says nothing
+    assert rows["Tone appropriateness"][4] == f"{tone['within_one'] * 100:.1f}%"
     assert "3 judgements per sample" in page
     # once graded, it sits in the judge-human table too
     for js in session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.evaluator_run_id == ev.id)).all():

@@ -269,9 +269,12 @@ def self_agreement_rows(ev: EvaluatorRun, criteria: list[Criterion]) -> list[Sel
     """Return the recorded run's judge self-agreement per metric then flag (empty when judged once)."""
     data = ev.judge_self_agreement or {}
     names = {c.key: c.name for c in criteria}
+    spans = {m["name"]: m["scale"]["max"] - m["scale"]["min"] for m in ev.metrics if "scale" in m}
     rows: list[SelfAgreement] = []
     for kind, part in (("metric", data.get("metrics") or {}), ("flag", data.get("flags") or {})):
         for key, v in part.items():
+            # On a 0/1 scale (factual accuracy) every pair is within one point: say nothing rather than 100%.
+            within_one = v.get("within_one") if spans.get(key, 2) > 1 else None
             rows.append(
                 SelfAgreement(
                     key,
@@ -280,7 +283,7 @@ def self_agreement_rows(ev: EvaluatorRun, criteria: list[Criterion]) -> list[Sel
                     int(v.get("samples", 0)),
                     v.get("pairwise_agreement"),
                     v.get("exact_agreement"),
-                    v.get("within_one"),
+                    within_one,
                     v.get("mean_abs_diff"),
                 )
             )
