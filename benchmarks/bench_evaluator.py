@@ -2,15 +2,19 @@
 
 Starts the fake server (tests/evaluator/fake_openai.py) in a child process on 127.0.0.1,
 answering every request after 0.5 s, then evaluates 100 cases x 5 samples with the judge
-(1,000 calls) at concurrency 32, and runs the same evaluation again from the cache.
+(1,000 calls) at concurrency 32, runs the same evaluation again from the cache, and times a
+bare `AsyncOpenAI` loop making the same 1,000 calls (same messages, seeds and judge schema) at
+the same concurrency, on the same event loop.
 
-Targets (issue 6): the first run within 1.25 x 1,000 x 0.5 s / 32 = 19.5 s; the cached run
-under 5 s with zero calls. Usage: `.venv/bin/python benchmarks/bench_evaluator.py [--cases 100]`.
+Targets (issues 6 and 16): the first run within 1.25 x 1,000 x 0.5 s / 32 = 19.5 s and within
+1.25 x the bare loop's time; the cached run under 5 s with zero calls.
+Usage: `.venv/bin/python benchmarks/bench_evaluator.py [--cases 100]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import socket
@@ -83,6 +87,55 @@ def run_once(options: runner.EvalOptions) -> tuple[float, dict]:
     return elapsed, doc
 
 
+def bare_loop(options: runner.EvalOptions) -> tuple[float, int]:
+    """Make the evaluation's calls with nothing but AsyncOpenAI and a semaphore; return (seconds, calls).
+
+    Each sample is one generation then one judgement of its answer, with the evaluator's own
+    messages, seeds, temperatures and judge response format, as a user would write it with the SDK.
+    """
+    import openai
+
+    from webapp.evaluator.rubric import judge_response_format
+
+    prepared = runner.prepare(options)  # only to build the same messages; not timed
+    judge_format = judge_response_format(prepared.rubric)
+    o = prepared.options
+
+    async def go() -> int:
+        client = openai.AsyncOpenAI(base_url=o.base_url, api_key=o.api_key, max_retries=0)
+        limit = asyncio.Semaphore(o.concurrency)
+        calls = 0
+
+        async def sample(case: object, i: int) -> None:
+            nonlocal calls
+            async with limit:
+                gen = await client.chat.completions.create(
+                    model=o.generator_model,
+                    messages=runner.generator_messages(prepared, case),  # type: ignore[arg-type]
+                    temperature=o.temperature,
+                    seed=None if o.seed is None else o.seed + i,
+                )
+            async with limit:
+                await client.chat.completions.create(
+                    model=o.judge_model,
+                    messages=runner.judge_messages(prepared, case, gen.choices[0].message.content or ""),  # type: ignore[arg-type]
+                    temperature=runner.JUDGE_TEMPERATURE,
+                    seed=o.seed,
+                    response_format=judge_format,  # type: ignore[arg-type]
+                )
+            calls += 2
+
+        try:
+            await asyncio.gather(*(sample(c, i) for c in prepared.cases for i in range(o.num_samples)))
+        finally:
+            await client.close()
+        return calls
+
+    start = time.perf_counter()
+    calls = runner.run_async(go())
+    return time.perf_counter() - start, calls
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -118,6 +171,7 @@ def main() -> None:
                 base_url=f"http://127.0.0.1:{port}/v1",
                 api_key="bench",
                 concurrency=args.concurrency,
+                cache_dir=tmpdir / "cache",  # never the user's cache: the first run must make every call
             )
             # Warm the imports the SDK does on its first request, so the timing is the evaluation's.
             warm = runner.EvalOptions(**{**options.__dict__, "max_cases": 1, "num_samples": 1, "use_cache": False})
@@ -128,6 +182,9 @@ def main() -> None:
             before = _server_calls(port)
             second_s, second = run_once(options)
             second_calls = _server_calls(port) - before
+            before = _server_calls(port)
+            bare_s, bare_made = bare_loop(options)
+            bare_calls = _server_calls(port) - before
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -144,7 +201,11 @@ def main() -> None:
     print(f"cached run: {second_s:6.2f} s, {second_calls} calls, status {second['status']}  -> {'PASS' if ok2 else 'FAIL'}")
     same = first["test_case_results"] == second["test_case_results"]
     print(f"cached results identical to the first run's: {same}")
-    sys.exit(0 if ok1 and ok2 and same else 1)
+    ratio = first_s / bare_s
+    ok3 = ratio <= 1.25 and bare_calls == calls == bare_made
+    print(f"bare AsyncOpenAI loop, same {bare_calls} calls at concurrency {args.concurrency}: {bare_s:6.2f} s")
+    print(f"evaluator / bare loop: {ratio:.3f}x (target <= 1.25x)  -> {'PASS' if ok3 else 'FAIL'}")
+    sys.exit(0 if ok1 and ok2 and ok3 and same else 1)
 
 
 if __name__ == "__main__":

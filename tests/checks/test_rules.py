@@ -125,6 +125,60 @@ class TestPii:
         assert r.reason.startswith("contains an email address at word 2")
         assert " and a phone number at word 5" in r.reason
 
+    @pytest.mark.parametrize(
+        ("text", "kind"),
+        [
+            ("Your SSN 123456789 is on file.", "a US social security number"),
+            ("Your social security number 123 45 6789 is on file.", "a US social security number"),
+            ("We verified social security no. 123456789 today.", "a US social security number"),
+            ("The account number 12345678 was closed.", "an account number"),
+            ("Refund sent to acct 987654321 today.", "an account number"),
+            ("Refund sent to acct. #987654321 today.", "an account number"),
+            ("The card 4111111111111111 was declined.", "a payment card number"),
+        ],
+    )
+    def test_numbers_after_context_words(self, spec: EvalSpec, text: str, kind: str) -> None:
+        r = rules.check_no_pii(draft(text), spec.checks)
+        assert r.status == "fail", text
+        assert r.reason.startswith(f"contains {kind} at word "), r.reason
+        assert "12345678" not in r.reason and "987654321" not in r.reason and "123456789" not in r.reason
+
+    def test_context_ssn_is_masked_and_positioned(self, spec: EvalSpec) -> None:
+        r = rules.check_no_pii(draft("Your SSN 123456789 is on file."), spec.checks)
+        assert r.reason == "contains a US social security number at word 3 (***-**-6789)"
+        r = rules.check_no_pii(draft("The account number 12345678 was closed."), spec.checks)
+        assert r.reason == "contains an account number at word 4 (****5678)"
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "Your order 123456789 has shipped.",
+            "See ticket 12345678 for the history.",
+            "Your order number 4155550134 has shipped.",
+            "Your SSN 000456789 is on file.",  # no valid SSN starts with 000
+            "Your SSN 666456789 is on file.",
+            "Your social security number 912 45 6789 is on file.",
+            "The account was opened in 2019 and renewed 12 times.",
+            "Your account has 3 open tickets; ticket 12345678 is the oldest.",
+            "The card ending 1234 was charged.",
+            "The card 4111111111111112 was declined.",  # fails the Luhn check
+            "Order 123456789 and ticket 12345678 are linked to your account.",
+        ],
+    )
+    def test_look_alikes_pass(self, spec: EvalSpec, text: str) -> None:
+        r = rules.check_no_pii(draft(text), spec.checks)
+        assert r.status == "pass", (text, r.reason)
+
+    def test_validity_rules_come_from_stdnum(self, spec: EvalSpec) -> None:
+        from stdnum import luhn
+        from stdnum.us import ssn
+
+        for digits in ("123456789", "078051120", "219099999", "899451234", "123450000"):
+            expected = "fail" if ssn.is_valid(digits) else "pass"
+            assert rules.check_no_pii(draft(f"SSN {digits} on file."), spec.checks).status == expected, digits
+        for digits in ("4111111111111111", "4111111111111112", "5500005555555559", "79927398713"):
+            assert rules.luhn_valid(digits) is luhn.is_valid(digits)
+
     def test_luhn_against_known_numbers(self) -> None:
         assert rules.luhn_valid("79927398713")
         assert not rules.luhn_valid("79927398710")

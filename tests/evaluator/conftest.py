@@ -14,6 +14,14 @@ from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator.artifacts import MAIN_ARTIFACT, read_json
 
 
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep every test's answer cache in its own folder, never in the user's cache directory."""
+    path = tmp_path / "answer-cache"
+    monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(path))
+    return path
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
     """A fake OpenAI-compatible server on 127.0.0.1 answering at once."""

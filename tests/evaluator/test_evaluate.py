@@ -165,19 +165,19 @@ class TestCache:
     def test_changed_temperature_or_no_cache_calls_again(
         self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI
     ) -> None:
-        assert evaluate("-n", "1", dataset=dataset).exit_code == 0
-        assert evaluate("-n", "1", "-t", "0.2", dataset=dataset).exit_code == 0
+        assert evaluate("-n", "1", "--seed", "1", dataset=dataset).exit_code == 0
+        assert evaluate("-n", "1", "--seed", "1", "-t", "0.2", dataset=dataset).exit_code == 0
         assert fake.by_kind["generator"] == 6
-        assert evaluate("-n", "1", "--no-cache", dataset=dataset).exit_code == 0
+        assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset).exit_code == 0
         assert fake.by_kind["generator"] == 9
 
     def test_errors_are_not_cached(self, fake: FakeOpenAI, prompt_file: Path, tmp_path: Path) -> None:
         ds = write_dataset(tmp_path / "d.jsonl", [{"id": "x", "input": "[[judge-500]] hello"}])
         out = tmp_path / "out"
-        run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2)
+        run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2, seed=4)
         judge_calls = fake.by_kind["judge"]
         assert judge_calls == 2
-        run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2)
+        run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2, seed=4)
         assert fake.by_kind["generator"] == 1  # the generation was cached
         assert fake.by_kind["judge"] == 4  # the failed judgement was asked again
 
@@ -328,6 +328,38 @@ class TestUsageErrors:
         assert result.exit_code == 2
         assert message in " ".join(result.output.split())
         assert fake.calls == 0
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["--quick", "-n", "7"], "--quick and --num-samples/-n cannot be combined"),
+            (["-n", "7", "--quick"], "--quick and --num-samples/-n cannot be combined"),
+            (["--quick", "--num-samples", "2"], "--quick and --num-samples/-n cannot be combined"),
+            (["-t", "2.5"], "--temperature must be between 0 and 2 (got 2.5)"),
+            (["--temperature", "-0.1"], "--temperature must be between 0 and 2 (got -0.1)"),
+            (["--concurrency", "0"], "--concurrency must be at least 1 (got 0)"),
+            (["--concurrency", "-3"], "--concurrency must be at least 1 (got -3)"),
+            (["-n", "0"], "--num-samples must be at least 1 (got 0)"),
+            (["--max-cases", "0"], "--max-cases must be at least 1 (got 0)"),
+            (["--judge-repeats", "0"], "--judge-repeats must be at least 1 (got 0)"),
+        ],
+    )
+    def test_conflicting_or_impossible_flags_are_usage_errors(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path, args: list[str], message: str
+    ) -> None:
+        result = evaluate(*args, dataset=dataset)
+        assert result.exit_code == 2, result.output
+        assert message in " ".join(result.output.split())
+        assert fake.calls == 0
+        assert not (tmp_path / "runs").exists()
+
+    def test_flag_bounds_are_accepted(self, evaluate: Callable[..., Result], dataset: Path) -> None:
+        assert evaluate("--quick", "-t", "0", "--concurrency", "1", "--max-cases", "1", dataset=dataset).exit_code == 0
+        assert evaluate("-n", "1", "-t", "2", "--max-cases", "1", dataset=dataset).exit_code == 0
+
+    def test_runner_refuses_a_temperature_out_of_range(self, dataset: Path, prompt_file: Path, tmp_path: Path) -> None:
+        with pytest.raises(runner.EvaluationError, match="--temperature must be between 0 and 2"):
+            runner.prepare(runner.EvalOptions(dataset=dataset, system_prompt=prompt_file, temperature=2.01))
 
     def test_dataset_is_required(self, evaluate: Callable[..., Result]) -> None:
         result = evaluate()

@@ -345,3 +345,63 @@ def test_json_api_matches_the_page_and_keeps_grading_blind(
     assert all(j["scores"] is None and j["rationale"] is None for j in lead["judge_scores"])
     assert all(c["per_metric_stats"] is None for c in lead["cases"])
     assert api_as("labeler").get(f"/api/v1/evaluator/runs/{run.id}").status_code == 403
+
+
+def test_run_page_shows_judge_self_agreement_beside_human_agreement(
+    evaluate: Callable[..., Result],
+    record_env: str,
+    session: Session,
+    client_as,  # type: ignore[no-untyped-def]
+    api_as,  # type: ignore[no-untyped-def]
+    kb_file: Path,
+    tmp_path: Path,
+) -> None:
+    from webapp.evaluator.models import EvaluatorJudgeScore
+    from webapp.grading.models import FinalGrade
+
+    ds = write_dataset(tmp_path / "two.jsonl", CASES[:2])
+    args = ("--rubric", "support-draft", "--kb", str(kb_file), "-n", "2", "--seed", "5", "--judge-repeats", "3", "--record")
+    assert evaluate(*args, dataset=ds).exit_code == 0
+    doc = only_run(tmp_path / "runs")
+    run, ev = _recorded(session)
+    assert ev.judge_repeats == 3
+    assert ev.judge_self_agreement == doc["judge_self_agreement"]
+    tone = doc["judge_self_agreement"]["metrics"]["tone"]
+    accuracy = doc["judge_self_agreement"]["metrics"]["factual_accuracy"]
+    # before any human grade, the self-agreement is already shown
+    page = client_as("pm").get(f"/evaluator/runs/{run.id}").text
+    section = page.split('id="judge-self-agreement"')[1].split("</table>")[0]
+    rows = {
+        cells[0].split(" <")[0]: cells
+        for cells in ([c.split(">", 1)[1].strip() for c in tr.split("</td>")[:-1]] for tr in section.split("<tr>")[2:])
+    }
+    assert rows["Tone appropriateness"][1] == str(tone["samples"]) == "4"
+    assert rows["Tone appropriateness"][2] == f"{tone['pairwise_agreement'] * 100:.1f}%"
+    assert rows["Tone appropriateness"][3] == f"{tone['exact_agreement'] * 100:.1f}%"
+    assert rows["Factual accuracy"][2] == f"{accuracy['pairwise_agreement'] * 100:.1f}%"
+    assert rows["Factual accuracy"][4] == "—"  # 0/1 scale: "within one point" says nothing
+    assert rows["Tone appropriateness"][4] == f"{tone['within_one'] * 100:.1f}%"
+    assert "3 judgements per sample" in page
+    # once graded, it sits in the judge-human table too
+    for js in session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.evaluator_run_id == ev.id)).all():
+        session.add(FinalGrade(draft_id=js.draft_id, factual_accuracy="pass", citation_relevance=5.0, tone=4.0, completeness=5.0, source="agreement"))
+    session.commit()
+    page = client_as("pm").get(f"/evaluator/runs/{run.id}").text
+    human = page.split("<h2>Judge and human grades</h2>")[1].split("</table>")[0]
+    tone_row = [tr for tr in human.split("<tr>") if tr.startswith("<td>Tone appropriateness")][0]
+    assert tone_row.split("</td>")[-2].rsplit(">", 1)[1] == f"{tone['pairwise_agreement'] * 100:.1f}%"
+    body = api_as("pm").get(f"/api/v1/evaluator/runs/{run.id}").json()
+    assert body["judge_repeats"] == 3
+    api_tone = next(a for a in body["judge_self_agreement"] if a["key"] == "tone")
+    assert api_tone["pairwise_agreement"] == pytest.approx(tone["pairwise_agreement"])
+
+
+def test_run_page_says_self_agreement_was_not_measured(
+    evaluate: Callable[..., Result], record_env: str, session: Session, client_as, kb_file: Path, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    ds = write_dataset(tmp_path / "one.jsonl", CASES[:1])
+    assert evaluate("--rubric", "support-draft", "--kb", str(kb_file), "-n", "1", "--record", dataset=ds).exit_code == 0
+    run, ev = _recorded(session)
+    assert ev.judge_repeats == 1 and ev.judge_self_agreement is None
+    page = client_as("pm").get(f"/evaluator/runs/{run.id}").text
+    assert "Not measured: each sample was judged once" in page

@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import phonenumbers
 from phonenumbers import Leniency, PhoneNumberMatcher
+from stdnum import luhn
+from stdnum.us import ssn as us_ssn
 
 from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
 from webapp.spec import ChecksSpec, EvalSpec
@@ -51,6 +53,19 @@ EMAIL_RE = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0
 SSN_RE = re.compile(r"(?<![\d-])(\d{3})[- ](\d{2})[- ](\d{4})(?![\d-])")
 # 13-19 digits, optionally grouped with single spaces or dashes.
 CARD_RE = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# A number right after a word that says what it is ("SSN 123456789", "social security number
+# 123 45 6789", "account number 12345678", "acct 987654321", "card 4111..."), optionally with
+# "number"/"no."/"#", ":" or "is" between. Bare runs of digits are otherwise too often order or
+# ticket numbers to flag; the context word is what makes them PII.
+CONTEXT_NUMBER_RE = re.compile(
+    r"\b(?P<cue>ssn|social[ -]security|account|acct|card)\b\.?"
+    r"(?:[ \t]+(?:number|num|no)\b\.?)?"
+    r"(?:[ \t]*(?::|#|\bis\b|\bwas\b))?"
+    r"[ \t]*(?P<num>(?<![\w-])\d(?:[ -]?\d){5,18})(?![\d-])",
+    re.IGNORECASE,
+)
+CONTEXT_KINDS = {"ssn": "ssn", "social security": "ssn", "social-security": "ssn", "account": "account_number", "acct": "account_number", "card": "payment_card"}
+ACCOUNT_DIGITS = (6, 17)  # bank account numbers: US accounts run up to 17 digits
 
 
 def is_safety_trigger(case: CaseInput) -> bool:
@@ -133,20 +148,26 @@ class PiiFinding:
 
 
 def luhn_valid(digits: str) -> bool:
-    """Tell whether a string of digits passes the Luhn checksum."""
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+    """Tell whether a string of digits passes the Luhn checksum (python-stdnum)."""
+    return bool(luhn.is_valid(digits))
 
 
 def ssn_valid(area: str, group: str, serial: str) -> bool:
-    """Tell whether an SSN follows the issuing rules (area not 000/666/9xx, group not 00, serial not 0000)."""
-    a = int(area)
-    return a != 0 and a != 666 and a < 900 and group != "00" and serial != "0000"
+    """Tell whether an SSN can have been issued (python-stdnum: area, group, serial and known-invalid numbers)."""
+    return bool(us_ssn.is_valid(area + group + serial))
+
+
+def _context_kind(cue: str, digits: str, kinds: set[str]) -> tuple[str, str] | None:
+    """Return (kind, masked) for a number after a context word, or None when it is not that kind."""
+    kind = CONTEXT_KINDS[" ".join(cue.lower().split())]
+    if kind not in kinds:
+        return None
+    if kind == "ssn":
+        return ("ssn", "***-**-" + digits[-4:]) if len(digits) == 9 and ssn_valid(digits[:3], digits[3:5], digits[5:]) else None
+    if kind == "payment_card":
+        return ("payment_card", "**** " + digits[-4:]) if 13 <= len(digits) <= 19 and luhn_valid(digits) else None
+    lo, hi = ACCOUNT_DIGITS
+    return ("account_number", "****" + digits[-4:]) if lo <= len(digits) <= hi else None
 
 
 def _mask_email(value: str) -> str:
@@ -203,6 +224,10 @@ def find_pii(text: str, checks: ChecksSpec) -> list[PiiFinding]:
     if "email" in kinds:
         for m in EMAIL_RE.finditer(text):
             add("email", m.start(), m.end(), _mask_email(m.group()))
+    for m in CONTEXT_NUMBER_RE.finditer(text):
+        hit = _context_kind(m.group("cue"), re.sub(r"\D", "", m.group("num")), kinds)
+        if hit is not None:
+            add(hit[0], m.start("num"), m.end("num"), hit[1])
     if "account_number" in kinds:
         for m in _account_re(checks.account_number_pattern).finditer(text):
             add("account_number", m.start(), m.end(), _mask_account(m.group()))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,13 +93,61 @@ class Journal:
 
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path`: flock on POSIX, msvcrt on Windows, else an exclusive-create file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None  # type: ignore[assignment]
+    if fcntl is not None:
+        with open(path, "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+        return
+    try:
+        import msvcrt
+    except ImportError:
+        msvcrt = None  # type: ignore[assignment]
+    if msvcrt is not None:
+        with open(path, "a+b") as lock:
+            while True:
+                try:
+                    msvcrt.locking(lock.fileno(), msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+                    break
+                except OSError:  # LK_LOCK gives up after 10 s; keep waiting
+                    continue
+            try:
+                yield
+            finally:
+                lock.seek(0)
+                msvcrt.locking(lock.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+        return
+    yield from _exclusive_file(path)
+
+
+def _exclusive_file(path: Path, *, stale_after: float = 30.0) -> Iterator[None]:
+    # Last resort: whoever creates the file holds the lock; it is removed on release, and one
+    # left by a killed process is broken after `stale_after` seconds.
+    while True:
         try:
-            yield
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            try:
+                if time.time() - path.stat().st_mtime > stale_after:
+                    path.unlink(missing_ok=True)
+                    continue
+            except FileNotFoundError:
+                continue
+            time.sleep(0.02)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def update_index(output_dir: Path, entry: dict[str, Any]) -> None:

@@ -1,13 +1,49 @@
-"""On-disk cache of model answers, keyed by everything that changes the answer."""
+"""On-disk cache of model answers, keyed by everything that changes the answer.
+
+It lives in the user's cache directory (platformdirs), so evaluations with different output
+folders share it. Writers never lock: each answer is written to a temporary file in the same
+folder and renamed over its name (os.replace), so two runs writing at once, on any OS, leave
+one complete answer per key and no lock file behind.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webapp.evaluator.artifacts import write_json_atomic
+ENV_CACHE_DIR = "PROMPT_EVALUATOR_CACHE_DIR"
+APP_NAME = "prompt-evaluator"
+_AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_AGE_RE = re.compile(r"(\d+)([mhdw])")
+_REPLACE_ATTEMPTS = 5
+
+
+def default_cache_dir(explicit: Path | None = None) -> Path:
+    """Return the cache folder: --cache-dir, else $PROMPT_EVALUATOR_CACHE_DIR, else the user's cache dir."""
+    if explicit is not None:
+        return explicit
+    env = os.environ.get(ENV_CACHE_DIR)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def parse_age(text: str) -> int:
+    """Return the seconds of an age like 30d, 12h, 90m or 2w; raise ValueError."""
+    m = _AGE_RE.fullmatch(text.strip())
+    if not m or int(m.group(1)) == 0:
+        raise ValueError(f"{text!r} is not an age like 30d, 12h, 90m or 2w")
+    return int(m.group(1)) * _AGE_UNITS[m.group(2)]
 
 
 def cache_key(
@@ -18,13 +54,14 @@ def cache_key(
     seed: int | None,
     sample_index: int,
     response_format: dict[str, Any] | None,
+    repeat: int = 0,
 ) -> str:
     """Return the sha256 of the request: model, messages, temperature, seed, sample index, response format.
 
     The sample index is part of the key so that the samples of one case stay independent draws
-    rather than five copies of the first answer.
+    rather than five copies of the first answer; so is the judge's repeat number (when not 0).
     """
-    payload = {
+    payload: dict[str, Any] = {
         "model": model,
         "messages": messages,
         "temperature": temperature,
@@ -32,8 +69,21 @@ def cache_key(
         "sample_index": sample_index,
         "response_format": response_format,
     }
+    if repeat:
+        payload["repeat"] = repeat  # absent for the first judgement, so older cache entries stay valid
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CacheInfo:
+    """What `prompt-evaluator cache info` reports."""
+
+    root: Path
+    entries: int
+    size_bytes: int
+    oldest: float | None
+    newest: float | None
 
 
 class ResponseCache:
@@ -50,13 +100,80 @@ class ResponseCache:
         path = self._path(key)
         try:
             return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError):  # missing, being replaced on Windows, or torn: a miss
             return None
 
     def put(self, key: str, answer: dict[str, Any]) -> None:
-        """Store a successful answer (errors are never stored, so they are retried next time)."""
-        # No fsync: a cache file lost in a crash only costs the call again (a torn one reads as a miss).
-        write_json_atomic(self._path(key), answer, pretty=False, durable=False)
+        """Store a successful answer (errors are never stored, so they are retried next time).
+
+        Best effort: a cache that cannot be written costs the call again, it never fails the run.
+        """
+        path = self._path(key)
+        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        except OSError:
+            return
+        try:
+            # No fsync: a cache file lost in a crash only costs the call again.
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            for attempt in range(_REPLACE_ATTEMPTS):
+                try:
+                    os.replace(tmp, path)
+                    return
+                except PermissionError:  # Windows: a reader has the target open; it closes at once
+                    time.sleep(0.01 * (attempt + 1))
+        except OSError:
+            pass
+        Path(tmp).unlink(missing_ok=True)
+
+    def touch(self, key: str) -> None:
+        """Mark an answer as used now, so `cache clear --older-than` keeps what is still reused."""
+        with contextlib.suppress(OSError):
+            os.utime(self._path(key))
 
     def __contains__(self, key: str) -> bool:
         return self._path(key).is_file()
+
+    def _entries(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return [p for p in self.root.glob("??/*.json") if not p.name.startswith(".")]
+
+    def info(self) -> CacheInfo:
+        """Count the stored answers and their bytes, with the oldest and newest last use."""
+        entries = self._entries()
+        stats = [p.stat() for p in entries]
+        mtimes = [s.st_mtime for s in stats]
+        return CacheInfo(
+            self.root, len(entries), sum(s.st_size for s in stats), min(mtimes, default=None), max(mtimes, default=None)
+        )
+
+    def clear(self, *, older_than: float | None = None) -> int:
+        """Remove answers last used more than `older_than` seconds ago (all without it); return how many.
+
+        Temporary files older than a minute (left by a killed writer) go too, and so do emptied folders.
+        """
+        now = time.time()
+        removed = 0
+        for path in self._entries():
+            try:
+                if older_than is None or now - path.stat().st_mtime > older_than:
+                    path.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                continue
+        if self.root.is_dir():
+            for tmp in self.root.glob("??/.*.tmp"):
+                try:
+                    if older_than is None or now - tmp.stat().st_mtime > 60:
+                        tmp.unlink()
+                except FileNotFoundError:
+                    continue
+            for folder in self.root.iterdir():
+                if folder.is_dir() and len(folder.name) == 2:
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()  # only succeeds when empty
+        return removed

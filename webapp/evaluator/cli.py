@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.text import Text
 
 app = typer.Typer(help="Prompt Evaluator: dataset-driven evaluation with a generator and an LLM judge.", no_args_is_help=True)
 
@@ -35,19 +38,25 @@ def _err(message: str) -> typer.Exit:
 def evaluate_dataset(
     dataset: Path | None = typer.Option(None, "--dataset", "-d", help="Dataset file (.yaml, .yml or .jsonl)"),
     system_prompt: Path | None = typer.Option(None, "--system-prompt", "-s", help="System prompt file"),
-    num_samples: int = typer.Option(5, "--num-samples", "-n", help="Samples per test case"),
-    quick: bool = typer.Option(False, "--quick", help="Fast mode: 2 samples per case"),
+    num_samples: int | None = typer.Option(None, "--num-samples", "-n", help="Samples per test case [default: 5]"),
+    quick: bool = typer.Option(False, "--quick", help="Fast mode: 2 samples per case (not with -n)"),
     case_ids: str | None = typer.Option(None, "--case-ids", help="Only these test cases (comma-separated ids)"),
     max_cases: int | None = typer.Option(None, "--max-cases", help="Evaluate at most this many test cases"),
     rubric: str = typer.Option("default", "--rubric", help="Built-in rubric (default, support-draft) or a YAML file"),
-    temperature: float = typer.Option(0.7, "--temperature", "-t", help="Generator temperature"),
+    temperature: float = typer.Option(0.7, "--temperature", "-t", help="Generator temperature, 0 to 2"),
     seed: int | None = typer.Option(None, "--seed", help="Random seed for reproducibility"),
     output_dir: Path = typer.Option(Path("runs"), "--output-dir", "-o", help="Output directory"),
     generator_model: str = typer.Option("gpt-4o-mini", "--generator-model", help="Model that writes the outputs"),
     judge_model: str = typer.Option("gpt-4o-mini", "--judge-model", help="Model that scores them"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible API URL (else OPENAI_BASE_URL)"),
     concurrency: int = typer.Option(8, "--concurrency", help="Requests in flight at most"),
+    cache: bool = typer.Option(False, "--cache", help="Reuse cached answers even without --seed"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the answer cache"),
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Answer cache folder (else $PROMPT_EVALUATOR_CACHE_DIR, else the user cache dir)"
+    ),
+    judge_repeats: int = typer.Option(1, "--judge-repeats", help="Judge each sample K times and report its self-agreement"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar: one line per finished test case"),
     resume: str | None = typer.Option(None, "--resume", metavar="RUN_ID", help="Finish an interrupted run"),
     kb: Path | None = typer.Option(None, "--kb", help="KB revisions file (as for `draftdesk import kb`)"),
     record: bool = typer.Option(False, "--record", help="Store the run in the Draft Desk database"),
@@ -56,6 +65,10 @@ def evaluate_dataset(
     """Evaluate a system prompt over every test case of a dataset, N samples each, scored by an LLM judge."""
     from webapp.evaluator import runner
 
+    if quick and num_samples is not None:
+        raise _err("--quick and --num-samples/-n cannot be combined: --quick means 2 samples per case")
+    if cache and no_cache:
+        raise _err("--cache and --no-cache cannot be combined")
     if quick:
         num_samples = 2
     ids = [i.strip() for i in case_ids.split(",") if i.strip()] if case_ids else None
@@ -64,7 +77,7 @@ def evaluate_dataset(
     options = runner.EvalOptions(
         dataset=dataset or Path(),
         system_prompt=system_prompt or Path(),
-        num_samples=num_samples,
+        num_samples=5 if num_samples is None else num_samples,
         case_ids=ids,
         max_cases=max_cases,
         rubric=rubric,
@@ -77,10 +90,18 @@ def evaluate_dataset(
         api_key=os.environ.get("OPENAI_API_KEY"),
         concurrency=concurrency,
         use_cache=not no_cache,
+        reuse_cache=cache,
+        cache_dir=cache_dir,
+        judge_repeats=judge_repeats,
         kb=kb,
         description=description,
     )
-    code = run_command(options, resume=resume, record=record)
+    if resume is None:
+        try:
+            runner.check_options(options)  # before anything is read, so the flag is named first
+        except runner.EvaluationError as exc:
+            raise _err(str(exc)) from exc
+    code = run_command(options, resume=resume, record=record, quiet=quiet)
     raise typer.Exit(code)
 
 
@@ -98,7 +119,7 @@ def _kb_loader(kb: Path | None, settings: Any) -> Any:
     return load
 
 
-def run_command(options: Any, *, resume: str | None = None, record: bool = False) -> int:
+def run_command(options: Any, *, resume: str | None = None, record: bool = False, quiet: bool = False) -> int:
     """Prepare, run and report an evaluation; return the exit code (0 completed, 1 not, 2 usage)."""
     from webapp.cli_support import load_settings
     from webapp.evaluator import runner
@@ -137,18 +158,22 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
     client = runner.make_client(prepared.options, prices)
     total, cached = runner.planned_calls(prepared, client)
     n_cases, n = len(prepared.cases), prepared.options.num_samples
+    k = prepared.options.judge_repeats
     done = len(prepared.done)
+    generations = total // (1 + k)
+    judge_note = f" ({k} per sample)" if k > 1 else ""
     console.print(
         f"run {prepared.run_id}: {n_cases} test case(s) × {n} sample(s)"
         + (f", {done} sample(s) already done" if done else "")
-        + f" → {total} call(s) ({total // 2} generations + {total // 2} judgements); "
+        + f" → {total} call(s) ({generations} generations + {total - generations} judgements{judge_note}); "
         f"{cached} from the cache, [bold]{total - cached} API call(s)[/]",
         highlight=False,
     )
+    console.print(f"cache: {_planned_cache(prepared.options, client, cached, total)}", highlight=False)
     from webapp.evaluator.client import LlmConfigError
 
     try:
-        doc, aborted = _run_with_progress(prepared, client, total, console)
+        doc, aborted = _run_with_progress(prepared, client, total, console, quiet=quiet)
     except LlmConfigError as exc:
         from webapp.evaluator.artifacts import update_index
 
@@ -166,6 +191,7 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
         "retries": s.retries,
         "rate_limited": s.rate_limited,
         "resumed": bool(resume),
+        "cache": client.cache_report(),
     }
     update_index(prepared.options.output_dir, runner.index_entry(doc, stats=execution))
     _summary(console, doc, prepared, s)
@@ -188,36 +214,119 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
     return EXIT_OK if doc["status"] == "completed" else EXIT_NOT_COMPLETED
 
 
-def _run_with_progress(prepared: Any, client: Any, total: int, console: Console) -> tuple[dict[str, Any], bool]:
-    from webapp.evaluator import runner
+def _planned_cache(options: Any, client: Any, cached: int, total: int) -> str:
+    """Say before the run how the cache will be used (the artifact's `cache` says how it was)."""
+    if client.cache is None:
+        return "off (--no-cache)"
+    where = client.cache.root
+    if not client.reuse_cache:
+        return f"fresh (new samples, still written to {where}; --seed or --cache reuses them)"
+    return f"reused {cached} of {total} from {where}"
 
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[usage]}"),
-        console=console,
-        transient=False,
+
+class LiveStatus:
+    """What the progress bar shows besides cases done: samples in flight, calls/s, cache hits, retries, ETA."""
+
+    def __init__(self, client: Any, samples_total: int) -> None:
+        self.client = client
+        self.samples_total = samples_total
+        self.samples_done = 0
+        self.runtime: Any = None
+        self.started = time.monotonic()
+
+    def in_flight(self) -> int:
+        """Return the samples being generated or judged now."""
+        return self.runtime.samples_in_flight if self.runtime is not None else 0
+
+    def eta_seconds(self) -> float | None:
+        """Return the expected seconds left, from the pace of finished samples (None before the first)."""
+        if self.samples_done == 0:
+            return None
+        elapsed = time.monotonic() - self.started
+        return elapsed * (self.samples_total - self.samples_done) / self.samples_done
+
+    def text(self) -> str:
+        """Return the status line shown after the bar."""
+        s = self.client.stats
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        eta = self.eta_seconds()
+        eta_text = "--:--" if eta is None else _clock(eta)
+        return (
+            f"{self.in_flight()} samples in flight · {s.api_calls / elapsed:.1f} calls/s · "
+            f"{s.cache_hits} cache hits · {s.retries_waiting} retries waiting · ETA {eta_text}"
+        )
+
+    def cost(self) -> str:
+        """Return what this invocation has spent so far ("+" when a model has no price)."""
+        s = self.client.stats
+        return f"${s.cost_usd:.4f}{'' if s.cost_known else '+'}"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def case_line(result: dict[str, Any], done: int, total: int) -> str:
+    """Return the one line printed per finished case with --quiet or when the output is not a terminal."""
+    samples = result["samples"]
+    ok = sum(1 for s in samples if s["status"] == "completed")
+    means = " ".join(
+        f"{m} {v['mean']:.2f}" for m, v in result["per_metric_stats"].items() if v["mean"] is not None
+    )
+    return f"[{done}/{total}] case {result['test_case_id']}: {result['status']}, {ok}/{len(samples)} samples" + (
+        f", {means}" if means else ""
     )
 
-    def usage_text() -> str:
-        s = client.stats
-        cost = f"${s.cost_usd:.4f}" if s.cost_known else f"${s.cost_usd:.4f}+ (unpriced model)"
-        return f"{s.prompt_tokens + s.completion_tokens:,} tokens {cost} · {s.api_calls} API calls"
+
+def _run_with_progress(
+    prepared: Any, client: Any, total: int, console: Console, *, quiet: bool = False
+) -> tuple[dict[str, Any], bool]:
+    from webapp.evaluator import runner
+
+    n_cases = len(prepared.cases)
+    n = prepared.options.num_samples
+    samples_left = n_cases * n - len(prepared.done)
+    cases_done = sum(1 for c in prepared.cases if all((c.id, i) in prepared.done for i in range(n)))
+    status = LiveStatus(client, samples_left)
+    live = console.is_terminal and not quiet
+    progress = _TwoLineProgress(
+        status,
+        TextColumn("[bold]cases"),
+        BarColumn(bar_width=30),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        _CostColumn(status),
+        console=console,
+        transient=False,
+        disable=not live,
+    )
+    task = progress.add_task("cases", total=n_cases, completed=cases_done)
+    counter = {"done": cases_done}
+
+    def on_call() -> None:
+        pass
+
+    def on_case(result: dict[str, Any]) -> None:
+        counter["done"] += 1
+        status.samples_done += sum(1 for s in result["samples"] if (result["test_case_id"], s["sample_index"]) not in prepared.done)
+        if live:
+            progress.update(task, completed=counter["done"])
+        else:
+            console.print(case_line(result, counter["done"], n_cases), highlight=False, soft_wrap=True, markup=False)
+
+    def on_start(rt: Any) -> None:
+        status.runtime = rt
+        status.started = time.monotonic()
 
     aborted = False
     with progress:
-        task = progress.add_task("calls", total=total, usage=usage_text())
-
-        def on_call() -> None:
-            progress.update(task, advance=1, usage=usage_text())
 
         async def main() -> dict[str, Any]:
             try:
-                return await runner.execute(prepared, client, on_call=on_call)
+                return await runner.execute(prepared, client, on_call=on_call, on_case=on_case, on_start=on_start)
             finally:
                 await client.close()
 
@@ -227,6 +336,34 @@ def _run_with_progress(prepared: Any, client: Any, total: int, console: Console)
             aborted = True
             doc = prepared.document
     return doc, aborted
+
+
+class _CostColumn(ProgressColumn):
+    """The money spent so far, after the bar."""
+
+    def __init__(self, status: LiveStatus) -> None:
+        super().__init__()
+        self.status = status
+
+    def render(self, task: Any) -> Text:
+        """Return the cost text."""
+        return Text(self.status.cost())
+
+
+class _TwoLineProgress(Progress):
+    """The bar on one line and the live figures on the next, so both fit an 80-column terminal.
+
+    The figures are rendered at every refresh, so rates and the ETA move between finished cases.
+    """
+
+    def __init__(self, status: LiveStatus, *columns: Any, **kwargs: Any) -> None:
+        self.status = status  # set first: the parent's constructor may render already
+        super().__init__(*columns, **kwargs)
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        """Yield the tasks' table, then the status line."""
+        yield self.make_tasks_table(self.tasks)
+        yield Text(self.status.text())
 
 
 def _summary(console: Console, doc: dict[str, Any], prepared: Any, stats: Any) -> None:
@@ -251,14 +388,70 @@ def _summary(console: Console, doc: dict[str, Any], prepared: Any, stats: Any) -
                 f"min={s['min']} max={s['max']}",
                 highlight=False,
             )
+    agreement = doc.get("judge_self_agreement")
+    if agreement:
+        parts = [
+            f"{name} {v['pairwise_agreement']:.0%}"
+            for kind in ("metrics", "flags")
+            for name, v in agreement[kind].items()
+            if v["pairwise_agreement"] is not None
+        ]
+        console.print(
+            f"judge self-agreement ({agreement['repeats']} judgements per sample, pairwise): " + (" · ".join(parts) or "—"),
+            highlight=False,
+        )
     console.print(
         f"{stats.api_calls} API call(s), {stats.cache_hits} from cache, {stats.retries} retried; "
-        f"artifacts: {prepared.run_dir / 'dataset_evaluation.json'}",
+        f"cache: {doc.get('cache', 'off')}; artifacts: {prepared.run_dir / 'dataset_evaluation.json'}",
         highlight=False,
     )
 
 
 app.command("evaluate-dataset")(evaluate_dataset)
+
+cache_app = typer.Typer(help="The answer cache shared by every run (see `cache info`).", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+CACHE_DIR_OPTION = typer.Option(
+    None, "--cache-dir", help="Answer cache folder (else $PROMPT_EVALUATOR_CACHE_DIR, else the user cache dir)"
+)
+
+
+@cache_app.command("info")
+def cache_info(cache_dir: Path | None = CACHE_DIR_OPTION) -> None:
+    """Show where the answer cache is, how many answers it holds and their size."""
+    import datetime as dt
+
+    from webapp.evaluator.cache import ResponseCache, default_cache_dir
+
+    info = ResponseCache(default_cache_dir(cache_dir)).info()
+    console = Console()
+    console.print(f"cache: {info.root}", highlight=False, soft_wrap=True)
+    console.print(f"{info.entries:,} answer(s), {info.size_bytes:,} bytes", highlight=False)
+    if info.oldest is not None and info.newest is not None:
+        fmt = "%Y-%m-%d %H:%M"
+        oldest = dt.datetime.fromtimestamp(info.oldest).strftime(fmt)
+        newest = dt.datetime.fromtimestamp(info.newest).strftime(fmt)
+        console.print(f"last used: oldest {oldest}, newest {newest}", highlight=False)
+
+
+@cache_app.command("clear")
+def cache_clear(
+    older_than: str | None = typer.Option(None, "--older-than", help="Only answers not used for this long: 30d, 12h, 90m, 2w"),
+    cache_dir: Path | None = CACHE_DIR_OPTION,
+) -> None:
+    """Remove cached answers (all of them, or those not used for --older-than)."""
+    from webapp.evaluator.cache import ResponseCache, default_cache_dir, parse_age
+
+    age: int | None = None
+    if older_than is not None:
+        try:
+            age = parse_age(older_than)
+        except ValueError as exc:
+            raise _err(f"--older-than: {exc}") from exc
+    cache = ResponseCache(default_cache_dir(cache_dir))
+    removed = cache.clear(older_than=age)
+    what = f" not used for {older_than}" if older_than else ""
+    Console().print(f"removed {removed:,} answer(s){what} from {cache.root}", highlight=False, soft_wrap=True)
 
 
 def register(root: typer.Typer, import_app: typer.Typer) -> None:

@@ -14,6 +14,7 @@ import heapq
 import itertools
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,8 @@ class ClientStats:
     cost_usd: float = 0.0
     cost_known: bool = True
     request_seconds: float = 0.0  # summed over requests: / wall time = mean requests in flight
+    requests: int = 0  # calls asked for (from the cache or the API), not counting retries
+    retries_waiting: int = 0  # calls sleeping before their next attempt, right now
 
 
 def parse_retry_after(headers: httpx2.Headers | dict[str, str] | None) -> float | None:
@@ -184,6 +187,7 @@ class ChatClient:
         api_key: str | None,
         concurrency: int = 8,
         cache: ResponseCache | None = None,
+        reuse_cache: bool = True,
         prices: dict[str, Price] | None = None,
         max_attempts: int = 6,
         backoff_base: float = 0.5,
@@ -194,6 +198,8 @@ class ChatClient:
             base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout
         )
         self.cache = cache
+        # Without reuse, answers are still written (a later --seed/--cache run can reuse them) but never read.
+        self.reuse_cache = reuse_cache
         self.prices = prices or {}
         self.max_attempts = max_attempts
         self.backoff_base = backoff_base
@@ -212,17 +218,27 @@ class ChatClient:
         return price.cost(prompt_tokens, completion_tokens) if price else None
 
     def is_cached(self, **request: Any) -> bool:
-        """Tell whether this request's answer is in the cache."""
-        return self.cache is not None and cache_key(**request) in self.cache
+        """Tell whether this request's answer would come from the cache."""
+        return self.cache is not None and self.reuse_cache and cache_key(**request) in self.cache
 
     def cached_answer(self, **request: Any) -> Answer | None:
-        """Return the cached answer of a request, or None."""
-        if self.cache is None:
+        """Return the cached answer of a request (None when absent or when reuse is off)."""
+        if self.cache is None or not self.reuse_cache:
             return None
-        hit = self.cache.get(cache_key(**request))
+        key = cache_key(**request)
+        hit = self.cache.get(key)
         if hit is None:
             return None
+        self.cache.touch(key)
         return Answer(hit["content"], int(hit.get("prompt_tokens", 0)), int(hit.get("completion_tokens", 0)), True)
+
+    def cache_report(self) -> str:
+        """Say how this invocation used the cache: "reused N of M", "fresh" (not read) or "off" (--no-cache)."""
+        if self.cache is None:
+            return "off"
+        if not self.reuse_cache:
+            return "fresh"
+        return f"reused {self.stats.cache_hits} of {self.stats.requests}"
 
     def _backoff(self, attempt: int) -> float:
         # Exponential with "equal jitter": never less than half the step, so waits keep growing.
@@ -239,12 +255,15 @@ class ChatClient:
         sample_index: int,
         response_format: dict[str, Any] | None = None,
         priority: int = 1,
+        repeat: int = 0,
+        on_start: Callable[[], None] | None = None,
     ) -> Answer:
         """Return the model's answer to the messages, from the cache or the API; raise LlmCallError.
 
-        Lower `priority` numbers are sent first when calls queue for a place.
+        Lower `priority` numbers are sent first when calls queue for a place; `on_start` is called
+        once, when the answer is found in the cache or the first attempt gets its place.
         """
-        request = {
+        request: dict[str, Any] = {
             "model": model,
             "messages": messages,
             "temperature": temperature,
@@ -252,9 +271,14 @@ class ChatClient:
             "sample_index": sample_index,
             "response_format": response_format,
         }
+        if repeat:
+            request["repeat"] = repeat
+        self.stats.requests += 1
         cached = self.cached_answer(**request)
         if cached is not None:
             self.stats.cache_hits += 1
+            if on_start is not None:
+                on_start()
             return cached
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
         if seed is not None:
@@ -264,6 +288,8 @@ class ChatClient:
         last_error = "no attempt made"
         for attempt in range(1, self.max_attempts + 1):
             await self.limiter.acquire(priority)
+            if on_start is not None and attempt == 1:
+                on_start()
             if self.refused is not None:
                 self.limiter.release(ok=False)
                 raise LlmConfigError(str(self.refused))
@@ -301,7 +327,11 @@ class ChatClient:
                 return self._accept(resp, model, request)
             if attempt < self.max_attempts:
                 self.stats.retries += 1
-                await asyncio.sleep(min(wait or 0.0, MAX_WAIT_S))
+                self.stats.retries_waiting += 1
+                try:
+                    await asyncio.sleep(min(wait or 0.0, MAX_WAIT_S))
+                finally:
+                    self.stats.retries_waiting -= 1
         raise LlmCallError(f"{last_error} (gave up after {self.max_attempts} attempts)")
 
     def _accept(self, resp: Any, model: str, request: dict[str, Any]) -> Answer:

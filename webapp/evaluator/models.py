@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
@@ -37,6 +37,9 @@ class EvaluatorRun(SQLModel, table=True):
     flags: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     overall_metric_stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     overall_flag_stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    # --judge-repeats K, and the artifact's judge_self_agreement ({repeats, metrics, flags}) when K > 1.
+    judge_repeats: int = Field(default=1, sa_column=Column(Integer, nullable=False, server_default="1"))
+    judge_self_agreement: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     timestamp_start: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     timestamp_end: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     recorded_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

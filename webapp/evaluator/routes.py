@@ -74,5 +74,7 @@ def evaluator_run_json(
             for j in r.judge_rows
         ],
         "agreement": [asdict(a) for a in r.agreement],
+        "judge_repeats": r.ev.judge_repeats,
+        "judge_self_agreement": [asdict(a) for a in r.self_agreement],
         "graded_drafts": r.graded,
     }

@@ -33,7 +33,7 @@ from webapp.evaluator.artifacts import (
     write_json_atomic,
     write_text_atomic,
 )
-from webapp.evaluator.cache import ResponseCache
+from webapp.evaluator.cache import ResponseCache, default_cache_dir
 from webapp.evaluator.client import Answer, ChatClient, LlmCallError, LlmConfigError, Price
 from webapp.evaluator.rubric import (
     Rubric,
@@ -85,7 +85,9 @@ class EvalOptions:
     api_key: str | None = None
     concurrency: int = 8
     use_cache: bool = True
+    reuse_cache: bool = False  # --cache: reuse cached answers even without --seed
     cache_dir: Path | None = None
+    judge_repeats: int = 1
     kb: Path | None = None
     description: str = ""
 
@@ -108,6 +110,18 @@ class Prepared:
     done: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # restored completed samples
 
 
+def reuses_cache(options: EvalOptions) -> bool:
+    """Tell whether cached answers are reused: only when asked for (--cache) or reproducible by request (--seed)."""
+    return options.use_cache and (options.reuse_cache or options.seed is not None)
+
+
+def cache_mode(options: EvalOptions) -> str:
+    """Return the artifact's `cache` value before the run: "off", "fresh", or "reused 0 of 0" (counted as it runs)."""
+    if not options.use_cache:
+        return "off"
+    return "reused 0 of 0" if reuses_cache(options) else "fresh"
+
+
 def _utc() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
 
@@ -128,18 +142,33 @@ def select_cases(cases: list[TestCase], case_ids: list[str] | None, max_cases: i
         selected = [c for c in cases if c.id in wanted]
     if max_cases is not None:
         if max_cases < 1:
-            raise EvaluationError("--max-cases must be at least 1")
+            raise EvaluationError(f"--max-cases must be at least 1 (got {max_cases})")
         selected = selected[:max_cases]
     return selected
+
+
+TEMPERATURE_RANGE = (0.0, 2.0)  # what the Chat Completions API accepts
+
+
+def check_options(options: EvalOptions) -> None:
+    """Refuse impossible numeric flags with a usage error naming the flag."""
+    if options.num_samples < 1:
+        raise EvaluationError(f"--num-samples must be at least 1 (got {options.num_samples})")
+    if options.max_cases is not None and options.max_cases < 1:
+        raise EvaluationError(f"--max-cases must be at least 1 (got {options.max_cases})")
+    lo, hi = TEMPERATURE_RANGE
+    if not lo <= options.temperature <= hi:
+        raise EvaluationError(f"--temperature must be between {lo:g} and {hi:g} (got {options.temperature:g})")
+    if options.concurrency < 1:
+        raise EvaluationError(f"--concurrency must be at least 1 (got {options.concurrency})")
+    if options.judge_repeats < 1:
+        raise EvaluationError(f"--judge-repeats must be at least 1 (got {options.judge_repeats})")
 
 
 def _load_inputs(
     options: EvalOptions, *, kb_loader: Callable[[], KbContext] | None, spec: EvalSpec | None
 ) -> tuple[list[TestCase], dict[str, Any], Rubric, str, str, KbContext | None]:
-    if options.num_samples < 1:
-        raise EvaluationError("--num-samples must be at least 1")
-    if options.concurrency < 1:
-        raise EvaluationError("--concurrency must be at least 1")
+    check_options(options)
     try:
         cases, meta = load_dataset(options.dataset)
     except DatasetError as exc:
@@ -246,12 +275,19 @@ def prepare(
             "output": rubric.spec.output,
             "kb_source": kb.source if kb else None,
         },
-        "judge_config": {"model": options.judge_model, "temperature": JUDGE_TEMPERATURE, "seed": options.seed},
+        "judge_config": {
+            "model": options.judge_model,
+            "temperature": JUDGE_TEMPERATURE,
+            "seed": options.seed,
+            "repeats": options.judge_repeats,
+        },
+        "cache": cache_mode(options),
         "rubric_metadata": rubric.metadata(),
         "test_case_results": [_case_result(c, options.num_samples, rubric) for c in cases],
         "overall_metric_stats": st.overall_metric_stats([], rubric.metric_names),
         "overall_flag_stats": st.overall_flag_stats([], rubric.flag_names),
         "high_variance_count": 0,
+        "judge_self_agreement": None,
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None},
     }
     return Prepared(
@@ -304,7 +340,9 @@ def prepare_resume(
         api_key=base.api_key,
         concurrency=base.concurrency,
         use_cache=base.use_cache,
+        reuse_cache=base.reuse_cache,
         cache_dir=base.cache_dir,
+        judge_repeats=int(judge.get("repeats", 1)),
         kb=Path(gen["kb_source"]) if gen.get("kb_source") not in (None, "database") else None,
         description=old.get("description", ""),
     )
@@ -342,6 +380,13 @@ class Runtime:
     prepared: Prepared
     client: ChatClient
     on_call: Callable[[], None] = lambda: None
+    samples_started: int = 0  # whose generation got a place (or came from the cache)
+    samples_finished: int = 0
+
+    @property
+    def samples_in_flight(self) -> int:
+        """Return how many samples are being generated or judged right now."""
+        return self.samples_started - self.samples_finished
 
     @property
     def options(self) -> EvalOptions:
@@ -383,13 +428,19 @@ def _generator_seed(seed: int | None, index: int) -> int | None:
     return None if seed is None else seed + index
 
 
+def _judge_seed(seed: int | None, repeat: int) -> int | None:
+    # The first judgement keeps the run's seed; each repeat gets its own, so repeats are separate draws.
+    return None if seed is None else seed + repeat
+
+
 def _tokens(ans: Answer | None) -> dict[str, int] | None:
     return None if ans is None else {"prompt": ans.prompt_tokens, "completion": ans.completion_tokens}
 
 
-def _sample_cost(rt: Runtime, gen: Answer | None, judge: Answer | None) -> float | None:
+def _sample_cost(rt: Runtime, gen: Answer | None, judges: list[Answer | None]) -> float | None:
     total = 0.0
-    for ans, model in ((gen, rt.options.generator_model), (judge, rt.options.judge_model)):
+    pairs = [(gen, rt.options.generator_model)] + [(j, rt.options.judge_model) for j in judges]
+    for ans, model in pairs:
         if ans is None:
             continue
         c = rt.client.cost(model, ans.prompt_tokens, ans.completion_tokens)
@@ -429,6 +480,65 @@ def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
 
 async def run_sample(rt: Runtime, case: TestCase, index: int) -> dict[str, Any]:
     """Generate and judge one sample; return its record (never raises for model failures)."""
+    started = False
+
+    def start() -> None:
+        nonlocal started
+        if not started:
+            started = True
+            rt.samples_started += 1
+
+    try:
+        return await _run_sample(rt, case, index, start)
+    finally:
+        if started:
+            rt.samples_finished += 1
+
+
+async def _judge_once(rt: Runtime, case: TestCase, index: int, output_text: str, repeat: int) -> tuple[Answer | None, dict[str, Any]]:
+    """Ask the judge once; return its answer and the verdict record {status, judge_scores, flags, rationale, error}."""
+    p, o = rt.prepared, rt.options
+    verdict: dict[str, Any] = {"status": "completed", "judge_scores": None, "flags": None, "judge_rationale": None, "error": None}
+    judge: Answer | None = None
+    try:
+        judge = await rt.client.complete(
+            model=o.judge_model,
+            messages=judge_messages(p, case, output_text),
+            temperature=JUDGE_TEMPERATURE,
+            seed=_judge_seed(o.seed, repeat),
+            sample_index=index,
+            response_format=judge_response_format(p.rubric),
+            priority=0,  # finish started samples before starting new ones
+            repeat=repeat,
+        )
+    except LlmConfigError:
+        raise
+    except LlmCallError as exc:
+        verdict.update(status="judge_error", error=f"judge: {exc}")
+        return None, verdict
+    finally:
+        rt.on_call()
+    try:
+        data = parse_judge(judge.content, p.rubric)
+    except ValueError as exc:
+        verdict.update(status="judge_invalid_response", error=str(exc), judge_raw=judge.content)
+        return judge, verdict
+    verdict.update(
+        judge_scores={m: data[m] for m in p.rubric.metric_names},
+        flags={f: bool(data[f]) for f in p.rubric.judge_flag_names},
+        judge_rationale=data.get("rationale"),
+    )
+    return judge, verdict
+
+
+def _sum_tokens(answers: list[Answer | None]) -> dict[str, int] | None:
+    got = [a for a in answers if a is not None]
+    if not got:
+        return None
+    return {"prompt": sum(a.prompt_tokens for a in got), "completion": sum(a.completion_tokens for a in got)}
+
+
+async def _run_sample(rt: Runtime, case: TestCase, index: int, start: Callable[[], None]) -> dict[str, Any]:
     p, o = rt.prepared, rt.options
     sample = _pending_sample(index)
     support = p.rubric.spec.output == "support_draft"
@@ -441,12 +551,13 @@ async def run_sample(rt: Runtime, case: TestCase, index: int) -> dict[str, Any]:
             seed=_generator_seed(o.seed, index),
             sample_index=index,
             response_format=DRAFT_RESPONSE_FORMAT if support else None,
+            on_start=start,
         )
     except LlmConfigError:
         raise  # every call would fail the same way: stop the run
     except LlmCallError as exc:
-        rt.on_call()
-        rt.on_call()  # the judge call will not happen either
+        for _ in range(1 + o.judge_repeats):  # the judge calls will not happen either
+            rt.on_call()
         sample.update(status="generation_error", error=f"generator: {exc}")
         return sample
     rt.on_call()
@@ -456,39 +567,29 @@ async def run_sample(rt: Runtime, case: TestCase, index: int) -> dict[str, Any]:
         try:
             output = parse_draft(gen.content)
         except ValueError as exc:
-            rt.on_call()
+            for _ in range(o.judge_repeats):
+                rt.on_call()
             sample.update(status="generation_error", generator_output=gen.content, error=str(exc), tokens={"generator": _tokens(gen)})
-            sample["cost_usd"] = _sample_cost(rt, gen, None)
+            sample["cost_usd"] = _sample_cost(rt, gen, [])
             return sample
         output_text = draft_text_for_judge(output)
     sample["generator_output"] = output
-    judge: Answer | None = None
-    try:
-        judge = await rt.client.complete(
-            model=o.judge_model,
-            messages=judge_messages(p, case, output_text),
-            temperature=JUDGE_TEMPERATURE,
-            seed=o.seed,
-            sample_index=index,
-            response_format=judge_response_format(p.rubric),
-            priority=0,  # finish started samples before starting new ones
-        )
-    except LlmConfigError:
-        raise
-    except LlmCallError as exc:
-        sample.update(status="judge_error", error=f"judge: {exc}")
-    finally:
-        rt.on_call()
-    sample["tokens"] = {"generator": _tokens(gen), "judge": _tokens(judge)}
-    sample["cost_usd"] = _sample_cost(rt, gen, judge)
-    if judge is None:
+    judged = await asyncio.gather(*(_judge_once(rt, case, index, output_text, r) for r in range(o.judge_repeats)))
+    answers = [a for a, _ in judged]
+    verdicts = [v for _, v in judged]
+    first, first_verdict = answers[0], verdicts[0]
+    sample["tokens"] = {"generator": _tokens(gen), "judge": _sum_tokens(answers)}
+    sample["cost_usd"] = _sample_cost(rt, gen, answers)
+    if o.judge_repeats > 1:
+        # Every judgement, the first included; the sample's scores are the first one's (see the README).
+        sample["judge_repeats"] = [{k: v for k, v in verdict.items() if k != "judge_raw"} for verdict in verdicts]
+    if first is None:
+        sample.update(status="judge_error", error=first_verdict["error"])
         return sample
-    try:
-        verdict = parse_judge(judge.content, p.rubric)
-    except ValueError as exc:
-        sample.update(status="judge_invalid_response", error=str(exc), judge_raw=judge.content)
+    if first_verdict["status"] != "completed":
+        sample.update(status=first_verdict["status"], error=first_verdict["error"], judge_raw=first_verdict.get("judge_raw"))
         return sample
-    flags = {f: bool(verdict[f]) for f in p.rubric.judge_flag_names}
+    flags = dict(first_verdict["flags"])
     if p.rubric.spec.automated_checks:
         assert p.kb is not None and p.spec is not None
         results = run_draft_checks(draft=output, case=case, kb=p.kb.snapshot, spec=p.spec)
@@ -499,9 +600,9 @@ async def run_sample(rt: Runtime, case: TestCase, index: int) -> dict[str, Any]:
             flags[name] = bool(r is not None and r.failed)
     sample.update(
         status="completed",
-        judge_scores={m: verdict[m] for m in p.rubric.metric_names},
+        judge_scores=first_verdict["judge_scores"],
         flags=flags,
-        judge_rationale=verdict.get("rationale"),
+        judge_rationale=first_verdict["judge_rationale"],
     )
     return sample
 
@@ -534,6 +635,13 @@ def finish_document(doc: dict[str, Any], rubric: Rubric, *, aborted: bool = Fals
     doc["overall_metric_stats"] = st.overall_metric_stats([r["per_metric_stats"] for r in finished], rubric.metric_names)
     doc["overall_flag_stats"] = st.overall_flag_stats([r["per_flag_stats"] for r in finished], rubric.flag_names)
     doc["high_variance_count"] = sum(len(r["high_variance_metrics"]) for r in finished)
+    repeats = int(doc.get("judge_config", {}).get("repeats", 1))
+    if repeats > 1:
+        samples = [s for r in finished for s in r["samples"]]
+        doc["judge_self_agreement"] = {
+            "repeats": repeats,
+            **st.judge_self_agreement(samples, rubric.metric_names, rubric.judge_flag_names),
+        }
     pt = ct = 0
     costs: list[float | None] = []
     for r in results:
@@ -599,7 +707,7 @@ def planned_calls(p: Prepared, client: ChatClient) -> tuple[int, int]:
         for i in range(o.num_samples):
             if (case.id, i) in p.done:
                 continue
-            total += 2
+            total += 1 + o.judge_repeats
             req = {
                 "model": o.generator_model,
                 "messages": gen_msgs,
@@ -617,17 +725,20 @@ def planned_calls(p: Prepared, client: ChatClient) -> tuple[int, int]:
                 try:
                     text = draft_text_for_judge(parse_draft(ans.content))
                 except ValueError:
-                    cached += 1  # no judge call will be made for a malformed draft
+                    cached += o.judge_repeats  # no judge call will be made for a malformed draft
                     continue
-            if client.is_cached(
-                model=o.judge_model,
-                messages=judge_messages(p, case, text),
-                temperature=JUDGE_TEMPERATURE,
-                seed=o.seed,
-                sample_index=i,
-                response_format=judge_response_format(p.rubric),
-            ):
-                cached += 1
+            judge_msgs = judge_messages(p, case, text)
+            for r in range(o.judge_repeats):
+                if client.is_cached(
+                    model=o.judge_model,
+                    messages=judge_msgs,
+                    temperature=JUDGE_TEMPERATURE,
+                    seed=_judge_seed(o.seed, r),
+                    sample_index=i,
+                    response_format=judge_response_format(p.rubric),
+                    repeat=r,
+                ):
+                    cached += 1
     return total, cached
 
 
@@ -651,27 +762,37 @@ def make_client(options: EvalOptions, prices: dict[str, Price], **kwargs: Any) -
     """Build the chat client with the run's cache folder (unless --no-cache) and prices."""
     cache = None
     if options.use_cache:
-        cache = ResponseCache(options.cache_dir or (options.output_dir / ".cache"))
+        cache = ResponseCache(default_cache_dir(options.cache_dir))
     return ChatClient(
         base_url=options.base_url,
         api_key=options.api_key,
         concurrency=options.concurrency,
         cache=cache,
+        reuse_cache=reuses_cache(options),
         prices=prices,
         **kwargs,
     )
 
 
-async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None] = lambda: None) -> dict[str, Any]:
+async def execute(
+    p: Prepared,
+    client: ChatClient,
+    *,
+    on_call: Callable[[], None] = lambda: None,
+    on_case: Callable[[dict[str, Any]], None] = lambda result: None,
+    on_start: Callable[[Runtime], None] = lambda rt: None,
+) -> dict[str, Any]:
     """Run every remaining sample, stream the case files and keep the artifacts current; return the document.
 
-    If the task is cancelled (Ctrl-C), the document is written with status "aborted" and the
-    cancellation is re-raised.
+    `on_call` follows every call, `on_case` every case finished in this invocation, and
+    `on_start` gets the runtime (samples in flight) before the first call. If the task is
+    cancelled (Ctrl-C), the document is written with status "aborted" and the cancellation is re-raised.
     """
     doc = p.document
     run_dir = p.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
     rt = Runtime(prepared=p, client=client, on_call=on_call)
+    on_start(rt)
     results = {r["test_case_id"]: r for r in doc["test_case_results"]}
     remaining: dict[str, int] = {}
     for case in p.cases:
@@ -704,6 +825,7 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
         remaining[case.id] -= 1
         if remaining[case.id] == 0:
             finish_case(result, p.rubric)
+            on_case(result)
             await write_off_loop(run_dir / case_file_name(case.id), encode_json(result))
             # The main artifact is rewritten at most once a second while running: it grows with
             # the run, and the case files already hold each finished case. It is written here on
@@ -712,6 +834,7 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
             if time.monotonic() - last_write >= ARTIFACT_WRITE_INTERVAL_S:
                 last_write = time.monotonic()
                 finish_document(doc, p.rubric)
+                doc["cache"] = client.cache_report()
                 write_json_atomic(run_dir / MAIN_ARTIFACT, doc, pretty=False, durable=False)
 
     tasks = [
@@ -728,11 +851,13 @@ async def execute(p: Prepared, client: ChatClient, *, on_call: Callable[[], None
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         finish_document(doc, p.rubric, aborted=True)
+        doc["cache"] = client.cache_report()
         write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
         journal.close()
         raise
     journal.close()
     finish_document(doc, p.rubric)
+    doc["cache"] = client.cache_report()
     doc["timestamp_end"] = _utc()
     write_json_atomic(run_dir / MAIN_ARTIFACT, doc)
     return doc

@@ -112,6 +112,8 @@ def record_evaluation(*, session: Session, document: dict[str, Any], spec: EvalS
         flags=[f["name"] for f in rubric["flags"]] + list(rubric.get("check_flags", [])),
         overall_metric_stats=document["overall_metric_stats"],
         overall_flag_stats=document["overall_flag_stats"],
+        judge_repeats=int(judge.get("repeats", 1)),
+        judge_self_agreement=document.get("judge_self_agreement"),
         timestamp_start=_ts(document.get("timestamp_start")),
         timestamp_end=_ts(document.get("timestamp_end")),
     )
@@ -250,6 +252,45 @@ def judge_human_agreement(
 
 
 @dataclass
+class SelfAgreement:
+    """How often the judge agreed with itself on one criterion (metric or flag) over repeated judgements."""
+
+    key: str
+    name: str
+    kind: str  # metric | flag
+    samples: int
+    pairwise_agreement: float | None
+    exact_agreement: float | None
+    within_one: float | None = None
+    mean_abs_diff: float | None = None
+
+
+def self_agreement_rows(ev: EvaluatorRun, criteria: list[Criterion]) -> list[SelfAgreement]:
+    """Return the recorded run's judge self-agreement per metric then flag (empty when judged once)."""
+    data = ev.judge_self_agreement or {}
+    names = {c.key: c.name for c in criteria}
+    spans = {m["name"]: m["scale"]["max"] - m["scale"]["min"] for m in ev.metrics if "scale" in m}
+    rows: list[SelfAgreement] = []
+    for kind, part in (("metric", data.get("metrics") or {}), ("flag", data.get("flags") or {})):
+        for key, v in part.items():
+            # On a 0/1 scale (factual accuracy) every pair is within one point: say nothing rather than 100%.
+            within_one = v.get("within_one") if spans.get(key, 2) > 1 else None
+            rows.append(
+                SelfAgreement(
+                    key,
+                    names.get(key, key),
+                    kind,
+                    int(v.get("samples", 0)),
+                    v.get("pairwise_agreement"),
+                    v.get("exact_agreement"),
+                    within_one,
+                    v.get("mean_abs_diff"),
+                )
+            )
+    return rows
+
+
+@dataclass
 class CaseRow:
     case_id: str
     status: str
@@ -287,6 +328,12 @@ class EvaluatorReport:
     graded: int = 0
     shares_criteria: bool = False
     hidden_drafts: int = 0
+    self_agreement: list[SelfAgreement] = field(default_factory=list)
+
+    @property
+    def self_agreement_by_key(self) -> dict[str, SelfAgreement]:
+        """Return the self-agreement rows of the metrics by key, to sit beside judge-human agreement."""
+        return {a.key: a for a in self.self_agreement if a.kind == "metric"}
 
     @property
     def overall_visible(self) -> bool:
@@ -420,6 +467,7 @@ def evaluator_report(*, session: Session, spec: EvalSpec, ref: str, principal: A
         graded=len(pairs),
         shares_criteria=shares,
         hidden_drafts=sum(1 for r in judge_rows if not r.visible),
+        self_agreement=self_agreement_rows(ev, list(spec.rubric.criteria)),
     )
 
 

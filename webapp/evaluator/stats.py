@@ -93,3 +93,38 @@ def overall_flag_stats(per_case: Iterable[Mapping[str, Mapping[str, Any]]], flag
             "true_proportion": (true_count / total) if total else None,
         }
     return out
+
+
+def _pairs_agreement(groups: list[list[Any]], *, scale: bool) -> dict[str, Any]:
+    pairs = [(a, b) for g in groups for i, a in enumerate(g) for b in g[i + 1 :]]
+    out: dict[str, Any] = {
+        "samples": len(groups),
+        "exact_agreement": (sum(len(set(g)) == 1 for g in groups) / len(groups)) if groups else None,
+        "pairwise_agreement": (sum(a == b for a, b in pairs) / len(pairs)) if pairs else None,
+    }
+    if scale:
+        diffs = [abs(float(a) - float(b)) for a, b in pairs]
+        out["within_one"] = (sum(d <= 1 for d in diffs) / len(diffs)) if diffs else None
+        out["mean_abs_diff"] = statistics.fmean(diffs) if diffs else None
+    return out
+
+
+def judge_self_agreement(
+    samples: Iterable[Mapping[str, Any]], metric_names: Sequence[str], flag_names: Sequence[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Return, per metric and judge flag, how often repeated judgements of the same sample agree.
+
+    Over the samples with at least two valid judgements (`judge_repeats`): `exact_agreement` is
+    the share of samples whose judgements are all equal, `pairwise_agreement` the share of
+    judgement pairs (pooled over samples) that are equal; for metrics also `within_one`, the
+    share of pairs at most one point apart, and `mean_abs_diff` over the pairs.
+    """
+    valid = [
+        [v for v in s.get("judge_repeats") or [] if v.get("status") == "completed"]
+        for s in samples
+    ]
+    valid = [v for v in valid if len(v) >= 2]
+    return {
+        "metrics": {m: _pairs_agreement([[v["judge_scores"][m] for v in g] for g in valid], scale=True) for m in metric_names},
+        "flags": {f: _pairs_agreement([[bool(v["flags"][f]) for v in g] for g in valid], scale=False) for f in flag_names},
+    }

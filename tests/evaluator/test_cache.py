@@ -1,0 +1,250 @@
+"""The answer cache: when answers are reused, where the cache lives, concurrent writers, `cache info|clear`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from tests.evaluator.conftest import only_run
+from tests.evaluator.fake_openai import FakeOpenAI
+from webapp.evaluator.artifacts import read_json
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def words(result: Result) -> str:
+    return " ".join(result.output.split())
+
+
+def cache_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+class TestReuseRule:
+    def test_without_seed_samples_are_fresh_but_written(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+    ) -> None:
+        first = evaluate("-n", "2", dataset=dataset, out=tmp_path / "a")
+        assert first.exit_code == 0, first.output
+        assert fake.calls == 12
+        assert 'cache: fresh' in words(first)
+        assert only_run(tmp_path / "a")["cache"] == "fresh"
+        written = cache_files(cache_dir)
+        assert len(written) == 12  # every answer is still stored
+        second = evaluate("-n", "2", dataset=dataset, out=tmp_path / "b")
+        assert second.exit_code == 0
+        assert fake.calls == 24  # re-running for variance draws new samples
+        assert only_run(tmp_path / "b")["cache"] == "fresh"
+
+    def test_cache_flag_reuses_without_seed(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+    ) -> None:
+        assert evaluate("-n", "2", dataset=dataset, out=tmp_path / "a").exit_code == 0
+        again = evaluate("-n", "2", "--cache", dataset=dataset, out=tmp_path / "b")
+        assert again.exit_code == 0, again.output
+        assert fake.calls == 12
+        assert "cache: reused 12 of 12" in words(again)
+        assert only_run(tmp_path / "b")["cache"] == "reused 12 of 12"
+        a, b = only_run(tmp_path / "a"), only_run(tmp_path / "b")
+        assert a["test_case_results"] == b["test_case_results"]
+
+    def test_seed_reuses_and_counts_partial_hits(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+    ) -> None:
+        assert evaluate("-n", "2", "--seed", "3", "--max-cases", "1", dataset=dataset, out=tmp_path / "a").exit_code == 0
+        assert only_run(tmp_path / "a")["cache"] == "reused 0 of 4"
+        again = evaluate("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "b")
+        assert again.exit_code == 0
+        assert fake.calls == 4 + 8
+        assert "cache: reused 4 of 12" in words(again)
+        assert only_run(tmp_path / "b")["cache"] == "reused 4 of 12"
+
+    def test_no_cache_neither_reads_nor_writes(
+        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+    ) -> None:
+        assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "a").exit_code == 0
+        assert cache_files(cache_dir) == []
+        assert only_run(tmp_path / "a")["cache"] == "off"
+        assert evaluate("-n", "1", "--seed", "1", dataset=dataset, out=tmp_path / "b").exit_code == 0
+        assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "c").exit_code == 0
+        assert fake.calls == 18
+
+    def test_cache_and_no_cache_conflict(self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI) -> None:
+        result = evaluate("--cache", "--no-cache", dataset=dataset)
+        assert result.exit_code == 2
+        assert "--cache and --no-cache cannot be combined" in words(result)
+        assert fake.calls == 0
+
+
+class TestLocation:
+    def test_default_is_the_user_cache_dir_shared_by_output_dirs(
+        self,
+        evaluate: Callable[..., Result],
+        dataset: Path,
+        fake: FakeOpenAI,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        import platformdirs
+
+        monkeypatch.delenv("PROMPT_EVALUATOR_CACHE_DIR")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        expected = Path(platformdirs.user_cache_dir("prompt-evaluator"))
+        assert expected == tmp_path / "xdg" / "prompt-evaluator"
+        assert evaluate("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "one").exit_code == 0
+        assert len(cache_files(expected)) == 6
+        assert not (tmp_path / "one" / ".cache").exists()
+        assert evaluate("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "two").exit_code == 0
+        assert fake.calls == 6  # another -o pays for nothing
+
+    def test_environment_and_flag_override(
+        self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(tmp_path / "env-cache"))
+        assert evaluate("-n", "1", "--max-cases", "1", dataset=dataset).exit_code == 0
+        assert len(cache_files(tmp_path / "env-cache")) == 2
+        flag = tmp_path / "flag-cache"
+        assert evaluate("-n", "1", "--max-cases", "1", "--cache-dir", str(flag), dataset=dataset).exit_code == 0
+        assert len(cache_files(flag)) == 2
+        assert len(cache_files(tmp_path / "env-cache")) == 2
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from webapp.evaluator.cache import ResponseCache
+    cache = ResponseCache(Path(sys.argv[1]))
+    tag = sys.argv[2]
+    for round_ in range(15):
+        for i in range(40):
+            key = f"{i:02d}" + "ab" * 31
+            cache.put(key, {"content": tag * 2000, "prompt_tokens": i, "completion_tokens": round_})
+            got = cache.get(key)
+            assert got is not None and got["prompt_tokens"] == i and len(got["content"]) == 2000 * len(tag), got
+    print("ok")
+    """
+)
+
+
+class TestConcurrentWriters:
+    def test_two_processes_writing_the_same_keys(self, tmp_path: Path) -> None:
+        root = tmp_path / "shared"
+        procs = [
+            subprocess.Popen([sys.executable, "-c", WRITER, str(root), tag], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for tag in ("a", "b")
+        ]
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+            assert out.strip() == "ok"
+        files = cache_files(root)
+        assert len(files) == 40  # one file per key: no temporary or lock file left behind
+        for f in files:
+            assert f.suffix == ".json" and not f.name.startswith(".")
+            data = json.loads(f.read_text(encoding="utf-8"))
+            assert data["content"] in ("a" * 2000, "b" * 2000)
+
+    def test_works_without_fcntl(self, tmp_path: Path) -> None:
+        # Windows has no fcntl: the cache, the command and the run index must not need it.
+        code = textwrap.dedent(
+            f"""
+            import sys
+            sys.modules["fcntl"] = None
+            from pathlib import Path
+            from webapp.evaluator.cache import ResponseCache
+            from webapp.evaluator import cli, runner
+            from webapp.evaluator.artifacts import update_index
+            c = ResponseCache(Path(r"{tmp_path / 'c'}"))
+            c.put("ab" * 32, {{"content": "x"}})
+            assert c.get("ab" * 32) == {{"content": "x"}}
+            update_index(Path(r"{tmp_path / 'runs'}"), {{"run_id": "r1"}})
+            update_index(Path(r"{tmp_path / 'runs'}"), {{"run_id": "r2"}})
+            print("ok")
+            """
+        )
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert [r["run_id"] for r in read_json(tmp_path / "runs" / "index.json")["runs"]] == ["r1", "r2"]
+        assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["index.json"]
+
+
+def cache_cmd(*args: str) -> Result:
+    from webapp.evaluator.cli import app
+
+    return CliRunner().invoke(app, ["cache", *args])
+
+
+def put(root: Path, key: str, age_days: float, size: int = 10) -> Path:
+    from webapp.evaluator.cache import ResponseCache
+
+    ResponseCache(root).put(key, {"content": "x" * size})
+    path = root / key[:2] / f"{key}.json"
+    when = time.time() - age_days * 86400
+    os.utime(path, (when, when))
+    return path
+
+
+class TestCacheCommand:
+    def test_info_counts_entries_and_bytes(self, tmp_path: Path) -> None:
+        root = tmp_path / "c"
+        paths = [put(root, f"{i:02x}" * 32, age_days=i) for i in range(3)]
+        result = cache_cmd("info", "--cache-dir", str(root))
+        assert result.exit_code == 0, result.output
+        total = sum(p.stat().st_size for p in paths)
+        text = words(result)
+        assert str(root) in text
+        assert "3 answer(s)" in text
+        assert f"{total:,} bytes" in text
+
+    def test_info_uses_the_environment(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(tmp_path / "env"))
+        put(tmp_path / "env", "cd" * 32, age_days=0)
+        result = cache_cmd("info")
+        assert result.exit_code == 0
+        assert str(tmp_path / "env") in words(result) and "1 answer(s)" in words(result)
+
+    def test_clear_older_than_keeps_recent_answers(self, tmp_path: Path) -> None:
+        root = tmp_path / "c"
+        old = put(root, "aa" * 32, age_days=45)
+        older = put(root, "ab" * 32, age_days=31)
+        recent = put(root, "bb" * 32, age_days=29)
+        result = cache_cmd("clear", "--older-than", "30d", "--cache-dir", str(root))
+        assert result.exit_code == 0, result.output
+        assert "removed 2 answer(s)" in words(result)
+        assert not old.exists() and not older.exists() and recent.exists()
+        assert not (root / "aa").exists()  # emptied fan-out folders go too
+
+    def test_clear_everything_and_leftover_temp_files(self, tmp_path: Path) -> None:
+        root = tmp_path / "c"
+        put(root, "aa" * 32, age_days=0)
+        stray = root / "aa" / ".dead-writer.tmp"
+        stray.write_text("{", encoding="utf-8")
+        result = cache_cmd("clear", "--cache-dir", str(root))
+        assert result.exit_code == 0
+        assert "removed 1 answer(s)" in words(result)
+        assert cache_files(root) == []
+
+    @pytest.mark.parametrize("value", ["30", "abc", "-3d", "0d", "3y"])
+    def test_bad_older_than_is_a_usage_error(self, tmp_path: Path, value: str) -> None:
+        root = tmp_path / "c"
+        keep = put(root, "aa" * 32, age_days=400)
+        result = cache_cmd("clear", "--older-than", value, "--cache-dir", str(root))
+        assert result.exit_code == 2
+        assert "--older-than" in words(result)
+        assert keep.exists()
+
+    @pytest.mark.parametrize(("value", "seconds"), [("30d", 30 * 86400), ("12h", 12 * 3600), ("90m", 5400), ("2w", 14 * 86400)])
+    def test_durations(self, value: str, seconds: int) -> None:
+        from webapp.evaluator.cache import parse_age
+
+        assert parse_age(value) == seconds

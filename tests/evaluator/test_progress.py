@@ -1,0 +1,132 @@
+"""Progress: the bar's figures on a terminal, one line per finished case with --quiet or without a terminal."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import Result
+
+from tests.evaluator.conftest import only_run
+from tests.evaluator.fake_openai import FakeOpenAI
+from webapp.evaluator.cli import LiveStatus, case_line
+from webapp.evaluator.client import ChatClient, ClientStats
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+CASE_LINE = re.compile(r"^\[(\d+)/3\] case (c\d): completed, 2/2 samples, semantic_fidelity \d\.\d\d clarity \d\.\d\d$")
+
+
+def case_lines(result: Result) -> list[re.Match[str]]:
+    text = ANSI.sub("", result.output)
+    return [m for m in (CASE_LINE.match(line.strip()) for line in text.splitlines()) if m]
+
+
+class TestLines:
+    def test_without_a_terminal_one_line_per_finished_case(self, evaluate: Callable[..., Result], dataset: Path) -> None:
+        result = evaluate("-n", "2", dataset=dataset)
+        assert result.exit_code == 0, result.output
+        lines = case_lines(result)
+        assert [int(m.group(1)) for m in lines] == [1, 2, 3]
+        assert sorted(m.group(2) for m in lines) == ["c1", "c2", "c3"]
+        assert "samples in flight" not in result.output
+
+    def test_quiet_on_a_terminal_prints_lines_not_the_bar(
+        self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("FORCE_COLOR", "1")  # rich then treats the output as a terminal
+        result = evaluate("-n", "2", "--quiet", dataset=dataset)
+        assert result.exit_code == 0, result.output
+        assert len(case_lines(result)) == 3
+        assert "samples in flight" not in result.output
+
+    def test_terminal_shows_the_bar_with_its_figures(
+        self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+        result = evaluate("-n", "2", dataset=dataset)
+        assert result.exit_code == 0, result.output
+        text = ANSI.sub("", result.output)
+        assert case_lines(result) == []
+        lines = text.splitlines()
+        at = max(i for i, line in enumerate(lines) if "samples in flight" in line)
+        spent = only_run(tmp_path / "runs")["usage"]["cost_usd"]  # every call was made by this invocation
+        assert re.fullmatch(rf"cases ━+ 3/3 \d:\d\d:\d\d \${spent:.4f}", lines[at - 1].strip()), lines[at - 1]
+        assert re.fullmatch(
+            r"0 samples in flight · [\d.]+ calls/s · 0 cache hits · 0 retries waiting · ETA 0:00", lines[at].strip()
+        ), lines[at]
+
+    def test_case_line_of_a_partial_case(self) -> None:
+        result = {
+            "test_case_id": "x",
+            "status": "partial",
+            "samples": [{"status": "completed"}, {"status": "judge_error"}],
+            "per_metric_stats": {"clarity": {"mean": 4.0}, "semantic_fidelity": {"mean": None}},
+        }
+        assert case_line(result, 2, 5) == "[2/5] case x: partial, 1/2 samples, clarity 4.00"
+
+
+class TestLiveStatus:
+    def test_figures(self) -> None:
+        stats = ClientStats(api_calls=25, cache_hits=7, retries_waiting=2, cost_usd=0.0123)
+        status = LiveStatus(SimpleNamespace(stats=stats), samples_total=8)
+        status.runtime = SimpleNamespace(samples_in_flight=3)
+        assert status.eta_seconds() is None
+        status.samples_done = 2
+        status.started = time.monotonic() - 10.0
+        eta = status.eta_seconds()
+        assert eta == pytest.approx(10.0 * 6 / 2, abs=0.5)
+        text = status.text()
+        assert text == "3 samples in flight · 2.5 calls/s · 7 cache hits · 2 retries waiting · ETA 0:30"
+        assert status.cost() == "$0.0123"
+
+    def test_retries_waiting_counts_calls_sleeping_before_a_retry(self) -> None:
+        server = FakeOpenAI(unavailable_first=1).start()
+        try:
+            client = ChatClient(base_url=server.base_url, api_key="k", backoff_base=0.8)
+            seen: list[int] = []
+
+            async def go() -> None:
+                task = asyncio.ensure_future(
+                    client.complete(model="m", messages=[{"role": "user", "content": "hi"}], temperature=0, seed=None, sample_index=0)
+                )
+                while not task.done():
+                    seen.append(client.stats.retries_waiting)
+                    await asyncio.sleep(0.02)
+                await task
+                await client.close()
+
+            asyncio.run(go())
+        finally:
+            server.stop()
+        assert max(seen) == 1
+        assert client.stats.retries_waiting == 0
+        assert client.stats.retries == 1
+
+    def test_samples_in_flight_stay_within_the_concurrency(self, fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path) -> None:
+        from webapp.evaluator import runner
+
+        options = runner.EvalOptions(
+            dataset=dataset, system_prompt=prompt_file, output_dir=tmp_path / "o", base_url=fake.base_url, api_key="k", num_samples=4, concurrency=2
+        )
+        prepared = runner.prepare(options)
+        client = runner.make_client(options, {})
+        seen: list[int] = []
+        holder: dict[str, runner.Runtime] = {}
+
+        async def go() -> None:
+            try:
+                await runner.execute(
+                    prepared, client, on_start=lambda rt: holder.setdefault("rt", rt), on_call=lambda: seen.append(holder["rt"].samples_in_flight)
+                )
+            finally:
+                await client.close()
+
+        asyncio.run(go())
+        assert 1 <= max(seen) <= 2 * options.concurrency
+        assert holder["rt"].samples_in_flight == 0
+        assert holder["rt"].samples_finished == 12
