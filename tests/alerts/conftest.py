@@ -39,6 +39,7 @@ class Receiver:
     url: str
     requests: list[Received] = field(default_factory=list)
     script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    by_path: dict[str, int] = field(default_factory=dict)  # fixed answers for some paths
 
 
 @pytest.fixture
@@ -52,7 +53,10 @@ def receiver() -> Iterator[Receiver]:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             with lock:
                 state.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                status, headers = state.script.pop(0) if state.script else (200, {})
+                if self.path in state.by_path:
+                    status, headers = state.by_path[self.path], {}
+                else:
+                    status, headers = state.script.pop(0) if state.script else (200, {})
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)

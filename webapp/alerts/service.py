@@ -543,6 +543,15 @@ def last_deliveries(*, session: Session, channel_id: int, limit: int = 5) -> lis
     return list(session.execute(stmt).scalars())
 
 
+def channels_with_deliveries(*, session: Session, limit: int = 5) -> list[dict[str, Any]]:
+    """Return each channel with its last deliveries and their states, as the page and the API show them."""
+    rows = []
+    for ch in list_channels(session=session):
+        msgs = last_deliveries(session=session, channel_id=ch.id, limit=limit)  # type: ignore[arg-type]
+        rows.append({"channel": ch, "deliveries": [(m, delivery_state(m)) for m in msgs]})
+    return rows
+
+
 def delivery_state(msg: AlertOutbox) -> str:
     """Return sent, retrying, queued or given up for a message."""
     if msg.status == "sent":
