@@ -43,7 +43,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                                          send_resolved=send_resolved, email=email if kind == "email" else None)
                 console.print(f"channel {ch.id} {ch.name} ({ch.kind}) added", highlight=False)
                 if ch.kind == "webhook":
-                    console.print(f"signing secret: {service.signing_secret(ch, settings.secret_key)}", highlight=False)
+                    typer.echo(f"signing secret: {service.signing_secret(ch, settings.secret_key)}")
         except service.AlertsError as exc:
             fail(str(exc))
 
@@ -60,13 +60,13 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 last = service.last_deliveries(session=session, channel_id=ch.id, limit=1)  # type: ignore[arg-type]
                 where = ch.target or f"{ch.config.get('host')}:{ch.config.get('port')} -> {', '.join(ch.config.get('to', []))}"
                 state = f"last: {service.delivery_state(last[0])}" if last else "nothing sent yet"
-                console.print(
+                # plain tab-separated lines (no wrapping), for people and for scripts
+                typer.echo(
                     f"{ch.id}\t{ch.name}\t{ch.kind}\t{where}\ttopics={','.join(ch.topics)}\t"
-                    f"resolved={'yes' if ch.send_resolved else 'no'}\t{state}",
-                    highlight=False, soft_wrap=True,
+                    f"resolved={'yes' if ch.send_resolved else 'no'}\t{state}"
                 )
                 if show_secrets and ch.kind == "webhook":
-                    console.print(f"\tsigning secret: {service.signing_secret(ch, settings.secret_key)}", highlight=False)
+                    typer.echo(f"\tsigning secret: {service.signing_secret(ch, settings.secret_key)}")
 
     @channels.command("test")
     def channels_test(channel: str = typer.Argument(..., help="Channel id or name")) -> None:
@@ -101,16 +101,19 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def run_once() -> None:
         """Evaluate alerts once (if no other process holds the evaluator lease) and deliver what is due."""
         from webapp.alerts.background import holder_id, run_pass
+        from webapp.alerts.service import release_lease
         from webapp.db import make_engine
         from webapp.migrations_runner import upgrade
 
         settings = load_settings()
         upgrade(settings.database_url)
         engine = make_engine(settings.database_url)
+        holder = holder_id()
         try:
             report = run_pass(engine=engine, spec=settings.eval_spec, base_url=settings.base_url,
-                              secret_key=settings.secret_key, holder=holder_id(), lease_ttl_s=300)
+                              secret_key=settings.secret_key, holder=holder, lease_ttl_s=300)
         finally:
+            release_lease(engine=engine, holder=holder)  # the next cron run may evaluate at once
             engine.dispose()
         if report.evaluated:
             console.print(f"evaluated: {report.transitions} new transitions, {report.queued} messages queued")
