@@ -67,8 +67,13 @@ class TestMetricTransitions:
         load(session, spec, bad_accept_days(DAY1))
         first = service.record_transitions(session=session, spec=spec)
         assert len(first.transitions) == 1 and first.messages == []
+        session.commit()
         service.add_channel(session=session, name="late", kind="file", target="/tmp/unused.jsonl")
         assert service.record_transitions(session=session, spec=spec).messages == []
+        # the alert it never heard of resolves: not sent to it either
+        load(session, spec, [ev(DAY1 + dt.timedelta(days=3), h) for h in range(9, 13)])
+        resolved = service.record_transitions(session=session, spec=spec)
+        assert [t["state"] for t in resolved.transitions] == ["resolved"] and resolved.messages == []
 
     def test_topic_filters(self, session) -> None:  # type: ignore[no-untyped-def]
         metric = {"kind": "metric", "topic": "accept_rate", "state": "firing"}

@@ -443,14 +443,38 @@ def idempotency_key(channel_id: int, item_keys: list[str]) -> str:
     return "dd-" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
+def _fired_at(session: Session, item: dict[str, Any]) -> dt.datetime | None:
+    """Return when the firing that a resolved item ends was recorded (None if it predates the ledger)."""
+    if item["kind"] == "no_data":
+        stmt = select(AlertNotice.created_at).where(AlertNotice.key == item["key"].rsplit(":", 1)[0] + ":firing")
+    else:
+        stmt = (
+            select(AlertNotice.created_at)
+            .where(col(AlertNotice.key).startswith(f"metric:{item['topic']}:"), AlertNotice.state == "firing")
+            .order_by(col(AlertNotice.id).desc())
+            .limit(1)
+        )
+    value = session.execute(stmt).scalar()
+    return as_utc(value) if value is not None else None
+
+
 def enqueue(*, session: Session, items: list[dict[str, Any]], now: dt.datetime | None = None) -> list[AlertOutbox]:
-    """Write one outbox message per enabled channel that receives any of the items (grouped)."""
+    """Write one outbox message per enabled channel that receives any of the items (grouped).
+
+    A "resolved" goes only to channels that existed when the alert fired: a channel is never told
+    that something it never heard of is over.
+    """
     now = now or utcnow()
+    fired = {it["key"]: _fired_at(session, it) for it in items if it["state"] == "resolved"}
     out = []
     for channel in list_channels(session=session):
         if not channel.enabled:
             continue
-        chosen = [it for it in items if matches(channel, it)]
+        created = as_utc(channel.created_at)
+        chosen = [
+            it for it in items
+            if matches(channel, it) and (fired.get(it["key"]) is None or created <= fired[it["key"]])  # type: ignore[operator]
+        ]
         if not chosen:
             continue
         msg = AlertOutbox(
