@@ -13,7 +13,8 @@ from sqlmodel import Session
 from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
 from tests.conftest import TEST_SECRET
 from webapp.alerts import delivery, service
-from webapp.alerts.models import AlertOutbox
+from webapp.alerts.models import AlertNotice, AlertOutbox
+from webapp.metrics.models import Event
 from webapp.timeutil import as_utc, utcnow
 
 DAY1 = dt.date(2026, 11, 3)
@@ -214,3 +215,25 @@ class TestSignature:
         assert service.signing_secret(a, "k1") != service.signing_secret(b, "k1")
         assert service.signing_secret(a, "k1") != service.signing_secret(a, "k2")
         assert a.secret_nonce not in service.signing_secret(a, "k1")
+
+
+class TestIngestionIsolation:
+    def test_a_failing_hook_rolls_back_to_its_savepoint_and_ingestion_succeeds(self, api_as, session, spec, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="hook", kind="slack", target="https://x.test/")
+        session.commit()
+        real = service.enqueue
+
+        def broken_enqueue(**kwargs):  # type: ignore[no-untyped-def]
+            real(**kwargs)  # writes its rows, then fails: they must be rolled back, the events kept
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(service, "enqueue", broken_enqueue)
+        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days(DAY1))
+        assert r.status_code == 200 and r.json()["created"] == 12
+        session.expire_all()
+        assert len(session.execute(select(Event)).scalars().all()) == 12
+        assert _outbox(session) == []
+        assert session.execute(select(AlertNotice)).scalars().all() == []  # not recorded: the periodic pass will
+        monkeypatch.setattr(service, "enqueue", real)
+        result = service.record_transitions(session=session, spec=spec)
+        assert len(result.messages) == 1
