@@ -7,6 +7,8 @@ import email
 import email.policy
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult
 
 from tests.metrics.conftest import ev
 
@@ -89,22 +92,63 @@ class Mailbox:
     port: int
     messages: list[EmailMessage] = field(default_factory=list)
     envelopes: list[Any] = field(default_factory=list)
+    logins: list[tuple[str, str]] = field(default_factory=list)
+    ca_file: str = ""
+
+
+class _Handler:
+    def __init__(self, box: Mailbox) -> None:
+        self.box = box
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 (aiosmtpd's name)
+        self.box.envelopes.append(envelope)
+        self.box.messages.append(email.message_from_bytes(envelope.content, policy=email.policy.default))  # type: ignore[arg-type]
+        return "250 OK"
 
 
 @pytest.fixture
 def smtp_server() -> Iterator[Mailbox]:
-    """Start aiosmtpd on a free loopback port; every message it accepts lands in .messages."""
+    """Start aiosmtpd (plain SMTP) on a free loopback port; every message it accepts lands in .messages."""
     box = Mailbox("127.0.0.1", free_port())
-
-    class Handler:
-        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 (aiosmtpd's name)
-            box.envelopes.append(envelope)
-            box.messages.append(email.message_from_bytes(envelope.content, policy=email.policy.default))  # type: ignore[arg-type]
-            return "250 OK"
-
-    controller = Controller(Handler(), hostname=box.host, port=box.port)
+    controller = Controller(_Handler(box), hostname=box.host, port=box.port)
     controller.start()
     yield box
+    controller.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (it is its own CA), made with the openssl tool."""
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    return str(cert), str(key)
+
+
+@pytest.fixture(params=["starttls", "tls"])
+def secure_smtp_server(request: pytest.FixtureRequest, tls_cert: tuple[str, str]) -> Iterator[tuple[str, Mailbox]]:
+    """aiosmtpd requiring STARTTLS (or implicit TLS) and a login; yields (security mode, mailbox)."""
+    cert, key = tls_cert
+    box = Mailbox("127.0.0.1", free_port(), ca_file=cert)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+
+    def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        box.logins.append((data.login.decode(), data.password.decode()))
+        return AuthResult(success=data.password == b"s3cret-from-env")
+
+    kwargs: dict[str, Any] = {"authenticator": authenticator, "auth_required": True}
+    if request.param == "starttls":
+        kwargs |= {"tls_context": ctx, "require_starttls": True}
+    else:
+        kwargs |= {"ssl_context": ctx, "auth_require_tls": False}  # the whole connection is TLS
+    controller = Controller(_Handler(box), hostname=box.host, port=box.port, **kwargs)
+    controller.start()
+    yield request.param, box
     controller.stop()
 
 

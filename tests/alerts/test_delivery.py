@@ -7,6 +7,8 @@ import hashlib
 import json
 import random
 
+import pytest
+
 from sqlalchemy import select
 from sqlmodel import Session
 
@@ -18,6 +20,8 @@ from webapp.metrics.models import Event
 from webapp.timeutil import as_utc, utcnow
 
 DAY1 = dt.date(2026, 11, 3)
+# aiosmtpd warns about AUTH without STARTTLS even when the whole connection is implicit TLS
+pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
 
 
 def _outbox(session: Session) -> list[AlertOutbox]:
@@ -237,3 +241,37 @@ class TestIngestionIsolation:
         monkeypatch.setattr(service, "enqueue", real)
         result = service.record_transitions(session=session, spec=spec)
         assert len(result.messages) == 1
+
+
+class TestEmailSecurity:
+    def test_starttls_or_tls_with_password_from_the_environment(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        security, box = secure_smtp_server
+        ch = service.add_channel(
+            session=session, name="mail", kind="email",
+            email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
+                   "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "alerts@draftdesk.test",
+                   "to": "lead@example.test, pm@example.test", "ca_file": box.ca_file},
+        )
+        session.commit()
+        assert "s3cret" not in json.dumps(ch.config)  # only the variable's name is stored
+        missing = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        assert not missing.ok and "DD_TEST_SMTP_PASSWORD" in missing.error
+        monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
+        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        assert result.ok, result.error
+        assert box.logins == [("alerts", "s3cret-from-env")]
+        [mail] = box.messages
+        assert box.envelopes[0].rcpt_tos == ["lead@example.test", "pm@example.test"]
+        assert mail["Subject"] == "[Draft Desk] TEST: Test message"
+
+    def test_an_untrusted_certificate_is_refused(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        security, box = secure_smtp_server
+        monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
+        ch = service.add_channel(
+            session=session, name="mail", kind="email",
+            email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
+                   "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "a@draftdesk.test", "to": "lead@example.test"},
+        )
+        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        assert not result.ok and "CERTIFICATE_VERIFY_FAILED" in result.error
+        assert box.logins == [] and box.messages == []  # the password never left over an unverified link
