@@ -8,7 +8,6 @@ import json
 import random
 
 import pytest
-
 from sqlalchemy import select
 from sqlmodel import Session
 
