@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -43,6 +44,7 @@ class Receiver:
     requests: list[Received] = field(default_factory=list)
     script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     by_path: dict[str, int] = field(default_factory=dict)  # fixed answers for some paths
+    delay_s: dict[str, float] = field(default_factory=dict)  # slow answers for some paths
 
 
 @pytest.fixture
@@ -54,6 +56,7 @@ def receiver() -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            time.sleep(state.delay_s.get(self.path, 0.0))
             with lock:
                 state.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 if self.path in state.by_path:

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import random
+import time
 
 import pytest
 from sqlalchemy import select
@@ -274,3 +275,32 @@ class TestEmailSecurity:
         result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
         assert not result.ok and "CERTIFICATE_VERIFY_FAILED" in result.error
         assert box.logins == [] and box.messages == []  # the password never left over an unverified link
+
+
+class TestChannelsApart:
+    def _item(self, n: int) -> dict:  # type: ignore[type-arg]
+        return {"key": f"t:{n}", "kind": "metric", "topic": "accept_rate", "state": "firing", "alert": "Accept rate",
+                "rule": "r", "window": "w", "days": [], "segment": "all traffic", "path": "/metrics"}
+
+    def test_slow_receivers_are_served_side_by_side(self, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+        for name in ("a", "b"):
+            service.add_channel(session=session, name=name, kind="slack", target=f"{receiver.url}/{name}")
+            receiver.delay_s[f"/hook/{name}"] = 2.0
+        service.enqueue(session=session, items=[self._item(1)])
+        session.commit()
+        started = time.monotonic()
+        report = _deliver(engine)
+        took = time.monotonic() - started
+        assert len(report.sent) == 2
+        assert took < 3.9  # one after the other would take at least 4 s
+
+    def test_a_failing_receiver_keeps_its_other_messages_for_the_next_pass(self, session, engine) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
+        service.enqueue(session=session, items=[self._item(1)])
+        service.enqueue(session=session, items=[self._item(2)])
+        session.commit()
+        report = _deliver(engine)
+        assert len(report.retrying) == 1
+        first, second = _outbox(session)
+        assert first.attempts == 1 and second.attempts == 0
+        assert second.claimed_until is None and second.claim_token is None  # free for the next pass

@@ -15,7 +15,9 @@ import random
 import secrets
 import smtplib
 import ssl
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
@@ -192,6 +194,9 @@ def send_test(channel: AlertChannel, *, base_url: str, secret_key: str) -> SendR
 # --- the worker pass ---------------------------------------------------------------------------------
 
 
+_report_lock = threading.Lock()
+
+
 @dataclass
 class DeliveryReport:
     """What one delivery pass did."""
@@ -238,23 +243,62 @@ def deliver_due(
     limit: int = 50,
     rng: random.Random | None = None,
 ) -> DeliveryReport:
-    """Claim due messages, send each, and record sent / retry at (backoff or Retry-After) / given up."""
+    """Claim due messages, send them (channels side by side), and record sent / retry at / given up."""
     now = now or utcnow()
     rng = rng or random.Random()
     report = DeliveryReport()
     token, ids = claim_due(engine=engine, now=now, limit=limit)
-    for msg_id in ids:
-        with Session(engine, expire_on_commit=False) as session:
+    if not ids:
+        return report
+    by_channel: dict[int, list[tuple[AlertOutbox, AlertChannel]]] = {}
+    with Session(engine, expire_on_commit=False) as session:
+        for msg_id in ids:
             msg = session.get(AlertOutbox, msg_id)
             channel = session.get(AlertChannel, msg.channel_id) if msg else None
-            if msg is None or channel is None:
-                continue
+            if msg is not None and channel is not None:
+                by_channel.setdefault(channel.id, []).append((msg, channel))  # type: ignore[arg-type]
+    # One thread per channel: a slow or hanging receiver (up to its timeout per message) delays only its own messages.
+    with ThreadPoolExecutor(max_workers=min(8, len(by_channel) or 1)) as pool:
+        futures = [
+            pool.submit(_deliver_channel, engine, items, token, now, random.Random(rng.random()), base_url, secret_key, report)
+            for items in by_channel.values()
+        ]
+        for f in futures:
+            f.result()
+    return report
+
+
+def _deliver_channel(
+    engine: Engine,
+    items: list[tuple[AlertOutbox, AlertChannel]],
+    token: str,
+    now: dt.datetime,
+    rng: random.Random,
+    base_url: str,
+    secret_key: str,
+    report: DeliveryReport,
+) -> None:
+    for i, (msg, channel) in enumerate(items):
         try:
             result = send(channel, msg.payload, msg.idempotency_key, base_url=base_url, secret_key=secret_key)
         except Exception as exc:  # a bug in one channel must not stop the others
             result = SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
         _record(engine, msg, token, result, now, rng, report)
-    return report
+        if not result.ok and not result.permanent:
+            # the receiver is in trouble: leave its other messages for the next pass instead of hammering it
+            _release(engine, [m.id for m, _ in items[i + 1 :]], token)  # type: ignore[misc]
+            return
+
+
+def _release(engine: Engine, ids: list[int], token: str) -> None:
+    if not ids:
+        return
+    table = AlertOutbox.__table__  # type: ignore[attr-defined]
+    with Session(engine) as session:
+        session.execute(
+            update(table).where(table.c.id.in_(ids), table.c.claim_token == token).values(claimed_until=None, claim_token=None)
+        )
+        session.commit()
 
 
 def _record(
@@ -281,7 +325,8 @@ def _record(
         res = session.execute(update(table).where(table.c.id == msg.id, table.c.claim_token == token).values(**values))
         session.commit()
     if res.rowcount:  # type: ignore[attr-defined]
-        bucket.append(msg.id)  # type: ignore[arg-type]
+        with _report_lock:
+            bucket.append(msg.id)  # type: ignore[arg-type]
 
 
 def pending_count(*, engine: Engine) -> int:
