@@ -452,7 +452,7 @@ def _fired_at(session: Session, item: dict[str, Any]) -> dt.datetime | None:
     else:
         stmt = (
             select(AlertNotice.created_at)
-            .where(col(AlertNotice.key).startswith(f"metric:{item['topic']}:"), AlertNotice.state == "firing")
+            .where(col(AlertNotice.key).startswith(f"metric:{item['topic']}:", autoescape=True), AlertNotice.state == "firing")
             .order_by(col(AlertNotice.id).desc())
             .limit(1)
         )
