@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     login_max_failures: int = 5
     login_window_minutes: int = 15
     evaluator_prices: Path = DATA_DIR / "model_prices.yaml"
+    # Where people open Draft Desk: the links in notifications start with it.
+    base_url: str = "http://127.0.0.1:8000"
+    # Background jobs (alert evaluation and delivery) run in the server; `draftdesk serve` turns them on.
+    background_jobs: bool = False
+    alerts_interval_seconds: float = 30.0
 
     @model_validator(mode="after")
     def _no_default_secret_in_production(self) -> Settings:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, Request
@@ -35,6 +38,7 @@ DOMAINS = (
     "gates",
     "survey",
     "admin",
+    "alerts",
 )
 
 
@@ -50,6 +54,20 @@ def _domain_modules(kind: str) -> list[Any]:
     return modules
 
 
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Run each domain's background.run(app) while the server is up, when background jobs are on."""
+    tasks = []
+    if app.state.settings.background_jobs:
+        tasks = [asyncio.create_task(m.run(app)) for m in _domain_modules("background")]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application for the given settings (the eval spec is validated here)."""
     settings = settings or Settings()
@@ -61,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/api/docs",
         openapi_url="/api/openapi.json",
         redoc_url=None,
+        lifespan=_lifespan,
     )
     app.state.settings = settings
     app.state.spec = spec

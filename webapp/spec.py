@@ -255,6 +255,11 @@ class ReviewSpec(_Strict):
         return self.monthly_pairs if self.cadence == "monthly" else self.weekly_pairs
 
 
+class AlertsSpec(_Strict):
+    # Hours without any event (during and after the pilot) before the "no data" alert fires.
+    no_data_hours: float = Field(default=6, gt=0)
+
+
 class EvalSpec(_Strict):
     version: int
     timezone: str = "UTC"
@@ -267,6 +272,7 @@ class EvalSpec(_Strict):
     online_metrics: OnlineMetricsSpec
     gates: GatesSpec
     review: ReviewSpec
+    alerts: AlertsSpec = Field(default_factory=AlertsSpec)
 
     @field_validator("timezone")
     @classmethod

@@ -77,8 +77,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def serve(
         host: str = typer.Option("127.0.0.1", "--host"),
         port: int = typer.Option(8000, "--port"),
+        background: bool = typer.Option(True, "--background/--no-background", help="Run alert evaluation and delivery"),
     ) -> None:
-        """Apply pending migrations and serve the dashboard with uvicorn."""
+        """Apply pending migrations and serve the dashboard with uvicorn (alert jobs in the background)."""
         import uvicorn
 
         from webapp.config import ConfigError, Settings
@@ -87,7 +88,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         from webapp.spec import SpecError
 
         try:
-            settings = Settings()
+            settings = Settings(background_jobs=background)
             app_ = create_app(settings)
         except (ConfigError, SpecError) as exc:
             fail(str(exc))

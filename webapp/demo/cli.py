@@ -50,17 +50,24 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         if url.startswith("sqlite:///"):
             Path(url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
         try:
-            settings = Settings(database_url=url, mode="demo")
+            # the server runs the alert worker, which delivers the demo's notifications to its log file
+            settings = Settings(database_url=url, mode="demo", base_url=f"http://{host}:{port}", background_jobs=True)
             spec = settings.eval_spec
         except (ConfigError, SpecError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         upgrade(url)
         engine = make_engine(url)
+        from webapp.alerts import delivery as alerts_delivery
+        from webapp.alerts import demo as alerts_demo
+
         try:
             with session_scope(engine) as session:
                 already = is_seeded(session=session)
                 seed_demo(session=session, spec=spec, seed=seed)
+            alerts_delivery.deliver_due(engine=engine, base_url=settings.base_url, secret_key=settings.secret_key)
+            with session_scope(engine) as session:
+                channels = alerts_demo.where_notifications_go(session=session)
         except DemoHookError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
@@ -71,6 +78,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         typer.echo(f"sign in with any of these (password for all: {c.DEMO_PASSWORD}):")
         for key, email, name, roles in c.DEMO_USERS:
             typer.echo(f"  {key:<13} {email:<32} {c.DEMO_PASSWORD}   ({name}; role {', '.join(roles)})")
+        typer.echo("alert notifications go to:")
+        for line in channels:
+            typer.echo(line)
         if seed_only:
             return
         import uvicorn

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from webapp.alerts import service as alerts_service
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
@@ -205,6 +206,7 @@ def decide_hallucination(
     request: Request,
     report_id: int,
     session: SessionDep,
+    spec: SpecDep,
     decision: str = Form(...),
     note: str = Form(""),
     status: str = Form("pending"),
@@ -215,6 +217,7 @@ def decide_hallucination(
         service.decide_report(session=session, report_id=report_id, decision=decision, decided_by=principal.user_id, note=note)
     except service.MetricsError as exc:
         raise HTTPException(404 if "no hallucination" in str(exc) else 422, detail=str(exc)) from exc
+    alerts_service.notify_changes(session=session, spec=spec)  # a confirmed report -> outbox, same transaction
     if not is_htmx(request):
         return RedirectResponse(f"/metrics/hallucinations?status={status}", status_code=303)
     reports = service.list_reports(session=session, status=None if status == "all" else status)

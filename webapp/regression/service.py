@@ -10,6 +10,7 @@ from typing import Any, Literal
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
+from webapp.alerts import service as alerts_service
 from webapp.checks import service as checks_service
 from webapp.checks.rules import CHECK_LABELS
 from webapp.checks.service import CheckRate, RunSummary
@@ -616,6 +617,8 @@ def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> li
                 )
                 if alert:
                     new.append(alert)
+    if new:
+        alerts_service.notify_changes(session=session, spec=spec)  # new regression alerts -> outbox
     return new
 
 

@@ -1,0 +1,306 @@
+"""End to end with real parts: events through the API, the outbox, a local HTTP receiver and a local SMTP server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import random
+import time
+
+import pytest
+from sqlalchemy import select
+from sqlmodel import Session
+
+from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
+from tests.conftest import TEST_SECRET
+from webapp.alerts import delivery, service
+from webapp.alerts.models import AlertNotice, AlertOutbox
+from webapp.metrics.models import Event
+from webapp.timeutil import as_utc, utcnow
+
+DAY1 = dt.date(2026, 11, 3)
+# aiosmtpd warns about AUTH without STARTTLS even when the whole connection is implicit TLS
+pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
+
+
+def _outbox(session: Session) -> list[AlertOutbox]:
+    session.expire_all()
+    return list(session.execute(select(AlertOutbox).order_by(AlertOutbox.id)).scalars())  # type: ignore[arg-type]
+
+
+def _deliver(engine, now=None):  # type: ignore[no-untyped-def]
+    return delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET, now=now, rng=random.Random(1))
+
+
+def _hmac_sha256(key: bytes, msg: bytes) -> str:
+    """HMAC-SHA256 written out from RFC 2104 (independent of the hmac module the app uses)."""
+    block = 64
+    if len(key) > block:
+        key = hashlib.sha256(key).digest()
+    key = key.ljust(block, b"\0")
+    inner = hashlib.sha256(bytes(k ^ 0x36 for k in key) + msg).digest()
+    return hashlib.sha256(bytes(k ^ 0x5C for k in key) + inner).hexdigest()
+
+
+class TestAcceptRateFires:
+    def test_one_webhook_and_one_email_with_numbers_and_link(self, api_as, session, engine, receiver, smtp_server) -> None:  # type: ignore[no-untyped-def]
+        hook = service.add_channel(session=session, name="ops-hook", kind="webhook", target=receiver.url)
+        service.add_channel(
+            session=session, name="lead-mail", kind="email",
+            email={"host": smtp_server.host, "port": smtp_server.port, "security": "none",
+                   "from_addr": "alerts@draftdesk.test", "to": "lead@example.test"},
+        )
+        session.commit()
+        agent = api_as(scopes=["ingest"])
+        r = agent.post("/api/v1/events", json=bad_accept_days(DAY1))
+        assert r.status_code == 200 and r.json()["created"] == 12
+
+        msgs = _outbox(session)
+        assert len(msgs) == 2  # one per channel, written by the ingestion request
+        report = _deliver(engine)
+        assert len(report.sent) == 2 and not report.retrying
+
+        assert len(receiver.requests) == 1
+        body = receiver.requests[0].json()
+        assert [it["topic"] for it in body["items"]] == ["accept_rate"]
+        item = body["items"][0]
+        # 2 accepted of 4 shown drafts on each day: 0.5, under the 0.65 threshold for 3 consecutive days
+        assert item["state"] == "firing"
+        assert item["value"] == 0.5 and item["threshold"] == 0.65 and item["op"] == "<"
+        assert item["days"] == ["2026-11-03", "2026-11-04", "2026-11-05"]
+        assert item["segment"] == "all traffic"
+        assert item["url"] == f"{BASE_URL}/metrics?start=2026-11-03&end=2026-11-05"
+        assert receiver.requests[0].headers["idempotency-key"] == next(m for m in msgs if m.channel_id == hook.id).idempotency_key
+
+        assert len(smtp_server.messages) == 1
+        mail = smtp_server.messages[0]
+        assert mail["To"] == "lead@example.test"
+        assert "FIRING: Accept rate" in mail["Subject"]
+        text = mail.get_content()
+        assert "value 50.0% vs threshold 65.0%" in text
+        assert "from 2026-11-03 to 2026-11-05" in text
+        assert f"{BASE_URL}/metrics?start=2026-11-03&end=2026-11-05" in text
+
+        # a retried batch (all duplicates) and another pass queue nothing new
+        agent.post("/api/v1/events", json=[])
+        service.record_transitions(session=session, spec=agent.app.state.spec)
+        session.commit()
+        assert len(_outbox(session)) == 2
+
+    def test_transitions_of_one_batch_are_grouped_per_channel(self, api_as, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="all", kind="slack", target=receiver.url)
+        service.add_channel(session=session, name="regressions-only", kind="webhook", target=receiver.url, topics=["regression"])
+        session.commit()
+        events = bad_accept_days(DAY1)
+        # and 2 rejects in 4 shown drafts on the last two days: reject rate 0.5 > 0.10 on 2 consecutive days
+        from tests.metrics.conftest import ev
+
+        for day in (DAY1 + dt.timedelta(days=1), DAY1 + dt.timedelta(days=2)):
+            events += [ev(day, 14, action="reject"), ev(day, 15, action="reject")]
+        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=events)
+        assert r.status_code == 200
+        msgs = _outbox(session)
+        assert len(msgs) == 1  # the regression-only channel gets nothing
+        _deliver(engine)
+        assert len(receiver.requests) == 1
+        body = receiver.requests[0].json()
+        assert set(body) == {"text", "blocks"}
+        assert body["text"].count("[FIRING]") == 2
+        assert "Accept rate" in body["text"] and "Reject rate" in body["text"]
+        assert len([b for b in body["blocks"] if b["type"] == "section"]) == 2
+
+
+class TestRetries:
+    def _queue(self, session, spec, target: str) -> AlertOutbox:  # type: ignore[no-untyped-def]
+        from tests.metrics.conftest import load
+
+        service.add_channel(session=session, name="hook", kind="webhook", target=target)
+        load(session, spec, bad_accept_days(DAY1))
+        service.record_transitions(session=session, spec=spec)
+        session.commit()
+        [msg] = _outbox(session)
+        return msg
+
+    def test_500_twice_then_200_same_key_three_times(self, session, engine, spec, receiver) -> None:  # type: ignore[no-untyped-def]
+        receiver.script = [(500, {}), (500, {})]
+        msg = self._queue(session, spec, receiver.url)
+        t0 = as_utc(msg.next_attempt_at)
+        now = t0
+        waits = []
+        for _ in range(3):
+            _deliver(engine, now)
+            [msg] = _outbox(session)
+            if msg.status == "sent":
+                break
+            nxt = as_utc(msg.next_attempt_at)
+            waits.append((nxt - now).total_seconds())
+            assert _deliver(engine, nxt - dt.timedelta(seconds=1)).sent == []  # not before its time
+            now = nxt
+        assert len(receiver.requests) == 3
+        assert {r.headers["idempotency-key"] for r in receiver.requests} == {msg.idempotency_key}
+        assert msg.status == "sent" and msg.attempts == 3 and msg.sent_at is not None
+        # backoff: 30 s then 60 s ceilings, jitter keeps each wait in [50%, 100%] of its ceiling
+        assert 15 <= waits[0] <= 30 and 30 <= waits[1] <= 60
+
+    def test_retry_after_is_honoured(self, session, engine, spec, receiver) -> None:  # type: ignore[no-untyped-def]
+        receiver.script = [(503, {"Retry-After": "120"})]
+        msg = self._queue(session, spec, receiver.url)
+        now = as_utc(msg.next_attempt_at)
+        _deliver(engine, now)
+        [msg] = _outbox(session)
+        assert msg.status == "pending" and msg.last_status == 503
+        assert as_utc(msg.next_attempt_at) - now == dt.timedelta(seconds=120)
+
+    def test_receiver_down_keeps_retrying_then_gives_up_after_24h(self, api_as, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/hook")
+        service.add_channel(session=session, name="up", kind="slack", target=receiver.url)
+        session.commit()
+        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days(DAY1))
+        assert r.status_code == 200 and r.json()["created"] == 12  # ingestion does not wait for any receiver
+        report = _deliver(engine)
+        assert len(report.sent) == 1 and len(report.retrying) == 1  # the working channel is not held up
+        down = next(m for m in _outbox(session) if m.status == "pending")
+        assert down.attempts == 1 and "ConnectError" in down.last_error
+        now = as_utc(down.next_attempt_at)
+        for _ in range(60):
+            _deliver(engine, now)
+            down = next(m for m in _outbox(session) if m.id == down.id)
+            if down.status != "pending":
+                break
+            now = as_utc(down.next_attempt_at)
+        assert down.status == "failed" and "gave up" in down.last_error
+        assert now - as_utc(down.created_at) <= dt.timedelta(hours=24)
+        assert down.attempts > 10  # hourly retries after the backoff reaches its cap
+
+    def test_restart_between_claim_and_send_loses_nothing(self, session, engine, spec, receiver, db_url) -> None:  # type: ignore[no-untyped-def]
+        msg = self._queue(session, spec, receiver.url)
+        now = as_utc(msg.next_attempt_at)
+        token, ids = delivery.claim_due(engine=engine, now=now)  # a worker claims ... and dies before sending
+        assert ids == [msg.id]
+        assert _deliver(engine, now).sent == []  # the claim holds while it is valid
+        from webapp.db import make_engine
+
+        fresh = make_engine(db_url)  # a restarted process
+        try:
+            later = now + dt.timedelta(seconds=delivery.CLAIM_S + 1)
+            report = delivery.deliver_due(engine=fresh, base_url=BASE_URL, secret_key=TEST_SECRET, now=later)
+        finally:
+            fresh.dispose()
+        assert report.sent == [msg.id]
+        assert len(receiver.requests) == 1
+        [msg] = _outbox(session)
+        assert msg.status == "sent"
+
+
+class TestSignature:
+    def test_hmac_over_timestamp_and_body_verifies_independently(self, session, engine, spec, receiver) -> None:  # type: ignore[no-untyped-def]
+        from tests.metrics.conftest import load
+
+        ch = service.add_channel(session=session, name="signed", kind="webhook", target=receiver.url)
+        secret = service.signing_secret(ch, TEST_SECRET)  # what `channels add` prints for the receiver
+        load(session, spec, bad_accept_days(DAY1))
+        service.record_transitions(session=session, spec=spec)
+        session.commit()
+        _deliver(engine)
+        [req] = receiver.requests
+        ts = req.headers["x-draftdesk-timestamp"]
+        assert abs(int(ts) - utcnow().timestamp()) < 60
+        expected = "v1=" + _hmac_sha256(secret.encode(), ts.encode() + b"." + req.body)
+        assert req.headers["x-draftdesk-signature"] == expected
+        tampered = req.body.replace(b"0.65", b"0.95")
+        assert "v1=" + _hmac_sha256(secret.encode(), ts.encode() + b"." + tampered) != expected
+        assert json.loads(req.body)["idempotency_key"] == req.headers["idempotency-key"]
+
+    def test_secret_depends_on_app_key_and_channel(self, session) -> None:  # type: ignore[no-untyped-def]
+        a = service.add_channel(session=session, name="a", kind="webhook", target="https://x.test/a")
+        b = service.add_channel(session=session, name="b", kind="webhook", target="https://x.test/b")
+        assert service.signing_secret(a, "k1") == service.signing_secret(a, "k1")
+        assert service.signing_secret(a, "k1") != service.signing_secret(b, "k1")
+        assert service.signing_secret(a, "k1") != service.signing_secret(a, "k2")
+        assert a.secret_nonce not in service.signing_secret(a, "k1")
+
+
+class TestIngestionIsolation:
+    def test_a_failing_hook_rolls_back_to_its_savepoint_and_ingestion_succeeds(self, api_as, session, spec, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="hook", kind="slack", target="https://x.test/")
+        session.commit()
+        real = service.enqueue
+
+        def broken_enqueue(**kwargs):  # type: ignore[no-untyped-def]
+            real(**kwargs)  # writes its rows, then fails: they must be rolled back, the events kept
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(service, "enqueue", broken_enqueue)
+        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days(DAY1))
+        assert r.status_code == 200 and r.json()["created"] == 12
+        session.expire_all()
+        assert len(session.execute(select(Event)).scalars().all()) == 12
+        assert _outbox(session) == []
+        assert session.execute(select(AlertNotice)).scalars().all() == []  # not recorded: the periodic pass will
+        monkeypatch.setattr(service, "enqueue", real)
+        result = service.record_transitions(session=session, spec=spec)
+        assert len(result.messages) == 1
+
+
+class TestEmailSecurity:
+    def test_starttls_or_tls_with_password_from_the_environment(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        security, box = secure_smtp_server
+        ch = service.add_channel(
+            session=session, name="mail", kind="email",
+            email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
+                   "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "alerts@draftdesk.test",
+                   "to": "lead@example.test, pm@example.test", "ca_file": box.ca_file},
+        )
+        session.commit()
+        assert "s3cret" not in json.dumps(ch.config)  # only the variable's name is stored
+        missing = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        assert not missing.ok and "DD_TEST_SMTP_PASSWORD" in missing.error
+        monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
+        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        assert result.ok, result.error
+        assert box.logins == [("alerts", "s3cret-from-env")]
+        [mail] = box.messages
+        assert box.envelopes[0].rcpt_tos == ["lead@example.test", "pm@example.test"]
+        assert mail["Subject"] == "[Draft Desk] TEST: Test message"
+
+    def test_an_untrusted_certificate_is_refused(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        security, box = secure_smtp_server
+        monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
+        ch = service.add_channel(
+            session=session, name="mail", kind="email",
+            email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
+                   "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "a@draftdesk.test", "to": "lead@example.test"},
+        )
+        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        assert not result.ok and "CERTIFICATE_VERIFY_FAILED" in result.error
+        assert box.logins == [] and box.messages == []  # the password never left over an unverified link
+
+
+class TestChannelsApart:
+    def _item(self, n: int) -> dict:  # type: ignore[type-arg]
+        return {"key": f"t:{n}", "kind": "metric", "topic": "accept_rate", "state": "firing", "alert": "Accept rate",
+                "rule": "r", "window": "w", "days": [], "segment": "all traffic", "path": "/metrics"}
+
+    def test_slow_receivers_are_served_side_by_side(self, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+        for name in ("a", "b"):
+            service.add_channel(session=session, name=name, kind="slack", target=f"{receiver.url}/{name}")
+            receiver.delay_s[f"/hook/{name}"] = 2.0
+        service.enqueue(session=session, items=[self._item(1)])
+        session.commit()
+        started = time.monotonic()
+        report = _deliver(engine)
+        took = time.monotonic() - started
+        assert len(report.sent) == 2
+        assert took < 3.9  # one after the other would take at least 4 s
+
+    def test_a_failing_receiver_keeps_its_other_messages_for_the_next_pass(self, session, engine) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
+        service.enqueue(session=session, items=[self._item(1)])
+        service.enqueue(session=session, items=[self._item(2)])
+        session.commit()
+        report = _deliver(engine)
+        assert len(report.retrying) == 1
+        first, second = _outbox(session)
+        assert first.attempts == 1 and second.attempts == 0
+        assert second.claimed_until is None and second.claim_token is None  # free for the next pass

@@ -1,0 +1,126 @@
+"""The admin page and API of alert channels, and the background worker that `draftdesk serve` runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import time
+
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
+from tests.conftest import TEST_SECRET
+from tests.metrics.conftest import load
+from webapp.alerts import delivery, service
+from webapp.alerts.models import AlertChannel
+from webapp.config import Settings
+from webapp.main import create_app
+
+DAY1 = dt.date(2026, 11, 3)
+
+
+def _deliveries_in_three_states(session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
+    """Queue one message on each of three channels: one is delivered, one retries, one is refused for good."""
+    service.add_channel(session=session, name="works", kind="slack", target=receiver.url)
+    service.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/x")
+    service.add_channel(session=session, name="refuses", kind="slack", target=receiver.url + "/refuses")
+    load(session, spec, bad_accept_days(DAY1))
+    service.record_transitions(session=session, spec=spec)
+    session.commit()
+    receiver.by_path["/hook/refuses"] = 404
+
+
+class TestChannelsPage:
+    def test_shows_last_deliveries_sent_retrying_given_up(self, client_as, session, spec, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+        _deliveries_in_three_states(session, spec, receiver)
+        report = delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET, rng=random.Random(3))
+        assert (len(report.sent), len(report.retrying), len(report.failed)) == (1, 1, 1)
+        page = client_as("admin").get("/admin/alerts")
+        assert page.status_code == 200
+        html = page.text
+        for name in ("works", "down", "refuses"):
+            assert f"{name} <span class=\"badge\">" in html
+        assert ">sent<" in html and "retrying" in html and "next attempt" in html
+        assert "given up" in html and "gave up (permanent error) after 1 attempts: HTTP 404" in html
+        assert "Accept rate" in html
+
+    def test_api_lists_channels_with_deliveries(self, api_as, session, spec, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+        _deliveries_in_three_states(session, spec, receiver)
+        delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET)
+        r = api_as("admin").get("/api/v1/alerts/channels")
+        assert r.status_code == 200
+        states = {c["name"]: c["deliveries"][0]["state"] for c in r.json()}
+        assert states == {"works": "sent", "down": "retrying", "refuses": "given up"}
+        down = next(c for c in r.json() if c["name"] == "down")["deliveries"][0]
+        assert down["next_attempt_at"] and "ConnectError" in down["last_error"]
+        assert api_as("support_lead").get("/api/v1/alerts/channels").status_code == 403
+
+    def test_add_webhook_shows_its_signing_secret(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
+        admin = client_as("admin")
+        r = admin.post(
+            "/admin/alerts/channels",
+            data={"name": "ops", "kind": "webhook", "url": "https://hooks.example.test/in", "topic": ["accept_rate", "no_data"],
+                  "send_resolved": "1"},
+        )
+        assert r.status_code == 200
+        session.expire_all()
+        ch = session.execute(select(AlertChannel)).scalars().one()
+        assert ch.topics == ["accept_rate", "no_data"] and ch.send_resolved
+        assert service.signing_secret(ch, TEST_SECRET) in r.text
+
+    def test_bad_form_names_the_field_and_creates_nothing(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
+        admin = client_as("admin")
+        r = admin.post("/admin/alerts/channels", data={"name": "mail", "kind": "email", "smtp_host": "smtp.example.test",
+                                                       "from_addr": "a@example.test", "to": "not-an-address"})
+        assert r.status_code == 400 and "to: one or more email addresses" in r.text
+        r = admin.post("/admin/alerts/channels", data={"name": "disk", "kind": "file", "url": "/etc/passwd"})
+        assert r.status_code == 400 and "kind: must be one of slack, webhook, email" in r.text
+        session.expire_all()
+        assert session.execute(select(AlertChannel)).scalars().all() == []
+
+    def test_send_test_reports_the_answer(self, client_as, session, receiver) -> None:  # type: ignore[no-untyped-def]
+        ok = service.add_channel(session=session, name="hook", kind="webhook", target=receiver.url)
+        bad = service.add_channel(session=session, name="gone", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
+        session.commit()
+        admin = client_as("admin")
+        r = admin.post(f"/admin/alerts/channels/{ok.id}/test")
+        assert "Test message delivered to hook (HTTP 200)" in r.text
+        assert receiver.requests[0].json()["items"][0]["alert"] == "Test message"
+        r = admin.post(f"/admin/alerts/channels/{bad.id}/test")
+        assert "Test message to gone failed: ConnectError" in r.text
+
+    def test_remove(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
+        ch = service.add_channel(session=session, name="old", kind="slack", target="https://x.test/")
+        session.commit()
+        r = client_as("admin").post(f"/admin/alerts/channels/{ch.id}/delete", follow_redirects=False)
+        assert r.status_code == 303
+        session.expire_all()
+        assert session.execute(select(AlertChannel)).scalars().all() == []
+
+
+class TestBackgroundWorker:
+    def test_serve_lifespan_evaluates_and_delivers(self, db_url, session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
+        load(session, spec, bad_accept_days(DAY1))  # stored by a bulk import: no request hook ran
+        session.commit()
+        settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, base_url=BASE_URL,
+                            background_jobs=True, alerts_interval_seconds=0.2)
+        app = create_app(settings)
+        try:
+            with TestClient(app):
+                deadline = time.monotonic() + 20
+                while not receiver.requests and time.monotonic() < deadline:
+                    time.sleep(0.1)
+        finally:
+            app.state.engine.dispose()
+        assert len(receiver.requests) == 1
+        assert "Accept rate" in receiver.requests[0].json()["text"]
+
+    def test_without_background_jobs_nothing_is_sent(self, app, session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
+        service.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
+        load(session, spec, bad_accept_days(DAY1))
+        session.commit()
+        with TestClient(app):
+            time.sleep(1.0)
+        assert receiver.requests == []

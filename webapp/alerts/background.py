@@ -1,0 +1,83 @@
+"""The background job `draftdesk serve` runs: periodic evaluation (one process at a time) and delivery (every process)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from webapp.alerts import delivery, service
+from webapp.db import session_scope
+from webapp.spec import EvalSpec
+from webapp.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+
+def holder_id() -> str:
+    """Return a name for this process, unique across hosts and restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class PassReport:
+    """What one pass did."""
+
+    evaluated: bool
+    transitions: int
+    queued: int
+    delivery: delivery.DeliveryReport
+
+
+def run_pass(
+    *,
+    engine: Engine,
+    spec: EvalSpec,
+    base_url: str,
+    secret_key: str,
+    holder: str,
+    lease_ttl_s: float,
+    now: dt.datetime | None = None,
+) -> PassReport:
+    """Evaluate (only while holding the lease), then deliver what is due."""
+    now = now or utcnow()
+    evaluated = service.acquire_lease(engine=engine, holder=holder, ttl_s=lease_ttl_s, now=now)
+    transitions = queued = 0
+    if evaluated:
+        with session_scope(engine) as session:
+            result = service.record_transitions(session=session, spec=spec, now=now)
+            transitions, queued = len(result.transitions), len(result.messages)
+    report = delivery.deliver_due(engine=engine, base_url=base_url, secret_key=secret_key, now=now)
+    return PassReport(evaluated, transitions, queued, report)
+
+
+async def run(app: Any) -> None:
+    """Loop until cancelled: one pass every alerts_interval_seconds, in a thread (the database calls block)."""
+    settings = app.state.settings
+    interval = float(settings.alerts_interval_seconds)
+    holder = holder_id()
+    engine = app.state.engine
+    try:
+        while True:
+            try:
+                await asyncio.to_thread(
+                    run_pass,
+                    engine=engine,
+                    spec=app.state.spec,
+                    base_url=settings.base_url,
+                    secret_key=settings.secret_key,
+                    holder=holder,
+                    lease_ttl_s=3 * interval,
+                )
+            except Exception:
+                log.exception("alerts: background pass failed; trying again in %s s", interval)
+            await asyncio.sleep(interval)
+    finally:
+        await asyncio.to_thread(service.release_lease, engine=engine, holder=holder)

@@ -1,0 +1,335 @@
+"""Sending outbox messages: claims with a lease, retries with backoff and jitter, Retry-After, give-up after 24 h.
+
+At least once: a message is claimed (committed) before it is sent and marked sent only after the
+receiver accepted it; a worker that dies in between leaves a claim that expires, and the message is
+sent again with the same Idempotency-Key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import json
+import os
+import random
+import secrets
+import smtplib
+import ssl
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import select, update
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col
+
+from webapp.alerts import messages
+from webapp.alerts.models import AlertChannel, AlertOutbox
+from webapp.alerts.service import sign, signing_secret
+from webapp.timeutil import as_utc, utcnow
+
+GIVE_UP_AFTER = dt.timedelta(hours=24)
+BACKOFF_BASE_S = 30.0
+BACKOFF_CAP_S = 3600.0
+CLAIM_S = 120.0  # a claim outlives any single send (HTTP timeout 10 s, SMTP 30 s)
+HTTP_TIMEOUT_S = 10.0
+SMTP_TIMEOUT_S = 30.0
+# Receiver errors worth retrying; any other 4xx is a configuration error that retrying will not fix.
+RETRYABLE_4XX = {408, 409, 425, 429}
+USER_AGENT = "DraftDesk-Alerts/1"
+
+
+@dataclass
+class SendResult:
+    """What a receiver answered."""
+
+    ok: bool
+    status: int | None = None
+    error: str = ""
+    retry_after_s: float | None = None
+    permanent: bool = False
+
+
+def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
+    """Return a Retry-After header as seconds from now (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def backoff_s(attempts: int, rng: random.Random) -> float:
+    """Return the wait after the n-th failed attempt: exponential (30 s doubling, capped at 1 h), with jitter in [50%, 100%]."""
+    ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1))
+    return ceiling * (0.5 + 0.5 * rng.random())
+
+
+def _http(url: str, body: bytes, headers: dict[str, str]) -> SendResult:
+    try:
+        with httpx.Client(timeout=HTTP_TIMEOUT_S) as client:
+            r = client.post(url, content=body, headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers})
+    except httpx.HTTPError as exc:
+        return SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
+    if 200 <= r.status_code < 300:
+        return SendResult(True, r.status_code)
+    return SendResult(
+        False,
+        r.status_code,
+        f"HTTP {r.status_code}: {r.text[:300]}",
+        retry_after_s=parse_retry_after(r.headers.get("Retry-After"), utcnow()),
+        permanent=400 <= r.status_code < 500 and r.status_code not in RETRYABLE_4XX,
+    )
+
+
+def _email(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: str) -> SendResult:
+    cfg = channel.config
+    password = ""
+    if cfg.get("username"):
+        env = cfg.get("password_env", "")
+        if env not in os.environ:
+            return SendResult(False, None, f"environment variable {env} (SMTP password) is not set")
+        password = os.environ[env]
+    msg = EmailMessage()
+    msg["Subject"] = messages.subject(payload)
+    msg["From"] = cfg["from_addr"]
+    msg["To"] = ", ".join(cfg["to"])
+    msg["Date"] = email.utils.formatdate(localtime=False)
+    # The same Message-ID on every attempt: mail systems drop duplicates by it.
+    msg["Message-ID"] = f"<{key}@draftdesk.alerts>"
+    msg["X-Idempotency-Key"] = key
+    msg.set_content(messages.text(payload, base_url))
+    context = ssl.create_default_context(cafile=cfg.get("ca_file") or None)
+    try:
+        if cfg["security"] == "tls":
+            smtp: smtplib.SMTP = smtplib.SMTP_SSL(cfg["host"], cfg["port"], timeout=SMTP_TIMEOUT_S, context=context)
+        else:
+            smtp = smtplib.SMTP(cfg["host"], cfg["port"], timeout=SMTP_TIMEOUT_S)
+        with smtp:
+            if cfg["security"] == "starttls":
+                smtp.starttls(context=context)
+            if cfg.get("username"):
+                smtp.login(cfg["username"], password)
+            smtp.send_message(msg)
+    except smtplib.SMTPResponseException as exc:
+        # 5xx is permanent for SMTP (bad address, auth refused); 4xx asks to come back later
+        return SendResult(False, exc.smtp_code, f"SMTP {exc.smtp_code}: {exc.smtp_error!r}"[:500], permanent=exc.smtp_code >= 500)
+    except (OSError, smtplib.SMTPException) as exc:
+        return SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
+    return SendResult(True, 250)
+
+
+def _file(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: str) -> SendResult:
+    line = json.dumps({"idempotency_key": key, "channel": channel.name, "text": messages.text(payload, base_url),
+                       "items": payload["items"]}, sort_keys=True)
+    try:
+        path = Path(channel.target)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    except OSError as exc:
+        return SendResult(False, None, f"{exc.__class__.__name__}: {exc}")
+    return SendResult(True)
+
+
+def send(channel: AlertChannel, payload: dict[str, Any], key: str, *, base_url: str, secret_key: str) -> SendResult:
+    """Send one message to one channel (no database access); never raises for a receiver's failure."""
+    if channel.kind == "slack":
+        body = json.dumps(messages.slack_body(payload, base_url)).encode()
+        return _http(channel.target, body, {"Idempotency-Key": key})
+    if channel.kind == "webhook":
+        body = messages.webhook_body(payload, base_url, key)
+        ts = str(int(time.time()))
+        secret = signing_secret(channel, secret_key)
+        headers = {"Idempotency-Key": key, "X-DraftDesk-Timestamp": ts, "X-DraftDesk-Signature": sign(secret, ts, body)}
+        return _http(channel.target, body, headers)
+    if channel.kind == "email":
+        return _email(channel, payload, key, base_url)
+    if channel.kind == "file":
+        return _file(channel, payload, key, base_url)
+    return SendResult(False, None, f"unknown channel kind {channel.kind!r}", permanent=True)
+
+
+def test_payload(channel: AlertChannel) -> dict[str, Any]:
+    """Return the message that `channels test` sends."""
+    return {
+        "items": [
+            {
+                "key": f"test:{channel.id}:{secrets.token_hex(4)}",
+                "kind": "test",
+                "topic": "test",
+                "state": "test",
+                "alert": "Test message",
+                "rule": f"channel {channel.name} is set up",
+                "window": "none",
+                "value": None,
+                "threshold": None,
+                "op": "",
+                "days": [],
+                "segment": "none",
+                "path": "/admin/alerts",
+            }
+        ]
+    }
+
+
+def send_test(channel: AlertChannel, *, base_url: str, secret_key: str) -> SendResult:
+    """Send a test message to a channel now (not through the outbox) and return the answer."""
+    payload = test_payload(channel)
+    return send(channel, payload, payload["items"][0]["key"], base_url=base_url, secret_key=secret_key)
+
+
+# --- the worker pass ---------------------------------------------------------------------------------
+
+
+_report_lock = threading.Lock()
+
+
+@dataclass
+class DeliveryReport:
+    """What one delivery pass did."""
+
+    sent: list[int] = field(default_factory=list)
+    retrying: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+
+
+def claim_due(*, engine: Engine, now: dt.datetime, limit: int = 50, claim_s: float = CLAIM_S) -> tuple[str, list[int]]:
+    """Claim due messages for this worker (committed); an expired claim of a dead worker is taken over."""
+    token = secrets.token_hex(16)
+    table = AlertOutbox.__table__  # type: ignore[attr-defined]
+    free = (table.c.claimed_until.is_(None)) | (table.c.claimed_until < now)
+    with Session(engine) as session:
+        ids = list(
+            session.execute(
+                select(table.c.id)
+                .where(table.c.status == "pending", table.c.next_attempt_at <= now, free)
+                .order_by(table.c.next_attempt_at, table.c.id)
+                .limit(limit)
+            ).scalars()
+        )
+        claimed = []
+        for msg_id in ids:
+            # the conditions again, atomically: a concurrent worker that claimed first wins
+            res = session.execute(
+                update(table)
+                .where(table.c.id == msg_id, table.c.status == "pending", free)
+                .values(claimed_until=now + dt.timedelta(seconds=claim_s), claim_token=token)
+            )
+            if res.rowcount:  # type: ignore[attr-defined]
+                claimed.append(msg_id)
+        session.commit()
+    return token, claimed
+
+
+def deliver_due(
+    *,
+    engine: Engine,
+    base_url: str,
+    secret_key: str,
+    now: dt.datetime | None = None,
+    limit: int = 50,
+    rng: random.Random | None = None,
+) -> DeliveryReport:
+    """Claim due messages, send them (channels side by side), and record sent / retry at / given up."""
+    now = now or utcnow()
+    rng = rng or random.Random()
+    report = DeliveryReport()
+    token, ids = claim_due(engine=engine, now=now, limit=limit)
+    if not ids:
+        return report
+    by_channel: dict[int, list[tuple[AlertOutbox, AlertChannel]]] = {}
+    with Session(engine, expire_on_commit=False) as session:
+        for msg_id in ids:
+            msg = session.get(AlertOutbox, msg_id)
+            channel = session.get(AlertChannel, msg.channel_id) if msg else None
+            if msg is not None and channel is not None:
+                by_channel.setdefault(channel.id, []).append((msg, channel))  # type: ignore[arg-type]
+    # One thread per channel: a slow or hanging receiver (up to its timeout per message) delays only its own messages.
+    with ThreadPoolExecutor(max_workers=min(8, len(by_channel) or 1)) as pool:
+        futures = [
+            pool.submit(_deliver_channel, engine, items, token, now, random.Random(rng.random()), base_url, secret_key, report)
+            for items in by_channel.values()
+        ]
+        for f in futures:
+            f.result()
+    return report
+
+
+def _deliver_channel(
+    engine: Engine,
+    items: list[tuple[AlertOutbox, AlertChannel]],
+    token: str,
+    now: dt.datetime,
+    rng: random.Random,
+    base_url: str,
+    secret_key: str,
+    report: DeliveryReport,
+) -> None:
+    for i, (msg, channel) in enumerate(items):
+        try:
+            result = send(channel, msg.payload, msg.idempotency_key, base_url=base_url, secret_key=secret_key)
+        except Exception as exc:  # a bug in one channel must not stop the others
+            result = SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
+        _record(engine, msg, token, result, now, rng, report)
+        if not result.ok and not result.permanent:
+            # the receiver is in trouble: leave its other messages for the next pass instead of hammering it
+            _release(engine, [m.id for m, _ in items[i + 1 :]], token)  # type: ignore[misc]
+            return
+
+
+def _release(engine: Engine, ids: list[int], token: str) -> None:
+    if not ids:
+        return
+    table = AlertOutbox.__table__  # type: ignore[attr-defined]
+    with Session(engine) as session:
+        session.execute(
+            update(table).where(table.c.id.in_(ids), table.c.claim_token == token).values(claimed_until=None, claim_token=None)
+        )
+        session.commit()
+
+
+def _record(
+    engine: Engine, msg: AlertOutbox, token: str, result: SendResult, now: dt.datetime, rng: random.Random, report: DeliveryReport
+) -> None:
+    attempts = msg.attempts + 1
+    values: dict[str, Any] = {"attempts": attempts, "last_status": result.status, "claimed_until": None, "claim_token": None}
+    if result.ok:
+        values |= {"status": "sent", "sent_at": now, "last_error": ""}
+        bucket = report.sent
+    else:
+        wait = result.retry_after_s if result.retry_after_s is not None else backoff_s(attempts, rng)
+        next_at = now + dt.timedelta(seconds=wait)
+        deadline = as_utc(msg.created_at) + GIVE_UP_AFTER
+        if result.permanent or next_at > deadline:
+            why = "permanent error" if result.permanent else "retried for 24 h"
+            values |= {"status": "failed", "last_error": f"gave up ({why}) after {attempts} attempts: {result.error}"}
+            bucket = report.failed
+        else:
+            values |= {"next_attempt_at": next_at, "last_error": result.error}
+            bucket = report.retrying
+    table = AlertOutbox.__table__  # type: ignore[attr-defined]
+    with Session(engine) as session:
+        res = session.execute(update(table).where(table.c.id == msg.id, table.c.claim_token == token).values(**values))
+        session.commit()
+    if res.rowcount:  # type: ignore[attr-defined]
+        with _report_lock:
+            bucket.append(msg.id)  # type: ignore[arg-type]
+
+
+def pending_count(*, engine: Engine) -> int:
+    """Return how many messages still wait for delivery."""
+    with Session(engine) as session:
+        return len(list(session.execute(select(col(AlertOutbox.id)).where(AlertOutbox.status == "pending")).scalars()))

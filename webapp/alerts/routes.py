@@ -1,0 +1,61 @@
+"""JSON API: notification channels with their last deliveries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel
+
+from webapp.alerts import service
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import require_role
+
+router = APIRouter(tags=["alerts"])
+
+
+class DeliveryOut(BaseModel):
+    id: int
+    state: str
+    attempts: int
+    created_at: str
+    next_attempt_at: str | None
+    sent_at: str | None
+    last_status: int | None
+    last_error: str
+    items: list[str]
+
+
+class ChannelOut(BaseModel):
+    id: int
+    name: str
+    kind: str
+    target: str
+    topics: list[str]
+    send_resolved: bool
+    deliveries: list[DeliveryOut]
+
+
+@router.get("/alerts/channels", response_model=list[ChannelOut])
+def get_channels(session: SessionDep, principal: Principal = Depends(require_role("admin"))) -> list[dict[str, Any]]:
+    """List notification channels with their last five deliveries (newest first)."""
+    out = []
+    for row in service.channels_with_deliveries(session=session):
+        ch = row["channel"]
+        out.append(
+            {
+                "id": ch.id, "name": ch.name, "kind": ch.kind, "topics": ch.topics, "send_resolved": ch.send_resolved,
+                "target": ch.target or f"smtp://{ch.config.get('host')}:{ch.config.get('port')}",
+                "deliveries": [
+                    {
+                        "id": m.id, "state": state, "attempts": m.attempts, "created_at": m.created_at.isoformat(),
+                        "next_attempt_at": m.next_attempt_at.isoformat() if state in ("retrying", "queued") else None,
+                        "sent_at": m.sent_at.isoformat() if m.sent_at else None, "last_status": m.last_status,
+                        "last_error": m.last_error, "items": [f"{it['alert']}: {it['state']}" for it in m.payload["items"]],
+                    }
+                    for m, state in row["deliveries"]
+                ],
+            }
+        )
+    return out
