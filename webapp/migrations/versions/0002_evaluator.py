@@ -1,7 +1,7 @@
 """evaluator judge repeats
 
 Revision ID: 0002_evaluator
-Revises: 0001
+Revises: 0002_alerts
 Create Date: 2026-11-23 06:40:19.944811
 """
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ from alembic import op
 
 
 revision: str = '0002_evaluator'
-down_revision: str | None = '0001'
+down_revision: str | None = '0002_alerts'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
