@@ -7,7 +7,10 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
+from jinja2.runtime import Context
 
+from webapp import links
 from webapp.config import PROJECT_ROOT
 from webapp.navigation import nav_for
 from webapp.security import csrf_token
@@ -17,7 +20,7 @@ def _context(request: Request) -> dict[str, Any]:
     principal = getattr(request.state, "principal", None)
     return {
         "principal": principal,
-        "nav": nav_for(principal) if principal else [],
+        "nav": nav_for(principal, request.app) if principal else [],
         "csrf_token": csrf_token(request),
         "spec": request.app.state.spec,
         "current_path": request.url.path,
@@ -32,6 +35,16 @@ templates.env.globals["roles_label"] = {
     "support_lead": "Support lead",
     "admin": "Admin",
 }
+
+
+@pass_context
+def _can_open(context: Context, href: str) -> bool:
+    """Tell a template whether its viewer may open `href` (the route's own role check decides)."""
+    request: Request = context["request"]
+    return links.can_open(request.app, context.get("principal"), href)
+
+
+templates.env.globals["can_open"] = _can_open
 
 
 def _fmt_pct(value: float | None, digits: int = 1) -> str:
