@@ -12,6 +12,7 @@ from jinja2.runtime import Context
 
 from webapp import links
 from webapp.config import PROJECT_ROOT
+from webapp.labels import humanize
 from webapp.navigation import nav_for
 from webapp.security import csrf_token
 
@@ -57,6 +58,7 @@ def _fmt_num(value: float | None, digits: int = 2) -> str:
 
 templates.env.filters["pct"] = _fmt_pct
 templates.env.filters["num"] = _fmt_num
+templates.env.filters["human"] = humanize
 
 
 def is_htmx(request: Request) -> bool:
