@@ -7,8 +7,12 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
+from jinja2.runtime import Context
 
+from webapp import links
 from webapp.config import PROJECT_ROOT
+from webapp.labels import humanize
 from webapp.metrics import units
 from webapp.navigation import nav_for
 from webapp.security import csrf_token
@@ -18,7 +22,7 @@ def _context(request: Request) -> dict[str, Any]:
     principal = getattr(request.state, "principal", None)
     return {
         "principal": principal,
-        "nav": nav_for(principal) if principal else [],
+        "nav": nav_for(principal, request.app) if principal else [],
         "csrf_token": csrf_token(request),
         "spec": request.app.state.spec,
         "current_path": request.url.path,
@@ -35,6 +39,16 @@ templates.env.globals["roles_label"] = {
 }
 
 
+@pass_context
+def _can_open(context: Context, href: str) -> bool:
+    """Tell a template whether its viewer may open `href` (the route's own role check decides)."""
+    request: Request = context["request"]
+    return links.can_open(request.app, context.get("principal"), href)
+
+
+templates.env.globals["can_open"] = _can_open
+
+
 def _fmt_pct(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value * 100:.{digits}f}%"
 
@@ -49,6 +63,7 @@ templates.env.filters["num"] = _fmt_num
 templates.env.filters["metric"] = lambda value, name: units.text(name, value)
 templates.env.filters["delta"] = units.delta
 templates.env.filters["score_delta"] = units.score_delta
+templates.env.filters["human"] = humanize
 
 
 def is_htmx(request: Request) -> bool:

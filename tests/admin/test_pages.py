@@ -90,10 +90,19 @@ class TestUsers:
 class TestTokens:
     def test_create_shows_token_once_then_revoke(self, session: Session, client_as: Callable[..., TestClient]) -> None:
         admin = client_as("admin", email="root@example.test")
-        r = admin.post("/admin/tokens", data={"email": "root@example.test", "name": "pilot tool", "scope": ["ingest"]})
+        r = admin.post(
+            "/admin/tokens", data={"email": "root@example.test", "name": "pilot tool", "scope": ["ingest"]},
+            follow_redirects=False,
+        )
+        assert r.status_code == 303
+        created_url = r.headers["location"]
+        r = admin.get(created_url)
         assert r.status_code == 200 and r.headers["cache-control"] == "no-store"
         plain = r.text.split('id="plain-token">')[1].split("<")[0]
         assert plain.startswith("dd_")
+        # A reload neither shows the token again nor creates a second one.
+        again = admin.get(created_url)
+        assert again.status_code == 200 and plain not in again.text and "already shown once" in again.text
         token = session.exec(select(ApiToken).where(ApiToken.name == "pilot tool")).one()
         assert token.scope_list == ["ingest"] and plain not in token.token_hash
         listing = admin.get("/admin/tokens").text

@@ -212,3 +212,17 @@ class TestSignoff:
         row = service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="no_go", note="not yet")
         assert row.role == "pm" and row.verdict == "incomplete" and row.report["gate"] == "pilot"
         assert [s.id for s in service.signoffs(session=session, gate="pilot", run_id=run.id)] == [row.id]
+
+    def test_each_person_signs_a_gate_once(self, session: Session, spec: EvalSpec) -> None:
+        from webapp.auth.service import principal_for_user
+
+        run = build_run(session)
+        pm = principal_for_user(session=session, user=make_user(session, email="pm1@example.test", roles=["pm"]))
+        lead = principal_for_user(session=session, user=make_user(session, email="lead1@example.test", roles=["lead"]))
+        service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="no_go")
+        with pytest.raises(service.GateError, match="already signed the pilot gate for this run \\(no-go"):
+            service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="no_go")
+        # Another person, or the same person on the other gate, still signs.
+        service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=lead, decision="no_go")
+        service.sign_off(session=session, spec=spec, gate="production", run=run, principal=pm, decision="no_go")
+        assert len(service.signoffs(session=session, gate="pilot", run_id=run.id)) == 2

@@ -77,14 +77,25 @@ class TestHallucinationApi:
     def test_flag_then_confirm(self, api_as: Callable[..., TestClient], client_as: Callable[..., TestClient]) -> None:
         agent = api_as(scopes=["ingest"])
         agent.post("/api/v1/events", json=[ev("2026-11-02", event_id="h1")])
-        r = agent.post("/api/v1/events/h1/hallucination-reports", json={"note": "refund window is 30 days, not 60"})
+        r = agent.post(
+            "/api/v1/events/h1/hallucination-reports",
+            json={"note": "refund window is 30 days, not 60", "citations": [{"article_id": "KB-5001", "revision": 1}]},
+        )
         assert r.status_code == 201 and r.json()["status"] == "pending"
         assert agent.post("/api/v1/events/nope/hallucination-reports", json={}).status_code == 404
         lead = client_as("lead")
         page = lead.get("/metrics/hallucinations")
         assert "refund window is 30 days" in page.text
         report_id = r.json()["id"]
-        done = lead.post(f"/metrics/hallucinations/{report_id}/decide", data={"decision": "confirmed"}, follow_redirects=False)
+        assert "KB-5001 revision 1" in page.text and "not in the KB" in page.text
+        bad = agent.post("/api/v1/events/h1/hallucination-reports", json={"citations": [{"article_id": 5}]})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "citations"
+        no_note = lead.post(f"/metrics/hallucinations/{report_id}/decide", data={"decision": "confirmed"}, follow_redirects=False)
+        assert no_note.status_code == 422 and "note: say why the report is confirmed" in no_note.text
+        done = lead.post(
+            f"/metrics/hallucinations/{report_id}/decide", data={"decision": "confirmed", "note": "KB: 30 days"},
+            follow_redirects=False,
+        )
         assert done.status_code == 303
         day = api_as("support_lead", scopes=["support_lead"]).get("/api/v1/metrics/daily?start=2026-11-02&end=2026-11-02").json()[0]
         assert day["hallucination_reports"] == 1 and day["target_met"]["hallucination_reports"] is False

@@ -106,9 +106,39 @@ class TestHallucinationQueue:
         assert "&lt;script&gt;" in page.text and "Confirm hallucination" not in page.text
         assert sl.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "confirmed"}).status_code == 403
         lead = client_as("lead")
-        r = lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "dismissed"}, headers={"HX-Request": "true"})
+        r = lead.post(
+            f"/metrics/hallucinations/{report.id}/decide", data={"decision": "dismissed", "note": "fine"},
+            headers={"HX-Request": "true"},
+        )
         assert r.status_code == 200 and r.headers["HX-Trigger"] == "hallucination-decided"
         assert "No pending reports" in r.text
+
+    def test_decisions_are_kept_and_the_lead_can_undo(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        from webapp.metrics import service
+
+        load(session, spec, [ev("2026-11-02", event_id="u", draft_text="Refunds take 10 days", sent_text="Refunds take 5 days")])
+        report = service.report_hallucination(session=session, event_id="u", note="wrong window", reported_by=None)
+        session.commit()
+        lead = client_as("lead")
+        htmx = {"HX-Request": "true"}
+
+        def confirmed_on_the_day() -> int:
+            day = lead.get("/api/v1/metrics/daily?start=2026-11-02&end=2026-11-02").json()[0]
+            return int(day["hallucination_reports"])
+
+        missing = lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "confirmed"}, headers=htmx)
+        assert missing.status_code == 200 and "say why the report is confirmed" in missing.text and confirmed_on_the_day() == 0
+        lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "confirmed", "note": "KB says 5"}, headers=htmx)
+        assert confirmed_on_the_day() == 1
+        page = lead.get("/metrics/hallucinations?status=all").text
+        assert "<del>10</del>" in page and "<ins>5</ins>" in page and "Undo “confirmed”" in page
+        r = lead.post(f"/metrics/hallucinations/{report.id}/undo", data={"status": "all"}, headers=htmx)
+        assert r.status_code == 200 and "decision undone, now pending" in r.text
+        assert confirmed_on_the_day() == 0
+        assert "Decisions (2)" in r.text and "undo: back to pending" in r.text and "KB says 5" in r.text
+        assert client_as("support_lead").post(f"/metrics/hallucinations/{report.id}/undo").status_code == 403
 
 
 class TestHomeCards:

@@ -169,7 +169,7 @@ class TestDailyMetrics:
         )
         service.report_hallucination(session=session, event_id="b", note="made up a fee", reported_by=None)
         report = service.list_reports(session=session)[0][0]
-        service.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=None)  # type: ignore[arg-type]
+        service.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=None, note="no such fee")  # type: ignore[arg-type]
         session.commit()
         (billing,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), intent="billing_charge")
         (change,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), intent="plan_change", plan="pro")
@@ -386,8 +386,8 @@ class TestHallucinationReports:
         days = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert [d.hallucination_reports for d in days] == [0, 0]
         assert service.pending_report_count(session=session) == 2
-        service.decide_report(session=session, report_id=rx.id, decision="confirmed", decided_by=None)  # type: ignore[arg-type]
-        service.decide_report(session=session, report_id=ry.id, decision="dismissed", decided_by=None)  # type: ignore[arg-type]
+        service.decide_report(session=session, report_id=rx.id, decision="confirmed", decided_by=None, note="KB says 3-5 days")  # type: ignore[arg-type]
+        service.decide_report(session=session, report_id=ry.id, decision="dismissed", decided_by=None, note="plan exists")  # type: ignore[arg-type]
         days = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert [d.hallucination_reports for d in days] == [1, 0]
         assert days[0].target_met["hallucination_reports"] is False

@@ -8,7 +8,7 @@ from sqlmodel import Session
 from tests.checks.conftest import World, build_world
 from webapp.checks import service as checks_service
 from webapp.grading.models import FinalGrade
-from webapp.regression import service
+from webapp.regression import comparison, service
 from webapp.spec import EvalSpec
 
 
@@ -52,7 +52,7 @@ def test_rubric_means_in_the_comparison(session: Session, spec: EvalSpec, world:
     _grade(session, a["r1"], "pass", 5, 4, 3)
     _grade(session, b["r1"], "pass", 4, 2, 4)
     session.flush()
-    cmp = service.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
+    cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
     assert cmp.rubric is not None
     means = {r.key: (r.a, r.b, r.delta) for r in cmp.rubric}
     # A: factual 1 pass of 2 = 0.5, citation (3+5)/2 = 4, tone (4+4)/2 = 4, completeness (5+3)/2 = 4.
@@ -64,5 +64,5 @@ def test_rubric_means_in_the_comparison(session: Session, spec: EvalSpec, world:
 
 
 def test_no_grades_means_no_rubric(session: Session, spec: EvalSpec, world: World) -> None:
-    cmp = service.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
+    cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
     assert cmp.rubric is None

@@ -13,7 +13,7 @@ from tests.checks.conftest import World, build_world, good
 from tests.factories import make_dataset, make_run, words
 from webapp.checks import service as checks_service
 from webapp.datasets.loader import load_dataset
-from webapp.regression import service
+from webapp.regression import comparison, service
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
@@ -143,19 +143,29 @@ class TestCompare:
     def test_fixed_broke_unchanged_and_deltas(self, session: Session, spec: EvalSpec, world: World) -> None:
         for run in (world.a, world.b):
             checks_service.check_run(session=session, spec=spec, run_id=run.id, raise_alerts=False)
-        cmp = service.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
+        cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
         changes = {c.case_id: c.change for c in cmp.cases}
         assert changes == {
             "g1": "broke",
-            "r1": "unchanged",
+            "r1": "unchanged_pass",
             "r2": "fixed",
-            "r3": "unchanged",
-            "e1": "unchanged",
-            "a1": "unchanged",
-            "s1": "unchanged",
+            "r3": "unchanged_pass",
+            "e1": "unchanged_fail",
+            "a1": "unchanged_pass",
+            "s1": "unchanged_pass",
             "s2": "broke",
         }
         assert (cmp.count("fixed"), cmp.count("broke"), cmp.count("unchanged")) == (1, 2, 5)
+        assert (cmp.count("unchanged_pass"), cmp.count("unchanged_fail")) == (4, 1)
+        # 3 of 8 paired cases changed, 1 one way and 2 the other: P(X <= 1 | n=3, p=1/2) = 4/8, doubled = 1.
+        t = cmp.overall.test
+        assert (t.pairs, t.fixed, t.broke) == (8, 1, 2) and t.p_value == pytest.approx(1.0)
+        assert t.note == "3 of 8 cases changed (1 fixed, 2 broke): exact McNemar p = 1.000, within noise"
+        assert (cmp.overall.a_passed, cmp.overall.a_total, cmp.overall.b_passed, cmp.overall.b_total) == (6, 8, 5, 8)
+        assert [c.case_id for c in cmp.filtered(outcome="broke")] == ["g1", "s2"]
+        assert [c.case_id for c in cmp.filtered(golden="yes")] == ["g1"]
+        g1 = cmp.filtered(outcome="broke")[0]
+        assert g1.a is not None and g1.b is not None and g1.a.passed and g1.b.failed_checks == ["citations_current"]
         assert cmp.overall.a == pytest.approx(6 / 8) and cmp.overall.b == pytest.approx(5 / 8)
         assert cmp.overall.delta == pytest.approx(-1 / 8)
         checks = {c.key: c for c in cmp.checks}
@@ -167,11 +177,22 @@ class TestCompare:
         assert checks["length"].b == pytest.approx(6 / 7)
         assert cmp.rubric is None or all(r.a is None for r in cmp.rubric)
 
+    def test_exact_mcnemar_against_hand_worked_values(self) -> None:
+        # Two-sided exact McNemar = 2 * P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), capped at 1.
+        assert comparison.mcnemar_exact(0, 0) is None
+        assert comparison.mcnemar_exact(1, 1) == pytest.approx(1.0)
+        assert comparison.mcnemar_exact(0, 6) == pytest.approx(2 / 64)  # 0.03125
+        assert comparison.mcnemar_exact(8, 1) == pytest.approx(2 * (1 + 9) / 512)  # 0.0390625
+        assert comparison.mcnemar_exact(3, 7) == pytest.approx(2 * (1 + 10 + 45 + 120) / 1024)  # 0.34375
+        small = comparison.PairedTest(pairs=100, fixed=1, broke=1)
+        assert small.note == "2 of 100 cases changed (1 fixed, 1 broke): exact McNemar p = 1.000, within noise"
+        assert comparison.PairedTest(pairs=100, fixed=7, broke=0).significant
+
     def test_refuses_runs_over_different_datasets(self, session: Session, spec: EvalSpec, world: World) -> None:
         other = make_dataset(session, [{"case_id": "z"}], name="other", version=2)
         run = make_run(session, other, [good("z", "billing_charge")], name="other-run")
         with pytest.raises(service.NotComparable, match="different datasets"):
-            service.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=run.id)
+            comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=run.id)
 
 
 class TestAlerts:

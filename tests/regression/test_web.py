@@ -109,8 +109,49 @@ class TestComparePages:
         assert page.status_code == 200
         assert "75.0% → 62.5%" in page.text and "-12.5 pts" in page.text
         data = api_as("lead").get("/api/v1/runs/compare", params={"a": "run-a", "b": "run-b"}).json()
-        assert data["counts"] == {"fixed": 1, "broke": 2, "unchanged": 5, "only_a": 0, "only_b": 0}
+        assert data["counts"] == {
+            "fixed": 1, "broke": 2, "unchanged_pass": 4, "unchanged_fail": 1, "only_a": 0, "only_b": 0, "not_checked": 0
+        }
+        assert len(data["cases"]) == 8 and data["overall"]["paired"]["p_value"] == pytest.approx(1.0)
         assert data["overall"]["delta"] == pytest.approx(-0.125)
+
+    def test_case_table_filters_csv_and_fragment(
+        self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]
+    ) -> None:
+        _checked(session, spec, world)
+        pm = client_as("pm")
+        page = pm.get("/runs/compare?a=run-a&b=run-b&outcome=broke")
+        assert page.status_code == 200 and "2 of 8 cases" in page.text
+        assert "/runs/compare/cases/g1?a=run-a&amp;b=run-b" in page.text and "/runs/compare/cases/r1?" not in page.text
+        # An htmx filter change gets only the case table, and says it varies with HX-Request.
+        frag = pm.get("/runs/compare?a=run-a&b=run-b&outcome=fixed", headers={"HX-Request": "true"})
+        assert "<html" not in frag.text and "1 of 8 cases" in frag.text and "HX-Request" in frag.headers["vary"]
+        csv_text = pm.get("/runs/compare?a=run-a&b=run-b&outcome=broke&format=csv").text
+        lines = csv_text.splitlines()
+        assert lines[0].startswith("case_id,category,intent,golden,change") and len(lines) == 3
+        assert lines[1].startswith("g1,") and ",broke,pass,," in lines[1] and "citations_current" in lines[1]
+        bad = pm.get("/runs/compare?a=run-a&b=run-b&outcome=worse")
+        assert bad.status_code == 422 and "outcome" in bad.text
+
+    def test_api_filters_and_csv(self, session: Session, spec: EvalSpec, world: World, api_as: Callable[..., TestClient]) -> None:
+        _checked(session, spec, world)
+        api = api_as("pm")
+        data = api.get("/api/v1/runs/compare", params={"a": "run-a", "b": "run-b", "golden": "yes"}).json()
+        assert [c["case_id"] for c in data["cases"]] == ["g1"] and data["cases"][0]["change"] == "broke"
+        r = api.get("/api/v1/runs/compare", params={"a": "run-a", "b": "run-b", "format": "csv"})
+        assert r.headers["content-type"].startswith("text/csv") and len(r.text.splitlines()) == 9
+        assert api.get("/api/v1/runs/compare", params={"a": "run-a"}).status_code == 422
+
+    def test_case_side_by_side(
+        self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]
+    ) -> None:
+        _checked(session, spec, world)
+        page = client_as("pm").get("/runs/compare/cases/g1?a=run-a&b=run-b")
+        assert page.status_code == 200
+        assert "Word diff: run-a → run-b" in page.text
+        assert page.text.count("Automated checks") == 2 and "No final grade yet." in page.text
+        missing = client_as("lead").get("/runs/compare/cases/nope?a=run-a&b=run-b")
+        assert missing.status_code == 404
 
     def test_different_datasets_refused_with_message(self, session: Session, world: World, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]) -> None:
         other = make_dataset(session, [{"case_id": "z"}], name="other", version=3)

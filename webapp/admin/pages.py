@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from webapp.admin import service
@@ -90,6 +90,9 @@ def admin_users_active(
 
 # --- API tokens -------------------------------------------------------------------------------------
 
+REVEAL_COOKIE = "dd_token_reveal"
+REVEAL_SECONDS = 120
+
 
 def _tokens_page(request: Request, session, *, error: str | None = None, form: dict | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:  # type: ignore[no-untyped-def]
     ctx = {
@@ -117,8 +120,8 @@ def admin_tokens_create(
     email: Annotated[str, Form()] = "",
     name: Annotated[str, Form()] = "",
     scope: Annotated[list[str] | None, Form()] = None,
-) -> HTMLResponse:
-    """Create a token and show it once (it is stored only as a hash)."""
+) -> Response:
+    """Create a token, then redirect to the page that shows it once (it is stored only as a hash)."""
     form = {"email": email, "name": name, "scopes": scope or []}
     user = auth_service.get_user_by_email(session=session, email=email)
     if user is None:
@@ -128,8 +131,30 @@ def admin_tokens_create(
     except AuthError as exc:
         session.rollback()
         return _tokens_page(request, session, error=str(exc), form=form, status_code=400)
-    response = render(request, "admin/token_created.html", {"token": token, "plain": plain, "owner": user})
+    # Post-redirect-get: the plain token rides to the result page once, in a short-lived HttpOnly
+    # cookie scoped to that page, so a reload cannot create a second token and the server never
+    # stores the plain text (only its hash).
+    target = f"/admin/tokens/{token.id}/created"
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(
+        REVEAL_COOKIE, plain, max_age=REVEAL_SECONDS, path=target, httponly=True, samesite="strict",
+        secure=request.app.state.settings.cookie_secure,
+    )
+    return response
+
+
+@router.get("/admin/tokens/{token_id}/created", response_class=HTMLResponse)
+def admin_token_created(request: Request, token_id: int, session: SessionDep, principal: Admin) -> HTMLResponse:
+    """Show a new token's plain text once; a reload shows that it was already revealed."""
+    found = auth_service.token_with_owner(session=session, token_id=token_id)
+    if found is None:
+        raise HTTPException(status_code=404, detail=f"no token with id {token_id}")
+    token, owner = found
+    plain = request.cookies.get(REVEAL_COOKIE, "")
+    revealed = plain if plain and auth_service.sha256_hex(plain) == token.token_hash else None
+    response = render(request, "admin/token_created.html", {"token": token, "plain": revealed, "owner": owner})
     response.headers["Cache-Control"] = "no-store"  # the plain token must not linger in caches
+    response.delete_cookie(REVEAL_COOKIE, path=f"/admin/tokens/{token_id}/created")
     return response
 
 

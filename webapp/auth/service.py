@@ -225,6 +225,14 @@ def revoke_token(*, session: Session, token_id: int) -> ApiToken:
     return row
 
 
+def token_with_owner(*, session: Session, token_id: int) -> tuple[ApiToken, User] | None:
+    """Return an API token with its owner, or None."""
+    row = session.exec(
+        select(ApiToken, User).join(User, col(User.id) == ApiToken.user_id).where(ApiToken.id == token_id)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
 def list_tokens(*, session: Session) -> list[tuple[ApiToken, User]]:
     """List every API token with its owner, newest first."""
     rows = session.exec(

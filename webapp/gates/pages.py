@@ -58,6 +58,8 @@ def gate_page(
             "signoffs": signed,
             "signers": users,
             "can_sign": principal.has_role(*SIGNERS),
+            "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
+            "just_signed": request.query_params.get("signed") == "1",
             "error": request.query_params.get("error"),
         },
     )
@@ -82,4 +84,4 @@ def gate_signoff(
         service.sign_off(session=session, spec=spec, gate=gate, run=r, principal=principal, decision=decision, note=note)
     except service.GateError as exc:
         return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&error={quote(str(exc))}", status_code=303)
-    return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}", status_code=303)
+    return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&signed=1#signoff", status_code=303)

@@ -13,7 +13,7 @@ from webapp.gates.models import GateSignoff
 from webapp.gates.report import GateReport
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
+from webapp.timeutil import as_utc, utcnow
 
 Gate = Literal["pilot", "production"]
 GATES: tuple[str, ...] = ("pilot", "production")
@@ -67,6 +67,13 @@ def sign_off(
     role = "lead" if principal.has_role("lead") else "pm" if principal.has_role("pm") else None
     if role is None:
         raise GateError("role: only the team lead and the PM sign off a gate")
+    earlier = signoff_by(session=session, gate=gate, run_id=run.id, user_id=principal.user_id)  # type: ignore[arg-type]
+    if earlier is not None:
+        said = "go" if earlier.decision == "go" else "no-go"
+        raise GateError(
+            f"signoff: you already signed the {gate} gate for this run ({said}, "
+            f"{as_utc(earlier.signed_at):%Y-%m-%d %H:%M} UTC); each person signs a gate once"
+        )
     rep = report(session=session, spec=spec, gate=gate, run=run)
     if decision == "go" and not rep.passed:
         raise GateError(f"decision: the {gate} gate does not pass ({rep.status}); only a no-go can be signed")
@@ -83,6 +90,15 @@ def sign_off(
     session.add(row)
     session.flush()
     return row
+
+
+def signoff_by(*, session: Session, gate: str, run_id: int, user_id: int) -> GateSignoff | None:
+    """Return this person's sign-off of a gate for a run, if they signed it."""
+    return session.exec(
+        select(GateSignoff).where(
+            GateSignoff.gate == gate, GateSignoff.run_id == run_id, GateSignoff.user_id == user_id
+        )
+    ).first()
 
 
 def signoffs(*, session: Session, gate: str, run_id: int) -> list[GateSignoff]:

@@ -99,3 +99,23 @@ class HallucinationReport(SQLModel, table=True):
     decided_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     decided_by: int | None = Field(default=None, foreign_key="app_user.id")
     decision_note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    # The KB revisions the flagged draft cited, as the drafting tool sent them: [{"article_id", "revision"}].
+    citations: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+
+
+class HallucinationDecision(SQLModel, table=True):
+    """One decision on a hallucination report (confirm, dismiss, or an undo back to an earlier state).
+
+    Decisions are only ever added: the report's `status` is the newest decision's, and the rows
+    are its history.
+    """
+
+    __tablename__ = "hallucination_decision"
+
+    id: int | None = Field(default=None, primary_key=True)
+    report_id: int = Field(foreign_key="hallucination_report.id", index=True, ondelete="CASCADE")
+    decision: str = Field(max_length=20)  # confirmed | dismissed | pending (an undo back to waiting)
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    decided_by: int | None = Field(default=None, foreign_key="app_user.id")
+    decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    undoes: int | None = Field(default=None)  # id of the decision this one reverts

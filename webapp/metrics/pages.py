@@ -14,7 +14,7 @@ from webapp.alerts import service as alerts_service
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import charts, ingest, service, units
+from webapp.metrics import charts, hallucinations, ingest, service, units
 from webapp.spec import METRIC_NAMES, EvalSpec
 from webapp.templating import is_htmx, render
 
@@ -181,14 +181,10 @@ def day_page(
 # --- hallucination reports ------------------------------------------------------------------------
 
 
-@router.get("/metrics/hallucinations", response_class=HTMLResponse)
-def hallucinations_page(
-    request: Request,
-    session: SessionDep,
-    status: str = "pending",
-    principal: Principal = Depends(require_role("lead", "support_lead")),
+def _queue(
+    request: Request, session: SessionDep, status: str, *, can_decide: bool, flash: str | None = None,
+    error: str | None = None, headers: dict[str, str] | None = None, status_code: int = 200,
 ) -> HTMLResponse:
-    """List agent-flagged hallucination reports; the lead confirms or dismisses each."""
     if status not in ("pending", "confirmed", "dismissed", "all"):
         status = "pending"
     reports = service.list_reports(session=session, status=None if status == "all" else status)
@@ -196,9 +192,29 @@ def hallucinations_page(
     return render(
         request,
         "metrics/hallucinations.html",
-        {"reports": reports, "status": status, "counts": counts, "can_decide": principal.has_role("lead")},
+        {
+            "views": hallucinations.report_views(session=session, reports=reports),
+            "status": status,
+            "counts": counts,
+            "can_decide": can_decide,
+            "flash": flash,
+            "error": error,
+        },
         block="queue",
+        headers=headers,
+        status_code=status_code,
     )
+
+
+@router.get("/metrics/hallucinations", response_class=HTMLResponse)
+def hallucinations_page(
+    request: Request,
+    session: SessionDep,
+    status: str = "pending",
+    principal: Principal = Depends(require_role("lead", "support_lead")),
+) -> HTMLResponse:
+    """List agent-flagged hallucination reports with their evidence; the lead confirms, dismisses or undoes."""
+    return _queue(request, session, status, can_decide=principal.has_role("lead"))
 
 
 @router.post("/metrics/hallucinations/{report_id}/decide", response_class=HTMLResponse)
@@ -212,21 +228,38 @@ def decide_hallucination(
     status: str = Form("pending"),
     principal: Principal = Depends(require_role("lead")),
 ) -> Response:
-    """Confirm or dismiss one hallucination report."""
+    """Confirm or dismiss one hallucination report, with a note saying why."""
     try:
         service.decide_report(session=session, report_id=report_id, decision=decision, decided_by=principal.user_id, note=note)
     except service.MetricsError as exc:
-        raise HTTPException(404 if "no hallucination" in str(exc) else 422, detail=str(exc)) from exc
+        if "no hallucination" in str(exc):
+            raise HTTPException(404, detail=str(exc)) from exc
+        session.rollback()
+        # htmx swaps only 2xx answers: the queue comes back with the message beside it.
+        return _queue(request, session, status, can_decide=True, error=str(exc), status_code=200 if is_htmx(request) else 422)
     alerts_service.notify_changes(session=session, spec=spec)  # a confirmed report -> outbox, same transaction
+    return _decided(request, session, status, f"Report {report_id} {decision}.")
+
+
+@router.post("/metrics/hallucinations/{report_id}/undo", response_class=HTMLResponse)
+def undo_hallucination_decision(
+    request: Request,
+    report_id: int,
+    session: SessionDep,
+    spec: SpecDep,
+    status: str = Form("pending"),
+    principal: Principal = Depends(require_role("lead")),
+) -> Response:
+    """Undo the newest decision on a report (a new decision row; the history is kept)."""
+    try:
+        report = hallucinations.undo_last_decision(session=session, report_id=report_id, decided_by=principal.user_id)
+    except service.MetricsError as exc:
+        raise HTTPException(404 if "no hallucination" in str(exc) else 409, detail=str(exc)) from exc
+    alerts_service.notify_changes(session=session, spec=spec)  # an undone confirmation resolves its alert
+    return _decided(request, session, status, f"Report {report_id}: decision undone, now {report.status}.")
+
+
+def _decided(request: Request, session: SessionDep, status: str, flash: str) -> Response:
     if not is_htmx(request):
         return RedirectResponse(f"/metrics/hallucinations?status={status}", status_code=303)
-    reports = service.list_reports(session=session, status=None if status == "all" else status)
-    counts = {s: len(service.list_reports(session=session, status=s)) for s in ("pending", "confirmed", "dismissed")}
-    return render(
-        request,
-        "metrics/hallucinations.html",
-        {"reports": reports, "status": status, "counts": counts, "can_decide": True,
-         "flash": f"Report {report_id} {decision}."},
-        block="queue",
-        headers={"HX-Trigger": "hallucination-decided"},
-    )
+    return _queue(request, session, status, can_decide=True, flash=flash, headers={"HX-Trigger": "hallucination-decided"})

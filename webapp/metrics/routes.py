@@ -108,8 +108,19 @@ def post_hallucination_report(
     note = payload.get("note", "")
     if not isinstance(note, str):
         raise HTTPException(422, detail=[{"field": "note", "message": "must be a string"}])
+    citations = payload.get("citations")
+    if citations is not None and not (
+        isinstance(citations, list)
+        and all(isinstance(c, dict) and isinstance(c.get("article_id"), str) and (c.get("revision") is None or isinstance(c.get("revision"), int)) for c in citations)
+    ):
+        raise HTTPException(
+            422, detail=[{"field": "citations", "message": "must be a list of {article_id: text, revision: whole number}"}]
+        )
     try:
-        report = service.report_hallucination(session=session, event_id=event_id, note=note, reported_by=principal.user_id)
+        report = service.report_hallucination(
+            session=session, event_id=event_id, note=note, reported_by=principal.user_id,
+            citations=[{"article_id": c["article_id"], "revision": c.get("revision")} for c in citations] if citations else None,
+        )
     except service.MetricsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
     return {"id": report.id, "event_id": report.event_id, "status": report.status, "note": report.note}

@@ -16,7 +16,7 @@ from sqlmodel import Session, col
 
 from webapp.metrics import ingest, units
 from webapp.metrics.ingest import ALL, CALIBRATION_BINS, SEGMENT_DIMS
-from webapp.metrics.models import DailyAggregate, Event, HallucinationReport
+from webapp.metrics.models import DailyAggregate, Event, HallucinationDecision, HallucinationReport
 from webapp.spec import METRIC_NAMES, AlertRule, EvalSpec, TargetRule
 from webapp.timeutil import utcnow
 
@@ -659,30 +659,55 @@ def segment_values(*, session: Session) -> dict[str, list[str]]:
 # --- hallucination reports ------------------------------------------------------------------------
 
 
-def report_hallucination(*, session: Session, event_id: str, note: str, reported_by: int | None) -> HallucinationReport:
+def report_hallucination(
+    *, session: Session, event_id: str, note: str, reported_by: int | None,
+    citations: list[dict[str, Any]] | None = None,
+) -> HallucinationReport:
     """Record an agent's flag of a factual error on an event (pending until the lead decides)."""
     event = session.execute(select(Event.id).where(Event.event_id == event_id)).first()
     if event is None:
         raise MetricsError(f"event_id: no event {event_id!r}")
-    report = HallucinationReport(event_id=event_id, note=note.strip(), reported_by=reported_by)
+    report = HallucinationReport(event_id=event_id, note=note.strip(), reported_by=reported_by, citations=citations)
     session.add(report)
     session.flush()
     return report
 
 
 def decide_report(
-    *, session: Session, report_id: int, decision: str, decided_by: int, note: str = ""
+    *, session: Session, report_id: int, decision: str, decided_by: int | None, note: str = ""
 ) -> HallucinationReport:
-    """Confirm or dismiss a hallucination report; only confirmed reports count."""
-    if decision not in ("confirmed", "dismissed", "pending"):
+    """Confirm or dismiss a hallucination report with a note saying why; only confirmed reports count.
+
+    Each decision is kept as a HallucinationDecision row (see webapp.metrics.hallucinations for the
+    history and for undoing one).
+    """
+    if decision not in ("confirmed", "dismissed"):
         raise MetricsError(f"decision: must be confirmed or dismissed, not {decision!r}")
+    if not note.strip():
+        raise MetricsError(f"note: say why the report is {decision} (the note is kept with the decision)")
     report = session.get(HallucinationReport, report_id)
     if report is None:
         raise MetricsError(f"report: no hallucination report {report_id}")
+    return apply_decision(session=session, report=report, decision=decision, decided_by=decided_by, note=note)
+
+
+def apply_decision(
+    *, session: Session, report: HallucinationReport, decision: str, decided_by: int | None, note: str,
+    undoes: int | None = None,
+) -> HallucinationReport:
+    """Record a decision row and make it the report's current state."""
+    row = HallucinationDecision(
+        report_id=report.id,  # type: ignore[arg-type]
+        decision=decision,
+        note=note.strip(),
+        decided_by=decided_by,
+        undoes=undoes,
+    )
+    session.add(row)
     report.status = decision
-    report.decided_at = None if decision == "pending" else utcnow()
+    report.decided_at = None if decision == "pending" else row.decided_at
     report.decided_by = None if decision == "pending" else decided_by
-    report.decision_note = note.strip()
+    report.decision_note = "" if decision == "pending" else note.strip()
     session.add(report)
     session.flush()
     return report

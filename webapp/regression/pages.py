@@ -3,16 +3,26 @@ export, run comparison, baselines, and regression alerts."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from webapp.auth.service import Principal
 from webapp.checks import service as checks_service
 from webapp.checks.routes import run_or_404
+from webapp.checks.rules import CHECK_LABELS
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.regression import service
-from webapp.regression.routes import ACK_ROLES, ADD_ROLES, BASELINE_ROLES, READ_ROLES
+from webapp.regression import comparison, service
+from webapp.regression.routes import (
+    ACK_ROLES,
+    ADD_ROLES,
+    BASELINE_ROLES,
+    READ_ROLES,
+    CaseFilters,
+    csv_download,
+)
 from webapp.runs.service import RunNotFound, resolve_run
 from webapp.templating import is_htmx, render
 
@@ -122,19 +132,25 @@ def from_draft_submit(
 
 @router.get("/runs/compare", response_class=HTMLResponse, name="runs_compare")
 def compare_page(
-    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
-) -> HTMLResponse:
-    """Compare two runs over the same dataset: per-case changes, per-check deltas, rubric means."""
-    a_ref = request.query_params.get("a", "").strip()
-    b_ref = request.query_params.get("b", "").strip()
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    filters: Annotated[CaseFilters, Query()],
+    principal: Principal = Depends(require_role(*READ_ROLES)),
+) -> Response:
+    """Compare two runs case by case: outcomes, per-check and rubric deltas with a noise test, CSV export."""
+    a_ref, b_ref = filters.a.strip(), filters.b.strip()
     error = None
-    comparison = None
+    cmp = None
     if a_ref and b_ref:
         try:
             ra, rb = resolve_run(session=session, ref=a_ref), resolve_run(session=session, ref=b_ref)
-            comparison = service.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
+            cmp = comparison.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
         except (RunNotFound, service.NotComparable) as exc:
             error = str(exc)
+    rows = cmp.filtered(**filters.case_filters()) if cmp else []
+    if cmp and filters.format == "csv":
+        return csv_download(cmp.to_csv(rows), f"compare-{cmp.a.run_name}-{cmp.b.run_name}.csv")
     return render(
         request,
         "regression/compare.html",
@@ -142,11 +158,41 @@ def compare_page(
             "a_ref": a_ref,
             "b_ref": b_ref,
             "runs": service.runs_for_picker(session=session),
-            "cmp": comparison,
+            "cmp": cmp,
+            "rows": rows,
+            "filters": filters,
+            "outcomes": comparison.OUTCOME_LABELS,
+            "check_labels": CHECK_LABELS,
             "error": error,
-            "grading_available": service.final_grades(session=session, run_id=0) is not None,
         },
+        block="cases",
         status_code=422 if error else 200,
+        headers={"Vary": "HX-Request"},
+    )
+
+
+@router.get("/runs/compare/cases/{case_id}", response_class=HTMLResponse, name="runs_compare_case")
+def compare_case_page(
+    request: Request,
+    case_id: str,
+    session: SessionDep,
+    spec: SpecDep,
+    a: str,
+    b: str,
+    principal: Principal = Depends(require_role(*READ_ROLES)),
+) -> HTMLResponse:
+    """Show one case's drafts in both runs side by side, with a word diff, checks, grades, judge, latency, cost."""
+    ra, rb = run_or_404(session, a), run_or_404(session, b)
+    try:
+        pair = comparison.case_pair(
+            session=session, spec=spec, a_id=ra.id, b_id=rb.id, case_id=case_id, principal=principal  # type: ignore[arg-type]
+        )
+    except service.NotComparable as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    except LookupError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    return render(
+        request, "regression/compare_case.html", {"pair": pair, "ra": ra, "rb": rb, "check_labels": CHECK_LABELS}
     )
 
 

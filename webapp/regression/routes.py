@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from webapp.auth.service import Principal
 from webapp.checks.routes import run_or_404
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.regression import service
+from webapp.regression import comparison, service
 from webapp.regression.models import RegressionCase
 
 router = APIRouter(tags=["regression"])
@@ -72,20 +72,46 @@ def post_case(
     return case_payload(case)
 
 
-@router.get("/runs/compare")
+class CaseFilters(BaseModel):
+    """Which two runs to compare and which of their cases to list."""
+
+    a: str = Field("", description="Run A (before): name or id")
+    b: str = Field("", description="Run B (after): name or id")
+    category: str = ""
+    intent: str = Field("", description="The case's intent")
+    golden: Literal["", "yes", "no"] = ""
+    outcome: Literal["", "fixed", "broke", "unchanged_pass", "unchanged_fail", "only_a", "only_b", "not_checked"] = ""
+    format: Literal["", "json", "csv"] = ""
+
+    def case_filters(self) -> dict[str, str]:
+        """Return the filters that select cases."""
+        return {"category": self.category, "intent": self.intent, "golden": self.golden, "outcome": self.outcome}
+
+
+def csv_download(body: str, filename: str) -> Response:
+    """Return CSV text as a download."""
+    return Response(body, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+@router.get("/runs/compare", response_model=None)
 def get_compare(
     session: SessionDep,
     spec: SpecDep,
-    a: str = Query(..., description="Run name or id"),
-    b: str = Query(..., description="Run name or id"),
+    filters: Annotated[CaseFilters, Query()],
     principal: Principal = Depends(require_role(*READ_ROLES)),
-) -> dict[str, Any]:
-    """Compare two runs over the same dataset: fixed/broke/unchanged cases, per-check deltas, rubric means."""
-    ra, rb = run_or_404(session, a), run_or_404(session, b)
+) -> dict[str, Any] | Response:
+    """Compare two runs over the same dataset case by case (filters select the cases; format=csv for CSV)."""
+    if not filters.a or not filters.b:
+        raise HTTPException(status_code=422, detail="a, b: name the two runs to compare")
+    ra, rb = run_or_404(session, filters.a), run_or_404(session, filters.b)
     try:
-        return service.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id).as_dict()  # type: ignore[arg-type]
+        cmp = comparison.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
+    rows = cmp.filtered(**filters.case_filters())
+    if filters.format == "csv":
+        return csv_download(cmp.to_csv(rows), f"compare-{cmp.a.run_name}-{cmp.b.run_name}.csv")
+    return cmp.as_dict(rows)
 
 
 @router.get("/runs/{run}/regression")

@@ -1,4 +1,4 @@
-"""The regression suite (append-only), baselines, run comparison and regression alerts."""
+"""The regression suite (append-only), baselines and regression alerts (comparison: regression.comparison)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from sqlmodel import Session, col, select
 from webapp.alerts import service as alerts_service
 from webapp.checks import service as checks_service
 from webapp.checks.rules import CHECK_LABELS
-from webapp.checks.service import CheckRate, RunSummary
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft, Run
@@ -383,149 +382,6 @@ def baseline_for(*, session: Session, run_id: int) -> Run | None:
         raise LookupError(f"run: no run with id {run_id}")
     ids = _runs_of_dataset_name(session, _dataset_name(session, run))
     return session.exec(select(Run).where(col(Run.id).in_(ids), Run.is_baseline == True)).first()  # noqa: E712
-
-
-# --- comparison ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class CaseChange:
-    """One case across two runs: passing all checks in A and in B, and what changed."""
-
-    case_id: str
-    category: str | None
-    a: bool | None
-    b: bool | None
-    change: str  # fixed | broke | unchanged | only_a | only_b
-
-
-@dataclass
-class CheckDelta:
-    """One check's pass rates in both runs and the change."""
-
-    key: str
-    label: str
-    a: float | None
-    b: float | None
-
-    @property
-    def delta(self) -> float | None:
-        return None if self.a is None or self.b is None else self.b - self.a
-
-
-@dataclass
-class RubricMean:
-    """A rubric criterion's mean final grade in both runs (factual accuracy as a pass share)."""
-
-    key: str
-    name: str
-    a: float | None
-    b: float | None
-
-    @property
-    def delta(self) -> float | None:
-        return None if self.a is None or self.b is None else self.b - self.a
-
-
-@dataclass
-class Comparison:
-    """Two runs over the same dataset side by side."""
-
-    a: RunSummary
-    b: RunSummary
-    cases: list[CaseChange]
-    checks: list[CheckDelta]
-    overall: CheckDelta
-    rubric: list[RubricMean] | None  # None: no final grades yet for either run
-
-    def count(self, change: str) -> int:
-        return sum(c.change == change for c in self.cases)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "a": {"id": self.a.run_id, "name": self.a.run_name},
-            "b": {"id": self.b.run_id, "name": self.b.run_name},
-            "overall": {"a": self.overall.a, "b": self.overall.b, "delta": self.overall.delta},
-            "counts": {k: self.count(k) for k in ("fixed", "broke", "unchanged", "only_a", "only_b")},
-            "cases": [c.__dict__ for c in self.cases],
-            "checks": [{"key": c.key, "label": c.label, "a": c.a, "b": c.b, "delta": c.delta} for c in self.checks],
-            "rubric": None
-            if self.rubric is None
-            else [{"key": r.key, "name": r.name, "a": r.a, "b": r.b, "delta": r.delta} for r in self.rubric],
-        }
-
-
-def _same_dataset(session: Session, a: Run, b: Run) -> bool:
-    if a.dataset_id == b.dataset_id:
-        return True
-    da, db = session.get(Dataset, a.dataset_id), session.get(Dataset, b.dataset_id)
-    return bool(da and db and da.sha256 == db.sha256)
-
-
-def rubric_means(*, session: Session, spec: EvalSpec, run_id: int) -> dict[str, float] | None:
-    """Return the mean final grade per rubric criterion (factual: share of pass), or None without grades."""
-    grades = final_grades(session=session, run_id=run_id)
-    if not grades:
-        return None
-    out: dict[str, float] = {}
-    for crit in spec.rubric.criteria:
-        values: list[float] = []
-        for view in grades.values():
-            v = getattr(view, crit.key, None)
-            if v is None:
-                continue
-            values.append(float(v == "pass") if crit.kind == "pass_fail" else float(v))
-        if values:
-            out[crit.key] = sum(values) / len(values)
-    return out
-
-
-def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> Comparison:
-    """Compare two runs over the same dataset; raise NotComparable for runs over different datasets."""
-    ra, rb = session.get(Run, a_id), session.get(Run, b_id)
-    if ra is None or rb is None:
-        raise LookupError(f"run: no run with id {a_id if ra is None else b_id}")
-    if not _same_dataset(session, ra, rb):
-        da, db = session.get(Dataset, ra.dataset_id), session.get(Dataset, rb.dataset_id)
-        raise NotComparable(
-            f"runs {ra.name} and {rb.name} are over different datasets "
-            f"({da.name if da else '?'} v{da.version if da else '?'} and {db.name if db else '?'} v{db.version if db else '?'}); "
-            "only runs over the same dataset can be compared"
-        )
-    sa = checks_service.run_summary(session=session, run_id=a_id)
-    sb = checks_service.run_summary(session=session, run_id=b_id)
-    pa, pb = checks_service.case_passes(summary=sa), checks_service.case_passes(summary=sb)
-    categories = {o.case_id: o.category for o in sa.outcomes + sb.outcomes}
-    order = list(dict.fromkeys([o.case_id for o in sa.outcomes] + [o.case_id for o in sb.outcomes]))
-    cases: list[CaseChange] = []
-    for cid in order:
-        a, b = pa.get(cid), pb.get(cid)
-        if a is None:
-            change = "only_b"
-        elif b is None:
-            change = "only_a"
-        elif a == b:
-            change = "unchanged"
-        else:
-            change = "fixed" if b else "broke"
-        cases.append(CaseChange(cid, categories.get(cid), a, b, change))
-    ca: dict[str, CheckRate] = {c.key: c for c in sa.per_check}
-    checks = [CheckDelta(c.key, c.label, ca[c.key].rate, c.rate) for c in sb.per_check]
-    ma = rubric_means(session=session, spec=spec, run_id=a_id)
-    mb = rubric_means(session=session, spec=spec, run_id=b_id)
-    rubric = None
-    if ma is not None or mb is not None:
-        rubric = [
-            RubricMean(c.key, c.name, (ma or {}).get(c.key), (mb or {}).get(c.key)) for c in spec.rubric.criteria
-        ]
-    return Comparison(
-        a=sa,
-        b=sb,
-        cases=cases,
-        checks=checks,
-        overall=CheckDelta("overall", "All checks", sa.overall.rate, sb.overall.rate),
-        rubric=rubric,
-    )
 
 
 # --- alerts ----------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -40,10 +41,17 @@ def reviews_index(
     return render(request, "reviews/index.html", {"periods": periods, "cadence": spec.review.cadence})
 
 
-def _period_context(session: SessionDep, spec: EvalSpec, period: str, sample: ReviewSample | None) -> dict[str, object]:
+def _period_context(
+    session: SessionDep, spec: EvalSpec, period: str, sample: ReviewSample | None, show: str = ""
+) -> dict[str, object]:
     start, end, cadence = _bounds(period)
     items = service.sample_items(session=session, sample=sample) if sample else []
+    unreviewed = sum(1 for i, _ in items if i.verdict is None)
+    if show == "unreviewed":
+        items = [(i, e) for i, e in items if i.verdict is None]
     return {
+        "show": show,
+        "unreviewed": unreviewed,
         "period": period,
         "start": start,
         "end": end,
@@ -65,6 +73,7 @@ def review_period(
     session: SessionDep,
     spec: SpecDep,
     principal: Principal = Depends(require_role(*REVIEWERS)),
+    show: Literal["", "unreviewed"] = "",
 ) -> HTMLResponse:
     """Show a period's sampled pairs side by side with a word diff; a finished period's sample is drawn on first view."""
     start, end, _ = _bounds(period)
@@ -72,7 +81,7 @@ def review_period(
     if sample is None and end < _today(spec):
         # the draw is seeded by the period, so drawing on first view gives the same pairs whoever opens it
         sample = service.draw_sample(session=session, spec=spec, period=period, drawn_by=principal.user_id)
-    return render(request, "reviews/period.html", _period_context(session, spec, period, sample))
+    return render(request, "reviews/period.html", _period_context(session, spec, period, sample, show))
 
 
 @router.post("/reviews/{period}/draw")

@@ -1,0 +1,74 @@
+// Weekly draft-vs-sent review: j/k move between pairs, 1..n give a verdict, n opens the notes,
+// and "One pair at a time" shows only the current pair (remembered in this browser).
+(() => {
+  const MODE_KEY = "draftdesk.reviews.oneAtATime";
+  let current = 0;
+  let advanceFrom = null; // id of the pair whose verdict came from a key: move on once it is saved
+
+  const items = () => Array.from(document.querySelectorAll("#reviews-pairs .reviews-item"));
+
+  function show(index, scroll = true) {
+    const all = items();
+    if (!all.length) return;
+    current = Math.max(0, Math.min(index, all.length - 1));
+    all.forEach((el, i) => el.classList.toggle("reviews-current", i === current));
+    if (scroll) all[current].scrollIntoView({ block: "start", behavior: "instant" });
+  }
+
+  function setOneAtATime(on) {
+    const pairs = document.getElementById("reviews-pairs");
+    const button = document.getElementById("reviews-one-at-a-time");
+    if (!pairs || !button) return;
+    pairs.classList.toggle("reviews-one", on);
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    window.localStorage.setItem(MODE_KEY, on ? "1" : "0");
+  }
+
+  function verdict(n) {
+    const item = items()[current];
+    if (!item) return;
+    const radios = item.querySelectorAll("input[name=verdict]");
+    if (n < 1 || n > radios.length) return;
+    radios[n - 1].checked = true;
+    advanceFrom = item.id;
+    item.querySelector("form[hx-post$='/verdict']").requestSubmit();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const button = document.getElementById("reviews-one-at-a-time");
+    if (!button) return;
+    button.addEventListener("click", () => setOneAtATime(button.getAttribute("aria-pressed") !== "true"));
+    setOneAtATime(window.localStorage.getItem(MODE_KEY) === "1");
+    const fromHash = items().findIndex((el) => "#" + el.id === window.location.hash);
+    show(fromHash >= 0 ? fromHash : 0, fromHash >= 0);
+  });
+
+  document.addEventListener("keydown", (ev) => {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const tag = (ev.target.tagName || "").toLowerCase();
+    if (tag === "input" || tag === "textarea" || tag === "select") {
+      if (ev.key === "Escape") ev.target.blur();
+      return;
+    }
+    if (ev.key === "j") { show(current + 1); ev.preventDefault(); }
+    else if (ev.key === "k") { show(current - 1); ev.preventDefault(); }
+    else if (ev.key === "n") {
+      const notes = items()[current]?.querySelector("input[name=notes]");
+      if (notes) { notes.focus(); ev.preventDefault(); }
+    } else if (/^[1-9]$/.test(ev.key)) { verdict(Number(ev.key)); ev.preventDefault(); }
+  });
+
+  // A saved verdict swaps the pair in place: keep it current, and move on when a key gave it.
+  document.addEventListener("htmx:afterSettle", () => {
+    const all = items();
+    if (!all.length) return;
+    if (advanceFrom) {
+      const index = all.findIndex((el) => el.id === advanceFrom);
+      advanceFrom = null;
+      const saved = index >= 0 && !all[index].querySelector(".flash.error");
+      show(saved ? index + 1 : Math.max(index, 0));
+    } else {
+      show(current, false);
+    }
+  });
+})();

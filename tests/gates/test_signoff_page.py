@@ -1,0 +1,30 @@
+"""The sign-off form confirms the signature, shows it, and is not offered twice to the same person."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.gates.test_service import build_run
+
+
+def test_signing_confirms_and_hides_the_form_for_that_person(
+    session: Session, client_as: Callable[..., TestClient]
+) -> None:
+    run = build_run(session)
+    session.commit()
+    pm = client_as("pm")
+    page = pm.get(f"/gates/pilot?run={run.name}")
+    assert 'class="stack gate-sign-form"' in page.text and "data-confirm=" in page.text
+    r = pm.post("/gates/pilot/signoff", data={"run": run.name, "decision": "no_go", "note": "<b>not yet</b>"})
+    assert r.status_code == 200
+    assert "Signed: your no-go on the pilot gate for run-1 is recorded" in r.text
+    assert 'class="stack gate-sign-form"' not in r.text and "You signed this gate on" in r.text
+    assert "&lt;b&gt;not yet&lt;/b&gt;" in r.text and "<b>not yet</b>" not in r.text
+    # A second post (a replayed form) is refused and says why.
+    again = pm.post("/gates/pilot/signoff", data={"run": run.name, "decision": "no_go"})
+    assert "you already signed the pilot gate for this run" in again.text
+    # The lead still sees the form.
+    assert 'class="stack gate-sign-form"' in client_as("lead").get(f"/gates/pilot?run={run.name}").text

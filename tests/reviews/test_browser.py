@@ -1,0 +1,67 @@
+"""The PM reviews a week in Chromium: customer message above each pair, keys, one at a time, filter."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import Session
+
+from tests.browser_support import sign_in
+from tests.factories import make_user
+from tests.metrics.conftest import ev
+from webapp.metrics.ingest import ingest_events
+from webapp.spec import EvalSpec
+
+pytestmark = pytest.mark.browser
+
+
+def _seed(session: Session, spec: EvalSpec) -> None:
+    make_user(session, email="pm@example.test", roles=["pm"])
+    events = [
+        ev("2026-11-03", action="edit", customer_message=f"Question <{i}> about my bill",
+           draft_text=f"Draft answer {i}", sent_text=f"Sent answer {i}")
+        for i in range(3)
+    ]
+    ingest_events(session=session, spec=spec, items=events)
+
+
+def test_review_by_keyboard_without_reloads(live_server, new_page, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+    live_server.seed(lambda s: _seed(s, spec))
+    page = new_page()
+    sign_in(page, live_server.url, "pm@example.test")
+    page.goto(f"{live_server.url}/reviews/2026-W45")
+    items = page.locator("#reviews-pairs .reviews-item")
+    assert items.count() == 3
+    # The customer's message stands above each pair, escaped.
+    first = items.nth(0)
+    customer = first.locator(".reviews-customer").inner_text()
+    assert "Question <" in customer and "> about my bill" in customer
+    assert first.locator(".reviews-customer").bounding_box()["y"] < first.locator(".reviews-pair").bounding_box()["y"]
+    page.evaluate("window.__noReload = true")
+    assert "reviews-current" in (first.get_attribute("class") or "")
+
+    page.keyboard.press("1")  # Good, then on to the next pair
+    page.wait_for_selector("#reviews-pairs .reviews-item.reviews-verdict-good")
+    page.wait_for_function("document.querySelector('#review-progress').innerText.includes('1/3 reviewed')")
+    assert "reviews-current" in (items.nth(1).get_attribute("class") or "")
+    page.keyboard.press("k")
+    assert "reviews-current" in (items.nth(0).get_attribute("class") or "")
+    page.keyboard.press("j")
+    page.keyboard.press("n")
+    assert page.evaluate("document.activeElement.name") == "notes"
+    page.keyboard.type("tone is off")
+    page.keyboard.press("Escape")
+    page.keyboard.press("2")  # Minor issue, with the typed note
+    page.wait_for_function("document.querySelector('#review-progress').innerText.includes('2/3 reviewed')")
+    assert page.evaluate("window.__noReload") is True, "a verdict reloaded the page"
+
+    # One pair at a time: only the current pair is visible.
+    page.click("#reviews-one-at-a-time")
+    visible = [items.nth(i).is_visible() for i in range(items.count())]
+    assert visible.count(True) == 1 and visible[2]
+
+    # The filter leaves the one unreviewed pair, and it survives a reload.
+    page.goto(f"{live_server.url}/reviews/2026-W45?show=unreviewed")
+    assert page.locator("#reviews-pairs .reviews-item").count() == 1
+    page.reload()
+    assert page.locator("#reviews-pairs .reviews-item").count() == 1
+    assert page.console_errors == []

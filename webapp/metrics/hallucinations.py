@@ -1,0 +1,127 @@
+"""The lead's hallucination queue: each report with its evidence, its decision history, and undo.
+
+A report shows the flagged draft beside the KB revisions it cited (as the drafting tool sent them
+with the report), the word diff from the draft to what the agent sent, and every decision taken on
+it. Decisions are appended, never edited: undoing one adds a decision that puts the report back in
+the state it had before, so the history stays complete. Confirmed reports feed the daily metrics,
+the alerts and the production gate, which read the report's current state, so an undo is reflected
+at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from webapp.auth.models import User
+from webapp.kb import service as kb_service
+from webapp.kb.models import KbRevision
+from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
+from webapp.metrics.service import MetricsError, apply_decision
+from webapp.textdiff import Segment, word_diff
+
+DECISION_LABELS = {"confirmed": "confirmed", "dismissed": "dismissed", "pending": "back to pending"}
+
+
+@dataclass
+class CitedRevision:
+    """A KB revision a flagged draft cited, as the KB holds it now (None when the KB has no such revision)."""
+
+    article_id: str
+    revision: int | None
+    found: KbRevision | None
+    current: KbRevision | None
+
+    @property
+    def stale(self) -> bool:
+        return self.found is not None and self.found.status != "current"
+
+
+@dataclass
+class DecisionView:
+    """One row of a report's history, with who took it."""
+
+    row: HallucinationDecision
+    by: str
+
+    @property
+    def label(self) -> str:
+        return ("undo: " if self.row.undoes else "") + DECISION_LABELS.get(self.row.decision, self.row.decision)
+
+
+@dataclass
+class ReportView:
+    """A report with everything the lead needs to decide it."""
+
+    report: HallucinationReport
+    event: Event
+    cited: list[CitedRevision]
+    diff: list[Segment]
+    history: list[DecisionView]
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self.history)
+
+
+def _cited(session: Session, citations: list[dict[str, Any]] | None) -> list[CitedRevision]:
+    out: list[CitedRevision] = []
+    for c in citations or []:
+        article_id = str(c.get("article_id", ""))
+        rev = c.get("revision")
+        revision = int(rev) if isinstance(rev, int) else None
+        found = kb_service.get_revision(session=session, article_id=article_id, revision=revision) if revision else None
+        current = kb_service.current_revision(session=session, article_id=article_id)
+        out.append(CitedRevision(article_id, revision, found or (current if revision is None else None), current))
+    return out
+
+
+def report_views(*, session: Session, reports: list[tuple[HallucinationReport, Event]]) -> list[ReportView]:
+    """Return the queue's reports with their cited KB revisions, word diff and decision history."""
+    ids = [r.id for r, _ in reports if r.id is not None]
+    rows = list(
+        session.exec(
+            select(HallucinationDecision)
+            .where(col(HallucinationDecision.report_id).in_(ids))
+            .order_by(col(HallucinationDecision.id))
+        ).all()
+    ) if ids else []
+    names = {
+        u.id: u.name or u.email
+        for u in session.exec(select(User).where(col(User.id).in_({d.decided_by for d in rows if d.decided_by}))).all()
+    } if rows else {}
+    by_report: dict[int, list[DecisionView]] = {}
+    for d in rows:
+        by_report.setdefault(d.report_id, []).append(DecisionView(d, names.get(d.decided_by, "—") if d.decided_by else "—"))
+    return [
+        ReportView(
+            report=r,
+            event=e,
+            cited=_cited(session, r.citations),
+            diff=word_diff(e.draft_text, e.sent_text),
+            history=by_report.get(r.id or 0, []),
+        )
+        for r, e in reports
+    ]
+
+
+def undo_last_decision(*, session: Session, report_id: int, decided_by: int | None, note: str = "") -> HallucinationReport:
+    """Revert a report's newest decision by appending one that restores the state before it."""
+    report = session.get(HallucinationReport, report_id)
+    if report is None:
+        raise MetricsError(f"report: no hallucination report {report_id}")
+    history = list(
+        session.exec(
+            select(HallucinationDecision)
+            .where(HallucinationDecision.report_id == report_id)
+            .order_by(col(HallucinationDecision.id))
+        ).all()
+    )
+    if not history:
+        raise MetricsError(f"report: hallucination report {report_id} has no decision to undo")
+    last = history[-1]
+    before = history[-2].decision if len(history) > 1 else "pending"
+    reason = note.strip() or f"undid decision {last.id} ({DECISION_LABELS.get(last.decision, last.decision)})"
+    return apply_decision(session=session, report=report, decision=before, decided_by=decided_by, note=reason, undoes=last.id)

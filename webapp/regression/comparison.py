@@ -1,0 +1,506 @@
+"""Two runs over the same dataset, case by case: outcomes, per-check and rubric deltas, and noise.
+
+A case passes in a run when every checked draft (sample) of it passes all applicable checks
+(`checks.service.case_passes`). Between runs A (before) and B (after) a case is `fixed` (fail →
+pass), `broke` (pass → fail), `unchanged_pass`, `unchanged_fail`, `only_a` / `only_b` (drafted in one
+run only) or `not_checked` (a side has drafts without check results).
+
+Whether a change is more than noise is judged on the paired outcomes with the exact McNemar test:
+of the cases that changed, how likely is a split at least this uneven between fixed and broke if
+either direction were equally likely (a two-sided binomial test with p = 0.5, scipy's `binomtest`).
+With 2 changed cases out of 100 the answer is "within noise" however they split.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy.stats import binomtest
+from sqlmodel import Session, col, select
+
+from webapp.checks import service as checks_service
+from webapp.checks.service import RunSummary
+from webapp.checks.types import CheckResult
+from webapp.datasets.models import Dataset, EvalCase
+from webapp.regression.service import NotComparable, final_grades
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+from webapp.textdiff import Segment, word_diff
+
+# A paired change with an exact p-value below this is reported as unlikely to be noise.
+SIGNIFICANCE_LEVEL = 0.05
+
+OUTCOMES: tuple[str, ...] = ("fixed", "broke", "unchanged_pass", "unchanged_fail", "only_a", "only_b", "not_checked")
+OUTCOME_LABELS: dict[str, str] = {
+    "fixed": "fixed",
+    "broke": "broke",
+    "unchanged_pass": "unchanged pass",
+    "unchanged_fail": "unchanged fail",
+    "only_a": "only in A",
+    "only_b": "only in B",
+    "not_checked": "not checked",
+}
+
+
+def mcnemar_exact(fixed: int, broke: int) -> float | None:
+    """Return the two-sided exact McNemar p-value for paired changes, or None when nothing changed."""
+    n = fixed + broke
+    if n == 0:
+        return None
+    return float(min(1.0, binomtest(min(fixed, broke), n, 0.5).pvalue))
+
+
+@dataclass
+class PairedTest:
+    """Paired pass/fail outcomes of the cases both runs have: how many changed each way, and the p-value."""
+
+    pairs: int
+    fixed: int
+    broke: int
+
+    @property
+    def changed(self) -> int:
+        return self.fixed + self.broke
+
+    @property
+    def p_value(self) -> float | None:
+        return mcnemar_exact(self.fixed, self.broke)
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < SIGNIFICANCE_LEVEL
+
+    @property
+    def note(self) -> str:
+        if self.pairs == 0:
+            return "no case has an outcome in both runs"
+        if self.changed == 0:
+            return f"0 of {self.pairs} cases changed"
+        verdict = "unlikely to be noise" if self.significant else "within noise"
+        return (
+            f"{self.changed} of {self.pairs} cases changed ({self.fixed} fixed, {self.broke} broke): "
+            f"exact McNemar p = {self.p_value:.3f}, {verdict}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pairs": self.pairs,
+            "fixed": self.fixed,
+            "broke": self.broke,
+            "p_value": self.p_value,
+            "significant": self.significant,
+            "note": self.note,
+        }
+
+
+def paired_test(a: dict[str, bool | None], b: dict[str, bool | None]) -> PairedTest:
+    """Pair per-case outcomes (None = no outcome) of two runs and count the changes each way."""
+    pairs = fixed = broke = 0
+    for case_id, before in a.items():
+        after = b.get(case_id)
+        if before is None or after is None:
+            continue
+        pairs += 1
+        fixed += int(not before and after)
+        broke += int(before and not after)
+    return PairedTest(pairs, fixed, broke)
+
+
+@dataclass
+class CaseSide:
+    """One case in one run: its drafts, whether it passes all checks, and the checks that failed."""
+
+    draft_ids: list[int]
+    passed: bool | None  # None: not checked
+    failed_checks: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CaseRow:
+    """One case across the two runs."""
+
+    case_id: str
+    category: str | None
+    intent: str | None
+    golden: bool
+    a: CaseSide | None
+    b: CaseSide | None
+    change: str
+
+    def as_dict(self) -> dict[str, Any]:
+        def side(s: CaseSide | None) -> dict[str, Any] | None:
+            return None if s is None else {"draft_ids": s.draft_ids, "passed": s.passed, "failed_checks": s.failed_checks}
+
+        return {
+            "case_id": self.case_id,
+            "category": self.category,
+            "intent": self.intent,
+            "golden": self.golden,
+            "change": self.change,
+            "a": side(self.a),
+            "b": side(self.b),
+        }
+
+
+@dataclass
+class CheckDelta:
+    """One check (or all checks together) in both runs: passes over applicable drafts, and the paired test."""
+
+    key: str
+    label: str
+    a_passed: int
+    a_total: int
+    b_passed: int
+    b_total: int
+    test: PairedTest
+
+    @property
+    def a(self) -> float | None:
+        return self.a_passed / self.a_total if self.a_total else None
+
+    @property
+    def b(self) -> float | None:
+        return self.b_passed / self.b_total if self.b_total else None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "a": {"passed": self.a_passed, "total": self.a_total, "rate": self.a},
+            "b": {"passed": self.b_passed, "total": self.b_total, "rate": self.b},
+            "delta": self.delta,
+            "paired": self.test.as_dict(),
+        }
+
+
+@dataclass
+class RubricDelta:
+    """A rubric criterion's mean final grade in both runs (factual accuracy: share of pass), with counts."""
+
+    key: str
+    name: str
+    kind: str
+    a: float | None
+    b: float | None
+    a_graded: int
+    b_graded: int
+    test: PairedTest | None  # pass/fail criteria only
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "name": self.name,
+            "a": {"mean": self.a, "graded": self.a_graded},
+            "b": {"mean": self.b, "graded": self.b_graded},
+            "delta": self.delta,
+            "paired": self.test.as_dict() if self.test else None,
+        }
+
+
+@dataclass
+class Comparison:
+    """Two runs over the same dataset side by side."""
+
+    a: RunSummary
+    b: RunSummary
+    cases: list[CaseRow]
+    checks: list[CheckDelta]
+    overall: CheckDelta
+    rubric: list[RubricDelta] | None  # None: no final grades yet for either run
+
+    def count(self, change: str) -> int:
+        """Count the cases with this outcome (`unchanged` counts both unchanged outcomes)."""
+        if change == "unchanged":
+            return self.count("unchanged_pass") + self.count("unchanged_fail")
+        return sum(c.change == change for c in self.cases)
+
+    def filtered(
+        self, *, category: str = "", intent: str = "", golden: str = "", outcome: str = ""
+    ) -> list[CaseRow]:
+        """Return the cases matching the filters (golden: yes/no; empty filters match everything)."""
+        rows = self.cases
+        if category:
+            rows = [c for c in rows if c.category == category]
+        if intent:
+            rows = [c for c in rows if c.intent == intent]
+        if golden in ("yes", "no"):
+            rows = [c for c in rows if c.golden == (golden == "yes")]
+        if outcome:
+            rows = [c for c in rows if c.change == outcome]
+        return rows
+
+    @property
+    def facets(self) -> dict[str, list[str]]:
+        return {
+            "categories": sorted({c.category for c in self.cases if c.category}),
+            "intents": sorted({c.intent for c in self.cases if c.intent}),
+        }
+
+    def as_dict(self, cases: list[CaseRow] | None = None) -> dict[str, Any]:
+        return {
+            "a": {"id": self.a.run_id, "name": self.a.run_name},
+            "b": {"id": self.b.run_id, "name": self.b.run_name},
+            "overall": self.overall.as_dict(),
+            "counts": {k: self.count(k) for k in OUTCOMES},
+            "cases": [c.as_dict() for c in (self.cases if cases is None else cases)],
+            "checks": [c.as_dict() for c in self.checks],
+            "rubric": None if self.rubric is None else [r.as_dict() for r in self.rubric],
+        }
+
+    def to_csv(self, cases: list[CaseRow] | None = None) -> str:
+        """Return the per-case table as CSV (one row per case)."""
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow([
+            "case_id", "category", "intent", "golden", "change",
+            "a_passed", "a_failed_checks", "a_draft_ids", "b_passed", "b_failed_checks", "b_draft_ids",
+        ])
+
+        def side(s: CaseSide | None) -> list[str]:
+            if s is None:
+                return ["", "", ""]
+            passed = "" if s.passed is None else ("pass" if s.passed else "fail")
+            return [passed, " ".join(s.failed_checks), " ".join(str(d) for d in s.draft_ids)]
+
+        for c in self.cases if cases is None else cases:
+            writer.writerow([c.case_id, c.category or "", c.intent or "", "yes" if c.golden else "no", c.change, *side(c.a), *side(c.b)])
+        return buf.getvalue()
+
+
+def _same_dataset(session: Session, a: Run, b: Run) -> bool:
+    if a.dataset_id == b.dataset_id:
+        return True
+    da, db = session.get(Dataset, a.dataset_id), session.get(Dataset, b.dataset_id)
+    return bool(da and db and da.sha256 == db.sha256)
+
+
+def _comparable_runs(session: Session, a_id: int, b_id: int) -> tuple[Run, Run]:
+    ra, rb = session.get(Run, a_id), session.get(Run, b_id)
+    if ra is None or rb is None:
+        raise LookupError(f"run: no run with id {a_id if ra is None else b_id}")
+    if not _same_dataset(session, ra, rb):
+        da, db = session.get(Dataset, ra.dataset_id), session.get(Dataset, rb.dataset_id)
+        raise NotComparable(
+            f"runs {ra.name} and {rb.name} are over different datasets "
+            f"({da.name if da else '?'} v{da.version if da else '?'} and {db.name if db else '?'} v{db.version if db else '?'}); "
+            "only runs over the same dataset can be compared"
+        )
+    return ra, rb
+
+
+@dataclass
+class _CaseInfo:
+    category: str | None
+    intent: str | None
+    golden: bool
+    position: int
+
+
+def _drafted_cases(session: Session, run_ids: tuple[int, int]) -> tuple[dict[str, _CaseInfo], dict[int, dict[str, list[int]]]]:
+    """Return the cases drafted in either run (by case id) and, per run, each case's draft ids."""
+    rows = session.exec(
+        select(Draft.id, Draft.run_id, EvalCase.case_id, EvalCase.category, EvalCase.intent, EvalCase.golden, EvalCase.position)
+        .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
+        .where(col(Draft.run_id).in_(run_ids))
+        .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+    ).all()
+    info: dict[str, _CaseInfo] = {}
+    drafts: dict[int, dict[str, list[int]]] = {rid: defaultdict(list) for rid in run_ids}
+    for draft_id, run_id, case_id, category, intent, golden, position in rows:
+        info.setdefault(case_id, _CaseInfo(category, intent, bool(golden), position))
+        drafts[run_id][case_id].append(draft_id)
+    return info, drafts
+
+
+def _case_check_status(summary: RunSummary) -> dict[str, dict[str, bool | None]]:
+    """Return, per check key, each case's outcome: False if any draft fails it, True if one passes, else None."""
+    out: dict[str, dict[str, bool | None]] = defaultdict(dict)
+    for o in summary.outcomes:
+        for r in o.results:
+            current = out[r.key].get(o.case_id)
+            if r.status == "fail":
+                out[r.key][o.case_id] = False
+            elif r.status == "pass" and current is None:
+                out[r.key][o.case_id] = True
+            else:
+                out[r.key].setdefault(o.case_id, current)
+    return out
+
+
+def _change(a: CaseSide | None, b: CaseSide | None) -> str:
+    if a is None:
+        return "only_b"
+    if b is None:
+        return "only_a"
+    if a.passed is None or b.passed is None:
+        return "not_checked"
+    if a.passed == b.passed:
+        return "unchanged_pass" if a.passed else "unchanged_fail"
+    return "fixed" if b.passed else "broke"
+
+
+def _grade_values(grades: dict[int, Any], key: str, pass_fail: bool) -> list[float]:
+    """Return a criterion's final grades as numbers (pass/fail as 1/0)."""
+    vals = [getattr(v, key, None) for v in grades.values()]
+    return [float(v == "pass") if pass_fail else float(v) for v in vals if v is not None]
+
+
+def _case_factual(grades: dict[int, Any], key: str, drafts: dict[str, list[int]]) -> dict[str, bool | None]:
+    """Return per case whether every graded draft passes a pass/fail criterion (None: none graded)."""
+    result: dict[str, bool | None] = {}
+    for case_id, ids in drafts.items():
+        seen = [getattr(grades[d], key, None) for d in ids if d in grades]
+        seen = [v for v in seen if v is not None]
+        result[case_id] = None if not seen else all(v == "pass" for v in seen)
+    return result
+
+
+def _rubric(session: Session, spec: EvalSpec, a_id: int, b_id: int, drafts: dict[int, dict[str, list[int]]]) -> list[RubricDelta] | None:
+    ga = final_grades(session=session, run_id=a_id) or {}
+    gb = final_grades(session=session, run_id=b_id) or {}
+    if not ga and not gb:
+        return None
+    out: list[RubricDelta] = []
+    for crit in spec.rubric.criteria:
+        pass_fail = crit.kind == "pass_fail"
+        va, vb = _grade_values(ga, crit.key, pass_fail), _grade_values(gb, crit.key, pass_fail)
+        test = None
+        if pass_fail:
+            test = paired_test(_case_factual(ga, crit.key, drafts[a_id]), _case_factual(gb, crit.key, drafts[b_id]))
+        out.append(
+            RubricDelta(
+                key=crit.key,
+                name=crit.name,
+                kind=crit.kind,
+                a=sum(va) / len(va) if va else None,
+                b=sum(vb) / len(vb) if vb else None,
+                a_graded=len(va),
+                b_graded=len(vb),
+                test=test,
+            )
+        )
+    return out
+
+
+def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> Comparison:
+    """Compare two runs over the same dataset; raise NotComparable for runs over different datasets."""
+    _comparable_runs(session, a_id, b_id)
+    sa = checks_service.run_summary(session=session, run_id=a_id)
+    sb = checks_service.run_summary(session=session, run_id=b_id)
+    info, drafts = _drafted_cases(session, (a_id, b_id))
+    pa, pb = checks_service.case_passes(summary=sa), checks_service.case_passes(summary=sb)
+    fa: dict[str, list[str]] = defaultdict(list)
+    fb: dict[str, list[str]] = defaultdict(list)
+    for summary, failed in ((sa, fa), (sb, fb)):
+        for o in summary.outcomes:
+            failed[o.case_id].extend(r.key for r in o.failures if r.key not in failed[o.case_id])
+
+    def side(run_id: int, passes: dict[str, bool], failed: dict[str, list[str]], case_id: str) -> CaseSide | None:
+        ids = drafts[run_id].get(case_id)
+        return None if not ids else CaseSide(list(ids), passes.get(case_id), list(failed.get(case_id, [])))
+
+    cases: list[CaseRow] = []
+    for case_id, ci in sorted(info.items(), key=lambda kv: kv[1].position):
+        a, b = side(a_id, pa, fa, case_id), side(b_id, pb, fb, case_id)
+        cases.append(CaseRow(case_id, ci.category, ci.intent, ci.golden, a, b, _change(a, b)))
+
+    status_a, status_b = _case_check_status(sa), _case_check_status(sb)
+    rates_a = {c.key: c for c in sa.per_check}
+    checks = [
+        CheckDelta(
+            c.key, c.label, rates_a[c.key].passed, rates_a[c.key].applicable, c.passed, c.applicable,
+            paired_test(status_a.get(c.key, {}), status_b.get(c.key, {})),
+        )
+        for c in sb.per_check
+    ]
+    overall = CheckDelta(
+        "overall", "All checks", sa.overall.passed, sa.overall.total, sb.overall.passed, sb.overall.total,
+        paired_test(dict(pa), dict(pb)),
+    )
+    return Comparison(
+        a=sa, b=sb, cases=cases, checks=checks, overall=overall, rubric=_rubric(session, spec, a_id, b_id, drafts)
+    )
+
+
+# --- one case, side by side ------------------------------------------------------------------------------
+
+
+@dataclass
+class DraftSide:
+    """One run's draft of the case with what is known about it."""
+
+    run: Run
+    draft: Draft
+    checks: list[CheckResult]
+    final_grade: Any | None
+    judge_scores: dict[str, Any] | None
+    judge_hidden: bool
+
+
+@dataclass
+class CasePair:
+    """A case's drafts in runs A and B (first sample of each), with the word diff from A to B."""
+
+    case: EvalCase
+    a: DraftSide | None
+    b: DraftSide | None
+    diff: list[Segment]
+
+
+def _draft_side(
+    session: Session, run: Run, draft_ids: list[int], finals: dict[int, Any], visible: set[int] | None
+) -> DraftSide | None:
+    if not draft_ids:
+        return None
+    from webapp.evaluator.models import EvaluatorJudgeScore
+
+    draft = session.get(Draft, draft_ids[0])
+    assert draft is not None and draft.id is not None
+    judge = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft.id)).first()
+    hidden = judge is not None and visible is not None and draft.id not in visible
+    return DraftSide(
+        run=run,
+        draft=draft,
+        checks=checks_service.draft_results(session=session, draft_id=draft.id).results,
+        final_grade=finals.get(draft.id),
+        judge_scores=None if judge is None or hidden else (judge.scores or {}),
+        judge_hidden=hidden,
+    )
+
+
+def case_pair(*, session: Session, spec: EvalSpec, a_id: int, b_id: int, case_id: str, principal: Any | None) -> CasePair:
+    """Return one case's drafts in both runs side by side; judge scores stay hidden from blind graders."""
+    from webapp.evaluator.service import judge_visible_drafts
+
+    ra, rb = _comparable_runs(session, a_id, b_id)
+    info, drafts = _drafted_cases(session, (a_id, b_id))
+    if case_id not in info:
+        raise LookupError(f"case: neither run has a draft for case {case_id!r}")
+    sides: list[DraftSide | None] = []
+    for run in (ra, rb):
+        finals = final_grades(session=session, run_id=run.id) or {}  # type: ignore[arg-type]
+        visible = judge_visible_drafts(session=session, run_id=run.id, principal=principal, finals=finals)  # type: ignore[arg-type]
+        sides.append(_draft_side(session, run, drafts[run.id].get(case_id, []), finals, visible))  # type: ignore[index]
+    a, b = sides
+    first = a or b
+    assert first is not None
+    case = session.get(EvalCase, first.draft.case_pk)
+    assert case is not None
+    return CasePair(
+        case=case,
+        a=a,
+        b=b,
+        diff=word_diff(a.draft.draft_text if a else None, b.draft.draft_text if b else None),
+    )
