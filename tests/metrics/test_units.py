@@ -109,21 +109,23 @@ class TestPages:
     ) -> None:
         from tests.checks.conftest import build_world
         from webapp.checks import service as checks_service
-        from webapp.regression import service as regression_service
+        from webapp.regression import comparison
 
         world = build_world(session)
         for run in (world.a, world.b):
             checks_service.check_run(session=session, spec=spec, run_id=run.id)
         session.commit()
-        real = regression_service.compare_runs
+        real = comparison.compare_runs
 
         def nearly_equal(**kw):  # type: ignore[no-untyped-def]
             cmp = real(**kw)
             # 2/3 of the drafts pass in A and 0.6663 in B: a change of -0.04 points, which rounds to 0.0
-            cmp.overall = regression_service.CheckDelta("overall", "All checks", 2 / 3, 0.6663)
+            cmp.overall = comparison.CheckDelta(
+                "overall", "All checks", 2, 3, 6663, 10000, comparison.PairedTest(pairs=3, fixed=0, broke=0)
+            )
             return cmp
 
-        monkeypatch.setattr(regression_service, "compare_runs", nearly_equal)
+        monkeypatch.setattr(comparison, "compare_runs", nearly_equal)
         page = client_as("pm").get("/runs/compare?a=run-a&b=run-b").text
         assert '<div class="value compare-delta ">0.0 pts</div>' in page
         assert "-0.0" not in page
