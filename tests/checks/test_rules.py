@@ -184,7 +184,7 @@ class TestSafety:
         assert rules.check_safety(draft(None), case).status == "fail"
 
 
-def test_run_checks_returns_all_seven_in_order(spec: EvalSpec, kb: KbSnapshot) -> None:
+def test_run_checks_returns_all_eight_in_order(spec: EvalSpec, kb: KbSnapshot) -> None:
     results = rules.run_checks(
         draft=draft(words(80), citations=(Citation("KB-1042", 1),), confidence=0.9, intent="billing_charge"),
         case=CaseInput("routine-1", "hi", category="routine"),
@@ -192,5 +192,5 @@ def test_run_checks_returns_all_seven_in_order(spec: EvalSpec, kb: KbSnapshot) -
         spec=spec,
     )
     assert [r.key for r in results] == list(CHECK_KEYS)
-    assert [r.status for r in results] == ["pass", "pass", "pass", "pass", "pass", "not_applicable", "not_applicable"]
+    assert [r.status for r in results] == ["pass", "pass", "pass", "pass", "pass", "not_applicable", "not_applicable", "pass"]
     assert rules.all_pass(results)

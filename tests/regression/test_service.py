@@ -180,9 +180,13 @@ class TestAlerts:
         service.mark_baseline(session=session, run_id=world.a.id)
         result = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
         kinds = sorted(a.kind for a in result.alerts)
-        assert kinds == ["golden_factual", "pass_rate_drop"]
-        golden = next(a for a in result.alerts if a.kind == "golden_factual")
-        assert "g1" in golden.message and "revision 2, which is deprecated" in golden.message
+        assert kinds == ["golden_check", "pass_rate_drop"]
+        golden = next(a for a in result.alerts if a.kind == "golden_check")
+        assert golden.message == (
+            "Golden example g1 fails Citations current in run run-b: "
+            "cites KB-3001 revision 2, which is deprecated; current is revision 4."
+        )
+        assert golden.evidence["checks"] == ["citations_current"]
         drop = next(a for a in result.alerts if a.kind == "pass_rate_drop")
         # 6/8 -> 5/8 is a drop of 12.5 points.
         assert drop.evidence["drop"] == pytest.approx(0.125)

@@ -140,7 +140,9 @@ class TestBaselineAndAlerts:
         _checked(session, spec, world)
         pm = client_as("pm")
         home = pm.get("/")
-        assert "Regression alerts" in home.text and "golden example g1 fails factual accuracy in run-b" in home.text
+        # g1 cites a deprecated revision in run B: the card names that check, not factual accuracy.
+        assert "Regression alerts" in home.text and "golden example g1 fails Citations current in run-b" in home.text
+        assert "fails factual accuracy" not in home.text
         assert "pass rate of run-b down 12.5 points from the baseline" in home.text
         labeler_home = client_as("labeler").get("/")
         assert "Regression alerts" not in labeler_home.text

@@ -176,7 +176,12 @@ def alerts_page(
     return render(
         request,
         "regression/alerts.html",
-        {"rows": rows, "can_ack": principal.has_role(*ACK_ROLES), "drop": spec.regression.alert_pass_rate_drop},
+        {
+            "rows": rows,
+            "can_ack": principal.has_role(*ACK_ROLES),
+            "drop": spec.regression.alert_pass_rate_drop,
+            "kind_label": service.alert_kind_label,
+        },
         block="results",
     )
 
