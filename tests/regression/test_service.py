@@ -226,3 +226,15 @@ class TestAlerts:
         service.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
         assert service.list_alerts(session=session, open_only=True) == []
         assert alert.acknowledged_by == world.user.id
+
+
+class TestInclusionNotice:
+    def test_a_case_no_dataset_holds_says_the_next_run_must_include_it(self, session: Session, world: World) -> None:
+        service.add_case(session=session, created_by=world.user.id, source="review", case_id="review-ev-9", input="Where is my refund?", note="n")
+        notice = service.inclusion_notice(session=session, case_id="review-ev-9")
+        assert notice.startswith("The next run must include review-ev-9: no dataset holds it yet")
+        assert "`draftdesk regression export regression-suite.jsonl`" in notice
+
+    def test_a_case_of_a_dataset_names_the_dataset(self, session: Session, world: World) -> None:
+        notice = service.inclusion_notice(session=session, case_id="r1")
+        assert notice.startswith("The next run must include r1: runs over eval have it")

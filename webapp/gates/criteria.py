@@ -92,7 +92,8 @@ class RegressionFacts:
     href: str | None = None
 
 
-# What criterion 5 tells the team to do when the run lacks regression cases (the suite's export).
+# What criterion 5 tells the team to do when the run lacks regression cases (the suite's export);
+# the same text as webapp.regression.service.EXPORT_COMMAND, which the gates must not import at load.
 EXPORT_COMMAND = "draftdesk regression export regression-suite.jsonl"
 
 
@@ -264,7 +265,7 @@ def regression_suite(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
         ids = ", ".join(c.case_id for c in missing)
         action = (
             f"This run does not include {_n(len(missing), 'regression case')}: {ids}. Add the suite's cases to the "
-            "next run's dataset; export the suite (or Download JSONL on /regression) with:"
+            "next run's dataset; export the suite (or Export JSONL on /regression) with:"
         )
     status: Verdict
     if not cases:

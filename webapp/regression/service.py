@@ -108,6 +108,30 @@ def add_case(
     return case
 
 
+EXPORT_COMMAND = "draftdesk regression export regression-suite.jsonl"
+
+
+def inclusion_notice(*, session: Session, case_id: str) -> str:
+    """Say, as a case is added, that the next run must include it (the pilot gate waits for it) and how."""
+    names = sorted(
+        set(
+            session.exec(
+                select(Dataset.name).join(EvalCase, col(EvalCase.dataset_id) == col(Dataset.id)).where(EvalCase.case_id == case_id)
+            ).all()
+        )
+    )
+    export = f"export the suite with `{EXPORT_COMMAND}` (or Export JSONL on /regression) and add its cases to the next run's dataset"
+    if names:
+        return (
+            f"The next run must include {case_id}: runs over {', '.join(names)} have it, but a run over any other "
+            f"dataset lists it as not included on its pilot gate, which stays incomplete until it is. To add it elsewhere, {export}."
+        )
+    return (
+        f"The next run must include {case_id}: no dataset holds it yet, so every run's pilot gate lists it as not "
+        f"included and stays incomplete until a run includes it and passes. To include it, {export}."
+    )
+
+
 def _case_fields(case: EvalCase) -> dict[str, Any]:
     return {
         "case_id": case.case_id,
