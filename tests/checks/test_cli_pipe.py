@@ -22,11 +22,11 @@ N = 400
 def test_check_piped_to_a_reader_of_one_line_stores_the_results(session: Session, db_url: str) -> None:
     from alembic import command
 
-    # Routine cases answered by escalations: every draft fails, so the report runs to hundreds of
-    # table lines (well over a pipe's 64 KiB), and the command must write after the reader has gone.
+    # Three-word drafts without a score or an intent: every draft fails, so the report runs to
+    # thousands of table lines (well over a pipe's 64 KiB) and the command writes after the reader has gone.
     ids = [f"routine-case-with-a-long-identifier-{i:04d}-" + "x" * 60 for i in range(N)]
     ds = make_dataset(session, [{"case_id": c, "category": "routine"} for c in ids], name="big")
-    make_run(session, ds, [{"case_id": c, "draft_text": None, "escalated": True} for c in ids], name="never-drafts")
+    make_run(session, ds, [{"case_id": c, "draft_text": "a short reply"} for c in ids], name="never-drafts")
     session.commit()
     command.stamp(alembic_config(db_url), "head")  # the tests built the schema; the CLI migrates first
     try:

@@ -154,11 +154,17 @@ class TestOneGoldenRule:
     """`draftdesk check` (CI gate) and the pilot gate's golden criterion decide a golden draft with one rule."""
 
     def _verdicts(self, session: Session, spec: EvalSpec, run: Any) -> tuple[list[str], Any]:
-        from webapp.checks.cli import check
+        import io
 
-        cli = check(session=session, spec=spec, ref=run.name)
+        from rich.console import Console
+
+        from webapp.checks.cli import check_and_report
+
+        buf = io.StringIO()
+        check_and_report(session=session, spec=spec, ref=run.name, out=Console(file=buf, width=500, color_system=None))
+        cli = [line.removeprefix("FAIL ") for line in buf.getvalue().splitlines() if line.startswith("FAIL golden example")]
         golden = next(c for c in service.pilot_report(session=session, spec=spec, run=run).criteria if c.key == "golden_factual")
-        return [r for r in cli.reasons if r.startswith("golden example")], golden
+        return cli, golden
 
     def test_a_golden_length_failure_fails_both(self, session: Session, spec: EvalSpec) -> None:
         # Used to disagree: the CLI failed routine-0 (any failed check), the gate passed it (citations only).
@@ -170,8 +176,8 @@ class TestOneGoldenRule:
         checks_service.check_run(session=session, spec=spec, run_id=run.id)
         grade_all(session, spec, run.id, GOOD)
         cli, golden = self._verdicts(session, spec, run)
-        assert cli == ["golden example routine-0 fails Length: the draft has 20 words, fewer than the 50–500 allowed"]
         assert golden.status == "fail" and golden.summary == "routine-0 fails Length"
+        assert cli == ["golden example routine-0 fails Length: the draft has 20 words, fewer than the 50–500 allowed"]
 
     def test_a_golden_factual_fail_grade_fails_both(self, session: Session, spec: EvalSpec) -> None:
         # Used to disagree the other way: the gate failed routine-1 (graded factual fail), the CLI ignored grades.
