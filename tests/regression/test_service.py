@@ -233,7 +233,7 @@ class TestInclusionNotice:
         service.add_case(session=session, created_by=world.user.id, source="review", case_id="review-ev-9", input="Where is my refund?", note="n")
         notice = service.inclusion_notice(session=session, case_id="review-ev-9")
         assert notice.startswith("The next run must include review-ev-9: no dataset holds it yet")
-        assert "`draftdesk regression export regression-suite.jsonl`" in notice
+        assert '"draftdesk regression export regression-suite.jsonl"' in notice
 
     def test_a_case_of_a_dataset_names_the_dataset(self, session: Session, world: World) -> None:
         notice = service.inclusion_notice(session=session, case_id="r1")

@@ -155,11 +155,11 @@ class TestBaselineAndAlerts:
         assert "Regression alerts" not in labeler_home.text
         page = pm.get("/regression/alerts")
         assert "down 12.5 points" in page.text and "Acknowledge" in page.text
-        assert "golden: check failed" in page.text and "Golden example g1 fails Citations current in run run-b" in page.text
+        assert "golden: check" in page.text and "Golden example g1 fails Citations current in run run-b" in page.text
         assert "golden factual" not in page.text
         data = api_as("support_lead").get("/api/v1/regression/alerts?open=true").json()
         assert data["count"] == 2
-        assert sorted(a["kind_label"] for a in data["alerts"]) == ["golden: check failed", "pass rate drop"]
+        assert sorted(a["kind_label"] for a in data["alerts"]) == ["golden: check", "pass rate drop"]
         first = data["alerts"][0]["id"]
         assert api_as("support_lead").post(f"/api/v1/regression/alerts/{first}/acknowledge").status_code == 403
         r = pm.post(f"/regression/alerts/{first}/acknowledge", follow_redirects=False)

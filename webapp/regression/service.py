@@ -120,7 +120,10 @@ def inclusion_notice(*, session: Session, case_id: str) -> str:
             ).all()
         )
     )
-    export = f"export the suite with `{EXPORT_COMMAND}` (or Export JSONL on /regression) and add its cases to the next run's dataset"
+    export = (
+        f'export the suite with "{EXPORT_COMMAND}" (or Export JSONL on /regression) '
+        "and add its cases to the next run's dataset"
+    )
     if names:
         return (
             f"The next run must include {case_id}: runs over {', '.join(names)} have it, but a run over any other "
@@ -553,8 +556,8 @@ def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> C
 # --- alerts ----------------------------------------------------------------------------------------------
 
 ALERT_KIND_LABELS: dict[str, str] = {
-    "golden_check": "golden: check failed",
-    "golden_factual": "golden: factual grade fail",
+    "golden_check": "golden: check",
+    "golden_factual": "golden: factual grade",
     "pass_rate_drop": "pass rate drop",
 }
 
