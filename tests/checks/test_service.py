@@ -20,7 +20,7 @@ from webapp.spec import EvalSpec
 
 
 class TestCheckRun:
-    def test_stores_seven_results_per_draft(self, session: Session, spec: EvalSpec, world: World) -> None:
+    def test_stores_one_result_per_check_and_draft(self, session: Session, spec: EvalSpec, world: World) -> None:
         result = service.check_run(session=session, spec=spec, run_id=world.a.id)
         rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
         assert result.drafts == 8
