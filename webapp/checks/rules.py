@@ -402,12 +402,10 @@ def all_pass(results: Sequence[CheckResult]) -> bool:
 
 
 def golden_failures(*, results: Sequence[CheckResult], factual_grade: str | None) -> list[CheckResult]:
-    """Return why a golden example's draft fails (empty: it does not): every problem of its checks, and a final factual grade of fail.
-
-    The one rule for golden examples (and regression cases): `draftdesk check`, the run's checks
-    page, the regression alerts, the suite and the pilot gate all call it. Results may be empty
-    (not checked yet); the caller decides what a missing check or grade means for it.
-    """
+    """Return why a golden example's draft fails (empty: it does not): its checks' problems and a factual "fail"."""
+    # The one rule for golden examples (and regression cases): `draftdesk check`, the run's checks
+    # page, the regression alerts, the suite and the pilot gate all call it. Results may be empty
+    # (not checked yet); the caller decides what a missing check or grade means for it.
     out = problems(results)
     if factual_grade == "fail":
         out = [*out, CheckResult(FACTUAL_GRADE, "fail", "the final grade is fail")]

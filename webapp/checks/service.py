@@ -441,11 +441,9 @@ def factual_grades(*, session: Session, run_id: int) -> dict[int, str]:
 
 
 def gate_failures(*, summary: RunSummary, spec: EvalSpec, factual: dict[int, str] | None = None) -> list[str]:
-    """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate.
-
-    `factual` holds the final factual grades by draft id (factual_grades): a golden draft graded
-    "fail" fails here as it does on the pilot gate, through the same rules.golden_failures.
-    """
+    """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate."""
+    # `factual` holds the final factual grades by draft id (factual_grades): a golden draft graded
+    # "fail" fails here as it does on the pilot gate, through the same rules.golden_failures.
     reasons: list[str] = []
     if not summary.is_checked:
         return ["the run has no drafts to check"]
