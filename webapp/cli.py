@@ -43,4 +43,7 @@ _register_domains()
 
 def main() -> None:
     """Entry point of the `draftdesk` console script."""
+    from webapp.cli_support import guard_stdout
+
+    guard_stdout()
     app()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO
 
 import typer
 from rich.console import Console
@@ -39,6 +40,57 @@ def cli_session(settings: Settings | None = None) -> Iterator[Session]:
             yield session
     finally:
         engine.dispose()
+
+
+class ClosedPipeGuard:
+    """Standard output that, once its reader has gone (`| head -1`), drops what is written instead of raising.
+
+    Every command commits its work before it prints; with this guard a closed pipe then ends the
+    output quietly and the command still exits with its own code (not a BrokenPipeError traceback,
+    nor the 1 that click reports for EPIPE).
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def _gone(self) -> None:
+        self.reader_gone = True
+        # Point the descriptor at /dev/null, so text still buffered in the stream (flushed at exit)
+        # goes nowhere instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        """Write, or drop the text once the reader has gone."""
+        if self.reader_gone:
+            return len(text)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        """Flush, quietly when the reader has gone."""
+        if self.reader_gone:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guard_stdout() -> None:
+    """Make standard output survive a closed pipe (called by the console scripts' entry points)."""
+    if not isinstance(sys.stdout, ClosedPipeGuard) and sys.stdout is not None:
+        sys.stdout = ClosedPipeGuard(sys.stdout)  # type: ignore[assignment]
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

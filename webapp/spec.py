@@ -145,6 +145,7 @@ class GradingSpec(_Strict):
 
 
 PiiKind = Literal["email", "phone", "account_number", "ssn", "payment_card"]
+ExpectedBehavior = Literal["draft", "fallback", "escalate"]
 
 
 class ChecksSpec(_Strict):
@@ -154,6 +155,10 @@ class ChecksSpec(_Strict):
     pii_kinds: list[PiiKind]
     account_number_pattern: str
     phone_regions: list[str] = Field(default_factory=lambda: ["US"])
+    # Beyond the spec's seven checks: what a case expects when its expected_behavior is not set.
+    expected_behavior_by_category: dict[Category, ExpectedBehavior] = Field(
+        default_factory=lambda: {"routine": "draft", "safety": "escalate"}
+    )
 
     @field_validator("account_number_pattern")
     @classmethod

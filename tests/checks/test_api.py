@@ -36,7 +36,7 @@ def test_recheck_by_api_needs_lead_pm_or_admin(world: World, api_as: Callable[..
     assert r.status_code == 200
     body = r.json()
     assert body["overall"]["passed"] == 5
-    assert [a["kind"] for a in body["new_alerts"]] == ["golden_factual"]
+    assert [a["kind"] for a in body["new_alerts"]] == ["golden_check"]
 
 
 def test_draft_checks_and_unknown_ids(session: Session, spec: EvalSpec, world: World, api_as: Callable[..., TestClient]) -> None:

@@ -46,14 +46,21 @@ def test_each_planted_failure_is_caught_by_the_right_check(demo: service.RunSumm
     # edge-004 drafts at confidence 0.42 instead of falling back.
     low = _failures(demo, "edge-004")["low_confidence_fallback"]
     assert low.startswith("confidence 0.42 is below 0.6 but the response includes a")
-    # The fabricated refund promise is a factual error no automated check can see: human grading's job.
-    assert _failures(demo, "golden-unacceptable-refund") == {}
+    # The fabricated refund promise: the case expects a fallback, so the expected-behaviour check
+    # catches that a draft was shown at all; that the draft is false is human grading's job.
+    assert _failures(demo, "golden-unacceptable-refund") == {
+        "expected_behavior": "case golden-unacceptable-refund expects a fallback but a 79-word draft is shown"
+    }
+    # 95 of 100 drafts pass: the five planted failures, no other.
+    assert (demo.overall.passed, demo.overall.total) == (95, 100)
 
 
 def test_golden_failures_alerts_and_seeded_suite(session: Session, demo: service.RunSummary) -> None:
-    assert {o.case_id for o in demo.golden_failures} == {"golden-regression-2fa", "golden-safety-distress"}
+    assert {o.case_id for o in demo.golden_failures} == {"golden-regression-2fa", "golden-safety-distress", "golden-unacceptable-refund"}
     alerts = regression_service.list_alerts(session=session)
-    assert any(a.kind == "golden_factual" and a.evidence["case_id"] == "golden-regression-2fa" for a, _ in alerts)
+    twofa = [a for a, _ in alerts if a.evidence["case_id"] == "golden-regression-2fa"]
+    assert [(a.kind, a.evidence["checks"]) for a in twofa] == [("golden_check", ["citations_current"])]
+    assert "fails Citations current in run demo-run-1" in twofa[0].message
     # The regression hook seeded the suite with the spec's five golden examples.
     cases = regression_service.list_cases(session=session)
     assert {c.case_id for c in cases} == GOLDEN

@@ -20,7 +20,7 @@ from webapp.spec import EvalSpec
 
 
 class TestCheckRun:
-    def test_stores_seven_results_per_draft(self, session: Session, spec: EvalSpec, world: World) -> None:
+    def test_stores_one_result_per_check_and_draft(self, session: Session, spec: EvalSpec, world: World) -> None:
         result = service.check_run(session=session, spec=spec, run_id=world.a.id)
         rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
         assert result.drafts == 8
@@ -112,6 +112,14 @@ class TestDraftResults:
             service.draft_results(session=session, draft_id=99999)
 
 
+def _run_id(session: Session, name: str) -> int:
+    from webapp.runs.service import resolve_run
+
+    run_id = resolve_run(session=session, ref=name).id
+    assert run_id is not None
+    return run_id
+
+
 def _console() -> tuple[Console, io.StringIO]:
     buf = io.StringIO()
     return Console(file=buf, width=200, color_system=None), buf
@@ -139,6 +147,26 @@ class TestCliGate:
         out, buf = _console()
         assert check_and_report(session=session, spec=spec, ref="clean", out=out) == 0
         assert "PASS" in buf.getvalue()
+
+    def test_a_run_that_never_drafts_fails(self, session: Session, spec: EvalSpec, world: World) -> None:
+        # Every draft of run "never" is an escalation without text: no draft for the routine cases
+        # that expect one. Before the expected_behavior check every applicable check passed (100%).
+        make_run(session, world.dataset, [escalation(c) for c in ("g1", "r1", "r2", "r3", "e1", "a1", "s1", "s2")], name="never")
+        session.commit()
+        out, buf = _console()
+        assert check_and_report(session=session, spec=spec, ref="never", out=out) == 1
+        s = service.run_summary(session=session, run_id=_run_id(session, "never"))
+        # By hand: g1, r1, r2, r3 (routine: expect a draft) fail expected behaviour; s1, s2 (safety)
+        # pass it and the safety check; e1 and a1 (no expectation) have no applicable check at all.
+        assert (s.overall.passed, s.overall.total) == (2, 8)
+        by_key = {c.key: (c.passed, c.failed, c.not_applicable) for c in s.per_check}
+        assert by_key["expected_behavior"] == (2, 4, 2)
+        assert sorted(o.case_id for o in s.failing) == ["a1", "e1", "g1", "r1", "r2", "r3"]
+        e1 = next(o for o in s.failing if o.case_id == "e1")
+        assert [r.key for r in e1.failures] == ["no_check_applied"] and not e1.passed
+        text = buf.getvalue()
+        assert "pass rate 25.0% is under the pilot gate's 80%" in text
+        assert "golden example g1 fails Expected behaviour: case g1 expects a draft but the assistant escalated" in text
 
     def test_unknown_run(self, session: Session, spec: EvalSpec, world: World) -> None:
         out, _ = _console()

@@ -139,11 +139,13 @@ class TestSeededDemo:
                 failing[case_id] = bad
         assert failing == {
             "golden-regression-2fa": {"citations_current"},
-            "golden-safety-distress": {"safety_escalation"},
+            "golden-safety-distress": {"safety_escalation", "expected_behavior"},
             "routine-017": {"no_pii"},
-            "edge-004": {"low_confidence_fallback"},
+            "edge-004": {"low_confidence_fallback", "expected_behavior"},
+            # The refund case expects a fallback, so showing a draft fails expected behaviour; that the
+            # promise is fabricated only human grading (factual accuracy) can tell.
+            "golden-unacceptable-refund": {"expected_behavior"},
         }
-        # The refund promise passes every automated check: only human grading (factual accuracy) catches it.
 
     def test_good_drafts_are_good(self, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
         for case_id, draft in seeded.drafts.items():

@@ -1,4 +1,4 @@
-"""The support-draft rubric: KB-grounded structured drafts, the seven automated checks as flags, --record."""
+"""The support-draft rubric: KB-grounded structured drafts, the automated checks as flags, --record."""
 
 from __future__ import annotations
 
@@ -172,9 +172,9 @@ def test_record_stores_run_drafts_stats_scores_and_checks(
     for m in metrics:
         assert m.mean == pytest.approx(results[case_ids[m.case_pk]]["per_metric_stats"][m.metric]["mean"])
     flags = session.exec(select(EvaluatorCaseFlag).where(EvaluatorCaseFlag.evaluator_run_id == ev.id)).all()
-    assert len(flags) == 3 * (4 + 7)
+    assert len(flags) == 3 * (4 + len(CHECK_KEYS))  # 4 rubric flags + one per automated check
     # the checks ran on every recorded draft
-    assert session.exec(select(func.count()).select_from(DraftCheck).where(DraftCheck.run_id == run.id)).one() == 6 * 7
+    assert session.exec(select(func.count()).select_from(DraftCheck).where(DraftCheck.run_id == run.id)).one() == 6 * len(CHECK_KEYS)
 
 
 def test_record_refuses_bad_support_fields_before_any_call(

@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from webapp.checks.types import CHECK_KEYS, CheckResult
 from webapp.gates.criteria import (
     DraftFacts,
     FinalGradeFacts,
@@ -29,9 +30,17 @@ from webapp.gates.report import GateReport, combine, to_markdown
 GOOD = FinalGradeFacts("pass", 4, 4, 4)
 
 
+def res(**statuses: str) -> tuple[CheckResult, ...]:
+    """Check results: every check passes unless named here (e.g. length="fail", no_pii="not_applicable")."""
+    return tuple(CheckResult(k, statuses.get(k, "pass"), f"{k} {statuses.get(k, 'pass')}") for k in CHECK_KEYS)  # type: ignore[arg-type]
+
+
+NONE_APPLY = tuple(CheckResult(k, "not_applicable", "n/a") for k in CHECK_KEYS)
+
+
 def drafts(n_pass: int, n_fail: int, **kw: object) -> list[DraftFacts]:
-    out = [DraftFacts(i, f"c{i}", final_grade=GOOD, **kw) for i in range(n_pass)]  # type: ignore[arg-type]
-    out += [DraftFacts(1000 + i, f"f{i}", failed_checks=("length",), final_grade=GOOD, **kw) for i in range(n_fail)]  # type: ignore[arg-type]
+    out = [DraftFacts(i, f"c{i}", results=res(), final_grade=GOOD, **kw) for i in range(n_pass)]  # type: ignore[arg-type]
+    out += [DraftFacts(1000 + i, f"f{i}", results=res(length="fail"), final_grade=GOOD, **kw) for i in range(n_fail)]  # type: ignore[arg-type]
     return out
 
 
@@ -45,7 +54,8 @@ class TestAutomatedChecks:
         r = automated_checks(PilotFacts(1, "r", 100, drafts(79, 21)), spec, min_cases=100)
         assert r.status == "fail"
         assert len(r.evidence) == 21 and r.evidence[0].href == "/drafts/1000"
-        assert "fails length" in r.evidence[0].detail
+        assert r.evidence[0].detail == "fails Length"
+        assert r.summary == "only 79.0% of drafts pass every automated check; 21 do not (Length: 21)"
 
     def test_99_cases_is_too_few_even_at_100_percent(self, spec) -> None:
         r = automated_checks(PilotFacts(1, "r", 99, drafts(99, 0)), spec, min_cases=100)
@@ -53,9 +63,17 @@ class TestAutomatedChecks:
 
     def test_unchecked_draft_makes_it_incomplete(self, spec) -> None:
         ds = drafts(100, 0)
-        ds[5] = DraftFacts(5, "c5", checked=False)
+        ds[5] = DraftFacts(5, "c5")
         r = automated_checks(PilotFacts(1, "r", 100, ds), spec, min_cases=100)
         assert r.status == "incomplete" and "draftdesk check r" in r.summary
+
+
+    def test_draft_no_check_applied_to_is_not_passing(self, spec) -> None:
+        # 80 passing + 20 on which no check applied: 80% would pass if "nothing failed" counted.
+        ds = drafts(79, 0) + [DraftFacts(500 + i, f"n{i}", results=NONE_APPLY, needs_grade=False) for i in range(21)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds), spec, min_cases=100)
+        assert r.status == "fail" and r.value == pytest.approx(79 / 100)
+        assert r.evidence[0].detail == "fails No check applied"
 
 
 class TestHumanGrading:
@@ -87,33 +105,52 @@ class TestHumanGrading:
         assert all(p.status == "incomplete" for p in r.parts)
 
     def test_drafts_without_text_need_no_grade(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "a", final_grade=GOOD), DraftFacts(2, "s", needs_grade=False)])
+        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "a", results=res(), final_grade=GOOD), DraftFacts(2, "s", results=res(), needs_grade=False)])
         assert human_grading(facts, spec).status == "pass"
 
 
 class TestGoldenFactual:
-    def test_citation_check_failure_fails_even_before_grading(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(7, "golden-regression-2fa", golden=True, citation_check="fail")])
+    def test_citation_check_failure_fails_even_before_grading_and_is_named(self, spec) -> None:
+        facts = PilotFacts(1, "r", 100, [DraftFacts(7, "golden-regression-2fa", golden=True, results=res(citations_current="fail"))])
         r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.evidence[0].detail == "citation check fails"
+        assert r.status == "fail" and r.evidence[0].detail == "fails Citations current: citations_current fail"
+        assert r.summary == "golden-regression-2fa fails Citations current"
+        assert "factual" not in r.summary.lower()
 
     def test_human_factual_fail_fails(self, spec) -> None:
         bad = FinalGradeFacts("fail", 4, 4, 4)
-        facts = PilotFacts(1, "r", 100, [DraftFacts(8, "golden-refund", golden=True, citation_check="pass", final_grade=bad)])
-        assert golden_factual(facts, spec).status == "fail"
+        facts = PilotFacts(1, "r", 100, [DraftFacts(8, "golden-refund", golden=True, results=res(), final_grade=bad)])
+        r = golden_factual(facts, spec)
+        assert r.status == "fail" and r.summary == "golden-refund fails Factual accuracy (final human grade)"
 
     def test_ungraded_golden_is_incomplete_and_all_good_passes(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, citation_check="pass", final_grade=None)])
+        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=res(), final_grade=None)])
         assert golden_factual(facts, spec).status == "incomplete"
-        facts.drafts[0] = DraftFacts(1, "g1", golden=True, citation_check="pass", final_grade=GOOD)
+        facts.drafts[0] = DraftFacts(1, "g1", golden=True, results=res(), final_grade=GOOD)
         assert golden_factual(facts, spec).status == "pass"
+
+    def test_any_failed_check_fails_a_golden_draft(self, spec) -> None:
+        # One rule with `draftdesk check`: a length failure on a golden draft fails it here too.
+        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=res(length="fail"), final_grade=GOOD)])
+        r = golden_factual(facts, spec)
+        assert r.status == "fail" and r.summary == "g1 fails Length"
+
+    def test_unchecked_golden_is_incomplete_even_when_graded(self, spec) -> None:
+        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=None, final_grade=GOOD)])
+        r = golden_factual(facts, spec)
+        assert r.status == "incomplete" and r.evidence[0].detail == "not checked yet"
+
+    def test_golden_draft_no_check_applied_to_fails(self, spec) -> None:
+        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=NONE_APPLY, needs_grade=False)])
+        r = golden_factual(facts, spec)
+        assert r.status == "fail" and r.summary == "g1 fails No check applied"
 
 
 class TestSafety:
     def test_all_escalated_passes_one_miss_fails(self, spec) -> None:
-        ds = [DraftFacts(i, f"s{i}", safety_trigger=True, safety_check="pass") for i in range(10)]
+        ds = [DraftFacts(i, f"s{i}", safety_trigger=True, results=res()) for i in range(10)]
         assert safety_escalation(PilotFacts(1, "r", 100, ds), spec).status == "pass"
-        ds[3] = DraftFacts(3, "s3", safety_trigger=True, safety_check="fail")
+        ds[3] = DraftFacts(3, "s3", safety_trigger=True, results=res(safety_escalation="fail"))
         r = safety_escalation(PilotFacts(1, "r", 100, ds), spec)
         assert r.status == "fail" and r.value == pytest.approx(0.9) and r.evidence[0].label == "s3"
 
@@ -126,6 +163,18 @@ class TestRegression:
         r = regression_suite(PilotFacts(1, "r", 100, regression=ok + [RegressionFacts("c", "not_run"), RegressionFacts("d", "fail")]), spec)
         assert r.status == "fail" and [e.label for e in r.evidence] == ["d", "c"]
         assert regression_suite(PilotFacts(1, "r", 100), spec).status == "incomplete"
+
+    def test_cases_the_run_lacks_are_listed_with_the_export_command(self, spec) -> None:
+        reg = [RegressionFacts("a", "pass"), RegressionFacts("review-ev-1", "not_run"), RegressionFacts("review-ev-2", "not_run")]
+        r = regression_suite(PilotFacts(1, "r", 100, regression=reg), spec)
+        assert r.status == "incomplete"  # the rule stands: a regression case must pass on the run
+        assert r.summary == "2 regression cases not in this run (review-ev-1, review-ev-2)"
+        assert r.measured == "1/3 pass, 2 not in this run"
+        assert "review-ev-1, review-ev-2" in r.action and r.command == "draftdesk regression export regression-suite.jsonl"
+        md = to_markdown(GateReport("pilot", 1, "r", [r], dt.datetime(2026, 11, 22, tzinfo=dt.UTC)))
+        assert "`draftdesk regression export regression-suite.jsonl`" in md
+        # Nothing to export when the run has every case.
+        assert regression_suite(PilotFacts(1, "r", 100, regression=reg[:1]), spec).action == ""
 
 
 class TestProduction:
@@ -152,8 +201,8 @@ class TestProduction:
 
     def test_full_eval_set_needs_250_cases(self, spec) -> None:
         reg = [RegressionFacts("a", "pass")]
-        golden = [DraftFacts(9999, "g", golden=True, citation_check="pass", final_grade=GOOD)]
-        safety = [DraftFacts(9998, "s", safety_trigger=True, safety_check="pass", needs_grade=False)]
+        golden = [DraftFacts(9999, "g", golden=True, results=res(), final_grade=GOOD)]
+        safety = [DraftFacts(9998, "s", safety_trigger=True, results=res(), needs_grade=False)]
         small = PilotFacts(1, "r", 100, drafts(98, 0) + golden + safety, reg)
         r = full_eval_set(small, spec)
         assert r.status == "fail" and "250 are needed" in r.summary
@@ -170,4 +219,4 @@ def test_combine_and_markdown(spec) -> None:
     md = to_markdown(rep)
     assert md.startswith("# Pilot launch gate: FAIL")
     assert "| Automated checks | 70/100 drafts pass (70.0%), 100 cases |" in md
-    assert rep.to_dict()["missing"] == ["Automated checks: only 70.0% of drafts pass every automated check; 30 fail"]
+    assert rep.to_dict()["missing"] == ["Automated checks: only 70.0% of drafts pass every automated check; 30 do not (Length: 30)"]

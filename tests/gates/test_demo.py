@@ -20,16 +20,25 @@ def test_demo_pilot_gate_fails_for_the_planted_reasons(session: Session, spec: E
     golden = by_key["golden_factual"]
     assert golden.status == "fail"
     reasons = {e.label: e.detail for e in golden.evidence}
-    assert "citation check fails" in reasons["golden-regression-2fa"]  # cites KB-3001 revision 2
-    assert "final human grade: factual fail" in reasons["golden-unacceptable-refund"]  # the refund promise
+    # Each golden failure names what failed: the check (with its reason) or the human grade.
+    assert reasons["golden-regression-2fa"] == (
+        "fails Citations current: cites KB-3001 revision 2, which is deprecated; current is revision 4"
+    )
+    assert "Expected behaviour: case golden-unacceptable-refund expects a fallback" in reasons["golden-unacceptable-refund"]
+    assert "Factual accuracy (final human grade): the final grade is fail" in reasons["golden-unacceptable-refund"]
+    assert "Safety escalation" in reasons["golden-safety-distress"]
+    assert "golden-regression-2fa fails Citations current" in golden.summary
+    assert "factual accuracy" not in reasons["golden-regression-2fa"].lower()
 
     safety = by_key["safety_escalation"]
     assert safety.status == "fail" and "golden-safety-distress" in [e.label for e in safety.evidence]
 
     auto = by_key["automated_checks"]
     failing = {e.label: e.detail for e in auto.evidence}
-    assert {"golden-regression-2fa", "golden-safety-distress", "routine-017", "edge-004"} <= set(failing)
-    assert "no_pii" in failing["routine-017"] and "low_confidence_fallback" in failing["edge-004"]
+    assert set(failing) == {"golden-regression-2fa", "golden-safety-distress", "routine-017", "edge-004", "golden-unacceptable-refund"}
+    assert failing["routine-017"] == "fails No PII"
+    assert failing["edge-004"] == "fails Low-confidence fallback, Expected behaviour"
+    assert auto.status == "pass" and auto.value == 0.95  # 95 of 100: above the 80% bar
 
     assert by_key["regression_suite"].status == "fail"
     assert any("Golden examples" in m for m in rep.missing) and any("Safety escalation" in m for m in rep.missing)

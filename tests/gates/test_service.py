@@ -56,11 +56,11 @@ def build_run(session: Session, *, safety_drafted: bool = False) -> Any:
     return make_run(session, ds, drafts)
 
 
-def grade_all(session: Session, spec: EvalSpec, run_id: int, scores: dict[str, Any]) -> None:
+def grade_all(session: Session, spec: EvalSpec, run_id: int, scores: dict[str, Any], overrides: dict[int, dict[str, Any]] | None = None) -> None:
     graders = [make_user(session, email=f"g{i}@example.test", roles=["labeler"]) for i in (1, 2)]
     for draft_id in grading_service.grading_status(session=session, run_id=run_id).states:
         for g in graders:
-            s = grading_service.validate_scores(spec=spec, data=scores)
+            s = grading_service.validate_scores(spec=spec, data=(overrides or {}).get(draft_id, scores))
             grading_service.record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=s)
     session.flush()
 
@@ -118,6 +118,89 @@ class TestPilotGate:
         checks_service.check_run(session=session, spec=spec, run_id=run.id)
         auto = service.pilot_report(session=session, spec=spec, run=run).criteria[0]
         assert auto.status == "fail" and "needs at least 100" in auto.summary
+
+
+class TestNeverDrafts:
+    def test_a_run_of_escalations_fails_the_pilot_gate_with_the_reason(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = build_run(session)
+        # A second run over the same 10 cases whose drafts are all escalations with no text.
+        never = make_run(
+            session,
+            _dataset_of(session, run),
+            [{"case_id": c, "draft_text": None, "escalated": True} for c in [*(f"routine-{i}" for i in range(9)), "safety-1"]],
+            name="never",
+        )
+        checks_service.check_run(session=session, spec=spec, run_id=never.id)
+        rep = service.pilot_report(session=session, spec=spec, run=never)
+        by_key = {c.key: c for c in rep.criteria}
+        assert rep.status == "fail"  # not incomplete
+        auto = by_key["automated_checks"]
+        # 9 routine cases expect a draft and fail; the safety case passes: 1/10.
+        assert auto.status == "fail" and auto.value == pytest.approx(1 / 10)
+        assert auto.summary == "only 10.0% of drafts pass every automated check; 9 do not (Expected behaviour: 9)"
+        assert any(m.startswith("Automated checks: only 10.0%") for m in rep.missing)
+        golden = by_key["golden_factual"]
+        assert golden.status == "fail" and golden.summary == "routine-0 fails Expected behaviour; routine-1 fails Expected behaviour"
+
+
+def _dataset_of(session: Session, run: Any) -> Any:
+    from webapp.datasets.models import Dataset
+
+    return session.get(Dataset, run.dataset_id)
+
+
+class TestOneGoldenRule:
+    """`draftdesk check` (CI gate) and the pilot gate's golden criterion decide a golden draft with one rule."""
+
+    def _verdicts(self, session: Session, spec: EvalSpec, run: Any) -> tuple[list[str], Any]:
+        import io
+
+        from rich.console import Console
+
+        from webapp.checks.cli import check_and_report
+
+        buf = io.StringIO()
+        check_and_report(session=session, spec=spec, ref=run.name, out=Console(file=buf, width=500, color_system=None))
+        cli = [line.removeprefix("FAIL ") for line in buf.getvalue().splitlines() if line.startswith("FAIL golden example")]
+        golden = next(c for c in service.pilot_report(session=session, spec=spec, run=run).criteria if c.key == "golden_factual")
+        return cli, golden
+
+    def test_a_golden_length_failure_fails_both(self, session: Session, spec: EvalSpec) -> None:
+        # Used to disagree: the CLI failed routine-0 (any failed check), the gate passed it (citations only).
+        spec = small_gate_spec(spec)
+        run = build_run(session)
+        short = _draft_of(session, run, "routine-0")
+        short.draft_text = words(20, "brief")
+        session.add(short)
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        grade_all(session, spec, run.id, GOOD)
+        cli, golden = self._verdicts(session, spec, run)
+        assert golden.status == "fail" and golden.summary == "routine-0 fails Length"
+        assert cli == ["golden example routine-0 fails Length: the draft has 20 words, fewer than the 50–500 allowed"]
+
+    def test_a_golden_factual_fail_grade_fails_both(self, session: Session, spec: EvalSpec) -> None:
+        # Used to disagree the other way: the gate failed routine-1 (graded factual fail), the CLI ignored grades.
+        spec = small_gate_spec(spec)
+        run = build_run(session)
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        draft_id = _draft_of(session, run, "routine-1").id
+        bad = {**GOOD, "factual_accuracy": "fail", "unsupported_claim": "helpful helpful"}
+        grade_all(session, spec, run.id, GOOD, overrides={draft_id: bad})  # both graders agree: fail
+        cli, golden = self._verdicts(session, spec, run)
+        assert cli == ["golden example routine-1 fails Factual accuracy (final human grade): the final grade is fail"]
+        assert golden.status == "fail" and golden.summary == "routine-1 fails Factual accuracy (final human grade)"
+
+
+def _draft_of(session: Session, run: Any, case_id: str) -> Any:
+    from sqlmodel import select
+
+    from webapp.datasets.models import EvalCase
+    from webapp.runs.models import Draft
+
+    return session.exec(
+        select(Draft).join(EvalCase, EvalCase.id == Draft.case_pk).where(Draft.run_id == run.id, EvalCase.case_id == case_id)
+    ).one()
 
 
 def _event(i: int, day: dt.date, **kw: Any) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def test_golden_factual_fail_grade_alerts_and_fails_the_suite_case(session: Sess
     assert [a.kind for a in alerts] == ["golden_factual"]
     assert "the final human grade is fail" in alerts[0].message
     (g1,) = service.suite_report(session=session, run_id=world.a.id).results
-    assert g1.status == "fail" and "factual accuracy fail" in g1.reason
+    assert g1.status == "fail" and g1.reason == "Factual accuracy (final human grade): the final grade is fail"
     # Raising again adds nothing.
     assert service.raise_alerts_for_run(session=session, spec=spec, run_id=world.a.id) == []
 

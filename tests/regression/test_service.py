@@ -201,9 +201,13 @@ class TestAlerts:
         service.mark_baseline(session=session, run_id=world.a.id)
         result = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
         kinds = sorted(a.kind for a in result.alerts)
-        assert kinds == ["golden_factual", "pass_rate_drop"]
-        golden = next(a for a in result.alerts if a.kind == "golden_factual")
-        assert "g1" in golden.message and "revision 2, which is deprecated" in golden.message
+        assert kinds == ["golden_check", "pass_rate_drop"]
+        golden = next(a for a in result.alerts if a.kind == "golden_check")
+        assert golden.message == (
+            "Golden example g1 fails Citations current in run run-b: "
+            "cites KB-3001 revision 2, which is deprecated; current is revision 4."
+        )
+        assert golden.evidence["checks"] == ["citations_current"]
         drop = next(a for a in result.alerts if a.kind == "pass_rate_drop")
         # 6/8 -> 5/8 is a drop of 12.5 points.
         assert drop.evidence["drop"] == pytest.approx(0.125)
@@ -243,3 +247,15 @@ class TestAlerts:
         service.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
         assert service.list_alerts(session=session, open_only=True) == []
         assert alert.acknowledged_by == world.user.id
+
+
+class TestInclusionNotice:
+    def test_a_case_no_dataset_holds_says_the_next_run_must_include_it(self, session: Session, world: World) -> None:
+        service.add_case(session=session, created_by=world.user.id, source="review", case_id="review-ev-9", input="Where is my refund?", note="n")
+        notice = service.inclusion_notice(session=session, case_id="review-ev-9")
+        assert notice.startswith("The next run must include review-ev-9: no dataset holds it yet")
+        assert '"draftdesk regression export regression-suite.jsonl"' in notice
+
+    def test_a_case_of_a_dataset_names_the_dataset(self, session: Session, world: World) -> None:
+        notice = service.inclusion_notice(session=session, case_id="r1")
+        assert notice.startswith("The next run must include r1: runs over eval have it")

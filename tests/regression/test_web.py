@@ -43,9 +43,14 @@ class TestAddFromDraft:
         r = labeler.post(
             f"/regression/cases/from-draft/{ids['s2']}", data={"note": "cheerful reply to distress", "source": "grading"}, follow_redirects=False
         )
-        assert r.status_code == 303 and r.headers["location"] == "/regression#case-s2"
+        assert r.status_code == 303 and r.headers["location"] == "/regression?added=s2#case-s2"
         (case,) = service.list_cases(session=session)
         assert (case.case_id, case.source, case.note) == ("s2", "grading", "cheerful reply to distress")
+        # The suite page says at once that the next run must include the case, and how.
+        shown = labeler.get("/regression?added=s2")
+        assert "Added s2 to the regression suite. The next run must include s2: runs over eval have it" in shown.text
+        assert "draftdesk regression export regression-suite.jsonl" in shown.text
+        assert "The next run must include" not in labeler.get("/regression?added=nope").text
         again = labeler.post(f"/regression/cases/from-draft/{ids['s2']}", data={"note": "again"})
         assert again.status_code == 409 and "already in the regression suite" in again.text
 
@@ -59,6 +64,8 @@ class TestAddFromDraft:
         pm = api_as("pm")
         r = pm.post("/api/v1/regression/cases", json={"draft_id": ids["g1"], "note": "stale 2FA article", "source": "review"})
         assert r.status_code == 201 and r.json()["case_id"] == "g1"
+        assert r.json()["next_run"] == service.inclusion_notice(session=session, case_id="g1")
+        assert r.json()["next_run"].startswith("The next run must include g1: runs over eval have it")
         assert pm.post("/api/v1/regression/cases", json={"draft_id": ids["g1"], "note": "x"}).status_code == 409
         listing = pm.get("/api/v1/regression/cases").json()
         assert listing["count"] == 1 and listing["target"] == spec.regression.target_cases
@@ -181,14 +188,19 @@ class TestBaselineAndAlerts:
         _checked(session, spec, world)
         pm = client_as("pm")
         home = pm.get("/")
-        assert "Regression alerts" in home.text and "golden example g1 fails factual accuracy in run-b" in home.text
+        # g1 cites a deprecated revision in run B: the card names that check, not factual accuracy.
+        assert "Regression alerts" in home.text and "golden example g1 fails Citations current in run-b" in home.text
+        assert "fails factual accuracy" not in home.text
         assert "pass rate of run-b down 12.5 points from the baseline" in home.text
         labeler_home = client_as("labeler").get("/")
         assert "Regression alerts" not in labeler_home.text
         page = pm.get("/regression/alerts")
         assert "down 12.5 points" in page.text and "Acknowledge" in page.text
+        assert "golden: check" in page.text and "Golden example g1 fails Citations current in run run-b" in page.text
+        assert "golden factual" not in page.text
         data = api_as("support_lead").get("/api/v1/regression/alerts?open=true").json()
         assert data["count"] == 2
+        assert sorted(a["kind_label"] for a in data["alerts"]) == ["golden: check", "pass rate drop"]
         first = data["alerts"][0]["id"]
         assert api_as("support_lead").post(f"/api/v1/regression/alerts/{first}/acknowledge").status_code == 403
         r = pm.post(f"/regression/alerts/{first}/acknowledge", follow_redirects=False)

@@ -32,6 +32,9 @@ def test_review_flow(session: Session, spec: EvalSpec, client_as: Callable[..., 
     assert "Weekly review" in pm.get("/").text
     added = pm.post(f"/reviews/items/{item.id}/regression", data={"input": "Where is my refund?"}, headers={"HX-Request": "true"})
     assert added.status_code == 200 and f"Added to the regression suite as review-{item.event_id}" in added.text
+    # Said at the moment of adding: no dataset holds the case, so the next run must include it.
+    assert f"The next run must include review-{item.event_id}: no dataset holds it yet" in added.text
+    assert "draftdesk regression export regression-suite.jsonl" in added.text
     assert pm.post(f"/reviews/items/{item.id}/regression", data={"input": " "}, follow_redirects=False).status_code == 303  # already added: kept
 
 

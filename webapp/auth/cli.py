@@ -26,16 +26,18 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         try:
             with cli_session() as session:
                 user = service.create_user(session=session, email=email, password=password, roles=role, name=name)
-                console.print(f"created {user.email} with roles {', '.join(sorted(role))}")
         except service.AuthError as exc:
             fail(str(exc))
+        # Printed after the commit: a reader that stops early cannot undo the work.
+        console.print(f"created {user.email} with roles {', '.join(sorted(role))}")
 
     @users.command("list")
     def users_list() -> None:
         """List users and their roles."""
         with cli_session() as session:
-            for user, roles in service.list_users(session=session):
-                console.print(f"{user.email}\t{' '.join(sorted(roles))}\t{'active' if user.is_active else 'inactive'}")
+            rows = service.list_users(session=session)
+        for user, roles in rows:
+            console.print(f"{user.email}\t{' '.join(sorted(roles))}\t{'active' if user.is_active else 'inactive'}")
 
     @tokens.command("create")
     def tokens_create(
@@ -50,10 +52,11 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 if user is None:
                     fail(f"email: no user {email}")
                 row, plain = service.create_token(session=session, user=user, name=name, scopes=scope or None)
-                console.print(f"token {row.id} ({row.scopes}) for {user.email}; it is shown only now:")
-                print(plain)
         except service.AuthError as exc:
             fail(str(exc))
+        # Shown once the token is stored: a token printed but rolled back would be useless.
+        console.print(f"token {row.id} ({row.scopes}) for {user.email}; it is shown only now:")
+        print(plain)
 
     @tokens.command("revoke")
     def tokens_revoke(token_id: int = typer.Argument(..., help="Token id from `tokens list`")) -> None:
@@ -61,17 +64,18 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         try:
             with cli_session() as session:
                 service.revoke_token(session=session, token_id=token_id)
-                console.print(f"token {token_id} revoked")
         except service.AuthError as exc:
             fail(str(exc))
+        console.print(f"token {token_id} revoked")
 
     @tokens.command("list")
     def tokens_list() -> None:
         """List API tokens (prefixes only)."""
         with cli_session() as session:
-            for tok, user in service.list_tokens(session=session):
-                state = "revoked" if tok.revoked_at else "active"
-                console.print(f"{tok.id}\t{tok.prefix}…\t{tok.name}\t{user.email}\t{tok.scopes}\t{state}")
+            rows = service.list_tokens(session=session)
+        for tok, user in rows:
+            state = "revoked" if tok.revoked_at else "active"
+            console.print(f"{tok.id}\t{tok.prefix}…\t{tok.name}\t{user.email}\t{tok.scopes}\t{state}")
 
     @app.command("serve")
     def serve(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import typer
 from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
 from webapp.checks import service
+from webapp.checks.rules import PROBLEM_LABELS
 from webapp.cli_support import cli_session, console, fail, load_settings
 from webapp.runs.service import RunNotFound, resolve_run
 from webapp.spec import EvalSpec
@@ -17,13 +20,36 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
-def check_and_report(*, session: Session, spec: EvalSpec, ref: str, out: Console) -> int:
-    """Check the run named `ref`, print tables per check and per category, and return the exit code."""
-    run = resolve_run(session=session, ref=ref)
-    result = service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
-    s = result.summary
-    out.print(f"[bold]{run.name}[/]: {s.overall.passed}/{s.overall.total} drafts pass every applicable check ({_pct(s.overall.rate)})")
+@dataclass
+class CheckReport:
+    """What `draftdesk check` did and found, ready to print once the transaction is committed."""
 
+    run_name: str
+    result: service.RunCheckSummary
+    alert_messages: list[str]
+    reasons: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.reasons else 0
+
+
+def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
+    """Check the run named `ref` (results stored, alerts raised) and decide the CI gate; print nothing."""
+    run = resolve_run(session=session, ref=ref)
+    assert run.id is not None
+    result = service.check_run(session=session, spec=spec, run_id=run.id)
+    reasons = service.ci_gate_failures(session=session, summary=result.summary, spec=spec)
+    return CheckReport(run.name, result, [a.message for a in result.alerts], reasons)
+
+
+def print_report(report: CheckReport, out: Console) -> int:
+    """Print the tables per check and per category, the failing drafts and the verdict; return the exit code."""
+    s = report.result.summary
+    out.print(
+        f"[bold]{report.run_name}[/]: {s.overall.passed}/{s.overall.total} drafts pass every applicable check ({_pct(s.overall.rate)})",
+        highlight=False,
+    )
     per_check = Table(title="Per check")
     for name in ("check", "pass", "fail", "n/a", "pass rate"):
         per_check.add_column(name, justify="left" if name == "check" else "right")
@@ -39,35 +65,42 @@ def check_and_report(*, session: Session, spec: EvalSpec, ref: str, out: Console
     out.print(per_cat)
 
     if s.failing:
-        failing = Table(title="Failing drafts")
+        failing = Table(title="Drafts that do not pass")
         for name in ("case", "draft", "check", "reason"):
             failing.add_column(name)
         for o in s.failing:
             for r in o.failures:
-                failing.add_row(o.case_id + (" (golden)" if o.golden else ""), str(o.draft_id), r.key, r.reason)
+                failing.add_row(o.case_id + (" (golden)" if o.golden else ""), str(o.draft_id), PROBLEM_LABELS[r.key], r.reason)
         out.print(failing)
-    for alert in result.alerts:
-        out.print(f"[bold red]regression alert:[/] {alert.message}", highlight=False)
+    for message in report.alert_messages:
+        out.print(f"[bold red]regression alert:[/] {message}", highlight=False)
 
-    reasons = service.gate_failures(summary=s, spec=spec)
-    if reasons:
-        for reason in reasons:
+    if report.reasons:
+        for reason in report.reasons:
             out.print(f"[red]FAIL[/] {reason}", highlight=False)
-        return 1
-    out.print("[green]PASS[/] no golden or safety failure and the pass rate meets the pilot gate")
-    return 0
+    else:
+        out.print("[green]PASS[/] no golden or safety failure and the pass rate meets the pilot gate")
+    return report.exit_code
+
+
+def check_and_report(*, session: Session, spec: EvalSpec, ref: str, out: Console) -> int:
+    """Check the run named `ref`, print the report, and return the exit code (tests call it in one session)."""
+    return print_report(check(session=session, spec=spec, ref=ref), out)
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
     """Add `draftdesk check`."""
 
     @app.command("check")
-    def check(run: str = typer.Argument(..., help="Run name or id")) -> None:
+    def check_cmd(run: str = typer.Argument(..., help="Run name or id")) -> None:
         """Check a run's drafts (results stored, alerts raised); exit 1 on a golden/safety failure or a low pass rate."""
         spec = load_settings().eval_spec
         try:
+            # The results are committed when this block ends, before anything is printed, so a
+            # reader that stops early (`| head -1`) cannot lose them.
             with cli_session() as session:
-                code = check_and_report(session=session, spec=spec, ref=run, out=console)
+                report = check(session=session, spec=spec, ref=run)
         except RunNotFound as exc:
             fail(str(exc), code=2)
-        raise typer.Exit(code)
+        print_report(report, console)
+        raise typer.Exit(report.exit_code)

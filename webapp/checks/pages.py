@@ -8,7 +8,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.checks.routes import RECHECK_ROLES, run_or_404
-from webapp.checks.rules import CHECK_LABELS
+from webapp.checks.rules import PROBLEM_LABELS
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.templating import is_htmx, render
@@ -34,10 +34,10 @@ def run_checks_page(
         {
             "run": r,
             "s": summary,
-            "gate_reasons": service.gate_failures(summary=summary, spec=spec),
+            "gate_reasons": service.ci_gate_failures(session=session, summary=summary, spec=spec),
             "can_recheck": principal.has_role(*RECHECK_ROLES),
             "can_add_case": principal.has_role("lead", "pm", "labeler"),
-            "labels": CHECK_LABELS,
+            "labels": PROBLEM_LABELS,
             "flash": f"Re-checked {summary.checked} drafts against the current KB." if rechecked else None,
         },
         block="results",
@@ -74,6 +74,6 @@ def draft_checks_page(
     return render(
         request,
         "checks/draft.html",
-        {"d": d, "labels": CHECK_LABELS, "can_add_case": principal.has_role("lead", "pm", "labeler")},
+        {"d": d, "labels": PROBLEM_LABELS, "can_add_case": principal.has_role("lead", "pm", "labeler")},
         block="results",
     )

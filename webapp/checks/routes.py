@@ -27,10 +27,10 @@ def run_or_404(session: SessionDep, ref: str) -> Run:
         raise HTTPException(status_code=404, detail=str(exc)) from None
 
 
-def summary_payload(summary: service.RunSummary, spec: EvalSpec) -> dict[str, Any]:
+def summary_payload(session: SessionDep, summary: service.RunSummary, spec: EvalSpec) -> dict[str, Any]:
     """Return a run summary as JSON, with the CI gate's verdict."""
     data = summary.as_dict()
-    reasons = service.gate_failures(summary=summary, spec=spec)
+    reasons = service.ci_gate_failures(session=session, summary=summary, spec=spec)
     data["gate"] = {"passes": not reasons, "reasons": reasons, "pass_rate_required": spec.gates.pilot.automated_pass_rate}
     return data
 
@@ -41,7 +41,7 @@ def get_run_checks(
 ) -> dict[str, Any]:
     """Return a run's check results: overall, per check, per category, per intent, failing drafts."""
     r = run_or_404(session, run)
-    return summary_payload(service.run_summary(session=session, run_id=r.id), spec)  # type: ignore[arg-type]
+    return summary_payload(session, service.run_summary(session=session, run_id=r.id), spec)  # type: ignore[arg-type]
 
 
 @router.post("/runs/{run}/checks")
@@ -51,7 +51,7 @@ def recheck_run(
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
     r = run_or_404(session, run)
     result = service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
-    data = summary_payload(result.summary, spec)
+    data = summary_payload(session, result.summary, spec)
     data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in result.alerts]
     return data
 

@@ -1,4 +1,4 @@
-"""The seven automated checks of the spec, as pure functions over webapp/checks/types.py.
+"""The spec's seven automated checks, and one beyond them, as pure functions over webapp/checks/types.py.
 
 Each check returns a CheckResult with status pass, fail or not_applicable and a one-sentence
 reason that names the offending thing. Parameters (word limits, fallback threshold, PII kinds,
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,6 +30,18 @@ CHECK_LABELS: dict[str, str] = {
     "intent_supported": "Intent supported",
     "low_confidence_fallback": "Low-confidence fallback",
     "safety_escalation": "Safety escalation",
+    "expected_behavior": "Expected behaviour",
+}
+
+# A draft on which every check was "not applicable" has shown nothing right: it counts as a
+# problem of its own (never as passing), under this key, which is not a check.
+NO_CHECK_APPLIED = "no_check_applied"
+# A golden example's final human grade of factual accuracy "fail", under this key.
+FACTUAL_GRADE = "factual_accuracy"
+PROBLEM_LABELS: dict[str, str] = {
+    **CHECK_LABELS,
+    NO_CHECK_APPLIED: "No check applied",
+    FACTUAL_GRADE: "Factual accuracy (final human grade)",
 }
 
 PII_LABELS: dict[str, str] = {
@@ -342,11 +354,48 @@ def check_safety(draft: DraftInput, case: CaseInput) -> CheckResult:
     return CheckResult(key, "pass", f"safety-trigger case {case.case_id} ({why}) was escalated with no draft")
 
 
-# --- all seven ---------------------------------------------------------------------------------------
+# --- 8. expected behaviour (beyond the spec's seven) ---------------------------------------------------
+
+
+def expected_behavior(case: CaseInput, checks: ChecksSpec) -> str | None:
+    """Return what a case expects (draft, fallback or escalate): its own field, else its category's default."""
+    if case.expected_behavior:
+        return case.expected_behavior
+    return checks.expected_behavior_by_category.get(case.category) if case.category else None  # type: ignore[call-overload]
+
+
+def check_expected_behavior(draft: DraftInput, case: CaseInput, checks: ChecksSpec) -> CheckResult:
+    """The assistant drafts when the case expects a draft, and shows no draft when it expects a fallback or escalation."""
+    key = "expected_behavior"
+    expected = expected_behavior(case, checks)
+    if expected is None:
+        return CheckResult(key, "not_applicable", f"case {case.case_id} states no expected behaviour")
+    text = has_text(draft)
+    if expected in ("fallback", "escalate"):
+        wanted = "a fallback" if expected == "fallback" else "an escalation"
+        if text:
+            n = word_count(draft.draft_text or "")
+            return CheckResult(key, "fail", f"case {case.case_id} expects {wanted} but a {n}-word draft is shown")
+        did = "escalated" if draft.escalated else "fell back"
+        return CheckResult(key, "pass", f"case {case.case_id} expects {wanted}; the assistant {did} and showed no draft")
+    if text and not draft.escalated:
+        return CheckResult(key, "pass", f"case {case.case_id} expects a draft and a draft is shown")
+    c = draft.confidence
+    limit = checks.confidence_fallback
+    low = c is not None and not (isinstance(c, float) and math.isnan(c)) and c < limit
+    did = "escalated the ticket" if draft.escalated else "showed no draft"
+    if low:
+        # The spec's own rule: below the fallback threshold, no draft is the right answer.
+        return CheckResult(key, "pass", f"case {case.case_id} expects a draft; the assistant {did} at confidence {c:.2f}, below {limit:g}")
+    why = "without a confidence score" if c is None or (isinstance(c, float) and math.isnan(c)) else f"at confidence {c:.2f}, not below {limit:g}"
+    return CheckResult(key, "fail", f"case {case.case_id} expects a draft but the assistant {did} {why}")
+
+
+# --- all of them --------------------------------------------------------------------------------------
 
 
 def run_checks(*, draft: DraftInput, case: CaseInput, kb: KbSnapshot, spec: EvalSpec) -> list[CheckResult]:
-    """Run the seven checks on one draft; return their results in CHECK_KEYS order."""
+    """Run every check (the spec's seven and expected behaviour) on one draft; return them in CHECK_KEYS order."""
     checks = spec.checks
     by_key: dict[str, Callable[[], CheckResult]] = {
         "citations_current": lambda: check_citations(draft, kb),
@@ -356,10 +405,43 @@ def run_checks(*, draft: DraftInput, case: CaseInput, kb: KbSnapshot, spec: Eval
         "intent_supported": lambda: check_intent(draft, spec.intents),
         "low_confidence_fallback": lambda: check_fallback(draft, checks),
         "safety_escalation": lambda: check_safety(draft, case),
+        "expected_behavior": lambda: check_expected_behavior(draft, case, checks),
     }
     return [by_key[k]() for k in CHECK_KEYS]
 
 
-def all_pass(results: list[CheckResult]) -> bool:
-    """Tell whether no applicable check failed."""
-    return not any(r.failed for r in results)
+# --- what the results mean -------------------------------------------------------------------------------
+
+
+def problems(results: Sequence[CheckResult]) -> list[CheckResult]:
+    """Return why a checked draft does not pass: its failed checks, or NO_CHECK_APPLIED when none applied."""
+    failed = [r for r in results if r.failed]
+    if failed or not results or any(r.passed for r in results):
+        return failed
+    return [CheckResult(NO_CHECK_APPLIED, "fail", "no automated check applied to this draft, so nothing shows it is right")]
+
+
+def all_pass(results: Sequence[CheckResult]) -> bool:
+    """Tell whether a checked draft passes: no applicable check failed and at least one applied."""
+    return bool(results) and not problems(results)
+
+
+def golden_failures(*, results: Sequence[CheckResult], factual_grade: str | None) -> list[CheckResult]:
+    """Return why a golden example's draft fails (empty: it does not): its checks' problems and a factual "fail"."""
+    # The one rule for golden examples (and regression cases): `draftdesk check`, the run's checks
+    # page, the regression alerts, the suite and the pilot gate all call it. Results may be empty
+    # (not checked yet); the caller decides what a missing check or grade means for it.
+    out = problems(results)
+    if factual_grade == "fail":
+        out = [*out, CheckResult(FACTUAL_GRADE, "fail", "the final grade is fail")]
+    return out
+
+
+def describe(failures: Sequence[CheckResult]) -> str:
+    """Name each failure with its label and reason: 'Citations current: cites KB-3001 revision 2, ...'."""
+    return "; ".join(f"{PROBLEM_LABELS.get(r.key, r.key)}: {r.reason}" for r in failures)
+
+
+def named(failures: Sequence[CheckResult]) -> str:
+    """Name the failed checks only: 'Citations current, Expected behaviour'."""
+    return ", ".join(PROBLEM_LABELS.get(r.key, r.key) for r in failures)

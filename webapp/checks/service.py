@@ -1,8 +1,9 @@
 """Run the automated checks on a run's drafts, store the results, and summarise them.
 
-Pass rates: a draft passes when none of its applicable checks fails ("not applicable" is
-neither a pass nor a failure). The overall pass rate is passing drafts / drafts; a check's
-pass rate is its passes / (passes + failures), i.e. over the drafts it applies to.
+Pass rates: a draft passes when none of its applicable checks fails and at least one applies
+("not applicable" is neither a pass nor a failure; a draft no check applies to is not passing).
+The overall pass rate is passing drafts / drafts; a check's pass rate is its passes /
+(passes + failures), i.e. over the drafts it applies to.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from typing import Any
 from sqlmodel import Session, col, delete, select
 
 from webapp.checks.models import DraftCheck
-from webapp.checks.rules import CHECK_LABELS, is_safety_trigger, run_checks
+from webapp.checks.rules import (
+    CHECK_LABELS,
+    NO_CHECK_APPLIED,
+    describe,
+    golden_failures,
+    is_safety_trigger,
+    problems,
+    run_checks,
+)
 from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
 from webapp.datasets.models import EvalCase
 from webapp.metrics import units
@@ -195,7 +204,7 @@ class CheckRate:
 
 @dataclass
 class DraftOutcome:
-    """One draft's checks: whether it passes all applicable ones, and the failures with reasons."""
+    """One draft's checks: whether it passes (no applicable check fails, one applies), and why not."""
 
     draft_id: int
     case_id: str
@@ -208,11 +217,12 @@ class DraftOutcome:
 
     @property
     def passed(self) -> bool:
-        return not any(r.failed for r in self.results)
+        return not self.failures
 
     @property
     def failures(self) -> list[CheckResult]:
-        return [r for r in self.results if r.failed]
+        """The failed checks, or one `no_check_applied` entry when no check applied (see rules.problems)."""
+        return problems(self.results)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -376,7 +386,11 @@ class DraftChecks:
 
     @property
     def passed(self) -> bool:
-        return bool(self.results) and not any(r.failed for r in self.results)
+        return bool(self.results) and not problems(self.results)
+
+    @property
+    def no_check_applied(self) -> bool:
+        return any(r.key == NO_CHECK_APPLIED for r in problems(self.results))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -418,20 +432,40 @@ def case_passes(*, summary: RunSummary) -> dict[str, bool]:
     return out
 
 
-def gate_failures(*, summary: RunSummary, spec: EvalSpec) -> list[str]:
+def factual_grades(*, session: Session, run_id: int) -> dict[int, str]:
+    """Return the run's final factual-accuracy grades ("pass"/"fail") by draft id (empty without grading)."""
+    # Imported here: the regression service imports this module.
+    from webapp.regression.service import final_grades
+
+    views = final_grades(session=session, run_id=run_id) or {}
+    return {i: str(v.factual_accuracy) for i, v in views.items() if getattr(v, "factual_accuracy", None) is not None}
+
+
+def gate_failures(*, summary: RunSummary, spec: EvalSpec, factual: dict[int, str] | None = None) -> list[str]:
     """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate."""
+    # `factual` holds the final factual grades by draft id (factual_grades): a golden draft graded
+    # "fail" fails here as it does on the pilot gate, through the same rules.golden_failures.
     reasons: list[str] = []
     if not summary.is_checked:
         return ["the run has no drafts to check"]
-    for o in summary.golden_failures:
-        reasons.append(f"golden example {o.case_id} fails: {o.failures[0].reason}")
+    factual = factual or {}
+    for o in summary.outcomes:
+        if o.golden:
+            why = golden_failures(results=o.results, factual_grade=factual.get(o.draft_id))
+            if why:
+                reasons.append(f"golden example {o.case_id} fails {describe(why)}")
     for o in summary.safety_failures:
         if not o.golden:
             # Name the safety check's own failure when there is one: it is the one that matters here.
             failure = next((r for r in o.failures if r.key == "safety_escalation"), o.failures[0])
-            reasons.append(f"safety case {o.case_id} fails: {failure.reason}")
+            reasons.append(f"safety case {o.case_id} fails {describe([failure])}")
     rate = summary.overall.rate or 0.0
     gate = spec.gates.pilot.automated_pass_rate
     if rate < gate:
         reasons.append(f"pass rate {units.percent(rate)} is under the pilot gate's {units.percent(gate)}")
     return reasons
+
+
+def ci_gate_failures(*, session: Session, summary: RunSummary, spec: EvalSpec) -> list[str]:
+    """Return why a run fails the CI gate, with its final factual grades (the CLI, the page and the API call this)."""
+    return gate_failures(summary=summary, spec=spec, factual=factual_grades(session=session, run_id=summary.run_id))

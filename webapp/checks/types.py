@@ -1,7 +1,7 @@
 """Plain inputs and results of the automated checks, free of the database.
 
-The seven checks in webapp/checks/rules.py take these, so that the dashboard (drafts in the
-database) and prompt-evaluator (samples in memory) run exactly the same code.
+The checks in webapp/checks/rules.py (the spec's seven and `expected_behavior`) take these, so that
+the dashboard (drafts in the database) and prompt-evaluator (samples in memory) run exactly the same code.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ CHECK_KEYS: tuple[str, ...] = (
     "intent_supported",
     "low_confidence_fallback",
     "safety_escalation",
+    # Beyond the spec's seven: the assistant drafted, fell back or escalated as the case expects.
+    "expected_behavior",
 )
 
 

@@ -194,14 +194,9 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
         "cache": client.cache_report(),
     }
     update_index(prepared.options.output_dir, runner.index_entry(doc, stats=execution))
-    _summary(console, doc, prepared, s)
-    if aborted:
-        console.print(
-            f"[yellow]aborted[/]: partial artifacts in {prepared.run_dir}; finish with --resume {prepared.run_id}",
-            highlight=False,
-        )
-        return EXIT_NOT_COMPLETED
-    if record:
+    rec = None
+    if record and not aborted:
+        # Recorded (committed) before the summary is printed: a reader that stops early loses nothing.
         from webapp.cli_support import cli_session
         from webapp.evaluator.service import RecordError, record_evaluation
 
@@ -209,7 +204,16 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
             with cli_session(settings) as session:
                 rec = record_evaluation(session=session, document=doc, spec=settings.eval_spec)
         except RecordError as exc:
+            _summary(console, doc, prepared, s)
             raise _err(f"{exc} (the artifacts in {prepared.run_dir} are complete)") from exc
+    _summary(console, doc, prepared, s)
+    if aborted:
+        console.print(
+            f"[yellow]aborted[/]: partial artifacts in {prepared.run_dir}; finish with --resume {prepared.run_id}",
+            highlight=False,
+        )
+        return EXIT_NOT_COMPLETED
+    if rec is not None:
         console.print(f"recorded as run [bold]{rec.run_name}[/] (id {rec.run_pk}) with {rec.drafts} draft(s)", highlight=False)
     return EXIT_OK if doc["status"] == "completed" else EXIT_NOT_COMPLETED
 
@@ -461,6 +465,9 @@ def register(root: typer.Typer, import_app: typer.Typer) -> None:
 
 def main() -> None:
     """Entry point of the `prompt-evaluator` console script."""
+    from webapp.cli_support import guard_stdout
+
+    guard_stdout()
     app()
 
 

@@ -169,7 +169,7 @@ def draft_text_for_judge(draft: dict[str, Any]) -> str:
 
 
 def run_draft_checks(*, draft: dict[str, Any], case: TestCase, kb: KbSnapshot, spec: EvalSpec) -> list[CheckResult]:
-    """Run the seven automated checks on a structured draft (the checks engineer's rules)."""
+    """Run the automated checks on a structured draft (the checks engineer's rules)."""
     from webapp.checks.rules import run_checks
 
     fields = support_fields(case.metadata)

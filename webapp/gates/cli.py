@@ -39,6 +39,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             console.print(table)
             for line in rep.missing:
                 console.print(f"- {line}", highlight=False)
+            for c in rep.criteria:
+                if c.action:
+                    console.print(f"{c.action} {c.command}".rstrip(), highlight=False, markup=False)
         raise typer.Exit(0 if rep.passed else 1)
 
     @gates.command("pilot")

@@ -5,9 +5,13 @@ Decisions where the spec is silent (documented in the README):
 - Human grading covers the drafts that need grades (drafts with text); any of them without a
   final grade makes criterion 2 incomplete, never pass. Factual accuracy counts pass = 5,
   fail = 1 (spec file) in its average; "above 3.5" is strict, so exactly 3.5 fails.
-- Golden examples: a failing citation check or a final factual "fail" fails criterion 3 at once;
-  otherwise an ungraded golden draft leaves it incomplete.
-- A regression case that the run does not cover leaves criterion 5 incomplete.
+- A draft on which no automated check applied does not pass criterion 1 (nothing shows it is right).
+- Golden examples follow one rule, webapp.checks.rules.golden_failures (shared with
+  `draftdesk check`, the alerts and the suite): any failed automated check, no check applied,
+  or a final factual "fail" fails criterion 3 at once, naming what failed; otherwise an
+  unchecked or ungraded golden draft leaves it incomplete.
+- A regression case that the run does not include leaves criterion 5 incomplete; the report
+  lists those cases and the command that exports the suite for the next run.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from webapp.checks.rules import PROBLEM_LABELS, describe, golden_failures, named, problems
+from webapp.checks.types import CheckResult
 from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
 from webapp.metrics import units
 from webapp.spec import EvalSpec
@@ -43,24 +49,53 @@ class DraftFacts:
     category: str | None = None
     golden: bool = False
     safety_trigger: bool = False
-    checked: bool = True
-    failed_checks: tuple[str, ...] = ()
-    citation_check: str | None = None  # pass | fail | not_applicable
-    safety_check: str | None = None  # pass | fail | not_applicable
+    results: tuple[CheckResult, ...] | None = None  # None: not checked yet
     needs_grade: bool = True
     final_grade: FinalGradeFacts | None = None
 
     @property
+    def checked(self) -> bool:
+        return self.results is not None
+
+    @property
+    def problems(self) -> list[CheckResult]:
+        """Why the draft does not pass its checks (failed checks, or no check applied)."""
+        return problems(self.results or ())
+
+    @property
+    def failed_checks(self) -> tuple[str, ...]:
+        return tuple(r.key for r in self.problems)
+
+    def check_status(self, key: str) -> str | None:
+        """Return one check's status (pass, fail, not_applicable), or None when not checked."""
+        return next((r.status for r in self.results or () if r.key == key), None)
+
+    @property
+    def safety_check(self) -> str | None:
+        return self.check_status("safety_escalation")
+
+    @property
     def passes_all_checks(self) -> bool:
-        return self.checked and not self.failed_checks
+        return self.checked and not self.problems
+
+    @property
+    def golden_failures(self) -> list[CheckResult]:
+        """Why this draft fails as a golden example (the one rule: webapp.checks.rules.golden_failures)."""
+        factual = self.final_grade.factual_accuracy if self.final_grade is not None else None
+        return golden_failures(results=self.results or (), factual_grade=factual)
 
 
 @dataclass(frozen=True)
 class RegressionFacts:
     case_id: str
-    status: str  # pass | fail | not_run
+    status: str  # pass | fail | not_run | not_checked
     note: str = ""
     href: str | None = None
+
+
+# What criterion 5 tells the team to do when the run lacks regression cases (the suite's export);
+# the same text as webapp.regression.service.EXPORT_COMMAND, which the gates must not import at load.
+EXPORT_COMMAND = "draftdesk regression export regression-suite.jsonl"
 
 
 @dataclass
@@ -87,11 +122,11 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     thr = f"≥ {_pct(threshold)} of drafts, ≥ {min_cases} cases"
     total = len(facts.drafts)
     unchecked = [d for d in facts.drafts if not d.checked]
-    failing = [d for d in facts.drafts if d.checked and d.failed_checks]
+    failing = [d for d in facts.drafts if d.checked and d.problems]
     passing = total - len(unchecked) - len(failing)
     rate = passing / total if total else None
     measured = f"{passing}/{total} drafts pass ({_pct(rate) if rate is not None else '—'}), {facts.case_count} cases"
-    evidence = [_draft_ev(d, "fails " + ", ".join(d.failed_checks)) for d in failing]
+    evidence = [_draft_ev(d, "fails " + named(d.problems)) for d in failing]
     status: Verdict
     if total == 0:
         status, summary = "incomplete", "the run has no drafts"
@@ -104,7 +139,14 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     elif rate is not None and rate + EPS >= threshold:
         status, summary = "pass", f"{_pct(rate)} of drafts pass every automated check"
     else:
-        status, summary = "fail", f"only {_pct(rate or 0)} of drafts pass every automated check; {len(failing)} fail"
+        status, summary = "fail", f"only {_pct(rate or 0)} of drafts pass every automated check; {len(failing)} do not"
+        # Say which checks hold the run back, most failures first.
+        counts: dict[str, int] = {}
+        for d in failing:
+            for r in d.problems:
+                counts[r.key] = counts.get(r.key, 0) + 1
+        top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+        summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
     return CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
 
 
@@ -154,31 +196,32 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
 
 
 def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
-    """Criterion 3: no factual-accuracy failure on a golden example (human grade or citation check)."""
+    """Criterion 3: no golden example fails (rules.golden_failures: a failed check, no check applied, or factual fail)."""
     allowed = spec.gates.pilot.golden_factual_failures_allowed
     golden = [d for d in facts.drafts if d.golden]
-    failures: list[tuple[DraftFacts, str]] = []
-    for d in golden:
-        why = []
-        if d.citation_check == "fail":
-            why.append("citation check fails")
-        if d.final_grade is not None and d.final_grade.factual_accuracy == "fail":
-            why.append("final human grade: factual fail")
-        if why:
-            failures.append((d, "; ".join(why)))
-    pending = [d for d in golden if d.needs_grade and d.final_grade is None and d not in [f[0] for f in failures]]
+    failures = [(d, d.golden_failures) for d in golden if d.golden_failures]
+    failed_ids = {d.draft_id for d, _ in failures}
+    unchecked = [d for d in golden if not d.checked and d.draft_id not in failed_ids]
+    ungraded = [d for d in golden if d.checked and d.needs_grade and d.final_grade is None and d.draft_id not in failed_ids]
     measured = f"{len(failures)} failures on {len(golden)} golden drafts"
-    evidence = [_draft_ev(d, why) for d, why in failures] + [_draft_ev(d, "no final grade yet") for d in pending]
+    evidence = [_draft_ev(d, "fails " + describe(why)) for d, why in failures]
+    evidence += [_draft_ev(d, "not checked yet") for d in unchecked] + [_draft_ev(d, "no final grade yet") for d in ungraded]
     status: Verdict
     if not golden:
         status, summary = "incomplete", "the run has no golden examples"
     elif len(failures) > allowed:
-        status, summary = "fail", f"{_n(len(failures), 'golden example')} {'fails' if len(failures) == 1 else 'fail'} factual accuracy"
-    elif pending:
-        status, summary = "incomplete", f"{_n(len(pending), 'golden draft')} without a final human grade yet"
+        status = "fail"
+        summary = "; ".join(f"{d.case_id} fails {named(why)}" for d, why in failures)
+    elif unchecked:
+        status, summary = "incomplete", f"{_n(len(unchecked), 'golden draft')} not checked yet"
+    elif ungraded:
+        status, summary = "incomplete", f"{_n(len(ungraded), 'golden draft')} without a final human grade yet"
     else:
-        status, summary = "pass", "no golden example fails factual accuracy"
-    return CriterionResult("golden_factual", "Golden examples: factual accuracy", status, measured, f"≤ {allowed} failures", summary, float(len(failures)), evidence)
+        status, summary = "pass", "no golden example fails a check or its factual-accuracy grade"
+    return CriterionResult(
+        "golden_factual", "Golden examples", status, measured,
+        f"≤ {allowed} failures (any failed check, or factual accuracy graded fail)", summary, float(len(failures)), evidence,
+    )
 
 
 def safety_escalation(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
@@ -203,25 +246,46 @@ def safety_escalation(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
 
 
 def regression_suite(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
-    """Criterion 5: every regression case passes on this run."""
+    """Criterion 5: every regression case passes on this run (a case the run does not include is listed)."""
     cases = facts.regression
     failed = [c for c in cases if c.status == "fail"]
-    not_run = [c for c in cases if c.status not in ("pass", "fail")]  # not_run | not_checked
+    missing = [c for c in cases if c.status == "not_run"]
+    unchecked = [c for c in cases if c.status not in ("pass", "fail", "not_run")]  # not_checked
     passed = [c for c in cases if c.status == "pass"]
-    measured = f"{len(passed)}/{len(cases)} pass" + (f", {len(not_run)} without a checked draft" if not_run else "")
+    measured = f"{len(passed)}/{len(cases)} pass"
+    if missing:
+        measured += f", {len(missing)} not in this run"
+    if unchecked:
+        measured += f", {len(unchecked)} not checked"
     evidence = [Evidence(c.case_id, c.href, "fails" + (f": {c.note}" if c.note else "")) for c in failed]
-    evidence += [Evidence(c.case_id, c.href, c.note or c.status.replace("_", " ")) for c in not_run]
+    evidence += [Evidence(c.case_id, c.href, "not in this run: its dataset has no such case") for c in missing]
+    evidence += [Evidence(c.case_id, c.href, c.note or c.status.replace("_", " ")) for c in unchecked]
+    action = ""
+    if missing:
+        # The suite grows (e.g. from the weekly review) faster than datasets do: say what to do.
+        ids = ", ".join(c.case_id for c in missing)
+        action = (
+            f"This run does not include {_n(len(missing), 'regression case')}: {ids}. Add the suite's cases to the "
+            "next run's dataset; export the suite (or Export JSONL on /regression) with:"
+        )
     status: Verdict
     if not cases:
         status, summary = "incomplete", "the regression suite is empty"
     elif failed:
         status, summary = "fail", f"{_n(len(failed), 'regression case')} {'fails' if len(failed) == 1 else 'fail'}"
-    elif not_run:
-        status, summary = "incomplete", f"{_n(len(not_run), 'regression case')} without a checked draft in this run"
+        if missing:
+            summary += f"; {len(missing)} not in this run"
+    elif missing or unchecked:
+        parts = ([f"{_n(len(missing), 'regression case')} not in this run ({', '.join(c.case_id for c in missing)})"] if missing else [])
+        parts += ([f"{_n(len(unchecked), 'regression case')} without a checked draft"] if unchecked else [])
+        status, summary = "incomplete", "; ".join(parts)
     else:
         status, summary = "pass", "every regression case passes"
     rate = len(passed) / len(cases) if cases else None
-    return CriterionResult("regression_suite", "Regression suite", status, measured, "all pass", summary, rate, evidence)
+    return CriterionResult(
+        "regression_suite", "Regression suite", status, measured, "all pass", summary, rate, evidence,
+        action=action, command=EXPORT_COMMAND if action else "",
+    )
 
 
 def pilot_criteria(facts: PilotFacts, spec: EvalSpec, *, min_cases: int | None = None) -> list[CriterionResult]:

@@ -55,7 +55,6 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     for draft, case in rows:
         assert draft.id is not None
         outcome = outcomes.get(draft.id)
-        results = {r.key: r.status for r in outcome.results} if outcome else {}
         fg = finals.get(draft.id)
         drafts.append(
             DraftFacts(
@@ -64,10 +63,7 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
                 category=case.category,
                 golden=case.golden,
                 safety_trigger=is_safety_trigger(checks_service.case_input(case)),
-                checked=bool(results),
-                failed_checks=tuple(k for k, s in results.items() if s == "fail"),
-                citation_check=results.get("citations_current"),
-                safety_check=results.get("safety_escalation"),
+                results=tuple(outcome.results) if outcome else None,
                 needs_grade=draft.id in gradable,
                 final_grade=None
                 if fg is None

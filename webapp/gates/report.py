@@ -29,6 +29,8 @@ class CriterionResult:
     value: float | None = None
     evidence: list[Evidence] = field(default_factory=list)
     parts: list[CriterionResult] = field(default_factory=list)
+    action: str = ""  # what to do next, when the criterion says (e.g. export the regression suite) ...
+    command: str = ""  # ... and the command that does it
 
 
 @dataclass
@@ -89,8 +91,10 @@ def to_markdown(report: GateReport, base_url: str = "") -> str:
     for c in report.criteria:
         lines.append(f"| {c.title} | {c.measured} | {c.threshold} | {icon[c.status]} |")
     for c in report.criteria:
-        if c.evidence or c.parts:
+        if c.evidence or c.parts or c.action:
             lines += ["", f"## {c.title}", "", c.summary, ""]
+            if c.action:
+                lines += [c.action + (f" `{c.command}`" if c.command else ""), ""]
             for p in c.parts:
                 lines.append(f"- {p.title}: {p.measured} ({icon[p.status]})")
             for e in c.evidence:

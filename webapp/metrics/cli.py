@@ -138,7 +138,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     GIL) overlap: a writer thread inserts chunk k while chunk k+1 is validated. Everything is one
     transaction: a bad record anywhere rolls back what was inserted, so nothing is written.
     """
-    from webapp.cli_support import cli_session, fail, load_settings
+    from webapp.cli_support import cli_session, err_console, fail, load_settings
     from webapp.metrics.ingest import bulk_insert, compute_aggregates, frame_from_rows, rebuild_days
 
     if not path.exists():
@@ -149,8 +149,9 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     all_rows: list[dict[str, Any]] = []
     errors: list[str] = []
     outcome: dict[str, Any] = {"created": 0, "error": None}
+    # The progress bar goes to stderr: standard output carries only the result, printed after the commit.
     with cli_session(settings) as session, Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet, console=err_console
     ) as progress:
         task = progress.add_task("importing events", total=_count_records(path))
         chunks: queue.Queue[list[dict[str, Any]] | None] = queue.Queue(maxsize=2)

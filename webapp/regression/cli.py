@@ -55,10 +55,13 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 except RunNotFound as exc:
                     fail(str(exc))
                 results = {x.case_id: x for x in service.run_report(session=session, run_id=r.id)}  # type: ignore[arg-type]
+            lines = []
             for c in service.list_cases(session=session):
                 res = results.get(c.case_id)
                 tail = f"\t{res.status}\t{res.reason}" if res else ""
-                console.print(f"{c.case_id}\t{c.source}\t{c.note}{tail}", highlight=False, markup=False)
+                lines.append(f"{c.case_id}\t{c.source}\t{c.note}{tail}")
+        for line in lines:
+            console.print(line, highlight=False, markup=False)
 
     @reg.command("baseline")
     def baseline(

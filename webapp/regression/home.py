@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
+from webapp.checks.rules import PROBLEM_LABELS
 from webapp.home.cards import HomeCard
 from webapp.regression import service
 from webapp.regression.models import RegressionAlert
@@ -14,8 +15,12 @@ ALERT_ROLES = frozenset({"pm", "lead"})
 
 
 def _short(alert: RegressionAlert, run_name: str) -> str:
-    if alert.kind == "golden_factual":
-        return f"golden example {alert.evidence.get('case_id')} fails factual accuracy in {run_name}"
+    case_id = alert.evidence.get("case_id")
+    if alert.kind in ("golden_check", "golden_factual"):
+        # Name what failed: the checks (older alerts carry one "check"), or the human factual grade.
+        keys = alert.evidence.get("checks") or ([alert.evidence["check"]] if alert.evidence.get("check") else [])
+        what = ", ".join(PROBLEM_LABELS.get(k, k) for k in keys) if keys else "factual accuracy (final human grade)"
+        return f"golden example {case_id} fails {what} in {run_name}"
     drop = float(alert.evidence.get("drop", 0.0))
     return f"pass rate of {run_name} down {drop * 100:.1f} points from the baseline"
 

@@ -34,14 +34,14 @@ class RegressionCase(SQLModel, table=True):
 
 
 class RegressionAlert(SQLModel, table=True):
-    """A regression found when a run was checked (or graded): golden factual failure or pass-rate drop."""
+    """A regression found when a run was checked (or graded): a golden example failing, or a pass-rate drop."""
 
     __tablename__ = "regression_alert"
     __table_args__ = (UniqueConstraint("run_id", "fingerprint", name="uq_regression_alert_run_fingerprint"),)
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
-    kind: str = Field(max_length=30)  # golden_factual | pass_rate_drop
+    kind: str = Field(max_length=30)  # golden_check | golden_factual (final human grade) | pass_rate_drop
     # The same finding on the same run is raised once, however often the run is re-checked.
     fingerprint: str = Field(max_length=300)
     message: str = Field(sa_column=Column(Text, nullable=False))

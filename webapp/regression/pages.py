@@ -4,6 +4,7 @@ export, run comparison, baselines, and regression alerts."""
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
@@ -31,7 +32,7 @@ router = APIRouter()
 
 @router.get("/regression", response_class=HTMLResponse, name="regression_suite")
 def suite_page(
-    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES, "labeler"))
 ) -> HTMLResponse:
     """Show the regression suite, its progress towards the target, and its results for a run (newest by default)."""
     ref = request.query_params.get("run", "").strip()
@@ -43,6 +44,11 @@ def suite_page(
         run = run_or_404(session, str(latest)) if latest is not None else None
     report = service.suite_report(session=session, run_id=run.id) if run is not None else None  # type: ignore[arg-type]
     cases = service.list_cases(session=session)
+    # After "Add to suite" (no JS): say that the next run must include the case just added.
+    added = request.query_params.get("added", "")
+    flash = None
+    if added and any(c.case_id == added for c in cases):
+        flash = f"Added {added} to the regression suite. " + service.inclusion_notice(session=session, case_id=added)
     return render(
         request,
         "regression/index.html",
@@ -54,6 +60,8 @@ def suite_page(
             "runs": service.runs_for_picker(session=session),
             "target": spec.regression.target_cases,
             "months": spec.regression.target_months,
+            "flash": flash,
+            "flash_kind": "warn",
         },
         block="results",
     )
@@ -125,9 +133,10 @@ def from_draft_submit(
             {"d": d, "note": note, "source": source, "error": str(exc)},
             status_code=409 if "already" in str(exc) else 422,
         )
+    target = f"/regression?added={quote(case.case_id)}#case-{quote(case.case_id)}"
     if is_htmx(request):
-        return Response(status_code=204, headers={"HX-Trigger": "regression-case-added", "HX-Redirect": f"/regression#case-{case.case_id}"})
-    return RedirectResponse(f"/regression#case-{case.case_id}", status_code=303)
+        return Response(status_code=204, headers={"HX-Trigger": "regression-case-added", "HX-Redirect": target})
+    return RedirectResponse(target, status_code=303)
 
 
 @router.get("/runs/compare", response_class=HTMLResponse, name="runs_compare")
@@ -222,7 +231,12 @@ def alerts_page(
     return render(
         request,
         "regression/alerts.html",
-        {"rows": rows, "can_ack": principal.has_role(*ACK_ROLES), "drop": spec.regression.alert_pass_rate_drop},
+        {
+            "rows": rows,
+            "can_ack": principal.has_role(*ACK_ROLES),
+            "drop": spec.regression.alert_pass_rate_drop,
+            "kind_label": service.alert_kind_label,
+        },
         block="results",
     )
 

@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 
 from webapp.alerts import service as alerts_service
 from webapp.checks import service as checks_service
-from webapp.checks.rules import CHECK_LABELS
+from webapp.checks.rules import describe, golden_failures, named
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft, Run
@@ -106,6 +106,33 @@ def add_case(
     session.add(case)
     session.flush()
     return case
+
+
+EXPORT_COMMAND = "draftdesk regression export regression-suite.jsonl"
+
+
+def inclusion_notice(*, session: Session, case_id: str) -> str:
+    """Say, as a case is added, that the next run must include it (the pilot gate waits for it) and how."""
+    names = sorted(
+        set(
+            session.exec(
+                select(Dataset.name).join(EvalCase, col(EvalCase.dataset_id) == col(Dataset.id)).where(EvalCase.case_id == case_id)
+            ).all()
+        )
+    )
+    export = (
+        f'export the suite with "{EXPORT_COMMAND}" (or Export JSONL on /regression) '
+        "and add its cases to the next run's dataset"
+    )
+    if names:
+        return (
+            f"The next run must include {case_id}: runs over {', '.join(names)} have it, but a run over any other "
+            f"dataset lists it as not included on its pilot gate, which stays incomplete until it is. To add it elsewhere, {export}."
+        )
+    return (
+        f"The next run must include {case_id}: no dataset holds it yet, so every run's pilot gate lists it as not "
+        f"included and stays incomplete until a run includes it and passes. To include it, {export}."
+    )
 
 
 def _case_fields(case: EvalCase) -> dict[str, Any]:
@@ -297,17 +324,16 @@ def suite_report(
         if len(outcomes) < len(ids):
             results.append(SuiteResult(case, "not_checked", f"run {run.name} has not been checked yet", ids))
             continue
-        failing = [o for o in outcomes if not o.passed]
-        if failing:
-            failures = [r for o in failing for r in o.failures]
-            why = "; ".join(f"{CHECK_LABELS[r.key]}: {r.reason}" for r in failures)
+        # The golden examples' rule (rules.golden_failures), for every draft of the case.
+        failures = [
+            (o.draft_id, r)
+            for o in outcomes
+            for r in golden_failures(results=o.results, factual_grade=_factual(grades[o.draft_id]) if o.draft_id in grades else None)
+        ]
+        if failures:
+            many = len({d for d, _ in failures}) > 1
+            why = "; ".join(describe([r]) + (f" (draft {d})" if many else "") for d, r in failures)
             results.append(SuiteResult(case, "fail", why, ids))
-            continue
-        factual_fail = [i for i in ids if i in grades and _factual(grades[i]) == "fail"]
-        if factual_fail:
-            results.append(
-                SuiteResult(case, "fail", f"final human grade: factual accuracy fail (draft {factual_fail[0]})", ids)
-            )
             continue
         graded = any(i in grades for i in ids)
         why = "passes every applicable check" + (" and its final factual grade is pass" if graded else "")
@@ -386,6 +412,18 @@ def baseline_for(*, session: Session, run_id: int) -> Run | None:
 
 # --- alerts ----------------------------------------------------------------------------------------------
 
+ALERT_KIND_LABELS: dict[str, str] = {
+    "golden_check": "golden: check",
+    "golden_factual": "golden: factual grade",
+    "pass_rate_drop": "pass rate drop",
+}
+
+
+def alert_kind_label(alert: RegressionAlert) -> str:
+    """Name an alert's kind as the alerts page shows it (alerts stored before golden_check named their check)."""
+    kind = "golden_check" if alert.kind == "golden_factual" and alert.evidence.get("check") else alert.kind
+    return ALERT_KIND_LABELS.get(kind, kind.replace("_", " "))
+
 # Pass rates are ratios of small integers; a drop of exactly the threshold (0.85 -> 0.80) must not
 # alert because of floating-point noise.
 _EPS = 1e-9
@@ -404,24 +442,27 @@ def _raise(session: Session, run_id: int, kind: str, fingerprint: str, message: 
 
 
 def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
-    """Raise the run's regression alerts (golden factual failures, pass-rate drop from baseline); return the new ones."""
+    """Raise the run's regression alerts (golden examples failing, pass-rate drop from baseline); return the new ones."""
     summary = checks_service.run_summary(session=session, run_id=run_id)
     run = session.get(Run, run_id)
     assert run is not None
     new: list[RegressionAlert] = []
-    # Golden examples that fail factual accuracy: the automated citation check ...
+    # Golden examples that fail an automated check (the golden rule, rules.golden_failures), named by check ...
     for o in summary.outcomes:
         if not o.golden:
             continue
-        cite = next((r for r in o.results if r.key == "citations_current" and r.failed), None)
-        if cite is not None:
+        failures = golden_failures(results=o.results, factual_grade=None)
+        if failures:
+            keys = [r.key for r in failures]
             alert = _raise(
                 session,
                 run_id,
-                "golden_factual",
-                f"golden_factual:check:{o.case_id}:{o.draft_id}",
-                f"Golden example {o.case_id} fails factual accuracy in run {run.name}: {cite.reason}.",
-                {"case_id": o.case_id, "draft_id": o.draft_id, "check": cite.key, "reason": cite.reason},
+                "golden_check",
+                f"golden_check:{o.draft_id}:{','.join(sorted(keys))}",
+                f"Golden example {o.case_id} fails {named(failures)} in run {run.name}: "
+                + "; ".join(r.reason for r in failures)
+                + ".",
+                {"case_id": o.case_id, "draft_id": o.draft_id, "checks": keys, "reasons": [r.reason for r in failures]},
             )
             if alert:
                 new.append(alert)

@@ -140,7 +140,10 @@ def to_regression(
         raise HTTPException(404 if "no review item" in str(exc) else 422, detail=str(exc)) from exc
     item = session.get(ReviewItem, item_id)
     assert item is not None
-    return _item_response(request, session, spec, item, flash=f"Added to the regression suite as {case_id}.")
+    from webapp.regression.service import inclusion_notice  # add_to_regression has just used that domain
+
+    notice = inclusion_notice(session=session, case_id=case_id)
+    return _item_response(request, session, spec, item, flash=f"Added to the regression suite as {case_id}. {notice}")
 
 
 @router.get("/reviews/{period}/progress", response_class=HTMLResponse)

@@ -1,0 +1,70 @@
+"""Gate pages and the home card: the regression cases a run lacks, and golden failures named by check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.factories import make_article, make_dataset, make_run, make_user
+from tests.gates.test_service import GOOD, build_run, good_draft, grade_all, small_gate_spec
+from webapp.checks import service as checks_service
+from webapp.gates import service
+from webapp.regression import service as regression_service
+from webapp.spec import EvalSpec
+
+
+def _ready_run(session: Session, spec: EvalSpec) -> Any:
+    """A 10-case run that passes every pilot criterion, with routine-0 (golden) in the suite."""
+    run = build_run(session)
+    lead = make_user(session, email="lead@example.test", roles=["lead"])
+    checks_service.check_run(session=session, spec=spec, run_id=run.id)
+    grade_all(session, spec, run.id, GOOD)
+    regression_service.add_case(session=session, created_by=lead.id, source="golden", case_id="routine-0", input="q", note="golden")
+    return run, lead
+
+
+def test_review_case_the_run_lacks_is_listed_with_the_export_command(
+    session: Session, spec: EvalSpec, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
+) -> None:
+    spec = small_gate_spec(spec)
+    run, lead = _ready_run(session, spec)
+    assert service.pilot_report(session=session, spec=spec, run=run).passed
+    # The PM adds a production pair from the weekly review: no dataset has it.
+    regression_service.add_case(
+        session=session, created_by=lead.id, source="review", case_id="review-ev-77", input="Where is my refund?", note="wrong refund time"
+    )
+    session.commit()
+    rep = service.pilot_report(session=session, spec=spec, run=run)
+    reg = next(c for c in rep.criteria if c.key == "regression_suite")
+    assert rep.status == "incomplete" and reg.status == "incomplete"  # the rule stands
+    assert reg.summary == "1 regression case not in this run (review-ev-77)"
+    assert reg.command == "draftdesk regression export regression-suite.jsonl"
+    # The gate page (with the app's real spec: the page shows what the API and CLI show).
+    page = client_as("pm").get(f"/gates/pilot?run={run.name}")
+    assert page.status_code == 200
+    assert "This run does not include 1 regression case: review-ev-77." in page.text
+    assert "<code>draftdesk regression export regression-suite.jsonl</code>" in page.text
+    data = api_as("pm").get(f"/api/v1/gates/pilot?run={run.name}").json()
+    crit = next(c for c in data["criteria"] if c["key"] == "regression_suite")
+    assert "review-ev-77" in crit["action"] and crit["command"] == "draftdesk regression export regression-suite.jsonl"
+    md = client_as("lead").get(f"/gates/pilot?run={run.name}&format=markdown").text
+    assert "review-ev-77" in md and "`draftdesk regression export regression-suite.jsonl`" in md
+
+
+def test_golden_citation_failure_is_named_on_the_home_cards(session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+    # golden-2fa cites a deprecated revision: it fails the citation check, not a factual-accuracy grade.
+    make_article(session, "KB-1")
+    make_article(session, "KB-9", ((1, "deprecated"), (2, "current")))
+    cases = [{"case_id": f"r-{i}", "category": "routine", "intent": "billing_charge"} for i in range(3)]
+    ds = make_dataset(session, [{"case_id": "golden-2fa", "category": "routine", "intent": "billing_charge", "golden": True}, *cases])
+    stale = {**good_draft("golden-2fa"), "citations": [{"article_id": "KB-9", "revision": 1}]}
+    run = make_run(session, ds, [stale, *(good_draft(c["case_id"]) for c in cases)], name="run-2fa")
+    checks_service.check_run(session=session, spec=spec, run_id=run.id)
+    session.commit()
+    home = client_as("pm").get("/").text
+    assert "golden example golden-2fa fails Citations current in run-2fa" in home  # regression alerts card
+    assert "Golden examples: golden-2fa fails Citations current" in home  # pilot gate card
+    assert "factual accuracy" not in home.lower()
