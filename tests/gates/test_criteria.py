@@ -65,7 +65,7 @@ class TestAutomatedChecks:
         ds = drafts(100, 0)
         ds[5] = DraftFacts(5, "c5")
         r = automated_checks(PilotFacts(1, "r", 100, ds), spec, min_cases=100)
-        assert r.status == "incomplete" and "draftdesk check r" in r.summary
+        assert r.status == "incomplete" and "Re-check" in r.summary and r.command == "draftdesk check r"
 
 
     def test_draft_no_check_applied_to_is_not_passing(self, spec) -> None:

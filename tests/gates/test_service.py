@@ -111,7 +111,8 @@ class TestPilotGate:
         run = build_run(session)
         rep = service.pilot_report(session=session, spec=small_gate_spec(spec), run=run)
         auto = rep.criteria[0]
-        assert auto.status == "incomplete" and f"draftdesk check {run.name}" in auto.summary
+        assert auto.status == "incomplete" and "press Re-check" in auto.summary
+        assert auto.command == f"draftdesk check {run.name}"
 
     def test_full_size_gate_refuses_a_10_case_set(self, session: Session, spec: EvalSpec) -> None:
         run = build_run(session)

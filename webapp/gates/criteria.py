@@ -132,8 +132,11 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
         status, summary = "incomplete", "the run has no drafts"
     elif unchecked:
         status = "incomplete"
-        summary = f"{_n(len(unchecked), 'draft')} not checked yet; run `draftdesk check {facts.run_name}`"
+        summary = f"{_n(len(unchecked), 'draft')} not checked yet: press Re-check on the run's checks page"
         evidence = [_draft_ev(d, "not checked") for d in unchecked] + evidence
+        result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
+        result.action, result.command = "Re-check on the run's checks page, or from a terminal:", f"draftdesk check {facts.run_name}"
+        return result
     elif facts.case_count < min_cases:
         status, summary = "fail", f"the eval set has {facts.case_count} cases; this gate needs at least {min_cases}"
     elif rate is not None and rate + EPS >= threshold:
