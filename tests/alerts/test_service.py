@@ -140,7 +140,7 @@ class TestRegressionAndHallucination:
         report = metrics_service.report_hallucination(session=session, event_id="bad-1", note="wrong refund window", reported_by=user.id)
         session.commit()
         lead = client_as("lead")
-        r = lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "confirmed"}, follow_redirects=False)
+        r = lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "confirmed", "note": "KB says otherwise"}, follow_redirects=False)
         assert r.status_code == 303
         items = _items(session)
         assert [(i["kind"], i["state"]) for i in items] == [("regression", "raised"), ("hallucination", "confirmed")]
