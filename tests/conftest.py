@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -34,7 +34,24 @@ from webapp.spec import EvalSpec, load_spec
 # verification is unchanged; production keeps argon2-cffi's defaults).
 auth_service._hasher = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 
-PG_URL = os.environ.get("DRAFTDESK_TEST_DATABASE_URL", "").strip()
+def _per_worker_database(url: str) -> str:
+    """Give each pytest-xdist worker its own PostgreSQL database beside the configured one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not url or not worker:
+        return url
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    admin = make_engine(url).execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            if conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}).first() is None:
+                conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return base.set(database=name).render_as_string(hide_password=False)
+
+
+PG_URL = _per_worker_database(os.environ.get("DRAFTDESK_TEST_DATABASE_URL", "").strip())
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 TEST_SECRET = "test-secret-key-not-for-production"
 SPEC_PATH = Path(__file__).resolve().parent.parent / "data" / "eval_spec.yaml"
