@@ -58,7 +58,7 @@ class FromDraftIn(BaseModel):
     source: Literal["run", "grading", "review"] = "run"
 
 
-@router.post("/regression/cases", status_code=201)
+@router.post("/regression/cases", status_code=201, responses={409: {"description": "The case is already in the regression suite"}})
 def post_case(
     body: FromDraftIn, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
 ) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def post_case(
     return case_payload(case)
 
 
-@router.get("/runs/compare")
+@router.get("/runs/compare", responses={404: {"description": "No run with that name or id"}})
 def get_compare(
     session: SessionDep,
     spec: SpecDep,
