@@ -1,10 +1,10 @@
 """The Content-Security-Policy every response carries: only the app's own scripts and styles.
 
-No inline script, no eval, no inline style. One exception, kept as narrow as it gets: the hash
-of the *empty* style element. plotly.js creates one empty `<style>` and fills it through the
-CSSOM (`insertRule`, which CSP does not govern); an empty element can carry nothing an attacker
-could use, while without it plotly's layout rules (overlaid SVG layers) would be lost. htmx is
-configured (meta `htmx-config` in base.html) to inject no indicator style and never to eval.
+No inline script, no eval, no inline style attribute. Two style exceptions, each an exact hash:
+the *empty* style element plotly.js creates and then fills through the CSSOM (`insertRule`,
+which CSP does not govern), and the fixed maplibre stylesheet text plotly.js injects at load.
+Neither can carry anything an attacker chose. htmx is configured (meta `htmx-config` in
+base.html) to inject no indicator style and never to eval.
 """
 
 from __future__ import annotations
@@ -13,12 +13,31 @@ import base64
 import hashlib
 import re
 
-EMPTY_STYLE_HASH = "'sha256-" + base64.b64encode(hashlib.sha256(b"").digest()).decode() + "'"
+# plotly.js also ships maplibre's stylesheet as one fixed string it injects at load; that exact
+# text (hashed from the installed file, so an upgrade keeps working) is allowed, nothing else.
+_INJECTED_STYLE = re.compile(r'createElement\("style"\);?,?\s*\w+\.id="[0-9a-f]{64}",\w+\.textContent=\'([^\'\\]*)\'')
+
+
+def vendor_style_hashes() -> list[str]:
+    """Return the CSP hashes of the fixed style texts the vendored plotly.js injects."""
+    from webapp.static_assets import VENDOR_FILES
+
+    path = VENDOR_FILES["plotly.min.js"]
+    if not path.is_file():
+        return []
+    return [_sha256(text) for text in _INJECTED_STYLE.findall(path.read_text(encoding="utf-8"))]
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+EMPTY_STYLE_HASH = _sha256("")
 
 DIRECTIVES: dict[str, str] = {
     "default-src": "'none'",
     "script-src": "'self'",
-    "style-src": f"'self' {EMPTY_STYLE_HASH}",
+    "style-src": " ".join(["'self'", EMPTY_STYLE_HASH, *vendor_style_hashes()]),
     "img-src": "'self' data:",
     "font-src": "'self'",
     "connect-src": "'self'",
@@ -34,10 +53,6 @@ POLICY = "; ".join(f"{name} {value}" for name, value in DIRECTIVES.items())
 
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 SWAGGER_CDN = "https://cdn.jsdelivr.net"
-
-
-def _sha256(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
 def docs_policy(html: str) -> str:

@@ -65,6 +65,18 @@ class LimitedSafeLoader(yaml.SafeLoader):
         self._alias_total = 0
         self._sizes: dict[int, int] = {}
 
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803 - PyYAML's signature
+        """Stop at the first '[' or '{' beyond the depth limit, before the scanner looks further ahead."""
+        if self.flow_level >= MAX_DEPTH:
+            raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=self.line + 1)
+        super().fetch_flow_collection_start(TokenClass)
+
+    def add_indent(self, column: int) -> bool:
+        """Stop at the first block level beyond the depth limit."""
+        if len(self.indents) >= MAX_DEPTH:
+            raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=self.line + 1)
+        return super().add_indent(column)
+
     def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
         """Compose one node, counting depth and what each alias expands to."""
         event = self.peek_event()
