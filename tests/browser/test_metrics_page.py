@@ -6,6 +6,7 @@ import pytest
 from sqlmodel import Session
 
 from tests.browser.conftest import sign_in
+from tests.browser_support import wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev
 from webapp.metrics import ingest
@@ -37,7 +38,7 @@ def test_filter_by_intent_redraws_the_charts(live_server, new_page) -> None:  # 
     assert page.locator("#chart-accept_rate .legendtext").all_text_contents()[1:] == ["target", "alert threshold"]
     page.evaluate("window.__sameDocument = true")  # survives only if the page is not reloaded
     page.select_option("select[name=intent]", "plan_change")
-    page.wait_for_function(f"JSON.stringify({y}) === '[0,0,0]'")
+    wait_until(page, f"JSON.stringify({y}) === '[0,0,0]'")  # wait_for_function needs eval, which the CSP forbids
     assert page.evaluate("window.__sameDocument") is True
     assert "intent=plan_change" in page.url  # the filtered view can be bookmarked
     assert page.locator("#chart-accept_rate[data-drawn='1'] .main-svg").count() >= 1
