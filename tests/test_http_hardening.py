@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -131,3 +133,14 @@ def test_templates_hold_no_inline_script_style_or_handler() -> None:
         if m
     ]
     assert found == []
+
+
+def test_api_reference_page_has_its_own_narrow_policy(client: TestClient) -> None:
+    r = client.get("/api/docs")
+    assert r.status_code == 200 and "/api/openapi.json" in r.text
+    policy = r.headers["content-security-policy"]
+    inline = re.search(r"<script>(.*?)</script>", r.text, re.DOTALL)
+    assert inline is not None
+    digest = base64.b64encode(hashlib.sha256(inline.group(1).encode()).digest()).decode()
+    assert f"'sha256-{digest}'" in policy and "unsafe-eval" not in policy
+    assert "script-src https://cdn.jsdelivr.net 'sha256-" in policy
