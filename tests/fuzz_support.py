@@ -95,6 +95,7 @@ def _examples(
         deadline=None,
         derandomize=derandomize,
         database=None,
+        print_blob=False,
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
