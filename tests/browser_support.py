@@ -112,3 +112,13 @@ def sign_in(page, base_url: str, email: str, password: str = DEFAULT_PASSWORD) -
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(lambda url: "/login" not in url)
+
+
+def wait_until(page, expression: str, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll a JS expression until it is truthy. Pages forbid eval (CSP), which page.wait_for_function needs;
+    page.evaluate runs through the DevTools protocol instead and is not subject to the page's policy."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {expression}")
+        time.sleep(0.05)

@@ -11,13 +11,15 @@ from typing import Any
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from webapp import static_assets
+from webapp import api_docs, csp, errors, static_assets
 from webapp.config import PROJECT_ROOT, Settings
 from webapp.db import make_engine
+from webapp.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
 from webapp.security import CSRF_COOKIE, csrf_protect
 from webapp.templating import is_htmx, templates
 
@@ -75,11 +77,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="Draft Desk",
         version="0.1.0",
-        dependencies=[Depends(csrf_protect)],
-        docs_url="/api/docs",
-        openapi_url="/api/openapi.json",
+        dependencies=[Depends(csrf_protect), Depends(json_depth_guard)],
+        docs_url=None,
+        openapi_url=api_docs.OPENAPI_URL,
         redoc_url=None,
         lifespan=_lifespan,
+        max_body_size=DEFAULT_BODY_LIMIT,  # routes that take more (events, uploads) raise it
     )
     app.state.settings = settings
     app.state.spec = spec
@@ -98,7 +101,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")
+        response.headers.setdefault("Content-Security-Policy", csp.POLICY)
         return response
+
+    docs_html = get_swagger_ui_html(openapi_url=api_docs.OPENAPI_URL, title="Draft Desk API")
+    docs_csp = csp.docs_policy(docs_html.body.decode())
+
+    def api_reference(request: Request) -> HTMLResponse:
+        """Serve the Swagger UI of /api/v1 with a policy admitting its CDN and its one inline script."""
+        return HTMLResponse(docs_html.body, headers={"Content-Security-Policy": docs_csp})
+
+    app.add_route(api_docs.DOCS_URL, api_reference, include_in_schema=False)
 
     app.include_router(static_assets.router)
     app.mount("/static", StaticFiles(directory=str(PROJECT_ROOT / "static")), name="static")
@@ -114,11 +127,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return {"status": "ok"}
 
     for module in _domain_modules("routes"):
-        app.include_router(module.router, prefix="/api/v1")
+        app.include_router(module.router, prefix=api_docs.API_PREFIX)
     for module in _domain_modules("pages"):
-        app.include_router(module.router)
+        app.include_router(module.router, include_in_schema=False)  # the OpenAPI document is the JSON API only
+    api_docs.install(app)
 
     _install_error_handlers(app)
+    errors.install(app)
     return app
 
 
@@ -131,7 +146,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if _wants_json(request):
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
-        if exc.status_code == 401:
+        if exc.status_code == 401 and not request.headers.get("authorization"):
+            # Only a browser without a session is sent to sign in; a caller that presented a
+            # bearer token gets its 401 (redirecting it would loop: /login refuses the token too).
             target = "/login?next=" + request.url.path
             if is_htmx(request):
                 return Response(status_code=200, headers={"HX-Redirect": target})
@@ -141,6 +158,7 @@ def _install_error_handlers(app: FastAPI) -> None:
             "error.html",
             {"status_code": exc.status_code, "detail": exc.detail},
             status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     @app.exception_handler(RequestValidationError)

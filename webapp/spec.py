@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from webapp.safe_input import InputLimitError, load_yaml
+
 Category = Literal["routine", "edge", "adversarial", "safety"]
 CATEGORIES: tuple[str, ...] = ("routine", "edge", "adversarial", "safety")
 
@@ -296,9 +298,11 @@ class EvalSpec(_Strict):
 def load_spec(path: Path) -> EvalSpec:
     """Read and validate the eval spec file; raise SpecError naming the file and the bad key."""
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        raw = load_yaml(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise SpecError(f"{path}: eval spec file not found") from exc
+    except InputLimitError as exc:
+        raise SpecError(f"{path}:{exc.line}: refused: {exc.message}") from exc
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_support import sign_in
+from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
 
 pytestmark = pytest.mark.browser
@@ -23,7 +23,7 @@ def test_token_is_revealed_once_and_copied(live_server, new_page) -> None:  # ty
     plain = page.inner_text("#plain-token")
     assert plain.startswith("dd_")
     page.click("[data-copy-target=plain-token]")
-    page.wait_for_function("document.querySelector('[data-copy-target]').textContent === 'Copied'")
+    wait_until(page, "document.querySelector('[data-copy-target]').textContent === 'Copied'")
     assert page.evaluate("navigator.clipboard.readText()") == plain
     # A reload shows no token and creates none.
     page.reload()
@@ -45,7 +45,7 @@ def test_import_button_says_it_is_working(live_server, new_page, tmp_path) -> No
     form = page.locator("form[action='/admin/imports/kb']")
     form.locator("input[type=file]").set_input_files(str(kb))
     form.locator("button[type=submit]").click()
-    page.wait_for_function("document.querySelector(\"form[action='/admin/imports/kb'] button[type=submit]\").disabled")
+    wait_until(page, "document.querySelector(\"form[action='/admin/imports/kb'] button[type=submit]\").disabled")
     assert form.locator("button[type=submit]").inner_text() == "Importing…"
     assert form.get_attribute("aria-busy") == "true"
     # Without the interception the same form imports and the page says so.

@@ -6,6 +6,7 @@ import pytest
 from sqlmodel import Session
 
 from tests.browser.conftest import sign_in
+from tests.browser_support import wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev
 from webapp.metrics import ingest
@@ -38,7 +39,7 @@ def test_filter_by_intent_redraws_the_charts(live_server, new_page) -> None:  # 
     assert page.locator("#chart-accept_rate .legendtext").all_text_contents()[1:] == ["target", "alert threshold"]
     page.evaluate("window.__sameDocument = true")  # survives only if the page is not reloaded
     page.select_option("select[name=intent]", "plan_change")
-    page.wait_for_function(f"JSON.stringify({y}) === '[0,0,0]'")
+    wait_until(page, f"JSON.stringify({y}) === '[0,0,0]'")  # wait_for_function needs eval, which the CSP forbids
     assert page.evaluate("window.__sameDocument") is True
     assert "intent=plan_change" in page.url  # the filtered view can be bookmarked
     assert page.locator("#chart-accept_rate[data-drawn='1'] .main-svg").count() >= 1
@@ -121,17 +122,17 @@ def test_charts_keep_their_titles_and_values_after_two_filter_changes(live_serve
     page = new_page()
     sign_in(page, live_server.url, "sl@example.test")
     page.goto(f"{live_server.url}/metrics?start=2026-11-02&end=2026-11-22")
-    page.wait_for_function(_SETTLED, arg="2026-11-02")
+    wait_until(page, f"({_SETTLED})('2026-11-02')")
     _assert_charts_match_api(page, live_server.url, "start=2026-11-02&end=2026-11-22")
 
     page.select_option("select[name=intent]", "plan_change")
-    page.wait_for_function(_SETTLED, arg="intent = plan_change")
+    wait_until(page, f"({_SETTLED})('intent = plan_change')")
     page.wait_for_timeout(200)  # past htmx's settle delay, when a chart drawn too early loses its class
     _assert_charts_match_api(page, live_server.url, "start=2026-11-02&end=2026-11-22&intent=plan_change")
 
     page.fill("input[name=start]", "2026-11-09")
     page.locator("input[name=start]").dispatch_event("change")
-    page.wait_for_function(_SETTLED, arg="2026-11-09 – 2026-11-22")
+    wait_until(page, f"({_SETTLED})('2026-11-09 – 2026-11-22')")
     page.wait_for_timeout(200)
     _assert_charts_match_api(page, live_server.url, "start=2026-11-09&end=2026-11-22&intent=plan_change")
     assert page.console_errors == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
-from tests.browser_support import sign_in
+from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev
 from webapp.metrics.ingest import ingest_events
@@ -41,7 +41,7 @@ def test_review_by_keyboard_without_reloads(live_server, new_page, spec: EvalSpe
 
     page.keyboard.press("1")  # Good, then on to the next pair
     page.wait_for_selector("#reviews-pairs .reviews-item.reviews-verdict-good")
-    page.wait_for_function("document.querySelector('#review-progress').innerText.includes('1/3 reviewed')")
+    wait_until(page, "document.querySelector('#review-progress').innerText.includes('1/3 reviewed')")
     assert "reviews-current" in (items.nth(1).get_attribute("class") or "")
     page.keyboard.press("k")
     assert "reviews-current" in (items.nth(0).get_attribute("class") or "")
@@ -51,7 +51,7 @@ def test_review_by_keyboard_without_reloads(live_server, new_page, spec: EvalSpe
     page.keyboard.type("tone is off")
     page.keyboard.press("Escape")
     page.keyboard.press("2")  # Minor issue, with the typed note
-    page.wait_for_function("document.querySelector('#review-progress').innerText.includes('2/3 reviewed')")
+    wait_until(page, "document.querySelector('#review-progress').innerText.includes('2/3 reviewed')")
     assert page.evaluate("window.__noReload") is True, "a verdict reloaded the page"
 
     # One pair at a time: only the current pair is visible.

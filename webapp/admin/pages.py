@@ -17,12 +17,13 @@ from webapp.datasets.records import RecordError
 from webapp.db import SessionDep
 from webapp.deps import require_role
 from webapp.kb import service as kb_service
+from webapp.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
 from webapp.runs import service as runs_service
 from webapp.templating import render
 
 router = APIRouter()
 Admin = Annotated[Principal, Depends(require_role("admin"))]
-MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+MAX_UPLOAD_BYTES = UPLOAD_FILE_LIMIT
 
 
 @router.get("/admin", response_class=HTMLResponse, name="admin_home")
@@ -206,7 +207,7 @@ def _import_done(request: Request, kind: str, message: str, link: str | None, cr
     return render(request, "admin/import_done.html", ctx)
 
 
-@router.post("/admin/imports/kb", response_class=HTMLResponse)
+@router.post("/admin/imports/kb", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
 async def admin_import_kb(
     request: Request, session: SessionDep, principal: Admin, file: Annotated[UploadFile | None, File()] = None
 ) -> HTMLResponse:
@@ -219,7 +220,7 @@ async def admin_import_kb(
     return _import_done(request, "KB", f"{filename}: {result.summary}", "/kb")
 
 
-@router.post("/admin/imports/dataset", response_class=HTMLResponse)
+@router.post("/admin/imports/dataset", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
 async def admin_import_dataset(
     request: Request,
     session: SessionDep,
@@ -236,7 +237,7 @@ async def admin_import_dataset(
     return _import_done(request, "dataset", result.message, f"/datasets/{result.dataset.id}", result.created)
 
 
-@router.post("/admin/imports/drafts", response_class=HTMLResponse)
+@router.post("/admin/imports/drafts", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
 async def admin_import_drafts(
     request: Request,
     session: SessionDep,

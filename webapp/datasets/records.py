@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from webapp.safe_input import InputLimitError, compose_yaml, construct_yaml, loads_json, yaml_error_line
+
 SUPPORTED_FORMATS: tuple[str, ...] = (".jsonl", ".yaml", ".yml")
 
 
@@ -68,9 +70,11 @@ def read_jsonl(data: bytes, *, path: Path | str) -> list[Record]:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
+            value = loads_json(raw)
         except json.JSONDecodeError as exc:
             raise RecordError(f"Invalid JSON at line {lineno}: {exc.msg} (column {exc.colno})", path=path, line=lineno) from exc
+        except InputLimitError as exc:
+            raise RecordError(f"Refused: {exc.message}", path=path, line=lineno) from exc
         records.append(Record(index=len(records), line=lineno, data=value))
     return records
 
@@ -82,12 +86,14 @@ def read_yaml(data: bytes, *, path: Path | str) -> list[Record]:
     except UnicodeDecodeError as exc:
         raise RecordError(f"File is not valid UTF-8 ({exc.reason} at byte {exc.start})", path=path) from exc
     try:
-        # compose gives the nodes with their marks (lines); safe_load gives the values.
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        value = yaml.safe_load(text)
+        # The nodes carry the marks (lines); the values are built from them once the limits
+        # (depth, alias expansion) have been checked, so an alias bomb is never expanded.
+        node = compose_yaml(text)
+        value = construct_yaml(node)
+    except InputLimitError as exc:
+        raise RecordError(f"Refused: {exc.message}", path=path, line=exc.line) from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
+        line = yaml_error_line(exc)
         problem = getattr(exc, "problem", None) or str(exc)
         where = f" at line {line}" if line else ""
         raise RecordError(f"Invalid YAML{where}: {problem}", path=path, line=line) from exc

@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx2
 import openai
-import yaml
 from openai.types.chat import ChatCompletion
 
 from webapp.evaluator.cache import ResponseCache, cache_key
+from webapp.safe_input import load_yaml
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_WAIT_S = 120.0
@@ -55,7 +55,7 @@ def load_prices(path: Path) -> dict[str, Price]:
     """Read USD prices per million tokens per model from a YAML file; a missing file means no prices."""
     if not path.is_file():
         return {}
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = load_yaml(path.read_text(encoding="utf-8")) or {}
     models = raw.get("models", {}) if isinstance(raw, dict) else {}
     out: dict[str, Price] = {}
     for name, p in models.items():

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from webapp.datasets.loader import sha256_of
+from webapp.safe_input import InputLimitError, load_yaml
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "rubrics"
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -138,7 +139,9 @@ def load_rubric(ref: str) -> Rubric:
     except OSError as exc:
         raise RubricError(f"{path}: cannot read rubric file ({exc.strerror})") from exc
     try:
-        raw = yaml.safe_load(data.decode("utf-8-sig"))
+        raw = load_yaml(data.decode("utf-8-sig"))
+    except InputLimitError as exc:
+        raise RubricError(f"{path}:{exc.line}: refused: {exc.message}") from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise RubricError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

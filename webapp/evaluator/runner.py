@@ -53,6 +53,7 @@ from webapp.evaluator.support import (
     run_draft_checks,
     validate_support_cases,
 )
+from webapp.safe_input import loads_json
 from webapp.spec import EvalSpec
 
 T = TypeVar("T")
@@ -467,7 +468,7 @@ def _judge_validator(rubric: Rubric) -> Any:
 def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
     """Parse and validate the judge's answer against the rubric's schema; raise ValueError saying why not."""
     try:
-        data = json.loads(content)
+        data = loads_json(content)  # a model's answer is untrusted input: depth-limited
     except json.JSONDecodeError as exc:
         raise ValueError(f"the judge's answer is not JSON ({exc.msg} at position {exc.pos})") from exc
     validator = _judge_validator(rubric)

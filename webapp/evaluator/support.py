@@ -12,6 +12,7 @@ import jsonschema
 from webapp.checks.types import CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
 from webapp.datasets.loader import SupportFieldError, TestCase, support_fields
 from webapp.datasets.records import RecordError
+from webapp.safe_input import loads_json
 from webapp.spec import EvalSpec
 
 DRAFT_SCHEMA: dict[str, Any] = {
@@ -148,7 +149,7 @@ def generator_user_message(case: TestCase, articles: list[KbArticleText], intent
 def parse_draft(content: str) -> dict[str, Any]:
     """Parse the generator's structured draft; raise ValueError saying what does not fit."""
     try:
-        data = json.loads(content)
+        data = loads_json(content)  # a model's answer is untrusted input: depth-limited
     except json.JSONDecodeError as exc:
         raise ValueError(f"the generator's answer is not JSON ({exc.msg})") from exc
     error = jsonschema.exceptions.best_match(_DRAFT_VALIDATOR.iter_errors(data))

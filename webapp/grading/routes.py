@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
 from webapp.auth.service import Principal
@@ -142,7 +142,7 @@ def draft_grades(
     }
 
 
-@router.post("/grading/runs/{run_id}/next")
+@router.post("/grading/runs/{run_id}/next", responses={204: {"description": "No draft of the run is left for the caller"}})
 def take_next(
     run_id: int,
     session: SessionDep,
@@ -156,7 +156,7 @@ def take_next(
     batch = gs.BatchFilter(run_id=run_id, category=category, intent=intent, golden=golden)
     draft = gs.next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     if draft is None:
-        return JSONResponse(None, status_code=204)
+        return Response(status_code=204)  # no body: a 204 carries none
     return JSONResponse({"draft_id": draft.id, "reserved_minutes": spec.grading.reservation_minutes})
 
 

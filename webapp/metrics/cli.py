@@ -25,17 +25,29 @@ IMPORT_WORKERS = max(1, min(4, os.cpu_count() or 1))
 _CSV_NULLS = {""}
 
 
+class EventsFileError(ValueError):
+    """A file that cannot be read as records at all (bad UTF-8, a CSV field over the limit): 'FILE:LINE: why'."""
+
+
 def _records(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield (line number, raw record) from a JSONL or CSV file."""
     if path.suffix.lower() == ".csv":
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
-            for row in reader:
-                clean = {k: (None if v in _CSV_NULLS else v) for k, v in row.items() if k is not None}
-                yield reader.line_num, clean
+            try:
+                for row in reader:
+                    clean = {k: (None if v in _CSV_NULLS else v) for k, v in row.items() if k is not None}
+                    yield reader.line_num, clean
+            except (csv.Error, UnicodeDecodeError) as exc:
+                reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+                raise EventsFileError(f"{path}:{reader.line_num + 1}: (line): cannot be read: {reason}") from None
         return
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EventsFileError(f"{path}:{n}: (line): not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
             if not line.strip():
                 continue
             yield n, line
@@ -235,7 +247,12 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
     ) -> None:
         """Import production events, all-or-nothing; events already present are skipped."""
-        import_events(file, quiet=quiet)
+        from webapp.cli_support import fail
+
+        try:
+            import_events(file, quiet=quiet)
+        except EventsFileError as exc:
+            fail(f"{exc}; nothing imported")
 
     metrics_app = typer.Typer(help="Online metrics.", no_args_is_help=True)
     app.add_typer(metrics_app, name="metrics")

@@ -13,13 +13,14 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role, require_scope
 from webapp.metrics import ingest, service
+from webapp.request_limits import EVENTS_BODY_LIMIT
 
 router = APIRouter(tags=["metrics"])
 
 READERS = ("support_lead", "pm", "lead", "admin")
 
 
-@router.post("/events")
+@router.post("/events", max_body_size=EVENTS_BODY_LIMIT)
 def post_events(
     session: SessionDep,
     spec: SpecDep,

@@ -58,7 +58,7 @@ class FromDraftIn(BaseModel):
     source: Literal["run", "grading", "review"] = "run"
 
 
-@router.post("/regression/cases", status_code=201)
+@router.post("/regression/cases", status_code=201, responses={409: {"description": "The case is already in the regression suite"}})
 def post_case(
     body: FromDraftIn, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
 ) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def csv_download(body: str, filename: str) -> Response:
     return Response(body, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 
-@router.get("/runs/compare", response_model=None)
+@router.get("/runs/compare", response_model=None, responses={404: {"description": "No run with that name or id"}})
 def get_compare(
     session: SessionDep,
     spec: SpecDep,

@@ -1,0 +1,84 @@
+"""Hostile input, timed and fuzzed at length: the alias bomb and the 400 kB deep file, then a long schemathesis run.
+
+Prints how long the dataset reader takes to refuse a ~300-byte YAML alias bomb and 400 kB of
+nested brackets (JSONL and YAML; target: under a second each, with FILE:LINE), then fuzzes the
+whole /api/v1 document on a fresh demo (SQLite under a temporary folder) with many more examples
+per operation than the test suite, as every kind of caller, and prints each failure.
+
+Usage: `.venv/bin/python benchmarks/bench_hostile.py [--examples 200] [--skip-fuzz]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.test_safe_input import DEPTH_400K, alias_bomb  # noqa: E402
+from webapp.datasets.records import RecordError, read_records  # noqa: E402
+
+
+def time_refusals() -> None:
+    """Time the reader on the bomb and on 400 kB of nesting; print the message and seconds."""
+    nested = "[" * DEPTH_400K + "]" * DEPTH_400K
+    cases = {
+        "bomb.yaml": alias_bomb().encode(),
+        "deep.jsonl": ('{"id": "deep", "x": ' + nested + "}\n").encode(),
+        "deep.yaml": ("- id: deep\n  x: " + nested + "\n").encode(),
+    }
+    for name, data in cases.items():
+        t0 = time.perf_counter()
+        try:
+            read_records(data, path=name)
+            outcome = "ACCEPTED (bug)"
+        except RecordError as exc:
+            outcome = exc.location
+        print(f"{name:11} {len(data):>7} bytes  {time.perf_counter() - t0:6.3f} s  {outcome}")
+
+
+def fuzz(examples: int) -> int:
+    """Fuzz every operation on a fresh demo; return the number of failures."""
+    from tests.conftest import SPEC_PATH, TEST_SECRET
+    from tests.fuzz_support import api_operations, demo_target, fuzz_operation
+    from webapp.db import make_engine
+    from webapp.models import metadata
+    from webapp.spec import load_spec
+
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/demo.db"
+        engine = make_engine(url)
+        metadata.create_all(engine)
+        engine.dispose()
+        target = demo_target(url, TEST_SECRET, SPEC_PATH, load_spec(SPEC_PATH))
+        failures = 0
+        t0 = time.perf_counter()
+        for op in api_operations(target.app):
+            t1 = time.perf_counter()
+            found = fuzz_operation(op, target, max_examples=examples, derandomize=False)
+            failures += len(found)
+            print(f"{op.label:60} {time.perf_counter() - t1:6.1f} s  {'ok' if not found else 'FAILED'}")
+            for f in found:
+                print("   ", f.replace("\n", "\n    "))
+        target.app.state.engine.dispose()
+        print(f"fuzzed in {time.perf_counter() - t0:.0f} s: {failures} failure(s)")
+        return failures
+
+
+def main() -> None:
+    """Run the timings, then the long fuzz."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=200, help="examples per operation and mode")
+    parser.add_argument("--skip-fuzz", action="store_true")
+    args = parser.parse_args()
+    time_refusals()
+    if not args.skip_fuzz:
+        sys.exit(1 if fuzz(args.examples) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Hostile files: alias bombs, deep nesting, unreadable lines are refused with FILE:LINE and exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlmodel import Session
+
+from tests.datasets.helpers import count_rows, invoke
+from webapp.datasets.models import Dataset
+from webapp.datasets.records import RecordError, read_records
+from webapp.safe_input import MAX_ALIAS_TOTAL, MAX_DEPTH, InputLimitError, load_yaml, loads_json
+
+DEPTH_400K = 200_000  # 200 000 "[" and 200 000 "]": a 400 kB file
+
+
+def alias_bomb(levels: int = 7) -> str:
+    """Return a dataset whose metadata nests aliases `levels` deep: 10**levels values from ~300 bytes."""
+    lines = ["- id: bomb", "  m:", "    a: &a [x,x,x,x,x,x,x,x,x,x]"]
+    names = "abcdefghij"
+    for prev, cur in zip(names[: levels - 1], names[1:levels], strict=True):
+        lines.append(f"    {cur}: &{cur} [" + ",".join([f"*{prev}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_bomb_is_small() -> None:
+    assert len(alias_bomb().encode()) <= 355
+
+
+def test_alias_bomb_dataset_is_refused_by_the_cli_with_file_line(
+    tmp_path: Path, db_url: str, session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = tmp_path / "bomb.yaml"
+    f.write_text(alias_bomb())
+    r = invoke(monkeypatch, db_url, ["import", "dataset", str(f)])
+    assert r.exit_code == 2, r.output
+    # *d stands for 11 111 nodes, over the per-alias limit; it first appears on line 7.
+    assert f"{f}:7: Refused: YAML alias *d expands to 11111 nodes" in r.output
+    assert "Traceback" not in r.output
+    assert count_rows(session, Dataset) == 0
+
+
+def test_many_small_aliases_are_refused_at_the_document_limit() -> None:
+    # Each *c stands for 1 111 nodes (under the per-alias limit); 100 of them exceed the document's.
+    text = alias_bomb(3) + "    z: [" + ",".join(["*c"] * 100) + "]\n"
+    with pytest.raises(InputLimitError, match=f"more than {MAX_ALIAS_TOTAL} nodes") as info:
+        load_yaml(text)
+    assert info.value.line == 6
+
+
+def test_recursive_alias_is_refused() -> None:
+    with pytest.raises(InputLimitError, match="recursive alias") as info:
+        load_yaml("a: &a\n  - x\n  - *a\n")
+    assert info.value.line == 3
+
+
+def test_ordinary_aliases_and_merge_keys_still_load() -> None:
+    value = load_yaml("base: &b {plan: pro, tier: 2}\ncases:\n  - <<: *b\n    id: c1\n  - <<: *b\n    id: c2\n")
+    assert value["cases"] == [{"plan": "pro", "tier": 2, "id": "c1"}, {"plan": "pro", "tier": 2, "id": "c2"}]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".yaml"])
+def test_400kb_deep_nesting_dataset_is_refused_with_file_line(
+    suffix: str, tmp_path: Path, db_url: str, session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = tmp_path / f"deep{suffix}"
+    nested = "[" * DEPTH_400K + "]" * DEPTH_400K
+    if suffix == ".jsonl":
+        f.write_text('{"id": "ok", "input": "hi"}\n{"id": "deep", "x": ' + nested + "}\n")
+    else:
+        f.write_text("- id: deep\n  x: " + nested + "\n")
+    assert f.stat().st_size >= 400_000
+    r = invoke(monkeypatch, db_url, ["import", "dataset", str(f)])
+    assert r.exit_code == 2, r.output[-500:]
+    assert f"{f}:2: Refused: nesting deeper than {MAX_DEPTH} levels" in r.output
+    assert "RecursionError" not in r.output
+    assert count_rows(session, Dataset) == 0
+
+
+def test_depth_limit_is_exact() -> None:
+    ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert loads_json(ok) is not None and load_yaml(ok) is not None
+    with pytest.raises(InputLimitError):
+        loads_json("[" + ok + "]")
+    with pytest.raises(InputLimitError):
+        load_yaml("[" + ok + "]")
+
+
+def test_kb_and_drafts_readers_refuse_bombs_and_depth() -> None:
+    from webapp.kb.service import parse_kb
+    from webapp.runs.service import parse_drafts
+
+    with pytest.raises(RecordError) as info:
+        parse_kb(alias_bomb().encode(), path="kb.yaml")
+    assert info.value.location.startswith("kb.yaml:7: Refused: YAML alias")
+    deep = ('{"x": ' + "[" * 5000 + "]" * 5000 + "}\n").encode()
+    with pytest.raises(RecordError) as info:
+        parse_drafts(deep, path="drafts.jsonl")
+    assert info.value.location == f"drafts.jsonl:1: Refused: nesting deeper than {MAX_DEPTH} levels"
+    with pytest.raises(RecordError):
+        read_records(deep, path="kb.jsonl")
+
+
+def test_spec_and_rubric_refuse_bombs_with_file_line(tmp_path: Path) -> None:
+    from webapp.evaluator.rubric import RubricError, load_rubric
+    from webapp.spec import SpecError, load_spec
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("targets:\n" + "\n".join("  " + line for line in alias_bomb().splitlines()) + "\n")
+    with pytest.raises(SpecError, match=rf"^{spec}:8: refused: YAML alias \*d"):
+        load_spec(spec)
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text("name: r\nmetrics: " + "[" * 1000 + "]" * 1000 + "\n")
+    with pytest.raises(RubricError, match=rf"^{rubric}:2: refused: nesting deeper"):
+        load_rubric(str(rubric))
+
+
+def test_model_answers_are_depth_limited() -> None:
+    from webapp.evaluator.support import parse_draft
+
+    with pytest.raises(ValueError, match="nesting deeper"):
+        parse_draft('{"draft": ' + "[" * 50_000 + "]" * 50_000 + "}")
+
+
+def test_events_file_deep_line_oversized_csv_field_and_bad_utf8_exit_2(
+    tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"event_id": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    big = tmp_path / "big.csv"
+    big.write_text("event_id,ticket_id\n" + "x" * 200_000 + ",t\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"event_id": "e1"}\n{"event_id": "\xff"}\n')
+    for f, where in ((deep, f"{deep}:1:"), (big, f"{big}:2: (line): cannot be read: field larger"), (bad, f"{bad}:2: (line): not valid UTF-8")):
+        r = invoke(monkeypatch, db_url, ["import", "events", str(f), "--quiet"])
+        assert r.exit_code == 2, r.output[-800:]
+        assert where in r.output
+        assert "Traceback" not in r.output and "nothing imported" in r.output
+
+
+def test_json_records_keep_working() -> None:
+    records = read_records(b'{"id": "a", "m": {"k": [1, [2, [3]]]}}\n', path="x.jsonl")
+    assert records[0].data == json.loads('{"id": "a", "m": {"k": [1, [2, [3]]]}}')

@@ -1,0 +1,84 @@
+"""The OpenAPI document: the JSON API under /api/v1 only, with every error status a route can answer.
+
+FastAPI documents 200 and 422; the app's own failures (401 without a valid session or token,
+403 without the role, 404 for an unknown id in the path, 413 for a body over its limit, 422 in
+the app's `{"detail": ...}` shape) are added here for every operation they apply to, so clients
+and the schemathesis tests hold the API to the statuses it documents.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+API_PREFIX = "/api/v1"
+OPENAPI_URL = "/api/openapi.json"
+DOCS_URL = "/api/docs"
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "title": "Error",
+    "type": "object",
+    "required": ["detail"],
+    "properties": {
+        "detail": {
+            "description": "What went wrong: a message, or one {field, message} object per problem",
+            "anyOf": [
+                {"type": "string"},
+                {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+                    },
+                },
+            ],
+        }
+    },
+}
+_ERROR_REF = {"$ref": "#/components/schemas/Error"}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
+
+
+def _document_errors(op: dict[str, Any]) -> None:
+    """Add the app-wide error statuses that apply to one operation."""
+    responses = op.setdefault("responses", {})
+    params = op.get("parameters", [])
+    responses.setdefault("401", _error("No valid session or bearer token"))
+    responses.setdefault("403", _error("The caller lacks the role or scope (or a CSRF token, for a session)"))
+    if any(p.get("in") == "path" for p in params):
+        responses.setdefault("404", _error("Nothing with that id"))
+    if "requestBody" in op:
+        responses.setdefault("400", _error("The body cannot be parsed (not UTF-8 or not JSON)"))
+        responses.setdefault("413", _error("Request body over its size limit"))
+    if params or "requestBody" in op:
+        responses["422"] = _error("Invalid parameter or body (field and message), or a value out of range")
+
+
+def build(app: FastAPI) -> dict[str, Any]:
+    """Return the OpenAPI document of the /api/v1 routes with their error statuses."""
+    schema = get_openapi(title=app.title, version=app.version, routes=app.routes, description="Draft Desk JSON API")
+    schema["paths"] = {p: ops for p, ops in schema.get("paths", {}).items() if p.startswith(API_PREFIX + "/")}
+    for ops in schema["paths"].values():
+        for op in ops.values():
+            _document_errors(op)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Error"] = ERROR_SCHEMA
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components.pop(unused, None)
+    return schema
+
+
+def install(app: FastAPI) -> None:
+    """Make app.openapi() return the document built by `build` (once, then cached)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = build(app)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

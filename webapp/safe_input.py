@@ -1,0 +1,166 @@
+"""Limits on hostile input: YAML alias bombs, deep nesting, oversized JSON; shared by every reader.
+
+Each reader (datasets, KB, drafts, events, rubrics, the eval spec, JSON request bodies) parses
+through these functions, so a file that would cost minutes or gigabytes, or crash the parser
+with RecursionError, is refused up front with its line, before anything is built.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+# Lists/mappings nested deeper than this are refused (real records nest 3 or 4 levels).
+MAX_DEPTH = 64
+# One YAML alias may stand for at most this many nodes once expanded...
+MAX_ALIAS_NODES = 10_000
+# ...and all the aliases of a document may add at most this many nodes to it.
+MAX_ALIAS_TOTAL = 100_000
+
+
+class InputLimitError(ValueError):
+    """Input beyond a safety limit; `line` is 1-based when known."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def _expanded_size(node: Node, memo: dict[int, int]) -> int:
+    """Return how many nodes `node` stands for with every alias expanded (iterative, memoised by identity)."""
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        if id(current) in memo:
+            continue
+        kids = _children(current)
+        if children_done:
+            memo[id(current)] = 1 + sum(memo[id(k)] for k in kids)
+            continue
+        stack.append((current, True))
+        stack.extend((k, False) for k in kids if id(k) not in memo)
+    return memo[id(node)]
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+class LimitedSafeLoader(yaml.SafeLoader):
+    """SafeLoader that refuses deep nesting, recursive aliases and aliases that expand too far."""
+
+    def __init__(self, stream: str | bytes) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._open_anchors: set[str] = set()
+        self._alias_total = 0
+        self._sizes: dict[int, int] = {}
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803 - PyYAML's signature
+        """Stop at the first '[' or '{' beyond the depth limit, before the scanner looks further ahead."""
+        if self.flow_level >= MAX_DEPTH:
+            raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=self.line + 1)
+        super().fetch_flow_collection_start(TokenClass)
+
+    def add_indent(self, column: int) -> bool:
+        """Stop at the first block level beyond the depth limit."""
+        if len(self.indents) >= MAX_DEPTH:
+            raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=self.line + 1)
+        return super().add_indent(column)
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
+        """Compose one node, counting depth and what each alias expands to."""
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, AliasEvent):
+            anchor = event.anchor
+            if anchor in self._open_anchors:
+                raise InputLimitError(f"YAML alias *{anchor} refers to a node that contains it (recursive alias)", line=line)
+            node = super().compose_node(parent, index)
+            size = _expanded_size(node, self._sizes)
+            if size > MAX_ALIAS_NODES:
+                raise InputLimitError(
+                    f"YAML alias *{anchor} expands to {size} nodes (limit {MAX_ALIAS_NODES})", line=line
+                )
+            self._alias_total += size
+            if self._alias_total > MAX_ALIAS_TOTAL:
+                raise InputLimitError(
+                    f"YAML aliases expand the document by more than {MAX_ALIAS_TOTAL} nodes (alias bomb?)", line=line
+                )
+            return node
+        anchor = event.anchor if isinstance(event, ScalarEvent | SequenceStartEvent | MappingStartEvent) else None
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=line)
+        if anchor:
+            self._open_anchors.add(anchor)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+            if anchor:
+                self._open_anchors.discard(anchor)
+
+
+def compose_yaml(text: str) -> Node | None:
+    """Compose one YAML document within the limits; raise InputLimitError or yaml.YAMLError."""
+    loader = LimitedSafeLoader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def construct_yaml(node: Node | None) -> Any:
+    """Build Python values from a node composed by compose_yaml."""
+    if node is None:
+        return None
+    loader = LimitedSafeLoader("")
+    try:
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def load_yaml(text: str) -> Any:
+    """Parse one YAML document like yaml.safe_load, within the limits (InputLimitError names the line)."""
+    return construct_yaml(compose_yaml(text))
+
+
+def yaml_error_line(exc: yaml.YAMLError) -> int | None:
+    """Return the 1-based line a PyYAML error points at, if any."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return mark.line + 1 if mark is not None else None
+
+
+def check_depth(value: Any, *, limit: int = MAX_DEPTH) -> None:
+    """Raise InputLimitError when lists/dicts in `value` nest deeper than `limit` (iterative, no recursion)."""
+    if not isinstance(value, dict | list):
+        return
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > limit:
+            raise InputLimitError(f"nesting deeper than {limit} levels")
+        children = current.values() if isinstance(current, dict) else current
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+
+
+def loads_json(text: str | bytes, *, limit: int = MAX_DEPTH) -> Any:
+    """Parse JSON like json.loads and refuse nesting deeper than `limit` (no RecursionError escapes)."""
+    try:
+        value = json.loads(text)
+    except RecursionError as exc:
+        raise InputLimitError(f"nesting deeper than {limit} levels") from exc
+    check_depth(value, limit=limit)
+    return value
+
