@@ -267,6 +267,12 @@ class AlertsSpec(_Strict):
     no_data_hours: float = Field(default=6, gt=0)
 
 
+class MetricsViewSpec(_Strict):
+    # Days with fewer events than this are drawn hollow on the metrics charts (a rate over fewer
+    # than 50 events has a 95% interval of about +-12 points, wider than a target-to-alert gap).
+    low_volume_events: int = Field(default=50, ge=1)
+
+
 class EvalSpec(_Strict):
     version: int
     timezone: str = "UTC"
@@ -280,6 +286,7 @@ class EvalSpec(_Strict):
     gates: GatesSpec
     review: ReviewSpec
     alerts: AlertsSpec = Field(default_factory=AlertsSpec)
+    metrics: MetricsViewSpec = Field(default_factory=MetricsViewSpec)
 
     @field_validator("timezone")
     @classmethod

@@ -36,7 +36,7 @@ def test_filter_by_intent_redraws_the_charts(live_server, new_page) -> None:  # 
     # the new chart is drawn once the swap has settled: until then it has no data
     y = "(document.getElementById('chart-accept_rate').data || [{}])[0].y"
     assert page.evaluate(y) == [0.75, 0.75, 0.75]
-    assert page.locator("#chart-accept_rate .legendtext").all_text_contents()[1:] == ["target", "alert threshold"]
+    assert page.locator("#chart-accept_rate .legendtext").all_text_contents()[:2] == ["target", "alert threshold"]
     page.evaluate("window.__sameDocument = true")  # survives only if the page is not reloaded
     page.select_option("select[name=intent]", "plan_change")
     wait_until(page, f"JSON.stringify({y}) === '[0,0,0]'")  # wait_for_function needs eval, which the CSP forbids

@@ -43,7 +43,7 @@ class TestMetricsPage:
             go.Figure(fig)  # plotly validates the whole figure; raises on a bad property
         cost = figs["cost_per_draft"]
         names = [t["name"] for t in cost["data"]]
-        assert names[1:] == ["target", "alert threshold"]
+        assert names[1:] == ["target", "alert threshold", "hollow: fewer than 50 events"]  # every day is quiet
         assert cost["data"][0]["y"] == [None, 0.09, 0.01, 0.01, None]
         assert cost["data"][1]["y"] == [0.03, 0.03] and cost["data"][2]["y"] == [0.05, 0.05]
         firing = [s for s in cost["layout"]["shapes"] if s.get("name") == "firing"]
@@ -151,3 +151,147 @@ class TestHomeCards:
         assert "1 alert firing" in client_as("support_lead").get("/").text
         lead_home = client_as("lead").get("/").text
         assert "1 hallucination report to confirm" in lead_home and "alert firing" not in lead_home
+
+
+def _seed_day(session: Session, spec: EvalSpec) -> None:
+    """2026-11-03: 3 accepts, a minor edit (1 of 10 characters), a major one (5 of 10), 2 rejects, 1 escalation."""
+    load(
+        session,
+        spec,
+        [
+            *[ev("2026-11-03", hour=9 + i, event_id=f"acc{i}") for i in range(3)],
+            ev("2026-11-03", hour=13, event_id="edit-minor", action="edit", draft_text="abcdefghij", sent_text="abcdefghiX"),
+            ev("2026-11-03", hour=14, event_id="edit-major", action="edit", draft_text="abcdefghij", sent_text="abcdeXXXXX"),
+            ev("2026-11-03", hour=15, event_id="rej1", action="reject"),
+            ev("2026-11-03", hour=16, event_id="rej2", action="reject"),
+            ev("2026-11-03", hour=17, event_id="esc1", action="escalate", escalated=True),
+            ev("2026-11-04", event_id="next-day"),
+        ],
+    )
+
+
+def _event_ids(page: str) -> list[str]:
+    return re.findall(r'<div class="muted mono">([^<]+)</div>', page)
+
+
+class TestDayDrillDown:
+    def test_filters_to_rejects_edits_or_escalations(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+        _seed_day(session, spec)
+        c = client_as("support_lead")
+        everything = c.get("/metrics/day/2026-11-03")
+        assert everything.status_code == 200
+        assert _event_ids(everything.text) == ["acc0", "acc1", "acc2", "edit-minor", "edit-major", "rej1", "rej2", "esc1"]
+        assert _event_ids(c.get("/metrics/day/2026-11-03?show=reject").text) == ["rej1", "rej2"]
+        assert _event_ids(c.get("/metrics/day/2026-11-03?show=edit").text) == ["edit-minor", "edit-major"]
+        assert _event_ids(c.get("/metrics/day/2026-11-03?show=escalation").text) == ["esc1"]
+        # the filter links carry the counts of the day
+        for label in ("Rejects (2)", "Edits (2)", "Escalations (1)", "All events (8)"):
+            assert label in everything.text
+        # only the edit over the minor-edit limit (0.2) is flagged as not counted as accepted
+        assert everything.text.count(">major</span>") == 1
+
+    def test_flags_the_missed_targets(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+        _seed_day(session, spec)
+        page = client_as("pm").get("/metrics/day/2026-11-03").text
+        flagged = re.findall(r'<div class="kpi metrics-missed" data-metric="([a-z_0-9]+)">', page)
+        # worked by hand: 8 shown; accepted = 3 + the minor edit = 4 -> 50% (target > 75%); rejects 2/8 = 25%
+        # (target < 5%); escalations 1/8 = 12.5% (target 8% +- 2 pts); edit distance (0+0+0+0.1+0.5)/5 = 0.12 (< 0.2: met)
+        assert flagged == ["accept_rate", "reject_rate", "escalation_rate"]
+        assert "target missed (&gt; 75.0%)" in page and "Reject rate 25.0% (target &lt; 5.0%)" in page
+        assert 'href="/metrics/day/2026-11-03?start=2026-11-03&amp;end=2026-11-03&amp;show=reject"' in page
+        other = client_as("pm").get("/metrics/day/2026-11-04").text
+        # one accepted draft, no escalation: 0% is outside 8% +- 2 pts, the only target missed
+        assert re.findall(r'<div class="kpi metrics-missed" data-metric="([a-z_0-9]+)">', other) == ["escalation_rate"]
+        assert "Missed 1 target on this day" in other and "see the escalations" in other
+
+    def test_an_unknown_filter_is_refused_by_name(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+        r = client_as("support_lead").get("/metrics/day/2026-11-03?show=accepts")
+        assert r.status_code == 422 and "show: must be one of reject, edit, escalation" in r.text
+
+
+class TestRangeErrorsAndQuickRanges:
+    def test_a_reversed_range_reshows_the_page_with_the_message_and_the_filters(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        _seed(session, spec)
+        r = client_as("support_lead").get("/metrics?start=2026-11-05&end=2026-11-01&intent=plan_change")
+        assert r.status_code == 422
+        assert "<html" in r.text and 'class="toolbar card metrics-filters"' in r.text  # the page, not a bare error
+        error = re.search(r'<p id="metrics-range-error"[^>]*>([^<]*)</p>', r.text)
+        assert error and error.group(1) == "To (2026-11-01) is before From (2026-11-05): the range is reversed"
+        assert 'name="start" value="2026-11-05"' in r.text and 'name="end" value="2026-11-01"' in r.text
+        assert '<option value="plan_change" selected>' in r.text
+        assert "data-figure" not in r.text
+
+    def test_an_invalid_date_names_the_field(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+        _seed(session, spec)
+        r = client_as("support_lead").get("/metrics?start=2026-13-01&end=2026-11-05&plan=pro")
+        assert r.status_code == 422
+        assert "From: &#39;2026-13-01&#39; is not a date (YYYY-MM-DD)" in r.text
+        assert 'name="end" value="2026-11-05"' in r.text
+
+    def test_the_htmx_fragment_carries_the_message_beside_the_inputs(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        _seed(session, spec)
+        r = client_as("support_lead").get(
+            "/metrics?start=2026-11-05&end=2026-11-01&intent=plan_change", headers={"HX-Request": "true"}
+        )
+        assert r.status_code == 200  # htmx swaps only 2xx answers
+        assert r.text.lstrip().startswith('<div id="metrics-results">') and "<html" not in r.text
+        oob = re.search(r'<p id="metrics-range-error"[^>]*hx-swap-oob="true">([^<]*)</p>', r.text)
+        assert oob and "is before From (2026-11-05)" in oob.group(1)
+        # a valid answer clears the message
+        ok = client_as("support_lead").get("/metrics?start=2026-11-01&end=2026-11-05", headers={"HX-Request": "true"})
+        assert re.search(r'<p id="metrics-range-error"[^>]*hx-swap-oob="true"></p>', ok.text)
+
+    def test_quick_ranges_resolve_to_dates_and_keep_the_filters(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        _seed(session, spec)  # the last day with events is 2026-11-04
+        c = client_as("support_lead")
+        r = c.get("/metrics?range=7d&intent=plan_change", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/metrics?start=2026-10-29&end=2026-11-04&intent=plan_change"
+        page = c.get("/metrics?start=2026-10-29&end=2026-11-04&intent=plan_change").text
+        active = re.findall(r'data-range="([a-z0-9]+)"[^>]*aria-current="true"', page)
+        assert active == ["7d"]
+        pilot = spec.online_metrics.pilot
+        assert f'href="/metrics?start={pilot.start}&amp;end={pilot.end}&amp;intent=plan_change"' in page
+        frag = c.get("/metrics?range=pilot&start=2026-10-01&end=2026-10-02", headers={"HX-Request": "true"})
+        assert frag.headers["HX-Push-Url"] == f"/metrics?start={pilot.start}&end={pilot.end}"
+        assert f'name="start" value="{pilot.start}"' in frag.text and 'id="metrics-dates" class="metrics-dates" hx-swap-oob="true"' in frag.text
+
+
+class TestChartAnnotations:
+    def test_pilot_shading_hollow_low_days_and_event_counts(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+        low = spec.metrics.low_volume_events
+        # 2026-10-31: as many events as the threshold (filled); 2026-11-01: one fewer (hollow); 2026-11-02: none
+        events = [ev("2026-10-31", hour=8 + i % 10) for i in range(low)]
+        events += [ev("2026-11-01", hour=8 + i % 10, draft_shown=i > 0, action="accept" if i else None) for i in range(low - 1)]
+        load(session, spec, events)
+        figs = _figures(client_as("support_lead").get("/metrics?start=2026-10-31&end=2026-11-02").text)
+        acc = figs["accept_rate"]
+        go.Figure(acc)
+        assert acc["data"][0]["marker"]["symbol"] == ["circle", "circle-open", "circle"]
+        assert acc["data"][0]["customdata"][0] == [f"{low} events", ""]
+        # the day's events, and the drafts shown behind its accept rate (one draft was not shown)
+        assert acc["data"][0]["customdata"][1][0] == f"{low - 1} events ({low - 2} drafts shown)"
+        assert "low volume" in acc["data"][0]["customdata"][1][1]
+        assert "%{customdata[0]}" in acc["data"][0]["hovertemplate"]
+        assert acc["data"][-1]["name"] == f"hollow: fewer than {low} events"
+        pilot = [s for s in acc["layout"]["shapes"] if s.get("name") == "pilot window"]
+        # the pilot starts 2026-11-02, the last day of the range: shaded from half a day before it to the range's end
+        assert [(s["x0"], s["x1"]) for s in pilot] == [("2026-11-01T12:00:00", "2026-11-02T12:00:00")]
+        before = _figures(client_as("support_lead").get("/metrics?start=2026-10-31&end=2026-11-01").text)
+        assert not [s for s in before["accept_rate"]["layout"]["shapes"] if s.get("name") == "pilot window"]
+
+    def test_panel_state_matches_the_alerts_api(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+        _seed(session, spec)
+        c = client_as("support_lead")
+        page = c.get("/metrics").text
+        by_metric = {m: st for st, m in re.findall(r'metrics-alert-([a-z]+)" data-alert-state.*?id="chart-([a-z_0-9]+)"', page, re.S)}
+        api = {a["metric"]: a["state"] for a in c.get("/api/v1/alerts").json()}
+        assert by_metric == api
+        # by hand: $0.09 on 2026-11-02 (> $0.05: firing), $0.01 the next day (resolved); one edit-free day each
+        assert by_metric["cost_per_draft"] == "resolved" and by_metric["accept_rate"] == "ok"
+        assert "alert: resolved" in page

@@ -22,7 +22,14 @@ from webapp.spec import METRIC_NAMES, EvalSpec
 
 RATE_METRICS = frozenset(m for m in METRIC_NAMES if units.unit(m) is units.PERCENT)
 _HALF_DAY = dt.timedelta(hours=12)
-_COLORS = {"value": "#2456c7", "target": "#17803d", "alert": "#b42318", "firing": "rgba(180,35,24,0.13)", "version": "#6b7280"}
+_COLORS = {"value": "#2456c7", "target": "#17803d", "alert": "#b42318", "firing": "rgba(180,35,24,0.13)", "version": "#6b7280",
+           "pilot": "rgba(36,86,199,0.08)"}
+
+# what the hover says each metric's day value is based on, when that is not simply "events"
+_BASIS = {
+    "accept_rate": "drafts shown", "reject_rate": "drafts shown", "edit_distance": "sent drafts with a distance",
+    "handle_time_s": "tickets with a handle time", "cost_per_draft": "drafts with a cost",
+}
 
 
 # A small white template: plotly's built-in ones are deep-copied into every figure, which costs
@@ -56,12 +63,25 @@ def _plain(text: str) -> str:
     return re.sub(r"[<>&]", "", text)[:40]
 
 
+def _basis(metric: str, d: DayMetrics) -> str:
+    """Say how many events (and, for a mean or rate over fewer, how many of them) are behind a day's value."""
+    text = f"{d.events} event{'' if d.events == 1 else 's'}"
+    if metric in _BASIS and metric in d.parts:
+        n = int(d.parts[metric][1])
+        if n != d.events:
+            text += f" ({n} {_BASIS[metric]})"
+    return text
+
+
 def metric_figure(
     metric: str,
     days: list[DayMetrics],
     spec: EvalSpec,
     alert: AlertStatus | None,
     changes: list[VersionChange],
+    *,
+    pilot: tuple[dt.date, dt.date] | None = None,
+    low_volume: int = 0,
 ) -> dict[str, Any]:
     """Return the plotly figure (as a JSON-ready dict) of one metric over the days."""
     x = [d.day.isoformat() for d in days]
@@ -69,10 +89,18 @@ def metric_figure(
     u = units.unit(metric)
     start, end = days[0].day, days[-1].day
     edges = [_edge(start, -1), _edge(end, 1)] if days else []
+    # a day with few events is drawn hollow: its value moves a lot from one ticket to the next
+    low = [0 < d.events < low_volume for d in days]
+    note = f" · fewer than {low_volume}: low volume"
     traces: list[Any] = [
         _trace(
             "scatter", x=x, y=y, name=METRIC_LABELS.get(metric, metric), mode="lines+markers", connectgaps=False,
-            line={"color": _COLORS["value"], "width": 2}, marker={"size": 5},
+            line={"color": _COLORS["value"], "width": 2}, showlegend=False,  # the title names it; its legend
+            # symbol would be the first day's, hollow or not
+            marker={"color": _COLORS["value"], "size": [8 if lo else 6 for lo in low], "symbol": ["circle-open" if lo else "circle" for lo in low],
+                    "line": {"width": 2, "color": _COLORS["value"]}},
+            customdata=[[_basis(metric, d), note if lo else ""] for d, lo in zip(days, low, strict=True)],
+            hovertemplate=f"%{{y:{u.d3}}} · %{{customdata[0]}}%{{customdata[1]}}<extra></extra>",
         )
     ]
     for i, value in enumerate(target_lines(metric, spec)):
@@ -91,8 +119,24 @@ def metric_figure(
                 line={"color": _COLORS["alert"], "dash": "dot", "width": 1.5}, hoverinfo="name+y",
             )
         )
+    if any(low):
+        traces.append(  # a legend entry only: says what a hollow marker means
+            _trace(
+                "scatter", x=[None], y=[None], mode="markers", name=f"hollow: fewer than {low_volume} events",
+                marker={"symbol": "circle-open", "size": 8, "color": _COLORS["value"], "line": {"width": 2}},
+                hoverinfo="skip",
+            )
+        )
     shapes: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
+    if pilot is not None and days and pilot[0] <= end and pilot[1] >= start:
+        shapes.append(
+            {
+                "type": "rect", "xref": "x", "yref": "paper", "x0": _edge(max(pilot[0], start), -1),
+                "x1": _edge(min(pilot[1], end), 1), "y0": 0, "y1": 1, "fillcolor": _COLORS["pilot"],
+                "line": {"width": 0}, "layer": "below", "name": "pilot window", "showlegend": True,
+            }
+        )
     if alert is not None:
         for a, b in alert.firing_periods:
             if b < start or a > end:

@@ -54,6 +54,51 @@ def _query(start: dt.date, end: dt.date, filters: dict[str, str | None]) -> str:
     return urlencode(params)
 
 
+QUICK_DAYS = (7, 14, 30)
+
+
+def quick_ranges(*, session: Any, spec: EvalSpec) -> list[dict[str, Any]]:
+    """Return the quick ranges: the last 7 / 14 / 30 days up to the last day with events, and the pilot window."""
+    bounds = ingest.event_days(session)
+    last = bounds[1] if bounds else service.today_in(spec)
+    out: list[dict[str, Any]] = [
+        {"key": f"{n}d", "label": f"Last {n} days", "start": last - dt.timedelta(days=n - 1), "end": last} for n in QUICK_DAYS
+    ]
+    pilot = spec.online_metrics.pilot
+    out.append({"key": "pilot", "label": "Pilot window", "start": pilot.start, "end": pilot.end})
+    return out
+
+
+def resolve_range(
+    *, session: Any, spec: EvalSpec, start: str | None, end: str | None, quick: str | None
+) -> tuple[dt.date, dt.date]:
+    """Return the range asked for (a quick range wins over the dates); raise MetricsError naming the field."""
+    if quick:
+        for q in quick_ranges(session=session, spec=spec):
+            if q["key"] == quick:
+                return q["start"], q["end"]
+        raise service.MetricsError(f"range: unknown quick range {quick!r}")
+    parsed: dict[str, dt.date | None] = {}
+    for name, value in (("start", start), ("end", end)):
+        try:
+            parsed[name] = dt.date.fromisoformat(value) if value else None
+        except ValueError:
+            label = "From" if name == "start" else "To"
+            raise service.MetricsError(f"{label}: {value!r} is not a date (YYYY-MM-DD)") from None
+    try:
+        s, e = service.default_range(
+            session=session, spec=spec, start=parsed["start"], end=parsed["end"], days=DEFAULT_DAYS
+        )
+    except service.MetricsError:
+        s, e = parsed["start"], parsed["end"] or service.default_range(
+            session=session, spec=spec, start=None, end=None, days=DEFAULT_DAYS
+        )[1]
+        raise service.MetricsError(f"To ({e}) is before From ({s}): the range is reversed") from None
+    if (e - s).days > 3660:
+        raise service.MetricsError("From / To: a range of at most ten years, please")
+    return s, e
+
+
 def dashboard_context(
     *, session: Any, spec: EvalSpec, start: dt.date, end: dt.date, filters: dict[str, str | None]
 ) -> dict[str, Any]:
@@ -69,7 +114,12 @@ def dashboard_context(
         session=session, spec=spec, start=history_start, end=end
     )
     changes = [c for c in service.version_changes(unfiltered) if start <= c.day <= end]
-    figures = {m: charts.to_json(charts.metric_figure(m, days, spec, by_metric.get(m), changes)) for m in METRIC_NAMES}
+    pilot = (spec.online_metrics.pilot.start, spec.online_metrics.pilot.end)
+    low = spec.metrics.low_volume_events
+    figures = {
+        m: charts.to_json(charts.metric_figure(m, days, spec, by_metric.get(m), changes, pilot=pilot, low_volume=low))
+        for m in METRIC_NAMES
+    }
     cal = service.calibration_from_days(days)
     # the range's streak counts the segment shown; the production gate's counts the pilot window, all traffic
     streaks = service.streaks_from_days(days, spec, window="range", segment=filters)
@@ -84,6 +134,7 @@ def dashboard_context(
         "labels": service.METRIC_LABELS,
         "figures": figures,
         "alerts": alert_list,
+        "alert_by_metric": by_metric,
         "firing": [a for a in alert_list if a.state == "firing"],
         "changes": changes,
         "calibration": cal,
@@ -92,7 +143,9 @@ def dashboard_context(
         "gate_streaks": gate_streaks,
         "gate_differs": (gate_streaks.longest, gate_streaks.current) != (streaks.longest, streaks.current),
         "streak_needed": spec.gates.production.consecutive_business_days,
-        "segments": service.segment_values(session=session),
+        "low_volume": low,
+        "low_days": sum(1 for d in days if 0 < d.events < low),
+        "pilot_in_range": pilot[0] <= end and pilot[1] >= start,
     }
 
 
@@ -106,12 +159,28 @@ def metrics_page(
     intent: str | None = None,
     plan: str | None = None,
     agent_id: str | None = None,
+    range: str | None = None,  # noqa: A002 - the quick-range button's name in the form
     principal: Principal = Depends(require_role(*VIEWERS)),
-) -> HTMLResponse:
+) -> Response:
     """Show daily metrics against targets and alerts, with charts, a table, alerts and calibration."""
-    s, e = _range(session, spec, start, end)
-    ctx = dashboard_context(session=session, spec=spec, start=s, end=e, filters=_filters(intent, plan, agent_id))
-    return render(request, "metrics/index.html", ctx, block="results")
+    filters = _filters(intent, plan, agent_id)
+    form: dict[str, Any] = {
+        "filters": filters, "segments": service.segment_values(session=session),
+        "quick": quick_ranges(session=session, spec=spec), "oob_dates": bool(range), "range_error": None,
+    }
+    try:
+        s, e = resolve_range(session=session, spec=spec, start=start, end=end, quick=range)
+    except service.MetricsError as exc:
+        # the page again, with the message beside the inputs and what was typed kept; htmx swaps
+        # only 2xx answers, so its fragment comes back 200 (the full page says 422)
+        ctx = {**form, "range_error": str(exc), "start_text": start or "", "end_text": end or "", "oob_dates": False}
+        return render(request, "metrics/index.html", ctx, block="results", status_code=200 if is_htmx(request) else 422)
+    if range and not is_htmx(request):
+        return RedirectResponse(f"/metrics?{_query(s, e, filters)}", status_code=303)  # a bookmarkable URL
+    ctx = {**form, **dashboard_context(session=session, spec=spec, start=s, end=e, filters=filters)}
+    ctx.update(start_text=s.isoformat(), end_text=e.isoformat())
+    headers = {"HX-Push-Url": f"/metrics?{ctx['query']}"} if range else None
+    return render(request, "metrics/index.html", ctx, block="results", headers=headers)
 
 
 @router.get("/metrics/daily.csv")
@@ -147,6 +216,10 @@ def metrics_csv(
     )
 
 
+# which drill-down filter shows the events behind a missed target
+_MISSED_SHOWS = {"reject_rate": "reject", "edit_distance": "edit", "escalation_rate": "escalation"}
+
+
 @router.get("/metrics/day/{day}", response_class=HTMLResponse)
 def day_page(
     request: Request,
@@ -156,24 +229,35 @@ def day_page(
     intent: str | None = None,
     plan: str | None = None,
     agent_id: str | None = None,
+    show: str | None = None,
     page: int = 1,
     principal: Principal = Depends(require_role(*VIEWERS)),
 ) -> HTMLResponse:
-    """Show one day's events draft by draft, with that day's metrics."""
+    """Show one day's events draft by draft (all, or only rejects, edits or escalations), flagging missed targets."""
     d = _parse_day(day, "day")
     assert d is not None
     filters = _filters(intent, plan, agent_id)
+    if show and show not in service.DAY_KINDS:
+        raise HTTPException(422, detail=f"show: must be one of {', '.join(service.DAY_KINDS)} (or empty), not {show!r}")
     per_page = 100
     page = max(page, 1)
-    events, total = service.day_events(session=session, day=d, limit=per_page, offset=(page - 1) * per_page, **filters)
+    events, total = service.day_events(
+        session=session, day=d, limit=per_page, offset=(page - 1) * per_page, kind=show or None, **filters
+    )
     metrics = service.daily_metrics(session=session, spec=spec, start=d, end=d, **filters)[0]
+    missed = [m for m in METRIC_NAMES if metrics.target_met.get(m) is False]
+    query = _query(d, d, filters)
     return render(
         request,
         "metrics/day.html",
         {
             "day": d, "events": events, "total": total, "page": page, "pages": max(1, -(-total // per_page)),
             "metrics": metrics, "names": METRIC_NAMES, "labels": service.METRIC_LABELS, "filters": filters,
-            "query": _query(d, d, filters), "limit": spec.online_metrics.minor_edit_limit,
+            "query": query, "limit": spec.online_metrics.minor_edit_limit, "show": show or "",
+            "kinds": service.DAY_KINDS, "kind_counts": service.day_kind_counts(session=session, day=d, **filters),
+            "missed": missed, "missed_show": _MISSED_SHOWS,
+            "targets": {m: service.describe_target(m, spec) for m in METRIC_NAMES},
+            "page_query": query + (f"&show={show}" if show else ""),
         },
     )
 
