@@ -8,6 +8,7 @@ import pytest
 from sqlmodel import Session
 
 from tests.browser.conftest import sign_in
+from tests.browser_support import wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev
 from webapp.metrics import ingest
@@ -53,7 +54,7 @@ def test_support_lead_reads_the_metrics_page(live_server, new_page) -> None:  # 
     page = new_page()
     sign_in(page, live_server.url, "sl@example.test")
     page.goto(f"{live_server.url}/metrics?start={FIRST}&end={LAST}")
-    page.wait_for_function(_DRAWN, arg=21)
+    wait_until(page, f"({_DRAWN})(21)")
 
     # the pilot window (spec: 2026-11-02 - 2026-11-13) is shaded on every chart, and named in the legend
     shaded = page.evaluate("""() => Array.from(document.querySelectorAll('.metrics-chart:not(#chart-calibration)')).map(el =>
@@ -75,12 +76,12 @@ def test_support_lead_reads_the_metrics_page(live_server, new_page) -> None:  # 
     page.locator("#chart-accept_rate").scroll_into_view_if_needed()
     box = points.nth(quiet).bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_function("document.querySelector('#chart-accept_rate .hoverlayer').textContent.includes('events')")
+    wait_until(page, "document.querySelector('#chart-accept_rate .hoverlayer').textContent.includes('events')")
     hover = page.locator("#chart-accept_rate .hoverlayer").text_content()
     assert f"{FEW} events" in hover and "low volume" in hover
     box = points.nth(0).bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_function(f"document.querySelector('#chart-accept_rate .hoverlayer').textContent.includes('{BUSY} events')")
+    wait_until(page, f"document.querySelector('#chart-accept_rate .hoverlayer').textContent.includes('{BUSY} events')")
 
     # each panel's border and label follow the alert state of GET /api/v1/alerts
     api = {a["metric"]: a["state"] for a in page.request.get(f"{live_server.url}/api/v1/alerts").json()}
@@ -95,18 +96,18 @@ def test_support_lead_reads_the_metrics_page(live_server, new_page) -> None:  # 
     # a quick range redraws the charts without a reload, sets the dates and pushes the URL
     page.evaluate("window.__sameDocument = true")
     page.click("a.metrics-quick-link[data-range='7d']")
-    page.wait_for_function(_DRAWN, arg=7)
+    wait_until(page, f"({_DRAWN})(7)")
     assert page.url.endswith("/metrics?start=2026-11-16&end=2026-11-22")
     assert page.evaluate("window.__sameDocument") is True
     assert page.input_value("input[name=start]") == "2026-11-16" and page.input_value("input[name=end]") == "2026-11-22"
     assert page.get_attribute("a.metrics-quick-link[data-range='7d']", "aria-current") == "true"
     page.click("a.metrics-quick-link[data-range='pilot']")
-    page.wait_for_function(_DRAWN, arg=12)
+    wait_until(page, f"({_DRAWN})(12)")
     assert page.url.endswith("/metrics?start=2026-11-02&end=2026-11-13")
 
     # a reversed range: the message beside the inputs, what was typed and the filter kept
     page.select_option("select[name=intent]", "billing_charge")
-    page.wait_for_function("location.search.includes('intent=billing_charge')")
+    wait_until(page, "location.search.includes('intent=billing_charge')")
     page.fill("input[name=end]", "2026-11-01")
     page.locator("input[name=end]").dispatch_event("change")
     error = page.locator("#metrics-range-error")
@@ -119,6 +120,6 @@ def test_support_lead_reads_the_metrics_page(live_server, new_page) -> None:  # 
     assert page.locator(".metrics-chart").count() == 0
     # back to a valid range: the message goes away
     page.click("a.metrics-quick-link[data-range='14d']")
-    page.wait_for_function(_DRAWN, arg=14)
+    wait_until(page, f"({_DRAWN})(14)")
     assert error.inner_text() == ""
     assert page.console_errors == []
