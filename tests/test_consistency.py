@@ -238,7 +238,7 @@ def test_grading_progress(demo: Demo) -> None:
 
     # the home page's gate card says what the gate says
     home = _home_cards(demo.page("pm", "/"))
-    assert f"{RUN}: {pilot_api['status']}. " + " ".join(pilot_api["missing"][:2]) in home["Pilot launch gate"]
+    assert f"{RUN}: {pilot_api['status']}. " + "; ".join(pilot_api["missing"][:2]) + "." in home["Pilot launch gate"]
 
     open_adjudications = len(demo.api("lead", "/api/v1/adjudications?status=open")["items"])
     assert f"{open_adjudications} disagreement{'s' if open_adjudications != 1 else ''} to adjudicate" in _home_cards(

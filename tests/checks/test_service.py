@@ -165,7 +165,7 @@ class TestCliGate:
         e1 = next(o for o in s.failing if o.case_id == "e1")
         assert [r.key for r in e1.failures] == ["no_check_applied"] and not e1.passed
         text = buf.getvalue()
-        assert "pass rate 25.0% is under the pilot gate's 80%" in text
+        assert "pass rate 25.0% is under the pilot gate's 80.0%" in text
         assert "golden example g1 fails Expected behaviour: case g1 expects a draft but the assistant escalated" in text
 
     def test_unknown_run(self, session: Session, spec: EvalSpec, world: World) -> None:

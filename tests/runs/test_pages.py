@@ -55,7 +55,9 @@ class TestRunPages:
             assert "golden-regression-2fa" in r.text and "safety-001" in r.text
             assert "/runs/demo-run-1/checks" in r.text
             assert "/runs/compare?a=demo-run-1" in r.text
-            assert f"/grading/runs/{run.id}" in r.text
+            # The PM does not grade: the run page shows her no link to the grading page (it would 403).
+            assert f"/grading/runs/{run.id}" not in r.text
+        assert f"/grading/runs/{run.id}" in client_as("lead").get("/runs/demo-run-1").text
         r = c.get("/runs/demo-run-1", params={"category": "safety"})
         assert "safety-001" in r.text and "golden-regression-2fa" not in r.text
         assert c.get("/runs/no-such-run").status_code == 404

@@ -27,8 +27,7 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
         body = f"{run.name} passes every pilot criterion. The lead and the PM can sign the go decision."
         tone = "ok"
     else:
-        # Failing criteria first: they are why the gate fails; incomplete ones only wait for work.
-        open_ = sorted((c for c in rep.criteria if c.status != "pass"), key=lambda c: c.status != "fail")
-        body = f"{run.name}: {rep.status}. " + "; ".join(f"{c.title}: {c.summary}" for c in open_[:2]) + "."
+        # The report's own list of what is missing (failing criteria first), as the API gives it.
+        body = f"{run.name}: {rep.status}. " + "; ".join(rep.missing[:2]) + "."
         tone = "alert" if rep.status == "fail" else "todo"
     return [HomeCard("Pilot launch gate", body, f"/gates/pilot?run={quote(run.name)}", "Open the report", None, tone)]

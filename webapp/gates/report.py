@@ -51,8 +51,10 @@ class GateReport:
 
     @property
     def missing(self) -> list[str]:
-        """One line per criterion that does not pass, saying what is wrong or missing."""
-        return [f"{c.title}: {c.summary}" for c in self.criteria if c.status != "pass"]
+        """One line per criterion that does not pass, failing ones first (they are why the gate fails;
+        incomplete ones only wait for work), saying what is wrong or missing."""
+        open_ = sorted((c for c in self.criteria if c.status != "pass"), key=lambda c: c.status != "fail")
+        return [f"{c.title}: {c.summary}" for c in open_]
 
     def to_dict(self) -> dict[str, object]:
         """Return the report as JSON-ready data."""
