@@ -47,8 +47,8 @@ templates.env.filters["num"] = _fmt_num
 
 
 def is_htmx(request: Request) -> bool:
-    """Tell whether the request came from htmx (and wants a fragment, not a page)."""
-    return request.headers.get("hx-request") == "true"
+    """Tell whether the request came from htmx and wants a fragment (a history restore wants the full page)."""
+    return request.headers.get("hx-request") == "true" and request.headers.get("hx-history-restore-request") != "true"
 
 
 def render(

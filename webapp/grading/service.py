@@ -8,22 +8,28 @@ import datetime as dt
 import io
 import itertools
 import json
+import statistics
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sqlalchemy import case as sql_case
 from sqlalchemy import delete, func, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
+from webapp.checks.models import DraftCheck
 from webapp.datasets.models import EvalCase
+from webapp.evaluator.models import EvaluatorJudgeScore
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
     Grade,
     GradeChange,
+    GradingSkip,
     GradingSlot,
     ReferenceGrade,
     ReferenceVersion,
@@ -318,21 +324,70 @@ def _gradable(stmt: Any) -> Any:
     return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False))
 
 
-def batch_drafts_stmt(batch: BatchFilter) -> Any:
-    """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
-    stmt = (
-        select(Draft, EvalCase)
-        .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
-        .where(Draft.run_id == batch.run_id)
-    )
-    stmt = _gradable(stmt)
+def _batch_where(stmt: Any, batch: BatchFilter) -> Any:
+    stmt = _gradable(stmt.join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(Draft.run_id == batch.run_id))
     if batch.category:
         stmt = stmt.where(EvalCase.category == batch.category)
     if batch.intent:
         stmt = stmt.where(or_(EvalCase.intent == batch.intent, Draft.intent == batch.intent))
     if batch.golden is not None:
         stmt = stmt.where(col(EvalCase.golden).is_(batch.golden))
+    return stmt
+
+
+def batch_drafts_stmt(batch: BatchFilter) -> Any:
+    """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
+    stmt = _batch_where(select(Draft, EvalCase), batch)
     return stmt.order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """The grading page's progress: drafts in the batch, grades in against needed, and mine."""
+
+    drafts: int
+    grades_done: int
+    grades_needed: int
+    mine: int
+
+    @property
+    def share(self) -> float:
+        """Return the share of needed grades that are in."""
+        return self.grades_done / self.grades_needed if self.grades_needed else 0.0
+
+    @property
+    def mine_share(self) -> float:
+        """Return the share of the batch's drafts the grader has graded."""
+        return self.mine / self.drafts if self.drafts else 0.0
+
+
+def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int) -> BatchCounts:
+    """Return the batch's progress in two aggregate queries (the grading page shows it on every item)."""
+    n = spec.grading.graders_per_draft
+    ids = _batch_where(select(Draft.id), batch)
+    drafts = int(session.exec(select(func.count()).select_from(ids.subquery())).one())
+    per_draft = (
+        select(
+            col(Grade.draft_id),
+            func.count().label("c"),
+            func.sum(sql_case((col(Grade.grader_id) == grader_id, 1), else_=0)).label("m"),
+        )
+        .where(col(Grade.draft_id).in_(ids))
+        .group_by(col(Grade.draft_id))
+        .subquery()
+    )
+    done, mine = session.exec(
+        select(
+            func.coalesce(func.sum(sql_case((per_draft.c.c > n, n), else_=per_draft.c.c)), 0),
+            func.coalesce(func.sum(per_draft.c.m), 0),
+        )
+    ).one()
+    return BatchCounts(drafts=drafts, grades_done=int(done), grades_needed=drafts * n, mine=int(mine))
+
+
+def draft_locked(*, session: Session, draft_id: int) -> bool:
+    """Tell whether the draft's grades can no longer change (the lead has adjudicated it)."""
+    return _locked(session, draft_id)
 
 
 def _insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool:
@@ -402,18 +457,36 @@ def release_reservation(*, session: Session, draft_id: int, grader_id: int) -> N
 
 
 def next_item(
-    *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, now: dt.datetime | None = None
+    *,
+    session: Session,
+    spec: EvalSpec,
+    grader_id: int,
+    batch: BatchFilter,
+    exclude: Collection[int] = (),
+    now: dt.datetime | None = None,
 ) -> Draft | None:
-    """Reserve and return the oldest draft of the batch the grader has not graded that still needs grades."""
+    """Reserve and return the oldest draft of the batch the grader has not graded that still needs grades.
+
+    A draft the grader already holds comes first; drafts in `exclude` (the one on screen) are passed
+    over; drafts the grader skipped come only when nothing else is left.
+    """
     now = now or utcnow()
     release_expired(session=session, now=now)
-    held = session.exec(
+    held_stmt = (
         batch_drafts_stmt(batch)
         .join(GradingSlot, col(GradingSlot.draft_id) == Draft.id)
         .where(GradingSlot.grader_id == grader_id, col(GradingSlot.grade_id).is_(None))
-    ).first()
+    )
+    if exclude:
+        held_stmt = held_stmt.where(col(Draft.id).not_in(list(exclude)))
+    held = session.exec(held_stmt).first()
     if held is not None:
-        claim_slot(session=session, spec=spec, draft_id=held[0].id, grader_id=grader_id, now=now)  # type: ignore[arg-type]
+        # Still mine: extend the reservation (one UPDATE; claim_slot would re-read what we know).
+        session.connection().execute(
+            update(GradingSlot)
+            .where(GradingSlot.draft_id == held[0].id, GradingSlot.grader_id == grader_id)
+            .values(expires_at=now + dt.timedelta(minutes=spec.grading.reservation_minutes))
+        )
         return held[0]
     taken = (
         select(GradingSlot.draft_id)
@@ -421,12 +494,71 @@ def next_item(
         .having(func.count() >= spec.grading.graders_per_draft)
     )
     mine = select(GradingSlot.draft_id).where(GradingSlot.grader_id == grader_id)
+    skipped = select(GradingSkip.draft_id).where(GradingSkip.grader_id == grader_id)
     stmt = batch_drafts_stmt(batch).where(col(Draft.id).not_in(taken), col(Draft.id).not_in(mine))
-    for draft, _case in session.exec(stmt.limit(50)):
-        slot = claim_slot(session=session, spec=spec, draft_id=draft.id, grader_id=grader_id, now=now)  # type: ignore[arg-type]
-        if slot is not None:
-            return draft
+    if exclude:
+        stmt = stmt.where(col(Draft.id).not_in(list(exclude)))
+    # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
+    for candidates in (stmt.where(col(Draft.id).not_in(skipped)), stmt.where(col(Draft.id).in_(skipped))):
+        for draft, _case in session.exec(candidates.limit(50)):
+            slot = claim_slot(session=session, spec=spec, draft_id=draft.id, grader_id=grader_id, now=now)  # type: ignore[arg-type]
+            if slot is not None:
+                return draft
     return None
+
+
+# Reasons a grader may give for skipping a draft (key -> label); "other" needs a few words.
+SKIP_REASONS: dict[str, str] = {
+    "domain": "needs domain knowledge",
+    "kb_missing": "KB missing",
+    "unclear_ticket": "unclear ticket",
+    "other": "other",
+}
+
+
+def skip_draft(
+    *,
+    session: Session,
+    draft_id: int,
+    grader_id: int,
+    reason: str,
+    detail: str = "",
+    now: dt.datetime | None = None,
+) -> GradingSkip:
+    """Record that the grader skips the draft (with a reason) and give back their reservation."""
+    reason = (reason or "").strip()
+    if reason not in SKIP_REASONS:
+        raise GradeInvalid(
+            f"reason: choose one of {', '.join(SKIP_REASONS)} (got {reason!r})", field="reason"
+        )
+    detail = (detail or "").strip()
+    if reason == "other" and not detail:
+        raise GradeInvalid("detail: say in a few words why you skip this draft", field="detail")
+    if len(detail) > 500:
+        raise GradeInvalid("detail: at most 500 characters", field="detail")
+    if session.get(Draft, draft_id) is None:
+        raise NotFound(f"draft {draft_id} does not exist")
+    if own_grade(session=session, draft_id=draft_id, grader_id=grader_id) is not None:
+        raise AlreadyGraded(f"you already graded draft {draft_id}; there is nothing to skip")
+    release_reservation(session=session, draft_id=draft_id, grader_id=grader_id)
+    row = GradingSkip(
+        draft_id=draft_id, grader_id=grader_id, reason=reason, detail=detail, skipped_at=now or utcnow()
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def skip_counts(*, session: Session, draft_ids: Collection[int]) -> dict[int, int]:
+    """Return how many times each draft was skipped (drafts never skipped are absent)."""
+    if not draft_ids:
+        return {}
+    rows = session.exec(
+        select(GradingSkip.draft_id, func.count())
+        .where(col(GradingSkip.draft_id).in_(list(draft_ids)))
+        .group_by(col(GradingSkip.draft_id))
+    )
+    return {int(d): int(n) for d, n in rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -598,6 +730,83 @@ def returned_grades(*, session: Session, grader_id: int) -> list[Grade]:
             .order_by(col(Grade.id))
         )
     )
+
+
+def previous_grade(
+    *, session: Session, spec: EvalSpec, grader_id: int, exclude_draft: int | None = None
+) -> Grade | None:
+    """Return the grader's last grade when it may still be revised: its draft still waits for other grades.
+
+    Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
+    draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
+    """
+    stmt = select(Grade).where(Grade.grader_id == grader_id)
+    if exclude_draft is not None:
+        stmt = stmt.where(Grade.draft_id != exclude_draft)
+    last = session.exec(stmt.order_by(col(Grade.created_at).desc(), col(Grade.id).desc()).limit(1)).first()
+    if last is None or last.status != "submitted":
+        return None
+    n = session.exec(select(func.count()).select_from(Grade).where(Grade.draft_id == last.draft_id)).one()
+    if int(n) >= spec.grading.graders_per_draft or _locked(session, last.draft_id):
+        return None
+    return last
+
+
+@dataclass(frozen=True)
+class Pace:
+    """A grader's day: first grades submitted today and the median seconds spent per grade."""
+
+    grader_id: int
+    name: str
+    grades_today: int
+    median_seconds: float | None
+
+
+def grading_pace(
+    *, session: Session, grader_ids: Collection[int] | None = None, now: dt.datetime | None = None
+) -> list[Pace]:
+    """Return today's (UTC) grades and median seconds per grade, per grader who graded today.
+
+    A grade's time runs from when the grader could start it, the later of its reservation and the
+    grader's previous grade, to its submission; revisions are not counted.
+    """
+    now = now or utcnow()
+    midnight = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.UTC)
+    stmt = (
+        select(Grade.grader_id, Grade.created_at, GradingSlot.reserved_at)
+        .join(GradingSlot, col(GradingSlot.grade_id) == Grade.id, isouter=True)
+        .where(col(Grade.created_at) >= midnight)
+        .order_by(col(Grade.grader_id), col(Grade.created_at), col(Grade.id))
+    )
+    if grader_ids is not None:
+        if not grader_ids:
+            return []
+        stmt = stmt.where(col(Grade.grader_id).in_(list(grader_ids)))
+    durations: dict[int, list[float]] = defaultdict(list)
+    previous: dict[int, dt.datetime] = {}
+    for grader_id, created, reserved in session.exec(stmt):
+        created = as_utc(created)
+        starts = [as_utc(t) for t in (reserved, previous.get(grader_id)) if t is not None]
+        durations[grader_id].append(max(0.0, (created - max(starts)).total_seconds()) if starts else float("nan"))
+        previous[grader_id] = created
+    if not durations:
+        return []
+    names = {
+        u.id: (u.name or u.email)
+        for u in session.exec(select(User).where(col(User.id).in_(list(durations))))
+    }
+    out = []
+    for grader_id, values in durations.items():
+        known = [v for v in values if v == v]  # NaN: no reservation and no earlier grade to start from
+        out.append(
+            Pace(
+                grader_id=grader_id,
+                name=names.get(grader_id, "?"),
+                grades_today=len(values),
+                median_seconds=statistics.median(known) if known else None,
+            )
+        )
+    return sorted(out, key=lambda p: p.name.lower())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -880,6 +1089,7 @@ class CitedRevision:
     title: str | None
     body: str | None
     status: str | None  # None: that revision is not in the KB
+    current_revision: int | None = None  # the article's current revision, when it has one
 
     @property
     def flagged(self) -> bool:
@@ -888,20 +1098,25 @@ class CitedRevision:
 
 
 def cited_revisions(*, session: Session, draft: Draft) -> list[CitedRevision]:
-    """Return the KB revisions the draft cites, with their text and status."""
+    """Return the KB revisions the draft cites, with their text, status and the article's current revision."""
+    citations = draft.citations or []
+    articles = sorted({str(c.get("article_id", "")) for c in citations})
+    revs: dict[tuple[str, int], KbRevision] = {}
+    current: dict[str, KbRevision] = {}
+    if articles:
+        for rev in session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(articles))):
+            revs[(rev.article_id, rev.revision)] = rev
+            if rev.status == "current":
+                current[rev.article_id] = rev
     out: list[CitedRevision] = []
-    for c in draft.citations or []:
+    for c in citations:
         article = str(c.get("article_id", ""))
         number = c.get("revision")
-        rev = None
-        if number is not None:
-            rev = session.exec(
-                select(KbRevision).where(KbRevision.article_id == article, KbRevision.revision == int(number))
-            ).first()
-        else:
-            rev = session.exec(
-                select(KbRevision).where(KbRevision.article_id == article, KbRevision.status == "current")
-            ).first()
+        try:
+            rev = revs.get((article, int(number))) if number is not None else current.get(article)
+        except (TypeError, ValueError):
+            rev = None
+        now_current = current.get(article)
         out.append(
             CitedRevision(
                 article_id=article,
@@ -909,9 +1124,40 @@ def cited_revisions(*, session: Session, draft: Draft) -> list[CitedRevision]:
                 title=rev.title if rev else None,
                 body=rev.body if rev else None,
                 status=rev.status if rev else None,
+                current_revision=now_current.revision if now_current else None,
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class ModelSignals:
+    """What the machine thinks of a draft: its confidence, the LLM judge's scores, the automated checks."""
+
+    confidence: float | None
+    judge_scores: dict[str, Any] | None
+    judge_rationale: str | None
+    checks: list[DraftCheck]
+
+
+def model_signals(
+    *, session: Session, spec: EvalSpec, draft: Draft, has_graded: bool
+) -> ModelSignals | None:
+    """Return the draft's model signals, or None while blind grading hides them (before the grader submits)."""
+    if not has_graded and not spec.grading.show_model_signals_before_grading:
+        return None
+    judge = session.exec(
+        select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft.id)
+    ).first()
+    checks = list(
+        session.exec(select(DraftCheck).where(DraftCheck.draft_id == draft.id).order_by(col(DraftCheck.key)))
+    )
+    return ModelSignals(
+        confidence=draft.confidence,
+        judge_scores=judge.scores if judge else None,
+        judge_rationale=judge.rationale if judge else None,
+        checks=checks,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
