@@ -54,6 +54,34 @@ class TestSpec:
         with pytest.raises(SpecError, match="not valid YAML"):
             load_spec(bad)
 
+    def test_rubric_must_match_the_grade_columns(self, tmp_path: Path) -> None:
+        # Issue 10, item 8: a renamed, missing or extra criterion would crash grading (KeyError) later.
+        def rename(d: dict) -> None:  # type: ignore[type-arg]
+            d["rubric"]["criteria"][2]["key"] = "tone_of_voice"
+
+        with pytest.raises(SpecError, match=r"key 'rubric\.criteria\.2\.key'.*'tone_of_voice'.*tone") as err:
+            load_spec(_spec_with(tmp_path, rename))
+        assert str(err.value).startswith(f"{tmp_path / 'spec.yaml'}: ")
+        with pytest.raises(SpecError, match=r"key 'rubric\.criteria'.*missing.*completeness"):
+            load_spec(_spec_with(tmp_path, lambda d: d["rubric"]["criteria"].pop(3)))
+
+        def scale_factual(d: dict) -> None:  # type: ignore[type-arg]
+            d["rubric"]["criteria"][0]["key"] = "tone"
+            d["rubric"]["criteria"][2]["key"] = "factual_accuracy"
+
+        with pytest.raises(SpecError, match=r"key 'rubric\.criteria\.0\.kind'.*'tone' is stored as scale"):
+            load_spec(_spec_with(tmp_path, scale_factual))
+        with pytest.raises(SpecError, match=r"key 'rubric\.criteria\.2\.key'.*'tone_of_voice'"):
+            create_app(Settings(database_url="sqlite://", mode="dev", spec=_spec_with(tmp_path, rename)))
+
+    def test_rubric_columns_are_the_grade_tables_columns(self) -> None:
+        from webapp.grading.models import FinalGrade, Grade, ReferenceGrade
+        from webapp.spec import RUBRIC_COLUMNS
+
+        for table in (Grade, FinalGrade, ReferenceGrade):
+            assert set(RUBRIC_COLUMNS) <= set(table.model_fields), table.__name__
+        assert {c.key: c.kind for c in load_spec(SPEC_PATH).rubric.criteria} == RUBRIC_COLUMNS
+
     def test_malformed_spec_stops_start_up(self, tmp_path: Path) -> None:
         path = _spec_with(tmp_path, lambda d: d.update(timezone="Mars/Olympus"))
         with pytest.raises(SpecError, match=r"key 'timezone'.*unknown time zone"):

@@ -12,7 +12,15 @@ from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 Category = Literal["routine", "edge", "adversarial", "safety"]
 CATEGORIES: tuple[str, ...] = ("routine", "edge", "adversarial", "safety")
@@ -39,6 +47,20 @@ class DatasetSpec(_Strict):
         return v
 
 
+# The rubric's criteria are stored as columns of the grade tables (grade, final_grade, reference_grade):
+# a criterion the tables have no column for could not be graded, so the spec must name exactly these.
+RUBRIC_COLUMNS: dict[str, str] = {
+    "factual_accuracy": "pass_fail",
+    "citation_relevance": "scale",
+    "tone": "scale",
+    "completeness": "scale",
+}
+
+
+def _rubric_columns_text() -> str:
+    return ", ".join(f"{k} ({kind})" for k, kind in RUBRIC_COLUMNS.items())
+
+
 class Criterion(_Strict):
     key: str
     name: str
@@ -49,6 +71,23 @@ class Criterion(_Strict):
     max: int | None = None
     pass_threshold: int | None = None
     guidance: dict[str | int, str] = Field(default_factory=dict)
+
+    @field_validator("key")
+    @classmethod
+    def _is_a_grade_column(cls, v: str) -> str:
+        if v not in RUBRIC_COLUMNS:
+            raise ValueError(
+                f"{v!r} is not a criterion grades can be stored for; the rubric's keys are {_rubric_columns_text()}"
+            )
+        return v
+
+    @field_validator("kind")
+    @classmethod
+    def _kind_of_its_column(cls, v: str, info: ValidationInfo) -> str:
+        key = info.data.get("key")
+        if key in RUBRIC_COLUMNS and RUBRIC_COLUMNS[key] != v:
+            raise ValueError(f"criterion {key!r} is stored as {RUBRIC_COLUMNS[key]}, so its kind must be {RUBRIC_COLUMNS[key]}")
+        return v
 
     @model_validator(mode="after")
     def _scale_bounds(self) -> Criterion:
@@ -75,6 +114,11 @@ class RubricSpec(_Strict):
             raise ValueError("criterion keys must be unique")
         if sum(c.kind == "pass_fail" for c in v) != 1:
             raise ValueError("exactly one pass_fail criterion (factual accuracy) is required")
+        missing = [k for k in RUBRIC_COLUMNS if k not in keys]
+        if missing:
+            raise ValueError(
+                f"missing criterion {', '.join(map(repr, missing))}; the rubric's keys are {_rubric_columns_text()}"
+            )
         return v
 
     @property

@@ -4,7 +4,7 @@ and the final grade and the agreement page follow."""
 from __future__ import annotations
 
 from tests.browser.conftest import sign_in
-from tests.grading.conftest import GradingWorld, build_world
+from tests.grading.conftest import GradingWorld, build_world, disagree
 
 
 def grade_next_with_keys(page, base: str, keys: list[str]) -> str:  # type: ignore[no-untyped-def]
@@ -91,3 +91,23 @@ def test_grading_page_works_without_javascript(live_server, browser) -> None:  #
         assert "Your grade" in page.content()
     finally:
         ctx.close()
+
+
+
+def _disagreeing_pair(session):  # type: ignore[no-untyped-def]
+    """Build the grading world where Alice and Bob disagree on the first draft."""
+    from tests.conftest import SPEC_PATH
+    from webapp.spec import load_spec
+
+    world = build_world(session)
+    disagree(session, load_spec(SPEC_PATH), world)
+    return world
+
+def test_disagreeing_grader_sees_the_lock_not_the_form(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
+    world: GradingWorld = live_server.seed(_disagreeing_pair)  # type: ignore[assignment]
+    bob = new_page()
+    sign_in(bob, live_server.url, "bob@example.test")
+    bob.goto(f"{live_server.url}/grading/drafts/{world.drafts[0].id}")
+    assert "the lead decides or returns" in bob.inner_text("#grading-locked")
+    assert bob.locator("#grading-form").count() == 0
+    assert bob.console_errors == []

@@ -99,3 +99,19 @@ def scores(spec: EvalSpec, factual: str = "pass", cr: int = 4, tone: int = 4, co
         data["unsupported_claim"] = "We will refund you 200 dollars."
     data.update(extra)
     return validate_scores(spec=spec, data=data)
+
+
+def disagree(session: Session, spec: EvalSpec, world: GradingWorld) -> list:  # type: ignore[type-arg]
+    """Have Alice (tone 1) and Bob (tone 5) grade the first draft, which opens an adjudication; return both grades."""
+    from webapp.grading.service import record_grade
+
+    return [
+        record_grade(
+            session=session,
+            spec=spec,
+            draft_id=world.drafts[0].id,
+            grader_id=user.id,
+            scores=scores(spec, tone=tone),
+        )
+        for user, tone in ((world.alice, 1), (world.bob, 5))
+    ]

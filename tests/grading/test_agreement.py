@@ -105,6 +105,11 @@ class TestAgreementReport:
         w = build_world(session)
         self._grade_pairs(session, spec, w, [(("pass", 4, 2, 4), ("pass", 4, 4, 4))])
         own = gs.own_grade(session=session, draft_id=w.drafts[0].id, grader_id=w.alice.id)
+        # The grades are locked while the lead adjudicates: the lead returns Alice's grade for rework.
+        (adj,) = gs.list_adjudications(session=session)
+        gs.return_grade(
+            session=session, adjudication_id=adj.id, grade_id=own.id, lead_id=w.lead.id, comment="tone?"
+        )  # type: ignore[union-attr]
         gs.revise_grade(
             session=session, spec=spec, grade_id=own.id, grader_id=w.alice.id, scores=scores(spec, tone=4)
         )  # type: ignore[union-attr]

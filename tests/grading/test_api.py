@@ -121,6 +121,25 @@ class TestAdjudicationApi:
         assert lead.get("/api/v1/adjudications?status=rework").json()["items"][0]["id"] == adj_id
 
 
+    def test_put_during_adjudication_is_409_until_returned(
+        self, session: Session, api_as: Callable[..., TestClient]
+    ) -> None:
+        w, alice, bob, lead = setup(session, api_as)
+        d = w.drafts[0].id
+        ga = alice.post("/api/v1/grades", json={**GOOD, "draft_id": d, "tone": 1}).json()["id"]
+        gb = bob.post("/api/v1/grades", json={**GOOD, "draft_id": d, "tone": 5}).json()["id"]
+        r = bob.put(f"/api/v1/grades/{gb}", json={**GOOD, "tone": 1})
+        assert r.status_code == 409, r.text
+        assert "the lead decides or returns" in r.json()["detail"]
+        assert lead.get("/api/v1/adjudications?status=open").json()["items"][0]["draft_id"] == d
+        adj_id = lead.get("/api/v1/adjudications").json()["items"][0]["id"]
+        lead.post(f"/api/v1/adjudications/{adj_id}", json={"action": "return", "grade_id": gb, "comment": "tone"})
+        assert alice.put(f"/api/v1/grades/{ga}", json={**GOOD, "tone": 5}).status_code == 409
+        ok = bob.put(f"/api/v1/grades/{gb}", json={**GOOD, "tone": 1})
+        assert ok.status_code == 200 and ok.json()["status"] == "submitted"
+        assert lead.get("/api/v1/adjudications?status=dissolved").json()["items"][0]["id"] == adj_id
+
+
 class TestAgreementApi:
     def test_same_numbers_as_service(self, session: Session, api_as: Callable[..., TestClient], spec) -> None:  # type: ignore[no-untyped-def]
         from webapp.grading.service import agreement_report

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from tests.conftest import csrf_for
-from tests.grading.conftest import DRAFT_TEXT, build_world
+from tests.grading.conftest import DRAFT_TEXT, build_world, disagree
 from webapp.auth.models import ROLES
 from webapp.deps import RoleCheck
 from webapp.grading import pages, routes
@@ -380,16 +380,7 @@ class TestBatchAndQueuePages:
         self, session: Session, client_as: Callable[..., TestClient], spec
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
-        grades = [
-            gs.record_grade(
-                session=session,
-                spec=spec,
-                draft_id=w.drafts[0].id,
-                grader_id=u.id,
-                scores=gs.validate_scores(spec=spec, data={**FORM, "tone": t}),
-            )
-            for u, t in ((w.alice, 1), (w.bob, 5))
-        ]
+        grades = disagree(session, spec, w)
         (adj,) = gs.list_adjudications(session=session)
         gs.return_grade(
             session=session,
@@ -401,6 +392,32 @@ class TestBatchAndQueuePages:
         session.commit()
         html = signed_in(client_as, "bob@example.test").get("/grading").text
         assert "Look at the &lt;tone&gt; again" in html and f"/grading/drafts/{w.drafts[0].id}" in html
+
+    def test_disagreeing_grade_is_locked_on_the_page(
+        self, session: Session, client_as: Callable[..., TestClient], spec
+    ) -> None:  # type: ignore[no-untyped-def]
+        w = build_world(session)
+        grades = disagree(session, spec, w)
+        session.commit()
+        bob = signed_in(client_as, "bob@example.test")
+        url = f"/grading/drafts/{w.drafts[0].id}"
+        html = bob.get(url).text
+        assert "the lead decides or returns" in html and 'id="grading-form"' not in html
+        # A form posted anyway (an old tab) is refused with the same message, and nothing changes.
+        r = post_form(bob, url, {**FORM, "tone": "1"})
+        assert r.status_code == 409  # type: ignore[attr-defined]
+        assert "the lead decides or returns" in r.text and 'id="grading-form"' not in r.text  # type: ignore[attr-defined]
+        session.expire_all()
+        assert session.get(Grade, grades[1].id).tone == 5  # type: ignore[union-attr]
+        # Once the lead returns Bob's grade, his page offers the form again; Alice's stays locked.
+        (adj,) = gs.list_adjudications(session=session)
+        gs.return_grade(
+            session=session, adjudication_id=adj.id, grade_id=grades[1].id, lead_id=w.lead.id, comment="tone"
+        )
+        session.commit()
+        assert 'id="grading-form"' in bob.get(url).text
+        alice_html = signed_in(client_as, "alice@example.test").get(url).text
+        assert "the lead decides or returns" in alice_html and 'id="grading-form"' not in alice_html
 
     def test_full_draft_offers_next_item_instead_of_form(
         self, session: Session, client_as: Callable[..., TestClient], spec

@@ -25,6 +25,17 @@ def grade(session: Session, spec: EvalSpec, world: GradingWorld, user, draft_ind
     )
 
 
+def returned_pair(session: Session, spec: EvalSpec, world: GradingWorld):  # type: ignore[no-untyped-def]
+    """Alice (tone 2) and Bob (tone 4) disagree; the lead returns Bob's grade. Return (alice's, bob's, adjudication)."""
+    ga = grade(session, spec, world, world.alice, tone=2)
+    gb = grade(session, spec, world, world.bob, tone=4)
+    (adj,) = gs.list_adjudications(session=session)
+    gs.return_grade(
+        session=session, adjudication_id=adj.id, grade_id=gb.id, lead_id=world.lead.id, comment="re-read the tone guidance"
+    )
+    return ga, gb, adj
+
+
 class TestValidateScores:
     def test_bad_scale_score_names_the_field(self, spec: EvalSpec) -> None:
         with pytest.raises(gs.GradeInvalid) as err:
@@ -175,16 +186,7 @@ class TestRevisionAndRework:
     def test_returned_grade_goes_back_to_grader_and_reworked_pair_can_agree(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        grade(session, spec, world, world.alice, tone=2)
-        gb = grade(session, spec, world, world.bob, tone=4)
-        (adj,) = gs.list_adjudications(session=session)
-        gs.return_grade(
-            session=session,
-            adjudication_id=adj.id,
-            grade_id=gb.id,
-            lead_id=world.lead.id,
-            comment="re-read the tone guidance",
-        )
+        _, gb, adj = returned_pair(session, spec, world)
         assert [g.id for g in gs.returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
         assert gs.list_adjudications(session=session, status="rework")[0].id == adj.id
         gs.revise_grade(
@@ -207,6 +209,74 @@ class TestRevisionAndRework:
         )
         assert gs.final_grades(session=session, run_id=world.run.id) == {}
         assert len(gs.list_adjudications(session=session, status="open")) == 1
+
+
+class TestGradeLockDuringAdjudication:
+    """Issue 10, item 3: while the grades disagree, only the lead ends the disagreement."""
+
+    def test_open_adjudication_locks_both_grades(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
+        ga = grade(session, spec, world, world.alice, tone=2)
+        # Before every grade is in, a grader may still revise their own grade.
+        gs.revise_grade(
+            session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=1)
+        )
+        gb = grade(session, spec, world, world.bob, tone=4)
+        (adj,) = gs.list_adjudications(session=session, status="open")
+        for g, user in ((ga, world.alice), (gb, world.bob)):
+            # Either grader copying the other's grade would make them agree: refused.
+            other_tone = 4 if user is world.alice else 1
+            with pytest.raises(gs.GradeLocked, match="the lead decides or returns") as err:
+                gs.revise_grade(
+                    session=session,
+                    spec=spec,
+                    grade_id=g.id,
+                    grader_id=user.id,
+                    scores=scores(spec, tone=other_tone),
+                )
+            assert err.value.status == 409
+        session.refresh(ga)
+        session.refresh(gb)
+        assert (ga.tone, gb.tone) == (1, 4)
+        assert session.get(Adjudication, adj.id).status == "open"  # type: ignore[union-attr]
+        assert gs.final_grades(session=session, run_id=world.run.id) == {}
+        assert gs.grade_lock(session=session, grade=ga) is not None
+
+    def test_only_the_returned_grade_can_change_and_dissolve(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
+        ga, gb, adj = returned_pair(session, spec, world)
+        # The grade the lead did not return stays locked while the other is reworked.
+        with pytest.raises(gs.GradeLocked, match="the lead decides or returns"):
+            gs.revise_grade(
+                session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=4)
+            )
+        assert gs.grade_lock(session=session, grade=ga) is not None
+        assert gs.grade_lock(session=session, grade=gb) is None
+        gs.revise_grade(
+            session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
+        )
+        assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
+        final = gs.final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
+        assert (final.source, final.tone) == ("agreement", 2.0)
+        # Agreement statistics still use the first, blind submissions: tone 2 vs 4 disagree.
+        report = gs.agreement_report(session=session, spec=spec, run_id=world.run.id)
+        tone = next(c for c in report["criteria"] if c["key"] == "tone")
+        assert (report["n_pairs"], report["disagreement_rate"], tone["exact_agreement"]) == (1, 1.0, 0.0)
+
+    def test_reworked_grade_that_still_disagrees_locks_again(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
+        _, gb, adj = returned_pair(session, spec, world)
+        gs.revise_grade(
+            session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=5)
+        )
+        assert session.get(Adjudication, adj.id).status == "open"  # type: ignore[union-attr]
+        with pytest.raises(gs.GradeLocked, match="the lead decides or returns"):
+            gs.revise_grade(
+                session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
+            )
 
 
 class TestBlind:

@@ -130,6 +130,58 @@ class TestImportDrafts:
         assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
 
 
+def _grade(session: Session, run_name: str, case_id: str, emails: list[str]) -> None:
+    """Record one agreeing grade per email on the run's draft of the case (sample 0)."""
+    from tests.conftest import SPEC_PATH
+    from tests.factories import make_user
+    from webapp.auth.service import get_user_by_email
+    from webapp.grading import service as gs
+    from webapp.spec import load_spec
+
+    spec = load_spec(SPEC_PATH)
+    run = service.resolve_run(session=session, ref=run_name)
+    (row,) = [r for r in service.list_drafts(session=session, run_id=run.id) if r.case.case_id == case_id]
+    scores = gs.validate_scores(
+        spec=spec, data={"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4}
+    )
+    for email in emails:
+        user = get_user_by_email(session=session, email=email) or make_user(session, email=email, roles=["labeler"])
+        gs.record_grade(session=session, spec=spec, draft_id=row.draft.id, grader_id=user.id, scores=scores)
+
+
+def _texts(session: Session, run_name: str) -> dict[str, str | None]:
+    run = service.resolve_run(session=session, ref=run_name)
+    return {r.case.case_id: r.draft.draft_text for r in service.list_drafts(session=session, run_id=run.id)}
+
+
+class TestReimportOverGrades:
+    """Issue 10, item 9: a re-import never changes what graders graded."""
+
+    def test_changed_text_of_graded_drafts_is_refused_and_nothing_written(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+        records = [draft("c1"), draft("c2"), draft("c3")]
+        service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m1")
+        _grade(session, "r1", "c1", ["a@example.test", "b@example.test"])
+        _grade(session, "r1", "c2", ["a@example.test"])
+        session.commit()
+        before = _texts(session, "r1")
+        changed = [draft("c1", draft_text="New text."), draft("c2", citations=[]), draft("c3", draft_text="Also new.")]
+        with pytest.raises(RecordError) as info:
+            service.import_drafts(session=session, data=data(changed), path="d.jsonl", run_name="r1", model="m2")
+        message = info.value.location
+        assert message.startswith("d.jsonl:1: ")
+        assert "c1 (line 1, 2 grades)" in message and "c2 (line 2, 1 grade)" in message and "c3 (" not in message
+        session.rollback()
+        assert _texts(session, "r1") == before
+        assert service.resolve_run(session=session, ref="r1").model == "m1"
+        # The same text with other fields changed (latency, confidence) is still imported.
+        same_text = [draft("c1", confidence=0.4), draft("c2"), draft("c3", draft_text="Also new.")]
+        result = service.import_drafts(session=session, data=data(same_text), path="d.jsonl", run_name="r1")
+        assert (result.created, result.updated, result.unchanged) == (0, 2, 1)
+        assert _texts(session, "r1")["c3"] == "Also new."
+
+
+
+
 class TestQueries:
     def test_list_runs_counts(self, session: Session) -> None:
         ds = make_dataset(session, [{"case_id": "a", "category": "routine"}, {"case_id": "b", "category": "safety"}, {"case_id": "c"}])
@@ -173,6 +225,21 @@ class TestImportDraftsCli:
         assert r.exit_code == 2
         assert r.stderr.strip() == f"{path}:500: record 500: escalated: must be true or false, not 'maybe'"
         assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
+
+
+    def test_reimport_over_graded_drafts_exits_2_naming_cases(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        path = write_jsonl(tmp_path / "d.jsonl", [draft("c1"), draft("c2")])
+        assert invoke(monkeypatch, db_url, ["import", "drafts", str(path), "--run", "r", "--dataset", "eval"]).exit_code == 0
+        session.expire_all()
+        _grade(session, "r", "c2", ["a@example.test", "b@example.test"])
+        session.commit()
+        write_jsonl(path, [draft("c1", draft_text="Changed but ungraded."), draft("c2", draft_text="Changed and graded.")])
+        r = invoke(monkeypatch, db_url, ["import", "drafts", str(path), "--run", "r"])
+        assert r.exit_code == 2
+        assert r.stderr.startswith(f"{path}:2: ") and "c2 (line 2, 2 grades)" in r.stderr and "c1 (" not in r.stderr
+        assert r.stdout == ""
+        session.expire_all()
+        assert _texts(session, "r") == {"c1": "Hello, here is how it works.", "c2": "Hello, here is how it works."}
 
 
 class TestDraftsFileFormat:

@@ -253,7 +253,12 @@ def _item_context(
     if see_all:
         adjudication = session.exec(select(Adjudication).where(Adjudication.draft_id == draft_id)).first()
         final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).first()
-    locked = gs.draft_locked(session=session, draft_id=draft_id) if own is not None or grades else False
+    # Why the caller may not change a grade now (resolved, or a disagreement the lead holds: the lock rule).
+    locked: str | None = None
+    if own is not None:
+        locked = gs.grade_lock(session=session, grade=own)
+    elif grades and gs.draft_locked(session=session, draft_id=draft_id):
+        locked = "this draft has been adjudicated; grades can no longer change"
     now = utcnow()
     slots = list(session.exec(select(GradingSlot).where(GradingSlot.draft_id == draft_id)))
     slot = next((x for x in slots if x.grader_id == principal.user_id), None)

@@ -37,11 +37,12 @@ from webapp.grading.models import (
 from webapp.grading.stats import cohen_kappa, exact_agreement
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft
-from webapp.spec import Criterion, EvalSpec
+from webapp.spec import RUBRIC_COLUMNS, Criterion, EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
 GRADER_ROLES = ("labeler", "lead")
-SCALE_KEYS = ("citation_relevance", "tone", "completeness")
+# The grade tables' score columns; the spec's rubric must name exactly these (checked at start-up).
+SCALE_KEYS = tuple(k for k, kind in RUBRIC_COLUMNS.items() if kind == "scale")
 FACTUAL_KEY = "factual_accuracy"
 
 
@@ -79,7 +80,7 @@ class NoPlaceLeft(GradingError):
 
 
 class GradeLocked(GradingError):
-    """The draft has been adjudicated; its grades can no longer change."""
+    """The grade cannot change now: the draft was adjudicated, or its disagreement waits for the lead."""
 
     status = 409
 
@@ -259,6 +260,9 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     if len(grades) < spec.grading.graders_per_draft:
         return "needs_grades"
     reasons = _all_reasons(spec, grades)
+    if not reasons and adjudication is not None and adjudication.status == "open":
+        # Only the revision of a grade the lead returned (status "rework") may dissolve a disagreement.
+        return "in_adjudication"
     if not reasons:
         n = len(grades)
         _upsert_final(
@@ -586,6 +590,26 @@ def _locked(session: Session, draft_id: int) -> bool:
     return adj is not None and adj.status == "resolved"
 
 
+def grade_lock(*, session: Session, grade: Grade) -> str | None:
+    """Return why the grade cannot be revised now (None when its grader may revise it).
+
+    Once the lead resolved the draft, no grade changes. While its grades disagree and the
+    adjudication is open (or in rework), only a grade the lead returned for rework may change:
+    otherwise a grader who has seen the other grade could copy it and end the disagreement.
+    """
+    adj = session.exec(select(Adjudication).where(Adjudication.draft_id == grade.draft_id)).first()
+    if adj is None:
+        return None
+    if adj.status == "resolved":
+        return f"draft {grade.draft_id} has been adjudicated; its grades can no longer change"
+    if adj.status in ("open", "rework") and grade.status != "returned":
+        return (
+            f"the grades of draft {grade.draft_id} disagree and wait for the lead: the lead decides or returns "
+            "this grade for rework, and only a returned grade can be revised"
+        )
+    return None
+
+
 def _lock_draft(session: Session, draft_id: int) -> Draft | None:
     """Lock the draft's row for this transaction so grades of one draft are evaluated one at a time.
 
@@ -659,7 +683,7 @@ def revise_grade(
     scores: Scores,
     now: dt.datetime | None = None,
 ) -> Grade:
-    """Change one's own grade (until the draft is adjudicated), keeping the change in the history."""
+    """Change one's own grade (not while the lead adjudicates it, unless returned), keeping the change in the history."""
     now = now or utcnow()
     grade = session.get(Grade, grade_id)
     if grade is None:
@@ -668,8 +692,9 @@ def revise_grade(
         raise NotAllowed("you can only revise your own grade")
     _lock_draft(session, grade.draft_id)
     session.refresh(grade)
-    if _locked(session, grade.draft_id):
-        raise GradeLocked(f"draft {grade.draft_id} has been adjudicated; its grades can no longer change")
+    reason = grade_lock(session=session, grade=grade)
+    if reason is not None:
+        raise GradeLocked(reason)
     draft = session.get(Draft, grade.draft_id)
     assert draft is not None
     _check_claim_in_draft(draft, scores)
@@ -747,7 +772,9 @@ def previous_grade(
     if last is None or last.status != "submitted":
         return None
     n = session.exec(select(func.count()).select_from(Grade).where(Grade.draft_id == last.draft_id)).one()
-    if int(n) >= spec.grading.graders_per_draft or _locked(session, last.draft_id):
+    # The lock rule (grade_lock) must allow the revision too; a draft still short of grades has no
+    # adjudication, so today this only guards against a future rule.
+    if int(n) >= spec.grading.graders_per_draft or grade_lock(session=session, grade=last) is not None:
         return None
     return last
 

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
+from webapp.grading.models import Grade
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import as_utc
@@ -162,6 +163,54 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
     return out
 
 
+# What a grader judged: a draft's text and the citations it gives (citation relevance is graded).
+GRADED_FIELDS = ("draft_text", "citations")
+
+
+def _refuse_regrading(
+    session: Session,
+    records: list[DraftRecord],
+    cases: dict[str, int | None],
+    existing: dict[tuple[int, int], Draft],
+    *,
+    run_name: str,
+    path: str,
+) -> None:
+    """Raise RecordError when the file changes the text or citations of drafts that already have grades."""
+    changed = {
+        row.id: dr
+        for dr in records
+        if (row := existing.get((cases[dr.case_id], dr.sample_index))) is not None  # type: ignore[arg-type]
+        and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS)
+    }
+    if not changed:
+        return
+    counts = dict(
+        session.exec(
+            select(Grade.draft_id, func.count())
+            .where(col(Grade.draft_id).in_(list(changed)))
+            .group_by(col(Grade.draft_id))
+        ).all()
+    )
+    graded = sorted(
+        ((dr, counts[draft_id]) for draft_id, dr in changed.items() if counts.get(draft_id)), key=lambda p: p[0].line
+    )
+    if not graded:
+        return
+    listed = ", ".join(
+        f"{dr.case_id}{f' sample {dr.sample_index}' if dr.sample_index else ''} "
+        f"(line {dr.line}, {n} grade{'' if n == 1 else 's'})"
+        for dr, n in graded
+    )
+    raise RecordError(
+        f"run {run_name!r}: {len(graded)} draft(s) that already have grades would get new text or citations, "
+        f"and their grades would describe text nobody graded: {listed}. Nothing was imported: keep those drafts "
+        "as they were graded, or import the new drafts into a new run (--run NEW-NAME)",
+        path=path,
+        line=graded[0][0].line,
+    )
+
+
 def import_drafts(
     *,
     session: Session,
@@ -177,7 +226,7 @@ def import_drafts(
     """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
 
     Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
-    a later file replaces the drafts it names. A new run needs its dataset: `dataset` (name or
+    a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or
     id; the newest version of a name), or the only dataset there is.
     """
 
@@ -221,6 +270,12 @@ def import_drafts(
                 path=path,
                 line=dr.line,
             )
+    existing: dict[tuple[int, int], Draft] = {}
+    if run is not None:
+        existing = {
+            (d.case_pk, d.sample_index): d for d in session.exec(select(Draft).where(Draft.run_id == run.id)).all()
+        }
+        _refuse_regrading(session, records, cases, existing, run_name=run_name, path=path)
     if run is None:
         run = Run(
             name=run_name,
@@ -241,9 +296,6 @@ def import_drafts(
         if changed:
             session.add(run)
     result = DraftImportResult(run=run, run_created=created_run)
-    existing = {
-        (d.case_pk, d.sample_index): d for d in session.exec(select(Draft).where(Draft.run_id == run.id)).all()
-    }
     for dr in records:
         pk = cases[dr.case_id]
         row = existing.get((pk, dr.sample_index))
