@@ -244,9 +244,9 @@ def _item_context(
     case = session.get(EvalCase, draft.case_pk)
     run = session.get(Run, draft.run_id)
     is_lead = principal.has_role("lead")
-    own = gs.own_grade(session=session, draft_id=draft_id, grader_id=principal.user_id)
-    see_all = own is not None or is_lead
     grades = list(session.exec(select(Grade).where(Grade.draft_id == draft_id).order_by(col(Grade.id))))
+    own = next((g for g in grades if g.grader_id == principal.user_id), None)
+    see_all = own is not None or is_lead
     # Blind: other grades only once the caller has graded the draft (the lead may open them anyway).
     others = [g for g in grades if g.grader_id != principal.user_id] if see_all else []
     adjudication = final = None
@@ -273,7 +273,7 @@ def _item_context(
             session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft_id,)
         )
     previous = gs.previous_grade(session=session, spec=spec, grader_id=principal.user_id, exclude_draft=draft_id)
-    history = gs.grade_history(session=session, draft_id=draft_id, principal=principal)
+    history = gs.grade_history(session=session, draft_id=draft_id, principal=principal, can_see=see_all)
     user_ids = {g.grader_id for g in grades} | {h.changed_by for h in history}
     reference = gs.current_reference(session=session, case_pk=draft.case_pk)
     if reference is not None:

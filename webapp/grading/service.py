@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import case as sql_case
 from sqlalchemy import delete, func, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
@@ -41,6 +42,8 @@ from webapp.spec import RUBRIC_COLUMNS, Criterion, EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
 GRADER_ROLES = ("labeler", "lead")
+# A second name for grade, for queries that compare a grade with the other grades of its draft.
+GradeOfDraft = aliased(Grade)
 # The grade tables' score columns; the spec's rubric must name exactly these (checked at start-up).
 SCALE_KEYS = tuple(k for k, kind in RUBRIC_COLUMNS.items() if kind == "scale")
 FACTUAL_KEY = "factual_accuracy"
@@ -328,8 +331,10 @@ def _gradable(stmt: Any) -> Any:
     return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False))
 
 
-def _batch_where(stmt: Any, batch: BatchFilter) -> Any:
-    stmt = _gradable(stmt.join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(Draft.run_id == batch.run_id))
+def _batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any:
+    if join_case or batch.category or batch.intent or batch.golden is not None:
+        stmt = stmt.join(EvalCase, col(EvalCase.id) == Draft.case_pk)
+    stmt = _gradable(stmt.where(Draft.run_id == batch.run_id))
     if batch.category:
         stmt = stmt.where(EvalCase.category == batch.category)
     if batch.intent:
@@ -366,27 +371,30 @@ class BatchCounts:
 
 
 def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int) -> BatchCounts:
-    """Return the batch's progress in two aggregate queries (the grading page shows it on every item)."""
+    """Return the batch's progress in one aggregate query (the grading page shows it on every item)."""
     n = spec.grading.graders_per_draft
-    ids = _batch_where(select(Draft.id), batch)
-    drafts = int(session.exec(select(func.count()).select_from(ids.subquery())).one())
     per_draft = (
-        select(
-            col(Grade.draft_id),
-            func.count().label("c"),
-            func.sum(sql_case((col(Grade.grader_id) == grader_id, 1), else_=0)).label("m"),
+        _batch_where(
+            select(
+                col(Draft.id),
+                func.count(col(Grade.id)).label("c"),
+                func.coalesce(func.sum(sql_case((col(Grade.grader_id) == grader_id, 1), else_=0)), 0).label("m"),
+            ),
+            batch,
+            join_case=False,
         )
-        .where(col(Grade.draft_id).in_(ids))
-        .group_by(col(Grade.draft_id))
+        .join(Grade, col(Grade.draft_id) == Draft.id, isouter=True)
+        .group_by(col(Draft.id))
         .subquery()
     )
-    done, mine = session.exec(
+    drafts, done, mine = session.exec(
         select(
+            func.count(),
             func.coalesce(func.sum(sql_case((per_draft.c.c > n, n), else_=per_draft.c.c)), 0),
             func.coalesce(func.sum(per_draft.c.m), 0),
         )
     ).one()
-    return BatchCounts(drafts=drafts, grades_done=int(done), grades_needed=drafts * n, mine=int(mine))
+    return BatchCounts(drafts=int(drafts), grades_done=int(done), grades_needed=int(drafts) * n, mine=int(mine))
 
 
 def draft_locked(*, session: Session, draft_id: int) -> bool:
@@ -413,13 +421,23 @@ def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
 
 
 def claim_slot(
-    *, session: Session, spec: EvalSpec, draft_id: int, grader_id: int, now: dt.datetime | None = None
+    *,
+    session: Session,
+    spec: EvalSpec,
+    draft_id: int,
+    grader_id: int,
+    now: dt.datetime | None = None,
+    release: bool = True,
 ) -> GradingSlot | None:
-    """Reserve one of the draft's places for the grader (or refresh theirs); None when none is free."""
+    """Reserve one of the draft's places for the grader (or refresh theirs); None when none is free.
+
+    release=False when the caller has just released expired reservations itself.
+    """
     now = now or utcnow()
     expires = now + dt.timedelta(minutes=spec.grading.reservation_minutes)
     conn = session.connection()
-    release_expired(session=session, now=now)
+    if release:
+        release_expired(session=session, now=now)
     mine = session.exec(
         select(GradingSlot)
         .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
@@ -475,23 +493,29 @@ def next_item(
     over; drafts the grader skipped come only when nothing else is left.
     """
     now = now or utcnow()
-    release_expired(session=session, now=now)
+    window = dt.timedelta(minutes=spec.grading.reservation_minutes)
+    # Ids only: every grading page asks this, and loading the rows (JSON columns) would cost more than the query.
     held_stmt = (
-        batch_drafts_stmt(batch)
+        _batch_where(select(Draft.id, GradingSlot.expires_at), batch)
         .join(GradingSlot, col(GradingSlot.draft_id) == Draft.id)
         .where(GradingSlot.grader_id == grader_id, col(GradingSlot.grade_id).is_(None))
+        .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
     )
     if exclude:
         held_stmt = held_stmt.where(col(Draft.id).not_in(list(exclude)))
     held = session.exec(held_stmt).first()
     if held is not None:
-        # Still mine: extend the reservation (one UPDATE; claim_slot would re-read what we know).
-        session.connection().execute(
-            update(GradingSlot)
-            .where(GradingSlot.draft_id == held[0].id, GradingSlot.grader_id == grader_id)
-            .values(expires_at=now + dt.timedelta(minutes=spec.grading.reservation_minutes))
-        )
-        return held[0]
+        draft_id, expires = held
+        # Still mine. Extend it only when less than half the window is left, so that re-reading a
+        # page that holds its next item writes nothing.
+        if expires is None or as_utc(expires) < now + window / 2:
+            session.connection().execute(
+                update(GradingSlot)
+                .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
+                .values(expires_at=now + window)
+            )
+        return session.get(Draft, draft_id)
+    release_expired(session=session, now=now)
     taken = (
         select(GradingSlot.draft_id)
         .group_by(col(GradingSlot.draft_id))
@@ -499,15 +523,21 @@ def next_item(
     )
     mine = select(GradingSlot.draft_id).where(GradingSlot.grader_id == grader_id)
     skipped = select(GradingSkip.draft_id).where(GradingSkip.grader_id == grader_id)
-    stmt = batch_drafts_stmt(batch).where(col(Draft.id).not_in(taken), col(Draft.id).not_in(mine))
+    stmt = (
+        _batch_where(select(Draft.id), batch)
+        .where(col(Draft.id).not_in(taken), col(Draft.id).not_in(mine))
+        .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+    )
     if exclude:
         stmt = stmt.where(col(Draft.id).not_in(list(exclude)))
     # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
     for candidates in (stmt.where(col(Draft.id).not_in(skipped)), stmt.where(col(Draft.id).in_(skipped))):
-        for draft, _case in session.exec(candidates.limit(50)):
-            slot = claim_slot(session=session, spec=spec, draft_id=draft.id, grader_id=grader_id, now=now)  # type: ignore[arg-type]
+        for draft_id in session.exec(candidates.limit(50)):
+            slot = claim_slot(
+                session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now, release=False
+            )
             if slot is not None:
-                return draft
+                return session.get(Draft, draft_id)
     return None
 
 
@@ -734,14 +764,21 @@ def grades_visible_to(*, session: Session, draft_id: int, principal: Principal) 
     return list(session.exec(select(Grade).where(Grade.draft_id == draft_id).order_by(col(Grade.id))))
 
 
-def grade_history(*, session: Session, draft_id: int, principal: Principal) -> list[GradeChange]:
-    """Return the changes of the draft's grades the caller may see (own only, until blind ends), oldest first."""
+def grade_history(
+    *, session: Session, draft_id: int, principal: Principal, can_see: bool | None = None
+) -> list[GradeChange]:
+    """Return the changes of the draft's grades the caller may see (own only, until blind ends), oldest first.
+
+    `can_see` is can_see_grades() when the caller has worked it out already.
+    """
     stmt = (
         select(GradeChange)
         .join(Grade, col(Grade.id) == GradeChange.grade_id)
         .where(Grade.draft_id == draft_id)
     )
-    if not can_see_grades(session=session, draft_id=draft_id, principal=principal):
+    if can_see is None:
+        can_see = can_see_grades(session=session, draft_id=draft_id, principal=principal)
+    if not can_see:
         stmt = stmt.where(Grade.grader_id == principal.user_id)
     return list(session.exec(stmt.order_by(col(GradeChange.changed_at), col(GradeChange.id))))
 
@@ -765,13 +802,16 @@ def previous_grade(
     Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
     draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
     """
-    stmt = select(Grade).where(Grade.grader_id == grader_id)
-    if exclude_draft is not None:
-        stmt = stmt.where(Grade.draft_id != exclude_draft)
-    last = session.exec(stmt.order_by(col(Grade.created_at).desc(), col(Grade.id).desc()).limit(1)).first()
-    if last is None or last.status != "submitted":
+    others = select(func.count()).where(col(Grade.draft_id) == col(GradeOfDraft.draft_id)).scalar_subquery()
+    row = session.exec(
+        select(GradeOfDraft, others)
+        .where(GradeOfDraft.grader_id == grader_id, *([GradeOfDraft.draft_id != exclude_draft] if exclude_draft else []))
+        .order_by(col(GradeOfDraft.created_at).desc(), col(GradeOfDraft.id).desc())
+        .limit(1)
+    ).first()
+    if row is None or row[0].status != "submitted":
         return None
-    n = session.exec(select(func.count()).select_from(Grade).where(Grade.draft_id == last.draft_id)).one()
+    last, n = row
     # The lock rule (grade_lock) must allow the revision too; a draft still short of grades has no
     # adjudication, so today this only guards against a future rule.
     if int(n) >= spec.grading.graders_per_draft or grade_lock(session=session, grade=last) is not None:
