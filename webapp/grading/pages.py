@@ -269,7 +269,7 @@ def _item_context(
     # at a draft takes no place from anyone.
     upcoming = None
     if slot is not None:
-        upcoming = gs.next_item(
+        upcoming = gs.reserve_next(
             session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft_id,)
         )
     previous = gs.previous_grade(session=session, spec=spec, grader_id=principal.user_id, exclude_draft=draft_id)
@@ -396,16 +396,15 @@ def submit_grade(
     batch = form.batch(draft.run_id)
     try:
         scores = gs.validate_scores(spec=spec, data=data)
-        own = gs.own_grade(session=session, draft_id=draft_id, grader_id=principal.user_id)
-        if own is None:
+        try:
             gs.record_grade(
                 session=session, spec=spec, draft_id=draft_id, grader_id=principal.user_id, scores=scores
             )
             message = "Grade saved"
-        else:
-            gs.revise_grade(
-                session=session, spec=spec, grade_id=own.id, grader_id=principal.user_id, scores=scores
-            )  # type: ignore[arg-type]
+        except gs.AlreadyGraded:
+            own = gs.own_grade(session=session, draft_id=draft_id, grader_id=principal.user_id)
+            assert own is not None and own.id is not None
+            gs.revise_grade(session=session, spec=spec, grade_id=own.id, grader_id=principal.user_id, scores=scores)
             message = "Grade revised"
     except gs.GradingError as exc:
         # Keep everything the grader typed: the item comes back with their values and the error

@@ -492,6 +492,22 @@ def next_item(
     A draft the grader already holds comes first; drafts in `exclude` (the one on screen) are passed
     over; drafts the grader skipped come only when nothing else is left.
     """
+    draft_id = reserve_next(
+        session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude, now=now
+    )
+    return session.get(Draft, draft_id) if draft_id is not None else None
+
+
+def reserve_next(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    grader_id: int,
+    batch: BatchFilter,
+    exclude: Collection[int] = (),
+    now: dt.datetime | None = None,
+) -> int | None:
+    """Do what next_item does and return only the draft's id (the grading page pre-reserves with it)."""
     now = now or utcnow()
     window = dt.timedelta(minutes=spec.grading.reservation_minutes)
     # Ids only: every grading page asks this, and loading the rows (JSON columns) would cost more than the query.
@@ -514,7 +530,7 @@ def next_item(
                 .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
                 .values(expires_at=now + window)
             )
-        return session.get(Draft, draft_id)
+        return int(draft_id)
     release_expired(session=session, now=now)
     taken = (
         select(GradingSlot.draft_id)
@@ -533,11 +549,18 @@ def next_item(
     # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
     for candidates in (stmt.where(col(Draft.id).not_in(skipped)), stmt.where(col(Draft.id).in_(skipped))):
         for draft_id in session.exec(candidates.limit(50)):
-            slot = claim_slot(
-                session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now, release=False
-            )
-            if slot is not None:
-                return session.get(Draft, draft_id)
+            # The candidate query left out drafts where this grader has a place, so only free places
+            # are tried; the unique constraints decide a race (see claim_slot).
+            for slot in range(spec.grading.graders_per_draft):
+                values = {
+                    "draft_id": draft_id,
+                    "slot": slot,
+                    "grader_id": grader_id,
+                    "reserved_at": now,
+                    "expires_at": now + window,
+                }
+                if _insert_ignore(session, GradingSlot.__table__, values):
+                    return int(draft_id)
     return None
 
 
@@ -673,7 +696,15 @@ def record_grade(
         raise AlreadyGraded(f"you already graded draft {draft_id}; revise grade {existing.id} instead")
     if _locked(session, draft_id):
         raise GradeLocked(f"draft {draft_id} has been adjudicated")
-    slot = claim_slot(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now)
+    # A grader usually saves the draft reserved for them: use that place as it is (it is taken by
+    # the grade at once, so extending the reservation first would be wasted work).
+    slot = session.exec(
+        select(GradingSlot)
+        .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
+        .execution_options(populate_existing=True)
+    ).first()
+    if slot is None:
+        slot = claim_slot(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now)
     if slot is None:
         raise NoPlaceLeft(
             f"draft {draft_id} already has the {spec.grading.graders_per_draft} graders it needs; take the next item"
