@@ -149,6 +149,24 @@ class TestImports:
         assert count_rows(session, KbArticle) == 0 and count_rows(session, Run) == 0
         assert count_rows(session, Dataset) == (1 if kind == "drafts" else 0)
 
+    def test_upload_cannot_change_graded_drafts(self, session: Session, client_as: Callable[..., TestClient], spec) -> None:  # type: ignore[no-untyped-def]
+        from tests.factories import make_user
+        from webapp.grading import service as gs
+
+        admin = client_as("admin")
+        admin.post("/admin/imports/dataset", files={"file": ("eval.jsonl", b'{"id": "a", "input": "x"}\n')}, data={"name": "eval"})
+        admin.post("/admin/imports/drafts", files={"file": ("d.jsonl", b'{"case_id": "a", "draft_text": "Hi"}\n')}, data={"run": "r1", "dataset": "eval"})
+        session.expire_all()
+        draft = session.exec(select(Draft)).one()
+        grader = make_user(session, email="g@example.test", roles=["labeler"])
+        scores = gs.validate_scores(spec=spec, data={"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4})
+        gs.record_grade(session=session, spec=spec, draft_id=draft.id, grader_id=grader.id, scores=scores)  # type: ignore[arg-type]
+        session.commit()
+        r = admin.post("/admin/imports/drafts", files={"file": ("d.jsonl", b'{"case_id": "a", "draft_text": "Bye"}\n')}, data={"run": "r1"})
+        assert r.status_code == 400 and "d.jsonl:1:" in r.text and "a (line 1, 1 grade)" in r.text
+        session.expire_all()
+        assert session.exec(select(Draft)).one().draft_text == "Hi"
+
     def test_unsupported_extension_and_no_file(self, client_as: Callable[..., TestClient]) -> None:
         admin = client_as("admin")
         r = admin.post("/admin/imports/dataset", files={"file": ("data.csv", b"id,input\n")})
