@@ -165,9 +165,9 @@ class TestBatchCounts:
 class TestHighlight:
     def test_quoted_claims_are_marked_forgiving_case_and_whitespace(self) -> None:
         text = "Hello.  We will REFUND you\n200 dollars. Bye."
-        segs = pages.highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B")])
+        segs = pages.highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
         assert "".join(s for s, _ in segs) == text
-        assert [(s, label) for s, label in segs if label] == [("We will REFUND you\n200 dollars.", "A"), ("Bye", "B")]
+        assert [(s, label) for s, label in segs if label] == [("We will REFUND you\n200 dollars.", "A"), ("Bye", "B+C")]
 
 
 def _seed_signals(session: Session, w: GradingWorld) -> int:

@@ -463,14 +463,15 @@ _CLAIM_QUOTES = "\"'“”"
 
 def highlight(text: str, claims: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
     """Split text into (segment, label) pairs where each quoted claim is found (whitespace and case forgiven)."""
-    spans: list[tuple[int, int, str]] = []
+    found: dict[tuple[int, int], list[str]] = {}
     for claim, label in claims:
         words = claim.strip().strip(_CLAIM_QUOTES).split()
         if not words:
             continue
         for m in re.finditer(r"\s+".join(re.escape(w) for w in words), text, flags=re.IGNORECASE):
-            spans.append((m.start(), m.end(), label))
-    spans.sort()
+            found.setdefault((m.start(), m.end()), []).append(label)
+    # Both graders quoting the same words is one mark with both letters.
+    spans = sorted((start, end, "+".join(labels)) for (start, end), labels in found.items())
     out: list[tuple[str, str | None]] = []
     pos = 0
     for start, end, label in spans:
