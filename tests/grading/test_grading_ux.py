@@ -397,3 +397,31 @@ class TestCitedRevisions:
         assert [(c.article_id, c.revision, c.status, c.current_revision, c.flagged) for c in cited] == [
             ("KB-1", 1, "deprecated", 2, True)
         ]
+
+
+class TestDraftLockLetsReservationsThrough:
+    def test_reserving_a_place_on_a_draft_being_graded_does_not_wait(
+        self, session: Session, spec: EvalSpec, db_url: str
+    ) -> None:
+        """Save-and-next grades X (row lock) and reserves the next draft in one transaction; another
+        grader doing the same on Y may reserve X meanwhile. FOR UPDATE made those two wait on each
+        other (deadlock on PostgreSQL); FOR NO KEY UPDATE does not block the foreign-key check."""
+        from sqlalchemy import text
+
+        from webapp.db import make_engine
+
+        w = build_world(session)
+        x = ids(w)[0]
+        engine_a, engine_b = make_engine(db_url), make_engine(db_url)
+        try:
+            with Session(engine_a) as a, Session(engine_b) as b:
+                assert gs._lock_draft(a, x) is not None  # grader A is saving a grade of X
+                if b.get_bind().dialect.name == "postgresql":
+                    b.exec(text("SET LOCAL lock_timeout = '3s'"))  # type: ignore[call-overload]
+                slot = gs.claim_slot(session=b, spec=spec, draft_id=x, grader_id=w.bob.id)  # Bob reserves X
+                assert slot is not None and slot.draft_id == x
+                b.commit()
+                a.commit()
+        finally:
+            engine_a.dispose()
+            engine_b.dispose()

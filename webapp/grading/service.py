@@ -666,11 +666,18 @@ def grade_lock(*, session: Session, grade: Grade) -> str | None:
 def _lock_draft(session: Session, draft_id: int) -> Draft | None:
     """Lock the draft's row for this transaction so grades of one draft are evaluated one at a time.
 
-    PostgreSQL takes a row lock (FOR UPDATE); SQLite ignores it, but there the first write of a
-    transaction takes the database's single write lock, which serialises the same work.
+    PostgreSQL takes a row lock (FOR NO KEY UPDATE); SQLite ignores it, but there the first write of a
+    transaction takes the database's single write lock, which serialises the same work. NO KEY
+    UPDATE, not UPDATE: the same transaction reserves the grader's next draft, and that insert's
+    foreign-key check takes KEY SHARE on the other draft's row. Under FOR UPDATE two graders saving
+    drafts X and Y while each reserves the other's draft would deadlock; NO KEY UPDATE still
+    serialises the grades of one draft but lets those reservations through.
     """
     return session.exec(
-        select(Draft).where(Draft.id == draft_id).with_for_update().execution_options(populate_existing=True)
+        select(Draft)
+        .where(Draft.id == draft_id)
+        .with_for_update(key_share=True)
+        .execution_options(populate_existing=True)
     ).first()
 
 
