@@ -116,6 +116,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             workers=n,
             log_level="info",
             access_log=access_log,
+            # uvicorn restarts a worker that misses a 5 s health ping; on a busy machine a worker
+            # that is still importing, or busy, is not dead, and restarting it only adds load.
+            timeout_worker_healthcheck=60,
         )
 
 
