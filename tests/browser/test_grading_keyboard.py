@@ -120,3 +120,31 @@ def test_keyboard_only_grading_with_skip_and_previous(live_server, new_page) -> 
     page.reload()
     assert shown(page) == d[5] and page.evaluate(MARK) is None
     assert page.console_errors == []
+
+
+def test_layout_at_desktop_and_phone_sizes(live_server, browser) -> None:  # type: ignore[no-untyped-def]
+    """1440x900: the draft's first lines and the whole rubric (save buttons included) without scrolling;
+    390x844: nothing wider than the screen, score buttons at least 44 px high."""
+    world: GradingWorld = live_server.seed(lambda s: build_world(s))  # type: ignore[assignment]
+    url = f"{live_server.url}/grading/drafts/{world.drafts[0].id}"
+    for width, height in ((1440, 900), (390, 844)):
+        ctx = browser.new_context(viewport={"width": width, "height": height})
+        try:
+            page = ctx.new_page()
+            sign_in(page, live_server.url, "alice@example.test")
+            page.goto(url)
+            box = page.evaluate(
+                """() => {
+                  const r = (sel) => document.querySelector(sel).getBoundingClientRect();
+                  const buttons = [...document.querySelectorAll('.grading-rubric .grading-choice')].map(e => e.getBoundingClientRect().height);
+                  return {draftTop: r('#grading-draft-text').top, rubricBottom: r('.grading-rubric').bottom,
+                          saveBottom: r('#grading-form button.primary').bottom,
+                          scrollWidth: document.documentElement.scrollWidth, minButton: Math.min(...buttons)};
+                }"""
+            )
+            if width == 1440:
+                assert box["draftTop"] < 300 and box["rubricBottom"] <= height and box["saveBottom"] <= height, box
+            else:
+                assert box["scrollWidth"] <= width and box["minButton"] >= 44, box
+        finally:
+            ctx.close()
