@@ -144,6 +144,8 @@ class GradingSpec(_Strict):
     graders_per_draft: int = Field(ge=1)
     reservation_minutes: int = Field(ge=1)
     disagreement: DisagreementSpec
+    # Blind grading: the model's confidence, judge scores and check results stay hidden until the grader submits.
+    show_model_signals_before_grading: bool = False
 
 
 PiiKind = Literal["email", "phone", "account_number", "ssn", "payment_card"]

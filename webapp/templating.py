@@ -67,8 +67,8 @@ templates.env.filters["human"] = humanize
 
 
 def is_htmx(request: Request) -> bool:
-    """Tell whether the request came from htmx (and wants a fragment, not a page)."""
-    return request.headers.get("hx-request") == "true"
+    """Tell whether the request came from htmx and wants a fragment (a history restore wants the full page)."""
+    return request.headers.get("hx-request") == "true" and request.headers.get("hx-history-restore-request") != "true"
 
 
 def render(

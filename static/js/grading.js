@@ -1,13 +1,16 @@
-// Grading page: keyboard shortcuts for every score, save / save-and-next, and a local copy of
-// unsaved scores so a reload or an expired session never loses a half-done grade.
+// Grading page: keyboard shortcuts for every score, save / save-and-next (htmx swaps the next item in),
+// skip and previous by key, and a local copy of unsaved scores so a reload never loses a half-done grade.
+// The item is swapped by htmx (and restored from history), so everything is looked up at the time of use.
 (function () {
   "use strict";
-  const form = document.getElementById("grading-form");
-  if (!form) return;
-  const storeKey = "dd-grading-draft-" + form.dataset.draft;
+  if (window.ddGradingLoaded) return; // a history restore re-inserts this script: bind once
+  window.ddGradingLoaded = true;
   const fields = ["factual_accuracy", "citation_relevance", "tone", "completeness", "rationale", "unsupported_claim"];
 
-  function snapshot() {
+  function gradingForm() { return document.getElementById("grading-form"); }
+  function storeKey(form) { return "dd-grading-draft-" + form.dataset.draft; }
+
+  function snapshot(form) {
     const data = {};
     for (const name of fields) {
       const el = form.elements.namedItem(name);
@@ -17,12 +20,12 @@
     return data;
   }
 
-  function restore() {
-    // A successful save (flash shown) clears the copy; an error page already carries the values.
-    if (form.dataset.saved === "1") { localStorage.removeItem(storeKey); return; }
+  function restore(form) {
+    // A successful save clears the copy; an error answer already carries the values.
+    if (form.dataset.saved === "1") { localStorage.removeItem(storeKey(form)); return; }
     if (document.getElementById("grading-error")) return;
     let data = null;
-    try { data = JSON.parse(localStorage.getItem(storeKey) || "null"); } catch (e) { data = null; }
+    try { data = JSON.parse(localStorage.getItem(storeKey(form)) || "null"); } catch (e) { data = null; }
     if (!data) return;
     for (const name of fields) {
       const value = data[name];
@@ -37,30 +40,72 @@
     }
   }
 
-  function save() { localStorage.setItem(storeKey, JSON.stringify(snapshot())); }
-
-  function submit(next) {
-    const button = form.querySelector('button[name="next"][value="' + (next ? "1" : "0") + '"]');
-    if (typeof form.requestSubmit === "function") form.requestSubmit(button); else button.click();
+  function save(ev) {
+    const form = ev.target.closest ? ev.target.closest("#grading-form") : null;
+    if (form) localStorage.setItem(storeKey(form), JSON.stringify(snapshot(form)));
   }
 
-  const byKey = {};
-  for (const input of form.querySelectorAll("input[data-key]")) byKey[input.dataset.key] = input;
+  function submit(form, next) {
+    // click() (not requestSubmit) so the browser validates and htmx sees which button was used.
+    const button = form.querySelector('button[name="next"][value="' + (next ? "1" : "0") + '"]');
+    button.click();
+  }
 
-  form.addEventListener("input", save);
-  form.addEventListener("change", save);
+  function openSkip() {
+    const details = document.getElementById("grading-skip");
+    if (!details) return;
+    details.open = true;
+    const first = details.querySelector("input[name=reason]");
+    if (first) first.focus();
+  }
+
+  function setUp(root) {
+    const form = root && root.querySelector ? root.querySelector("#grading-form") || (root.id === "grading-form" ? root : null) : null;
+    if (form) restore(form);
+  }
+
+  document.addEventListener("input", save);
+  document.addEventListener("change", save);
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    // The grade went in: forget the local copy of the item being replaced.
+    const form = gradingForm();
+    if (form && ev.detail.xhr && ev.detail.xhr.status < 300 && ev.detail.requestConfig && ev.detail.requestConfig.verb === "post") {
+      const html = ev.detail.xhr.responseText || "";
+      if (html.indexOf('id="grading-error"') === -1) localStorage.removeItem(storeKey(form));
+    }
+  });
+  document.addEventListener("htmx:load", function (ev) { setUp(ev.detail.elt); });
 
   document.addEventListener("keydown", function (ev) {
-    if ((ev.ctrlKey || ev.metaKey) && ev.key === "Enter") { ev.preventDefault(); submit(true); return; }
-    if ((ev.ctrlKey || ev.metaKey) && (ev.key === "s" || ev.key === "S")) { ev.preventDefault(); submit(false); return; }
+    const form = gradingForm();
     const target = ev.target;
+    if ((ev.ctrlKey || ev.metaKey) && ev.key === "Enter") {
+      const skipForm = target && target.closest ? target.closest("#grading-skip-form") : null;
+      if (skipForm) { ev.preventDefault(); skipForm.querySelector("button[type=submit]").click(); return; }
+      if (form) { ev.preventDefault(); submit(form, true); }
+      return;
+    }
+    if ((ev.ctrlKey || ev.metaKey) && (ev.key === "s" || ev.key === "S")) {
+      if (form) { ev.preventDefault(); submit(form, false); }
+      return;
+    }
     const typing = target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"));
     if (typing) {
       if (ev.key === "Escape") target.blur();
       return;
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const input = byKey[ev.key.toLowerCase()];
+    if (target && target.closest && target.closest("#grading-skip")) return; // arrows and space choose a reason
+    const key = ev.key.toLowerCase();
+    if (key === "k") { ev.preventDefault(); openSkip(); return; }
+    if (key === "b") {
+      const prev = document.getElementById("grading-previous");
+      if (prev) { ev.preventDefault(); prev.click(); }
+      return;
+    }
+    if (!form) return;
+    if (key === "n") { ev.preventDefault(); form.elements.namedItem("rationale").focus(); return; }
+    const input = form.querySelector('input[data-key="' + CSS.escape(key) + '"]');
     if (!input) return;
     ev.preventDefault();
     input.checked = true;
@@ -71,12 +116,16 @@
       const draftText = document.getElementById("grading-draft-text");
       if (selection && draftText && draftText.textContent.includes(selection)) {
         claim.value = selection;
-        save();
+        claim.dispatchEvent(new Event("input", { bubbles: true }));
       } else if (claim && !claim.value) {
         claim.focus();
       }
     }
   });
 
-  restore();
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { setUp(document); });
+  } else {
+    setUp(document);
+  }
 })();

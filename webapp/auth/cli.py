@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from webapp.auth import service
@@ -81,9 +83,16 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def serve(
         host: str = typer.Option("127.0.0.1", "--host"),
         port: int = typer.Option(8000, "--port"),
+        workers: int | None = typer.Option(
+            None,
+            "--workers",
+            min=1,
+            help="Worker processes (default: 1 for a SQLite file, the number of CPU cores for PostgreSQL)",
+        ),
+        access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request"),
         background: bool = typer.Option(True, "--background/--no-background", help="Run alert evaluation and delivery"),
     ) -> None:
-        """Apply pending migrations and serve the dashboard with uvicorn (alert jobs in the background)."""
+        """Apply pending migrations and serve the dashboard with uvicorn (workers; alert jobs in the background)."""
         import uvicorn
 
         from webapp.config import ConfigError, Settings
@@ -97,4 +106,32 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         except (ConfigError, SpecError) as exc:
             fail(str(exc))
         upgrade(settings.database_url)
-        uvicorn.run(app_, host=host, port=port, log_level="info")
+        n = workers or default_workers(settings.database_url)
+        if n == 1:
+            uvicorn.run(app_, host=host, port=port, log_level="info", access_log=access_log)
+            return
+        app_.state.engine.dispose()
+        # Workers read their settings from the environment: pass the background choice on (the
+        # database lease lets one of them evaluate alerts at a time).
+        os.environ["DRAFTDESK_BACKGROUND_JOBS"] = "true" if background else "false"
+        # Each worker builds its own app (and engine) from the same environment; sessions, rate
+        # limits and reservations live in the database, so any worker can answer any request.
+        uvicorn.run(
+            "webapp.main:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=n,
+            log_level="info",
+            access_log=access_log,
+            # uvicorn restarts a worker that misses a 5 s health ping; on a busy machine a worker
+            # that is still importing, or busy, is not dead, and restarting it only adds load.
+            timeout_worker_healthcheck=60,
+        )
+
+
+def default_workers(database_url: str) -> int:
+    """Return the default number of worker processes: 1 for SQLite (one writer at a time), else the CPU cores."""
+    if database_url.startswith("sqlite"):
+        return 1
+    return os.cpu_count() or 1

@@ -135,3 +135,16 @@ class ReferenceGrade(SQLModel, table=True):
     rationale: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     unsupported_claim: str | None = Field(default=None, sa_column=Column(Text))
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class GradingSkip(SQLModel, table=True):
+    """A grader passed on a draft, with a reason; the draft goes to the end of that grader's queue."""
+
+    __tablename__ = "grading_skip"
+
+    id: int | None = Field(default=None, primary_key=True)
+    draft_id: int = Field(foreign_key="draft.id", index=True, ondelete="CASCADE")
+    grader_id: int = Field(foreign_key="app_user.id", index=True)
+    reason: str = Field(max_length=20)  # a key of service.SKIP_REASONS
+    detail: str = Field(default="", max_length=500)
+    skipped_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

@@ -8,22 +8,29 @@ import datetime as dt
 import io
 import itertools
 import json
+import statistics
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sqlalchemy import case as sql_case
 from sqlalchemy import delete, func, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
+from webapp.checks.models import DraftCheck
 from webapp.datasets.models import EvalCase
+from webapp.evaluator.models import EvaluatorJudgeScore
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
     Grade,
     GradeChange,
+    GradingSkip,
     GradingSlot,
     ReferenceGrade,
     ReferenceVersion,
@@ -35,6 +42,8 @@ from webapp.spec import RUBRIC_COLUMNS, Criterion, EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
 GRADER_ROLES = ("labeler", "lead")
+# A second name for grade, for queries that compare a grade with the other grades of its draft.
+GradeOfDraft = aliased(Grade)
 # The grade tables' score columns; the spec's rubric must name exactly these (checked at start-up).
 SCALE_KEYS = tuple(k for k, kind in RUBRIC_COLUMNS.items() if kind == "scale")
 FACTUAL_KEY = "factual_accuracy"
@@ -322,21 +331,75 @@ def _gradable(stmt: Any) -> Any:
     return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False))
 
 
-def batch_drafts_stmt(batch: BatchFilter) -> Any:
-    """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
-    stmt = (
-        select(Draft, EvalCase)
-        .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
-        .where(Draft.run_id == batch.run_id)
-    )
-    stmt = _gradable(stmt)
+def _batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any:
+    if join_case or batch.category or batch.intent or batch.golden is not None:
+        stmt = stmt.join(EvalCase, col(EvalCase.id) == Draft.case_pk)
+    stmt = _gradable(stmt.where(Draft.run_id == batch.run_id))
     if batch.category:
         stmt = stmt.where(EvalCase.category == batch.category)
     if batch.intent:
         stmt = stmt.where(or_(EvalCase.intent == batch.intent, Draft.intent == batch.intent))
     if batch.golden is not None:
         stmt = stmt.where(col(EvalCase.golden).is_(batch.golden))
+    return stmt
+
+
+def batch_drafts_stmt(batch: BatchFilter) -> Any:
+    """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
+    stmt = _batch_where(select(Draft, EvalCase), batch)
     return stmt.order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """The grading page's progress: drafts in the batch, grades in against needed, and mine."""
+
+    drafts: int
+    grades_done: int
+    grades_needed: int
+    mine: int
+
+    @property
+    def share(self) -> float:
+        """Return the share of needed grades that are in."""
+        return self.grades_done / self.grades_needed if self.grades_needed else 0.0
+
+    @property
+    def mine_share(self) -> float:
+        """Return the share of the batch's drafts the grader has graded."""
+        return self.mine / self.drafts if self.drafts else 0.0
+
+
+def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int) -> BatchCounts:
+    """Return the batch's progress in one aggregate query (the grading page shows it on every item)."""
+    n = spec.grading.graders_per_draft
+    per_draft = (
+        _batch_where(
+            select(
+                col(Draft.id),
+                func.count(col(Grade.id)).label("c"),
+                func.coalesce(func.sum(sql_case((col(Grade.grader_id) == grader_id, 1), else_=0)), 0).label("m"),
+            ),
+            batch,
+            join_case=False,
+        )
+        .join(Grade, col(Grade.draft_id) == Draft.id, isouter=True)
+        .group_by(col(Draft.id))
+        .subquery()
+    )
+    drafts, done, mine = session.exec(
+        select(
+            func.count(),
+            func.coalesce(func.sum(sql_case((per_draft.c.c > n, n), else_=per_draft.c.c)), 0),
+            func.coalesce(func.sum(per_draft.c.m), 0),
+        )
+    ).one()
+    return BatchCounts(drafts=int(drafts), grades_done=int(done), grades_needed=int(drafts) * n, mine=int(mine))
+
+
+def draft_locked(*, session: Session, draft_id: int) -> bool:
+    """Tell whether the draft's grades can no longer change (the lead has adjudicated it)."""
+    return _locked(session, draft_id)
 
 
 def _insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool:
@@ -358,13 +421,23 @@ def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
 
 
 def claim_slot(
-    *, session: Session, spec: EvalSpec, draft_id: int, grader_id: int, now: dt.datetime | None = None
+    *,
+    session: Session,
+    spec: EvalSpec,
+    draft_id: int,
+    grader_id: int,
+    now: dt.datetime | None = None,
+    release: bool = True,
 ) -> GradingSlot | None:
-    """Reserve one of the draft's places for the grader (or refresh theirs); None when none is free."""
+    """Reserve one of the draft's places for the grader (or refresh theirs); None when none is free.
+
+    release=False when the caller has just released expired reservations itself.
+    """
     now = now or utcnow()
     expires = now + dt.timedelta(minutes=spec.grading.reservation_minutes)
     conn = session.connection()
-    release_expired(session=session, now=now)
+    if release:
+        release_expired(session=session, now=now)
     mine = session.exec(
         select(GradingSlot)
         .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
@@ -406,31 +479,143 @@ def release_reservation(*, session: Session, draft_id: int, grader_id: int) -> N
 
 
 def next_item(
-    *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, now: dt.datetime | None = None
+    *,
+    session: Session,
+    spec: EvalSpec,
+    grader_id: int,
+    batch: BatchFilter,
+    exclude: Collection[int] = (),
+    now: dt.datetime | None = None,
 ) -> Draft | None:
-    """Reserve and return the oldest draft of the batch the grader has not graded that still needs grades."""
+    """Reserve and return the oldest draft of the batch the grader has not graded that still needs grades.
+
+    A draft the grader already holds comes first; drafts in `exclude` (the one on screen) are passed
+    over; drafts the grader skipped come only when nothing else is left.
+    """
+    draft_id = reserve_next(
+        session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude, now=now
+    )
+    return session.get(Draft, draft_id) if draft_id is not None else None
+
+
+def reserve_next(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    grader_id: int,
+    batch: BatchFilter,
+    exclude: Collection[int] = (),
+    now: dt.datetime | None = None,
+) -> int | None:
+    """Do what next_item does and return only the draft's id (the grading page pre-reserves with it)."""
     now = now or utcnow()
-    release_expired(session=session, now=now)
-    held = session.exec(
-        batch_drafts_stmt(batch)
+    window = dt.timedelta(minutes=spec.grading.reservation_minutes)
+    # Ids only: every grading page asks this, and loading the rows (JSON columns) would cost more than the query.
+    held_stmt = (
+        _batch_where(select(Draft.id, GradingSlot.expires_at), batch)
         .join(GradingSlot, col(GradingSlot.draft_id) == Draft.id)
         .where(GradingSlot.grader_id == grader_id, col(GradingSlot.grade_id).is_(None))
-    ).first()
+        .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+    )
+    if exclude:
+        held_stmt = held_stmt.where(col(Draft.id).not_in(list(exclude)))
+    held = session.exec(held_stmt).first()
     if held is not None:
-        claim_slot(session=session, spec=spec, draft_id=held[0].id, grader_id=grader_id, now=now)  # type: ignore[arg-type]
-        return held[0]
+        draft_id, expires = held
+        # Still mine. Extend it only when less than half the window is left, so that re-reading a
+        # page that holds its next item writes nothing.
+        if expires is None or as_utc(expires) < now + window / 2:
+            session.connection().execute(
+                update(GradingSlot)
+                .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
+                .values(expires_at=now + window)
+            )
+        return int(draft_id)
+    release_expired(session=session, now=now)
     taken = (
         select(GradingSlot.draft_id)
         .group_by(col(GradingSlot.draft_id))
         .having(func.count() >= spec.grading.graders_per_draft)
     )
     mine = select(GradingSlot.draft_id).where(GradingSlot.grader_id == grader_id)
-    stmt = batch_drafts_stmt(batch).where(col(Draft.id).not_in(taken), col(Draft.id).not_in(mine))
-    for draft, _case in session.exec(stmt.limit(50)):
-        slot = claim_slot(session=session, spec=spec, draft_id=draft.id, grader_id=grader_id, now=now)  # type: ignore[arg-type]
-        if slot is not None:
-            return draft
+    skipped = select(GradingSkip.draft_id).where(GradingSkip.grader_id == grader_id)
+    stmt = (
+        _batch_where(select(Draft.id), batch)
+        .where(col(Draft.id).not_in(taken), col(Draft.id).not_in(mine))
+        .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+    )
+    if exclude:
+        stmt = stmt.where(col(Draft.id).not_in(list(exclude)))
+    # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
+    for candidates in (stmt.where(col(Draft.id).not_in(skipped)), stmt.where(col(Draft.id).in_(skipped))):
+        for draft_id in session.exec(candidates.limit(50)):
+            # The candidate query left out drafts where this grader has a place, so only free places
+            # are tried; the unique constraints decide a race (see claim_slot).
+            for slot in range(spec.grading.graders_per_draft):
+                values = {
+                    "draft_id": draft_id,
+                    "slot": slot,
+                    "grader_id": grader_id,
+                    "reserved_at": now,
+                    "expires_at": now + window,
+                }
+                if _insert_ignore(session, GradingSlot.__table__, values):
+                    return int(draft_id)
     return None
+
+
+# Reasons a grader may give for skipping a draft (key -> label); "other" needs a few words.
+SKIP_REASONS: dict[str, str] = {
+    "domain": "needs domain knowledge",
+    "kb_missing": "KB missing",
+    "unclear_ticket": "unclear ticket",
+    "other": "other",
+}
+
+
+def skip_draft(
+    *,
+    session: Session,
+    draft_id: int,
+    grader_id: int,
+    reason: str,
+    detail: str = "",
+    now: dt.datetime | None = None,
+) -> GradingSkip:
+    """Record that the grader skips the draft (with a reason) and give back their reservation."""
+    reason = (reason or "").strip()
+    if reason not in SKIP_REASONS:
+        raise GradeInvalid(
+            f"reason: choose one of {', '.join(SKIP_REASONS)} (got {reason!r})", field="reason"
+        )
+    detail = (detail or "").strip()
+    if reason == "other" and not detail:
+        raise GradeInvalid("detail: say in a few words why you skip this draft", field="detail")
+    if len(detail) > 500:
+        raise GradeInvalid("detail: at most 500 characters", field="detail")
+    if session.get(Draft, draft_id) is None:
+        raise NotFound(f"draft {draft_id} does not exist")
+    if own_grade(session=session, draft_id=draft_id, grader_id=grader_id) is not None:
+        raise AlreadyGraded(f"you already graded draft {draft_id}; there is nothing to skip")
+    release_reservation(session=session, draft_id=draft_id, grader_id=grader_id)
+    row = GradingSkip(
+        draft_id=draft_id, grader_id=grader_id, reason=reason, detail=detail, skipped_at=now or utcnow()
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def skip_counts(*, session: Session, draft_ids: Collection[int]) -> dict[int, int]:
+    """Return how many times each draft was skipped (drafts never skipped are absent)."""
+    if not draft_ids:
+        return {}
+    rows = session.exec(
+        select(GradingSkip.draft_id, func.count())
+        .where(col(GradingSkip.draft_id).in_(list(draft_ids)))
+        .group_by(col(GradingSkip.draft_id))
+    )
+    return {int(d): int(n) for d, n in rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,11 +666,18 @@ def grade_lock(*, session: Session, grade: Grade) -> str | None:
 def _lock_draft(session: Session, draft_id: int) -> Draft | None:
     """Lock the draft's row for this transaction so grades of one draft are evaluated one at a time.
 
-    PostgreSQL takes a row lock (FOR UPDATE); SQLite ignores it, but there the first write of a
-    transaction takes the database's single write lock, which serialises the same work.
+    PostgreSQL takes a row lock (FOR NO KEY UPDATE); SQLite ignores it, but there the first write of a
+    transaction takes the database's single write lock, which serialises the same work. NO KEY
+    UPDATE, not UPDATE: the same transaction reserves the grader's next draft, and that insert's
+    foreign-key check takes KEY SHARE on the other draft's row. Under FOR UPDATE two graders saving
+    drafts X and Y while each reserves the other's draft would deadlock; NO KEY UPDATE still
+    serialises the grades of one draft but lets those reservations through.
     """
     return session.exec(
-        select(Draft).where(Draft.id == draft_id).with_for_update().execution_options(populate_existing=True)
+        select(Draft)
+        .where(Draft.id == draft_id)
+        .with_for_update(key_share=True)
+        .execution_options(populate_existing=True)
     ).first()
 
 
@@ -511,7 +703,15 @@ def record_grade(
         raise AlreadyGraded(f"you already graded draft {draft_id}; revise grade {existing.id} instead")
     if _locked(session, draft_id):
         raise GradeLocked(f"draft {draft_id} has been adjudicated")
-    slot = claim_slot(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now)
+    # A grader usually saves the draft reserved for them: use that place as it is (it is taken by
+    # the grade at once, so extending the reservation first would be wasted work).
+    slot = session.exec(
+        select(GradingSlot)
+        .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
+        .execution_options(populate_existing=True)
+    ).first()
+    if slot is None:
+        slot = claim_slot(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now)
     if slot is None:
         raise NoPlaceLeft(
             f"draft {draft_id} already has the {spec.grading.graders_per_draft} graders it needs; take the next item"
@@ -602,14 +802,21 @@ def grades_visible_to(*, session: Session, draft_id: int, principal: Principal) 
     return list(session.exec(select(Grade).where(Grade.draft_id == draft_id).order_by(col(Grade.id))))
 
 
-def grade_history(*, session: Session, draft_id: int, principal: Principal) -> list[GradeChange]:
-    """Return the changes of the draft's grades the caller may see (own only, until blind ends), oldest first."""
+def grade_history(
+    *, session: Session, draft_id: int, principal: Principal, can_see: bool | None = None
+) -> list[GradeChange]:
+    """Return the changes of the draft's grades the caller may see (own only, until blind ends), oldest first.
+
+    `can_see` is can_see_grades() when the caller has worked it out already.
+    """
     stmt = (
         select(GradeChange)
         .join(Grade, col(Grade.id) == GradeChange.grade_id)
         .where(Grade.draft_id == draft_id)
     )
-    if not can_see_grades(session=session, draft_id=draft_id, principal=principal):
+    if can_see is None:
+        can_see = can_see_grades(session=session, draft_id=draft_id, principal=principal)
+    if not can_see:
         stmt = stmt.where(Grade.grader_id == principal.user_id)
     return list(session.exec(stmt.order_by(col(GradeChange.changed_at), col(GradeChange.id))))
 
@@ -623,6 +830,88 @@ def returned_grades(*, session: Session, grader_id: int) -> list[Grade]:
             .order_by(col(Grade.id))
         )
     )
+
+
+def previous_grade(
+    *, session: Session, spec: EvalSpec, grader_id: int, exclude_draft: int | None = None
+) -> Grade | None:
+    """Return the grader's last grade when it may still be revised: its draft still waits for other grades.
+
+    Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
+    draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
+    """
+    others = select(func.count()).where(col(Grade.draft_id) == col(GradeOfDraft.draft_id)).scalar_subquery()
+    row = session.exec(
+        select(GradeOfDraft, others)
+        .where(GradeOfDraft.grader_id == grader_id, *([GradeOfDraft.draft_id != exclude_draft] if exclude_draft else []))
+        .order_by(col(GradeOfDraft.created_at).desc(), col(GradeOfDraft.id).desc())
+        .limit(1)
+    ).first()
+    if row is None or row[0].status != "submitted":
+        return None
+    last, n = row
+    # The lock rule (grade_lock) must allow the revision too; a draft still short of grades has no
+    # adjudication, so today this only guards against a future rule.
+    if int(n) >= spec.grading.graders_per_draft or grade_lock(session=session, grade=last) is not None:
+        return None
+    return last
+
+
+@dataclass(frozen=True)
+class Pace:
+    """A grader's day: first grades submitted today and the median seconds spent per grade."""
+
+    grader_id: int
+    name: str
+    grades_today: int
+    median_seconds: float | None
+
+
+def grading_pace(
+    *, session: Session, grader_ids: Collection[int] | None = None, now: dt.datetime | None = None
+) -> list[Pace]:
+    """Return today's (UTC) grades and median seconds per grade, per grader who graded today.
+
+    A grade's time runs from when the grader could start it, the later of its reservation and the
+    grader's previous grade, to its submission; revisions are not counted.
+    """
+    now = now or utcnow()
+    midnight = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.UTC)
+    stmt = (
+        select(Grade.grader_id, Grade.created_at, GradingSlot.reserved_at)
+        .join(GradingSlot, col(GradingSlot.grade_id) == Grade.id, isouter=True)
+        .where(col(Grade.created_at) >= midnight)
+        .order_by(col(Grade.grader_id), col(Grade.created_at), col(Grade.id))
+    )
+    if grader_ids is not None:
+        if not grader_ids:
+            return []
+        stmt = stmt.where(col(Grade.grader_id).in_(list(grader_ids)))
+    durations: dict[int, list[float]] = defaultdict(list)
+    previous: dict[int, dt.datetime] = {}
+    for grader_id, created, reserved in session.exec(stmt):
+        created = as_utc(created)
+        starts = [as_utc(t) for t in (reserved, previous.get(grader_id)) if t is not None]
+        durations[grader_id].append(max(0.0, (created - max(starts)).total_seconds()) if starts else float("nan"))
+        previous[grader_id] = created
+    if not durations:
+        return []
+    names = {
+        u.id: (u.name or u.email)
+        for u in session.exec(select(User).where(col(User.id).in_(list(durations))))
+    }
+    out = []
+    for grader_id, values in durations.items():
+        known = [v for v in values if v == v]  # NaN: no reservation and no earlier grade to start from
+        out.append(
+            Pace(
+                grader_id=grader_id,
+                name=names.get(grader_id, "?"),
+                grades_today=len(values),
+                median_seconds=statistics.median(known) if known else None,
+            )
+        )
+    return sorted(out, key=lambda p: p.name.lower())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -905,6 +1194,7 @@ class CitedRevision:
     title: str | None
     body: str | None
     status: str | None  # None: that revision is not in the KB
+    current_revision: int | None = None  # the article's current revision, when it has one
 
     @property
     def flagged(self) -> bool:
@@ -913,20 +1203,25 @@ class CitedRevision:
 
 
 def cited_revisions(*, session: Session, draft: Draft) -> list[CitedRevision]:
-    """Return the KB revisions the draft cites, with their text and status."""
+    """Return the KB revisions the draft cites, with their text, status and the article's current revision."""
+    citations = draft.citations or []
+    articles = sorted({str(c.get("article_id", "")) for c in citations})
+    revs: dict[tuple[str, int], KbRevision] = {}
+    current: dict[str, KbRevision] = {}
+    if articles:
+        for rev in session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(articles))):
+            revs[(rev.article_id, rev.revision)] = rev
+            if rev.status == "current":
+                current[rev.article_id] = rev
     out: list[CitedRevision] = []
-    for c in draft.citations or []:
+    for c in citations:
         article = str(c.get("article_id", ""))
         number = c.get("revision")
-        rev = None
-        if number is not None:
-            rev = session.exec(
-                select(KbRevision).where(KbRevision.article_id == article, KbRevision.revision == int(number))
-            ).first()
-        else:
-            rev = session.exec(
-                select(KbRevision).where(KbRevision.article_id == article, KbRevision.status == "current")
-            ).first()
+        try:
+            rev = revs.get((article, int(number))) if number is not None else current.get(article)
+        except (TypeError, ValueError):
+            rev = None
+        now_current = current.get(article)
         out.append(
             CitedRevision(
                 article_id=article,
@@ -934,9 +1229,40 @@ def cited_revisions(*, session: Session, draft: Draft) -> list[CitedRevision]:
                 title=rev.title if rev else None,
                 body=rev.body if rev else None,
                 status=rev.status if rev else None,
+                current_revision=now_current.revision if now_current else None,
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class ModelSignals:
+    """What the machine thinks of a draft: its confidence, the LLM judge's scores, the automated checks."""
+
+    confidence: float | None
+    judge_scores: dict[str, Any] | None
+    judge_rationale: str | None
+    checks: list[DraftCheck]
+
+
+def model_signals(
+    *, session: Session, spec: EvalSpec, draft: Draft, has_graded: bool
+) -> ModelSignals | None:
+    """Return the draft's model signals, or None while blind grading hides them (before the grader submits)."""
+    if not has_graded and not spec.grading.show_model_signals_before_grading:
+        return None
+    judge = session.exec(
+        select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft.id)
+    ).first()
+    checks = list(
+        session.exec(select(DraftCheck).where(DraftCheck.draft_id == draft.id).order_by(col(DraftCheck.key)))
+    )
+    return ModelSignals(
+        confidence=draft.confidence,
+        judge_scores=judge.scores if judge else None,
+        judge_rationale=judge.rationale if judge else None,
+        checks=checks,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,150 @@
+"""Chromium, keyboard only: grade five drafts, skip one with a reason, go back to revise one; after
+every save the next draft is swapped in by htmx (no full page load) and the URL follows; back,
+reload and htmx's history restore still show the right draft."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, select
+
+from tests.browser.conftest import sign_in
+from tests.grading.conftest import GradingWorld, build_world
+from webapp.db import make_engine
+from webapp.grading.models import Grade, GradingSkip
+
+MARK = "window.__ddNoReload"
+
+
+def shown(page) -> int:  # type: ignore[no-untyped-def]
+    """Return the id of the draft on screen (the swapped item carries it)."""
+    return int(page.get_attribute("#grading-item", "data-draft"))
+
+
+def wait_for_other_draft(page, before: int) -> int:  # type: ignore[no-untyped-def]
+    page.wait_for_function(
+        "before => { const el = document.getElementById('grading-item'); return el && el.dataset.draft !== String(before); }",
+        arg=before,
+    )
+    now = shown(page)
+    assert page.url.split("?")[0].endswith(f"/grading/drafts/{now}")  # hx-push-url followed the swap
+    assert page.evaluate(MARK) is True, "a full page load happened"
+    return now
+
+
+def grade_by_keys(page, keys: list[str], rationale: str) -> int:  # type: ignore[no-untyped-def]
+    """Score the draft on screen with shortcuts, type a rationale, save and next; return the new draft's id."""
+    before = shown(page)
+    for key in keys:
+        page.keyboard.press(key)
+    page.keyboard.press("n")  # into the rationale
+    page.keyboard.type(rationale)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+Enter")
+    after = wait_for_other_draft(page, before)
+    assert f"(draft {before})" in page.inner_text("#grading-flash")
+    return after
+
+
+def grades_of(db_url: str, grader_id: int) -> dict[int, Grade]:
+    engine = make_engine(db_url)
+    try:
+        with Session(engine) as s:
+            return {g.draft_id: g for g in s.exec(select(Grade).where(Grade.grader_id == grader_id))}
+    finally:
+        engine.dispose()
+
+
+def test_keyboard_only_grading_with_skip_and_previous(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
+    world: GradingWorld = live_server.seed(lambda s: build_world(s, n_drafts=8))  # type: ignore[assignment]
+    d = [x.id for x in world.drafts]
+    base = live_server.url
+    page = new_page()
+    sign_in(page, base, "alice@example.test")
+    page.goto(f"{base}/grading")
+    page.keyboard.press("Enter")  # "Grade next in run-1" has the focus
+    page.wait_for_url("**/grading/drafts/*")
+    assert shown(page) == d[0]
+    # The next draft is already reserved while the grader reads this one.
+    assert page.get_attribute("#grading-upcoming", "data-draft") == str(d[1])
+    page.evaluate(f"{MARK} = true")
+
+    assert grade_by_keys(page, ["p", "4", "r", "f"], "first") == d[1]
+    assert grade_by_keys(page, ["p", "5", "t", "g"], "second") == d[2]
+
+    # Skip d2 with a reason, by keyboard: K opens the reasons, arrow down picks "KB missing".
+    page.keyboard.press("k")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Control+Enter")
+    assert wait_for_other_draft(page, d[2]) == d[3]
+    assert f"Skipped draft {d[2]} (KB missing)" in page.inner_text("#grading-flash")
+
+    assert grade_by_keys(page, ["p", "3", "e", "d"], "third") == d[4]
+    # "Fail" without a quote is refused: the same draft comes back with the error and the scores kept.
+    for key in ["3", "e", "d", "x"]:
+        page.keyboard.press(key)
+    page.keyboard.press("Escape")  # X put the cursor in the empty quote box
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#grading-error")
+    assert shown(page) == d[4] and page.evaluate(MARK) is True
+    assert "unsupported_claim" in page.inner_text("#grading-error")
+    assert page.is_checked("input[name=tone][value='3']")
+    page.keyboard.press("p")
+    assert grade_by_keys(page, [], "fourth, after the error") == d[5]
+
+    # Previous (B): back to d4, the last grade, still waiting for its second grade; revise tone to 2 (W).
+    page.keyboard.press("b")
+    assert wait_for_other_draft(page, d[5]) == d[4]
+    assert page.input_value("#g-rationale") == "fourth, after the error"
+    page.keyboard.press("w")
+    page.keyboard.press("Control+Enter")
+    assert wait_for_other_draft(page, d[4]) == d[5]  # the reserved next draft, not a new one
+    assert "Grade revised (draft" in page.inner_text("#grading-flash")
+
+    assert grade_by_keys(page, ["p", "2", "w", "s"], "fifth") == d[6]
+
+    mine = grades_of(live_server.db_url, world.alice.id)
+    assert sorted(mine) == [d[0], d[1], d[3], d[4], d[5]]
+    assert (mine[d[0]].citation_relevance, mine[d[0]].tone, mine[d[0]].completeness) == (4, 4, 4)
+    assert mine[d[4]].tone == 2 and mine[d[4]].rationale == "fourth, after the error"
+    engine = make_engine(live_server.db_url)
+    with Session(engine) as s:
+        skip = s.exec(select(GradingSkip)).one()
+    engine.dispose()
+    assert (skip.draft_id, skip.grader_id, skip.reason) == (d[2], world.alice.id, "kb_missing")
+
+    # Back button: htmx asks the server (HX-History-Restore-Request) and shows d5 with my grade.
+    page.go_back()
+    page.wait_for_function(f"document.getElementById('grading-item') && document.getElementById('grading-item').dataset.draft === '{d[5]}'")
+    assert page.input_value("#g-rationale") == "fifth"
+    assert "Your grade" in page.inner_text(".grading-rubric")
+    # Reload: the full page of whatever the URL says.
+    page.reload()
+    assert shown(page) == d[5] and page.evaluate(MARK) is None
+    assert page.console_errors == []
+
+
+def test_layout_at_desktop_and_phone_sizes(live_server, browser) -> None:  # type: ignore[no-untyped-def]
+    """1440x900: the draft's first lines and the whole rubric (save buttons included) without scrolling;
+    390x844: nothing wider than the screen, score buttons at least 44 px high."""
+    world: GradingWorld = live_server.seed(lambda s: build_world(s))  # type: ignore[assignment]
+    url = f"{live_server.url}/grading/drafts/{world.drafts[0].id}"
+    for width, height in ((1440, 900), (390, 844)):
+        ctx = browser.new_context(viewport={"width": width, "height": height})
+        try:
+            page = ctx.new_page()
+            sign_in(page, live_server.url, "alice@example.test")
+            page.goto(url)
+            box = page.evaluate(
+                """() => {
+                  const r = (sel) => document.querySelector(sel).getBoundingClientRect();
+                  const buttons = [...document.querySelectorAll('.grading-rubric .grading-choice')].map(e => e.getBoundingClientRect().height);
+                  return {draftTop: r('#grading-draft-text').top, rubricBottom: r('.grading-rubric').bottom,
+                          saveBottom: r('#grading-form button.primary').bottom,
+                          scrollWidth: document.documentElement.scrollWidth, minButton: Math.min(...buttons)};
+                }"""
+            )
+            if width == 1440:
+                assert box["draftTop"] < 300 and box["rubricBottom"] <= height and box["saveBottom"] <= height, box
+            else:
+                assert box["scrollWidth"] <= width and box["minButton"] >= 44, box
+        finally:
+            ctx.close()
