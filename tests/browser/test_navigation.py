@@ -21,7 +21,7 @@ EXPECTED_ROLES = {
     "/grading/adjudication": {"lead"},
     "/grading/agreement": {"lead", "pm"},
     "/runs": _ALL,
-    "/regression": {"lead", "pm", "admin", "support_lead"},
+    "/regression": {"lead", "pm", "admin", "support_lead", "labeler"},
     "/evaluator/runs": {"lead", "pm", "admin"},
     "/datasets": {"lead", "pm", "admin", "labeler"},
     "/kb": _ALL,
