@@ -80,8 +80,16 @@ def render(
     status_code: int = 200,
     headers: dict[str, str] | None = None,
 ) -> HTMLResponse:
-    """Render a page; for an htmx request with `block`, render only that block of the same template."""
+    """Render a page; for an htmx request with `block`, render only that block of the same template.
+
+    A page that answers both ways says so with `Vary: HX-Request`, so no cache hands the fragment
+    to a full page load (or the page to htmx).
+    """
     context = dict(context or {})
+    if block:
+        headers = {**(headers or {})}
+        vary = [v.strip() for v in headers.get("Vary", "").split(",") if v.strip()]
+        headers["Vary"] = ", ".join(dict.fromkeys([*vary, "HX-Request"]))
     if block and is_htmx(request):
         template = templates.env.get_template(name)
         ctx = template.new_context({**_context(request), "request": request, **context})

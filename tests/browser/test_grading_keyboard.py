@@ -85,7 +85,7 @@ def test_keyboard_only_grading_with_skip_and_previous(live_server, new_page) -> 
     page.keyboard.press("Control+Enter")
     page.wait_for_selector("#grading-error")
     assert shown(page) == d[4] and page.evaluate(MARK) is True
-    assert "unsupported_claim" in page.inner_text("#grading-error")
+    assert "Unsupported claim" in page.inner_text("#grading-error")
     assert page.is_checked("input[name=tone][value='3']")
     page.keyboard.press("p")
     assert grade_by_keys(page, [], "fourth, after the error") == d[5]

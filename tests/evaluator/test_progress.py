@@ -33,7 +33,7 @@ class TestLines:
         lines = case_lines(result)
         assert [int(m.group(1)) for m in lines] == [1, 2, 3]
         assert sorted(m.group(2) for m in lines) == ["c1", "c2", "c3"]
-        assert "samples in flight" not in result.output
+        assert " in flight · " not in result.output
 
     def test_quiet_on_a_terminal_prints_lines_not_the_bar(
         self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch
@@ -42,7 +42,7 @@ class TestLines:
         result = evaluate("-n", "2", "--quiet", dataset=dataset)
         assert result.exit_code == 0, result.output
         assert len(case_lines(result)) == 3
-        assert "samples in flight" not in result.output
+        assert " in flight · " not in result.output
 
     def test_terminal_shows_the_bar_with_its_figures(
         self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -53,11 +53,11 @@ class TestLines:
         text = ANSI.sub("", result.output)
         assert case_lines(result) == []
         lines = text.splitlines()
-        at = max(i for i, line in enumerate(lines) if "samples in flight" in line)
+        at = max(i for i, line in enumerate(lines) if " in flight · " in line)
         spent = only_run(tmp_path / "runs")["usage"]["cost_usd"]  # every call was made by this invocation
         assert re.fullmatch(rf"cases ━+ 3/3 \d:\d\d:\d\d \${spent:.4f}", lines[at - 1].strip()), lines[at - 1]
         assert re.fullmatch(
-            r"0 samples in flight · [\d.]+ calls/s · 0 cache hits · 0 retries waiting · ETA 0:00", lines[at].strip()
+            r"0 in flight · [\d.]+ calls/s · 0 cached · 0 retrying · ETA 0:00", lines[at].strip()
         ), lines[at]
 
     def test_case_line_of_a_partial_case(self) -> None:
@@ -81,8 +81,18 @@ class TestLiveStatus:
         eta = status.eta_seconds()
         assert eta == pytest.approx(10.0 * 6 / 2, abs=0.5)
         text = status.text()
-        assert text == "3 samples in flight · 2.5 calls/s · 7 cache hits · 2 retries waiting · ETA 0:30"
+        assert text == "3 in flight · 2.5 calls/s · 7 cached · 2 retrying · ETA 0:30"
         assert status.cost() == "$0.0123"
+
+    def test_a_busy_run_still_fits_80_columns(self) -> None:
+        # 1,234 calls/s, 32 in flight, hours to go: rich would wrap a longer line and split the ETA off.
+        stats = ClientStats(api_calls=12345, cache_hits=1000, retries_waiting=10, cost_usd=1.0)
+        status = LiveStatus(SimpleNamespace(stats=stats), samples_total=100_000)
+        status.runtime = SimpleNamespace(samples_in_flight=32)
+        status.samples_done = 100
+        status.started = time.monotonic() - 10.0
+        text = status.text()
+        assert text.startswith("32 in flight · 1234.") and "ETA 2:46:" in text and len(text) < 80
 
     def test_retries_waiting_counts_calls_sleeping_before_a_retry(self) -> None:
         server = FakeOpenAI(unavailable_first=1).start()

@@ -256,8 +256,9 @@ class LiveStatus:
         eta = self.eta_seconds()
         eta_text = "--:--" if eta is None else _clock(eta)
         return (
-            f"{self.in_flight()} samples in flight · {s.api_calls / elapsed:.1f} calls/s · "
-            f"{s.cache_hits} cache hits · {s.retries_waiting} retries waiting · ETA {eta_text}"
+            # Short words: the line must fit an 80-column terminal even at 1000 calls/s (rich wraps it).
+            f"{self.in_flight()} in flight · {s.api_calls / elapsed:.1f} calls/s · "
+            f"{s.cache_hits} cached · {s.retries_waiting} retrying · ETA {eta_text}"
         )
 
     def cost(self) -> str:
