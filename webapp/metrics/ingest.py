@@ -36,7 +36,9 @@ SEGMENT_DIMS: tuple[str, ...] = ("intent", "plan", "agent_id")
 # The segments kept per day: everything, each single dimension, and intent x plan. Narrower
 # combinations with an agent (one agent's events are few) are computed from the raw events.
 ROLLUPS: tuple[tuple[str, ...], ...] = ((), ("intent",), ("plan",), ("agent_id",), ("intent", "plan"))
-# Serializes aggregate rebuilds on PostgreSQL so the last writer of a day sees every committed event.
+# First key of the per-day advisory locks (the second is the day's ordinal): on PostgreSQL the
+# rebuilds of one day are serialized, so the last writer of a day sees every committed event,
+# while batches for different days proceed in parallel.
 PG_AGGREGATE_LOCK_KEY = 7_305_501
 
 
@@ -268,12 +270,12 @@ _RAW_COLUMNS = (
 def raw_frame(
     session: Session,
     *,
-    start: dt.date,
-    end: dt.date,
+    start: dt.date | None = None,
+    end: dt.date | None = None,
     days: Iterable[dt.date] | None = None,
     segment: dict[str, str | None] | None = None,
 ) -> pd.DataFrame:
-    """Load the columns the metrics need for the events of [start, end] (optionally only some days / one segment)."""
+    """Load the columns the metrics need for the events of [start, end], or of exactly `days` (optionally one segment)."""
     e = Event.__table__.c  # type: ignore[attr-defined]
     stmt = select(
         e.day,
@@ -291,31 +293,35 @@ def raw_frame(
         e.latency_ms,
         e.cost_usd,
         e.confidence,
-    ).where(e.day >= start, e.day <= end)
+    )
+    if days is not None:
+        # only the listed days are read (day IN (...)): a late event does not reload the days between
+        stmt = stmt.where(e.day.in_(sorted(set(days))))
+    else:
+        if start is None or end is None:
+            raise ValueError("raw_frame needs start and end, or days")
+        stmt = stmt.where(e.day >= start, e.day <= end)
     for dim, value in (segment or {}).items():
         if value is not None:
             stmt = stmt.where(e[dim] == value)
     # The DBAPI cursor skips SQLAlchemy's per-row processing: a million rows load in seconds, not a minute.
     conn = session.connection()
-    compiled = stmt.compile(dialect=conn.dialect)
+    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     # bound parameters (filter values come from users); the only non-strings are days, which
     # SQLite stores as ISO text (as SQLAlchemy binds them)
     sqlite = conn.dialect.name == "sqlite"
     values = {k: (v.isoformat() if sqlite and isinstance(v, dt.date) else v) for k, v in compiled.params.items()}
     params: Any = [values[k] for k in compiled.positiontup] if compiled.positional else values  # type: ignore[union-attr]
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    # exec_driver_sql keeps the statement visible to SQLAlchemy's events; the rows are fetched
+    # from the driver's cursor, skipping SQLAlchemy's per-row objects
+    result = conn.exec_driver_sql(str(compiled), tuple(params) if isinstance(params, list) else params)
     try:
-        cursor.execute(str(compiled), params)
-        rows = cursor.fetchall()
+        rows = result.cursor.fetchall()  # type: ignore[union-attr]
     finally:
-        cursor.close()
+        result.close()
     df = pd.DataFrame.from_records(rows, columns=list(_RAW_COLUMNS))
     if not df.empty and not isinstance(df["day"].iloc[0], dt.date):
         df["day"] = pd.to_datetime(df["day"], format="%Y-%m-%d").dt.date  # SQLite hands back ISO text
-    if days is not None:
-        wanted = set(days)
-        if len(wanted) < (end - start).days + 1:
-            df = df[df["day"].isin(wanted)]
     return df
 
 
@@ -402,9 +408,20 @@ def _versions_by_day(df: pd.DataFrame) -> dict[dt.date, dict[str, dict[str, int]
     return out
 
 
-def _lock_aggregates(session: Session) -> None:
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_AGGREGATE_LOCK_KEY})
+def lock_days(session: Session, days: Sequence[dt.date]) -> None:
+    """Take the transaction-scoped lock of each day on PostgreSQL (SQLite has one writer at a time anyway).
+
+    Locks are taken in day order, after the events are inserted, so two batches sharing days
+    cannot deadlock; batches for different days do not wait for each other.
+    """
+    if session.get_bind().dialect.name != "postgresql" or not days:
+        return
+    ordinals = sorted({d.toordinal() for d in days})
+    # unnest keeps the array order, so the locks are taken in ascending day order
+    session.execute(
+        text("SELECT count(pg_advisory_xact_lock(:k, d)) FROM unnest(CAST(:days AS integer[])) AS d"),
+        {"k": PG_AGGREGATE_LOCK_KEY, "days": ordinals},
+    )
 
 
 _AGG_COLUMNS = ["day", *SEGMENT_DIMS, *_SUM_COLS, "lat_p95_s"]
@@ -445,16 +462,21 @@ def rebuild_days(
     days = sorted(set(days))
     if not days:
         return 0
-    _lock_aggregates(session)
     session.flush()
+    lock_days(session, days)
     records = None
     if frame is not None:
         e = Event.__table__.c  # type: ignore[attr-defined]
-        stored = session.execute(select(func.count()).where(e.day >= days[0], e.day <= days[-1])).scalar_one()
+        stored = sum(
+            session.execute(select(func.count()).where(e.day.in_(chunk))).scalar_one() for chunk in _chunks(days, 500)
+        )
         if stored == len(frame):
             records = computed if computed is not None else compute_aggregates(frame, spec)
     if records is None:
-        records = compute_aggregates(raw_frame(session, start=days[0], end=days[-1], days=days), spec)
+        records = []
+        # a month at a time: memory stays bounded when every day is rebuilt
+        for chunk in _chunks(days, 31):
+            records += compute_aggregates(raw_frame(session, days=chunk), spec)
     table = DailyAggregate.__table__  # type: ignore[attr-defined]
     for chunk in _chunks(days, 500):
         session.execute(delete(table).where(table.c.day.in_(chunk)))

@@ -1,0 +1,232 @@
+"""Bulk load of an events file: batch validation, one transaction, each engine's fastest insert path.
+
+Validation is pydantic's compiled validator on whole batches (`TypeAdapter(list[EventIn])`, the
+same model as the API, so both refuse the same records); a batch with any bad record is
+validated again record by record to name every `FILE:LINE: field: reason`. Rows go to SQLite
+through a prepared executemany, to PostgreSQL through `COPY ... FROM STDIN` into a temporary
+staging table followed by one `INSERT ... SELECT ... ON CONFLICT (event_id) DO NOTHING`.
+Only the columns the daily aggregates need are kept in memory (not the texts), as one small
+DataFrame per batch.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import TypeAdapter, ValidationError
+from sqlmodel import Session
+
+from webapp.metrics.ingest import (
+    _RAW_COLUMNS,
+    EVENT_COLUMNS,
+    EventIn,
+    normalized_edit_distance,
+    validation_errors,
+)
+from webapp.metrics.models import Event
+
+CHUNK = 10_000
+_EVENTS = TypeAdapter(list[EventIn])
+_CSV_NULLS = {""}
+# The fields of a validated event in insert order, up to the computed columns (edit distance, times).
+_MODEL_FIELDS = EVENT_COLUMNS[: EVENT_COLUMNS.index("edit_distance")]
+_model_values = operator.itemgetter(*_MODEL_FIELDS)
+_AGG_FIELDS = [c for c in _RAW_COLUMNS if c not in ("day", "has_sent", "edit_distance")]
+# SQLite page cache for the import (KiB, negative = size): the day indexes stay in memory while
+# rows arrive in file order, yet the process stays well under 1 GiB.
+SQLITE_IMPORT_CACHE_KIB = 262_144
+
+
+@dataclass
+class Chunk:
+    """One validated batch: insert tuples, the aggregation columns, and the errors found."""
+
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    frame: pd.DataFrame | None = None
+    errors: list[str] = field(default_factory=list)
+    records: int = 0
+
+
+def read_records(path: Path, chunk: int = CHUNK) -> Iterator[list[tuple[int, Any]]]:
+    """Yield lists of (line number, raw record) from a JSONL (bytes per line) or CSV (dict per row) file."""
+    batch: list[tuple[int, Any]] = []
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            for row in reader:
+                batch.append((reader.line_num, {k: (None if v in _CSV_NULLS else v) for k, v in row.items() if k is not None}))
+                if len(batch) >= chunk:
+                    yield batch
+                    batch = []
+    else:
+        with path.open("rb") as fh:
+            for n, line in enumerate(fh, start=1):
+                if line.strip():
+                    batch.append((n, line))
+                    if len(batch) >= chunk:
+                        yield batch
+                        batch = []
+    if batch:
+        yield batch
+
+
+def _validate(path: Path, records: list[tuple[int, Any]]) -> tuple[list[EventIn], list[int], list[str]]:
+    """Validate a batch at once; on any error, record by record to name each bad line."""
+    is_json = bool(records) and isinstance(records[0][1], bytes)
+    try:
+        if is_json:
+            events = _EVENTS.validate_json(b"[" + b",".join(r for _, r in records) + b"]")
+        else:
+            events = _EVENTS.validate_python([r for _, r in records])
+        return events, [n for n, _ in records], []
+    except ValidationError:
+        pass
+    events, lines, errors = [], [], []
+    for line_no, raw in records:
+        try:
+            ev = EventIn.model_validate_json(raw) if is_json else EventIn.model_validate(raw)
+        except ValidationError as exc:
+            for fe in validation_errors(exc):
+                if fe.reason.startswith("Invalid JSON"):
+                    errors.append(f"{path}:{line_no}: (line): not a JSON object: {fe.reason}")
+                else:
+                    errors.append(f"{path}:{line_no}: {fe.field}: {fe.reason}")
+        else:
+            events.append(ev)
+            lines.append(line_no)
+    return events, lines, errors
+
+
+class Validator:
+    """Turn raw record batches into insert rows, checking event_ids are unique across the file."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        tz: dt.tzinfo,
+        received_at: dt.datetime,
+        convert_time: Callable[[dt.datetime], Any],
+        convert_day: Callable[[dt.date], Any],
+    ) -> None:
+        self.path = path
+        self.tz = tz
+        self.received = convert_time(received_at)
+        self.convert_time = convert_time
+        self.convert_day = convert_day
+        self.first_line: dict[str, int] = {}
+
+    def chunk(self, records: list[tuple[int, Any]], *, keep_rows: bool = True) -> Chunk:
+        """Validate one batch; rows and aggregation columns are built only while the file is clean."""
+        events, lines, errors = _validate(self.path, records)
+        out = Chunk(errors=errors, records=len(records))
+        first = self.first_line
+        unique: list[EventIn] = []
+        for ev, line_no in zip(events, lines, strict=True):
+            seen = first.setdefault(ev.event_id, line_no)
+            if seen != line_no:
+                out.errors.append(f"{self.path}:{line_no}: event_id: {ev.event_id!r} repeats line {seen}")
+            else:
+                unique.append(ev)
+        if out.errors:
+            out.errors.sort(key=lambda e: int(e[len(str(self.path)) + 1 :].split(":", 1)[0]))
+            return out
+        if not keep_rows:
+            return out
+        tz, conv_t, conv_d, received = self.tz, self.convert_time, self.convert_day, self.received
+        days: dict[dt.date, Any] = {}
+        day_col: list[dt.date] = []
+        ed_col: list[float | None] = []
+        rows = out.rows
+        for ev in unique:
+            v = ev.__dict__
+            draft, sent = v["draft_text"], v["sent_text"]
+            ed = normalized_edit_distance(draft, sent) if draft is not None and sent is not None else None
+            occurred = v["occurred_at"]
+            day = occurred.astimezone(tz).date()
+            stored_day = days.get(day)
+            if stored_day is None:
+                stored_day = days[day] = conv_d(day)
+            rows.append((*_model_values(v), ed, conv_t(occurred.astimezone(dt.UTC)), stored_day, received))
+            day_col.append(day)
+            ed_col.append(ed)
+        frame = pd.DataFrame({c: [ev.__dict__[c] for ev in unique] for c in _AGG_FIELDS})
+        frame["day"] = day_col
+        frame["edit_distance"] = ed_col
+        frame["has_sent"] = [ev.sent_text is not None for ev in unique]
+        out.frame = frame[list(_RAW_COLUMNS)]
+        # in day order, the day indexes are filled page after page instead of at random
+        rows.sort(key=_day_then_id)
+        return out
+
+
+_DAY_POS = EVENT_COLUMNS.index("day")
+_ID_POS = EVENT_COLUMNS.index("event_id")
+
+
+def _day_then_id(row: tuple[Any, ...]) -> tuple[Any, Any]:
+    return row[_DAY_POS], row[_ID_POS]
+
+
+class Loader:
+    """Insert row batches into metric_event inside the session's transaction."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.conn = session.connection()
+        self.dialect = self.conn.dialect.name
+        self.table = Event.__table__.name  # type: ignore[attr-defined]
+        cols = ", ".join(EVENT_COLUMNS)
+        if self.dialect == "sqlite":
+            self.conn.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_IMPORT_CACHE_KIB}")
+            marks = ", ".join(["?"] * len(EVENT_COLUMNS))
+            self.sql = f"INSERT INTO {self.table} ({cols}) VALUES ({marks}) ON CONFLICT (event_id) DO NOTHING"
+            self.inserted = 0
+        else:
+            # a temporary table: not written to the WAL, gone at commit; no index to maintain
+            self.conn.exec_driver_sql(
+                f"CREATE TEMP TABLE metric_event_stage ON COMMIT DROP AS SELECT {cols} FROM {self.table} WITH NO DATA"
+            )
+            self.copy_sql = f"COPY metric_event_stage ({cols}) FROM STDIN"
+
+    def converters(self) -> tuple[Callable[[dt.datetime], Any], Callable[[dt.date], Any]]:
+        """Return how times and days are bound: SQLAlchemy's own SQLite converters, or as they are for COPY."""
+        if self.dialect != "sqlite":
+            return (lambda v: v), (lambda v: v)
+        table = Event.__table__  # type: ignore[attr-defined]
+        d = self.conn.dialect
+        occurred = table.c.occurred_at.type.dialect_impl(d).bind_processor(d)
+        day = table.c.day.type.dialect_impl(d).bind_processor(d)
+        return occurred, day
+
+    def write(self, rows: list[tuple[Any, ...]]) -> None:
+        """Send one batch to the database."""
+        if not rows:
+            return
+        if self.dialect == "sqlite":
+            result = self.conn.exec_driver_sql(self.sql, rows)  # type: ignore[arg-type]
+            self.inserted += int(result.rowcount)
+            return
+        raw = self.conn.connection.dbapi_connection
+        with raw.cursor() as cur, cur.copy(self.copy_sql) as copy:  # type: ignore[union-attr]
+            for row in rows:
+                copy.write_row(row)
+
+    def finish(self) -> int:
+        """Move staged rows into metric_event (PostgreSQL); return how many events were new."""
+        if self.dialect == "sqlite":
+            self.conn.exec_driver_sql("PRAGMA cache_size = -2000")  # back to SQLite's default
+            return self.inserted
+        cols = ", ".join(EVENT_COLUMNS)
+        result = self.conn.exec_driver_sql(
+            f"INSERT INTO {self.table} ({cols}) SELECT {cols} FROM metric_event_stage "
+            "ON CONFLICT (event_id) DO NOTHING"
+        )
+        return int(result.rowcount)
