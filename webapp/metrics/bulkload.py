@@ -4,7 +4,8 @@ Validation is pydantic's compiled validator on whole batches (`TypeAdapter(list[
 same model as the API, so both refuse the same records); a batch with any bad record is
 validated again record by record to name every `FILE:LINE: field: reason`. Rows go to SQLite
 through a prepared executemany, to PostgreSQL through `COPY ... FROM STDIN` into a temporary
-staging table followed by one `INSERT ... SELECT ... ON CONFLICT (event_id) DO NOTHING`.
+staging table followed by `INSERT ... SELECT ... ON CONFLICT (event_id) DO NOTHING` (per batch, so
+the server's inserting overlaps the validation of the next batch).
 Only the columns the daily aggregates need are kept in memory (not the texts), as one small
 DataFrame per batch.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from webapp.metrics.ingest import (
@@ -188,13 +190,24 @@ class Loader:
             self.conn.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_IMPORT_CACHE_KIB}")
             marks = ", ".join(["?"] * len(EVENT_COLUMNS))
             self.sql = f"INSERT INTO {self.table} ({cols}) VALUES ({marks}) ON CONFLICT (event_id) DO NOTHING"
-            self.inserted = 0
         else:
-            # a temporary table: not written to the WAL, gone at commit; no index to maintain
+            # a temporary table: not written to the WAL, gone at commit; no index to maintain. Its
+            # buffers must hold one batch (the default 8 MB spills to disk); settable only before
+            # the session's first temporary table, hence the savepoint
+            try:
+                with self.conn.begin_nested():
+                    self.conn.exec_driver_sql("SET LOCAL temp_buffers = '64MB'")
+            except DBAPIError:
+                pass
             self.conn.exec_driver_sql(
                 f"CREATE TEMP TABLE metric_event_stage ON COMMIT DROP AS SELECT {cols} FROM {self.table} WITH NO DATA"
             )
             self.copy_sql = f"COPY metric_event_stage ({cols}) FROM STDIN"
+            self.move_sql = (
+                f"INSERT INTO {self.table} ({cols}) SELECT {cols} FROM metric_event_stage "
+                "ON CONFLICT (event_id) DO NOTHING"
+            )
+        self.inserted = 0
 
     def converters(self) -> tuple[Callable[[dt.datetime], Any], Callable[[dt.date], Any]]:
         """Return how times and days are bound: SQLAlchemy's own SQLite converters, or as they are for COPY."""
@@ -215,18 +228,17 @@ class Loader:
             self.inserted += int(result.rowcount)
             return
         raw = self.conn.connection.dbapi_connection
-        with raw.cursor() as cur, cur.copy(self.copy_sql) as copy:  # type: ignore[union-attr]
-            for row in rows:
-                copy.write_row(row)
+        with raw.cursor() as cur:  # type: ignore[union-attr]
+            with cur.copy(self.copy_sql) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            # batch by batch, so the server inserts batch k while Python validates batch k+1
+            cur.execute(self.move_sql)
+            self.inserted += int(cur.rowcount)
+            cur.execute("TRUNCATE metric_event_stage")
 
     def finish(self) -> int:
-        """Move staged rows into metric_event (PostgreSQL); return how many events were new."""
+        """Return how many events were new (rows whose event_id was already stored are skipped)."""
         if self.dialect == "sqlite":
             self.conn.exec_driver_sql("PRAGMA cache_size = -2000")  # back to SQLite's default
-            return self.inserted
-        cols = ", ".join(EVENT_COLUMNS)
-        result = self.conn.exec_driver_sql(
-            f"INSERT INTO {self.table} ({cols}) SELECT {cols} FROM metric_event_stage "
-            "ON CONFLICT (event_id) DO NOTHING"
-        )
-        return int(result.rowcount)
+        return self.inserted

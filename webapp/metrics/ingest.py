@@ -131,6 +131,20 @@ def insert_rows(session: Session, rows: Sequence[dict[str, Any]], *, returning: 
     if not rows:
         return set() if returning else 0
     table = Event.__table__  # type: ignore[attr-defined]
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        # one statement with one array per column: the driver neither expands nor parses a
+        # thousand-row VALUES list (that parsing took most of a batch's time)
+        cols = [c for c in EVENT_COLUMNS if c in rows[0]]
+        arrays = ", ".join(f"CAST(%s AS {table.c[c].type.compile(conn.dialect)}[])" for c in cols)
+        sql = (
+            f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT * FROM unnest({arrays}) "
+            "ON CONFLICT (event_id) DO NOTHING"
+        )
+        params = tuple([r[c] for r in rows] for c in cols)
+        if returning:
+            return {r[0] for r in conn.exec_driver_sql(sql + " RETURNING event_id", params)}
+        return int(conn.exec_driver_sql(sql, params).rowcount)
     stmt = _insert_stmt(session, table).on_conflict_do_nothing(index_elements=["event_id"])
     if returning:
         result = session.execute(stmt.returning(table.c.event_id), list(rows))
