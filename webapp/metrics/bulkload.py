@@ -43,7 +43,7 @@ _model_values = operator.itemgetter(*_MODEL_FIELDS)
 _AGG_FIELDS = [c for c in _RAW_COLUMNS if c not in ("day", "has_sent", "edit_distance")]
 # SQLite page cache for the import (KiB, negative = size): the day indexes stay in memory while
 # rows arrive in file order, yet the process stays well under 1 GiB.
-SQLITE_IMPORT_CACHE_KIB = 262_144
+SQLITE_IMPORT_CACHE_KIB = 131_072
 
 
 @dataclass
@@ -143,7 +143,7 @@ class Validator:
         if not keep_rows:
             return out
         tz, conv_t, conv_d, received = self.tz, self.convert_time, self.convert_day, self.received
-        days: dict[dt.date, Any] = {}
+        days: dict[dt.date, tuple[dt.date, Any]] = {}
         day_col: list[dt.date] = []
         ed_col: list[float | None] = []
         rows = out.rows
@@ -153,11 +153,11 @@ class Validator:
             ed = normalized_edit_distance(draft, sent) if draft is not None and sent is not None else None
             occurred = v["occurred_at"]
             day = occurred.astimezone(tz).date()
-            stored_day = days.get(day)
-            if stored_day is None:
-                stored_day = days[day] = conv_d(day)
-            rows.append((*_model_values(v), ed, conv_t(occurred.astimezone(dt.UTC)), stored_day, received))
-            day_col.append(day)
+            known = days.get(day)
+            if known is None:
+                known = days[day] = (day, conv_d(day))
+            rows.append((*_model_values(v), ed, conv_t(occurred.astimezone(dt.UTC)), known[1], received))
+            day_col.append(known[0])  # one date object per day, not one per event
             ed_col.append(ed)
         frame = pd.DataFrame({c: [ev.__dict__[c] for ev in unique] for c in _AGG_FIELDS})
         frame["day"] = day_col

@@ -87,6 +87,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
             more = " (first shown)" if len(errors) >= max_errors else ""
             fail(f"{path}: {len(errors[:max_errors])} bad record(s){more}; nothing imported")  # rolls back
         created = loader.finish()
+        validator.first_line.clear()  # the ids are checked; free them before aggregating
         t_load = time.perf_counter() - t0
         agg = progress.add_task("rebuilding daily aggregates", total=None)
         frame = pd.concat(frames, ignore_index=True) if frames else None
