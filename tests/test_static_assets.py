@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import brotli
@@ -20,7 +21,7 @@ def _raw_get(client: TestClient, name: str, **headers: str) -> tuple[int, dict[s
         return r.status_code, dict(r.headers), b"".join(r.iter_raw())
 
 
-@pytest.mark.parametrize("name", ["htmx.min.js", "plotly.min.js"])
+@pytest.mark.parametrize("name", ["htmx.min.js", "plotly.min.js", "plotly-basic.min.js"])
 @pytest.mark.parametrize(
     ("accept", "encoding"),
     [("gzip, deflate, br", "br"), ("gzip", "gzip"), ("br;q=0, gzip", "gzip"), ("identity", None), ("", None)],
@@ -79,3 +80,17 @@ def test_accept_encoding_parsing() -> None:
     assert static_assets.accepted_encodings("gzip;q=0.5, br;q=0, identity") == {"gzip", "identity"}
     assert static_assets.accepted_encodings("GZIP") == {"gzip"}
     assert static_assets.accepted_encodings("") == set()
+
+
+def test_basic_bundle_is_the_release_the_python_figures_are_built_for() -> None:
+    def version(name: str) -> str:
+        head = static_assets.VENDOR_FILES[name].read_bytes()[:300].decode()
+        return re.search(r"plotly\.js.*? v(\d+\.\d+\.\d+)", head).group(1)  # type: ignore[union-attr]
+
+    assert version("plotly-basic.min.js") == version("plotly.min.js")
+
+
+def test_metrics_page_loads_the_basic_bundle(client_as) -> None:  # type: ignore[no-untyped-def]
+    html = client_as("support_lead").get("/metrics").text
+    assert '<script src="/static/vendor/plotly-basic.min.js" defer></script>' in html
+    assert "plotly.min.js" not in html
