@@ -8,6 +8,12 @@
       el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
     });
   }
-  window.addEventListener("load", function () { draw(document); });
+  // deferred scripts (plotly, this one) have run by DOMContentLoaded: draw then, without waiting
+  // for the page's other resources as the load event would
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { draw(document); });
+  } else {
+    draw(document);
+  }
   document.addEventListener("htmx:afterSwap", function (evt) { draw(evt.detail.target.ownerDocument || document); });
 })();
