@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -160,55 +159,6 @@ _PLAIN_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 _TIME_COLUMNS: tuple[str, ...] = ("occurred_at", "day", "received_at")
 EVENT_COLUMNS: tuple[str, ...] = _PLAIN_COLUMNS + _TIME_COLUMNS
-_plain_values = operator.itemgetter(*_PLAIN_COLUMNS)
-
-
-def bulk_insert(session: Session, rows: Sequence[dict[str, Any]]) -> int:
-    """Insert many events through the driver's executemany, skipping existing event_ids; return how many were new."""
-    if not rows:
-        return 0
-    conn = session.connection()
-    table = Event.__table__  # type: ignore[attr-defined]
-    # SQLAlchemy's own converters for dates and times, so SQLite stores them exactly as the ORM would
-    occurred, day_proc, received = (
-        table.c[c].type.dialect_impl(conn.dialect).bind_processor(conn.dialect) or (lambda v: v) for c in _TIME_COLUMNS
-    )
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
-    sql = (
-        f"INSERT INTO {table.name} ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join([mark] * len(EVENT_COLUMNS))}) "
-        "ON CONFLICT (event_id) DO NOTHING"
-    )
-    if conn.dialect.name == "sqlite":
-        # a page cache large enough for the whole load (up to 2 GiB, used only as needed): SQLite
-        # otherwise spills dirty pages into the WAL mid-transaction and the load slows several-fold
-        conn.exec_driver_sql("PRAGMA cache_size = -2097152")
-    # in day order, index pages are filled one after another instead of at random
-    rows = sorted(rows, key=lambda r: (r["day"], r["event_id"]))
-    # days and the receipt time repeat: convert each distinct value once
-    days: dict[dt.date, Any] = {}
-    receipts: dict[dt.datetime, Any] = {}
-    params = [
-        (
-            *_plain_values(r),
-            occurred(r["occurred_at"]),
-            days[r["day"]] if r["day"] in days else days.setdefault(r["day"], day_proc(r["day"])),
-            receipts[r["received_at"]]
-            if r["received_at"] in receipts
-            else receipts.setdefault(r["received_at"], received(r["received_at"])),
-        )
-        for r in rows
-    ]
-    result = conn.exec_driver_sql(sql, params)  # type: ignore[arg-type]
-    # executemany's rowcount is the number of rows inserted (conflicts skipped count 0) on both drivers
-    return int(result.rowcount)
-
-
-def frame_from_rows(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Return the metrics columns of validated event rows, as raw_frame would load them."""
-    cols = [c for c in _RAW_COLUMNS if c != "has_sent"]
-    df = pd.DataFrame({c: [r[c] for r in rows] for c in cols})
-    df["has_sent"] = [r["sent_text"] is not None for r in rows]
-    return df[list(_RAW_COLUMNS)]
 
 
 @dataclass
