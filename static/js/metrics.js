@@ -16,6 +16,14 @@
       el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
     });
   }
-  window.addEventListener("load", function () { draw(document); });
+  // deferred scripts (plotly, this one) have run by DOMContentLoaded: draw then, without waiting
+  // for the page's other resources as the load event would
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { draw(document); });
+  } else {
+    draw(document);
+  }
+  // After an htmx swap, draw once the swap has settled: htmx restores the new elements' classes
+  // when it settles, which would strip plotly's own from a chart drawn earlier.
   document.addEventListener("htmx:afterSettle", function () { draw(document); });
 })();

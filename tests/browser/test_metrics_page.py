@@ -37,6 +37,10 @@ def test_filter_by_intent_redraws_the_charts(live_server, new_page) -> None:  # 
     y = "(document.getElementById('chart-accept_rate').data || [{}])[0].y"
     assert page.evaluate(y) == [0.75, 0.75, 0.75]
     assert page.locator("#chart-accept_rate .legendtext").all_text_contents()[:2] == ["target", "alert threshold"]
+    # the calibration chart draws its bars (a trace type plotly.js must know)
+    page.wait_for_selector("#chart-calibration[data-drawn='1'] .main-svg")
+    assert page.evaluate("document.getElementById('chart-calibration')._fullData.map(t => t.type)")[:2] == ["bar", "scatter"]
+    assert page.locator("#chart-calibration .bars .point").count() > 0
     page.evaluate("window.__sameDocument = true")  # survives only if the page is not reloaded
     page.select_option("select[name=intent]", "plan_change")
     wait_until(page, f"JSON.stringify({y}) === '[0,0,0]'")  # wait_for_function needs eval, which the CSP forbids

@@ -2,139 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import itertools
-import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from webapp.spec import EvalSpec
-
-BATCH = 20_000
-# Processes validating an events file: the machine's cores, at most 4 (the inserts need one too).
-IMPORT_WORKERS = max(1, min(4, os.cpu_count() or 1))
-_CSV_NULLS = {""}
-
-
-class EventsFileError(ValueError):
-    """A file that cannot be read as records at all (bad UTF-8, a CSV field over the limit): 'FILE:LINE: why'."""
-
-
-def _records(path: Path) -> Iterator[tuple[int, Any]]:
-    """Yield (line number, raw record) from a JSONL or CSV file."""
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            try:
-                for row in reader:
-                    clean = {k: (None if v in _CSV_NULLS else v) for k, v in row.items() if k is not None}
-                    yield reader.line_num, clean
-            except (csv.Error, UnicodeDecodeError) as exc:
-                reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
-                raise EventsFileError(f"{path}:{reader.line_num + 1}: (line): cannot be read: {reason}") from None
-        return
-    with path.open("rb") as fh:
-        for n, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise EventsFileError(f"{path}:{n}: (line): not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-            if not line.strip():
-                continue
-            yield n, line
-
-
-def _validate_records(
-    path: Path, is_csv: bool, tz: dt.tzinfo, now: dt.datetime, records: list[tuple[int, Any]]
-) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
-    """Validate one chunk of records; return (line, insert row) pairs and 'FILE:LINE: field: reason' errors."""
-    from webapp.metrics.ingest import EventIn, event_row, validation_errors
-
-    rows: list[tuple[int, dict[str, Any]]] = []
-    errors: list[str] = []
-    for line_no, raw in records:
-        try:
-            ev = EventIn.model_validate(raw) if is_csv else EventIn.model_validate_json(raw)
-        except ValidationError as exc:
-            for fe in validation_errors(exc):
-                if fe.reason.startswith("Invalid JSON"):
-                    errors.append(f"{path}:{line_no}: (line): not a JSON object: {fe.reason}")
-                else:
-                    errors.append(f"{path}:{line_no}: {fe.field}: {fe.reason}")
-        else:
-            rows.append((line_no, event_row(ev, tz, now)))
-    return rows, errors
-
-
-def _record_chunks(path: Path, chunk: int) -> Iterator[list[tuple[int, Any]]]:
-    batch: list[tuple[int, Any]] = []
-    for rec in _records(path):
-        batch.append(rec)
-        if len(batch) >= chunk:
-            yield batch
-            batch = []
-    yield batch
-
-
-def parse_chunks(
-    path: Path, spec: EvalSpec, *, chunk: int = BATCH, workers: int = 1
-) -> Iterator[tuple[list[dict[str, Any]], list[str]]]:
-    """Validate the file's records in chunks, in file order; yield (insert rows, errors as 'FILE:LINE: field: reason').
-
-    With workers > 1 the chunks are validated in forked processes (validation is pure Python and
-    the GIL would otherwise serialise it with the inserts); the duplicate check across the whole
-    file stays here, so results and messages are the same either way.
-    """
-    from functools import partial
-
-    from webapp.timeutil import utcnow
-
-    first_line: dict[str, int] = {}
-    work = partial(_validate_records, path, path.suffix.lower() == ".csv", spec.tz, utcnow())
-    pool = None
-    if workers > 1:
-        import multiprocessing
-
-        pool = multiprocessing.get_context("fork").Pool(workers)
-        results: Iterator[Any] = pool.imap(work, _record_chunks(path, chunk))
-    else:
-        results = map(work, _record_chunks(path, chunk))
-    try:
-        for validated, errors in results:
-            rows: list[dict[str, Any]] = []
-            for line_no, row in validated:
-                seen = first_line.setdefault(row["event_id"], line_no)
-                if seen != line_no:
-                    errors.append(f"{path}:{line_no}: event_id: {row['event_id']!r} repeats line {seen}")
-                else:
-                    rows.append(row)
-            errors.sort(key=lambda e: int(e[len(str(path)) + 1 :].split(":", 1)[0]))
-            yield rows, errors
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-
-
-def parse_file(path: Path, spec: EvalSpec, *, max_errors: int = 20) -> tuple[list[dict[str, Any]], list[str]]:
-    """Validate every record of the file; return the insert rows and up to max_errors errors."""
-    rows: list[dict[str, Any]] = []
-    errors: list[str] = []
-    for chunk_rows, chunk_errors in parse_chunks(path, spec):
-        rows += chunk_rows
-        errors += chunk_errors
-        if len(errors) >= max_errors:
-            break
-    return rows, errors[:max_errors]
 
 
 def _count_records(path: Path) -> int:
@@ -147,64 +23,60 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     """Import a JSONL/CSV events file all-or-nothing; return counts and timings.
 
     Validation (Python) and the inserts (mostly inside SQLite or PostgreSQL, which release the
-    GIL) overlap: a writer thread inserts chunk k while chunk k+1 is validated. Everything is one
+    GIL) overlap: a writer thread sends batch k while batch k+1 is validated. Everything is one
     transaction: a bad record anywhere rolls back what was inserted, so nothing is written.
     """
-    from webapp.cli_support import cli_session, err_console, fail, load_settings
-    from webapp.metrics.ingest import bulk_insert, compute_aggregates, frame_from_rows, rebuild_days
+    import pandas as pd
+
+    from webapp.cli_support import cli_session, fail, load_settings
+    from webapp.metrics.bulkload import Loader, Validator, read_records
+    from webapp.metrics.ingest import compute_aggregates, rebuild_days
+    from webapp.timeutil import utcnow
 
     if not path.exists():
         fail(f"{path}: file not found")
     settings = load_settings()
     spec = settings.eval_spec
     t0 = time.perf_counter()
-    all_rows: list[dict[str, Any]] = []
     errors: list[str] = []
-    outcome: dict[str, Any] = {"created": 0, "error": None}
-    # The progress bar goes to stderr: standard output carries only the result, printed after the commit.
+    frames: list[Any] = []
+    records = 0
+    outcome: dict[str, Any] = {"error": None}
     with cli_session(settings) as session, Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet, console=err_console
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
     ) as progress:
         task = progress.add_task("importing events", total=_count_records(path))
-        chunks: queue.Queue[list[dict[str, Any]] | None] = queue.Queue(maxsize=2)
+        loader = Loader(session)
+        to_time, to_day = loader.converters()
+        validator = Validator(path, tz=spec.tz, received_at=utcnow(), convert_time=to_time, convert_day=to_day)
+        chunks: queue.Queue[list[tuple[Any, ...]] | None] = queue.Queue(maxsize=2)
 
         def writer() -> None:
             try:
-                while (chunk := chunks.get()) is not None:
-                    if outcome["error"] is None and not errors:
-                        outcome["created"] += bulk_insert(session, chunk)
-                    progress.advance(task, len(chunk))
+                while (rows := chunks.get()) is not None:
+                    if outcome["error"] is None:
+                        loader.write(rows)
+                    progress.advance(task, len(rows))
             except BaseException as exc:  # handed to the main thread below
                 outcome["error"] = exc
                 while chunks.get() is not None:
                     pass
 
         thread = threading.Thread(target=writer, name="import-events-writer", daemon=True)
-        ended = False
-        frame: Any = None
-        computed: Any = None
-        validated = parse_chunks(path, spec, workers=IMPORT_WORKERS)
-        # The first chunk forks the validating processes; fork before the writer thread exists.
-        first = next(validated)
         thread.start()
         try:
-            for rows, errs in itertools.chain([first], validated):
-                errors += errs
-                if errors:
+            for batch in read_records(path):
+                chunk = validator.chunk(batch, keep_rows=not errors)
+                records += chunk.records
+                if chunk.errors or errors:
+                    errors += chunk.errors
                     if len(errors) >= max_errors:
                         break
                     continue
-                all_rows += rows
-                chunks.put(rows)
-            chunks.put(None)
-            ended = True
-            # While the writer finishes its last chunks (inside the database, without the GIL),
-            # aggregate the rows in memory; rebuild_days uses them only if they are the whole days.
-            frame = frame_from_rows(all_rows) if not errors else None
-            computed = compute_aggregates(frame, spec) if frame is not None else None
+                frames.append(chunk.frame)
+                chunks.put(chunk.rows)
         finally:
-            if not ended:
-                chunks.put(None)
+            chunks.put(None)
             thread.join()
         if outcome["error"] is not None:
             raise outcome["error"]
@@ -214,26 +86,39 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
                 typer.echo(e, err=True)
             more = " (first shown)" if len(errors) >= max_errors else ""
             fail(f"{path}: {len(errors[:max_errors])} bad record(s){more}; nothing imported")  # rolls back
+        created = loader.finish()
+        validator.first_line.clear()  # the ids are checked; free them before aggregating
         t_load = time.perf_counter() - t0
-        created = int(outcome["created"])
         agg = progress.add_task("rebuilding daily aggregates", total=None)
-        days: set[dt.date] = {r["day"] for r in all_rows}
-        whole = created == len(all_rows)
+        frame = pd.concat(frames, ignore_index=True) if frames else None
+        del frames
+        n_rows = 0 if frame is None else len(frame)
+        days: set[dt.date] = set() if frame is None else set(frame["day"].unique())
+        # a fresh import (nothing was there before) is aggregated from the rows in memory;
+        # rebuild_days checks the stored count and reads the days back otherwise
+        whole = frame is not None and created == n_rows
+        computed = None
+        if whole and frame is not None:
+            # a month of days at a time: the intermediate frames of the aggregation stay small
+            computed = []
+            ordered = sorted(days)
+            for i in range(0, len(ordered), 30):
+                computed += compute_aggregates(frame[frame["day"].isin(set(ordered[i : i + 30]))], spec)
         rebuild_days(
-            session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed if whole else None
+            session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed
         )
         progress.update(agg, total=1, completed=1)
     total = time.perf_counter() - t0
     stats = {
-        "records": len(all_rows),
+        "records": n_rows,
         "created": created,
-        "duplicates": len(all_rows) - created,
+        "duplicates": n_rows - created,
         "load_s": t_load,
         "total_s": total,
     }
     typer.echo(
-        f"{path}: {created} events imported, {len(all_rows) - created} already present; "
-        f"{len(days)} days aggregated in {total:.1f} s"
+        f"{path}: {created} events imported, {n_rows - created} already present; "
+        f"{len(days)} days aggregated in {total:.1f} s (validated and loaded in {t_load:.1f} s)"
     )
     return stats
 
@@ -247,12 +132,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
     ) -> None:
         """Import production events, all-or-nothing; events already present are skipped."""
-        from webapp.cli_support import fail
-
-        try:
-            import_events(file, quiet=quiet)
-        except EventsFileError as exc:
-            fail(f"{exc}; nothing imported")
+        import_events(file, quiet=quiet)
 
     metrics_app = typer.Typer(help="Online metrics.", no_args_is_help=True)
     app.add_typer(metrics_app, name="metrics")

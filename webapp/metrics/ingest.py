@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,7 +35,9 @@ SEGMENT_DIMS: tuple[str, ...] = ("intent", "plan", "agent_id")
 # The segments kept per day: everything, each single dimension, and intent x plan. Narrower
 # combinations with an agent (one agent's events are few) are computed from the raw events.
 ROLLUPS: tuple[tuple[str, ...], ...] = ((), ("intent",), ("plan",), ("agent_id",), ("intent", "plan"))
-# Serializes aggregate rebuilds on PostgreSQL so the last writer of a day sees every committed event.
+# First key of the per-day advisory locks (the second is the day's ordinal): on PostgreSQL the
+# rebuilds of one day are serialized, so the last writer of a day sees every committed event,
+# while batches for different days proceed in parallel.
 PG_AGGREGATE_LOCK_KEY = 7_305_501
 
 
@@ -129,6 +130,20 @@ def insert_rows(session: Session, rows: Sequence[dict[str, Any]], *, returning: 
     if not rows:
         return set() if returning else 0
     table = Event.__table__  # type: ignore[attr-defined]
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        # one statement with one array per column: the driver neither expands nor parses a
+        # thousand-row VALUES list (that parsing took most of a batch's time)
+        cols = [c for c in EVENT_COLUMNS if c in rows[0]]
+        arrays = ", ".join(f"CAST(%s AS {table.c[c].type.compile(conn.dialect)}[])" for c in cols)
+        sql = (
+            f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT * FROM unnest({arrays}) "
+            "ON CONFLICT (event_id) DO NOTHING"
+        )
+        params = tuple([r[c] for r in rows] for c in cols)
+        if returning:
+            return {r[0] for r in conn.exec_driver_sql(sql + " RETURNING event_id", params)}
+        return int(conn.exec_driver_sql(sql, params).rowcount)
     stmt = _insert_stmt(session, table).on_conflict_do_nothing(index_elements=["event_id"])
     if returning:
         result = session.execute(stmt.returning(table.c.event_id), list(rows))
@@ -144,55 +159,6 @@ _PLAIN_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 _TIME_COLUMNS: tuple[str, ...] = ("occurred_at", "day", "received_at")
 EVENT_COLUMNS: tuple[str, ...] = _PLAIN_COLUMNS + _TIME_COLUMNS
-_plain_values = operator.itemgetter(*_PLAIN_COLUMNS)
-
-
-def bulk_insert(session: Session, rows: Sequence[dict[str, Any]]) -> int:
-    """Insert many events through the driver's executemany, skipping existing event_ids; return how many were new."""
-    if not rows:
-        return 0
-    conn = session.connection()
-    table = Event.__table__  # type: ignore[attr-defined]
-    # SQLAlchemy's own converters for dates and times, so SQLite stores them exactly as the ORM would
-    occurred, day_proc, received = (
-        table.c[c].type.dialect_impl(conn.dialect).bind_processor(conn.dialect) or (lambda v: v) for c in _TIME_COLUMNS
-    )
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
-    sql = (
-        f"INSERT INTO {table.name} ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join([mark] * len(EVENT_COLUMNS))}) "
-        "ON CONFLICT (event_id) DO NOTHING"
-    )
-    if conn.dialect.name == "sqlite":
-        # a page cache large enough for the whole load (up to 2 GiB, used only as needed): SQLite
-        # otherwise spills dirty pages into the WAL mid-transaction and the load slows several-fold
-        conn.exec_driver_sql("PRAGMA cache_size = -2097152")
-    # in day order, index pages are filled one after another instead of at random
-    rows = sorted(rows, key=lambda r: (r["day"], r["event_id"]))
-    # days and the receipt time repeat: convert each distinct value once
-    days: dict[dt.date, Any] = {}
-    receipts: dict[dt.datetime, Any] = {}
-    params = [
-        (
-            *_plain_values(r),
-            occurred(r["occurred_at"]),
-            days[r["day"]] if r["day"] in days else days.setdefault(r["day"], day_proc(r["day"])),
-            receipts[r["received_at"]]
-            if r["received_at"] in receipts
-            else receipts.setdefault(r["received_at"], received(r["received_at"])),
-        )
-        for r in rows
-    ]
-    result = conn.exec_driver_sql(sql, params)  # type: ignore[arg-type]
-    # executemany's rowcount is the number of rows inserted (conflicts skipped count 0) on both drivers
-    return int(result.rowcount)
-
-
-def frame_from_rows(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Return the metrics columns of validated event rows, as raw_frame would load them."""
-    cols = [c for c in _RAW_COLUMNS if c != "has_sent"]
-    df = pd.DataFrame({c: [r[c] for r in rows] for c in cols})
-    df["has_sent"] = [r["sent_text"] is not None for r in rows]
-    return df[list(_RAW_COLUMNS)]
 
 
 @dataclass
@@ -268,12 +234,12 @@ _RAW_COLUMNS = (
 def raw_frame(
     session: Session,
     *,
-    start: dt.date,
-    end: dt.date,
+    start: dt.date | None = None,
+    end: dt.date | None = None,
     days: Iterable[dt.date] | None = None,
     segment: dict[str, str | None] | None = None,
 ) -> pd.DataFrame:
-    """Load the columns the metrics need for the events of [start, end] (optionally only some days / one segment)."""
+    """Load the columns the metrics need for the events of [start, end], or of exactly `days` (optionally one segment)."""
     e = Event.__table__.c  # type: ignore[attr-defined]
     stmt = select(
         e.day,
@@ -291,31 +257,35 @@ def raw_frame(
         e.latency_ms,
         e.cost_usd,
         e.confidence,
-    ).where(e.day >= start, e.day <= end)
+    )
+    if days is not None:
+        # only the listed days are read (day IN (...)): a late event does not reload the days between
+        stmt = stmt.where(e.day.in_(sorted(set(days))))
+    else:
+        if start is None or end is None:
+            raise ValueError("raw_frame needs start and end, or days")
+        stmt = stmt.where(e.day >= start, e.day <= end)
     for dim, value in (segment or {}).items():
         if value is not None:
             stmt = stmt.where(e[dim] == value)
     # The DBAPI cursor skips SQLAlchemy's per-row processing: a million rows load in seconds, not a minute.
     conn = session.connection()
-    compiled = stmt.compile(dialect=conn.dialect)
+    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
     # bound parameters (filter values come from users); the only non-strings are days, which
     # SQLite stores as ISO text (as SQLAlchemy binds them)
     sqlite = conn.dialect.name == "sqlite"
     values = {k: (v.isoformat() if sqlite and isinstance(v, dt.date) else v) for k, v in compiled.params.items()}
     params: Any = [values[k] for k in compiled.positiontup] if compiled.positional else values  # type: ignore[union-attr]
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    # exec_driver_sql keeps the statement visible to SQLAlchemy's events; the rows are fetched
+    # from the driver's cursor, skipping SQLAlchemy's per-row objects
+    result = conn.exec_driver_sql(str(compiled), tuple(params) if isinstance(params, list) else params)
     try:
-        cursor.execute(str(compiled), params)
-        rows = cursor.fetchall()
+        rows = result.cursor.fetchall()  # type: ignore[union-attr]
     finally:
-        cursor.close()
+        result.close()
     df = pd.DataFrame.from_records(rows, columns=list(_RAW_COLUMNS))
     if not df.empty and not isinstance(df["day"].iloc[0], dt.date):
         df["day"] = pd.to_datetime(df["day"], format="%Y-%m-%d").dt.date  # SQLite hands back ISO text
-    if days is not None:
-        wanted = set(days)
-        if len(wanted) < (end - start).days + 1:
-            df = df[df["day"].isin(wanted)]
     return df
 
 
@@ -402,9 +372,20 @@ def _versions_by_day(df: pd.DataFrame) -> dict[dt.date, dict[str, dict[str, int]
     return out
 
 
-def _lock_aggregates(session: Session) -> None:
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_AGGREGATE_LOCK_KEY})
+def lock_days(session: Session, days: Sequence[dt.date]) -> None:
+    """Take the transaction-scoped lock of each day on PostgreSQL (SQLite has one writer at a time anyway).
+
+    Locks are taken in day order, after the events are inserted, so two batches sharing days
+    cannot deadlock; batches for different days do not wait for each other.
+    """
+    if session.get_bind().dialect.name != "postgresql" or not days:
+        return
+    ordinals = sorted({d.toordinal() for d in days})
+    # unnest keeps the array order, so the locks are taken in ascending day order
+    session.execute(
+        text("SELECT count(pg_advisory_xact_lock(:k, d)) FROM unnest(CAST(:days AS integer[])) AS d"),
+        {"k": PG_AGGREGATE_LOCK_KEY, "days": ordinals},
+    )
 
 
 _AGG_COLUMNS = ["day", *SEGMENT_DIMS, *_SUM_COLS, "lat_p95_s"]
@@ -445,16 +426,21 @@ def rebuild_days(
     days = sorted(set(days))
     if not days:
         return 0
-    _lock_aggregates(session)
     session.flush()
+    lock_days(session, days)
     records = None
     if frame is not None:
         e = Event.__table__.c  # type: ignore[attr-defined]
-        stored = session.execute(select(func.count()).where(e.day >= days[0], e.day <= days[-1])).scalar_one()
+        stored = sum(
+            session.execute(select(func.count()).where(e.day.in_(chunk))).scalar_one() for chunk in _chunks(days, 500)
+        )
         if stored == len(frame):
             records = computed if computed is not None else compute_aggregates(frame, spec)
     if records is None:
-        records = compute_aggregates(raw_frame(session, start=days[0], end=days[-1], days=days), spec)
+        records = []
+        # a month at a time: memory stays bounded when every day is rebuilt
+        for chunk in _chunks(days, 31):
+            records += compute_aggregates(raw_frame(session, days=chunk), spec)
     table = DailyAggregate.__table__  # type: ignore[attr-defined]
     for chunk in _chunks(days, 500):
         session.execute(delete(table).where(table.c.day.in_(chunk)))
