@@ -56,21 +56,39 @@ class Chunk:
     records: int = 0
 
 
+class EventsFileError(ValueError):
+    """A file that cannot be read as records at all (bad UTF-8, a CSV field over the limit): 'FILE:LINE: why'."""
+
+
 def read_records(path: Path, chunk: int = CHUNK) -> Iterator[list[tuple[int, Any]]]:
-    """Yield lists of (line number, raw record) from a JSONL (bytes per line) or CSV (dict per row) file."""
+    """Yield lists of (line number, raw record) from a JSONL (bytes per line) or CSV (dict per row) file.
+
+    Raise EventsFileError naming the line when the file cannot be read (invalid UTF-8, a CSV field
+    over csv's field size limit) instead of letting the reader's exception escape as a traceback.
+    """
     batch: list[tuple[int, Any]] = []
     if path.suffix.lower() == ".csv":
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
-            for row in reader:
-                batch.append((reader.line_num, {k: (None if v in _CSV_NULLS else v) for k, v in row.items() if k is not None}))
-                if len(batch) >= chunk:
-                    yield batch
-                    batch = []
+            try:
+                for row in reader:
+                    batch.append((reader.line_num, {k: (None if v in _CSV_NULLS else v) for k, v in row.items() if k is not None}))
+                    if len(batch) >= chunk:
+                        yield batch
+                        batch = []
+            except (csv.Error, UnicodeDecodeError) as exc:
+                reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+                raise EventsFileError(f"{path}:{reader.line_num + 1}: (line): cannot be read: {reason}") from None
     else:
         with path.open("rb") as fh:
             for n, line in enumerate(fh, start=1):
                 if line.strip():
+                    try:
+                        line.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise EventsFileError(
+                            f"{path}:{n}: (line): not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                        ) from None
                     batch.append((n, line))
                     if len(batch) >= chunk:
                         yield batch

@@ -29,7 +29,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     import pandas as pd
 
     from webapp.cli_support import cli_session, fail, load_settings
-    from webapp.metrics.bulkload import Loader, Validator, read_records
+    from webapp.metrics.bulkload import EventsFileError, Loader, Validator, read_records
     from webapp.metrics.ingest import compute_aggregates, rebuild_days
     from webapp.timeutil import utcnow
 
@@ -64,6 +64,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
 
         thread = threading.Thread(target=writer, name="import-events-writer", daemon=True)
         thread.start()
+        file_error = ""
         try:
             for batch in read_records(path):
                 chunk = validator.chunk(batch, keep_rows=not errors)
@@ -75,11 +76,16 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
                     continue
                 frames.append(chunk.frame)
                 chunks.put(chunk.rows)
+        except EventsFileError as exc:
+            file_error = str(exc)
         finally:
             chunks.put(None)
             thread.join()
         if outcome["error"] is not None:
             raise outcome["error"]
+        if file_error:
+            progress.stop()
+            fail(f"{file_error}; nothing imported")  # rolls back
         if errors:
             progress.stop()
             for e in errors[:max_errors]:
