@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 import typer
 
-from webapp.main import DOMAINS
+from webapp.domains import domain_modules
 
 app = typer.Typer(help="Draft Desk: evaluate and monitor the support-reply drafting assistant.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -27,14 +25,7 @@ def db_upgrade(revision: str = typer.Argument("head", help="Target revision")) -
 
 
 def _register_domains() -> None:
-    for domain in DOMAINS:
-        name = f"webapp.{domain}.cli"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name not in (name, f"webapp.{domain}"):
-                raise
-            continue
+    for module in domain_modules("cli"):
         module.register(app, import_app)
 
 

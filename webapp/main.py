@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,41 +17,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from webapp import api_docs, csp, errors, static_assets
 from webapp.config import PROJECT_ROOT, Settings
 from webapp.db import make_engine
+from webapp.domains import domain_modules
 from webapp.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
 from webapp.security import CSRF_COOKIE, csrf_protect
 from webapp.templating import is_htmx, templates
 
-# Each domain package may hold pages.py (HTML) and routes.py (JSON API under /api/v1), each with
-# a module-level `router`. They are included in this order; a missing module is simply absent.
-DOMAINS = (
-    "auth",
-    "home",
-    "kb",
-    "datasets",
-    "runs",
-    "checks",
-    "regression",
-    "grading",
-    "metrics",
-    "reviews",
-    "evaluator",
-    "gates",
-    "survey",
-    "admin",
-    "alerts",
-)
-
-
-def _domain_modules(kind: str) -> list[Any]:
-    modules = []
-    for domain in DOMAINS:
-        name = f"webapp.{domain}.{kind}"
-        try:
-            modules.append(importlib.import_module(name))
-        except ModuleNotFoundError as exc:
-            if exc.name not in (name, f"webapp.{domain}"):
-                raise
-    return modules
+# Each domain's pages.py (HTML) and routes.py (JSON API under /api/v1) hold a module-level
+# `router`; they are included in the order of webapp.domains.DOMAINS.
 
 
 @asynccontextmanager
@@ -61,7 +31,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Run each domain's background.run(app) while the server is up, when background jobs are on."""
     tasks = []
     if app.state.settings.background_jobs:
-        tasks = [asyncio.create_task(m.run(app)) for m in _domain_modules("background")]
+        tasks = [asyncio.create_task(m.run(app)) for m in domain_modules("background")]
     try:
         yield
     finally:
@@ -126,9 +96,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Answer 200 without login, for load balancers and the demo's start-up wait."""
         return {"status": "ok"}
 
-    for module in _domain_modules("routes"):
+    for module in domain_modules("routes"):
         app.include_router(module.router, prefix=api_docs.API_PREFIX)
-    for module in _domain_modules("pages"):
+    for module in domain_modules("pages"):
         app.include_router(module.router, include_in_schema=False)  # the OpenAPI document is the JSON API only
     api_docs.install(app)
 

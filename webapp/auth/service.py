@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import secrets
 from collections.abc import Iterable
@@ -126,13 +127,17 @@ def authenticate(*, session: Session, email: str, password: str, ip: str) -> Use
     ok = bool(user and user.is_active and verify_password(user.password_hash, password))
     if not user:
         # Spend the same time as a real check so the answer does not tell which emails exist.
-        verify_password(_DUMMY_HASH, password)
+        verify_password(_dummy_hash(), password)
     session.add(LoginAttempt(email=email.strip().lower(), ip=ip, success=ok))
     session.flush()
     return user if ok else None
 
 
-_DUMMY_HASH = _hasher.hash("not-a-real-password")
+@functools.cache
+def _dummy_hash() -> str:
+    """Return a hash to check unknown emails against (made on first use: hashing takes ~0.2 s, and
+    every command line start would pay it at import)."""
+    return _hasher.hash("not-a-real-password")
 
 
 # --- web sessions -------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ the real hash of its JSONL). Seeding a database that already holds the demo chan
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import random
 
 from sqlmodel import Session, select
@@ -17,6 +16,7 @@ from webapp.datasets import service as datasets_service
 from webapp.datasets.models import EvalCase
 from webapp.demo import content as c
 from webapp.demo.context import DEMO_HOOK_DOMAINS, DemoContext
+from webapp.domains import domain_modules
 from webapp.kb import service as kb_service
 from webapp.runs import service as runs_service
 from webapp.runs.models import Draft, Run
@@ -98,14 +98,8 @@ def seed_demo(*, session: Session, spec: EvalSpec, seed: int = 7, hooks: bool = 
 def run_hooks(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> list[str]:
     """Call seed() in webapp/<domain>/demo.py for each domain of DEMO_HOOK_DOMAINS that has one."""
     ran = []
-    for domain in DEMO_HOOK_DOMAINS:
-        name = f"webapp.{domain}.demo"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name not in (name, f"webapp.{domain}"):
-                raise
-            continue
+    for module in domain_modules("demo", DEMO_HOOK_DOMAINS):
+        domain = module.__name__.split(".")[1]
         try:
             module.seed(session=session, spec=spec, ctx=ctx)
             session.flush()

@@ -6,12 +6,12 @@ in its own `home.py`; this module calls them in a fixed order.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
+from webapp.domains import domain_modules
 from webapp.spec import EvalSpec
 
 CARD_DOMAINS = ("grading", "checks", "regression", "metrics", "reviews", "gates", "runs", "admin")
@@ -33,13 +33,6 @@ class HomeCard:
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
     """Collect the cards of every domain for this principal."""
     cards: list[HomeCard] = []
-    for domain in CARD_DOMAINS:
-        name = f"webapp.{domain}.home"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name not in (name, f"webapp.{domain}"):
-                raise
-            continue
+    for module in domain_modules("home", CARD_DOMAINS):
         cards.extend(module.home_cards(session=session, principal=principal, spec=spec))
     return cards
