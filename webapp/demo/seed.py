@@ -85,7 +85,7 @@ def seed_demo(*, session: Session, spec: EvalSpec, seed: int = 7, hooks: bool = 
         dataset=c.DATASET_NAME,
         model=c.RUN_MODEL,
         prompt_version=c.RUN_PROMPT_VERSION,
-        notes="Demo run: mostly good drafts, with five planted failures (see the README).",
+        notes="Demo run: mostly good drafts, with five planted failures (see docs/demo.md).",
         source="demo",
     )
     session.flush()

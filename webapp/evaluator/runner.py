@@ -582,7 +582,7 @@ async def _run_sample(rt: Runtime, case: TestCase, index: int, start: Callable[[
     sample["tokens"] = {"generator": _tokens(gen), "judge": _sum_tokens(answers)}
     sample["cost_usd"] = _sample_cost(rt, gen, answers)
     if o.judge_repeats > 1:
-        # Every judgement, the first included; the sample's scores are the first one's (see the README).
+        # Every judgement, the first included; the sample's scores are the first one's (see docs/evaluator.md).
         sample["judge_repeats"] = [{k: v for k, v in verdict.items() if k != "judge_raw"} for verdict in verdicts]
     if first is None:
         sample.update(status="judge_error", error=first_verdict["error"])

@@ -1,6 +1,6 @@
 """The launch-gate criteria as pure functions over plain facts, so every edge is testable by hand.
 
-Decisions where the spec is silent (documented in the README):
+Decisions where the spec is silent (documented in docs/gates.md):
 - A draft that has not been run through the automated checks makes criterion 1 incomplete.
 - Human grading covers the drafts that need grades (drafts with text); any of them without a
   final grade makes criterion 2 incomplete, never pass. Factual accuracy counts pass = 5,
