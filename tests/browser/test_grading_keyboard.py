@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlmodel import Session, select
 
 from tests.browser.conftest import sign_in
+from tests.browser_support import wait_until
 from tests.grading.conftest import GradingWorld, build_world
 from webapp.db import make_engine
 from webapp.grading.models import Grade, GradingSkip
@@ -20,10 +21,8 @@ def shown(page) -> int:  # type: ignore[no-untyped-def]
 
 
 def wait_for_other_draft(page, before: int) -> int:  # type: ignore[no-untyped-def]
-    page.wait_for_function(
-        "before => { const el = document.getElementById('grading-item'); return el && el.dataset.draft !== String(before); }",
-        arg=before,
-    )
+    # Polled through the DevTools protocol: the page's CSP forbids the eval page.wait_for_function needs.
+    wait_until(page, f"(() => {{ const el = document.getElementById('grading-item'); return el && el.dataset.draft !== '{before}'; }})()")
     now = shown(page)
     assert page.url.split("?")[0].endswith(f"/grading/drafts/{now}")  # hx-push-url followed the swap
     assert page.evaluate(MARK) is True, "a full page load happened"
@@ -60,7 +59,9 @@ def test_keyboard_only_grading_with_skip_and_previous(live_server, new_page) -> 
     page = new_page()
     sign_in(page, base, "alice@example.test")
     page.goto(f"{base}/grading")
-    page.keyboard.press("Enter")  # "Grade next in run-1" has the focus
+    # "Grade next in run-1" has the focus (autofocus is applied a moment after load)
+    wait_until(page, "document.activeElement && document.activeElement.textContent.includes('Grade next in run-1')")
+    page.keyboard.press("Enter")
     page.wait_for_url("**/grading/drafts/*")
     assert shown(page) == d[0]
     # The next draft is already reserved while the grader reads this one.
@@ -113,7 +114,7 @@ def test_keyboard_only_grading_with_skip_and_previous(live_server, new_page) -> 
 
     # Back button: htmx asks the server (HX-History-Restore-Request) and shows d5 with my grade.
     page.go_back()
-    page.wait_for_function(f"document.getElementById('grading-item') && document.getElementById('grading-item').dataset.draft === '{d[5]}'")
+    wait_until(page, f"document.getElementById('grading-item') && document.getElementById('grading-item').dataset.draft === '{d[5]}'")
     assert page.input_value("#g-rationale") == "fifth"
     assert "Your grade" in page.inner_text(".grading-rubric")
     # Reload: the full page of whatever the URL says.
