@@ -98,16 +98,22 @@ def _truncate_pg() -> None:
     engine.dispose()
 
 
-@pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
-    """A database URL with the full schema and no rows, on each configured backend."""
-    if request.param == "sqlite":
-        path = tmp_path / "test.db"
+def empty_database_url(backend: str, directory: Path, sqlite_template: Path) -> str:
+    """Return a database with the full schema and no rows: a copy of the SQLite template, or the
+    (truncated) PostgreSQL test database. Module-scoped fixtures that seed the demo once use it."""
+    if backend == "sqlite":
+        path = directory / "test.db"
         shutil.copyfile(sqlite_template, path)
         return f"sqlite:///{path}"
     _prepare_pg()
     _truncate_pg()
     return PG_URL
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
+    """A database URL with the full schema and no rows, on each configured backend."""
+    return empty_database_url(request.param, tmp_path, sqlite_template)
 
 
 @pytest.fixture

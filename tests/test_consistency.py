@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from tests.conftest import BACKENDS, PG_URL, SPEC_PATH, TEST_SECRET, _prepare_pg, _truncate_pg, login
+from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, empty_database_url, login
 from webapp.config import Settings
 from webapp.db import make_engine
 from webapp.demo import content
@@ -53,14 +52,7 @@ class Demo:
 @pytest.fixture(scope="module", params=BACKENDS)
 def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Demo]:
     """The demo seeded once into a fresh database, and a signed-in client per role."""
-    if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("consistency") / "demo.db"
-        shutil.copyfile(sqlite_template, path)
-        url = f"sqlite:///{path}"
-    else:
-        _prepare_pg()
-        _truncate_pg()
-        url = PG_URL
+    url = empty_database_url(request.param, tmp_path_factory.mktemp("consistency"), sqlite_template)
     spec = load_spec(SPEC_PATH)
     engine = make_engine(url)
     with Session(engine, expire_on_commit=False) as session:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from tests.conftest import BACKENDS, PG_URL, SPEC_PATH, TEST_SECRET, _prepare_pg, _truncate_pg
+from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, empty_database_url
 from tests.fuzz_support import FuzzTarget, api_operations, demo_target, fuzz_operation
 from webapp.api_docs import OPENAPI_URL
 from webapp.spec import EvalSpec
@@ -26,14 +25,7 @@ MAX_EXAMPLES = int(os.environ.get("DRAFTDESK_FUZZ_EXAMPLES", "4"))
 @pytest.fixture(scope="module", params=BACKENDS)
 def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path, spec: EvalSpec) -> Iterator[FuzzTarget]:
     """The demo, seeded once for this module, on each configured backend."""
-    if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("fuzz") / "demo.db"
-        shutil.copyfile(sqlite_template, path)
-        url = f"sqlite:///{path}"
-    else:
-        _prepare_pg()
-        _truncate_pg()
-        url = PG_URL
+    url = empty_database_url(request.param, tmp_path_factory.mktemp("fuzz"), sqlite_template)
     target = demo_target(url, TEST_SECRET, SPEC_PATH, spec)
     yield target
     target.app.state.engine.dispose()

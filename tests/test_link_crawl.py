@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from collections import deque
 from collections.abc import Iterator
 from html import unescape
@@ -15,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from tests.conftest import SPEC_PATH, TEST_SECRET, login
+from tests.conftest import SPEC_PATH, TEST_SECRET, empty_database_url, login
 from webapp.config import Settings
 from webapp.db import make_engine
 from webapp.demo.seed import seed_demo
@@ -38,21 +37,20 @@ HREF = re.compile(r"""<a\b[^>]*?\bhref="([^"#][^"]*)\"""", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path, spec: EvalSpec) -> Path:
-    path = tmp_path_factory.mktemp("crawl") / "demo.db"
-    shutil.copyfile(sqlite_template, path)
-    engine = make_engine(f"sqlite:///{path}")
+def demo_db(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path, spec: EvalSpec) -> str:
+    url = empty_database_url("sqlite", tmp_path_factory.mktemp("crawl"), sqlite_template)
+    engine = make_engine(url)
     with Session(engine, expire_on_commit=False) as session:
         seed_demo(session=session, spec=spec, seed=7)
         session.commit()
     engine.dispose()
-    return path
+    return url
 
 
 @pytest.fixture(scope="module")
-def demo_app(demo_db: Path) -> Iterator[FastAPI]:
+def demo_app(demo_db: str) -> Iterator[FastAPI]:
     app = create_app(
-        Settings(database_url=f"sqlite:///{demo_db}", mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
+        Settings(database_url=demo_db, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
     )
     yield app
     app.state.engine.dispose()
