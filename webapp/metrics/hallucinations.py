@@ -16,7 +16,6 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
-from webapp.kb import service as kb_service
 from webapp.kb.models import KbRevision
 from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
 from webapp.metrics.service import MetricsError, apply_decision
@@ -66,16 +65,24 @@ class ReportView:
         return bool(self.history)
 
 
-def _cited(session: Session, citations: list[dict[str, Any]] | None) -> list[CitedRevision]:
+def _cited(citations: list[dict[str, Any]] | None, revisions: dict[tuple[str, int], KbRevision],
+           current: dict[str, KbRevision]) -> list[CitedRevision]:
     out: list[CitedRevision] = []
     for c in citations or []:
         article_id = str(c.get("article_id", ""))
         rev = c.get("revision")
         revision = int(rev) if isinstance(rev, int) else None
-        found = kb_service.get_revision(session=session, article_id=article_id, revision=revision) if revision else None
-        current = kb_service.current_revision(session=session, article_id=article_id)
-        out.append(CitedRevision(article_id, revision, found or (current if revision is None else None), current))
+        found = revisions.get((article_id, revision)) if revision else current.get(article_id)
+        out.append(CitedRevision(article_id, revision, found, current.get(article_id)))
     return out
+
+
+def _kb_revisions(session: Session, reports: list[tuple[HallucinationReport, Event]]) -> list[KbRevision]:
+    """Return every revision of the articles the reports cite (one query for the whole queue)."""
+    ids = {str(c.get("article_id", "")) for r, _ in reports for c in (r.citations or [])}
+    if not ids:
+        return []
+    return list(session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(ids))).all())
 
 
 def report_views(*, session: Session, reports: list[tuple[HallucinationReport, Event]]) -> list[ReportView]:
@@ -92,6 +99,9 @@ def report_views(*, session: Session, reports: list[tuple[HallucinationReport, E
         u.id: u.name or u.email
         for u in session.exec(select(User).where(col(User.id).in_({d.decided_by for d in rows if d.decided_by}))).all()
     } if rows else {}
+    kb = _kb_revisions(session, reports)
+    revisions = {(k.article_id, k.revision): k for k in kb}
+    current = {k.article_id: k for k in kb if k.status == "current"}
     by_report: dict[int, list[DecisionView]] = {}
     for d in rows:
         by_report.setdefault(d.report_id, []).append(DecisionView(d, names.get(d.decided_by, "—") if d.decided_by else "—"))
@@ -99,7 +109,7 @@ def report_views(*, session: Session, reports: list[tuple[HallucinationReport, E
         ReportView(
             report=r,
             event=e,
-            cited=_cited(session, r.citations),
+            cited=_cited(r.citations, revisions, current),
             diff=word_diff(e.draft_text, e.sent_text),
             history=by_report.get(r.id or 0, []),
         )
