@@ -28,7 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from webapp.evaluator import runner  # noqa: E402
+from webapp.datasets.loader import TestCase  # noqa: E402
+from webapp.evaluator.artifact_models import DatasetEvaluation  # noqa: E402
+from webapp.evaluator.execution import execute, make_client, run_async  # noqa: E402
+from webapp.evaluator.preparation import JUDGE_TEMPERATURE, EvalOptions, prepare  # noqa: E402
+from webapp.evaluator.prompts import generator_messages, judge_messages  # noqa: E402
+from webapp.evaluator.rubric import judge_response_format  # noqa: E402
 
 
 def _free_port() -> int:
@@ -60,20 +65,20 @@ def start_server(delay: float) -> tuple[subprocess.Popen[bytes], int]:
             time.sleep(0.05)
 
 
-def run_once(options: runner.EvalOptions) -> tuple[float, dict]:
+def run_once(options: EvalOptions) -> tuple[float, DatasetEvaluation]:
     """Prepare and execute one evaluation; return its wall time and document (and print its CPU time)."""
     start = time.perf_counter()
     cpu = time.process_time()
-    prepared = runner.prepare(options)
-    client = runner.make_client(options, {})
+    prepared = prepare(options)
+    client = make_client(options, {})
 
-    async def go() -> dict:
+    async def go() -> DatasetEvaluation:
         try:
-            return await runner.execute(prepared, client)
+            return await execute(prepared, client)
         finally:
             await client.close()
 
-    doc = runner.run_async(go())
+    doc = run_async(go())
     elapsed = time.perf_counter() - start
     s = client.stats
     if options.max_cases is None:
@@ -87,7 +92,7 @@ def run_once(options: runner.EvalOptions) -> tuple[float, dict]:
     return elapsed, doc
 
 
-def bare_loop(options: runner.EvalOptions) -> tuple[float, int]:
+def bare_loop(options: EvalOptions) -> tuple[float, int]:
     """Make the evaluation's calls with nothing but AsyncOpenAI and a semaphore; return (seconds, calls).
 
     Each sample is one generation then one judgement of its answer, with the evaluator's own
@@ -95,9 +100,7 @@ def bare_loop(options: runner.EvalOptions) -> tuple[float, int]:
     """
     import openai
 
-    from webapp.evaluator.rubric import judge_response_format
-
-    prepared = runner.prepare(options)  # only to build the same messages; not timed
+    prepared = prepare(options)  # only to build the same messages; not timed
     judge_format = judge_response_format(prepared.rubric)
     o = prepared.options
 
@@ -106,20 +109,20 @@ def bare_loop(options: runner.EvalOptions) -> tuple[float, int]:
         limit = asyncio.Semaphore(o.concurrency)
         calls = 0
 
-        async def sample(case: object, i: int) -> None:
+        async def sample(case: TestCase, i: int) -> None:
             nonlocal calls
             async with limit:
                 gen = await client.chat.completions.create(
                     model=o.generator_model,
-                    messages=runner.generator_messages(prepared, case),  # type: ignore[arg-type]
+                    messages=generator_messages(prepared, case),  # type: ignore[arg-type]
                     temperature=o.temperature,
                     seed=None if o.seed is None else o.seed + i,
                 )
             async with limit:
                 await client.chat.completions.create(
                     model=o.judge_model,
-                    messages=runner.judge_messages(prepared, case, gen.choices[0].message.content or ""),  # type: ignore[arg-type]
-                    temperature=runner.JUDGE_TEMPERATURE,
+                    messages=judge_messages(prepared, case, gen.choices[0].message.content or ""),  # type: ignore[arg-type]
+                    temperature=JUDGE_TEMPERATURE,
                     seed=o.seed,
                     response_format=judge_format,  # type: ignore[arg-type]
                 )
@@ -132,7 +135,7 @@ def bare_loop(options: runner.EvalOptions) -> tuple[float, int]:
         return calls
 
     start = time.perf_counter()
-    calls = runner.run_async(go())
+    calls = run_async(go())
     return time.perf_counter() - start, calls
 
 
@@ -162,7 +165,7 @@ def main() -> None:
             )
             prompt = tmpdir / "system.txt"
             prompt.write_text("You are a concise assistant.\n", encoding="utf-8")
-            options = runner.EvalOptions(
+            options = EvalOptions(
                 dataset=dataset,
                 system_prompt=prompt,
                 num_samples=args.samples,
@@ -174,7 +177,7 @@ def main() -> None:
                 cache_dir=tmpdir / "cache",  # never the user's cache: the first run must make every call
             )
             # Warm the imports the SDK does on its first request, so the timing is the evaluation's.
-            warm = runner.EvalOptions(**{**options.__dict__, "max_cases": 1, "num_samples": 1, "use_cache": False})
+            warm = EvalOptions(**{**options.__dict__, "max_cases": 1, "num_samples": 1, "use_cache": False})
             run_once(warm)
             before = _server_calls(port)
             first_s, first = run_once(options)
@@ -195,11 +198,11 @@ def main() -> None:
     print(f"fake server delay {args.delay} s; {args.cases} cases x {args.samples} samples x 2 = {calls} calls")
     print(f"sequential (the guide's formula at {args.delay} s/call): {sequential:.1f} s")
     print(f"ideal at concurrency {args.concurrency}: {ideal:.2f} s; target 1.25x = {target:.2f} s")
-    ok1 = first_s <= target and first["status"] == "completed" and first_calls == calls
-    print(f"first run:  {first_s:6.2f} s, {first_calls} calls, status {first['status']}  -> {'PASS' if ok1 else 'FAIL'}")
-    ok2 = second_s < 5 and second_calls == 0 and second["status"] == "completed"
-    print(f"cached run: {second_s:6.2f} s, {second_calls} calls, status {second['status']}  -> {'PASS' if ok2 else 'FAIL'}")
-    same = first["test_case_results"] == second["test_case_results"]
+    ok1 = first_s <= target and first.status == "completed" and first_calls == calls
+    print(f"first run:  {first_s:6.2f} s, {first_calls} calls, status {first.status}  -> {'PASS' if ok1 else 'FAIL'}")
+    ok2 = second_s < 5 and second_calls == 0 and second.status == "completed"
+    print(f"cached run: {second_s:6.2f} s, {second_calls} calls, status {second.status}  -> {'PASS' if ok2 else 'FAIL'}")
+    same = first.to_json_dict()["test_case_results"] == second.to_json_dict()["test_case_results"]
     print(f"cached results identical to the first run's: {same}")
     ratio = first_s / bare_s
     ok3 = ratio <= 1.25 and bare_calls == calls == bare_made

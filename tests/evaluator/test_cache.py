@@ -162,13 +162,20 @@ class TestConcurrentWriters:
             sys.modules["fcntl"] = None
             from pathlib import Path
             from webapp.evaluator.cache import ResponseCache
-            from webapp.evaluator import cli, runner
+            from webapp.evaluator import cli, execution
+            from webapp.evaluator.artifact_models import IndexEntry
             from webapp.evaluator.artifacts import update_index
             c = ResponseCache(Path(r"{tmp_path / 'c'}"))
             c.put("ab" * 32, {{"content": "x"}})
             assert c.get("ab" * 32) == {{"content": "x"}}
-            update_index(Path(r"{tmp_path / 'runs'}"), {{"run_id": "r1"}})
-            update_index(Path(r"{tmp_path / 'runs'}"), {{"run_id": "r2"}})
+            def entry(run_id):
+                return IndexEntry(
+                    run_id=run_id, description="", status="completed", timestamp_start="t", timestamp_end="t",
+                    dataset_path="d", dataset_hash="h", rubric="default", rubric_hash="h", generator_model="g",
+                    judge_model="j", num_cases=1, num_samples_per_case=1, overall_metrics={{}}, overall_flags={{}},
+                )
+            update_index(Path(r"{tmp_path / 'runs'}"), entry("r1"))
+            update_index(Path(r"{tmp_path / 'runs'}"), entry("r2"))
             print("ok")
             """
         )

@@ -14,8 +14,12 @@ from typer.testing import Result
 
 from tests.evaluator.conftest import only_run, write_dataset
 from tests.evaluator.fake_openai import FakeOpenAI
-from webapp.evaluator import runner
+from webapp.evaluator.aggregation import finish_case
+from webapp.evaluator.artifact_models import Sample, TestCaseResult
 from webapp.evaluator.artifacts import case_file_name, read_json
+from webapp.evaluator.client import ChatClient
+from webapp.evaluator.execution import execute, make_client
+from webapp.evaluator.preparation import EvalOptions, EvaluationError, prepare
 
 GUIDE_FIELDS = {
     "run_id",
@@ -38,18 +42,18 @@ GUIDE_FIELDS = {
 
 def run_programmatically(
     fake: FakeOpenAI, dataset: Path, prompt: Path, out: Path, **kwargs: object
-) -> tuple[dict, runner.ChatClient]:
-    """Run an evaluation through the runner API with tiny backoff, so retry tests stay fast."""
+) -> tuple[dict, ChatClient]:
+    """Run an evaluation through the Python API with tiny backoff, so retry tests stay fast; return the JSON written."""
     client_kwargs = {k: kwargs.pop(k) for k in ("max_attempts", "backoff_base") if k in kwargs}
-    options = runner.EvalOptions(
+    options = EvalOptions(
         dataset=dataset, system_prompt=prompt, output_dir=out, base_url=fake.base_url, api_key="k", **kwargs  # type: ignore[arg-type]
     )
-    prepared = runner.prepare(options)
-    client = runner.make_client(options, {}, backoff_base=client_kwargs.get("backoff_base", 0.001), max_attempts=client_kwargs.get("max_attempts", 6))  # type: ignore[arg-type]
+    prepared = prepare(options)
+    client = make_client(options, {}, backoff_base=client_kwargs.get("backoff_base", 0.001), max_attempts=client_kwargs.get("max_attempts", 6))  # type: ignore[arg-type]
 
     async def go() -> dict:
         try:
-            return await runner.execute(prepared, client)
+            return (await execute(prepared, client)).to_json_dict()
         finally:
             await client.close()
 
@@ -239,15 +243,25 @@ class TestSampleStatuses:
         from webapp.evaluator.rubric import load_rubric
 
         rubric = load_rubric("default")
-        result = {
-            "samples": [
-                {"status": "completed", "judge_scores": {"semantic_fidelity": 4, "clarity": 5}, "flags": {"omitted_constraints": False}},
-                {"status": "judge_error", "judge_scores": None, "flags": None},
-            ]
-        }
-        runner.finish_case(result, rubric)
-        assert result["status"] == "partial"
-        assert result["per_metric_stats"]["clarity"]["count"] == 1
+        result = TestCaseResult(
+            test_case_id="x",
+            test_case_input="in",
+            description=None,
+            task=None,
+            expected_constraints=None,
+            reference=None,
+            metadata={},
+            num_samples=2,
+            samples=[
+                Sample(sample_index=0, status="completed", judge_scores={"semantic_fidelity": 4, "clarity": 5}, flags={"omitted_constraints": False}),
+                Sample(sample_index=1, status="judge_error"),
+            ],
+            per_metric_stats={},
+            per_flag_stats={},
+        )
+        finish_case(result, rubric)
+        assert result.status == "partial"
+        assert result.per_metric_stats["clarity"].count == 1
 
 
 class TestRetries:
@@ -358,8 +372,8 @@ class TestUsageErrors:
         assert evaluate("-n", "1", "-t", "2", "--max-cases", "1", dataset=dataset).exit_code == 0
 
     def test_runner_refuses_a_temperature_out_of_range(self, dataset: Path, prompt_file: Path, tmp_path: Path) -> None:
-        with pytest.raises(runner.EvaluationError, match="--temperature must be between 0 and 2"):
-            runner.prepare(runner.EvalOptions(dataset=dataset, system_prompt=prompt_file, temperature=2.01))
+        with pytest.raises(EvaluationError, match="--temperature must be between 0 and 2"):
+            prepare(EvalOptions(dataset=dataset, system_prompt=prompt_file, temperature=2.01))
 
     def test_dataset_is_required(self, evaluate: Callable[..., Result]) -> None:
         result = evaluate()

@@ -13,22 +13,27 @@ from typer.testing import Result
 from tests.evaluator.conftest import only_run
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator import stats as st
+from webapp.evaluator.artifact_models import JudgeVerdict, Sample, SampleStatus
 
 
-def verdict(scores: dict[str, int] | None, flags: dict[str, bool] | None, status: str = "completed") -> dict:
-    return {"status": status, "judge_scores": scores, "flags": flags}
+def verdict(scores: dict[str, int] | None, flags: dict[str, bool] | None, status: SampleStatus = "completed") -> JudgeVerdict:
+    return JudgeVerdict(status=status, judge_scores=dict(scores) if scores else None, flags=flags)
+
+
+def sample(verdicts: list[JudgeVerdict] | None = None, status: SampleStatus = "completed") -> Sample:
+    return Sample(sample_index=0, status=status, judge_repeats=verdicts)
 
 
 class TestSelfAgreementFigures:
     def test_hand_worked_example(self) -> None:
         samples = [
-            {"judge_repeats": [verdict({"m": 4}, {"f": True}), verdict({"m": 4}, {"f": False}), verdict({"m": 5}, {"f": True})]},
-            {"judge_repeats": [verdict({"m": 3}, {"f": False}), verdict({"m": 3}, {"f": False})]},
+            sample([verdict({"m": 4}, {"f": True}), verdict({"m": 4}, {"f": False}), verdict({"m": 5}, {"f": True})]),
+            sample([verdict({"m": 3}, {"f": False}), verdict({"m": 3}, {"f": False})]),
             # one valid judgement only: nothing to compare, left out
-            {"judge_repeats": [verdict({"m": 1}, {"f": True}), verdict(None, None, "judge_error")]},
-            {"status": "generation_error"},
+            sample([verdict({"m": 1}, {"f": True}), verdict(None, None, "judge_error")]),
+            sample(status="generation_error"),
         ]
-        got = st.judge_self_agreement(samples, ["m"], ["f"])
+        got = st.judge_self_agreement(samples, ["m"], ["f"], repeats=3).model_dump()
         # pairs: (4,4) (4,5) (4,5) and (3,3): 2 of 4 equal, all within one point, |diffs| 0 1 1 0
         assert got["metrics"]["m"] == {
             "samples": 2,
@@ -41,7 +46,7 @@ class TestSelfAgreementFigures:
         assert got["flags"]["f"] == {"samples": 2, "exact_agreement": 0.5, "pairwise_agreement": 0.5}
 
     def test_nothing_to_compare(self) -> None:
-        got = st.judge_self_agreement([{"judge_repeats": [verdict({"m": 2}, {})]}], ["m"], [])
+        got = st.judge_self_agreement([sample([verdict({"m": 2}, {})])], ["m"], [], repeats=2).model_dump()
         assert got["metrics"]["m"]["samples"] == 0
         assert got["metrics"]["m"]["pairwise_agreement"] is None
 

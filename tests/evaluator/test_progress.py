@@ -14,6 +14,8 @@ from typer.testing import Result
 
 from tests.evaluator.conftest import only_run
 from tests.evaluator.fake_openai import FakeOpenAI
+from webapp.evaluator import stats as st
+from webapp.evaluator.artifact_models import Sample, TestCaseResult
 from webapp.evaluator.cli import LiveStatus, case_line
 from webapp.evaluator.client import ChatClient, ClientStats
 
@@ -61,12 +63,20 @@ class TestLines:
         ), lines[at]
 
     def test_case_line_of_a_partial_case(self) -> None:
-        result = {
-            "test_case_id": "x",
-            "status": "partial",
-            "samples": [{"status": "completed"}, {"status": "judge_error"}],
-            "per_metric_stats": {"clarity": {"mean": 4.0}, "semantic_fidelity": {"mean": None}},
-        }
+        result = TestCaseResult(
+            test_case_id="x",
+            test_case_input="in",
+            description=None,
+            task=None,
+            expected_constraints=None,
+            reference=None,
+            metadata={},
+            status="partial",
+            num_samples=2,
+            samples=[Sample(sample_index=0, status="completed"), Sample(sample_index=1, status="judge_error")],
+            per_metric_stats={"clarity": st.metric_stats([4, 4]), "semantic_fidelity": st.metric_stats([])},
+            per_flag_stats={},
+        )
         assert case_line(result, 2, 5) == "[2/5] case x: partial, 1/2 samples, clarity 4.00"
 
 
@@ -118,19 +128,20 @@ class TestLiveStatus:
         assert client.stats.retries == 1
 
     def test_samples_in_flight_stay_within_the_concurrency(self, fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path) -> None:
-        from webapp.evaluator import runner
+        from webapp.evaluator.execution import Runtime, execute, make_client
+        from webapp.evaluator.preparation import EvalOptions, prepare
 
-        options = runner.EvalOptions(
+        options = EvalOptions(
             dataset=dataset, system_prompt=prompt_file, output_dir=tmp_path / "o", base_url=fake.base_url, api_key="k", num_samples=4, concurrency=2
         )
-        prepared = runner.prepare(options)
-        client = runner.make_client(options, {})
+        prepared = prepare(options)
+        client = make_client(options, {})
         seen: list[int] = []
-        holder: dict[str, runner.Runtime] = {}
+        holder: dict[str, Runtime] = {}
 
         async def go() -> None:
             try:
-                await runner.execute(
+                await execute(
                     prepared, client, on_start=lambda rt: holder.setdefault("rt", rt), on_call=lambda: seen.append(holder["rt"].samples_in_flight)
                 )
             finally:

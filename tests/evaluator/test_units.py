@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from webapp.evaluator.artifacts import Journal, case_file_name, update_index, write_json_atomic
+from webapp.evaluator.artifact_models import IndexEntry, JournalEntry, RunStatus, Sample, SampleTokens
+from webapp.evaluator.artifacts import Journal, JournalError, case_file_name, update_index, write_json_atomic
 from webapp.evaluator.cache import cache_key
 from webapp.evaluator.client import load_prices, parse_retry_after
+from webapp.evaluator.judge_validation import parse_judge
 from webapp.evaluator.rubric import RubricError, builtin_names, judge_schema, load_rubric
-from webapp.evaluator.runner import parse_judge
 from webapp.evaluator.service import judge_human_agreement
 from webapp.spec import EvalSpec
 
@@ -142,18 +144,61 @@ class TestArtifacts:
 
     def test_journal_ignores_a_torn_last_line(self, tmp_path: Path) -> None:
         j = Journal(tmp_path / "s.jsonl")
-        j.append({"case_id": "a", "sample": {"sample_index": 0}})
+        j.append(JournalEntry(case_id="a", sample=Sample(sample_index=0)))
         j.close()
         with open(tmp_path / "s.jsonl", "a") as fh:
             fh.write('{"case_id": "b", "sam')
-        assert Journal.read(tmp_path / "s.jsonl") == [{"case_id": "a", "sample": {"sample_index": 0}}]
+        assert Journal.read(tmp_path / "s.jsonl") == [JournalEntry(case_id="a", sample=Sample(sample_index=0))]
+
+    def test_journal_line_of_the_wrong_shape_is_named(self, tmp_path: Path) -> None:
+        path = tmp_path / "s.jsonl"
+        path.write_text('{"case_id": "a", "sample": {"sample_index": 0}}\n{"case_id": "b", "sample": {"sample_index": "x"}}\n')
+        with pytest.raises(JournalError, match=r"s\.jsonl:2: field 'sample\.sample_index'"):
+            Journal.read(path)
+
+    def test_artifact_models_refuse_what_the_guide_does_not_allow(self) -> None:
+        sample = Sample(sample_index=0)
+        with pytest.raises(ValidationError):
+            sample.status = "done"  # type: ignore[assignment]  # not a status of the guide: refused on assignment
+        with pytest.raises(ValidationError):
+            Sample(sample_index=0, unknown_key=1)  # type: ignore[call-arg]
+        # optional keys appear only once set, in the order older versions wrote them
+        assert list(sample.to_json_dict())[-2:] == ["tokens", "cost_usd"]
+        sample.judge_raw = "x"
+        assert list(sample.to_json_dict())[-1] == "judge_raw"
+        assert SampleTokens(generator=None).to_json_dict() == {"generator": None}
+        assert SampleTokens(generator=None, judge=None).to_json_dict() == {"generator": None, "judge": None}
+        # scores keep the number type of the judge's JSON
+        assert Sample(sample_index=0, judge_scores={"a": 4, "b": 4.5}).to_json_dict()["judge_scores"] == {"a": 4, "b": 4.5}
+        assert json.dumps(Sample(sample_index=0, judge_scores={"a": 4}).to_json_dict()["judge_scores"]) == '{"a": 4}'
 
     def test_index_replaces_the_entry_of_the_same_run(self, tmp_path: Path) -> None:
-        update_index(tmp_path, {"run_id": "r1", "status": "aborted"})
-        update_index(tmp_path, {"run_id": "r2", "status": "completed"})
-        update_index(tmp_path, {"run_id": "r1", "status": "completed"})
+        update_index(tmp_path, index_entry("r1", "aborted"))
+        update_index(tmp_path, index_entry("r2", "completed"))
+        update_index(tmp_path, index_entry("r1", "completed"))
         runs = json.loads((tmp_path / "index.json").read_text())["runs"]
         assert [(r["run_id"], r["status"]) for r in runs] == [("r2", "completed"), ("r1", "completed")]
+
+
+def index_entry(run_id: str, status: RunStatus) -> IndexEntry:
+    """Return a minimal runs/index.json entry."""
+    return IndexEntry(
+        run_id=run_id,
+        description="",
+        status=status,
+        timestamp_start="2026-11-23T00:00:00+00:00",
+        timestamp_end=None,
+        dataset_path="d.jsonl",
+        dataset_hash="sha256:0",
+        rubric="default",
+        rubric_hash="sha256:1",
+        generator_model="g",
+        judge_model="j",
+        num_cases=1,
+        num_samples_per_case=1,
+        overall_metrics={},
+        overall_flags={},
+    )
 
 
 def test_prices_file(tmp_path: Path) -> None:
@@ -182,7 +227,7 @@ class Human:
 
 
 def test_judge_human_agreement_by_hand(spec: EvalSpec) -> None:
-    metrics = load_rubric("support-draft").metadata()["metrics"]
+    metrics = [m.model_dump() for m in load_rubric("support-draft").spec.metrics]
     pairs = [
         ({"factual_accuracy": 1, "citation_relevance": 5, "tone": 3, "completeness": 2}, Human("pass", 4.0, 2.5, 2.0)),
         ({"factual_accuracy": 0, "citation_relevance": 2, "tone": 4, "completeness": 5}, Human("pass", 4.5, 4.0, 3.0)),
@@ -203,7 +248,7 @@ def test_judge_human_agreement_by_hand(spec: EvalSpec) -> None:
 
 
 def test_agreement_skips_criteria_the_rubric_lacks(spec: EvalSpec) -> None:
-    metrics = load_rubric("default").metadata()["metrics"]
+    metrics = [m.model_dump() for m in load_rubric("default").spec.metrics]
     pairs = [({"semantic_fidelity": 4, "clarity": 4}, Human("pass", 4, 4, 4))]
     assert judge_human_agreement(pairs, list(spec.rubric.criteria), metrics) == []
 

@@ -1,4 +1,8 @@
-"""Run artifacts on disk: atomic JSON writes, the per-run directory, the journal and runs/index.json."""
+"""Run artifacts on disk: atomic JSON writes, the per-run directory, the journal and runs/index.json.
+
+What the files hold is defined by the models of `artifact_models`; this module only writes and
+reads them (atomically, under a lock for the shared index).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
+
+from webapp.evaluator.artifact_models import ArtifactModel, IndexEntry, JournalEntry
 
 MAIN_ARTIFACT = "dataset_evaluation.json"
 JOURNAL = "samples.jsonl"
@@ -48,6 +56,11 @@ def write_json_atomic(path: Path, data: Any, *, pretty: bool = True, durable: bo
     write_text_atomic(path, encode_json(data, pretty=pretty), durable=durable)
 
 
+def write_artifact(path: Path, model: ArtifactModel, *, pretty: bool = True, durable: bool = True) -> None:
+    """Write an artifact model as JSON atomically (see write_json_atomic)."""
+    write_json_atomic(path, model.to_json_dict(), pretty=pretty, durable=durable)
+
+
 def case_file_name(case_id: str) -> str:
     """Return `test_case_<id>.json`, with characters unsafe in file names replaced by '_'."""
     return f"test_case_{_UNSAFE.sub('_', case_id)}.json"
@@ -58,6 +71,10 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+class JournalError(ValueError):
+    """A journal line that is JSON but not a finished sample; the message names FILE:LINE."""
+
+
 class Journal:
     """Append-only record of finished samples, so a killed run can be resumed sample by sample."""
 
@@ -66,9 +83,9 @@ class Journal:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = path.open("a", encoding="utf-8")
 
-    def append(self, entry: dict[str, Any]) -> None:
+    def append(self, entry: JournalEntry) -> None:
         """Append one sample as a JSON line and flush it to the OS."""
-        self._fh.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self._fh.write(json.dumps(entry.to_json_dict(), ensure_ascii=False) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -76,18 +93,24 @@ class Journal:
         self._fh.close()
 
     @staticmethod
-    def read(path: Path) -> list[dict[str, Any]]:
-        """Return the journal's entries; a torn last line (the process was killed mid-write) is ignored."""
+    def read(path: Path) -> list[JournalEntry]:
+        """Return the journal's entries; a torn line (the process was killed mid-write) is ignored."""
         if not path.exists():
             return []
-        out: list[dict[str, Any]] = []
-        for line in path.read_text(encoding="utf-8").splitlines():
+        out: list[JournalEntry] = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                out.append(json.loads(line))
+                raw = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            try:
+                out.append(JournalEntry.model_validate(raw))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+                raise JournalError(f"{path}:{number}: field '{loc}': {first['msg']}") from exc
         return out
 
 
@@ -150,7 +173,7 @@ def _exclusive_file(path: Path, *, stale_after: float = 30.0) -> Iterator[None]:
         path.unlink(missing_ok=True)
 
 
-def update_index(output_dir: Path, entry: dict[str, Any]) -> None:
+def update_index(output_dir: Path, entry: IndexEntry) -> None:
     """Insert or replace this run's entry in <output_dir>/index.json (one entry per run_id)."""
     index_path = output_dir / INDEX
     # A lock file, because two evaluations may finish at once in the same output folder.
@@ -161,6 +184,6 @@ def update_index(output_dir: Path, entry: dict[str, Any]) -> None:
                 runs = list(read_json(index_path).get("runs", []))
             except (json.JSONDecodeError, AttributeError):
                 runs = []
-        runs = [r for r in runs if r.get("run_id") != entry["run_id"]]
-        runs.append(entry)
+        runs = [r for r in runs if r.get("run_id") != entry.run_id]
+        runs.append(entry.to_json_dict())
         write_json_atomic(index_path, {"runs": runs})

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console, RenderableType
@@ -18,7 +19,19 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Table
 from rich.text import Text
+
+from webapp.cli_support import cli_session, guard_stdout, load_settings
+from webapp.config import Settings
+from webapp.evaluator.cache import ResponseCache, default_cache_dir, parse_age
+from webapp.evaluator.support import KbContext, kb_from_database, kb_from_file
+
+if TYPE_CHECKING:  # the run's modules load the openai SDK (~1 s): imported when a run starts, not by every `draftdesk` command
+    from webapp.evaluator.artifact_models import DatasetEvaluation, TestCaseResult
+    from webapp.evaluator.client import ChatClient, ClientStats
+    from webapp.evaluator.execution import Runtime
+    from webapp.evaluator.preparation import EvalOptions, Prepared
 
 app = typer.Typer(help="Prompt Evaluator: dataset-driven evaluation with a generator and an LLM judge.", no_args_is_help=True)
 
@@ -63,7 +76,7 @@ def evaluate_dataset(
     description: str = typer.Option("", "--description", help="A note kept with the run in runs/index.json"),
 ) -> None:
     """Evaluate a system prompt over every test case of a dataset, N samples each, scored by an LLM judge."""
-    from webapp.evaluator import runner
+    from webapp.evaluator.preparation import EvalOptions, EvaluationError, check_options
 
     if quick and num_samples is not None:
         raise _err("--quick and --num-samples/-n cannot be combined: --quick means 2 samples per case")
@@ -74,7 +87,7 @@ def evaluate_dataset(
     ids = [i.strip() for i in case_ids.split(",") if i.strip()] if case_ids else None
     if case_ids is not None and not ids:
         raise _err("--case-ids: give at least one test case id")
-    options = runner.EvalOptions(
+    options = EvalOptions(
         dataset=dataset or Path(),
         system_prompt=system_prompt or Path(),
         num_samples=5 if num_samples is None else num_samples,
@@ -98,39 +111,39 @@ def evaluate_dataset(
     )
     if resume is None:
         try:
-            runner.check_options(options)  # before anything is read, so the flag is named first
-        except runner.EvaluationError as exc:
+            check_options(options)  # before anything is read, so the flag is named first
+        except EvaluationError as exc:
             raise _err(str(exc)) from exc
     code = run_command(options, resume=resume, record=record, quiet=quiet)
     raise typer.Exit(code)
 
 
-def _kb_loader(kb: Path | None, settings: Any) -> Any:
-    from webapp.evaluator.support import KbContext, kb_from_database, kb_from_file
-
+def _kb_loader(kb: Path | None, settings: Settings) -> Callable[[], KbContext]:
     def load() -> KbContext:
         if kb is not None:
             return kb_from_file(kb)
-        from webapp.cli_support import cli_session
-
         with cli_session(settings) as session:
             return kb_from_database(session)
 
     return load
 
 
-def run_command(options: Any, *, resume: str | None = None, record: bool = False, quiet: bool = False) -> int:
+def run_command(options: EvalOptions, *, resume: str | None = None, record: bool = False, quiet: bool = False) -> int:
     """Prepare, run and report an evaluation; return the exit code (0 completed, 1 not, 2 usage)."""
-    from webapp.cli_support import load_settings
-    from webapp.evaluator import runner
-    from webapp.evaluator.client import load_prices
+    from webapp.evaluator.aggregation import index_entry
+    from webapp.evaluator.artifact_models import Execution
+    from webapp.evaluator.artifacts import update_index
+    from webapp.evaluator.client import LlmConfigError, load_prices
+    from webapp.evaluator.execution import make_client, planned_calls
+    from webapp.evaluator.preparation import EvaluationError, prepare, prepare_resume
+    from webapp.evaluator.service import RecordError, check_recordable, record_evaluation
 
     console = Console()
     settings = load_settings()
     try:
         spec = settings.eval_spec
         if resume:
-            prepared = runner.prepare_resume(
+            prepared = prepare_resume(
                 resume,
                 output_dir=options.output_dir,
                 overrides=options,
@@ -139,14 +152,12 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
             )
         else:
             if options.dataset == Path() or options.system_prompt == Path():
-                raise runner.EvaluationError("--dataset and --system-prompt are required (unless --resume RUN_ID)")
-            prepared = runner.prepare(options, kb_loader=_kb_loader(options.kb, settings), spec=spec)
+                raise EvaluationError("--dataset and --system-prompt are required (unless --resume RUN_ID)")
+            prepared = prepare(options, kb_loader=_kb_loader(options.kb, settings), spec=spec)
         prices = load_prices(settings.evaluator_prices)
         if record:
-            from webapp.evaluator.service import check_recordable
-
             check_recordable(prepared.cases)
-    except (runner.EvaluationError, ValueError) as exc:
+    except (EvaluationError, ValueError) as exc:
         raise _err(str(exc)) from exc
 
     if prepared.kb is not None and not prepared.kb.current:
@@ -155,8 +166,8 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
             "drafts will not be grounded (give --kb FILE or import the KB first)",
             highlight=False,
         )
-    client = runner.make_client(prepared.options, prices)
-    total, cached = runner.planned_calls(prepared, client)
+    client = make_client(prepared.options, prices)
+    total, cached = planned_calls(prepared, client)
     n_cases, n = len(prepared.cases), prepared.options.num_samples
     k = prepared.options.judge_repeats
     done = len(prepared.done)
@@ -169,37 +180,28 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
         f"{cached} from the cache, [bold]{total - cached} API call(s)[/]",
         highlight=False,
     )
-    console.print(f"cache: {_planned_cache(prepared.options, client, cached, total)}", highlight=False)
-    from webapp.evaluator.client import LlmConfigError
-
+    console.print(f"cache: {_planned_cache(client, cached, total)}", highlight=False)
     try:
         doc, aborted = _run_with_progress(prepared, client, total, console, quiet=quiet)
     except LlmConfigError as exc:
-        from webapp.evaluator.artifacts import update_index
-
-        update_index(prepared.options.output_dir, runner.index_entry(prepared.document))
+        update_index(prepared.options.output_dir, index_entry(prepared.document))
         raise _err(
             f"the API refused the run: {exc}. The run is marked aborted; "
             f"fix this and finish it with --resume {prepared.run_id}"
         ) from exc
-    from webapp.evaluator.artifacts import update_index
-
     s = client.stats
-    execution = {
-        "api_calls": s.api_calls,
-        "cache_hits": s.cache_hits,
-        "retries": s.retries,
-        "rate_limited": s.rate_limited,
-        "resumed": bool(resume),
-        "cache": client.cache_report(),
-    }
-    update_index(prepared.options.output_dir, runner.index_entry(doc, stats=execution))
+    execution = Execution(
+        api_calls=s.api_calls,
+        cache_hits=s.cache_hits,
+        retries=s.retries,
+        rate_limited=s.rate_limited,
+        resumed=bool(resume),
+        cache=client.cache_report(),
+    )
+    update_index(prepared.options.output_dir, index_entry(doc, execution=execution))
     rec = None
     if record and not aborted:
         # Recorded (committed) before the summary is printed: a reader that stops early loses nothing.
-        from webapp.cli_support import cli_session
-        from webapp.evaluator.service import RecordError, record_evaluation
-
         try:
             with cli_session(settings) as session:
                 rec = record_evaluation(session=session, document=doc, spec=settings.eval_spec)
@@ -215,10 +217,10 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
         return EXIT_NOT_COMPLETED
     if rec is not None:
         console.print(f"recorded as run [bold]{rec.run_name}[/] (id {rec.run_pk}) with {rec.drafts} draft(s)", highlight=False)
-    return EXIT_OK if doc["status"] == "completed" else EXIT_NOT_COMPLETED
+    return EXIT_OK if doc.status == "completed" else EXIT_NOT_COMPLETED
 
 
-def _planned_cache(options: Any, client: Any, cached: int, total: int) -> str:
+def _planned_cache(client: ChatClient, cached: int, total: int) -> str:
     """Say before the run how the cache will be used (the artifact's `cache` says how it was)."""
     if client.cache is None:
         return "off (--no-cache)"
@@ -232,10 +234,10 @@ class LiveStatus:
     """What the progress bar shows besides cases done: samples in flight, calls/s, cache hits, retries, ETA."""
 
     def __init__(self, client: Any, samples_total: int) -> None:
-        self.client = client
+        self.client = client  # a ChatClient, or anything with its `stats`
         self.samples_total = samples_total
         self.samples_done = 0
-        self.runtime: Any = None
+        self.runtime: Runtime | None = None
         self.started = time.monotonic()
 
     def in_flight(self) -> int:
@@ -274,22 +276,20 @@ def _clock(seconds: float) -> str:
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
 
 
-def case_line(result: dict[str, Any], done: int, total: int) -> str:
+def case_line(result: TestCaseResult, done: int, total: int) -> str:
     """Return the one line printed per finished case with --quiet or when the output is not a terminal."""
-    samples = result["samples"]
-    ok = sum(1 for s in samples if s["status"] == "completed")
-    means = " ".join(
-        f"{m} {v['mean']:.2f}" for m, v in result["per_metric_stats"].items() if v["mean"] is not None
-    )
-    return f"[{done}/{total}] case {result['test_case_id']}: {result['status']}, {ok}/{len(samples)} samples" + (
+    samples = result.samples
+    ok = sum(1 for s in samples if s.status == "completed")
+    means = " ".join(f"{m} {v.mean:.2f}" for m, v in result.per_metric_stats.items() if v.mean is not None)
+    return f"[{done}/{total}] case {result.test_case_id}: {result.status}, {ok}/{len(samples)} samples" + (
         f", {means}" if means else ""
     )
 
 
 def _run_with_progress(
-    prepared: Any, client: Any, total: int, console: Console, *, quiet: bool = False
-) -> tuple[dict[str, Any], bool]:
-    from webapp.evaluator import runner
+    prepared: Prepared, client: ChatClient, total: int, console: Console, *, quiet: bool = False
+) -> tuple[DatasetEvaluation, bool]:
+    from webapp.evaluator.execution import execute, run_async
 
     n_cases = len(prepared.cases)
     n = prepared.options.num_samples
@@ -314,29 +314,29 @@ def _run_with_progress(
     def on_call() -> None:
         pass
 
-    def on_case(result: dict[str, Any]) -> None:
+    def on_case(result: TestCaseResult) -> None:
         counter["done"] += 1
-        status.samples_done += sum(1 for s in result["samples"] if (result["test_case_id"], s["sample_index"]) not in prepared.done)
+        status.samples_done += sum(1 for s in result.samples if (result.test_case_id, s.sample_index) not in prepared.done)
         if live:
             progress.update(task, completed=counter["done"])
         else:
             console.print(case_line(result, counter["done"], n_cases), highlight=False, soft_wrap=True, markup=False)
 
-    def on_start(rt: Any) -> None:
+    def on_start(rt: Runtime) -> None:
         status.runtime = rt
         status.started = time.monotonic()
 
     aborted = False
     with progress:
 
-        async def main() -> dict[str, Any]:
+        async def main() -> DatasetEvaluation:
             try:
-                return await runner.execute(prepared, client, on_call=on_call, on_case=on_case, on_start=on_start)
+                return await execute(prepared, client, on_call=on_call, on_case=on_case, on_start=on_start)
             finally:
                 await client.close()
 
         try:
-            doc = runner.run_async(main())
+            doc = run_async(main())
         except KeyboardInterrupt:
             aborted = True
             doc = prepared.document
@@ -371,43 +371,37 @@ class _TwoLineProgress(Progress):
         yield Text(self.status.text())
 
 
-def _summary(console: Console, doc: dict[str, Any], prepared: Any, stats: Any) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"run {doc['run_id']} — {doc['status']}", show_lines=False)
+def _summary(console: Console, doc: DatasetEvaluation, prepared: Prepared, stats: ClientStats) -> None:
+    table = Table(title=f"run {doc.run_id} — {doc.status}", show_lines=False)
     table.add_column("metric")
     table.add_column("mean of means", justify="right")
     table.add_column("cases", justify="right")
-    for name, v in doc["overall_metric_stats"].items():
-        mom = "—" if v["mean_of_means"] is None else f"{v['mean_of_means']:.2f}"
-        table.add_row(name, mom, str(v["num_cases"]))
-    for name, v in doc["overall_flag_stats"].items():
-        prop = "—" if v["true_proportion"] is None else f"{v['true_proportion']:.0%}"
-        table.add_row(f"flag {name}", prop, f"{v['true_count']}/{v['total_count']}")
+    for name, v in doc.overall_metric_stats.items():
+        mom = "—" if v.mean_of_means is None else f"{v.mean_of_means:.2f}"
+        table.add_row(name, mom, str(v.num_cases))
+    for name, f in doc.overall_flag_stats.items():
+        prop = "—" if f.true_proportion is None else f"{f.true_proportion:.0%}"
+        table.add_row(f"flag {name}", prop, f"{f.true_count}/{f.total_count}")
     console.print(table)
-    for r in doc["test_case_results"]:
-        for m in r["high_variance_metrics"]:
-            s = r["per_metric_stats"][m]
+    for r in doc.test_case_results:
+        for m in r.high_variance_metrics:
+            s = r.per_metric_stats[m]
             console.print(
-                f"⚠ HIGH VARIABILITY {r['test_case_id']} {m}: mean={s['mean']:.2f} std={s['std']:.2f} "
-                f"min={s['min']} max={s['max']}",
+                f"⚠ HIGH VARIABILITY {r.test_case_id} {m}: mean={s.mean or 0:.2f} std={s.std or 0:.2f} "
+                f"min={s.min} max={s.max}",
                 highlight=False,
             )
-    agreement = doc.get("judge_self_agreement")
+    agreement = doc.judge_self_agreement
     if agreement:
-        parts = [
-            f"{name} {v['pairwise_agreement']:.0%}"
-            for kind in ("metrics", "flags")
-            for name, v in agreement[kind].items()
-            if v["pairwise_agreement"] is not None
-        ]
+        rows = [*agreement.metrics.items(), *agreement.flags.items()]
+        parts = [f"{name} {v.pairwise_agreement:.0%}" for name, v in rows if v.pairwise_agreement is not None]
         console.print(
-            f"judge self-agreement ({agreement['repeats']} judgements per sample, pairwise): " + (" · ".join(parts) or "—"),
+            f"judge self-agreement ({agreement.repeats} judgements per sample, pairwise): " + (" · ".join(parts) or "—"),
             highlight=False,
         )
     console.print(
         f"{stats.api_calls} API call(s), {stats.cache_hits} from cache, {stats.retries} retried; "
-        f"cache: {doc.get('cache', 'off')}; artifacts: {prepared.run_dir / 'dataset_evaluation.json'}",
+        f"cache: {doc.cache}; artifacts: {prepared.run_dir / 'dataset_evaluation.json'}",
         highlight=False,
     )
 
@@ -424,10 +418,6 @@ CACHE_DIR_OPTION = typer.Option(
 @cache_app.command("info")
 def cache_info(cache_dir: Path | None = CACHE_DIR_OPTION) -> None:
     """Show where the answer cache is, how many answers it holds and their size."""
-    import datetime as dt
-
-    from webapp.evaluator.cache import ResponseCache, default_cache_dir
-
     info = ResponseCache(default_cache_dir(cache_dir)).info()
     console = Console()
     console.print(f"cache: {info.root}", highlight=False, soft_wrap=True)
@@ -445,8 +435,6 @@ def cache_clear(
     cache_dir: Path | None = CACHE_DIR_OPTION,
 ) -> None:
     """Remove cached answers (all of them, or those not used for --older-than)."""
-    from webapp.evaluator.cache import ResponseCache, default_cache_dir, parse_age
-
     age: int | None = None
     if older_than is not None:
         try:
@@ -466,8 +454,6 @@ def register(root: typer.Typer, import_app: typer.Typer) -> None:
 
 def main() -> None:
     """Entry point of the `prompt-evaluator` console script."""
-    from webapp.cli_support import guard_stdout
-
     guard_stdout()
     app()
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from webapp.checks.types import CHECK_KEYS
 from webapp.datasets.loader import sha256_of
 from webapp.safe_input import InputLimitError, load_yaml
 
@@ -102,21 +103,6 @@ class Rubric:
         """Every flag of a sample: the judge's, then one per automated check."""
         return self.judge_flag_names + list(self.check_flags)
 
-    def metadata(self) -> dict[str, Any]:
-        """Return the artifact's rubric_metadata: name, path, hash, metrics and flags."""
-        return {
-            "name": self.name,
-            "path": self.path,
-            "hash": self.hash,
-            "builtin": self.builtin,
-            "description": self.spec.description,
-            "output": self.spec.output,
-            "automated_checks": self.spec.automated_checks,
-            "metrics": [m.model_dump() for m in self.spec.metrics],
-            "flags": [f.model_dump() for f in self.spec.flags],
-            "check_flags": list(self.check_flags),
-        }
-
 
 def builtin_names() -> list[str]:
     """List the built-in rubric names."""
@@ -152,11 +138,7 @@ def load_rubric(ref: str) -> Rubric:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise RubricError(f"{path}: field '{loc}': {first['msg']}") from exc
-    checks: tuple[str, ...] = ()
-    if spec.automated_checks:
-        from webapp.checks.types import CHECK_KEYS
-
-        checks = tuple(f"check_{k}" for k in CHECK_KEYS)
+    checks = tuple(f"check_{k}" for k in CHECK_KEYS) if spec.automated_checks else ()
     return Rubric(spec=spec, path=str(path.resolve()), hash=sha256_of(data), builtin=is_builtin, check_flags=checks)
 
 

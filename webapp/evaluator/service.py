@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sqlmodel import Session, col, select
 
+from webapp.auth.service import Principal
+from webapp.checks.service import check_run
 from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, support_fields
 from webapp.datasets.models import EvalCase
+from webapp.datasets.service import import_dataset_file
+from webapp.evaluator.artifact_models import DatasetEvaluation, OutputKind, Sample
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
+from webapp.grading.models import Grade
+from webapp.grading.service import final_grades
 from webapp.runs.models import Draft, Run
+from webapp.runs.service import RunNotFound, resolve_run
 from webapp.spec import Criterion, EvalSpec
 from webapp.timeutil import as_utc
 
@@ -50,8 +58,8 @@ def _ts(value: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(value) if value else None
 
 
-def _draft_fields(sample: dict[str, Any], output_kind: str) -> dict[str, Any] | None:
-    out = sample.get("generator_output")
+def _draft_fields(sample: Sample, output_kind: OutputKind) -> dict[str, Any] | None:
+    out = sample.generator_output
     if out is None:
         return None
     if output_kind == "support_draft":
@@ -68,29 +76,29 @@ def _draft_fields(sample: dict[str, Any], output_kind: str) -> dict[str, Any] | 
     return {"draft_text": str(out), "raw_output": {"text": out}}
 
 
-def record_evaluation(*, session: Session, document: dict[str, Any], spec: EvalSpec, run_checks: bool = True) -> RecordResult:
+def record_evaluation(
+    *, session: Session, document: DatasetEvaluation, spec: EvalSpec, run_checks: bool = True
+) -> RecordResult:
     """Store a finished evaluation: dataset (imported or reused), Run + Drafts, statistics, judge scores; run the checks."""
-    from webapp.datasets.service import import_dataset_file
-
-    run_uuid = document["run_id"]
+    run_uuid = document.run_id
     if session.exec(select(EvaluatorRun).where(EvaluatorRun.artifact_run_id == run_uuid)).first() is not None:
         raise RecordError(f"--record: run {run_uuid} is already recorded")
-    path = Path(document["dataset_path"])
+    path = Path(document.dataset_path)
     try:
         imported = import_dataset_file(session=session, path=path)
     except DatasetError as exc:
         raise RecordError(f"--record: {exc.location}") from exc
     dataset = imported.dataset
-    if dataset.sha256 != document["dataset_hash"]:
+    if dataset.sha256 != document.dataset_hash:
         raise RecordError(f"--record: {path} changed since the run read it (hash {dataset.sha256[:19]}…); not recorded")
     cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id)).all()}
-    gen, judge, rubric = document["generator_config"], document["judge_config"], document["rubric_metadata"]
+    gen, judge, rubric = document.generator_config, document.judge_config, document.rubric_metadata
     run = Run(
         name=f"evaluator-{run_uuid}",
         dataset_id=dataset.id,  # type: ignore[arg-type]
-        model=str(gen["model"])[:200],
-        prompt_version=f"{Path(document['system_prompt_path']).name} {document['system_prompt_hash'][:19]}"[:200],
-        notes=(document.get("description") or f"prompt-evaluator run with rubric {rubric['name']}"),
+        model=gen.model[:200],
+        prompt_version=f"{Path(document.system_prompt_path).name} {document.system_prompt_hash[:19]}"[:200],
+        notes=(document.description or f"prompt-evaluator run with rubric {rubric.name}"),
         source="evaluator",
     )
     session.add(run)
@@ -98,68 +106,68 @@ def record_evaluation(*, session: Session, document: dict[str, Any], spec: EvalS
     ev = EvaluatorRun(
         run_id=run.id,  # type: ignore[arg-type]
         artifact_run_id=run_uuid,
-        status=document["status"],
-        description=document.get("description") or "",
-        dataset_hash=document["dataset_hash"],
-        rubric_name=rubric["name"],
-        rubric_hash=rubric["hash"],
-        generator_model=gen["model"],
-        judge_model=judge["model"],
-        temperature=gen["temperature"],
-        seed=gen["seed"],
-        num_samples=document["num_samples_per_case"],
-        metrics=rubric["metrics"],
-        flags=[f["name"] for f in rubric["flags"]] + list(rubric.get("check_flags", [])),
-        overall_metric_stats=document["overall_metric_stats"],
-        overall_flag_stats=document["overall_flag_stats"],
-        judge_repeats=int(judge.get("repeats", 1)),
-        judge_self_agreement=document.get("judge_self_agreement"),
-        timestamp_start=_ts(document.get("timestamp_start")),
-        timestamp_end=_ts(document.get("timestamp_end")),
+        status=document.status,
+        description=document.description,
+        dataset_hash=document.dataset_hash,
+        rubric_name=rubric.name,
+        rubric_hash=rubric.hash,
+        generator_model=gen.model,
+        judge_model=judge.model,
+        temperature=gen.temperature,
+        seed=gen.seed,
+        num_samples=document.num_samples_per_case,
+        metrics=[m.model_dump(mode="json") for m in rubric.metrics],
+        flags=[f.name for f in rubric.flags] + rubric.check_flags,
+        overall_metric_stats={k: v.to_json_dict() for k, v in document.overall_metric_stats.items()},
+        overall_flag_stats={k: v.to_json_dict() for k, v in document.overall_flag_stats.items()},
+        judge_repeats=judge.repeats,
+        judge_self_agreement=agreement.to_json_dict() if (agreement := document.judge_self_agreement) else None,
+        timestamp_start=_ts(document.timestamp_start),
+        timestamp_end=_ts(document.timestamp_end),
     )
     session.add(ev)
     session.flush()
     drafts = 0
-    for result in document["test_case_results"]:
-        case = cases.get(result["test_case_id"])
+    for result in document.test_case_results:
+        case = cases.get(result.test_case_id)
         if case is None:
-            raise RecordError(f"--record: test case {result['test_case_id']!r} is not in the imported dataset")
-        for metric, s in result["per_metric_stats"].items():
+            raise RecordError(f"--record: test case {result.test_case_id!r} is not in the imported dataset")
+        for metric, s in result.per_metric_stats.items():
             session.add(
                 EvaluatorCaseMetric(
                     evaluator_run_id=ev.id,  # type: ignore[arg-type]
                     case_pk=case.id,  # type: ignore[arg-type]
-                    case_status=result["status"],
+                    case_status=result.status,
                     metric=metric,
-                    mean=s["mean"],
-                    std=s["std"],
-                    min=s["min"],
-                    max=s["max"],
-                    count=s["count"],
-                    high_variance=bool(s["high_variance"]),
+                    mean=s.mean,
+                    std=s.std,
+                    min=s.min,
+                    max=s.max,
+                    count=s.count,
+                    high_variance=s.high_variance,
                 )
             )
-        for flag, s in result["per_flag_stats"].items():
+        for flag, f in result.per_flag_stats.items():
             session.add(
                 EvaluatorCaseFlag(
                     evaluator_run_id=ev.id,  # type: ignore[arg-type]
                     case_pk=case.id,  # type: ignore[arg-type]
                     flag=flag,
-                    true_count=s["true_count"],
-                    false_count=s["false_count"],
-                    total_count=s["total_count"],
-                    true_proportion=s["true_proportion"],
+                    true_count=f.true_count,
+                    false_count=f.false_count,
+                    total_count=f.total_count,
+                    true_proportion=f.true_proportion,
                 )
             )
-        for sample in result["samples"]:
-            fields = _draft_fields(sample, gen.get("output", "text"))
+        for sample in result.samples:
+            fields = _draft_fields(sample, gen.output)
             if fields is None:
                 continue  # nothing was generated: no draft to grade
             draft = Draft(
                 run_id=run.id,  # type: ignore[arg-type]
                 case_pk=case.id,  # type: ignore[arg-type]
-                sample_index=sample["sample_index"],
-                cost_usd=sample.get("cost_usd"),
+                sample_index=sample.sample_index,
+                cost_usd=sample.cost_usd,
                 **fields,
             )
             session.add(draft)
@@ -169,17 +177,15 @@ def record_evaluation(*, session: Session, document: dict[str, Any], spec: EvalS
                 EvaluatorJudgeScore(
                     evaluator_run_id=ev.id,  # type: ignore[arg-type]
                     draft_id=draft.id,  # type: ignore[arg-type]
-                    sample_status=sample["status"],
-                    scores=sample.get("judge_scores"),
-                    flags=sample.get("flags"),
-                    rationale=sample.get("judge_rationale"),
-                    error=sample.get("error"),
+                    sample_status=sample.status,
+                    scores=sample.judge_scores,
+                    flags=sample.flags,
+                    rationale=sample.judge_rationale,
+                    error=sample.error,
                 )
             )
     session.flush()
     if run_checks:
-        from webapp.checks.service import check_run
-
         check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
     return RecordResult(run.id, run.name, ev.id, drafts, run_checks)  # type: ignore[arg-type]
 
@@ -353,8 +359,6 @@ def get_evaluator_run(*, session: Session, ref: str) -> tuple[Run, EvaluatorRun]
     """Find a recorded run by Draft Desk run name or id, or by the artifact's run_id; raise EvaluatorRunNotFound."""
     ev = session.exec(select(EvaluatorRun).where(EvaluatorRun.artifact_run_id == ref)).first()
     if ev is None:
-        from webapp.runs.service import RunNotFound, resolve_run
-
         try:
             run = resolve_run(session=session, ref=ref)
         except RunNotFound as exc:
@@ -367,16 +371,8 @@ def get_evaluator_run(*, session: Session, ref: str) -> tuple[Run, EvaluatorRun]
     return run, ev
 
 
-def _final_grades(session: Session, run_id: int) -> dict[int, Any]:
-    try:
-        from webapp.grading.service import final_grades
-    except ImportError:  # grading not installed in this build: no human grades to compare with
-        return {}
-    return final_grades(session=session, run_id=run_id)
-
-
 def judge_visible_drafts(
-    *, session: Session, run_id: int, principal: Any | None, finals: dict[int, Any]
+    *, session: Session, run_id: int, principal: Principal | None, finals: Mapping[int, object]
 ) -> set[int] | None:
     """Return the drafts whose judge scores the viewer may see, or None for all of them.
 
@@ -387,24 +383,20 @@ def judge_visible_drafts(
     if principal is None or not principal.has_role("lead", "labeler"):
         return None
     drafts = session.exec(select(Draft.id, Draft.draft_text, Draft.escalated).where(Draft.run_id == run_id)).all()
-    open_to_all = {d for d, text, escalated in drafts if text is None or escalated}
-    graded: set[int] = set()
-    try:
-        from webapp.grading.models import Grade
-    except ImportError:  # no grading in this build: nobody has graded anything
-        Grade = None  # noqa: N806
-    if Grade is not None:
-        graded = set(
-            session.exec(
-                select(Grade.draft_id)
-                .join(Draft, col(Draft.id) == Grade.draft_id)
-                .where(Draft.run_id == run_id, Grade.grader_id == principal.user_id)
-            ).all()
-        )
+    open_to_all = {d for d, text, escalated in drafts if d is not None and (text is None or escalated)}
+    graded = set(
+        session.exec(
+            select(Grade.draft_id)
+            .join(Draft, col(Draft.id) == Grade.draft_id)
+            .where(Draft.run_id == run_id, Grade.grader_id == principal.user_id)
+        ).all()
+    )
     return open_to_all | graded | set(finals)
 
 
-def evaluator_report(*, session: Session, spec: EvalSpec, ref: str, principal: Any | None = None) -> EvaluatorReport:
+def evaluator_report(
+    *, session: Session, spec: EvalSpec, ref: str, principal: Principal | None = None
+) -> EvaluatorReport:
     """Gather a recorded run's per-case statistics, variance warnings, judge scores and judge-human agreement.
 
     With a `principal`, judge scores the viewer may not see yet (blind grading) are hidden, and
@@ -423,7 +415,7 @@ def evaluator_report(*, session: Session, spec: EvalSpec, ref: str, principal: A
     cases = [rows[k] for k in sorted(rows, key=lambda pk: positions.get(pk, 0))]
     metric_names = [m["name"] for m in ev.metrics]
     warnings = [(c.case_id, c.metrics[m]) for c in cases for m in metric_names if m in c.metrics and c.metrics[m].high_variance]
-    finals = _final_grades(session, run.id)  # type: ignore[arg-type]
+    finals = final_grades(session=session, run_id=run.id)  # type: ignore[arg-type]
     visible = judge_visible_drafts(session=session, run_id=run.id, principal=principal, finals=finals)  # type: ignore[arg-type]
     judge_rows: list[JudgeRow] = []
     stmt = (

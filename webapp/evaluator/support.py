@@ -7,11 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from sqlmodel import Session, select
 
+from webapp.checks.rules import run_checks
 from webapp.checks.types import CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
 from webapp.datasets.loader import SupportFieldError, TestCase, support_fields
 from webapp.datasets.records import RecordError
+from webapp.kb.models import KbArticle, KbRevision
+from webapp.kb.service import kb_snapshot, parse_kb
 from webapp.safe_input import loads_json
 from webapp.spec import EvalSpec
 
@@ -44,7 +49,7 @@ DRAFT_RESPONSE_FORMAT: dict[str, Any] = {
 }
 
 
-_DRAFT_VALIDATOR = jsonschema.Draft202012Validator(DRAFT_SCHEMA)
+_DRAFT_VALIDATOR = Draft202012Validator(DRAFT_SCHEMA)
 
 
 class KbLoadError(ValueError):
@@ -81,8 +86,6 @@ class KbContext:
 
 def kb_from_file(path: Path) -> KbContext:
     """Read KB revisions in the `draftdesk import kb` format; raise KbLoadError naming FILE:LINE."""
-    from webapp.kb.service import parse_kb
-
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -99,13 +102,8 @@ def kb_from_file(path: Path) -> KbContext:
     return ctx
 
 
-def kb_from_database(session: Any) -> KbContext:
+def kb_from_database(session: Session) -> KbContext:
     """Read the database's KB: current revisions for grounding, every revision for the checks."""
-    from sqlmodel import select
-
-    from webapp.kb.models import KbArticle, KbRevision
-    from webapp.kb.service import kb_snapshot
-
     ctx = KbContext(snapshot=kb_snapshot(session=session), source="database")
     intents = {a.article_id: a.intent for a in session.exec(select(KbArticle)).all()}
     for r in session.exec(select(KbRevision).where(KbRevision.status == "current")).all():
@@ -146,40 +144,62 @@ def generator_user_message(case: TestCase, articles: list[KbArticleText], intent
     return "\n".join(parts)
 
 
-def parse_draft(content: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DraftCitation:
+    article_id: str
+    revision: int
+
+
+@dataclass(frozen=True)
+class SupportDraft:
+    """The generator's structured draft, validated against DRAFT_SCHEMA; `raw` is the answer as written to artifacts."""
+
+    intent: str
+    draft: str | None
+    citations: tuple[DraftCitation, ...]
+    confidence: float | None
+    escalate: bool
+    raw: dict[str, Any]
+
+    def text_for_judge(self) -> str:
+        """Return the structured draft as the judge reads it."""
+        cites = ", ".join(f"{c.article_id} r{c.revision}" for c in self.citations) or "none"
+        body = self.draft if self.draft is not None else "(no draft: suppressed)"
+        return (
+            f"Intent: {self.intent}\nEscalate: {str(self.escalate).lower()}\n"
+            f"Confidence: {self.confidence}\nCitations: {cites}\nDraft:\n{body}"
+        )
+
+
+def parse_draft(content: str) -> SupportDraft:
     """Parse the generator's structured draft; raise ValueError saying what does not fit."""
     try:
         data = loads_json(content)  # a model's answer is untrusted input: depth-limited
     except json.JSONDecodeError as exc:
         raise ValueError(f"the generator's answer is not JSON ({exc.msg})") from exc
-    error = jsonschema.exceptions.best_match(_DRAFT_VALIDATOR.iter_errors(data))
+    error = best_match(_DRAFT_VALIDATOR.iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ValueError(f"the generator's answer does not fit the draft form at {where}: {error.message}")
-    return data
-
-
-def draft_text_for_judge(draft: dict[str, Any]) -> str:
-    """Return the structured draft as the judge reads it."""
-    cites = ", ".join(f"{c['article_id']} r{c['revision']}" for c in draft["citations"]) or "none"
-    body = draft["draft"] if draft["draft"] is not None else "(no draft: suppressed)"
-    return (
-        f"Intent: {draft['intent']}\nEscalate: {str(draft['escalate']).lower()}\n"
-        f"Confidence: {draft['confidence']}\nCitations: {cites}\nDraft:\n{body}"
+    return SupportDraft(
+        intent=data["intent"],
+        draft=data["draft"],
+        citations=tuple(DraftCitation(c["article_id"], c["revision"]) for c in data["citations"]),
+        confidence=data["confidence"],
+        escalate=data["escalate"],
+        raw=data,
     )
 
 
-def run_draft_checks(*, draft: dict[str, Any], case: TestCase, kb: KbSnapshot, spec: EvalSpec) -> list[CheckResult]:
+def run_draft_checks(*, draft: SupportDraft, case: TestCase, kb: KbSnapshot, spec: EvalSpec) -> list[CheckResult]:
     """Run the automated checks on a structured draft (the checks engineer's rules)."""
-    from webapp.checks.rules import run_checks
-
     fields = support_fields(case.metadata)
     draft_in = DraftInput(
-        draft_text=draft["draft"],
-        citations=tuple(Citation(c["article_id"], c.get("revision")) for c in draft["citations"]),
-        confidence=draft["confidence"],
-        intent=draft["intent"],
-        escalated=bool(draft["escalate"]),
+        draft_text=draft.draft,
+        citations=tuple(Citation(c.article_id, c.revision) for c in draft.citations),
+        confidence=draft.confidence,
+        intent=draft.intent,
+        escalated=draft.escalate,
     )
     case_in = CaseInput(
         case_id=case.id,
