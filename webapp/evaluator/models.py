@@ -8,7 +8,7 @@ Variance warnings are the per-case metric rows with `high_variance` true.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Column, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -17,7 +17,7 @@ from webapp.timeutil import aware_datetime_type, utcnow
 
 
 class EvaluatorRun(SQLModel, table=True):
-    __tablename__ = "evaluator_run"
+    __tablename__: ClassVar[str] = "evaluator_run"
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id", unique=True, index=True, ondelete="CASCADE")
@@ -48,7 +48,7 @@ class EvaluatorRun(SQLModel, table=True):
 class EvaluatorCaseMetric(SQLModel, table=True):
     """One metric of one case: mean, std, min, max and count over the valid samples."""
 
-    __tablename__ = "evaluator_case_metric"
+    __tablename__: ClassVar[str] = "evaluator_case_metric"
     __table_args__ = (UniqueConstraint("evaluator_run_id", "case_pk", "metric", name="uq_evaluator_case_metric"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -67,7 +67,7 @@ class EvaluatorCaseMetric(SQLModel, table=True):
 class EvaluatorCaseFlag(SQLModel, table=True):
     """One flag of one case: how often it was true over the valid samples."""
 
-    __tablename__ = "evaluator_case_flag"
+    __tablename__: ClassVar[str] = "evaluator_case_flag"
     __table_args__ = (UniqueConstraint("evaluator_run_id", "case_pk", "flag", name="uq_evaluator_case_flag"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -83,7 +83,7 @@ class EvaluatorCaseFlag(SQLModel, table=True):
 class EvaluatorJudgeScore(SQLModel, table=True):
     """The judge's verdict on one draft (one sample); scores and flags are null unless it completed."""
 
-    __tablename__ = "evaluator_judge_score"
+    __tablename__: ClassVar[str] = "evaluator_judge_score"
 
     id: int | None = Field(default=None, primary_key=True)
     evaluator_run_id: int = Field(foreign_key="evaluator_run.id", index=True, ondelete="CASCADE")

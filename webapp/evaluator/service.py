@@ -16,7 +16,7 @@ from webapp.checks.service import check_run
 from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, support_fields
 from webapp.datasets.models import EvalCase
 from webapp.datasets.service import import_dataset_file
-from webapp.evaluator.artifact_models import DatasetEvaluation, OutputKind, Sample
+from webapp.evaluator.artifact_models import DatasetEvaluation, JudgeSelfAgreement, OutputKind, Sample
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
 from webapp.grading.models import Grade
 from webapp.grading.service import final_grades
@@ -52,6 +52,12 @@ class RecordResult:
     evaluator_run_id: int
     drafts: int
     checks_run: bool
+
+
+def _pk(value: int | None) -> int:
+    # Primary keys are None only before the row is flushed; every row used here was flushed or loaded.
+    assert value is not None, "row not flushed"
+    return value
 
 
 def _ts(value: str | None) -> dt.datetime | None:
@@ -95,7 +101,7 @@ def record_evaluation(
     gen, judge, rubric = document.generator_config, document.judge_config, document.rubric_metadata
     run = Run(
         name=f"evaluator-{run_uuid}",
-        dataset_id=dataset.id,  # type: ignore[arg-type]
+        dataset_id=_pk(dataset.id),
         model=gen.model[:200],
         prompt_version=f"{Path(document.system_prompt_path).name} {document.system_prompt_hash[:19]}"[:200],
         notes=(document.description or f"prompt-evaluator run with rubric {rubric.name}"),
@@ -104,7 +110,7 @@ def record_evaluation(
     session.add(run)
     session.flush()
     ev = EvaluatorRun(
-        run_id=run.id,  # type: ignore[arg-type]
+        run_id=_pk(run.id),
         artifact_run_id=run_uuid,
         status=document.status,
         description=document.description,
@@ -135,8 +141,8 @@ def record_evaluation(
         for metric, s in result.per_metric_stats.items():
             session.add(
                 EvaluatorCaseMetric(
-                    evaluator_run_id=ev.id,  # type: ignore[arg-type]
-                    case_pk=case.id,  # type: ignore[arg-type]
+                    evaluator_run_id=_pk(ev.id),
+                    case_pk=_pk(case.id),
                     case_status=result.status,
                     metric=metric,
                     mean=s.mean,
@@ -150,8 +156,8 @@ def record_evaluation(
         for flag, f in result.per_flag_stats.items():
             session.add(
                 EvaluatorCaseFlag(
-                    evaluator_run_id=ev.id,  # type: ignore[arg-type]
-                    case_pk=case.id,  # type: ignore[arg-type]
+                    evaluator_run_id=_pk(ev.id),
+                    case_pk=_pk(case.id),
                     flag=flag,
                     true_count=f.true_count,
                     false_count=f.false_count,
@@ -164,8 +170,8 @@ def record_evaluation(
             if fields is None:
                 continue  # nothing was generated: no draft to grade
             draft = Draft(
-                run_id=run.id,  # type: ignore[arg-type]
-                case_pk=case.id,  # type: ignore[arg-type]
+                run_id=_pk(run.id),
+                case_pk=_pk(case.id),
                 sample_index=sample.sample_index,
                 cost_usd=sample.cost_usd,
                 **fields,
@@ -175,8 +181,8 @@ def record_evaluation(
             drafts += 1
             session.add(
                 EvaluatorJudgeScore(
-                    evaluator_run_id=ev.id,  # type: ignore[arg-type]
-                    draft_id=draft.id,  # type: ignore[arg-type]
+                    evaluator_run_id=_pk(ev.id),
+                    draft_id=_pk(draft.id),
                     sample_status=sample.status,
                     scores=sample.judge_scores,
                     flags=sample.flags,
@@ -186,8 +192,8 @@ def record_evaluation(
             )
     session.flush()
     if run_checks:
-        check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
-    return RecordResult(run.id, run.name, ev.id, drafts, run_checks)  # type: ignore[arg-type]
+        check_run(session=session, spec=spec, run_id=_pk(run.id))
+    return RecordResult(_pk(run.id), run.name, _pk(ev.id), drafts, run_checks)
 
 
 # --- reading -----------------------------------------------------------------------------------------
@@ -273,26 +279,23 @@ class SelfAgreement:
 
 def self_agreement_rows(ev: EvaluatorRun, criteria: list[Criterion]) -> list[SelfAgreement]:
     """Return the recorded run's judge self-agreement per metric then flag (empty when judged once)."""
-    data = ev.judge_self_agreement or {}
+    if not ev.judge_self_agreement:
+        return []
+    data = JudgeSelfAgreement.model_validate(ev.judge_self_agreement)  # as the artifact wrote it
     names = {c.key: c.name for c in criteria}
     spans = {m["name"]: m["scale"]["max"] - m["scale"]["min"] for m in ev.metrics if "scale" in m}
     rows: list[SelfAgreement] = []
-    for kind, part in (("metric", data.get("metrics") or {}), ("flag", data.get("flags") or {})):
-        for key, v in part.items():
-            # On a 0/1 scale (factual accuracy) every pair is within one point: say nothing rather than 100%.
-            within_one = v.get("within_one") if spans.get(key, 2) > 1 else None
-            rows.append(
-                SelfAgreement(
-                    key,
-                    names.get(key, key),
-                    kind,
-                    int(v.get("samples", 0)),
-                    v.get("pairwise_agreement"),
-                    v.get("exact_agreement"),
-                    within_one,
-                    v.get("mean_abs_diff"),
-                )
+    for key, v in data.metrics.items():
+        # On a 0/1 scale (factual accuracy) every pair is within one point: say nothing rather than 100%.
+        within_one = v.within_one if spans.get(key, 2) > 1 else None
+        rows.append(
+            SelfAgreement(
+                key, names.get(key, key), "metric", v.samples, v.pairwise_agreement, v.exact_agreement,
+                within_one, v.mean_abs_diff,
             )
+        )
+    for key, f in data.flags.items():
+        rows.append(SelfAgreement(key, names.get(key, key), "flag", f.samples, f.pairwise_agreement, f.exact_agreement))
     return rows
 
 
@@ -415,8 +418,8 @@ def evaluator_report(
     cases = [rows[k] for k in sorted(rows, key=lambda pk: positions.get(pk, 0))]
     metric_names = [m["name"] for m in ev.metrics]
     warnings = [(c.case_id, c.metrics[m]) for c in cases for m in metric_names if m in c.metrics and c.metrics[m].high_variance]
-    finals = final_grades(session=session, run_id=run.id)  # type: ignore[arg-type]
-    visible = judge_visible_drafts(session=session, run_id=run.id, principal=principal, finals=finals)  # type: ignore[arg-type]
+    finals = final_grades(session=session, run_id=_pk(run.id))
+    visible = judge_visible_drafts(session=session, run_id=_pk(run.id), principal=principal, finals=finals)
     judge_rows: list[JudgeRow] = []
     stmt = (
         select(EvaluatorJudgeScore, Draft)
@@ -427,7 +430,7 @@ def evaluator_report(
     for js, draft in session.exec(stmt).all():
         judge_rows.append(
             JudgeRow(
-                draft.id,  # type: ignore[arg-type]
+                _pk(draft.id),
                 case_ids.get(draft.case_pk, "?"),
                 draft.sample_index,
                 js.sample_status,
@@ -435,7 +438,7 @@ def evaluator_report(
                 js.flags,
                 js.rationale,
                 js.error,
-                finals.get(draft.id),  # type: ignore[arg-type]
+                finals.get(_pk(draft.id)),
                 visible is None or draft.id in visible,
             )
         )
