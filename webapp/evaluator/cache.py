@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 ENV_CACHE_DIR = "PROMPT_EVALUATOR_CACHE_DIR"
 APP_NAME = "prompt-evaluator"
 _AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -33,8 +35,6 @@ def default_cache_dir(explicit: Path | None = None) -> Path:
     env = os.environ.get(ENV_CACHE_DIR)
     if env:
         return Path(env).expanduser()
-    import platformdirs
-
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 

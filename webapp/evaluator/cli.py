@@ -24,14 +24,24 @@ from rich.text import Text
 
 from webapp.cli_support import cli_session, guard_stdout, load_settings
 from webapp.config import Settings
+from webapp.evaluator.aggregation import index_entry
+from webapp.evaluator.artifact_models import DatasetEvaluation, Execution, TestCaseResult
+from webapp.evaluator.artifacts import update_index
 from webapp.evaluator.cache import ResponseCache, default_cache_dir, parse_age
+from webapp.evaluator.preparation import (
+    EvalOptions,
+    EvaluationError,
+    Prepared,
+    check_options,
+    prepare,
+    prepare_resume,
+)
+from webapp.evaluator.service import RecordError, check_recordable, record_evaluation
 from webapp.evaluator.support import KbContext, kb_from_database, kb_from_file
 
-if TYPE_CHECKING:  # the run's modules load the openai SDK (~1 s): imported when a run starts, not by every `draftdesk` command
-    from webapp.evaluator.artifact_models import DatasetEvaluation, TestCaseResult
+if TYPE_CHECKING:  # these load the openai SDK (about a second): imported when a run starts, not by every `draftdesk` command
     from webapp.evaluator.client import ChatClient, ClientStats
     from webapp.evaluator.execution import Runtime
-    from webapp.evaluator.preparation import EvalOptions, Prepared
 
 app = typer.Typer(help="Prompt Evaluator: dataset-driven evaluation with a generator and an LLM judge.", no_args_is_help=True)
 
@@ -76,8 +86,6 @@ def evaluate_dataset(
     description: str = typer.Option("", "--description", help="A note kept with the run in runs/index.json"),
 ) -> None:
     """Evaluate a system prompt over every test case of a dataset, N samples each, scored by an LLM judge."""
-    from webapp.evaluator.preparation import EvalOptions, EvaluationError, check_options
-
     if quick and num_samples is not None:
         raise _err("--quick and --num-samples/-n cannot be combined: --quick means 2 samples per case")
     if cache and no_cache:
@@ -130,13 +138,8 @@ def _kb_loader(kb: Path | None, settings: Settings) -> Callable[[], KbContext]:
 
 def run_command(options: EvalOptions, *, resume: str | None = None, record: bool = False, quiet: bool = False) -> int:
     """Prepare, run and report an evaluation; return the exit code (0 completed, 1 not, 2 usage)."""
-    from webapp.evaluator.aggregation import index_entry
-    from webapp.evaluator.artifact_models import Execution
-    from webapp.evaluator.artifacts import update_index
-    from webapp.evaluator.client import LlmConfigError, load_prices
+    from webapp.evaluator.client import LlmConfigError, load_prices  # the openai SDK: see TYPE_CHECKING above
     from webapp.evaluator.execution import make_client, planned_calls
-    from webapp.evaluator.preparation import EvaluationError, prepare, prepare_resume
-    from webapp.evaluator.service import RecordError, check_recordable, record_evaluation
 
     console = Console()
     settings = load_settings()
@@ -289,7 +292,7 @@ def case_line(result: TestCaseResult, done: int, total: int) -> str:
 def _run_with_progress(
     prepared: Prepared, client: ChatClient, total: int, console: Console, *, quiet: bool = False
 ) -> tuple[DatasetEvaluation, bool]:
-    from webapp.evaluator.execution import execute, run_async
+    from webapp.evaluator.execution import execute, run_async  # the openai SDK: see TYPE_CHECKING above
 
     n_cases = len(prepared.cases)
     n = prepared.options.num_samples
