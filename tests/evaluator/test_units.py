@@ -17,6 +17,7 @@ from webapp.evaluator.artifacts import Journal, JournalError, case_file_name, up
 from webapp.evaluator.cache import cache_key
 from webapp.evaluator.client import load_prices, parse_retry_after
 from webapp.evaluator.judge_validation import parse_judge
+from webapp.evaluator.preparation import EvaluationError, prepare_resume
 from webapp.evaluator.rubric import RubricError, builtin_names, judge_schema, load_rubric
 from webapp.evaluator.service import judge_human_agreement
 from webapp.spec import EvalSpec
@@ -310,3 +311,11 @@ def test_limiter_skips_cancelled_waiters() -> None:
         return limiter.inflight
 
     assert asyncio.run(scenario()) == 1
+
+
+def test_resume_names_the_field_of_a_damaged_artifact(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "dataset_evaluation.json").write_text(json.dumps({"run_id": "r1", "status": "stopped"}), encoding="utf-8")
+    with pytest.raises(EvaluationError, match=r"dataset_evaluation\.json: field 'dataset_path': Field required"):
+        prepare_resume("r1", output_dir=tmp_path / "runs")

@@ -193,8 +193,9 @@ class GeneratorConfig(ArtifactModel):
     model: str
     temperature: float
     seed: int | None
-    output: OutputKind
-    kb_source: str | None  # the --kb file, "database", or None for rubrics without KB grounding
+    # Defaults only matter when reading artifacts written before these keys existed.
+    output: OutputKind = "text"
+    kb_source: str | None = None  # the --kb file, "database", or None for rubrics without KB grounding
 
 
 class JudgeConfig(ArtifactModel):
@@ -210,10 +211,10 @@ class RubricMetadata(ArtifactModel):
     name: str
     path: str
     hash: str
-    builtin: bool
-    description: str
-    output: OutputKind
-    automated_checks: bool
+    builtin: bool = False  # read as a path when absent, as --resume always did
+    description: str = ""
+    output: OutputKind = "text"
+    automated_checks: bool = False
     metrics: list[Metric]
     flags: list[Flag]
     check_flags: list[str] = Field(default_factory=list)
