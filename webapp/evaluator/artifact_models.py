@@ -269,6 +269,11 @@ class DatasetEvaluation(ArtifactModel):
     judge_self_agreement: JudgeSelfAgreement | None = None
     usage: Usage = Field(default_factory=lambda: Usage(prompt_tokens=0, completion_tokens=0, cost_usd=None))
 
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio formats the repr of a finished task's result, and the full repr
+        # of a 500-sample run costs about 0.1 s of CPU each time (a dict's repr was cut by reprlib).
+        return f"DatasetEvaluation(run_id={self.run_id!r}, status={self.status!r}, cases={len(self.test_case_results)})"
+
 
 # --- the journal and the index --------------------------------------------------------------------
 
