@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.checks.routes import RECHECK_ROLES, run_or_404
@@ -34,7 +35,7 @@ def run_checks_page(
         {
             "run": r,
             "s": summary,
-            "gate_reasons": service.ci_gate_failures(session=session, summary=summary, spec=spec),
+            "gate_reasons": flows.ci_gate_failures(session=session, spec=spec, summary=summary),
             "can_recheck": principal.has_role(*RECHECK_ROLES),
             "can_add_case": principal.has_role("lead", "pm", "labeler"),
             "labels": PROBLEM_LABELS,
@@ -54,7 +55,8 @@ def run_recheck(
 ) -> Response:
     """Re-check a run against the KB as it is now, then show its results again."""
     r = run_or_404(session, run)
-    service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    result = service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
     target = f"/runs/{r.id}/checks?rechecked=1"
     if is_htmx(request):
         # The results block listens for this event and reloads itself; alerts lists do too.

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.db import SessionDep
@@ -30,7 +31,7 @@ def run_or_404(session: SessionDep, ref: str) -> Run:
 def summary_payload(session: SessionDep, summary: service.RunSummary, spec: EvalSpec) -> dict[str, Any]:
     """Return a run summary as JSON, with the CI gate's verdict."""
     data = summary.as_dict()
-    reasons = service.ci_gate_failures(session=session, summary=summary, spec=spec)
+    reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary)
     data["gate"] = {"passes": not reasons, "reasons": reasons, "pass_rate_required": spec.gates.pilot.automated_pass_rate}
     return data
 
@@ -51,8 +52,9 @@ def recheck_run(
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
     r = run_or_404(session, run)
     result = service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    alerts = flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
     data = summary_payload(session, result.summary, spec)
-    data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in result.alerts]
+    data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in alerts]
     return data
 
 

@@ -19,7 +19,8 @@ from phonenumbers import Leniency, PhoneNumberMatcher
 from stdnum import luhn
 from stdnum.us import ssn as us_ssn
 
-from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
+from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
+from webapp.kb.snapshot import KbSnapshot
 from webapp.spec import ChecksSpec, EvalSpec
 
 CHECK_LABELS: dict[str, str] = {

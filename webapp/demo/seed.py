@@ -11,6 +11,7 @@ import random
 
 from sqlmodel import Session, select
 
+from webapp import flows
 from webapp.auth import service as auth_service
 from webapp.datasets import service as datasets_service
 from webapp.datasets.models import EvalCase
@@ -77,7 +78,7 @@ def seed_demo(*, session: Session, spec: EvalSpec, seed: int = 7, hooks: bool = 
     datasets_service.import_dataset(
         session=session, data=content.dataset_jsonl, path=f"{c.DATASET_NAME}.jsonl", name=c.DATASET_NAME
     )
-    runs_service.import_drafts(
+    flows.import_drafts(
         session=session,
         data=content.drafts_jsonl,
         path=f"{c.RUN_NAME}.jsonl",

@@ -197,12 +197,15 @@ def run_command(options: Any, *, resume: str | None = None, record: bool = False
     rec = None
     if record and not aborted:
         # Recorded (committed) before the summary is printed: a reader that stops early loses nothing.
+        from webapp import flows
         from webapp.cli_support import cli_session
         from webapp.evaluator.service import RecordError, record_evaluation
 
         try:
             with cli_session(settings) as session:
                 rec = record_evaluation(session=session, document=doc, spec=settings.eval_spec)
+                if rec.checks_run:
+                    flows.after_run_checked(session=session, spec=settings.eval_spec, run_id=rec.run_pk)
         except RecordError as exc:
             _summary(console, doc, prepared, s)
             raise _err(f"{exc} (the artifacts in {prepared.run_dir} are complete)") from exc

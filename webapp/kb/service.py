@@ -11,9 +11,9 @@ from typing import Any
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
-from webapp.checks.types import KbSnapshot
 from webapp.datasets.records import Record, RecordError, file_format, read_records
 from webapp.kb.models import REVISION_STATUSES, KbArticle, KbRevision
+from webapp.kb.snapshot import KbSnapshot
 
 ARTICLE_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*-[A-Za-z0-9][A-Za-z0-9._-]*$")
 KB_FIELDS = ("article_id", "revision", "title", "body", "status", "effective_date", "intent")

@@ -9,6 +9,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service as checks_service
 from webapp.checks.routes import run_or_404
@@ -194,7 +195,12 @@ def compare_case_page(
     ra, rb = run_or_404(session, a), run_or_404(session, b)
     try:
         pair = comparison.case_pair(
-            session=session, spec=spec, a_id=ra.id, b_id=rb.id, case_id=case_id, principal=principal  # type: ignore[arg-type]
+            session=session,
+            spec=spec,
+            a_id=ra.id,  # type: ignore[arg-type]
+            b_id=rb.id,  # type: ignore[arg-type]
+            case_id=case_id,
+            judge=flows.judge_scores(session=session, principal=principal),
         )
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from webapp.metrics.models import ALL, DailyAggregate, Event
+from webapp.regression import service as regression_service
 from webapp.reviews.models import ReviewItem, ReviewSample
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
@@ -196,14 +197,9 @@ def add_to_regression(
     if not input_text.strip():
         raise ReviewError("input: the customer's message is needed for a regression case")
     event = session.execute(select(Event).where(Event.event_id == item.event_id)).scalars().one()
-    try:
-        # built by the checks engineer; imported late so reviews work before it is merged
-        from webapp.regression import service as regression
-    except ModuleNotFoundError as exc:
-        raise ReviewError("regression: the regression suite is not available in this installation") from exc
     case_id = f"review-{item.event_id}"[:200]
     try:
-        regression.add_case(  # type: ignore[attr-defined]
+        regression_service.add_case(
             session=session,
             created_by=created_by,
             source="review",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,6 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
-from webapp.grading.models import Grade
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import as_utc
@@ -166,6 +166,10 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
 # What a grader judged: a draft's text and the citations it gives (citation relevance is graded).
 GRADED_FIELDS = ("draft_text", "citations")
 
+# How many grades each of these drafts has (drafts without grades may be left out). Grades belong to
+# the grading domain, above runs: webapp.flows.import_drafts passes grading's count in.
+GradeCounts = Callable[[Session, list[int]], dict[int, int]]
+
 
 def _refuse_regrading(
     session: Session,
@@ -175,6 +179,7 @@ def _refuse_regrading(
     *,
     run_name: str,
     path: str,
+    grade_counts: GradeCounts,
 ) -> None:
     """Raise RecordError when the file changes the text or citations of drafts that already have grades."""
     changed = {
@@ -185,13 +190,7 @@ def _refuse_regrading(
     }
     if not changed:
         return
-    counts = dict(
-        session.exec(
-            select(Grade.draft_id, func.count())
-            .where(col(Grade.draft_id).in_(list(changed)))
-            .group_by(col(Grade.draft_id))
-        ).all()
-    )
+    counts = grade_counts(session, list(changed))
     graded = sorted(
         ((dr, counts[draft_id]) for draft_id, dr in changed.items() if counts.get(draft_id)), key=lambda p: p[0].line
     )
@@ -222,8 +221,11 @@ def import_drafts(
     prompt_version: str | None = None,
     notes: str | None = None,
     source: str = "import",
+    grade_counts: GradeCounts,
 ) -> DraftImportResult:
     """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
+
+    `grade_counts` says which drafts have grades (webapp.flows.import_drafts passes grading's).
 
     Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or
@@ -275,7 +277,7 @@ def import_drafts(
         existing = {
             (d.case_pk, d.sample_index): d for d in session.exec(select(Draft).where(Draft.run_id == run.id)).all()
         }
-        _refuse_regrading(session, records, cases, existing, run_name=run_name, path=path)
+        _refuse_regrading(session, records, cases, existing, run_name=run_name, path=path, grade_counts=grade_counts)
     if run is None:
         run = Run(
             name=run_name,
