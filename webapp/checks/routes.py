@@ -11,21 +11,12 @@ from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, SpecDep, require_role
-from webapp.runs.models import Run
-from webapp.runs.service import RunNotFound, resolve_run
+from webapp.runs.deps import RunDep
 from webapp.spec import EvalSpec
 
 router = APIRouter(tags=["checks"])
 
 RECHECK_ROLES = ("lead", "admin", "pm")
-
-
-def run_or_404(session: SessionDep, ref: str) -> Run:
-    """Return the run named or numbered `ref`, or fail with 404."""
-    try:
-        return resolve_run(session=session, ref=ref)
-    except RunNotFound as exc:
-        raise HTTPException(status_code=404, detail=str(exc)) from None
 
 
 def summary_payload(session: SessionDep, summary: service.RunSummary, spec: EvalSpec) -> dict[str, Any]:
@@ -38,20 +29,18 @@ def summary_payload(session: SessionDep, summary: service.RunSummary, spec: Eval
 
 @router.get("/runs/{run}/checks")
 def get_run_checks(
-    run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*ANY_ROLE))
+    session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*ANY_ROLE)), run: RunDep
 ) -> dict[str, Any]:
     """Return a run's check results: overall, per check, per category, per intent, failing drafts."""
-    r = run_or_404(session, run)
-    return summary_payload(session, service.run_summary(session=session, run_id=r.id), spec)  # type: ignore[arg-type]
+    return summary_payload(session, service.run_summary(session=session, run_id=run.id), spec)  # type: ignore[arg-type]
 
 
 @router.post("/runs/{run}/checks")
 def recheck_run(
-    run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*RECHECK_ROLES))
+    session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*RECHECK_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
-    r = run_or_404(session, run)
-    result = service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    result = service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
     alerts = flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
     data = summary_payload(session, result.summary, spec)
     data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in alerts]

@@ -12,7 +12,6 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service as checks_service
-from webapp.checks.routes import run_or_404
 from webapp.checks.rules import CHECK_LABELS
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
@@ -25,6 +24,7 @@ from webapp.regression.routes import (
     CaseFilters,
     csv_download,
 )
+from webapp.runs.deps import RunDep, run_or_404
 from webapp.runs.service import RunNotFound, resolve_run
 from webapp.templating import is_htmx, render
 
@@ -80,12 +80,11 @@ def suite_export(session: SessionDep, principal: Principal = Depends(require_rol
 
 @router.get("/runs/{run}/regression", response_class=HTMLResponse, name="run_regression")
 def run_regression_page(
-    request: Request, run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
+    request: Request, session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
 ) -> HTMLResponse:
     """Show the regression suite's result for one run, case by case."""
-    r = run_or_404(session, run)
-    report = service.suite_report(session=session, run_id=r.id)  # type: ignore[arg-type]
-    return render(request, "regression/run.html", {"run": r, "report": report, "target": spec.regression.target_cases})
+    report = service.suite_report(session=session, run_id=run.id)  # type: ignore[arg-type]
+    return render(request, "regression/run.html", {"run": run, "report": report, "target": spec.regression.target_cases})
 
 
 def _draft_context(session: SessionDep, draft_id: int) -> checks_service.DraftChecks:
@@ -213,18 +212,16 @@ def compare_case_page(
 
 @router.post("/runs/{run}/baseline", name="run_baseline")
 def baseline_submit(
-    run: str,
     session: SessionDep,
     action: str = Form("mark"),
-    principal: Principal = Depends(require_role(*BASELINE_ROLES)),
+    *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep,
 ) -> RedirectResponse:
     """Mark (or unmark) a run as the baseline of its dataset, then go back to its checks."""
-    r = run_or_404(session, run)
     if action == "unmark":
-        service.unmark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+        service.unmark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
     else:
-        service.mark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
-    return RedirectResponse(f"/runs/{r.id}/checks", status_code=303)
+        service.mark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
+    return RedirectResponse(f"/runs/{run.id}/checks", status_code=303)
 
 
 @router.get("/regression/alerts", response_class=HTMLResponse, name="regression_alerts")
