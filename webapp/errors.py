@@ -15,7 +15,6 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DataError
 
 from webapp.auth import service as auth_service
-from webapp.checks import service as checks_service
 from webapp.datasets import records
 from webapp.datasets import service as datasets_service
 from webapp.evaluator import service as evaluator_service
@@ -37,7 +36,6 @@ SERVICE_ERRORS: tuple[tuple[type[Exception], int | None], ...] = (
     (kb_service.KbNotFound, 404),
     (runs_service.RunNotFound, 404),
     (runs_service.DraftNotFound, 404),
-    (checks_service.DraftNotFound, 404),
     (metrics_service.MetricsError, 422),
     (regression_service.RegressionError, 422),
     (regression_service.NotComparable, 422),

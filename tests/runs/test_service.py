@@ -208,6 +208,32 @@ class TestQueries:
         assert pub["case_id"] == "a" and pub["id"] == d.id and pub["draft_text"] == "x"
 
 
+    def test_intent_is_the_cases_and_draft_intent_the_drafts(self, session: Session) -> None:
+        """`intent` filters on the dataset's label, `draft_intent` on what the assistant predicted."""
+        ds = make_dataset(
+            session, [{"case_id": "a", "intent": "billing_charge"}, {"case_id": "b", "intent": "login_2fa"}, {"case_id": "c", "intent": "billing_charge"}]
+        )
+        # The assistant got case b wrong (it predicted billing_charge for a login case).
+        run = make_run(
+            session,
+            ds,
+            [
+                {"case_id": "a", "draft_text": "x", "intent": "billing_charge"},
+                {"case_id": "b", "draft_text": "y", "intent": "billing_charge"},
+                {"case_id": "c", "draft_text": None, "intent": None},
+            ],
+            name="r",
+        )
+
+        def ids(**filters: str) -> list[str]:
+            return [r.case.case_id for r in service.list_drafts(session=session, run_id=run.id, **filters)]
+
+        assert ids(intent="billing_charge") == ["a", "c"]
+        assert ids(draft_intent="billing_charge") == ["a", "b"]
+        assert ids(intent="login_2fa", draft_intent="billing_charge") == ["b"]
+        assert service.draft_intents(session=session, run_id=run.id) == ["billing_charge"]
+
+
 class TestImportDraftsCli:
     def test_import_and_list(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
         path = write_jsonl(tmp_path / "d.jsonl", [draft("c1"), draft("c2")])
@@ -252,5 +278,5 @@ class TestDraftsFileFormat:
     def test_run_summary_of_one_run(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         flows.import_drafts(session=session, data=data([draft("c1"), draft("c2", draft_text=None)]), path="a.jsonl", run_name="a", dataset="eval")
         flows.import_drafts(session=session, data=data([draft("c1")]), path="b.jsonl", run_name="b", dataset="eval")
-        s = service.run_summary(session=session, run=service.resolve_run(session=session, ref="a"))
+        s = service.run_row(session=session, run=service.resolve_run(session=session, ref="a"))
         assert (s.run.name, s.drafts, s.fallbacks, s.dataset.name) == ("a", 2, 1, "eval")

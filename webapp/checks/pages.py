@@ -13,6 +13,7 @@ from webapp.checks.rules import PROBLEM_LABELS
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.runs.deps import RunDep
+from webapp.runs.service import DraftNotFound
 from webapp.templating import is_htmx, render
 
 router = APIRouter()
@@ -68,7 +69,7 @@ def draft_checks_page(
     """Show one draft's check results with reasons (a fragment for htmx, a page without JS)."""
     try:
         d = service.draft_results(session=session, draft_id=draft_id)
-    except service.DraftNotFound as exc:
+    except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     return render(
         request,

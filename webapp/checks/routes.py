@@ -12,6 +12,7 @@ from webapp.checks import service
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.runs.deps import RunDep
+from webapp.runs.service import DraftNotFound
 from webapp.spec import EvalSpec
 
 router = APIRouter(tags=["checks"])
@@ -54,5 +55,5 @@ def get_draft_checks(
     """Return one draft's check results with reasons."""
     try:
         return service.draft_results(session=session, draft_id=draft_id).as_dict()
-    except service.DraftNotFound as exc:
+    except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None

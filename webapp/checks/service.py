@@ -32,14 +32,11 @@ from webapp.kb.service import kb_snapshot
 from webapp.kb.snapshot import KbSnapshot
 from webapp.metrics import units
 from webapp.runs.models import Draft, Run
+from webapp.runs.service import DraftNotFound
 from webapp.spec import CATEGORIES, EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
 NO_INTENT = "(none)"
-
-
-class DraftNotFound(LookupError):
-    """No draft with that id."""
 
 
 # --- inputs ------------------------------------------------------------------------------------------

@@ -67,6 +67,35 @@ def kb_snapshot(*, session: Session) -> KbSnapshot:
 
 
 @dataclass
+class CitedRevision:
+    """A citation and the KB revision it names, as the KB holds it now: the one shape every domain shows."""
+
+    article_id: str
+    revision: int | None
+    found: KbRevision | None  # None: the KB has no such revision
+    current: KbRevision | None = None  # the article's current revision, when it has one
+
+    @property
+    def stale(self) -> bool:
+        """Tell whether the cited revision exists but is no longer the current one."""
+        return self.found is not None and self.found.status != "current"
+
+
+def cited_revisions(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedRevision]:
+    """Return each citation with the exact revision it names and its article's current revision (one query)."""
+    ids = {str(c.get("article_id", "")) for c in citations or []}
+    revisions = list(session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(ids))).all()) if ids else []
+    by_key = {(r.article_id, r.revision): r for r in revisions}
+    current = {r.article_id: r for r in revisions if r.status == "current"}
+    out: list[CitedRevision] = []
+    for c in citations or []:
+        article_id, rev = str(c.get("article_id", "")), c.get("revision")
+        found = by_key.get((article_id, rev)) if isinstance(rev, int) else None
+        out.append(CitedRevision(article_id, rev if isinstance(rev, int) else None, found, current.get(article_id)))
+    return out
+
+
+@dataclass
 class ArticleSummary:
     """One line of the KB list: the article, its newest revision's title, its state."""
 

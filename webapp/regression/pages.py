@@ -25,7 +25,7 @@ from webapp.regression.routes import (
     csv_download,
 )
 from webapp.runs.deps import RunDep, run_or_404
-from webapp.runs.service import RunNotFound, resolve_run
+from webapp.runs.service import DraftNotFound, RunNotFound, resolve_run
 from webapp.templating import is_htmx, render
 
 router = APIRouter()
@@ -90,7 +90,7 @@ def run_regression_page(
 def _draft_context(session: SessionDep, draft_id: int) -> checks_service.DraftChecks:
     try:
         return checks_service.draft_results(session=session, draft_id=draft_id)
-    except checks_service.DraftNotFound as exc:
+    except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
 
 

@@ -50,19 +50,23 @@ def run_detail(
     session: SessionDep,
     category: str = "",
     intent: str = "",
+    draft_intent: str = "",
     golden: str = "",
     *,
     principal: Principal = Depends(require_role(*RUN_ROLES)),
     run: RunDep,
 ) -> HTMLResponse:
-    """Show a run (by name or id) and its drafts, filterable by the case's category."""
-    summary = service.run_summary(session=session, run=run)
+    """Show a run (by name or id) and its drafts, filterable by the case's category, intent and golden flag and the draft's intent."""
+    summary = service.run_row(session=session, run=run)
     ctx = {
         "run": run,
         "summary": summary,
-        "drafts": service.list_drafts(session=session, run_id=run.id, category=category, intent=intent, golden=golden),  # type: ignore[arg-type]
+        "drafts": service.list_drafts(
+            session=session, run_id=run.id, category=category, intent=intent, draft_intent=draft_intent, golden=golden  # type: ignore[arg-type]
+        ),
         "facets": datasets_service.case_facets(session=session, dataset_id=run.dataset_id),
-        "filters": {"category": category, "intent": intent, "golden": golden},
+        "draft_intents": service.draft_intents(session=session, run_id=run.id),  # type: ignore[arg-type]
+        "filters": {"category": category, "intent": intent, "draft_intent": draft_intent, "golden": golden},
     }
     return render(request, "runs/detail.html", ctx, block="results")
 
@@ -76,10 +80,7 @@ def draft_detail(
         draft, case, run = service.get_draft(session=session, draft_id=draft_id)
     except service.DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    cited = service.cited_revisions(session=session, draft=draft)
-    current = {
-        c["article_id"]: kb_service.current_revision(session=session, article_id=c["article_id"]) for c in draft.citations
-    }
+    cited = kb_service.cited_revisions(session=session, citations=draft.citations)
     dataset = datasets_service.get_dataset(session=session, ref=case.dataset_id)
-    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "current": current, "dataset": dataset}
+    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "dataset": dataset}
     return render(request, "runs/draft.html", ctx)

@@ -13,7 +13,6 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
-from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import as_utc
 
@@ -319,7 +318,9 @@ def import_drafts(
 
 
 @dataclass
-class RunSummary:
+class RunRow:
+    """One run as the runs list shows it: its dataset and draft counts (its check results are checks.RunSummary)."""
+
     run: Run
     dataset: Dataset | None
     drafts: int
@@ -327,7 +328,7 @@ class RunSummary:
     fallbacks: int
 
 
-def list_runs(*, session: Session, run_id: int | None = None) -> list[RunSummary]:
+def list_runs(*, session: Session, run_id: int | None = None) -> list[RunRow]:
     """List runs (or the one run `run_id`), newest first, with their dataset and draft counts."""
     stmt = select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())
     counts_stmt = select(
@@ -347,7 +348,7 @@ def list_runs(*, session: Session, run_id: int | None = None) -> list[RunSummary
     ds_ids = {r.dataset_id for r in runs}
     datasets = {d.id: d for d in session.exec(select(Dataset).where(col(Dataset.id).in_(ds_ids))).all()} if ds_ids else {}
     return [
-        RunSummary(r, datasets.get(r.dataset_id), *counts.get(r.id, (0, 0, 0)))  # type: ignore[arg-type]
+        RunRow(r, datasets.get(r.dataset_id), *counts.get(r.id, (0, 0, 0)))  # type: ignore[arg-type]
         for r in runs
     ]
 
@@ -359,9 +360,13 @@ class DraftRow:
 
 
 def list_drafts(
-    *, session: Session, run_id: int, category: str = "", intent: str = "", golden: str = ""
+    *, session: Session, run_id: int, category: str = "", intent: str = "", draft_intent: str = "", golden: str = ""
 ) -> list[DraftRow]:
-    """Return a run's drafts with their cases, in dataset order, filtered by the case's category/intent/golden."""
+    """Return a run's drafts with their cases, in dataset order, filtered by the case's category/intent/golden.
+
+    `intent` is the case's intent (the dataset's label), as everywhere in the product;
+    `draft_intent` is the intent the assistant predicted for the draft.
+    """
     stmt = (
         select(Draft, EvalCase)
         .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
@@ -371,10 +376,18 @@ def list_drafts(
         stmt = stmt.where(EvalCase.category == category)
     if intent:
         stmt = stmt.where(EvalCase.intent == intent)
+    if draft_intent:
+        stmt = stmt.where(Draft.intent == draft_intent)
     if golden in ("yes", "no"):
         stmt = stmt.where(EvalCase.golden == (golden == "yes"))
     rows = session.exec(stmt.order_by(EvalCase.position, Draft.sample_index)).all()
     return [DraftRow(d, c) for d, c in rows]
+
+
+def draft_intents(*, session: Session, run_id: int) -> list[str]:
+    """Return the intents the assistant predicted in a run's drafts, sorted (for the draft_intent filter)."""
+    rows = session.exec(select(Draft.intent).where(Draft.run_id == run_id, col(Draft.intent).is_not(None)).distinct()).all()
+    return sorted(str(i) for i in rows)
 
 
 class DraftNotFound(LookupError):
@@ -385,7 +398,7 @@ def get_draft(*, session: Session, draft_id: int) -> tuple[Draft, EvalCase, Run]
     """Return a draft with its case and run; raise DraftNotFound."""
     draft = session.get(Draft, draft_id)
     if draft is None:
-        raise DraftNotFound(f"no draft {draft_id}")
+        raise DraftNotFound(f"draft: no draft with id {draft_id}")
     case_row = session.get(EvalCase, draft.case_pk)
     run = session.get(Run, draft.run_id)
     assert case_row is not None and run is not None
@@ -413,7 +426,7 @@ def draft_public(draft: Draft, case_row: EvalCase) -> dict[str, Any]:
     }
 
 
-def run_public(summary: RunSummary) -> dict[str, Any]:
+def run_public(summary: RunRow) -> dict[str, Any]:
     """Return a run as the JSON API shows it."""
     r = summary.run
     return {
@@ -436,29 +449,6 @@ def run_public(summary: RunSummary) -> dict[str, Any]:
     }
 
 
-def run_summary(*, session: Session, run: Run) -> RunSummary:
-    """Return one run's summary (dataset and counts)."""
+def run_row(*, session: Session, run: Run) -> RunRow:
+    """Return one run with its dataset and draft counts, as the runs list shows it."""
     return list_runs(session=session, run_id=run.id)[0]
-
-
-@dataclass
-class CitedRevision:
-    """A citation of a draft and the KB revision it points at (None when that revision does not exist)."""
-
-    article_id: str
-    revision: int | None
-    found: KbRevision | None
-
-
-def cited_revisions(*, session: Session, draft: Draft) -> list[CitedRevision]:
-    """Return each citation of a draft with the KB revision it names."""
-    out = []
-    for c in draft.citations:
-        aid, rev = c.get("article_id", ""), c.get("revision")
-        found = None
-        if rev is not None:
-            found = session.exec(
-                select(KbRevision).where(KbRevision.article_id == aid, KbRevision.revision == rev)
-            ).first()
-        out.append(CitedRevision(aid, rev, found))
-    return out
