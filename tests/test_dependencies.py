@@ -154,9 +154,10 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> tuple[list[Impo
                 targets = [arg.value]
             else:
                 dynamic.append(Import(name, ast.unparse(arg) if arg else "?", path, node.lineno))
+        line = getattr(node, "lineno", 0)
         for t in targets:
             if t == "webapp" or t.startswith("webapp."):
-                found.append(Import(name, t, path, node.lineno))
+                found.append(Import(name, t, path, line))
     return found, dynamic
 
 

@@ -457,7 +457,7 @@ def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> li
         ).all()
     )
     for draft_id, case_id in golden_drafts.items():
-        view = grades.get(draft_id)
+        view = grades.get(draft_id) if draft_id is not None else None
         if view is not None and view.factual_accuracy == "fail":
             alert = _raise(
                 session,

@@ -173,7 +173,7 @@ GradeCounts = Callable[[Session, list[int]], dict[int, int]]
 def _refuse_regrading(
     session: Session,
     records: list[DraftRecord],
-    cases: dict[str, int | None],
+    cases: dict[str, int],
     existing: dict[tuple[int, int], Draft],
     *,
     run_name: str,
@@ -181,12 +181,11 @@ def _refuse_regrading(
     grade_counts: GradeCounts,
 ) -> None:
     """Raise RecordError when the file changes the text or citations of drafts that already have grades."""
-    changed = {
-        row.id: dr
-        for dr in records
-        if (row := existing.get((cases[dr.case_id], dr.sample_index))) is not None  # type: ignore[arg-type]
-        and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS)
-    }
+    changed: dict[int, DraftRecord] = {}
+    for dr in records:
+        row = existing.get((cases[dr.case_id], dr.sample_index))
+        if row is not None and row.id is not None and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS):
+            changed[row.id] = dr
     if not changed:
         return
     counts = grade_counts(session, list(changed))
@@ -260,9 +259,12 @@ def import_drafts(
                     path=path,
                 )
             ds = all_ds[0]
-        dataset_id = ds.id  # type: ignore[assignment]
+        assert ds.id is not None  # a stored dataset
+        dataset_id = ds.id
     cases = {
-        c.case_id: c.id for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id)).all()
+        c.case_id: c.id
+        for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id)).all()
+        if c.id is not None
     }
     for dr in records:
         if dr.case_id not in cases:
@@ -336,7 +338,7 @@ def list_runs(*, session: Session, run_id: int | None = None) -> list[RunRow]:
         func.count(),
         func.sum(case((col(Draft.escalated).is_(True), 1), else_=0)),
         func.sum(case((col(Draft.draft_text).is_(None) & col(Draft.escalated).is_(False), 1), else_=0)),
-    ).group_by(Draft.run_id)
+    ).group_by(col(Draft.run_id))
     if run_id is not None:
         stmt = stmt.where(Run.id == run_id)
         counts_stmt = counts_stmt.where(Draft.run_id == run_id)
@@ -380,7 +382,7 @@ def list_drafts(
         stmt = stmt.where(Draft.intent == draft_intent)
     if golden in ("yes", "no"):
         stmt = stmt.where(EvalCase.golden == (golden == "yes"))
-    rows = session.exec(stmt.order_by(EvalCase.position, Draft.sample_index)).all()
+    rows = session.exec(stmt.order_by(col(EvalCase.position), col(Draft.sample_index))).all()
     return [DraftRow(d, c) for d, c in rows]
 
 
