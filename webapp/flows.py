@@ -1,4 +1,4 @@
-"""What crosses domains against the chain: reactions after an event, and the reads that join a lower domain with a higher one.
+"""What crosses the chain upwards: reactions after an event, and reads joining a lower domain with a higher one.
 
 Dependencies run one way (docs/architecture.md, "Layers"): kb → datasets → runs → checks →
 grading → regression → gates, with metrics, survey, evaluator, reviews and alerts beside them.
@@ -8,7 +8,7 @@ page or command that did it calls the function here right after the service call
 same transaction; this module calls each domain in order. Nothing below the top imports it
 but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
 
-Sections are owned by the branch that wrote them, so that they merge side by side.
+Each branch that adds flows keeps them in its own banner-delimited part, so that they merge side by side.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from webapp.regression.comparison import JudgeLookup
 from webapp.regression.models import RegressionAlert
 from webapp.runs import service as runs_service
 from webapp.spec import EvalSpec
+
+# ======== from the `deps` branch (one-way domains): runs, checks, regression, evaluator, metrics → alerts ========
+
 
 # --- runs: importing drafts (grades guard what was graded) ---------------------------------------------
 
@@ -126,3 +129,6 @@ def judge_scores(*, session: Session, principal: Any | None) -> JudgeLookup:
 def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
     """Queue the notifications of alert transitions (new events, a confirmed or undone hallucination report)."""
     alerts_service.notify_changes(session=session, spec=spec)
+
+
+# ======== end of the `deps` branch's flows ========
