@@ -8,31 +8,44 @@ columns is 422 instead of a driver error. Pages get the error page, the API `{"d
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DataError
 
-# (module, class name, status): service errors by domain. A LookupError means "no such thing".
-SERVICE_ERRORS: tuple[tuple[str, str, int | None], ...] = (
-    ("webapp.datasets.records", "RecordError", 422),
-    ("webapp.datasets.service", "DatasetNotFound", 404),
-    ("webapp.kb.service", "KbNotFound", 404),
-    ("webapp.runs.service", "RunNotFound", 404),
-    ("webapp.runs.service", "DraftNotFound", 404),
-    ("webapp.checks.service", "DraftNotFound", 404),
-    ("webapp.metrics.service", "MetricsError", 422),
-    ("webapp.regression.service", "RegressionError", 422),
-    ("webapp.regression.service", "NotComparable", 422),
-    ("webapp.reviews.service", "ReviewError", 422),
-    ("webapp.gates.service", "GateError", 422),
-    ("webapp.survey.service", "SurveyError", 422),
-    ("webapp.evaluator.service", "EvaluatorRunNotFound", 404),
-    ("webapp.auth.service", "AuthError", 422),
-    ("webapp.safe_input", "InputLimitError", 422),
-    ("webapp.grading.service", "GradingError", None),  # each grading error carries its status
+from webapp.auth import service as auth_service
+from webapp.datasets import records
+from webapp.datasets import service as datasets_service
+from webapp.evaluator import service as evaluator_service
+from webapp.gates import service as gates_service
+from webapp.grading import service as grading_service
+from webapp.kb import service as kb_service
+from webapp.metrics import service as metrics_service
+from webapp.regression import service as regression_service
+from webapp.reviews import service as reviews_service
+from webapp.runs import service as runs_service
+from webapp.safe_input import InputLimitError
+from webapp.survey import service as survey_service
+
+# (error class, status): service errors by domain. A LookupError means "no such thing". The app
+# (main) installs these, so this module sits at the top with it and imports each domain plainly.
+SERVICE_ERRORS: tuple[tuple[type[Exception], int | None], ...] = (
+    (records.RecordError, 422),
+    (datasets_service.DatasetNotFound, 404),
+    (kb_service.KbNotFound, 404),
+    (runs_service.RunNotFound, 404),
+    (runs_service.DraftNotFound, 404),
+    (metrics_service.MetricsError, 422),
+    (regression_service.RegressionError, 422),
+    (regression_service.NotComparable, 422),
+    (reviews_service.ReviewError, 422),
+    (gates_service.GateError, 422),
+    (survey_service.SurveyError, 422),
+    (evaluator_service.EvaluatorRunNotFound, 404),
+    (auth_service.AuthError, 422),
+    (InputLimitError, 422),
+    (grading_service.GradingError, None),  # each grading error carries its status
 )
 OUT_OF_RANGE = "a number in the request is out of range for the database"
 
@@ -57,8 +70,8 @@ def _handler(status: int | None) -> Callable[[Request, Exception], Response]:
 
 def install(app: FastAPI) -> None:
     """Register the service-error handlers on the app."""
-    for module, name, status in SERVICE_ERRORS:
-        app.add_exception_handler(getattr(importlib.import_module(module), name), _handler(status))
+    for error, status in SERVICE_ERRORS:
+        app.add_exception_handler(error, _handler(status))
     out_of_range = _handler(422)
     app.add_exception_handler(OverflowError, lambda request, exc: out_of_range(request, ValueError(OUT_OF_RANGE)))
     app.add_exception_handler(DataError, lambda request, exc: out_of_range(request, ValueError(OUT_OF_RANGE)))

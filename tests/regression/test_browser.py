@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 def _seed(session: Session, spec: EvalSpec) -> None:
     world = build_world(session)
     for run in (world.a, world.b):
-        checks_service.check_run(session=session, spec=spec, run_id=run.id, raise_alerts=False)
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
     make_user(session, email="pm@example.test", roles=["pm"])
 
 

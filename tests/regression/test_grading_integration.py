@@ -46,7 +46,7 @@ def test_golden_factual_fail_grade_alerts_and_fails_the_suite_case(session: Sess
 
 def test_rubric_means_in_the_comparison(session: Session, spec: EvalSpec, world: World) -> None:
     for run in (world.a, world.b):
-        checks_service.check_run(session=session, spec=spec, run_id=run.id, raise_alerts=False)
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)
     a, b = _ids(session, world.a.id), _ids(session, world.b.id)
     _grade(session, a["g1"], "fail", 3, 4, 5)
     _grade(session, a["r1"], "pass", 5, 4, 3)

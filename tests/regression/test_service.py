@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 
 from tests.checks.conftest import World, build_world, good
 from tests.factories import make_dataset, make_run, words
+from webapp import flows
 from webapp.checks import service as checks_service
 from webapp.datasets.loader import load_dataset
 from webapp.regression import comparison, service
@@ -22,6 +23,12 @@ from webapp.spec import EvalSpec
 @pytest.fixture
 def world(session: Session) -> World:
     return build_world(session)
+
+
+def _check_and_alert(session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
+    """Check a run as the page, the API and the CLI do: the checks, then the flow that raises alerts."""
+    checks_service.check_run(session=session, spec=spec, run_id=run_id)
+    return flows.after_run_checked(session=session, spec=spec, run_id=run_id)
 
 
 def _draft_id(session: Session, world: World, run_id: int, case_id: str) -> int:
@@ -91,7 +98,7 @@ class TestSuiteReport:
         service.add_case(session=session, created_by=world.user.id, source="review", case_id="prod-77", input="i", note="n")
         before = service.suite_report(session=session, run_id=world.b.id)
         assert {r.case.case_id: r.status for r in before.results} == {"g1": "not_checked", "r2": "not_checked", "prod-77": "not_run"}
-        checks_service.check_run(session=session, spec=spec, run_id=world.b.id, raise_alerts=False)
+        checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
         report = service.suite_report(session=session, run_id=world.b.id)
         assert {r.case.case_id: r.status for r in report.results} == {"g1": "fail", "r2": "pass", "prod-77": "not_run"}
         g1 = next(r for r in report.results if r.case.case_id == "g1")
@@ -142,7 +149,7 @@ class TestBaseline:
 class TestCompare:
     def test_fixed_broke_unchanged_and_deltas(self, session: Session, spec: EvalSpec, world: World) -> None:
         for run in (world.a, world.b):
-            checks_service.check_run(session=session, spec=spec, run_id=run.id, raise_alerts=False)
+            checks_service.check_run(session=session, spec=spec, run_id=run.id)
         cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
         changes = {c.case_id: c.change for c in cmp.cases}
         assert changes == {
@@ -197,28 +204,28 @@ class TestCompare:
 
 class TestAlerts:
     def test_golden_citation_failure_and_pass_rate_drop(self, session: Session, spec: EvalSpec, world: World) -> None:
-        checks_service.check_run(session=session, spec=spec, run_id=world.a.id)
+        _check_and_alert(session, spec, world.a.id)
         service.mark_baseline(session=session, run_id=world.a.id)
-        result = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
-        kinds = sorted(a.kind for a in result.alerts)
+        new_alerts = _check_and_alert(session, spec, world.b.id)
+        kinds = sorted(a.kind for a in new_alerts)
         assert kinds == ["golden_check", "pass_rate_drop"]
-        golden = next(a for a in result.alerts if a.kind == "golden_check")
+        golden = next(a for a in new_alerts if a.kind == "golden_check")
         assert golden.message == (
             "Golden example g1 fails Citations current in run run-b: "
             "cites KB-3001 revision 2, which is deprecated; current is revision 4."
         )
         assert golden.evidence["checks"] == ["citations_current"]
-        drop = next(a for a in result.alerts if a.kind == "pass_rate_drop")
+        drop = next(a for a in new_alerts if a.kind == "pass_rate_drop")
         # 6/8 -> 5/8 is a drop of 12.5 points.
         assert drop.evidence["drop"] == pytest.approx(0.125)
         assert "down 12.5 points" in drop.message
         # Re-checking raises nothing new.
-        again = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
-        assert again.alerts == []
+        again = _check_and_alert(session, spec, world.b.id)
+        assert again == []
         assert service.count_open_alerts(session=session) == 2
 
     def test_baseline_run_itself_and_no_baseline_raise_no_drop(self, session: Session, spec: EvalSpec, world: World) -> None:
-        checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+        _check_and_alert(session, spec, world.b.id)
         assert session.exec(select(RegressionAlert).where(RegressionAlert.kind == "pass_rate_drop")).all() == []
 
     def test_drop_of_exactly_the_threshold_does_not_alert(self, session: Session, spec: EvalSpec) -> None:
@@ -234,15 +241,15 @@ class TestAlerts:
 
         base, at_limit, beyond = run("base", 3), run("at-limit", 4), run("beyond", 5)
         session.commit()
-        checks_service.check_run(session=session, spec=spec, run_id=base.id)
+        _check_and_alert(session, spec, base.id)
         service.mark_baseline(session=session, run_id=base.id)
-        assert checks_service.check_run(session=session, spec=spec, run_id=at_limit.id).alerts == []
-        alerts = checks_service.check_run(session=session, spec=spec, run_id=beyond.id).alerts
+        assert _check_and_alert(session, spec, at_limit.id) == []
+        alerts = _check_and_alert(session, spec, beyond.id)
         assert [a.kind for a in alerts] == ["pass_rate_drop"]
         assert alerts[0].evidence["drop"] == pytest.approx(0.85 - 0.75)
 
     def test_acknowledge(self, session: Session, spec: EvalSpec, world: World) -> None:
-        checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+        _check_and_alert(session, spec, world.b.id)
         (alert, _run), = service.list_alerts(session=session, open_only=True)
         service.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
         assert service.list_alerts(session=session, open_only=True) == []

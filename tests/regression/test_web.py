@@ -11,6 +11,7 @@ from sqlmodel import Session
 
 from tests.checks.conftest import World, build_world
 from tests.factories import make_dataset, make_run
+from webapp import flows
 from webapp.checks import service as checks_service
 from webapp.regression import service
 from webapp.spec import EvalSpec
@@ -26,6 +27,7 @@ def _checked(session: Session, spec: EvalSpec, world: World) -> dict[str, int]:
     checks_service.check_run(session=session, spec=spec, run_id=world.a.id)
     service.mark_baseline(session=session, run_id=world.a.id)
     result = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
+    flows.after_run_checked(session=session, spec=spec, run_id=world.b.id)
     session.commit()
     return {o.case_id: o.draft_id for o in result.summary.outcomes}
 

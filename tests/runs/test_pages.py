@@ -125,3 +125,14 @@ class TestRunsApi:
 
     def test_needs_a_token_or_session(self, client: TestClient) -> None:
         assert client.get("/api/v1/runs").status_code == 401
+
+    def test_draft_intent_filter_and_unknown_run(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        """The runs page filters on the draft's predicted intent under its own name; an unknown run is a 404 naming it."""
+        seed(session)
+        pm = client_as("pm")
+        r = pm.get("/runs/demo-run-1", params={"draft_intent": "cancellation"}, headers={"HX-Request": "true"})
+        assert r.status_code == 200 and "safety-001" in r.text and "golden-regression-2fa" not in r.text
+        api = pm.get("/api/v1/runs/demo-run-1/drafts", params={"draft_intent": "account_security"}).json()
+        assert [d["case_id"] for d in api["drafts"]] == ["golden-regression-2fa"]
+        missing = pm.get("/api/v1/runs/no-such-run/drafts")
+        assert missing.status_code == 404 and "no-such-run" in missing.json()["detail"]

@@ -10,6 +10,7 @@ from sqlmodel import Session
 
 from tests.datasets.helpers import count_rows, invoke, write_jsonl
 from tests.factories import make_dataset, make_run
+from webapp import flows
 from webapp.datasets.records import RecordError
 from webapp.runs import service
 from webapp.runs.models import Draft, Run
@@ -43,7 +44,7 @@ def dataset(session: Session):  # type: ignore[no-untyped-def]
 class TestImportDrafts:
     def test_creates_run_and_drafts(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         records = [draft("c1"), draft("c2", draft_text=None, escalated=True, citations=[], confidence=None), draft("c1", sample_index=1)]
-        result = service.import_drafts(
+        result = flows.import_drafts(
             session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m", prompt_version="v3"
         )
         session.commit()
@@ -59,36 +60,36 @@ class TestImportDrafts:
         assert rows[2].draft.draft_text is None and rows[2].draft.escalated
 
     def test_raw_output_field_is_kept_as_given(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
-        service.import_drafts(session=session, data=data([draft("c1", raw_output={"choices": [1]})]), path="d.jsonl", run_name="r", dataset="eval")
+        flows.import_drafts(session=session, data=data([draft("c1", raw_output={"choices": [1]})]), path="d.jsonl", run_name="r", dataset="eval")
         (row,) = service.list_drafts(session=session, run_id=service.resolve_run(session=session, ref="r").id)
         assert row.draft.raw_output == {"choices": [1]}
 
     def test_reimport_is_idempotent_and_updates(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         records = [draft("c1"), draft("c3")]
-        service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval")
+        flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval")
         session.commit()
-        again = service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
+        again = flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
         assert (again.run_created, again.created, again.updated, again.unchanged) == (False, 0, 0, 2)
         records[1]["confidence"] = 0.5
-        changed = service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
+        changed = flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
         session.commit()
         assert (changed.created, changed.updated, changed.unchanged) == (0, 1, 1)
         assert count_rows(session, Draft) == 2 and count_rows(session, Run) == 1
 
     def test_new_run_with_only_one_dataset_needs_no_dataset_option(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
-        result = service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
+        result = flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
         assert result.run.dataset_id == dataset.id
 
     def test_new_run_with_several_datasets_needs_the_option(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         make_dataset(session, [{"case_id": "x"}], name="other")
         with pytest.raises(RecordError, match="--dataset"):
-            service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
+            flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
 
     def test_existing_run_over_another_dataset_is_refused(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         make_dataset(session, [{"case_id": "c1"}], name="other")
-        service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
+        flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
         with pytest.raises(RecordError, match="is over dataset"):
-            service.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="other")
+            flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="other")
 
     @pytest.mark.parametrize(
         ("record", "message"),
@@ -109,23 +110,23 @@ class TestImportDrafts:
     )
     def test_bad_record_names_line(self, session: Session, dataset, record, message: str) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(RecordError) as info:
-            service.import_drafts(session=session, data=data([draft("c2"), record]), path="d.jsonl", run_name="r", dataset="eval")
+            flows.import_drafts(session=session, data=data([draft("c2"), record]), path="d.jsonl", run_name="r", dataset="eval")
         assert info.value.line == 2
         assert info.value.message.startswith("record 2: " + message)
 
     def test_unknown_case_and_duplicates(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(RecordError) as info:
-            service.import_drafts(session=session, data=data([draft("c1"), draft("nope")]), path="d.jsonl", run_name="r", dataset="eval")
+            flows.import_drafts(session=session, data=data([draft("c1"), draft("nope")]), path="d.jsonl", run_name="r", dataset="eval")
         assert info.value.line == 2 and "'nope' is not a case" in info.value.message
         with pytest.raises(RecordError) as info:
-            service.import_drafts(session=session, data=data([draft("c1"), draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
+            flows.import_drafts(session=session, data=data([draft("c1"), draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
         assert info.value.line == 2 and "appears twice" in info.value.message
 
     def test_bad_line_500_of_600_leaves_nothing(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         records = [draft(f"c{i}") for i in range(1, 601)]
         records[499] = draft("c500", confidence="0.9")
         with pytest.raises(RecordError) as info:
-            service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r", dataset="eval")
+            flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r", dataset="eval")
         assert info.value.line == 500
         assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
 
@@ -159,14 +160,14 @@ class TestReimportOverGrades:
 
     def test_changed_text_of_graded_drafts_is_refused_and_nothing_written(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         records = [draft("c1"), draft("c2"), draft("c3")]
-        service.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m1")
+        flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m1")
         _grade(session, "r1", "c1", ["a@example.test", "b@example.test"])
         _grade(session, "r1", "c2", ["a@example.test"])
         session.commit()
         before = _texts(session, "r1")
         changed = [draft("c1", draft_text="New text."), draft("c2", citations=[]), draft("c3", draft_text="Also new.")]
         with pytest.raises(RecordError) as info:
-            service.import_drafts(session=session, data=data(changed), path="d.jsonl", run_name="r1", model="m2")
+            flows.import_drafts(session=session, data=data(changed), path="d.jsonl", run_name="r1", model="m2")
         message = info.value.location
         assert message.startswith("d.jsonl:1: ")
         assert "c1 (line 1, 2 grades)" in message and "c2 (line 2, 1 grade)" in message and "c3 (" not in message
@@ -175,7 +176,7 @@ class TestReimportOverGrades:
         assert service.resolve_run(session=session, ref="r1").model == "m1"
         # The same text with other fields changed (latency, confidence) is still imported.
         same_text = [draft("c1", confidence=0.4), draft("c2"), draft("c3", draft_text="Also new.")]
-        result = service.import_drafts(session=session, data=data(same_text), path="d.jsonl", run_name="r1")
+        result = flows.import_drafts(session=session, data=data(same_text), path="d.jsonl", run_name="r1")
         assert (result.created, result.updated, result.unchanged) == (0, 2, 1)
         assert _texts(session, "r1")["c3"] == "Also new."
 
@@ -205,6 +206,32 @@ class TestQueries:
         assert (c.case_id, r.name) == ("a", "r1")
         pub = service.draft_public(d, c)
         assert pub["case_id"] == "a" and pub["id"] == d.id and pub["draft_text"] == "x"
+
+
+    def test_intent_is_the_cases_and_draft_intent_the_drafts(self, session: Session) -> None:
+        """`intent` filters on the dataset's label, `draft_intent` on what the assistant predicted."""
+        ds = make_dataset(
+            session, [{"case_id": "a", "intent": "billing_charge"}, {"case_id": "b", "intent": "login_2fa"}, {"case_id": "c", "intent": "billing_charge"}]
+        )
+        # The assistant got case b wrong (it predicted billing_charge for a login case).
+        run = make_run(
+            session,
+            ds,
+            [
+                {"case_id": "a", "draft_text": "x", "intent": "billing_charge"},
+                {"case_id": "b", "draft_text": "y", "intent": "billing_charge"},
+                {"case_id": "c", "draft_text": None, "intent": None},
+            ],
+            name="r",
+        )
+
+        def ids(**filters: str) -> list[str]:
+            return [r.case.case_id for r in service.list_drafts(session=session, run_id=run.id, **filters)]
+
+        assert ids(intent="billing_charge") == ["a", "c"]
+        assert ids(draft_intent="billing_charge") == ["a", "b"]
+        assert ids(intent="login_2fa", draft_intent="billing_charge") == ["b"]
+        assert service.draft_intents(session=session, run_id=run.id) == ["billing_charge"]
 
 
 class TestImportDraftsCli:
@@ -245,11 +272,11 @@ class TestImportDraftsCli:
 class TestDraftsFileFormat:
     def test_only_jsonl(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(RecordError) as info:
-            service.import_drafts(session=session, data=b"- case_id: c1\n", path="d.yaml", run_name="r", dataset="eval")
+            flows.import_drafts(session=session, data=b"- case_id: c1\n", path="d.yaml", run_name="r", dataset="eval")
         assert str(info.value) == "Unsupported drafts file format: .yaml. Supported formats: .jsonl"
 
     def test_run_summary_of_one_run(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
-        service.import_drafts(session=session, data=data([draft("c1"), draft("c2", draft_text=None)]), path="a.jsonl", run_name="a", dataset="eval")
-        service.import_drafts(session=session, data=data([draft("c1")]), path="b.jsonl", run_name="b", dataset="eval")
-        s = service.run_summary(session=session, run=service.resolve_run(session=session, ref="a"))
+        flows.import_drafts(session=session, data=data([draft("c1"), draft("c2", draft_text=None)]), path="a.jsonl", run_name="a", dataset="eval")
+        flows.import_drafts(session=session, data=data([draft("c1")]), path="b.jsonl", run_name="b", dataset="eval")
+        s = service.run_row(session=session, run=service.resolve_run(session=session, ref="a"))
         assert (s.run.name, s.drafts, s.fallbacks, s.dataset.name) == ("a", 2, 1, "eval")

@@ -8,6 +8,7 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from webapp import flows
 from webapp.admin import service
 from webapp.auth import service as auth_service
 from webapp.auth.models import EXTRA_SCOPES, ROLES
@@ -251,7 +252,7 @@ async def admin_import_drafts(
     """Import a run's drafts (all-or-nothing)."""
     try:
         data, filename = await _read_upload(file)
-        result = runs_service.import_drafts(
+        result = flows.import_drafts(
             session=session,
             data=data,
             path=filename,

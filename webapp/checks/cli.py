@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
+from webapp import flows
 from webapp.checks import service
 from webapp.checks.rules import PROBLEM_LABELS
 from webapp.cli_support import cli_session, console, fail, load_settings
@@ -39,8 +40,9 @@ def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
     run = resolve_run(session=session, ref=ref)
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
-    reasons = service.ci_gate_failures(session=session, summary=result.summary, spec=spec)
-    return CheckReport(run.name, result, [a.message for a in result.alerts], reasons)
+    alerts = flows.after_run_checked(session=session, spec=spec, run_id=run.id)
+    reasons = flows.ci_gate_failures(session=session, spec=spec, summary=result.summary)
+    return CheckReport(run.name, result, [a.message for a in alerts], reasons)
 
 
 def print_report(report: CheckReport, out: Console) -> int:

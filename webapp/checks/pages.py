@@ -5,12 +5,15 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
-from webapp.checks.routes import RECHECK_ROLES, run_or_404
+from webapp.checks.routes import RECHECK_ROLES
 from webapp.checks.rules import PROBLEM_LABELS
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, SpecDep, require_role
+from webapp.runs.deps import RunDep
+from webapp.runs.service import DraftNotFound
 from webapp.templating import is_htmx, render
 
 router = APIRouter()
@@ -19,22 +22,20 @@ router = APIRouter()
 @router.get("/runs/{run}/checks", response_class=HTMLResponse, name="run_checks")
 def run_checks_page(
     request: Request,
-    run: str,
     session: SessionDep,
     spec: SpecDep,
-    principal: Principal = Depends(require_role(*ANY_ROLE)),
+    *, principal: Principal = Depends(require_role(*ANY_ROLE)), run: RunDep,
 ) -> HTMLResponse:
     """Show a run's pass rates overall, per check, per category and per intent, and its failing drafts."""
-    r = run_or_404(session, run)
-    summary = service.run_summary(session=session, run_id=r.id)  # type: ignore[arg-type]
+    summary = service.run_summary(session=session, run_id=run.id)  # type: ignore[arg-type]
     rechecked = request.query_params.get("rechecked")
     return render(
         request,
         "checks/run.html",
         {
-            "run": r,
+            "run": run,
             "s": summary,
-            "gate_reasons": service.ci_gate_failures(session=session, summary=summary, spec=spec),
+            "gate_reasons": flows.ci_gate_failures(session=session, spec=spec, summary=summary),
             "can_recheck": principal.has_role(*RECHECK_ROLES),
             "can_add_case": principal.has_role("lead", "pm", "labeler"),
             "labels": PROBLEM_LABELS,
@@ -47,15 +48,14 @@ def run_checks_page(
 @router.post("/runs/{run}/checks", name="run_recheck")
 def run_recheck(
     request: Request,
-    run: str,
     session: SessionDep,
     spec: SpecDep,
-    principal: Principal = Depends(require_role(*RECHECK_ROLES)),
+    *, principal: Principal = Depends(require_role(*RECHECK_ROLES)), run: RunDep,
 ) -> Response:
     """Re-check a run against the KB as it is now, then show its results again."""
-    r = run_or_404(session, run)
-    service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
-    target = f"/runs/{r.id}/checks?rechecked=1"
+    result = service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+    flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
+    target = f"/runs/{run.id}/checks?rechecked=1"
     if is_htmx(request):
         # The results block listens for this event and reloads itself; alerts lists do too.
         return Response(status_code=204, headers={"HX-Trigger": "checks-updated"})
@@ -69,7 +69,7 @@ def draft_checks_page(
     """Show one draft's check results with reasons (a fragment for htmx, a page without JS)."""
     try:
         d = service.draft_results(session=session, draft_id=draft_id)
-    except service.DraftNotFound as exc:
+    except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     return render(
         request,

@@ -6,12 +6,13 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, SpecDep, require_role
-from webapp.runs.models import Run
-from webapp.runs.service import RunNotFound, resolve_run
+from webapp.runs.deps import RunDep
+from webapp.runs.service import DraftNotFound
 from webapp.spec import EvalSpec
 
 router = APIRouter(tags=["checks"])
@@ -19,40 +20,31 @@ router = APIRouter(tags=["checks"])
 RECHECK_ROLES = ("lead", "admin", "pm")
 
 
-def run_or_404(session: SessionDep, ref: str) -> Run:
-    """Return the run named or numbered `ref`, or fail with 404."""
-    try:
-        return resolve_run(session=session, ref=ref)
-    except RunNotFound as exc:
-        raise HTTPException(status_code=404, detail=str(exc)) from None
-
-
 def summary_payload(session: SessionDep, summary: service.RunSummary, spec: EvalSpec) -> dict[str, Any]:
     """Return a run summary as JSON, with the CI gate's verdict."""
     data = summary.as_dict()
-    reasons = service.ci_gate_failures(session=session, summary=summary, spec=spec)
+    reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary)
     data["gate"] = {"passes": not reasons, "reasons": reasons, "pass_rate_required": spec.gates.pilot.automated_pass_rate}
     return data
 
 
 @router.get("/runs/{run}/checks")
 def get_run_checks(
-    run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*ANY_ROLE))
+    session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*ANY_ROLE)), run: RunDep
 ) -> dict[str, Any]:
     """Return a run's check results: overall, per check, per category, per intent, failing drafts."""
-    r = run_or_404(session, run)
-    return summary_payload(session, service.run_summary(session=session, run_id=r.id), spec)  # type: ignore[arg-type]
+    return summary_payload(session, service.run_summary(session=session, run_id=run.id), spec)  # type: ignore[arg-type]
 
 
 @router.post("/runs/{run}/checks")
 def recheck_run(
-    run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*RECHECK_ROLES))
+    session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*RECHECK_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
-    r = run_or_404(session, run)
-    result = service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    result = service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+    alerts = flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
     data = summary_payload(session, result.summary, spec)
-    data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in result.alerts]
+    data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in alerts]
     return data
 
 
@@ -63,5 +55,5 @@ def get_draft_checks(
     """Return one draft's check results with reasons."""
     try:
         return service.draft_results(session=session, draft_id=draft_id).as_dict()
-    except service.DraftNotFound as exc:
+    except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None

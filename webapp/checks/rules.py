@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -19,7 +19,8 @@ from phonenumbers import Leniency, PhoneNumberMatcher
 from stdnum import luhn
 from stdnum.us import ssn as us_ssn
 
-from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
+from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
+from webapp.kb.snapshot import KbSnapshot
 from webapp.spec import ChecksSpec, EvalSpec
 
 CHECK_LABELS: dict[str, str] = {
@@ -169,7 +170,7 @@ def ssn_valid(area: str, group: str, serial: str) -> bool:
     return bool(us_ssn.is_valid(area + group + serial))
 
 
-def _context_kind(cue: str, digits: str, kinds: set[str]) -> tuple[str, str] | None:
+def _context_kind(cue: str, digits: str, kinds: Collection[str]) -> tuple[str, str] | None:
     """Return (kind, masked) for a number after a context word, or None when it is not that kind."""
     kind = CONTEXT_KINDS[" ".join(cue.lower().split())]
     if kind not in kinds:

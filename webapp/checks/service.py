@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlmodel import Session, col, delete, select
@@ -26,18 +26,17 @@ from webapp.checks.rules import (
     problems,
     run_checks,
 )
-from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
+from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
 from webapp.datasets.models import EvalCase
+from webapp.kb.service import kb_snapshot
+from webapp.kb.snapshot import KbSnapshot
 from webapp.metrics import units
 from webapp.runs.models import Draft, Run
+from webapp.runs.service import DraftNotFound
 from webapp.spec import CATEGORIES, EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
 NO_INTENT = "(none)"
-
-
-class DraftNotFound(LookupError):
-    """No draft with that id."""
 
 
 # --- inputs ------------------------------------------------------------------------------------------
@@ -45,8 +44,6 @@ class DraftNotFound(LookupError):
 
 def load_kb_snapshot(*, session: Session) -> KbSnapshot:
     """Return the KB as the checks see it (every revision with its status)."""
-    from webapp.kb.service import kb_snapshot
-
     return kb_snapshot(session=session)
 
 
@@ -108,11 +105,13 @@ class RunCheckSummary:
     kb_version: str
     checked_at: dt.datetime
     summary: RunSummary
-    alerts: list[Any] = field(default_factory=list)  # regression alerts raised by this check
 
 
-def check_run(*, session: Session, spec: EvalSpec, run_id: int, raise_alerts: bool = True) -> RunCheckSummary:
-    """Check every draft of a run against the KB as it is now, replace its stored results, raise alerts."""
+def check_run(*, session: Session, spec: EvalSpec, run_id: int) -> RunCheckSummary:
+    """Check every draft of a run against the KB as it is now and replace its stored results.
+
+    Callers then call webapp.flows.after_run_checked, which raises the run's regression alerts.
+    """
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"run: no run with id {run_id}")
@@ -135,19 +134,12 @@ def check_run(*, session: Session, spec: EvalSpec, run_id: int, raise_alerts: bo
                 )
             )
     session.flush()
-    alerts: list[Any] = []
-    if raise_alerts:
-        # Imported here: the regression service reads this module's summaries.
-        from webapp.regression.service import raise_alerts_for_run
-
-        alerts = raise_alerts_for_run(session=session, spec=spec, run_id=run_id)
     return RunCheckSummary(
         run_id=run_id,
         drafts=len(pairs),
         kb_version=version,
         checked_at=now,
         summary=run_summary(session=session, run_id=run_id),
-        alerts=alerts,
     )
 
 
@@ -432,18 +424,10 @@ def case_passes(*, summary: RunSummary) -> dict[str, bool]:
     return out
 
 
-def factual_grades(*, session: Session, run_id: int) -> dict[int, str]:
-    """Return the run's final factual-accuracy grades ("pass"/"fail") by draft id (empty without grading)."""
-    # Imported here: the regression service imports this module.
-    from webapp.regression.service import final_grades
-
-    views = final_grades(session=session, run_id=run_id) or {}
-    return {i: str(v.factual_accuracy) for i, v in views.items() if getattr(v, "factual_accuracy", None) is not None}
-
-
 def gate_failures(*, summary: RunSummary, spec: EvalSpec, factual: dict[int, str] | None = None) -> list[str]:
     """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate."""
-    # `factual` holds the final factual grades by draft id (factual_grades): a golden draft graded
+    # `factual` holds the final factual grades by draft id (webapp.flows.ci_gate_failures passes
+    # grading's in): a golden draft graded
     # "fail" fails here as it does on the pilot gate, through the same rules.golden_failures.
     reasons: list[str] = []
     if not summary.is_checked:
@@ -464,8 +448,3 @@ def gate_failures(*, summary: RunSummary, spec: EvalSpec, factual: dict[int, str
     if rate < gate:
         reasons.append(f"pass rate {units.percent(rate)} is under the pilot gate's {units.percent(gate)}")
     return reasons
-
-
-def ci_gate_failures(*, session: Session, summary: RunSummary, spec: EvalSpec) -> list[str]:
-    """Return why a run fails the CI gate, with its final factual grades (the CLI, the page and the API call this)."""
-    return gate_failures(summary=summary, spec=spec, factual=factual_grades(session=session, run_id=summary.run_id))

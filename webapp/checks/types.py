@@ -6,8 +6,13 @@ the dashboard (drafts in the database) and prompt-evaluator (samples in memory) 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
+
+# The KB as the checks see it is the KB's own plain snapshot (the checks read the KB, never the reverse).
+# (Named here too for prompt-evaluator's support code, which reads all the checks' inputs from this module.)
+from webapp.kb.snapshot import KbRevisionInfo as KbRevisionInfo
+from webapp.kb.snapshot import KbSnapshot as KbSnapshot
 
 CheckStatus = Literal["pass", "fail", "not_applicable"]
 
@@ -50,29 +55,6 @@ class CaseInput:
     category: str | None = None
     expected_behavior: str | None = None  # draft | escalate | fallback
     golden: bool = False
-
-
-@dataclass(frozen=True)
-class KbRevisionInfo:
-    article_id: str
-    revision: int
-    status: str  # current | deprecated | deleted
-
-
-@dataclass
-class KbSnapshot:
-    """Every revision of every article, as of the moment the checks run."""
-
-    revisions: dict[tuple[str, int], KbRevisionInfo] = field(default_factory=dict)
-    current: dict[str, int] = field(default_factory=dict)  # article_id -> current revision
-
-    def add(self, article_id: str, revision: int, status: str) -> None:
-        self.revisions[(article_id, revision)] = KbRevisionInfo(article_id, revision, status)
-        if status == "current":
-            self.current[article_id] = revision
-
-    def knows(self, article_id: str) -> bool:
-        return any(a == article_id for a, _ in self.revisions)
 
 
 @dataclass(frozen=True)

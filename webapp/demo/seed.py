@@ -9,8 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
+from webapp import flows
 from webapp.auth import service as auth_service
 from webapp.datasets import service as datasets_service
 from webapp.datasets.models import EvalCase
@@ -42,7 +43,7 @@ def _context(*, session: Session, spec: EvalSpec, seed: int) -> DemoContext:
     dataset = datasets_service.get_dataset(session=session, ref=run.dataset_id)
     cases = {
         case.case_id: case
-        for case in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id).order_by(EvalCase.position)).all()
+        for case in session.exec(select(EvalCase).where(col(EvalCase.dataset_id) == dataset.id).order_by(col(EvalCase.position))).all()
     }
     by_pk = {case.id: case.case_id for case in cases.values()}
     drafts = {
@@ -77,7 +78,7 @@ def seed_demo(*, session: Session, spec: EvalSpec, seed: int = 7, hooks: bool = 
     datasets_service.import_dataset(
         session=session, data=content.dataset_jsonl, path=f"{c.DATASET_NAME}.jsonl", name=c.DATASET_NAME
     )
-    runs_service.import_drafts(
+    flows.import_drafts(
         session=session,
         data=content.drafts_jsonl,
         path=f"{c.RUN_NAME}.jsonl",

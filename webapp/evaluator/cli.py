@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from webapp import flows
 from webapp.cli_support import cli_session, guard_stdout, load_settings
 from webapp.config import Settings
 from webapp.evaluator.aggregation import index_entry
@@ -208,6 +209,8 @@ def run_command(options: EvalOptions, *, resume: str | None = None, record: bool
         try:
             with cli_session(settings) as session:
                 rec = record_evaluation(session=session, document=doc, spec=settings.eval_spec)
+                if rec.checks_run:
+                    flows.after_run_checked(session=session, spec=settings.eval_spec, run_id=rec.run_pk)
         except RecordError as exc:
             _summary(console, doc, prepared, s)
             raise _err(f"{exc} (the artifacts in {prepared.run_dir} are complete)") from exc

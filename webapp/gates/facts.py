@@ -12,6 +12,8 @@ import re
 
 from sqlmodel import Session, col, select
 
+from webapp.checks import service as checks_service
+from webapp.checks.rules import is_safety_trigger
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.gates.criteria import (
     DraftFacts,
@@ -22,22 +24,18 @@ from webapp.gates.criteria import (
     StreakFacts,
     SurveyFacts,
 )
+from webapp.grading import service as grading_service
+from webapp.metrics import service as metrics_service
 from webapp.metrics import units
+from webapp.metrics.models import Event
+from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 from webapp.survey import service as survey_service
 
-# The other domains' services are imported inside the functions: the gates read them, but the
-# app must start (and every other page work) whichever order the domains are loaded in.
-
 
 def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     """Collect, for every draft of the run, its check results and final grade, and the suite's results."""
-    from webapp.checks import service as checks_service
-    from webapp.checks.rules import is_safety_trigger
-    from webapp.grading import service as grading_service
-    from webapp.regression import service as regression_service
-
     assert run.id is not None
     dataset = session.get(Dataset, run.dataset_id)
     rows = session.exec(
@@ -84,8 +82,6 @@ def _plain_label(label: str) -> str:
 
 def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakFacts:
     """Business-day streaks of days meeting every target, over the pilot period up to today (all traffic)."""
-    from webapp.metrics import service as metrics_service
-
     s = metrics_service.pilot_streaks(session=session, spec=spec, today=today)
     days = {d: ms for d, ms in s.missed}
     values = {
@@ -105,13 +101,10 @@ def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakF
 
 def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[HallucinationFacts]:
     """Confirmed hallucination reports on events of the pilot period."""
-    from webapp.metrics import service as metrics_service
-    from webapp.metrics.models import Event
-
     pilot = spec.online_metrics.pilot
     reports = metrics_service.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
     ids = [r.event_id for r in reports]
-    days = dict(session.exec(select(Event.event_id, Event.day).where(col(Event.event_id).in_(ids))).all()) if ids else {}
+    days = dict(session.exec(select(col(Event.event_id), col(Event.day)).where(col(Event.event_id).in_(ids))).all()) if ids else {}
     return [HallucinationFacts(r.id, r.event_id, days[r.event_id]) for r in reports]  # type: ignore[arg-type]
 
 

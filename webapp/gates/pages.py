@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from webapp.auth.models import User
@@ -14,7 +14,7 @@ from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.gates import service
 from webapp.gates.report import to_markdown
-from webapp.runs.service import RunNotFound, resolve_run
+from webapp.runs.deps import RunDep, run_or_404
 from webapp.templating import render
 
 router = APIRouter()
@@ -34,26 +34,21 @@ def gate_page(
     request: Request,
     session: SessionDep,
     spec: SpecDep,
-    run: str,
     format: Literal["html", "markdown"] = "html",
-    principal: Principal = Depends(require_role(*READERS)),
+    *, principal: Principal = Depends(require_role(*READERS)), run: RunDep,
 ) -> Response:
     """Show a gate report for a run: the verdict and what is missing on top, then every criterion."""
-    try:
-        r = resolve_run(session=session, ref=run)
-    except RunNotFound as exc:
-        raise HTTPException(404, str(exc)) from exc
-    rep = service.report(session=session, spec=spec, gate=gate, run=r)
+    rep = service.report(session=session, spec=spec, gate=gate, run=run)
     if format == "markdown":
         return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
-    signed = service.signoffs(session=session, gate=gate, run_id=r.id)  # type: ignore[arg-type]
+    signed = service.signoffs(session=session, gate=gate, run_id=run.id)  # type: ignore[arg-type]
     users = {u.id: u for u in (session.get(User, s.user_id) for s in signed) if u}
     return render(
         request,
         "gates/report.html",
         {
             "report": rep,
-            "run": r,
+            "run": run,
             "gate": gate,
             "signoffs": signed,
             "signers": users,
@@ -76,10 +71,7 @@ def gate_signoff(
     principal: Principal = Depends(require_role(*SIGNERS)),
 ) -> Response:
     """Sign the gate decision (go / no-go) with the report as it is now."""
-    try:
-        r = resolve_run(session=session, ref=run)
-    except RunNotFound as exc:
-        raise HTTPException(404, str(exc)) from exc
+    r = run_or_404(session, run)
     try:
         service.sign_off(session=session, spec=spec, gate=gate, run=r, principal=principal, decision=decision, note=note)
     except service.GateError as exc:

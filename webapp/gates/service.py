@@ -11,6 +11,7 @@ from webapp.auth.service import Principal
 from webapp.gates import criteria, facts
 from webapp.gates.models import GateSignoff
 from webapp.gates.report import GateReport
+from webapp.metrics import service as metrics_service
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -25,8 +26,6 @@ class GateError(ValueError):
 
 def today_in(spec: EvalSpec) -> dt.date:
     """Return today's date in the spec's time zone (the same day the metrics pages count to)."""
-    from webapp.metrics import service as metrics_service
-
     return metrics_service.today_in(spec)
 
 

@@ -11,9 +11,9 @@ from typing import Any
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
-from webapp.checks.types import KbSnapshot
 from webapp.datasets.records import Record, RecordError, file_format, read_records
 from webapp.kb.models import REVISION_STATUSES, KbArticle, KbRevision
+from webapp.kb.snapshot import KbSnapshot
 
 ARTICLE_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*-[A-Za-z0-9][A-Za-z0-9._-]*$")
 KB_FIELDS = ("article_id", "revision", "title", "body", "status", "effective_date", "intent")
@@ -64,6 +64,35 @@ def kb_snapshot(*, session: Session) -> KbSnapshot:
     for article_id, revision, status in rows:
         snap.add(article_id, revision, status)
     return snap
+
+
+@dataclass
+class CitedRevision:
+    """A citation and the KB revision it names, as the KB holds it now: the one shape every domain shows."""
+
+    article_id: str
+    revision: int | None
+    found: KbRevision | None  # None: the KB has no such revision
+    current: KbRevision | None = None  # the article's current revision, when it has one
+
+    @property
+    def stale(self) -> bool:
+        """Tell whether the cited revision exists but is no longer the current one."""
+        return self.found is not None and self.found.status != "current"
+
+
+def cited_revisions(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedRevision]:
+    """Return each citation with the exact revision it names and its article's current revision (one query)."""
+    ids = {str(c.get("article_id", "")) for c in citations or []}
+    revisions = list(session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(ids))).all()) if ids else []
+    by_key = {(r.article_id, r.revision): r for r in revisions}
+    current = {r.article_id: r for r in revisions if r.status == "current"}
+    out: list[CitedRevision] = []
+    for c in citations or []:
+        article_id, rev = str(c.get("article_id", "")), c.get("revision")
+        found = by_key.get((article_id, rev)) if isinstance(rev, int) else None
+        out.append(CitedRevision(article_id, rev if isinstance(rev, int) else None, found, current.get(article_id)))
+    return out
 
 
 @dataclass

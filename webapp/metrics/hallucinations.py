@@ -17,25 +17,12 @@ from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
 from webapp.kb.models import KbRevision
+from webapp.kb.service import CitedRevision
 from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
 from webapp.metrics.service import MetricsError, apply_decision
 from webapp.textdiff import Segment, word_diff
 
 DECISION_LABELS = {"confirmed": "confirmed", "dismissed": "dismissed", "pending": "back to pending"}
-
-
-@dataclass
-class CitedRevision:
-    """A KB revision a flagged draft cited, as the KB holds it now (None when the KB has no such revision)."""
-
-    article_id: str
-    revision: int | None
-    found: KbRevision | None
-    current: KbRevision | None
-
-    @property
-    def stale(self) -> bool:
-        return self.found is not None and self.found.status != "current"
 
 
 @dataclass

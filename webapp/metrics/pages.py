@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from webapp.alerts import service as alerts_service
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
@@ -321,7 +321,7 @@ def decide_hallucination(
         session.rollback()
         # htmx swaps only 2xx answers: the queue comes back with the message beside it.
         return _queue(request, session, status, can_decide=True, error=str(exc), status_code=200 if is_htmx(request) else 422)
-    alerts_service.notify_changes(session=session, spec=spec)  # a confirmed report -> outbox, same transaction
+    flows.after_metrics_changed(session=session, spec=spec)  # a confirmed report -> outbox, same transaction
     return _decided(request, session, status, f"Report {report_id} {decision}.")
 
 
@@ -339,7 +339,7 @@ def undo_hallucination_decision(
         report = hallucinations.undo_last_decision(session=session, report_id=report_id, decided_by=principal.user_id)
     except service.MetricsError as exc:
         raise HTTPException(404 if "no hallucination" in str(exc) else 409, detail=str(exc)) from exc
-    alerts_service.notify_changes(session=session, spec=spec)  # an undone confirmation resolves its alert
+    flows.after_metrics_changed(session=session, spec=spec)  # an undone confirmation resolves its alert
     return _decided(request, session, status, f"Report {report_id}: decision undone, now {report.status}.")
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter
 
-from webapp.alerts import service as alerts_service
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role, require_scope
@@ -36,7 +36,7 @@ def post_events(
             413, detail=[{"field": "(body)", "message": f"at most {ingest.MAX_BATCH} events per batch, got {len(items)}"}]
         )
     results = ingest.ingest_events(session=session, spec=spec, items=items)
-    alerts_service.notify_changes(session=session, spec=spec)  # alert transitions -> outbox, same transaction
+    flows.after_metrics_changed(session=session, spec=spec)  # alert transitions -> outbox, same transaction
     counts = {s: sum(r.status == s for r in results) for s in ("created", "duplicate", "invalid")}
     return JSONResponse({"results": [r.as_dict() for r in results], **counts})
 

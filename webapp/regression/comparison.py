@@ -17,16 +17,18 @@ import csv
 import io
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scipy.stats import binomtest
-from sqlmodel import Session, col, select
+from sqlalchemy import select as sa_select
+from sqlmodel import Session, col
 
 from webapp.checks import service as checks_service
 from webapp.checks.service import RunSummary
 from webapp.checks.types import CheckResult
 from webapp.datasets.models import Dataset, EvalCase
-from webapp.regression.service import NotComparable, final_grades
+from webapp.grading.service import FinalGradeView, final_grades
+from webapp.regression.service import NotComparable
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 from webapp.textdiff import Segment, word_diff
@@ -310,8 +312,9 @@ class _CaseInfo:
 
 def _drafted_cases(session: Session, run_ids: tuple[int, int]) -> tuple[dict[str, _CaseInfo], dict[int, dict[str, list[int]]]]:
     """Return the cases drafted in either run (by case id) and, per run, each case's draft ids."""
-    rows = session.exec(
-        select(Draft.id, Draft.run_id, EvalCase.case_id, EvalCase.category, EvalCase.intent, EvalCase.golden, EvalCase.position)
+    # Seven columns: more than sqlmodel's typed select takes, so SQLAlchemy's select.
+    rows = session.execute(
+        sa_select(col(Draft.id), col(Draft.run_id), col(EvalCase.case_id), col(EvalCase.category), col(EvalCase.intent), col(EvalCase.golden), col(EvalCase.position))
         .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
         .where(col(Draft.run_id).in_(run_ids))
         .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
@@ -351,13 +354,13 @@ def _change(a: CaseSide | None, b: CaseSide | None) -> str:
     return "fixed" if b.passed else "broke"
 
 
-def _grade_values(grades: dict[int, Any], key: str, pass_fail: bool) -> list[float]:
+def _grade_values(grades: dict[int, FinalGradeView], key: str, pass_fail: bool) -> list[float]:
     """Return a criterion's final grades as numbers (pass/fail as 1/0)."""
     vals = [getattr(v, key, None) for v in grades.values()]
     return [float(v == "pass") if pass_fail else float(v) for v in vals if v is not None]
 
 
-def _case_factual(grades: dict[int, Any], key: str, drafts: dict[str, list[int]]) -> dict[str, bool | None]:
+def _case_factual(grades: dict[int, FinalGradeView], key: str, drafts: dict[str, list[int]]) -> dict[str, bool | None]:
     """Return per case whether every graded draft passes a pass/fail criterion (None: none graded)."""
     result: dict[str, bool | None] = {}
     for case_id, ids in drafts.items():
@@ -368,8 +371,8 @@ def _case_factual(grades: dict[int, Any], key: str, drafts: dict[str, list[int]]
 
 
 def _rubric(session: Session, spec: EvalSpec, a_id: int, b_id: int, drafts: dict[int, dict[str, list[int]]]) -> list[RubricDelta] | None:
-    ga = final_grades(session=session, run_id=a_id) or {}
-    gb = final_grades(session=session, run_id=b_id) or {}
+    ga = final_grades(session=session, run_id=a_id)
+    gb = final_grades(session=session, run_id=b_id)
     if not ga and not gb:
         return None
     out: list[RubricDelta] = []
@@ -444,7 +447,7 @@ class DraftSide:
     run: Run
     draft: Draft
     checks: list[CheckResult]
-    final_grade: Any | None
+    final_grade: FinalGradeView | None
     judge_scores: dict[str, Any] | None
     judge_hidden: bool
 
@@ -459,40 +462,46 @@ class CasePair:
     diff: list[Segment]
 
 
+class JudgeLookup(Protocol):
+    """The prompt-evaluator judge's scores of one draft as the viewer may see them: (scores or None, hidden)."""
+
+    def __call__(self, *, run_id: int, draft_id: int, finals: dict[int, FinalGradeView]) -> tuple[dict[str, Any] | None, bool]: ...
+
+
 def _draft_side(
-    session: Session, run: Run, draft_ids: list[int], finals: dict[int, Any], visible: set[int] | None
+    session: Session, run: Run, draft_ids: list[int], finals: dict[int, FinalGradeView], judge: JudgeLookup | None
 ) -> DraftSide | None:
     if not draft_ids:
         return None
-    from webapp.evaluator.models import EvaluatorJudgeScore
-
     draft = session.get(Draft, draft_ids[0])
-    assert draft is not None and draft.id is not None
-    judge = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft.id)).first()
-    hidden = judge is not None and visible is not None and draft.id not in visible
+    assert draft is not None and draft.id is not None and run.id is not None
+    scores, hidden = judge(run_id=run.id, draft_id=draft.id, finals=finals) if judge else (None, False)
     return DraftSide(
         run=run,
         draft=draft,
         checks=checks_service.draft_results(session=session, draft_id=draft.id).results,
         final_grade=finals.get(draft.id),
-        judge_scores=None if judge is None or hidden else (judge.scores or {}),
+        judge_scores=scores,
         judge_hidden=hidden,
     )
 
 
-def case_pair(*, session: Session, spec: EvalSpec, a_id: int, b_id: int, case_id: str, principal: Any | None) -> CasePair:
-    """Return one case's drafts in both runs side by side; judge scores stay hidden from blind graders."""
-    from webapp.evaluator.service import judge_visible_drafts
+def case_pair(
+    *, session: Session, spec: EvalSpec, a_id: int, b_id: int, case_id: str, judge: JudgeLookup | None = None
+) -> CasePair:
+    """Return one case's drafts in both runs side by side, with the judge's scores `judge` lets the viewer see.
 
+    The judge's scores belong to the evaluator, beside the chain: the caller passes them in
+    (webapp.flows.judge_scores, which keeps them hidden from blind graders).
+    """
     ra, rb = _comparable_runs(session, a_id, b_id)
     info, drafts = _drafted_cases(session, (a_id, b_id))
     if case_id not in info:
         raise LookupError(f"case: neither run has a draft for case {case_id!r}")
     sides: list[DraftSide | None] = []
     for run in (ra, rb):
-        finals = final_grades(session=session, run_id=run.id) or {}  # type: ignore[arg-type]
-        visible = judge_visible_drafts(session=session, run_id=run.id, principal=principal, finals=finals)  # type: ignore[arg-type]
-        sides.append(_draft_side(session, run, drafts[run.id].get(case_id, []), finals, visible))  # type: ignore[index]
+        finals = final_grades(session=session, run_id=run.id)  # type: ignore[arg-type]
+        sides.append(_draft_side(session, run, drafts[run.id].get(case_id, []), finals, judge))  # type: ignore[index]
     a, b = sides
     first = a or b
     assert first is not None

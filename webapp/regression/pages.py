@@ -9,9 +9,9 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service as checks_service
-from webapp.checks.routes import run_or_404
 from webapp.checks.rules import CHECK_LABELS
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
@@ -24,7 +24,8 @@ from webapp.regression.routes import (
     CaseFilters,
     csv_download,
 )
-from webapp.runs.service import RunNotFound, resolve_run
+from webapp.runs.deps import RunDep, run_or_404
+from webapp.runs.service import DraftNotFound, RunNotFound, resolve_run
 from webapp.templating import is_htmx, render
 
 router = APIRouter()
@@ -79,18 +80,17 @@ def suite_export(session: SessionDep, principal: Principal = Depends(require_rol
 
 @router.get("/runs/{run}/regression", response_class=HTMLResponse, name="run_regression")
 def run_regression_page(
-    request: Request, run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
+    request: Request, session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
 ) -> HTMLResponse:
     """Show the regression suite's result for one run, case by case."""
-    r = run_or_404(session, run)
-    report = service.suite_report(session=session, run_id=r.id)  # type: ignore[arg-type]
-    return render(request, "regression/run.html", {"run": r, "report": report, "target": spec.regression.target_cases})
+    report = service.suite_report(session=session, run_id=run.id)  # type: ignore[arg-type]
+    return render(request, "regression/run.html", {"run": run, "report": report, "target": spec.regression.target_cases})
 
 
 def _draft_context(session: SessionDep, draft_id: int) -> checks_service.DraftChecks:
     try:
         return checks_service.draft_results(session=session, draft_id=draft_id)
-    except checks_service.DraftNotFound as exc:
+    except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
 
 
@@ -194,7 +194,12 @@ def compare_case_page(
     ra, rb = run_or_404(session, a), run_or_404(session, b)
     try:
         pair = comparison.case_pair(
-            session=session, spec=spec, a_id=ra.id, b_id=rb.id, case_id=case_id, principal=principal  # type: ignore[arg-type]
+            session=session,
+            spec=spec,
+            a_id=ra.id,  # type: ignore[arg-type]
+            b_id=rb.id,  # type: ignore[arg-type]
+            case_id=case_id,
+            judge=flows.judge_scores(session=session, principal=principal),
         )
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
@@ -207,18 +212,16 @@ def compare_case_page(
 
 @router.post("/runs/{run}/baseline", name="run_baseline")
 def baseline_submit(
-    run: str,
     session: SessionDep,
     action: str = Form("mark"),
-    principal: Principal = Depends(require_role(*BASELINE_ROLES)),
+    *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep,
 ) -> RedirectResponse:
     """Mark (or unmark) a run as the baseline of its dataset, then go back to its checks."""
-    r = run_or_404(session, run)
     if action == "unmark":
-        service.unmark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+        service.unmark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
     else:
-        service.mark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
-    return RedirectResponse(f"/runs/{r.id}/checks", status_code=303)
+        service.mark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
+    return RedirectResponse(f"/runs/{run.id}/checks", status_code=303)
 
 
 @router.get("/regression/alerts", response_class=HTMLResponse, name="regression_alerts")

@@ -8,11 +8,12 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from webapp.auth.service import Principal
-from webapp.checks.routes import run_or_404
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.regression import comparison, service
 from webapp.regression.models import RegressionCase
+from webapp.runs.deps import RunDep, run_or_404
+from webapp.runs.models import Run
 
 router = APIRouter(tags=["regression"])
 
@@ -117,28 +118,27 @@ def get_compare(
 
 @router.get("/runs/{run}/regression")
 def get_run_regression(
-    run: str, session: SessionDep, principal: Principal = Depends(require_role(*READ_ROLES))
+    session: SessionDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Return the regression suite's result for a run, case by case."""
-    r = run_or_404(session, run)
-    return service.suite_report(session=session, run_id=r.id).as_dict()  # type: ignore[arg-type]
+    return service.suite_report(session=session, run_id=run.id).as_dict()  # type: ignore[arg-type]
 
 
 @router.post("/runs/{run}/baseline")
 def post_baseline(
-    run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
+    session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Make a run the baseline of its dataset (the previous baseline stops being one)."""
-    r = service.mark_baseline(session=session, run_id=run_or_404(session, run).id)  # type: ignore[arg-type]
+    r = service.mark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
     return {"run": r.name, "is_baseline": r.is_baseline}
 
 
 @router.delete("/runs/{run}/baseline")
 def delete_baseline(
-    run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
+    session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Stop a run being the baseline."""
-    r = service.unmark_baseline(session=session, run_id=run_or_404(session, run).id)  # type: ignore[arg-type]
+    r = service.unmark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
     return {"run": r.name, "is_baseline": r.is_baseline}
 
 
@@ -177,6 +177,4 @@ def post_acknowledge(
         alert = service.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
     except LookupError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    from webapp.runs.models import Run
-
     return alert_payload(alert, session.get(Run, alert.run_id))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -10,10 +9,10 @@ from typing import Any, Literal
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
-from webapp.alerts import service as alerts_service
 from webapp.checks import service as checks_service
 from webapp.checks.rules import describe, golden_failures, named
 from webapp.datasets.models import Dataset, EvalCase
+from webapp.grading.service import FinalGradeView, final_grades
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
@@ -29,28 +28,6 @@ class RegressionError(ValueError):
 
 class NotComparable(ValueError):
     """Two runs that are not over the same dataset."""
-
-
-# --- final human grades (from the grading domain, when it is there) ---------------------------------------
-
-
-def final_grades(*, session: Session, run_id: int) -> dict[int, Any] | None:
-    """Return the run's final human grades by draft id, or None while the grading domain has none to give."""
-    try:
-        module = importlib.import_module("webapp.grading.service")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("webapp.grading.service", "webapp.grading"):
-            raise
-        return None
-    fn = getattr(module, "final_grades", None)
-    if fn is None:
-        return None
-    return dict(fn(session=session, run_id=run_id))
-
-
-def _factual(view: Any) -> str | None:
-    value = getattr(view, "factual_accuracy", None)
-    return str(value) if value is not None else None
 
 
 # --- the suite -------------------------------------------------------------------------------------------
@@ -295,7 +272,7 @@ def suite_report(
     session: Session,
     run_id: int,
     summary: checks_service.RunSummary | None = None,
-    grades: dict[int, Any] | None = None,
+    grades: dict[int, FinalGradeView] | None = None,
 ) -> SuiteReport:
     """Report every regression case for a run: pass, fail, not run (no such case) or not checked yet."""
     run = session.get(Run, run_id)
@@ -313,7 +290,7 @@ def suite_report(
     ).all():
         drafts_by_case.setdefault(case_id, []).append(draft_id)  # type: ignore[arg-type]
     if grades is None:
-        grades = final_grades(session=session, run_id=run_id) or {}
+        grades = final_grades(session=session, run_id=run_id)
     results: list[SuiteResult] = []
     for case in list_cases(session=session):
         ids = drafts_by_case.get(case.case_id, [])
@@ -328,7 +305,7 @@ def suite_report(
         failures = [
             (o.draft_id, r)
             for o in outcomes
-            for r in golden_failures(results=o.results, factual_grade=_factual(grades[o.draft_id]) if o.draft_id in grades else None)
+            for r in golden_failures(results=o.results, factual_grade=grades[o.draft_id].factual_accuracy if o.draft_id in grades else None)
         ]
         if failures:
             many = len({d for d, _ in failures}) > 1
@@ -346,7 +323,7 @@ def run_report(
     session: Session,
     run_id: int,
     summary: checks_service.RunSummary | None = None,
-    grades: dict[int, Any] | None = None,
+    grades: dict[int, FinalGradeView] | None = None,
 ) -> list[SuiteResult]:
     """Return the suite's result for a run, case by case (status pass, fail, not_run or not_checked)."""
     return suite_report(session=session, run_id=run_id, summary=summary, grades=grades).results
@@ -442,7 +419,10 @@ def _raise(session: Session, run_id: int, kind: str, fingerprint: str, message: 
 
 
 def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
-    """Raise the run's regression alerts (golden examples failing, pass-rate drop from baseline); return the new ones."""
+    """Raise the run's regression alerts (golden examples failing, pass-rate drop from baseline); return the new ones.
+
+    Notifying them is webapp.flows' job (flows.raise_regression_alerts), which calls this.
+    """
     summary = checks_service.run_summary(session=session, run_id=run_id)
     run = session.get(Run, run_id)
     assert run is not None
@@ -467,7 +447,7 @@ def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> li
             if alert:
                 new.append(alert)
     # ... and, once graded, the final human grade.
-    grades = final_grades(session=session, run_id=run_id) or {}
+    grades = final_grades(session=session, run_id=run_id)
     # Every golden draft of the run, checked or not: a human grade does not wait for the checks.
     golden_drafts = dict(
         session.exec(
@@ -477,8 +457,8 @@ def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> li
         ).all()
     )
     for draft_id, case_id in golden_drafts.items():
-        view = grades.get(draft_id)
-        if view is not None and _factual(view) == "fail":
+        view = grades.get(draft_id) if draft_id is not None else None
+        if view is not None and view.factual_accuracy == "fail":
             alert = _raise(
                 session,
                 run_id,
@@ -514,8 +494,6 @@ def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> li
                 )
                 if alert:
                     new.append(alert)
-    if new:
-        alerts_service.notify_changes(session=session, spec=spec)  # new regression alerts -> outbox
     return new
 
 

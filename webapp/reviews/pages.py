@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
+from webapp.regression import service as regression_service
 from webapp.reviews import service
 from webapp.reviews.models import ReviewItem, ReviewSample
 from webapp.spec import EvalSpec
@@ -140,9 +141,7 @@ def to_regression(
         raise HTTPException(404 if "no review item" in str(exc) else 422, detail=str(exc)) from exc
     item = session.get(ReviewItem, item_id)
     assert item is not None
-    from webapp.regression.service import inclusion_notice  # add_to_regression has just used that domain
-
-    notice = inclusion_notice(session=session, case_id=case_id)
+    notice = regression_service.inclusion_notice(session=session, case_id=case_id)
     return _item_response(request, session, spec, item, flash=f"Added to the regression suite as {case_id}. {notice}")
 
 

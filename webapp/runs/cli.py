@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from webapp import flows
 from webapp.cli_support import cli_session
 from webapp.datasets.records import RecordError, read_file
 from webapp.runs import service
@@ -27,7 +28,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         try:
             data = read_file(file)
             with cli_session() as session:
-                result = service.import_drafts(
+                result = flows.import_drafts(
                     session=session,
                     data=data,
                     path=str(file),

@@ -12,6 +12,7 @@ from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, require_role
 from webapp.kb import service as kb_service
 from webapp.runs import service
+from webapp.runs.deps import RunDep
 from webapp.templating import render
 
 router = APIRouter()
@@ -35,13 +36,6 @@ class RunRefConvertor(Convertor[str]):
 register_url_convertor("runref", RunRefConvertor())
 
 
-def _run_or_404(session, ref: str):  # type: ignore[no-untyped-def]
-    try:
-        return service.resolve_run(session=session, ref=ref)
-    except service.RunNotFound as exc:
-        raise HTTPException(status_code=404, detail=str(exc)) from None
-
-
 @router.get("/runs", response_class=HTMLResponse, name="runs_list")
 def runs_list(
     request: Request, session: SessionDep, principal: Principal = Depends(require_role(*RUN_ROLES))
@@ -53,22 +47,26 @@ def runs_list(
 @router.get("/runs/{run:runref}", response_class=HTMLResponse, name="run_detail")
 def run_detail(
     request: Request,
-    run: str,
     session: SessionDep,
     category: str = "",
     intent: str = "",
+    draft_intent: str = "",
     golden: str = "",
+    *,
     principal: Principal = Depends(require_role(*RUN_ROLES)),
+    run: RunDep,
 ) -> HTMLResponse:
-    """Show a run (by name or id) and its drafts, filterable by the case's category."""
-    r = _run_or_404(session, run)
-    summary = service.run_summary(session=session, run=r)
+    """Show a run (by name or id) and its drafts, filterable by the case's category, intent and golden flag and the draft's intent."""
+    summary = service.run_row(session=session, run=run)
     ctx = {
-        "run": r,
+        "run": run,
         "summary": summary,
-        "drafts": service.list_drafts(session=session, run_id=r.id, category=category, intent=intent, golden=golden),  # type: ignore[arg-type]
-        "facets": datasets_service.case_facets(session=session, dataset_id=r.dataset_id),
-        "filters": {"category": category, "intent": intent, "golden": golden},
+        "drafts": service.list_drafts(
+            session=session, run_id=run.id, category=category, intent=intent, draft_intent=draft_intent, golden=golden  # type: ignore[arg-type]
+        ),
+        "facets": datasets_service.case_facets(session=session, dataset_id=run.dataset_id),
+        "draft_intents": service.draft_intents(session=session, run_id=run.id),  # type: ignore[arg-type]
+        "filters": {"category": category, "intent": intent, "draft_intent": draft_intent, "golden": golden},
     }
     return render(request, "runs/detail.html", ctx, block="results")
 
@@ -82,10 +80,7 @@ def draft_detail(
         draft, case, run = service.get_draft(session=session, draft_id=draft_id)
     except service.DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    cited = service.cited_revisions(session=session, draft=draft)
-    current = {
-        c["article_id"]: kb_service.current_revision(session=session, article_id=c["article_id"]) for c in draft.citations
-    }
+    cited = kb_service.cited_revisions(session=session, citations=draft.citations)
     dataset = datasets_service.get_dataset(session=session, ref=case.dataset_id)
-    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "current": current, "dataset": dataset}
+    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "dataset": dataset}
     return render(request, "runs/draft.html", ctx)

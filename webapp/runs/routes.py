@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, Query
 
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, require_role
 from webapp.runs import service
+from webapp.runs.deps import RunDep
 
 router = APIRouter(tags=["runs"])
 
@@ -22,15 +23,17 @@ def api_runs(session: SessionDep, principal: Principal = Depends(require_role(*A
 
 @router.get("/runs/{run}/drafts")
 def api_run_drafts(
-    run: str, session: SessionDep, category: str = "", principal: Principal = Depends(require_role(*ANY_ROLE))
+    session: SessionDep,
+    category: str = "",
+    intent: str = Query("", description="The case's intent"),
+    draft_intent: str = Query("", description="The intent the assistant predicted for the draft"),
+    *,
+    principal: Principal = Depends(require_role(*ANY_ROLE)),
+    run: RunDep,
 ) -> dict[str, Any]:
-    """Return a run (by name or id) and every draft of it: id, case id and all fields."""
-    try:
-        r = service.resolve_run(session=session, ref=run)
-    except service.RunNotFound as exc:
-        raise HTTPException(status_code=404, detail=str(exc)) from None
-    rows = service.list_drafts(session=session, run_id=r.id, category=category)  # type: ignore[arg-type]
+    """Return a run (by name or id) and its drafts (filtered by the case's category and intent, the draft's intent)."""
+    rows = service.list_drafts(session=session, run_id=run.id, category=category, intent=intent, draft_intent=draft_intent)  # type: ignore[arg-type]
     return {
-        "run": service.run_public(service.run_summary(session=session, run=r)),
+        "run": service.run_public(service.run_row(session=session, run=run)),
         "drafts": [service.draft_public(row.draft, row.case) for row in rows],
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,6 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
-from webapp.grading.models import Grade
-from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import as_utc
 
@@ -166,32 +165,30 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
 # What a grader judged: a draft's text and the citations it gives (citation relevance is graded).
 GRADED_FIELDS = ("draft_text", "citations")
 
+# How many grades each of these drafts has (drafts without grades may be left out). Grades belong to
+# the grading domain, above runs: webapp.flows.import_drafts passes grading's count in.
+GradeCounts = Callable[[Session, list[int]], dict[int, int]]
+
 
 def _refuse_regrading(
     session: Session,
     records: list[DraftRecord],
-    cases: dict[str, int | None],
+    cases: dict[str, int],
     existing: dict[tuple[int, int], Draft],
     *,
     run_name: str,
     path: str,
+    grade_counts: GradeCounts,
 ) -> None:
     """Raise RecordError when the file changes the text or citations of drafts that already have grades."""
-    changed = {
-        row.id: dr
-        for dr in records
-        if (row := existing.get((cases[dr.case_id], dr.sample_index))) is not None  # type: ignore[arg-type]
-        and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS)
-    }
+    changed: dict[int, DraftRecord] = {}
+    for dr in records:
+        row = existing.get((cases[dr.case_id], dr.sample_index))
+        if row is not None and row.id is not None and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS):
+            changed[row.id] = dr
     if not changed:
         return
-    counts = dict(
-        session.exec(
-            select(Grade.draft_id, func.count())
-            .where(col(Grade.draft_id).in_(list(changed)))
-            .group_by(col(Grade.draft_id))
-        ).all()
-    )
+    counts = grade_counts(session, list(changed))
     graded = sorted(
         ((dr, counts[draft_id]) for draft_id, dr in changed.items() if counts.get(draft_id)), key=lambda p: p[0].line
     )
@@ -222,8 +219,11 @@ def import_drafts(
     prompt_version: str | None = None,
     notes: str | None = None,
     source: str = "import",
+    grade_counts: GradeCounts,
 ) -> DraftImportResult:
     """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
+
+    `grade_counts` says which drafts have grades (webapp.flows.import_drafts passes grading's).
 
     Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or
@@ -259,9 +259,12 @@ def import_drafts(
                     path=path,
                 )
             ds = all_ds[0]
-        dataset_id = ds.id  # type: ignore[assignment]
+        assert ds.id is not None  # a stored dataset
+        dataset_id = ds.id
     cases = {
-        c.case_id: c.id for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id)).all()
+        c.case_id: c.id
+        for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id)).all()
+        if c.id is not None
     }
     for dr in records:
         if dr.case_id not in cases:
@@ -275,7 +278,7 @@ def import_drafts(
         existing = {
             (d.case_pk, d.sample_index): d for d in session.exec(select(Draft).where(Draft.run_id == run.id)).all()
         }
-        _refuse_regrading(session, records, cases, existing, run_name=run_name, path=path)
+        _refuse_regrading(session, records, cases, existing, run_name=run_name, path=path, grade_counts=grade_counts)
     if run is None:
         run = Run(
             name=run_name,
@@ -317,7 +320,9 @@ def import_drafts(
 
 
 @dataclass
-class RunSummary:
+class RunRow:
+    """One run as the runs list shows it: its dataset and draft counts (its check results are checks.RunSummary)."""
+
     run: Run
     dataset: Dataset | None
     drafts: int
@@ -325,7 +330,7 @@ class RunSummary:
     fallbacks: int
 
 
-def list_runs(*, session: Session, run_id: int | None = None) -> list[RunSummary]:
+def list_runs(*, session: Session, run_id: int | None = None) -> list[RunRow]:
     """List runs (or the one run `run_id`), newest first, with their dataset and draft counts."""
     stmt = select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())
     counts_stmt = select(
@@ -333,7 +338,7 @@ def list_runs(*, session: Session, run_id: int | None = None) -> list[RunSummary
         func.count(),
         func.sum(case((col(Draft.escalated).is_(True), 1), else_=0)),
         func.sum(case((col(Draft.draft_text).is_(None) & col(Draft.escalated).is_(False), 1), else_=0)),
-    ).group_by(Draft.run_id)
+    ).group_by(col(Draft.run_id))
     if run_id is not None:
         stmt = stmt.where(Run.id == run_id)
         counts_stmt = counts_stmt.where(Draft.run_id == run_id)
@@ -345,7 +350,7 @@ def list_runs(*, session: Session, run_id: int | None = None) -> list[RunSummary
     ds_ids = {r.dataset_id for r in runs}
     datasets = {d.id: d for d in session.exec(select(Dataset).where(col(Dataset.id).in_(ds_ids))).all()} if ds_ids else {}
     return [
-        RunSummary(r, datasets.get(r.dataset_id), *counts.get(r.id, (0, 0, 0)))  # type: ignore[arg-type]
+        RunRow(r, datasets.get(r.dataset_id), *counts.get(r.id, (0, 0, 0)))  # type: ignore[arg-type]
         for r in runs
     ]
 
@@ -357,9 +362,13 @@ class DraftRow:
 
 
 def list_drafts(
-    *, session: Session, run_id: int, category: str = "", intent: str = "", golden: str = ""
+    *, session: Session, run_id: int, category: str = "", intent: str = "", draft_intent: str = "", golden: str = ""
 ) -> list[DraftRow]:
-    """Return a run's drafts with their cases, in dataset order, filtered by the case's category/intent/golden."""
+    """Return a run's drafts with their cases, in dataset order, filtered by the case's category/intent/golden.
+
+    `intent` is the case's intent (the dataset's label), as everywhere in the product;
+    `draft_intent` is the intent the assistant predicted for the draft.
+    """
     stmt = (
         select(Draft, EvalCase)
         .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
@@ -369,10 +378,18 @@ def list_drafts(
         stmt = stmt.where(EvalCase.category == category)
     if intent:
         stmt = stmt.where(EvalCase.intent == intent)
+    if draft_intent:
+        stmt = stmt.where(Draft.intent == draft_intent)
     if golden in ("yes", "no"):
         stmt = stmt.where(EvalCase.golden == (golden == "yes"))
-    rows = session.exec(stmt.order_by(EvalCase.position, Draft.sample_index)).all()
+    rows = session.exec(stmt.order_by(col(EvalCase.position), col(Draft.sample_index))).all()
     return [DraftRow(d, c) for d, c in rows]
+
+
+def draft_intents(*, session: Session, run_id: int) -> list[str]:
+    """Return the intents the assistant predicted in a run's drafts, sorted (for the draft_intent filter)."""
+    rows = session.exec(select(Draft.intent).where(Draft.run_id == run_id, col(Draft.intent).is_not(None)).distinct()).all()
+    return sorted(str(i) for i in rows)
 
 
 class DraftNotFound(LookupError):
@@ -383,7 +400,7 @@ def get_draft(*, session: Session, draft_id: int) -> tuple[Draft, EvalCase, Run]
     """Return a draft with its case and run; raise DraftNotFound."""
     draft = session.get(Draft, draft_id)
     if draft is None:
-        raise DraftNotFound(f"no draft {draft_id}")
+        raise DraftNotFound(f"draft: no draft with id {draft_id}")
     case_row = session.get(EvalCase, draft.case_pk)
     run = session.get(Run, draft.run_id)
     assert case_row is not None and run is not None
@@ -411,7 +428,7 @@ def draft_public(draft: Draft, case_row: EvalCase) -> dict[str, Any]:
     }
 
 
-def run_public(summary: RunSummary) -> dict[str, Any]:
+def run_public(summary: RunRow) -> dict[str, Any]:
     """Return a run as the JSON API shows it."""
     r = summary.run
     return {
@@ -434,29 +451,6 @@ def run_public(summary: RunSummary) -> dict[str, Any]:
     }
 
 
-def run_summary(*, session: Session, run: Run) -> RunSummary:
-    """Return one run's summary (dataset and counts)."""
+def run_row(*, session: Session, run: Run) -> RunRow:
+    """Return one run with its dataset and draft counts, as the runs list shows it."""
     return list_runs(session=session, run_id=run.id)[0]
-
-
-@dataclass
-class CitedRevision:
-    """A citation of a draft and the KB revision it points at (None when that revision does not exist)."""
-
-    article_id: str
-    revision: int | None
-    found: KbRevision | None
-
-
-def cited_revisions(*, session: Session, draft: Draft) -> list[CitedRevision]:
-    """Return each citation of a draft with the KB revision it names."""
-    out = []
-    for c in draft.citations:
-        aid, rev = c.get("article_id", ""), c.get("revision")
-        found = None
-        if rev is not None:
-            found = session.exec(
-                select(KbRevision).where(KbRevision.article_id == aid, KbRevision.revision == rev)
-            ).first()
-        out.append(CitedRevision(aid, rev, found))
-    return out

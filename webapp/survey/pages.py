@@ -33,7 +33,7 @@ def _page(request: Request, session, principal: Principal, error: str | None = N
         {
             "round": rnd,
             "counts": counts,
-            "answers": service.answers(session=session, round_id=shown.id) if shown else [],
+            "answers": service.answers(session=session, round_id=shown.id) if shown and shown.id is not None else [],
             "rounds": latest,
             "can_write": principal.has_role(*WRITERS),
             "error": error,

@@ -1,0 +1,134 @@
+"""What crosses the chain upwards: reactions after an event, and reads joining a lower domain with a higher one.
+
+Dependencies run one way (docs/architecture.md, "Layers"): kb → datasets → runs → checks →
+grading → regression → gates, with metrics, survey, evaluator, reviews and alerts beside them.
+A service never calls a domain above it. When something in a lower domain has consequences
+above it ("after a run is checked, raise its regression alerts and notify them"), the route,
+page or command that did it calls the function here right after the service call, in the
+same transaction; this module calls each domain in order. Nothing below the top imports it
+but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
+
+Each branch that adds flows keeps them in its own banner-delimited part, so that they merge side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import Session, col, select
+
+from webapp.alerts import service as alerts_service
+from webapp.checks import service as checks_service
+from webapp.evaluator import service as evaluator_service
+from webapp.evaluator.models import EvaluatorJudgeScore
+from webapp.grading import service as grading_service
+from webapp.grading.models import Grade
+from webapp.regression import service as regression_service
+from webapp.regression.comparison import JudgeLookup
+from webapp.regression.models import RegressionAlert
+from webapp.runs import service as runs_service
+from webapp.spec import EvalSpec
+
+# ======== from the `deps` branch (one-way domains): runs, checks, regression, evaluator, metrics → alerts ========
+
+
+# --- runs: importing drafts (grades guard what was graded) ---------------------------------------------
+
+
+def grade_counts(session: Session, draft_ids: list[int]) -> dict[int, int]:
+    """Return how many grades each of these drafts has (drafts without any are left out)."""
+    if not draft_ids:
+        return {}
+    rows = session.exec(
+        select(Grade.draft_id, func.count()).where(col(Grade.draft_id).in_(draft_ids)).group_by(col(Grade.draft_id))
+    ).all()
+    return {draft_id: n for draft_id, n in rows}
+
+
+def import_drafts(
+    *,
+    session: Session,
+    data: bytes,
+    path: str,
+    run_name: str,
+    dataset: str | None = None,
+    model: str | None = None,
+    prompt_version: str | None = None,
+    notes: str | None = None,
+    source: str = "import",
+) -> runs_service.DraftImportResult:
+    """Import a drafts file into a run, refusing to change the text or citations of graded drafts."""
+    return runs_service.import_drafts(
+        session=session,
+        data=data,
+        path=path,
+        run_name=run_name,
+        dataset=dataset,
+        model=model,
+        prompt_version=prompt_version,
+        notes=notes,
+        source=source,
+        grade_counts=grade_counts,
+    )
+
+
+# --- checks → regression → alerts: after a run is checked ------------------------------------------------
+
+
+def raise_regression_alerts(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
+    """Raise the run's regression alerts and queue their notifications; return the new alerts.
+
+    Called after a run is checked and after a draft gets its final grade (a golden example's
+    factual-accuracy fail is a regression alert).
+    """
+    new = regression_service.raise_alerts_for_run(session=session, spec=spec, run_id=run_id)
+    if new:
+        alerts_service.notify_changes(session=session, spec=spec)  # new regression alerts -> outbox
+    return new
+
+
+def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
+    """React to checks.check_run: raise and notify the run's regression alerts; return the new ones."""
+    return raise_regression_alerts(session=session, spec=spec, run_id=run_id)
+
+
+def ci_gate_failures(*, session: Session, spec: EvalSpec, summary: checks_service.RunSummary) -> list[str]:
+    """Return why a run fails the CI gate: its checks, and the final factual grades of its golden drafts."""
+    finals = grading_service.final_grades(session=session, run_id=summary.run_id)
+    factual = {draft_id: view.factual_accuracy for draft_id, view in finals.items()}
+    return checks_service.gate_failures(summary=summary, spec=spec, factual=factual)
+
+
+# --- evaluator → regression: the judge's scores on the run comparison -----------------------------------
+
+
+def judge_scores(*, session: Session, principal: Any | None) -> JudgeLookup:
+    """Return how the comparison reads the judge's scores of a draft, hidden from blind graders until they graded it."""
+    visible: dict[int, set[int] | None] = {}
+
+    def lookup(*, run_id: int, draft_id: int, finals: dict[int, grading_service.FinalGradeView]) -> tuple[dict[str, Any] | None, bool]:
+        judge = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft_id)).first()
+        if judge is None:
+            return None, False
+        if run_id not in visible:
+            visible[run_id] = evaluator_service.judge_visible_drafts(
+                session=session, run_id=run_id, principal=principal, finals=finals
+            )
+        allowed = visible[run_id]
+        if allowed is not None and draft_id not in allowed:
+            return None, True
+        return judge.scores or {}, False
+
+    return lookup
+
+
+# --- metrics → alerts: after production events or a hallucination decision ------------------------------
+
+
+def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
+    """Queue the notifications of alert transitions (new events, a confirmed or undone hallucination report)."""
+    alerts_service.notify_changes(session=session, spec=spec)
+
+
+# ======== end of the `deps` branch's flows ========
