@@ -6,7 +6,8 @@ import pytest
 
 from tests.factories import words
 from webapp.checks import rules
-from webapp.checks.types import CHECK_KEYS, CaseInput, Citation, DraftInput, KbSnapshot
+from webapp.checks.types import CHECK_KEYS, CaseInput, Citation, DraftInput
+from webapp.kb.snapshot import KbSnapshot
 from webapp.spec import EvalSpec
 
 

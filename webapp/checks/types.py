@@ -12,7 +12,6 @@ from typing import Literal
 # The KB as the checks see it is the KB's own plain snapshot (the checks read the KB, never the reverse).
 # (Named here too for prompt-evaluator's support code, which reads all the checks' inputs from this module.)
 from webapp.kb.snapshot import KbRevisionInfo as KbRevisionInfo
-from webapp.kb.snapshot import KbSnapshot as KbSnapshot
 
 CheckStatus = Literal["pass", "fail", "not_applicable"]
 

@@ -12,7 +12,8 @@ from jsonschema.exceptions import best_match
 from sqlmodel import Session, select
 
 from webapp.checks.rules import run_checks
-from webapp.checks.types import CaseInput, CheckResult, Citation, DraftInput, KbSnapshot
+from webapp.checks.types import CaseInput, CheckResult, Citation, DraftInput
+from webapp.kb.snapshot import KbSnapshot
 from webapp.datasets.loader import SupportFieldError, TestCase, support_fields
 from webapp.datasets.records import RecordError
 from webapp.kb.models import KbArticle, KbRevision
