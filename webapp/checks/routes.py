@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException
 
 from webapp.auth.service import Principal
 from webapp.checks import service
+from webapp.checks.schemas import DraftChecksPublic, RecheckPublic, RunChecksPublic
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.runs.models import Run
@@ -35,7 +36,7 @@ def summary_payload(session: SessionDep, summary: service.RunSummary, spec: Eval
     return data
 
 
-@router.get("/runs/{run}/checks")
+@router.get("/runs/{run}/checks", response_model=RunChecksPublic)
 def get_run_checks(
     run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def get_run_checks(
     return summary_payload(session, service.run_summary(session=session, run_id=r.id), spec)  # type: ignore[arg-type]
 
 
-@router.post("/runs/{run}/checks")
+@router.post("/runs/{run}/checks", response_model=RecheckPublic)
 def recheck_run(
     run: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*RECHECK_ROLES))
 ) -> dict[str, Any]:
@@ -56,7 +57,7 @@ def recheck_run(
     return data
 
 
-@router.get("/drafts/{draft_id}/checks")
+@router.get("/drafts/{draft_id}/checks", response_model=DraftChecksPublic)
 def get_draft_checks(
     draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> dict[str, Any]:

@@ -7,12 +7,22 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
+from webapp.api_docs import error_response
 from webapp.auth.service import Principal
 from webapp.checks.routes import run_or_404
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.regression import comparison, service
 from webapp.regression.models import RegressionCase
+from webapp.regression.schemas import (
+    AddedCasePublic,
+    BaselinePublic,
+    ComparisonPublic,
+    RegressionAlertPublic,
+    RegressionAlertsPublic,
+    SuitePublic,
+    SuiteReportPublic,
+)
 
 router = APIRouter(tags=["regression"])
 
@@ -41,7 +51,7 @@ def case_payload(case: RegressionCase) -> dict[str, Any]:
     }
 
 
-@router.get("/regression/cases")
+@router.get("/regression/cases", response_model=SuitePublic)
 def get_cases(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES, "labeler"))
 ) -> dict[str, Any]:
@@ -58,7 +68,12 @@ class FromDraftIn(BaseModel):
     source: Literal["run", "grading", "review"] = "run"
 
 
-@router.post("/regression/cases", status_code=201, responses={409: {"description": "The case is already in the regression suite"}})
+@router.post(
+    "/regression/cases",
+    status_code=201,
+    response_model=AddedCasePublic,
+    responses={404: error_response("No draft with that id"), 409: error_response("The case is already in the regression suite")},
+)
 def post_case(
     body: FromDraftIn, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
 ) -> dict[str, Any]:
@@ -94,7 +109,14 @@ def csv_download(body: str, filename: str) -> Response:
     return Response(body, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 
-@router.get("/runs/compare", response_model=None, responses={404: {"description": "No run with that name or id"}})
+@router.get(
+    "/runs/compare",
+    response_model=ComparisonPublic,
+    responses={
+        200: {"description": "The comparison (JSON), or its per-case table with format=csv", "content": {"text/csv": {"schema": {"type": "string"}}}},
+        404: error_response("No run with that name or id"),
+    },
+)
 def get_compare(
     session: SessionDep,
     spec: SpecDep,
@@ -115,7 +137,7 @@ def get_compare(
     return cmp.as_dict(rows)
 
 
-@router.get("/runs/{run}/regression")
+@router.get("/runs/{run}/regression", response_model=SuiteReportPublic)
 def get_run_regression(
     run: str, session: SessionDep, principal: Principal = Depends(require_role(*READ_ROLES))
 ) -> dict[str, Any]:
@@ -124,7 +146,7 @@ def get_run_regression(
     return service.suite_report(session=session, run_id=r.id).as_dict()  # type: ignore[arg-type]
 
 
-@router.post("/runs/{run}/baseline")
+@router.post("/runs/{run}/baseline", response_model=BaselinePublic)
 def post_baseline(
     run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
 ) -> dict[str, Any]:
@@ -133,7 +155,7 @@ def post_baseline(
     return {"run": r.name, "is_baseline": r.is_baseline}
 
 
-@router.delete("/runs/{run}/baseline")
+@router.delete("/runs/{run}/baseline", response_model=BaselinePublic)
 def delete_baseline(
     run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
 ) -> dict[str, Any]:
@@ -157,7 +179,7 @@ def alert_payload(alert: Any, run: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/regression/alerts")
+@router.get("/regression/alerts", response_model=RegressionAlertsPublic)
 def get_alerts(
     session: SessionDep,
     open_only: bool = Query(False, alias="open"),
@@ -168,7 +190,7 @@ def get_alerts(
     return {"count": len(rows), "alerts": [alert_payload(a, r) for a, r in rows]}
 
 
-@router.post("/regression/alerts/{alert_id}/acknowledge")
+@router.post("/regression/alerts/{alert_id}/acknowledge", response_model=RegressionAlertPublic)
 def post_acknowledge(
     alert_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ACK_ROLES))
 ) -> dict[str, Any]:

@@ -10,17 +10,18 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, require_role
 from webapp.runs import service
+from webapp.runs.schemas import RunDraftsPublic, RunPublic
 
 router = APIRouter(tags=["runs"])
 
 
-@router.get("/runs")
+@router.get("/runs", response_model=list[RunPublic])
 def api_runs(session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))) -> list[dict[str, Any]]:
     """List runs, newest first, with dataset and draft counts."""
     return [service.run_public(s) for s in service.list_runs(session=session)]
 
 
-@router.get("/runs/{run}/drafts")
+@router.get("/runs/{run}/drafts", response_model=RunDraftsPublic)
 def api_run_drafts(
     run: str, session: SessionDep, category: str = "", principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> dict[str, Any]:
