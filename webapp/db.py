@@ -65,3 +65,10 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+def stored_id(value: int | None) -> int:
+    """Return the primary key of a row read from or flushed to the database (None only before a flush)."""
+    if value is None:
+        raise RuntimeError("the row has no primary key yet: flush it before using its id")
+    return value

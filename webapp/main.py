@@ -75,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     docs_html = get_swagger_ui_html(openapi_url=api_docs.OPENAPI_URL, title="Draft Desk API")
-    docs_csp = csp.docs_policy(docs_html.body.decode())
+    docs_csp = csp.docs_policy(bytes(docs_html.body).decode())
 
     def api_reference(request: Request) -> HTMLResponse:
         """Serve the Swagger UI of /api/v1 with a policy admitting its CDN and its one inline script."""

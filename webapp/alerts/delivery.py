@@ -332,4 +332,4 @@ def _record(
 def pending_count(*, engine: Engine) -> int:
     """Return how many messages still wait for delivery."""
     with Session(engine) as session:
-        return len(list(session.execute(select(col(AlertOutbox.id)).where(AlertOutbox.status == "pending")).scalars()))
+        return len(list(session.execute(select(col(AlertOutbox.id)).where(col(AlertOutbox.status) == "pending")).scalars()))

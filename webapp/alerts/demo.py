@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sqlalchemy import select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from webapp.alerts import service
 from webapp.alerts.models import AlertChannel
@@ -19,7 +19,7 @@ DEMO_LOG_NAME = "demo-notifications.jsonl"
 
 def demo_log_path(session: Session) -> Path:
     """Return the demo log: beside the demo's SQLite file, else in the data directory."""
-    url = session.get_bind().url
+    url = session.get_bind().engine.url
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
         return Path(url.database).resolve().parent / DEMO_LOG_NAME
     return DATA_DIR / DEMO_LOG_NAME
@@ -27,7 +27,7 @@ def demo_log_path(session: Session) -> Path:
 
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Add the demo log channel and queue the demo's alert transitions (reject-rate alert, confirmed hallucination)."""
-    if session.execute(select(AlertChannel).where(AlertChannel.name == DEMO_CHANNEL)).first() is None:
+    if session.execute(select(AlertChannel).where(col(AlertChannel.name) == DEMO_CHANNEL)).first() is None:
         service.add_channel(session=session, name=DEMO_CHANNEL, kind="file", target=str(demo_log_path(session)))
     service.record_transitions(session=session, spec=spec)
 

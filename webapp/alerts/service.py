@@ -78,7 +78,7 @@ def add_channel(
         raise AlertsError("name: at most 100 characters")
     if kind not in CHANNEL_KINDS:
         raise AlertsError(f"kind: must be one of {', '.join(CHANNEL_KINDS)}, not {kind!r}")
-    if session.execute(select(AlertChannel.id).where(AlertChannel.name == name)).first():
+    if session.execute(select(col(AlertChannel.id)).where(col(AlertChannel.name) == name)).first():
         raise AlertsError(f"name: a channel named {name!r} exists")
     topics = [t.strip() for t in (topics or [TOPIC_ALL]) if t.strip()] or [TOPIC_ALL]
     unknown = [t for t in topics if t not in valid_topics()]
@@ -158,7 +158,7 @@ def get_channel(*, session: Session, ref: str | int) -> AlertChannel:
     if isinstance(ref, int) or str(ref).isdigit():
         channel = session.get(AlertChannel, int(ref))
     if channel is None:
-        channel = session.execute(select(AlertChannel).where(AlertChannel.name == str(ref))).scalars().first()
+        channel = session.execute(select(AlertChannel).where(col(AlertChannel.name) == str(ref))).scalars().first()
     if channel is None:
         raise AlertsError(f"channel: no channel {ref!r}")
     return channel
@@ -293,10 +293,10 @@ def no_data_items(*, session: Session, spec: EvalSpec, now: dt.datetime) -> list
         return []  # silence before the pilot starts is expected
     # The newest row's receipt time: ids grow with insertion, so the primary key answers this at
     # once where max(received_at) would scan a million rows on every ingested batch.
-    last_raw = session.execute(select(Event.received_at).order_by(col(Event.id).desc()).limit(1)).scalar()
+    last_raw = session.execute(select(col(Event.received_at)).order_by(col(Event.id).desc()).limit(1)).scalar()
     last = as_utc(last_raw) if last_raw is not None else None
     latest = session.execute(
-        select(AlertNotice).where(AlertNotice.kind == "no_data").order_by(col(AlertNotice.id).desc()).limit(1)
+        select(AlertNotice).where(col(AlertNotice.kind) == "no_data").order_by(col(AlertNotice.id).desc()).limit(1)
     ).scalars().first()
     hours = spec.alerts.no_data_hours
     base = {
@@ -350,13 +350,18 @@ def no_data_items(*, session: Session, spec: EvalSpec, now: dt.datetime) -> list
 def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
     """Return every regression alert (golden factual failure, pass-rate drop) as a notifiable item."""
     rows = session.execute(
-        select(RegressionAlert, Run.name).join(Run, col(Run.id) == col(RegressionAlert.run_id)).order_by(col(RegressionAlert.id))
+        select(RegressionAlert, col(Run.name)).join(Run, col(Run.id) == col(RegressionAlert.run_id)).order_by(col(RegressionAlert.id))
     ).all()
     out = []
     for alert, run_name in rows:
         ev = alert.evidence or {}
         drop, limit = ev.get("drop"), ev.get("threshold")
-        numeric = alert.kind == "pass_rate_drop" and isinstance(drop, (int, float)) and isinstance(limit, (int, float))
+        # (drop, limit) when both are numbers: a tuple keeps them typed as numbers where they are used.
+        figures = (
+            (drop, limit)
+            if alert.kind == "pass_rate_drop" and isinstance(drop, (int, float)) and isinstance(limit, (int, float))
+            else None
+        )
         day = as_utc(alert.created_at).astimezone(spec.tz).date()
         out.append(
             {
@@ -367,11 +372,11 @@ def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]
                 "alert": "Regression: " + ("pass-rate drop" if alert.kind == "pass_rate_drop" else "golden factual failure"),
                 "rule": alert.message,
                 "window": f"run {run_name}",
-                "value": drop if numeric else None,
-                "threshold": limit if numeric else None,
+                "value": figures[0] if figures else None,
+                "threshold": figures[1] if figures else None,
                 "op": ">",
-                "value_text": f"pass rate down {drop * 100:.1f} points" if numeric else "golden example fails",
-                "threshold_text": f"{limit * 100:.0f} points" if numeric else "0 failures allowed",
+                "value_text": f"pass rate down {figures[0] * 100:.1f} points" if figures else "golden example fails",
+                "threshold_text": f"{figures[1] * 100:.0f} points" if figures else "0 failures allowed",
                 "days": [day.isoformat()],
                 "segment": f"run {run_name}",
                 "path": "/regression/alerts",
@@ -385,7 +390,7 @@ def hallucination_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
     rows = session.execute(
         select(HallucinationReport, Event)
         .join(Event, col(Event.event_id) == HallucinationReport.event_id)
-        .where(HallucinationReport.status == "confirmed")
+        .where(col(HallucinationReport.status) == "confirmed")
         .order_by(col(HallucinationReport.id))
     ).all()
     out = []
@@ -425,7 +430,7 @@ def _claim_new(session: Session, items: list[dict[str, Any]], now: dt.datetime) 
     known: set[str] = set()
     for i in range(0, len(keys), 500):
         chunk = keys[i : i + 500]
-        known.update(session.execute(select(AlertNotice.key).where(col(AlertNotice.key).in_(chunk))).scalars())
+        known.update(session.execute(select(col(AlertNotice.key)).where(col(AlertNotice.key).in_(chunk))).scalars())
     fresh = [it for it in items if it["key"] not in known]
     if not fresh:
         return []
@@ -448,11 +453,11 @@ def idempotency_key(channel_id: int, item_keys: list[str]) -> str:
 def _fired_at(session: Session, item: dict[str, Any]) -> dt.datetime | None:
     """Return when the firing that a resolved item ends was recorded (None if it predates the ledger)."""
     if item["kind"] == "no_data":
-        stmt = select(AlertNotice.created_at).where(AlertNotice.key == item["key"].rsplit(":", 1)[0] + ":firing")
+        stmt = select(col(AlertNotice.created_at)).where(col(AlertNotice.key) == item["key"].rsplit(":", 1)[0] + ":firing")
     else:
         stmt = (
-            select(AlertNotice.created_at)
-            .where(col(AlertNotice.key).startswith(f"metric:{item['topic']}:", autoescape=True), AlertNotice.state == "firing")
+            select(col(AlertNotice.created_at))
+            .where(col(AlertNotice.key).startswith(f"metric:{item['topic']}:", autoescape=True), col(AlertNotice.state) == "firing")
             .order_by(col(AlertNotice.id).desc())
             .limit(1)
         )
@@ -562,7 +567,7 @@ def last_deliveries(*, session: Session, channel_id: int, limit: int = 5) -> lis
     """Return a channel's latest messages, newest first."""
     stmt = (
         select(AlertOutbox)
-        .where(AlertOutbox.channel_id == channel_id)
+        .where(col(AlertOutbox.channel_id) == channel_id)
         .order_by(col(AlertOutbox.created_at).desc(), col(AlertOutbox.id).desc())
         .limit(limit)
     )
@@ -589,5 +594,5 @@ def delivery_state(msg: AlertOutbox) -> str:
 
 def outbox_counts(*, session: Session) -> dict[str, int]:
     """Return how many messages are queued/retrying, sent and given up."""
-    rows = session.execute(select(AlertOutbox.status, func.count()).group_by(AlertOutbox.status)).all()
+    rows = session.execute(select(col(AlertOutbox.status), func.count()).group_by(col(AlertOutbox.status))).all()
     return {status: int(n) for status, n in rows}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -169,7 +170,7 @@ def ssn_valid(area: str, group: str, serial: str) -> bool:
     return bool(us_ssn.is_valid(area + group + serial))
 
 
-def _context_kind(cue: str, digits: str, kinds: set[str]) -> tuple[str, str] | None:
+def _context_kind(cue: str, digits: str, kinds: AbstractSet[str]) -> tuple[str, str] | None:
     """Return (kind, masked) for a number after a context word, or None when it is not that kind."""
     kind = CONTEXT_KINDS[" ".join(cue.lower().split())]
     if kind not in kinds:

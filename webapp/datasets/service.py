@@ -148,7 +148,7 @@ def list_cases(*, session: Session, dataset_id: int, filters: CaseFilter | None 
     if f.q.strip():
         like = f"%{f.q.strip().lower()}%"
         stmt = stmt.where(func.lower(EvalCase.case_id).like(like) | func.lower(EvalCase.input).like(like))
-    return list(session.exec(stmt.order_by(EvalCase.position)).all())
+    return list(session.exec(stmt.order_by(col(EvalCase.position))).all())
 
 
 def get_case(*, session: Session, dataset_id: int, case_id: str) -> EvalCase:

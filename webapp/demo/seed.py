@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from webapp.auth import service as auth_service
 from webapp.datasets import service as datasets_service
@@ -42,7 +42,7 @@ def _context(*, session: Session, spec: EvalSpec, seed: int) -> DemoContext:
     dataset = datasets_service.get_dataset(session=session, ref=run.dataset_id)
     cases = {
         case.case_id: case
-        for case in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id).order_by(EvalCase.position)).all()
+        for case in session.exec(select(EvalCase).where(col(EvalCase.dataset_id) == dataset.id).order_by(col(EvalCase.position))).all()
     }
     by_pk = {case.id: case.case_id for case in cases.values()}
     drafts = {

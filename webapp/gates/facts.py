@@ -111,7 +111,7 @@ def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[Hallucinati
     pilot = spec.online_metrics.pilot
     reports = metrics_service.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
     ids = [r.event_id for r in reports]
-    days = dict(session.exec(select(Event.event_id, Event.day).where(col(Event.event_id).in_(ids))).all()) if ids else {}
+    days = dict(session.exec(select(col(Event.event_id), col(Event.day)).where(col(Event.event_id).in_(ids))).all()) if ids else {}
     return [HallucinationFacts(r.id, r.event_id, days[r.event_id]) for r in reports]  # type: ignore[arg-type]
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scipy.stats import binomtest
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
@@ -310,8 +311,11 @@ class _CaseInfo:
 
 def _drafted_cases(session: Session, run_ids: tuple[int, int]) -> tuple[dict[str, _CaseInfo], dict[int, dict[str, list[int]]]]:
     """Return the cases drafted in either run (by case id) and, per run, each case's draft ids."""
-    rows = session.exec(
-        select(Draft.id, Draft.run_id, EvalCase.case_id, EvalCase.category, EvalCase.intent, EvalCase.golden, EvalCase.position)
+    # SQLAlchemy's select: SQLModel's is typed for at most four columns.
+    rows = session.execute(
+        sa_select(
+            col(Draft.id), col(Draft.run_id), col(EvalCase.case_id), col(EvalCase.category), col(EvalCase.intent), col(EvalCase.golden), col(EvalCase.position)
+        )
         .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
         .where(col(Draft.run_id).in_(run_ids))
         .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))

@@ -14,6 +14,7 @@ from webapp.alerts import service as alerts_service
 from webapp.checks import service as checks_service
 from webapp.checks.rules import describe, golden_failures, named
 from webapp.datasets.models import Dataset, EvalCase
+from webapp.db import stored_id
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
@@ -477,7 +478,7 @@ def raise_alerts_for_run(*, session: Session, spec: EvalSpec, run_id: int) -> li
         ).all()
     )
     for draft_id, case_id in golden_drafts.items():
-        view = grades.get(draft_id)
+        view = grades.get(stored_id(draft_id))
         if view is not None and _factual(view) == "fail":
             alert = _raise(
                 session,

@@ -63,7 +63,7 @@ def _sent_drafts() -> list[Any]:
 
 
 def _candidates_stmt(start: dt.date, end: dt.date) -> Any:
-    return select(Event.event_id).where(Event.day >= start, Event.day <= end, *_sent_drafts())
+    return select(col(Event.event_id)).where(col(Event.day) >= start, col(Event.day) <= end, *_sent_drafts())
 
 
 def candidate_ids(*, session: Session, start: dt.date, end: dt.date) -> list[str]:
@@ -99,7 +99,7 @@ def draw_sample(*, session: Session, spec: EvalSpec, period: str, drawn_by: int 
 
 def get_sample(*, session: Session, period: str) -> ReviewSample | None:
     """Return the stored sample of a period, or None."""
-    return session.execute(select(ReviewSample).where(ReviewSample.period == period)).scalars().first()
+    return session.execute(select(ReviewSample).where(col(ReviewSample.period) == period)).scalars().first()
 
 
 def sample_items(*, session: Session, sample: ReviewSample) -> list[tuple[ReviewItem, Event]]:
@@ -107,7 +107,7 @@ def sample_items(*, session: Session, sample: ReviewSample) -> list[tuple[Review
     stmt = (
         select(ReviewItem, Event)
         .join(Event, col(Event.event_id) == ReviewItem.event_id)
-        .where(ReviewItem.sample_id == sample.id)
+        .where(col(ReviewItem.sample_id) == sample.id)
         .order_by(col(ReviewItem.position))
     )
     return [(i, e) for i, e in session.execute(stmt).all()]
@@ -125,7 +125,7 @@ class Progress:
 def progress(*, session: Session, sample: ReviewSample) -> Progress:
     """Return how many of the sample's pairs have a verdict."""
     total, reviewed = session.execute(
-        select(func.count(col(ReviewItem.id)), func.count(col(ReviewItem.verdict))).where(ReviewItem.sample_id == sample.id)
+        select(func.count(col(ReviewItem.id)), func.count(col(ReviewItem.verdict))).where(col(ReviewItem.sample_id) == sample.id)
     ).one()
     return Progress(int(reviewed), int(total))
 
@@ -185,7 +185,7 @@ def record_verdict(
 
 
 def add_to_regression(
-    *, session: Session, item_id: int, created_by: int | None, input_text: str, note: str = ""
+    *, session: Session, item_id: int, created_by: int, input_text: str, note: str = ""
 ) -> str:
     """Add a reviewed pair to the regression suite (sent text as the reference); return the case id."""
     item = session.get(ReviewItem, item_id)
@@ -195,7 +195,7 @@ def add_to_regression(
         return item.regression_case_id
     if not input_text.strip():
         raise ReviewError("input: the customer's message is needed for a regression case")
-    event = session.execute(select(Event).where(Event.event_id == item.event_id)).scalars().one()
+    event = session.execute(select(Event).where(col(Event.event_id) == item.event_id)).scalars().one()
     try:
         # built by the checks engineer; imported late so reviews work before it is merged
         from webapp.regression import service as regression

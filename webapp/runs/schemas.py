@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
 from webapp.api_schemas import Timestamp
@@ -37,7 +35,6 @@ class DraftPublic(DraftBase):
     category: str | None
     golden: bool
     created_at: Timestamp
-    citations: list[dict[str, Any]]  # [{"article_id": "KB-3001", "revision": 4}, ...]
 
 
 class RunDraftsPublic(BaseModel):

@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
+from webapp.db import stored_id
 from webapp.grading.models import Grade
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft, Run
@@ -170,7 +171,7 @@ GRADED_FIELDS = ("draft_text", "citations")
 def _refuse_regrading(
     session: Session,
     records: list[DraftRecord],
-    cases: dict[str, int | None],
+    cases: dict[str, int],
     existing: dict[tuple[int, int], Draft],
     *,
     run_name: str,
@@ -178,9 +179,9 @@ def _refuse_regrading(
 ) -> None:
     """Raise RecordError when the file changes the text or citations of drafts that already have grades."""
     changed = {
-        row.id: dr
+        stored_id(row.id): dr
         for dr in records
-        if (row := existing.get((cases[dr.case_id], dr.sample_index))) is not None  # type: ignore[arg-type]
+        if (row := existing.get((cases[dr.case_id], dr.sample_index))) is not None
         and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS)
     }
     if not changed:
@@ -259,9 +260,9 @@ def import_drafts(
                     path=path,
                 )
             ds = all_ds[0]
-        dataset_id = ds.id  # type: ignore[assignment]
+        dataset_id = stored_id(ds.id)
     cases = {
-        c.case_id: c.id for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id)).all()
+        c.case_id: stored_id(c.id) for c in session.exec(select(EvalCase).where(col(EvalCase.dataset_id) == dataset_id)).all()
     }
     for dr in records:
         if dr.case_id not in cases:
@@ -333,7 +334,7 @@ def list_runs(*, session: Session, run_id: int | None = None) -> list[RunSummary
         func.count(),
         func.sum(case((col(Draft.escalated).is_(True), 1), else_=0)),
         func.sum(case((col(Draft.draft_text).is_(None) & col(Draft.escalated).is_(False), 1), else_=0)),
-    ).group_by(Draft.run_id)
+    ).group_by(col(Draft.run_id))
     if run_id is not None:
         stmt = stmt.where(Run.id == run_id)
         counts_stmt = counts_stmt.where(Draft.run_id == run_id)
@@ -371,7 +372,7 @@ def list_drafts(
         stmt = stmt.where(EvalCase.intent == intent)
     if golden in ("yes", "no"):
         stmt = stmt.where(EvalCase.golden == (golden == "yes"))
-    rows = session.exec(stmt.order_by(EvalCase.position, Draft.sample_index)).all()
+    rows = session.exec(stmt.order_by(col(EvalCase.position), col(Draft.sample_index))).all()
     return [DraftRow(d, c) for d, c in rows]
 
 

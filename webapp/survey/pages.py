@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import require_role
 from webapp.survey import service
 from webapp.templating import render
@@ -33,7 +33,7 @@ def _page(request: Request, session, principal: Principal, error: str | None = N
         {
             "round": rnd,
             "counts": counts,
-            "answers": service.answers(session=session, round_id=shown.id) if shown else [],
+            "answers": service.answers(session=session, round_id=stored_id(shown.id)) if shown else [],
             "rounds": latest,
             "can_write": principal.has_role(*WRITERS),
             "error": error,
