@@ -77,4 +77,4 @@ def install(app: FastAPI) -> None:
             app.openapi_schema = build(app)
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi

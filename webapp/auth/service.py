@@ -172,7 +172,7 @@ def principal_from_session_token(*, session: Session, token: str) -> Principal |
 
 def end_session(*, session: Session, token: str) -> None:
     """Close a web session (log out)."""
-    session.exec(delete(WebSession).where(col(WebSession.token_hash) == sha256_hex(token)))  # type: ignore[call-overload]
+    session.exec(delete(WebSession).where(col(WebSession.token_hash) == sha256_hex(token)))
 
 
 # --- API tokens ---------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ def list_tokens(*, session: Session) -> list[tuple[ApiToken, User]]:
     rows = session.exec(
         select(ApiToken, User).join(User, col(User.id) == ApiToken.user_id).order_by(col(ApiToken.id).desc())
     ).all()
-    return list(rows)  # type: ignore[arg-type]
+    return list(rows)
 
 
 def list_users(*, session: Session) -> list[tuple[User, frozenset[str]]]:

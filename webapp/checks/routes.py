@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException
 from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.checks.schemas import DraftChecksPublic, RecheckPublic, RunChecksPublic
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.runs.models import Run
 from webapp.runs.service import RunNotFound, resolve_run
@@ -42,7 +42,7 @@ def get_run_checks(
 ) -> dict[str, Any]:
     """Return a run's check results: overall, per check, per category, per intent, failing drafts."""
     r = run_or_404(session, run)
-    return summary_payload(session, service.run_summary(session=session, run_id=r.id), spec)  # type: ignore[arg-type]
+    return summary_payload(session, service.run_summary(session=session, run_id=stored_id(r.id)), spec)
 
 
 @router.post("/runs/{run}/checks", response_model=RecheckPublic)
@@ -51,7 +51,7 @@ def recheck_run(
 ) -> dict[str, Any]:
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
     r = run_or_404(session, run)
-    result = service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    result = service.check_run(session=session, spec=spec, run_id=stored_id(r.id))
     data = summary_payload(session, result.summary, spec)
     data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in result.alerts]
     return data

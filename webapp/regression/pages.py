@@ -124,7 +124,7 @@ def from_draft_submit(
         source = "run"
     try:
         case = service.add_case_from_draft(
-            session=session, draft_id=draft_id, created_by=principal.user_id, note=note, source=source  # type: ignore[arg-type]
+            session=session, draft_id=draft_id, created_by=principal.user_id, note=note, source=source
         )
     except service.RegressionError as exc:
         return render(

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from webapp.api_docs import error_response
 from webapp.auth.service import Principal
 from webapp.checks.routes import run_or_404
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.regression import comparison, service
 from webapp.regression.models import RegressionCase
@@ -128,7 +128,7 @@ def get_compare(
         raise HTTPException(status_code=422, detail="a, b: name the two runs to compare")
     ra, rb = run_or_404(session, filters.a), run_or_404(session, filters.b)
     try:
-        cmp = comparison.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
+        cmp = comparison.compare_runs(session=session, spec=spec, a_id=stored_id(ra.id), b_id=stored_id(rb.id))
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
     rows = cmp.filtered(**filters.case_filters())
@@ -143,7 +143,7 @@ def get_run_regression(
 ) -> dict[str, Any]:
     """Return the regression suite's result for a run, case by case."""
     r = run_or_404(session, run)
-    return service.suite_report(session=session, run_id=r.id).as_dict()  # type: ignore[arg-type]
+    return service.suite_report(session=session, run_id=stored_id(r.id)).as_dict()
 
 
 @router.post("/runs/{run}/baseline", response_model=BaselinePublic)
@@ -151,7 +151,7 @@ def post_baseline(
     run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
 ) -> dict[str, Any]:
     """Make a run the baseline of its dataset (the previous baseline stops being one)."""
-    r = service.mark_baseline(session=session, run_id=run_or_404(session, run).id)  # type: ignore[arg-type]
+    r = service.mark_baseline(session=session, run_id=stored_id(run_or_404(session, run).id))
     return {"run": r.name, "is_baseline": r.is_baseline}
 
 
@@ -160,7 +160,7 @@ def delete_baseline(
     run: str, session: SessionDep, principal: Principal = Depends(require_role(*BASELINE_ROLES))
 ) -> dict[str, Any]:
     """Stop a run being the baseline."""
-    r = service.unmark_baseline(session=session, run_id=run_or_404(session, run).id)  # type: ignore[arg-type]
+    r = service.unmark_baseline(session=session, run_id=stored_id(run_or_404(session, run).id))
     return {"run": r.name, "is_baseline": r.is_baseline}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
+from sqlmodel import Session
 from starlette.convertors import Convertor, register_url_convertor
 
 from webapp.auth.service import Principal
@@ -12,6 +13,7 @@ from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, require_role
 from webapp.kb import service as kb_service
 from webapp.runs import service
+from webapp.runs.models import Run
 from webapp.templating import render
 
 router = APIRouter()
@@ -35,7 +37,7 @@ class RunRefConvertor(Convertor[str]):
 register_url_convertor("runref", RunRefConvertor())
 
 
-def _run_or_404(session, ref: str):  # type: ignore[no-untyped-def]
+def _run_or_404(session: Session, ref: str) -> Run:
     try:
         return service.resolve_run(session=session, ref=ref)
     except service.RunNotFound as exc:

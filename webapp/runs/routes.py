@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, require_role
 from webapp.runs import service
 from webapp.runs.schemas import RunDraftsPublic, RunPublic
@@ -30,7 +30,7 @@ def api_run_drafts(
         r = service.resolve_run(session=session, ref=run)
     except service.RunNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    rows = service.list_drafts(session=session, run_id=r.id, category=category)  # type: ignore[arg-type]
+    rows = service.list_drafts(session=session, run_id=stored_id(r.id), category=category)
     return {
         "run": service.run_public(service.run_summary(session=session, run=r)),
         "drafts": [service.draft_public(row.draft, row.case) for row in rows],

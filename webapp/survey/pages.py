@@ -10,6 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
@@ -22,7 +23,7 @@ READERS = ("support_lead", "pm", "lead", "admin")
 WRITERS = ("support_lead", "admin")
 
 
-def _page(request: Request, session, principal: Principal, error: str | None = None, status: int = 200) -> HTMLResponse:  # type: ignore[no-untyped-def]
+def _page(request: Request, session: Session, principal: Principal, error: str | None = None, status: int = 200) -> HTMLResponse:
     rnd = service.current_round(session=session)
     counts = service.counts(session=session)
     latest = service.rounds(session=session)
