@@ -98,7 +98,7 @@ class AdjudicationIn(ScoresIn):
     "/grades",
     status_code=201,
     response_model=GradePublic,
-    responses={404: error_response("No draft with that id"), 409: error_response("The caller already graded this draft")},
+    responses={404: error_response("No draft with that id"), 409: error_response("Already graded by the caller, no grader place left, or adjudicated")},
 )
 def create_grade(
     body: GradeIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)

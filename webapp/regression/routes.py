@@ -72,7 +72,7 @@ class FromDraftIn(BaseModel):
     "/regression/cases",
     status_code=201,
     response_model=AddedCasePublic,
-    responses={404: error_response("No draft with that id"), 409: error_response("The case is already in the regression suite")},
+    responses={409: error_response("The case is already in the regression suite")},
 )
 def post_case(
     body: FromDraftIn, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
