@@ -7,9 +7,9 @@ from contextlib import contextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from sqlalchemy import event
+from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, create_engine
+from sqlmodel import Session, SQLModel, create_engine
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
@@ -72,3 +72,10 @@ def stored_id(value: int | None) -> int:
     if value is None:
         raise RuntimeError("the row has no primary key yet: flush it before using its id")
     return value
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """Return a table model's Table (SQLModel leaves the class's `__table__` untyped)."""
+    table = inspect(model).local_table
+    assert isinstance(table, Table), f"{model.__name__} is not a table model"
+    return table

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertLease, AlertNotice, AlertOutbox
+from webapp.db import stored_id, table_of
 from webapp.metrics import ingest as metrics_ingest
 from webapp.metrics import service as metrics_service
 from webapp.metrics.models import Event, HallucinationReport
@@ -167,7 +168,8 @@ def get_channel(*, session: Session, ref: str | int) -> AlertChannel:
 def remove_channel(*, session: Session, ref: str | int) -> AlertChannel:
     """Delete a channel and its outbox messages."""
     channel = get_channel(session=session, ref=ref)
-    session.execute(AlertOutbox.__table__.delete().where(AlertOutbox.__table__.c.channel_id == channel.id))  # type: ignore[attr-defined]
+    outbox = table_of(AlertOutbox)
+    session.execute(outbox.delete().where(outbox.c.channel_id == channel.id))
     session.delete(channel)
     session.flush()
     return channel
@@ -434,7 +436,7 @@ def _claim_new(session: Session, items: list[dict[str, Any]], now: dt.datetime) 
     fresh = [it for it in items if it["key"] not in known]
     if not fresh:
         return []
-    table = AlertNotice.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertNotice)
     stmt = _insert(session, table).on_conflict_do_nothing(index_elements=["key"]).returning(table.c.key)
     claimed: set[str] = set()
     for it in fresh:
@@ -485,8 +487,8 @@ def enqueue(*, session: Session, items: list[dict[str, Any]], now: dt.datetime |
         if not chosen:
             continue
         msg = AlertOutbox(
-            channel_id=channel.id,  # type: ignore[arg-type]
-            idempotency_key=idempotency_key(channel.id, [it["key"] for it in chosen]),  # type: ignore[arg-type]
+            channel_id=stored_id(channel.id),
+            idempotency_key=idempotency_key(stored_id(channel.id), [it["key"] for it in chosen]),
             payload={"items": chosen, "created_at": now.isoformat()},
             next_attempt_at=now,
             created_at=now,
@@ -534,7 +536,7 @@ def acquire_lease(*, engine: Engine, holder: str, ttl_s: float, name: str = EVAL
     """Take or renew the named lease for `holder` unless another holder's lease is still valid; commit at once."""
     now = now or utcnow()
     expires = now + dt.timedelta(seconds=ttl_s)
-    table = AlertLease.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertLease)
     with Session(engine) as session:
         inserted = session.execute(
             _insert(session, table).on_conflict_do_nothing(index_elements=["name"]).returning(table.c.name),
@@ -549,12 +551,12 @@ def acquire_lease(*, engine: Engine, holder: str, ttl_s: float, name: str = EVAL
             .values(holder=holder, expires_at=expires)
         )
         session.commit()
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(result.rowcount)  # pyright: ignore[reportAttributeAccessIssue]  # a DML statement's result is a CursorResult; SQLModel's Session.execute is typed as Result
 
 
 def release_lease(*, engine: Engine, holder: str, name: str = EVALUATOR_LEASE) -> None:
     """Give the lease up (if held), so another process can evaluate at once."""
-    table = AlertLease.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertLease)
     with Session(engine) as session:
         session.execute(table.delete().where(table.c.name == name, table.c.holder == holder))
         session.commit()
@@ -578,7 +580,7 @@ def channels_with_deliveries(*, session: Session, limit: int = 5) -> list[dict[s
     """Return each channel with its last deliveries and their states, as the page and the API show them."""
     rows = []
     for ch in list_channels(session=session):
-        msgs = last_deliveries(session=session, channel_id=ch.id, limit=limit)  # type: ignore[arg-type]
+        msgs = last_deliveries(session=session, channel_id=stored_id(ch.id), limit=limit)
         rows.append({"channel": ch, "deliveries": [(m, delivery_state(m)) for m in msgs]})
     return rows
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from sqlmodel import Session
 
 from webapp.checks import service
+from webapp.db import stored_id
 from webapp.demo.context import DemoContext
 from webapp.spec import EvalSpec
 
 
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Check every draft of the demo run (results stored, alerts raised)."""
-    result = service.check_run(session=session, spec=spec, run_id=ctx.run.id)  # type: ignore[arg-type]
+    result = service.check_run(session=session, spec=spec, run_id=stored_id(ctx.run.id))
     ctx.extra["checks"] = result

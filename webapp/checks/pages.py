@@ -9,7 +9,7 @@ from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.checks.routes import RECHECK_ROLES, run_or_404
 from webapp.checks.rules import PROBLEM_LABELS
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.templating import is_htmx, render
 
@@ -26,7 +26,7 @@ def run_checks_page(
 ) -> HTMLResponse:
     """Show a run's pass rates overall, per check, per category and per intent, and its failing drafts."""
     r = run_or_404(session, run)
-    summary = service.run_summary(session=session, run_id=r.id)  # type: ignore[arg-type]
+    summary = service.run_summary(session=session, run_id=stored_id(r.id))
     rechecked = request.query_params.get("rechecked")
     return render(
         request,
@@ -54,7 +54,7 @@ def run_recheck(
 ) -> Response:
     """Re-check a run against the KB as it is now, then show its results again."""
     r = run_or_404(session, run)
-    service.check_run(session=session, spec=spec, run_id=r.id)  # type: ignore[arg-type]
+    service.check_run(session=session, spec=spec, run_id=stored_id(r.id))
     target = f"/runs/{r.id}/checks?rechecked=1"
     if is_htmx(request):
         # The results block listens for this event and reloads itself; alerts lists do too.

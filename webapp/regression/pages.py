@@ -13,7 +13,7 @@ from webapp.auth.service import Principal
 from webapp.checks import service as checks_service
 from webapp.checks.routes import run_or_404
 from webapp.checks.rules import CHECK_LABELS
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.regression import comparison, service
 from webapp.regression.routes import (
@@ -42,7 +42,7 @@ def suite_page(
     else:
         latest = service.latest_run_id(session=session)
         run = run_or_404(session, str(latest)) if latest is not None else None
-    report = service.suite_report(session=session, run_id=run.id) if run is not None else None  # type: ignore[arg-type]
+    report = service.suite_report(session=session, run_id=stored_id(run.id)) if run is not None else None
     cases = service.list_cases(session=session)
     # After "Add to suite" (no JS): say that the next run must include the case just added.
     added = request.query_params.get("added", "")
@@ -83,7 +83,7 @@ def run_regression_page(
 ) -> HTMLResponse:
     """Show the regression suite's result for one run, case by case."""
     r = run_or_404(session, run)
-    report = service.suite_report(session=session, run_id=r.id)  # type: ignore[arg-type]
+    report = service.suite_report(session=session, run_id=stored_id(r.id))
     return render(request, "regression/run.html", {"run": r, "report": report, "target": spec.regression.target_cases})
 
 
@@ -154,7 +154,7 @@ def compare_page(
     if a_ref and b_ref:
         try:
             ra, rb = resolve_run(session=session, ref=a_ref), resolve_run(session=session, ref=b_ref)
-            cmp = comparison.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
+            cmp = comparison.compare_runs(session=session, spec=spec, a_id=stored_id(ra.id), b_id=stored_id(rb.id))
         except (RunNotFound, service.NotComparable) as exc:
             error = str(exc)
     rows = cmp.filtered(**filters.case_filters()) if cmp else []
@@ -194,7 +194,7 @@ def compare_case_page(
     ra, rb = run_or_404(session, a), run_or_404(session, b)
     try:
         pair = comparison.case_pair(
-            session=session, spec=spec, a_id=ra.id, b_id=rb.id, case_id=case_id, principal=principal  # type: ignore[arg-type]
+            session=session, spec=spec, a_id=stored_id(ra.id), b_id=stored_id(rb.id), case_id=case_id, principal=principal
         )
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
@@ -215,9 +215,9 @@ def baseline_submit(
     """Mark (or unmark) a run as the baseline of its dataset, then go back to its checks."""
     r = run_or_404(session, run)
     if action == "unmark":
-        service.unmark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+        service.unmark_baseline(session=session, run_id=stored_id(r.id))
     else:
-        service.mark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+        service.mark_baseline(session=session, run_id=stored_id(r.id))
     return RedirectResponse(f"/runs/{r.id}/checks", status_code=303)
 
 

@@ -9,7 +9,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from webapp.auth.service import Principal
 from webapp.datasets import service as datasets_service
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, require_role
 from webapp.kb import service as kb_service
 from webapp.runs import service
@@ -68,7 +68,7 @@ def run_detail(
     ctx = {
         "run": r,
         "summary": summary,
-        "drafts": service.list_drafts(session=session, run_id=r.id, category=category, intent=intent, golden=golden),  # type: ignore[arg-type]
+        "drafts": service.list_drafts(session=session, run_id=stored_id(r.id), category=category, intent=intent, golden=golden),
         "facets": datasets_service.case_facets(session=session, dataset_id=r.dataset_id),
         "filters": {"category": category, "intent": intent, "golden": golden},
     }
