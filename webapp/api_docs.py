@@ -21,7 +21,6 @@ OPENAPI_URL = "/api/openapi.json"
 DOCS_URL = "/api/docs"
 
 
-
 def error_schemas() -> dict[str, Any]:
     """Return the JSON schema of the error body (webapp.api_schemas.ErrorPublic) as named components."""
     schema = ErrorPublic.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -37,22 +36,19 @@ def error_response(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
 
 
-_error = error_response
-
-
 def _document_errors(op: dict[str, Any]) -> None:
     """Add the app-wide error statuses that apply to one operation."""
     responses = op.setdefault("responses", {})
     params = op.get("parameters", [])
-    responses.setdefault("401", _error("No valid session or bearer token"))
-    responses.setdefault("403", _error("The caller lacks the role or scope (or a CSRF token, for a session)"))
+    responses.setdefault("401", error_response("No valid session or bearer token"))
+    responses.setdefault("403", error_response("The caller lacks the role or scope (or a CSRF token, for a session)"))
     if any(p.get("in") == "path" for p in params):
-        responses.setdefault("404", _error("Nothing with that id"))
+        responses.setdefault("404", error_response("Nothing with that id"))
     if "requestBody" in op:
-        responses.setdefault("400", _error("The body cannot be parsed (not UTF-8 or not JSON)"))
-        responses.setdefault("413", _error("Request body over its size limit"))
+        responses.setdefault("400", error_response("The body cannot be parsed (not UTF-8 or not JSON)"))
+        responses.setdefault("413", error_response("Request body over its size limit"))
     if params or "requestBody" in op:
-        responses["422"] = _error("Invalid parameter or body (field and message), or a value out of range")
+        responses["422"] = error_response("Invalid parameter or body (field and message), or a value out of range")
 
 
 def build(app: FastAPI) -> dict[str, Any]:
