@@ -287,7 +287,7 @@ def _deliver_channel(
         _record(engine, msg, token, result, now, rng, report)
         if not result.ok and not result.permanent:
             # the receiver is in trouble: leave its other messages for the next pass instead of hammering it
-            _release(engine, [m.id for m, _ in items[i + 1 :]], token)  # type: ignore[misc]
+            _release(engine, [stored_id(m.id) for m, _ in items[i + 1 :]], token)
             return
 
 

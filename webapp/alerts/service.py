@@ -482,7 +482,7 @@ def enqueue(*, session: Session, items: list[dict[str, Any]], now: dt.datetime |
         created = as_utc(channel.created_at)
         chosen = [
             it for it in items
-            if matches(channel, it) and (fired.get(it["key"]) is None or created <= fired[it["key"]])  # type: ignore[operator]
+            if matches(channel, it) and ((at := fired.get(it["key"])) is None or created <= at)
         ]
         if not chosen:
             continue
