@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, empty_database_url
-from tests.fuzz_support import FuzzTarget, api_operations, demo_target, fuzz_operation
+from tests.fuzz_support import CALLERS, FuzzTarget, api_operations, demo_target, fuzz_operation
 from webapp.api_docs import OPENAPI_URL
 from webapp.spec import EvalSpec
 
@@ -33,9 +33,63 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
 
 def test_api_as_every_caller(demo: FuzzTarget) -> None:
     operations = api_operations(demo.app)
-    assert len(operations) > 20
+    # Every operation of the document is fuzzed: one per /api/v1 route and method.
+    api_routes = [(m, p) for m, p, _ in _api_routes(demo.app) if p.startswith("/api/v1/")]
+    assert sorted((op.method.upper(), op.path) for op in operations) == sorted(api_routes)
     failures = [f for op in operations for f in fuzz_operation(op, demo, max_examples=MAX_EXAMPLES)]
     assert failures == [], "\n\n".join(failures)
+
+
+def test_the_checks_catch_an_answer_that_breaks_its_schema() -> None:
+    # The conformance checks are not vacuous: an operation whose answer lacks a declared field, and
+    # one answering a status it does not document, both fail.
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+    from pydantic import BaseModel
+
+    class Thing(BaseModel):
+        id: int
+        name: str
+
+    app = FastAPI(openapi_url=OPENAPI_URL)
+
+    @app.get("/api/v1/thing", response_model=Thing)
+    def thing() -> JSONResponse:
+        return JSONResponse({"id": "not a number"})
+
+    @app.get("/api/v1/teapot", response_model=Thing)
+    def teapot() -> JSONResponse:
+        return JSONResponse({"id": 1, "name": "x"}, status_code=418)
+
+    target = FuzzTarget(app=app, headers=dict.fromkeys(CALLERS, {}))
+    failures = {op.path: fuzz_operation(op, target, max_examples=1) for op in api_operations(app)}
+    assert "Response violates schema" in failures["/api/v1/thing"][0]
+    assert "Undocumented status code" in failures["/api/v1/teapot"][0] and "418" in failures["/api/v1/teapot"][0]
+
+
+def test_answers_sent_without_validation_conform_to_their_models(demo: FuzzTarget) -> None:
+    # /events and /metrics/daily answer with JSON they build themselves (FastAPI does not validate
+    # it against the model on the way out): hold a real answer of each to its model, field by field.
+    from pydantic import TypeAdapter
+
+    from webapp.metrics.schemas import DayMetricsPublic, EventResult, IngestPublic
+
+    client = TestClient(demo.app, headers=demo.headers["all_roles"])
+    days = client.get("/api/v1/metrics/daily", params={"start": "2026-01-01", "end": "2026-12-31"}).json()
+    assert len(days) == 365
+    TypeAdapter(list[DayMetricsPublic]).validate_python(days)
+    assert all(set(d) == set(DayMetricsPublic.model_fields) for d in days)
+    assert any(d["accept_rate"] is not None for d in days)  # the demo has events
+
+    good = {"event_id": "schema-1", "ticket_id": "t-1", "occurred_at": "2026-11-02T12:00:00+00:00", "intent": "billing_charge",
+            "draft_shown": True, "action": "accept", "draft_text": "Hi", "sent_text": "Hi", "escalated": False}
+    ingest = client.post("/api/v1/events", json=[good, good, {"event_id": "schema-2"}], headers=demo.headers["ingest"])
+    assert ingest.status_code == 200, ingest.text
+    body = IngestPublic.model_validate(ingest.json())
+    assert [r.status for r in body.results] == ["created", "duplicate", "invalid"]
+    assert (body.created, body.duplicate, body.invalid) == (1, 1, 1)
+    assert all(set(r) <= set(EventResult.model_fields) for r in ingest.json()["results"])
+    assert body.results[2].field and body.results[2].errors
 
 
 def test_openapi_document_is_the_json_api_only(demo: FuzzTarget) -> None:

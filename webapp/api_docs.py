@@ -1,6 +1,7 @@
 """The OpenAPI document: the JSON API under /api/v1 only, with every error status a route can answer.
 
-FastAPI documents 200 and 422; the app's own failures (401 without a valid session or token,
+Every route declares its answer's model (`response_model`, or `responses=` with the media type of a
+CSV/JSONL download); FastAPI documents it and 422. The app's own failures (401 without a valid session or token,
 403 without the role, 404 for an unknown id in the path, 413 for a body over its limit, 422 in
 the app's `{"detail": ...}` shape) are added here for every operation they apply to, so clients
 and the schemathesis tests hold the API to the statuses it documents.
@@ -13,34 +14,25 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from webapp.api_schemas import ErrorPublic
+
 API_PREFIX = "/api/v1"
 OPENAPI_URL = "/api/openapi.json"
 DOCS_URL = "/api/docs"
 
-ERROR_SCHEMA: dict[str, Any] = {
-    "title": "Error",
-    "type": "object",
-    "required": ["detail"],
-    "properties": {
-        "detail": {
-            "description": "What went wrong: a message, or one {field, message} object per problem",
-            "anyOf": [
-                {"type": "string"},
-                {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
-                    },
-                },
-            ],
-        }
-    },
-}
+
+def error_schemas() -> dict[str, Any]:
+    """Return the JSON schema of the error body (webapp.api_schemas.ErrorPublic) as named components."""
+    schema = ErrorPublic.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = schema.pop("$defs", {})
+    return {**defs, "Error": {**schema, "title": "Error"}}
+
+
 _ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 
-def _error(description: str) -> dict[str, Any]:
+def error_response(description: str) -> dict[str, Any]:
+    """Return an OpenAPI response whose body is the app's error shape (for a route's `responses=`)."""
     return {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
 
 
@@ -48,15 +40,15 @@ def _document_errors(op: dict[str, Any]) -> None:
     """Add the app-wide error statuses that apply to one operation."""
     responses = op.setdefault("responses", {})
     params = op.get("parameters", [])
-    responses.setdefault("401", _error("No valid session or bearer token"))
-    responses.setdefault("403", _error("The caller lacks the role or scope (or a CSRF token, for a session)"))
+    responses.setdefault("401", error_response("No valid session or bearer token"))
+    responses.setdefault("403", error_response("The caller lacks the role or scope (or a CSRF token, for a session)"))
     if any(p.get("in") == "path" for p in params):
-        responses.setdefault("404", _error("Nothing with that id"))
+        responses.setdefault("404", error_response("Nothing with that id"))
     if "requestBody" in op:
-        responses.setdefault("400", _error("The body cannot be parsed (not UTF-8 or not JSON)"))
-        responses.setdefault("413", _error("Request body over its size limit"))
+        responses.setdefault("400", error_response("The body cannot be parsed (not UTF-8 or not JSON)"))
+        responses.setdefault("413", error_response("Request body over its size limit"))
     if params or "requestBody" in op:
-        responses["422"] = _error("Invalid parameter or body (field and message), or a value out of range")
+        responses["422"] = error_response("Invalid parameter or body (field and message), or a value out of range")
 
 
 def build(app: FastAPI) -> dict[str, Any]:
@@ -67,7 +59,7 @@ def build(app: FastAPI) -> dict[str, Any]:
         for op in ops.values():
             _document_errors(op)
     components = schema.setdefault("components", {}).setdefault("schemas", {})
-    components["Error"] = ERROR_SCHEMA
+    components.update(error_schemas())
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
     return schema
@@ -81,4 +73,4 @@ def install(app: FastAPI) -> None:
             app.openapi_schema = build(app)
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi

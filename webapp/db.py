@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from sqlalchemy import event
+from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, create_engine
+from sqlmodel import Session, SQLModel, create_engine
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
@@ -18,7 +18,7 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
         engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
             cur = dbapi_conn.cursor()
             if ":memory:" not in url:
                 cur.execute("PRAGMA journal_mode=WAL")
@@ -65,3 +65,17 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+def stored_id(value: int | None) -> int:
+    """Return the primary key of a row read from or flushed to the database (None only before a flush)."""
+    if value is None:
+        raise RuntimeError("the row has no primary key yet: flush it before using its id")
+    return value
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """Return a table model's Table (SQLModel leaves the class's `__table__` untyped)."""
+    table = inspect(model).local_table
+    assert isinstance(table, Table), f"{model.__name__} is not a table model"
+    return table

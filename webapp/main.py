@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1000)
 
     @app.middleware("http")
-    async def _security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]
+    async def _security_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         response: Response = await call_next(request)
         seed = getattr(request.state, "csrf_seed", None)
         if seed and request.cookies.get(CSRF_COOKIE) != seed:
@@ -75,7 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return response
 
     docs_html = get_swagger_ui_html(openapi_url=api_docs.OPENAPI_URL, title="Draft Desk API")
-    docs_csp = csp.docs_policy(docs_html.body.decode())
+    docs_csp = csp.docs_policy(bytes(docs_html.body).decode())
 
     def api_reference(request: Request) -> HTMLResponse:
         """Serve the Swagger UI of /api/v1 with a policy admitting its CDN and its one inline script."""

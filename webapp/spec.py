@@ -192,7 +192,7 @@ MetricName = Literal[
     "hallucination_reports",
     "cost_per_draft",
 ]
-METRIC_NAMES: tuple[str, ...] = MetricName.__args__  # type: ignore[attr-defined]
+METRIC_NAMES: tuple[str, ...] = MetricName.__args__
 
 
 class TargetRule(_Strict):

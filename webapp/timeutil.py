@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy import DateTime
 
 
 def utcnow() -> dt.datetime:
@@ -17,7 +21,7 @@ def as_utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC)
 
 
-def aware_datetime_type():  # type: ignore[no-untyped-def]
+def aware_datetime_type() -> DateTime:
     """Column type for every timestamp: timezone-aware on PostgreSQL (SQLite stores ISO text)."""
     from sqlalchemy import DateTime
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
 
 from webapp import flows
 from webapp.admin import service
@@ -36,7 +37,7 @@ def admin_home(request: Request, session: SessionDep, principal: Admin) -> HTMLR
 # --- users ------------------------------------------------------------------------------------------
 
 
-def _users_page(request: Request, session, *, error: str | None = None, form: dict | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:  # type: ignore[no-untyped-def]
+def _users_page(request: Request, session: Session, *, error: str | None = None, form: dict[str, Any] | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:
     ctx = {
         "users": auth_service.list_users(session=session),
         "roles": ROLES,
@@ -96,7 +97,7 @@ REVEAL_COOKIE = "dd_token_reveal"
 REVEAL_SECONDS = 120
 
 
-def _tokens_page(request: Request, session, *, error: str | None = None, form: dict | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:  # type: ignore[no-untyped-def]
+def _tokens_page(request: Request, session: Session, *, error: str | None = None, form: dict[str, Any] | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:
     ctx = {
         "tokens": auth_service.list_tokens(session=session),
         "users": auth_service.list_users(session=session),
@@ -173,7 +174,7 @@ def admin_tokens_revoke(request: Request, token_id: int, session: SessionDep, pr
 # --- imports ----------------------------------------------------------------------------------------
 
 
-def _imports_page(request: Request, session, **extra) -> HTMLResponse:  # type: ignore[no-untyped-def]
+def _imports_page(request: Request, session: Session, **extra: Any) -> HTMLResponse:
     ctx = {
         "datasets": datasets_service.list_datasets(session=session),
         "runs": runs_service.list_runs(session=session),
@@ -197,7 +198,7 @@ async def _read_upload(upload: UploadFile | None) -> tuple[bytes, str]:
     return data, upload.filename
 
 
-def _import_failed(request: Request, session, kind: str, exc: RecordError) -> HTMLResponse:  # type: ignore[no-untyped-def]
+def _import_failed(request: Request, session: Session, kind: str, exc: RecordError) -> HTMLResponse:
     session.rollback()  # nothing of the file is kept
     ctx = {"kind": kind, "error": exc, "location": exc.location}
     return render(request, "admin/import_error.html", ctx, status_code=400)

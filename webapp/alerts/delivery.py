@@ -31,6 +31,7 @@ from sqlmodel import Session, col
 from webapp.alerts import messages
 from webapp.alerts.models import AlertChannel, AlertOutbox
 from webapp.alerts.service import sign, signing_secret
+from webapp.db import stored_id, table_of
 from webapp.timeutil import as_utc, utcnow
 
 GIVE_UP_AFTER = dt.timedelta(hours=24)
@@ -209,7 +210,7 @@ class DeliveryReport:
 def claim_due(*, engine: Engine, now: dt.datetime, limit: int = 50, claim_s: float = CLAIM_S) -> tuple[str, list[int]]:
     """Claim due messages for this worker (committed); an expired claim of a dead worker is taken over."""
     token = secrets.token_hex(16)
-    table = AlertOutbox.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertOutbox)
     free = (table.c.claimed_until.is_(None)) | (table.c.claimed_until < now)
     with Session(engine) as session:
         ids = list(
@@ -228,7 +229,7 @@ def claim_due(*, engine: Engine, now: dt.datetime, limit: int = 50, claim_s: flo
                 .where(table.c.id == msg_id, table.c.status == "pending", free)
                 .values(claimed_until=now + dt.timedelta(seconds=claim_s), claim_token=token)
             )
-            if res.rowcount:  # type: ignore[attr-defined]
+            if res.rowcount:  # pyright: ignore[reportAttributeAccessIssue]  # a DML statement's result is a CursorResult; SQLModel's Session.execute is typed as Result
                 claimed.append(msg_id)
         session.commit()
     return token, claimed
@@ -256,7 +257,7 @@ def deliver_due(
             msg = session.get(AlertOutbox, msg_id)
             channel = session.get(AlertChannel, msg.channel_id) if msg else None
             if msg is not None and channel is not None:
-                by_channel.setdefault(channel.id, []).append((msg, channel))  # type: ignore[arg-type]
+                by_channel.setdefault(stored_id(channel.id), []).append((msg, channel))
     # One thread per channel: a slow or hanging receiver (up to its timeout per message) delays only its own messages.
     with ThreadPoolExecutor(max_workers=min(8, len(by_channel) or 1)) as pool:
         futures = [
@@ -286,14 +287,14 @@ def _deliver_channel(
         _record(engine, msg, token, result, now, rng, report)
         if not result.ok and not result.permanent:
             # the receiver is in trouble: leave its other messages for the next pass instead of hammering it
-            _release(engine, [m.id for m, _ in items[i + 1 :]], token)  # type: ignore[misc]
+            _release(engine, [stored_id(m.id) for m, _ in items[i + 1 :]], token)
             return
 
 
 def _release(engine: Engine, ids: list[int], token: str) -> None:
     if not ids:
         return
-    table = AlertOutbox.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertOutbox)
     with Session(engine) as session:
         session.execute(
             update(table).where(table.c.id.in_(ids), table.c.claim_token == token).values(claimed_until=None, claim_token=None)
@@ -320,13 +321,13 @@ def _record(
         else:
             values |= {"next_attempt_at": next_at, "last_error": result.error}
             bucket = report.retrying
-    table = AlertOutbox.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertOutbox)
     with Session(engine) as session:
         res = session.execute(update(table).where(table.c.id == msg.id, table.c.claim_token == token).values(**values))
         session.commit()
-    if res.rowcount:  # type: ignore[attr-defined]
+    if res.rowcount:  # pyright: ignore[reportAttributeAccessIssue]  # a DML statement's result is a CursorResult; SQLModel's Session.execute is typed as Result
         with _report_lock:
-            bucket.append(msg.id)  # type: ignore[arg-type]
+            bucket.append(stored_id(msg.id))
 
 
 def pending_count(*, engine: Engine) -> int:

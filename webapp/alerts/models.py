@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Column, Index, Text
 from sqlmodel import Field, SQLModel
@@ -18,7 +18,7 @@ TOPIC_ALL = "all"
 class AlertChannel(SQLModel, table=True):
     """Where notifications go: a Slack-compatible webhook, a signed JSON webhook, SMTP email, or a JSON-lines file."""
 
-    __tablename__ = "alert_channel"
+    __tablename__: ClassVar[str] = "alert_channel"
 
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=100, unique=True)
@@ -38,7 +38,7 @@ class AlertChannel(SQLModel, table=True):
 class AlertNotice(SQLModel, table=True):
     """One transition that was notified (or recorded before any channel existed): each is sent once."""
 
-    __tablename__ = "alert_notice"
+    __tablename__: ClassVar[str] = "alert_notice"
 
     id: int | None = Field(default=None, primary_key=True)
     # e.g. metric:accept_rate:2026-11-05:pending>firing, no_data:<last event time>:firing, regression:12
@@ -51,7 +51,7 @@ class AlertNotice(SQLModel, table=True):
 class AlertOutbox(SQLModel, table=True):
     """One message for one channel, written with the transitions it reports and delivered by the worker."""
 
-    __tablename__ = "alert_outbox"
+    __tablename__: ClassVar[str] = "alert_outbox"
     __table_args__ = (Index("ix_alert_outbox_due", "status", "next_attempt_at"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -74,7 +74,7 @@ class AlertOutbox(SQLModel, table=True):
 class AlertLease(SQLModel, table=True):
     """A named lease with expiry: only its holder runs the periodic evaluation (any number of processes)."""
 
-    __tablename__ = "alert_lease"
+    __tablename__: ClassVar[str] = "alert_lease"
 
     name: str = Field(primary_key=True, max_length=50)
     holder: str = Field(max_length=200)

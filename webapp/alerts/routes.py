@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel
 
 from webapp.alerts import service
+from webapp.alerts.schemas import ChannelPublic
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import require_role
@@ -15,29 +15,7 @@ from webapp.deps import require_role
 router = APIRouter(tags=["alerts"])
 
 
-class DeliveryOut(BaseModel):
-    id: int
-    state: str
-    attempts: int
-    created_at: str
-    next_attempt_at: str | None
-    sent_at: str | None
-    last_status: int | None
-    last_error: str
-    items: list[str]
-
-
-class ChannelOut(BaseModel):
-    id: int
-    name: str
-    kind: str
-    target: str
-    topics: list[str]
-    send_resolved: bool
-    deliveries: list[DeliveryOut]
-
-
-@router.get("/alerts/channels", response_model=list[ChannelOut])
+@router.get("/alerts/channels", response_model=list[ChannelPublic])
 def get_channels(session: SessionDep, principal: Principal = Depends(require_role("admin"))) -> list[dict[str, Any]]:
     """List notification channels with their last five deliveries (newest first)."""
     out = []

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertLease, AlertNotice, AlertOutbox
+from webapp.db import stored_id, table_of
 from webapp.metrics import ingest as metrics_ingest
 from webapp.metrics import service as metrics_service
 from webapp.metrics.models import Event, HallucinationReport
@@ -167,7 +168,8 @@ def get_channel(*, session: Session, ref: str | int) -> AlertChannel:
 def remove_channel(*, session: Session, ref: str | int) -> AlertChannel:
     """Delete a channel and its outbox messages."""
     channel = get_channel(session=session, ref=ref)
-    session.execute(AlertOutbox.__table__.delete().where(AlertOutbox.__table__.c.channel_id == channel.id))  # type: ignore[attr-defined]
+    outbox = table_of(AlertOutbox)
+    session.execute(outbox.delete().where(outbox.c.channel_id == channel.id))
     session.delete(channel)
     session.flush()
     return channel
@@ -356,7 +358,12 @@ def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]
     for alert, run_name in rows:
         ev = alert.evidence or {}
         drop, limit = ev.get("drop"), ev.get("threshold")
-        numeric = isinstance(drop, (int, float)) and isinstance(limit, (int, float)) and alert.kind == "pass_rate_drop"
+        # (drop, limit) when both are numbers: a tuple keeps them typed as numbers where they are used.
+        figures = (
+            (drop, limit)
+            if alert.kind == "pass_rate_drop" and isinstance(drop, (int, float)) and isinstance(limit, (int, float))
+            else None
+        )
         day = as_utc(alert.created_at).astimezone(spec.tz).date()
         out.append(
             {
@@ -367,11 +374,11 @@ def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]
                 "alert": "Regression: " + ("pass-rate drop" if alert.kind == "pass_rate_drop" else "golden factual failure"),
                 "rule": alert.message,
                 "window": f"run {run_name}",
-                "value": drop if numeric else None,
-                "threshold": limit if numeric else None,
+                "value": figures[0] if figures else None,
+                "threshold": figures[1] if figures else None,
                 "op": ">",
-                "value_text": f"pass rate down {float(drop or 0) * 100:.1f} points" if numeric else "golden example fails",
-                "threshold_text": f"{float(limit or 0) * 100:.0f} points" if numeric else "0 failures allowed",
+                "value_text": f"pass rate down {figures[0] * 100:.1f} points" if figures else "golden example fails",
+                "threshold_text": f"{figures[1] * 100:.0f} points" if figures else "0 failures allowed",
                 "days": [day.isoformat()],
                 "segment": f"run {run_name}",
                 "path": "/regression/alerts",
@@ -429,7 +436,7 @@ def _claim_new(session: Session, items: list[dict[str, Any]], now: dt.datetime) 
     fresh = [it for it in items if it["key"] not in known]
     if not fresh:
         return []
-    table = AlertNotice.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertNotice)
     stmt = _insert(session, table).on_conflict_do_nothing(index_elements=["key"]).returning(table.c.key)
     claimed: set[str] = set()
     for it in fresh:
@@ -475,13 +482,13 @@ def enqueue(*, session: Session, items: list[dict[str, Any]], now: dt.datetime |
         created = as_utc(channel.created_at)
         chosen = [
             it for it in items
-            if matches(channel, it) and (fired.get(it["key"]) is None or created <= fired[it["key"]])  # type: ignore[operator]
+            if matches(channel, it) and ((at := fired.get(it["key"])) is None or created <= at)
         ]
         if not chosen:
             continue
         msg = AlertOutbox(
-            channel_id=channel.id,  # type: ignore[arg-type]
-            idempotency_key=idempotency_key(channel.id, [it["key"] for it in chosen]),  # type: ignore[arg-type]
+            channel_id=stored_id(channel.id),
+            idempotency_key=idempotency_key(stored_id(channel.id), [it["key"] for it in chosen]),
             payload={"items": chosen, "created_at": now.isoformat()},
             next_attempt_at=now,
             created_at=now,
@@ -529,7 +536,7 @@ def acquire_lease(*, engine: Engine, holder: str, ttl_s: float, name: str = EVAL
     """Take or renew the named lease for `holder` unless another holder's lease is still valid; commit at once."""
     now = now or utcnow()
     expires = now + dt.timedelta(seconds=ttl_s)
-    table = AlertLease.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertLease)
     with Session(engine) as session:
         inserted = session.execute(
             _insert(session, table).on_conflict_do_nothing(index_elements=["name"]).returning(table.c.name),
@@ -544,12 +551,12 @@ def acquire_lease(*, engine: Engine, holder: str, ttl_s: float, name: str = EVAL
             .values(holder=holder, expires_at=expires)
         )
         session.commit()
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        return bool(result.rowcount)  # pyright: ignore[reportAttributeAccessIssue]  # a DML statement's result is a CursorResult; SQLModel's Session.execute is typed as Result
 
 
 def release_lease(*, engine: Engine, holder: str, name: str = EVALUATOR_LEASE) -> None:
     """Give the lease up (if held), so another process can evaluate at once."""
-    table = AlertLease.__table__  # type: ignore[attr-defined]
+    table = table_of(AlertLease)
     with Session(engine) as session:
         session.execute(table.delete().where(table.c.name == name, table.c.holder == holder))
         session.commit()
@@ -573,7 +580,7 @@ def channels_with_deliveries(*, session: Session, limit: int = 5) -> list[dict[s
     """Return each channel with its last deliveries and their states, as the page and the API show them."""
     rows = []
     for ch in list_channels(session=session):
-        msgs = last_deliveries(session=session, channel_id=ch.id, limit=limit)  # type: ignore[arg-type]
+        msgs = last_deliveries(session=session, channel_id=stored_id(ch.id), limit=limit)
         rows.append({"channel": ch, "deliveries": [(m, delivery_state(m)) for m in msgs]})
     return rows
 

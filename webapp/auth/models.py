@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import ClassVar, Literal
 
 from sqlmodel import Field, SQLModel
 
@@ -16,7 +16,7 @@ EXTRA_SCOPES: tuple[str, ...] = ("ingest",)
 
 
 class User(SQLModel, table=True):
-    __tablename__ = "app_user"
+    __tablename__: ClassVar[str] = "app_user"
 
     id: int | None = Field(default=None, primary_key=True)
     email: str = Field(max_length=254, unique=True, index=True)
@@ -27,7 +27,7 @@ class User(SQLModel, table=True):
 
 
 class UserRole(SQLModel, table=True):
-    __tablename__ = "user_role"
+    __tablename__: ClassVar[str] = "user_role"
 
     user_id: int = Field(foreign_key="app_user.id", primary_key=True, ondelete="CASCADE")
     role: str = Field(primary_key=True, max_length=20)
@@ -36,7 +36,7 @@ class UserRole(SQLModel, table=True):
 class WebSession(SQLModel, table=True):
     """A signed-in browser; the cookie holds a random token, the database only its SHA-256."""
 
-    __tablename__ = "web_session"
+    __tablename__: ClassVar[str] = "web_session"
 
     id: int | None = Field(default=None, primary_key=True)
     token_hash: str = Field(max_length=64, unique=True, index=True)
@@ -49,7 +49,7 @@ class WebSession(SQLModel, table=True):
 class ApiToken(SQLModel, table=True):
     """A bearer token for /api/v1; stored as SHA-256, shown once, scoped and revocable."""
 
-    __tablename__ = "api_token"
+    __tablename__: ClassVar[str] = "api_token"
 
     id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="app_user.id", index=True, ondelete="CASCADE")
@@ -67,7 +67,7 @@ class ApiToken(SQLModel, table=True):
 
 
 class LoginAttempt(SQLModel, table=True):
-    __tablename__ = "login_attempt"
+    __tablename__: ClassVar[str] = "login_attempt"
 
     id: int | None = Field(default=None, primary_key=True)
     email: str = Field(max_length=254, index=True)

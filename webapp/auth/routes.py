@@ -5,13 +5,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from webapp.auth.models import EXTRA_SCOPES
+from webapp.auth.schemas import WhoamiPublic
 from webapp.auth.service import Principal
 from webapp.deps import ANY_ROLE, RoleCheck
 
 router = APIRouter(tags=["auth"])
 
 
-@router.get("/whoami")
+@router.get("/whoami", response_model=WhoamiPublic)
 def whoami(principal: Principal = Depends(RoleCheck(*ANY_ROLE, scope=EXTRA_SCOPES[0]))) -> dict[str, object]:
     """Return the caller's identity, roles and token scopes."""
     return {

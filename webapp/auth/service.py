@@ -15,6 +15,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, delete, select
 
 from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
+from webapp.db import stored_id
 from webapp.timeutil import as_utc, utcnow
 
 _hasher = PasswordHasher()
@@ -89,7 +90,7 @@ def create_user(
     session.add(user)
     session.flush()
     for role in roles:
-        session.add(UserRole(user_id=user.id, role=role))  # type: ignore[arg-type]
+        session.add(UserRole(user_id=stored_id(user.id), role=role))
     session.flush()
     return user
 
@@ -172,7 +173,7 @@ def principal_from_session_token(*, session: Session, token: str) -> Principal |
 
 def end_session(*, session: Session, token: str) -> None:
     """Close a web session (log out)."""
-    session.exec(delete(WebSession).where(col(WebSession.token_hash) == sha256_hex(token)))  # type: ignore[call-overload]
+    session.exec(delete(WebSession).where(col(WebSession.token_hash) == sha256_hex(token)))
 
 
 # --- API tokens ---------------------------------------------------------------------------------
@@ -211,11 +212,11 @@ def principal_from_api_token(*, session: Session, token: str) -> Principal | Non
     user = session.get(User, row.user_id)
     if user is None or not user.is_active:
         return None
-    held = user_roles(session=session, user_id=user.id)  # type: ignore[arg-type]
+    held = user_roles(session=session, user_id=stored_id(user.id))
     scopes = frozenset(row.scope_list)
     row.last_used_at = utcnow()
     session.add(row)
-    return Principal(user.id, user.email, user.name, held & scopes, "token", scopes)  # type: ignore[arg-type]
+    return Principal(stored_id(user.id), user.email, user.name, held & scopes, "token", scopes)
 
 
 def revoke_token(*, session: Session, token_id: int) -> ApiToken:
@@ -243,7 +244,7 @@ def list_tokens(*, session: Session) -> list[tuple[ApiToken, User]]:
     rows = session.exec(
         select(ApiToken, User).join(User, col(User.id) == ApiToken.user_id).order_by(col(ApiToken.id).desc())
     ).all()
-    return list(rows)  # type: ignore[arg-type]
+    return list(rows)
 
 
 def list_users(*, session: Session) -> list[tuple[User, frozenset[str]]]:
@@ -252,4 +253,4 @@ def list_users(*, session: Session) -> list[tuple[User, frozenset[str]]]:
     roles: dict[int, set[str]] = {}
     for ur in session.exec(select(UserRole)).all():
         roles.setdefault(ur.user_id, set()).add(ur.role)
-    return [(u, frozenset(roles.get(u.id, set()))) for u in users]  # type: ignore[arg-type]
+    return [(u, frozenset(roles.get(stored_id(u.id), set()))) for u in users]

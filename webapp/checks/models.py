@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import ClassVar
 
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -13,7 +14,7 @@ from webapp.timeutil import aware_datetime_type, utcnow
 class DraftCheck(SQLModel, table=True):
     """The result of one check on one draft, with the KB state it was computed against."""
 
-    __tablename__ = "draft_check"
+    __tablename__: ClassVar[str] = "draft_check"
     __table_args__ = (UniqueConstraint("draft_id", "key", name="uq_draft_check_draft_key"),)
 
     id: int | None = Field(default=None, primary_key=True)

@@ -10,7 +10,7 @@ from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.checks.routes import RECHECK_ROLES
 from webapp.checks.rules import PROBLEM_LABELS
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.runs.deps import RunDep
 from webapp.runs.service import DraftNotFound
@@ -27,7 +27,7 @@ def run_checks_page(
     *, principal: Principal = Depends(require_role(*ANY_ROLE)), run: RunDep,
 ) -> HTMLResponse:
     """Show a run's pass rates overall, per check, per category and per intent, and its failing drafts."""
-    summary = service.run_summary(session=session, run_id=run.id)  # type: ignore[arg-type]
+    summary = service.run_summary(session=session, run_id=stored_id(run.id))
     rechecked = request.query_params.get("rechecked")
     return render(
         request,
@@ -53,7 +53,7 @@ def run_recheck(
     *, principal: Principal = Depends(require_role(*RECHECK_ROLES)), run: RunDep,
 ) -> Response:
     """Re-check a run against the KB as it is now, then show its results again."""
-    result = service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+    result = service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
     flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
     target = f"/runs/{run.id}/checks?rechecked=1"
     if is_htmx(request):

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends, HTTPException
 from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
-from webapp.db import SessionDep
+from webapp.checks.schemas import DraftChecksPublic, RecheckPublic, RunChecksPublic
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.runs.deps import RunDep
 from webapp.runs.service import DraftNotFound
@@ -28,27 +29,27 @@ def summary_payload(session: SessionDep, summary: service.RunSummary, spec: Eval
     return data
 
 
-@router.get("/runs/{run}/checks")
+@router.get("/runs/{run}/checks", response_model=RunChecksPublic)
 def get_run_checks(
     session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*ANY_ROLE)), run: RunDep
 ) -> dict[str, Any]:
     """Return a run's check results: overall, per check, per category, per intent, failing drafts."""
-    return summary_payload(session, service.run_summary(session=session, run_id=run.id), spec)  # type: ignore[arg-type]
+    return summary_payload(session, service.run_summary(session=session, run_id=stored_id(run.id)), spec)
 
 
-@router.post("/runs/{run}/checks")
+@router.post("/runs/{run}/checks", response_model=RecheckPublic)
 def recheck_run(
     session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*RECHECK_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
-    result = service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+    result = service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
     alerts = flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
     data = summary_payload(session, result.summary, spec)
     data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in alerts]
     return data
 
 
-@router.get("/drafts/{draft_id}/checks")
+@router.get("/drafts/{draft_id}/checks", response_model=DraftChecksPublic)
 def get_draft_checks(
     draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> dict[str, Any]:

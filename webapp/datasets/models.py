@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -11,16 +11,21 @@ from sqlmodel import Field, SQLModel
 from webapp.timeutil import aware_datetime_type, utcnow
 
 
-class Dataset(SQLModel, table=True):
-    __tablename__ = "dataset"
-    __table_args__ = (UniqueConstraint("name", "version", name="uq_dataset_name_version"),)
+class DatasetBase(SQLModel):
+    """A dataset version's own fields, as stored and as the API shows them (webapp.datasets.schemas)."""
 
-    id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=200, index=True)
     version: int = 1
     sha256: str = Field(max_length=71, index=True)  # "sha256:<64 hex>"
     format: str = Field(max_length=8)  # ".jsonl", ".yaml" or ".yml"
     count: int
+
+
+class Dataset(DatasetBase, table=True):
+    __tablename__: ClassVar[str] = "dataset"
+    __table_args__ = (UniqueConstraint("name", "version", name="uq_dataset_name_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
     source_path: str = Field(default="", max_length=1000)
     imported_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 
@@ -28,7 +33,7 @@ class Dataset(SQLModel, table=True):
 class EvalCase(SQLModel, table=True):
     """One test case of a dataset: the format guide's fields, metadata, and typed support fields."""
 
-    __tablename__ = "eval_case"
+    __tablename__: ClassVar[str] = "eval_case"
     __table_args__ = (UniqueConstraint("dataset_id", "case_id", name="uq_eval_case_dataset_case"),)
 
     id: int | None = Field(default=None, primary_key=True)

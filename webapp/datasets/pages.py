@@ -7,7 +7,7 @@ from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
 from webapp.datasets import service
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import require_role
 from webapp.templating import render
 
@@ -42,9 +42,9 @@ def dataset_detail(
     filters = service.CaseFilter(category=category, intent=intent, golden=golden, q=q)
     ctx = {
         "dataset": ds,
-        "cases": service.list_cases(session=session, dataset_id=ds.id, filters=filters),  # type: ignore[arg-type]
-        "facets": service.case_facets(session=session, dataset_id=ds.id),  # type: ignore[arg-type]
-        "counts": service.category_counts(session=session, dataset_id=ds.id),  # type: ignore[arg-type]
+        "cases": service.list_cases(session=session, dataset_id=stored_id(ds.id), filters=filters),
+        "facets": service.case_facets(session=session, dataset_id=stored_id(ds.id)),
+        "counts": service.category_counts(session=session, dataset_id=stored_id(ds.id)),
         "filters": filters,
     }
     return render(request, "datasets/detail.html", ctx, block="results")
@@ -61,7 +61,7 @@ def dataset_case(
     """Show one case: ticket, conversation, account metadata, KB articles, reference."""
     try:
         ds = service.get_dataset(session=session, ref=dataset_id)
-        case = service.get_case(session=session, dataset_id=ds.id, case_id=case_id)  # type: ignore[arg-type]
+        case = service.get_case(session=session, dataset_id=stored_id(ds.id), case_id=case_id)
     except service.DatasetNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     return render(request, "datasets/case.html", {"dataset": ds, "case": case})

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends
 from webapp.auth.service import Principal
 from webapp.datasets import service
 from webapp.datasets.pages import DATASET_ROLES
+from webapp.datasets.schemas import DatasetPublic
 from webapp.db import SessionDep
 from webapp.deps import require_role
 from webapp.timeutil import as_utc
@@ -16,7 +17,7 @@ from webapp.timeutil import as_utc
 router = APIRouter(tags=["datasets"])
 
 
-@router.get("/datasets")
+@router.get("/datasets", response_model=list[DatasetPublic])
 def api_datasets(
     session: SessionDep, principal: Principal = Depends(require_role(*DATASET_ROLES))
 ) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.loader import DatasetError, SupportFieldError, parse_dataset, sha256_of, support_fields
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import RecordError, file_format, read_file
+from webapp.db import stored_id
 
 
 class DatasetNotFound(LookupError):
@@ -81,7 +82,7 @@ def import_dataset(
         c = lc.case
         session.add(
             EvalCase(
-                dataset_id=ds.id,  # type: ignore[arg-type]
+                dataset_id=stored_id(ds.id),
                 position=position,
                 case_id=c.id,
                 input=c.input,

@@ -12,6 +12,7 @@ from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.evaluator import service
 from webapp.evaluator.pages import VIEW_ROLES
+from webapp.evaluator.schemas import EvaluatorReportPublic
 
 router = APIRouter(tags=["evaluator"])
 
@@ -29,7 +30,7 @@ def _flag(f: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/evaluator/runs/{run_id}")
+@router.get("/evaluator/runs/{run_id}", response_model=EvaluatorReportPublic)
 def evaluator_run_json(
     run_id: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
 ) -> dict[str, Any]:

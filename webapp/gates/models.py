@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Column, Text
 from sqlmodel import Field, SQLModel
@@ -12,7 +12,7 @@ from webapp.timeutil import aware_datetime_type, utcnow
 
 
 class GateSignoff(SQLModel, table=True):
-    __tablename__ = "gate_signoff"
+    __tablename__: ClassVar[str] = "gate_signoff"
 
     id: int | None = Field(default=None, primary_key=True)
     gate: str = Field(max_length=12, index=True)  # pilot | production

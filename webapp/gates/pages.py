@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.gates import service
 from webapp.gates.report import to_markdown
@@ -41,7 +41,7 @@ def gate_page(
     rep = service.report(session=session, spec=spec, gate=gate, run=run)
     if format == "markdown":
         return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
-    signed = service.signoffs(session=session, gate=gate, run_id=run.id)  # type: ignore[arg-type]
+    signed = service.signoffs(session=session, gate=gate, run_id=stored_id(run.id))
     users = {u.id: u for u in (session.get(User, s.user_id) for s in signed) if u}
     return render(
         request,

@@ -10,13 +10,14 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.gates import service
+from webapp.gates.schemas import GateReportPublic
 from webapp.runs.deps import RunDep
 
 router = APIRouter(tags=["gates"])
 READERS = ("pm", "support_lead", "lead", "admin")
 
 
-@router.get("/gates/{gate}")
+@router.get("/gates/{gate}", response_model=GateReportPublic)
 def get_gate(
     gate: Literal["pilot", "production"],
     session: SessionDep,

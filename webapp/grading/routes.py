@@ -8,11 +8,21 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
+from webapp.api_docs import error_response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.grading import service as gs
 from webapp.grading.models import Adjudication, Grade
+from webapp.grading.schemas import (
+    AdjudicationsPublic,
+    AgreementPublic,
+    DecisionPublic,
+    DraftGradesPublic,
+    FinalGradesPublic,
+    GradePublic,
+    ReservedPublic,
+)
 from webapp.runs.models import Run
 from webapp.timeutil import as_utc
 
@@ -84,7 +94,12 @@ class AdjudicationIn(ScoresIn):
     comment: str = ""
 
 
-@router.post("/grades", status_code=201)
+@router.post(
+    "/grades",
+    status_code=201,
+    response_model=GradePublic,
+    responses={404: error_response("No draft with that id"), 409: error_response("Already graded by the caller, no grader place left, or adjudicated")},
+)
 def create_grade(
     body: GradeIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
 ) -> dict[str, Any]:
@@ -99,7 +114,9 @@ def create_grade(
     return grade_public(grade)
 
 
-@router.put("/grades/{grade_id}")
+@router.put(
+    "/grades/{grade_id}", response_model=GradePublic, responses={409: error_response("The draft is adjudicated: grades are locked")}
+)
 def update_grade(
     grade_id: int, body: ScoresIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
 ) -> dict[str, Any]:
@@ -114,7 +131,7 @@ def update_grade(
     return grade_public(grade)
 
 
-@router.get("/drafts/{draft_id}/grades")
+@router.get("/drafts/{draft_id}/grades", response_model=DraftGradesPublic)
 def draft_grades(
     draft_id: int, session: SessionDep, principal: Principal = Depends(GRADERS)
 ) -> dict[str, Any]:
@@ -142,7 +159,11 @@ def draft_grades(
     }
 
 
-@router.post("/grading/runs/{run_id}/next", responses={204: {"description": "No draft of the run is left for the caller"}})
+@router.post(
+    "/grading/runs/{run_id}/next",
+    response_model=ReservedPublic,
+    responses={204: {"description": "No draft of the run is left for the caller"}},
+)
 def take_next(
     run_id: int,
     session: SessionDep,
@@ -151,7 +172,7 @@ def take_next(
     intent: str | None = None,
     golden: bool | None = None,
     principal: Principal = Depends(GRADERS),
-) -> JSONResponse:
+) -> Response:
     """Reserve the caller's next draft of a run (204 when none is left)."""
     batch = gs.BatchFilter(run_id=run_id, category=category, intent=intent, golden=golden)
     draft = gs.next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
@@ -160,7 +181,7 @@ def take_next(
     return JSONResponse({"draft_id": draft.id, "reserved_minutes": spec.grading.reservation_minutes})
 
 
-@router.get("/adjudications")
+@router.get("/adjudications", response_model=AdjudicationsPublic)
 def adjudications(
     session: SessionDep,
     status: Literal["open", "rework", "resolved", "dissolved", "all"] = Query("open"),
@@ -175,7 +196,11 @@ def adjudications(
     return {"status": status, "items": out}
 
 
-@router.post("/adjudications/{adjudication_id}")
+@router.post(
+    "/adjudications/{adjudication_id}",
+    response_model=DecisionPublic,
+    responses={409: error_response("The adjudication is already decided, or the grade is not one of it")},
+)
 def decide(
     adjudication_id: int,
     body: AdjudicationIn,
@@ -221,7 +246,7 @@ def decide(
     }
 
 
-@router.get("/grading/agreement")
+@router.get("/grading/agreement", response_model=AgreementPublic)
 def agreement(
     session: SessionDep,
     spec: SpecDep,
@@ -239,7 +264,16 @@ def _run_or_404(session: SessionDep, run_id: int) -> Run:
     return run
 
 
-@router.get("/grading/runs/{run_id}/final-grades")
+@router.get(
+    "/grading/runs/{run_id}/final-grades",
+    response_model=FinalGradesPublic,
+    responses={
+        200: {
+            "description": "The final grades as JSON, or as a CSV or JSONL download (format=csv, format=jsonl)",
+            "content": {"text/csv": {"schema": {"type": "string"}}, "application/x-ndjson": {"schema": {"type": "string"}}},
+        }
+    },
+)
 def run_final_grades(
     run_id: int,
     session: SessionDep,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import ClassVar, Literal
 
 from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
@@ -15,7 +15,7 @@ REVISION_STATUSES: tuple[str, ...] = ("current", "deprecated", "deleted")
 
 
 class KbArticle(SQLModel, table=True):
-    __tablename__ = "kb_article"
+    __tablename__: ClassVar[str] = "kb_article"
 
     id: int | None = Field(default=None, primary_key=True)
     article_id: str = Field(max_length=40, unique=True, index=True)  # e.g. "KB-3001"
@@ -24,7 +24,7 @@ class KbArticle(SQLModel, table=True):
 
 
 class KbRevision(SQLModel, table=True):
-    __tablename__ = "kb_revision"
+    __tablename__: ClassVar[str] = "kb_revision"
     __table_args__ = (
         UniqueConstraint("article_id", "revision", name="uq_kb_revision_article_revision"),
         # "The current revision of an article" is a query that can return at most one row.

@@ -10,11 +10,12 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import ANY_ROLE, require_role
 from webapp.kb import service
+from webapp.kb.schemas import ArticlePublic
 
 router = APIRouter(tags=["kb"])
 
 
-@router.get("/kb/articles")
+@router.get("/kb/articles", response_model=list[ArticlePublic])
 def api_kb_articles(
     session: SessionDep, q: str = "", principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> list[dict[str, Any]]:

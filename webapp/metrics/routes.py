@@ -14,6 +14,13 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role, require_scope
 from webapp.metrics import ingest, service
+from webapp.metrics.schemas import (
+    AlertStatusPublic,
+    DayMetricsPublic,
+    HallucinationReportPublic,
+    IngestPublic,
+    StreaksReportPublic,
+)
 from webapp.request_limits import EVENTS_BODY_LIMIT
 
 router = APIRouter(tags=["metrics"])
@@ -21,7 +28,7 @@ router = APIRouter(tags=["metrics"])
 READERS = ("support_lead", "pm", "lead", "admin")
 
 
-@router.post("/events", max_body_size=EVENTS_BODY_LIMIT)
+@router.post("/events", max_body_size=EVENTS_BODY_LIMIT, response_model=IngestPublic)
 def post_events(
     session: SessionDep,
     spec: SpecDep,
@@ -46,7 +53,7 @@ def post_events(
 _DAYS_JSON = TypeAdapter(list[dict[str, Any]])
 
 
-@router.get("/metrics/daily", response_model=list[dict[str, Any]])
+@router.get("/metrics/daily", response_model=list[DayMetricsPublic])
 def get_daily_metrics(
     session: SessionDep,
     spec: SpecDep,
@@ -67,7 +74,7 @@ def get_daily_metrics(
     return Response(_DAYS_JSON.dump_json([d.as_dict() for d in days]), media_type="application/json")
 
 
-@router.get("/metrics/streaks")
+@router.get("/metrics/streaks", response_model=StreaksReportPublic)
 def get_streaks(
     session: SessionDep,
     spec: SpecDep,
@@ -93,7 +100,7 @@ def get_streaks(
     }
 
 
-@router.get("/alerts")
+@router.get("/alerts", response_model=list[AlertStatusPublic])
 def get_alerts(
     session: SessionDep,
     spec: SpecDep,
@@ -104,7 +111,7 @@ def get_alerts(
     return [a.as_dict() for a in service.alerts(session=session, spec=spec, end=end)]
 
 
-@router.post("/events/{event_id}/hallucination-reports", status_code=201)
+@router.post("/events/{event_id}/hallucination-reports", status_code=201, response_model=HallucinationReportPublic)
 def post_hallucination_report(
     event_id: str,
     session: SessionDep,

@@ -312,9 +312,11 @@ class _CaseInfo:
 
 def _drafted_cases(session: Session, run_ids: tuple[int, int]) -> tuple[dict[str, _CaseInfo], dict[int, dict[str, list[int]]]]:
     """Return the cases drafted in either run (by case id) and, per run, each case's draft ids."""
-    # Seven columns: more than sqlmodel's typed select takes, so SQLAlchemy's select.
+    # SQLAlchemy's select: SQLModel's is typed for at most four columns.
     rows = session.execute(
-        sa_select(col(Draft.id), col(Draft.run_id), col(EvalCase.case_id), col(EvalCase.category), col(EvalCase.intent), col(EvalCase.golden), col(EvalCase.position))
+        sa_select(
+            col(Draft.id), col(Draft.run_id), col(EvalCase.case_id), col(EvalCase.category), col(EvalCase.intent), col(EvalCase.golden), col(EvalCase.position)
+        )
         .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
         .where(col(Draft.run_id).in_(run_ids))
         .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))

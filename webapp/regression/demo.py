@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from webapp.db import stored_id
 from webapp.demo.context import DemoContext
 from webapp.regression import service
 from webapp.spec import EvalSpec
@@ -12,5 +13,5 @@ from webapp.spec import EvalSpec
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Append the demo dataset's golden cases to the suite, recorded as added by the team lead."""
     lead = ctx.users["lead"]
-    added = service.seed_golden(session=session, created_by=lead.id, dataset_id=ctx.dataset.id)  # type: ignore[arg-type]
+    added = service.seed_golden(session=session, created_by=stored_id(lead.id), dataset_id=stored_id(ctx.dataset.id))
     ctx.extra["regression_cases"] = [c.case_id for c in added]

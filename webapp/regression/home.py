@@ -19,7 +19,7 @@ def _short(alert: RegressionAlert, run_name: str) -> str:
     if alert.kind in ("golden_check", "golden_factual"):
         # Name what failed: the checks (older alerts carry one "check"), or the human factual grade.
         keys = alert.evidence.get("checks") or ([alert.evidence["check"]] if alert.evidence.get("check") else [])
-        what = ", ".join(PROBLEM_LABELS.get(k, k) or k for k in keys) if keys else "factual accuracy (final human grade)"
+        what = ", ".join(PROBLEM_LABELS.get(str(k), str(k)) for k in keys) if keys else "factual accuracy (final human grade)"
         return f"golden example {case_id} fails {what} in {run_name}"
     drop = float(alert.evidence.get("drop", 0.0))
     return f"pass rate of {run_name} down {drop * 100:.1f} points from the baseline"

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
-from sqlalchemy import DDL, JSON, Column, Text, UniqueConstraint, event
+from sqlalchemy import DDL, JSON, Column, Text, UniqueConstraint, event, inspect
 from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
 
 
-class RegressionCase(SQLModel, table=True):
-    """One case of the regression suite. Rows are never updated or deleted (the database refuses)."""
+class RegressionCaseBase(SQLModel):
+    """A regression case's fields as stored and as the API shows them (webapp.regression.schemas)."""
 
-    __tablename__ = "regression_case"
-
-    id: int | None = Field(default=None, primary_key=True)
     case_id: str = Field(max_length=200, unique=True, index=True)
     input: str = Field(sa_column=Column(Text, nullable=False))
     note: str = Field(sa_column=Column(Text, nullable=False))
@@ -27,16 +24,24 @@ class RegressionCase(SQLModel, table=True):
     expected_behavior: str | None = Field(default=None, max_length=20)
     reference: str | None = Field(default=None, sa_column=Column(Text))
     kb_articles: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    created_by: int = Field(foreign_key="app_user.id", index=True)
+
+
+class RegressionCase(RegressionCaseBase, table=True):
+    """One case of the regression suite. Rows are never updated or deleted (the database refuses)."""
+
+    __tablename__: ClassVar[str] = "regression_case"
+
+    id: int | None = Field(default=None, primary_key=True)
     account: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     conversation: list[Any] | None = Field(default=None, sa_column=Column(JSON))
-    created_by: int = Field(foreign_key="app_user.id", index=True)
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 
 
 class RegressionAlert(SQLModel, table=True):
     """A regression found when a run was checked (or graded): a golden example failing, or a pass-rate drop."""
 
-    __tablename__ = "regression_alert"
+    __tablename__: ClassVar[str] = "regression_alert"
     __table_args__ = (UniqueConstraint("run_id", "fingerprint", name="uq_regression_alert_run_fingerprint"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -70,8 +75,9 @@ POSTGRESQL_APPEND_ONLY_DDL: tuple[str, ...] = (
     "FOR EACH ROW EXECUTE FUNCTION regression_case_append_only()",
 )
 
+_CASE_TABLE = inspect(RegressionCase).local_table  # the mapper's table: typed, unlike the class's __table__
 for _sql in SQLITE_APPEND_ONLY_DDL:
-    event.listen(RegressionCase.__table__, "after_create", DDL(_sql).execute_if(dialect="sqlite"))
+    event.listen(_CASE_TABLE, "after_create", DDL(_sql).execute_if(dialect="sqlite"))
 for _sql in POSTGRESQL_APPEND_ONLY_DDL:
     # DDL() formats its text with %-substitution first, so the one literal % is doubled here.
-    event.listen(RegressionCase.__table__, "after_create", DDL(_sql.replace("%", "%%")).execute_if(dialect="postgresql"))
+    event.listen(_CASE_TABLE, "after_create", DDL(_sql.replace("%", "%%")).execute_if(dialect="postgresql"))

@@ -13,7 +13,7 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.checks import service as checks_service
 from webapp.checks.rules import CHECK_LABELS
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.regression import comparison, service
 from webapp.regression.routes import (
@@ -43,7 +43,7 @@ def suite_page(
     else:
         latest = service.latest_run_id(session=session)
         run = run_or_404(session, str(latest)) if latest is not None else None
-    report = service.suite_report(session=session, run_id=run.id) if run is not None else None  # type: ignore[arg-type]
+    report = service.suite_report(session=session, run_id=stored_id(run.id)) if run is not None else None
     cases = service.list_cases(session=session)
     # After "Add to suite" (no JS): say that the next run must include the case just added.
     added = request.query_params.get("added", "")
@@ -83,7 +83,7 @@ def run_regression_page(
     request: Request, session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
 ) -> HTMLResponse:
     """Show the regression suite's result for one run, case by case."""
-    report = service.suite_report(session=session, run_id=run.id)  # type: ignore[arg-type]
+    report = service.suite_report(session=session, run_id=stored_id(run.id))
     return render(request, "regression/run.html", {"run": run, "report": report, "target": spec.regression.target_cases})
 
 
@@ -124,7 +124,7 @@ def from_draft_submit(
         source = "run"
     try:
         case = service.add_case_from_draft(
-            session=session, draft_id=draft_id, created_by=principal.user_id, note=note, source=source  # type: ignore[arg-type]
+            session=session, draft_id=draft_id, created_by=principal.user_id, note=note, source=source
         )
     except service.RegressionError as exc:
         return render(
@@ -154,7 +154,7 @@ def compare_page(
     if a_ref and b_ref:
         try:
             ra, rb = resolve_run(session=session, ref=a_ref), resolve_run(session=session, ref=b_ref)
-            cmp = comparison.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
+            cmp = comparison.compare_runs(session=session, spec=spec, a_id=stored_id(ra.id), b_id=stored_id(rb.id))
         except (RunNotFound, service.NotComparable) as exc:
             error = str(exc)
     rows = cmp.filtered(**filters.case_filters()) if cmp else []
@@ -196,8 +196,8 @@ def compare_case_page(
         pair = comparison.case_pair(
             session=session,
             spec=spec,
-            a_id=ra.id,  # type: ignore[arg-type]
-            b_id=rb.id,  # type: ignore[arg-type]
+            a_id=stored_id(ra.id),
+            b_id=stored_id(rb.id),
             case_id=case_id,
             judge=flows.judge_scores(session=session, principal=principal),
         )
@@ -218,9 +218,9 @@ def baseline_submit(
 ) -> RedirectResponse:
     """Mark (or unmark) a run as the baseline of its dataset, then go back to its checks."""
     if action == "unmark":
-        service.unmark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
+        service.unmark_baseline(session=session, run_id=stored_id(run.id))
     else:
-        service.mark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
+        service.mark_baseline(session=session, run_id=stored_id(run.id))
     return RedirectResponse(f"/runs/{run.id}/checks", status_code=303)
 
 

@@ -7,11 +7,21 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
+from webapp.api_docs import error_response
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.regression import comparison, service
 from webapp.regression.models import RegressionCase
+from webapp.regression.schemas import (
+    AddedCasePublic,
+    BaselinePublic,
+    ComparisonPublic,
+    RegressionAlertPublic,
+    RegressionAlertsPublic,
+    SuitePublic,
+    SuiteReportPublic,
+)
 from webapp.runs.deps import RunDep, run_or_404
 from webapp.runs.models import Run
 
@@ -42,7 +52,7 @@ def case_payload(case: RegressionCase) -> dict[str, Any]:
     }
 
 
-@router.get("/regression/cases")
+@router.get("/regression/cases", response_model=SuitePublic)
 def get_cases(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES, "labeler"))
 ) -> dict[str, Any]:
@@ -59,7 +69,12 @@ class FromDraftIn(BaseModel):
     source: Literal["run", "grading", "review"] = "run"
 
 
-@router.post("/regression/cases", status_code=201, responses={409: {"description": "The case is already in the regression suite"}})
+@router.post(
+    "/regression/cases",
+    status_code=201,
+    response_model=AddedCasePublic,
+    responses={409: error_response("The case is already in the regression suite")},
+)
 def post_case(
     body: FromDraftIn, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
 ) -> dict[str, Any]:
@@ -95,7 +110,14 @@ def csv_download(body: str, filename: str) -> Response:
     return Response(body, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
 
 
-@router.get("/runs/compare", response_model=None, responses={404: {"description": "No run with that name or id"}})
+@router.get(
+    "/runs/compare",
+    response_model=ComparisonPublic,
+    responses={
+        200: {"description": "The comparison (JSON), or its per-case table with format=csv", "content": {"text/csv": {"schema": {"type": "string"}}}},
+        404: error_response("No run with that name or id"),
+    },
+)
 def get_compare(
     session: SessionDep,
     spec: SpecDep,
@@ -107,7 +129,7 @@ def get_compare(
         raise HTTPException(status_code=422, detail="a, b: name the two runs to compare")
     ra, rb = run_or_404(session, filters.a), run_or_404(session, filters.b)
     try:
-        cmp = comparison.compare_runs(session=session, spec=spec, a_id=ra.id, b_id=rb.id)  # type: ignore[arg-type]
+        cmp = comparison.compare_runs(session=session, spec=spec, a_id=stored_id(ra.id), b_id=stored_id(rb.id))
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
     rows = cmp.filtered(**filters.case_filters())
@@ -116,29 +138,29 @@ def get_compare(
     return cmp.as_dict(rows)
 
 
-@router.get("/runs/{run}/regression")
+@router.get("/runs/{run}/regression", response_model=SuiteReportPublic)
 def get_run_regression(
     session: SessionDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Return the regression suite's result for a run, case by case."""
-    return service.suite_report(session=session, run_id=run.id).as_dict()  # type: ignore[arg-type]
+    return service.suite_report(session=session, run_id=stored_id(run.id)).as_dict()
 
 
-@router.post("/runs/{run}/baseline")
+@router.post("/runs/{run}/baseline", response_model=BaselinePublic)
 def post_baseline(
     session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Make a run the baseline of its dataset (the previous baseline stops being one)."""
-    r = service.mark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
+    r = service.mark_baseline(session=session, run_id=stored_id(run.id))
     return {"run": r.name, "is_baseline": r.is_baseline}
 
 
-@router.delete("/runs/{run}/baseline")
+@router.delete("/runs/{run}/baseline", response_model=BaselinePublic)
 def delete_baseline(
     session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
 ) -> dict[str, Any]:
     """Stop a run being the baseline."""
-    r = service.unmark_baseline(session=session, run_id=run.id)  # type: ignore[arg-type]
+    r = service.unmark_baseline(session=session, run_id=stored_id(run.id))
     return {"run": r.name, "is_baseline": r.is_baseline}
 
 
@@ -157,7 +179,7 @@ def alert_payload(alert: Any, run: Any) -> dict[str, Any]:
     }
 
 
-@router.get("/regression/alerts")
+@router.get("/regression/alerts", response_model=RegressionAlertsPublic)
 def get_alerts(
     session: SessionDep,
     open_only: bool = Query(False, alias="open"),
@@ -168,7 +190,7 @@ def get_alerts(
     return {"count": len(rows), "alerts": [alert_payload(a, r) for a, r in rows]}
 
 
-@router.post("/regression/alerts/{alert_id}/acknowledge")
+@router.post("/regression/alerts/{alert_id}/acknowledge", response_model=RegressionAlertPublic)
 def post_acknowledge(
     alert_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ACK_ROLES))
 ) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import datetime as dt
 
 from sqlmodel import Session
 
+from webapp.db import stored_id
 from webapp.demo.context import DemoContext
 from webapp.reviews import service
 from webapp.spec import EvalSpec
@@ -29,7 +30,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     for item, _event in to_review:
         verdict = ctx.rng.choices(list(NOTES), weights=[7, 2, 1])[0]
         service.record_verdict(
-            session=session, item_id=item.id, verdict=verdict, notes=ctx.rng.choice(NOTES[verdict]),  # type: ignore[arg-type]
+            session=session, item_id=stored_id(item.id), verdict=verdict, notes=ctx.rng.choice(NOTES[verdict]),
             reviewer=pm.id if pm else None,
         )
     session.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import ClassVar
 
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -13,7 +14,7 @@ from webapp.timeutil import aware_datetime_type, utcnow
 class ReviewSample(SQLModel, table=True):
     """The sample of one period (ISO week "2026-W45" or month "2026-11"), fixed once drawn."""
 
-    __tablename__ = "review_sample"
+    __tablename__: ClassVar[str] = "review_sample"
 
     id: int | None = Field(default=None, primary_key=True)
     period: str = Field(max_length=10, unique=True, index=True)
@@ -30,7 +31,7 @@ class ReviewSample(SQLModel, table=True):
 class ReviewItem(SQLModel, table=True):
     """One sampled draft/sent pair and the reviewer's verdict on it."""
 
-    __tablename__ = "review_item"
+    __tablename__: ClassVar[str] = "review_item"
     __table_args__ = (UniqueConstraint("sample_id", "event_id", name="uq_review_item_sample_event"),)
 
     id: int | None = Field(default=None, primary_key=True)

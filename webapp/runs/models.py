@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -11,29 +11,29 @@ from sqlmodel import Field, SQLModel
 from webapp.timeutil import aware_datetime_type, utcnow
 
 
-class Run(SQLModel, table=True):
-    __tablename__ = "run"
+class RunBase(SQLModel):
+    """A run's own fields, as stored and as the API shows them (webapp.runs.schemas.RunPublic)."""
 
-    id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=200, unique=True, index=True)
-    dataset_id: int = Field(foreign_key="dataset.id", index=True)
     model: str = Field(default="", max_length=200)
     prompt_version: str = Field(default="", max_length=200)
     notes: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     source: str = Field(default="import", max_length=20)  # import | evaluator | demo
     is_baseline: bool = False
+
+
+class Run(RunBase, table=True):
+    __tablename__: ClassVar[str] = "run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 
 
-class Draft(SQLModel, table=True):
-    """One output of the assistant for one case (and sample): a draft, or a fallback, or an escalation."""
+class DraftBase(SQLModel):
+    """A draft's own fields, as stored and as the API shows them (webapp.runs.schemas.DraftPublic)."""
 
-    __tablename__ = "draft"
-    __table_args__ = (UniqueConstraint("run_id", "case_pk", "sample_index", name="uq_draft_run_case_sample"),)
-
-    id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
-    case_pk: int = Field(foreign_key="eval_case.id", index=True)
     sample_index: int = 0
     draft_text: str | None = Field(default=None, sa_column=Column(Text))
     # [{"article_id": "KB-3001", "revision": 4}, ...]
@@ -44,4 +44,14 @@ class Draft(SQLModel, table=True):
     latency_ms: int | None = None
     cost_usd: float | None = None
     raw_output: Any | None = Field(default=None, sa_column=Column(JSON))
+
+
+class Draft(DraftBase, table=True):
+    """One output of the assistant for one case (and sample): a draft, or a fallback, or an escalation."""
+
+    __tablename__: ClassVar[str] = "draft"
+    __table_args__ = (UniqueConstraint("run_id", "case_pk", "sample_index", name="uq_draft_run_case_sample"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    case_pk: int = Field(foreign_key="eval_case.id", index=True)
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

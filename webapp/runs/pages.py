@@ -8,7 +8,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from webapp.auth.service import Principal
 from webapp.datasets import service as datasets_service
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, require_role
 from webapp.kb import service as kb_service
 from webapp.runs import service
@@ -62,10 +62,10 @@ def run_detail(
         "run": run,
         "summary": summary,
         "drafts": service.list_drafts(
-            session=session, run_id=run.id, category=category, intent=intent, draft_intent=draft_intent, golden=golden  # type: ignore[arg-type]
+            session=session, run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent, golden=golden
         ),
         "facets": datasets_service.case_facets(session=session, dataset_id=run.dataset_id),
-        "draft_intents": service.draft_intents(session=session, run_id=run.id),  # type: ignore[arg-type]
+        "draft_intents": service.draft_intents(session=session, run_id=stored_id(run.id)),
         "filters": {"category": category, "intent": intent, "draft_intent": draft_intent, "golden": golden},
     }
     return render(request, "runs/detail.html", ctx, block="results")

@@ -7,21 +7,22 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import ANY_ROLE, require_role
 from webapp.runs import service
 from webapp.runs.deps import RunDep
+from webapp.runs.schemas import RunDraftsPublic, RunPublic
 
 router = APIRouter(tags=["runs"])
 
 
-@router.get("/runs")
+@router.get("/runs", response_model=list[RunPublic])
 def api_runs(session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))) -> list[dict[str, Any]]:
     """List runs, newest first, with dataset and draft counts."""
     return [service.run_public(s) for s in service.list_runs(session=session)]
 
 
-@router.get("/runs/{run}/drafts")
+@router.get("/runs/{run}/drafts", response_model=RunDraftsPublic)
 def api_run_drafts(
     session: SessionDep,
     category: str = "",
@@ -32,7 +33,9 @@ def api_run_drafts(
     run: RunDep,
 ) -> dict[str, Any]:
     """Return a run (by name or id) and its drafts (filtered by the case's category and intent, the draft's intent)."""
-    rows = service.list_drafts(session=session, run_id=run.id, category=category, intent=intent, draft_intent=draft_intent)  # type: ignore[arg-type]
+    rows = service.list_drafts(
+        session=session, run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent
+    )
     return {
         "run": service.run_public(service.run_row(session=session, run=run)),
         "drafts": [service.draft_public(row.draft, row.case) for row in rows],

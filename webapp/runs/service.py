@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
+from webapp.db import stored_id
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import as_utc
 
@@ -181,11 +182,12 @@ def _refuse_regrading(
     grade_counts: GradeCounts,
 ) -> None:
     """Raise RecordError when the file changes the text or citations of drafts that already have grades."""
-    changed: dict[int, DraftRecord] = {}
-    for dr in records:
-        row = existing.get((cases[dr.case_id], dr.sample_index))
-        if row is not None and row.id is not None and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS):
-            changed[row.id] = dr
+    changed = {
+        stored_id(row.id): dr
+        for dr in records
+        if (row := existing.get((cases[dr.case_id], dr.sample_index))) is not None
+        and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS)
+    }
     if not changed:
         return
     counts = grade_counts(session, list(changed))
@@ -259,12 +261,9 @@ def import_drafts(
                     path=path,
                 )
             ds = all_ds[0]
-        assert ds.id is not None  # a stored dataset
-        dataset_id = ds.id
+        dataset_id = stored_id(ds.id)
     cases = {
-        c.case_id: c.id
-        for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id)).all()
-        if c.id is not None
+        c.case_id: stored_id(c.id) for c in session.exec(select(EvalCase).where(col(EvalCase.dataset_id) == dataset_id)).all()
     }
     for dr in records:
         if dr.case_id not in cases:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import ClassVar
 
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -13,7 +14,7 @@ HELPFUL_CHOICES: tuple[str, ...] = ("yes", "no", "neutral")
 
 
 class SurveyRound(SQLModel, table=True):
-    __tablename__ = "survey_round"
+    __tablename__: ClassVar[str] = "survey_round"
 
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=120, unique=True)
@@ -22,7 +23,7 @@ class SurveyRound(SQLModel, table=True):
 
 
 class SurveyAnswer(SQLModel, table=True):
-    __tablename__ = "survey_answer"
+    __tablename__: ClassVar[str] = "survey_answer"
     __table_args__ = (UniqueConstraint("round_id", "agent_id", name="uq_survey_answer_round_agent"),)
 
     id: int | None = Field(default=None, primary_key=True)

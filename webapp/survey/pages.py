@@ -10,9 +10,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import require_role
 from webapp.survey import service
 from webapp.templating import render
@@ -22,7 +23,7 @@ READERS = ("support_lead", "pm", "lead", "admin")
 WRITERS = ("support_lead", "admin")
 
 
-def _page(request: Request, session, principal: Principal, error: str | None = None, status: int = 200) -> HTMLResponse:  # type: ignore[no-untyped-def]
+def _page(request: Request, session: Session, principal: Principal, error: str | None = None, status: int = 200) -> HTMLResponse:
     rnd = service.current_round(session=session)
     counts = service.counts(session=session)
     latest = service.rounds(session=session)
@@ -33,7 +34,7 @@ def _page(request: Request, session, principal: Principal, error: str | None = N
         {
             "round": rnd,
             "counts": counts,
-            "answers": service.answers(session=session, round_id=shown.id) if shown and shown.id is not None else [],
+            "answers": service.answers(session=session, round_id=stored_id(shown.id)) if shown else [],
             "rounds": latest,
             "can_write": principal.has_role(*WRITERS),
             "error": error,

@@ -11,6 +11,7 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import require_role, require_scope
 from webapp.survey import service
+from webapp.survey.schemas import SurveyAnswerPublic, SurveyCountsPublic
 
 router = APIRouter(tags=["survey"])
 READERS = ("support_lead", "pm", "lead", "admin")
@@ -23,7 +24,7 @@ class SurveyAnswerIn(BaseModel):
     round: str | None = None
 
 
-@router.post("/survey", status_code=200)
+@router.post("/survey", status_code=200, response_model=SurveyAnswerPublic)
 def post_answer(
     body: SurveyAnswerIn,
     session: SessionDep,
@@ -40,7 +41,7 @@ def post_answer(
     return {"agent_id": answer.agent_id, "helpful": answer.helpful, "times_answered": answer.times_answered}
 
 
-@router.get("/survey")
+@router.get("/survey", response_model=SurveyCountsPublic)
 def get_counts(session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> dict[str, object]:
     """Return the newest round's counts and net score."""
     c = service.counts(session=session)

@@ -8,6 +8,7 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from webapp.db import stored_id
 from webapp.survey.models import HELPFUL_CHOICES, SurveyAnswer, SurveyRound
 from webapp.timeutil import utcnow
 
@@ -87,7 +88,7 @@ def record_answer(
     if existing is None:
         try:
             with session.begin_nested():
-                answer = SurveyAnswer(round_id=rnd.id, agent_id=agent_id, helpful=helpful, comment=comment)  # type: ignore[arg-type]
+                answer = SurveyAnswer(round_id=stored_id(rnd.id), agent_id=agent_id, helpful=helpful, comment=comment)
                 session.add(answer)
                 session.flush()
             return answer

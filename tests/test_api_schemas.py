@@ -1,0 +1,125 @@
+"""Every /api/v1 route declares what it answers: a response model, or the media type of its download."""
+
+from __future__ import annotations
+
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+
+from tests.test_route_security import _routes
+from webapp.api_docs import API_PREFIX, OPENAPI_URL
+from webapp.config import Settings
+from webapp.main import create_app
+from webapp.metrics.schemas import DayMetricsPublic
+from webapp.spec import METRIC_NAMES
+
+JSON = "application/json"
+
+
+@pytest.fixture(scope="module")
+def app() -> Any:
+    return create_app(Settings(database_url="sqlite://", mode="dev", secret_key="x" * 32))
+
+
+def _api_routes(app: Any) -> list[tuple[str, str, APIRoute]]:
+    return [(m, p, r) for m, p, r in _routes(app) if p.startswith(API_PREFIX + "/")]
+
+
+def _non_json_media_types(route: APIRoute) -> set[str]:
+    ok = route.responses.get(200, route.responses.get("200", {}))
+    return {media for media in ok.get("content", {}) if media != JSON}
+
+
+def _is_model(tp: Any) -> bool:
+    """Tell whether a response type is a Pydantic model, a list of one, or a union of them (not a bare dict)."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Annotated:
+        return _is_model(args[0])
+    if origin is list:
+        return _is_model(args[0])
+    if origin in (Union, UnionType):
+        return all(_is_model(a) for a in args)
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _undeclared(routes: list[tuple[str, str, APIRoute]]) -> list[str]:
+    """Return the routes whose answer has neither a model nor a non-JSON media type."""
+    return [f"{m} {p}" for m, p, r in routes if not _is_model(r.response_model) and not _non_json_media_types(r)]
+
+
+def test_every_api_route_declares_its_response_model(app: Any) -> None:
+    routes = _api_routes(app)
+    assert len(routes) > 25
+    assert _undeclared(routes) == []
+
+
+def test_a_route_answering_a_bare_dict_or_nothing_is_caught(app: Any) -> None:
+    # The walk must not pass vacuously: the same endpoint declared with a plain dict, or with no model, is caught.
+    method, path, route = _api_routes(app)[0]
+    as_dict = APIRoute(path, route.endpoint, methods=[method], response_model=dict[str, Any])
+    bare = APIRoute(path, route.endpoint, methods=[method], response_model=None)
+    assert _undeclared([(method, path, as_dict), (method, path, bare)]) == [f"{method} {path}"] * 2
+    assert _undeclared([(method, path, route)]) == []
+
+
+def _resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def test_every_success_answer_has_a_named_shape_in_the_document(app: Any) -> None:
+    doc = TestClient(app).get(OPENAPI_URL).json()
+    vague: list[str] = []
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            for status, response in op["responses"].items():
+                if not status.startswith("2") or status == "204":
+                    continue
+                content = response.get("content", {})
+                assert content, f"{method} {path} {status} has no content"
+                for media, body in content.items():
+                    schema = _resolve(doc, body["schema"])
+                    if media != JSON:
+                        assert schema == {"type": "string"}, f"{method} {path} {media}"
+                        continue
+                    if schema.get("type") == "array":
+                        schema = _resolve(doc, schema["items"])
+                    # A JSON answer is an object with named properties (or one of several such
+                    # objects), not "any object".
+                    for shape in [_resolve(doc, s) for s in schema.get("oneOf", [])] or [schema]:
+                        if not shape.get("properties"):
+                            vague.append(f"{method.upper()} {path} {status}: {shape}")
+    assert vague == []
+
+
+def test_every_error_status_has_the_error_body(app: Any) -> None:
+    doc = TestClient(app).get(OPENAPI_URL).json()
+    error = doc["components"]["schemas"]["Error"]
+    assert error["required"] == ["detail"]
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            for status, response in op["responses"].items():
+                if status.startswith("4"):
+                    schema = response["content"][JSON]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/Error"}, f"{method} {path} {status}"
+
+
+def test_downloads_document_their_media_types(app: Any) -> None:
+    doc = TestClient(app).get(OPENAPI_URL).json()
+    final = doc["paths"]["/api/v1/grading/runs/{run_id}/final-grades"]["get"]["responses"]["200"]["content"]
+    assert set(final) == {JSON, "text/csv", "application/x-ndjson"}
+    compare = doc["paths"]["/api/v1/runs/compare"]["get"]["responses"]["200"]["content"]
+    assert set(compare) == {JSON, "text/csv"}
+
+
+def test_daily_metrics_model_names_every_metric_of_the_spec() -> None:
+    # /metrics/daily answers with pre-serialized JSON (no validation on the way out): its model must
+    # still name every metric the service writes.
+    fields = set(DayMetricsPublic.model_fields)
+    assert set(METRIC_NAMES) <= fields
+    assert fields - set(METRIC_NAMES) == {"day", "events", "drafts_shown", "target_met", "all_targets_met"}

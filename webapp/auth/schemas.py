@@ -1,0 +1,17 @@
+"""JSON API shapes of auth."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+
+class WhoamiPublic(BaseModel):
+    """The caller's identity, roles, token scopes and how they authenticated."""
+
+    email: str
+    name: str
+    roles: list[str]
+    scopes: list[str]
+    via: Literal["session", "token"]

@@ -1,0 +1,117 @@
+"""JSON API shapes of the automated checks."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from webapp.api_schemas import Timestamp
+
+
+class RatePublic(BaseModel):
+    """Drafts passing every applicable check, out of the drafts checked (pass_rate null when none)."""
+
+    passed: int
+    failed: int
+    total: int
+    pass_rate: float | None
+
+
+class CheckRatePublic(BaseModel):
+    """One check across a run: passes, failures, not-applicables, pass rate over applicable drafts."""
+
+    key: str
+    label: str
+    passed: int
+    failed: int
+    not_applicable: int
+    pass_rate: float | None
+
+
+class CheckFailure(BaseModel):
+    """A check a draft failed, and why."""
+
+    key: str
+    reason: str
+
+
+class FailingDraft(BaseModel):
+    """A draft that failed at least one check."""
+
+    draft_id: int
+    case_id: str
+    sample_index: int
+    category: str | None
+    intent: str | None
+    golden: bool
+    safety: bool
+    passed: bool
+    failures: list[CheckFailure]
+
+
+class RunRef(BaseModel):
+    """The run a summary is about."""
+
+    id: int
+    name: str
+    dataset_id: int
+
+
+class CiGate(BaseModel):
+    """The CI gate's verdict on the run's checks (the pilot gate's automated pass rate)."""
+
+    passes: bool
+    reasons: list[str]
+    pass_rate_required: float
+
+
+class NewAlert(BaseModel):
+    """A regression alert raised by this check of the run."""
+
+    id: int
+    kind: str
+    message: str
+
+
+class RunChecksPublic(BaseModel):
+    """A run's check results: overall, per check, per category, per intent, and the failing drafts."""
+
+    run: RunRef
+    drafts: int
+    checked: int = Field(description="Drafts that have check results")
+    checked_at: Timestamp | None
+    kb_version: str | None
+    kb_changed_since_check: bool
+    overall: RatePublic
+    per_check: list[CheckRatePublic]
+    per_category: dict[str, RatePublic]
+    per_intent: dict[str, RatePublic]
+    golden_failures: list[str] = Field(description="Case ids of golden examples that fail")
+    safety_failures: list[str] = Field(description="Case ids of safety cases that fail")
+    failing_drafts: list[FailingDraft]
+    gate: CiGate
+
+
+class RecheckPublic(RunChecksPublic):
+    """A run's check results after (re-)checking it, with the regression alerts it raised."""
+
+    new_alerts: list[NewAlert]
+
+
+class CheckResultPublic(BaseModel):
+    """One check's result on a draft: pass, fail or not_applicable, with the reason."""
+
+    key: str
+    status: str
+    reason: str
+
+
+class DraftChecksPublic(BaseModel):
+    """One draft's stored check results (passed null and no results when the run was never checked)."""
+
+    draft_id: int
+    run: str
+    case_id: str
+    checked_at: Timestamp | None
+    kb_version: str | None
+    passed: bool | None
+    results: list[CheckResultPublic]

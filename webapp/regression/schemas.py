@@ -1,0 +1,171 @@
+"""JSON API shapes of the regression suite, run comparison, baselines and regression alerts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from webapp.api_schemas import Timestamp
+from webapp.regression.models import RegressionCaseBase
+
+
+class RegressionCasePublic(RegressionCaseBase):
+    """A case of the regression suite (cases are never edited or removed)."""
+
+    id: int
+    created_at: Timestamp
+
+
+class AddedCasePublic(RegressionCasePublic):
+    """A case just added, and what the next run must do to include it."""
+
+    next_run: str = Field(description="The next run must include this case (the pilot gate waits for it)")
+
+
+class SuitePublic(BaseModel):
+    """The regression suite and its progress towards the target size."""
+
+    count: int
+    target: int
+    cases: list[RegressionCasePublic]
+
+
+class RunName(BaseModel):
+    """A run's id and name."""
+
+    id: int
+    name: str
+
+
+class SuiteResultPublic(BaseModel):
+    """One regression case in a run: pass, fail, not_run or not_checked, and why."""
+
+    case_id: str
+    status: str
+    reason: str
+    draft_ids: list[int]
+    source: str
+
+
+class SuiteReportPublic(BaseModel):
+    """The regression suite's result for a run, case by case (pass_rate null when no case ran)."""
+
+    run: RunName
+    passed: int
+    failed: int
+    not_run: int
+    not_checked: int
+    pass_rate: float | None
+    cases: list[SuiteResultPublic]
+
+
+class BaselinePublic(BaseModel):
+    """Whether a run is now the baseline of its dataset."""
+
+    run: str
+    is_baseline: bool
+
+
+class RegressionAlertPublic(BaseModel):
+    """A regression alert: a golden example failing or a pass-rate drop, and who acknowledged it."""
+
+    id: int
+    run: str
+    kind: str
+    message: str
+    evidence: dict[str, Any]
+    created_at: Timestamp
+    acknowledged_by: int | None
+    acknowledged_at: Timestamp | None
+    kind_label: str
+
+
+class RegressionAlertsPublic(BaseModel):
+    """Regression alerts, newest first."""
+
+    count: int
+    alerts: list[RegressionAlertPublic]
+
+
+# --- comparison of two runs ---------------------------------------------------------------------
+
+
+class PairedTestPublic(BaseModel):
+    """Cases with an outcome in both runs, how many changed each way, and the exact McNemar test."""
+
+    pairs: int
+    fixed: int
+    broke: int
+    p_value: float | None
+    significant: bool
+    note: str
+
+
+class SidePublic(BaseModel):
+    """One case in one run: its drafts, whether it passes every check (null: not checked), failed checks."""
+
+    draft_ids: list[int]
+    passed: bool | None
+    failed_checks: list[str]
+
+
+class CaseRowPublic(BaseModel):
+    """One case across the two runs (a side is null when that run has no draft of the case)."""
+
+    case_id: str
+    category: str | None
+    intent: str | None
+    golden: bool
+    change: str
+    a: SidePublic | None
+    b: SidePublic | None
+
+
+class PassCount(BaseModel):
+    """Passes over applicable drafts in one run (rate null when none applies)."""
+
+    passed: int
+    total: int
+    rate: float | None
+
+
+class CheckDeltaPublic(BaseModel):
+    """One check (or all checks together) in both runs, the change, and the paired test."""
+
+    key: str
+    label: str
+    a: PassCount
+    b: PassCount
+    delta: float | None
+    paired: PairedTestPublic
+
+
+class GradedMean(BaseModel):
+    """A rubric criterion's mean final grade in one run (factual accuracy: share of pass)."""
+
+    mean: float | None
+    graded: int
+
+
+class RubricDeltaPublic(BaseModel):
+    """A rubric criterion in both runs; the paired test for pass/fail criteria only."""
+
+    key: str
+    name: str
+    a: GradedMean
+    b: GradedMean
+    delta: float | None
+    paired: PairedTestPublic | None
+
+
+class ComparisonPublic(BaseModel):
+    """Two runs over the same dataset compared case by case (rubric null until either has final grades)."""
+
+    a: RunName
+    b: RunName
+    overall: CheckDeltaPublic
+    counts: dict[str, int] = Field(description="Cases per outcome: fixed, broke, unchanged_pass, ...")
+    cases: list[CaseRowPublic]
+    checks: list[CheckDeltaPublic]
+    rubric: list[RubricDeltaPublic] | None

@@ -1,0 +1,44 @@
+"""JSON API shapes of runs and drafts."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from webapp.api_schemas import Timestamp
+from webapp.runs.models import DraftBase, RunBase
+
+
+class DatasetRef(BaseModel):
+    """The dataset version a run was made over."""
+
+    id: int
+    name: str
+    version: int
+
+
+class RunPublic(RunBase):
+    """A run with its dataset and draft counts."""
+
+    id: int
+    created_at: Timestamp
+    dataset: DatasetRef | None
+    drafts: int
+    escalated: int
+    fallbacks: int
+
+
+class DraftPublic(DraftBase):
+    """A draft with its case's id, category and golden flag."""
+
+    id: int
+    case_id: str
+    category: str | None
+    golden: bool
+    created_at: Timestamp
+
+
+class RunDraftsPublic(BaseModel):
+    """A run and every draft of it."""
+
+    run: RunPublic
+    drafts: list[DraftPublic]
