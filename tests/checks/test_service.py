@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+import typer
 from rich.console import Console
 from sqlmodel import Session, select
 
@@ -15,7 +16,6 @@ from webapp.checks.cli import check_and_report
 from webapp.checks.models import DraftCheck
 from webapp.checks.types import CHECK_KEYS
 from webapp.kb.models import KbRevision
-from webapp.runs.service import RunNotFound
 from webapp.spec import EvalSpec
 
 
@@ -168,27 +168,29 @@ class TestCliGate:
         assert "pass rate 25.0% is under the pilot gate's 80.0%" in text
         assert "golden example g1 fails Expected behaviour: case g1 expects a draft but the assistant escalated" in text
 
-    def test_unknown_run(self, session: Session, spec: EvalSpec, world: World) -> None:
-        out, _ = _console()
-        with pytest.raises(RunNotFound):
+    def test_unknown_run(self, session: Session, spec: EvalSpec, world: World, capsys: pytest.CaptureFixture[str]) -> None:
+        out, buf = _console()
+        with pytest.raises(typer.Exit) as info:
             check_and_report(session=session, spec=spec, ref="nope", out=out)
+        assert info.value.exit_code == 2 and buf.getvalue() == ""
+        assert "run: no run named or numbered 'nope'" in capsys.readouterr().err
 
 
-def test_cli_command_exit_codes(session: Session, spec: EvalSpec, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The `draftdesk check` command itself: 1 for run-a, 2 for an unknown run."""
-    from contextlib import contextmanager
-
+def test_cli_command_exit_codes(db_url: str, session: Session, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `draftdesk check` command itself, on its own session: 1 for run-a, 2 for an unknown run."""
     from typer.testing import CliRunner
 
     from webapp import cli as root
-    from webapp.checks import cli as checks_cli
 
-    @contextmanager
-    def fake_session(settings=None):  # type: ignore[no-untyped-def]
-        yield session
-
-    monkeypatch.setattr(checks_cli, "cli_session", fake_session)
+    session.commit()
+    monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
+    monkeypatch.setenv("DRAFTDESK_MODE", "dev")
     runner = CliRunner()
-    assert runner.invoke(root.app, ["check", "run-a"]).exit_code == 1
+    result = runner.invoke(root.app, ["check", "run-a"])
+    assert result.exit_code == 1, result.output
+    # The command committed its results: this session sees them.
+    session.rollback()
+    assert session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).first() is not None
     result = runner.invoke(root.app, ["check", "nope"])
     assert result.exit_code == 2
+    assert "no run named or numbered 'nope'" in result.output
