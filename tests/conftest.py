@@ -68,10 +68,23 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("template") / "template.db"
     engine = make_engine(f"sqlite:///{path}")
     metadata.create_all(engine)
+    engine.dispose()
+    _stamp_head(f"sqlite:///{path}")
+    engine = make_engine(f"sqlite:///{path}")
     with engine.connect() as conn:
         conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
     engine.dispose()
     return path
+
+
+def _stamp_head(url: str) -> None:
+    """Record the schema made by create_all as migrated to head, so the CLI's own upgrade finds
+    nothing to do and CLI tests can open their real session on the test database."""
+    from alembic import command
+
+    from webapp.migrations_runner import alembic_config
+
+    command.stamp(alembic_config(url), "head")
 
 
 _pg_ready = False
@@ -87,6 +100,7 @@ def _prepare_pg() -> None:
         conn.execute(text("CREATE SCHEMA public"))
     metadata.create_all(engine)
     engine.dispose()
+    _stamp_head(PG_URL)
     _pg_ready = True
 
 
