@@ -18,7 +18,7 @@ import pytest
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 from sqlalchemy import make_url, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session
 
 from tests.factories import DEFAULT_PASSWORD, make_user
@@ -124,6 +124,121 @@ def empty_database_url(backend: str, directory: Path, sqlite_template: Path) -> 
     return PG_URL
 
 
+class DemoTemplate:
+    """The demo seeded once per test session (and xdist worker) on each backend, copied per use.
+
+    Seeding takes seconds; copying takes milliseconds. SQLite: the demo is seeded into a file and
+    each use gets a copy of that file. PostgreSQL: the demo is seeded into a template database
+    beside the test database and each use gets `CREATE DATABASE ... TEMPLATE` (copies are dropped
+    when the session ends). Tests of the seeding itself (tests/demo/) still seed for real.
+    """
+
+    def __init__(self, spec: EvalSpec, sqlite_template: Path, directory: Path) -> None:
+        self.spec = spec
+        self.sqlite_template = sqlite_template
+        self.directory = directory
+        self._sqlite: Path | None = None
+        self._pg_template: str | None = None
+        self._pg_copies = 0
+
+    def _seed(self, url: str) -> None:
+        from webapp.demo.seed import seed_demo
+
+        engine = make_engine(url)
+        try:
+            with Session(engine, expire_on_commit=False) as session:
+                seed_demo(session=session, spec=self.spec)
+                session.commit()
+            if url.startswith("sqlite"):
+                with engine.connect() as conn:
+                    conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+        finally:
+            engine.dispose()
+
+    def _admin(self) -> Engine:
+        return make_engine(PG_URL).execution_options(isolation_level="AUTOCOMMIT")
+
+    def _pg_name(self, suffix: str) -> str:
+        return f"{make_url(PG_URL).database}_demo_{suffix}"
+
+    def copy(self, backend: str, directory: Path) -> str:
+        """Return the URL of a fresh copy of the seeded demo on `backend` (sqlite or postgresql)."""
+        if backend == "sqlite":
+            if self._sqlite is None:
+                self._sqlite = self.directory / "demo-template.db"
+                shutil.copyfile(self.sqlite_template, self._sqlite)
+                self._seed(f"sqlite:///{self._sqlite}")
+            path = directory / "demo.db"
+            shutil.copyfile(self._sqlite, path)
+            return f"sqlite:///{path}"
+        admin = self._admin()
+        try:
+            with admin.connect() as conn:
+                if self._pg_template is None:
+                    self._drop_pg(conn)
+                    self._pg_template = self._pg_name("tpl")
+                    conn.execute(text(f'CREATE DATABASE "{self._pg_template}"'))
+                    url = make_url(PG_URL).set(database=self._pg_template).render_as_string(hide_password=False)
+                    engine = make_engine(url)
+                    metadata.create_all(engine)
+                    engine.dispose()
+                    _stamp_head(url)
+                    self._seed(url)
+                self._pg_copies += 1
+                name = self._pg_name(str(self._pg_copies))
+                conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{self._pg_template}"'))
+        finally:
+            admin.dispose()
+        return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+
+    def discard(self, url: str) -> None:
+        """Drop a PostgreSQL copy once its user is done with it (a SQLite copy goes with its folder)."""
+        if url.startswith("sqlite"):
+            return
+        admin = self._admin()
+        try:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
+        finally:
+            admin.dispose()
+
+    def _drop_pg(self, conn: Connection) -> None:
+        prefix = self._pg_name("")
+        names = conn.execute(text("SELECT datname FROM pg_database WHERE starts_with(datname, :p)"), {"p": prefix}).scalars()
+        for name in list(names):
+            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+    def close(self) -> None:
+        """Drop the PostgreSQL template and its copies."""
+        if self._pg_template is None:
+            return
+        admin = self._admin()
+        try:
+            with admin.connect() as conn:
+                self._drop_pg(conn)
+        finally:
+            admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def demo_template(spec: EvalSpec, sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoTemplate]:
+    """The seeded demo, made at most once per session and backend (see DemoTemplate)."""
+    template = DemoTemplate(spec, sqlite_template, tmp_path_factory.mktemp("demo"))
+    yield template
+    template.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def demo_db_url(request: pytest.FixtureRequest, tmp_path: Path, demo_template: DemoTemplate) -> Iterator[str]:
+    """A fresh copy of the seeded demo, on each configured backend.
+
+    A test module whose tests all start from the demo overrides `db_url` with it, so `session`,
+    `app` and the clients work on the demo."""
+    url = demo_template.copy(request.param, tmp_path)
+    yield url
+    demo_template.discard(url)
+
+
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> str:
     """A database URL with the full schema and no rows, on each configured backend."""
@@ -224,6 +339,16 @@ def api_as(app, session: Session) -> Iterator[Callable[..., TestClient]]:  # typ
     yield _make
     for c in opened:
         c.__exit__(None, None, None)
+
+
+BROWSER_FIXTURES = frozenset({"browser", "new_page"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that drives Chromium `browser`, wherever it lives, so `-m "not browser"` skips them all."""
+    for item in items:
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
 
 
 # Browser fixtures (live_server, browser, new_page) for any test that drives Chromium.

@@ -46,12 +46,18 @@ class TestContent:
 
 @pytest.fixture
 def seeded(session: Session, spec: EvalSpec):  # type: ignore[no-untyped-def]
-    ctx = seed_demo(session=session, spec=spec, hooks=False)
+    """The demo's context; on the session's seeded template (see TestSeededDemo) seed_demo only reads it."""
+    ctx = seed_demo(session=session, spec=spec)
     session.commit()
     return ctx
 
 
 class TestSeededDemo:
+    @pytest.fixture
+    def db_url(self, demo_db_url: str) -> str:
+        """What the seed wrote, read from a copy of the demo seeded once per session (tests/conftest.py)."""
+        return demo_db_url
+
     def test_stratification(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
         ds = session.exec(select(Dataset).where(Dataset.name == "support-eval-v1")).one()
         rows = session.exec(select(EvalCase.category, EvalCase.intent).where(EvalCase.dataset_id == ds.id)).all()
@@ -170,6 +176,7 @@ class TestSeededDemo:
         assert ctx.run.id == seeded.run.id and len(ctx.cases) == 100
 
 
+@pytest.mark.slow
 class TestDeterminism:
     def test_same_seed_same_database_content(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
         from webapp.db import make_engine
@@ -196,6 +203,7 @@ class TestDeterminism:
         other.dispose()
 
 
+@pytest.mark.slow
 class TestHooks:
     def test_domain_hooks_run(self, session: Session, spec: EvalSpec) -> None:
         ctx = seed_demo(session=session, spec=spec)
@@ -211,6 +219,7 @@ class TestDemoCli:
         assert out.read_bytes() == c.build_content(7).dataset_jsonl
         assert (tmp_path / "kb.jsonl").read_bytes() == c.build_content(7).kb_jsonl
 
+    @pytest.mark.slow
     def test_seed_only_in_configured_database(self, db_url: str, session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
         r = invoke(monkeypatch, db_url, ["demo", "--seed-only"])
         assert r.exit_code == 0, r.output
