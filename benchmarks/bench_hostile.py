@@ -67,7 +67,7 @@ def time_commands(repeat: int) -> None:
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
             assert done is not None
-            first = (done.stderr.strip().splitlines() or [""])[0].replace(tmp + "/", "")
+            first = ((done.stderr or "").strip().splitlines() or [""])[0].replace(tmp + "/", "")
             print(
                 f"draftdesk import dataset {name:11} exit {done.returncode}  wall {min(walls):5.2f} s (median "
                 f"{sorted(walls)[len(walls) // 2]:5.2f})  CPU {min(cpus):5.2f} s  {first}"
@@ -105,7 +105,7 @@ def fuzz(examples: int) -> int:
 
 def main() -> None:
     """Run the timings, then the long fuzz."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--examples", type=int, default=200, help="examples per operation and mode")
     parser.add_argument("--skip-fuzz", action="store_true")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each whole command (the best and median are printed)")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
-from sqlalchemy import make_url, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy import Integer, make_url, text
+from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from tests.factories import DEFAULT_PASSWORD, make_user
@@ -124,13 +124,20 @@ def empty_database_url(backend: str, directory: Path, sqlite_template: Path) -> 
     return PG_URL
 
 
+DEMO_SCHEMA = "demo_template"
+
+
 class DemoTemplate:
     """The demo seeded once per test session (and xdist worker) on each backend, copied per use.
 
-    Seeding takes seconds; copying takes milliseconds. SQLite: the demo is seeded into a file and
-    each use gets a copy of that file. PostgreSQL: the demo is seeded into a template database
-    beside the test database and each use gets `CREATE DATABASE ... TEMPLATE` (copies are dropped
-    when the session ends). Tests of the seeding itself (tests/demo/) still seed for real.
+    Seeding takes seconds; copying takes milliseconds (SQLite) or a fraction of a second
+    (PostgreSQL). SQLite: the demo is seeded into a file and each use gets a copy of that file.
+    PostgreSQL: the demo is seeded once into the worker's test database and its rows are kept in
+    a schema of plain tables beside `public`; each use truncates `public` (as every test does)
+    and copies the rows back with INSERT ... SELECT, then moves each id sequence past its rows.
+    That is a database-per-test without CREATE/DROP DATABASE: `CREATE DATABASE ... TEMPLATE`
+    took 0.5-2 s per copy and each DROP DATABASE forces a checkpoint, 3-4 s on the shared machine.
+    Tests of the seeding itself (tests/demo/) still seed for real.
     """
 
     def __init__(self, spec: EvalSpec, sqlite_template: Path, directory: Path) -> None:
@@ -138,8 +145,7 @@ class DemoTemplate:
         self.sqlite_template = sqlite_template
         self.directory = directory
         self._sqlite: Path | None = None
-        self._pg_template: str | None = None
-        self._pg_copies = 0
+        self._pg_ready = False
 
     def _seed(self, url: str) -> None:
         from webapp.demo.seed import seed_demo
@@ -155,12 +161,6 @@ class DemoTemplate:
         finally:
             engine.dispose()
 
-    def _admin(self) -> Engine:
-        return make_engine(PG_URL).execution_options(isolation_level="AUTOCOMMIT")
-
-    def _pg_name(self, suffix: str) -> str:
-        return f"{make_url(PG_URL).database}_demo_{suffix}"
-
     def copy(self, backend: str, directory: Path) -> str:
         """Return the URL of a fresh copy of the seeded demo on `backend` (sqlite or postgresql)."""
         if backend == "sqlite":
@@ -171,72 +171,51 @@ class DemoTemplate:
             path = directory / "demo.db"
             shutil.copyfile(self._sqlite, path)
             return f"sqlite:///{path}"
-        admin = self._admin()
+        url = empty_database_url("postgresql", directory, self.sqlite_template)
+        engine = make_engine(url)
         try:
-            with admin.connect() as conn:
-                if self._pg_template is None:
-                    self._drop_pg(conn)
-                    self._pg_template = self._pg_name("tpl")
-                    conn.execute(text(f'CREATE DATABASE "{self._pg_template}"'))
-                    url = make_url(PG_URL).set(database=self._pg_template).render_as_string(hide_password=False)
-                    engine = make_engine(url)
-                    metadata.create_all(engine)
-                    engine.dispose()
-                    _stamp_head(url)
-                    self._seed(url)
-                self._pg_copies += 1
-                name = self._pg_name(str(self._pg_copies))
-                conn.execute(text(f'CREATE DATABASE "{name}" TEMPLATE "{self._pg_template}"'))
+            if not self._pg_ready:
+                self._seed(url)
+                with engine.begin() as conn:
+                    conn.execute(text(f'DROP SCHEMA IF EXISTS "{DEMO_SCHEMA}" CASCADE'))
+                    conn.execute(text(f'CREATE SCHEMA "{DEMO_SCHEMA}"'))
+                    for table in metadata.sorted_tables:
+                        conn.execute(text(f'CREATE TABLE "{DEMO_SCHEMA}"."{table.name}" AS TABLE public."{table.name}"'))
+                self._pg_ready = True
+                return url
+            with engine.begin() as conn:
+                for table in metadata.sorted_tables:
+                    conn.execute(text(f'INSERT INTO public."{table.name}" SELECT * FROM "{DEMO_SCHEMA}"."{table.name}"'))
+                    for column in table.primary_key.columns:
+                        if not isinstance(column.type, Integer):
+                            continue
+                        # An integer key without a sequence (pg_get_serial_sequence is null) matches no row.
+                        conn.execute(
+                            text(
+                                f'SELECT setval(seq, max("{column.name}") + 1, false) '
+                                f'FROM public."{table.name}", pg_get_serial_sequence(:t, :c) AS seq '
+                                "WHERE seq IS NOT NULL GROUP BY seq"
+                            ),
+                            {"t": f'public."{table.name}"', "c": column.name},
+                        )
         finally:
-            admin.dispose()
-        return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-
-    def discard(self, url: str) -> None:
-        """Drop a PostgreSQL copy once its user is done with it (a SQLite copy goes with its folder)."""
-        if url.startswith("sqlite"):
-            return
-        admin = self._admin()
-        try:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)'))
-        finally:
-            admin.dispose()
-
-    def _drop_pg(self, conn: Connection) -> None:
-        prefix = self._pg_name("")
-        names = conn.execute(text("SELECT datname FROM pg_database WHERE starts_with(datname, :p)"), {"p": prefix}).scalars()
-        for name in list(names):
-            conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-
-    def close(self) -> None:
-        """Drop the PostgreSQL template and its copies."""
-        if self._pg_template is None:
-            return
-        admin = self._admin()
-        try:
-            with admin.connect() as conn:
-                self._drop_pg(conn)
-        finally:
-            admin.dispose()
+            engine.dispose()
+        return url
 
 
 @pytest.fixture(scope="session")
-def demo_template(spec: EvalSpec, sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoTemplate]:
+def demo_template(spec: EvalSpec, sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> DemoTemplate:
     """The seeded demo, made at most once per session and backend (see DemoTemplate)."""
-    template = DemoTemplate(spec, sqlite_template, tmp_path_factory.mktemp("demo"))
-    yield template
-    template.close()
+    return DemoTemplate(spec, sqlite_template, tmp_path_factory.mktemp("demo"))
 
 
 @pytest.fixture(params=BACKENDS)
-def demo_db_url(request: pytest.FixtureRequest, tmp_path: Path, demo_template: DemoTemplate) -> Iterator[str]:
+def demo_db_url(request: pytest.FixtureRequest, tmp_path: Path, demo_template: DemoTemplate) -> str:
     """A fresh copy of the seeded demo, on each configured backend.
 
     A test module whose tests all start from the demo overrides `db_url` with it, so `session`,
     `app` and the clients work on the demo."""
-    url = demo_template.copy(request.param, tmp_path)
-    yield url
-    demo_template.discard(url)
+    return demo_template.copy(request.param, tmp_path)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -76,7 +76,6 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         c.__exit__(None, None, None)
     app.state.engine.dispose()
     patch.undo()
-    demo_template.discard(url)
 
 
 def _plain(fragment: str) -> str:

@@ -32,7 +32,6 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     target = demo_target(url, TEST_SECRET, SPEC_PATH, spec)
     yield target
     target.app.state.engine.dispose()
-    demo_template.discard(url)
 
 
 def test_api_as_every_caller(demo: FuzzTarget) -> None:

@@ -7,7 +7,7 @@ import_app)`; this module only knows which domain provides which command name (C
 IMPORT_COMMANDS below). Running `draftdesk NAME ...` imports that one domain's cli.py, registers
 it on a scratch Typer app and takes the command named NAME from it. `draftdesk --help` (and
 `draftdesk import --help`) load every listed domain, so the listing and the one-line help are
-those the domains declare, never a copy. tests/test_cli_lazy.py checks that the tables name
+those the domains declare, never a copy. tests/test_cli_startup.py checks that the tables name
 exactly the commands the domains register, so a new command cannot be left out of them.
 
 The alternative, importing the heavy libraries inside each command body, would have to be kept
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import typer
 from typer.core import TyperGroup
@@ -65,8 +65,8 @@ def domain_commands(domain: str) -> tuple[TyperGroup, TyperGroup]:
 class _LazyGroup(TyperGroup):
     """A group whose commands beyond its own come from the domain named in `lazy`."""
 
-    lazy: dict[str, str] = {}
-    part = 0  # 0: the domain's top-level commands, 1: its `import` commands
+    lazy: ClassVar[dict[str, str]] = {}
+    part: ClassVar[int] = 0  # 0: the domain's top-level commands, 1: its `import` commands
 
     def list_commands(self, ctx: Context) -> list[str]:
         """Return the group's own commands, then the lazy ones in table order."""

@@ -98,7 +98,7 @@ class ClosedPipeGuard:
 def guard_stdout() -> None:
     """Make standard output survive a closed pipe (called by the console scripts' entry points)."""
     if not isinstance(sys.stdout, ClosedPipeGuard) and sys.stdout is not None:
-        sys.stdout = ClosedPipeGuard(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = ClosedPipeGuard(sys.stdout)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

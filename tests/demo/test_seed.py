@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from tests.datasets.helpers import count_rows, invoke
 from webapp.auth import service as auth_service
@@ -20,7 +20,7 @@ from webapp.datasets.models import Dataset, EvalCase
 from webapp.demo import content as c
 from webapp.demo.seed import seed_demo
 from webapp.kb import service as kb_service
-from webapp.kb.models import KbArticle
+from webapp.kb.models import KbArticle, KbRevision
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 
@@ -42,6 +42,12 @@ class TestContent:
         cases, meta = load_dataset(path)
         assert meta["count"] == 100 and len({x.id for x in cases}) == 100
         assert all(x.metadata["category"] in ("routine", "edge", "adversarial", "safety") for x in cases)
+
+
+def _body(revision: KbRevision | None) -> str:
+    """Return a revision's text (the revision must exist)."""
+    assert revision is not None
+    return revision.body
 
 
 @pytest.fixture
@@ -86,10 +92,10 @@ class TestSeededDemo:
         assert 14 <= count_rows(session, KbArticle) <= 17
         revs = {r.revision: r.status for r in kb_service.get_revisions(session=session, article_id="KB-3001")}
         assert revs[2] == "deprecated" and revs[4] == "current"
-        assert "SMS" in kb_service.get_revision(session=session, article_id="KB-3001", revision=2).body
-        assert "authenticator app only" in kb_service.current_revision(session=session, article_id="KB-3001").body
-        assert "own cycle" in kb_service.current_revision(session=session, article_id="KB-1042").body
-        assert "no scheduled data exports" in kb_service.current_revision(session=session, article_id="KB-2098").body
+        assert "SMS" in _body(kb_service.get_revision(session=session, article_id="KB-3001", revision=2))
+        assert "authenticator app only" in _body(kb_service.current_revision(session=session, article_id="KB-3001"))
+        assert "own cycle" in _body(kb_service.current_revision(session=session, article_id="KB-1042"))
+        assert "no scheduled data exports" in _body(kb_service.current_revision(session=session, article_id="KB-2098"))
         assert kb_service.current_revision(session=session, article_id="KB-2011") is not None
         states = {a.article_id: a.status for a in kb_service.list_articles(session=session)}
         assert "deleted" in states.values()
@@ -100,7 +106,7 @@ class TestSeededDemo:
         assert set(seeded.users) == {"labeler", "labeler2", "lead", "pm", "support_lead", "admin"}
         for key, email, _name, roles in c.DEMO_USERS:
             user = auth_service.authenticate(session=session, email=email, password="demo-password", ip="t")
-            assert user is not None, email
+            assert user is not None and user.id is not None, email
             assert auth_service.user_roles(session=session, user_id=user.id) == set(roles)
             assert seeded.users[key].email == email
 
@@ -193,8 +199,8 @@ class TestDeterminism:
             def snapshot(s: Session) -> list[tuple]:
                 rows = s.exec(
                     select(EvalCase.case_id, Draft.draft_text, Draft.confidence, Draft.escalated)
-                    .join(EvalCase, EvalCase.id == Draft.case_pk)
-                    .order_by(EvalCase.position)
+                    .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
+                    .order_by(col(EvalCase.position))
                 ).all()
                 return [tuple(r) for r in rows]
 
@@ -208,7 +214,8 @@ class TestHooks:
     def test_domain_hooks_run(self, session: Session, spec: EvalSpec) -> None:
         ctx = seed_demo(session=session, spec=spec)
         session.commit()
-        assert "checks" in ctx.extra["hooks_run"]
+        hooks_run = ctx.extra["hooks_run"]
+        assert isinstance(hooks_run, list) and "checks" in hooks_run
 
 
 class TestDemoCli:

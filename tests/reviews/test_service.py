@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from tests.metrics.conftest import ev, load
 from webapp.reviews import service
@@ -116,7 +116,7 @@ class TestRegressionHandOff:
         sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
         item, event = service.sample_items(session=session, sample=sample)[0]
         case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?")  # type: ignore[arg-type]
-        case = session.execute(select(RegressionCase).where(RegressionCase.case_id == case_id)).scalars().one()
+        case = session.execute(select(RegressionCase).where(col(RegressionCase.case_id) == case_id)).scalars().one()
         assert (case.source, case.source_ref, case.reference, case.input) == ("review", event.event_id, "sent 0", "Where is my refund?")
 
     def test_needs_the_customer_message(self, session: Session, spec: EvalSpec) -> None:
