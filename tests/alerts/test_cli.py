@@ -24,7 +24,6 @@ def _invoke(monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str):  # type: 
     monkeypatch.setenv("DRAFTDESK_MODE", "dev")
     monkeypatch.setenv("DRAFTDESK_SECRET_KEY", TEST_SECRET)
     monkeypatch.setenv("DRAFTDESK_BASE_URL", BASE_URL)
-    monkeypatch.setattr("webapp.migrations_runner.upgrade", lambda *a, **k: None)  # tests build the schema
     return CliRunner().invoke(cli_app, ["alerts", *args])
 
 
