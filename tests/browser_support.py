@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,13 @@ class LiveServer:
 def live_server(tmp_path: Path, sqlite_template: Path) -> Iterator[LiveServer]:
     db = tmp_path / "live.db"
     shutil.copyfile(sqlite_template, db)
-    db_url = f"sqlite:///{db}"
+    with serve(f"sqlite:///{db}") as server:
+        yield server
+
+
+@contextmanager
+def serve(db_url: str) -> Iterator[LiveServer]:
+    """Serve the app over `db_url` on a free loopback port while the block runs."""
     settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
     app = create_app(settings)
     port = _free_port()
@@ -68,10 +75,12 @@ def live_server(tmp_path: Path, sqlite_template: Path) -> Iterator[LiveServer]:
         if time.monotonic() > deadline:
             raise RuntimeError("live server did not start")
         time.sleep(0.05)
-    yield LiveServer(f"http://127.0.0.1:{port}", db_url)
-    server.should_exit = True
-    thread.join(timeout=10)
-    app.state.engine.dispose()
+    try:
+        yield LiveServer(f"http://127.0.0.1:{port}", db_url)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        app.state.engine.dispose()
 
 
 @pytest.fixture

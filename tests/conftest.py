@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
-from sqlalchemy import make_url, text
+from sqlalchemy import Integer, make_url, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
@@ -68,10 +68,23 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("template") / "template.db"
     engine = make_engine(f"sqlite:///{path}")
     metadata.create_all(engine)
+    engine.dispose()
+    _stamp_head(f"sqlite:///{path}")
+    engine = make_engine(f"sqlite:///{path}")
     with engine.connect() as conn:
         conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
     engine.dispose()
     return path
+
+
+def _stamp_head(url: str) -> None:
+    """Record the schema made by create_all as migrated to head, so the CLI's own upgrade finds
+    nothing to do and CLI tests can open their real session on the test database."""
+    from alembic import command
+
+    from webapp.migrations_runner import alembic_config
+
+    command.stamp(alembic_config(url), "head")
 
 
 _pg_ready = False
@@ -87,6 +100,7 @@ def _prepare_pg() -> None:
         conn.execute(text("CREATE SCHEMA public"))
     metadata.create_all(engine)
     engine.dispose()
+    _stamp_head(PG_URL)
     _pg_ready = True
 
 
@@ -108,6 +122,100 @@ def empty_database_url(backend: str, directory: Path, sqlite_template: Path) -> 
     _prepare_pg()
     _truncate_pg()
     return PG_URL
+
+
+DEMO_SCHEMA = "demo_template"
+
+
+class DemoTemplate:
+    """The demo seeded once per test session (and xdist worker) on each backend, copied per use.
+
+    Seeding takes seconds; copying takes milliseconds (SQLite) or a fraction of a second
+    (PostgreSQL). SQLite: the demo is seeded into a file and each use gets a copy of that file.
+    PostgreSQL: the demo is seeded once into the worker's test database and its rows are kept in
+    a schema of plain tables beside `public`; each use truncates `public` (as every test does)
+    and copies the rows back with INSERT ... SELECT, then moves each id sequence past its rows.
+    That is a database-per-test without CREATE/DROP DATABASE: `CREATE DATABASE ... TEMPLATE`
+    took 0.5-2 s per copy and each DROP DATABASE forces a checkpoint, 3-4 s on the shared machine.
+    Tests of the seeding itself (tests/demo/) still seed for real.
+    """
+
+    def __init__(self, spec: EvalSpec, sqlite_template: Path, directory: Path) -> None:
+        self.spec = spec
+        self.sqlite_template = sqlite_template
+        self.directory = directory
+        self._sqlite: Path | None = None
+        self._pg_ready = False
+
+    def _seed(self, url: str) -> None:
+        from webapp.demo.seed import seed_demo
+
+        engine = make_engine(url)
+        try:
+            with Session(engine, expire_on_commit=False) as session:
+                seed_demo(session=session, spec=self.spec)
+                session.commit()
+            if url.startswith("sqlite"):
+                with engine.connect() as conn:
+                    conn.execute(text("PRAGMA wal_checkpoint(TRUNCATE)"))
+        finally:
+            engine.dispose()
+
+    def copy(self, backend: str, directory: Path) -> str:
+        """Return the URL of a fresh copy of the seeded demo on `backend` (sqlite or postgresql)."""
+        if backend == "sqlite":
+            if self._sqlite is None:
+                self._sqlite = self.directory / "demo-template.db"
+                shutil.copyfile(self.sqlite_template, self._sqlite)
+                self._seed(f"sqlite:///{self._sqlite}")
+            path = directory / "demo.db"
+            shutil.copyfile(self._sqlite, path)
+            return f"sqlite:///{path}"
+        url = empty_database_url("postgresql", directory, self.sqlite_template)
+        engine = make_engine(url)
+        try:
+            if not self._pg_ready:
+                self._seed(url)
+                with engine.begin() as conn:
+                    conn.execute(text(f'DROP SCHEMA IF EXISTS "{DEMO_SCHEMA}" CASCADE'))
+                    conn.execute(text(f'CREATE SCHEMA "{DEMO_SCHEMA}"'))
+                    for table in metadata.sorted_tables:
+                        conn.execute(text(f'CREATE TABLE "{DEMO_SCHEMA}"."{table.name}" AS TABLE public."{table.name}"'))
+                self._pg_ready = True
+                return url
+            with engine.begin() as conn:
+                for table in metadata.sorted_tables:
+                    conn.execute(text(f'INSERT INTO public."{table.name}" SELECT * FROM "{DEMO_SCHEMA}"."{table.name}"'))
+                    for column in table.primary_key.columns:
+                        if not isinstance(column.type, Integer):
+                            continue
+                        # An integer key without a sequence (pg_get_serial_sequence is null) matches no row.
+                        conn.execute(
+                            text(
+                                f'SELECT setval(seq, max("{column.name}") + 1, false) '
+                                f'FROM public."{table.name}", pg_get_serial_sequence(:t, :c) AS seq '
+                                "WHERE seq IS NOT NULL GROUP BY seq"
+                            ),
+                            {"t": f'public."{table.name}"', "c": column.name},
+                        )
+        finally:
+            engine.dispose()
+        return url
+
+
+@pytest.fixture(scope="session")
+def demo_template(spec: EvalSpec, sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> DemoTemplate:
+    """The seeded demo, made at most once per session and backend (see DemoTemplate)."""
+    return DemoTemplate(spec, sqlite_template, tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(params=BACKENDS)
+def demo_db_url(request: pytest.FixtureRequest, tmp_path: Path, demo_template: DemoTemplate) -> str:
+    """A fresh copy of the seeded demo, on each configured backend.
+
+    A test module whose tests all start from the demo overrides `db_url` with it, so `session`,
+    `app` and the clients work on the demo."""
+    return demo_template.copy(request.param, tmp_path)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -210,6 +318,16 @@ def api_as(app, session: Session) -> Iterator[Callable[..., TestClient]]:  # typ
     yield _make
     for c in opened:
         c.__exit__(None, None, None)
+
+
+BROWSER_FIXTURES = frozenset({"browser", "new_page"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that drives Chromium `browser`, wherever it lives, so `-m "not browser"` skips them all."""
+    for item in items:
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
 
 
 # Browser fixtures (live_server, browser, new_page) for any test that drives Chromium.

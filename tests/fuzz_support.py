@@ -27,7 +27,7 @@ class FuzzTarget:
 
 
 def demo_target(database_url: str, secret_key: str, spec_path: Any, spec: EvalSpec) -> FuzzTarget:
-    """Seed the demo into an empty, migrated database and return the app with a token for each caller."""
+    """Seed the demo (a no-op on a copy of the tests' seeded demo) and return the app with a token for each caller."""
     from webapp.demo.seed import seed_demo
 
     settings = Settings(database_url=database_url, mode="dev", secret_key=secret_key, spec=spec_path)

@@ -2,8 +2,9 @@
 /gates/production, /runs/{run}/checks, /grading and the JSON API show the same pass rate, streaks,
 alert states, hallucination counts and grading progress.
 
-The demo is seeded once per module (and database); "today" is the demo's today, so the pilot
-window is over whatever the machine's clock says.
+The demo (seeded once per session, see tests/conftest.py DemoTemplate) is copied once per module
+and database; "today" is the demo's today, so the pilot window is over whatever the machine's
+clock says.
 """
 
 from __future__ import annotations
@@ -12,22 +13,26 @@ import html
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, empty_database_url, login
+from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, DemoTemplate, login
 from webapp.config import Settings
 from webapp.db import make_engine
 from webapp.demo import content
-from webapp.demo.seed import demo_today, seed_demo
+from webapp.demo.seed import demo_today
 from webapp.main import create_app
 from webapp.metrics import service as metrics_service
 from webapp.metrics import units
+from webapp.runs.service import resolve_run
 from webapp.spec import METRIC_NAMES, EvalSpec, load_spec
+
+# Each test here takes more than a few seconds (see docs/development.md: running subsets).
+pytestmark = pytest.mark.slow
+
 
 RUN = content.RUN_NAME
 
@@ -50,15 +55,13 @@ class Demo:
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Demo]:
-    """The demo seeded once into a fresh database, and a signed-in client per role."""
-    url = empty_database_url(request.param, tmp_path_factory.mktemp("consistency"), sqlite_template)
+def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, demo_template: DemoTemplate) -> Iterator[Demo]:
+    """A copy of the seeded demo, and a signed-in client per role."""
+    url = demo_template.copy(request.param, tmp_path_factory.mktemp("consistency"))
     spec = load_spec(SPEC_PATH)
     engine = make_engine(url)
-    with Session(engine, expire_on_commit=False) as session:
-        ctx = seed_demo(session=session, spec=spec)
-        session.commit()
-        run_id = ctx.run.id
+    with Session(engine) as session:
+        run_id = resolve_run(session=session, ref=RUN).id
     engine.dispose()
     patch = pytest.MonkeyPatch()
     patch.setattr(metrics_service, "today_in", lambda spec: demo_today(spec))

@@ -6,16 +6,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, empty_database_url
+from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, DemoTemplate
 from tests.fuzz_support import CALLERS, FuzzTarget, api_operations, demo_target, fuzz_operation
 from webapp.api_docs import OPENAPI_URL
 from webapp.spec import EvalSpec
+
+# Each test here takes more than a few seconds (see docs/development.md: running subsets).
+pytestmark = pytest.mark.slow
+
 
 # Examples per operation (each sent as every caller): bounded so the suite stays fast; the
 # benchmark-style script benchmarks/fuzz_api.py runs many more.
@@ -23,9 +26,9 @@ MAX_EXAMPLES = int(os.environ.get("DRAFTDESK_FUZZ_EXAMPLES", "4"))
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path, spec: EvalSpec) -> Iterator[FuzzTarget]:
-    """The demo, seeded once for this module, on each configured backend."""
-    url = empty_database_url(request.param, tmp_path_factory.mktemp("fuzz"), sqlite_template)
+def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, demo_template: DemoTemplate, spec: EvalSpec) -> Iterator[FuzzTarget]:
+    """A copy of the seeded demo for this module, on each configured backend."""
+    url = demo_template.copy(request.param, tmp_path_factory.mktemp("fuzz"))
     target = demo_target(url, TEST_SECRET, SPEC_PATH, spec)
     yield target
     target.app.state.engine.dispose()

@@ -6,21 +6,20 @@ import re
 from collections import deque
 from collections.abc import Iterator
 from html import unescape
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from tests.conftest import SPEC_PATH, TEST_SECRET, empty_database_url, login
+from tests.conftest import SPEC_PATH, TEST_SECRET, DemoTemplate, login
 from webapp.config import Settings
-from webapp.db import make_engine
-from webapp.demo.seed import seed_demo
 from webapp.links import rule_for
 from webapp.main import create_app
-from webapp.spec import EvalSpec
+
+# Each test here takes more than a few seconds (see docs/development.md: running subsets).
+pytestmark = pytest.mark.slow
+
 
 DEMO_PASSWORD = "demo-password"
 ROLE_EMAILS = {
@@ -37,14 +36,9 @@ HREF = re.compile(r"""<a\b[^>]*?\bhref="([^"#][^"]*)\"""", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path, spec: EvalSpec) -> str:
-    url = empty_database_url("sqlite", tmp_path_factory.mktemp("crawl"), sqlite_template)
-    engine = make_engine(url)
-    with Session(engine, expire_on_commit=False) as session:
-        seed_demo(session=session, spec=spec, seed=7)
-        session.commit()
-    engine.dispose()
-    return url
+def demo_db(tmp_path_factory: pytest.TempPathFactory, demo_template: DemoTemplate) -> str:
+    """A copy of the seeded demo (SQLite: what links a page shows does not depend on the backend)."""
+    return demo_template.copy("sqlite", tmp_path_factory.mktemp("crawl"))
 
 
 @pytest.fixture(scope="module")

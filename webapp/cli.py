@@ -1,14 +1,102 @@
-"""`draftdesk`: the Typer root. Each domain adds its commands from its own cli.py `register(app)`."""
+"""`draftdesk`: the Typer root, which loads a domain's commands only when one of them runs.
+
+Why lazy: loading every domain's cli.py (and through them the services, pandas, plotly, the
+FastAPI app...) cost ~2.5 s before any command started, so even refusing a 355-byte alias bomb
+took seconds. Each domain still declares its commands in its own cli.py `register(app,
+import_app)`; this module only knows which domain provides which command name (COMMANDS and
+IMPORT_COMMANDS below). Running `draftdesk NAME ...` imports that one domain's cli.py, registers
+it on a scratch Typer app and takes the command named NAME from it. `draftdesk --help` (and
+`draftdesk import --help`) load every listed domain, so the listing and the one-line help are
+those the domains declare, never a copy. tests/test_cli_startup.py checks that the tables name
+exactly the commands the domains register, so a new command cannot be left out of them.
+
+The alternative, importing the heavy libraries inside each command body, would have to be kept
+up by every domain in every module its cli.py imports (a service importing pandas at the top
+undoes it); the table is one place, and its test catches omissions.
+"""
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
+from typing import TYPE_CHECKING, ClassVar
+
 import typer
+from typer.core import TyperGroup
 
-from webapp.domains import domain_modules
+if TYPE_CHECKING:
+    # Typer ships its own copy of click; these are the types its groups are declared with.
+    from typer._click import Command, Context
 
-app = typer.Typer(help="Draft Desk: evaluate and monitor the support-reply drafting assistant.", no_args_is_help=True)
+# Top-level command -> the domain whose cli.py registers it, in the order `--help` lists them.
+COMMANDS: dict[str, str] = {
+    "demo": "admin",
+    "serve": "auth",
+    "users": "auth",
+    "tokens": "auth",
+    "datasets": "datasets",
+    "runs": "runs",
+    "check": "checks",
+    "regression": "regression",
+    "grading": "grading",
+    "metrics": "metrics",
+    "evaluate-dataset": "evaluator",
+    "gates": "gates",
+    "alerts": "alerts",
+}
+# `draftdesk import NAME` -> the domain whose cli.py registers it.
+IMPORT_COMMANDS: dict[str, str] = {
+    "kb": "kb",
+    "dataset": "datasets",
+    "drafts": "runs",
+    "events": "metrics",
+}
+
+
+@cache
+def domain_commands(domain: str) -> tuple[TyperGroup, TyperGroup]:
+    """Import webapp.<domain>.cli and return its top-level and `import` commands as click groups."""
+    module = importlib.import_module(f"webapp.{domain}.cli")
+    root, imports = typer.Typer(), typer.Typer()
+    module.register(root, imports)
+    return typer.main.get_group(root), typer.main.get_group(imports)
+
+
+class _LazyGroup(TyperGroup):
+    """A group whose commands beyond its own come from the domain named in `lazy`."""
+
+    lazy: ClassVar[dict[str, str]] = {}
+    part: ClassVar[int] = 0  # 0: the domain's top-level commands, 1: its `import` commands
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        """Return the group's own commands, then the lazy ones in table order."""
+        own = super().list_commands(ctx)
+        return own + [name for name in self.lazy if name not in own]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        """Return the command, importing its domain's cli.py the first time it is asked for."""
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in self.lazy:
+            command = domain_commands(self.lazy[cmd_name])[self.part].commands.get(cmd_name)
+        return command
+
+
+class _RootGroup(_LazyGroup):
+    lazy = COMMANDS
+
+
+class _ImportGroup(_LazyGroup):
+    lazy = IMPORT_COMMANDS
+    part = 1
+
+
+app = typer.Typer(
+    cls=_RootGroup, help="Draft Desk: evaluate and monitor the support-reply drafting assistant.", no_args_is_help=True
+)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
-import_app = typer.Typer(help="Import KB articles, datasets, drafts and events (each file all-or-nothing).", no_args_is_help=True)
+import_app = typer.Typer(
+    cls=_ImportGroup, help="Import KB articles, datasets, drafts and events (each file all-or-nothing).", no_args_is_help=True
+)
 app.add_typer(db_app, name="db")
 app.add_typer(import_app, name="import")
 
@@ -22,14 +110,6 @@ def db_upgrade(revision: str = typer.Argument("head", help="Target revision")) -
     settings = load_settings()
     upgrade(settings.database_url, revision)
     console.print(f"database at {revision}: {settings.database_url.split('@')[-1]}")
-
-
-def _register_domains() -> None:
-    for module in domain_modules("cli"):
-        module.register(app, import_app)
-
-
-_register_domains()
 
 
 def main() -> None:

@@ -1,4 +1,9 @@
-"""Shared pieces of the CLI: settings, a database session, and error reporting."""
+"""Shared pieces of the CLI: settings, a database session, the run lookup, and error reporting.
+
+This module is imported by every command before it does anything, so it imports nothing heavy at
+the top (no SQLModel, pydantic settings or FastAPI): a command that refuses bad input can do so
+before those load (see webapp/cli.py for why start-up time matters).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,16 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import typer
 from rich.console import Console
-from sqlmodel import Session
 
-from webapp.config import Settings
-from webapp.db import make_engine, session_scope
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
+    from webapp.config import Settings
+    from webapp.runs.models import Run
 
 console = Console()
 err_console = Console(stderr=True)
@@ -21,7 +28,7 @@ err_console = Console(stderr=True)
 
 def load_settings() -> Settings:
     """Return settings from the environment; the CLI is an operator's tool, so dev mode is allowed."""
-    import os
+    from webapp.config import Settings
 
     mode = os.environ.get("DRAFTDESK_MODE", "dev")
     return Settings(mode=mode)  # type: ignore[arg-type]
@@ -30,6 +37,7 @@ def load_settings() -> Settings:
 @contextmanager
 def cli_session(settings: Settings | None = None) -> Iterator[Session]:
     """Open one transaction on the configured database (migrated first)."""
+    from webapp.db import make_engine, session_scope
     from webapp.migrations_runner import upgrade
 
     settings = settings or load_settings()
@@ -90,13 +98,27 @@ class ClosedPipeGuard:
 def guard_stdout() -> None:
     """Make standard output survive a closed pipe (called by the console scripts' entry points)."""
     if not isinstance(sys.stdout, ClosedPipeGuard) and sys.stdout is not None:
-        sys.stdout = ClosedPipeGuard(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = ClosedPipeGuard(sys.stdout)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print an error to stderr and exit with the code (2: bad input or usage)."""
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def run_or_exit(*, session: Session, ref: str | int) -> Run:
+    """Return the run named `ref` (or numbered, when no run has that name); else print the error and exit 2.
+
+    The one lookup behind every command that takes a run (RUN or --run): the runs service decides
+    what matches, so the pages, the API and the CLI agree on it; an unknown run is bad input (2).
+    """
+    from webapp.runs.service import RunNotFound, resolve_run
+
+    try:
+        return resolve_run(session=session, ref=ref)
+    except RunNotFound as exc:
+        fail(str(exc))
 
 
 def read_password_from_stdin_or_prompt(prompt: str = "Password") -> str:

@@ -77,7 +77,7 @@ class LimitedSafeLoader(yaml.SafeLoader):
             raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=self.line + 1)
         return super().add_indent(column)
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         """Compose one node, counting depth and what each alias expands to."""
         event = self.peek_event()
         line = event.start_mark.line + 1
@@ -86,6 +86,7 @@ class LimitedSafeLoader(yaml.SafeLoader):
             if anchor in self._open_anchors:
                 raise InputLimitError(f"YAML alias *{anchor} refers to a node that contains it (recursive alias)", line=line)
             node = super().compose_node(parent, index)
+            assert node is not None  # an alias event always composes the node it names
             size = _expanded_size(node, self._sizes)
             if size > MAX_ALIAS_NODES:
                 raise InputLimitError(

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from sqlalchemy import select
+from sqlmodel import col
 from typer.testing import CliRunner
 
 from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
@@ -23,7 +24,6 @@ def _invoke(monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str):  # type: 
     monkeypatch.setenv("DRAFTDESK_MODE", "dev")
     monkeypatch.setenv("DRAFTDESK_SECRET_KEY", TEST_SECRET)
     monkeypatch.setenv("DRAFTDESK_BASE_URL", BASE_URL)
-    monkeypatch.setattr("webapp.migrations_runner.upgrade", lambda *a, **k: None)  # tests build the schema
     return CliRunner().invoke(cli_app, ["alerts", *args])
 
 
@@ -82,6 +82,6 @@ def test_run_once_evaluates_and_delivers(monkeypatch, db_url, session, spec, tmp
     assert note["items"][0]["days"] == ["2026-11-03", "2026-11-04", "2026-11-05"]
     assert f"{BASE_URL}/metrics?start=2026-11-03&end=2026-11-05" in note["text"]
     session.expire_all()
-    assert session.execute(select(AlertOutbox.status)).scalars().all() == ["sent"]
+    assert session.execute(select(col(AlertOutbox.status))).scalars().all() == ["sent"]
     r = _invoke(monkeypatch, db_url, "run-once")
     assert "evaluated: 0 new transitions" in r.output

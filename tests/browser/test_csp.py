@@ -8,10 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.browser.conftest import sign_in
-from tests.conftest import SPEC_PATH
 from webapp.demo import content as c
-from webapp.demo.seed import seed_demo
-from webapp.spec import load_spec
 
 pytestmark = pytest.mark.browser
 
@@ -30,9 +27,7 @@ def _kind(path: str) -> str:
     return re.sub(r"/\d+", "/N", re.sub(r"/(?:[a-z]+-)+\d{3}\b", "/CASE", path))
 
 
-def test_no_csp_violation_on_any_page_of_any_role(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
-    spec = load_spec(SPEC_PATH)
-    live_server.seed(lambda s: seed_demo(session=s, spec=spec))
+def test_no_csp_violation_on_any_page_of_any_role(demo_server, new_page) -> None:  # type: ignore[no-untyped-def]
     problems: list[str] = []
     visited = 0
     seen_roles: set[str] = set()
@@ -42,7 +37,7 @@ def test_no_csp_violation_on_any_page_of_any_role(live_server, new_page) -> None
         seen_roles |= set(roles)
         page = new_page()
         page.add_init_script(COLLECT)
-        sign_in(page, live_server.url, email, c.DEMO_PASSWORD)
+        sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
         queue, kinds = ["/"], set()
         while queue and len(kinds) < MAX_PAGES_PER_ROLE:
             path = queue.pop(0)
@@ -50,7 +45,7 @@ def test_no_csp_violation_on_any_page_of_any_role(live_server, new_page) -> None
                 continue
             kinds.add(_kind(urlsplit(path).path))
             page.console_errors.clear()
-            response = page.goto(f"{live_server.url}{path}")
+            response = page.goto(f"{demo_server.url}{path}")
             if response is None or "text/html" not in response.headers.get("content-type", ""):
                 continue
             page.wait_for_load_state("networkidle")

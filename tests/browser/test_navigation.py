@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import sign_in
-from tests.conftest import SPEC_PATH
 from webapp.demo import content as c
-from webapp.demo.seed import seed_demo
 from webapp.navigation import NAV
-from webapp.spec import load_spec
 
 pytestmark = pytest.mark.browser
 
@@ -34,21 +31,19 @@ EXPECTED_ROLES = {
 }
 
 
-def test_every_role_opens_every_navigation_entry(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
-    spec = load_spec(SPEC_PATH)
-    live_server.seed(lambda s: seed_demo(session=s, spec=spec))
+def test_every_role_opens_every_navigation_entry(demo_server, new_page) -> None:  # type: ignore[no-untyped-def]
     problems: list[str] = []
     visited = 0
     for key, email, _name, roles in c.DEMO_USERS:
         page = new_page()
-        sign_in(page, live_server.url, email, c.DEMO_PASSWORD)
+        sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
         hrefs = [a.get_attribute("href") for a in page.locator("nav.mainnav a").all()]
         expected = [item.href for item in NAV if set(roles) & EXPECTED_ROLES[item.href]]
         if hrefs != expected:
             problems.append(f"{key}: navigation shows {hrefs}, expected {expected}")
         for href in hrefs:
             page.console_errors.clear()
-            response = page.goto(f"{live_server.url}{href}")
+            response = page.goto(f"{demo_server.url}{href}")
             page.wait_for_load_state("networkidle")
             status = response.status if response else 0
             if status >= 400:

@@ -5,10 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser_support import sign_in
-from tests.conftest import SPEC_PATH
 from webapp.demo import content as c
-from webapp.demo.seed import seed_demo
-from webapp.spec import load_spec
 
 pytestmark = pytest.mark.browser
 
@@ -25,16 +22,14 @@ PAGES = {
 }
 
 
-def test_no_horizontal_scroll_at_390px(live_server, browser) -> None:  # type: ignore[no-untyped-def]
-    spec = load_spec(SPEC_PATH)
-    live_server.seed(lambda s: seed_demo(session=s, spec=spec))
+def test_no_horizontal_scroll_at_390px(demo_server, browser) -> None:  # type: ignore[no-untyped-def]
     problems = []
     for email, paths in PAGES.items():
         ctx = browser.new_context(viewport={"width": 390, "height": 844})
         page = ctx.new_page()
-        sign_in(page, live_server.url, email, c.DEMO_PASSWORD)
+        sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
         for path in paths:
-            response = page.goto(f"{live_server.url}{path}")
+            response = page.goto(f"{demo_server.url}{path}")
             assert response is not None and response.status == 200, path
             page.wait_for_load_state("networkidle")
             overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")

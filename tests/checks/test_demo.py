@@ -6,9 +6,9 @@ import pytest
 from sqlmodel import Session
 
 from webapp.checks import service
-from webapp.demo.seed import seed_demo
+from webapp.demo.content import RUN_NAME
 from webapp.regression import service as regression_service
-from webapp.spec import EvalSpec
+from webapp.runs.service import resolve_run
 
 GOLDEN = {
     "golden-happy-path",
@@ -20,10 +20,16 @@ GOLDEN = {
 
 
 @pytest.fixture
-def demo(session: Session, spec: EvalSpec) -> service.RunSummary:
-    ctx = seed_demo(session=session, spec=spec, seed=7)
-    session.commit()
-    return service.run_summary(session=session, run_id=ctx.run.id)  # type: ignore[arg-type]
+def db_url(demo_db_url: str) -> str:
+    """Every test here starts from the seeded demo (a copy of the session's template)."""
+    return demo_db_url
+
+
+@pytest.fixture
+def demo(session: Session) -> service.RunSummary:
+    run = resolve_run(session=session, ref=RUN_NAME)
+    assert run.id is not None
+    return service.run_summary(session=session, run_id=run.id)
 
 
 def _failures(summary: service.RunSummary, case_id: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+import typer
 from rich.console import Console
 from sqlmodel import Session, select
 
@@ -15,29 +16,35 @@ from webapp.checks.cli import check_and_report
 from webapp.checks.models import DraftCheck
 from webapp.checks.types import CHECK_KEYS
 from webapp.kb.models import KbRevision
-from webapp.runs.service import RunNotFound
+from webapp.runs.models import Run
 from webapp.spec import EvalSpec
+
+
+def _id(run: Run) -> int:
+    """Return a saved run's id (typed: a saved row always has one)."""
+    assert run.id is not None
+    return run.id
 
 
 class TestCheckRun:
     def test_stores_one_result_per_check_and_draft(self, session: Session, spec: EvalSpec, world: World) -> None:
-        result = service.check_run(session=session, spec=spec, run_id=world.a.id)
+        result = service.check_run(session=session, spec=spec, run_id=_id(world.a))
         rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
         assert result.drafts == 8
         assert len(rows) == 8 * len(CHECK_KEYS)
         assert {r.kb_version for r in rows} == {result.kb_version}
 
     def test_recheck_replaces_rather_than_adds(self, session: Session, spec: EvalSpec, world: World) -> None:
-        service.check_run(session=session, spec=spec, run_id=world.a.id)
-        service.check_run(session=session, spec=spec, run_id=world.a.id)
+        service.check_run(session=session, spec=spec, run_id=_id(world.a))
+        service.check_run(session=session, spec=spec, run_id=_id(world.a))
         rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
         assert len(rows) == 8 * len(CHECK_KEYS)
 
 
 class TestRunSummary:
     def test_pass_rates_match_hand_count(self, session: Session, spec: EvalSpec, world: World) -> None:
-        service.check_run(session=session, spec=spec, run_id=world.a.id)
-        s = service.run_summary(session=session, run_id=world.a.id)
+        service.check_run(session=session, spec=spec, run_id=_id(world.a))
+        s = service.run_summary(session=session, run_id=_id(world.a))
         # 6 of 8 drafts pass: r2 (stale citation) and e1 (low-confidence draft) fail.
         assert (s.overall.passed, s.overall.total) == (6, 8)
         assert s.overall.rate == pytest.approx(6 / 8)
@@ -73,12 +80,12 @@ class TestRunSummary:
         assert r2.failures[0].reason == "cites KB-3001 revision 2, which is deprecated; current is revision 4"
 
     def test_unchecked_run_has_no_results(self, session: Session, world: World) -> None:
-        s = service.run_summary(session=session, run_id=world.a.id)
+        s = service.run_summary(session=session, run_id=_id(world.a))
         assert not s.is_checked and s.overall.rate is None and s.drafts == 8
 
     def test_kb_change_is_noticed_and_recheck_recomputes(self, session: Session, spec: EvalSpec, world: World) -> None:
-        service.check_run(session=session, spec=spec, run_id=world.a.id)
-        assert not service.run_summary(session=session, run_id=world.a.id).kb_changed
+        service.check_run(session=session, spec=spec, run_id=_id(world.a))
+        assert not service.run_summary(session=session, run_id=_id(world.a)).kb_changed
         # KB-3001 gets revision 5: r3, which cites revision 4, is now stale.
         r4 = session.exec(select(KbRevision).where(KbRevision.article_id == "KB-3001", KbRevision.revision == 4)).one()
         r4.status = "deprecated"
@@ -86,11 +93,11 @@ class TestRunSummary:
         session.flush()
         session.add(KbRevision(article_id="KB-3001", revision=5, title="t", body="b", status="current", effective_date=r4.effective_date))
         session.flush()
-        stale = service.run_summary(session=session, run_id=world.a.id)
+        stale = service.run_summary(session=session, run_id=_id(world.a))
         assert stale.kb_changed
         assert stale.overall.passed == 6  # stored results are not changed until re-checked
-        service.check_run(session=session, spec=spec, run_id=world.a.id)
-        fresh = service.run_summary(session=session, run_id=world.a.id)
+        service.check_run(session=session, spec=spec, run_id=_id(world.a))
+        fresh = service.run_summary(session=session, run_id=_id(world.a))
         assert not fresh.kb_changed
         assert fresh.overall.passed == 5
         r3 = next(o for o in fresh.failing if o.case_id == "r3")
@@ -99,8 +106,8 @@ class TestRunSummary:
 
 class TestDraftResults:
     def test_results_in_check_order(self, session: Session, spec: EvalSpec, world: World) -> None:
-        service.check_run(session=session, spec=spec, run_id=world.a.id)
-        summary = service.run_summary(session=session, run_id=world.a.id)
+        service.check_run(session=session, spec=spec, run_id=_id(world.a))
+        summary = service.run_summary(session=session, run_id=_id(world.a))
         e1 = next(o for o in summary.outcomes if o.case_id == "e1")
         d = service.draft_results(session=session, draft_id=e1.draft_id)
         assert [r.key for r in d.results] == list(CHECK_KEYS)
@@ -168,27 +175,29 @@ class TestCliGate:
         assert "pass rate 25.0% is under the pilot gate's 80.0%" in text
         assert "golden example g1 fails Expected behaviour: case g1 expects a draft but the assistant escalated" in text
 
-    def test_unknown_run(self, session: Session, spec: EvalSpec, world: World) -> None:
-        out, _ = _console()
-        with pytest.raises(RunNotFound):
+    def test_unknown_run(self, session: Session, spec: EvalSpec, world: World, capsys: pytest.CaptureFixture[str]) -> None:
+        out, buf = _console()
+        with pytest.raises(typer.Exit) as info:
             check_and_report(session=session, spec=spec, ref="nope", out=out)
+        assert info.value.exit_code == 2 and buf.getvalue() == ""
+        assert "run: no run named or numbered 'nope'" in capsys.readouterr().err
 
 
-def test_cli_command_exit_codes(session: Session, spec: EvalSpec, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The `draftdesk check` command itself: 1 for run-a, 2 for an unknown run."""
-    from contextlib import contextmanager
-
+def test_cli_command_exit_codes(db_url: str, session: Session, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `draftdesk check` command itself, on its own session: 1 for run-a, 2 for an unknown run."""
     from typer.testing import CliRunner
 
     from webapp import cli as root
-    from webapp.checks import cli as checks_cli
 
-    @contextmanager
-    def fake_session(settings=None):  # type: ignore[no-untyped-def]
-        yield session
-
-    monkeypatch.setattr(checks_cli, "cli_session", fake_session)
+    session.commit()
+    monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
+    monkeypatch.setenv("DRAFTDESK_MODE", "dev")
     runner = CliRunner()
-    assert runner.invoke(root.app, ["check", "run-a"]).exit_code == 1
+    result = runner.invoke(root.app, ["check", "run-a"])
+    assert result.exit_code == 1, result.output
+    # The command committed its results: this session sees them.
+    session.rollback()
+    assert session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).first() is not None
     result = runner.invoke(root.app, ["check", "nope"])
     assert result.exit_code == 2
+    assert "no run named or numbered 'nope'" in result.output

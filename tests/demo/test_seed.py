@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from tests.datasets.helpers import count_rows, invoke
 from webapp.auth import service as auth_service
@@ -20,7 +20,7 @@ from webapp.datasets.models import Dataset, EvalCase
 from webapp.demo import content as c
 from webapp.demo.seed import seed_demo
 from webapp.kb import service as kb_service
-from webapp.kb.models import KbArticle
+from webapp.kb.models import KbArticle, KbRevision
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 
@@ -44,14 +44,26 @@ class TestContent:
         assert all(x.metadata["category"] in ("routine", "edge", "adversarial", "safety") for x in cases)
 
 
+def _body(revision: KbRevision | None) -> str:
+    """Return a revision's text (the revision must exist)."""
+    assert revision is not None
+    return revision.body
+
+
 @pytest.fixture
 def seeded(session: Session, spec: EvalSpec):  # type: ignore[no-untyped-def]
-    ctx = seed_demo(session=session, spec=spec, hooks=False)
+    """The demo's context; on the session's seeded template (see TestSeededDemo) seed_demo only reads it."""
+    ctx = seed_demo(session=session, spec=spec)
     session.commit()
     return ctx
 
 
 class TestSeededDemo:
+    @pytest.fixture
+    def db_url(self, demo_db_url: str) -> str:
+        """What the seed wrote, read from a copy of the demo seeded once per session (tests/conftest.py)."""
+        return demo_db_url
+
     def test_stratification(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
         ds = session.exec(select(Dataset).where(Dataset.name == "support-eval-v1")).one()
         rows = session.exec(select(EvalCase.category, EvalCase.intent).where(EvalCase.dataset_id == ds.id)).all()
@@ -80,10 +92,10 @@ class TestSeededDemo:
         assert 14 <= count_rows(session, KbArticle) <= 17
         revs = {r.revision: r.status for r in kb_service.get_revisions(session=session, article_id="KB-3001")}
         assert revs[2] == "deprecated" and revs[4] == "current"
-        assert "SMS" in kb_service.get_revision(session=session, article_id="KB-3001", revision=2).body
-        assert "authenticator app only" in kb_service.current_revision(session=session, article_id="KB-3001").body
-        assert "own cycle" in kb_service.current_revision(session=session, article_id="KB-1042").body
-        assert "no scheduled data exports" in kb_service.current_revision(session=session, article_id="KB-2098").body
+        assert "SMS" in _body(kb_service.get_revision(session=session, article_id="KB-3001", revision=2))
+        assert "authenticator app only" in _body(kb_service.current_revision(session=session, article_id="KB-3001"))
+        assert "own cycle" in _body(kb_service.current_revision(session=session, article_id="KB-1042"))
+        assert "no scheduled data exports" in _body(kb_service.current_revision(session=session, article_id="KB-2098"))
         assert kb_service.current_revision(session=session, article_id="KB-2011") is not None
         states = {a.article_id: a.status for a in kb_service.list_articles(session=session)}
         assert "deleted" in states.values()
@@ -94,7 +106,7 @@ class TestSeededDemo:
         assert set(seeded.users) == {"labeler", "labeler2", "lead", "pm", "support_lead", "admin"}
         for key, email, _name, roles in c.DEMO_USERS:
             user = auth_service.authenticate(session=session, email=email, password="demo-password", ip="t")
-            assert user is not None, email
+            assert user is not None and user.id is not None, email
             assert auth_service.user_roles(session=session, user_id=user.id) == set(roles)
             assert seeded.users[key].email == email
 
@@ -170,6 +182,7 @@ class TestSeededDemo:
         assert ctx.run.id == seeded.run.id and len(ctx.cases) == 100
 
 
+@pytest.mark.slow
 class TestDeterminism:
     def test_same_seed_same_database_content(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
         from webapp.db import make_engine
@@ -186,8 +199,8 @@ class TestDeterminism:
             def snapshot(s: Session) -> list[tuple]:
                 rows = s.exec(
                     select(EvalCase.case_id, Draft.draft_text, Draft.confidence, Draft.escalated)
-                    .join(EvalCase, EvalCase.id == Draft.case_pk)
-                    .order_by(EvalCase.position)
+                    .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
+                    .order_by(col(EvalCase.position))
                 ).all()
                 return [tuple(r) for r in rows]
 
@@ -196,11 +209,13 @@ class TestDeterminism:
         other.dispose()
 
 
+@pytest.mark.slow
 class TestHooks:
     def test_domain_hooks_run(self, session: Session, spec: EvalSpec) -> None:
         ctx = seed_demo(session=session, spec=spec)
         session.commit()
-        assert "checks" in ctx.extra["hooks_run"]
+        hooks_run = ctx.extra["hooks_run"]
+        assert isinstance(hooks_run, list) and "checks" in hooks_run
 
 
 class TestDemoCli:
@@ -211,6 +226,7 @@ class TestDemoCli:
         assert out.read_bytes() == c.build_content(7).dataset_jsonl
         assert (tmp_path / "kb.jsonl").read_bytes() == c.build_content(7).kb_jsonl
 
+    @pytest.mark.slow
     def test_seed_only_in_configured_database(self, db_url: str, session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
         r = invoke(monkeypatch, db_url, ["demo", "--seed-only"])
         assert r.exit_code == 0, r.output

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlmodel import Session
 
-from webapp.demo.seed import seed_demo
 from webapp.gates import service
 from webapp.runs.service import resolve_run
 from webapp.spec import EvalSpec
 
 
+@pytest.fixture
+def db_url(demo_db_url: str) -> str:
+    """The test starts from the seeded demo (a copy of the session's template)."""
+    return demo_db_url
+
+
 def test_demo_pilot_gate_fails_for_the_planted_reasons(session: Session, spec: EvalSpec) -> None:
-    seed_demo(session=session, spec=spec, seed=7)
     run = resolve_run(session=session, ref="demo-run-1")
     rep = service.pilot_report(session=session, spec=spec, run=run)
     by_key = {c.key: c for c in rep.criteria}

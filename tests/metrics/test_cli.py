@@ -22,7 +22,6 @@ def _invoke(monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str):  # type: 
 
     monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
     monkeypatch.setenv("DRAFTDESK_MODE", "dev")
-    monkeypatch.setattr("webapp.migrations_runner.upgrade", lambda *a, **k: None)  # tests build the schema
     return CliRunner().invoke(cli_app, list(args))
 
 

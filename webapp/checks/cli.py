@@ -12,8 +12,7 @@ from sqlmodel import Session
 from webapp import flows
 from webapp.checks import service
 from webapp.checks.rules import PROBLEM_LABELS
-from webapp.cli_support import cli_session, console, fail, load_settings
-from webapp.runs.service import RunNotFound, resolve_run
+from webapp.cli_support import cli_session, console, load_settings, run_or_exit
 from webapp.spec import EvalSpec
 
 
@@ -36,8 +35,8 @@ class CheckReport:
 
 
 def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
-    """Check the run named `ref` (results stored, alerts raised) and decide the CI gate; print nothing."""
-    run = resolve_run(session=session, ref=ref)
+    """Check the run named `ref` (results stored, alerts raised) and decide the CI gate; print nothing but an unknown run's error (exit 2)."""
+    run = run_or_exit(session=session, ref=ref)
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
     alerts = flows.after_run_checked(session=session, spec=spec, run_id=run.id)
@@ -97,12 +96,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def check_cmd(run: str = typer.Argument(..., help="Run name or id")) -> None:
         """Check a run's drafts (results stored, alerts raised); exit 1 on a golden/safety failure or a low pass rate."""
         spec = load_settings().eval_spec
-        try:
-            # The results are committed when this block ends, before anything is printed, so a
-            # reader that stops early (`| head -1`) cannot lose them.
-            with cli_session() as session:
-                report = check(session=session, spec=spec, ref=run)
-        except RunNotFound as exc:
-            fail(str(exc), code=2)
+        # The results are committed when this block ends, before anything is printed, so a
+        # reader that stops early (`| head -1`) cannot lose them.
+        with cli_session() as session:
+            report = check(session=session, spec=spec, ref=run)
         print_report(report, console)
         raise typer.Exit(report.exit_code)

@@ -7,8 +7,7 @@ from pathlib import Path
 import typer
 
 from webapp.cli_support import cli_session
-from webapp.datasets import service
-from webapp.datasets.records import RecordError
+from webapp.datasets.records import RecordError, read_file, read_records
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -21,8 +20,14 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     ) -> None:
         """Import an eval dataset; the same file again is a no-op, a changed file a new version."""
         try:
+            # Read and parse the file before loading the services or opening (and migrating) the
+            # database, so malformed or hostile input is refused within the start-up time.
+            data = read_file(file)
+            read_records(data, path=file)
+            from webapp.datasets import service
+
             with cli_session() as session:
-                result = service.import_dataset_file(session=session, path=file, name=name)
+                result = service.import_dataset(session=session, data=data, path=str(file), name=name)
         except RecordError as exc:
             typer.echo(exc.location, err=True)
             raise typer.Exit(2) from None
@@ -31,6 +36,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @app.command("datasets")
     def datasets_list() -> None:
         """List imported datasets (name, version, cases, hash)."""
+        from webapp.datasets import service
+
         with cli_session() as session:
             rows = service.list_datasets(session=session)
         if not rows:

@@ -7,10 +7,9 @@ import json
 import typer
 from rich.table import Table
 
-from webapp.cli_support import cli_session, console, fail, load_settings
+from webapp.cli_support import cli_session, console, load_settings, run_or_exit
 from webapp.gates import service
 from webapp.gates.report import to_markdown
-from webapp.runs.service import RunNotFound, resolve_run
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -21,10 +20,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def _run_gate(gate: str, run: str, as_json: bool, as_markdown: bool) -> None:
         settings = load_settings()
         with cli_session(settings) as session:
-            try:
-                r = resolve_run(session=session, ref=run)
-            except RunNotFound as exc:
-                fail(str(exc))
+            r = run_or_exit(session=session, ref=run)
             rep = service.report(session=session, spec=settings.eval_spec, gate=gate, run=r)
         if as_json:
             print(json.dumps(rep.to_dict(), indent=2, default=str))

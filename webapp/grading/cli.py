@@ -7,9 +7,8 @@ from pathlib import Path
 
 import typer
 
-from webapp.cli_support import cli_session, console, fail, load_settings
+from webapp.cli_support import cli_session, console, fail, load_settings, run_or_exit
 from webapp.grading import service
-from webapp.runs.service import RunNotFound, resolve_run
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -27,10 +26,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         if suffix not in (".csv", ".jsonl"):
             fail(f"{file}: the file name must end in .csv or .jsonl")
         with cli_session() as session:
-            try:
-                r = resolve_run(session=session, ref=run)
-            except RunNotFound as exc:
-                fail(str(exc))
+            r = run_or_exit(session=session, ref=run)
             fn = service.export_csv if suffix == ".csv" else service.export_jsonl
             text = fn(session=session, run_id=r.id)  # type: ignore[arg-type]
             n = len(service.export_rows(session=session, run_id=r.id))  # type: ignore[arg-type]
@@ -43,10 +39,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def status(run: str = typer.Argument(..., help="Run name or id")) -> None:
         """Print how many drafts of a run need grades, are in adjudication, or have a final grade."""
         with cli_session() as session:
-            try:
-                r = resolve_run(session=session, ref=run)
-            except RunNotFound as exc:
-                fail(str(exc))
+            r = run_or_exit(session=session, ref=run)
             counts = service.grading_status(session=session, run_id=r.id).counts  # type: ignore[arg-type]
         console.print(json.dumps(counts))
 
@@ -56,9 +49,6 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         with cli_session() as session:
             run_id = None
             if run:
-                try:
-                    run_id = resolve_run(session=session, ref=run).id
-                except RunNotFound as exc:
-                    fail(str(exc))
+                run_id = run_or_exit(session=session, ref=run).id
             report = service.agreement_report(session=session, spec=load_settings().eval_spec, run_id=run_id)
         console.print_json(json.dumps(report))

@@ -7,9 +7,8 @@ from pathlib import Path
 import typer
 
 from webapp.auth.service import get_user_by_email
-from webapp.cli_support import cli_session, console, fail
+from webapp.cli_support import cli_session, console, fail, run_or_exit
 from webapp.regression import service
-from webapp.runs.service import RunNotFound, resolve_run
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -50,10 +49,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         with cli_session() as session:
             results = {}
             if run:
-                try:
-                    r = resolve_run(session=session, ref=run)
-                except RunNotFound as exc:
-                    fail(str(exc))
+                r = run_or_exit(session=session, ref=run)
                 results = {x.case_id: x for x in service.run_report(session=session, run_id=r.id)}  # type: ignore[arg-type]
             lines = []
             for c in service.list_cases(session=session):
@@ -70,10 +66,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     ) -> None:
         """Mark a run as the baseline of its dataset (or unmark it)."""
         with cli_session() as session:
-            try:
-                r = resolve_run(session=session, ref=run)
-            except RunNotFound as exc:
-                fail(str(exc))
+            r = run_or_exit(session=session, ref=run)
             if unmark:
                 service.unmark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
             else:

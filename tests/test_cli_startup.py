@@ -1,0 +1,110 @@
+"""The `draftdesk` command loads a domain only when one of its commands runs, yet lists them all.
+
+The start-up time itself is measured by benchmarks/bench_hostile.py (timings are not tests); these
+tests hold the behaviour that makes it fast and keeps the help complete.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from tests.test_safe_input import DEPTH_400K, alias_bomb
+from webapp import cli
+from webapp.domains import domain_modules
+
+ROOT = Path(__file__).resolve().parent.parent
+ENTRY = "from webapp.cli import main; main()"
+
+
+def _registered() -> tuple[dict[str, str], dict[str, str]]:
+    """Register every domain's commands eagerly (the old way); return command -> domain for both levels."""
+    top: dict[str, str] = {}
+    imports: dict[str, str] = {}
+    for module in domain_modules("cli"):
+        domain = module.__name__.split(".")[1]
+        root, import_app = typer.Typer(), typer.Typer()
+        module.register(root, import_app)
+        for table, app in ((top, root), (imports, import_app)):
+            for name in typer.main.get_group(app).commands:
+                assert name not in table, f"{name} is registered by {table[name]} and {domain}"
+                table[name] = domain
+    return top, imports
+
+
+def test_the_tables_name_every_command_the_domains_register() -> None:
+    top, imports = _registered()
+    assert top == cli.COMMANDS
+    assert imports == cli.IMPORT_COMMANDS
+
+
+def _listed(help_text: str) -> list[str]:
+    """Return the command names of the help's Commands panel, in order."""
+    panel = help_text.split("Commands")[1]
+    return [line.split()[1] for line in panel.splitlines() if line.startswith("│ ") and line[2] != " "]
+
+
+def test_help_lists_every_command_with_its_own_help() -> None:
+    top, imports = _registered()
+    runner = CliRunner()
+    out = runner.invoke(cli.app, ["--help"])
+    assert out.exit_code == 0, out.output
+    assert _listed(out.output) == ["db", "import", *cli.COMMANDS] and set(cli.COMMANDS) == set(top)
+    # Each lazily found command shows the one-line help its domain declares.
+    assert "List imported datasets (name, version, cases, hash)." in out.output
+    assert "Launch gates: print the report;" in out.output
+    out = runner.invoke(cli.app, ["import", "--help"])
+    assert out.exit_code == 0, out.output
+    assert _listed(out.output) == list(imports)
+    # A nested group found lazily still has its subcommands.
+    out = runner.invoke(cli.app, ["alerts", "channels", "--help"])
+    assert out.exit_code == 0 and "remove" in out.output
+
+
+def test_an_unknown_command_is_a_usage_error() -> None:
+    out = CliRunner().invoke(cli.app, ["no-such-command"])
+    assert out.exit_code == 2 and "No such command" in out.output
+
+
+def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "DRAFTDESK_MODE": "dev", "DRAFTDESK_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db"}
+    return subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+
+def test_hostile_files_are_refused_by_the_whole_command_with_file_line(tmp_path: Path) -> None:
+    nested = "[" * DEPTH_400K + "]" * DEPTH_400K
+    cases = {
+        "bomb.yaml": (alias_bomb(), "bomb.yaml:7: Refused: YAML alias *d expands to"),
+        "deep.jsonl": ('{"id": "deep", "x": ' + nested + "}\n", "deep.jsonl:1: Refused: nesting deeper than"),
+        "deep.yaml": ("- id: deep\n  x: " + nested + "\n", "deep.yaml:2: Refused: nesting deeper than"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        done = _run("import", "dataset", str(path), tmp_path=tmp_path)
+        assert done.returncode == 2, (name, done.stderr)
+        assert done.stderr.startswith(f"{path.parent}/{message}"), done.stderr
+    # Refused before the database was opened: it was not even created.
+    assert not (tmp_path / "cli.db").exists()
+
+
+def test_refusing_a_file_loads_neither_the_database_layer_nor_the_web_app(tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb())
+    probe = (
+        "import sys\n"
+        "from webapp.cli import main\n"
+        "try:\n    main()\n"
+        "except SystemExit as e:\n"
+        "    heavy = sorted(m for m in ('sqlmodel', 'sqlalchemy', 'fastapi', 'pandas', 'plotly', 'webapp.main') if m in sys.modules)\n"
+        "    print(e.code, heavy)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "DRAFTDESK_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "import", "dataset", str(path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
+    assert done.stdout.strip() == "2 []", done.stdout + done.stderr
