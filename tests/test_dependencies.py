@@ -37,6 +37,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
     {
         "webapp",
         "webapp.api_docs",
+        "webapp.api_schemas",
         "webapp.cli_support",
         "webapp.config",
         "webapp.csp",

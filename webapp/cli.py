@@ -17,12 +17,13 @@ undoes it); the table is one place, and its test catches omissions.
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
 import typer
 from typer.core import TyperGroup
+
+from webapp.domains import domain_modules
 
 if TYPE_CHECKING:
     # Typer ships its own copy of click; these are the types its groups are declared with.
@@ -56,7 +57,7 @@ IMPORT_COMMANDS: dict[str, str] = {
 @cache
 def domain_commands(domain: str) -> tuple[TyperGroup, TyperGroup]:
     """Import webapp.<domain>.cli and return its top-level and `import` commands as click groups."""
-    module = importlib.import_module(f"webapp.{domain}.cli")
+    (module,) = domain_modules("cli", [domain])
     root, imports = typer.Typer(), typer.Typer()
     module.register(root, imports)
     return typer.main.get_group(root), typer.main.get_group(imports)

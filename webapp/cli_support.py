@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from sqlmodel import Session
 
     from webapp.config import Settings
-    from webapp.runs.models import Run
 
 console = Console()
 err_console = Console(stderr=True)
@@ -105,20 +104,6 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print an error to stderr and exit with the code (2: bad input or usage)."""
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(code)
-
-
-def run_or_exit(*, session: Session, ref: str | int) -> Run:
-    """Return the run named `ref` (or numbered, when no run has that name); else print the error and exit 2.
-
-    The one lookup behind every command that takes a run (RUN or --run): the runs service decides
-    what matches, so the pages, the API and the CLI agree on it; an unknown run is bad input (2).
-    """
-    from webapp.runs.service import RunNotFound, resolve_run
-
-    try:
-        return resolve_run(session=session, ref=ref)
-    except RunNotFound as exc:
-        fail(str(exc))
 
 
 def read_password_from_stdin_or_prompt(prompt: str = "Password") -> str:

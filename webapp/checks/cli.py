@@ -12,7 +12,8 @@ from sqlmodel import Session
 from webapp import flows
 from webapp.checks import service
 from webapp.checks.rules import PROBLEM_LABELS
-from webapp.cli_support import cli_session, console, load_settings, run_or_exit
+from webapp.cli_support import cli_session, console, load_settings
+from webapp.runs.cli import run_or_exit
 from webapp.spec import EvalSpec
 
 

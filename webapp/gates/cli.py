@@ -7,9 +7,10 @@ import json
 import typer
 from rich.table import Table
 
-from webapp.cli_support import cli_session, console, load_settings, run_or_exit
+from webapp.cli_support import cli_session, console, load_settings
 from webapp.gates import service
 from webapp.gates.report import to_markdown
+from webapp.runs.cli import run_or_exit
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 import typer
 
 from webapp.auth.service import get_user_by_email
-from webapp.cli_support import cli_session, console, fail, run_or_exit
+from webapp.cli_support import cli_session, console, fail
 from webapp.regression import service
+from webapp.runs.cli import run_or_exit
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

@@ -5,11 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from sqlmodel import Session
 
 from webapp import flows
-from webapp.cli_support import cli_session
+from webapp.cli_support import cli_session, fail
 from webapp.datasets.records import RecordError, read_file
 from webapp.runs import service
+from webapp.runs.models import Run
+from webapp.runs.service import RunNotFound, resolve_run
+
+
+def run_or_exit(*, session: Session, ref: str | int) -> Run:
+    """Return the run named `ref` (or numbered, when no run has that name); else print the error and exit 2.
+
+    The one lookup behind every command that takes a run (RUN or --run): the runs service decides
+    what matches, so the pages, the API and the CLI agree on it; an unknown run is bad input (2).
+    """
+    try:
+        return resolve_run(session=session, ref=ref)
+    except RunNotFound as exc:
+        fail(str(exc))
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
