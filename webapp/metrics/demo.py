@@ -9,7 +9,7 @@ from typing import Any
 from sqlmodel import Session
 
 from webapp.demo.context import DemoContext
-from webapp.metrics import ingest, service
+from webapp.metrics import ingest, service, stale
 from webapp.spec import EvalSpec
 
 DRAFTS: dict[str, str] = {
@@ -125,6 +125,8 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         results = ingest.ingest_events(session=session, spec=spec, items=events[i : i + ingest.MAX_BATCH])
         bad_items = [r for r in results if r.status == "invalid"]
         assert not bad_items, bad_items[0].as_dict()
+    while stale.rebuild_stale(session=session, spec=spec):  # the demo starts with every aggregate stored
+        pass
     # One factual error during the pilot, confirmed by the lead (the production gate shows it),
     # and a fresh one still waiting for the lead.
     pilot_day = pilot.start + dt.timedelta(days=3)

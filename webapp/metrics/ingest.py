@@ -1,4 +1,4 @@
-"""Event validation, idempotent bulk insertion, and the per-day aggregates rebuilt at ingestion."""
+"""Event validation, idempotent bulk insertion, stale-day marks, and the per-day aggregates."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
 
-from webapp.metrics.models import ALL, NONE, DailyAggregate, Event
+from webapp.metrics.models import ALL, NONE, DailyAggregate, Event, StaleDay
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
 
@@ -36,8 +36,8 @@ SEGMENT_DIMS: tuple[str, ...] = ("intent", "plan", "agent_id")
 # combinations with an agent (one agent's events are few) are computed from the raw events.
 ROLLUPS: tuple[tuple[str, ...], ...] = ((), ("intent",), ("plan",), ("agent_id",), ("intent", "plan"))
 # First key of the per-day advisory locks (the second is the day's ordinal): on PostgreSQL the
-# rebuilds of one day are serialized, so the last writer of a day sees every committed event,
-# while batches for different days proceed in parallel.
+# rebuilds of one day are serialized, so a rebuild that started later (and read more events)
+# writes last, while rebuilds of different days proceed in parallel. Ingestion takes no lock.
 PG_AGGREGATE_LOCK_KEY = 7_305_501
 
 
@@ -205,9 +205,21 @@ def ingest_events(*, session: Session, spec: EvalSpec, items: Sequence[Any]) -> 
         if r.status == "created" and r.event_id not in created:
             r.status = "duplicate"
     touched = {row["day"] for row in rows if row["event_id"] in created}
-    rebuild_days(session=session, spec=spec, days=touched)
+    mark_stale(session, touched)
     session.flush()
     return results
+
+
+def mark_stale(session: Session, days: Iterable[dt.date]) -> None:
+    """Mark days whose aggregates lag their events, in the transaction that inserted the events.
+
+    The aggregates are rebuilt later, coalesced (stale.rebuild_stale); until then readers compute
+    these days from the raw events. A mark is a new row, never an update, so batches for the same
+    day do not wait for each other.
+    """
+    ordered = sorted(set(days))
+    if ordered:
+        session.execute(StaleDay.__table__.insert(), [{"day": d} for d in ordered])  # type: ignore[attr-defined]
 
 
 # --- aggregates -----------------------------------------------------------------------------------
@@ -363,7 +375,8 @@ def aggregate_frame(df: pd.DataFrame, spec: EvalSpec, dims: tuple[str, ...], *, 
     return agg
 
 
-def _versions_by_day(df: pd.DataFrame) -> dict[dt.date, dict[str, dict[str, int]]]:
+def versions_by_day(df: pd.DataFrame) -> dict[dt.date, dict[str, dict[str, int]]]:
+    """Count the events of each model and prompt version per day."""
     out: dict[dt.date, dict[str, dict[str, int]]] = {}
     for column in ("model_version", "prompt_version"):
         counts = df[["day", column]].dropna().groupby(["day", column], sort=False).size()
@@ -375,8 +388,8 @@ def _versions_by_day(df: pd.DataFrame) -> dict[dt.date, dict[str, dict[str, int]
 def lock_days(session: Session, days: Sequence[dt.date]) -> None:
     """Take the transaction-scoped lock of each day on PostgreSQL (SQLite has one writer at a time anyway).
 
-    Locks are taken in day order, after the events are inserted, so two batches sharing days
-    cannot deadlock; batches for different days do not wait for each other.
+    Locks are taken in day order, so two rebuilds sharing days cannot deadlock; rebuilds of
+    different days do not wait for each other.
     """
     if session.get_bind().dialect.name != "postgresql" or not days:
         return
@@ -396,7 +409,7 @@ def compute_aggregates(df: pd.DataFrame, spec: EvalSpec) -> list[tuple[Any, ...]
     if df.empty:
         return []
     prepared = _prepare(df, spec)
-    versions = _versions_by_day(df)
+    versions = versions_by_day(df)
     out: list[tuple[Any, ...]] = []
     for dims in ROLLUPS:
         agg = aggregate_frame(df, spec, dims, prepared=prepared)
@@ -432,17 +445,17 @@ def rebuild_days(
     if frame is not None:
         e = Event.__table__.c  # type: ignore[attr-defined]
         stored = sum(
-            session.execute(select(func.count()).where(e.day.in_(chunk))).scalar_one() for chunk in _chunks(days, 500)
+            session.execute(select(func.count()).where(e.day.in_(chunk))).scalar_one() for chunk in chunks(days, 500)
         )
         if stored == len(frame):
             records = computed if computed is not None else compute_aggregates(frame, spec)
     if records is None:
         records = []
         # a month at a time: memory stays bounded when every day is rebuilt
-        for chunk in _chunks(days, 31):
+        for chunk in chunks(days, 31):
             records += compute_aggregates(raw_frame(session, days=chunk), spec)
     table = DailyAggregate.__table__  # type: ignore[attr-defined]
-    for chunk in _chunks(days, 500):
+    for chunk in chunks(days, 500):
         session.execute(delete(table).where(table.c.day.in_(chunk)))
     conn = session.connection()
     if conn.dialect.name == "sqlite":
@@ -451,7 +464,7 @@ def rebuild_days(
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     sql = f"INSERT INTO {table.name} ({', '.join(names)}) VALUES ({', '.join([mark] * len(names))})"
     # plain executemany through the driver: no per-row ORM or type processing
-    for chunk in _chunks(records, 10_000):
+    for chunk in chunks(records, 10_000):
         conn.exec_driver_sql(sql, list(chunk))
     return len(records)
 
@@ -466,9 +479,13 @@ def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
     updates = [{"b_id": r[0], "b_day": as_utc(r[1]).astimezone(tz).date()} for r in rows]
     from sqlalchemy import bindparam
 
-    for chunk in _chunks(updates, 5000):
+    for chunk in chunks(updates, 5000):
         session.execute(e.update().where(e.c.id == bindparam("b_id")).values(day=bindparam("b_day")), chunk)
+    # the marks standing for events read here: rebuilt below, whatever their day
+    marks = list(session.execute(select(StaleDay.id)).scalars())
     session.execute(delete(DailyAggregate.__table__))  # type: ignore[attr-defined]
+    for chunk in chunks(marks, 1000):
+        session.execute(delete(StaleDay).where(col(StaleDay.id).in_(chunk)))
     bounds = session.execute(select(func.min(e.c.day), func.max(e.c.day))).one()
     if bounds[0] is None:
         return 0
@@ -476,7 +493,8 @@ def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
     return rebuild_days(session=session, spec=spec, days=all_days)
 
 
-def _chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+def chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    """Yield consecutive slices of at most `size` items."""
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
 

@@ -53,8 +53,9 @@ class Event(SQLModel, table=True):
 class DailyAggregate(SQLModel, table=True):
     """Sums and counts of one day's events for one segment ("*" = all values of that dimension).
 
-    Rebuilt from the raw events of a day whenever events of that day arrive, so it always
-    equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
+    Rebuilt from the raw events of a day after events of that day arrive (the day is marked in
+    StaleDay until then, and readers compute stale days from the raw events), so what readers
+    see always equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
     stored (see ingest.ROLLUPS): such narrow queries are computed from the raw events directly.
     """
 
@@ -83,6 +84,19 @@ class DailyAggregate(SQLModel, table=True):
     calib: list[list[float]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     # {"model_version": {value: count}, "prompt_version": {...}} (only on the all-segments row)
     versions: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+
+
+class StaleDay(SQLModel, table=True):
+    """A day whose stored aggregates may lag its raw events: written with the events, in their transaction.
+
+    Rows are only inserted (one per batch and day, so writers never wait for each other) and
+    deleted by the rebuild that read every event they stand for (see ingest.rebuild_stale).
+    """
+
+    __tablename__ = "metric_stale_day"
+
+    id: int | None = Field(default=None, primary_key=True)
+    day: dt.date = Field(index=True)
 
 
 class HallucinationReport(SQLModel, table=True):

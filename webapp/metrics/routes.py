@@ -5,15 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, HTTPException, Query
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter
 
-from webapp.alerts import service as alerts_service
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role, require_scope
-from webapp.metrics import ingest, service
+from webapp.metrics import flows, ingest, service
 from webapp.request_limits import EVENTS_BODY_LIMIT
 
 router = APIRouter(tags=["metrics"])
@@ -23,6 +22,7 @@ READERS = ("support_lead", "pm", "lead", "admin")
 
 @router.post("/events", max_body_size=EVENTS_BODY_LIMIT)
 def post_events(
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     items: Any = Body(...),
@@ -36,7 +36,7 @@ def post_events(
             413, detail=[{"field": "(body)", "message": f"at most {ingest.MAX_BATCH} events per batch, got {len(items)}"}]
         )
     results = ingest.ingest_events(session=session, spec=spec, items=items)
-    alerts_service.notify_changes(session=session, spec=spec)  # alert transitions -> outbox, same transaction
+    flows.after_ingest(session=session, spec=spec, background=request.app.state.settings.background_jobs)
     counts = {s: sum(r.status == s for r in results) for s in ("created", "duplicate", "invalid")}
     return JSONResponse({"results": [r.as_dict() for r in results], **counts})
 

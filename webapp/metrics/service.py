@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from webapp.metrics import ingest, units
+from webapp.metrics import ingest, stale, units
 from webapp.metrics.ingest import ALL, CALIBRATION_BINS, SEGMENT_DIMS
 from webapp.metrics.models import DailyAggregate, Event, HallucinationDecision, HallucinationReport
 from webapp.spec import METRIC_NAMES, AlertRule, EvalSpec, TargetRule
@@ -143,23 +143,22 @@ def _segment(intent: str | None, plan: str | None, agent_id: str | None) -> dict
 def _aggregate_rows(
     session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
 ) -> list[dict[str, Any]]:
-    """Return one dict of sums per day with events, from the aggregate table or (full segment) raw events."""
+    """Return one dict of sums per day with events: stored aggregates, or raw events for stale days and full segments."""
     if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in ingest.ROLLUPS:
-        df = ingest.raw_frame(session, start=start, end=end, segment=segment)
-        agg = ingest.aggregate_frame(df, spec, ())
-        rows = agg.to_dict("records")
-        for r in rows:
-            r["versions"] = None
-            if r["lat_p95_s"] != r["lat_p95_s"]:  # NaN
-                r["lat_p95_s"] = None
-        return rows
+        return stale.frame_rows(ingest.raw_frame(session, start=start, end=end, segment=segment), spec)
+    # the marks before the stored rows: a day rebuilt in between is then computed, never missed
+    lagging = stale.stale_days(session, start=start, end=end)
     t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
     stmt = select(DailyAggregate.__table__).where(  # type: ignore[attr-defined]
         t.day >= start,
         t.day <= end,
         *[t[d] == (segment[d] if segment[d] is not None else ALL) for d in SEGMENT_DIMS],
     )
-    return [dict(r._mapping) for r in session.execute(stmt)]
+    stored = [dict(r._mapping) for r in session.execute(stmt)]
+    if not lagging:
+        return stored
+    fresh = stale.computed_rows(session, spec, days=lagging, segment=segment)
+    return [r for r in stored if r["day"] not in lagging] + fresh
 
 
 def _confirmed_counts(
@@ -677,14 +676,25 @@ def day_kind_counts(
     return out
 
 
+def sent_drafts_by_day(*, session: Session, spec: EvalSpec) -> dict[dt.date, int]:
+    """Return how many sent drafts (shown, accepted or edited, both texts kept) each day with any has."""
+    lagging = stale.stale_days(session)
+    t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
+    stmt = select(t.day, t.ed_n).where(t.intent == ALL, t.plan == ALL, t.agent_id == ALL, t.ed_n > 0)
+    out = {day: int(n) for day, n in session.execute(stmt) if day not in lagging}
+    everything = _segment(None, None, None)
+    out.update({r["day"]: int(r["ed_n"]) for r in stale.computed_rows(session, spec, days=lagging, segment=everything) if r["ed_n"]})
+    return out
+
+
 def segment_values(*, session: Session) -> dict[str, list[str]]:
     """Return the values seen for each segment dimension (for filter menus)."""
     t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
     out: dict[str, list[str]] = {}
     for dim in SEGMENT_DIMS:
         others = [t[o] == ALL for o in SEGMENT_DIMS if o != dim]
-        rows = session.execute(select(t[dim]).where(t[dim] != ALL, t[dim] != "", *others).distinct().order_by(t[dim]))
-        out[dim] = [r[0] for r in rows]
+        rows = session.execute(select(t[dim]).where(t[dim] != ALL, t[dim] != "", *others).distinct())
+        out[dim] = sorted({r[0] for r in rows} | stale.segment_values_of_stale_days(session, dim))
     return out
 
 
