@@ -83,7 +83,7 @@ def main() -> None:
     end = start + dt.timedelta(days=args.days - 1)
     static_assets.prepare_all()  # what ./dev setup does
 
-    port = _free_port()
+    port = _free_port(8150, 8169, [])
     base = f"http://127.0.0.1:{port}"
     draftdesk = str(Path(sys.executable).parent / "draftdesk")
     server = subprocess.Popen([draftdesk, "serve", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -135,15 +135,20 @@ def insert_rows(session: Session, rows: Sequence[dict[str, Any]], *, returning: 
         # one statement with one array per column: the driver neither expands nor parses a
         # thousand-row VALUES list (that parsing took most of a batch's time)
         cols = [c for c in EVENT_COLUMNS if c in rows[0]]
-        arrays = ", ".join(f"CAST(%s AS {table.c[c].type.compile(conn.dialect)}[])" for c in cols)
+        arrays = ", ".join(f"CAST(%b AS {table.c[c].type.compile(conn.dialect)}[])" for c in cols)
         sql = (
             f"INSERT INTO {table.name} ({', '.join(cols)}) SELECT * FROM unnest({arrays}) "
             "ON CONFLICT (event_id) DO NOTHING"
         )
         params = tuple([r[c] for r in rows] for c in cols)
-        if returning:
-            return {r[0] for r in conn.exec_driver_sql(sql + " RETURNING event_id", params)}
-        return int(conn.exec_driver_sql(sql, params).rowcount)
+        # binary parameters: psycopg sends the arrays as they are in memory, where the text format
+        # escaped every element with a regular expression (40% of a batch's CPU)
+        with conn.connection.driver_connection.cursor() as cur:  # type: ignore[union-attr]
+            if returning:
+                cur.execute(sql + " RETURNING event_id", params, binary=True)
+                return {r[0] for r in cur.fetchall()}
+            cur.execute(sql, params, binary=True)
+            return int(cur.rowcount)
     stmt = _insert_stmt(session, table).on_conflict_do_nothing(index_elements=["event_id"])
     if returning:
         result = session.execute(stmt.returning(table.c.event_id), list(rows))
