@@ -109,7 +109,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
             computed = []
             ordered = sorted(days)
             for i in range(0, len(ordered), 30):
-                computed += compute_aggregates(frame[frame["day"].isin(set(ordered[i : i + 30]))], spec)
+                computed += compute_aggregates(frame.loc[frame["day"].isin(ordered[i : i + 30])], spec)
         rebuild_days(
             session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed
         )

@@ -138,8 +138,8 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         note="Draft says refunds arrive in 5 to 10 business days; the KB says 3 to 5.",
         citations=[{"article_id": "KB-5001", "revision": 1}],
     )
-    service.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=lead.id if lead else None,  # type: ignore[arg-type]
-                          note="Checked against KB-3005: the refund timing is wrong.")
+    service.apply_decision(session=session, report=report, decision="confirmed", decided_by=lead.id if lead else None,
+                           note="Checked against KB-3005: the refund timing is wrong.")
     recent = next(e for e in reversed(events) if e["intent"] == "plan_change" and e["draft_shown"])
     service.report_hallucination(
         session=session, event_id=recent["event_id"], reported_by=agent.id if agent else None,

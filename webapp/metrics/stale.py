@@ -38,7 +38,7 @@ PG_REBUILDER_LOCK_KEY = 7_305_502
 
 def stale_days(session: Session, *, start: dt.date | None = None, end: dt.date | None = None) -> set[dt.date]:
     """Return the days (within [start, end] when given) whose stored aggregates may lag their events."""
-    stmt = select(StaleDay.day).distinct()
+    stmt = select(col(StaleDay.day)).distinct()
     if start is not None:
         stmt = stmt.where(col(StaleDay.day) >= start)
     if end is not None:
@@ -78,7 +78,7 @@ def frame_rows(df: pd.DataFrame, spec: EvalSpec) -> list[dict[str, Any]]:
 
 def rebuild_stale(*, session: Session, spec: EvalSpec, max_days: int | None = None) -> list[dt.date]:
     """Rebuild the aggregates of stale days (a chunk of days per call) and clear their marks; return the days."""
-    marks = session.execute(select(StaleDay.id, StaleDay.day).order_by(col(StaleDay.day), col(StaleDay.id))).all()
+    marks = session.execute(select(col(StaleDay.id), col(StaleDay.day)).order_by(col(StaleDay.day), col(StaleDay.id))).all()
     if not marks:
         return []
     days = sorted({_as_date(d) for _, d in marks})[: max_days or REBUILD_CHUNK_DAYS]
