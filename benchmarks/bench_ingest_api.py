@@ -10,7 +10,8 @@ and `--clients` threads that post batches to them in turn. A batch holds the eve
 mod `--days`, so concurrent batches are mostly for different days, and every `--retry-every`-th
 batch re-sends another client's previous batch to another server (overlap: those events must
 come back as duplicates). Prints events/s (events in answered batches / elapsed), the p50 and
-p95 time per batch, and afterwards counts: every event sent is stored exactly once (0 lost,
+p95 time per batch, the CPU the server processes used per batch (from /proc: a figure that does
+not depend on how busy the machine is), and afterwards counts: every event sent is stored exactly once (0 lost,
 0 duplicated), the created answers add up to the stored count, what readers see for every touched
 day (service.daily_metrics: stored aggregates, stale days computed from raw events) equals a
 recomputation from the raw events, and so do the stored aggregates after one rebuild pass.
@@ -98,6 +99,30 @@ def _compare(got: Any, fresh: dict[Any, dict[str, Any]]) -> str:
         or abs((rows[day]["lat_p95_s"] or 0) - (want["lat_p95_s"] or 0)) > 1e-9
     ] + [day for day in rows if day not in fresh]
     return "ok" if not bad else f"MISMATCH {bad[:5]}"
+
+
+def _tree_cpu_s(roots: list[int]) -> float:
+    """Return the CPU seconds (user + system) used so far by these processes and their descendants (Linux /proc)."""
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid, seconds in cpu.items():
+        p = pid
+        while p > 1 and p not in roots:
+            p = parent.get(p, 0)
+        if p in roots:
+            total += seconds
+    return total
 
 
 class BatchMaker:
@@ -219,6 +244,7 @@ def main() -> None:
             for h in http:
                 h.close()
 
+        cpu0 = _tree_cpu_s([s.pid for s in servers])
         t0 = time.perf_counter()
         threads = [threading.Thread(target=client, args=(c,)) for c in range(args.clients)]
         for th in threads:
@@ -226,6 +252,7 @@ def main() -> None:
         for th in threads:
             th.join()
         wall = time.perf_counter() - t0
+        server_cpu = _tree_cpu_s([s.pid for s in servers]) - cpu0
     finally:
         for s in servers:
             s.terminate()
@@ -241,6 +268,11 @@ def main() -> None:
     print(f"batches answered: {len(latencies)} ({len(failures)} failed){': ' + failures[0] if failures else ''}")
     print(f"throughput: {events_answered / wall:,.0f} events/s (new or duplicate, all answered)")
     print(f"time per batch: p50 {statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
+    per_batch = server_cpu / max(1, len(latencies))
+    print(
+        f"server CPU (the serve processes and their workers, rebuilder included; PostgreSQL not counted): "
+        f"{server_cpu:.1f} s = {per_batch * 1000:.0f} ms per batch = {args.batch / per_batch:,.0f} events per CPU-second"
+    )
 
     spec = Settings(database_url=url, mode="dev").eval_spec
     with Session(engine) as session:
