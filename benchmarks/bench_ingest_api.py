@@ -10,9 +10,11 @@ and `--clients` threads that post batches to them in turn. A batch holds the eve
 mod `--days`, so concurrent batches are mostly for different days, and every `--retry-every`-th
 batch re-sends another client's previous batch to another server (overlap: those events must
 come back as duplicates). Prints events/s (events in answered batches / elapsed), the p50 and
-p95 time per batch, and afterwards counts: every event sent is stored exactly once (0 lost,
-0 duplicated), the created answers add up to the stored count, and the daily aggregates of every
-touched day equal a recomputation from the raw events.
+p95 time per batch, the CPU the server processes used per batch (from /proc: a figure that does
+not depend on how busy the machine is), and afterwards counts: every event sent is stored exactly once (0 lost,
+0 duplicated), the created answers add up to the stored count, what readers see for every touched
+day (service.daily_metrics: stored aggregates, stale days computed from raw events) equals a
+recomputation from the raw events, and so do the stored aggregates after one rebuild pass.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -38,12 +41,12 @@ INTENTS = ["billing_charge", "plan_change", "data_export", "account_security", "
 ACTIONS = ["accept", "accept", "edit", "reject", "escalate"]
 
 
-def _free_port() -> int:
-    while True:
-        port = random.randint(8100, 8999)
+def _free_port(first: int, last: int, taken: list[int]) -> int:
+    for port in range(first, last + 1):
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) != 0:
+            if port not in taken and s.connect_ex(("127.0.0.1", port)) != 0:
                 return port
+    raise SystemExit(f"no free port in {first}-{last}")
 
 
 def make_batch(client: int, k: int, size: int, days: int, clients: int) -> tuple[bytes, list[str]]:
@@ -81,6 +84,67 @@ def make_batch(client: int, k: int, size: int, days: int, clients: int) -> tuple
     return json.dumps(events).encode(), ids
 
 
+def _compare(got: Any, fresh: dict[Any, dict[str, Any]]) -> str:
+    """Compare daily figures (DayMetrics or stored rows) with a recomputation; return ok or the first bad days."""
+    if isinstance(got, list):  # DayMetrics: compare the counts and the p95
+        rows = {d.day: {"n_events": d.events, "n_shown": d.drafts_shown, "lat_p95_s": d.latency_p95_s} for d in got if d.events}
+    else:
+        rows = got
+    bad = [
+        day
+        for day, want in fresh.items()
+        if day not in rows
+        or rows[day]["n_events"] != want["n_events"]
+        or rows[day]["n_shown"] != want["n_shown"]
+        or abs((rows[day]["lat_p95_s"] or 0) - (want["lat_p95_s"] or 0)) > 1e-9
+    ] + [day for day in rows if day not in fresh]
+    return "ok" if not bad else f"MISMATCH {bad[:5]}"
+
+
+def _tree_cpu_s(roots: list[int]) -> float:
+    """Return the CPU seconds (user + system) used so far by these processes and their descendants (Linux /proc)."""
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid, seconds in cpu.items():
+        p = pid
+        while p > 1 and p not in roots:
+            p = parent.get(p, 0)
+        if p in roots:
+            total += seconds
+    return total
+
+
+class BatchMaker:
+    """Client c's batches from one pre-rendered body per client: only the batch number and day change.
+
+    Rendering 1000 events as JSON costs the client ~20 ms of Python per batch, which on a
+    two-core machine would take CPU from the servers being measured; two byte replacements do not.
+    """
+
+    def __init__(self, client: int, size: int, days: int, clients: int) -> None:
+        body, _ = make_batch(client, 0, size, days, clients)
+        first_day = (START + dt.timedelta(days=client % days)).isoformat()
+        self.template = body.replace(b"-b0-", b"-b@K@-").replace(first_day.encode(), b"@DAY@")
+        self.client, self.size, self.days, self.clients = client, size, days, clients
+
+    def batch(self, k: int) -> tuple[bytes, list[str]]:
+        """Return the body and event ids of batch k."""
+        day = START + dt.timedelta(days=(self.client + self.clients * k) % self.days)
+        body = self.template.replace(b"@K@", str(k).encode()).replace(b"@DAY@", day.isoformat().encode())
+        return body, [f"c{self.client}-b{k}-{i}" for i in range(self.size)]
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     ap = argparse.ArgumentParser()
@@ -91,6 +155,7 @@ def main() -> None:
     ap.add_argument("--servers", type=int, default=2)
     ap.add_argument("--days", type=int, default=180)
     ap.add_argument("--retry-every", type=int, default=10)
+    ap.add_argument("--ports", default="8150-8169", help="the range the servers may listen on")
     args = ap.parse_args()
     url = args.database_url
     os.environ["DRAFTDESK_DATABASE_URL"] = url
@@ -104,7 +169,7 @@ def main() -> None:
     from webapp.auth import service as auth_service
     from webapp.config import Settings
     from webapp.db import make_engine
-    from webapp.metrics import ingest
+    from webapp.metrics import background, ingest, service, stale
     from webapp.metrics.models import DailyAggregate, Event
 
     _fresh_database(url)
@@ -116,7 +181,10 @@ def main() -> None:
         _, token = auth_service.create_token(session=session, user=user, name="bench", scopes=["ingest"])
         session.commit()
 
-    ports = [_free_port() for _ in range(args.servers)]
+    first, last = (int(p) for p in args.ports.split("-"))
+    ports: list[int] = []
+    for _ in range(args.servers):
+        ports.append(_free_port(first, last, ports))
     env = {**os.environ, "DRAFTDESK_SECRET_KEY": "bench-secret-key-0123456789abcdef"}
     draftdesk = str(Path(sys.executable).parent / "draftdesk")
     servers = [
@@ -148,13 +216,14 @@ def main() -> None:
             nonlocal created_total, dup_total, events_answered
             headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
             http = [httpx.Client(base_url=f"http://127.0.0.1:{p}", timeout=300, headers=headers) for p in ports]
+            maker = BatchMaker(c, args.batch, args.days, args.clients)
             k = 0
             while time.perf_counter() < deadline:
                 retry = k > 0 and k % args.retry_every == 0 and (c + 1) % args.clients in last_batch
                 if retry:
                     body, ids = last_batch[(c + 1) % args.clients], []
                 else:
-                    body, ids = make_batch(c, k, args.batch, args.days, args.clients)
+                    body, ids = maker.batch(k)
                 t = time.perf_counter()
                 r = http[(c + k + (1 if retry else 0)) % len(http)].post("/api/v1/events", content=body)
                 elapsed = time.perf_counter() - t
@@ -175,6 +244,7 @@ def main() -> None:
             for h in http:
                 h.close()
 
+        cpu0 = _tree_cpu_s([s.pid for s in servers])
         t0 = time.perf_counter()
         threads = [threading.Thread(target=client, args=(c,)) for c in range(args.clients)]
         for th in threads:
@@ -182,6 +252,7 @@ def main() -> None:
         for th in threads:
             th.join()
         wall = time.perf_counter() - t0
+        server_cpu = _tree_cpu_s([s.pid for s in servers]) - cpu0
     finally:
         for s in servers:
             s.terminate()
@@ -197,6 +268,11 @@ def main() -> None:
     print(f"batches answered: {len(latencies)} ({len(failures)} failed){': ' + failures[0] if failures else ''}")
     print(f"throughput: {events_answered / wall:,.0f} events/s (new or duplicate, all answered)")
     print(f"time per batch: p50 {statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
+    per_batch = server_cpu / max(1, len(latencies))
+    print(
+        f"server CPU (the serve processes and their workers, rebuilder included; PostgreSQL not counted): "
+        f"{server_cpu:.1f} s = {per_batch * 1000:.0f} ms per batch = {args.batch / per_batch:,.0f} events per CPU-second"
+    )
 
     spec = Settings(database_url=url, mode="dev").eval_spec
     with Session(engine) as session:
@@ -207,22 +283,18 @@ def main() -> None:
             f"events sent (distinct): {len(sent_ids):,}; stored: {stored:,}; created answers: {created_total:,}; "
             f"duplicate answers: {dup_total:,}; lost: {lost}; duplicated: {stored - distinct + (created_total - stored)}"
         )
+        days = sorted({r[0] for r in session.execute(select(Event.day).distinct())})
+        fresh = {r["day"]: r for r in ingest.aggregate_frame(ingest.raw_frame(session, days=days), spec, ()).to_dict("records")}
+        pending = len(stale.stale_days(session))
+        seen = service.daily_metrics(session=session, spec=spec, start=days[0], end=days[-1])
+        print(f"what readers see == recomputation from raw events: {_compare(seen, fresh)} ({len(days)} days, {pending} still stale)")
+    rebuilt = background.rebuild_pass(engine=engine, spec=spec)
+    with Session(engine) as session:
         t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
-        days = [r[0] for r in session.execute(select(Event.day).distinct())]
-        fresh = ingest.aggregate_frame(ingest.raw_frame(session, days=days), spec, ())
-        rows = {
-            r.day: r
-            for r in session.execute(select(DailyAggregate.__table__).where(t.intent == "*", t.plan == "*", t.agent_id == "*"))  # type: ignore[attr-defined]
-        }
-        bad = [
-            r["day"]
-            for r in fresh.to_dict("records")
-            if r["day"] not in rows
-            or rows[r["day"]].n_events != r["n_events"]
-            or rows[r["day"]].n_accept != r["n_accept"]
-            or abs((rows[r["day"]].lat_p95_s or 0) - (r["lat_p95_s"] or 0)) > 1e-9
-        ]
-        print(f"aggregates == recomputation from raw events: {'ok' if not bad else 'MISMATCH ' + str(bad[:5])} ({len(days)} days)")
+        everything = (t.intent == "*") & (t.plan == "*") & (t.agent_id == "*")
+        stored = {r.day: r._asdict() for r in session.execute(select(DailyAggregate.__table__).where(everything))}  # type: ignore[attr-defined]
+        left = len(stale.stale_days(session))
+        print(f"stored aggregates after the rebuild pass ({len(rebuilt)} days) == recomputation: {_compare(stored, fresh)} ({left} stale left)")
     engine.dispose()
 
 

@@ -24,6 +24,7 @@ from webapp.evaluator import service as evaluator_service
 from webapp.evaluator.models import EvaluatorJudgeScore
 from webapp.grading import service as grading_service
 from webapp.grading.models import Grade
+from webapp.metrics import stale as metrics_stale
 from webapp.regression import service as regression_service
 from webapp.regression.comparison import JudgeLookup
 from webapp.regression.models import RegressionAlert
@@ -132,3 +133,24 @@ def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
 
 
 # ======== end of the `deps` branch's flows ========
+
+
+# ======== from the `ingest` branch: metrics → aggregates and alerts after a batch ========
+
+
+def after_ingest(*, session: Session, spec: EvalSpec, background: bool) -> None:
+    """Rebuild stale days and queue alert transitions in this transaction, unless a background rebuilder will.
+
+    With background jobs (`draftdesk serve`), a batch stops at its insert and stale-day marks: the
+    rebuilder (webapp/metrics/background.py) coalesces the rebuilds of many batches and calls
+    `after_metrics_changed` right after (within REBUILD_INTERVAL_S). Without one (tests, scripts,
+    `serve --no-background`), nothing else would rebuild, so the request does it, as before.
+    """
+    if background:
+        return
+    while metrics_stale.rebuild_stale(session=session, spec=spec):
+        pass
+    after_metrics_changed(session=session, spec=spec)
+
+
+# ======== end of the `ingest` branch's flows ========

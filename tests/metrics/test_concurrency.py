@@ -1,4 +1,4 @@
-"""Ingestion from several processes at once: per-day locks, rebuilds of only the changed days, exact aggregates."""
+"""Ingestion from several processes at once: no lock for a batch, per-day locks for rebuilds of only the changed days, exact aggregates."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from tests.conftest import PG_URL, SPEC_PATH, TEST_SECRET
 from tests.factories import make_user
 from tests.metrics.conftest import ev, load
 from webapp.auth import service as auth_service
-from webapp.metrics import ingest
+from webapp.metrics import background as background_job
+from webapp.metrics import ingest, service, stale
 from webapp.metrics.models import DailyAggregate, Event
 from webapp.spec import EvalSpec
 
@@ -47,12 +48,13 @@ def _event(i: int) -> dict[str, Any]:
     )
 
 
-def _post_batches(db_url: str, token: str, ids: list[int], out: Any) -> None:
+def _post_batches(db_url: str, token: str, ids: list[int], background: bool, out: Any) -> None:
     """In a child process: post the events in batches of 40 through the API; report what was created."""
     from webapp.config import Settings
     from webapp.main import create_app
 
-    app = create_app(Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
+    settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, background_jobs=background)
+    app = create_app(settings)
     created = []
     with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as client:
         for k in range(0, len(ids), 40):
@@ -72,9 +74,11 @@ def _stored_aggregates(session: Session) -> pd.DataFrame:
     return df.sort_values(["day", *ingest.SEGMENT_DIMS]).reset_index(drop=True)
 
 
+@pytest.mark.parametrize("background", [False, True], ids=["inline-rebuild", "background-rebuilder"])
 def test_two_processes_posting_overlapping_batches_for_the_same_days(
-    db_url: str, engine: Engine, session: Session, spec: EvalSpec
+    db_url: str, engine: Engine, session: Session, spec: EvalSpec, background: bool
 ) -> None:
+    """Without background jobs each request rebuilds; with them, serve's rebuilders run while batches arrive."""
     user = make_user(session, email="agent-tool@example.test", roles=["labeler"])
     _, token = auth_service.create_token(session=session, user=user, name="tool", scopes=["ingest"])
     session.commit()
@@ -82,7 +86,7 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
     first, second = list(range(0, 240)), list(range(239, 119, -1)) + list(range(240, 360))
     ctx = multiprocessing.get_context("spawn")
     results: Any = ctx.Queue()
-    procs = [ctx.Process(target=_post_batches, args=(db_url, token, ids, results)) for ids in (first, second)]
+    procs = [ctx.Process(target=_post_batches, args=(db_url, token, ids, background, results)) for ids in (first, second)]
     for p in procs:
         p.start()
     created = [results.get(timeout=240) for _ in procs]
@@ -101,6 +105,17 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
     )
     fresh["calib"] = [json.loads(c) for c in fresh["calib"]]
     fresh = fresh.sort_values(["day", *ingest.SEGMENT_DIMS]).reset_index(drop=True)
+    # what readers see, stale days or not, equals the recomputation (all traffic and one rollup)
+    for seg in ({"intent": None}, {"intent": "plan_change"}):
+        want = fresh[(fresh["intent"] == (seg["intent"] or "*")) & (fresh["plan"] == "*") & (fresh["agent_id"] == "*")]
+        got = service.daily_metrics(session=session, spec=spec, start=D(DAYS[0]), end=D(DAYS[-1]), **seg)
+        assert [d.events for d in got] == want["n_events"].tolist()
+        assert [d.latency_p95_s for d in got] == pytest.approx(want["lat_p95_s"].astype(float).tolist(), rel=1e-12)
+        assert [d.accept_rate for d in got] == pytest.approx((want["n_accept"] / want["n_shown"]).tolist(), rel=1e-12)
+    # then every stale day rebuilt, as serve's rebuilder does
+    background_job.rebuild_pass(engine=engine, spec=spec)
+    session.expire_all()
+    assert stale.stale_days(session) == set()
     stored = _stored_aggregates(session)
     assert len(stored) == len(fresh) > 3
     assert stored[["day", *ingest.SEGMENT_DIMS]].equals(fresh[["day", *ingest.SEGMENT_DIMS]])
@@ -114,6 +129,8 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
 def test_rebuild_reads_only_the_changed_days(engine: Engine, session: Session, spec: EvalSpec) -> None:
     days = [D("2026-11-01") + dt.timedelta(days=i) for i in range(10)]
     load(session, spec, [ev(d) for d in days for _ in range(3)])
+    assert stale.rebuild_stale(session=session, spec=spec) == days
+    session.commit()
     reads: list[tuple[str, Any]] = []
 
     @event.listens_for(engine, "before_cursor_execute")
@@ -124,6 +141,8 @@ def test_rebuild_reads_only_the_changed_days(engine: Engine, session: Session, s
     try:
         # a late event for the first day and one for the last: the eight days between stay unread
         load(session, spec, [ev(days[0]), ev(days[-1])])
+        assert reads == []  # ingestion only marks the days stale
+        assert stale.rebuild_stale(session=session, spec=spec) == [days[0], days[-1]]
     finally:
         event.remove(engine, "before_cursor_execute", _spy)
     assert len(reads) == 1
@@ -139,22 +158,29 @@ def test_rebuild_reads_only_the_changed_days(engine: Engine, session: Session, s
 if PG_URL:  # advisory locks exist on PostgreSQL only (SQLite lets one writer at a time anyway)
 
     @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-    def test_batches_for_other_days_do_not_wait_and_the_same_day_waits(
-        db_url: str, engine: Engine, spec: EvalSpec
-    ) -> None:
+    def test_batches_never_wait_and_only_rebuilds_of_the_same_day_do(db_url: str, engine: Engine, spec: EvalSpec) -> None:
         with Session(engine) as holder:
-            # an uncommitted batch for 2 November holds that day's lock until it commits
+            # an uncommitted batch for 2 November: another batch for that day does not wait for it
             ingest.ingest_events(session=holder, spec=spec, items=[ev("2026-11-02")])
+            with Session(engine) as same_day:
+                same_day.execute(text("SET LOCAL lock_timeout = '3s'"))
+                res = ingest.ingest_events(session=same_day, spec=spec, items=[ev("2026-11-02"), ev("2026-11-03")])
+                same_day.commit()
+                assert [r.status for r in res] == ["created", "created"]
+            holder.commit()
+        with Session(engine) as rebuilding:
+            # a rebuild holds its days' locks until it commits
+            ingest.rebuild_days(session=rebuilding, spec=spec, days=[D("2026-11-02")])
             with Session(engine) as other_day:
                 other_day.execute(text("SET LOCAL lock_timeout = '3s'"))
-                res = ingest.ingest_events(session=other_day, spec=spec, items=[ev("2026-11-03")])
+                ingest.rebuild_days(session=other_day, spec=spec, days=[D("2026-11-03")])
                 other_day.commit()
-                assert [r.status for r in res] == ["created"]
             with Session(engine) as same_day:
                 same_day.execute(text("SET LOCAL lock_timeout = '500ms'"))
                 with pytest.raises(OperationalError, match="lock timeout"):
-                    ingest.ingest_events(session=same_day, spec=spec, items=[ev("2026-11-02")])
+                    ingest.rebuild_days(session=same_day, spec=spec, days=[D("2026-11-02")])
                 same_day.rollback()
-            holder.commit()
+            rebuilding.commit()
         with Session(engine) as s:
-            assert s.execute(select(func.count()).select_from(Event)).scalar_one() == 2
+            assert s.execute(select(func.count()).select_from(Event)).scalar_one() == 3
+            assert stale.stale_days(s) == {D("2026-11-02"), D("2026-11-03")}  # rebuild_days leaves marks to rebuild_stale

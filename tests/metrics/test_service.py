@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
-from webapp.metrics import ingest, service
+from webapp.metrics import ingest, service, stale
 from webapp.metrics.models import DailyAggregate, Event
 from webapp.metrics.service import DayMetrics
 from webapp.spec import EvalSpec
@@ -178,7 +178,9 @@ class TestDailyMetrics:
         assert (change.accept_rate, change.escalation_rate, change.latency_p95_s, change.hallucination_reports) == (0.0, 1.0, 5.0, 1)
         assert both.hallucination_reports == 1 and both.events == 2
 
-    def test_aggregates_equal_recomputation_from_raw(self, session: Session, spec: EvalSpec) -> None:
+    @pytest.mark.parametrize("rebuild", ["never", "midway", "at_end"])
+    def test_aggregates_equal_recomputation_from_raw(self, session: Session, spec: EvalSpec, rebuild: str) -> None:
+        """Stale days are read through from raw events; stored and stale days mixed; every day rebuilt."""
         rng = random.Random(5)
         events = []
         for _ in range(240):
@@ -204,6 +206,13 @@ class TestDailyMetrics:
         # in several batches, so days are rebuilt repeatedly
         for k in range(0, 240, 70):
             load(session, spec, events[k : k + 70])
+            if rebuild == "midway" and k == 70:
+                assert stale.rebuild_stale(session=session, spec=spec)
+        if rebuild == "at_end":
+            assert stale.rebuild_stale(session=session, spec=spec)
+            assert stale.stale_days(session) == set()
+        else:
+            assert stale.stale_days(session)  # the read below computes these days from raw events
         for seg in ({}, {"intent": "billing_charge"}, {"plan": "pro"}, {"agent_id": "a2"}, {"intent": "plan_change", "plan": "free"}, {"intent": "other", "plan": "pro", "agent_id": "a1"}, {"plan": "free", "agent_id": "a1"}):
             got = service.daily_metrics(session=session, spec=spec, start=D("2026-11-01"), end=D("2026-11-06"), **seg)
             for day in got:
@@ -220,6 +229,8 @@ class TestDailyMetrics:
 
     def test_aggregate_rows_match_rollups(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", plan="pro", agent_id="x"), ev("2026-11-02", plan="free", agent_id="x")])
+        assert session.execute(select(DailyAggregate.id)).all() == []  # ingestion only marks the day stale
+        assert stale.rebuild_stale(session=session, spec=spec) == [D("2026-11-02")]
         rows = session.execute(select(DailyAggregate.intent, DailyAggregate.plan, DailyAggregate.agent_id)).all()
         assert ("*", "*", "*") in rows and ("billing_charge", "pro", "*") in rows and ("*", "*", "x") in rows
         assert len(rows) == 1 + 1 + 2 + 1 + 2

@@ -204,6 +204,10 @@ def create_token(
     return token, plain
 
 
+# How stale an API token's last_used_at may get (it is shown to admins, to the minute).
+TOKEN_TOUCH_INTERVAL = dt.timedelta(minutes=1)
+
+
 def principal_from_api_token(*, session: Session, token: str) -> Principal | None:
     """Return the principal of a live API token, or None; its roles are its scopes the user still holds."""
     row = session.exec(select(ApiToken).where(ApiToken.token_hash == sha256_hex(token))).first()
@@ -214,8 +218,12 @@ def principal_from_api_token(*, session: Session, token: str) -> Principal | Non
         return None
     held = user_roles(session=session, user_id=stored_id(user.id))
     scopes = frozenset(row.scope_list)
-    row.last_used_at = utcnow()
-    session.add(row)
+    now = utcnow()
+    # at most once a minute: the update locks the token's row until the request commits, which
+    # made every concurrent request of one agent tool (one token) wait for the others
+    if row.last_used_at is None or now - as_utc(row.last_used_at) > TOKEN_TOUCH_INTERVAL:
+        row.last_used_at = now
+        session.add(row)
     return Principal(stored_id(user.id), user.email, user.name, held & scopes, "token", scopes)
 
 

@@ -32,7 +32,7 @@ from webapp.metrics.ingest import (
     normalized_edit_distance,
     validation_errors,
 )
-from webapp.metrics.models import Event
+from webapp.metrics.models import Event, table_of
 
 CHUNK = 10_000
 _EVENTS = TypeAdapter(list[EventIn])
@@ -180,7 +180,7 @@ class Validator:
         frame["day"] = day_col
         frame["edit_distance"] = ed_col
         frame["has_sent"] = [ev.sent_text is not None for ev in unique]
-        out.frame = frame[list(_RAW_COLUMNS)]
+        out.frame = frame.reindex(columns=list(_RAW_COLUMNS))
         # in day order, the day indexes are filled page after page instead of at random
         rows.sort(key=_day_then_id)
         return out
@@ -201,7 +201,7 @@ class Loader:
         self.session = session
         self.conn = session.connection()
         self.dialect = self.conn.dialect.name
-        self.table = Event.__table__.name  # type: ignore[attr-defined]
+        self.table = table_of(Event).name
         cols = ", ".join(EVENT_COLUMNS)
         if self.dialect == "sqlite":
             self.conn.exec_driver_sql(f"PRAGMA cache_size = -{SQLITE_IMPORT_CACHE_KIB}")
@@ -230,22 +230,24 @@ class Loader:
         """Return how times and days are bound: SQLAlchemy's own SQLite converters, or as they are for COPY."""
         if self.dialect != "sqlite":
             return (lambda v: v), (lambda v: v)
-        table = Event.__table__  # type: ignore[attr-defined]
+        table = table_of(Event)
         d = self.conn.dialect
         occurred = table.c.occurred_at.type.dialect_impl(d).bind_processor(d)
         day = table.c.day.type.dialect_impl(d).bind_processor(d)
-        return occurred, day
+        return (occurred or (lambda v: v)), (day or (lambda v: v))
 
     def write(self, rows: list[tuple[Any, ...]]) -> None:
         """Send one batch to the database."""
         if not rows:
             return
         if self.dialect == "sqlite":
-            result = self.conn.exec_driver_sql(self.sql, rows)  # type: ignore[arg-type]
+            result = self.conn.exec_driver_sql(self.sql, rows)
             self.inserted += int(result.rowcount)
             return
-        raw = self.conn.connection.dbapi_connection
-        with raw.cursor() as cur:  # type: ignore[union-attr]
+        raw = self.conn.connection.driver_connection
+        if raw is None:
+            raise RuntimeError("the database connection is closed")
+        with raw.cursor() as cur:
             with cur.copy(self.copy_sql) as copy:
                 for row in rows:
                     copy.write_row(row)

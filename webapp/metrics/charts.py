@@ -207,4 +207,7 @@ def calibration_figure(cal: Calibration) -> dict[str, Any]:
 
 def to_json(figure: dict[str, Any]) -> str:
     """Serialize a figure dict for the page."""
-    return pio.to_json(figure, validate=False)
+    out = pio.to_json(figure, validate=False)
+    if out is None:  # only without a figure; one is always given here
+        raise ValueError("no figure to serialize")
+    return out

@@ -9,7 +9,7 @@ from typing import Any
 from sqlmodel import Session
 
 from webapp.demo.context import DemoContext
-from webapp.metrics import ingest, service
+from webapp.metrics import ingest, service, stale
 from webapp.spec import EvalSpec
 
 DRAFTS: dict[str, str] = {
@@ -125,6 +125,8 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         results = ingest.ingest_events(session=session, spec=spec, items=events[i : i + ingest.MAX_BATCH])
         bad_items = [r for r in results if r.status == "invalid"]
         assert not bad_items, bad_items[0].as_dict()
+    while stale.rebuild_stale(session=session, spec=spec):  # the demo starts with every aggregate stored
+        pass
     # One factual error during the pilot, confirmed by the lead (the production gate shows it),
     # and a fresh one still waiting for the lead.
     pilot_day = pilot.start + dt.timedelta(days=3)
@@ -136,8 +138,8 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         note="Draft says refunds arrive in 5 to 10 business days; the KB says 3 to 5.",
         citations=[{"article_id": "KB-5001", "revision": 1}],
     )
-    service.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=lead.id if lead else None,  # type: ignore[arg-type]
-                          note="Checked against KB-3005: the refund timing is wrong.")
+    service.apply_decision(session=session, report=report, decision="confirmed", decided_by=lead.id if lead else None,
+                           note="Checked against KB-3005: the refund timing is wrong.")
     recent = next(e for e in reversed(events) if e["intent"] == "plan_change" and e["draft_shown"])
     service.report_hallucination(
         session=session, event_id=recent["event_id"], reported_by=agent.id if agent else None,

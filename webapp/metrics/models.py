@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Table, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
@@ -18,7 +18,7 @@ NONE = ""
 class Event(SQLModel, table=True):
     """One ticket on which the assistant ran, as reported by the agents' drafting tool."""
 
-    __tablename__ = "metric_event"
+    __tablename__: ClassVar[str] = "metric_event"
     __table_args__ = (
         UniqueConstraint("event_id", name="uq_metric_event_event_id"),
         Index("ix_metric_event_day_intent", "day", "intent"),
@@ -53,12 +53,13 @@ class Event(SQLModel, table=True):
 class DailyAggregate(SQLModel, table=True):
     """Sums and counts of one day's events for one segment ("*" = all values of that dimension).
 
-    Rebuilt from the raw events of a day whenever events of that day arrive, so it always
-    equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
+    Rebuilt from the raw events of a day after events of that day arrive (the day is marked in
+    StaleDay until then, and readers compute stale days from the raw events), so what readers
+    see always equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
     stored (see ingest.ROLLUPS): such narrow queries are computed from the raw events directly.
     """
 
-    __tablename__ = "metric_daily_aggregate"
+    __tablename__: ClassVar[str] = "metric_daily_aggregate"
     __table_args__ = (UniqueConstraint("intent", "plan", "agent_id", "day", name="uq_metric_daily_segment"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -85,10 +86,23 @@ class DailyAggregate(SQLModel, table=True):
     versions: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
 
+class StaleDay(SQLModel, table=True):
+    """A day whose stored aggregates may lag its raw events: written with the events, in their transaction.
+
+    Rows are only inserted (one per batch and day, so writers never wait for each other) and
+    deleted by the rebuild that read every event they stand for (see ingest.rebuild_stale).
+    """
+
+    __tablename__: ClassVar[str] = "metric_stale_day"
+
+    id: int | None = Field(default=None, primary_key=True)
+    day: dt.date = Field(index=True)
+
+
 class HallucinationReport(SQLModel, table=True):
     """A factual error an agent flagged on an event; counts only once the lead confirms it."""
 
-    __tablename__ = "hallucination_report"
+    __tablename__: ClassVar[str] = "hallucination_report"
 
     id: int | None = Field(default=None, primary_key=True)
     event_id: str = Field(foreign_key="metric_event.event_id", index=True, max_length=200)
@@ -110,7 +124,7 @@ class HallucinationDecision(SQLModel, table=True):
     are its history.
     """
 
-    __tablename__ = "hallucination_decision"
+    __tablename__: ClassVar[str] = "hallucination_decision"
 
     id: int | None = Field(default=None, primary_key=True)
     report_id: int = Field(foreign_key="hallucination_report.id", index=True, ondelete="CASCADE")
@@ -119,3 +133,8 @@ class HallucinationDecision(SQLModel, table=True):
     decided_by: int | None = Field(default=None, foreign_key="app_user.id")
     decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     undoes: int | None = Field(default=None)  # id of the decision this one reverts
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """Return a model's Core table, for bulk statements that skip the ORM's per-row work."""
+    return SQLModel.metadata.tables[str(model.__tablename__)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, HTTPException, Query
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter
 
@@ -30,6 +30,7 @@ READERS = ("support_lead", "pm", "lead", "admin")
 
 @router.post("/events", max_body_size=EVENTS_BODY_LIMIT, response_model=IngestPublic)
 def post_events(
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     items: Any = Body(...),
@@ -43,7 +44,7 @@ def post_events(
             413, detail=[{"field": "(body)", "message": f"at most {ingest.MAX_BATCH} events per batch, got {len(items)}"}]
         )
     results = ingest.ingest_events(session=session, spec=spec, items=items)
-    flows.after_metrics_changed(session=session, spec=spec)  # alert transitions -> outbox, same transaction
+    flows.after_ingest(session=session, spec=spec, background=request.app.state.settings.background_jobs)
     counts = {s: sum(r.status == s for r in results) for s in ("created", "duplicate", "invalid")}
     return JSONResponse({"results": [r.as_dict() for r in results], **counts})
 

@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from webapp.metrics import ingest, units
+from webapp.metrics import ingest, stale, units
 from webapp.metrics.ingest import ALL, CALIBRATION_BINS, SEGMENT_DIMS
-from webapp.metrics.models import DailyAggregate, Event, HallucinationDecision, HallucinationReport
+from webapp.metrics.models import DailyAggregate, Event, HallucinationDecision, HallucinationReport, table_of
 from webapp.spec import METRIC_NAMES, AlertRule, EvalSpec, TargetRule
 from webapp.timeutil import utcnow
 
@@ -58,6 +58,8 @@ class DayMetrics:
     # metric -> (numerator, denominator) for windowed means; latency has none (a p95 does not add up)
     parts: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
     versions: dict[str, dict[str, int]] | None = field(default=None, repr=False)
+    # [[count, sum of confidence, accepted], ...] per confidence bin (see calibration_from_days)
+    calib: list[list[float]] | None = field(default=None, repr=False)
 
     @property
     def all_targets_met(self) -> bool | None:
@@ -87,6 +89,16 @@ def _ratio(num: float, den: float) -> float | None:
     return None if den == 0 else num / den
 
 
+def target_rule(metric: str, spec: EvalSpec) -> TargetRule | None:
+    """Return a metric's daily target rule, if the spec has one."""
+    return next((rule for name, rule in spec.online_metrics.targets.items() if name == metric), None)
+
+
+def alert_rule(metric: str, spec: EvalSpec) -> AlertRule | None:
+    """Return a metric's alert rule, if the spec has one."""
+    return next((rule for name, rule in spec.online_metrics.alerts.items() if name == metric), None)
+
+
 def check_target(rule: TargetRule, value: float | None, spec: EvalSpec) -> bool | None:
     """Tell whether a value meets a target rule; None without a value."""
     if value is None:
@@ -111,13 +123,13 @@ def _alert_threshold(rule: AlertRule, spec: EvalSpec) -> tuple[str, float]:
 
 def alert_threshold_value(metric: str, spec: EvalSpec) -> float | None:
     """Return the threshold line of a metric's alert (baseline-relative rules resolved)."""
-    rule = spec.online_metrics.alerts.get(metric)  # type: ignore[call-overload]
+    rule = alert_rule(metric, spec)
     return None if rule is None else _alert_threshold(rule, spec)[1]
 
 
 def target_lines(metric: str, spec: EvalSpec) -> list[float]:
     """Return the target line(s) of a metric (two for a band around the baseline)."""
-    rule = spec.online_metrics.targets.get(metric)  # type: ignore[call-overload]
+    rule = target_rule(metric, spec)
     if rule is None:
         return []
     if rule.op == "within_baseline":
@@ -143,33 +155,32 @@ def _segment(intent: str | None, plan: str | None, agent_id: str | None) -> dict
 def _aggregate_rows(
     session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
 ) -> list[dict[str, Any]]:
-    """Return one dict of sums per day with events, from the aggregate table or (full segment) raw events."""
+    """Return one dict of sums per day with events: stored aggregates, or raw events for stale days and full segments."""
     if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in ingest.ROLLUPS:
-        df = ingest.raw_frame(session, start=start, end=end, segment=segment)
-        agg = ingest.aggregate_frame(df, spec, ())
-        rows = agg.to_dict("records")
-        for r in rows:
-            r["versions"] = None
-            if r["lat_p95_s"] != r["lat_p95_s"]:  # NaN
-                r["lat_p95_s"] = None
-        return rows
-    t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
-    stmt = select(DailyAggregate.__table__).where(  # type: ignore[attr-defined]
+        return stale.frame_rows(ingest.raw_frame(session, start=start, end=end, segment=segment), spec)
+    # the marks before the stored rows: a day rebuilt in between is then computed, never missed
+    lagging = stale.stale_days(session, start=start, end=end)
+    t = table_of(DailyAggregate).c
+    stmt = select(table_of(DailyAggregate)).where(
         t.day >= start,
         t.day <= end,
         *[t[d] == (segment[d] if segment[d] is not None else ALL) for d in SEGMENT_DIMS],
     )
-    return [dict(r._mapping) for r in session.execute(stmt)]
+    stored = [dict(r._mapping) for r in session.execute(stmt)]
+    if not lagging:
+        return stored
+    fresh = stale.computed_rows(session, spec, days=lagging, segment=segment)
+    return [r for r in stored if r["day"] not in lagging] + fresh
 
 
 def _confirmed_counts(
     session: Session, start: dt.date, end: dt.date, segment: dict[str, str | None]
 ) -> dict[dt.date, int]:
     stmt = (
-        select(Event.day, func.count(col(HallucinationReport.id)))
+        select(col(Event.day), func.count(col(HallucinationReport.id)))
         .join(Event, col(Event.event_id) == HallucinationReport.event_id)
-        .where(HallucinationReport.status == "confirmed", Event.day >= start, Event.day <= end)
-        .group_by(Event.day)
+        .where(col(HallucinationReport.status) == "confirmed", col(Event.day) >= start, col(Event.day) <= end)
+        .group_by(col(Event.day))
     )
     for d in SEGMENT_DIMS:
         if segment[d] is not None:
@@ -230,10 +241,10 @@ def _day_metrics(day: dt.date, r: dict[str, Any] | None, confirmed: int, spec: E
                 "hallucination_reports": (confirmed, 1),
             },
             versions=r.get("versions"),
+            calib=r["calib"],
         )
-        dm.parts["calib"] = r["calib"]  # type: ignore[assignment]
     for m in METRIC_NAMES:
-        rule = spec.online_metrics.targets.get(m)  # type: ignore[call-overload]
+        rule = target_rule(m, spec)
         if rule is not None:
             dm.target_met[m] = check_target(rule, dm.value(m), spec)
     return dm
@@ -317,7 +328,8 @@ def evaluate_alert(metric: str, rule: AlertRule, days: list[DayMetrics], spec: E
     first_data: dt.date | None = None
     by_day = {d.day: d for d in days}
     for d in days:
-        if d.value(metric) is None:
+        day_value = d.value(metric)
+        if day_value is None:
             status.day_states[d.day] = status.state
             continue
         if first_data is None:
@@ -328,7 +340,7 @@ def evaluate_alert(metric: str, rule: AlertRule, days: list[DayMetrics], spec: E
             full = (d.day - first_data).days >= rule.days - 1
             new = ("firing" if full else "pending") if breach else None
         else:
-            value = float(d.value(metric))  # type: ignore[arg-type]
+            value = float(day_value)
             breach = alert_breached(rule, value, spec)
             run = run + 1 if breach else 0
             new = ("firing" if run >= rule.days else "pending") if breach else None
@@ -348,13 +360,14 @@ def _trailing_mean(metric: str, day: dt.date, n: int, by_day: dict[dt.date, DayM
     values: list[float] = []
     for i in range(n):
         d = by_day.get(day - dt.timedelta(days=i))
-        if d is None or d.value(metric) is None:
+        day_value = None if d is None else d.value(metric)
+        if d is None or day_value is None:
             continue
         if metric in d.parts:
             a, b = d.parts[metric]
             num += a
             den += b
-        values.append(float(d.value(metric)))  # type: ignore[arg-type]
+        values.append(float(day_value))
     if den:
         return num / den
     # a percentile does not add up over days: the trailing window then averages the daily values
@@ -522,7 +535,7 @@ def pilot_streaks(*, session: Session, spec: EvalSpec, today: dt.date | None = N
 
 def describe_target(metric: str, spec: EvalSpec) -> str:
     """Return a metric's daily target in its unit, e.g. '> 75.0%' or '8.0% ± 2.0 pts'."""
-    rule = spec.online_metrics.targets.get(metric)  # type: ignore[call-overload]
+    rule = target_rule(metric, spec)
     if rule is None:
         return "no target"
     if rule.op == "within_baseline":
@@ -567,10 +580,7 @@ def calibration_from_days(days: list[DayMetrics]) -> Calibration:
     """Bin shown drafts by confidence and compare each bin's accept rate with its mean confidence."""
     totals = [[0.0, 0.0, 0.0] for _ in range(CALIBRATION_BINS)]
     for d in days:
-        calib = d.parts.get("calib")
-        if not calib:
-            continue
-        for b, (n, conf, acc) in enumerate(calib):  # type: ignore[misc]
+        for b, (n, conf, acc) in enumerate(d.calib or []):
             totals[b][0] += n
             totals[b][1] += conf
             totals[b][2] += acc
@@ -580,8 +590,8 @@ def calibration_from_days(days: list[DayMetrics]) -> Calibration:
     for b, (n, conf, acc) in enumerate(totals):
         mean_conf = conf / n if n else None
         rate = acc / n if n else None
-        if n:
-            ece += n / total * abs(rate - mean_conf)  # type: ignore[operator]
+        if rate is not None and mean_conf is not None:
+            ece += n / total * abs(rate - mean_conf)
         bins.append(CalibrationBin(b / CALIBRATION_BINS, (b + 1) / CALIBRATION_BINS, int(n), mean_conf, rate))
     return Calibration(bins, int(total), ece if total else None)
 
@@ -650,8 +660,8 @@ def day_events(
     offset: int = 0,
 ) -> tuple[list[Event], int]:
     """Return one page of a day's events (draft by draft) for the segment and kind, and how many there are."""
-    stmt = select(Event).where(Event.day == day)
-    count = select(func.count()).select_from(Event).where(Event.day == day)
+    stmt = select(Event).where(col(Event.day) == day)
+    count = select(func.count()).select_from(Event).where(col(Event.day) == day)
     for dim, value in _segment(intent, plan, agent_id).items():
         if value is not None:
             stmt = stmt.where(getattr(Event, dim) == value)
@@ -669,7 +679,7 @@ def day_kind_counts(
     """Return how many of a day's events (for the segment) are rejects, edits and escalations."""
     out: dict[str, int] = {}
     for kind in DAY_KINDS:
-        stmt = select(func.count()).select_from(Event).where(Event.day == day, _kind_clause(kind))
+        stmt = select(func.count()).select_from(Event).where(col(Event.day) == day, _kind_clause(kind))
         for dim, value in _segment(intent, plan, agent_id).items():
             if value is not None:
                 stmt = stmt.where(getattr(Event, dim) == value)
@@ -677,14 +687,25 @@ def day_kind_counts(
     return out
 
 
+def sent_drafts_by_day(*, session: Session, spec: EvalSpec) -> dict[dt.date, int]:
+    """Return how many sent drafts (shown, accepted or edited, both texts kept) each day with any has."""
+    lagging = stale.stale_days(session)
+    t = table_of(DailyAggregate).c
+    stmt = select(t.day, t.ed_n).where(t.intent == ALL, t.plan == ALL, t.agent_id == ALL, t.ed_n > 0)
+    out = {day: int(n) for day, n in session.execute(stmt) if day not in lagging}
+    everything = _segment(None, None, None)
+    out.update({r["day"]: int(r["ed_n"]) for r in stale.computed_rows(session, spec, days=lagging, segment=everything) if r["ed_n"]})
+    return out
+
+
 def segment_values(*, session: Session) -> dict[str, list[str]]:
     """Return the values seen for each segment dimension (for filter menus)."""
-    t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
+    t = table_of(DailyAggregate).c
     out: dict[str, list[str]] = {}
     for dim in SEGMENT_DIMS:
         others = [t[o] == ALL for o in SEGMENT_DIMS if o != dim]
-        rows = session.execute(select(t[dim]).where(t[dim] != ALL, t[dim] != "", *others).distinct().order_by(t[dim]))
-        out[dim] = [r[0] for r in rows]
+        rows = session.execute(select(t[dim]).where(t[dim] != ALL, t[dim] != "", *others).distinct())
+        out[dim] = sorted({r[0] for r in rows} | stale.segment_values_of_stale_days(session, dim))
     return out
 
 
@@ -696,7 +717,7 @@ def report_hallucination(
     citations: list[dict[str, Any]] | None = None,
 ) -> HallucinationReport:
     """Record an agent's flag of a factual error on an event (pending until the lead decides)."""
-    event = session.execute(select(Event.id).where(Event.event_id == event_id)).first()
+    event = session.execute(select(col(Event.id)).where(col(Event.event_id) == event_id)).first()
     if event is None:
         raise MetricsError(f"event_id: no event {event_id!r}")
     report = HallucinationReport(event_id=event_id, note=note.strip(), reported_by=reported_by, citations=citations)
@@ -729,7 +750,7 @@ def apply_decision(
 ) -> HallucinationReport:
     """Record a decision row and make it the report's current state."""
     row = HallucinationDecision(
-        report_id=report.id,  # type: ignore[arg-type]
+        report_id=_saved_id(report),
         decision=decision,
         note=note.strip(),
         decided_by=decided_by,
@@ -745,18 +766,24 @@ def apply_decision(
     return report
 
 
+def _saved_id(report: HallucinationReport) -> int:
+    if report.id is None:  # reports reach here from the database, so they have an id
+        raise MetricsError("report: not saved yet")
+    return report.id
+
+
 def list_reports(*, session: Session, status: str | None = None) -> list[tuple[HallucinationReport, Event]]:
     """List hallucination reports with their events (pending first, then newest)."""
     stmt = select(HallucinationReport, Event).join(Event, col(Event.event_id) == HallucinationReport.event_id)
     if status:
-        stmt = stmt.where(HallucinationReport.status == status)
-    stmt = stmt.order_by((HallucinationReport.status != "pending"), col(HallucinationReport.created_at).desc())  # type: ignore[arg-type]
+        stmt = stmt.where(col(HallucinationReport.status) == status)
+    stmt = stmt.order_by(col(HallucinationReport.status) != "pending", col(HallucinationReport.created_at).desc())
     return [(r, e) for r, e in session.execute(stmt).all()]
 
 
 def pending_report_count(*, session: Session) -> int:
     """Return how many hallucination reports wait for the lead."""
-    stmt = select(func.count()).select_from(HallucinationReport).where(HallucinationReport.status == "pending")
+    stmt = select(func.count()).select_from(HallucinationReport).where(col(HallucinationReport.status) == "pending")
     return int(session.execute(stmt).scalar_one())
 
 
@@ -765,7 +792,7 @@ def confirmed_hallucination_reports(*, session: Session, start: dt.date, end: dt
     stmt = (
         select(HallucinationReport)
         .join(Event, col(Event.event_id) == HallucinationReport.event_id)
-        .where(HallucinationReport.status == "confirmed", Event.day >= start, Event.day <= end)
+        .where(col(HallucinationReport.status) == "confirmed", col(Event.day) >= start, col(Event.day) <= end)
         .order_by(col(Event.day), col(HallucinationReport.id))
     )
     return list(session.execute(stmt).scalars())

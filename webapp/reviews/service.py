@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from webapp.metrics.models import ALL, DailyAggregate, Event
+from webapp.metrics import service as metrics_service
+from webapp.metrics.models import Event
 from webapp.regression import service as regression_service
 from webapp.reviews.models import ReviewItem, ReviewSample
 from webapp.spec import EvalSpec
@@ -145,13 +146,8 @@ class PeriodSummary:
 def list_periods(*, session: Session, spec: EvalSpec, today: dt.date) -> list[PeriodSummary]:
     """List the periods with sent drafts or a drawn sample, newest first."""
     cadence = spec.review.cadence
-    # the all-segments aggregate's ed_n counts exactly the sent drafts (shown, accepted or edited, both texts)
-    agg = DailyAggregate.__table__.c  # type: ignore[attr-defined]
-    days = session.execute(
-        select(agg.day, agg.ed_n).where(agg.intent == ALL, agg.plan == ALL, agg.agent_id == ALL, agg.ed_n > 0)
-    ).all()
     counts: dict[str, int] = {}
-    for day, n in days:
+    for day, n in metrics_service.sent_drafts_by_day(session=session, spec=spec).items():
         counts[period_of(day, cadence)] = counts.get(period_of(day, cadence), 0) + int(n)
     samples = {s.period: s for s in session.execute(select(ReviewSample)).scalars()}
     out = []

@@ -1,0 +1,108 @@
+"""Stale days: aggregates rebuilt lazily after ingestion, and read through from raw events until then.
+
+Ingestion inserts the events and one StaleDay mark per touched day in the same transaction, and
+nothing else, so a batch costs its insert. The day's aggregate rows are rebuilt later, many days
+and batches at once: by `serve`'s background rebuilder (webapp/metrics/background.py), the import
+command and `draftdesk metrics rebuild`. Until a day is rebuilt, every reader of aggregates
+(service.daily_metrics and the functions built on it) computes that day from its raw events with
+the same code, so what it sees always equals a recomputation.
+
+Why this is exact under concurrency (PostgreSQL, READ COMMITTED; SQLite has one writer at a time):
+- A mark commits atomically with its events, so a committed event of a day whose mark a reader
+  does not see was already in the stored aggregate the reader reads after the marks.
+- A rebuild reads the marks first, then (under the day's advisory lock, so rebuilds of one day run
+  one after the other) the raw events, and deletes exactly the marks it read: every event behind
+  those marks was committed before the raw read. A mark committed later survives, and its day is
+  rebuilt again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import delete, select, text
+from sqlmodel import Session, col
+
+from webapp.metrics import ingest
+from webapp.metrics.models import Event, StaleDay
+from webapp.spec import EvalSpec
+
+# Days rebuilt per transaction by rebuild_stale: bounds the memory and the time the day locks are held.
+REBUILD_CHUNK_DAYS = 31
+# Key of the PostgreSQL advisory lock that lets one background rebuilder work at a time (the
+# others skip the pass instead of queueing behind the same days' locks and redoing the work).
+PG_REBUILDER_LOCK_KEY = 7_305_502
+
+
+def stale_days(session: Session, *, start: dt.date | None = None, end: dt.date | None = None) -> set[dt.date]:
+    """Return the days (within [start, end] when given) whose stored aggregates may lag their events."""
+    stmt = select(col(StaleDay.day)).distinct()
+    if start is not None:
+        stmt = stmt.where(col(StaleDay.day) >= start)
+    if end is not None:
+        stmt = stmt.where(col(StaleDay.day) <= end)
+    return {_as_date(d) for d in session.execute(stmt).scalars()}
+
+
+def _as_date(value: dt.date | str) -> dt.date:
+    return value if isinstance(value, dt.date) else dt.date.fromisoformat(value)
+
+
+def computed_rows(
+    session: Session, spec: EvalSpec, *, days: set[dt.date], segment: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    """Return one aggregate dict per day with events among `days`, for the segment, computed from raw events."""
+    if not days:
+        return []
+    df = ingest.raw_frame(session, days=days, segment=segment)
+    rows = frame_rows(df, spec)
+    if all(v is None for v in segment.values()):
+        versions = ingest.versions_by_day(df)
+        for r in rows:
+            r["versions"] = versions.get(r["day"])
+    return rows
+
+
+def frame_rows(df: pd.DataFrame, spec: EvalSpec) -> list[dict[str, Any]]:
+    """Aggregate raw events per day over every value of each dimension, as the stored rows read."""
+    agg = ingest.aggregate_frame(df, spec, ())
+    rows: list[dict[str, Any]] = [{str(k): v for k, v in r.items()} for r in agg.to_dict("records")]
+    for r in rows:
+        r["versions"] = None
+        if r["lat_p95_s"] != r["lat_p95_s"]:  # NaN: no latency that day
+            r["lat_p95_s"] = None
+    return rows
+
+
+def rebuild_stale(*, session: Session, spec: EvalSpec, max_days: int | None = None) -> list[dt.date]:
+    """Rebuild the aggregates of stale days (a chunk of days per call) and clear their marks; return the days."""
+    marks = session.execute(select(col(StaleDay.id), col(StaleDay.day)).order_by(col(StaleDay.day), col(StaleDay.id))).all()
+    if not marks:
+        return []
+    days = sorted({_as_date(d) for _, d in marks})[: max_days or REBUILD_CHUNK_DAYS]
+    chosen = set(days)
+    ids = [i for i, d in marks if _as_date(d) in chosen]
+    ingest.rebuild_days(session=session, spec=spec, days=days)
+    for chunk in ingest.chunks(ids, 1000):
+        session.execute(delete(StaleDay).where(col(StaleDay.id).in_(chunk)))
+    session.flush()
+    return days
+
+
+def try_rebuilder_lock(session: Session) -> bool:
+    """Take the one-rebuilder-at-a-time lock for this transaction on PostgreSQL; False when another process has it."""
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    return bool(session.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": PG_REBUILDER_LOCK_KEY}).scalar())
+
+
+def segment_values_of_stale_days(session: Session, dim: str) -> set[str]:
+    """Return the values of one dimension among the events of stale days (not yet in the aggregate table)."""
+    days = stale_days(session)
+    if not days:
+        return set()
+    column = getattr(Event, dim)
+    stmt = select(column).where(col(Event.day).in_(sorted(days)), column.is_not(None), column != "").distinct()
+    return {str(v) for v in session.execute(stmt).scalars()}
