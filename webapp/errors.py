@@ -32,7 +32,7 @@ SERVICE_ERRORS: tuple[tuple[str, str, int | None], ...] = (
     ("webapp.evaluator.service", "EvaluatorRunNotFound", 404),
     ("webapp.auth.service", "AuthError", 422),
     ("webapp.safe_input", "InputLimitError", 422),
-    ("webapp.grading.service", "GradingError", None),  # each grading error carries its status
+    ("webapp.grading.errors", "GradingError", None),  # each grading error carries its status
 )
 OUT_OF_RANGE = "a number in the request is out of range for the database"
 

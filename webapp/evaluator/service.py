@@ -369,7 +369,7 @@ def get_evaluator_run(*, session: Session, ref: str) -> tuple[Run, EvaluatorRun]
 
 def _final_grades(session: Session, run_id: int) -> dict[int, Any]:
     try:
-        from webapp.grading.service import final_grades
+        from webapp.grading.status import final_grades
     except ImportError:  # grading not installed in this build: no human grades to compare with
         return {}
     return final_grades(session=session, run_id=run_id)

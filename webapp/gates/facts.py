@@ -1,6 +1,6 @@
 """Gather the facts the launch gates judge, from the other domains' services.
 
-Checks come from webapp.checks.service, final human grades from webapp.grading.service,
+Checks come from webapp.checks.service, final human grades from webapp.grading.status,
 regression results from webapp.regression.service, online metrics and hallucination reports
 from webapp.metrics.service and the survey from webapp.survey.service.
 """
@@ -35,7 +35,7 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     """Collect, for every draft of the run, its check results and final grade, and the suite's results."""
     from webapp.checks import service as checks_service
     from webapp.checks.rules import is_safety_trigger
-    from webapp.grading import service as grading_service
+    from webapp.grading import status as grading_service
     from webapp.regression import service as regression_service
 
     assert run.id is not None

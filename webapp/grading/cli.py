@@ -8,7 +8,9 @@ from pathlib import Path
 import typer
 
 from webapp.cli_support import cli_session, console, fail, load_settings
-from webapp.grading import service
+from webapp.grading.agreement import agreement_report
+from webapp.grading.export import export_csv, export_jsonl, export_rows
+from webapp.grading.status import grading_status
 from webapp.runs.service import RunNotFound, resolve_run
 
 
@@ -31,9 +33,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 r = resolve_run(session=session, ref=run)
             except RunNotFound as exc:
                 fail(str(exc))
-            fn = service.export_csv if suffix == ".csv" else service.export_jsonl
+            fn = export_csv if suffix == ".csv" else export_jsonl
             text = fn(session=session, run_id=r.id)  # type: ignore[arg-type]
-            n = len(service.export_rows(session=session, run_id=r.id))  # type: ignore[arg-type]
+            n = len(export_rows(session=session, run_id=r.id))  # type: ignore[arg-type]
         tmp = file.with_name(file.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(file)  # all or nothing: a reader never sees half a file
@@ -47,7 +49,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 r = resolve_run(session=session, ref=run)
             except RunNotFound as exc:
                 fail(str(exc))
-            counts = service.grading_status(session=session, run_id=r.id).counts  # type: ignore[arg-type]
+            counts = grading_status(session=session, run_id=r.id).counts  # type: ignore[arg-type]
         console.print(json.dumps(counts))
 
     @grading.command("agreement")
@@ -60,5 +62,5 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                     run_id = resolve_run(session=session, ref=run).id
                 except RunNotFound as exc:
                     fail(str(exc))
-            report = service.agreement_report(session=session, spec=load_settings().eval_spec, run_id=run_id)
+            report = agreement_report(session=session, spec=load_settings().eval_spec, run_id=run_id)
         console.print_json(json.dumps(report))

@@ -16,15 +16,40 @@ from webapp.auth.service import Principal
 from webapp.datasets.models import EvalCase
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.grading import service as gs
+from webapp.flows import after_grading, judge_verdict
+from webapp.grading import references as reference_service
+from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
+from webapp.grading.agreement import agreement_report
+from webapp.grading.errors import GradingError
+from webapp.grading.evidence import CitedKbText, cited_kb_texts, model_signals
+from webapp.grading.grades import (
+    grades_visible_to,
+    returned_grades,
+    save_grade,
+)
+from webapp.grading.item import grading_item, reserve_upcoming
 from webapp.grading.models import (
-    Adjudication,
     FinalGrade,
     Grade,
     GradingSlot,
     ReferenceGrade,
     ReferenceVersion,
 )
+from webapp.grading.progress import batch_progress, grading_pace, waiting_for_grader
+from webapp.grading.queue import (
+    SKIP_REASONS,
+    BatchFilter,
+    batch_drafts_stmt,
+    draft_basics,
+    next_item,
+    reserve_next,
+    skip_counts,
+    skip_draft,
+)
+from webapp.grading.references import reference_versions
+from webapp.grading.scores import GRADER_ROLES, SCALE_KEYS, scores_of, validate_scores
+from webapp.grading.status import grading_status
+from webapp.grading.writes import write_section
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 from webapp.templating import is_htmx, render
@@ -32,7 +57,7 @@ from webapp.timeutil import as_utc, utcnow
 
 router = APIRouter(prefix="/grading")
 
-GRADERS = require_role(*gs.GRADER_ROLES)
+GRADERS = require_role(*GRADER_ROLES)
 LEAD = require_role("lead")
 
 # Keys for every score: one keyboard row per criterion, so a grade is a handful of keystrokes.
@@ -44,12 +69,13 @@ SHORTCUTS: dict[str, list[str]] = {
 FACTUAL_KEYS = {"pass": "p", "fail": "x"}
 
 
-def _batch_from(params: Any, run_id: int) -> gs.BatchFilter:
+def _batch_from(params: Any, run_id: int) -> BatchFilter:
     golden_raw = (params.get("golden") or "").strip()
-    return gs.BatchFilter(
+    return BatchFilter(
         run_id=run_id,
         category=(params.get("category") or "").strip() or None,
         intent=(params.get("intent") or "").strip() or None,
+        draft_intent=(params.get("draft_intent") or "").strip() or None,
         golden=None if golden_raw == "" else golden_raw in ("1", "true", "yes", "on"),
     )
 
@@ -62,21 +88,15 @@ def _see_other(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
-def _draft_or_404(session: Session, draft_id: int) -> Draft:
-    draft = session.get(Draft, draft_id)
-    if draft is None:
-        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
-    return draft
-
-
 class BatchForm(BaseModel):
     """The batch filter a grading form carries along (hidden fields)."""
 
     category: str = ""
     intent: str = ""
+    draft_intent: str = ""
     golden: str = ""
 
-    def batch(self, run_id: int) -> gs.BatchFilter:
+    def batch(self, run_id: int) -> BatchFilter:
         """Return the batch filter for the run."""
         return _batch_from(self.model_dump(), run_id)
 
@@ -93,7 +113,7 @@ class ScoresForm(BaseModel):
 
     def scores_data(self) -> dict[str, Any]:
         """Return the raw scores for validate_scores."""
-        return {k: getattr(self, k) or None for k in ("factual_accuracy", *gs.SCALE_KEYS)} | {
+        return {k: getattr(self, k) or None for k in ("factual_accuracy", *SCALE_KEYS)} | {
             "rationale": self.rationale,
             "unsupported_claim": self.unsupported_claim,
         }
@@ -119,10 +139,10 @@ def queues(
     """Show my queues: the next item of each batch, grades returned to me, my recent grades."""
     runs = list(session.exec(select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())))
     batches = [
-        (run, gs.batch_progress(session=session, spec=spec, batch=gs.BatchFilter(run_id=run.id)))
+        (run, batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=run.id)))
         for run in runs
     ]  # type: ignore[arg-type]
-    returned = gs.returned_grades(session=session, grader_id=principal.user_id)
+    returned = returned_grades(session=session, grader_id=principal.user_id)
     mine = list(
         session.exec(
             select(Grade)
@@ -148,11 +168,11 @@ def queues(
             "returned": returned,
             "mine": mine,
             "held": held,
-            "waiting": gs.waiting_for_grader(session=session, spec=spec, grader_id=principal.user_id),
+            "waiting": waiting_for_grader(session=session, spec=spec, grader_id=principal.user_id),
             "flash": request.query_params.get("flash"),
-            "my_pace": next(iter(gs.grading_pace(session=session, grader_ids=[principal.user_id])), None),
+            "my_pace": next(iter(grading_pace(session=session, grader_ids=[principal.user_id])), None),
             # The lead sees everyone's pace; a labeler only their own.
-            "team_pace": gs.grading_pace(session=session) if principal.has_role("lead") else None,
+            "team_pace": grading_pace(session=session) if principal.has_role("lead") else None,
         },
     )
 
@@ -167,7 +187,7 @@ def take_next(
 ) -> Response:
     """Reserve my next draft of the batch and open it (or say the batch is done)."""
     batch = form.batch(run_id)
-    draft = gs.next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
+    draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     qs = batch.query_string()
     if draft is None:
         return _see_other(f"/grading/runs/{run_id}?done=1" + (f"&{qs}" if qs else ""))
@@ -183,9 +203,9 @@ def batch_overview(
     if run is None:
         raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
     batch = _batch_from(request.query_params, run_id)
-    progress = gs.batch_progress(session=session, spec=spec, batch=batch)
-    status = gs.grading_status(session=session, run_id=run_id)
-    rows = list(session.exec(gs.batch_drafts_stmt(batch)))
+    progress = batch_progress(session=session, spec=spec, batch=batch)
+    status = grading_status(session=session, run_id=run_id)
+    rows = list(session.exec(batch_drafts_stmt(batch)))
     own = {
         g.draft_id: g
         for g in session.exec(
@@ -222,7 +242,7 @@ def batch_overview(
             "categories": categories,
             "intents": intents,
             "is_lead": principal.has_role("lead"),
-            "skips": gs.skip_counts(session=session, draft_ids=[d.id for d, _ in rows])
+            "skips": skip_counts(session=session, draft_ids=[d.id for d, _ in rows])
             if principal.has_role("lead")
             else {},
             "done": request.query_params.get("done") == "1",
@@ -230,98 +250,19 @@ def batch_overview(
     )
 
 
-def _item_context(
-    session: Session,
-    spec: EvalSpec,
-    draft: Draft,
-    principal: Principal,
-    batch: gs.BatchFilter,
-    *,
-    values: dict[str, Any] | None = None,
+def _item_or_404(
+    session: Session, spec: EvalSpec, principal: Principal, draft_id: int, filters: BatchFilter
 ) -> dict[str, Any]:
-    """Build the grading item (the part save-and-next swaps) and reserve the grader's next draft."""
-    draft_id: int = draft.id  # type: ignore[assignment]
-    case = session.get(EvalCase, draft.case_pk)
-    run = session.get(Run, draft.run_id)
-    is_lead = principal.has_role("lead")
-    grades = list(session.exec(select(Grade).where(Grade.draft_id == draft_id).order_by(col(Grade.id))))
-    own = next((g for g in grades if g.grader_id == principal.user_id), None)
-    see_all = own is not None or is_lead
-    # Blind: other grades only once the caller has graded the draft (the lead may open them anyway).
-    others = [g for g in grades if g.grader_id != principal.user_id] if see_all else []
-    adjudication = final = None
-    if see_all:
-        adjudication = session.exec(select(Adjudication).where(Adjudication.draft_id == draft_id)).first()
-        final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).first()
-    # Why the caller may not change a grade now (resolved, or a disagreement the lead holds: the lock rule).
-    locked: str | None = None
-    if own is not None:
-        locked = gs.grade_lock(session=session, grade=own)
-    elif grades and gs.draft_locked(session=session, draft_id=draft_id):
-        locked = "this draft has been adjudicated; grades can no longer change"
-    now = utcnow()
-    slots = list(session.exec(select(GradingSlot).where(GradingSlot.draft_id == draft_id)))
-    slot = next((x for x in slots if x.grader_id == principal.user_id), None)
-    live = [x for x in slots if x.grade_id is not None or (x.expires_at is not None and as_utc(x.expires_at) > now)]
-    has_place = own is not None or slot is not None or len(live) < spec.grading.graders_per_draft
-    # The next item is reserved now, while the grader reads this one, so save-and-next only saves and
-    # swaps. Only in a grading flow (this draft is reserved for or graded by the caller): merely looking
-    # at a draft takes no place from anyone.
-    upcoming = None
-    if slot is not None:
-        upcoming = gs.reserve_next(
-            session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft_id,)
-        )
-    previous = gs.previous_grade(session=session, spec=spec, grader_id=principal.user_id, exclude_draft=draft_id)
-    history = gs.grade_history(session=session, draft_id=draft_id, principal=principal, can_see=see_all)
-    user_ids = {g.grader_id for g in grades} | {h.changed_by for h in history}
-    reference = gs.current_reference(session=session, case_pk=draft.case_pk)
-    if reference is not None:
-        user_ids.add(reference.author_id)
-    if final is not None and final.decided_by:
-        user_ids.add(final.decided_by)
-    counts = gs.batch_counts(session=session, spec=spec, batch=batch, grader_id=principal.user_id)
-    qs = batch.query_string()
-    return {
-        "draft": draft,
-        "case": case,
-        "run": run,
-        "batch": batch,
-        "batch_qs": qs,
-        "cited": gs.cited_revisions(session=session, draft=draft),
-        "reference": reference,
-        "own": own,
-        "others": others,
-        "show_others": see_all,
-        # A lead who grades the draft too can keep it blind: others' grades start folded away.
-        "others_folded": own is None,
-        "signals": gs.model_signals(session=session, spec=spec, draft=draft, has_graded=own is not None),
-        "history": history,
-        "adjudication": adjudication,
-        "final": final,
-        "locked": locked,
-        "has_place": has_place,
-        "reservation": slot if slot is not None and slot.grade_id is None else None,
-        "counts": counts,
-        "upcoming": upcoming,
-        "previous": previous,
-        "users": _names(session, user_ids),
-        "shortcuts": SHORTCUTS,
-        "factual_keys": FACTUAL_KEYS,
-        "skip_reasons": gs.SKIP_REASONS,
-        "as_utc": as_utc,
-        "values": values if values is not None else (gs.scores_of(own) if own is not None else {}),
-        "draft_url": f"/grading/drafts/{draft_id}" + (f"?{qs}" if qs else ""),
-    }
-
-
-def _names(session: Session, user_ids: set[int]) -> dict[int, str]:
-    if not user_ids:
-        return {}
-    return {
-        u.id: (u.name or u.email)  # type: ignore[misc]
-        for u in session.exec(select(User).where(col(User.id).in_(list(user_ids))))
-    }
+    """Return the grading item's template context (404 when the draft does not exist)."""
+    ctx = grading_item(
+        session=session, spec=spec, draft_id=draft_id, principal=principal, filters=filters, judge=judge_verdict
+    )
+    if ctx is None:
+        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
+    ctx.update(
+        {"shortcuts": SHORTCUTS, "factual_keys": FACTUAL_KEYS, "skip_reasons": SKIP_REASONS, "as_utc": as_utc}
+    )
+    return ctx
 
 
 def _item_response(
@@ -344,10 +285,19 @@ def grading_page(
     principal: Principal = Depends(GRADERS),
 ) -> HTMLResponse:
     """Show a draft with its ticket, KB text, reference and the rubric form (htmx: only the item)."""
-    draft = _draft_or_404(session, draft_id)
-    ctx = _item_context(session, spec, draft, principal, _batch_from(request.query_params, draft.run_id))
+    ctx = _item_or_404(session, spec, principal, draft_id, _batch_from(request.query_params, 0))
     ctx["flash"] = request.query_params.get("flash")
     return _item_response(request, ctx)
+
+
+def _reserve_following(
+    session: Session, spec: EvalSpec, principal: Principal, batch: BatchFilter, draft_id: int, *, htmx: bool
+) -> int | None:
+    """Reserve the grader's next draft after `draft_id` and, when htmx will show it now, the one after it."""
+    nxt = reserve_next(session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft_id,))
+    if nxt is not None and htmx:
+        reserve_upcoming(session=session, spec=spec, grader_id=principal.user_id, batch=batch, draft_id=nxt)
+    return nxt
 
 
 def _open_next(
@@ -355,30 +305,34 @@ def _open_next(
     session: Session,
     spec: EvalSpec,
     principal: Principal,
-    draft: Draft,
-    batch: gs.BatchFilter,
+    batch: BatchFilter,
+    nxt: int | None,
     flash: str,
     extra: dict[str, Any] | None = None,
 ) -> Response:
-    """Open the grader's next item after `draft`: htmx gets the item swapped in (URL pushed), a form a redirect."""
+    """Open the grader's next item (reserved already): htmx gets it swapped in (URL pushed), a form a redirect."""
     qs = batch.query_string()
-    nxt = gs.next_item(
-        session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft.id,)  # type: ignore[arg-type]
-    )
     if nxt is None:
-        done = f"/grading/runs/{draft.run_id}?done=1" + (f"&{qs}" if qs else "")
+        done = f"/grading/runs/{batch.run_id}?done=1" + (f"&{qs}" if qs else "")
         if is_htmx(request):
             return Response(status_code=204, headers={"HX-Location": done})
         return _see_other(done)
     if is_htmx(request):
-        ctx = _item_context(session, spec, nxt, principal, batch)
+        ctx = _item_or_404(session, spec, principal, nxt, batch)
         ctx.update({"flash": flash, **(extra or {})})
         return _item_response(request, ctx, push=True)
-    return _see_other(f"/grading/drafts/{nxt.id}?" + urlencode({"flash": flash}) + (f"&{qs}" if qs else ""))
+    return _see_other(f"/grading/drafts/{nxt}?" + urlencode({"flash": flash}) + (f"&{qs}" if qs else ""))
 
 
 def _saved_flash(message: str, draft_id: int) -> str:
     return f"{message} (draft {draft_id}). Next item."
+
+
+def _draft_or_404(session: Session, draft_id: int) -> tuple[int, float | None]:
+    basics = draft_basics(session=session, draft_id=draft_id)
+    if basics is None:
+        raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
+    return basics
 
 
 @router.post("/drafts/{draft_id}", response_class=HTMLResponse)
@@ -391,37 +345,42 @@ def submit_grade(
     principal: Principal = Depends(GRADERS),
 ) -> Response:
     """Save my grade of the draft (first grade or revision); with next=1 open my next item."""
-    draft = _draft_or_404(session, draft_id)
+    run_id, confidence = _draft_or_404(session, draft_id)
     data = form.scores_data()
-    batch = form.batch(draft.run_id)
+    batch = form.batch(run_id)
+    following = form.next == "1"
     try:
-        scores = gs.validate_scores(spec=spec, data=data)
-        try:
-            gs.record_grade(
+        scores = validate_scores(spec=spec, data=data)
+        # The writes, committed before anything is read for the page (see webapp.grading.writes).
+        with write_section(session):
+            _, created = save_grade(
                 session=session, spec=spec, draft_id=draft_id, grader_id=principal.user_id, scores=scores
             )
-            message = "Grade saved"
-        except gs.AlreadyGraded:
-            own = gs.own_grade(session=session, draft_id=draft_id, grader_id=principal.user_id)
-            assert own is not None and own.id is not None
-            gs.revise_grade(session=session, spec=spec, grade_id=own.id, grader_id=principal.user_id, scores=scores)
-            message = "Grade revised"
-    except gs.GradingError as exc:
+            after_grading(session=session, spec=spec, draft_id=draft_id)
+            nxt = (
+                _reserve_following(session, spec, principal, batch, draft_id, htmx=is_htmx(request))
+                if following
+                else None
+            )
+    except GradingError as exc:
         # Keep everything the grader typed: the item comes back with their values and the error
         # (200 for htmx, which swaps only successful answers; the URL stays on this draft).
         session.rollback()
-        ctx = _item_context(session, spec, draft, principal, batch, values=data)
-        ctx.update({"error": exc.message, "error_field": exc.field, "flash": None})
+        ctx = _item_or_404(session, spec, principal, draft_id, batch)
+        ctx.update({"values": data, "error": exc.message, "error_field": exc.field, "flash": None})
         return _item_response(request, ctx, status_code=200 if is_htmx(request) else exc.status)
+    message = "Grade saved" if created else "Grade revised"
     qs = batch.query_string()
-    if form.next == "1":
-        signals = gs.model_signals(session=session, spec=spec, draft=draft, has_graded=True)
+    if following:
+        signals = model_signals(
+            session=session, spec=spec, draft_id=draft_id, confidence=confidence, has_graded=True, judge=judge_verdict
+        )
         return _open_next(
-            request, session, spec, principal, draft, batch, _saved_flash(message, draft_id),
+            request, session, spec, principal, batch, nxt, _saved_flash(message, draft_id),
             {"saved_signals": signals, "saved_draft_id": draft_id},
         )
     if is_htmx(request):
-        ctx = _item_context(session, spec, draft, principal, batch)
+        ctx = _item_or_404(session, spec, principal, draft_id, batch)
         ctx["flash"] = f"{message}."
         return _item_response(request, ctx)
     return _see_other(
@@ -439,22 +398,24 @@ def skip(
     principal: Principal = Depends(GRADERS),
 ) -> Response:
     """Skip the draft with a reason: give back my reservation and open my next item."""
-    draft = _draft_or_404(session, draft_id)
-    batch = form.batch(draft.run_id)
+    run_id, _ = _draft_or_404(session, draft_id)
+    batch = form.batch(run_id)
     try:
-        gs.skip_draft(
-            session=session, draft_id=draft_id, grader_id=principal.user_id, reason=form.reason, detail=form.detail
-        )
-    except gs.GradingError as exc:
+        with write_section(session):
+            skip_draft(
+                session=session, draft_id=draft_id, grader_id=principal.user_id, reason=form.reason, detail=form.detail
+            )
+            # The skipped draft is passed over now even if nothing else is left; it comes back later, last.
+            nxt = _reserve_following(session, spec, principal, batch, draft_id, htmx=is_htmx(request))
+    except GradingError as exc:
         if exc.status == 404:
             raise HTTPException(status_code=404, detail=exc.message) from exc
         session.rollback()
-        ctx = _item_context(session, spec, draft, principal, batch)
+        ctx = _item_or_404(session, spec, principal, draft_id, batch)
         ctx.update({"skip_error": exc.message, "flash": None, "skip_values": form.model_dump()})
         return _item_response(request, ctx, status_code=200 if is_htmx(request) else exc.status)
-    # The skipped draft is passed over now even if nothing else is left; it comes back later, last.
     return _open_next(
-        request, session, spec, principal, draft, batch, f"Skipped draft {draft_id} ({gs.SKIP_REASONS[form.reason]})."
+        request, session, spec, principal, batch, nxt, f"Skipped draft {draft_id} ({SKIP_REASONS[form.reason]})."
     )
 
 
@@ -496,10 +457,10 @@ def adjudication_queue(
         status = "open"
     take = request.query_params.get("take", "")  # "<adjudication id>:<grade id>": prefill with that grade
     items = []
-    for adj in gs.list_adjudications(session=session, status=status):
+    for adj in list_adjudications(session=session, status=status):
         draft = session.get(Draft, adj.draft_id)
         case = session.get(EvalCase, draft.case_pk) if draft else None
-        grades = gs.grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
+        grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
         final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == adj.draft_id)).first()
         letters = {g.id: "AB"[i] if i < 2 else str(i + 1) for i, g in enumerate(grades)}
         claims = [(g.unsupported_claim, letters[g.id]) for g in grades if g.unsupported_claim]
@@ -507,7 +468,7 @@ def adjudication_queue(
         taken_from = None
         for g in grades:
             if take == f"{adj.id}:{g.id}":
-                prefill = gs.scores_of(g)
+                prefill = scores_of(g)
                 taken_from = letters[g.id]
         items.append(
             {
@@ -517,15 +478,24 @@ def adjudication_queue(
                 "grades": grades,
                 "letters": letters,
                 "final": final,
-                "cited": gs.cited_revisions(session=session, draft=draft) if draft else [],
+                "cited": cited_kb_texts(session=session, citations=draft.citations) if draft else [],
                 "segments": highlight(draft.draft_text or "", claims) if draft else [],
                 "prefill": prefill,
                 "taken_from": taken_from,
-                "signals": gs.model_signals(session=session, spec=spec, draft=draft, has_graded=True) if draft else None,
+                "signals": model_signals(
+                    session=session,
+                    spec=spec,
+                    draft_id=adj.draft_id,
+                    confidence=draft.confidence,
+                    has_graded=True,
+                    judge=judge_verdict,
+                )
+                if draft
+                else None,
             }
         )
     counts = {
-        s: len(gs.list_adjudications(session=session, status=s))
+        s: len(list_adjudications(session=session, status=s))
         for s in ("open", "rework", "resolved", "dissolved")
     }
     return render(
@@ -560,8 +530,8 @@ def resolve(
     """Set the final grade of a disagreement with a note."""
     data = form.scores_data()
     try:
-        scores = gs.validate_scores(spec=spec, data=data)
-        final = gs.resolve_adjudication(
+        scores = validate_scores(spec=spec, data=data)
+        final = resolve_adjudication(
             session=session,
             spec=spec,
             adjudication_id=adjudication_id,
@@ -569,11 +539,12 @@ def resolve(
             scores=scores,
             note=form.note,
         )
-    except gs.GradingError as exc:
+    except GradingError as exc:
         session.rollback()
         return _see_other(
             "/grading/adjudication?" + urlencode({"error": f"Adjudication {adjudication_id}: {exc.message}"})
         )
+    after_grading(session=session, spec=spec, draft_id=final.draft_id)
     return _see_other(
         "/grading/adjudication?" + urlencode({"flash": f"Draft {final.draft_id}: final grade set."})
     )
@@ -596,16 +567,16 @@ def send_back(
     """Return one grade of a disagreement to its grader with a comment."""
     try:
         grade_id = int(form.grade_id or "0")
-        grade = gs.return_grade(
+        grade = return_grade(
             session=session,
             adjudication_id=adjudication_id,
             grade_id=grade_id,
             lead_id=principal.user_id,
             comment=form.comment,
         )
-    except (gs.GradingError, ValueError) as exc:
+    except (GradingError, ValueError) as exc:
         session.rollback()
-        message = exc.message if isinstance(exc, gs.GradingError) else "grade_id: not a number"
+        message = exc.message if isinstance(exc, GradingError) else "grade_id: not a number"
         return _see_other(
             "/grading/adjudication?" + urlencode({"error": f"Adjudication {adjudication_id}: {message}"})
         )
@@ -624,7 +595,7 @@ def agreement_page(
     """Show inter-grader agreement per criterion, grader pair, grader and week."""
     raw = request.query_params.get("run_id") or ""
     run_id = int(raw) if raw.isdigit() else None
-    report = gs.agreement_report(session=session, spec=spec, run_id=run_id)
+    report = agreement_report(session=session, spec=spec, run_id=run_id)
     runs = list(session.exec(select(Run).order_by(col(Run.id).desc())))
     return render(request, "grading/agreement.html", {"report": report, "runs": runs, "run_id": run_id})
 
@@ -656,15 +627,14 @@ def references(
     return render(request, "grading/references.html", {"rows": rows[:500], "total": len(rows), "show": only})
 
 
-def _kb_for_reference(session: Session, case: EvalCase, draft: Draft | None) -> list[gs.CitedRevision]:
+def _kb_for_reference(session: Session, case: EvalCase, draft: Draft | None) -> list[CitedKbText]:
     """Return the KB beside the reference editor: the draft's cited revisions, else the case's articles (current)."""
     if draft is not None and draft.citations:
-        return gs.cited_revisions(session=session, draft=draft)
+        return cited_kb_texts(session=session, citations=draft.citations)
     articles = [str(a) for a in (case.kb_articles or [])]
     if not articles:
         return []
-    stand_in = Draft(run_id=0, case_pk=case.id or 0, citations=[{"article_id": a} for a in articles])
-    return gs.cited_revisions(session=session, draft=stand_in)
+    return cited_kb_texts(session=session, citations=[{"article_id": a} for a in articles])
 
 
 @router.get("/references/{case_pk}", response_class=HTMLResponse)
@@ -679,7 +649,7 @@ def reference_page(
     draft = session.get(Draft, int(raw)) if raw.isdigit() else None
     if draft is not None and draft.case_pk != case_pk:
         draft = None
-    versions = gs.reference_versions(session=session, case_pk=case_pk)
+    versions = reference_versions(session=session, case_pk=case_pk)
     ref_grades: dict[int, list[ReferenceGrade]] = {}
     if versions:
         for rg in session.exec(
@@ -728,10 +698,10 @@ def save_reference(
 ) -> Response:
     """Save a new version of the case's reference response."""
     try:
-        v = gs.save_reference(
+        v = reference_service.save_reference(
             session=session, case_pk=case_pk, author_id=principal.user_id, text=form.text, note=form.note
         )
-    except gs.GradingError as exc:
+    except GradingError as exc:
         if exc.status == 404:
             raise HTTPException(status_code=404, detail=exc.message) from exc
         return _see_other(_reference_url(case_pk, form.draft, error=exc.message))
@@ -744,8 +714,8 @@ def approve_reference(
 ) -> Response:
     """Approve a reference version (lead)."""
     try:
-        v = gs.approve_reference(session=session, reference_id=reference_id, lead_id=principal.user_id)
-    except gs.GradingError as exc:
+        v = reference_service.approve_reference(session=session, reference_id=reference_id, lead_id=principal.user_id)
+    except GradingError as exc:
         raise HTTPException(status_code=exc.status, detail=exc.message) from exc
     return _see_other(
         f"/grading/references/{v.case_pk}?" + urlencode({"flash": f"Version {v.version} approved."})
@@ -766,10 +736,10 @@ def grade_reference(
         raise HTTPException(status_code=404, detail=f"reference {reference_id} does not exist")
     data = form.scores_data()
     try:
-        scores = gs.validate_scores(spec=spec, data=data)
-        gs.grade_reference(
+        scores = validate_scores(spec=spec, data=data)
+        reference_service.grade_reference(
             session=session, reference_id=reference_id, grader_id=principal.user_id, scores=scores
         )
-    except gs.GradingError as exc:
+    except GradingError as exc:
         return _see_other(f"/grading/references/{ref.case_pk}?" + urlencode({"error": exc.message}))
     return _see_other(f"/grading/references/{ref.case_pk}?" + urlencode({"flash": "Reference graded."}))

@@ -37,9 +37,9 @@ class NotComparable(ValueError):
 def final_grades(*, session: Session, run_id: int) -> dict[int, Any] | None:
     """Return the run's final human grades by draft id, or None while the grading domain has none to give."""
     try:
-        module = importlib.import_module("webapp.grading.service")
+        module = importlib.import_module("webapp.grading.status")
     except ModuleNotFoundError as exc:
-        if exc.name not in ("webapp.grading.service", "webapp.grading"):
+        if exc.name not in ("webapp.grading.status", "webapp.grading"):
             raise
         return None
     fn = getattr(module, "final_grades", None)
