@@ -135,7 +135,15 @@ def reserve_upcoming(
     if held is not None and not needs_extension(spec=spec, expires=held[1], now=now):
         return held[0]
     with write_section(session):
-        return reserve_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=(draft_id,), now=now)
+        return reserve_next(
+            session=session,
+            spec=spec,
+            grader_id=grader_id,
+            batch=batch,
+            exclude=(draft_id,),
+            now=now,
+            holds_none=held is None,
+        )
 
 
 def grading_item(

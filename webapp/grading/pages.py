@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 from pydantic import BaseModel
 from sqlmodel import Session, col, select
 
@@ -52,7 +53,7 @@ from webapp.grading.status import grading_status
 from webapp.grading.writes import write_section
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
-from webapp.templating import is_htmx, render
+from webapp.templating import is_htmx, render, templates
 from webapp.timeutil import as_utc, utcnow
 
 router = APIRouter(prefix="/grading")
@@ -260,9 +261,29 @@ def _item_or_404(
     if ctx is None:
         raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
     ctx.update(
-        {"shortcuts": SHORTCUTS, "factual_keys": FACTUAL_KEYS, "skip_reasons": SKIP_REASONS, "as_utc": as_utc}
+        {
+            "shortcuts": SHORTCUTS,
+            "factual_keys": FACTUAL_KEYS,
+            "skip_reasons": SKIP_REASONS,
+            "as_utc": as_utc,
+            "blank_rubric": _blank_rubric(spec),
+        }
     )
     return ctx
+
+
+_blank_rubric_cache: tuple[EvalSpec, Markup] | None = None
+
+
+def _blank_rubric(spec: EvalSpec) -> Markup:
+    """Return the empty rubric form of the spec, rendered once (it is the same on every new item)."""
+    global _blank_rubric_cache
+    cached = _blank_rubric_cache
+    if cached is None or cached[0] is not spec:
+        macros: Any = templates.env.get_template("grading/_rubric.html").module
+        cached = (spec, Markup(macros.rubric_fields(spec, {}, SHORTCUTS, FACTUAL_KEYS, None, compact=True)))
+        _blank_rubric_cache = cached
+    return cached[1]
 
 
 def _item_response(

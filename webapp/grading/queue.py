@@ -358,11 +358,15 @@ def reserve_next(
     batch: BatchFilter,
     exclude: Collection[int] = (),
     now: dt.datetime | None = None,
+    holds_none: bool = False,
 ) -> int | None:
-    """Do what next_item does and return only the draft's id (the grading page pre-reserves with it)."""
+    """Do what next_item does and return only the draft's id (the grading page pre-reserves with it).
+
+    holds_none=True when the caller has just seen (held_next) that the grader holds nothing to come back to.
+    """
     now = now or utcnow()
     window = dt.timedelta(minutes=spec.grading.reservation_minutes)
-    held = held_next(session=session, grader_id=grader_id, batch=batch, exclude=exclude)
+    held = None if holds_none else held_next(session=session, grader_id=grader_id, batch=batch, exclude=exclude)
     conn = session.connection()
     if held is not None:
         draft_id, expires = held
