@@ -20,7 +20,7 @@ from webapp.checks.models import DraftCheck
 from webapp.evaluator.models import EvaluatorJudgeScore, EvaluatorRun
 from webapp.flows import judge_verdict
 from webapp.grading import pages
-from webapp.grading.adjudication import list_adjudications
+from webapp.grading.adjudication import highlight, list_adjudications
 from webapp.grading.errors import AlreadyGraded, GradeInvalid
 from webapp.grading.evidence import cited_kb_texts, model_signals
 from webapp.grading.grades import lock_draft, previous_grade, record_grade
@@ -171,7 +171,7 @@ class TestBatchCounts:
 class TestHighlight:
     def test_quoted_claims_are_marked_forgiving_case_and_whitespace(self) -> None:
         text = "Hello.  We will REFUND you\n200 dollars. Bye."
-        segs = pages.highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
+        segs = highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
         assert "".join(s for s, _ in segs) == text
         assert [(s, label) for s, label in segs if label] == [("We will REFUND you\n200 dollars.", "A"), ("Bye", "B+C")]
 

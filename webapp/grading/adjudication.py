@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+from typing import Any
 
+from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from webapp.auth.service import Principal
+from webapp.datasets.models import EvalCase
 from webapp.grading.errors import GradeInvalid, GradeLocked, NotFound
-from webapp.grading.grades import add_history, lock_draft
+from webapp.grading.evidence import JudgeLookup, cited_kb_texts, model_signals
+from webapp.grading.grades import add_history, grades_visible_to, lock_draft
+from webapp.grading.item import user_names
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
@@ -15,6 +22,7 @@ from webapp.grading.models import (
 )
 from webapp.grading.outcome import upsert_final
 from webapp.grading.scores import FACTUAL_KEY, Scores, scores_of
+from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
 
@@ -107,3 +115,105 @@ def return_grade(
     return grade
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The adjudication page's view
+
+_CLAIM_QUOTES = "\"'“”"
+ADJUDICATION_STATES = ("open", "rework", "resolved", "dissolved")
+
+
+def highlight(text: str, claims: list[tuple[str, str]]) -> list[tuple[str, str | None]]:
+    """Split text into (segment, label) pairs where each quoted claim is found (whitespace and case forgiven)."""
+    found: dict[tuple[int, int], list[str]] = {}
+    for claim, label in claims:
+        words = claim.strip().strip(_CLAIM_QUOTES).split()
+        if not words:
+            continue
+        for m in re.finditer(r"\s+".join(re.escape(w) for w in words), text, flags=re.IGNORECASE):
+            found.setdefault((m.start(), m.end()), []).append(label)
+    # Both graders quoting the same words is one mark with both letters.
+    spans = sorted((start, end, "+".join(labels)) for (start, end), labels in found.items())
+    out: list[tuple[str, str | None]] = []
+    pos = 0
+    for start, end, label in spans:
+        if start < pos:  # overlapping quotes: the first one wins
+            continue
+        if start > pos:
+            out.append((text[pos:start], None))
+        out.append((text[start:end], label))
+        pos = end
+    if pos < len(text):
+        out.append((text[pos:], None))
+    return out
+
+
+def adjudication_queue_view(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    principal: Principal,
+    status: str,
+    take: str = "",
+    judge: JudgeLookup | None = None,
+) -> dict[str, Any]:
+    """Return the disagreements in a state with everything the graders saw, both grades, and the counts per state.
+
+    `take` ("<adjudication id>:<grade id>") prefills the final-grade form with that grade.
+    """
+    items = []
+    user_ids: set[int] = set()
+    for adj in list_adjudications(session=session, status=status):
+        draft = session.get(Draft, adj.draft_id)
+        if draft is None:
+            continue
+        case = session.get(EvalCase, draft.case_pk)
+        grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
+        final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == adj.draft_id)).first()
+        letters = {g.id: "AB"[i] if i < 2 else str(i + 1) for i, g in enumerate(grades)}
+        claims = [(g.unsupported_claim, letters[g.id]) for g in grades if g.unsupported_claim]
+        prefill: dict[str, Any] = {}
+        taken_from = None
+        for g in grades:
+            user_ids.add(g.grader_id)
+            if take == f"{adj.id}:{g.id}":
+                prefill = scores_of(g)
+                taken_from = letters[g.id]
+        if final is not None and final.decided_by:
+            user_ids.add(final.decided_by)
+        if adj.resolved_by:
+            user_ids.add(adj.resolved_by)
+        items.append(
+            {
+                "adj": adj,
+                "draft": draft,
+                "case": case,
+                "grades": grades,
+                "letters": letters,
+                "final": final,
+                "cited": cited_kb_texts(session=session, citations=draft.citations),
+                "segments": highlight(draft.draft_text or "", claims),
+                "prefill": prefill,
+                "taken_from": taken_from,
+                "signals": model_signals(
+                    session=session,
+                    spec=spec,
+                    draft_id=adj.draft_id,
+                    confidence=draft.confidence,
+                    has_graded=True,
+                    judge=judge,
+                ),
+            }
+        )
+    counts = dict(
+        session.exec(
+            select(Adjudication.status, func.count()).group_by(col(Adjudication.status))
+        ).all()
+    )
+    return {
+        "items": items,
+        "status": status,
+        "counts": {s: int(counts.get(s, 0)) for s in ADJUDICATION_STATES},
+        "users": user_names(session=session, user_ids=user_ids),
+    }

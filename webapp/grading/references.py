@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import EvalCase
 from webapp.grading.errors import GradeInvalid, NotFound
+from webapp.grading.evidence import cited_kb_texts
+from webapp.grading.item import user_names
 from webapp.grading.models import (
     ReferenceGrade,
     ReferenceVersion,
 )
 from webapp.grading.scores import Scores
+from webapp.runs.models import Draft
 from webapp.timeutil import utcnow
 
 
@@ -124,3 +128,67 @@ def grade_reference(
     return row
 
 
+
+
+# ---------------------------------------------------------------------------------------------
+# The reference pages' views
+
+
+def references_view(*, session: Session, show: str = "all", limit: int = 500) -> dict[str, Any]:
+    """Return test cases with the state of their reference: missing, to approve, approved (show: all, to_approve, golden)."""
+    latest: dict[int, ReferenceVersion] = {}
+    approved: set[int] = set()
+    for v in session.exec(select(ReferenceVersion).order_by(col(ReferenceVersion.version))):
+        latest[v.case_pk] = v
+        if v.approved_at is not None:
+            approved.add(v.case_pk)
+    cases = session.exec(select(EvalCase).order_by(col(EvalCase.dataset_id).desc(), col(EvalCase.position)))
+    rows = []
+    for case in cases:
+        v = latest.get(case.id) if case.id is not None else None
+        state = "missing" if v is None else "approved" if v.approved_at is not None else "to approve"
+        if show == "to_approve" and state != "to approve":
+            continue
+        if show == "golden" and not case.golden:
+            continue
+        rows.append({"case": case, "latest": v, "state": state, "has_approved": case.id in approved})
+    return {"rows": rows[:limit], "total": len(rows), "show": show}
+
+
+def reference_view(*, session: Session, case_pk: int, draft_id: int | None = None) -> dict[str, Any] | None:
+    """Return a case's reference editor: the case, the draft it was opened from, the KB beside it, versions and grades.
+
+    The KB is the draft's cited revisions, else the case's articles (current). None when the case does not exist.
+    """
+    case = session.get(EvalCase, case_pk)
+    if case is None:
+        return None
+    draft = session.get(Draft, draft_id) if draft_id is not None else None
+    if draft is not None and draft.case_pk != case_pk:
+        draft = None
+    if draft is not None and draft.citations:
+        kb = cited_kb_texts(session=session, citations=draft.citations)
+    else:
+        kb = cited_kb_texts(session=session, citations=[{"article_id": str(a)} for a in (case.kb_articles or [])])
+    versions = reference_versions(session=session, case_pk=case_pk)
+    ref_grades: dict[int, list[ReferenceGrade]] = {}
+    if versions:
+        ids = [v.id for v in versions]
+        for rg in session.exec(select(ReferenceGrade).where(col(ReferenceGrade.reference_id).in_(ids))):
+            ref_grades.setdefault(rg.reference_id, []).append(rg)
+    user_ids = {v.author_id for v in versions} | {v.approved_by for v in versions if v.approved_by}
+    user_ids |= {rg.grader_id for grades in ref_grades.values() for rg in grades}
+    return {
+        "case": case,
+        "draft": draft,
+        "kb": kb,
+        "versions": versions,
+        "ref_grades": ref_grades,
+        "users": user_names(session=session, user_ids=user_ids),
+    }
+
+
+def reference_case_of(*, session: Session, reference_id: int) -> int | None:
+    """Return the test case of a reference version (None when there is no such version)."""
+    ref = session.get(ReferenceVersion, reference_id)
+    return ref.case_pk if ref is not None else None
