@@ -73,8 +73,8 @@ def agreement_report(*, session: Session, spec: EvalSpec, run_id: int | None = N
     weeks: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
     for draft_grades in by_draft.values():
         for g1, g2 in itertools.combinations(sorted(draft_grades, key=lambda g: g.grader_id), 2):
-            s1 = firsts.get(g1.id) or scores_of(g1)  # type: ignore[arg-type]
-            s2 = firsts.get(g2.id) or scores_of(g2)  # type: ignore[arg-type]
+            s1 = firsts.get(g1.id or 0) or scores_of(g1)
+            s2 = firsts.get(g2.id or 0) or scores_of(g2)
             pair = (s1, s2)
             pairs_by_grader[(g1.grader_id, g2.grader_id)].append(pair)
             all_pairs.append(pair)

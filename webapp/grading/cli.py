@@ -33,9 +33,10 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 r = resolve_run(session=session, ref=run)
             except RunNotFound as exc:
                 fail(str(exc))
+            assert r.id is not None
             fn = export_csv if suffix == ".csv" else export_jsonl
-            text = fn(session=session, run_id=r.id)  # type: ignore[arg-type]
-            n = len(export_rows(session=session, run_id=r.id))  # type: ignore[arg-type]
+            text = fn(session=session, run_id=r.id)
+            n = len(export_rows(session=session, run_id=r.id))
         tmp = file.with_name(file.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(file)  # all or nothing: a reader never sees half a file
@@ -49,7 +50,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 r = resolve_run(session=session, ref=run)
             except RunNotFound as exc:
                 fail(str(exc))
-            counts = grading_status(session=session, run_id=r.id).counts  # type: ignore[arg-type]
+            assert r.id is not None
+            counts = grading_status(session=session, run_id=r.id).counts
         console.print(json.dumps(counts))
 
     @grading.command("agreement")

@@ -81,20 +81,20 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         record_grade(
             session=session,
             spec=spec,
-            draft_id=draft.id,
-            grader_id=alice.id,  # type: ignore[arg-type]
+            draft_id=_id(draft),
+            grader_id=_id(alice),
             scores=_scores(spec, base, draft, "Checked each claim against the cited articles."),
             now=when,
         )
         record_grade(
             session=session,
             spec=spec,
-            draft_id=draft.id,
-            grader_id=bob.id,  # type: ignore[arg-type]
+            draft_id=_id(draft),
+            grader_id=_id(bob),
             scores=_scores(spec, other, draft, "Graded against the rubric guidance."),
             now=when + dt.timedelta(hours=2),
         )
-        after_grading(session=session, spec=spec, draft_id=draft.id)  # type: ignore[arg-type]
+        after_grading(session=session, spec=spec, draft_id=_id(draft))
     # The lead settles a few disagreements and sends one grade back; the rest wait in the queue.
     adjudications = list_adjudications(session=session, status="open")
     for adj in adjudications[:3]:
@@ -105,8 +105,8 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         resolve_adjudication(
             session=session,
             spec=spec,
-            adjudication_id=adj.id,
-            lead_id=lead.id,  # type: ignore[arg-type]
+            adjudication_id=_id(adj),
+            lead_id=_id(lead),
             scores=_scores(spec, scores_of(pick), draft, "Adjudicated."),
             note="Read both rationales; the KB supports this grade.",
             now=start + dt.timedelta(days=18),
@@ -117,9 +117,9 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
         return_grade(
             session=session,
-            adjudication_id=adj.id,
-            grade_id=grades[-1].id,
-            lead_id=lead.id,  # type: ignore[arg-type]
+            adjudication_id=_id(adj),
+            grade_id=_id(grades[-1]),
+            lead_id=_id(lead),
             comment="Please re-read the scoring guidance for this criterion and grade again.",
             now=start + dt.timedelta(days=19),
         )
@@ -131,13 +131,19 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             case.reference
             or f"Reference reply for {case.case_id}: answer every question from the current KB articles."
         )
-        v = save_reference(session=session, case_pk=case.id, author_id=author.id, text=text, now=start)  # type: ignore[arg-type]
+        v = save_reference(session=session, case_pk=_id(case), author_id=_id(author), text=text, now=start)
         if n < max(1, len(golden) // 2):
             approve_reference(
-                session=session, reference_id=v.id, lead_id=lead.id, now=start + dt.timedelta(days=1)
-            )  # type: ignore[arg-type]
+                session=session, reference_id=_id(v), lead_id=_id(lead), now=start + dt.timedelta(days=1)
+            )
     ctx.extra["grading_open_adjudications"] = len(list_adjudications(session=session, status="open"))
     session.flush()
+
+
+def _id(row: Any) -> int:
+    """Return a stored row's id (the demo only passes rows it has flushed)."""
+    assert row.id is not None
+    return int(row.id)
 
 
 def cases_by_pk(cases: dict[str, Any]) -> dict[int, int]:

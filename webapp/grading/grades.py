@@ -71,9 +71,10 @@ def add_history(
     session: Session, grade: Grade, by: int, action: str, before: Any, comment: str | None, now: dt.datetime
 ) -> None:
     """Add a change of a grade to its history (the scores after it, and before it unless it is the first)."""
+    assert grade.id is not None
     session.add(
         GradeChange(
-            grade_id=grade.id,  # type: ignore[arg-type]
+            grade_id=grade.id,
             changed_by=by,
             action=action,
             before=before,
@@ -261,9 +262,10 @@ def own_grade(*, session: Session, draft_id: int, grader_id: int) -> Grade | Non
 
 def can_see_grades(*, session: Session, draft_id: int, principal: Principal) -> bool:
     """Tell whether the caller may see all grades of the draft (the lead, or a grader who has graded it)."""
-    if principal.has_role("lead"):
+    if sees_all_grades(principal=principal, has_own_grade=False):
         return True
-    return own_grade(session=session, draft_id=draft_id, grader_id=principal.user_id) is not None
+    has_own = own_grade(session=session, draft_id=draft_id, grader_id=principal.user_id) is not None
+    return sees_all_grades(principal=principal, has_own_grade=has_own)
 
 
 def grades_visible_to(*, session: Session, draft_id: int, principal: Principal) -> list[Grade]:

@@ -159,11 +159,12 @@ def take_next(
     spec: SpecDep,
     category: str | None = None,
     intent: str | None = None,
+    draft_intent: str | None = None,
     golden: bool | None = None,
     principal: Principal = Depends(GRADERS),
-) -> JSONResponse:
-    """Reserve the caller's next draft of a run (204 when none is left)."""
-    batch = BatchFilter(run_id=run_id, category=category, intent=intent, golden=golden)
+) -> Response:
+    """Reserve the caller's next draft of a run (204 when none is left); `intent` is the case's, `draft_intent` the draft's."""
+    batch = BatchFilter(run_id=run_id, category=category, intent=intent, draft_intent=draft_intent, golden=golden)
     draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     if draft is None:
         return Response(status_code=204)  # no body: a 204 carries none

@@ -116,7 +116,7 @@ def disagreement_reasons(*, spec: EvalSpec, a: dict[str, Any], b: dict[str, Any]
         if abs(x - y) >= rules.scale_difference:
             reasons.append(f"{criterion.key}: {x} vs {y} differ by {abs(x - y)}")
         elif rules.opposite_sides_of_threshold and (x >= criterion.pass_threshold) != (
-            y >= criterion.pass_threshold  # type: ignore[operator]
+            y >= criterion.pass_threshold
         ):
             reasons.append(
                 f"{criterion.key}: {x} vs {y} on opposite sides of the pass threshold {criterion.pass_threshold}"
