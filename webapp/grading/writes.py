@@ -36,7 +36,7 @@ def _locks_for(database: str) -> tuple[threading.Lock, IO[bytes] | None]:
         handle = _lock_files.get(database)
         if handle is None and database and database != ":memory:" and not database.startswith("file:"):
             try:
-                handle = open(database + ".write-lock", "ab")  # noqa: SIM115 (kept open for the process's life)
+                handle = open(database + "-write-lock", "ab")  # noqa: SIM115 (kept open for the process's life)
             except OSError:
                 handle = None  # a read-only directory: the process lock and SQLite's own lock still hold
             if handle is not None:
