@@ -295,17 +295,20 @@ def run_database(label: str, url: str, args: argparse.Namespace) -> None:
     # On the demo's own run (77 gradable drafts, 37 with a place left for a new grader).
     for kind, (ms, queries, cpu) in in_process(url, demo_run, rounds=30).items():
         print(f"   in process, {kind}: median {ms:.1f} ms wall, {cpu:.1f} ms CPU, {queries:.0f} SQL statements")
-    port = free_port()
+    port = args.port or free_port()
     proc = start_server(url, port, workers=2)
     try:
         offset = 1
         for n in sizes:
+            cpu0 = time.process_time()
             tally, graders, elapsed = asyncio.run(load(f"http://127.0.0.1:{port}", run_id, n, args.seconds, offset))
+            client_cpu = time.process_time() - cpu0
             offset += n
             total = sum(len(v) for v in tally.latencies.values())
             acked, lost, double = check_grades(url, graders)
             print(f"-- {n} grader{'s' if n != 1 else ''}, {elapsed:.1f} s: {total / elapsed:.1f} requests/s, "
-                  f"{acked} grades saved, errors {tally.errors}, lost {lost}, double {double}")
+                  f"{acked} grades saved, errors {tally.errors}, lost {lost}, double {double}; "
+                  f"client CPU {client_cpu:.1f} s ({client_cpu / elapsed * 100:.0f}% of one core)")
             for kind, count in sorted(tally.error_kinds.items()):
                 print(f"   error: {kind} x{count}")
             for kind, values in sorted(tally.latencies.items()):
@@ -324,6 +327,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=40, help="copies of the demo's gradable drafts in bench-run")
     parser.add_argument("--pg-url", default="", help="a scratch PostgreSQL database this script may wipe")
     parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument("--port", type=int, default=0, help="port for the server (default: any free port)")
     args = parser.parse_args()
     print(f"bench_grading: serve --workers 2, {os.cpu_count()} CPU cores, {args.seconds:.0f} s per run")
     if not args.skip_sqlite:

@@ -19,7 +19,7 @@ from webapp.datasets import records
 from webapp.datasets import service as datasets_service
 from webapp.evaluator import service as evaluator_service
 from webapp.gates import service as gates_service
-from webapp.grading import service as grading_service
+from webapp.grading import errors as grading_errors
 from webapp.kb import service as kb_service
 from webapp.metrics import service as metrics_service
 from webapp.regression import service as regression_service
@@ -45,7 +45,7 @@ SERVICE_ERRORS: tuple[tuple[type[Exception], int | None], ...] = (
     (evaluator_service.EvaluatorRunNotFound, 404),
     (auth_service.AuthError, 422),
     (InputLimitError, 422),
-    (grading_service.GradingError, None),  # each grading error carries its status
+    (grading_errors.GradingError, None),  # each grading error carries its status
 )
 OUT_OF_RANGE = "a number in the request is out of range for the database"
 

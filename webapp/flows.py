@@ -7,31 +7,34 @@ above it ("after a run is checked, raise its regression alerts and notify them")
 page or command that did it calls the function here right after the service call, in the
 same transaction; this module calls each domain in order. Nothing below the top imports it
 but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
-
-Each branch that adds flows keeps them in its own banner-delimited part, so that they merge side by side.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import bindparam, func
+from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from webapp.alerts import service as alerts_service
 from webapp.checks import service as checks_service
+from webapp.datasets.models import EvalCase
+from webapp.db import table_of
 from webapp.evaluator import service as evaluator_service
 from webapp.evaluator.models import EvaluatorJudgeScore
-from webapp.grading import service as grading_service
-from webapp.grading.models import Grade
+from webapp.grading import status as grading_status
+from webapp.grading.evidence import JudgeVerdict
+from webapp.grading.models import FinalGrade, Grade
 from webapp.metrics import stale as metrics_stale
 from webapp.regression import service as regression_service
 from webapp.regression.comparison import JudgeLookup
 from webapp.regression.models import RegressionAlert
 from webapp.runs import service as runs_service
+from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 
-# ======== from the `deps` branch (one-way domains): runs, checks, regression, evaluator, metrics → alerts ========
+# ======== runs, checks, regression, evaluator, metrics → alerts ========
 
 
 # --- runs: importing drafts (grades guard what was graded) ---------------------------------------------
@@ -96,7 +99,7 @@ def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[
 
 def ci_gate_failures(*, session: Session, spec: EvalSpec, summary: checks_service.RunSummary) -> list[str]:
     """Return why a run fails the CI gate: its checks, and the final factual grades of its golden drafts."""
-    finals = grading_service.final_grades(session=session, run_id=summary.run_id)
+    finals = grading_status.final_grades(session=session, run_id=summary.run_id)
     factual = {draft_id: view.factual_accuracy for draft_id, view in finals.items()}
     return checks_service.gate_failures(summary=summary, spec=spec, factual=factual)
 
@@ -108,7 +111,7 @@ def judge_scores(*, session: Session, principal: Any | None) -> JudgeLookup:
     """Return how the comparison reads the judge's scores of a draft, hidden from blind graders until they graded it."""
     visible: dict[int, set[int] | None] = {}
 
-    def lookup(*, run_id: int, draft_id: int, finals: dict[int, grading_service.FinalGradeView]) -> tuple[dict[str, Any] | None, bool]:
+    def lookup(*, run_id: int, draft_id: int, finals: dict[int, grading_status.FinalGradeView]) -> tuple[dict[str, Any] | None, bool]:
         judge = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft_id)).first()
         if judge is None:
             return None, False
@@ -132,10 +135,7 @@ def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
     alerts_service.notify_changes(session=session, spec=spec)
 
 
-# ======== end of the `deps` branch's flows ========
-
-
-# ======== from the `ingest` branch: metrics → aggregates and alerts after a batch ========
+# ======== metrics → aggregates and alerts after a batch ========
 
 
 def after_ingest(*, session: Session, spec: EvalSpec, background: bool) -> None:
@@ -153,4 +153,34 @@ def after_ingest(*, session: Session, spec: EvalSpec, background: bool) -> None:
     after_metrics_changed(session=session, spec=spec)
 
 
-# ======== end of the `ingest` branch's flows ========
+# ======== grading → regression, evaluator → grading: after a grade, the judge on the grading page ========
+
+_DRAFTS = table_of(Draft)
+_FINALS = table_of(FinalGrade)
+_CASES = table_of(EvalCase)
+
+# The run of a draft whose final grade is factual "fail" on a golden case (no row otherwise).
+_GOLDEN_FAIL = (
+    core_select(_DRAFTS.c.run_id)
+    .join(_FINALS, _FINALS.c.draft_id == _DRAFTS.c.id)
+    .join(_CASES, _CASES.c.id == _DRAFTS.c.case_pk)
+    .where(_DRAFTS.c.id == bindparam("draft_id"), _FINALS.c.factual_accuracy == "fail", _CASES.c.golden.is_(True))
+)
+
+
+def after_grading(*, session: Session, spec: EvalSpec, draft_id: int) -> None:
+    """React to a grade, revision or adjudication of a draft: a golden case graded factual fail raises and notifies its run's alerts now."""
+    run_id = session.connection().execute(_GOLDEN_FAIL, {"draft_id": draft_id}).scalar()
+    if run_id is not None:
+        raise_regression_alerts(session=session, spec=spec, run_id=int(run_id))
+
+
+_JUDGE = core_select(table_of(EvaluatorJudgeScore).c.scores, table_of(EvaluatorJudgeScore).c.rationale).where(
+    table_of(EvaluatorJudgeScore).c.draft_id == bindparam("draft_id")
+)
+
+
+def judge_verdict(session: Session, draft_id: int) -> JudgeVerdict | None:
+    """Return the evaluator's judge verdict on a draft for the grading pages (None when no judge ran on it)."""
+    row = session.connection().execute(_JUDGE, {"draft_id": draft_id}).first()
+    return JudgeVerdict(scores=row.scores, rationale=row.rationale) if row is not None else None

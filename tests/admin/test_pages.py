@@ -160,7 +160,8 @@ class TestImports:
 
     def test_upload_cannot_change_graded_drafts(self, session: Session, client_as: Callable[..., TestClient], spec) -> None:  # type: ignore[no-untyped-def]
         from tests.factories import make_user
-        from webapp.grading import service as gs
+        from webapp.grading.grades import record_grade
+        from webapp.grading.scores import validate_scores
 
         admin = client_as("admin")
         admin.post("/admin/imports/dataset", files={"file": ("eval.jsonl", b'{"id": "a", "input": "x"}\n')}, data={"name": "eval"})
@@ -168,8 +169,8 @@ class TestImports:
         session.expire_all()
         draft = session.exec(select(Draft)).one()
         grader = make_user(session, email="g@example.test", roles=["labeler"])
-        scores = gs.validate_scores(spec=spec, data={"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4})
-        gs.record_grade(session=session, spec=spec, draft_id=draft.id, grader_id=grader.id, scores=scores)  # type: ignore[arg-type]
+        scores = validate_scores(spec=spec, data={"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4})
+        record_grade(session=session, spec=spec, draft_id=draft.id, grader_id=grader.id, scores=scores)  # type: ignore[arg-type]
         session.commit()
         r = admin.post("/admin/imports/drafts", files={"file": ("d.jsonl", b'{"case_id": "a", "draft_text": "Bye"}\n')}, data={"run": "r1"})
         assert r.status_code == 400 and "d.jsonl:1:" in r.text and "a (line 1, 1 grade)" in r.text

@@ -11,7 +11,9 @@ from sqlmodel import Session
 from tests.factories import make_article, make_dataset, make_run, make_user, words
 from webapp.checks import service as checks_service
 from webapp.gates import service
-from webapp.grading import service as grading_service
+from webapp.grading.grades import record_grade
+from webapp.grading.scores import validate_scores
+from webapp.grading.status import grading_status
 from webapp.metrics.ingest import ingest_events
 from webapp.regression import service as regression_service
 from webapp.spec import EvalSpec
@@ -58,10 +60,10 @@ def build_run(session: Session, *, safety_drafted: bool = False) -> Any:
 
 def grade_all(session: Session, spec: EvalSpec, run_id: int, scores: dict[str, Any], overrides: dict[int, dict[str, Any]] | None = None) -> None:
     graders = [make_user(session, email=f"g{i}@example.test", roles=["labeler"]) for i in (1, 2)]
-    for draft_id in grading_service.grading_status(session=session, run_id=run_id).states:
+    for draft_id in grading_status(session=session, run_id=run_id).states:
         for g in graders:
-            s = grading_service.validate_scores(spec=spec, data=(overrides or {}).get(draft_id, scores))
-            grading_service.record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=s)
+            s = validate_scores(spec=spec, data=(overrides or {}).get(draft_id, scores))
+            record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=s)
     session.flush()
 
 

@@ -86,7 +86,7 @@ def world(session: Session) -> GradingWorld:
 
 def scores(spec: EvalSpec, factual: str = "pass", cr: int = 4, tone: int = 4, comp: int = 4, **extra: object):  # type: ignore[no-untyped-def]
     """Return validated Scores."""
-    from webapp.grading.service import validate_scores
+    from webapp.grading.scores import validate_scores
 
     data = {
         "factual_accuracy": factual,
@@ -103,7 +103,7 @@ def scores(spec: EvalSpec, factual: str = "pass", cr: int = 4, tone: int = 4, co
 
 def disagree(session: Session, spec: EvalSpec, world: GradingWorld) -> list:  # type: ignore[type-arg]
     """Have Alice (tone 1) and Bob (tone 5) grade the first draft, which opens an adjudication; return both grades."""
-    from webapp.grading.service import record_grade
+    from webapp.grading.grades import record_grade
 
     return [
         record_grade(

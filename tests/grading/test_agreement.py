@@ -10,7 +10,9 @@ from sklearn.metrics import cohen_kappa_score
 from sqlmodel import Session
 
 from tests.grading.conftest import GradingWorld, build_world, scores
-from webapp.grading import service as gs
+from webapp.grading.adjudication import list_adjudications, return_grade
+from webapp.grading.agreement import agreement_report
+from webapp.grading.grades import own_grade, record_grade, revise_grade
 from webapp.grading.stats import cohen_kappa, exact_agreement
 from webapp.spec import EvalSpec
 
@@ -58,7 +60,7 @@ class TestAgreementReport:
     ) -> None:
         for i, (a, b) in enumerate(pairs):
             for user, (fa, cr, tone, comp) in ((w.alice, a), (w.bob, b)):
-                gs.record_grade(
+                record_grade(
                     session=session,
                     spec=spec,
                     draft_id=w.drafts[i].id,
@@ -76,7 +78,7 @@ class TestAgreementReport:
             (("pass", 3, 2, 5), ("pass", 3, 4, 5)),
         ]
         self._grade_pairs(session, spec, w, pairs)
-        report = gs.agreement_report(session=session, spec=spec, run_id=w.run.id)
+        report = agreement_report(session=session, spec=spec, run_id=w.run.id)
         assert report["n_pairs"] == 4
         # Pair 1 agrees; 2 (factual), 3 (2 vs 3 threshold), 4 (2 vs 4) disagree.
         assert report["disagreement_rate"] == pytest.approx(0.75)
@@ -104,14 +106,14 @@ class TestAgreementReport:
     def test_agreement_uses_first_blind_grade(self, session: Session, spec: EvalSpec) -> None:
         w = build_world(session)
         self._grade_pairs(session, spec, w, [(("pass", 4, 2, 4), ("pass", 4, 4, 4))])
-        own = gs.own_grade(session=session, draft_id=w.drafts[0].id, grader_id=w.alice.id)
+        own = own_grade(session=session, draft_id=w.drafts[0].id, grader_id=w.alice.id)
         # The grades are locked while the lead adjudicates: the lead returns Alice's grade for rework.
-        (adj,) = gs.list_adjudications(session=session)
-        gs.return_grade(
+        (adj,) = list_adjudications(session=session)
+        return_grade(
             session=session, adjudication_id=adj.id, grade_id=own.id, lead_id=w.lead.id, comment="tone?"
         )  # type: ignore[union-attr]
-        gs.revise_grade(
+        revise_grade(
             session=session, spec=spec, grade_id=own.id, grader_id=w.alice.id, scores=scores(spec, tone=4)
         )  # type: ignore[union-attr]
-        report = gs.agreement_report(session=session, spec=spec, run_id=w.run.id)
+        report = agreement_report(session=session, spec=spec, run_id=w.run.id)
         assert report["disagreement_rate"] == 1.0

@@ -142,7 +142,7 @@ class TestAdjudicationApi:
 
 class TestAgreementApi:
     def test_same_numbers_as_service(self, session: Session, api_as: Callable[..., TestClient], spec) -> None:  # type: ignore[no-untyped-def]
-        from webapp.grading.service import agreement_report
+        from webapp.grading.agreement import agreement_report
 
         w, alice, bob, lead = setup(session, api_as)
         for i, (ta, tb) in enumerate([(4, 4), (2, 5), (3, 4)]):

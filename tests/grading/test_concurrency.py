@@ -10,8 +10,10 @@ from sqlmodel import Session, func, select
 
 from tests.grading.conftest import GradingWorld, scores
 from webapp.db import make_engine
-from webapp.grading import service as gs
+from webapp.grading.errors import AlreadyGraded, NoPlaceLeft
+from webapp.grading.grades import record_grade
 from webapp.grading.models import Adjudication, FinalGrade, Grade, GradingSlot
+from webapp.grading.queue import BatchFilter, next_item
 from webapp.spec import EvalSpec
 
 
@@ -44,7 +46,7 @@ def run_together(db_url: str, jobs: list[Callable[[Session], Any]]) -> list[Any]
 
 def submit(spec: EvalSpec, draft_id: int, grader_id: int, **kw: Any) -> Callable[[Session], Any]:
     def job(s: Session) -> Any:
-        return gs.record_grade(
+        return record_grade(
             session=s, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores(spec, **kw)
         ).id
 
@@ -66,7 +68,7 @@ class TestSimultaneousSubmissions:
         users = (world.alice, world.bob, world.carol)
         results = run_together(db_url, [submit(spec, draft_id, u.id) for u in users])
         ok = [r for r in results if isinstance(r, int)]
-        refused = [r for r in results if isinstance(r, gs.NoPlaceLeft)]
+        refused = [r for r in results if isinstance(r, NoPlaceLeft)]
         assert len(ok) == 2 and len(refused) == 1, results
         session.expire_all()
         assert count(session, Grade, draft_id=draft_id) == 2
@@ -80,7 +82,7 @@ class TestSimultaneousSubmissions:
         draft_id = world.drafts[1].id
         results = run_together(db_url, [submit(spec, draft_id, world.alice.id) for _ in range(3)])
         assert sum(isinstance(r, int) for r in results) == 1, results
-        assert all(isinstance(r, int | gs.AlreadyGraded) for r in results), results
+        assert all(isinstance(r, int | AlreadyGraded) for r in results), results
         session.expire_all()
         assert count(session, Grade, draft_id=draft_id) == 1
 
@@ -102,11 +104,11 @@ class TestSimultaneousNextItem:
     def test_reservations_never_exceed_places(
         self, db_url: str, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        batch = gs.BatchFilter(run_id=world.run.id)
+        batch = BatchFilter(run_id=world.run.id)
         users = [world.alice, world.bob, world.carol, world.lead]
 
         def take(uid: int) -> Callable[[Session], Any]:
-            return lambda s: gs.next_item(session=s, spec=spec, grader_id=uid, batch=batch).id  # type: ignore[union-attr]
+            return lambda s: next_item(session=s, spec=spec, grader_id=uid, batch=batch).id  # type: ignore[union-attr]
 
         results = run_together(db_url, [take(u.id) for u in users])
         assert all(isinstance(r, int) for r in results), results

@@ -18,9 +18,15 @@ from tests.conftest import csrf_for
 from tests.grading.conftest import GradingWorld, build_world, scores
 from webapp.checks.models import DraftCheck
 from webapp.evaluator.models import EvaluatorJudgeScore, EvaluatorRun
+from webapp.flows import judge_verdict
 from webapp.grading import pages
-from webapp.grading import service as gs
+from webapp.grading.adjudication import highlight, list_adjudications
+from webapp.grading.errors import AlreadyGraded, GradeInvalid
+from webapp.grading.evidence import cited_kb_texts, model_signals
+from webapp.grading.grades import lock_draft, previous_grade, record_grade
 from webapp.grading.models import Grade, GradingSkip, GradingSlot
+from webapp.grading.progress import batch_progress, grading_pace
+from webapp.grading.queue import BatchFilter, batch_counts, claim_slot, next_item, skip_counts, skip_draft
 from webapp.spec import EvalSpec
 
 FORM = {"factual_accuracy": "pass", "citation_relevance": "4", "tone": "4", "completeness": "4", "rationale": "ok"}
@@ -31,8 +37,8 @@ def post(c: TestClient, url: str, data: dict[str, str], headers: dict[str, str] 
     return c.post(url, data={**data, "csrf_token": csrf_for(c)}, headers=headers or {}, follow_redirects=False)
 
 
-def batch(w: GradingWorld) -> gs.BatchFilter:
-    return gs.BatchFilter(run_id=w.run.id)  # type: ignore[arg-type]
+def batch(w: GradingWorld) -> BatchFilter:
+    return BatchFilter(run_id=w.run.id)  # type: ignore[arg-type]
 
 
 def ids(w: GradingWorld) -> list[int]:
@@ -43,64 +49,64 @@ class TestSkipDraft:
     def test_reason_must_come_from_the_list_and_other_needs_words(self, session: Session, spec: EvalSpec) -> None:
         w = build_world(session)
         d = ids(w)[0]
-        with pytest.raises(gs.GradeInvalid) as bad:
-            gs.skip_draft(session=session, draft_id=d, grader_id=w.alice.id, reason="bored")  # type: ignore[arg-type]
+        with pytest.raises(GradeInvalid) as bad:
+            skip_draft(session=session, draft_id=d, grader_id=w.alice.id, reason="bored")  # type: ignore[arg-type]
         assert bad.value.field == "reason" and "kb_missing" in bad.value.message
-        with pytest.raises(gs.GradeInvalid) as other:
-            gs.skip_draft(session=session, draft_id=d, grader_id=w.alice.id, reason="other", detail="  ")  # type: ignore[arg-type]
+        with pytest.raises(GradeInvalid) as other:
+            skip_draft(session=session, draft_id=d, grader_id=w.alice.id, reason="other", detail="  ")  # type: ignore[arg-type]
         assert other.value.field == "detail"
         assert session.exec(select(GradingSkip)).all() == []
 
     def test_skipped_draft_comes_back_only_when_nothing_else_is_left(self, session: Session, spec: EvalSpec) -> None:
         w = build_world(session, n_drafts=3)
         d0, d1, d2 = ids(w)
-        assert gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
-        gs.skip_draft(session=session, draft_id=d0, grader_id=w.alice.id, reason="kb_missing")  # type: ignore[arg-type]
+        assert next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
+        skip_draft(session=session, draft_id=d0, grader_id=w.alice.id, reason="kb_missing")  # type: ignore[arg-type]
         # The reservation is given back, and d0 is not handed straight back.
         assert session.exec(select(GradingSlot).where(GradingSlot.draft_id == d0)).all() == []
         order = []
         for _ in range(3):
-            nxt = gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w))
+            nxt = next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w))
             assert nxt is not None
             order.append(nxt.id)
-            gs.record_grade(session=session, spec=spec, draft_id=nxt.id, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
+            record_grade(session=session, spec=spec, draft_id=nxt.id, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
         assert order == [d1, d2, d0]
-        assert gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)) is None
+        assert next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)) is None
 
     def test_another_grader_still_gets_the_skipped_draft_first(self, session: Session, spec: EvalSpec) -> None:
         w = build_world(session, n_drafts=2)
         d0, _ = ids(w)
-        gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w))
-        gs.skip_draft(session=session, draft_id=d0, grader_id=w.alice.id, reason="unclear_ticket")  # type: ignore[arg-type]
-        assert gs.next_item(session=session, spec=spec, grader_id=w.bob.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
+        next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w))
+        skip_draft(session=session, draft_id=d0, grader_id=w.alice.id, reason="unclear_ticket")  # type: ignore[arg-type]
+        assert next_item(session=session, spec=spec, grader_id=w.bob.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
 
     def test_skip_counts_per_draft(self, session: Session, spec: EvalSpec) -> None:
         w = build_world(session, n_drafts=3)
         d0, d1, d2 = ids(w)
         for grader in (w.alice, w.bob):
-            gs.skip_draft(session=session, draft_id=d0, grader_id=grader.id, reason="domain")  # type: ignore[arg-type]
-        gs.skip_draft(session=session, draft_id=d1, grader_id=w.carol.id, reason="other", detail="needs legal")  # type: ignore[arg-type]
-        assert gs.skip_counts(session=session, draft_ids=[d0, d1, d2]) == {d0: 2, d1: 1}
+            skip_draft(session=session, draft_id=d0, grader_id=grader.id, reason="domain")  # type: ignore[arg-type]
+        skip_draft(session=session, draft_id=d1, grader_id=w.carol.id, reason="other", detail="needs legal")  # type: ignore[arg-type]
+        assert skip_counts(session=session, draft_ids=[d0, d1, d2]) == {d0: 2, d1: 1}
 
     def test_cannot_skip_a_draft_already_graded(self, session: Session, spec: EvalSpec) -> None:
         w = build_world(session)
         d = ids(w)[0]
-        gs.record_grade(session=session, spec=spec, draft_id=d, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
-        with pytest.raises(gs.AlreadyGraded):
-            gs.skip_draft(session=session, draft_id=d, grader_id=w.alice.id, reason="domain")  # type: ignore[arg-type]
+        record_grade(session=session, spec=spec, draft_id=d, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
+        with pytest.raises(AlreadyGraded):
+            skip_draft(session=session, draft_id=d, grader_id=w.alice.id, reason="domain")  # type: ignore[arg-type]
 
 
 class TestNextItemExclude:
     def test_pre_reserved_next_is_held_and_returned_after_the_current(self, session: Session, spec: EvalSpec) -> None:
         w = build_world(session)
         d0, d1 = ids(w)[:2]
-        assert gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
-        upcoming = gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w), exclude=(d0,))
+        assert next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
+        upcoming = next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w), exclude=(d0,))
         assert upcoming is not None and upcoming.id == d1
         held = {s.draft_id for s in session.exec(select(GradingSlot).where(GradingSlot.grader_id == w.alice.id))}
         assert held == {d0, d1}
         # Asking again while d0 is on screen gives the same d1 (held), not a third draft.
-        again = gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w), exclude=(d0,))
+        again = next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w), exclude=(d0,))
         assert again is not None and again.id == d1
 
 
@@ -109,17 +115,17 @@ class TestPreviousGrade:
         w = build_world(session)
         d0, d1 = ids(w)[:2]
         t = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC)
-        gs.record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec), now=t)  # type: ignore[arg-type]
-        gs.record_grade(
+        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec), now=t)  # type: ignore[arg-type]
+        record_grade(
             session=session, spec=spec, draft_id=d1, grader_id=w.alice.id, scores=scores(spec), now=t + dt.timedelta(minutes=1)
         )  # type: ignore[arg-type]
-        prev = gs.previous_grade(session=session, spec=spec, grader_id=w.alice.id)
+        prev = previous_grade(session=session, spec=spec, grader_id=w.alice.id)
         assert prev is not None and prev.draft_id == d1
         # Once the draft has its second grade it is evaluated: no longer offered (and not the one before either).
-        gs.record_grade(session=session, spec=spec, draft_id=d1, grader_id=w.bob.id, scores=scores(spec))  # type: ignore[arg-type]
-        assert gs.previous_grade(session=session, spec=spec, grader_id=w.alice.id) is None
+        record_grade(session=session, spec=spec, draft_id=d1, grader_id=w.bob.id, scores=scores(spec))  # type: ignore[arg-type]
+        assert previous_grade(session=session, spec=spec, grader_id=w.alice.id) is None
         # The draft on screen is never its own "previous".
-        assert gs.previous_grade(session=session, spec=spec, grader_id=w.bob.id, exclude_draft=d1) is None
+        assert previous_grade(session=session, spec=spec, grader_id=w.bob.id, exclude_draft=d1) is None
 
 
 class TestGradingPace:
@@ -130,21 +136,21 @@ class TestGradingPace:
         at = lambda h, m, s=0: day + dt.timedelta(hours=h, minutes=m, seconds=s)  # noqa: E731
         b = batch(w)
         # Yesterday's grade is not counted.
-        gs.record_grade(session=session, spec=spec, draft_id=d3, grader_id=w.alice.id, scores=scores(spec), now=at(-2, 0))  # type: ignore[arg-type]
-        gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 0, 0))  # d0 reserved 10:00:00
-        gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, exclude=(d0,), now=at(10, 0, 5))  # d1 10:00:05
-        gs.record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec), now=at(10, 0, 40))  # type: ignore[arg-type]
-        gs.record_grade(session=session, spec=spec, draft_id=d1, grader_id=w.alice.id, scores=scores(spec), now=at(10, 1, 40))  # type: ignore[arg-type]
-        gs.next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 5, 0))  # d2 after a break
-        gs.record_grade(session=session, spec=spec, draft_id=d2, grader_id=w.alice.id, scores=scores(spec), now=at(10, 5, 30))  # type: ignore[arg-type]
-        gs.record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec), now=at(11, 0))  # type: ignore[arg-type]
+        record_grade(session=session, spec=spec, draft_id=d3, grader_id=w.alice.id, scores=scores(spec), now=at(-2, 0))  # type: ignore[arg-type]
+        next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 0, 0))  # d0 reserved 10:00:00
+        next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, exclude=(d0,), now=at(10, 0, 5))  # d1 10:00:05
+        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec), now=at(10, 0, 40))  # type: ignore[arg-type]
+        record_grade(session=session, spec=spec, draft_id=d1, grader_id=w.alice.id, scores=scores(spec), now=at(10, 1, 40))  # type: ignore[arg-type]
+        next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 5, 0))  # d2 after a break
+        record_grade(session=session, spec=spec, draft_id=d2, grader_id=w.alice.id, scores=scores(spec), now=at(10, 5, 30))  # type: ignore[arg-type]
+        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec), now=at(11, 0))  # type: ignore[arg-type]
         # Alice: d0 10:00:00→10:00:40 = 40 s; d1 from her previous grade 10:00:40→10:01:40 = 60 s;
         # d2 from its reservation 10:05:00→10:05:30 = 30 s. Median of 40, 60, 30 = 40.
-        pace = {p.grader_id: p for p in gs.grading_pace(session=session, now=at(12, 0))}
+        pace = {p.grader_id: p for p in grading_pace(session=session, now=at(12, 0))}
         assert pace[w.alice.id].grades_today == 3
         assert pace[w.alice.id].median_seconds == statistics.median([40, 60, 30]) == 40
         assert pace[w.bob.id].grades_today == 1 and pace[w.bob.id].median_seconds == 0.0  # reserved and graded at once
-        only = gs.grading_pace(session=session, grader_ids=[w.bob.id], now=at(12, 0))
+        only = grading_pace(session=session, grader_ids=[w.bob.id], now=at(12, 0))
         assert [p.grader_id for p in only] == [w.bob.id]
 
 
@@ -154,9 +160,9 @@ class TestBatchCounts:
         d = ids(w)
         for draft_id, graders in ((d[0], (w.alice, w.bob)), (d[1], (w.alice,)), (d[2], (w.carol,))):
             for g in graders:
-                gs.record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=scores(spec))  # type: ignore[arg-type]
-        counts = gs.batch_counts(session=session, spec=spec, batch=batch(w), grader_id=w.alice.id)  # type: ignore[arg-type]
-        full = gs.batch_progress(session=session, spec=spec, batch=batch(w))
+                record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=scores(spec))  # type: ignore[arg-type]
+        counts = batch_counts(session=session, spec=spec, batch=batch(w), grader_id=w.alice.id)  # type: ignore[arg-type]
+        full = batch_progress(session=session, spec=spec, batch=batch(w))
         assert (counts.drafts, counts.grades_done, counts.grades_needed) == (6, 4, 12)
         assert (full.drafts, full.grades_done, full.grades_needed) == (6, 4, 12)
         assert counts.mine == 2 and counts.mine_share == pytest.approx(2 / 6)
@@ -165,7 +171,7 @@ class TestBatchCounts:
 class TestHighlight:
     def test_quoted_claims_are_marked_forgiving_case_and_whitespace(self) -> None:
         text = "Hello.  We will REFUND you\n200 dollars. Bye."
-        segs = pages.highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
+        segs = highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
         assert "".join(s for s, _ in segs) == text
         assert [(s, label) for s, label in segs if label] == [("We will REFUND you\n200 dollars.", "A"), ("Bye", "B+C")]
 
@@ -231,11 +237,12 @@ class TestBlindModelSignals:
         w = build_world(session)
         d = _seed_signals(session, w)
         draft = session.get(type(w.drafts[0]), d)
-        assert gs.model_signals(session=session, spec=spec, draft=draft, has_graded=False) is None  # type: ignore[arg-type]
+        assert draft is not None and draft.id is not None
+        assert model_signals(session=session, spec=spec, draft_id=draft.id, confidence=draft.confidence, has_graded=False, judge=judge_verdict) is None
         opened = spec.model_copy(
             update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})}
         )
-        sig = gs.model_signals(session=session, spec=opened, draft=draft, has_graded=False)  # type: ignore[arg-type]
+        sig = model_signals(session=session, spec=opened, draft_id=draft.id, confidence=draft.confidence, has_graded=False, judge=judge_verdict)
         assert sig is not None and sig.confidence == pytest.approx(0.8765)
         assert sig.judge_scores == {"judge_groundedness_zz": 4} and [c.key for c in sig.checks] == ["pii_free"]
 
@@ -325,7 +332,7 @@ class TestLeadViews:
         w = build_world(session)
         d0 = ids(w)[0]
         for g in (w.alice, w.bob, w.carol):
-            gs.skip_draft(session=session, draft_id=d0, grader_id=g.id, reason="domain")  # type: ignore[arg-type]
+            skip_draft(session=session, draft_id=d0, grader_id=g.id, reason="domain")  # type: ignore[arg-type]
         session.commit()
         lead = client_as("lead", email="lead@example.test").get(f"/grading/runs/{w.run.id}").text
         assert "<th class=\"num\">Skips</th>" in lead and re.search(r'<td class="num">3</td>', lead)
@@ -337,8 +344,8 @@ class TestLeadViews:
     ) -> None:
         w = build_world(session)
         for draft_id in ids(w)[:2]:
-            gs.record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
-        gs.record_grade(session=session, spec=spec, draft_id=ids(w)[0], grader_id=w.bob.id, scores=scores(spec))  # type: ignore[arg-type]
+            record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
+        record_grade(session=session, spec=spec, draft_id=ids(w)[0], grader_id=w.bob.id, scores=scores(spec))  # type: ignore[arg-type]
         session.commit()
         alice = client_as("labeler", email="alice@example.test").get("/grading").text
         assert re.search(r"Today:</strong> 2 grades · median \d+ s per grade", alice)
@@ -352,10 +359,10 @@ class TestLeadViews:
     ) -> None:
         w = build_world(session)
         d0 = ids(w)[0]
-        gs.record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec, tone=5))  # type: ignore[arg-type]
-        gs.record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec, "fail", tone=2))  # type: ignore[arg-type]
+        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec, tone=5))  # type: ignore[arg-type]
+        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec, "fail", tone=2))  # type: ignore[arg-type]
         session.commit()
-        adj = gs.list_adjudications(session=session)[0]
+        adj = list_adjudications(session=session)[0]
         bob_grade = session.exec(select(Grade).where(Grade.grader_id == w.bob.id)).one()
         c = client_as("lead", email="lead@example.test")
         html = c.get("/grading/adjudication").text
@@ -393,7 +400,7 @@ class TestFormRoutesAreSync:
 class TestCitedRevisions:
     def test_stale_revision_names_the_current_one(self, session: Session) -> None:
         w = build_world(session)
-        cited = gs.cited_revisions(session=session, draft=w.drafts[0])
+        cited = cited_kb_texts(session=session, citations=w.drafts[0].citations)
         assert [(c.article_id, c.revision, c.status, c.current_revision, c.flagged) for c in cited] == [
             ("KB-1", 1, "deprecated", 2, True)
         ]
@@ -415,10 +422,10 @@ class TestDraftLockLetsReservationsThrough:
         engine_a, engine_b = make_engine(db_url), make_engine(db_url)
         try:
             with Session(engine_a) as a, Session(engine_b) as b:
-                assert gs._lock_draft(a, x) is not None  # grader A is saving a grade of X
+                assert lock_draft(a, x) is not None  # grader A is saving a grade of X
                 if b.get_bind().dialect.name == "postgresql":
                     b.exec(text("SET LOCAL lock_timeout = '3s'"))  # type: ignore[call-overload]
-                slot = gs.claim_slot(session=b, spec=spec, draft_id=x, grader_id=w.bob.id)  # Bob reserves X
+                slot = claim_slot(session=b, spec=spec, draft_id=x, grader_id=w.bob.id)  # Bob reserves X
                 assert slot is not None and slot.draft_id == x
                 b.commit()
                 a.commit()

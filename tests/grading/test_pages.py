@@ -15,8 +15,12 @@ from tests.grading.conftest import DRAFT_TEXT, build_world, disagree
 from webapp.auth.models import ROLES
 from webapp.deps import RoleCheck
 from webapp.grading import pages, routes
-from webapp.grading import service as gs
+from webapp.grading.adjudication import list_adjudications, return_grade
+from webapp.grading.grades import record_grade
 from webapp.grading.models import Grade, ReferenceVersion
+from webapp.grading.references import save_reference
+from webapp.grading.scores import validate_scores
+from webapp.grading.status import final_grades, grading_status
 
 FORM = {
     "factual_accuracy": "pass",
@@ -40,7 +44,7 @@ class TestGradingPage:
         self, session: Session, client_as: Callable[..., TestClient]
     ) -> None:
         w = build_world(session)
-        gs.save_reference(
+        save_reference(
             session=session,
             case_pk=w.drafts[0].case_pk,
             author_id=w.bob.id,
@@ -84,12 +88,12 @@ class TestGradingPage:
         self, session: Session, client_as: Callable[..., TestClient], spec
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
-        gs.record_grade(
+        record_grade(
             session=session,
             spec=spec,
             draft_id=w.drafts[0].id,
             grader_id=w.alice.id,
-            scores=gs.validate_scores(spec=spec, data={**FORM, "rationale": "ALICE-SECRET-RATIONALE"}),
+            scores=validate_scores(spec=spec, data={**FORM, "rationale": "ALICE-SECRET-RATIONALE"}),
         )
         session.commit()
         bob = signed_in(client_as, "bob@example.test")
@@ -112,24 +116,24 @@ class TestLeadPages:
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
         for user, tone in ((w.alice, 1), (w.bob, 5)):
-            gs.record_grade(
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=w.drafts[0].id,
                 grader_id=user.id,
-                scores=gs.validate_scores(spec=spec, data={**FORM, "tone": tone}),
+                scores=validate_scores(spec=spec, data={**FORM, "tone": tone}),
             )
         session.commit()
         lead = signed_in(client_as, "lead@example.test", "lead")
         html = lead.get("/grading/adjudication").text
         assert f"Draft {w.drafts[0].id}" in html and "tone: 1 vs 5" in html
-        (adj,) = gs.list_adjudications(session=session)
+        (adj,) = list_adjudications(session=session)
         r = post_form(
             lead, f"/grading/adjudication/{adj.id}/resolve", {**FORM, "tone": "3", "note": "middle"}
         )
         assert r.status_code == 303 and "final+grade+set" in r.headers["location"]
         session.expire_all()
-        assert gs.final_grades(session=session, run_id=w.run.id)[w.drafts[0].id].tone == 3.0
+        assert final_grades(session=session, run_id=w.run.id)[w.drafts[0].id].tone == 3.0
         assert "No open disagreements." in lead.get("/grading/adjudication").text
 
     def test_agreement_page_for_pm(
@@ -137,12 +141,12 @@ class TestLeadPages:
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
         for user in (w.alice, w.bob):
-            gs.record_grade(
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=w.drafts[0].id,
                 grader_id=user.id,
-                scores=gs.validate_scores(spec=spec, data=FORM),
+                scores=validate_scores(spec=spec, data=FORM),
             )
         session.commit()
         html = client_as("pm").get("/grading/agreement").text
@@ -179,12 +183,12 @@ class TestHomeCards:
 
         w = build_world(session)
         for user, tone in ((w.alice, 1), (w.bob, 5)):
-            gs.record_grade(
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=w.drafts[0].id,
                 grader_id=user.id,
-                scores=gs.validate_scores(spec=spec, data={**FORM, "tone": tone}),
+                scores=validate_scores(spec=spec, data={**FORM, "tone": tone}),
             )
         cards = {
             c.title: c.count
@@ -276,10 +280,10 @@ class TestDemoHook:
             drafts={cid: all_drafts[c.id] for cid, c in cases.items()},
         )
         demo.seed(session=session, spec=spec, ctx=ctx)
-        status = gs.grading_status(session=session, run_id=run.id)
+        status = grading_status(session=session, run_id=run.id)
         assert status.counts["final"] + status.counts["in_adjudication"] == 40
-        assert len(gs.list_adjudications(session=session, status="open")) >= 1
-        assert len(gs.list_adjudications(session=session, status="resolved")) == 3
+        assert len(list_adjudications(session=session, status="open")) >= 1
+        assert len(list_adjudications(session=session, status="resolved")) == 3
         refund = ctx.drafts["golden-unacceptable-refund"]
         grades = list(session.exec(select(Grade).where(Grade.draft_id == refund.id)))
         assert [g.factual_accuracy for g in grades] == ["fail", "fail"]
@@ -301,12 +305,12 @@ class TestCli:
 
         w = build_world(session)
         for user in (w.alice, w.bob):
-            gs.record_grade(
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=w.drafts[0].id,
                 grader_id=user.id,
-                scores=gs.validate_scores(spec=spec, data=FORM),
+                scores=validate_scores(spec=spec, data=FORM),
             )
 
         @contextmanager
@@ -335,12 +339,12 @@ class TestRegressionLink:
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
         for user in (w.alice, w.bob):
-            gs.record_grade(
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=w.drafts[0].id,
                 grader_id=user.id,
-                scores=gs.validate_scores(
+                scores=validate_scores(
                     spec=spec,
                     data={
                         **FORM,
@@ -361,12 +365,12 @@ class TestBatchAndQueuePages:
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
         for user in (w.alice, w.bob):
-            gs.record_grade(
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=w.drafts[0].id,
                 grader_id=user.id,
-                scores=gs.validate_scores(spec=spec, data=FORM),
+                scores=validate_scores(spec=spec, data=FORM),
             )
         session.commit()
         lead = signed_in(client_as, "lead@example.test", "lead")
@@ -381,8 +385,8 @@ class TestBatchAndQueuePages:
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
         grades = disagree(session, spec, w)
-        (adj,) = gs.list_adjudications(session=session)
-        gs.return_grade(
+        (adj,) = list_adjudications(session=session)
+        return_grade(
             session=session,
             adjudication_id=adj.id,
             grade_id=grades[1].id,
@@ -410,8 +414,8 @@ class TestBatchAndQueuePages:
         session.expire_all()
         assert session.get(Grade, grades[1].id).tone == 5  # type: ignore[union-attr]
         # Once the lead returns Bob's grade, his page offers the form again; Alice's stays locked.
-        (adj,) = gs.list_adjudications(session=session)
-        gs.return_grade(
+        (adj,) = list_adjudications(session=session)
+        return_grade(
             session=session, adjudication_id=adj.id, grade_id=grades[1].id, lead_id=w.lead.id, comment="tone"
         )
         session.commit()
@@ -424,12 +428,12 @@ class TestBatchAndQueuePages:
     ) -> None:  # type: ignore[no-untyped-def]
         w = build_world(session)
         for user in (w.alice, w.bob):
-            gs.record_grade(
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=w.drafts[0].id,
                 grader_id=user.id,
-                scores=gs.validate_scores(spec=spec, data=FORM),
+                scores=validate_scores(spec=spec, data=FORM),
             )
         session.commit()
         html = signed_in(client_as, "carol@example.test").get(f"/grading/drafts/{w.drafts[0].id}").text

@@ -5,8 +5,11 @@ from __future__ import annotations
 from sqlmodel import Session, select
 
 from tests.factories import make_article, make_dataset, make_run, make_user, words
-from webapp.grading import service
+from webapp.flows import after_grading
+from webapp.grading.grades import record_grade
+from webapp.grading.scores import validate_scores
 from webapp.regression.models import RegressionAlert
+from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 
 FAIL = {"factual_accuracy": "fail", "citation_relevance": 3, "tone": 4, "completeness": 4,
@@ -20,14 +23,15 @@ def _draft(session: Session, golden: bool) -> int:
     text = "I've processed your refund and you should see it soon. " + words(60)
     run = make_run(session, ds, [{"case_id": "g", "draft_text": text, "confidence": 0.8, "intent": "refund_request",
                                   "citations": [{"article_id": "KB-1", "revision": 1}]}])
-    return session.exec(select(service.Draft.id).where(service.Draft.run_id == run.id)).one()
+    return session.exec(select(Draft.id).where(Draft.run_id == run.id)).one()
 
 
 def _grade_twice(session: Session, spec: EvalSpec, draft_id: int, scores: dict) -> None:
     for i in (1, 2):
         g = make_user(session, email=f"g{i}@example.test", roles=["labeler"])
-        service.record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id,
-                             scores=service.validate_scores(spec=spec, data=scores))
+        record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id,
+                     scores=validate_scores(spec=spec, data=scores))
+        after_grading(session=session, spec=spec, draft_id=draft_id)  # what routes, pages and the demo call
 
 
 def test_golden_factual_fail_raises_an_alert(session: Session, spec: EvalSpec) -> None:

@@ -8,15 +8,46 @@ import pytest
 from sqlmodel import Session, select
 
 from tests.grading.conftest import GradingWorld, principal_of, scores
-from webapp.grading import service as gs
+from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
+from webapp.grading.agreement import agreement_report
+from webapp.grading.errors import (
+    AlreadyGraded,
+    GradeInvalid,
+    GradeLocked,
+    GradesHidden,
+    NoPlaceLeft,
+    NotAllowed,
+)
+from webapp.grading.evidence import cited_kb_texts
+from webapp.grading.export import export_csv, export_jsonl
+from webapp.grading.grades import (
+    grade_history,
+    grade_lock,
+    grades_visible_to,
+    record_grade,
+    returned_grades,
+    revise_grade,
+)
 from webapp.grading.models import Adjudication, GradeChange, GradingSlot
+from webapp.grading.progress import batch_progress, waiting_for_grader
+from webapp.grading.queue import BatchFilter, next_item
+from webapp.grading.references import (
+    approve_reference,
+    current_reference,
+    grade_reference,
+    reference_versions,
+    references_to_approve,
+    save_reference,
+)
+from webapp.grading.scores import disagreement_reasons
+from webapp.grading.status import final_grades, grading_status
 from webapp.spec import EvalSpec
 
 T0 = dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC)
 
 
 def grade(session: Session, spec: EvalSpec, world: GradingWorld, user, draft_index: int = 0, **kw):  # type: ignore[no-untyped-def]
-    return gs.record_grade(
+    return record_grade(
         session=session,
         spec=spec,
         draft_id=world.drafts[draft_index].id,
@@ -29,8 +60,8 @@ def returned_pair(session: Session, spec: EvalSpec, world: GradingWorld):  # typ
     """Alice (tone 2) and Bob (tone 4) disagree; the lead returns Bob's grade. Return (alice's, bob's, adjudication)."""
     ga = grade(session, spec, world, world.alice, tone=2)
     gb = grade(session, spec, world, world.bob, tone=4)
-    (adj,) = gs.list_adjudications(session=session)
-    gs.return_grade(
+    (adj,) = list_adjudications(session=session)
+    return_grade(
         session=session, adjudication_id=adj.id, grade_id=gb.id, lead_id=world.lead.id, comment="re-read the tone guidance"
     )
     return ga, gb, adj
@@ -38,22 +69,22 @@ def returned_pair(session: Session, spec: EvalSpec, world: GradingWorld):  # typ
 
 class TestValidateScores:
     def test_bad_scale_score_names_the_field(self, spec: EvalSpec) -> None:
-        with pytest.raises(gs.GradeInvalid) as err:
+        with pytest.raises(GradeInvalid) as err:
             scores(spec, tone=6)
         assert err.value.field == "tone" and "1 to 5" in err.value.message
 
     def test_non_integer_is_refused(self, spec: EvalSpec) -> None:
-        with pytest.raises(gs.GradeInvalid) as err:
+        with pytest.raises(GradeInvalid) as err:
             scores(spec, completeness="3.5")
         assert err.value.field == "completeness"
 
     def test_factual_must_be_pass_or_fail(self, spec: EvalSpec) -> None:
-        with pytest.raises(gs.GradeInvalid) as err:
+        with pytest.raises(GradeInvalid) as err:
             scores(spec, factual="maybe")
         assert err.value.field == "factual_accuracy"
 
     def test_fail_requires_quoted_claim(self, spec: EvalSpec) -> None:
-        with pytest.raises(gs.GradeInvalid) as err:
+        with pytest.raises(GradeInvalid) as err:
             scores(spec, factual="fail", unsupported_claim="  ")
         assert err.value.field == "unsupported_claim"
 
@@ -79,10 +110,10 @@ class TestDisagreementRules:
     ) -> None:
         sa = scores(spec, cr=a[0], tone=a[1], comp=a[2]).as_dict()
         sb = scores(spec, cr=b[0], tone=b[1], comp=b[2]).as_dict()
-        assert bool(gs.disagreement_reasons(spec=spec, a=sa, b=sb)) is disagree
+        assert bool(disagreement_reasons(spec=spec, a=sa, b=sb)) is disagree
 
     def test_factual_difference_disagrees(self, spec: EvalSpec) -> None:
-        reasons = gs.disagreement_reasons(
+        reasons = disagreement_reasons(
             spec=spec, a=scores(spec).as_dict(), b=scores(spec, factual="fail").as_dict()
         )
         assert reasons == ["factual_accuracy: pass vs fail"]
@@ -93,9 +124,9 @@ class TestFinalGrade:
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         grade(session, spec, world, world.alice, cr=4, tone=5, comp=3)
-        assert gs.final_grades(session=session, run_id=world.run.id) == {}
+        assert final_grades(session=session, run_id=world.run.id) == {}
         grade(session, spec, world, world.bob, cr=5, tone=4, comp=4)
-        final = gs.final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
+        final = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert (final.citation_relevance, final.tone, final.completeness) == (4.5, 4.5, 3.5)
         assert final.factual_accuracy == "pass" and final.source == "agreement"
 
@@ -106,17 +137,17 @@ class TestFinalGrade:
         w = build_world(session)
         grade(session, spec, w, w.alice, factual="fail")
         grade(session, spec, w, w.bob, factual="fail")
-        assert gs.final_grades(session=session, run_id=w.run.id)[w.drafts[0].id].factual_accuracy == "fail"
+        assert final_grades(session=session, run_id=w.run.id)[w.drafts[0].id].factual_accuracy == "fail"
 
     def test_disagreeing_pair_goes_to_adjudication(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         grade(session, spec, world, world.alice, cr=2)
         grade(session, spec, world, world.bob, cr=3)
-        assert gs.final_grades(session=session, run_id=world.run.id) == {}
-        (adj,) = gs.list_adjudications(session=session, status="open")
+        assert final_grades(session=session, run_id=world.run.id) == {}
+        (adj,) = list_adjudications(session=session, status="open")
         assert adj.draft_id == world.drafts[0].id and "threshold" in adj.reasons[0]
-        status = gs.grading_status(session=session, run_id=world.run.id)
+        status = grading_status(session=session, run_id=world.run.id)
         assert status.states[world.drafts[0].id] == "in_adjudication"
         assert status.counts == {"needs_grades": 5, "in_adjudication": 1, "final": 0, "total": 6}
 
@@ -125,8 +156,8 @@ class TestFinalGrade:
     ) -> None:
         g = grade(session, spec, world, world.alice, factual="fail")
         grade(session, spec, world, world.bob)
-        (adj,) = gs.list_adjudications(session=session)
-        final = gs.resolve_adjudication(
+        (adj,) = list_adjudications(session=session)
+        final = resolve_adjudication(
             session=session,
             spec=spec,
             adjudication_id=adj.id,
@@ -135,19 +166,19 @@ class TestFinalGrade:
             note="refund is invented",
         )
         assert final.source == "adjudication" and final.citation_relevance == 3.0
-        view = gs.final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
+        view = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert view.source == "adjudication" and view.factual_accuracy == "fail"
-        with pytest.raises(gs.GradeLocked):
-            gs.revise_grade(
+        with pytest.raises(GradeLocked):
+            revise_grade(
                 session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec)
             )
 
     def test_resolution_needs_a_note(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         grade(session, spec, world, world.alice, factual="fail")
         grade(session, spec, world, world.bob)
-        (adj,) = gs.list_adjudications(session=session)
-        with pytest.raises(gs.GradeInvalid) as err:
-            gs.resolve_adjudication(
+        (adj,) = list_adjudications(session=session)
+        with pytest.raises(GradeInvalid) as err:
+            resolve_adjudication(
                 session=session,
                 spec=spec,
                 adjudication_id=adj.id,
@@ -161,10 +192,10 @@ class TestFinalGrade:
 class TestRevisionAndRework:
     def test_revision_is_kept_in_history(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         g = grade(session, spec, world, world.alice, tone=4)
-        gs.revise_grade(
+        revise_grade(
             session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec, tone=2)
         )
-        history = gs.grade_history(
+        history = grade_history(
             session=session, draft_id=world.drafts[0].id, principal=principal_of(world.alice, "labeler")
         )
         assert [h.action for h in history] == ["create", "revise"]
@@ -178,8 +209,8 @@ class TestRevisionAndRework:
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         g = grade(session, spec, world, world.alice)
-        with pytest.raises(gs.NotAllowed):
-            gs.revise_grade(
+        with pytest.raises(NotAllowed):
+            revise_grade(
                 session=session, spec=spec, grade_id=g.id, grader_id=world.bob.id, scores=scores(spec)
             )
 
@@ -187,14 +218,14 @@ class TestRevisionAndRework:
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         _, gb, adj = returned_pair(session, spec, world)
-        assert [g.id for g in gs.returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
-        assert gs.list_adjudications(session=session, status="rework")[0].id == adj.id
-        gs.revise_grade(
+        assert [g.id for g in returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
+        assert list_adjudications(session=session, status="rework")[0].id == adj.id
+        revise_grade(
             session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
         )
-        assert gs.returned_grades(session=session, grader_id=world.bob.id) == []
+        assert returned_grades(session=session, grader_id=world.bob.id) == []
         assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
-        assert gs.final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 2.0
+        assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 2.0
         actions = [c.action for c in session.exec(select(GradeChange).where(GradeChange.grade_id == gb.id))]
         assert actions == ["create", "return", "revise"]
 
@@ -203,12 +234,12 @@ class TestRevisionAndRework:
     ) -> None:
         ga = grade(session, spec, world, world.alice)
         grade(session, spec, world, world.bob)
-        assert world.drafts[0].id in gs.final_grades(session=session, run_id=world.run.id)
-        gs.revise_grade(
+        assert world.drafts[0].id in final_grades(session=session, run_id=world.run.id)
+        revise_grade(
             session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=1)
         )
-        assert gs.final_grades(session=session, run_id=world.run.id) == {}
-        assert len(gs.list_adjudications(session=session, status="open")) == 1
+        assert final_grades(session=session, run_id=world.run.id) == {}
+        assert len(list_adjudications(session=session, status="open")) == 1
 
 
 class TestGradeLockDuringAdjudication:
@@ -219,16 +250,16 @@ class TestGradeLockDuringAdjudication:
     ) -> None:
         ga = grade(session, spec, world, world.alice, tone=2)
         # Before every grade is in, a grader may still revise their own grade.
-        gs.revise_grade(
+        revise_grade(
             session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=1)
         )
         gb = grade(session, spec, world, world.bob, tone=4)
-        (adj,) = gs.list_adjudications(session=session, status="open")
+        (adj,) = list_adjudications(session=session, status="open")
         for g, user in ((ga, world.alice), (gb, world.bob)):
             # Either grader copying the other's grade would make them agree: refused.
             other_tone = 4 if user is world.alice else 1
-            with pytest.raises(gs.GradeLocked, match="the lead decides or returns") as err:
-                gs.revise_grade(
+            with pytest.raises(GradeLocked, match="the lead decides or returns") as err:
+                revise_grade(
                     session=session,
                     spec=spec,
                     grade_id=g.id,
@@ -240,28 +271,28 @@ class TestGradeLockDuringAdjudication:
         session.refresh(gb)
         assert (ga.tone, gb.tone) == (1, 4)
         assert session.get(Adjudication, adj.id).status == "open"  # type: ignore[union-attr]
-        assert gs.final_grades(session=session, run_id=world.run.id) == {}
-        assert gs.grade_lock(session=session, grade=ga) is not None
+        assert final_grades(session=session, run_id=world.run.id) == {}
+        assert grade_lock(session=session, grade=ga) is not None
 
     def test_only_the_returned_grade_can_change_and_dissolve(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         ga, gb, adj = returned_pair(session, spec, world)
         # The grade the lead did not return stays locked while the other is reworked.
-        with pytest.raises(gs.GradeLocked, match="the lead decides or returns"):
-            gs.revise_grade(
+        with pytest.raises(GradeLocked, match="the lead decides or returns"):
+            revise_grade(
                 session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=4)
             )
-        assert gs.grade_lock(session=session, grade=ga) is not None
-        assert gs.grade_lock(session=session, grade=gb) is None
-        gs.revise_grade(
+        assert grade_lock(session=session, grade=ga) is not None
+        assert grade_lock(session=session, grade=gb) is None
+        revise_grade(
             session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
         )
         assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
-        final = gs.final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
+        final = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert (final.source, final.tone) == ("agreement", 2.0)
         # Agreement statistics still use the first, blind submissions: tone 2 vs 4 disagree.
-        report = gs.agreement_report(session=session, spec=spec, run_id=world.run.id)
+        report = agreement_report(session=session, spec=spec, run_id=world.run.id)
         tone = next(c for c in report["criteria"] if c["key"] == "tone")
         assert (report["n_pairs"], report["disagreement_rate"], tone["exact_agreement"]) == (1, 1.0, 0.0)
 
@@ -269,12 +300,12 @@ class TestGradeLockDuringAdjudication:
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         _, gb, adj = returned_pair(session, spec, world)
-        gs.revise_grade(
+        revise_grade(
             session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=5)
         )
         assert session.get(Adjudication, adj.id).status == "open"  # type: ignore[union-attr]
-        with pytest.raises(gs.GradeLocked, match="the lead decides or returns"):
-            gs.revise_grade(
+        with pytest.raises(GradeLocked, match="the lead decides or returns"):
+            revise_grade(
                 session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
             )
 
@@ -284,13 +315,13 @@ class TestBlind:
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         grade(session, spec, world, world.alice)
-        with pytest.raises(gs.GradesHidden):
-            gs.grades_visible_to(
+        with pytest.raises(GradesHidden):
+            grades_visible_to(
                 session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
             )
         # Their history view holds only their own changes (none).
         assert (
-            gs.grade_history(
+            grade_history(
                 session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
             )
             == []
@@ -301,14 +332,14 @@ class TestBlind:
     ) -> None:
         grade(session, spec, world, world.alice)
         grade(session, spec, world, world.bob)
-        seen = gs.grades_visible_to(
+        seen = grades_visible_to(
             session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
         )
         assert {g.grader_id for g in seen} == {world.alice.id, world.bob.id}
 
     def test_lead_always_sees(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         grade(session, spec, world, world.alice)
-        seen = gs.grades_visible_to(
+        seen = grades_visible_to(
             session=session, draft_id=world.drafts[0].id, principal=principal_of(world.lead, "lead")
         )
         assert [g.grader_id for g in seen] == [world.alice.id]
@@ -318,11 +349,11 @@ class TestQueue:
     def test_next_item_is_oldest_and_reserved(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        batch = gs.BatchFilter(run_id=world.run.id)
-        d = gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
+        batch = BatchFilter(run_id=world.run.id)
+        d = next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
         assert d is not None and d.id == world.drafts[0].id
         # Asking again returns the same held item instead of reserving a second one.
-        again = gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
+        again = next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
         assert again is not None and again.id == d.id
         assert (
             len(list(session.exec(select(GradingSlot).where(GradingSlot.grader_id == world.alice.id)))) == 1
@@ -331,22 +362,22 @@ class TestQueue:
     def test_full_draft_is_skipped_and_expired_reservation_released(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        batch = gs.BatchFilter(run_id=world.run.id)
+        batch = BatchFilter(run_id=world.run.id)
         first = world.drafts[0].id
         assert (
-            gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0).id
+            next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0).id
             == first
         )  # type: ignore[union-attr]
         assert (
-            gs.next_item(session=session, spec=spec, grader_id=world.bob.id, batch=batch, now=T0).id == first
+            next_item(session=session, spec=spec, grader_id=world.bob.id, batch=batch, now=T0).id == first
         )  # type: ignore[union-attr]
         # Both places of the first draft are reserved: Carol gets the second draft.
         assert (
-            gs.next_item(session=session, spec=spec, grader_id=world.carol.id, batch=batch, now=T0).id
+            next_item(session=session, spec=spec, grader_id=world.carol.id, batch=batch, now=T0).id
             == world.drafts[1].id
         )  # type: ignore[union-attr]
-        with pytest.raises(gs.NoPlaceLeft):
-            gs.record_grade(
+        with pytest.raises(NoPlaceLeft):
+            record_grade(
                 session=session,
                 spec=spec,
                 draft_id=first,
@@ -356,10 +387,10 @@ class TestQueue:
             )
         # 21 minutes later Bob's reservation has expired; Carol may take it.
         later = T0 + dt.timedelta(minutes=spec.grading.reservation_minutes + 1)
-        gs.record_grade(
+        record_grade(
             session=session, spec=spec, draft_id=first, grader_id=world.alice.id, scores=scores(spec), now=T0
         )
-        g = gs.record_grade(
+        g = record_grade(
             session=session,
             spec=spec,
             draft_id=first,
@@ -378,23 +409,23 @@ class TestQueue:
         )
 
     def test_filters_narrow_the_batch(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
-        batch = gs.BatchFilter(run_id=world.run.id, category="edge")
-        d = gs.next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
+        batch = BatchFilter(run_id=world.run.id, category="edge")
+        d = next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
         assert d is not None and d.id == world.drafts[1].id
-        golden = gs.BatchFilter(run_id=world.run.id, golden=True)
-        assert gs.batch_progress(session=session, spec=spec, batch=golden).drafts == 1
+        golden = BatchFilter(run_id=world.run.id, golden=True)
+        assert batch_progress(session=session, spec=spec, batch=golden).drafts == 1
 
     def test_second_grade_by_same_grader_is_refused(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         grade(session, spec, world, world.alice)
-        with pytest.raises(gs.AlreadyGraded):
+        with pytest.raises(AlreadyGraded):
             grade(session, spec, world, world.alice)
 
     def test_quoted_claim_must_be_in_draft(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        with pytest.raises(gs.GradeInvalid) as err:
+        with pytest.raises(GradeInvalid) as err:
             grade(session, spec, world, world.alice, factual="fail", unsupported_claim="free pizza")
         assert err.value.field == "unsupported_claim"
 
@@ -404,39 +435,39 @@ class TestQueue:
         grade(session, spec, world, world.alice, 0)
         grade(session, spec, world, world.alice, 1)
         grade(session, spec, world, world.bob, 0)
-        p = gs.batch_progress(session=session, spec=spec, batch=gs.BatchFilter(run_id=world.run.id))
+        p = batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=world.run.id))
         assert (p.drafts, p.grades_needed, p.grades_done, p.final) == (6, 12, 3, 1)
         assert {g.name: g.graded for g in p.graders} == {"Alice": 2, "Bob": 1}
         assert p.share == pytest.approx(3 / 12)
-        assert gs.waiting_for_grader(session=session, spec=spec, grader_id=world.bob.id) == 5
-        assert gs.waiting_for_grader(session=session, spec=spec, grader_id=world.carol.id) == 5
+        assert waiting_for_grader(session=session, spec=spec, grader_id=world.bob.id) == 5
+        assert waiting_for_grader(session=session, spec=spec, grader_id=world.carol.id) == 5
 
 
 class TestCitedRevisions:
     def test_non_current_revision_is_flagged(self, session: Session, world: GradingWorld) -> None:
-        (rev,) = gs.cited_revisions(session=session, draft=world.drafts[0])
+        (rev,) = cited_kb_texts(session=session, citations=world.drafts[0].citations)
         assert rev.status == "deprecated" and rev.flagged and rev.revision == 1
 
 
 class TestReferences:
     def test_versions_kept_and_approval(self, session: Session, world: GradingWorld, spec: EvalSpec) -> None:
         case_pk = world.drafts[0].case_pk
-        v1 = gs.save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text="First")
-        v2 = gs.save_reference(session=session, case_pk=case_pk, author_id=world.bob.id, text="Second")
-        assert [v.version for v in gs.reference_versions(session=session, case_pk=case_pk)] == [2, 1]
-        assert [r.id for r in gs.references_to_approve(session=session)] == [v2.id]
-        gs.approve_reference(session=session, reference_id=v1.id, lead_id=world.lead.id)
-        assert gs.current_reference(session=session, case_pk=case_pk).id == v1.id  # type: ignore[union-attr]
-        gs.approve_reference(session=session, reference_id=v2.id, lead_id=world.lead.id)
-        assert gs.references_to_approve(session=session) == []
-        rg = gs.grade_reference(
+        v1 = save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text="First")
+        v2 = save_reference(session=session, case_pk=case_pk, author_id=world.bob.id, text="Second")
+        assert [v.version for v in reference_versions(session=session, case_pk=case_pk)] == [2, 1]
+        assert [r.id for r in references_to_approve(session=session)] == [v2.id]
+        approve_reference(session=session, reference_id=v1.id, lead_id=world.lead.id)
+        assert current_reference(session=session, case_pk=case_pk).id == v1.id  # type: ignore[union-attr]
+        approve_reference(session=session, reference_id=v2.id, lead_id=world.lead.id)
+        assert references_to_approve(session=session) == []
+        rg = grade_reference(
             session=session, reference_id=v2.id, grader_id=world.carol.id, scores=scores(spec, tone=5)
         )
         assert rg.tone == 5
 
     def test_empty_reference_refused(self, session: Session, world: GradingWorld) -> None:
-        with pytest.raises(gs.GradeInvalid) as err:
-            gs.save_reference(
+        with pytest.raises(GradeInvalid) as err:
+            save_reference(
                 session=session, case_pk=world.drafts[0].case_pk, author_id=world.alice.id, text=" "
             )
         assert err.value.field == "text"
@@ -452,12 +483,12 @@ class TestExport:
 
         grade(session, spec, world, world.alice, tone=5)
         grade(session, spec, world, world.bob, tone=4)
-        rows = list(csv.DictReader(io.StringIO(gs.export_csv(session=session, run_id=world.run.id))))
+        rows = list(csv.DictReader(io.StringIO(export_csv(session=session, run_id=world.run.id))))
         assert len(rows) == 1
         assert (
             rows[0]["final_tone"] == "4.5"
             and rows[0]["grader_1_tone"] == "5"
             and rows[0]["grader_2"] == "bob@example.test"
         )
-        (line,) = gs.export_jsonl(session=session, run_id=world.run.id).splitlines()
+        (line,) = export_jsonl(session=session, run_id=world.run.id).splitlines()
         assert json.loads(line)["final_source"] == "agreement"

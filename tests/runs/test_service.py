@@ -136,18 +136,19 @@ def _grade(session: Session, run_name: str, case_id: str, emails: list[str]) -> 
     from tests.conftest import SPEC_PATH
     from tests.factories import make_user
     from webapp.auth.service import get_user_by_email
-    from webapp.grading import service as gs
+    from webapp.grading.grades import record_grade
+    from webapp.grading.scores import validate_scores
     from webapp.spec import load_spec
 
     spec = load_spec(SPEC_PATH)
     run = service.resolve_run(session=session, ref=run_name)
     (row,) = [r for r in service.list_drafts(session=session, run_id=run.id) if r.case.case_id == case_id]
-    scores = gs.validate_scores(
+    scores = validate_scores(
         spec=spec, data={"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4}
     )
     for email in emails:
         user = get_user_by_email(session=session, email=email) or make_user(session, email=email, roles=["labeler"])
-        gs.record_grade(session=session, spec=spec, draft_id=row.draft.id, grader_id=user.id, scores=scores)
+        record_grade(session=session, spec=spec, draft_id=row.draft.id, grader_id=user.id, scores=scores)
 
 
 def _texts(session: Session, run_name: str) -> dict[str, str | None]:

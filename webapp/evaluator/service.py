@@ -19,7 +19,7 @@ from webapp.datasets.service import import_dataset_file
 from webapp.evaluator.artifact_models import DatasetEvaluation, JudgeSelfAgreement, OutputKind, Sample
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
 from webapp.grading.models import Grade
-from webapp.grading.service import final_grades
+from webapp.grading.status import final_grades
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import RunNotFound, resolve_run
 from webapp.spec import Criterion, EvalSpec

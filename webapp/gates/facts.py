@@ -1,6 +1,6 @@
 """Gather the facts the launch gates judge, from the other domains' services.
 
-Checks come from webapp.checks.service, final human grades from webapp.grading.service,
+Checks come from webapp.checks.service, final human grades from webapp.grading.status,
 regression results from webapp.regression.service, online metrics and hallucination reports
 from webapp.metrics.service and the survey from webapp.survey.service.
 """
@@ -24,7 +24,7 @@ from webapp.gates.criteria import (
     StreakFacts,
     SurveyFacts,
 )
-from webapp.grading import service as grading_service
+from webapp.grading import status as grading_status
 from webapp.metrics import service as metrics_service
 from webapp.metrics import units
 from webapp.metrics.models import Event
@@ -46,9 +46,9 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     ).all()
     summary = checks_service.run_summary(session=session, run_id=run.id)
     outcomes = {o.draft_id: o for o in summary.outcomes}
-    finals = grading_service.final_grades(session=session, run_id=run.id)
+    finals = grading_status.final_grades(session=session, run_id=run.id)
     # Escalations and fallbacks carry no draft text; grading decides which drafts are gradable.
-    gradable = set(grading_service.grading_status(session=session, run_id=run.id).states)
+    gradable = set(grading_status.grading_status(session=session, run_id=run.id).states)
     drafts: list[DraftFacts] = []
     for draft, case in rows:
         assert draft.id is not None

@@ -8,7 +8,10 @@ from pathlib import Path
 import typer
 
 from webapp.cli_support import cli_session, console, fail, load_settings
-from webapp.grading import service
+from webapp.db import stored_id
+from webapp.grading.agreement import agreement_report
+from webapp.grading.export import export_csv, export_jsonl, export_rows
+from webapp.grading.status import grading_status
 from webapp.runs.cli import run_or_exit
 
 
@@ -28,9 +31,10 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             fail(f"{file}: the file name must end in .csv or .jsonl")
         with cli_session() as session:
             r = run_or_exit(session=session, ref=run)
-            fn = service.export_csv if suffix == ".csv" else service.export_jsonl
-            text = fn(session=session, run_id=r.id)  # type: ignore[arg-type]
-            n = len(service.export_rows(session=session, run_id=r.id))  # type: ignore[arg-type]
+            run_id = stored_id(r.id)
+            fn = export_csv if suffix == ".csv" else export_jsonl
+            text = fn(session=session, run_id=run_id)
+            n = len(export_rows(session=session, run_id=run_id))
         tmp = file.with_name(file.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(file)  # all or nothing: a reader never sees half a file
@@ -41,7 +45,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Print how many drafts of a run need grades, are in adjudication, or have a final grade."""
         with cli_session() as session:
             r = run_or_exit(session=session, ref=run)
-            counts = service.grading_status(session=session, run_id=r.id).counts  # type: ignore[arg-type]
+            counts = grading_status(session=session, run_id=stored_id(r.id)).counts
         console.print(json.dumps(counts))
 
     @grading.command("agreement")
@@ -51,5 +55,5 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             run_id = None
             if run:
                 run_id = run_or_exit(session=session, ref=run).id
-            report = service.agreement_report(session=session, spec=load_settings().eval_spec, run_id=run_id)
+            report = agreement_report(session=session, spec=load_settings().eval_spec, run_id=run_id)
         console.print_json(json.dumps(report))

@@ -10,7 +10,11 @@ from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.demo.context import DemoContext
-from webapp.grading import service as gs
+from webapp.flows import after_grading
+from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
+from webapp.grading.grades import grades_visible_to, record_grade
+from webapp.grading.references import approve_reference, save_reference
+from webapp.grading.scores import SCALE_KEYS, Scores, scores_of, validate_scores
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 
@@ -27,11 +31,11 @@ def _claim(text: str, word: str = "refund") -> str:
     return sentences[0] if sentences else text
 
 
-def _scores(spec: EvalSpec, values: dict[str, Any], draft: Draft, rationale: str) -> gs.Scores:
+def _scores(spec: EvalSpec, values: dict[str, Any], draft: Draft, rationale: str) -> Scores:
     data = {**values, "rationale": rationale}
     if values["factual_accuracy"] == "fail":
         data["unsupported_claim"] = _claim(draft.draft_text or "")
-    return gs.validate_scores(spec=spec, data=data)
+    return validate_scores(spec=spec, data=data)
 
 
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
@@ -59,7 +63,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             "completeness": rng.randint(3, 5),
         }
         other = dict(base)
-        for key in gs.SCALE_KEYS:
+        for key in SCALE_KEYS:
             if rng.random() < 0.3:
                 other[key] = max(
                     spec.rubric.criterion(key).pass_threshold or 3, min(5, other[key] + rng.choice((-1, 1)))
@@ -69,51 +73,53 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             if kind == "factual":
                 other["factual_accuracy"] = "fail" if base["factual_accuracy"] == "pass" else "pass"
             else:
-                key = rng.choice(gs.SCALE_KEYS)
+                key = rng.choice(SCALE_KEYS)
                 other[key] = 1 if base[key] >= 3 else 5
         if draft is refund:
             base["factual_accuracy"] = other["factual_accuracy"] = "fail"
             base["completeness"], other["completeness"] = 3, 3
-        gs.record_grade(
+        record_grade(
             session=session,
             spec=spec,
-            draft_id=draft.id,
-            grader_id=alice.id,  # type: ignore[arg-type]
+            draft_id=_id(draft),
+            grader_id=_id(alice),
             scores=_scores(spec, base, draft, "Checked each claim against the cited articles."),
             now=when,
         )
-        gs.record_grade(
+        record_grade(
             session=session,
             spec=spec,
-            draft_id=draft.id,
-            grader_id=bob.id,  # type: ignore[arg-type]
+            draft_id=_id(draft),
+            grader_id=_id(bob),
             scores=_scores(spec, other, draft, "Graded against the rubric guidance."),
             now=when + dt.timedelta(hours=2),
         )
+        after_grading(session=session, spec=spec, draft_id=_id(draft))
     # The lead settles a few disagreements and sends one grade back; the rest wait in the queue.
-    adjudications = gs.list_adjudications(session=session, status="open")
+    adjudications = list_adjudications(session=session, status="open")
     for adj in adjudications[:3]:
-        grades = gs.grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
+        grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
         pick = grades[rng.randrange(len(grades))]
         draft = session.get(Draft, adj.draft_id)
         assert draft is not None
-        gs.resolve_adjudication(
+        resolve_adjudication(
             session=session,
             spec=spec,
-            adjudication_id=adj.id,
-            lead_id=lead.id,  # type: ignore[arg-type]
-            scores=_scores(spec, gs.scores_of(pick), draft, "Adjudicated."),
+            adjudication_id=_id(adj),
+            lead_id=_id(lead),
+            scores=_scores(spec, scores_of(pick), draft, "Adjudicated."),
             note="Read both rationales; the KB supports this grade.",
             now=start + dt.timedelta(days=18),
         )
+        after_grading(session=session, spec=spec, draft_id=adj.draft_id)
     if len(adjudications) > 4:
         adj = adjudications[3]
-        grades = gs.grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
-        gs.return_grade(
+        grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
+        return_grade(
             session=session,
-            adjudication_id=adj.id,
-            grade_id=grades[-1].id,
-            lead_id=lead.id,  # type: ignore[arg-type]
+            adjudication_id=_id(adj),
+            grade_id=_id(grades[-1]),
+            lead_id=_id(lead),
             comment="Please re-read the scoring guidance for this criterion and grade again.",
             now=start + dt.timedelta(days=19),
         )
@@ -125,13 +131,19 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             case.reference
             or f"Reference reply for {case.case_id}: answer every question from the current KB articles."
         )
-        v = gs.save_reference(session=session, case_pk=case.id, author_id=author.id, text=text, now=start)  # type: ignore[arg-type]
+        v = save_reference(session=session, case_pk=_id(case), author_id=_id(author), text=text, now=start)
         if n < max(1, len(golden) // 2):
-            gs.approve_reference(
-                session=session, reference_id=v.id, lead_id=lead.id, now=start + dt.timedelta(days=1)
-            )  # type: ignore[arg-type]
-    ctx.extra["grading_open_adjudications"] = len(gs.list_adjudications(session=session, status="open"))
+            approve_reference(
+                session=session, reference_id=_id(v), lead_id=_id(lead), now=start + dt.timedelta(days=1)
+            )
+    ctx.extra["grading_open_adjudications"] = len(list_adjudications(session=session, status="open"))
     session.flush()
+
+
+def _id(row: Any) -> int:
+    """Return a stored row's id (the demo only passes rows it has flushed)."""
+    assert row.id is not None
+    return int(row.id)
 
 
 def cases_by_pk(cases: dict[str, Any]) -> dict[int, int]:

@@ -5,7 +5,11 @@ from __future__ import annotations
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
-from webapp.grading import service as gs
+from webapp.grading.adjudication import list_adjudications
+from webapp.grading.grades import returned_grades
+from webapp.grading.progress import waiting_for_grader
+from webapp.grading.references import references_to_approve
+from webapp.grading.scores import GRADER_ROLES
 from webapp.home.cards import HomeCard
 from webapp.spec import EvalSpec
 
@@ -13,8 +17,8 @@ from webapp.spec import EvalSpec
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
     """Return what grading has waiting for this user."""
     cards: list[HomeCard] = []
-    if principal.has_role(*gs.GRADER_ROLES):
-        waiting = gs.waiting_for_grader(session=session, spec=spec, grader_id=principal.user_id)
+    if principal.has_role(*GRADER_ROLES):
+        waiting = waiting_for_grader(session=session, spec=spec, grader_id=principal.user_id)
         cards.append(
             HomeCard(
                 title="Grading",
@@ -25,7 +29,7 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
                 tone="todo" if waiting else "ok",
             )
         )
-        returned = len(gs.returned_grades(session=session, grader_id=principal.user_id))
+        returned = len(returned_grades(session=session, grader_id=principal.user_id))
         if returned:
             cards.append(
                 HomeCard(
@@ -38,7 +42,7 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
                 )
             )
     if principal.has_role("lead"):
-        open_n = len(gs.list_adjudications(session=session, status="open"))
+        open_n = len(list_adjudications(session=session, status="open"))
         cards.append(
             HomeCard(
                 title="Adjudication",
@@ -49,7 +53,7 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
                 tone="todo" if open_n else "ok",
             )
         )
-        refs = len(gs.references_to_approve(session=session))
+        refs = len(references_to_approve(session=session))
         cards.append(
             HomeCard(
                 title="References",

@@ -4,7 +4,7 @@ adjudications, and versioned reference responses."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -15,7 +15,7 @@ from webapp.timeutil import aware_datetime_type, utcnow
 class Grade(SQLModel, table=True):
     """One grader's scores of one draft; at most one per (draft, grader)."""
 
-    __tablename__ = "grade"
+    __tablename__: ClassVar[str] = "grade"
     __table_args__ = (UniqueConstraint("draft_id", "grader_id", name="uq_grade_draft_grader"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -36,7 +36,7 @@ class Grade(SQLModel, table=True):
 class GradeChange(SQLModel, table=True):
     """An entry of a grade's history: who changed it, when, and its scores before and after."""
 
-    __tablename__ = "grade_change"
+    __tablename__: ClassVar[str] = "grade_change"
 
     id: int | None = Field(default=None, primary_key=True)
     grade_id: int = Field(foreign_key="grade.id", index=True, ondelete="CASCADE")
@@ -55,7 +55,7 @@ class GradingSlot(SQLModel, table=True):
     the unique (draft_id, grader_id) keeps one place per grader.
     """
 
-    __tablename__ = "grading_slot"
+    __tablename__: ClassVar[str] = "grading_slot"
     __table_args__ = (
         UniqueConstraint("draft_id", "slot", name="uq_grading_slot_draft_slot"),
         UniqueConstraint("draft_id", "grader_id", name="uq_grading_slot_draft_grader"),
@@ -73,7 +73,7 @@ class GradingSlot(SQLModel, table=True):
 class Adjudication(SQLModel, table=True):
     """A draft whose grades disagree: open, sent back for rework, resolved by the lead, or dissolved."""
 
-    __tablename__ = "adjudication"
+    __tablename__: ClassVar[str] = "adjudication"
 
     id: int | None = Field(default=None, primary_key=True)
     draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
@@ -88,7 +88,7 @@ class Adjudication(SQLModel, table=True):
 class FinalGrade(SQLModel, table=True):
     """The grade a draft ends with: the mean of agreeing grades, or the lead's adjudication."""
 
-    __tablename__ = "final_grade"
+    __tablename__: ClassVar[str] = "final_grade"
 
     id: int | None = Field(default=None, primary_key=True)
     draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
@@ -105,7 +105,7 @@ class FinalGrade(SQLModel, table=True):
 class ReferenceVersion(SQLModel, table=True):
     """One version of the reference response of a test case; every edit is a new version."""
 
-    __tablename__ = "reference_version"
+    __tablename__: ClassVar[str] = "reference_version"
     __table_args__ = (UniqueConstraint("case_pk", "version", name="uq_reference_case_version"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -122,7 +122,7 @@ class ReferenceVersion(SQLModel, table=True):
 class ReferenceGrade(SQLModel, table=True):
     """A grade of a reference version against the rubric (one per grader and version)."""
 
-    __tablename__ = "reference_grade"
+    __tablename__: ClassVar[str] = "reference_grade"
     __table_args__ = (UniqueConstraint("reference_id", "grader_id", name="uq_reference_grade_grader"),)
 
     id: int | None = Field(default=None, primary_key=True)
@@ -140,7 +140,7 @@ class ReferenceGrade(SQLModel, table=True):
 class GradingSkip(SQLModel, table=True):
     """A grader passed on a draft, with a reason; the draft goes to the end of that grader's queue."""
 
-    __tablename__ = "grading_skip"
+    __tablename__: ClassVar[str] = "grading_skip"
 
     id: int | None = Field(default=None, primary_key=True)
     draft_id: int = Field(foreign_key="draft.id", index=True, ondelete="CASCADE")

@@ -12,8 +12,14 @@ from webapp.api_docs import error_response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.grading import service as gs
+from webapp.flows import after_grading
+from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
+from webapp.grading.agreement import agreement_report
+from webapp.grading.errors import GradeInvalid, GradingError
+from webapp.grading.export import export_csv, export_jsonl, export_rows
+from webapp.grading.grades import grade_history, grades_visible_to, record_grade, revise_grade
 from webapp.grading.models import Adjudication, Grade
+from webapp.grading.queue import BatchFilter, next_item
 from webapp.grading.schemas import (
     AdjudicationsPublic,
     AgreementPublic,
@@ -23,16 +29,18 @@ from webapp.grading.schemas import (
     GradePublic,
     ReservedPublic,
 )
+from webapp.grading.scores import GRADER_ROLES, validate_scores
+from webapp.grading.status import grading_status
 from webapp.runs.models import Run
 from webapp.timeutil import as_utc
 
 router = APIRouter(tags=["grading"])
 
-GRADERS = require_role(*gs.GRADER_ROLES)
+GRADERS = require_role(*GRADER_ROLES)
 LEAD = require_role("lead")
 
 
-def http_error(exc: gs.GradingError) -> HTTPException:
+def http_error(exc: GradingError) -> HTTPException:
     """Map a grading error to an HTTP error; 422s name the field like request validation does."""
     if exc.status == 422:
         return HTTPException(status_code=422, detail=[{"field": exc.field or "", "message": exc.message}])
@@ -105,12 +113,13 @@ def create_grade(
 ) -> dict[str, Any]:
     """Record the caller's grade of a draft (409 if they already graded it; PUT revises)."""
     try:
-        scores = gs.validate_scores(spec=spec, data=body.model_dump())
-        grade = gs.record_grade(
+        scores = validate_scores(spec=spec, data=body.model_dump())
+        grade = record_grade(
             session=session, spec=spec, draft_id=body.draft_id, grader_id=principal.user_id, scores=scores
         )
-    except gs.GradingError as exc:
+    except GradingError as exc:
         raise http_error(exc) from exc
+    after_grading(session=session, spec=spec, draft_id=grade.draft_id)
     return grade_public(grade)
 
 
@@ -122,12 +131,13 @@ def update_grade(
 ) -> dict[str, Any]:
     """Revise the caller's own grade (kept in the history) until the draft is adjudicated."""
     try:
-        scores = gs.validate_scores(spec=spec, data=body.model_dump())
-        grade = gs.revise_grade(
+        scores = validate_scores(spec=spec, data=body.model_dump())
+        grade = revise_grade(
             session=session, spec=spec, grade_id=grade_id, grader_id=principal.user_id, scores=scores
         )
-    except gs.GradingError as exc:
+    except GradingError as exc:
         raise http_error(exc) from exc
+    after_grading(session=session, spec=spec, draft_id=grade.draft_id)
     return grade_public(grade)
 
 
@@ -137,10 +147,10 @@ def draft_grades(
 ) -> dict[str, Any]:
     """Return every grade of a draft (403 while the caller has not graded it, unless lead)."""
     try:
-        grades = gs.grades_visible_to(session=session, draft_id=draft_id, principal=principal)
-    except gs.GradingError as exc:
+        grades = grades_visible_to(session=session, draft_id=draft_id, principal=principal)
+    except GradingError as exc:
         raise http_error(exc) from exc
-    history = gs.grade_history(session=session, draft_id=draft_id, principal=principal)
+    history = grade_history(session=session, draft_id=draft_id, principal=principal)
     return {
         "draft_id": draft_id,
         "grades": [grade_public(g) for g in grades],
@@ -170,12 +180,13 @@ def take_next(
     spec: SpecDep,
     category: str | None = None,
     intent: str | None = None,
+    draft_intent: str | None = None,
     golden: bool | None = None,
     principal: Principal = Depends(GRADERS),
 ) -> Response:
-    """Reserve the caller's next draft of a run (204 when none is left)."""
-    batch = gs.BatchFilter(run_id=run_id, category=category, intent=intent, golden=golden)
-    draft = gs.next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
+    """Reserve the caller's next draft of a run (204 when none is left); `intent` is the case's, `draft_intent` the draft's."""
+    batch = BatchFilter(run_id=run_id, category=category, intent=intent, draft_intent=draft_intent, golden=golden)
+    draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     if draft is None:
         return Response(status_code=204)  # no body: a 204 carries none
     return JSONResponse({"draft_id": draft.id, "reserved_minutes": spec.grading.reservation_minutes})
@@ -188,10 +199,10 @@ def adjudications(
     principal: Principal = Depends(LEAD),
 ) -> dict[str, Any]:
     """List adjudications by status, with both grades side by side."""
-    items = gs.list_adjudications(session=session, status=None if status == "all" else status)
+    items = list_adjudications(session=session, status=None if status == "all" else status)
     out = []
     for adj in items:
-        grades = gs.grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
+        grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
         out.append({**adjudication_public(adj), "grades": [grade_public(g) for g in grades]})
     return {"status": status, "items": out}
 
@@ -212,8 +223,8 @@ def decide(
     try:
         if body.action == "return":
             if body.grade_id is None:
-                raise gs.GradeInvalid("grade_id: name the grade to return", field="grade_id")
-            grade = gs.return_grade(
+                raise GradeInvalid("grade_id: name the grade to return", field="grade_id")
+            grade = return_grade(
                 session=session,
                 adjudication_id=adjudication_id,
                 grade_id=body.grade_id,
@@ -221,8 +232,8 @@ def decide(
                 comment=body.comment,
             )
             return {"action": "return", "grade": grade_public(grade)}
-        scores = gs.validate_scores(spec=spec, data=body.model_dump())
-        final = gs.resolve_adjudication(
+        scores = validate_scores(spec=spec, data=body.model_dump())
+        final = resolve_adjudication(
             session=session,
             spec=spec,
             adjudication_id=adjudication_id,
@@ -230,8 +241,9 @@ def decide(
             scores=scores,
             note=body.note,
         )
-    except gs.GradingError as exc:
+    except GradingError as exc:
         raise http_error(exc) from exc
+    after_grading(session=session, spec=spec, draft_id=final.draft_id)
     return {
         "action": "resolve",
         "final": {
@@ -254,7 +266,7 @@ def agreement(
     principal: Principal = Depends(require_role("lead", "pm")),
 ) -> dict[str, Any]:
     """Return agreement per criterion, grader pair, grader and ISO week (the agreement page's numbers)."""
-    return gs.agreement_report(session=session, spec=spec, run_id=run_id)
+    return agreement_report(session=session, spec=spec, run_id=run_id)
 
 
 def _run_or_404(session: SessionDep, run_id: int) -> Run:
@@ -284,19 +296,19 @@ def run_final_grades(
     run = _run_or_404(session, run_id)
     if format == "csv":
         return PlainTextResponse(
-            gs.export_csv(session=session, run_id=run_id),
+            export_csv(session=session, run_id=run_id),
             media_type="text/csv",
             headers={"Content-Disposition": f'attachment; filename="final-grades-{run.id}.csv"'},
         )
     if format == "jsonl":
         return PlainTextResponse(
-            gs.export_jsonl(session=session, run_id=run_id),
+            export_jsonl(session=session, run_id=run_id),
             media_type="application/x-ndjson",
             headers={"Content-Disposition": f'attachment; filename="final-grades-{run.id}.jsonl"'},
         )
-    status = gs.grading_status(session=session, run_id=run_id)
+    status = grading_status(session=session, run_id=run_id)
     return {
         "run_id": run_id,
         "counts": status.counts,
-        "items": gs.export_rows(session=session, run_id=run_id),
+        "items": export_rows(session=session, run_id=run_id),
     }

@@ -25,6 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
+from webapp.db import table_of
 from webapp.metrics.ingest import (
     _RAW_COLUMNS,
     EVENT_COLUMNS,
@@ -32,7 +33,7 @@ from webapp.metrics.ingest import (
     normalized_edit_distance,
     validation_errors,
 )
-from webapp.metrics.models import Event, table_of
+from webapp.metrics.models import Event
 
 CHUNK = 10_000
 _EVENTS = TypeAdapter(list[EventIn])

@@ -24,7 +24,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
 
-from webapp.metrics.models import ALL, NONE, DailyAggregate, Event, StaleDay, table_of
+from webapp.db import table_of
+from webapp.metrics.models import ALL, NONE, DailyAggregate, Event, StaleDay
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
 

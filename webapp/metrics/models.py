@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Column, Index, Table, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
@@ -134,7 +134,3 @@ class HallucinationDecision(SQLModel, table=True):
     decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     undoes: int | None = Field(default=None)  # id of the decision this one reverts
 
-
-def table_of(model: type[SQLModel]) -> Table:
-    """Return a model's Core table, for bulk statements that skip the ORM's per-row work."""
-    return SQLModel.metadata.tables[str(model.__tablename__)]

@@ -14,9 +14,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
+from webapp.db import table_of
 from webapp.metrics import ingest, stale, units
 from webapp.metrics.ingest import ALL, CALIBRATION_BINS, SEGMENT_DIMS
-from webapp.metrics.models import DailyAggregate, Event, HallucinationDecision, HallucinationReport, table_of
+from webapp.metrics.models import DailyAggregate, Event, HallucinationDecision, HallucinationReport
 from webapp.spec import METRIC_NAMES, AlertRule, EvalSpec, TargetRule
 from webapp.timeutil import utcnow
 

@@ -27,7 +27,7 @@ from webapp.checks import service as checks_service
 from webapp.checks.service import RunSummary
 from webapp.checks.types import CheckResult
 from webapp.datasets.models import Dataset, EvalCase
-from webapp.grading.service import FinalGradeView, final_grades
+from webapp.grading.status import FinalGradeView, final_grades
 from webapp.regression.service import NotComparable
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec

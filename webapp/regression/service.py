@@ -12,7 +12,7 @@ from sqlmodel import Session, col, select
 from webapp.checks import service as checks_service
 from webapp.checks.rules import describe, golden_failures, named
 from webapp.datasets.models import Dataset, EvalCase
-from webapp.grading.service import FinalGradeView, final_grades
+from webapp.grading.status import FinalGradeView, final_grades
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec

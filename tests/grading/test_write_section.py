@@ -1,0 +1,82 @@
+"""The grading page reads only, and save-and-next writes in one short section committed before the next item renders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import event
+from sqlmodel import Session
+
+from tests.conftest import csrf_for
+from tests.grading.conftest import build_world
+
+FORM = {"factual_accuracy": "pass", "citation_relevance": "4", "tone": "4", "completeness": "4", "rationale": "ok"}
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+@contextmanager
+def statements(app: Any) -> Iterator[list[str]]:
+    """Record the SQL the app runs (statement text and COMMIT) while the block runs."""
+    seen: list[str] = []
+
+    def on_execute(conn: Any, cursor: Any, stmt: str, *args: Any) -> None:
+        seen.append(" ".join(stmt.split()))
+
+    def on_commit(conn: Any) -> None:
+        seen.append("COMMIT")
+
+    engine = app.state.engine
+    event.listen(engine, "before_cursor_execute", on_execute)
+    event.listen(engine, "commit", on_commit)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", on_execute)
+        event.remove(engine, "commit", on_commit)
+
+
+def _open_first(c: TestClient, run_id: int) -> int:
+    r = c.post(f"/grading/runs/{run_id}/next", data={"csrf_token": csrf_for(c)}, follow_redirects=False)
+    assert r.status_code == 303
+    draft_id = int(r.headers["location"].split("/")[-1].split("?")[0])
+    assert c.get(f"/grading/drafts/{draft_id}").status_code == 200  # reserves the next one
+    return draft_id
+
+
+def test_rereading_a_grading_page_writes_nothing(
+    app: Any, session: Session, client_as: Callable[..., TestClient]
+) -> None:
+    w = build_world(session)
+    c = client_as("labeler", email="alice@example.test")
+    draft_id = _open_first(c, w.run.id)  # type: ignore[arg-type]
+    with statements(app) as seen:
+        r = c.get(f"/grading/drafts/{draft_id}")
+    assert r.status_code == 200 and 'id="grading-upcoming"' in r.text
+    assert [s for s in seen if s.startswith(WRITES)] == []
+
+
+def test_save_and_next_commits_its_writes_before_reading_the_next_item(
+    app: Any, session: Session, client_as: Callable[..., TestClient]
+) -> None:
+    w = build_world(session)
+    c = client_as("labeler", email="alice@example.test")
+    draft_id = _open_first(c, w.run.id)  # type: ignore[arg-type]
+    with statements(app) as seen:
+        r = c.post(
+            f"/grading/drafts/{draft_id}",
+            data={**FORM, "next": "1"},
+            headers={"HX-Request": "true", "X-CSRF-Token": csrf_for(c)},
+        )
+    assert r.status_code == 200 and f'data-draft="{draft_id}"' not in r.text.split("grading-form")[0]
+    writes = [i for i, s in enumerate(seen) if s.startswith(WRITES)]
+    first_commit = seen.index("COMMIT")
+    assert writes and max(writes) < first_commit  # the grade, its history and both reservations, then COMMIT
+    # After the commit only reads: the next item (read after the commit, not under the write lock),
+    # its KB, the saved draft's signals.
+    assert any(" JOIN run ON " in s for s in seen[first_commit:])
+    assert all(s.startswith("SELECT") or s == "COMMIT" for s in seen[first_commit:])
+    if app.state.engine.dialect.name == "sqlite":  # the write lock from the first statement on
+        assert "BEGIN IMMEDIATE" in seen[:first_commit]

@@ -1,0 +1,120 @@
+"""Adjudication and agreement pages: the lead's queue of disagreements, final grades, returns for rework."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import Depends, Form, Request
+from fastapi.responses import HTMLResponse, Response
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import SpecDep, require_role
+from webapp.flows import after_grading, judge_verdict
+from webapp.grading.adjudication import (
+    ADJUDICATION_STATES,
+    adjudication_queue_view,
+    resolve_adjudication,
+    return_grade,
+)
+from webapp.grading.agreement import agreement_report
+from webapp.grading.errors import GradingError
+from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router, see_other
+from webapp.grading.overview import runs_newest_first
+from webapp.grading.scores import validate_scores
+from webapp.templating import render
+
+
+@router.get("/adjudication", response_class=HTMLResponse)
+def adjudication_queue(
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(LEAD)
+) -> HTMLResponse:
+    """Show disagreements with everything the graders saw, both grades, and the final-grade form."""
+    status = request.query_params.get("status", "open")
+    if status not in ADJUDICATION_STATES:
+        status = "open"
+    view = adjudication_queue_view(
+        session=session,
+        spec=spec,
+        principal=principal,
+        status=status,
+        take=request.query_params.get("take", ""),  # "<adjudication id>:<grade id>": prefill with that grade
+        judge=judge_verdict,
+    )
+    view.update({"flash": request.query_params.get("flash"), "error": request.query_params.get("error")})
+    return render(request, "grading/adjudication.html", view, block="queue")
+
+
+@router.post("/adjudication/{adjudication_id}/resolve")
+def resolve(
+    adjudication_id: int,
+    form: Annotated[ResolveForm, Form()],
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(LEAD),
+) -> Response:
+    """Set the final grade of a disagreement with a note."""
+    data = form.scores_data()
+    try:
+        scores = validate_scores(spec=spec, data=data)
+        final = resolve_adjudication(
+            session=session,
+            spec=spec,
+            adjudication_id=adjudication_id,
+            lead_id=principal.user_id,
+            scores=scores,
+            note=form.note,
+        )
+    except GradingError as exc:
+        session.rollback()
+        return see_other(
+            "/grading/adjudication?" + urlencode({"error": f"Adjudication {adjudication_id}: {exc.message}"})
+        )
+    after_grading(session=session, spec=spec, draft_id=final.draft_id)
+    return see_other(
+        "/grading/adjudication?" + urlencode({"flash": f"Draft {final.draft_id}: final grade set."})
+    )
+
+
+@router.post("/adjudication/{adjudication_id}/return")
+def send_back(
+    adjudication_id: int,
+    form: Annotated[ReturnForm, Form()],
+    session: SessionDep,
+    principal: Principal = Depends(LEAD),
+) -> Response:
+    """Return one grade of a disagreement to its grader with a comment."""
+    try:
+        grade_id = int(form.grade_id or "0")
+        grade = return_grade(
+            session=session,
+            adjudication_id=adjudication_id,
+            grade_id=grade_id,
+            lead_id=principal.user_id,
+            comment=form.comment,
+        )
+    except (GradingError, ValueError) as exc:
+        session.rollback()
+        message = exc.message if isinstance(exc, GradingError) else "grade_id: not a number"
+        return see_other(
+            "/grading/adjudication?" + urlencode({"error": f"Adjudication {adjudication_id}: {message}"})
+        )
+    return see_other(
+        "/grading/adjudication?" + urlencode({"flash": f"Grade {grade.id} returned to its grader."})
+    )
+
+
+@router.get("/agreement", response_class=HTMLResponse)
+def agreement_page(
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(require_role("lead", "pm")),
+) -> HTMLResponse:
+    """Show inter-grader agreement per criterion, grader pair, grader and week."""
+    raw = request.query_params.get("run_id") or ""
+    run_id = int(raw) if raw.isdigit() else None
+    report = agreement_report(session=session, spec=spec, run_id=run_id)
+    runs = runs_newest_first(session=session)
+    return render(request, "grading/agreement.html", {"report": report, "runs": runs, "run_id": run_id})

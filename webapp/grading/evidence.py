@@ -1,0 +1,127 @@
+"""The evidence beside a draft: the KB texts it cites, and the model's own signals (blind until graded)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam
+from sqlalchemy import select as core_select
+from sqlmodel import Session
+
+from webapp.checks.models import DraftCheck
+from webapp.db import table_of
+from webapp.kb.models import KbRevision
+from webapp.spec import EvalSpec
+
+_KB = table_of(KbRevision)
+_CHECKS = table_of(DraftCheck)
+_REVISIONS = core_select(
+    _KB.c.article_id, _KB.c.revision, _KB.c.title, _KB.c.body, _KB.c.status
+).where(_KB.c.article_id.in_(bindparam("articles", expanding=True)))
+_DRAFT_CHECKS = (
+    core_select(_CHECKS.c.key, _CHECKS.c.status, _CHECKS.c.reason)
+    .where(_CHECKS.c.draft_id == bindparam("draft_id"))
+    .order_by(_CHECKS.c.key)
+)
+
+
+@dataclass
+class CitedKbText:
+    """A KB revision a draft cites, with its text and status, as the grader reads it beside the draft."""
+
+    article_id: str
+    revision: int | None
+    title: str | None
+    body: str | None
+    status: str | None  # None: that revision is not in the KB
+    current_revision: int | None = None  # the article's current revision, when it has one
+
+    @property
+    def flagged(self) -> bool:
+        """Tell whether the cited revision is not the current one (or missing)."""
+        return self.status != "current"
+
+
+def cited_kb_texts(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedKbText]:
+    """Return the KB revisions the citations name (the current one when no revision is given), in one query."""
+    citations = citations or []
+    articles = sorted({str(c.get("article_id", "")) for c in citations})
+    revs: dict[tuple[str, int], Any] = {}
+    current: dict[str, Any] = {}
+    if articles:
+        for rev in session.connection().execute(_REVISIONS, {"articles": articles}):
+            revs[(rev.article_id, rev.revision)] = rev
+            if rev.status == "current":
+                current[rev.article_id] = rev
+    out: list[CitedKbText] = []
+    for c in citations:
+        article = str(c.get("article_id", ""))
+        number = c.get("revision")
+        try:
+            rev = revs.get((article, int(number))) if number is not None else current.get(article)
+        except (TypeError, ValueError):
+            rev = None
+        now_current = current.get(article)
+        out.append(
+            CitedKbText(
+                article_id=article,
+                revision=rev.revision if rev else number,
+                title=rev.title if rev else None,
+                body=rev.body if rev else None,
+                status=rev.status if rev else None,
+                current_revision=now_current.revision if now_current else None,
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """The LLM judge's scores and rationale for a draft (the evaluator records them; grading only shows them)."""
+
+    scores: dict[str, Any] | None
+    rationale: str | None
+
+
+# Grading cannot import the evaluator (it sits above grading): whoever shows signals passes the
+# lookup in (webapp.flows.judge_verdict). Without one, the signals have no judge.
+JudgeLookup = Callable[[Session, int], JudgeVerdict | None]
+
+
+@dataclass(frozen=True)
+class ModelSignals:
+    """What the machine thinks of a draft: its confidence, the LLM judge's scores, the automated checks."""
+
+    confidence: float | None
+    judge_scores: dict[str, Any] | None
+    judge_rationale: str | None
+    checks: list[Any]  # rows: key, status, reason
+
+
+def signals_visible(*, spec: EvalSpec, has_graded: bool) -> bool:
+    """Blind grading: the model's signals show once the grader has graded the draft, unless the spec shows them before."""
+    return has_graded or spec.grading.show_model_signals_before_grading
+
+
+def model_signals(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    draft_id: int,
+    confidence: float | None,
+    has_graded: bool,
+    judge: JudgeLookup | None = None,
+) -> ModelSignals | None:
+    """Return the draft's model signals, or None while blind grading hides them (before the grader submits)."""
+    if not signals_visible(spec=spec, has_graded=has_graded):
+        return None
+    verdict = judge(session, draft_id) if judge is not None else None
+    checks = list(session.connection().execute(_DRAFT_CHECKS, {"draft_id": draft_id}).all())
+    return ModelSignals(
+        confidence=confidence,
+        judge_scores=verdict.scores if verdict else None,
+        judge_rationale=verdict.rationale if verdict else None,
+        checks=checks,
+    )

@@ -1,0 +1,93 @@
+"""The grader's overviews: my queues (every run's batch, returned and recent grades, pace) and one batch's drafts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from webapp.auth.service import Principal
+from webapp.datasets.models import EvalCase
+from webapp.grading.grades import returned_grades
+from webapp.grading.models import Grade, GradingSlot
+from webapp.grading.progress import batch_progress, grading_pace, waiting_for_grader
+from webapp.grading.queue import BatchFilter, batch_drafts_stmt, skip_counts
+from webapp.grading.status import grading_status
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+from webapp.timeutil import utcnow
+
+
+def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> dict[str, Any]:
+    """Return my queues: each run's batch with its progress, grades returned to me, my recent grades and my pace."""
+    me = principal.user_id
+    runs = session.exec(select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())).all()
+    batches = [
+        (run, batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=run.id)))
+        for run in runs
+        if run.id is not None
+    ]
+    mine = session.exec(
+        select(Grade).where(Grade.grader_id == me).order_by(col(Grade.updated_at).desc()).limit(15)
+    ).all()
+    held = session.exec(
+        select(GradingSlot).where(
+            GradingSlot.grader_id == me, col(GradingSlot.grade_id).is_(None), col(GradingSlot.expires_at) > utcnow()
+        )
+    ).all()
+    return {
+        "batches": [(r, p) for r, p in batches if p.drafts],
+        "returned": returned_grades(session=session, grader_id=me),
+        "mine": list(mine),
+        "held": list(held),
+        "waiting": waiting_for_grader(session=session, spec=spec, grader_id=me),
+        "my_pace": next(iter(grading_pace(session=session, grader_ids=[me])), None),
+        # The lead sees everyone's pace; a labeler only their own.
+        "team_pace": grading_pace(session=session) if principal.has_role("lead") else None,
+    }
+
+
+def batch_view(*, session: Session, spec: EvalSpec, principal: Principal, batch: BatchFilter) -> dict[str, Any] | None:
+    """Return a batch: its progress overall and per grader, the filters it offers, and where each draft stands.
+
+    None when the run does not exist.
+    """
+    run = session.get(Run, batch.run_id)
+    if run is None:
+        return None
+    rows = list(session.exec(batch_drafts_stmt(batch)).all())
+    ids = [d.id for d, _ in rows]
+    own = {
+        g.draft_id: g
+        for g in session.exec(select(Grade).where(Grade.grader_id == principal.user_id, col(Grade.draft_id).in_(ids)))
+    }
+    count_by_draft: dict[int, int] = {}
+    for draft_id in session.exec(select(Grade.draft_id).where(col(Grade.draft_id).in_(ids))):
+        count_by_draft[draft_id] = count_by_draft.get(draft_id, 0) + 1
+    labels = session.exec(
+        select(EvalCase.category, EvalCase.intent).where(EvalCase.dataset_id == run.dataset_id).distinct()
+    ).all()
+    draft_intents = session.exec(
+        select(Draft.intent).where(Draft.run_id == batch.run_id, col(Draft.intent).is_not(None)).distinct()
+    ).all()
+    is_lead = principal.has_role("lead")
+    return {
+        "run": run,
+        "batch": batch,
+        "progress": batch_progress(session=session, spec=spec, batch=batch),
+        "status": grading_status(session=session, run_id=batch.run_id),
+        "rows": rows,
+        "own": own,
+        "count_by_draft": count_by_draft,
+        "categories": sorted({c for c, _ in labels if c}),
+        # `intent` filters by the case's intent (the dataset's label); `draft_intent` by the draft's predicted one.
+        "intents": sorted({i for _, i in labels if i}),
+        "draft_intents": sorted({i for i in draft_intents if i}),
+        "is_lead": is_lead,
+        "skips": skip_counts(session=session, draft_ids=[i for i in ids if i is not None]) if is_lead else {},
+    }
+
+
+def runs_newest_first(*, session: Session) -> list[Run]:
+    """Return every run, newest first (the agreement page's run filter)."""
+    return list(session.exec(select(Run).order_by(col(Run.id).desc())).all())

@@ -1,0 +1,455 @@
+"""Grading batches, reservations (places) and each grader's next item, and skips.
+
+The statements every grading page and save-and-next run are built once per batch shape (which
+filters are set) with bind parameters, and executed as Core statements (tables from webapp.db.table_of).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import bindparam, delete, func, update
+from sqlalchemy import case as sql_case
+from sqlalchemy import select as core_select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session, col, select
+
+from webapp.datasets.models import EvalCase
+from webapp.db import table_of
+from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
+from webapp.grading.models import Grade, GradingSkip, GradingSlot
+from webapp.runs.models import Draft
+from webapp.spec import EvalSpec
+from webapp.timeutil import as_utc, utcnow
+
+DRAFTS = table_of(Draft)
+CASES = table_of(EvalCase)
+SLOTS = table_of(GradingSlot)
+GRADES = table_of(Grade)
+SKIPS = table_of(GradingSkip)
+
+
+@dataclass(frozen=True)
+class BatchFilter:
+    """A grading batch: a run, optionally narrowed by category, the case's intent, the draft's intent or golden cases.
+
+    `intent` is the case's intent (the dataset's label), as everywhere in the product; `draft_intent`
+    is the intent the assistant predicted for the draft.
+    """
+
+    run_id: int
+    category: str | None = None
+    intent: str | None = None
+    golden: bool | None = None
+    draft_intent: str | None = None
+
+    def query_string(self) -> str:
+        """Return the filter as a URL query string (without the run)."""
+        parts = []
+        if self.category:
+            parts.append(f"category={self.category}")
+        if self.intent:
+            parts.append(f"intent={self.intent}")
+        if self.draft_intent:
+            parts.append(f"draft_intent={self.draft_intent}")
+        if self.golden is not None:
+            parts.append(f"golden={'1' if self.golden else '0'}")
+        return "&".join(parts)
+
+    @property
+    def shape(self) -> tuple[bool, bool, bool, bool | None]:
+        """Return which filters are set (the key of the prebuilt statements)."""
+        return (bool(self.category), bool(self.intent), bool(self.draft_intent), self.golden)
+
+    def params(self) -> dict[str, Any]:
+        """Return the bind parameters of the prebuilt statements."""
+        return {
+            "run_id": self.run_id,
+            "category": self.category,
+            "intent": self.intent,
+            "draft_intent": self.draft_intent,
+        }
+
+
+_DRAFT_BASICS = core_select(DRAFTS.c.run_id, DRAFTS.c.confidence).where(DRAFTS.c.id == bindparam("draft_id"))
+
+
+def draft_basics(*, session: Session, draft_id: int) -> tuple[int, float | None] | None:
+    """Return the draft's run and confidence (None when the draft does not exist), without loading the draft."""
+    row: Any = session.connection().execute(_DRAFT_BASICS, {"draft_id": draft_id}).first()
+    return (int(row.run_id), row.confidence) if row is not None else None
+
+
+def gradable(stmt: Any) -> Any:
+    """Keep only drafts with something to grade (escalations and fallbacks carry no draft text)."""
+    return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False))
+
+
+def batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any:
+    """Narrow an ORM select of drafts to the batch's gradable drafts (joining the case when needed)."""
+    if join_case or batch.category or batch.intent or batch.golden is not None:
+        stmt = stmt.join(EvalCase, col(EvalCase.id) == Draft.case_pk)
+    stmt = gradable(stmt.where(Draft.run_id == batch.run_id))
+    if batch.category:
+        stmt = stmt.where(EvalCase.category == batch.category)
+    if batch.intent:
+        stmt = stmt.where(EvalCase.intent == batch.intent)
+    if batch.draft_intent:
+        stmt = stmt.where(Draft.intent == batch.draft_intent)
+    if batch.golden is not None:
+        stmt = stmt.where(col(EvalCase.golden).is_(batch.golden))
+    return stmt
+
+
+def batch_drafts_stmt(batch: BatchFilter) -> Any:
+    """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
+    stmt = batch_where(select(Draft, EvalCase), batch)
+    return stmt.order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+
+
+def _in_batch(stmt: Any, shape: tuple[bool, bool, bool, bool | None], *, join_case: bool = True) -> Any:
+    """The Core twin of batch_where, with bind parameters instead of values."""
+    category, intent, draft_intent, golden = shape
+    if join_case or category or intent or golden is not None:
+        stmt = stmt.join(CASES, CASES.c.id == DRAFTS.c.case_pk)
+    stmt = stmt.where(
+        DRAFTS.c.run_id == bindparam("run_id"), DRAFTS.c.draft_text.is_not(None), DRAFTS.c.escalated.is_(False)
+    )
+    if category:
+        stmt = stmt.where(CASES.c.category == bindparam("category"))
+    if intent:
+        stmt = stmt.where(CASES.c.intent == bindparam("intent"))
+    if draft_intent:
+        stmt = stmt.where(DRAFTS.c.intent == bindparam("draft_intent"))
+    if golden is not None:
+        stmt = stmt.where(CASES.c.golden.is_(golden))
+    return stmt
+
+
+_QUEUE_ORDER = (CASES.c.position, DRAFTS.c.sample_index, DRAFTS.c.id)
+
+
+@lru_cache(maxsize=64)
+def _counts_stmt(shape: tuple[bool, bool, bool, bool | None]) -> Any:
+    per_draft = (
+        _in_batch(
+            core_select(
+                DRAFTS.c.id,
+                func.count(GRADES.c.id).label("c"),
+                func.coalesce(func.sum(sql_case((GRADES.c.grader_id == bindparam("grader_id"), 1), else_=0)), 0).label(
+                    "m"
+                ),
+            ),
+            shape,
+            join_case=False,
+        )
+        .join(GRADES, GRADES.c.draft_id == DRAFTS.c.id, isouter=True)
+        .group_by(DRAFTS.c.id)
+        .subquery()
+    )
+    n = bindparam("n")
+    return core_select(
+        func.count(),
+        func.coalesce(func.sum(sql_case((per_draft.c.c > n, n), else_=per_draft.c.c)), 0),
+        func.coalesce(func.sum(per_draft.c.m), 0),
+    )
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """The grading page's progress: drafts in the batch, grades in against needed, and mine."""
+
+    drafts: int
+    grades_done: int
+    grades_needed: int
+    mine: int
+
+    @property
+    def share(self) -> float:
+        """Return the share of needed grades that are in."""
+        return self.grades_done / self.grades_needed if self.grades_needed else 0.0
+
+    @property
+    def mine_share(self) -> float:
+        """Return the share of the batch's drafts the grader has graded."""
+        return self.mine / self.drafts if self.drafts else 0.0
+
+
+def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int) -> BatchCounts:
+    """Return the batch's progress in one aggregate query (the grading page shows it on every item)."""
+    n = spec.grading.graders_per_draft
+    params = {**batch.params(), "grader_id": grader_id, "n": n}
+    drafts, done, mine = tuple(session.connection().execute(_counts_stmt(batch.shape), params).one())
+    return BatchCounts(drafts=int(drafts), grades_done=int(done), grades_needed=int(drafts) * n, mine=int(mine))
+
+
+@lru_cache(maxsize=8)
+def _insert_ignore_stmt(dialect: str, table_name: str) -> Any:
+    table = {t.name: t for t in (SLOTS, GRADES)}[table_name]
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    # RETURNING tells apart "inserted" and "did nothing" on both drivers (rowcount is not reliable with it).
+    return insert(table).on_conflict_do_nothing().returning(table.c.id)
+
+
+def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> int | None:
+    """INSERT ... ON CONFLICT DO NOTHING into grading_slot or grade; the new row's id, or None when it did nothing."""
+    stmt = _insert_ignore_stmt(session.get_bind().dialect.name, table.name)
+    return session.connection().execute(stmt, values).scalar()
+
+
+_RELEASE_EXPIRED = delete(SLOTS).where(SLOTS.c.grade_id.is_(None), SLOTS.c.expires_at < bindparam("now"))
+
+
+def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
+    """Delete reservations whose time is up; return how many were released."""
+    result = session.connection().execute(_RELEASE_EXPIRED, {"now": now or utcnow()})
+    return result.rowcount or 0
+
+
+def claim_slot(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    draft_id: int,
+    grader_id: int,
+    now: dt.datetime | None = None,
+    release: bool = True,
+) -> GradingSlot | None:
+    """Reserve one of the draft's places for the grader (or refresh theirs); None when none is free.
+
+    release=False when the caller has just released expired reservations itself.
+    """
+    now = now or utcnow()
+    expires = now + dt.timedelta(minutes=spec.grading.reservation_minutes)
+    conn = session.connection()
+    if release:
+        release_expired(session=session, now=now)
+    mine = session.exec(
+        select(GradingSlot)
+        .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
+        .execution_options(populate_existing=True)
+    ).first()
+    if mine is not None:
+        if mine.grade_id is None:
+            conn.execute(update(GradingSlot).where(col(GradingSlot.id) == mine.id).values(expires_at=expires))
+            session.refresh(mine)
+        return mine
+    for slot in range(spec.grading.graders_per_draft):
+        # The unique (draft_id, slot) and (draft_id, grader_id) constraints decide races: a losing
+        # insert does nothing, on SQLite and PostgreSQL alike, and we try the next place.
+        values = {
+            "draft_id": draft_id,
+            "slot": slot,
+            "grader_id": grader_id,
+            "reserved_at": now,
+            "expires_at": expires,
+        }
+        if insert_ignore(session, SLOTS, values) is not None:
+            break
+    return session.exec(
+        select(GradingSlot)
+        .where(GradingSlot.draft_id == draft_id, GradingSlot.grader_id == grader_id)
+        .execution_options(populate_existing=True)
+    ).first()
+
+
+_RELEASE_MINE = delete(SLOTS).where(
+    SLOTS.c.draft_id == bindparam("draft_id"), SLOTS.c.grader_id == bindparam("grader_id"), SLOTS.c.grade_id.is_(None)
+)
+
+
+def release_reservation(*, session: Session, draft_id: int, grader_id: int) -> None:
+    """Give back the grader's reservation of a draft (a skip)."""
+    session.connection().execute(_RELEASE_MINE, {"draft_id": draft_id, "grader_id": grader_id})
+
+
+def next_item(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    grader_id: int,
+    batch: BatchFilter,
+    exclude: Collection[int] = (),
+    now: dt.datetime | None = None,
+) -> Draft | None:
+    """Reserve and return the oldest draft of the batch the grader has not graded that still needs grades.
+
+    A draft the grader already holds comes first; drafts in `exclude` (the one on screen) are passed
+    over; drafts the grader skipped come only when nothing else is left.
+    """
+    draft_id = reserve_next(
+        session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude, now=now
+    )
+    return session.get(Draft, draft_id) if draft_id is not None else None
+
+
+@lru_cache(maxsize=64)
+def _held_stmt(shape: tuple[bool, bool, bool, bool | None]) -> Any:
+    return (
+        _in_batch(core_select(DRAFTS.c.id, SLOTS.c.expires_at), shape)
+        .join(SLOTS, SLOTS.c.draft_id == DRAFTS.c.id)
+        .where(
+            SLOTS.c.grader_id == bindparam("grader_id"),
+            SLOTS.c.grade_id.is_(None),
+            DRAFTS.c.id.not_in(bindparam("exclude", expanding=True)),
+        )
+        .order_by(*_QUEUE_ORDER)
+        .limit(1)
+    )
+
+
+@lru_cache(maxsize=128)
+def _candidates_stmt(shape: tuple[bool, bool, bool, bool | None], skipped: bool) -> Any:
+    taken = core_select(SLOTS.c.draft_id).group_by(SLOTS.c.draft_id).having(func.count() >= bindparam("n"))
+    mine = core_select(SLOTS.c.draft_id).where(SLOTS.c.grader_id == bindparam("grader_id"))
+    skips = core_select(SKIPS.c.draft_id).where(SKIPS.c.grader_id == bindparam("grader_id"))
+    return (
+        _in_batch(core_select(DRAFTS.c.id), shape)
+        .where(
+            DRAFTS.c.id.not_in(taken),
+            DRAFTS.c.id.not_in(mine),
+            DRAFTS.c.id.not_in(bindparam("exclude", expanding=True)),
+            DRAFTS.c.id.in_(skips) if skipped else DRAFTS.c.id.not_in(skips),
+        )
+        .order_by(*_QUEUE_ORDER)
+        .limit(50)
+    )
+
+
+_EXTEND = (
+    update(SLOTS)
+    .where(SLOTS.c.draft_id == bindparam("d"), SLOTS.c.grader_id == bindparam("g"))
+    .values(expires_at=bindparam("expires"))
+)
+
+
+def needs_extension(*, spec: EvalSpec, expires: dt.datetime | None, now: dt.datetime) -> bool:
+    """Tell whether a held reservation should be extended: less than half its window is left.
+
+    Extending only then means re-reading a page that holds its next item writes nothing.
+    """
+    window = dt.timedelta(minutes=spec.grading.reservation_minutes)
+    return expires is None or as_utc(expires) < now + window / 2
+
+
+def held_next(
+    *,
+    session: Session,
+    grader_id: int,
+    batch: BatchFilter,
+    exclude: Collection[int] = (),
+) -> tuple[int, dt.datetime | None] | None:
+    """Return the first draft of the batch the grader holds unsaved (not in `exclude`) with its expiry (reads only)."""
+    # An empty expanding IN would be "NOT IN ()", which both databases read as true.
+    params = {**batch.params(), "grader_id": grader_id, "exclude": list(exclude) or [-1]}
+    row: Any = session.connection().execute(_held_stmt(batch.shape), params).first()
+    return (int(row.id), row.expires_at) if row is not None else None
+
+
+def reserve_next(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    grader_id: int,
+    batch: BatchFilter,
+    exclude: Collection[int] = (),
+    now: dt.datetime | None = None,
+    holds_none: bool = False,
+) -> int | None:
+    """Do what next_item does and return only the draft's id (the grading page pre-reserves with it).
+
+    holds_none=True when the caller has just seen (held_next) that the grader holds nothing to come back to.
+    """
+    now = now or utcnow()
+    window = dt.timedelta(minutes=spec.grading.reservation_minutes)
+    held = None if holds_none else held_next(session=session, grader_id=grader_id, batch=batch, exclude=exclude)
+    conn = session.connection()
+    if held is not None:
+        draft_id, expires = held
+        if needs_extension(spec=spec, expires=expires, now=now):  # still mine
+            conn.execute(_EXTEND, {"d": draft_id, "g": grader_id, "expires": now + window})
+        return draft_id
+    release_expired(session=session, now=now)
+    params = {
+        **batch.params(),
+        "grader_id": grader_id,
+        "n": spec.grading.graders_per_draft,
+        "exclude": list(exclude) or [-1],
+    }
+    # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
+    for skipped in (False, True):
+        for (draft_id,) in conn.execute(_candidates_stmt(batch.shape, skipped), params).all():
+            # The candidate query left out drafts where this grader has a place, so only free places
+            # are tried; the unique constraints decide a race (see claim_slot).
+            for slot in range(spec.grading.graders_per_draft):
+                values = {
+                    "draft_id": draft_id,
+                    "slot": slot,
+                    "grader_id": grader_id,
+                    "reserved_at": now,
+                    "expires_at": now + window,
+                }
+                if insert_ignore(session, SLOTS, values) is not None:
+                    return int(draft_id)
+    return None
+
+
+# Reasons a grader may give for skipping a draft (key -> label); "other" needs a few words.
+SKIP_REASONS: dict[str, str] = {
+    "domain": "needs domain knowledge",
+    "kb_missing": "KB missing",
+    "unclear_ticket": "unclear ticket",
+    "other": "other",
+}
+
+
+def skip_draft(
+    *,
+    session: Session,
+    draft_id: int,
+    grader_id: int,
+    reason: str,
+    detail: str = "",
+    now: dt.datetime | None = None,
+) -> GradingSkip:
+    """Record that the grader skips the draft (with a reason) and give back their reservation."""
+    reason = (reason or "").strip()
+    if reason not in SKIP_REASONS:
+        raise GradeInvalid(
+            f"reason: choose one of {', '.join(SKIP_REASONS)} (got {reason!r})", field="reason"
+        )
+    detail = (detail or "").strip()
+    if reason == "other" and not detail:
+        raise GradeInvalid("detail: say in a few words why you skip this draft", field="detail")
+    if len(detail) > 500:
+        raise GradeInvalid("detail: at most 500 characters", field="detail")
+    if session.get(Draft, draft_id) is None:
+        raise NotFound(f"draft {draft_id} does not exist")
+    graded = select(Grade.id).where(Grade.draft_id == draft_id, Grade.grader_id == grader_id)
+    if session.exec(graded).first() is not None:
+        raise AlreadyGraded(f"you already graded draft {draft_id}; there is nothing to skip")
+    release_reservation(session=session, draft_id=draft_id, grader_id=grader_id)
+    row = GradingSkip(
+        draft_id=draft_id, grader_id=grader_id, reason=reason, detail=detail, skipped_at=now or utcnow()
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def skip_counts(*, session: Session, draft_ids: Collection[int]) -> dict[int, int]:
+    """Return how many times each draft was skipped (drafts never skipped are absent)."""
+    if not draft_ids:
+        return {}
+    rows = session.exec(
+        select(GradingSkip.draft_id, func.count())
+        .where(col(GradingSkip.draft_id).in_(list(draft_ids)))
+        .group_by(col(GradingSkip.draft_id))
+    )
+    return {int(d): int(n) for d, n in rows}
+
+

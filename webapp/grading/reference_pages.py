@@ -1,0 +1,119 @@
+"""Reference response pages: the list of cases with their reference's state, and the editor with versions and grades."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, Response
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep
+from webapp.deps import SpecDep
+from webapp.grading import references as reference_service
+from webapp.grading.errors import GradingError
+from webapp.grading.forms import (
+    FACTUAL_KEYS,
+    GRADERS,
+    LEAD,
+    SHORTCUTS,
+    ReferenceForm,
+    ScoresForm,
+    router,
+    see_other,
+)
+from webapp.grading.scores import validate_scores
+from webapp.templating import render
+
+
+@router.get("/references", response_class=HTMLResponse)
+def references(
+    request: Request, session: SessionDep, principal: Principal = Depends(GRADERS)
+) -> HTMLResponse:
+    """List test cases with their reference responses: missing, waiting for approval, approved."""
+    view = reference_service.references_view(session=session, show=request.query_params.get("show", "all"))
+    return render(request, "grading/references.html", view)
+
+
+@router.get("/references/{case_pk}", response_class=HTMLResponse)
+def reference_page(
+    case_pk: int, request: Request, session: SessionDep, principal: Principal = Depends(GRADERS)
+) -> HTMLResponse:
+    """Show a case's reference editor beside its ticket, conversation and KB, with every version and grades."""
+    raw = request.query_params.get("draft", "")
+    view = reference_service.reference_view(session=session, case_pk=case_pk, draft_id=int(raw) if raw.isdigit() else None)
+    if view is None:
+        raise HTTPException(status_code=404, detail=f"test case {case_pk} does not exist")
+    view.update(
+        {
+            "is_lead": principal.has_role("lead"),
+            "flash": request.query_params.get("flash"),
+            "error": request.query_params.get("error"),
+            "shortcuts": SHORTCUTS,
+            "factual_keys": FACTUAL_KEYS,
+        }
+    )
+    return render(request, "grading/reference.html", view)
+
+
+def _reference_url(case_pk: int, draft: str, **params: str) -> str:
+    if draft.isdigit():
+        params = {"draft": draft, **params}
+    return f"/grading/references/{case_pk}?" + urlencode(params)
+
+
+@router.post("/references/{case_pk}")
+def save_reference(
+    case_pk: int,
+    form: Annotated[ReferenceForm, Form()],
+    session: SessionDep,
+    principal: Principal = Depends(GRADERS),
+) -> Response:
+    """Save a new version of the case's reference response."""
+    try:
+        v = reference_service.save_reference(
+            session=session, case_pk=case_pk, author_id=principal.user_id, text=form.text, note=form.note
+        )
+    except GradingError as exc:
+        if exc.status == 404:
+            raise HTTPException(status_code=404, detail=exc.message) from exc
+        return see_other(_reference_url(case_pk, form.draft, error=exc.message))
+    return see_other(_reference_url(case_pk, form.draft, flash=f"Version {v.version} saved."))
+
+
+@router.post("/references/versions/{reference_id}/approve")
+def approve_reference(
+    reference_id: int, session: SessionDep, principal: Principal = Depends(LEAD)
+) -> Response:
+    """Approve a reference version (lead)."""
+    try:
+        v = reference_service.approve_reference(session=session, reference_id=reference_id, lead_id=principal.user_id)
+    except GradingError as exc:
+        raise HTTPException(status_code=exc.status, detail=exc.message) from exc
+    return see_other(
+        f"/grading/references/{v.case_pk}?" + urlencode({"flash": f"Version {v.version} approved."})
+    )
+
+
+@router.post("/references/versions/{reference_id}/grade")
+def grade_reference(
+    reference_id: int,
+    form: Annotated[ScoresForm, Form()],
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(GRADERS),
+) -> Response:
+    """Grade a reference version against the rubric."""
+    case_pk = reference_service.reference_case_of(session=session, reference_id=reference_id)
+    if case_pk is None:
+        raise HTTPException(status_code=404, detail=f"reference {reference_id} does not exist")
+    data = form.scores_data()
+    try:
+        scores = validate_scores(spec=spec, data=data)
+        reference_service.grade_reference(
+            session=session, reference_id=reference_id, grader_id=principal.user_id, scores=scores
+        )
+    except GradingError as exc:
+        return see_other(f"/grading/references/{case_pk}?" + urlencode({"error": exc.message}))
+    return see_other(f"/grading/references/{case_pk}?" + urlencode({"flash": "Reference graded."}))

@@ -1,0 +1,133 @@
+"""Rubric scores: validation against the spec, and when two grades disagree."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from webapp.grading.errors import GradeInvalid
+from webapp.grading.models import (
+    Grade,
+    ReferenceGrade,
+)
+from webapp.spec import RUBRIC_COLUMNS, EvalSpec
+
+GRADER_ROLES = ("labeler", "lead")
+
+SCALE_KEYS = tuple(k for k, kind in RUBRIC_COLUMNS.items() if kind == "scale")
+FACTUAL_KEY = "factual_accuracy"
+
+# Scores
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A validated set of rubric scores with the rationale."""
+
+    factual_accuracy: str
+    citation_relevance: int
+    tone: int
+    completeness: int
+    rationale: str = ""
+    unsupported_claim: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the scores as a plain dict (for history and exports)."""
+        return asdict(self)
+
+
+def validate_scores(*, spec: EvalSpec, data: dict[str, Any], require_rationale: bool = False) -> Scores:
+    """Check raw scores against the spec's rubric; raise GradeInvalid naming the first bad field."""
+    factual = str(data.get(FACTUAL_KEY) or "").strip().lower()
+    if factual not in ("pass", "fail"):
+        raise GradeInvalid(
+            f"{FACTUAL_KEY}: choose pass or fail (got {data.get(FACTUAL_KEY)!r})", field=FACTUAL_KEY
+        )
+    values: dict[str, int] = {}
+    for criterion in spec.rubric.scales:
+        raw = data.get(criterion.key)
+        try:
+            value = int(str(raw).strip()) if raw is not None and not isinstance(raw, bool) else None
+            if value is not None and isinstance(raw, float) and raw != value:
+                value = None
+        except ValueError:
+            value = None
+        assert criterion.min is not None and criterion.max is not None
+        if value is None or not criterion.min <= value <= criterion.max:
+            raise GradeInvalid(
+                f"{criterion.key}: score must be a whole number from {criterion.min} to {criterion.max} (got {raw!r})",
+                field=criterion.key,
+            )
+        values[criterion.key] = value
+    rationale = str(data.get("rationale") or "").strip()
+    if require_rationale and not rationale:
+        raise GradeInvalid("rationale: write a short rationale", field="rationale")
+    claim = str(data.get("unsupported_claim") or "").strip() or None
+    if factual == "fail" and not claim:
+        raise GradeInvalid(
+            "unsupported_claim: a factual 'fail' needs the claim that is not in the KB, quoted from the draft",
+            field="unsupported_claim",
+        )
+    return Scores(
+        factual_accuracy=factual,
+        citation_relevance=values["citation_relevance"],
+        tone=values["tone"],
+        completeness=values["completeness"],
+        rationale=rationale,
+        unsupported_claim=claim if factual == "fail" else None,
+    )
+
+
+def check_claim_in_draft(draft_text: str | None, scores: Scores) -> None:
+    """A quoted claim must come from the draft, so the lead can find it (whitespace and case forgiven)."""
+    if scores.unsupported_claim and draft_text:
+        needle = " ".join(scores.unsupported_claim.strip("\"'“”").split()).lower()
+        hay = " ".join(draft_text.split()).lower()
+        if needle not in hay:
+            raise GradeInvalid(
+                "unsupported_claim: quote the claim exactly as it appears in the draft",
+                field="unsupported_claim",
+            )
+
+
+def scores_of(grade: Grade | ReferenceGrade) -> dict[str, Any]:
+    """Return a grade's scores and rationale as a plain dict."""
+    return {
+        FACTUAL_KEY: grade.factual_accuracy,
+        "citation_relevance": grade.citation_relevance,
+        "tone": grade.tone,
+        "completeness": grade.completeness,
+        "rationale": grade.rationale,
+        "unsupported_claim": grade.unsupported_claim,
+    }
+
+
+
+
+def disagreement_reasons(*, spec: EvalSpec, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Return why two grades disagree under the spec's rules (empty when they agree)."""
+    rules = spec.grading.disagreement
+    reasons: list[str] = []
+    if a[FACTUAL_KEY] != b[FACTUAL_KEY]:
+        reasons.append(f"{FACTUAL_KEY}: {a[FACTUAL_KEY]} vs {b[FACTUAL_KEY]}")
+    for criterion in spec.rubric.scales:
+        x, y = a[criterion.key], b[criterion.key]
+        if abs(x - y) >= rules.scale_difference:
+            reasons.append(f"{criterion.key}: {x} vs {y} differ by {abs(x - y)}")
+        elif rules.opposite_sides_of_threshold and (x >= criterion.pass_threshold) != (
+            y >= criterion.pass_threshold
+        ):
+            reasons.append(
+                f"{criterion.key}: {x} vs {y} on opposite sides of the pass threshold {criterion.pass_threshold}"
+            )
+    return reasons
+
+
+def all_reasons(spec: EvalSpec, grades: list[Grade]) -> list[str]:
+    reasons: list[str] = []
+    for g1, g2 in itertools.combinations(grades, 2):
+        reasons.extend(disagreement_reasons(spec=spec, a=scores_of(g1), b=scores_of(g2)))
+    return reasons
+
+
