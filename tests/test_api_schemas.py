@@ -111,7 +111,7 @@ def test_every_error_status_has_the_error_body(app: Any) -> None:
 
 def test_downloads_document_their_media_types(app: Any) -> None:
     doc = TestClient(app).get(OPENAPI_URL).json()
-    final = doc["paths"]["/api/v1/grading/runs/{run_id}/final-grades"]["get"]["responses"]["200"]["content"]
+    final = doc["paths"]["/api/v1/grading/runs/{run}/final-grades"]["get"]["responses"]["200"]["content"]
     assert set(final) == {JSON, "text/csv", "application/x-ndjson"}
     compare = doc["paths"]["/api/v1/runs/compare"]["get"]["responses"]["200"]["content"]
     assert set(compare) == {JSON, "text/csv"}

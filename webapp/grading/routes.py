@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from webapp.api_docs import error_response
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.flows import after_grading
 from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
@@ -31,7 +31,7 @@ from webapp.grading.schemas import (
 )
 from webapp.grading.scores import GRADER_ROLES, validate_scores
 from webapp.grading.status import grading_status
-from webapp.runs.models import Run
+from webapp.runs.deps import RunDep
 from webapp.timeutil import as_utc
 
 router = APIRouter(tags=["grading"])
@@ -170,22 +170,23 @@ def draft_grades(
 
 
 @router.post(
-    "/grading/runs/{run_id}/next",
+    "/grading/runs/{run}/next",
     response_model=ReservedPublic,
     responses={204: {"description": "No draft of the run is left for the caller"}},
 )
 def take_next(
-    run_id: int,
     session: SessionDep,
     spec: SpecDep,
     category: str | None = None,
     intent: str | None = None,
     draft_intent: str | None = None,
     golden: bool | None = None,
+    *,
     principal: Principal = Depends(GRADERS),
+    run: RunDep,
 ) -> Response:
-    """Reserve the caller's next draft of a run (204 when none is left); `intent` is the case's, `draft_intent` the draft's."""
-    batch = BatchFilter(run_id=run_id, category=category, intent=intent, draft_intent=draft_intent, golden=golden)
+    """Reserve the caller's next draft of a run, by name or id (204 when none is left); `intent` is the case's, `draft_intent` the draft's."""
+    batch = BatchFilter(run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent, golden=golden)
     draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     if draft is None:
         return Response(status_code=204)  # no body: a 204 carries none
@@ -269,15 +270,8 @@ def agreement(
     return agreement_report(session=session, spec=spec, run_id=run_id)
 
 
-def _run_or_404(session: SessionDep, run_id: int) -> Run:
-    run = session.get(Run, run_id)
-    if run is None:
-        raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
-    return run
-
-
 @router.get(
-    "/grading/runs/{run_id}/final-grades",
+    "/grading/runs/{run}/final-grades",
     response_model=FinalGradesPublic,
     responses={
         200: {
@@ -287,13 +281,14 @@ def _run_or_404(session: SessionDep, run_id: int) -> Run:
     },
 )
 def run_final_grades(
-    run_id: int,
     session: SessionDep,
     format: Literal["json", "csv", "jsonl"] = "json",
+    *,
     principal: Principal = Depends(require_role("lead", "pm")),
+    run: RunDep,
 ) -> Any:
-    """Return a run's final grades with both graders' scores and the adjudication (JSON, CSV or JSONL)."""
-    run = _run_or_404(session, run_id)
+    """Return a run's final grades (run by name or id) with both graders' scores and the adjudication (JSON, CSV or JSONL)."""
+    run_id = stored_id(run.id)
     if format == "csv":
         return PlainTextResponse(
             export_csv(session=session, run_id=run_id),
