@@ -166,3 +166,13 @@ class TestUsersAndTokensCli:
         r = runner.invoke(cli_app, ["users", "create", "--email", "x@example.test", "--role", "pm"], input="short\n")
         assert r.exit_code == 2 and "password: must be at least 8 characters" in r.output
         assert "x@example.test" not in CliRunner().invoke(cli_app, ["users", "list"]).output
+
+
+class TestIdFromRef:
+    def test_ascii_digits_within_the_id_range_only(self) -> None:
+        from webapp.db import MAX_ID, id_from_ref
+
+        assert id_from_ref("42") == 42 and id_from_ref(" 7 ") == 7 and id_from_ref(5) == 5
+        assert id_from_ref(str(2**63 - 1)) == MAX_ID == 9223372036854775807
+        for not_an_id in ("¹6", "٣", "4²", "-1", "1e3", "", "run-1", str(2**63), -3):
+            assert id_from_ref(not_an_id) is None, not_an_id

@@ -136,3 +136,15 @@ class TestRunsApi:
         assert [d["case_id"] for d in api["drafts"]] == ["golden-regression-2fa"]
         missing = pm.get("/api/v1/runs/no-such-run/drafts")
         assert missing.status_code == 404 and "no-such-run" in missing.json()["detail"]
+
+    def test_a_run_named_by_digits_int_refuses_is_a_404_not_a_500(
+        self, session: Session, client_as: Callable[..., TestClient]
+    ) -> None:
+        """'¹6' and '٣' are digits to str.isdigit() but not to int(); a 20-digit number fits no id column."""
+        run = seed(session)
+        pm = client_as("pm")
+        assert pm.get(f"/api/v1/runs/{run.id}/drafts").status_code == 200  # the id still finds the run
+        for ref in ("¹6", "٣", "99999999999999999999999"):
+            for path in (f"/api/v1/runs/{ref}/drafts", f"/api/v1/runs/{ref}/regression", f"/runs/{ref}"):
+                r = pm.get(path)
+                assert r.status_code == 404, (path, r.status_code)

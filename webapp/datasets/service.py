@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.loader import DatasetError, SupportFieldError, parse_dataset, sha256_of, support_fields
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import RecordError, file_format, read_file
-from webapp.db import stored_id
+from webapp.db import id_from_ref, stored_id
 
 
 class DatasetNotFound(LookupError):
@@ -120,7 +120,7 @@ def list_datasets(*, session: Session) -> list[Dataset]:
 def get_dataset(*, session: Session, ref: str | int) -> Dataset:
     """Return a dataset by id, or the newest version with that name; raise DatasetNotFound."""
     ref_s = str(ref).strip()
-    ds = session.get(Dataset, int(ref_s)) if ref_s.isdigit() else None
+    ds = session.get(Dataset, dataset_id) if (dataset_id := id_from_ref(ref_s)) is not None else None
     if ds is None:
         ds = latest_version(session=session, name=ref_s)
     if ds is None:

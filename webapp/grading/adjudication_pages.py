@@ -9,7 +9,7 @@ from fastapi import Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, id_from_ref
 from webapp.deps import SpecDep, require_role
 from webapp.flows import after_grading, judge_verdict
 from webapp.grading.adjudication import (
@@ -114,7 +114,7 @@ def agreement_page(
 ) -> HTMLResponse:
     """Show inter-grader agreement per criterion, grader pair, grader and week."""
     raw = request.query_params.get("run_id") or ""
-    run_id = int(raw) if raw.isdigit() else None
+    run_id = id_from_ref(raw)
     report = agreement_report(session=session, spec=spec, run_id=run_id)
     runs = runs_newest_first(session=session)
     return render(request, "grading/agreement.html", {"report": report, "runs": runs, "run_id": run_id})

@@ -9,7 +9,7 @@ from fastapi import Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
+from webapp.db import SessionDep, id_from_ref
 from webapp.deps import SpecDep
 from webapp.grading import references as reference_service
 from webapp.grading.errors import GradingError
@@ -42,7 +42,7 @@ def reference_page(
 ) -> HTMLResponse:
     """Show a case's reference editor beside its ticket, conversation and KB, with every version and grades."""
     raw = request.query_params.get("draft", "")
-    view = reference_service.reference_view(session=session, case_pk=case_pk, draft_id=int(raw) if raw.isdigit() else None)
+    view = reference_service.reference_view(session=session, case_pk=case_pk, draft_id=id_from_ref(raw))
     if view is None:
         raise HTTPException(status_code=404, detail=f"test case {case_pk} does not exist")
     view.update(
@@ -58,7 +58,7 @@ def reference_page(
 
 
 def _reference_url(case_pk: int, draft: str, **params: str) -> str:
-    if draft.isdigit():
+    if id_from_ref(draft) is not None:
         params = {"draft": draft, **params}
     return f"/grading/references/{case_pk}?" + urlencode(params)
 

@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
-from webapp.db import stored_id
+from webapp.db import id_from_ref, stored_id
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import as_utc
 
@@ -26,8 +26,8 @@ def resolve_run(*, session: Session, ref: str | int) -> Run:
     """Return the run named `ref`, or with id `ref` when no run has that name; raise RunNotFound."""
     ref_s = str(ref).strip()
     run = session.exec(select(Run).where(Run.name == ref_s)).first()
-    if run is None and ref_s.isdigit():
-        run = session.get(Run, int(ref_s))
+    if run is None and (run_id := id_from_ref(ref_s)) is not None:
+        run = session.get(Run, run_id)
     if run is None:
         raise RunNotFound(f"run: no run named or numbered {ref_s!r}")
     return run
