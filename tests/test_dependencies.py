@@ -323,7 +323,7 @@ class TestTheCheckerItself:
             ("webapp.metrics.pages", "webapp.alerts.service"),  # side -> a side it may not import
             ("webapp.checks.service", "webapp.flows"),  # a service calling the flows
             ("webapp.flows", "webapp.checks.routes"),
-            ("webapp.templating", "webapp.metrics.service"),  # infrastructure -> a domain
+            ("webapp.templating", "webapp.metrics.daily"),  # infrastructure -> a domain
             ("webapp.regression.service", "webapp.checks.routes"),  # a service -> an entry point
             ("webapp.runs.service", "webapp.home.pages"),
         ],
@@ -336,7 +336,7 @@ class TestTheCheckerItself:
         ("source", "target"),
         [
             ("webapp.regression.service", "webapp.checks.service"),
-            ("webapp.gates.facts", "webapp.metrics.service"),
+            ("webapp.gates.facts", "webapp.metrics.daily"),
             ("webapp.alerts.service", "webapp.regression.models"),
             ("webapp.checks.routes", "webapp.flows"),
             ("webapp.flows", "webapp.alerts.service"),

@@ -19,7 +19,8 @@ from tests.factories import make_dataset, make_run, make_user
 from tests.metrics.conftest import ev, load
 from webapp.alerts import service
 from webapp.alerts.models import AlertNotice, AlertOutbox
-from webapp.metrics import service as metrics_service
+from webapp.metrics import alert_states as metrics_alert_states
+from webapp.metrics import reports as metrics_reports
 from webapp.metrics.models import Event
 from webapp.regression.models import RegressionAlert
 from webapp.spec import EvalSpec
@@ -59,7 +60,7 @@ class TestMetricTransitions:
         load(session, spec, bad_accept_days(DAY1, n=4))
         result = service.record_transitions(session=session, spec=spec)
         history = [
-            (a.metric, t.day.isoformat()) for a in metrics_service.alerts(session=session, spec=spec) for t in a.history if t.to_state == "firing"
+            (a.metric, t.day.isoformat()) for a in metrics_alert_states.alerts(session=session, spec=spec) for t in a.history if t.to_state == "firing"
         ]
         assert [(t["topic"], t["days"][-1]) for t in result.transitions] == history == [("accept_rate", "2026-11-05")]
 
@@ -137,7 +138,7 @@ class TestRegressionAndHallucination:
         )
         service.add_channel(session=session, name="lead", kind="file", target="/tmp/unused.jsonl", topics=["regression", "hallucination"])
         load(session, spec, [ev(DAY1, 9, event_id="bad-1", intent="billing_charge", plan="pro")])
-        report = metrics_service.report_hallucination(session=session, event_id="bad-1", note="wrong refund window", reported_by=user.id)
+        report = metrics_reports.report_hallucination(session=session, event_id="bad-1", note="wrong refund window", reported_by=user.id)
         session.commit()
         lead = client_as("lead")
         r = lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "confirmed", "note": "KB says otherwise"}, follow_redirects=False)

@@ -25,8 +25,10 @@ from sqlmodel import Session, col
 
 from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertLease, AlertNotice, AlertOutbox
 from webapp.db import stored_id, table_of
+from webapp.metrics import alert_states as metrics_alert_states
+from webapp.metrics import daily as metrics_daily
 from webapp.metrics import ingest as metrics_ingest
-from webapp.metrics import service as metrics_service
+from webapp.metrics import targets as metrics_targets
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Run
@@ -228,13 +230,13 @@ def metric_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
     bounds = metrics_ingest.event_days(session)
     if bounds is None:
         return []
-    days = metrics_service.daily_metrics(session=session, spec=spec, start=bounds[0], end=bounds[1])
+    days = metrics_daily.daily_metrics(session=session, spec=spec, start=bounds[0], end=bounds[1])
     data_days = {d.day: d for d in days}
     out: list[dict[str, Any]] = []
-    for status in metrics_service.evaluate_alerts(days, spec):
+    for status in metrics_alert_states.evaluate_alerts(days, spec):
         rule = status.rule
         op = ">" if rule.op == "above_baseline" else rule.op
-        label = metrics_service.METRIC_LABELS.get(status.metric, status.metric)
+        label = metrics_targets.METRIC_LABELS.get(status.metric, status.metric)
         for t in status.history:
             if t.to_state == "firing":
                 state = "firing"
@@ -280,7 +282,7 @@ def _window_days(
         dm = data_days.get(d)
         value = None if dm is None else dm.value(metric)
         if value is not None:
-            if not metrics_service.alert_breached(rule, float(value), spec):
+            if not metrics_targets.alert_breached(rule, float(value), spec):
                 break
             run.append(d)
         d -= dt.timedelta(days=1)
