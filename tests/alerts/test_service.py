@@ -57,7 +57,7 @@ class TestMetricTransitions:
         assert set(by_channel) == {keen.id}
         assert quiet.id not in by_channel
 
-    def test_matches_the_metrics_service_history(self, session, spec) -> None:  # type: ignore[no-untyped-def]
+    def test_matches_the_metrics_alert_history(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         load(session, spec, bad_accept_days(DAY1, n=4))
         result = alerts_outbox.record_transitions(session=session, spec=spec)
         history = [
