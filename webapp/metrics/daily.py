@@ -180,11 +180,9 @@ def _day_metrics(day: dt.date, r: dict[str, Any] | None, confirmed: int, spec: E
     return dm
 
 
-
 def today_in(spec: EvalSpec) -> dt.date:
     """Return today's date in the spec's time zone."""
     return utcnow().astimezone(spec.tz).date()
-
 
 
 def default_range(
@@ -198,7 +196,6 @@ def default_range(
     if end < start:
         raise MetricsError(f"end: {end} is before start {start}")
     return start, end
-
 
 
 def sent_drafts_by_day(*, session: Session, spec: EvalSpec) -> dict[dt.date, int]:

@@ -130,6 +130,7 @@ def business_day_streaks(
 def pilot_streaks(*, session: Session, spec: EvalSpec, today: dt.date | None = None) -> Streaks:
     """Return the production gate's streaks: the pilot window (up to today), all traffic."""
     pilot = spec.online_metrics.pilot
+    # through the module attribute: the one place a test (or the demo check) pins today
     end = min(pilot.end, today or daily.today_in(spec))
     if end < pilot.start:  # the pilot has not started: nothing to count yet
         empty = streaks_from_days([], spec, window="pilot")

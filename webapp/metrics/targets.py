@@ -84,7 +84,6 @@ def _compare(v: float, op: str, t: float) -> bool:
     }[op]
 
 
-
 def describe_target(metric: str, spec: EvalSpec) -> str:
     """Return a metric's daily target in its unit, e.g. '> 75.0%' or '8.0% ± 2.0 pts'."""
     rule = target_rule(metric, spec)
