@@ -85,7 +85,9 @@ def main() -> None:
     from webapp.config import Settings
     from webapp.db import make_engine
     from webapp.main import create_app
-    from webapp.metrics import ingest, service
+    from webapp.metrics import daily as metrics_daily
+    from webapp.metrics import ingest
+    from webapp.metrics import reports as metrics_reports
     from webapp.metrics.models import Event
 
     settings = Settings(database_url=url, mode="dev", secret_key="bench-secret-key-0123456789abcdef")
@@ -118,8 +120,8 @@ def main() -> None:
         with Session(engine) as s:
             user = auth_service.create_user(session=s, email="lead@example.test", password="bench-password-1", roles=["lead"])
             for k in range(0, 200, 10):
-                report = service.report_hallucination(session=s, event_id=f"g{k * 997 + 1}", note="bench", reported_by=user.id)
-                service.decide_report(session=s, report_id=report.id, decision="confirmed", decided_by=user.id)  # type: ignore[arg-type]
+                report = metrics_reports.report_hallucination(session=s, event_id=f"g{k * 997 + 1}", note="bench", reported_by=user.id)
+                metrics_reports.decide_report(session=s, report_id=report.id, decision="confirmed", decided_by=user.id)  # type: ignore[arg-type]
             s.commit()
         with engine.begin() as conn:
             conn.execute(text("ANALYZE"))
@@ -133,7 +135,7 @@ def main() -> None:
         # aggregates equal a recomputation from the raw events (two days)
         check = [START + dt.timedelta(days=3), end]
         fresh = ingest.aggregate_frame(ingest.raw_frame(s, days=check), spec, ())
-        stored = {d.day: d for d in service.daily_metrics(session=s, spec=spec, start=START, end=end) if d.day in check}
+        stored = {d.day: d for d in metrics_daily.daily_metrics(session=s, spec=spec, start=START, end=end) if d.day in check}
         for row in fresh.to_dict("records"):
             assert stored[row["day"]].events == row["n_events"]
             assert abs(stored[row["day"]].latency_p95_s - row["lat_p95_s"]) < 1e-9  # type: ignore[operator]

@@ -225,7 +225,8 @@ def main() -> None:
     from webapp.config import Settings
     from webapp.db import make_engine
     from webapp.main import create_app
-    from webapp.metrics import ingest, service
+    from webapp.metrics import daily as metrics_daily
+    from webapp.metrics import ingest
 
     start = dt.date(2026, 6, 1)
     path = Path(args.file or f"/tmp/dd_bench_events_{args.events}x{args.days}.jsonl")
@@ -256,12 +257,12 @@ def main() -> None:
     spec = settings.eval_spec
     end = start + dt.timedelta(days=args.days - 1)
     with Session(engine) as session:
-        t = _median_ms(lambda: service.daily_metrics(session=session, spec=spec, start=start, end=end))
+        t = _median_ms(lambda: metrics_daily.daily_metrics(session=session, spec=spec, start=start, end=end))
         print(f"service daily_metrics, {args.days} days: {t}")
         # aggregates equal a recomputation from raw events (sample of days, one segment too)
         df = ingest.raw_frame(session, start=start, end=start + dt.timedelta(days=4))
         fresh = ingest.aggregate_frame(df, spec, ())
-        stored = service.daily_metrics(session=session, spec=spec, start=start, end=start + dt.timedelta(days=4))
+        stored = metrics_daily.daily_metrics(session=session, spec=spec, start=start, end=start + dt.timedelta(days=4))
         for row, dm in zip(fresh.to_dict("records"), stored, strict=True):
             assert row["n_events"] == dm.events
             assert abs(row["lat_p95_s"] - dm.latency_p95_s) < 1e-12  # type: ignore[operator]

@@ -13,7 +13,7 @@ come back as duplicates). Prints events/s (events in answered batches / elapsed)
 p95 time per batch, the CPU the server processes used per batch (from /proc: a figure that does
 not depend on how busy the machine is), and afterwards counts: every event sent is stored exactly once (0 lost,
 0 duplicated), the created answers add up to the stored count, what readers see for every touched
-day (service.daily_metrics: stored aggregates, stale days computed from raw events) equals a
+day (metrics_daily.daily_metrics: stored aggregates, stale days computed from raw events) equals a
 recomputation from the raw events, and so do the stored aggregates after one rebuild pass.
 """
 
@@ -169,7 +169,8 @@ def main() -> None:
     from webapp.auth import service as auth_service
     from webapp.config import Settings
     from webapp.db import make_engine
-    from webapp.metrics import background, ingest, service, stale
+    from webapp.metrics import background, ingest, stale
+    from webapp.metrics import daily as metrics_daily
     from webapp.metrics.models import DailyAggregate, Event
 
     _fresh_database(url)
@@ -286,7 +287,7 @@ def main() -> None:
         days = sorted({r[0] for r in session.execute(select(Event.day).distinct())})
         fresh = {r["day"]: r for r in ingest.aggregate_frame(ingest.raw_frame(session, days=days), spec, ()).to_dict("records")}
         pending = len(stale.stale_days(session))
-        seen = service.daily_metrics(session=session, spec=spec, start=days[0], end=days[-1])
+        seen = metrics_daily.daily_metrics(session=session, spec=spec, start=days[0], end=days[-1])
         print(f"what readers see == recomputation from raw events: {_compare(seen, fresh)} ({len(days)} days, {pending} still stale)")
     rebuilt = background.rebuild_pass(engine=engine, spec=spec)
     with Session(engine) as session:

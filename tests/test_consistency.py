@@ -25,7 +25,7 @@ from webapp.db import make_engine
 from webapp.demo import content
 from webapp.demo.seed import demo_today
 from webapp.main import create_app
-from webapp.metrics import service as metrics_service
+from webapp.metrics import daily as metrics_daily
 from webapp.metrics import units
 from webapp.runs.service import resolve_run
 from webapp.spec import METRIC_NAMES, EvalSpec, load_spec
@@ -64,7 +64,7 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         run_id = resolve_run(session=session, ref=RUN).id
     engine.dispose()
     patch = pytest.MonkeyPatch()
-    patch.setattr(metrics_service, "today_in", lambda spec: demo_today(spec))
+    patch.setattr(metrics_daily, "today_in", lambda spec: demo_today(spec))
     app = create_app(Settings(database_url=url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
     clients: dict[str, TestClient] = {}
     for key, email, _name, roles in content.DEMO_USERS:

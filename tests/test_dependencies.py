@@ -320,10 +320,10 @@ class TestTheCheckerItself:
             ("webapp.kb.service", "webapp.checks.types"),
             ("webapp.runs.service", "webapp.grading.models"),
             ("webapp.regression.comparison", "webapp.evaluator.service"),  # chain -> side
-            ("webapp.metrics.pages", "webapp.alerts.service"),  # side -> a side it may not import
+            ("webapp.metrics.pages", "webapp.alerts.outbox"),  # side -> a side it may not import
             ("webapp.checks.service", "webapp.flows"),  # a service calling the flows
             ("webapp.flows", "webapp.checks.routes"),
-            ("webapp.templating", "webapp.metrics.service"),  # infrastructure -> a domain
+            ("webapp.templating", "webapp.metrics.daily"),  # infrastructure -> a domain
             ("webapp.regression.service", "webapp.checks.routes"),  # a service -> an entry point
             ("webapp.runs.service", "webapp.home.pages"),
         ],
@@ -336,10 +336,10 @@ class TestTheCheckerItself:
         ("source", "target"),
         [
             ("webapp.regression.service", "webapp.checks.service"),
-            ("webapp.gates.facts", "webapp.metrics.service"),
-            ("webapp.alerts.service", "webapp.regression.models"),
+            ("webapp.gates.facts", "webapp.metrics.daily"),
+            ("webapp.alerts.transitions", "webapp.regression.models"),
             ("webapp.checks.routes", "webapp.flows"),
-            ("webapp.flows", "webapp.alerts.service"),
+            ("webapp.flows", "webapp.alerts.outbox"),
             ("webapp.grading.home", "webapp.home.cards"),
             ("webapp.checks.service", "webapp.metrics.units"),
             ("webapp.main", "webapp.gates.routes"),

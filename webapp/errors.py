@@ -21,7 +21,7 @@ from webapp.evaluator import service as evaluator_service
 from webapp.gates import service as gates_service
 from webapp.grading import errors as grading_errors
 from webapp.kb import service as kb_service
-from webapp.metrics import service as metrics_service
+from webapp.metrics import daily as metrics_daily
 from webapp.regression import service as regression_service
 from webapp.reviews import service as reviews_service
 from webapp.runs import service as runs_service
@@ -36,7 +36,7 @@ SERVICE_ERRORS: tuple[tuple[type[Exception], int | None], ...] = (
     (kb_service.KbNotFound, 404),
     (runs_service.RunNotFound, 404),
     (runs_service.DraftNotFound, 404),
-    (metrics_service.MetricsError, 422),
+    (metrics_daily.MetricsError, 422),
     (regression_service.RegressionError, 422),
     (regression_service.NotComparable, 422),
     (reviews_service.ReviewError, 422),

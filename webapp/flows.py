@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, func
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
-from webapp.alerts import service as alerts_service
+from webapp.alerts import outbox as alerts_outbox
 from webapp.checks import service as checks_service
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
@@ -88,7 +88,7 @@ def raise_regression_alerts(*, session: Session, spec: EvalSpec, run_id: int) ->
     """
     new = regression_service.raise_alerts_for_run(session=session, spec=spec, run_id=run_id)
     if new:
-        alerts_service.notify_changes(session=session, spec=spec)  # new regression alerts -> outbox
+        alerts_outbox.notify_changes(session=session, spec=spec)  # new regression alerts -> outbox
     return new
 
 
@@ -132,7 +132,7 @@ def judge_scores(*, session: Session, principal: Any | None) -> JudgeLookup:
 
 def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
     """Queue the notifications of alert transitions (new events, a confirmed or undone hallucination report)."""
-    alerts_service.notify_changes(session=session, spec=spec)
+    alerts_outbox.notify_changes(session=session, spec=spec)
 
 
 # ======== metrics → aggregates and alerts after a batch ========

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
 from tests.conftest import TEST_SECRET
 from tests.metrics.conftest import load
-from webapp.alerts import service
+from webapp.alerts import channels as alerts_channels
 from webapp.alerts.models import AlertChannel, AlertOutbox
 
 
@@ -34,12 +34,12 @@ def test_add_list_test_remove(monkeypatch, db_url, session, receiver) -> None:  
     session.expire_all()
     ch = session.execute(select(AlertChannel)).scalars().one()
     assert (ch.kind, ch.topics, ch.send_resolved) == ("webhook", ["accept_rate", "regression"], False)
-    assert f"signing secret: {service.signing_secret(ch, TEST_SECRET)}" in r.output
+    assert f"signing secret: {alerts_channels.signing_secret(ch, TEST_SECRET)}" in r.output
 
     r = _invoke(monkeypatch, db_url, "channels", "list", "--show-secrets")
     assert r.exit_code == 0
     assert "ops\twebhook" in r.output and "topics=accept_rate,regression" in r.output and "resolved=no" in r.output
-    assert service.signing_secret(ch, TEST_SECRET) in r.output
+    assert alerts_channels.signing_secret(ch, TEST_SECRET) in r.output
 
     r = _invoke(monkeypatch, db_url, "channels", "test", "ops")
     assert r.exit_code == 0 and "test message delivered to ops (HTTP 200)" in r.output
@@ -53,7 +53,7 @@ def test_add_list_test_remove(monkeypatch, db_url, session, receiver) -> None:  
 
 
 def test_test_of_a_channel_that_is_down_exits_1(monkeypatch, db_url, session) -> None:  # type: ignore[no-untyped-def]
-    service.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
+    alerts_channels.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
     session.commit()
     r = _invoke(monkeypatch, db_url, "channels", "test", "down")
     assert r.exit_code == 1 and "failed: ConnectError" in r.output

@@ -14,7 +14,9 @@ from sqlmodel import Session
 
 from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
 from tests.conftest import TEST_SECRET
-from webapp.alerts import delivery, service
+from webapp.alerts import channels as alerts_channels
+from webapp.alerts import delivery
+from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts.models import AlertNotice, AlertOutbox
 from webapp.metrics.models import Event
 from webapp.timeutil import as_utc, utcnow
@@ -45,8 +47,8 @@ def _hmac_sha256(key: bytes, msg: bytes) -> str:
 
 class TestAcceptRateFires:
     def test_one_webhook_and_one_email_with_numbers_and_link(self, api_as, session, engine, receiver, smtp_server) -> None:  # type: ignore[no-untyped-def]
-        hook = service.add_channel(session=session, name="ops-hook", kind="webhook", target=receiver.url)
-        service.add_channel(
+        hook = alerts_channels.add_channel(session=session, name="ops-hook", kind="webhook", target=receiver.url)
+        alerts_channels.add_channel(
             session=session, name="lead-mail", kind="email",
             email={"host": smtp_server.host, "port": smtp_server.port, "security": "none",
                    "from_addr": "alerts@draftdesk.test", "to": "lead@example.test"},
@@ -84,13 +86,13 @@ class TestAcceptRateFires:
 
         # a retried batch (all duplicates) and another pass queue nothing new
         agent.post("/api/v1/events", json=[])
-        service.record_transitions(session=session, spec=agent.app.state.spec)
+        alerts_outbox.record_transitions(session=session, spec=agent.app.state.spec)
         session.commit()
         assert len(_outbox(session)) == 2
 
     def test_transitions_of_one_batch_are_grouped_per_channel(self, api_as, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
-        service.add_channel(session=session, name="all", kind="slack", target=receiver.url)
-        service.add_channel(session=session, name="regressions-only", kind="webhook", target=receiver.url, topics=["regression"])
+        alerts_channels.add_channel(session=session, name="all", kind="slack", target=receiver.url)
+        alerts_channels.add_channel(session=session, name="regressions-only", kind="webhook", target=receiver.url, topics=["regression"])
         session.commit()
         events = bad_accept_days(DAY1)
         # and 2 rejects in 4 shown drafts on the last two days: reject rate 0.5 > 0.10 on 2 consecutive days
@@ -115,9 +117,9 @@ class TestRetries:
     def _queue(self, session, spec, target: str) -> AlertOutbox:  # type: ignore[no-untyped-def]
         from tests.metrics.conftest import load
 
-        service.add_channel(session=session, name="hook", kind="webhook", target=target)
+        alerts_channels.add_channel(session=session, name="hook", kind="webhook", target=target)
         load(session, spec, bad_accept_days(DAY1))
-        service.record_transitions(session=session, spec=spec)
+        alerts_outbox.record_transitions(session=session, spec=spec)
         session.commit()
         [msg] = _outbox(session)
         return msg
@@ -153,8 +155,8 @@ class TestRetries:
         assert as_utc(msg.next_attempt_at) - now == dt.timedelta(seconds=120)
 
     def test_receiver_down_keeps_retrying_then_gives_up_after_24h(self, api_as, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
-        service.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/hook")
-        service.add_channel(session=session, name="up", kind="slack", target=receiver.url)
+        alerts_channels.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/hook")
+        alerts_channels.add_channel(session=session, name="up", kind="slack", target=receiver.url)
         session.commit()
         r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days(DAY1))
         assert r.status_code == 200 and r.json()["created"] == 12  # ingestion does not wait for any receiver
@@ -197,10 +199,10 @@ class TestSignature:
     def test_hmac_over_timestamp_and_body_verifies_independently(self, session, engine, spec, receiver) -> None:  # type: ignore[no-untyped-def]
         from tests.metrics.conftest import load
 
-        ch = service.add_channel(session=session, name="signed", kind="webhook", target=receiver.url)
-        secret = service.signing_secret(ch, TEST_SECRET)  # what `channels add` prints for the receiver
+        ch = alerts_channels.add_channel(session=session, name="signed", kind="webhook", target=receiver.url)
+        secret = alerts_channels.signing_secret(ch, TEST_SECRET)  # what `channels add` prints for the receiver
         load(session, spec, bad_accept_days(DAY1))
-        service.record_transitions(session=session, spec=spec)
+        alerts_outbox.record_transitions(session=session, spec=spec)
         session.commit()
         _deliver(engine)
         [req] = receiver.requests
@@ -213,40 +215,40 @@ class TestSignature:
         assert json.loads(req.body)["idempotency_key"] == req.headers["idempotency-key"]
 
     def test_secret_depends_on_app_key_and_channel(self, session) -> None:  # type: ignore[no-untyped-def]
-        a = service.add_channel(session=session, name="a", kind="webhook", target="https://x.test/a")
-        b = service.add_channel(session=session, name="b", kind="webhook", target="https://x.test/b")
-        assert service.signing_secret(a, "k1") == service.signing_secret(a, "k1")
-        assert service.signing_secret(a, "k1") != service.signing_secret(b, "k1")
-        assert service.signing_secret(a, "k1") != service.signing_secret(a, "k2")
-        assert a.secret_nonce not in service.signing_secret(a, "k1")
+        a = alerts_channels.add_channel(session=session, name="a", kind="webhook", target="https://x.test/a")
+        b = alerts_channels.add_channel(session=session, name="b", kind="webhook", target="https://x.test/b")
+        assert alerts_channels.signing_secret(a, "k1") == alerts_channels.signing_secret(a, "k1")
+        assert alerts_channels.signing_secret(a, "k1") != alerts_channels.signing_secret(b, "k1")
+        assert alerts_channels.signing_secret(a, "k1") != alerts_channels.signing_secret(a, "k2")
+        assert a.secret_nonce not in alerts_channels.signing_secret(a, "k1")
 
 
 class TestIngestionIsolation:
     def test_a_failing_hook_rolls_back_to_its_savepoint_and_ingestion_succeeds(self, api_as, session, spec, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-        service.add_channel(session=session, name="hook", kind="slack", target="https://x.test/")
+        alerts_channels.add_channel(session=session, name="hook", kind="slack", target="https://x.test/")
         session.commit()
-        real = service.enqueue
+        real = alerts_outbox.enqueue
 
         def broken_enqueue(**kwargs):  # type: ignore[no-untyped-def]
             real(**kwargs)  # writes its rows, then fails: they must be rolled back, the events kept
             raise RuntimeError("boom")
 
-        monkeypatch.setattr(service, "enqueue", broken_enqueue)
+        monkeypatch.setattr(alerts_outbox, "enqueue", broken_enqueue)
         r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days(DAY1))
         assert r.status_code == 200 and r.json()["created"] == 12
         session.expire_all()
         assert len(session.execute(select(Event)).scalars().all()) == 12
         assert _outbox(session) == []
         assert session.execute(select(AlertNotice)).scalars().all() == []  # not recorded: the periodic pass will
-        monkeypatch.setattr(service, "enqueue", real)
-        result = service.record_transitions(session=session, spec=spec)
+        monkeypatch.setattr(alerts_outbox, "enqueue", real)
+        result = alerts_outbox.record_transitions(session=session, spec=spec)
         assert len(result.messages) == 1
 
 
 class TestEmailSecurity:
     def test_starttls_or_tls_with_password_from_the_environment(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         security, box = secure_smtp_server
-        ch = service.add_channel(
+        ch = alerts_channels.add_channel(
             session=session, name="mail", kind="email",
             email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
                    "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "alerts@draftdesk.test",
@@ -267,7 +269,7 @@ class TestEmailSecurity:
     def test_an_untrusted_certificate_is_refused(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         security, box = secure_smtp_server
         monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
-        ch = service.add_channel(
+        ch = alerts_channels.add_channel(
             session=session, name="mail", kind="email",
             email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
                    "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "a@draftdesk.test", "to": "lead@example.test"},
@@ -284,9 +286,9 @@ class TestChannelsApart:
 
     def test_slow_receivers_are_served_side_by_side(self, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
         for name in ("a", "b"):
-            service.add_channel(session=session, name=name, kind="slack", target=f"{receiver.url}/{name}")
+            alerts_channels.add_channel(session=session, name=name, kind="slack", target=f"{receiver.url}/{name}")
             receiver.delay_s[f"/hook/{name}"] = 2.0
-        service.enqueue(session=session, items=[self._item(1)])
+        alerts_outbox.enqueue(session=session, items=[self._item(1)])
         session.commit()
         started = time.monotonic()
         report = _deliver(engine)
@@ -295,9 +297,9 @@ class TestChannelsApart:
         assert took < 3.9  # one after the other would take at least 4 s
 
     def test_a_failing_receiver_keeps_its_other_messages_for_the_next_pass(self, session, engine) -> None:  # type: ignore[no-untyped-def]
-        service.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
-        service.enqueue(session=session, items=[self._item(1)])
-        service.enqueue(session=session, items=[self._item(2)])
+        alerts_channels.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
+        alerts_outbox.enqueue(session=session, items=[self._item(1)])
+        alerts_outbox.enqueue(session=session, items=[self._item(2)])
         session.commit()
         report = _deliver(engine)
         assert len(report.retrying) == 1

@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from tests.datasets.helpers import invoke
 from webapp.alerts import demo as alerts_demo
-from webapp.metrics import service as metrics_service
+from webapp.metrics import alert_states as metrics_alert_states
 from webapp.spec import EvalSpec
 
 
@@ -28,7 +28,7 @@ def test_demo_prints_where_notifications_go_and_writes_them(
     # the same transitions the metrics service shows, plus the confirmed hallucination report
     expected = [
         (a.metric, "firing" if t.to_state == "firing" else "resolved")
-        for a in metrics_service.alerts(session=session, spec=spec)
+        for a in metrics_alert_states.alerts(session=session, spec=spec)
         for t in a.history
         if t.to_state == "firing" or (t.from_state, t.to_state) == ("firing", "resolved")
     ]

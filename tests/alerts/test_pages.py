@@ -12,7 +12,8 @@ from sqlalchemy import select
 from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
 from tests.conftest import TEST_SECRET
 from tests.metrics.conftest import load
-from webapp.alerts import delivery, service
+from webapp.alerts import channels as alerts_channels
+from webapp.alerts import delivery, outbox
 from webapp.alerts.models import AlertChannel
 from webapp.config import Settings
 from webapp.main import create_app
@@ -22,11 +23,11 @@ DAY1 = dt.date(2026, 11, 3)
 
 def _deliveries_in_three_states(session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
     """Queue one message on each of three channels: one is delivered, one retries, one is refused for good."""
-    service.add_channel(session=session, name="works", kind="slack", target=receiver.url)
-    service.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/x")
-    service.add_channel(session=session, name="refuses", kind="slack", target=receiver.url + "/refuses")
+    alerts_channels.add_channel(session=session, name="works", kind="slack", target=receiver.url)
+    alerts_channels.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/x")
+    alerts_channels.add_channel(session=session, name="refuses", kind="slack", target=receiver.url + "/refuses")
     load(session, spec, bad_accept_days(DAY1))
-    service.record_transitions(session=session, spec=spec)
+    outbox.record_transitions(session=session, spec=spec)
     session.commit()
     receiver.by_path["/hook/refuses"] = 404
 
@@ -67,7 +68,7 @@ class TestChannelsPage:
         session.expire_all()
         ch = session.execute(select(AlertChannel)).scalars().one()
         assert ch.topics == ["accept_rate", "no_data"] and ch.send_resolved
-        assert service.signing_secret(ch, TEST_SECRET) in r.text
+        assert alerts_channels.signing_secret(ch, TEST_SECRET) in r.text
 
     def test_bad_form_names_the_field_and_creates_nothing(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
         admin = client_as("admin")
@@ -80,8 +81,8 @@ class TestChannelsPage:
         assert session.execute(select(AlertChannel)).scalars().all() == []
 
     def test_send_test_reports_the_answer(self, client_as, session, receiver) -> None:  # type: ignore[no-untyped-def]
-        ok = service.add_channel(session=session, name="hook", kind="webhook", target=receiver.url)
-        bad = service.add_channel(session=session, name="gone", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
+        ok = alerts_channels.add_channel(session=session, name="hook", kind="webhook", target=receiver.url)
+        bad = alerts_channels.add_channel(session=session, name="gone", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
         session.commit()
         admin = client_as("admin")
         r = admin.post(f"/admin/alerts/channels/{ok.id}/test")
@@ -91,7 +92,7 @@ class TestChannelsPage:
         assert "Test message to gone failed: ConnectError" in r.text
 
     def test_remove(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
-        ch = service.add_channel(session=session, name="old", kind="slack", target="https://x.test/")
+        ch = alerts_channels.add_channel(session=session, name="old", kind="slack", target="https://x.test/")
         session.commit()
         r = client_as("admin").post(f"/admin/alerts/channels/{ch.id}/delete", follow_redirects=False)
         assert r.status_code == 303
@@ -101,7 +102,7 @@ class TestChannelsPage:
 
 class TestBackgroundWorker:
     def test_serve_lifespan_evaluates_and_delivers(self, db_url, session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
-        service.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
+        alerts_channels.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
         load(session, spec, bad_accept_days(DAY1))  # stored by a bulk import: no request hook ran
         session.commit()
         settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, base_url=BASE_URL,
@@ -118,7 +119,7 @@ class TestBackgroundWorker:
         assert "Accept rate" in receiver.requests[0].json()["text"]
 
     def test_without_background_jobs_nothing_is_sent(self, app, session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
-        service.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
+        alerts_channels.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
         load(session, spec, bad_accept_days(DAY1))
         session.commit()
         with TestClient(app):

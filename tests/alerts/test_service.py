@@ -17,9 +17,11 @@ from sqlmodel import Session
 from tests.alerts.conftest import bad_accept_days
 from tests.factories import make_dataset, make_run, make_user
 from tests.metrics.conftest import ev, load
-from webapp.alerts import service
+from webapp.alerts import channels, transitions
+from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts.models import AlertNotice, AlertOutbox
-from webapp.metrics import service as metrics_service
+from webapp.metrics import alert_states as metrics_alert_states
+from webapp.metrics import reports as metrics_reports
 from webapp.metrics.models import Event
 from webapp.regression.models import RegressionAlert
 from webapp.spec import EvalSpec
@@ -41,13 +43,13 @@ def _spec_with_pilot(spec: EvalSpec, start: dt.date) -> EvalSpec:
 
 class TestMetricTransitions:
     def test_resolved_is_sent_only_to_channels_that_want_it(self, session, spec) -> None:  # type: ignore[no-untyped-def]
-        keen = service.add_channel(session=session, name="keen", kind="file", target="/tmp/unused.jsonl")
-        quiet = service.add_channel(session=session, name="quiet", kind="file", target="/tmp/unused2.jsonl", send_resolved=False)
+        keen = channels.add_channel(session=session, name="keen", kind="file", target="/tmp/unused.jsonl")
+        quiet = channels.add_channel(session=session, name="quiet", kind="file", target="/tmp/unused2.jsonl", send_resolved=False)
         load(session, spec, bad_accept_days(DAY1))
-        service.record_transitions(session=session, spec=spec)
+        alerts_outbox.record_transitions(session=session, spec=spec)
         # a good day (4 of 4 accepted): the accept rate is back above 0.65, the alert resolves
         load(session, spec, [ev(DAY1 + dt.timedelta(days=3), h) for h in range(9, 13)])
-        result = service.record_transitions(session=session, spec=spec)
+        result = alerts_outbox.record_transitions(session=session, spec=spec)
         session.commit()
         assert [(t["topic"], t["state"], t["days"]) for t in result.transitions] == [("accept_rate", "resolved", ["2026-11-06"])]
         assert result.transitions[0]["value"] == 1.0
@@ -55,59 +57,59 @@ class TestMetricTransitions:
         assert set(by_channel) == {keen.id}
         assert quiet.id not in by_channel
 
-    def test_matches_the_metrics_service_history(self, session, spec) -> None:  # type: ignore[no-untyped-def]
+    def test_matches_the_metrics_alert_history(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         load(session, spec, bad_accept_days(DAY1, n=4))
-        result = service.record_transitions(session=session, spec=spec)
+        result = alerts_outbox.record_transitions(session=session, spec=spec)
         history = [
-            (a.metric, t.day.isoformat()) for a in metrics_service.alerts(session=session, spec=spec) for t in a.history if t.to_state == "firing"
+            (a.metric, t.day.isoformat()) for a in metrics_alert_states.alerts(session=session, spec=spec) for t in a.history if t.to_state == "firing"
         ]
         assert [(t["topic"], t["days"][-1]) for t in result.transitions] == history == [("accept_rate", "2026-11-05")]
 
     def test_history_before_any_channel_is_recorded_not_sent(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         load(session, spec, bad_accept_days(DAY1))
-        first = service.record_transitions(session=session, spec=spec)
+        first = alerts_outbox.record_transitions(session=session, spec=spec)
         assert len(first.transitions) == 1 and first.messages == []
         session.commit()
-        service.add_channel(session=session, name="late", kind="file", target="/tmp/unused.jsonl")
-        assert service.record_transitions(session=session, spec=spec).messages == []
+        channels.add_channel(session=session, name="late", kind="file", target="/tmp/unused.jsonl")
+        assert alerts_outbox.record_transitions(session=session, spec=spec).messages == []
         # the alert it never heard of resolves: not sent to it either
         load(session, spec, [ev(DAY1 + dt.timedelta(days=3), h) for h in range(9, 13)])
-        resolved = service.record_transitions(session=session, spec=spec)
+        resolved = alerts_outbox.record_transitions(session=session, spec=spec)
         assert [t["state"] for t in resolved.transitions] == ["resolved"] and resolved.messages == []
 
     def test_topic_filters(self, session) -> None:  # type: ignore[no-untyped-def]
         metric = {"kind": "metric", "topic": "accept_rate", "state": "firing"}
         silence = {"kind": "no_data", "topic": "no_data", "state": "firing"}
         regression = {"kind": "regression", "topic": "regression", "state": "raised"}
-        by_metric = service.add_channel(session=session, name="m", kind="file", target="x", topics=["reject_rate"])
-        metrics = service.add_channel(session=session, name="ms", kind="file", target="y", topics=["metrics"])
-        regr = service.add_channel(session=session, name="r", kind="file", target="z", topics=["regression", "hallucination"])
-        assert [service.matches(by_metric, i) for i in (metric, silence, regression)] == [False, False, False]
-        assert [service.matches(metrics, i) for i in (metric, silence, regression)] == [True, True, False]
-        assert [service.matches(regr, i) for i in (metric, silence, regression)] == [False, False, True]
+        by_metric = channels.add_channel(session=session, name="m", kind="file", target="x", topics=["reject_rate"])
+        metrics = channels.add_channel(session=session, name="ms", kind="file", target="y", topics=["metrics"])
+        regr = channels.add_channel(session=session, name="r", kind="file", target="z", topics=["regression", "hallucination"])
+        assert [channels.matches(by_metric, i) for i in (metric, silence, regression)] == [False, False, False]
+        assert [channels.matches(metrics, i) for i in (metric, silence, regression)] == [True, True, False]
+        assert [channels.matches(regr, i) for i in (metric, silence, regression)] == [False, False, True]
 
 
 class TestNoData:
     def test_fires_after_the_gap_and_resolves_when_events_arrive(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         t0 = (utcnow() - dt.timedelta(days=2)).replace(microsecond=0)
         spec = _spec_with_pilot(spec, (t0 - dt.timedelta(days=1)).date())
-        service.add_channel(session=session, name="ops", kind="file", target="/tmp/unused.jsonl")
+        channels.add_channel(session=session, name="ops", kind="file", target="/tmp/unused.jsonl")
         load(session, spec, [ev(t0.date(), 12)])
         session.execute(update(Event).values(received_at=t0))  # the last event arrived at t0
         session.commit()
         hours = spec.alerts.no_data_hours
         assert hours == 6
-        quiet = service.record_transitions(session=session, spec=spec, now=t0 + dt.timedelta(hours=5, minutes=59))
+        quiet = alerts_outbox.record_transitions(session=session, spec=spec, now=t0 + dt.timedelta(hours=5, minutes=59))
         assert [t for t in quiet.transitions if t["kind"] == "no_data"] == []
-        fired = service.record_transitions(session=session, spec=spec, now=t0 + dt.timedelta(hours=7))
+        fired = alerts_outbox.record_transitions(session=session, spec=spec, now=t0 + dt.timedelta(hours=7))
         [item] = [t for t in fired.transitions if t["kind"] == "no_data"]
         assert item["state"] == "firing" and item["value"] == pytest.approx(7.0) and item["threshold"] == 6
         assert len(fired.messages) == 1
         # still silent: nothing new
-        assert service.record_transitions(session=session, spec=spec, now=t0 + dt.timedelta(hours=9)).transitions == []
+        assert alerts_outbox.record_transitions(session=session, spec=spec, now=t0 + dt.timedelta(hours=9)).transitions == []
         # events arrive (ingested now, two days after t0): resolved
         load(session, spec, [ev(utcnow().date(), 1)])
-        resolved = service.record_transitions(session=session, spec=spec)
+        resolved = alerts_outbox.record_transitions(session=session, spec=spec)
         [item] = [t for t in resolved.transitions if t["kind"] == "no_data"]
         assert item["state"] == "resolved"
         assert item["value"] == pytest.approx((utcnow() - t0).total_seconds() / 3600, abs=0.05)
@@ -117,10 +119,10 @@ class TestNoData:
 
     def test_quiet_before_the_pilot(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         spec = _spec_with_pilot(spec, utcnow().date() + dt.timedelta(days=3))
-        assert service.no_data_items(session=session, spec=spec, now=utcnow()) == []
+        assert transitions.no_data_items(session=session, spec=spec, now=utcnow()) == []
         midnight = dt.datetime.combine(spec.online_metrics.pilot.start, dt.time(), tzinfo=spec.tz)
-        assert service.no_data_items(session=session, spec=spec, now=midnight + dt.timedelta(hours=5)) == []
-        [item] = service.no_data_items(session=session, spec=spec, now=midnight + dt.timedelta(hours=7))
+        assert transitions.no_data_items(session=session, spec=spec, now=midnight + dt.timedelta(hours=5)) == []
+        [item] = transitions.no_data_items(session=session, spec=spec, now=midnight + dt.timedelta(hours=7))
         assert item["state"] == "firing" and item["value"] == pytest.approx(7.0)
 
 
@@ -135,9 +137,9 @@ class TestRegressionAndHallucination:
                 evidence={"pass_rate": 0.8, "baseline_pass_rate": 0.9, "drop": 0.1, "threshold": 0.05},
             )
         )
-        service.add_channel(session=session, name="lead", kind="file", target="/tmp/unused.jsonl", topics=["regression", "hallucination"])
+        channels.add_channel(session=session, name="lead", kind="file", target="/tmp/unused.jsonl", topics=["regression", "hallucination"])
         load(session, spec, [ev(DAY1, 9, event_id="bad-1", intent="billing_charge", plan="pro")])
-        report = metrics_service.report_hallucination(session=session, event_id="bad-1", note="wrong refund window", reported_by=user.id)
+        report = metrics_reports.report_hallucination(session=session, event_id="bad-1", note="wrong refund window", reported_by=user.id)
         session.commit()
         lead = client_as("lead")
         r = lead.post(f"/metrics/hallucinations/{report.id}/decide", data={"decision": "confirmed", "note": "KB says otherwise"}, follow_redirects=False)
@@ -148,7 +150,7 @@ class TestRegressionAndHallucination:
         assert reg["value"] == pytest.approx(0.1) and reg["threshold"] == 0.05 and reg["segment"] == "run nightly"
         assert hal["days"] == ["2026-11-03"] and hal["segment"] == "intent=billing_charge, plan=pro"
         assert "wrong refund window" in hal["rule"]
-        assert service.record_transitions(session=session, spec=spec).transitions == []
+        assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
 
 
 class TestChannels:
@@ -165,15 +167,15 @@ class TestChannels:
         ],
     )
     def test_bad_settings_name_the_field(self, session, kwargs, field) -> None:  # type: ignore[no-untyped-def]
-        with pytest.raises(service.AlertsError, match=f"^{field}:"):
-            service.add_channel(session=session, name="c", **kwargs)
-        assert service.list_channels(session=session) == []
+        with pytest.raises(channels.AlertsError, match=f"^{field}:"):
+            channels.add_channel(session=session, name="c", **kwargs)
+        assert channels.list_channels(session=session) == []
 
     def test_remove_drops_queued_messages(self, session, spec) -> None:  # type: ignore[no-untyped-def]
-        service.add_channel(session=session, name="gone", kind="file", target="/tmp/unused.jsonl")
+        channels.add_channel(session=session, name="gone", kind="file", target="/tmp/unused.jsonl")
         load(session, spec, bad_accept_days(DAY1))
-        service.record_transitions(session=session, spec=spec)
-        service.remove_channel(session=session, ref="gone")
+        alerts_outbox.record_transitions(session=session, spec=spec)
+        channels.remove_channel(session=session, ref="gone")
         session.commit()
         assert _items(session) == []
 
@@ -181,12 +183,14 @@ class TestChannels:
 _LEASE_SCRIPT = """
 import sys, time, json
 from webapp.db import make_engine
-from webapp.alerts import service
+from webapp.alerts import channels
+from webapp.alerts import outbox as alerts_outbox
+from webapp.alerts import transitions
 url, holder, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
 engine = make_engine(url)
 engine.connect().close()
 time.sleep(max(0.0, start - time.time()))
-got = service.acquire_lease(engine=engine, holder=holder, ttl_s=30)
+got = alerts_outbox.acquire_lease(engine=engine, holder=holder, ttl_s=30)
 print(json.dumps({"holder": holder, "got": got}))
 """
 
@@ -203,16 +207,16 @@ class TestEvaluatorLease:
         winners = [o["holder"] for o in outs if o["got"]]
         assert len(winners) == 1
         loser = "proc-b" if winners == ["proc-a"] else "proc-a"
-        assert service.acquire_lease(engine=engine, holder=winners[0], ttl_s=30)  # the holder renews
-        assert not service.acquire_lease(engine=engine, holder=loser, ttl_s=30)
+        assert alerts_outbox.acquire_lease(engine=engine, holder=winners[0], ttl_s=30)  # the holder renews
+        assert not alerts_outbox.acquire_lease(engine=engine, holder=loser, ttl_s=30)
         later = utcnow() + dt.timedelta(seconds=31)
-        assert service.acquire_lease(engine=engine, holder=loser, ttl_s=30, now=later)  # the holder died: taken over
-        service.release_lease(engine=engine, holder=loser)
-        assert service.acquire_lease(engine=engine, holder=winners[0], ttl_s=30)
+        assert alerts_outbox.acquire_lease(engine=engine, holder=loser, ttl_s=30, now=later)  # the holder died: taken over
+        alerts_outbox.release_lease(engine=engine, holder=loser)
+        assert alerts_outbox.acquire_lease(engine=engine, holder=winners[0], ttl_s=30)
 
     def test_two_processes_run_once_queue_one_message(self, db_url, session, spec, tmp_path) -> None:  # type: ignore[no-untyped-def]
         log = tmp_path / "notifications.jsonl"
-        service.add_channel(session=session, name="log", kind="file", target=str(log))
+        channels.add_channel(session=session, name="log", kind="file", target=str(log))
         load(session, spec, bad_accept_days(DAY1))
         session.commit()
         script = (

@@ -101,7 +101,7 @@ _LAYOUT = """() => Array.from(document.querySelectorAll('.metrics-chart')).map(e
 
 
 def _assert_charts_match_api(page, base: str, query: str) -> None:  # type: ignore[no-untyped-def]
-    from webapp.metrics.service import METRIC_LABELS
+    from webapp.metrics.targets import METRIC_LABELS
 
     charts = page.evaluate(_LAYOUT)
     assert len(charts) == 9

@@ -12,7 +12,7 @@ from sqlmodel import Session
 from typer.testing import CliRunner
 
 from tests.metrics.conftest import ev
-from webapp.metrics import service
+from webapp.metrics import daily
 from webapp.metrics.models import Event
 from webapp.spec import EvalSpec
 
@@ -38,7 +38,7 @@ def test_jsonl_import_then_rerun_skips_duplicates(tmp_path: Path, db_url: str, s
     assert r.exit_code == 0, r.output
     assert "3 events imported" in r.output
     assert _count(session) == 3
-    d2 = service.daily_metrics(session=session, spec=spec, start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 2))[0]
+    d2 = daily.daily_metrics(session=session, spec=spec, start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 2))[0]
     assert (d2.events, d2.reject_rate, d2.latency_p95_s) == (2, 0.5, pytest.approx(1 + 0.95 * 2))
     stored = session.execute(select(Event).where(Event.event_id == events[0]["event_id"])).scalars().one()
     assert stored.occurred_at.replace(tzinfo=None) == dt.datetime(2026, 11, 2, 12)  # read back through the ORM
@@ -69,7 +69,7 @@ def test_csv_with_empty_cells_as_null(tmp_path: Path, db_url: str, session: Sess
     )
     r = _invoke(monkeypatch, db_url, "import", "events", str(f), "--quiet")
     assert r.exit_code == 0, r.output
-    d = service.daily_metrics(session=session, spec=spec, start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 2))[0]
+    d = daily.daily_metrics(session=session, spec=spec, start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 2))[0]
     assert d.events == 2 and d.drafts_shown == 1
     assert d.edit_distance == pytest.approx(3 / 7) and d.accept_rate == 0.0  # 0.43 is beyond the minor-edit limit
     assert d.escalation_rate == 0.5 and d.cost_per_draft == pytest.approx(0.02)

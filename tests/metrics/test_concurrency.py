@@ -21,7 +21,7 @@ from tests.factories import make_user
 from tests.metrics.conftest import ev, load
 from webapp.auth import service as auth_service
 from webapp.metrics import background as background_job
-from webapp.metrics import ingest, service, stale
+from webapp.metrics import daily, ingest, stale
 from webapp.metrics.models import DailyAggregate, Event
 from webapp.spec import EvalSpec
 
@@ -108,7 +108,7 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
     # what readers see, stale days or not, equals the recomputation (all traffic and one rollup)
     for seg in ({"intent": None}, {"intent": "plan_change"}):
         want = fresh[(fresh["intent"] == (seg["intent"] or "*")) & (fresh["plan"] == "*") & (fresh["agent_id"] == "*")]
-        got = service.daily_metrics(session=session, spec=spec, start=D(DAYS[0]), end=D(DAYS[-1]), **seg)
+        got = daily.daily_metrics(session=session, spec=spec, start=D(DAYS[0]), end=D(DAYS[-1]), **seg)
         assert [d.events for d in got] == want["n_events"].tolist()
         assert [d.latency_p95_s for d in got] == pytest.approx(want["lat_p95_s"].astype(float).tolist(), rel=1e-12)
         assert [d.accept_rate for d in got] == pytest.approx((want["n_accept"] / want["n_shown"]).tolist(), rel=1e-12)

@@ -9,8 +9,9 @@ from sqlmodel import Session
 
 from tests.factories import make_user
 from webapp.demo.context import DemoContext
+from webapp.metrics import alert_states, reports, versions
 from webapp.metrics import demo as metrics_demo
-from webapp.metrics import service
+from webapp.metrics import streaks as metrics_streaks
 from webapp.reviews import demo as reviews_demo
 from webapp.reviews import service as reviews
 from webapp.spec import EvalSpec
@@ -25,15 +26,15 @@ def test_demo_hooks(session: Session, spec: EvalSpec) -> None:
     session.commit()
     start, end = ctx.extra["metrics_range"]  # type: ignore[misc]
     assert start <= spec.online_metrics.pilot.start and end >= spec.online_metrics.pilot.end
-    alerts = {a.metric: a for a in service.alerts(session=session, spec=spec)}
+    alerts = {a.metric: a for a in alert_states.alerts(session=session, spec=spec)}
     reject = [t.to_state for t in alerts["reject_rate"].history]
     assert "firing" in reject and reject[-1] == "resolved"
-    changes = service.versions_for(session=session, spec=spec, start=start, end=end)
+    changes = versions.versions_for(session=session, spec=spec, start=start, end=end)
     assert any(c.kind == "model_version" for c in changes)
-    confirmed = service.confirmed_hallucination_reports(session=session, start=spec.online_metrics.pilot.start, end=spec.online_metrics.pilot.end)
+    confirmed = reports.confirmed_hallucination_reports(session=session, start=spec.online_metrics.pilot.start, end=spec.online_metrics.pilot.end)
     assert len(confirmed) == 1
-    assert service.pending_report_count(session=session) == 1
-    streaks = service.business_day_streaks(session=session, spec=spec, start=start, end=end)
+    assert reports.pending_report_count(session=session) == 1
+    streaks = metrics_streaks.business_day_streaks(session=session, spec=spec, start=start, end=end)
     assert streaks.longest >= spec.gates.production.consecutive_business_days
     periods = reviews.list_periods(session=session, spec=spec, today=today)
     drawn = [p for p in periods if p.sample is not None]

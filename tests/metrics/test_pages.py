@@ -96,10 +96,10 @@ class TestMetricsPage:
 
 class TestHallucinationQueue:
     def test_support_lead_sees_but_cannot_decide(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
-        from webapp.metrics import service
+        from webapp.metrics import reports as metrics_reports
 
         load(session, spec, [ev("2026-11-02", event_id="x")])
-        report = service.report_hallucination(session=session, event_id="x", note="<script>alert(1)</script>", reported_by=None)
+        report = metrics_reports.report_hallucination(session=session, event_id="x", note="<script>alert(1)</script>", reported_by=None)
         session.commit()
         sl = client_as("support_lead")
         page = sl.get("/metrics/hallucinations")
@@ -116,10 +116,10 @@ class TestHallucinationQueue:
     def test_decisions_are_kept_and_the_lead_can_undo(
         self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
     ) -> None:
-        from webapp.metrics import service
+        from webapp.metrics import reports as metrics_reports
 
         load(session, spec, [ev("2026-11-02", event_id="u", draft_text="Refunds take 10 days", sent_text="Refunds take 5 days")])
-        report = service.report_hallucination(session=session, event_id="u", note="wrong window", reported_by=None)
+        report = metrics_reports.report_hallucination(session=session, event_id="u", note="wrong window", reported_by=None)
         session.commit()
         lead = client_as("lead")
         htmx = {"HX-Request": "true"}
@@ -143,10 +143,10 @@ class TestHallucinationQueue:
 
 class TestHomeCards:
     def test_alerts_firing_and_reports_to_confirm(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
-        from webapp.metrics import service
+        from webapp.metrics import reports as metrics_reports
 
         load(session, spec, [ev("2026-11-02", cost_usd=0.09, event_id="h")])
-        service.report_hallucination(session=session, event_id="h", note="wrong", reported_by=None)
+        metrics_reports.report_hallucination(session=session, event_id="h", note="wrong", reported_by=None)
         session.commit()
         assert "1 alert firing" in client_as("support_lead").get("/").text
         lead_home = client_as("lead").get("/").text

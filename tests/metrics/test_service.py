@@ -13,9 +13,19 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
-from webapp.metrics import ingest, service, stale
+from webapp.metrics import (
+    alert_states,
+    calibration,
+    daily,
+    ingest,
+    reports,
+    stale,
+    streaks,
+    targets,
+    versions,
+)
+from webapp.metrics.daily import DayMetrics
 from webapp.metrics.models import DailyAggregate, Event
-from webapp.metrics.service import DayMetrics
 from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
@@ -58,7 +68,7 @@ class TestIngest:
         assert [r.status for r in load(session, spec, batch)] == ["created", "created"]
         assert [r.status for r in load(session, spec, batch)] == ["duplicate", "duplicate"]
         assert _count(session) == 2
-        days = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
+        days = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert [d.events for d in days] == [1, 1]
 
     def test_same_id_twice_in_one_batch(self, session: Session, spec: EvalSpec) -> None:
@@ -95,7 +105,7 @@ class TestIngest:
         assert sorted(r.count("created") for r in results) == [0, 50]
         with Session(engine) as s:
             assert _count(s) == 50
-            day = service.daily_metrics(session=s, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"))[0]
+            day = daily.daily_metrics(session=s, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"))[0]
             assert day.events == 50
 
 
@@ -116,7 +126,7 @@ def _hand_day(session: Session, spec: EvalSpec) -> None:
 class TestDailyMetrics:
     def test_each_metric_by_hand(self, session: Session, spec: EvalSpec) -> None:
         _hand_day(session, spec)
-        day, empty = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
+        day, empty = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert day.drafts_shown == 4
         assert day.accept_rate == pytest.approx(2 / 4)  # accept + edit at 0.1 <= 0.2
         assert day.reject_rate == pytest.approx(1 / 4)
@@ -138,7 +148,7 @@ class TestDailyMetrics:
 
     def test_only_suppressed_drafts_give_null_rates(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", draft_shown=False, action=None, escalated=True)])
-        (day,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"))
+        (day,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"))
         assert day.drafts_shown == 0
         assert day.accept_rate is None and day.reject_rate is None and day.latency_p95_s is None
         assert day.escalation_rate == 1.0
@@ -148,14 +158,14 @@ class TestDailyMetrics:
         # 03:30 UTC on 3 November is 22:30 on 2 November in New York (EST, UTC-5)
         load(session, ny, [ev("2026-11-03", 3, event_id="late", action="reject")])
         load(session, ny, [ev("2026-11-03", 6, event_id="early", action="accept")])
-        d2, d3 = service.daily_metrics(session=session, spec=ny, start=D("2026-11-02"), end=D("2026-11-03"))
+        d2, d3 = daily.daily_metrics(session=session, spec=ny, start=D("2026-11-02"), end=D("2026-11-03"))
         assert (d2.events, d2.reject_rate) == (1, 1.0)
         assert (d3.events, d3.accept_rate) == (1, 1.0)
 
     def test_offset_in_timestamp_is_honoured(self, session: Session, spec: EvalSpec) -> None:
         # 23:30 at UTC-5 is 04:30 UTC the next day: a UTC spec puts it on the 3rd
         load(session, spec, [ev("2026-11-02", 23, tz="-05:00")])
-        d2, d3 = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
+        d2, d3 = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert (d2.events, d3.events) == (0, 1)
 
     def test_segment_filters_apply_to_every_metric(self, session: Session, spec: EvalSpec) -> None:
@@ -167,13 +177,13 @@ class TestDailyMetrics:
                 ev("2026-11-02", event_id="b", intent="plan_change", plan="pro", action="reject", latency_ms=5000, escalated=True),
             ],
         )
-        service.report_hallucination(session=session, event_id="b", note="made up a fee", reported_by=None)
-        report = service.list_reports(session=session)[0][0]
-        service.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=None, note="no such fee")  # type: ignore[arg-type]
+        reports.report_hallucination(session=session, event_id="b", note="made up a fee", reported_by=None)
+        report = reports.list_reports(session=session)[0][0]
+        reports.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=None, note="no such fee")  # type: ignore[arg-type]
         session.commit()
-        (billing,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), intent="billing_charge")
-        (change,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), intent="plan_change", plan="pro")
-        (both,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"))
+        (billing,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), intent="billing_charge")
+        (change,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), intent="plan_change", plan="pro")
+        (both,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"))
         assert (billing.accept_rate, billing.escalation_rate, billing.latency_p95_s, billing.hallucination_reports) == (1.0, 0.0, 1.0, 0)
         assert (change.accept_rate, change.escalation_rate, change.latency_p95_s, change.hallucination_reports) == (0.0, 1.0, 5.0, 1)
         assert both.hallucination_reports == 1 and both.events == 2
@@ -214,7 +224,7 @@ class TestDailyMetrics:
         else:
             assert stale.stale_days(session)  # the read below computes these days from raw events
         for seg in ({}, {"intent": "billing_charge"}, {"plan": "pro"}, {"agent_id": "a2"}, {"intent": "plan_change", "plan": "free"}, {"intent": "other", "plan": "pro", "agent_id": "a1"}, {"plan": "free", "agent_id": "a1"}):
-            got = service.daily_metrics(session=session, spec=spec, start=D("2026-11-01"), end=D("2026-11-06"), **seg)
+            got = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-01"), end=D("2026-11-06"), **seg)
             for day in got:
                 want = _naive_day(session, spec, day.day, seg)
                 for metric, value in want.items():
@@ -224,8 +234,8 @@ class TestDailyMetrics:
                         assert day.value(metric) == pytest.approx(value, rel=1e-12, abs=1e-12), (seg, day.day, metric)
 
     def test_range_end_before_start_is_refused(self, session: Session, spec: EvalSpec) -> None:
-        with pytest.raises(service.MetricsError, match="before"):
-            service.daily_metrics(session=session, spec=spec, start=D("2026-11-03"), end=D("2026-11-02"))
+        with pytest.raises(daily.MetricsError, match="before"):
+            daily.daily_metrics(session=session, spec=spec, start=D("2026-11-03"), end=D("2026-11-02"))
 
     def test_aggregate_rows_match_rollups(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", plan="pro", agent_id="x"), ev("2026-11-02", plan="free", agent_id="x")])
@@ -261,14 +271,14 @@ def _naive_day(session: Session, spec: EvalSpec, day: dt.date, seg: dict[str, st
 class TestTargets:
     @pytest.mark.parametrize(("value", "met"), [(0.06, True), (0.10, True), (0.1001, False), (0.0599, False)])
     def test_escalation_within_baseline_band(self, spec: EvalSpec, value: float, met: bool) -> None:
-        assert service.check_target(spec.online_metrics.targets["escalation_rate"], value, spec) is met
+        assert targets.check_target(spec.online_metrics.targets["escalation_rate"], value, spec) is met
 
     def test_strict_comparisons(self, spec: EvalSpec) -> None:
         t = spec.online_metrics.targets
-        assert service.check_target(t["accept_rate"], 0.75, spec) is False
-        assert service.check_target(t["accept_rate"], 0.7501, spec) is True
-        assert service.check_target(t["hallucination_reports"], 0, spec) is True
-        assert service.check_target(t["cost_per_draft"], None, spec) is None
+        assert targets.check_target(t["accept_rate"], 0.75, spec) is False
+        assert targets.check_target(t["accept_rate"], 0.7501, spec) is True
+        assert targets.check_target(t["hallucination_reports"], 0, spec) is True
+        assert targets.check_target(t["cost_per_draft"], None, spec) is None
 
 
 def _day(day: str, **values: float | None) -> DayMetrics:
@@ -282,7 +292,7 @@ def _day(day: str, **values: float | None) -> DayMetrics:
     return d
 
 
-def _states(status: service.AlertStatus) -> list[str]:
+def _states(status: alert_states.AlertStatus) -> list[str]:
     return [status.day_states[d] for d in sorted(status.day_states)]
 
 
@@ -291,7 +301,7 @@ class TestAlerts:
         rule = spec.online_metrics.alerts["accept_rate"]  # < 0.65 on 3 consecutive days
         days = [_day("2026-11-02", accept_rate=0.6), _day("2026-11-03", accept_rate=0.6), _day("2026-11-04"),
                 _day("2026-11-05", accept_rate=0.5), _day("2026-11-06", accept_rate=0.7), _day("2026-11-07", accept_rate=0.6)]
-        st = service.evaluate_alert("accept_rate", rule, days, spec)
+        st = alert_states.evaluate_alert("accept_rate", rule, days, spec)
         assert _states(st) == ["pending", "pending", "pending", "firing", "resolved", "pending"]
         assert [(t.day.isoformat(), t.from_state, t.to_state, t.value) for t in st.history] == [
             ("2026-11-02", "ok", "pending", 0.6),
@@ -306,7 +316,7 @@ class TestAlerts:
         rule = spec.online_metrics.alerts["reject_rate"]  # > 0.10 on 2 consecutive days
         days = [_day("2026-11-02", reject_rate=0.2), _day("2026-11-03", reject_rate=0.05),
                 _day("2026-11-04", reject_rate=0.2), _day("2026-11-05", reject_rate=0.3)]
-        st = service.evaluate_alert("reject_rate", rule, days, spec)
+        st = alert_states.evaluate_alert("reject_rate", rule, days, spec)
         assert _states(st) == ["pending", "ok", "pending", "firing"]
         assert st.firing_periods == [(D("2026-11-05"), D("2026-11-05"))]
 
@@ -316,24 +326,24 @@ class TestAlerts:
         days = [_day("2026-11-02", edit_distance=(0.9, 1)), _day("2026-11-03", edit_distance=(2.7, 9))]
         days += [_day(f"2026-11-{d:02d}") for d in range(4, 8)]
         days += [_day("2026-11-08", edit_distance=(0.0, 1)), _day("2026-11-09", edit_distance=(0.0, 30))]
-        st = service.evaluate_alert("edit_distance", rule, days, spec)
+        st = alert_states.evaluate_alert("edit_distance", rule, days, spec)
         # window 2..8 Nov: 3.6 / 11 = 0.327 -> not above; before that only pending (window not full)
         assert [(t.day.isoformat(), t.to_state) for t in st.history] == [("2026-11-02", "pending"), ("2026-11-08", "ok")]
         assert st.history[0].value == pytest.approx(0.9)
         assert st.history[1].value == pytest.approx(3.6 / 11)
         days[-1] = _day("2026-11-09", edit_distance=(4.0, 4))  # window 3..9 Nov: (2.7 + 0 + 4) / 14
-        st = service.evaluate_alert("edit_distance", rule, days, spec)
+        st = alert_states.evaluate_alert("edit_distance", rule, days, spec)
         assert st.state == "firing" and st.value == pytest.approx(6.7 / 14)
 
     def test_escalation_above_baseline(self, spec: EvalSpec) -> None:
         rule = spec.online_metrics.alerts["escalation_rate"]  # > 0.08 + 0.05 on a day
         days = [_day("2026-11-02", escalation_rate=0.13), _day("2026-11-03", escalation_rate=0.14), _day("2026-11-04", escalation_rate=0.01)]
-        st = service.evaluate_alert("escalation_rate", rule, days, spec)
+        st = alert_states.evaluate_alert("escalation_rate", rule, days, spec)
         assert _states(st) == ["ok", "firing", "resolved"]
 
     def test_alerts_from_events(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", latency_ms=7000), ev("2026-11-03", latency_ms=1000)])
-        by_metric = {a.metric: a for a in service.alerts(session=session, spec=spec)}
+        by_metric = {a.metric: a for a in alert_states.alerts(session=session, spec=spec)}
         lat = by_metric["latency_p95_s"]
         assert lat.state == "resolved"
         assert lat.firing_periods == [(D("2026-11-02"), D("2026-11-02"))]
@@ -357,7 +367,7 @@ class TestStreaks:
         events += good_day("2026-11-28", bad=True)  # Saturday
         events += good_day("2026-12-01", bad=True)  # Tuesday: breaks the run
         load(session, spec, events)
-        st = service.business_day_streaks(session=session, spec=spec, start=D("2026-11-23"), end=D("2026-12-03"))
+        st = streaks.business_day_streaks(session=session, spec=spec, start=D("2026-11-23"), end=D("2026-12-03"))
         verdicts = {d.isoformat(): v for d, v in st.verdicts}
         assert verdicts == {
             "2026-11-23": True, "2026-11-24": True, "2026-11-25": True, "2026-11-27": True,
@@ -381,8 +391,8 @@ class TestCalibration:
                 ev("2026-11-03", confidence=None, action="reject"),
             ],
         )
-        days = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
-        cal = service.calibration_from_days(days)
+        days = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
+        cal = calibration.calibration_from_days(days)
         # bin 0.1-0.2: 2 drafts, rate 0.5 vs 0.15; bin 0.8-0.9: 2, 1.0 vs 0.85; bin 0.9-1.0: 1, 0.0 vs 0.95
         assert cal.n == 5
         assert cal.ece == pytest.approx(2 / 5 * 0.35 + 2 / 5 * 0.15 + 1 / 5 * 0.95)
@@ -392,23 +402,23 @@ class TestCalibration:
 class TestHallucinationReports:
     def test_only_confirmed_reports_count(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", event_id="x"), ev("2026-11-03", event_id="y")])
-        rx = service.report_hallucination(session=session, event_id="x", note="wrong refund window", reported_by=None)
-        ry = service.report_hallucination(session=session, event_id="y", note="invented plan", reported_by=None)
-        days = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
+        rx = reports.report_hallucination(session=session, event_id="x", note="wrong refund window", reported_by=None)
+        ry = reports.report_hallucination(session=session, event_id="y", note="invented plan", reported_by=None)
+        days = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert [d.hallucination_reports for d in days] == [0, 0]
-        assert service.pending_report_count(session=session) == 2
-        service.decide_report(session=session, report_id=rx.id, decision="confirmed", decided_by=None, note="KB says 3-5 days")  # type: ignore[arg-type]
-        service.decide_report(session=session, report_id=ry.id, decision="dismissed", decided_by=None, note="plan exists")  # type: ignore[arg-type]
-        days = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
+        assert reports.pending_report_count(session=session) == 2
+        reports.decide_report(session=session, report_id=rx.id, decision="confirmed", decided_by=None, note="KB says 3-5 days")  # type: ignore[arg-type]
+        reports.decide_report(session=session, report_id=ry.id, decision="dismissed", decided_by=None, note="plan exists")  # type: ignore[arg-type]
+        days = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert [d.hallucination_reports for d in days] == [1, 0]
         assert days[0].target_met["hallucination_reports"] is False
-        confirmed = service.confirmed_hallucination_reports(session=session, start=D("2026-11-01"), end=D("2026-11-30"))
+        confirmed = reports.confirmed_hallucination_reports(session=session, start=D("2026-11-01"), end=D("2026-11-30"))
         assert [r.event_id for r in confirmed] == ["x"]
-        assert service.confirmed_hallucination_reports(session=session, start=D("2026-11-03"), end=D("2026-11-30")) == []
+        assert reports.confirmed_hallucination_reports(session=session, start=D("2026-11-03"), end=D("2026-11-30")) == []
 
     def test_unknown_event_is_refused(self, session: Session) -> None:
-        with pytest.raises(service.MetricsError, match="event_id"):
-            service.report_hallucination(session=session, event_id="nope", note="", reported_by=None)
+        with pytest.raises(daily.MetricsError, match="event_id"):
+            reports.report_hallucination(session=session, event_id="nope", note="", reported_by=None)
 
 
 class TestVersionChanges:
@@ -422,7 +432,7 @@ class TestVersionChanges:
                 ev("2026-11-05", model_version="m2", prompt_version="p2"),
             ],
         )
-        changes = service.versions_for(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-06"))
+        changes = versions.versions_for(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-06"))
         assert [(c.day.isoformat(), c.kind, c.value) for c in changes] == [
             ("2026-11-03", "prompt_version", "p2"),
             ("2026-11-05", "model_version", "m2"),
@@ -433,17 +443,17 @@ class TestRawSegmentQuery:
     def test_filter_values_are_bound_not_spliced(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", intent="it's", plan="p'); DROP TABLE metric_event; --", agent_id="a")])
         seg = {"intent": "it's", "plan": "p'); DROP TABLE metric_event; --", "agent_id": "a"}
-        (day,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), **seg)
+        (day,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), **seg)
         assert day.events == 1 and _count(session) == 1
 
 
 class TestRebuildAll:
     def test_time_zone_change_moves_events_to_their_new_day(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-03", 3, action="reject"), ev("2026-11-03", 15, action="accept")])
-        (d3,) = service.daily_metrics(session=session, spec=spec, start=D("2026-11-03"), end=D("2026-11-03"))
+        (d3,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-03"), end=D("2026-11-03"))
         assert d3.events == 2
         ny = spec.model_copy(update={"timezone": "America/New_York"})
         ingest.rebuild_all(session=session, spec=ny)
         session.commit()
-        d2, d3 = service.daily_metrics(session=session, spec=ny, start=D("2026-11-02"), end=D("2026-11-03"))
+        d2, d3 = daily.daily_metrics(session=session, spec=ny, start=D("2026-11-02"), end=D("2026-11-03"))
         assert (d2.events, d2.reject_rate, d3.events, d3.accept_rate) == (1, 1.0, 1, 1.0)

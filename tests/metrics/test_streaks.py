@@ -25,7 +25,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
-from webapp.metrics import service
+from webapp.metrics import daily as metrics_daily
+from webapp.metrics import streaks as metrics_streaks
 from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
@@ -48,7 +49,7 @@ def _events() -> list[dict[str, Any]]:
 @pytest.fixture
 def seeded(session: Session, spec: EvalSpec, monkeypatch: pytest.MonkeyPatch) -> None:
     load(session, spec, _events())
-    monkeypatch.setattr(service, "today_in", lambda spec: TODAY)
+    monkeypatch.setattr(metrics_daily, "today_in", lambda spec: TODAY)
 
 
 def _text(html: str, element_id: str) -> str:
@@ -59,21 +60,21 @@ def _text(html: str, element_id: str) -> str:
 
 class TestService:
     def test_pilot_window_all_traffic(self, session: Session, spec: EvalSpec, seeded: None) -> None:
-        s = service.pilot_streaks(session=session, spec=spec, today=TODAY)
+        s = metrics_streaks.pilot_streaks(session=session, spec=spec, today=TODAY)
         assert (s.longest, s.longest_start, s.longest_end) == (5, D("2026-11-02"), D("2026-11-06"))
         assert (s.current, s.current_start) == (4, D("2026-11-10"))
         assert s.missed == [(D("2026-11-09"), ["accept_rate", "reject_rate"])]  # 15/20 accepted = 75%, not above 75%
         assert s.scope_text == "pilot window 2026-11-02 – 2026-11-13, all traffic"
 
     def test_pilot_window_stops_at_today_while_the_pilot_runs(self, session: Session, spec: EvalSpec, seeded: None) -> None:
-        s = service.pilot_streaks(session=session, spec=spec, today=D("2026-11-05"))
+        s = metrics_streaks.pilot_streaks(session=session, spec=spec, today=D("2026-11-05"))
         assert (s.longest, s.current, s.window_end) == (4, 4, D("2026-11-05"))  # Mon 2 - Thu 5
 
     def test_range_and_segment(self, session: Session, spec: EvalSpec, seeded: None) -> None:
-        s = service.business_day_streaks(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-27"))
+        s = metrics_streaks.business_day_streaks(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-27"))
         assert (s.longest, s.longest_start, s.longest_end, s.current) == (13, D("2026-11-10"), D("2026-11-27"), 13)
         assert s.scope_text == "range 2026-11-02 – 2026-11-27, all traffic"
-        b = service.business_day_streaks(
+        b = metrics_streaks.business_day_streaks(
             session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-27"), intent="billing_charge"
         )
         assert (b.longest, b.longest_start, b.current, b.missed) == (19, D("2026-11-02"), 19, [])

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
-from webapp.metrics import service, units
+from webapp.metrics import alert_states, targets, units
 from webapp.spec import METRIC_NAMES, EvalSpec
 
 
@@ -77,10 +77,10 @@ class TestFormatters:
         assert units.score_delta(-0.004) == units.Delta("0.00", "")
 
     def test_targets_and_alert_rules_in_the_metrics_unit(self, spec: EvalSpec) -> None:
-        assert service.describe_target("accept_rate", spec) == "> 75.0%"
-        assert service.describe_target("escalation_rate", spec) == "8.0% ± 2.0 pts"  # baseline 0.08, within 0.02
-        assert service.describe_target("handle_time_s", spec) == "< 300.0 s"
-        rules = {a.metric: a.describe() for a in service.evaluate_alerts([], spec)}
+        assert targets.describe_target("accept_rate", spec) == "> 75.0%"
+        assert targets.describe_target("escalation_rate", spec) == "8.0% ± 2.0 pts"  # baseline 0.08, within 0.02
+        assert targets.describe_target("handle_time_s", spec) == "< 300.0 s"
+        rules = {a.metric: a.describe() for a in alert_states.evaluate_alerts([], spec)}
         assert rules["accept_rate"] == "Accept rate < 65.0% on 3 consecutive days"
         assert rules["escalation_rate"] == "Escalation rate > 13.0% on a day"  # baseline 8% + 5 points
         assert rules["handle_time_s"] == "Handle time (s): mean over the trailing 7 days > 420.0 s"

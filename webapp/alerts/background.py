@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from webapp.alerts import delivery, service
+from webapp.alerts import delivery, outbox
 from webapp.db import session_scope
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
@@ -48,11 +48,11 @@ def run_pass(
 ) -> PassReport:
     """Evaluate (only while holding the lease), then deliver what is due."""
     now = now or utcnow()
-    evaluated = service.acquire_lease(engine=engine, holder=holder, ttl_s=lease_ttl_s, now=now)
+    evaluated = outbox.acquire_lease(engine=engine, holder=holder, ttl_s=lease_ttl_s, now=now)
     transitions = queued = 0
     if evaluated:
         with session_scope(engine) as session:
-            result = service.record_transitions(session=session, spec=spec, now=now)
+            result = outbox.record_transitions(session=session, spec=spec, now=now)
             transitions, queued = len(result.transitions), len(result.messages)
     report = delivery.deliver_due(engine=engine, base_url=base_url, secret_key=secret_key, now=now)
     return PassReport(evaluated, transitions, queued, report)
@@ -80,4 +80,4 @@ async def run(app: Any) -> None:
                 log.exception("alerts: background pass failed; trying again in %s s", interval)
             await asyncio.sleep(interval)
     finally:
-        await asyncio.to_thread(service.release_lease, engine=engine, holder=holder)
+        await asyncio.to_thread(outbox.release_lease, engine=engine, holder=holder)

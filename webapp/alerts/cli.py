@@ -32,19 +32,19 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         ca_file: str = typer.Option("", "--ca-file", help="CA bundle to verify the SMTP server (default: system CAs)"),
     ) -> None:
         """Add a notification channel; a webhook channel's signing secret is printed."""
-        from webapp.alerts import service
+        from webapp.alerts import channels as alerts_channels
 
         settings = load_settings()
         email = {"host": smtp_host, "port": smtp_port or None, "security": security, "username": username,
                  "password_env": password_env, "from_addr": from_addr, "to": to, "ca_file": ca_file}
         try:
             with cli_session(settings) as session:
-                ch = service.add_channel(session=session, name=name, kind=kind, target=url or path, topics=topic,
+                ch = alerts_channels.add_channel(session=session, name=name, kind=kind, target=url or path, topics=topic,
                                          send_resolved=send_resolved, email=email if kind == "email" else None)
                 console.print(f"channel {ch.id} {ch.name} ({ch.kind}) added", highlight=False)
                 if ch.kind == "webhook":
-                    typer.echo(f"signing secret: {service.signing_secret(ch, settings.secret_key)}")
-        except service.AlertsError as exc:
+                    typer.echo(f"signing secret: {alerts_channels.signing_secret(ch, settings.secret_key)}")
+        except alerts_channels.AlertsError as exc:
             fail(str(exc))
 
     @channels.command("list")
@@ -52,32 +52,34 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         show_secrets: bool = typer.Option(False, "--show-secrets", help="Print webhook signing secrets"),
     ) -> None:
         """List channels with their topics and their last delivery."""
-        from webapp.alerts import service
+        from webapp.alerts import channels as alerts_channels
+        from webapp.alerts import outbox
 
         settings = load_settings()
         with cli_session(settings) as session:
-            for ch in service.list_channels(session=session):
-                last = service.last_deliveries(session=session, channel_id=ch.id, limit=1)  # type: ignore[arg-type]
+            for ch in alerts_channels.list_channels(session=session):
+                last = outbox.last_deliveries(session=session, channel_id=ch.id, limit=1)  # type: ignore[arg-type]
                 where = ch.target or f"{ch.config.get('host')}:{ch.config.get('port')} -> {', '.join(ch.config.get('to', []))}"
-                state = f"last: {service.delivery_state(last[0])}" if last else "nothing sent yet"
+                state = f"last: {outbox.delivery_state(last[0])}" if last else "nothing sent yet"
                 # plain tab-separated lines (no wrapping), for people and for scripts
                 typer.echo(
                     f"{ch.id}\t{ch.name}\t{ch.kind}\t{where}\ttopics={','.join(ch.topics)}\t"
                     f"resolved={'yes' if ch.send_resolved else 'no'}\t{state}"
                 )
                 if show_secrets and ch.kind == "webhook":
-                    typer.echo(f"\tsigning secret: {service.signing_secret(ch, settings.secret_key)}")
+                    typer.echo(f"\tsigning secret: {alerts_channels.signing_secret(ch, settings.secret_key)}")
 
     @channels.command("test")
     def channels_test(channel: str = typer.Argument(..., help="Channel id or name")) -> None:
         """Send a test message to a channel now and report the answer (exit 1 if it failed)."""
-        from webapp.alerts import delivery, service
+        from webapp.alerts import channels as alerts_channels
+        from webapp.alerts import delivery
 
         settings = load_settings()
         try:
             with cli_session(settings) as session:
-                ch = service.get_channel(session=session, ref=channel)
-        except service.AlertsError as exc:
+                ch = alerts_channels.get_channel(session=session, ref=channel)
+        except alerts_channels.AlertsError as exc:
             fail(str(exc))
         result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key)
         if result.ok:
@@ -88,20 +90,20 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @channels.command("remove")
     def channels_remove(channel: str = typer.Argument(..., help="Channel id or name")) -> None:
         """Remove a channel and its queued messages."""
-        from webapp.alerts import service
+        from webapp.alerts import channels as alerts_channels
 
         try:
             with cli_session() as session:
-                ch = service.remove_channel(session=session, ref=channel)
+                ch = alerts_channels.remove_channel(session=session, ref=channel)
                 console.print(f"channel {ch.name} removed", highlight=False)
-        except service.AlertsError as exc:
+        except alerts_channels.AlertsError as exc:
             fail(str(exc))
 
     @alerts_app.command("run-once")
     def run_once() -> None:
         """Evaluate alerts once (if no other process holds the evaluator lease) and deliver what is due."""
         from webapp.alerts.background import holder_id, run_pass
-        from webapp.alerts.service import release_lease
+        from webapp.alerts.outbox import release_lease
         from webapp.db import make_engine
         from webapp.migrations_runner import upgrade
 

@@ -29,8 +29,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from webapp.alerts import messages
+from webapp.alerts.channels import sign, signing_secret
 from webapp.alerts.models import AlertChannel, AlertOutbox
-from webapp.alerts.service import sign, signing_secret
 from webapp.db import stored_id, table_of
 from webapp.timeutil import as_utc, utcnow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from webapp.alerts import service
+from webapp.alerts import channels, outbox
 from webapp.alerts.models import AlertChannel
 from webapp.config import DATA_DIR
 from webapp.demo.context import DemoContext
@@ -28,14 +28,14 @@ def demo_log_path(session: Session) -> Path:
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Add the demo log channel and queue the demo's alert transitions (reject-rate alert, confirmed hallucination)."""
     if session.execute(select(AlertChannel).where(col(AlertChannel.name) == DEMO_CHANNEL)).first() is None:
-        service.add_channel(session=session, name=DEMO_CHANNEL, kind="file", target=str(demo_log_path(session)))
-    service.record_transitions(session=session, spec=spec)
+        channels.add_channel(session=session, name=DEMO_CHANNEL, kind="file", target=str(demo_log_path(session)))
+    outbox.record_transitions(session=session, spec=spec)
 
 
 def where_notifications_go(*, session: Session) -> list[str]:
     """Return one line per channel saying where its notifications go (printed by `draftdesk demo`)."""
     lines = []
-    for ch in service.list_channels(session=session):
+    for ch in channels.list_channels(session=session):
         where = ch.target if ch.kind != "email" else ", ".join(ch.config.get("to", []))
         lines.append(f"  {ch.name} ({ch.kind}): {where}")
     return lines

@@ -8,7 +8,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from webapp.alerts import delivery, service
+from webapp.alerts import channels as alerts_channels
+from webapp.alerts import delivery, outbox
 from webapp.alerts.models import CHANNEL_KINDS
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
@@ -24,10 +25,10 @@ WEB_KINDS = tuple(k for k in CHANNEL_KINDS if k != "file")
 def _page(request: Request, session: Any, *, status_code: int = 200, **extra: Any) -> HTMLResponse:
     settings = request.app.state.settings
     ctx = {
-        "rows": service.channels_with_deliveries(session=session),
+        "rows": outbox.channels_with_deliveries(session=session),
         "kinds": WEB_KINDS,
-        "topics": service.valid_topics(),
-        "counts": service.outbox_counts(session=session),
+        "topics": alerts_channels.valid_topics(),
+        "counts": outbox.outbox_counts(session=session),
         "base_url": settings.base_url,
         "background": settings.background_jobs,
         "form": {},
@@ -69,15 +70,15 @@ def channels_create(
             "password_env": password_env, "from_addr": from_addr, "to": to}
     try:
         if kind not in WEB_KINDS:
-            raise service.AlertsError(f"kind: must be one of {', '.join(WEB_KINDS)}, not {kind!r}")
+            raise alerts_channels.AlertsError(f"kind: must be one of {', '.join(WEB_KINDS)}, not {kind!r}")
         email = {"host": smtp_host, "port": smtp_port or None, "security": security, "username": username,
                  "password_env": password_env, "from_addr": from_addr, "to": to}
-        ch = service.add_channel(session=session, name=name, kind=kind, target=url, topics=topic,
+        ch = alerts_channels.add_channel(session=session, name=name, kind=kind, target=url, topics=topic,
                                  send_resolved=bool(send_resolved), email=email if kind == "email" else None)
-    except service.AlertsError as exc:
+    except alerts_channels.AlertsError as exc:
         session.rollback()
         return _page(request, session, error=str(exc), form=form, status_code=400)
-    secret = service.signing_secret(ch, request.app.state.settings.secret_key) if ch.kind == "webhook" else None
+    secret = alerts_channels.signing_secret(ch, request.app.state.settings.secret_key) if ch.kind == "webhook" else None
     return _page(request, session, flash=f"Channel {ch.name} added.", secret=secret, secret_for=ch.name)
 
 
@@ -85,8 +86,8 @@ def channels_create(
 def channels_test(request: Request, channel_id: int, session: SessionDep, principal: Admin) -> HTMLResponse:
     """Send a test message to a channel now and show what the receiver answered."""
     try:
-        ch = service.get_channel(session=session, ref=channel_id)
-    except service.AlertsError as exc:
+        ch = alerts_channels.get_channel(session=session, ref=channel_id)
+    except alerts_channels.AlertsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
     settings = request.app.state.settings
     result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key)
@@ -100,7 +101,7 @@ def channels_test(request: Request, channel_id: int, session: SessionDep, princi
 def channels_delete(request: Request, channel_id: int, session: SessionDep, principal: Admin) -> Response:
     """Remove a channel and its queued messages."""
     try:
-        ch = service.remove_channel(session=session, ref=channel_id)
-    except service.AlertsError as exc:
+        ch = alerts_channels.remove_channel(session=session, ref=channel_id)
+    except alerts_channels.AlertsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
     return RedirectResponse("/admin/alerts?" + urlencode({"removed": ch.name}), status_code=303)

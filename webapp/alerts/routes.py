@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from webapp.alerts import service
+from webapp.alerts import outbox
 from webapp.alerts.schemas import ChannelPublic
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
@@ -19,7 +19,7 @@ router = APIRouter(tags=["alerts"])
 def get_channels(session: SessionDep, principal: Principal = Depends(require_role("admin"))) -> list[dict[str, Any]]:
     """List notification channels with their last five deliveries (newest first)."""
     out = []
-    for row in service.channels_with_deliveries(session=session):
+    for row in outbox.channels_with_deliveries(session=session):
         ch = row["channel"]
         out.append(
             {

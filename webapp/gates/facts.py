@@ -2,7 +2,7 @@
 
 Checks come from webapp.checks.service, final human grades from webapp.grading.status,
 regression results from webapp.regression.service, online metrics and hallucination reports
-from webapp.metrics.service and the survey from webapp.survey.service.
+from webapp.metrics (daily, streaks, targets, reports) and the survey from webapp.survey.service.
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ from webapp.gates.criteria import (
     SurveyFacts,
 )
 from webapp.grading import status as grading_status
-from webapp.metrics import service as metrics_service
+from webapp.metrics import daily as metrics_daily
+from webapp.metrics import reports as metrics_reports
+from webapp.metrics import streaks as metrics_streaks
+from webapp.metrics import targets as metrics_targets
 from webapp.metrics import units
 from webapp.metrics.models import Event
 from webapp.regression import service as regression_service
@@ -82,16 +85,16 @@ def _plain_label(label: str) -> str:
 
 def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakFacts:
     """Business-day streaks of days meeting every target, over the pilot period up to today (all traffic)."""
-    s = metrics_service.pilot_streaks(session=session, spec=spec, today=today)
+    s = metrics_streaks.pilot_streaks(session=session, spec=spec, today=today)
     days = {d: ms for d, ms in s.missed}
     values = {
         d.day: d
-        for d in (metrics_service.daily_metrics(session=session, spec=spec, start=min(days), end=max(days)) if days else [])
+        for d in (metrics_daily.daily_metrics(session=session, spec=spec, start=min(days), end=max(days)) if days else [])
     }
     missed = tuple(
         (day, tuple(
-            f"{_plain_label(metrics_service.METRIC_LABELS.get(m, m))} {units.text(m, values[day].value(m))} "
-            f"(target {metrics_service.describe_target(m, spec)})"
+            f"{_plain_label(metrics_targets.METRIC_LABELS.get(m, m))} {units.text(m, values[day].value(m))} "
+            f"(target {metrics_targets.describe_target(m, spec)})"
             for m in ms
         ))
         for day, ms in s.missed
@@ -102,7 +105,7 @@ def streak_facts(*, session: Session, spec: EvalSpec, today: dt.date) -> StreakF
 def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[HallucinationFacts]:
     """Confirmed hallucination reports on events of the pilot period."""
     pilot = spec.online_metrics.pilot
-    reports = metrics_service.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
+    reports = metrics_reports.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
     ids = [r.event_id for r in reports]
     days = dict(session.exec(select(col(Event.event_id), col(Event.day)).where(col(Event.event_id).in_(ids))).all()) if ids else {}
     return [HallucinationFacts(r.id, r.event_id, days[r.event_id]) for r in reports]  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from webapp.auth.service import Principal
 from webapp.gates import criteria, facts
 from webapp.gates.models import GateSignoff
 from webapp.gates.report import GateReport
-from webapp.metrics import service as metrics_service
+from webapp.metrics import daily as metrics_daily
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -26,7 +26,7 @@ class GateError(ValueError):
 
 def today_in(spec: EvalSpec) -> dt.date:
     """Return today's date in the spec's time zone (the same day the metrics pages count to)."""
-    return metrics_service.today_in(spec)
+    return metrics_daily.today_in(spec)
 
 
 def pilot_report(*, session: Session, spec: EvalSpec, run: Run) -> GateReport:

@@ -9,15 +9,11 @@ from typing import Any
 import plotly.io as pio
 
 from webapp.metrics import units
-from webapp.metrics.service import (
-    METRIC_LABELS,
-    AlertStatus,
-    Calibration,
-    DayMetrics,
-    VersionChange,
-    alert_threshold_value,
-    target_lines,
-)
+from webapp.metrics.alert_states import AlertStatus
+from webapp.metrics.calibration import Calibration
+from webapp.metrics.daily import DayMetrics
+from webapp.metrics.targets import METRIC_LABELS, alert_threshold_value, target_lines
+from webapp.metrics.versions import VersionChange
 from webapp.spec import METRIC_NAMES, EvalSpec
 
 RATE_METRICS = frozenset(m for m in METRIC_NAMES if units.unit(m) is units.PERCENT)

@@ -9,7 +9,8 @@ from typing import Any
 from sqlmodel import Session
 
 from webapp.demo.context import DemoContext
-from webapp.metrics import ingest, service, stale
+from webapp.metrics import ingest, stale
+from webapp.metrics import reports as metrics_reports
 from webapp.spec import EvalSpec
 
 DRAFTS: dict[str, str] = {
@@ -133,15 +134,15 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     confirmed = next(e for e in events if e["occurred_at"].startswith(pilot_day.isoformat()) and e["intent"] == "refund_request" and e["draft_shown"])
     lead = ctx.users.get("lead")
     agent = ctx.users.get("labeler")
-    report = service.report_hallucination(
+    report = metrics_reports.report_hallucination(
         session=session, event_id=confirmed["event_id"], reported_by=agent.id if agent else None,
         note="Draft says refunds arrive in 5 to 10 business days; the KB says 3 to 5.",
         citations=[{"article_id": "KB-5001", "revision": 1}],
     )
-    service.apply_decision(session=session, report=report, decision="confirmed", decided_by=lead.id if lead else None,
+    metrics_reports.apply_decision(session=session, report=report, decision="confirmed", decided_by=lead.id if lead else None,
                            note="Checked against KB-3005: the refund timing is wrong.")
     recent = next(e for e in reversed(events) if e["intent"] == "plan_change" and e["draft_shown"])
-    service.report_hallucination(
+    metrics_reports.report_hallucination(
         session=session, event_id=recent["event_id"], reported_by=agent.id if agent else None,
         note="The draft mentions a 'Team plan' discount that I can't find in the KB.",
     )

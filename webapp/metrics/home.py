@@ -6,7 +6,8 @@ from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.home.cards import HomeCard
-from webapp.metrics import service
+from webapp.metrics import alert_states, targets
+from webapp.metrics import reports as metrics_reports
 from webapp.spec import EvalSpec
 
 
@@ -14,9 +15,9 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     """Return what is waiting in online metrics for this principal."""
     cards: list[HomeCard] = []
     if principal.has_role("support_lead", "pm"):
-        firing = [a for a in service.alerts(session=session, spec=spec) if a.state == "firing"]
+        firing = [a for a in alert_states.alerts(session=session, spec=spec) if a.state == "firing"]
         if firing:
-            names = ", ".join(service.METRIC_LABELS.get(a.metric, a.metric).lower() for a in firing)
+            names = ", ".join(targets.METRIC_LABELS.get(a.metric, a.metric).lower() for a in firing)
             cards.append(
                 HomeCard(
                     title=f"{len(firing)} alert{'s' if len(firing) != 1 else ''} firing",
@@ -30,7 +31,7 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
                          href="/metrics", action="Open metrics", count=0, tone="ok")
             )
     if principal.has_role("lead"):
-        pending = service.pending_report_count(session=session)
+        pending = metrics_reports.pending_report_count(session=session)
         if pending:
             cards.append(
                 HomeCard(

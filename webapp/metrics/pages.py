@@ -14,7 +14,12 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import charts, hallucinations, ingest, service, units
+from webapp.metrics import alert_states, charts, drilldown, hallucinations, ingest, units, versions
+from webapp.metrics import calibration as metrics_calibration
+from webapp.metrics import daily as metrics_daily
+from webapp.metrics import reports as metrics_reports
+from webapp.metrics import streaks as metrics_streaks
+from webapp.metrics import targets as metrics_targets
 from webapp.spec import METRIC_NAMES, EvalSpec
 from webapp.templating import is_htmx, render
 
@@ -36,10 +41,10 @@ def _parse_day(value: str | None, name: str) -> dt.date | None:
 def _range(session: Any, spec: EvalSpec, start: str | None, end: str | None) -> tuple[dt.date, dt.date]:
     """Return the requested range; by default the last six weeks up to the last day with events."""
     try:
-        return service.default_range(
+        return metrics_daily.default_range(
             session=session, spec=spec, start=_parse_day(start, "start"), end=_parse_day(end, "end"), days=DEFAULT_DAYS
         )
-    except service.MetricsError as exc:
+    except metrics_daily.MetricsError as exc:
         raise HTTPException(422, detail=str(exc)) from exc
 
 
@@ -60,7 +65,7 @@ QUICK_DAYS = (7, 14, 30)
 def quick_ranges(*, session: Any, spec: EvalSpec) -> list[dict[str, Any]]:
     """Return the quick ranges: the last 7 / 14 / 30 days up to the last day with events, and the pilot window."""
     bounds = ingest.event_days(session)
-    last = bounds[1] if bounds else service.today_in(spec)
+    last = bounds[1] if bounds else metrics_daily.today_in(spec)
     out: list[dict[str, Any]] = [
         {"key": f"{n}d", "label": f"Last {n} days", "start": last - dt.timedelta(days=n - 1), "end": last} for n in QUICK_DAYS
     ]
@@ -77,25 +82,25 @@ def resolve_range(
         for q in quick_ranges(session=session, spec=spec):
             if q["key"] == quick:
                 return q["start"], q["end"]
-        raise service.MetricsError(f"range: unknown quick range {quick!r}")
+        raise metrics_daily.MetricsError(f"range: unknown quick range {quick!r}")
     parsed: dict[str, dt.date | None] = {}
     for name, value in (("start", start), ("end", end)):
         try:
             parsed[name] = dt.date.fromisoformat(value) if value else None
         except ValueError:
             label = "From" if name == "start" else "To"
-            raise service.MetricsError(f"{label}: {value!r} is not a date (YYYY-MM-DD)") from None
+            raise metrics_daily.MetricsError(f"{label}: {value!r} is not a date (YYYY-MM-DD)") from None
     try:
-        s, e = service.default_range(
+        s, e = metrics_daily.default_range(
             session=session, spec=spec, start=parsed["start"], end=parsed["end"], days=DEFAULT_DAYS
         )
-    except service.MetricsError:
-        s, e = parsed["start"], parsed["end"] or service.default_range(
+    except metrics_daily.MetricsError:
+        s, e = parsed["start"], parsed["end"] or metrics_daily.default_range(
             session=session, spec=spec, start=None, end=None, days=DEFAULT_DAYS
         )[1]
-        raise service.MetricsError(f"To ({e}) is before From ({s}): the range is reversed") from None
+        raise metrics_daily.MetricsError(f"To ({e}) is before From ({s}): the range is reversed") from None
     if (e - s).days > 3660:
-        raise service.MetricsError("From / To: a range of at most ten years, please")
+        raise metrics_daily.MetricsError("From / To: a range of at most ten years, please")
     return s, e
 
 
@@ -106,24 +111,24 @@ def dashboard_context(
     bounds = ingest.event_days(session)
     # alerts need the days before the range (windows, state), so they are evaluated from the first event
     history_start = min(bounds[0], start) if bounds else start
-    all_days = service.daily_metrics(session=session, spec=spec, start=history_start, end=end, **filters)
+    all_days = metrics_daily.daily_metrics(session=session, spec=spec, start=history_start, end=end, **filters)
     days = [d for d in all_days if d.day >= start]
-    alert_list = service.evaluate_alerts(all_days, spec)
+    alert_list = alert_states.evaluate_alerts(all_days, spec)
     by_metric = {a.metric: a for a in alert_list}
-    unfiltered = all_days if not any(filters.values()) else service.daily_metrics(
+    unfiltered = all_days if not any(filters.values()) else metrics_daily.daily_metrics(
         session=session, spec=spec, start=history_start, end=end
     )
-    changes = [c for c in service.version_changes(unfiltered) if start <= c.day <= end]
+    changes = [c for c in versions.version_changes(unfiltered) if start <= c.day <= end]
     pilot = (spec.online_metrics.pilot.start, spec.online_metrics.pilot.end)
     low = spec.metrics.low_volume_events
     figures = {
         m: charts.to_json(charts.metric_figure(m, days, spec, by_metric.get(m), changes, pilot=pilot, low_volume=low))
         for m in METRIC_NAMES
     }
-    cal = service.calibration_from_days(days)
+    cal = metrics_calibration.calibration_from_days(days)
     # the range's streak counts the segment shown; the production gate's counts the pilot window, all traffic
-    streaks = service.streaks_from_days(days, spec, window="range", segment=filters)
-    gate_streaks = service.pilot_streaks(session=session, spec=spec)
+    streaks = metrics_streaks.streaks_from_days(days, spec, window="range", segment=filters)
+    gate_streaks = metrics_streaks.pilot_streaks(session=session, spec=spec)
     return {
         "start": start,
         "end": end,
@@ -131,7 +136,7 @@ def dashboard_context(
         "query": _query(start, end, filters),
         "days": days,
         "metrics": METRIC_NAMES,
-        "labels": service.METRIC_LABELS,
+        "labels": metrics_targets.METRIC_LABELS,
         "figures": figures,
         "alerts": alert_list,
         "alert_by_metric": by_metric,
@@ -165,12 +170,12 @@ def metrics_page(
     """Show daily metrics against targets and alerts, with charts, a table, alerts and calibration."""
     filters = _filters(intent, plan, agent_id)
     form: dict[str, Any] = {
-        "filters": filters, "segments": service.segment_values(session=session),
+        "filters": filters, "segments": metrics_daily.segment_values(session=session),
         "quick": quick_ranges(session=session, spec=spec), "oob_dates": bool(range), "range_error": None,
     }
     try:
         s, e = resolve_range(session=session, spec=spec, start=start, end=end, quick=range)
-    except service.MetricsError as exc:
+    except metrics_daily.MetricsError as exc:
         # the page again, with the message beside the inputs and what was typed kept; htmx swaps
         # only 2xx answers, so its fragment comes back 200 (the full page says 422)
         ctx = {**form, "range_error": str(exc), "start_text": start or "", "end_text": end or "", "oob_dates": False}
@@ -196,7 +201,7 @@ def metrics_csv(
 ) -> Response:
     """Download the daily numbers of the range and segment as CSV."""
     s, e = _range(session, spec, start, end)
-    days = service.daily_metrics(session=session, spec=spec, start=s, end=e, **_filters(intent, plan, agent_id))
+    days = metrics_daily.daily_metrics(session=session, spec=spec, start=s, end=e, **_filters(intent, plan, agent_id))
     buf = io.StringIO()
     w = csv.writer(buf)
     # the same unit and decimals as the page (webapp/metrics/units.py); the unit is in the column name
@@ -237,14 +242,14 @@ def day_page(
     d = _parse_day(day, "day")
     assert d is not None
     filters = _filters(intent, plan, agent_id)
-    if show and show not in service.DAY_KINDS:
-        raise HTTPException(422, detail=f"show: must be one of {', '.join(service.DAY_KINDS)} (or empty), not {show!r}")
+    if show and show not in drilldown.DAY_KINDS:
+        raise HTTPException(422, detail=f"show: must be one of {', '.join(drilldown.DAY_KINDS)} (or empty), not {show!r}")
     per_page = 100
     page = max(page, 1)
-    events, total = service.day_events(
+    events, total = drilldown.day_events(
         session=session, day=d, limit=per_page, offset=(page - 1) * per_page, kind=show or None, **filters
     )
-    metrics = service.daily_metrics(session=session, spec=spec, start=d, end=d, **filters)[0]
+    metrics = metrics_daily.daily_metrics(session=session, spec=spec, start=d, end=d, **filters)[0]
     missed = [m for m in METRIC_NAMES if metrics.target_met.get(m) is False]
     query = _query(d, d, filters)
     return render(
@@ -252,11 +257,11 @@ def day_page(
         "metrics/day.html",
         {
             "day": d, "events": events, "total": total, "page": page, "pages": max(1, -(-total // per_page)),
-            "metrics": metrics, "names": METRIC_NAMES, "labels": service.METRIC_LABELS, "filters": filters,
+            "metrics": metrics, "names": METRIC_NAMES, "labels": metrics_targets.METRIC_LABELS, "filters": filters,
             "query": query, "limit": spec.online_metrics.minor_edit_limit, "show": show or "",
-            "kinds": service.DAY_KINDS, "kind_counts": service.day_kind_counts(session=session, day=d, **filters),
+            "kinds": drilldown.DAY_KINDS, "kind_counts": drilldown.day_kind_counts(session=session, day=d, **filters),
             "missed": missed, "missed_show": _MISSED_SHOWS,
-            "targets": {m: service.describe_target(m, spec) for m in METRIC_NAMES},
+            "targets": {m: metrics_targets.describe_target(m, spec) for m in METRIC_NAMES},
             "page_query": query + (f"&show={show}" if show else ""),
         },
     )
@@ -271,8 +276,8 @@ def _queue(
 ) -> HTMLResponse:
     if status not in ("pending", "confirmed", "dismissed", "all"):
         status = "pending"
-    reports = service.list_reports(session=session, status=None if status == "all" else status)
-    counts = {s: len(service.list_reports(session=session, status=s)) for s in ("pending", "confirmed", "dismissed")}
+    reports = metrics_reports.list_reports(session=session, status=None if status == "all" else status)
+    counts = {s: len(metrics_reports.list_reports(session=session, status=s)) for s in ("pending", "confirmed", "dismissed")}
     return render(
         request,
         "metrics/hallucinations.html",
@@ -314,8 +319,8 @@ def decide_hallucination(
 ) -> Response:
     """Confirm or dismiss one hallucination report, with a note saying why."""
     try:
-        service.decide_report(session=session, report_id=report_id, decision=decision, decided_by=principal.user_id, note=note)
-    except service.MetricsError as exc:
+        metrics_reports.decide_report(session=session, report_id=report_id, decision=decision, decided_by=principal.user_id, note=note)
+    except metrics_daily.MetricsError as exc:
         if "no hallucination" in str(exc):
             raise HTTPException(404, detail=str(exc)) from exc
         session.rollback()
@@ -337,7 +342,7 @@ def undo_hallucination_decision(
     """Undo the newest decision on a report (a new decision row; the history is kept)."""
     try:
         report = hallucinations.undo_last_decision(session=session, report_id=report_id, decided_by=principal.user_id)
-    except service.MetricsError as exc:
+    except metrics_daily.MetricsError as exc:
         raise HTTPException(404 if "no hallucination" in str(exc) else 409, detail=str(exc)) from exc
     flows.after_metrics_changed(session=session, spec=spec)  # an undone confirmation resolves its alert
     return _decided(request, session, status, f"Report {report_id}: decision undone, now {report.status}.")

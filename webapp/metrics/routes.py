@@ -13,7 +13,10 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role, require_scope
-from webapp.metrics import ingest, service
+from webapp.metrics import alert_states, ingest
+from webapp.metrics import daily as metrics_daily
+from webapp.metrics import reports as metrics_reports
+from webapp.metrics import streaks as metrics_streaks
 from webapp.metrics.schemas import (
     AlertStatusPublic,
     DayMetricsPublic,
@@ -67,10 +70,10 @@ def get_daily_metrics(
 ) -> Response:
     """Return one object per day of [start, end] with every metric and whether it met its target."""
     try:
-        days = service.daily_metrics(
+        days = metrics_daily.daily_metrics(
             session=session, spec=spec, start=start, end=end, intent=intent, plan=plan, agent_id=agent_id
         )
-    except service.MetricsError as exc:
+    except metrics_daily.MetricsError as exc:
         raise HTTPException(422, detail=[{"field": "end", "message": str(exc)}]) from exc
     return Response(_DAYS_JSON.dump_json([d.as_dict() for d in days]), media_type="application/json")
 
@@ -88,15 +91,15 @@ def get_streaks(
 ) -> dict[str, Any]:
     """Return the business-day streaks of the range and segment, and the production gate's (pilot window, all traffic)."""
     try:
-        s, e = service.default_range(session=session, spec=spec, start=start, end=end)
-        streaks = service.business_day_streaks(
+        s, e = metrics_daily.default_range(session=session, spec=spec, start=start, end=end)
+        streaks = metrics_streaks.business_day_streaks(
             session=session, spec=spec, start=s, end=e, intent=intent, plan=plan, agent_id=agent_id
         )
-    except service.MetricsError as exc:
+    except metrics_daily.MetricsError as exc:
         raise HTTPException(422, detail=[{"field": "end", "message": str(exc)}]) from exc
     return {
         "range": streaks.as_dict(),
-        "gate": service.pilot_streaks(session=session, spec=spec).as_dict(),
+        "gate": metrics_streaks.pilot_streaks(session=session, spec=spec).as_dict(),
         "needed": spec.gates.production.consecutive_business_days,
     }
 
@@ -109,7 +112,7 @@ def get_alerts(
     principal: Principal = Depends(require_role(*READERS)),
 ) -> list[dict[str, Any]]:
     """List every alert with its state, current window value, transitions and firing periods."""
-    return [a.as_dict() for a in service.alerts(session=session, spec=spec, end=end)]
+    return [a.as_dict() for a in alert_states.alerts(session=session, spec=spec, end=end)]
 
 
 @router.post("/events/{event_id}/hallucination-reports", status_code=201, response_model=HallucinationReportPublic)
@@ -132,10 +135,10 @@ def post_hallucination_report(
             422, detail=[{"field": "citations", "message": "must be a list of {article_id: text, revision: whole number}"}]
         )
     try:
-        report = service.report_hallucination(
+        report = metrics_reports.report_hallucination(
             session=session, event_id=event_id, note=note, reported_by=principal.user_id,
             citations=[{"article_id": c["article_id"], "revision": c.get("revision")} for c in citations] if citations else None,
         )
-    except service.MetricsError as exc:
+    except metrics_daily.MetricsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
     return {"id": report.id, "event_id": report.event_id, "status": report.status, "note": report.note}

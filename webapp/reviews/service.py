@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from webapp.metrics import service as metrics_service
+from webapp.metrics import daily as metrics_daily
 from webapp.metrics.models import Event
 from webapp.regression import service as regression_service
 from webapp.reviews.models import ReviewItem, ReviewSample
@@ -147,7 +147,7 @@ def list_periods(*, session: Session, spec: EvalSpec, today: dt.date) -> list[Pe
     """List the periods with sent drafts or a drawn sample, newest first."""
     cadence = spec.review.cadence
     counts: dict[str, int] = {}
-    for day, n in metrics_service.sent_drafts_by_day(session=session, spec=spec).items():
+    for day, n in metrics_daily.sent_drafts_by_day(session=session, spec=spec).items():
         counts[period_of(day, cadence)] = counts.get(period_of(day, cadence), 0) + int(n)
     samples = {s.period: s for s in session.execute(select(ReviewSample)).scalars()}
     out = []

@@ -1,0 +1,174 @@
+"""Notification channels: their settings (checked field by field), the topics they subscribe to, and webhook signing."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+from sqlmodel import Session, col
+
+from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertOutbox
+from webapp.db import table_of
+from webapp.spec import METRIC_NAMES
+
+# Topics a channel may subscribe to, besides each metric's name.
+GROUP_TOPICS: tuple[str, ...] = (TOPIC_ALL, "metrics", "no_data", "regression", "hallucination")
+SECURITY_MODES: tuple[str, ...] = ("starttls", "tls", "none")
+
+
+class AlertsError(ValueError):
+    """Bad channel settings or an unknown channel; the message names the field."""
+
+
+def valid_topics() -> tuple[str, ...]:
+    """Return every topic a channel may subscribe to."""
+    return GROUP_TOPICS + METRIC_NAMES
+
+
+def _check_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise AlertsError(f"url: must be an http(s) URL, not {url!r}")
+    return url.strip()
+
+
+def add_channel(
+    *,
+    session: Session,
+    name: str,
+    kind: str,
+    target: str = "",
+    topics: list[str] | None = None,
+    send_resolved: bool = True,
+    email: dict[str, Any] | None = None,
+) -> AlertChannel:
+    """Create a channel after checking its settings; each field error names the field."""
+    name = name.strip()
+    if not name:
+        raise AlertsError("name: required")
+    if len(name) > 100:
+        raise AlertsError("name: at most 100 characters")
+    if kind not in CHANNEL_KINDS:
+        raise AlertsError(f"kind: must be one of {', '.join(CHANNEL_KINDS)}, not {kind!r}")
+    if session.execute(select(col(AlertChannel.id)).where(col(AlertChannel.name) == name)).first():
+        raise AlertsError(f"name: a channel named {name!r} exists")
+    topics = [t.strip() for t in (topics or [TOPIC_ALL]) if t.strip()] or [TOPIC_ALL]
+    unknown = [t for t in topics if t not in valid_topics()]
+    if unknown:
+        raise AlertsError(f"topics: unknown {', '.join(unknown)} (choose from {', '.join(valid_topics())})")
+    config: dict[str, Any] = {}
+    if kind in ("slack", "webhook"):
+        target = _check_url(target)
+    elif kind == "file":
+        if not target.strip():
+            raise AlertsError("path: required for a file channel")
+        target = target.strip()
+    else:
+        config = _email_config(email or {})
+        target = ""
+    channel = AlertChannel(
+        name=name,
+        kind=kind,
+        target=target,
+        config=config,
+        topics=topics,
+        send_resolved=send_resolved,
+        secret_nonce=secrets.token_hex(16) if kind == "webhook" else "",
+    )
+    session.add(channel)
+    session.flush()
+    return channel
+
+
+def _email_config(raw: dict[str, Any]) -> dict[str, Any]:
+    host = str(raw.get("host") or "").strip()
+    if not host:
+        raise AlertsError("smtp_host: required for an email channel")
+    security = str(raw.get("security") or "starttls")
+    if security not in SECURITY_MODES:
+        raise AlertsError(f"security: must be one of {', '.join(SECURITY_MODES)}, not {security!r}")
+    default_port = {"starttls": 587, "tls": 465, "none": 25}[security]
+    try:
+        port = int(raw.get("port") or default_port)
+    except (TypeError, ValueError):
+        raise AlertsError(f"smtp_port: must be a number, not {raw.get('port')!r}") from None
+    if not 0 < port < 65536:
+        raise AlertsError(f"smtp_port: out of range: {port}")
+    from_addr = str(raw.get("from_addr") or "").strip()
+    if "@" not in from_addr:
+        raise AlertsError("from: an email address is required")
+    to = raw.get("to") or []
+    if isinstance(to, str):
+        to = [a.strip() for a in to.replace(";", ",").split(",")]
+    to = [a for a in to if a]
+    if not to or any("@" not in a for a in to):
+        raise AlertsError("to: one or more email addresses, separated by commas")
+    username = str(raw.get("username") or "").strip()
+    password_env = str(raw.get("password_env") or "").strip()
+    if username and not password_env:
+        raise AlertsError("password_env: name the environment variable holding the SMTP password")
+    return {
+        "host": host,
+        "port": port,
+        "security": security,
+        "username": username,
+        "password_env": password_env,
+        "from_addr": from_addr,
+        "to": to,
+        "ca_file": str(raw.get("ca_file") or "").strip(),
+    }
+
+
+def list_channels(*, session: Session) -> list[AlertChannel]:
+    """Return every channel, by name."""
+    return list(session.execute(select(AlertChannel).order_by(col(AlertChannel.name))).scalars())
+
+
+def get_channel(*, session: Session, ref: str | int) -> AlertChannel:
+    """Return a channel by id or name."""
+    channel = None
+    if isinstance(ref, int) or str(ref).isdigit():
+        channel = session.get(AlertChannel, int(ref))
+    if channel is None:
+        channel = session.execute(select(AlertChannel).where(col(AlertChannel.name) == str(ref))).scalars().first()
+    if channel is None:
+        raise AlertsError(f"channel: no channel {ref!r}")
+    return channel
+
+
+def remove_channel(*, session: Session, ref: str | int) -> AlertChannel:
+    """Delete a channel and its outbox messages."""
+    channel = get_channel(session=session, ref=ref)
+    outbox = table_of(AlertOutbox)
+    session.execute(outbox.delete().where(outbox.c.channel_id == channel.id))
+    session.delete(channel)
+    session.flush()
+    return channel
+
+
+def signing_secret(channel: AlertChannel, secret_key: str) -> str:
+    """Return a webhook channel's signing secret: HMAC-SHA256(app secret key, channel nonce), hex."""
+    if not channel.secret_nonce:
+        raise AlertsError(f"channel {channel.name!r}: only webhook channels are signed")
+    return hmac.new(secret_key.encode(), f"draftdesk-alerts:{channel.secret_nonce}".encode(), hashlib.sha256).hexdigest()
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """Return the signature header value of a webhook body: v1=hex(HMAC-SHA256(secret, timestamp + '.' + body))."""
+    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return "v1=" + mac.hexdigest()
+
+
+def matches(channel: AlertChannel, item: dict[str, Any]) -> bool:
+    """Tell whether a channel receives an item (its topics, and resolved messages only if it wants them)."""
+    if item.get("state") == "resolved" and not channel.send_resolved:
+        return False
+    topics = set(channel.topics or [TOPIC_ALL])
+    if TOPIC_ALL in topics or item["topic"] in topics:
+        return True
+    return "metrics" in topics and item["kind"] in ("metric", "no_data")
+

@@ -1,0 +1,246 @@
+"""Transitions worth a notification, each as one item: metric alerts, "no data", regression alerts, confirmed hallucinations.
+
+Each item has a stable key; webapp/alerts/outbox.py records the keys in the `alert_notice` ledger
+so that a transition is notified once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlalchemy import select
+from sqlmodel import Session, col
+
+from webapp.alerts.models import AlertNotice
+from webapp.metrics import alert_states as metrics_alert_states
+from webapp.metrics import daily as metrics_daily
+from webapp.metrics import ingest as metrics_ingest
+from webapp.metrics import targets as metrics_targets
+from webapp.metrics.models import Event, HallucinationReport
+from webapp.regression.models import RegressionAlert
+from webapp.runs.models import Run
+from webapp.spec import EvalSpec
+from webapp.timeutil import as_utc
+
+SEGMENT_ALL = "all traffic"
+
+
+def _fmt(metric: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric.endswith("_rate"):
+        return f"{value * 100:.1f}%"
+    if metric == "cost_per_draft":
+        return f"${value:.4f}"
+    if metric == "hallucination_reports":
+        return f"{value:g}"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def _window_words(rule: Any) -> str:
+    if rule.window == "trailing_mean":
+        return f"mean of the trailing {rule.days} days"
+    return "1 day" if rule.days == 1 else f"{rule.days} consecutive days"
+
+
+def _metrics_path(start: dt.date, end: dt.date) -> str:
+    return "/metrics?" + urlencode({"start": start.isoformat(), "end": end.isoformat()})
+
+
+def metric_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+    """Return every notifiable transition of the metric alerts (to firing; firing to resolved), over all traffic."""
+    bounds = metrics_ingest.event_days(session)
+    if bounds is None:
+        return []
+    days = metrics_daily.daily_metrics(session=session, spec=spec, start=bounds[0], end=bounds[1])
+    data_days = {d.day: d for d in days}
+    out: list[dict[str, Any]] = []
+    for status in metrics_alert_states.evaluate_alerts(days, spec):
+        rule = status.rule
+        op = ">" if rule.op == "above_baseline" else rule.op
+        label = metrics_targets.METRIC_LABELS.get(status.metric, status.metric)
+        for t in status.history:
+            if t.to_state == "firing":
+                state = "firing"
+            elif t.from_state == "firing" and t.to_state == "resolved":
+                state = "resolved"
+            else:
+                continue
+            window = _window_days(status.metric, rule, t.day, state, data_days, spec)
+            out.append(
+                {
+                    "key": f"metric:{status.metric}:{t.day.isoformat()}:{t.from_state}>{t.to_state}",
+                    "kind": "metric",
+                    "topic": status.metric,
+                    "state": state,
+                    "alert": label,
+                    "rule": status.describe(),
+                    "window": _window_words(rule),
+                    "value": t.value,
+                    "threshold": status.threshold,
+                    "op": op,
+                    "value_text": _fmt(status.metric, t.value),
+                    "threshold_text": _fmt(status.metric, status.threshold),
+                    "days": [d.isoformat() for d in window],
+                    "segment": SEGMENT_ALL,
+                    "path": _metrics_path(window[0], window[-1]),
+                }
+            )
+    return out
+
+
+def _window_days(
+    metric: str, rule: Any, day: dt.date, state: str, data_days: dict[dt.date, Any], spec: EvalSpec
+) -> list[dt.date]:
+    """Return the days behind a transition: the breaching run or trailing window when firing, the day itself when resolved."""
+    if state == "resolved":
+        return [day]
+    if rule.window == "trailing_mean":
+        return [day - dt.timedelta(days=i) for i in range(rule.days - 1, -1, -1)]
+    run: list[dt.date] = []
+    d = day
+    first = min(data_days)
+    while d >= first and len(run) < rule.days:
+        dm = data_days.get(d)
+        value = None if dm is None else dm.value(metric)
+        if value is not None:
+            if not metrics_targets.alert_breached(rule, float(value), spec):
+                break
+            run.append(d)
+        d -= dt.timedelta(days=1)
+    return sorted(run) or [day]
+
+
+def no_data_items(*, session: Session, spec: EvalSpec, now: dt.datetime) -> list[dict[str, Any]]:
+    """Return the "no data" transition due now: firing after alerts.no_data_hours without events, resolved when they arrive."""
+    tz = spec.tz
+    pilot_start = dt.datetime.combine(spec.online_metrics.pilot.start, dt.time(), tzinfo=tz).astimezone(dt.UTC)
+    if now < pilot_start:
+        return []  # silence before the pilot starts is expected
+    # The newest row's receipt time: ids grow with insertion, so the primary key answers this at
+    # once where max(received_at) would scan a million rows on every ingested batch.
+    last_raw = session.execute(select(col(Event.received_at)).order_by(col(Event.id).desc()).limit(1)).scalar()
+    last = as_utc(last_raw) if last_raw is not None else None
+    latest = session.execute(
+        select(AlertNotice).where(col(AlertNotice.kind) == "no_data").order_by(col(AlertNotice.id).desc()).limit(1)
+    ).scalars().first()
+    hours = spec.alerts.no_data_hours
+    base = {
+        "kind": "no_data",
+        "topic": "no_data",
+        "alert": "No data",
+        "rule": f"no event received for {hours:g} hours",
+        "window": f"{hours:g} hours",
+        "threshold": hours,
+        "op": ">=",
+        "threshold_text": f"{hours:g} h",
+        "segment": SEGMENT_ALL,
+    }
+    if latest is not None and latest.state == "firing":
+        since = dt.datetime.fromisoformat(latest.key.split(":", 1)[1].rsplit(":", 1)[0])
+        if last is not None and last > since:
+            gap = (last - since).total_seconds() / 3600
+            day = last.astimezone(tz).date()
+            return [
+                {
+                    **base,
+                    "key": f"no_data:{since.isoformat()}:resolved",
+                    "state": "resolved",
+                    "value": gap,
+                    "value_text": f"{gap:.1f} h without events",
+                    "days": [day.isoformat()],
+                    "path": _metrics_path(day, day),
+                }
+            ]
+        return []
+    since = max(last, pilot_start) if last is not None else pilot_start
+    gap = (now - since).total_seconds() / 3600
+    if gap < hours:
+        return []
+    first_day, last_day = since.astimezone(tz).date(), now.astimezone(tz).date()
+    return [
+        {
+            **base,
+            "key": f"no_data:{since.isoformat()}:firing",
+            "state": "firing",
+            "value": gap,
+            "value_text": f"{gap:.1f} h since the last event ({since.strftime('%Y-%m-%d %H:%M')} UTC)"
+            if last is not None
+            else f"{gap:.1f} h since the pilot started, no event yet",
+            "days": [(first_day + dt.timedelta(days=i)).isoformat() for i in range((last_day - first_day).days + 1)],
+            "path": _metrics_path(first_day, last_day),
+        }
+    ]
+
+
+def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+    """Return every regression alert (golden factual failure, pass-rate drop) as a notifiable item."""
+    rows = session.execute(
+        select(RegressionAlert, col(Run.name)).join(Run, col(Run.id) == col(RegressionAlert.run_id)).order_by(col(RegressionAlert.id))
+    ).all()
+    out = []
+    for alert, run_name in rows:
+        ev = alert.evidence or {}
+        drop, limit = ev.get("drop"), ev.get("threshold")
+        # (drop, limit) when both are numbers: a tuple keeps them typed as numbers where they are used.
+        figures = (
+            (drop, limit)
+            if alert.kind == "pass_rate_drop" and isinstance(drop, (int, float)) and isinstance(limit, (int, float))
+            else None
+        )
+        day = as_utc(alert.created_at).astimezone(spec.tz).date()
+        out.append(
+            {
+                "key": f"regression:{alert.id}",
+                "kind": "regression",
+                "topic": "regression",
+                "state": "raised",
+                "alert": "Regression: " + ("pass-rate drop" if alert.kind == "pass_rate_drop" else "golden factual failure"),
+                "rule": alert.message,
+                "window": f"run {run_name}",
+                "value": figures[0] if figures else None,
+                "threshold": figures[1] if figures else None,
+                "op": ">",
+                "value_text": f"pass rate down {figures[0] * 100:.1f} points" if figures else "golden example fails",
+                "threshold_text": f"{figures[1] * 100:.0f} points" if figures else "0 failures allowed",
+                "days": [day.isoformat()],
+                "segment": f"run {run_name}",
+                "path": "/regression/alerts",
+            }
+        )
+    return out
+
+
+def hallucination_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+    """Return every confirmed hallucination report as a notifiable item."""
+    rows = session.execute(
+        select(HallucinationReport, Event)
+        .join(Event, col(Event.event_id) == HallucinationReport.event_id)
+        .where(col(HallucinationReport.status) == "confirmed")
+        .order_by(col(HallucinationReport.id))
+    ).all()
+    out = []
+    for report, event in rows:
+        parts = [f"{k}={v}" for k, v in (("intent", event.intent), ("plan", event.plan), ("agent", event.agent_id)) if v]
+        out.append(
+            {
+                "key": f"hallucination:{report.id}",
+                "kind": "hallucination",
+                "topic": "hallucination",
+                "state": "confirmed",
+                "alert": "Confirmed hallucination",
+                "rule": f"event {event.event_id}: {report.note or 'no note'}",
+                "window": "1 day",
+                "value": 1,
+                "threshold": 0,
+                "op": "==",
+                "value_text": "1 confirmed report",
+                "threshold_text": "0 allowed",
+                "days": [event.day.isoformat()],
+                "segment": ", ".join(parts) or SEGMENT_ALL,
+                "path": "/metrics/hallucinations?status=confirmed",
+            }
+        )
+    return out

@@ -1,0 +1,220 @@
+"""Daily metrics of a segment: each day's figures from the stored aggregates, and the ranges and filters around them.
+
+Numbers come from the spec's `online_metrics` section; every metric of a day is derived from the
+per-day aggregates rebuilt at ingestion (webapp/metrics/ingest.py), or, for a full
+(intent, plan, agent) segment, from the raw events with the same code.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlmodel import Session, col
+
+from webapp.db import table_of
+from webapp.metrics import ingest, stale
+from webapp.metrics.ingest import ALL, SEGMENT_DIMS
+from webapp.metrics.models import DailyAggregate, Event, HallucinationReport
+from webapp.metrics.targets import check_target, target_rule
+from webapp.spec import METRIC_NAMES, EvalSpec
+from webapp.timeutil import utcnow
+
+
+class MetricsError(ValueError):
+    """A request the metrics service cannot answer (bad range, unknown event or report)."""
+
+
+@dataclass
+class DayMetrics:
+    """One day's metrics (None = no data), which targets they meet, and the sums behind the means."""
+
+    day: dt.date
+    events: int
+    drafts_shown: int
+    accept_rate: float | None
+    reject_rate: float | None
+    edit_distance: float | None
+    escalation_rate: float | None
+    handle_time_s: float | None
+    latency_p95_s: float | None
+    cost_per_draft: float | None
+    hallucination_reports: int | None
+    target_met: dict[str, bool | None] = field(default_factory=dict)
+    # metric -> (numerator, denominator) for windowed means; latency has none (a p95 does not add up)
+    parts: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False)
+    versions: dict[str, dict[str, int]] | None = field(default=None, repr=False)
+    # [[count, sum of confidence, accepted], ...] per confidence bin (see calibration_from_days)
+    calib: list[list[float]] | None = field(default=None, repr=False)
+
+    @property
+    def all_targets_met(self) -> bool | None:
+        """Tell whether every target with data was met; None when the day has no events."""
+        if self.events == 0:
+            return None
+        verdicts = [v for v in self.target_met.values() if v is not None]
+        if not verdicts:
+            return None
+        return all(verdicts)
+
+    def value(self, metric: str) -> float | None:
+        """Return the value of one metric."""
+        return getattr(self, metric)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the day as the API shows it."""
+        out: dict[str, Any] = {"day": self.day.isoformat(), "events": self.events, "drafts_shown": self.drafts_shown}
+        for m in METRIC_NAMES:
+            out[m] = self.value(m)
+        out["target_met"] = dict(self.target_met)
+        out["all_targets_met"] = self.all_targets_met
+        return out
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return None if den == 0 else num / den
+
+
+def segment_filter(intent: str | None, plan: str | None, agent_id: str | None) -> dict[str, str | None]:
+    """Return the segment as a filter per dimension (None, or an empty string, means every value)."""
+    return {"intent": intent or None, "plan": plan or None, "agent_id": agent_id or None}
+
+
+def _aggregate_rows(
+    session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    """Return one dict of sums per day with events: stored aggregates, or raw events for stale days and full segments."""
+    if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in ingest.ROLLUPS:
+        return stale.frame_rows(ingest.raw_frame(session, start=start, end=end, segment=segment), spec)
+    # the marks before the stored rows: a day rebuilt in between is then computed, never missed
+    lagging = stale.stale_days(session, start=start, end=end)
+    t = table_of(DailyAggregate).c
+    stmt = select(table_of(DailyAggregate)).where(
+        t.day >= start,
+        t.day <= end,
+        *[t[d] == (segment[d] if segment[d] is not None else ALL) for d in SEGMENT_DIMS],
+    )
+    stored = [dict(r._mapping) for r in session.execute(stmt)]
+    if not lagging:
+        return stored
+    fresh = stale.computed_rows(session, spec, days=lagging, segment=segment)
+    return [r for r in stored if r["day"] not in lagging] + fresh
+
+
+def _confirmed_counts(
+    session: Session, start: dt.date, end: dt.date, segment: dict[str, str | None]
+) -> dict[dt.date, int]:
+    stmt = (
+        select(col(Event.day), func.count(col(HallucinationReport.id)))
+        .join(Event, col(Event.event_id) == HallucinationReport.event_id)
+        .where(col(HallucinationReport.status) == "confirmed", col(Event.day) >= start, col(Event.day) <= end)
+        .group_by(col(Event.day))
+    )
+    for d in SEGMENT_DIMS:
+        if segment[d] is not None:
+            stmt = stmt.where(getattr(Event, d) == segment[d])
+    return {day: int(n) for day, n in session.execute(stmt)}
+
+
+def daily_metrics(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    start: dt.date,
+    end: dt.date,
+    intent: str | None = None,
+    plan: str | None = None,
+    agent_id: str | None = None,
+) -> list[DayMetrics]:
+    """Return one DayMetrics per calendar day of [start, end] for the segment (filters apply to every metric)."""
+    if end < start:
+        raise MetricsError(f"end {end} is before start {start}")
+    if (end - start).days > 3660:
+        raise MetricsError("a range of at most ten years, please")
+    segment = segment_filter(intent, plan, agent_id)
+    rows = {r["day"]: r for r in _aggregate_rows(session, spec, start, end, segment)}
+    confirmed = _confirmed_counts(session, start, end, segment)
+    out: list[DayMetrics] = []
+    day = start
+    while day <= end:
+        out.append(_day_metrics(day, rows.get(day), confirmed.get(day, 0), spec))
+        day += dt.timedelta(days=1)
+    return out
+
+
+def _day_metrics(day: dt.date, r: dict[str, Any] | None, confirmed: int, spec: EvalSpec) -> DayMetrics:
+    if r is None or int(r["n_events"]) == 0:
+        dm = DayMetrics(day, 0, 0, None, None, None, None, None, None, None, None)
+    else:
+        n_shown = int(r["n_shown"])
+        dm = DayMetrics(
+            day=day,
+            events=int(r["n_events"]),
+            drafts_shown=n_shown,
+            accept_rate=_ratio(r["n_accept"], n_shown),
+            reject_rate=_ratio(r["n_reject"], n_shown),
+            edit_distance=_ratio(r["ed_sum"], r["ed_n"]),
+            escalation_rate=_ratio(r["n_escalated"], r["n_events"]),
+            handle_time_s=_ratio(r["ht_sum"], r["ht_n"]),
+            latency_p95_s=None if r["lat_p95_s"] is None else float(r["lat_p95_s"]),
+            cost_per_draft=_ratio(r["cost_sum"], r["cost_n"]),
+            hallucination_reports=confirmed,
+            parts={
+                "accept_rate": (r["n_accept"], n_shown),
+                "reject_rate": (r["n_reject"], n_shown),
+                "edit_distance": (r["ed_sum"], r["ed_n"]),
+                "escalation_rate": (r["n_escalated"], r["n_events"]),
+                "handle_time_s": (r["ht_sum"], r["ht_n"]),
+                "cost_per_draft": (r["cost_sum"], r["cost_n"]),
+                "hallucination_reports": (confirmed, 1),
+            },
+            versions=r.get("versions"),
+            calib=r["calib"],
+        )
+    for m in METRIC_NAMES:
+        rule = target_rule(m, spec)
+        if rule is not None:
+            dm.target_met[m] = check_target(rule, dm.value(m), spec)
+    return dm
+
+
+def today_in(spec: EvalSpec) -> dt.date:
+    """Return today's date in the spec's time zone."""
+    return utcnow().astimezone(spec.tz).date()
+
+
+def default_range(
+    *, session: Session, spec: EvalSpec, start: dt.date | None, end: dt.date | None, days: int = 42
+) -> tuple[dt.date, dt.date]:
+    """Return [start, end], by default the last `days` days up to the last day with events."""
+    bounds = ingest.event_days(session)
+    last = bounds[1] if bounds else today_in(spec)
+    end = end or last
+    start = start or max(bounds[0] if bounds else end, end - dt.timedelta(days=days - 1))
+    if end < start:
+        raise MetricsError(f"end: {end} is before start {start}")
+    return start, end
+
+
+def sent_drafts_by_day(*, session: Session, spec: EvalSpec) -> dict[dt.date, int]:
+    """Return how many sent drafts (shown, accepted or edited, both texts kept) each day with any has."""
+    lagging = stale.stale_days(session)
+    t = table_of(DailyAggregate).c
+    stmt = select(t.day, t.ed_n).where(t.intent == ALL, t.plan == ALL, t.agent_id == ALL, t.ed_n > 0)
+    out = {day: int(n) for day, n in session.execute(stmt) if day not in lagging}
+    everything = segment_filter(None, None, None)
+    out.update({r["day"]: int(r["ed_n"]) for r in stale.computed_rows(session, spec, days=lagging, segment=everything) if r["ed_n"]})
+    return out
+
+
+def segment_values(*, session: Session) -> dict[str, list[str]]:
+    """Return the values seen for each segment dimension (for filter menus)."""
+    t = table_of(DailyAggregate).c
+    out: dict[str, list[str]] = {}
+    for dim in SEGMENT_DIMS:
+        others = [t[o] == ALL for o in SEGMENT_DIMS if o != dim]
+        rows = session.execute(select(t[dim]).where(t[dim] != ALL, t[dim] != "", *others).distinct())
+        out[dim] = sorted({r[0] for r in rows} | stale.segment_values_of_stale_days(session, dim))
+    return out
