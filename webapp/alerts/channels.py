@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertOutbox
-from webapp.db import table_of
+from webapp.db import id_from_ref, table_of
 from webapp.spec import METRIC_NAMES
 
 # Topics a channel may subscribe to, besides each metric's name.
@@ -131,8 +131,8 @@ def list_channels(*, session: Session) -> list[AlertChannel]:
 def get_channel(*, session: Session, ref: str | int) -> AlertChannel:
     """Return a channel by id or name."""
     channel = None
-    if isinstance(ref, int) or str(ref).isdigit():
-        channel = session.get(AlertChannel, int(ref))
+    if (channel_id := id_from_ref(ref)) is not None:
+        channel = session.get(AlertChannel, channel_id)
     if channel is None:
         channel = session.execute(select(AlertChannel).where(col(AlertChannel.name) == str(ref))).scalars().first()
     if channel is None:
