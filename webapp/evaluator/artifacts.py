@@ -121,7 +121,7 @@ def _locked(path: Path) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:
-        fcntl = None  # type: ignore[assignment]
+        fcntl = None
     if fcntl is not None:
         with open(path, "a") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
@@ -133,7 +133,7 @@ def _locked(path: Path) -> Iterator[None]:
     try:
         import msvcrt
     except ImportError:
-        msvcrt = None  # type: ignore[assignment]
+        msvcrt = None
     if msvcrt is not None:
         with open(path, "a+b") as lock:
             while True:

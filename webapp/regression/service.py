@@ -359,7 +359,7 @@ def mark_baseline(*, session: Session, run_id: int) -> Run:
     if run is None:
         raise LookupError(f"run: no run with id {run_id}")
     ids = _runs_of_dataset_name(session, _dataset_name(session, run))
-    session.exec(update(Run).where(col(Run.id).in_(ids), col(Run.id) != run_id).values(is_baseline=False))  # type: ignore[call-overload]
+    session.exec(update(Run).where(col(Run.id).in_(ids), col(Run.id) != run_id).values(is_baseline=False))
     run.is_baseline = True
     session.add(run)
     session.flush()
