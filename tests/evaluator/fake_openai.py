@@ -85,6 +85,9 @@ class FakeOpenAI:
         self, *, delay: float = 0.0, rate_limit_first: int = 0, retry_after: float = 0.2, unavailable_first: int = 0
     ) -> None:
         self.delay = delay
+        # (call number, delay): calls after that number wait this long instead, so a test can stop a
+        # run in the middle without racing it to the end on a busy machine
+        self.stall_after: tuple[int, float] | None = None
         self.rate_limit_first = rate_limit_first
         self.unavailable_first = unavailable_first
         self.retry_after = retry_after
@@ -132,6 +135,7 @@ class FakeOpenAI:
             return JSONResponse({"error": {"message": "Incorrect API key provided"}}, status_code=401)
         with self._lock:
             self.calls += 1
+            delay = self.stall_after[1] if self.stall_after and self.calls > self.stall_after[0] else self.delay
             limited = self.rate_limit_first > 0
             if limited:
                 self.rate_limit_first -= 1
@@ -149,8 +153,8 @@ class FakeOpenAI:
                 status_code=429,
                 headers={"Retry-After": f"{self.retry_after:g}"},
             )
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        if delay:
+            await asyncio.sleep(delay)
         messages = body.get("messages", [])
         text = "\n".join(str(m.get("content", "")) for m in messages)
         user = str(messages[-1].get("content", "")) if messages else ""

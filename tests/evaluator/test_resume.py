@@ -120,6 +120,9 @@ class TestAbortAndResume:
     ) -> None:
         dataset = write_dataset(tmp_path / "d.jsonl", CASES)
         out = tmp_path / "out"
+        # calls after the 12th hang for 20 s: the run cannot finish before Ctrl-C, however slowly this
+        # process gets to send it (under xdist on a busy machine it once finished first and exited 0)
+        slow_fake.stall_after = (12, 20.0)
         proc = start_run(slow_fake, dataset, prompt_file, out)
         wait_for_calls(slow_fake, 10, proc)
         proc.send_signal(signal.SIGINT)
