@@ -40,7 +40,21 @@ def start_run(server: FakeOpenAI, dataset: Path, prompt: Path, out: Path) -> sub
         "-d", str(dataset), "-s", str(prompt), "-o", str(out), "--base-url", server.base_url,
         "-n", "3", "--seed", "11", "--concurrency", "2", "--no-cache",
     ]  # fmt: skip
-    return subprocess.Popen(cmd, env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C as in a terminal: a runner started in the background by a non-interactive shell
+        # (as CI may be) passes SIGINT down ignored, and Python then never raises KeyboardInterrupt
+        preexec_fn=_default_sigint,
+    )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_calls(server: FakeOpenAI, n: int, proc: subprocess.Popen[str], timeout: float = 30) -> None:
