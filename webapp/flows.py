@@ -20,9 +20,10 @@ from sqlmodel import Session, col, select
 from webapp.alerts import outbox as alerts_outbox
 from webapp.checks import service as checks_service
 from webapp.datasets.models import EvalCase
-from webapp.db import table_of
+from webapp.db import stored_id, table_of
 from webapp.evaluator import service as evaluator_service
 from webapp.evaluator.models import EvaluatorJudgeScore
+from webapp.grading import queue_index as grading_queue_index
 from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
 from webapp.grading.models import FinalGrade, Grade
@@ -62,8 +63,12 @@ def import_drafts(
     notes: str | None = None,
     source: str = "import",
 ) -> runs_service.DraftImportResult:
-    """Import a drafts file into a run, refusing to change the text or citations of graded drafts."""
-    return runs_service.import_drafts(
+    """Import a drafts file into a run, refusing to change the text or citations of graded drafts.
+
+    Drafts changed in place leave the run's grading queue index stale: it is dropped, and rebuilt
+    by the next grading request.
+    """
+    result = runs_service.import_drafts(
         session=session,
         data=data,
         path=path,
@@ -75,6 +80,9 @@ def import_drafts(
         source=source,
         grade_counts=grade_counts,
     )
+    if not result.run_created and result.updated:
+        grading_queue_index.invalidate(session=session, run_id=stored_id(result.run.id))
+    return result
 
 
 # --- checks → regression → alerts: after a run is checked ------------------------------------------------

@@ -68,13 +68,25 @@ def link_rules(app: FastAPI) -> list[LinkRule]:
     return rules
 
 
+# Paths already matched, per app (a page draws the same links again and again); bounded, since
+# paths carry ids.
+_MATCH_CACHE_SIZE = 4096
+
+
 def rule_for(app: FastAPI, href: str) -> LinkRule | None:
     """Return the rule of the GET route a link leads to, or None when no route of ours matches."""
     path = urlsplit(href).path
-    for rule in link_rules(app):
-        if rule.regex.match(path):
-            return rule
-    return None
+    cache: dict[str, LinkRule | None] | None = getattr(app.state, "link_rule_by_path", None)
+    if cache is None:
+        cache = {}
+        app.state.link_rule_by_path = cache
+    if path in cache:
+        return cache[path]
+    found = next((rule for rule in link_rules(app) if rule.regex.match(path)), None)
+    if len(cache) >= _MATCH_CACHE_SIZE:
+        cache.clear()
+    cache[path] = found
+    return found
 
 
 def can_open(app: FastAPI, principal: Principal | None, href: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
@@ -18,8 +18,9 @@ from webapp import api_docs, csp, errors, static_assets
 from webapp.config import PROJECT_ROOT, Settings
 from webapp.db import make_engine
 from webapp.domains import domain_modules
+from webapp.headers import SecurityHeaders
 from webapp.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
-from webapp.security import CSRF_COOKIE, csrf_protect
+from webapp.security import csrf_protect
 from webapp.templating import is_htmx, templates
 
 # Each domain's pages.py (HTML) and routes.py (JSON API under /api/v1) hold a module-level
@@ -60,19 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(GZipMiddleware, minimum_size=1000)
 
-    @app.middleware("http")
-    async def _security_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response: Response = await call_next(request)
-        seed = getattr(request.state, "csrf_seed", None)
-        if seed and request.cookies.get(CSRF_COOKIE) != seed:
-            response.set_cookie(
-                CSRF_COOKIE, seed, httponly=True, samesite="lax", secure=settings.cookie_secure, path="/"
-            )
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        response.headers.setdefault("Content-Security-Policy", csp.POLICY)
-        return response
+    app.add_middleware(SecurityHeaders, cookie_secure=settings.cookie_secure)
 
     docs_html = get_swagger_ui_html(openapi_url=api_docs.OPENAPI_URL, title="Draft Desk API")
     docs_csp = csp.docs_policy(bytes(docs_html.body).decode())
@@ -99,7 +88,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in domain_modules("routes"):
         app.include_router(module.router, prefix=api_docs.API_PREFIX)
     for module in domain_modules("pages"):
-        app.include_router(module.router, include_in_schema=False)  # the OpenAPI document is the JSON API only
+        app.include_router(
+            module.router, include_in_schema=False
+        )  # the OpenAPI document is the JSON API only
     api_docs.install(app)
 
     _install_error_handlers(app)
@@ -134,7 +125,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
         errors = [
-            {"field": ".".join(str(p) for p in e["loc"] if p not in ("body", "query", "path")), "message": e["msg"]}
+            {
+                "field": ".".join(str(p) for p in e["loc"] if p not in ("body", "query", "path")),
+                "message": e["msg"],
+            }
             for e in exc.errors()
         ]
         if _wants_json(request):

@@ -36,5 +36,13 @@ NAV: tuple[NavItem, ...] = (
 
 
 def nav_for(principal: Principal, app: FastAPI) -> list[NavItem]:
-    """Return the navigation entries this principal may open."""
-    return [item for item in NAV if can_open(app, principal, item.href)]
+    """Return the navigation entries this principal may open (worked out once per set of roles)."""
+    cache: dict[frozenset[str], list[NavItem]] | None = getattr(app.state, "nav_by_roles", None)
+    if cache is None:
+        cache = {}
+        app.state.nav_by_roles = cache
+    items = cache.get(principal.roles)
+    if items is None:
+        items = [item for item in NAV if can_open(app, principal, item.href)]
+        cache[principal.roles] = items
+    return list(items)

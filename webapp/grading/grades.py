@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
 from webapp.db import table_of
+from webapp.grading import queue_index
 from webapp.grading.errors import AlreadyGraded, GradeLocked, GradesHidden, NoPlaceLeft, NotAllowed, NotFound
 from webapp.grading.models import (
     Adjudication,
@@ -61,9 +62,6 @@ def draft_locked(*, session: Session, draft_id: int) -> bool:
     return is_adjudicated(session, draft_id)
 
 
-
-
-
 _ADD_CHANGE = insert(CHANGES)
 
 
@@ -85,7 +83,9 @@ def add_history(
     )
 
 
-_ADJUDICATION_STATUS = core_select(ADJUDICATIONS.c.status).where(ADJUDICATIONS.c.draft_id == bindparam("draft_id"))
+_ADJUDICATION_STATUS = core_select(ADJUDICATIONS.c.status).where(
+    ADJUDICATIONS.c.draft_id == bindparam("draft_id")
+)
 
 
 def adjudication_status(session: Session, draft_id: int) -> str | None:
@@ -145,9 +145,15 @@ _BEFORE_GRADE = core_select(
     _mine(SLOTS.c.id, SLOTS),
     _mine(SLOTS.c.grade_id, SLOTS),
     _mine(GRADES.c.id, GRADES),
-    core_select(ADJUDICATIONS.c.status).where(ADJUDICATIONS.c.draft_id == bindparam("draft_id")).scalar_subquery(),
+    core_select(ADJUDICATIONS.c.status)
+    .where(ADJUDICATIONS.c.draft_id == bindparam("draft_id"))
+    .scalar_subquery(),
 )
-_TAKE_SLOT = update(SLOTS).where(SLOTS.c.id == bindparam("slot_id")).values(grade_id=bindparam("grade_id"), expires_at=None)
+_TAKE_SLOT = (
+    update(SLOTS)
+    .where(SLOTS.c.id == bindparam("slot_id"))
+    .values(grade_id=bindparam("grade_id"), expires_at=None)
+)
 
 
 def record_grade(
@@ -196,6 +202,7 @@ def record_grade(
     if grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
     conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
+    queue_index.grade_added(session=session, draft_id=draft_id)
     # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
     grade = Grade(id=grade_id, **values)
     make_transient_to_detached(grade)
@@ -318,7 +325,10 @@ def previous_grade(
     others = select(func.count()).where(col(Grade.draft_id) == col(GradeOfDraft.draft_id)).scalar_subquery()
     row = session.exec(
         select(GradeOfDraft, others)
-        .where(GradeOfDraft.grader_id == grader_id, *([GradeOfDraft.draft_id != exclude_draft] if exclude_draft else []))
+        .where(
+            GradeOfDraft.grader_id == grader_id,
+            *([GradeOfDraft.draft_id != exclude_draft] if exclude_draft else []),
+        )
         .order_by(col(GradeOfDraft.created_at).desc(), col(GradeOfDraft.id).desc())
         .limit(1)
     ).first()
@@ -332,16 +342,18 @@ def previous_grade(
     return last
 
 
-
-
 def save_grade(
     *, session: Session, spec: EvalSpec, draft_id: int, grader_id: int, scores: Scores
 ) -> tuple[Grade, bool]:
     """Record the grader's grade of the draft, or revise theirs if they graded it already; return it and whether it is new."""
     try:
-        return record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores), True
+        return record_grade(
+            session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores
+        ), True
     except AlreadyGraded:
         own = own_grade(session=session, draft_id=draft_id, grader_id=grader_id)
         if own is None or own.id is None:
             raise
-        return revise_grade(session=session, spec=spec, grade_id=own.id, grader_id=grader_id, scores=scores), False
+        return revise_grade(
+            session=session, spec=spec, grade_id=own.id, grader_id=grader_id, scores=scores
+        ), False

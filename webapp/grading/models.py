@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
@@ -148,3 +148,44 @@ class GradingSkip(SQLModel, table=True):
     reason: str = Field(max_length=20)  # a key of service.SKIP_REASONS
     detail: str = Field(default="", max_length=500)
     skipped_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class GradingQueueEntry(SQLModel, table=True):
+    """A draft in its run's grading queue: order, batch filters and live counts (see webapp.grading.queue_index)."""
+
+    __tablename__: ClassVar[str] = "grading_queue"
+    __table_args__ = (
+        Index(
+            "ix_grading_queue_next",
+            "run_id",
+            "gradable",
+            "has_place",
+            "position",
+            "sample_index",
+            "draft_id",
+            "grades_in",
+        ),
+    )
+
+    draft_id: int = Field(foreign_key="draft.id", primary_key=True, ondelete="CASCADE")
+    run_id: int = Field(foreign_key="run.id", ondelete="CASCADE")
+    position: int
+    sample_index: int
+    category: str | None = Field(default=None, max_length=20)
+    intent: str | None = Field(default=None, max_length=60)
+    golden: bool
+    draft_intent: str | None = Field(default=None, max_length=60)
+    gradable: bool
+    places_taken: int
+    has_place: bool
+    grades_in: int
+
+
+class GradingQueueRun(SQLModel, table=True):
+    """Which of a run's drafts are in grading_queue (ids up to last_draft_id) and for which graders_per_draft."""
+
+    __tablename__: ClassVar[str] = "grading_queue_run"
+
+    run_id: int = Field(foreign_key="run.id", primary_key=True, ondelete="CASCADE")
+    graders_per_draft: int
+    last_draft_id: int

@@ -13,13 +13,13 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, update
-from sqlalchemy import case as sql_case
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
+from webapp.grading import queue_index
 from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
 from webapp.grading.models import Grade, GradingSkip, GradingSlot
 from webapp.runs.models import Draft
@@ -117,7 +117,9 @@ def _in_batch(stmt: Any, shape: tuple[bool, bool, bool, bool | None], *, join_ca
     if join_case or category or intent or golden is not None:
         stmt = stmt.join(CASES, CASES.c.id == DRAFTS.c.case_pk)
     stmt = stmt.where(
-        DRAFTS.c.run_id == bindparam("run_id"), DRAFTS.c.draft_text.is_not(None), DRAFTS.c.escalated.is_(False)
+        DRAFTS.c.run_id == bindparam("run_id"),
+        DRAFTS.c.draft_text.is_not(None),
+        DRAFTS.c.escalated.is_(False),
     )
     if category:
         stmt = stmt.where(CASES.c.category == bindparam("category"))
@@ -131,32 +133,6 @@ def _in_batch(stmt: Any, shape: tuple[bool, bool, bool, bool | None], *, join_ca
 
 
 _QUEUE_ORDER = (CASES.c.position, DRAFTS.c.sample_index, DRAFTS.c.id)
-
-
-@lru_cache(maxsize=64)
-def _counts_stmt(shape: tuple[bool, bool, bool, bool | None]) -> Any:
-    per_draft = (
-        _in_batch(
-            core_select(
-                DRAFTS.c.id,
-                func.count(GRADES.c.id).label("c"),
-                func.coalesce(func.sum(sql_case((GRADES.c.grader_id == bindparam("grader_id"), 1), else_=0)), 0).label(
-                    "m"
-                ),
-            ),
-            shape,
-            join_case=False,
-        )
-        .join(GRADES, GRADES.c.draft_id == DRAFTS.c.id, isouter=True)
-        .group_by(DRAFTS.c.id)
-        .subquery()
-    )
-    n = bindparam("n")
-    return core_select(
-        func.count(),
-        func.coalesce(func.sum(sql_case((per_draft.c.c > n, n), else_=per_draft.c.c)), 0),
-        func.coalesce(func.sum(per_draft.c.m), 0),
-    )
 
 
 @dataclass(frozen=True)
@@ -182,9 +158,14 @@ class BatchCounts:
 def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int) -> BatchCounts:
     """Return the batch's progress in one aggregate query (the grading page shows it on every item)."""
     n = spec.grading.graders_per_draft
+    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=n)
     params = {**batch.params(), "grader_id": grader_id, "n": n}
-    drafts, done, mine = tuple(session.connection().execute(_counts_stmt(batch.shape), params).one())
-    return BatchCounts(drafts=int(drafts), grades_done=int(done), grades_needed=int(drafts) * n, mine=int(mine))
+    drafts, done, mine = tuple(
+        session.connection().execute(queue_index.counts_stmt(batch.shape), params).one()
+    )
+    return BatchCounts(
+        drafts=int(drafts), grades_done=int(done), grades_needed=int(drafts) * n, mine=int(mine)
+    )
 
 
 @lru_cache(maxsize=8)
@@ -201,13 +182,18 @@ def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> int |
     return session.connection().execute(stmt, values).scalar()
 
 
-_RELEASE_EXPIRED = delete(SLOTS).where(SLOTS.c.grade_id.is_(None), SLOTS.c.expires_at < bindparam("now"))
+_RELEASE_EXPIRED = (
+    delete(SLOTS)
+    .where(SLOTS.c.grade_id.is_(None), SLOTS.c.expires_at < bindparam("now"))
+    .returning(SLOTS.c.draft_id)
+)
 
 
 def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
     """Delete reservations whose time is up; return how many were released."""
-    result = session.connection().execute(_RELEASE_EXPIRED, {"now": now or utcnow()})
-    return result.rowcount or 0
+    released = [int(d) for (d,) in session.connection().execute(_RELEASE_EXPIRED, {"now": now or utcnow()})]
+    queue_index.places_released(session=session, draft_ids=released)
+    return len(released)
 
 
 def claim_slot(
@@ -249,6 +235,7 @@ def claim_slot(
             "expires_at": expires,
         }
         if insert_ignore(session, SLOTS, values) is not None:
+            queue_index.place_taken(session=session, draft_id=draft_id)
             break
     return session.exec(
         select(GradingSlot)
@@ -257,14 +244,26 @@ def claim_slot(
     ).first()
 
 
-_RELEASE_MINE = delete(SLOTS).where(
-    SLOTS.c.draft_id == bindparam("draft_id"), SLOTS.c.grader_id == bindparam("grader_id"), SLOTS.c.grade_id.is_(None)
+_RELEASE_MINE = (
+    delete(SLOTS)
+    .where(
+        SLOTS.c.draft_id == bindparam("draft_id"),
+        SLOTS.c.grader_id == bindparam("grader_id"),
+        SLOTS.c.grade_id.is_(None),
+    )
+    .returning(SLOTS.c.draft_id)
 )
 
 
 def release_reservation(*, session: Session, draft_id: int, grader_id: int) -> None:
     """Give back the grader's reservation of a draft (a skip)."""
-    session.connection().execute(_RELEASE_MINE, {"draft_id": draft_id, "grader_id": grader_id})
+    released = [
+        int(d)
+        for (d,) in session.connection().execute(
+            _RELEASE_MINE, {"draft_id": draft_id, "grader_id": grader_id}
+        )
+    ]
+    queue_index.places_released(session=session, draft_ids=released)
 
 
 def next_item(
@@ -299,24 +298,6 @@ def _held_stmt(shape: tuple[bool, bool, bool, bool | None]) -> Any:
         )
         .order_by(*_QUEUE_ORDER)
         .limit(1)
-    )
-
-
-@lru_cache(maxsize=128)
-def _candidates_stmt(shape: tuple[bool, bool, bool, bool | None], skipped: bool) -> Any:
-    taken = core_select(SLOTS.c.draft_id).group_by(SLOTS.c.draft_id).having(func.count() >= bindparam("n"))
-    mine = core_select(SLOTS.c.draft_id).where(SLOTS.c.grader_id == bindparam("grader_id"))
-    skips = core_select(SKIPS.c.draft_id).where(SKIPS.c.grader_id == bindparam("grader_id"))
-    return (
-        _in_batch(core_select(DRAFTS.c.id), shape)
-        .where(
-            DRAFTS.c.id.not_in(taken),
-            DRAFTS.c.id.not_in(mine),
-            DRAFTS.c.id.not_in(bindparam("exclude", expanding=True)),
-            DRAFTS.c.id.in_(skips) if skipped else DRAFTS.c.id.not_in(skips),
-        )
-        .order_by(*_QUEUE_ORDER)
-        .limit(50)
     )
 
 
@@ -366,7 +347,9 @@ def reserve_next(
     """
     now = now or utcnow()
     window = dt.timedelta(minutes=spec.grading.reservation_minutes)
-    held = None if holds_none else held_next(session=session, grader_id=grader_id, batch=batch, exclude=exclude)
+    held = (
+        None if holds_none else held_next(session=session, grader_id=grader_id, batch=batch, exclude=exclude)
+    )
     conn = session.connection()
     if held is not None:
         draft_id, expires = held
@@ -374,6 +357,7 @@ def reserve_next(
             conn.execute(_EXTEND, {"d": draft_id, "g": grader_id, "expires": now + window})
         return draft_id
     release_expired(session=session, now=now)
+    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
     params = {
         **batch.params(),
         "grader_id": grader_id,
@@ -382,7 +366,7 @@ def reserve_next(
     }
     # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
     for skipped in (False, True):
-        for (draft_id,) in conn.execute(_candidates_stmt(batch.shape, skipped), params).all():
+        for (draft_id,) in conn.execute(queue_index.candidates_stmt(batch.shape, skipped), params).all():
             # The candidate query left out drafts where this grader has a place, so only free places
             # are tried; the unique constraints decide a race (see claim_slot).
             for slot in range(spec.grading.graders_per_draft):
@@ -394,6 +378,7 @@ def reserve_next(
                     "expires_at": now + window,
                 }
                 if insert_ignore(session, SLOTS, values) is not None:
+                    queue_index.place_taken(session=session, draft_id=int(draft_id))
                     return int(draft_id)
     return None
 
@@ -451,5 +436,3 @@ def skip_counts(*, session: Session, draft_ids: Collection[int]) -> dict[int, in
         .group_by(col(GradingSkip.draft_id))
     )
     return {int(d): int(n) for d, n in rows}
-
-
