@@ -120,7 +120,6 @@ class TestAdjudicationApi:
         assert r.status_code == 200 and r.json()["grade"]["status"] == "returned"
         assert lead.get("/api/v1/adjudications?status=rework").json()["items"][0]["id"] == adj_id
 
-
     def test_put_during_adjudication_is_409_until_returned(
         self, session: Session, api_as: Callable[..., TestClient]
     ) -> None:
@@ -133,7 +132,9 @@ class TestAdjudicationApi:
         assert "the lead decides or returns" in r.json()["detail"]
         assert lead.get("/api/v1/adjudications?status=open").json()["items"][0]["draft_id"] == d
         adj_id = lead.get("/api/v1/adjudications").json()["items"][0]["id"]
-        lead.post(f"/api/v1/adjudications/{adj_id}", json={"action": "return", "grade_id": gb, "comment": "tone"})
+        lead.post(
+            f"/api/v1/adjudications/{adj_id}", json={"action": "return", "grade_id": gb, "comment": "tone"}
+        )
         assert alice.put(f"/api/v1/grades/{ga}", json={**GOOD, "tone": 5}).status_code == 409
         ok = bob.put(f"/api/v1/grades/{gb}", json={**GOOD, "tone": 1})
         assert ok.status_code == 200 and ok.json()["status"] == "submitted"

@@ -29,12 +29,20 @@ from webapp.grading.progress import batch_progress, grading_pace
 from webapp.grading.queue import BatchFilter, batch_counts, claim_slot, next_item, skip_counts, skip_draft
 from webapp.spec import EvalSpec
 
-FORM = {"factual_accuracy": "pass", "citation_relevance": "4", "tone": "4", "completeness": "4", "rationale": "ok"}
+FORM = {
+    "factual_accuracy": "pass",
+    "citation_relevance": "4",
+    "tone": "4",
+    "completeness": "4",
+    "rationale": "ok",
+}
 HX = {"HX-Request": "true"}
 
 
 def post(c: TestClient, url: str, data: dict[str, str], headers: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    return c.post(url, data={**data, "csrf_token": csrf_for(c)}, headers=headers or {}, follow_redirects=False)
+    return c.post(
+        url, data={**data, "csrf_token": csrf_for(c)}, headers=headers or {}, follow_redirects=False
+    )
 
 
 def batch(w: GradingWorld) -> BatchFilter:
@@ -46,7 +54,9 @@ def ids(w: GradingWorld) -> list[int]:
 
 
 class TestSkipDraft:
-    def test_reason_must_come_from_the_list_and_other_needs_words(self, session: Session, spec: EvalSpec) -> None:
+    def test_reason_must_come_from_the_list_and_other_needs_words(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
         w = build_world(session)
         d = ids(w)[0]
         with pytest.raises(GradeInvalid) as bad:
@@ -57,7 +67,9 @@ class TestSkipDraft:
         assert other.value.field == "detail"
         assert session.exec(select(GradingSkip)).all() == []
 
-    def test_skipped_draft_comes_back_only_when_nothing_else_is_left(self, session: Session, spec: EvalSpec) -> None:
+    def test_skipped_draft_comes_back_only_when_nothing_else_is_left(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
         w = build_world(session, n_drafts=3)
         d0, d1, d2 = ids(w)
         assert next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
@@ -69,11 +81,15 @@ class TestSkipDraft:
             nxt = next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w))
             assert nxt is not None
             order.append(nxt.id)
-            record_grade(session=session, spec=spec, draft_id=nxt.id, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
+            record_grade(
+                session=session, spec=spec, draft_id=nxt.id, grader_id=w.alice.id, scores=scores(spec)
+            )  # type: ignore[arg-type]
         assert order == [d1, d2, d0]
         assert next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)) is None
 
-    def test_another_grader_still_gets_the_skipped_draft_first(self, session: Session, spec: EvalSpec) -> None:
+    def test_another_grader_still_gets_the_skipped_draft_first(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
         w = build_world(session, n_drafts=2)
         d0, _ = ids(w)
         next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w))
@@ -97,13 +113,17 @@ class TestSkipDraft:
 
 
 class TestNextItemExclude:
-    def test_pre_reserved_next_is_held_and_returned_after_the_current(self, session: Session, spec: EvalSpec) -> None:
+    def test_pre_reserved_next_is_held_and_returned_after_the_current(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
         w = build_world(session)
         d0, d1 = ids(w)[:2]
         assert next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w)).id == d0  # type: ignore[union-attr]
         upcoming = next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w), exclude=(d0,))
         assert upcoming is not None and upcoming.id == d1
-        held = {s.draft_id for s in session.exec(select(GradingSlot).where(GradingSlot.grader_id == w.alice.id))}
+        held = {
+            s.draft_id for s in session.exec(select(GradingSlot).where(GradingSlot.grader_id == w.alice.id))
+        }
         assert held == {d0, d1}
         # Asking again while d0 is on screen gives the same d1 (held), not a third draft.
         again = next_item(session=session, spec=spec, grader_id=w.alice.id, batch=batch(w), exclude=(d0,))
@@ -111,13 +131,22 @@ class TestNextItemExclude:
 
 
 class TestPreviousGrade:
-    def test_last_grade_while_the_draft_waits_for_its_other_grade(self, session: Session, spec: EvalSpec) -> None:
+    def test_last_grade_while_the_draft_waits_for_its_other_grade(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
         w = build_world(session)
         d0, d1 = ids(w)[:2]
         t = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC)
-        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec), now=t)  # type: ignore[arg-type]
         record_grade(
-            session=session, spec=spec, draft_id=d1, grader_id=w.alice.id, scores=scores(spec), now=t + dt.timedelta(minutes=1)
+            session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec), now=t
+        )  # type: ignore[arg-type]
+        record_grade(
+            session=session,
+            spec=spec,
+            draft_id=d1,
+            grader_id=w.alice.id,
+            scores=scores(spec),
+            now=t + dt.timedelta(minutes=1),
         )  # type: ignore[arg-type]
         prev = previous_grade(session=session, spec=spec, grader_id=w.alice.id)
         assert prev is not None and prev.draft_id == d1
@@ -136,20 +165,53 @@ class TestGradingPace:
         at = lambda h, m, s=0: day + dt.timedelta(hours=h, minutes=m, seconds=s)  # noqa: E731
         b = batch(w)
         # Yesterday's grade is not counted.
-        record_grade(session=session, spec=spec, draft_id=d3, grader_id=w.alice.id, scores=scores(spec), now=at(-2, 0))  # type: ignore[arg-type]
-        next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 0, 0))  # d0 reserved 10:00:00
-        next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, exclude=(d0,), now=at(10, 0, 5))  # d1 10:00:05
-        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec), now=at(10, 0, 40))  # type: ignore[arg-type]
-        record_grade(session=session, spec=spec, draft_id=d1, grader_id=w.alice.id, scores=scores(spec), now=at(10, 1, 40))  # type: ignore[arg-type]
-        next_item(session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 5, 0))  # d2 after a break
-        record_grade(session=session, spec=spec, draft_id=d2, grader_id=w.alice.id, scores=scores(spec), now=at(10, 5, 30))  # type: ignore[arg-type]
-        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec), now=at(11, 0))  # type: ignore[arg-type]
+        record_grade(
+            session=session, spec=spec, draft_id=d3, grader_id=w.alice.id, scores=scores(spec), now=at(-2, 0)
+        )  # type: ignore[arg-type]
+        next_item(
+            session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 0, 0)
+        )  # d0 reserved 10:00:00
+        next_item(
+            session=session, spec=spec, grader_id=w.alice.id, batch=b, exclude=(d0,), now=at(10, 0, 5)
+        )  # d1 10:00:05
+        record_grade(
+            session=session,
+            spec=spec,
+            draft_id=d0,
+            grader_id=w.alice.id,
+            scores=scores(spec),
+            now=at(10, 0, 40),
+        )  # type: ignore[arg-type]
+        record_grade(
+            session=session,
+            spec=spec,
+            draft_id=d1,
+            grader_id=w.alice.id,
+            scores=scores(spec),
+            now=at(10, 1, 40),
+        )  # type: ignore[arg-type]
+        next_item(
+            session=session, spec=spec, grader_id=w.alice.id, batch=b, now=at(10, 5, 0)
+        )  # d2 after a break
+        record_grade(
+            session=session,
+            spec=spec,
+            draft_id=d2,
+            grader_id=w.alice.id,
+            scores=scores(spec),
+            now=at(10, 5, 30),
+        )  # type: ignore[arg-type]
+        record_grade(
+            session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec), now=at(11, 0)
+        )  # type: ignore[arg-type]
         # Alice: d0 10:00:00→10:00:40 = 40 s; d1 from her previous grade 10:00:40→10:01:40 = 60 s;
         # d2 from its reservation 10:05:00→10:05:30 = 30 s. Median of 40, 60, 30 = 40.
         pace = {p.grader_id: p for p in grading_pace(session=session, now=at(12, 0))}
         assert pace[w.alice.id].grades_today == 3
         assert pace[w.alice.id].median_seconds == statistics.median([40, 60, 30]) == 40
-        assert pace[w.bob.id].grades_today == 1 and pace[w.bob.id].median_seconds == 0.0  # reserved and graded at once
+        assert (
+            pace[w.bob.id].grades_today == 1 and pace[w.bob.id].median_seconds == 0.0
+        )  # reserved and graded at once
         only = grading_pace(session=session, grader_ids=[w.bob.id], now=at(12, 0))
         assert [p.grader_id for p in only] == [w.bob.id]
 
@@ -160,7 +222,9 @@ class TestBatchCounts:
         d = ids(w)
         for draft_id, graders in ((d[0], (w.alice, w.bob)), (d[1], (w.alice,)), (d[2], (w.carol,))):
             for g in graders:
-                record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=scores(spec))  # type: ignore[arg-type]
+                record_grade(
+                    session=session, spec=spec, draft_id=draft_id, grader_id=g.id, scores=scores(spec)
+                )  # type: ignore[arg-type]
         counts = batch_counts(session=session, spec=spec, batch=batch(w), grader_id=w.alice.id)  # type: ignore[arg-type]
         full = batch_progress(session=session, spec=spec, batch=batch(w))
         assert (counts.drafts, counts.grades_done, counts.grades_needed) == (6, 4, 12)
@@ -173,7 +237,10 @@ class TestHighlight:
         text = "Hello.  We will REFUND you\n200 dollars. Bye."
         segs = highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
         assert "".join(s for s, _ in segs) == text
-        assert [(s, label) for s, label in segs if label] == [("We will REFUND you\n200 dollars.", "A"), ("Bye", "B+C")]
+        assert [(s, label) for s, label in segs if label] == [
+            ("We will REFUND you\n200 dollars.", "A"),
+            ("Bye", "B+C"),
+        ]
 
 
 def _seed_signals(session: Session, w: GradingWorld) -> int:
@@ -225,12 +292,26 @@ class TestBlindModelSignals:
         d = _seed_signals(session, w)
         c = client_as("labeler", email="alice@example.test")
         before = c.get(f"/grading/drafts/{d}").text
-        for secret in ("0.88", "0.8765", "confidence", "judge_groundedness_zz", "JUDGE-RATIONALE-TEXT", "pii_free", "CHECK-REASON-TEXT"):
+        for secret in (
+            "0.88",
+            "0.8765",
+            "confidence",
+            "judge_groundedness_zz",
+            "JUDGE-RATIONALE-TEXT",
+            "pii_free",
+            "CHECK-REASON-TEXT",
+        ):
             assert secret not in before.lower() if secret == "confidence" else secret not in before, secret
         post(c, f"/grading/drafts/{d}", FORM)
         after = c.get(f"/grading/drafts/{d}").text
         assert 'id="grading-signals"' in after
-        for shown in ("0.88", "judge_groundedness_zz 4", "JUDGE-RATIONALE-TEXT", "pii_free pass", "CHECK-REASON-TEXT"):
+        for shown in (
+            "0.88",
+            "judge_groundedness_zz 4",
+            "JUDGE-RATIONALE-TEXT",
+            "pii_free pass",
+            "CHECK-REASON-TEXT",
+        ):
             assert shown in after, shown
 
     def test_spec_setting_shows_them_before_grading(self, session: Session, spec: EvalSpec) -> None:
@@ -238,13 +319,32 @@ class TestBlindModelSignals:
         d = _seed_signals(session, w)
         draft = session.get(type(w.drafts[0]), d)
         assert draft is not None and draft.id is not None
-        assert model_signals(session=session, spec=spec, draft_id=draft.id, confidence=draft.confidence, has_graded=False, judge=judge_verdict) is None
+        assert (
+            model_signals(
+                session=session,
+                spec=spec,
+                draft_id=draft.id,
+                confidence=draft.confidence,
+                has_graded=False,
+                judge=judge_verdict,
+            )
+            is None
+        )
         opened = spec.model_copy(
             update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})}
         )
-        sig = model_signals(session=session, spec=opened, draft_id=draft.id, confidence=draft.confidence, has_graded=False, judge=judge_verdict)
+        sig = model_signals(
+            session=session,
+            spec=opened,
+            draft_id=draft.id,
+            confidence=draft.confidence,
+            has_graded=False,
+            judge=judge_verdict,
+        )
         assert sig is not None and sig.confidence == pytest.approx(0.8765)
-        assert sig.judge_scores == {"judge_groundedness_zz": 4} and [c.key for c in sig.checks] == ["pii_free"]
+        assert sig.judge_scores == {"judge_groundedness_zz": 4} and [c.key for c in sig.checks] == [
+            "pii_free"
+        ]
 
     def test_spec_default_is_blind(self, spec: EvalSpec) -> None:
         assert spec.grading.show_model_signals_before_grading is False
@@ -262,7 +362,10 @@ class TestHtmxGradingItem:
         assert f"next: draft {d1} (reserved)" in page.text  # reserved while the grader reads d0
         r = post(c, f"/grading/drafts/{d0}", {**FORM, "next": "1"}, headers=HX)
         assert r.status_code == 200 and r.headers["HX-Push-Url"] == f"/grading/drafts/{d1}"
-        assert "<html" not in r.text and f'<div id="grading-item" class="grading-item" data-draft="{d1}"' in r.text
+        assert (
+            "<html" not in r.text
+            and f'<div id="grading-item" class="grading-item" data-draft="{d1}"' in r.text
+        )
         assert f"Grade saved (draft {d0})" in r.text and "Model on draft" in r.text
         assert "Vary" in r.headers and "HX-Request" in r.headers["Vary"]
 
@@ -274,7 +377,11 @@ class TestHtmxGradingItem:
         c = client_as("labeler", email="alice@example.test")
         r = post(c, f"/grading/drafts/{d0}", {**FORM, "tone": "9", "next": "1"}, headers=HX)
         assert r.status_code == 200 and "HX-Push-Url" not in r.headers
-        assert 'id="grading-error"' in r.text and "tone: score must be" in r.text and f'data-draft="{d0}"' in r.text
+        assert (
+            'id="grading-error"' in r.text
+            and "tone: score must be" in r.text
+            and f'data-draft="{d0}"' in r.text
+        )
         assert session.exec(select(Grade)).all() == []
 
     def test_history_restore_gets_the_full_page_and_htmx_the_item(
@@ -288,15 +395,22 @@ class TestHtmxGradingItem:
         restore = c.get(f"/grading/drafts/{d0}", headers={**HX, "HX-History-Restore-Request": "true"}).text
         assert restore.lstrip().lower().startswith("<!doctype html>") and 'id="grading-item"' in restore
 
-    def test_skip_via_htmx_opens_the_next_item(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+    def test_skip_via_htmx_opens_the_next_item(
+        self, session: Session, client_as: Callable[..., TestClient]
+    ) -> None:
         w = build_world(session)
         d0, d1 = ids(w)[:2]
         c = client_as("labeler", email="alice@example.test")
         post(c, f"/grading/runs/{w.run.id}/next", {})
         r = post(c, f"/grading/drafts/{d0}/skip", {"reason": "other", "detail": ""}, headers=HX)
-        assert r.status_code == 200 and "detail: say in a few words" in r.text and "HX-Push-Url" not in r.headers
+        assert (
+            r.status_code == 200 and "detail: say in a few words" in r.text and "HX-Push-Url" not in r.headers
+        )
         r = post(c, f"/grading/drafts/{d0}/skip", {"reason": "kb_missing"}, headers=HX)
-        assert r.headers["HX-Push-Url"] == f"/grading/drafts/{d1}" and f"Skipped draft {d0} (KB missing)" in r.text
+        assert (
+            r.headers["HX-Push-Url"] == f"/grading/drafts/{d1}"
+            and f"Skipped draft {d0} (KB missing)" in r.text
+        )
         skip = session.exec(select(GradingSkip)).one()
         assert (skip.draft_id, skip.grader_id, skip.reason) == (d0, w.alice.id, "kb_missing")
 
@@ -335,7 +449,7 @@ class TestLeadViews:
             skip_draft(session=session, draft_id=d0, grader_id=g.id, reason="domain")  # type: ignore[arg-type]
         session.commit()
         lead = client_as("lead", email="lead@example.test").get(f"/grading/runs/{w.run.id}").text
-        assert "<th class=\"num\">Skips</th>" in lead and re.search(r'<td class="num">3</td>', lead)
+        assert '<th class="num">Skips</th>' in lead and re.search(r'<td class="num">3</td>', lead)
         labeler = client_as("labeler", email="alice@example.test").get(f"/grading/runs/{w.run.id}").text
         assert "Skips" not in labeler
 
@@ -344,7 +458,9 @@ class TestLeadViews:
     ) -> None:
         w = build_world(session)
         for draft_id in ids(w)[:2]:
-            record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=w.alice.id, scores=scores(spec))  # type: ignore[arg-type]
+            record_grade(
+                session=session, spec=spec, draft_id=draft_id, grader_id=w.alice.id, scores=scores(spec)
+            )  # type: ignore[arg-type]
         record_grade(session=session, spec=spec, draft_id=ids(w)[0], grader_id=w.bob.id, scores=scores(spec))  # type: ignore[arg-type]
         session.commit()
         alice = client_as("labeler", email="alice@example.test").get("/grading").text
@@ -352,22 +468,33 @@ class TestLeadViews:
         assert "grading-team-pace" not in alice
         lead = client_as("lead", email="lead@example.test").get("/grading").text
         table = lead[lead.index('id="grading-team-pace"') :]
-        assert re.search(r"Alice</td><td class=\"num\">2</td>", table) and re.search(r"Bob</td><td class=\"num\">1</td>", table)
+        assert re.search(r"Alice</td><td class=\"num\">2</td>", table) and re.search(
+            r"Bob</td><td class=\"num\">1</td>", table
+        )
 
     def test_adjudication_shows_context_highlights_claims_and_prefills_from_a_grade(
         self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
     ) -> None:
         w = build_world(session)
         d0 = ids(w)[0]
-        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec, tone=5))  # type: ignore[arg-type]
-        record_grade(session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec, "fail", tone=2))  # type: ignore[arg-type]
+        record_grade(
+            session=session, spec=spec, draft_id=d0, grader_id=w.alice.id, scores=scores(spec, tone=5)
+        )  # type: ignore[arg-type]
+        record_grade(
+            session=session, spec=spec, draft_id=d0, grader_id=w.bob.id, scores=scores(spec, "fail", tone=2)
+        )  # type: ignore[arg-type]
         session.commit()
         adj = list_adjudications(session=session)[0]
         bob_grade = session.exec(select(Grade).where(Grade.grader_id == w.bob.id)).one()
         c = client_as("lead", email="lead@example.test")
         html = c.get("/grading/adjudication").text
-        assert "case-0" in html and "Reset your password from the sign-in page." in html  # ticket id and KB text
-        assert '<mark class="grading-highlight" title="quoted by grader B">We will refund you 200 dollars.<sup>B</sup></mark>' in html
+        assert (
+            "case-0" in html and "Reset your password from the sign-in page." in html
+        )  # ticket id and KB text
+        assert (
+            '<mark class="grading-highlight" title="quoted by grader B">We will refund you 200 dollars.<sup>B</sup></mark>'
+            in html
+        )
         assert "Take A’s scores" in html and "Take B’s scores" in html
         assert not re.search(r'name="tone" value="2" checked', html)
         taken = c.get(f"/grading/adjudication?status=open&take={adj.id}:{bob_grade.id}").text
@@ -386,7 +513,9 @@ class TestLeadViews:
         assert f'href="/grading/drafts/{draft.id}" id="reference-back"' in html
         assert 'id="reference-ticket"' in html and "KB-1 revision 1" in html and "current is 2" in html
         r = post(c, f"/grading/references/{draft.case_pk}", {"text": "New ref", "draft": str(draft.id)})
-        assert r.headers["location"].startswith(f"/grading/references/{draft.case_pk}?draft={draft.id}&flash=")
+        assert r.headers["location"].startswith(
+            f"/grading/references/{draft.case_pk}?draft={draft.id}&flash="
+        )
 
 
 class TestFormRoutesAreSync:

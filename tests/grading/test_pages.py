@@ -81,7 +81,11 @@ class TestGradingPage:
             {**FORM, "factual_accuracy": "fail", "rationale": "my long <thoughts>"},
         )
         assert r.status_code == 422
-        assert "Unsupported claim: a factual" in r.text and "unsupported_claim:" not in r.text and "my long &lt;thoughts&gt;" in r.text
+        assert (
+            "Unsupported claim: a factual" in r.text
+            and "unsupported_claim:" not in r.text
+            and "my long &lt;thoughts&gt;" in r.text
+        )
         assert re.search(r'value="fail"\s+checked', r.text)
 
     def test_blind_page_hides_other_grades(

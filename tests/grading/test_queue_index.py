@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from tests.factories import make_run
 from tests.grading.conftest import GradingWorld, scores
 from webapp.datasets.models import Dataset
 from webapp.grading import queue_index
 from webapp.grading.grades import record_grade
-from webapp.grading.models import GradingQueueEntry, GradingQueueRun, GradingSlot
+from webapp.grading.models import Grade, GradingQueueEntry, GradingQueueGrader, GradingQueueRun, GradingSlot
 from webapp.grading.queue import BatchFilter, batch_counts, next_item, release_expired, skip_draft
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
@@ -22,8 +22,38 @@ T0 = dt.datetime(2026, 11, 24, 9, 0, tzinfo=dt.UTC)
 
 
 def assert_index_exact(session: Session, run_id: int, n: int) -> None:
-    """Every draft's row holds its recounted places and grades, gradability and has_place = places < n."""
+    """Every draft's row holds its recounted places and grades, gradability and has_place = places < n;
+    the run's totals are its gradable drafts and grades counted up to n each."""
     session.flush()
+    totals = session.exec(
+        select(GradingQueueRun)
+        .where(GradingQueueRun.run_id == run_id)
+        .execution_options(populate_existing=True)
+    ).one()
+    recounted = queue_index.recount(session=session, run_id=run_id)
+    gradable_ids = [d for d, *_, ok in recounted if ok]
+    per_grader = {
+        g: k
+        for g, k in session.exec(
+            select(Grade.grader_id, func.count())
+            .where(col(Grade.draft_id).in_(gradable_ids))
+            .group_by(col(Grade.grader_id))
+        )
+    }
+    kept = {
+        r.grader_id: r.grades
+        for r in session.exec(
+            select(GradingQueueGrader)
+            .where(GradingQueueGrader.run_id == run_id)
+            .execution_options(populate_existing=True)
+        )
+        if r.grades
+    }
+    assert kept == per_grader
+    assert (totals.drafts, totals.grades_done) == (
+        sum(1 for *_, ok in recounted if ok),
+        sum(min(g, n) for _, _, g, ok in recounted if ok),
+    )
     rows = {
         e.draft_id: e
         for e in session.exec(

@@ -12,25 +12,49 @@ from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 
-FAIL = {"factual_accuracy": "fail", "citation_relevance": 3, "tone": 4, "completeness": 4,
-        "rationale": "promises a refund", "unsupported_claim": "processed your refund"}
+FAIL = {
+    "factual_accuracy": "fail",
+    "citation_relevance": 3,
+    "tone": 4,
+    "completeness": 4,
+    "rationale": "promises a refund",
+    "unsupported_claim": "processed your refund",
+}
 PASS = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "ok"}
 
 
 def _draft(session: Session, golden: bool) -> int:
     make_article(session, "KB-1")
-    ds = make_dataset(session, [{"case_id": "g", "category": "routine", "intent": "refund_request", "golden": golden}])
+    ds = make_dataset(
+        session, [{"case_id": "g", "category": "routine", "intent": "refund_request", "golden": golden}]
+    )
     text = "I've processed your refund and you should see it soon. " + words(60)
-    run = make_run(session, ds, [{"case_id": "g", "draft_text": text, "confidence": 0.8, "intent": "refund_request",
-                                  "citations": [{"article_id": "KB-1", "revision": 1}]}])
+    run = make_run(
+        session,
+        ds,
+        [
+            {
+                "case_id": "g",
+                "draft_text": text,
+                "confidence": 0.8,
+                "intent": "refund_request",
+                "citations": [{"article_id": "KB-1", "revision": 1}],
+            }
+        ],
+    )
     return session.exec(select(Draft.id).where(Draft.run_id == run.id)).one()
 
 
 def _grade_twice(session: Session, spec: EvalSpec, draft_id: int, scores: dict) -> None:
     for i in (1, 2):
         g = make_user(session, email=f"g{i}@example.test", roles=["labeler"])
-        record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=g.id,
-                     scores=validate_scores(spec=spec, data=scores))
+        record_grade(
+            session=session,
+            spec=spec,
+            draft_id=draft_id,
+            grader_id=g.id,
+            scores=validate_scores(spec=spec, data=scores),
+        )
         after_grading(session=session, spec=spec, draft_id=draft_id)  # what routes, pages and the demo call
 
 

@@ -62,7 +62,11 @@ def returned_pair(session: Session, spec: EvalSpec, world: GradingWorld):  # typ
     gb = grade(session, spec, world, world.bob, tone=4)
     (adj,) = list_adjudications(session=session)
     return_grade(
-        session=session, adjudication_id=adj.id, grade_id=gb.id, lead_id=world.lead.id, comment="re-read the tone guidance"
+        session=session,
+        adjudication_id=adj.id,
+        grade_id=gb.id,
+        lead_id=world.lead.id,
+        comment="re-read the tone guidance",
     )
     return ga, gb, adj
 
@@ -281,7 +285,11 @@ class TestGradeLockDuringAdjudication:
         # The grade the lead did not return stays locked while the other is reworked.
         with pytest.raises(GradeLocked, match="the lead decides or returns"):
             revise_grade(
-                session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=4)
+                session=session,
+                spec=spec,
+                grade_id=ga.id,
+                grader_id=world.alice.id,
+                scores=scores(spec, tone=4),
             )
         assert grade_lock(session=session, grade=ga) is not None
         assert grade_lock(session=session, grade=gb) is None
@@ -306,7 +314,11 @@ class TestGradeLockDuringAdjudication:
         assert session.get(Adjudication, adj.id).status == "open"  # type: ignore[union-attr]
         with pytest.raises(GradeLocked, match="the lead decides or returns"):
             revise_grade(
-                session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
+                session=session,
+                spec=spec,
+                grade_id=gb.id,
+                grader_id=world.bob.id,
+                scores=scores(spec, tone=2),
             )
 
 
@@ -365,12 +377,9 @@ class TestQueue:
         batch = BatchFilter(run_id=world.run.id)
         first = world.drafts[0].id
         assert (
-            next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0).id
-            == first
+            next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0).id == first
         )  # type: ignore[union-attr]
-        assert (
-            next_item(session=session, spec=spec, grader_id=world.bob.id, batch=batch, now=T0).id == first
-        )  # type: ignore[union-attr]
+        assert next_item(session=session, spec=spec, grader_id=world.bob.id, batch=batch, now=T0).id == first  # type: ignore[union-attr]
         # Both places of the first draft are reserved: Carol gets the second draft.
         assert (
             next_item(session=session, spec=spec, grader_id=world.carol.id, batch=batch, now=T0).id

@@ -61,7 +61,12 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, str, GradingWorld]]:
         world = build_world(session)
     engine.dispose()
     port = _free_port()
-    env = {**os.environ, "DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_SECRET_KEY": TEST_SECRET, "DRAFTDESK_MODE": "dev"}
+    env = {
+        **os.environ,
+        "DRAFTDESK_DATABASE_URL": db_url,
+        "DRAFTDESK_SECRET_KEY": TEST_SECRET,
+        "DRAFTDESK_MODE": "dev",
+    }
     proc = subprocess.Popen(
         [DRAFTDESK, "serve", "--port", str(port), "--workers", "2", "--no-access-log"],
         env=env,
@@ -73,7 +78,10 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, str, GradingWorld]]:
         deadline = time.monotonic() + 180  # a loaded CI machine starts two workers slowly
         while True:
             try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200 and len(_children(proc.pid)) >= 2:
+                if (
+                    httpx.get(f"{base}/healthz", timeout=2).status_code == 200
+                    and len(_children(proc.pid)) >= 2
+                ):
                     break
             except httpx.HTTPError:
                 pass
@@ -114,18 +122,28 @@ def test_two_workers_share_sessions_reservations_and_rate_limits(two_workers) ->
         page = alice.get(f"/grading/drafts/{d0}")
         assert page.status_code == 200 and f"next: draft {d1} (reserved)" in page.text
     bob, _ = _sign_in(base, "bob@example.test")
-    assert bob.post(f"/grading/runs/{world.run.id}/next", data={"csrf_token": _csrf(bob)}).headers[
-        "location"
-    ] == f"/grading/drafts/{d0}"
+    assert (
+        bob.post(f"/grading/runs/{world.run.id}/next", data={"csrf_token": _csrf(bob)}).headers["location"]
+        == f"/grading/drafts/{d0}"
+    )
     carol, _ = _sign_in(base, "carol@example.test")
     # d0's two places are held by Alice and Bob; d1 still has one free place next to Alice's reservation.
-    assert carol.post(f"/grading/runs/{world.run.id}/next", data={"csrf_token": _csrf(carol)}).headers[
-        "location"
-    ] == f"/grading/drafts/{d1}"
+    assert (
+        carol.post(f"/grading/runs/{world.run.id}/next", data={"csrf_token": _csrf(carol)}).headers[
+            "location"
+        ]
+        == f"/grading/drafts/{d1}"
+    )
     for who, c in (("alice", alice), ("bob", bob)):
         r = c.post(
             f"/grading/drafts/{d0}",
-            data={"factual_accuracy": "pass", "citation_relevance": "4", "tone": "4", "completeness": "4", "next": "1"},
+            data={
+                "factual_accuracy": "pass",
+                "citation_relevance": "4",
+                "tone": "4",
+                "completeness": "4",
+                "next": "1",
+            },
             headers={"HX-Request": "true", "X-CSRF-Token": _csrf(c)},
         )
         assert r.status_code == 200 and f"Grade saved (draft {d0})" in r.text, who

@@ -13,7 +13,13 @@ from sqlmodel import Session
 from tests.conftest import csrf_for
 from tests.grading.conftest import build_world
 
-FORM = {"factual_accuracy": "pass", "citation_relevance": "4", "tone": "4", "completeness": "4", "rationale": "ok"}
+FORM = {
+    "factual_accuracy": "pass",
+    "citation_relevance": "4",
+    "tone": "4",
+    "completeness": "4",
+    "rationale": "ok",
+}
 WRITES = ("INSERT", "UPDATE", "DELETE")
 
 

@@ -115,8 +115,6 @@ def return_grade(
     return grade
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # The adjudication page's view
 
@@ -207,9 +205,7 @@ def adjudication_queue_view(
             }
         )
     counts = dict(
-        session.exec(
-            select(Adjudication.status, func.count()).group_by(col(Adjudication.status))
-        ).all()
+        session.exec(select(Adjudication.status, func.count()).group_by(col(Adjudication.status))).all()
     )
     return {
         "items": items,

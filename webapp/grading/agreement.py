@@ -148,4 +148,3 @@ def agreement_report(*, session: Session, spec: EvalSpec, run_id: int | None = N
         )
     report["graders"] = graders_out
     return report
-

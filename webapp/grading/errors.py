@@ -54,5 +54,3 @@ class NotFound(GradingError):
     """No such draft, grade, adjudication or reference."""
 
     status = 404
-
-

@@ -17,9 +17,9 @@ from webapp.spec import EvalSpec
 
 _KB = table_of(KbRevision)
 _CHECKS = table_of(DraftCheck)
-_REVISIONS = core_select(
-    _KB.c.article_id, _KB.c.revision, _KB.c.title, _KB.c.body, _KB.c.status
-).where(_KB.c.article_id.in_(bindparam("articles", expanding=True)))
+_REVISIONS = core_select(_KB.c.article_id, _KB.c.revision, _KB.c.title, _KB.c.body, _KB.c.status).where(
+    _KB.c.article_id.in_(bindparam("articles", expanding=True))
+)
 _DRAFT_CHECKS = (
     core_select(_CHECKS.c.key, _CHECKS.c.status, _CHECKS.c.reason)
     .where(_CHECKS.c.draft_id == bindparam("draft_id"))

@@ -97,5 +97,3 @@ def export_jsonl(*, session: Session, run_id: int) -> str:
     return "".join(
         json.dumps(row, ensure_ascii=False) + "\n" for row in export_rows(session=session, run_id=run_id)
     )
-
-

@@ -202,7 +202,7 @@ def record_grade(
     if grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
     conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
-    queue_index.grade_added(session=session, draft_id=draft_id)
+    queue_index.grade_added(session=session, draft_id=draft_id, grader_id=grader_id)
     # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
     grade = Grade(id=grade_id, **values)
     make_transient_to_detached(grade)

@@ -66,7 +66,9 @@ _ITEM = (
     .where(DRAFTS.c.id == _DRAFT)
 )
 _GRADES_OF = core_select(GRADES).where(GRADES.c.draft_id == _DRAFT).order_by(GRADES.c.id)
-_SLOTS_OF = core_select(SLOTS.c.grader_id, SLOTS.c.grade_id, SLOTS.c.expires_at).where(SLOTS.c.draft_id == _DRAFT)
+_SLOTS_OF = core_select(SLOTS.c.grader_id, SLOTS.c.grade_id, SLOTS.c.expires_at).where(
+    SLOTS.c.draft_id == _DRAFT
+)
 _ADJUDICATION_OF = core_select(ADJUDICATIONS).where(ADJUDICATIONS.c.draft_id == _DRAFT)
 _FINAL_OF = core_select(_FINALS).where(_FINALS.c.draft_id == _DRAFT)
 _HISTORY_ALL = (
@@ -90,7 +92,9 @@ _PREVIOUS = (
         GRADES.c.draft_id,
         GRADES.c.status,
         core_select(func.count()).where(_OTHER.c.draft_id == GRADES.c.draft_id).scalar_subquery(),
-        core_select(ADJUDICATIONS.c.status).where(ADJUDICATIONS.c.draft_id == GRADES.c.draft_id).scalar_subquery(),
+        core_select(ADJUDICATIONS.c.status)
+        .where(ADJUDICATIONS.c.draft_id == GRADES.c.draft_id)
+        .scalar_subquery(),
     )
     .where(GRADES.c.grader_id == bindparam("grader_id"), GRADES.c.draft_id != _DRAFT)
     .order_by(GRADES.c.created_at.desc(), GRADES.c.id.desc())
@@ -107,7 +111,9 @@ def previous_draft(*, session: Session, spec: EvalSpec, grader_id: int, exclude_
     Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
     draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
     """
-    row: Any = session.connection().execute(_PREVIOUS, {"grader_id": grader_id, "draft_id": exclude_draft}).first()
+    row: Any = (
+        session.connection().execute(_PREVIOUS, {"grader_id": grader_id, "draft_id": exclude_draft}).first()
+    )
     if row is None or row.status != "submitted":
         return None
     draft_id, status, n, adjudication = tuple(row)
@@ -213,7 +219,11 @@ def grading_item(
     now = utcnow()
     slots: list[Any] = list(conn.execute(_SLOTS_OF, {"draft_id": draft_id}).all())
     slot = next((x for x in slots if x.grader_id == me), None)
-    live = [x for x in slots if x.grade_id is not None or (x.expires_at is not None and as_utc(x.expires_at) > now)]
+    live = [
+        x
+        for x in slots
+        if x.grade_id is not None or (x.expires_at is not None and as_utc(x.expires_at) > now)
+    ]
     has_place = own is not None or slot is not None or len(live) < spec.grading.graders_per_draft
     upcoming = None
     if slot is not None:
@@ -259,4 +269,3 @@ def grading_item(
         "values": scores_of(own) if own is not None else {},
         "draft_url": f"/grading/drafts/{draft_id}" + (f"?{qs}" if qs else ""),
     }
-

@@ -189,3 +189,15 @@ class GradingQueueRun(SQLModel, table=True):
     run_id: int = Field(foreign_key="run.id", primary_key=True, ondelete="CASCADE")
     graders_per_draft: int
     last_draft_id: int
+    drafts: int = 0  # gradable drafts: the whole run's progress without reading its rows
+    grades_done: int = 0  # grades in, counted up to graders_per_draft per draft
+
+
+class GradingQueueGrader(SQLModel, table=True):
+    """How many of a run's gradable drafts a grader has graded (the grading page's "mine")."""
+
+    __tablename__: ClassVar[str] = "grading_queue_grader"
+
+    run_id: int = Field(foreign_key="run.id", primary_key=True, ondelete="CASCADE")
+    grader_id: int = Field(foreign_key="app_user.id", primary_key=True, ondelete="CASCADE")
+    grades: int = 0

@@ -42,14 +42,18 @@ _SHORT_OF_GRADES = core_select(
     core_select(func.count())
     .where(_GRADES.c.draft_id == bindparam("draft_id"), _GRADES.c.status == "returned")
     .scalar_subquery(),
-    core_select(_ADJUDICATIONS.c.status).where(_ADJUDICATIONS.c.draft_id == bindparam("draft_id")).scalar_subquery(),
+    core_select(_ADJUDICATIONS.c.status)
+    .where(_ADJUDICATIONS.c.draft_id == bindparam("draft_id"))
+    .scalar_subquery(),
 )
 
 
 def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.datetime | None = None) -> str:
     """Recompute a draft's outcome from its grades; return needs_grades, rework, in_adjudication or final."""
     now = now or utcnow()
-    n_grades, n_returned, status = session.connection().execute(_SHORT_OF_GRADES, {"draft_id": draft_id}).one()
+    n_grades, n_returned, status = (
+        session.connection().execute(_SHORT_OF_GRADES, {"draft_id": draft_id}).one()
+    )
     if status == "resolved":
         return "final"
     if not n_returned and n_grades < spec.grading.graders_per_draft:
@@ -102,5 +106,3 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     session.add(adjudication)
     session.flush()
     return "in_adjudication"
-
-

@@ -32,7 +32,9 @@ def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> di
     ).all()
     held = session.exec(
         select(GradingSlot).where(
-            GradingSlot.grader_id == me, col(GradingSlot.grade_id).is_(None), col(GradingSlot.expires_at) > utcnow()
+            GradingSlot.grader_id == me,
+            col(GradingSlot.grade_id).is_(None),
+            col(GradingSlot.expires_at) > utcnow(),
         )
     ).all()
     return {
@@ -47,7 +49,9 @@ def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> di
     }
 
 
-def batch_view(*, session: Session, spec: EvalSpec, principal: Principal, batch: BatchFilter) -> dict[str, Any] | None:
+def batch_view(
+    *, session: Session, spec: EvalSpec, principal: Principal, batch: BatchFilter
+) -> dict[str, Any] | None:
     """Return a batch: its progress overall and per grader, the filters it offers, and where each draft stands.
 
     None when the run does not exist.
@@ -59,7 +63,9 @@ def batch_view(*, session: Session, spec: EvalSpec, principal: Principal, batch:
     ids = [d.id for d, _ in rows]
     own = {
         g.draft_id: g
-        for g in session.exec(select(Grade).where(Grade.grader_id == principal.user_id, col(Grade.draft_id).in_(ids)))
+        for g in session.exec(
+            select(Grade).where(Grade.grader_id == principal.user_id, col(Grade.draft_id).in_(ids))
+        )
     }
     count_by_draft: dict[int, int] = {}
     for draft_id in session.exec(select(Grade.draft_id).where(col(Grade.draft_id).in_(ids))):

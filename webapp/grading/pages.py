@@ -71,7 +71,9 @@ def batch_overview(
     run_id: int, request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
 ) -> HTMLResponse:
     """Show a batch: progress overall and per grader, filters, and where each draft stands."""
-    view = batch_view(session=session, spec=spec, principal=principal, batch=batch_from(request.query_params, run_id))
+    view = batch_view(
+        session=session, spec=spec, principal=principal, batch=batch_from(request.query_params, run_id)
+    )
     if view is None:
         raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
     view["done"] = request.query_params.get("done") == "1"
@@ -83,7 +85,12 @@ def _item_or_404(
 ) -> dict[str, Any]:
     """Return the grading item's template context (404 when the draft does not exist)."""
     ctx = grading_item(
-        session=session, spec=spec, draft_id=draft_id, principal=principal, filters=filters, judge=judge_verdict
+        session=session,
+        spec=spec,
+        draft_id=draft_id,
+        principal=principal,
+        filters=filters,
+        judge=judge_verdict,
     )
     if ctx is None:
         raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
@@ -142,7 +149,9 @@ def _reserve_following(
     session: Session, spec: EvalSpec, principal: Principal, batch: BatchFilter, draft_id: int, *, htmx: bool
 ) -> int | None:
     """Reserve the grader's next draft after `draft_id` and, when htmx will show it now, the one after it."""
-    nxt = reserve_next(session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft_id,))
+    nxt = reserve_next(
+        session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft_id,)
+    )
     if nxt is not None and htmx:
         reserve_upcoming(session=session, spec=spec, grader_id=principal.user_id, batch=batch, draft_id=nxt)
     return nxt
@@ -221,10 +230,21 @@ def submit_grade(
     qs = batch.query_string()
     if following:
         signals = model_signals(
-            session=session, spec=spec, draft_id=draft_id, confidence=confidence, has_graded=True, judge=judge_verdict
+            session=session,
+            spec=spec,
+            draft_id=draft_id,
+            confidence=confidence,
+            has_graded=True,
+            judge=judge_verdict,
         )
         return _open_next(
-            request, session, spec, principal, batch, nxt, _saved_flash(message, draft_id),
+            request,
+            session,
+            spec,
+            principal,
+            batch,
+            nxt,
+            _saved_flash(message, draft_id),
             {"saved_signals": signals, "saved_draft_id": draft_id},
         )
     if is_htmx(request):
@@ -251,7 +271,11 @@ def skip(
     try:
         with write_section(session):
             skip_draft(
-                session=session, draft_id=draft_id, grader_id=principal.user_id, reason=form.reason, detail=form.detail
+                session=session,
+                draft_id=draft_id,
+                grader_id=principal.user_id,
+                reason=form.reason,
+                detail=form.detail,
             )
             # The skipped draft is passed over now even if nothing else is left; it comes back later, last.
             nxt = _reserve_following(session, spec, principal, batch, draft_id, htmx=is_htmx(request))
@@ -263,6 +287,11 @@ def skip(
         ctx.update({"skip_error": exc.message, "flash": None, "skip_values": form.model_dump()})
         return _item_response(request, ctx, status_code=200 if is_htmx(request) else exc.status)
     return _open_next(
-        request, session, spec, principal, batch, nxt, f"Skipped draft {draft_id} ({SKIP_REASONS[form.reason]})."
+        request,
+        session,
+        spec,
+        principal,
+        batch,
+        nxt,
+        f"Skipped draft {draft_id} ({SKIP_REASONS[form.reason]}).",
     )
-

@@ -59,13 +59,14 @@ def grading_pace(
     for grader_id, created, reserved in session.exec(stmt):
         created = as_utc(created)
         starts = [as_utc(t) for t in (reserved, previous.get(grader_id)) if t is not None]
-        durations[grader_id].append(max(0.0, (created - max(starts)).total_seconds()) if starts else float("nan"))
+        durations[grader_id].append(
+            max(0.0, (created - max(starts)).total_seconds()) if starts else float("nan")
+        )
         previous[grader_id] = created
     if not durations:
         return []
     names = {
-        u.id: (u.name or u.email)
-        for u in session.exec(select(User).where(col(User.id).in_(list(durations))))
+        u.id: (u.name or u.email) for u in session.exec(select(User).where(col(User.id).in_(list(durations))))
     }
     out = []
     for grader_id, values in durations.items():
@@ -79,9 +80,6 @@ def grading_pace(
             )
         )
     return sorted(out, key=lambda p: p.name.lower())
-
-
-
 
 
 @dataclass
@@ -178,5 +176,3 @@ def waiting_for_grader(
         col(Draft.id).not_in(full), col(Draft.id).not_in(graded)
     )
     return int(session.exec(stmt).one())
-
-

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, delete, exists, func, text, update
+from sqlalchemy import Integer, bindparam, delete, exists, func, literal, text, update
 from sqlalchemy import case as sql_case
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -39,11 +39,19 @@ from sqlmodel import Session
 
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
-from webapp.grading.models import Grade, GradingQueueEntry, GradingQueueRun, GradingSkip, GradingSlot
+from webapp.grading.models import (
+    Grade,
+    GradingQueueEntry,
+    GradingQueueGrader,
+    GradingQueueRun,
+    GradingSkip,
+    GradingSlot,
+)
 from webapp.runs.models import Draft
 
 QUEUE = table_of(GradingQueueEntry)
 QUEUE_RUNS = table_of(GradingQueueRun)
+QUEUE_GRADERS = table_of(GradingQueueGrader)
 _DRAFTS = table_of(Draft)
 _CASES = table_of(EvalCase)
 _SLOTS = table_of(GradingSlot)
@@ -119,6 +127,32 @@ def _mark_stmt(dialect: str) -> Any:
     )
 
 
+def _capped(n: Any) -> Any:
+    return sql_case((QUEUE.c.grades_in > n, n), else_=QUEUE.c.grades_in)
+
+
+_RUN_ROWS = (QUEUE.c.run_id == bindparam("r"), QUEUE.c.gradable.is_(True))
+_RUN_TOTALS = (
+    update(QUEUE_RUNS)
+    .where(QUEUE_RUNS.c.run_id == bindparam("r"))
+    .values(
+        drafts=core_select(func.count()).where(*_RUN_ROWS).scalar_subquery(),
+        grades_done=core_select(func.coalesce(func.sum(_capped(bindparam("n", type_=Integer))), 0))
+        .where(*_RUN_ROWS)
+        .scalar_subquery(),
+    )
+)
+
+
+_GRADER_TOTALS = QUEUE_GRADERS.insert().from_select(
+    ["run_id", "grader_id", "grades"],
+    core_select(QUEUE.c.run_id, _GRADES.c.grader_id, func.count())
+    .join(QUEUE, QUEUE.c.draft_id == _GRADES.c.draft_id)
+    .where(*_RUN_ROWS)
+    .group_by(QUEUE.c.run_id, _GRADES.c.grader_id),
+)
+
+
 def ensure(*, session: Session, run_id: int, graders_per_draft: int) -> None:
     """Make the run's queue rows current (one indexed read when they are; see the module docstring)."""
     session.flush()  # drafts added through the ORM in this transaction count
@@ -135,12 +169,16 @@ def ensure(*, session: Session, run_id: int, graders_per_draft: int) -> None:
     dialect = session.get_bind().dialect.name
     conn.execute(_build_stmt(dialect), {"run_id": run_id, "after": after, "n": graders_per_draft})
     conn.execute(_mark_stmt(dialect), {"run_id": run_id, "n": graders_per_draft, "last": last_draft})
+    conn.execute(_RUN_TOTALS, {"r": run_id, "n": graders_per_draft})
+    conn.execute(delete(QUEUE_GRADERS).where(QUEUE_GRADERS.c.run_id == run_id))
+    conn.execute(_GRADER_TOTALS, {"r": run_id})
 
 
 def invalidate(*, session: Session, run_id: int) -> None:
     """Drop the run's queue rows (its drafts were re-imported); the next grading request rebuilds them."""
     session.flush()
     conn = session.connection()
+    conn.execute(delete(QUEUE_GRADERS).where(QUEUE_GRADERS.c.run_id == run_id))
     conn.execute(delete(QUEUE_RUNS).where(QUEUE_RUNS.c.run_id == run_id))
     conn.execute(delete(QUEUE).where(QUEUE.c.run_id == run_id))
 
@@ -160,6 +198,21 @@ _PLACES = (
     )
 )
 _GRADE_ADDED = update(QUEUE).where(QUEUE.c.draft_id == bindparam("d")).values(grades_in=QUEUE.c.grades_in + 1)
+# After _GRADE_ADDED: the run's total moves when the grade is one of the first graders_per_draft.
+_RUN_GRADE_ADDED = (
+    update(QUEUE_RUNS)
+    .where(
+        QUEUE_RUNS.c.run_id
+        == core_select(QUEUE.c.run_id)
+        .where(
+            QUEUE.c.draft_id == bindparam("d"),
+            QUEUE.c.gradable.is_(True),
+            QUEUE.c.grades_in <= QUEUE_RUNS.c.graders_per_draft,
+        )
+        .scalar_subquery()
+    )
+    .values(grades_done=QUEUE_RUNS.c.grades_done + 1)
+)
 
 
 def places_changed(*, session: Session, deltas: dict[int, int]) -> None:
@@ -180,10 +233,28 @@ def places_released(*, session: Session, draft_ids: Iterable[int]) -> None:
     places_changed(session=session, deltas={d: -k for d, k in Counter(draft_ids).items()})
 
 
-def grade_added(*, session: Session, draft_id: int) -> None:
-    """Record a new grade of the draft."""
+@lru_cache(maxsize=4)
+def _grader_added_stmt(dialect: str) -> Any:
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(QUEUE_GRADERS).from_select(
+        ["run_id", "grader_id", "grades"],
+        core_select(QUEUE.c.run_id, bindparam("g", type_=Integer), literal(1, Integer)).where(
+            QUEUE.c.draft_id == bindparam("d"), QUEUE.c.gradable.is_(True)
+        ),
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=[QUEUE_GRADERS.c.run_id, QUEUE_GRADERS.c.grader_id],
+        set_={"grades": QUEUE_GRADERS.c.grades + 1},
+    )
+
+
+def grade_added(*, session: Session, draft_id: int, grader_id: int) -> None:
+    """Record a new grade of the draft by the grader."""
     _lock(session, exclusive=False)
-    session.connection().execute(_GRADE_ADDED, {"d": draft_id})
+    conn = session.connection()
+    conn.execute(_GRADE_ADDED, {"d": draft_id})
+    conn.execute(_RUN_GRADE_ADDED, {"d": draft_id})
+    conn.execute(_grader_added_stmt(session.get_bind().dialect.name), {"d": draft_id, "g": grader_id})
 
 
 def _in_batch(stmt: Any, shape: Shape) -> Any:
@@ -223,22 +294,32 @@ def candidates_stmt(shape: Shape, skipped: bool) -> Any:
 
 @lru_cache(maxsize=64)
 def counts_stmt(shape: Shape) -> Any:
-    """(drafts, grades in counted up to graders_per_draft each, the grader's grades) of the batch."""
+    """(drafts, grades in counted up to graders_per_draft each, the grader's grades) of the batch.
+
+    The whole run's first two come from its totals row; a filtered batch reads its queue rows.
+    """
     n = bindparam("n", type_=Integer)
+    # Read from the grader's own grades (index on grader_id), each looked up in the queue by its draft.
+    in_batch = _in_batch(core_select(QUEUE.c.draft_id), shape).where(QUEUE.c.draft_id == _GRADES.c.draft_id)
     mine = (
-        _in_batch(core_select(func.count()).select_from(_GRADES), shape)
-        .join(QUEUE, QUEUE.c.draft_id == _GRADES.c.draft_id)
-        .where(_GRADES.c.grader_id == bindparam("grader_id"))
+        core_select(func.count())
+        .select_from(_GRADES)
+        .where(_GRADES.c.grader_id == bindparam("grader_id"), in_batch.exists())
         .scalar_subquery()
     )
-    return _in_batch(
-        core_select(
-            func.count(),
-            func.coalesce(func.sum(sql_case((QUEUE.c.grades_in > n, n), else_=QUEUE.c.grades_in)), 0),
-            mine,
-        ),
-        shape,
-    )
+    if shape == (False, False, False, None):
+        mine_in_run = (
+            core_select(QUEUE_GRADERS.c.grades)
+            .where(
+                QUEUE_GRADERS.c.run_id == bindparam("run_id"),
+                QUEUE_GRADERS.c.grader_id == bindparam("grader_id"),
+            )
+            .scalar_subquery()
+        )
+        return core_select(
+            QUEUE_RUNS.c.drafts, QUEUE_RUNS.c.grades_done, func.coalesce(mine_in_run, 0)
+        ).where(QUEUE_RUNS.c.run_id == bindparam("run_id"))
+    return _in_batch(core_select(func.count(), func.coalesce(func.sum(_capped(n)), 0), mine), shape)
 
 
 def recount(*, session: Session, run_id: int) -> list[tuple[int, int, int, bool]]:

@@ -88,7 +88,9 @@ def approve_reference(
 ) -> Response:
     """Approve a reference version (lead)."""
     try:
-        v = reference_service.approve_reference(session=session, reference_id=reference_id, lead_id=principal.user_id)
+        v = reference_service.approve_reference(
+            session=session, reference_id=reference_id, lead_id=principal.user_id
+        )
     except GradingError as exc:
         raise HTTPException(status_code=exc.status, detail=exc.message) from exc
     return see_other(

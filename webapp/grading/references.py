@@ -128,8 +128,6 @@ def grade_reference(
     return row
 
 
-
-
 # ---------------------------------------------------------------------------------------------
 # The reference pages' views
 
@@ -169,7 +167,9 @@ def reference_view(*, session: Session, case_pk: int, draft_id: int | None = Non
     if draft is not None and draft.citations:
         kb = cited_kb_texts(session=session, citations=draft.citations)
     else:
-        kb = cited_kb_texts(session=session, citations=[{"article_id": str(a)} for a in (case.kb_articles or [])])
+        kb = cited_kb_texts(
+            session=session, citations=[{"article_id": str(a)} for a in (case.kb_articles or [])]
+        )
     versions = reference_versions(session=session, case_pk=case_pk)
     ref_grades: dict[int, list[ReferenceGrade]] = {}
     if versions:

@@ -106,7 +106,10 @@ class AdjudicationIn(ScoresIn):
     "/grades",
     status_code=201,
     response_model=GradePublic,
-    responses={404: error_response("No draft with that id"), 409: error_response("Already graded by the caller, no grader place left, or adjudicated")},
+    responses={
+        404: error_response("No draft with that id"),
+        409: error_response("Already graded by the caller, no grader place left, or adjudicated"),
+    },
 )
 def create_grade(
     body: GradeIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
@@ -124,7 +127,9 @@ def create_grade(
 
 
 @router.put(
-    "/grades/{grade_id}", response_model=GradePublic, responses={409: error_response("The draft is adjudicated: grades are locked")}
+    "/grades/{grade_id}",
+    response_model=GradePublic,
+    responses={409: error_response("The draft is adjudicated: grades are locked")},
 )
 def update_grade(
     grade_id: int, body: ScoresIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
@@ -186,7 +191,9 @@ def take_next(
     run: RunDep,
 ) -> Response:
     """Reserve the caller's next draft of a run, by name or id (204 when none is left); `intent` is the case's, `draft_intent` the draft's."""
-    batch = BatchFilter(run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent, golden=golden)
+    batch = BatchFilter(
+        run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent, golden=golden
+    )
     draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     if draft is None:
         return Response(status_code=204)  # no body: a 204 carries none
@@ -276,7 +283,10 @@ def agreement(
     responses={
         200: {
             "description": "The final grades as JSON, or as a CSV or JSONL download (format=csv, format=jsonl)",
-            "content": {"text/csv": {"schema": {"type": "string"}}, "application/x-ndjson": {"schema": {"type": "string"}}},
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
+            },
         }
     },
 )

@@ -103,8 +103,6 @@ def scores_of(grade: Grade | ReferenceGrade) -> dict[str, Any]:
     }
 
 
-
-
 def disagreement_reasons(*, spec: EvalSpec, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """Return why two grades disagree under the spec's rules (empty when they agree)."""
     rules = spec.grading.disagreement
@@ -129,5 +127,3 @@ def all_reasons(spec: EvalSpec, grades: list[Grade]) -> list[str]:
     for g1, g2 in itertools.combinations(grades, 2):
         reasons.extend(disagreement_reasons(spec=spec, a=scores_of(g1), b=scores_of(g2)))
     return reasons
-
-

@@ -86,5 +86,3 @@ def grading_status(*, session: Session, run_id: int) -> GradingStatus:
             "final" if d in finals else "in_adjudication" if d in adjudicating else "needs_grades"
         )
     return status
-
-

@@ -87,4 +87,3 @@ def _committing(session: Session) -> Iterator[None]:
         session.rollback()
         raise
     session.commit()
-

@@ -23,8 +23,18 @@ def upgrade() -> None:
     sa.Column('run_id', sa.Integer(), nullable=False),
     sa.Column('graders_per_draft', sa.Integer(), nullable=False),
     sa.Column('last_draft_id', sa.Integer(), nullable=False),
+    sa.Column('drafts', sa.Integer(), nullable=False),
+    sa.Column('grades_done', sa.Integer(), nullable=False),
     sa.ForeignKeyConstraint(['run_id'], ['run.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('run_id')
+    )
+    op.create_table('grading_queue_grader',
+    sa.Column('run_id', sa.Integer(), nullable=False),
+    sa.Column('grader_id', sa.Integer(), nullable=False),
+    sa.Column('grades', sa.Integer(), nullable=False),
+    sa.ForeignKeyConstraint(['grader_id'], ['app_user.id'], ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['run_id'], ['run.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('run_id', 'grader_id')
     )
     op.create_table('grading_queue',
     sa.Column('draft_id', sa.Integer(), nullable=False),
@@ -55,5 +65,6 @@ def downgrade() -> None:
         batch_op.drop_index('ix_grading_queue_next')
 
     op.drop_table('grading_queue')
+    op.drop_table('grading_queue_grader')
     op.drop_table('grading_queue_run')
     # ### end Alembic commands ###
