@@ -356,8 +356,8 @@ def reserve_next(
         if needs_extension(spec=spec, expires=expires, now=now):  # still mine
             conn.execute(_EXTEND, {"d": draft_id, "g": grader_id, "expires": now + window})
         return draft_id
-    release_expired(session=session, now=now)
     queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
+    release_expired(session=session, now=now)
     params = {
         **batch.params(),
         "grader_id": grader_id,

@@ -20,7 +20,9 @@ It is derived data, kept exact as follows:
 - every change of places or grades updates the counters in the same transaction, as increments
   (`places_changed`, `grade_added`), so concurrent transactions on PostgreSQL cannot overwrite each
   other's counts; a build takes an exclusive advisory lock and counter updates a shared one, so a
-  build never misses a place being taken while it reads.
+  build never misses a place being taken while it reads. A transaction that finds the rows stale
+  but present and cannot get the lock at once leaves the update to the next request (waiting
+  could deadlock with a writer that holds places); the first build of a run waits.
 `tests/grading/test_queue_index.py` checks the counters against a recount after every operation.
 """
 
@@ -78,6 +80,13 @@ def _lock(session: Session, *, exclusive: bool) -> None:
     if session.get_bind().dialect.name == "postgresql":
         fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         session.connection().execute(text(f"SELECT {fn}(:k, 0)"), {"k": PG_QUEUE_LOCK_KEY})
+
+
+def _try_exclusive(session: Session) -> bool:
+    if session.get_bind().dialect.name != "postgresql":
+        return True
+    stmt = text("SELECT pg_try_advisory_xact_lock(:k, 0)")
+    return bool(session.connection().execute(stmt, {"k": PG_QUEUE_LOCK_KEY}).scalar())
 
 
 def _count(table: Any) -> Any:
@@ -162,6 +171,11 @@ def ensure(*, session: Session, run_id: int, graders_per_draft: int) -> None:
     if n == graders_per_draft and last_indexed is not None and last_indexed >= last_draft:
         return
     conn = session.connection()
+    if n is not None and not _try_exclusive(session):
+        # Another transaction is taking places while this one may hold places of its own (the
+        # shared lock): waiting here could deadlock. The rows are there, only not current; the
+        # next request brings them up to date.
+        return
     _lock(session, exclusive=True)
     after = last_indexed if n == graders_per_draft and last_indexed is not None else 0
     if after == 0:
