@@ -35,6 +35,9 @@ from sqlmodel import Session, col, select
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from lean_http import LeanClient  # noqa: E402
 
 from webapp.auth import service as auth_service  # noqa: E402
 from webapp.auth.models import User  # noqa: E402
@@ -49,7 +52,13 @@ from webapp.security import CSRF_COOKIE, csrf_token_for  # noqa: E402
 
 SECRET = "bench-grading-secret-key-0123456789abcdef"
 PASSWORD = "bench-password"
-SCORES = {"factual_accuracy": "pass", "citation_relevance": "4", "tone": "4", "completeness": "4", "rationale": "bench"}
+SCORES = {
+    "factual_accuracy": "pass",
+    "citation_relevance": "4",
+    "tone": "4",
+    "completeness": "4",
+    "rationale": "bench",
+}
 DRAFT_ID = re.compile(r'id="grading-item" class="grading-item" data-draft="(\d+)"')
 
 
@@ -68,7 +77,11 @@ def prepare(url: str, *, graders: int, copies: int) -> tuple[int, int]:
         with session_scope(engine) as session:
             for i in range(graders):
                 auth_service.create_user(
-                    session=session, email=grader_email(i), password=PASSWORD, roles=["labeler"], name=f"Bench {i}"
+                    session=session,
+                    email=grader_email(i),
+                    password=PASSWORD,
+                    roles=["labeler"],
+                    name=f"Bench {i}",
                 )
             demo = session.exec(select(Run).where(Run.name == demo_content.RUN_NAME)).one()
             bench = Run(name="bench-run", dataset_id=demo.dataset_id, model=demo.model, source="demo")
@@ -77,7 +90,9 @@ def prepare(url: str, *, graders: int, copies: int) -> tuple[int, int]:
             originals = list(
                 session.exec(
                     select(Draft).where(
-                        Draft.run_id == demo.id, col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False)
+                        Draft.run_id == demo.id,
+                        col(Draft.draft_text).is_not(None),
+                        col(Draft.escalated).is_(False),
                     )
                 )
             )
@@ -123,7 +138,11 @@ def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float
 
     app = create_app(Settings(database_url=url, mode="dev", secret_key=SECRET))
     statements = [0]
-    event.listen(app.state.engine, "before_cursor_execute", lambda *a, **k: statements.__setitem__(0, statements[0] + 1))
+    event.listen(
+        app.state.engine,
+        "before_cursor_execute",
+        lambda *a, **k: statements.__setitem__(0, statements[0] + 1),
+    )
     out: dict[str, list[tuple[float, int]]] = defaultdict(list)
     with TestClient(app) as c:
         c.get("/login")
@@ -169,8 +188,21 @@ def free_port() -> int:
 
 
 def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DRAFTDESK_DATABASE_URL": url, "DRAFTDESK_SECRET_KEY": SECRET, "DRAFTDESK_MODE": "dev"}
-    cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--port", str(port), "--workers", str(workers), "--no-access-log"]
+    env = {
+        **os.environ,
+        "DRAFTDESK_DATABASE_URL": url,
+        "DRAFTDESK_SECRET_KEY": SECRET,
+        "DRAFTDESK_MODE": "dev",
+    }
+    cmd = [
+        str(ROOT / ".venv/bin/draftdesk"),
+        "serve",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--no-access-log",
+    ]
     log = Path(tempfile.gettempdir()) / f"bench_grading_serve_{port}.log"
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     deadline = time.monotonic() + 240  # two workers start slowly on a busy machine
@@ -187,7 +219,8 @@ def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
 @dataclass
 class Grader:
     email: str
-    client: httpx.AsyncClient
+    client: LeanClient
+    csrf: str
     draft_id: int | None = None
     acknowledged: list[int] = field(default_factory=list)
 
@@ -205,68 +238,78 @@ class Tally:
         self.error_kinds[kind] += 1
 
 
-async def sign_in(base: str, email: str) -> Grader:
-    client = httpx.AsyncClient(base_url=base, timeout=30, follow_redirects=False)
-    await client.get("/login")
-    await client.post("/login", data={"email": email, "password": PASSWORD, "csrf_token": _csrf(client)})  # type: ignore[arg-type]
-    return Grader(email=email, client=client)
+def sign_in(host: str, port: int, email: str) -> Grader:
+    """Sign in with httpx (once), then hand the session and CSRF cookies to a lean keep-alive client."""
+    with httpx.Client(base_url=f"http://{host}:{port}", timeout=60, follow_redirects=False) as client:
+        client.get("/login")
+        client.post("/login", data={"email": email, "password": PASSWORD, "csrf_token": _csrf(client)})
+        cookies = {name: value for name, value in client.cookies.items()}
+        csrf = _csrf(client)
+    return Grader(email=email, client=LeanClient(host, port, cookies), csrf=csrf)
 
 
 async def grader_loop(g: Grader, run_id: int, until: float, tally: Tally) -> None:
     """Open the grading page, then save and next (htmx), in a closed loop until the time is up."""
-    headers = {"HX-Request": "true"}
+    save_headers = {"HX-Request": "true", "X-CSRF-Token": g.csrf}
     while time.monotonic() < until:
         try:
             if g.draft_id is None:
                 t0 = time.perf_counter()
-                r = await g.client.post(f"/grading/runs/{run_id}/next", data={"csrf_token": _csrf(g.client)})  # type: ignore[arg-type]
+                r = await g.client.request(
+                    "POST", f"/grading/runs/{run_id}/next", form={"csrf_token": g.csrf}
+                )
                 tally.latencies["take next"].append((time.perf_counter() - t0) * 1000)
-                if r.status_code != 303 or "/grading/drafts/" not in r.headers.get("location", ""):
+                location = r.headers.get("location", "")
+                if r.status != 303 or "/grading/drafts/" not in location:
                     tally.done += 1
                     return
-                g.draft_id = int(r.headers["location"].split("/")[-1].split("?")[0])
+                g.draft_id = int(location.split("/")[-1].split("?")[0])
             t0 = time.perf_counter()
-            r = await g.client.get(f"/grading/drafts/{g.draft_id}")
+            r = await g.client.request("GET", f"/grading/drafts/{g.draft_id}")
             tally.latencies["grading page"].append((time.perf_counter() - t0) * 1000)
-            if r.status_code != 200:
-                tally.error(f"grading page {r.status_code}")
+            if r.status != 200:
+                tally.error(f"grading page {r.status}")
                 continue
             t0 = time.perf_counter()
-            r = await g.client.post(
-                f"/grading/drafts/{g.draft_id}",
-                data={**SCORES, "next": "1"},
-                headers={**headers, "X-CSRF-Token": _csrf(g.client)},  # type: ignore[arg-type]
+            r = await g.client.request(
+                "POST", f"/grading/drafts/{g.draft_id}", form={**SCORES, "next": "1"}, headers=save_headers
             )
             tally.latencies["save and next"].append((time.perf_counter() - t0) * 1000)
-            if r.status_code == 204:  # nothing left: HX-Location to the batch
+            if r.status == 204:  # nothing left: HX-Location to the batch
                 g.acknowledged.append(g.draft_id)
                 tally.done += 1
                 return
-            m = DRAFT_ID.search(r.text) if r.status_code == 200 else None
-            if m is None or 'id="grading-error"' in r.text:
-                said = re.search(r'id="grading-error">([^<]{0,80})', r.text)
-                tally.error(f"save {r.status_code}: {said.group(1) if said else 'no next item'}")
+            text = r.text if r.status == 200 else ""
+            m = DRAFT_ID.search(text)
+            if m is None or 'id="grading-error"' in text:
+                said = re.search(r'id="grading-error">([^<]{0,80})', text)
+                tally.error(f"save {r.status}: {said.group(1) if said else 'no next item'}")
                 g.draft_id = None
                 continue
             g.acknowledged.append(g.draft_id)
             g.draft_id = int(m.group(1))
-        except httpx.HTTPError as exc:
+        except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
             tally.error(type(exc).__name__)
+            await g.client.close()
+            g.client.reader = g.client.writer = None
 
 
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-async def load(base: str, run_id: int, n: int, seconds: float, offset: int) -> tuple[Tally, list[Grader], float]:
-    graders = [await sign_in(base, grader_email(offset + i)) for i in range(n)]
+async def load(
+    host: str, port: int, run_id: int, graders: list[Grader], seconds: float
+) -> tuple[Tally, float]:
+    for g in graders:
+        await g.client.connect()
     tally = Tally()
     t0 = time.monotonic()
     await asyncio.gather(*(grader_loop(g, run_id, t0 + seconds, tally) for g in graders))
     elapsed = time.monotonic() - t0
     for g in graders:
-        await g.client.aclose()
-    return tally, graders, elapsed
+        await g.client.close()
+    return tally, elapsed
 
 
 def check_grades(url: str, graders: list[Grader]) -> tuple[int, int, int]:
@@ -291,29 +334,38 @@ def check_grades(url: str, graders: list[Grader]) -> tuple[int, int, int]:
 def run_database(label: str, url: str, args: argparse.Namespace) -> None:
     sizes = [int(x) for x in args.graders.split(",")]
     demo_run, run_id = prepare(url, graders=sum(sizes) + 1, copies=args.copies)
-    print(f"\n== {label}: demo copy + bench-run ({args.copies} x the demo's gradable drafts), {sum(sizes) + 1} graders")
+    print(
+        f"\n== {label}: demo copy + bench-run ({args.copies} x the demo's gradable drafts), {sum(sizes) + 1} graders"
+    )
     # On the demo's own run (77 gradable drafts, 37 with a place left for a new grader).
     for kind, (ms, queries, cpu) in in_process(url, demo_run, rounds=30).items():
-        print(f"   in process, {kind}: median {ms:.1f} ms wall, {cpu:.1f} ms CPU, {queries:.0f} SQL statements")
+        print(
+            f"   in process, {kind}: median {ms:.1f} ms wall, {cpu:.1f} ms CPU, {queries:.0f} SQL statements"
+        )
     port = args.port or free_port()
     proc = start_server(url, port, workers=2)
     try:
         offset = 1
         for n in sizes:
+            graders = [sign_in("127.0.0.1", port, grader_email(offset + i)) for i in range(n)]
             cpu0 = time.process_time()
-            tally, graders, elapsed = asyncio.run(load(f"http://127.0.0.1:{port}", run_id, n, args.seconds, offset))
+            tally, elapsed = asyncio.run(load("127.0.0.1", port, run_id, graders, args.seconds))
             client_cpu = time.process_time() - cpu0
             offset += n
             total = sum(len(v) for v in tally.latencies.values())
             acked, lost, double = check_grades(url, graders)
-            print(f"-- {n} grader{'s' if n != 1 else ''}, {elapsed:.1f} s: {total / elapsed:.1f} requests/s, "
-                  f"{acked} grades saved, errors {tally.errors}, lost {lost}, double {double}; "
-                  f"client CPU {client_cpu:.1f} s ({client_cpu / elapsed * 100:.0f}% of one core)")
+            print(
+                f"-- {n} grader{'s' if n != 1 else ''}, {elapsed:.1f} s: {total / elapsed:.1f} requests/s, "
+                f"{acked} grades saved, errors {tally.errors}, lost {lost}, double {double}; "
+                f"client CPU {client_cpu:.1f} s ({client_cpu / elapsed * 100:.0f}% of one core)"
+            )
             for kind, count in sorted(tally.error_kinds.items()):
                 print(f"   error: {kind} x{count}")
             for kind, values in sorted(tally.latencies.items()):
                 if values:
-                    print(f"   {kind:<14} n={len(values):<6} p50 {pct(values, 50):7.1f} ms   p95 {pct(values, 95):7.1f} ms")
+                    print(
+                        f"   {kind:<14} n={len(values):<6} p50 {pct(values, 50):7.1f} ms   p95 {pct(values, 95):7.1f} ms"
+                    )
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -324,7 +376,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=15.0, help="closed-loop time per grader count")
     parser.add_argument("--graders", default="1,10,50")
-    parser.add_argument("--copies", type=int, default=40, help="copies of the demo's gradable drafts in bench-run")
+    parser.add_argument(
+        "--copies", type=int, default=40, help="copies of the demo's gradable drafts in bench-run"
+    )
     parser.add_argument("--pg-url", default="", help="a scratch PostgreSQL database this script may wipe")
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--port", type=int, default=0, help="port for the server (default: any free port)")
