@@ -11,6 +11,7 @@ but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import bindparam, func
@@ -18,11 +19,13 @@ from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from webapp.alerts import outbox as alerts_outbox
+from webapp.auth.service import Principal
+from webapp.blind import ALL_SIGNALS, SignalsView
 from webapp.checks import service as checks_service
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
-from webapp.evaluator import service as evaluator_service
 from webapp.evaluator.models import EvaluatorJudgeScore
+from webapp.grading import evidence as grading_evidence
 from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
 from webapp.grading.models import FinalGrade, Grade
@@ -97,30 +100,42 @@ def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[
     return raise_regression_alerts(session=session, spec=spec, run_id=run_id)
 
 
-def ci_gate_failures(*, session: Session, spec: EvalSpec, summary: checks_service.RunSummary) -> list[str]:
-    """Return why a run fails the CI gate: its checks, and the final factual grades of its golden drafts."""
+def ci_gate_failures(
+    *, session: Session, spec: EvalSpec, summary: checks_service.RunSummary, signals: SignalsView = ALL_SIGNALS
+) -> list[str]:
+    """Return why a run fails the CI gate: its checks, and the final factual grades of its golden drafts.
+
+    A failure of a draft whose signals `signals` hides is counted, not named (blind grading).
+    """
     finals = grading_status.final_grades(session=session, run_id=summary.run_id)
     factual = {draft_id: view.factual_accuracy for draft_id, view in finals.items()}
-    return checks_service.gate_failures(summary=summary, spec=spec, factual=factual)
+    return checks_service.gate_failures(summary=summary, spec=spec, factual=factual, signals=signals)
+
+
+# --- grading → runs, checks, regression: blind grading on the pages below grading -----------------------
+
+
+def signals_view(
+    *, session: Session, spec: EvalSpec, principal: Principal | None, run_id: int | None = None, draft_ids: Collection[int] = ()
+) -> SignalsView:
+    """Return which drafts' model signals the viewer sees (webapp.blind's rule; grading knows what they graded)."""
+    return grading_evidence.signals_view(session=session, spec=spec, principal=principal, run_id=run_id, draft_ids=draft_ids)
 
 
 # --- evaluator → regression: the judge's scores on the run comparison -----------------------------------
 
 
-def judge_scores(*, session: Session, principal: Any | None) -> JudgeLookup:
+def judge_scores(*, session: Session, spec: EvalSpec, principal: Principal | None) -> JudgeLookup:
     """Return how the comparison reads the judge's scores of a draft, hidden from blind graders until they graded it."""
-    visible: dict[int, set[int] | None] = {}
+    views: dict[int, SignalsView] = {}
 
     def lookup(*, run_id: int, draft_id: int, finals: dict[int, grading_status.FinalGradeView]) -> tuple[dict[str, Any] | None, bool]:
         judge = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft_id)).first()
         if judge is None:
             return None, False
-        if run_id not in visible:
-            visible[run_id] = evaluator_service.judge_visible_drafts(
-                session=session, run_id=run_id, principal=principal, finals=finals
-            )
-        allowed = visible[run_id]
-        if allowed is not None and draft_id not in allowed:
+        if run_id not in views:
+            views[run_id] = signals_view(session=session, spec=spec, principal=principal, run_id=run_id)
+        if views[run_id].hides(draft_id):
             return None, True
         return judge.scores or {}, False
 

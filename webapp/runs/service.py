@@ -406,8 +406,11 @@ def get_draft(*, session: Session, draft_id: int) -> tuple[Draft, EvalCase, Run]
     return draft, case_row, run
 
 
-def draft_public(draft: Draft, case_row: EvalCase) -> dict[str, Any]:
-    """Return a draft as the JSON API shows it: its id, its case id, and every field."""
+def draft_public(draft: Draft, case_row: EvalCase, *, signals_hidden: bool = False) -> dict[str, Any]:
+    """Return a draft as the JSON API shows it: its id, its case id, and every field.
+
+    With `signals_hidden` (blind grading) the confidence and the raw output, which carries it, are null.
+    """
     return {
         "id": draft.id,
         "run_id": draft.run_id,
@@ -415,12 +418,13 @@ def draft_public(draft: Draft, case_row: EvalCase) -> dict[str, Any]:
         "sample_index": draft.sample_index,
         "draft_text": draft.draft_text,
         "citations": draft.citations,
-        "confidence": draft.confidence,
+        "confidence": None if signals_hidden else draft.confidence,
         "intent": draft.intent,
         "escalated": draft.escalated,
         "latency_ms": draft.latency_ms,
         "cost_usd": draft.cost_usd,
-        "raw_output": draft.raw_output,
+        "raw_output": None if signals_hidden else draft.raw_output,
+        "signals_hidden": signals_hidden,
         "category": case_row.category,
         "golden": case_row.golden,
         "created_at": as_utc(draft.created_at).isoformat(),
