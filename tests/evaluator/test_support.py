@@ -233,7 +233,7 @@ def test_run_page_roles_and_blind_judge_scores(
     # The lead adjudicates and sees every signal (webapp.blind); blind graders (labelers) cannot open the page.
     page = client_as("lead").get(url).text
     assert "fake rationale" in page
-    assert "hidden until you grade this draft" not in page
+    assert "hidden until you grade it" not in page
 
     # The report itself follows the one rule for a blind viewer: judge scores of the drafts they graded only.
     from webapp.auth.service import Principal
