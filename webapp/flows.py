@@ -11,6 +11,7 @@ but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from typing import Any
 
@@ -53,31 +54,9 @@ def grade_counts(session: Session, draft_ids: list[int]) -> dict[int, int]:
     return {draft_id: n for draft_id, n in rows}
 
 
-def import_drafts(
-    *,
-    session: Session,
-    data: bytes,
-    path: str,
-    run_name: str,
-    dataset: str | None = None,
-    model: str | None = None,
-    prompt_version: str | None = None,
-    notes: str | None = None,
-    source: str = "import",
-) -> runs_service.DraftImportResult:
-    """Import a drafts file into a run, refusing to change the text or citations of graded drafts."""
-    return runs_service.import_drafts(
-        session=session,
-        data=data,
-        path=path,
-        run_name=run_name,
-        dataset=dataset,
-        model=model,
-        prompt_version=prompt_version,
-        notes=notes,
-        source=source,
-        grade_counts=grade_counts,
-    )
+# Runs' import with grading's grade counts, so that a graded draft keeps its text and citations:
+# the same keyword arguments as webapp.runs.service.import_drafts, less `grade_counts`.
+import_drafts = functools.partial(runs_service.import_drafts, grade_counts=grade_counts)
 
 
 # --- checks → regression → alerts: after a run is checked ------------------------------------------------
@@ -129,15 +108,15 @@ def judge_scores(*, session: Session, spec: EvalSpec, principal: Principal | Non
     """Return how the comparison reads the judge's scores of a draft, hidden from blind graders until they graded it."""
     views: dict[int, SignalsView] = {}
 
-    def lookup(*, run_id: int, draft_id: int, finals: dict[int, grading_status.FinalGradeView]) -> tuple[dict[str, Any] | None, bool]:
-        judge = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft_id)).first()
-        if judge is None:
+    def lookup(*, run_id: int, draft_id: int) -> tuple[dict[str, Any] | None, bool]:
+        verdict = judge_verdict(session, draft_id)
+        if verdict is None:
             return None, False
         if run_id not in views:
             views[run_id] = signals_view(session=session, spec=spec, principal=principal, run_id=run_id)
         if views[run_id].hides(draft_id):
             return None, True
-        return judge.scores or {}, False
+        return verdict.scores or {}, False
 
     return lookup
 
@@ -196,6 +175,9 @@ _JUDGE = core_select(table_of(EvaluatorJudgeScore).c.scores, table_of(EvaluatorJ
 
 
 def judge_verdict(session: Session, draft_id: int) -> JudgeVerdict | None:
-    """Return the evaluator's judge verdict on a draft for the grading pages (None when no judge ran on it)."""
+    """Return the evaluator's judge verdict on a draft (None when no judge ran on it): the one read of judge scores here.
+
+    The grading pages pass it as their JudgeLookup; the run comparison reads it through `judge_scores`.
+    """
     row = session.connection().execute(_JUDGE, {"draft_id": draft_id}).first()
     return JudgeVerdict(scores=row.scores, rationale=row.rationale) if row is not None else None

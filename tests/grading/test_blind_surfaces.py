@@ -273,7 +273,7 @@ def test_the_comparisons_judge_scores_follow_the_same_rule(session: Session, spe
     session.commit()
     blind = Principal(user_id=labeler.id, email=labeler.email, name="", roles=frozenset({"labeler"}))  # type: ignore[arg-type]
     lead = Principal(user_id=bw.lead.id, email=bw.lead.email, name="", roles=frozenset({"lead"}))  # type: ignore[arg-type]
-    ask = {"run_id": bw.run.id, "draft_id": bw.did("bl-1"), "finals": {}}
+    ask = {"run_id": bw.run.id, "draft_id": bw.did("bl-1")}
     assert flows.judge_scores(session=session, spec=spec, principal=blind)(**ask) == (None, True)  # type: ignore[arg-type]
     assert flows.judge_scores(session=session, spec=spec, principal=lead)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
     grade(session, "judge-blind@example.test", bw.did("bl-1"))
