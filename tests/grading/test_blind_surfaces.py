@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
-from tests.factories import make_dataset, make_run, make_user
+from tests.factories import make_dataset, make_judge_score, make_run, make_user
 from webapp import flows
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
@@ -24,7 +25,6 @@ from webapp.auth.service import Principal
 from webapp.blind import SignalsView, is_blind, signals_visible
 from webapp.checks.models import DraftCheck
 from webapp.datasets.models import EvalCase
-from webapp.evaluator.models import EvaluatorJudgeScore, EvaluatorRun
 from webapp.grading.models import Grade
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
@@ -161,70 +161,68 @@ def _assert_shown(text: str, case_id: str, *, confidence: bool = True, checks: b
         assert REASON[case_id] in text
 
 
-SURFACES: list[tuple[str, Callable[[BlindWorld], str], bool, bool]] = [
-    # (name, url, shows confidence, shows check results)
-    ("run page", lambda w: f"/runs/{w.run.name}", True, False),
-    ("draft page", lambda w: f"/drafts/{w.did('bl-1')}", True, False),
-    ("drafts API", lambda w: f"/api/v1/runs/{w.run.id}/drafts", True, False),
-    ("run checks page", lambda w: f"/runs/{w.run.id}/checks", False, True),
-    ("run checks API", lambda w: f"/api/v1/runs/{w.run.id}/checks", False, True),
-    ("draft checks page", lambda w: f"/drafts/{w.did('bl-1')}/checks", False, True),
-    ("draft checks API", lambda w: f"/api/v1/drafts/{w.did('bl-1')}/checks", False, True),
-    ("regression suite", lambda w: f"/regression?run={w.run.name}", False, True),
-    ("add-to-suite form", lambda w: f"/regression/cases/from-draft/{w.did('bl-1')}", False, True),
+class Surface(NamedTuple):
+    name: str
+    url: Callable[[BlindWorld], str]
+    conf: bool  # shows the draft's confidence
+    checks: bool  # shows the draft's check results
+    lists_drafts: bool = False  # shows every draft of the run
+
+
+SURFACES = [
+    Surface(*s)
+    for s in [
+        ("run page", lambda w: f"/runs/{w.run.name}", True, False, True),
+        ("draft page", lambda w: f"/drafts/{w.did('bl-1')}", True, False),
+        ("drafts API", lambda w: f"/api/v1/runs/{w.run.id}/drafts", True, False, True),
+        ("run checks page", lambda w: f"/runs/{w.run.id}/checks", False, True, True),
+        ("run checks API", lambda w: f"/api/v1/runs/{w.run.id}/checks", False, True, True),
+        ("draft checks page", lambda w: f"/drafts/{w.did('bl-1')}/checks", False, True),
+        ("draft checks API", lambda w: f"/api/v1/drafts/{w.did('bl-1')}/checks", False, True),
+        ("regression suite", lambda w: f"/regression?run={w.run.name}", False, True),
+        ("add-to-suite form", lambda w: f"/regression/cases/from-draft/{w.did('bl-1')}", False, True),
+    ]
 ]
 
 
-@pytest.mark.parametrize(("name", "url", "conf", "checks"), SURFACES, ids=[s[0] for s in SURFACES])
+@pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
 def test_a_labeler_sees_signals_only_of_drafts_they_graded(
-    name: str,
-    url: Callable[[BlindWorld], str],
-    conf: bool,
-    checks: bool,
+    surface: Surface,
     session: Session,
     bw: BlindWorld,
     client_as: Callable[..., TestClient],
 ) -> None:
     c = client_as("labeler", email="blind-labeler@example.test")
-    before = c.get(url(bw))
+    before = c.get(surface.url(bw))
     assert before.status_code == 200, before.text
-    _assert_hidden(before.text, "bl-1", confidence=conf, checks=checks)
+    _assert_hidden(before.text, "bl-1", confidence=surface.conf, checks=surface.checks)
     if not before.headers["content-type"].startswith("application/json"):
         assert PLACEHOLDER in before.text  # a clear placeholder, not a blank or a 0
     grade(session, "blind-labeler@example.test", bw.did("bl-1"))
-    after = c.get(url(bw)).text
-    _assert_shown(after, "bl-1", confidence=conf, checks=checks)
-    if "/drafts/" not in url(bw) and "from-draft" not in url(bw) and name != "regression suite":
-        _assert_hidden(after, "bl-2", confidence=conf, checks=checks)  # the other draft stays hidden
+    after = c.get(surface.url(bw)).text
+    _assert_shown(after, "bl-1", confidence=surface.conf, checks=surface.checks)
+    if surface.lists_drafts:
+        _assert_hidden(after, "bl-2", confidence=surface.conf, checks=surface.checks)  # the other draft stays hidden
 
 
-@pytest.mark.parametrize(("name", "url", "conf", "checks"), SURFACES, ids=[s[0] for s in SURFACES])
-def test_the_lead_and_a_labeler_who_is_also_pm_see_them_always(
-    name: str,
-    url: Callable[[BlindWorld], str],
-    conf: bool,
-    checks: bool,
+@pytest.mark.parametrize(
+    ("roles", "open_spec"),
+    [(("lead",), False), (("labeler", "pm"), False), (("labeler",), True)],
+    ids=["lead", "labeler+pm", "labeler, spec shows signals before grading"],
+)
+@pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
+def test_sighted_roles_and_the_spec_setting_show_them_without_grading(
+    surface: Surface,
+    roles: tuple[str, ...],
+    open_spec: bool,
     bw: BlindWorld,
     client_as: Callable[..., TestClient],
+    request: pytest.FixtureRequest,
 ) -> None:
-    for client in (client_as("lead"), client_as("labeler", "pm")):
-        text = client.get(url(bw)).text
-        _assert_shown(text, "bl-1", confidence=conf, checks=checks)
-        assert PLACEHOLDER not in text
-
-
-@pytest.mark.parametrize(("name", "url", "conf", "checks"), SURFACES, ids=[s[0] for s in SURFACES])
-def test_the_spec_setting_shows_them_to_a_labeler_before_grading(
-    name: str,
-    url: Callable[[BlindWorld], str],
-    conf: bool,
-    checks: bool,
-    bw: BlindWorld,
-    opened_spec: EvalSpec,
-    client_as: Callable[..., TestClient],
-) -> None:
-    text = client_as("labeler").get(url(bw)).text
-    _assert_shown(text, "bl-1", confidence=conf, checks=checks)
+    if open_spec:
+        request.getfixturevalue("opened_spec")
+    text = client_as(*roles).get(surface.url(bw)).text
+    _assert_shown(text, "bl-1", confidence=surface.conf, checks=surface.checks)
     assert PLACEHOLDER not in text
 
 
@@ -254,21 +252,7 @@ def test_json_answers_say_what_is_hidden(session: Session, bw: BlindWorld, api_a
 
 
 def test_the_comparisons_judge_scores_follow_the_same_rule(session: Session, spec: EvalSpec, bw: BlindWorld) -> None:
-    ev = EvaluatorRun(
-        run_id=bw.run.id,  # type: ignore[arg-type]
-        artifact_run_id="art-blind",
-        status="completed",
-        dataset_hash="sha256:" + "0" * 64,
-        rubric_name="r",
-        rubric_hash="sha256:" + "1" * 64,
-        generator_model="gen",
-        judge_model="judge",
-        temperature=0.0,
-        num_samples=1,
-    )
-    session.add(ev)
-    session.flush()
-    session.add(EvaluatorJudgeScore(evaluator_run_id=ev.id, draft_id=bw.did("bl-1"), sample_status="completed", scores={"judge_zz": 3}))  # type: ignore[arg-type]
+    make_judge_score(session, bw.run, bw.did("bl-1"), {"judge_zz": 3})
     labeler = make_user(session, email="judge-blind@example.test", roles=["labeler"])
     session.commit()
     blind = Principal(user_id=labeler.id, email=labeler.email, name="", roles=frozenset({"labeler"}))  # type: ignore[arg-type]
