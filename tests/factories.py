@@ -11,6 +11,7 @@ from sqlmodel import Session, select
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
 from webapp.datasets.models import Dataset, EvalCase
+from webapp.evaluator.models import EvaluatorJudgeScore, EvaluatorRun
 from webapp.kb.models import KbArticle, KbRevision
 from webapp.runs.models import Draft, Run
 
@@ -78,6 +79,38 @@ def make_run(
         session.add(Draft(run_id=run.id, case_pk=case.id, **d))  # type: ignore[arg-type]
     session.flush()
     return run
+
+
+def make_judge_score(
+    session: Session, run: Run, draft_id: int, scores: dict[str, Any], rationale: str | None = None
+) -> EvaluatorJudgeScore:
+    """Record the prompt-evaluator judge's scores of a draft (with the run's evaluator run, made if it has none)."""
+    ev = session.exec(select(EvaluatorRun).where(EvaluatorRun.run_id == run.id)).first()
+    if ev is None:
+        ev = EvaluatorRun(
+            run_id=run.id,  # type: ignore[arg-type]
+            artifact_run_id=f"art-{run.id}",
+            status="completed",
+            dataset_hash="sha256:" + "0" * 64,
+            rubric_name="r",
+            rubric_hash="sha256:" + "1" * 64,
+            generator_model="gen",
+            judge_model="judge",
+            temperature=0.0,
+            num_samples=1,
+        )
+        session.add(ev)
+        session.flush()
+    score = EvaluatorJudgeScore(
+        evaluator_run_id=ev.id,  # type: ignore[arg-type]
+        draft_id=draft_id,
+        sample_status="completed",
+        scores=scores,
+        rationale=rationale,
+    )
+    session.add(score)
+    session.flush()
+    return score
 
 
 def words(n: int, word: str = "word") -> str:

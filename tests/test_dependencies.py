@@ -38,6 +38,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
         "webapp",
         "webapp.api_docs",
         "webapp.api_schemas",
+        "webapp.blind",
         "webapp.cli_support",
         "webapp.config",
         "webapp.csp",

@@ -11,6 +11,8 @@ but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import bindparam, func
@@ -18,11 +20,13 @@ from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from webapp.alerts import outbox as alerts_outbox
+from webapp.auth.service import Principal
+from webapp.blind import ALL_SIGNALS, SignalsView
 from webapp.checks import service as checks_service
 from webapp.datasets.models import EvalCase
-from webapp.db import stored_id, table_of
-from webapp.evaluator import service as evaluator_service
+from webapp.db import table_of
 from webapp.evaluator.models import EvaluatorJudgeScore
+from webapp.grading import evidence as grading_evidence
 from webapp.grading import queue_index as grading_queue_index
 from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
@@ -51,38 +55,12 @@ def grade_counts(session: Session, draft_ids: list[int]) -> dict[int, int]:
     return {draft_id: n for draft_id, n in rows}
 
 
-def import_drafts(
-    *,
-    session: Session,
-    data: bytes,
-    path: str,
-    run_name: str,
-    dataset: str | None = None,
-    model: str | None = None,
-    prompt_version: str | None = None,
-    notes: str | None = None,
-    source: str = "import",
-) -> runs_service.DraftImportResult:
-    """Import a drafts file into a run, refusing to change the text or citations of graded drafts.
-
-    Drafts changed in place leave the run's grading queue index stale: it is dropped, and rebuilt
-    by the next grading request.
-    """
-    result = runs_service.import_drafts(
-        session=session,
-        data=data,
-        path=path,
-        run_name=run_name,
-        dataset=dataset,
-        model=model,
-        prompt_version=prompt_version,
-        notes=notes,
-        source=source,
-        grade_counts=grade_counts,
-    )
-    if not result.run_created and result.updated:
-        grading_queue_index.invalidate(session=session, run_id=stored_id(result.run.id))
-    return result
+# Runs' import with grading's grade counts, so that a graded draft keeps its text and citations, and
+# grading's queue index dropped when drafts change in place (the next grading request rebuilds it):
+# the same keyword arguments as webapp.runs.service.import_drafts, less those two.
+import_drafts = functools.partial(
+    runs_service.import_drafts, grade_counts=grade_counts, drafts_changed=grading_queue_index.invalidate
+)
 
 
 # --- checks → regression → alerts: after a run is checked ------------------------------------------------
@@ -105,32 +83,44 @@ def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[
     return raise_regression_alerts(session=session, spec=spec, run_id=run_id)
 
 
-def ci_gate_failures(*, session: Session, spec: EvalSpec, summary: checks_service.RunSummary) -> list[str]:
-    """Return why a run fails the CI gate: its checks, and the final factual grades of its golden drafts."""
+def ci_gate_failures(
+    *, session: Session, spec: EvalSpec, summary: checks_service.RunSummary, signals: SignalsView = ALL_SIGNALS
+) -> list[str]:
+    """Return why a run fails the CI gate: its checks, and the final factual grades of its golden drafts.
+
+    A failure of a draft whose signals `signals` hides is counted, not named (blind grading).
+    """
     finals = grading_status.final_grades(session=session, run_id=summary.run_id)
     factual = {draft_id: view.factual_accuracy for draft_id, view in finals.items()}
-    return checks_service.gate_failures(summary=summary, spec=spec, factual=factual)
+    return checks_service.gate_failures(summary=summary, spec=spec, factual=factual, signals=signals)
+
+
+# --- grading → runs, checks, regression: blind grading on the pages below grading -----------------------
+
+
+def signals_view(
+    *, session: Session, spec: EvalSpec, principal: Principal | None, run_id: int | None = None, draft_ids: Collection[int] = ()
+) -> SignalsView:
+    """Return which drafts' model signals the viewer sees (webapp.blind's rule; grading knows what they graded)."""
+    return grading_evidence.signals_view(session=session, spec=spec, principal=principal, run_id=run_id, draft_ids=draft_ids)
 
 
 # --- evaluator → regression: the judge's scores on the run comparison -----------------------------------
 
 
-def judge_scores(*, session: Session, principal: Any | None) -> JudgeLookup:
+def judge_scores(*, session: Session, spec: EvalSpec, principal: Principal | None) -> JudgeLookup:
     """Return how the comparison reads the judge's scores of a draft, hidden from blind graders until they graded it."""
-    visible: dict[int, set[int] | None] = {}
+    views: dict[int, SignalsView] = {}
 
-    def lookup(*, run_id: int, draft_id: int, finals: dict[int, grading_status.FinalGradeView]) -> tuple[dict[str, Any] | None, bool]:
-        judge = session.exec(select(EvaluatorJudgeScore).where(EvaluatorJudgeScore.draft_id == draft_id)).first()
-        if judge is None:
+    def lookup(*, run_id: int, draft_id: int) -> tuple[dict[str, Any] | None, bool]:
+        verdict = judge_verdict(session, draft_id)
+        if verdict is None:
             return None, False
-        if run_id not in visible:
-            visible[run_id] = evaluator_service.judge_visible_drafts(
-                session=session, run_id=run_id, principal=principal, finals=finals
-            )
-        allowed = visible[run_id]
-        if allowed is not None and draft_id not in allowed:
+        if run_id not in views:
+            views[run_id] = signals_view(session=session, spec=spec, principal=principal, run_id=run_id)
+        if views[run_id].hides(draft_id):
             return None, True
-        return judge.scores or {}, False
+        return verdict.scores or {}, False
 
     return lookup
 
@@ -189,6 +179,9 @@ _JUDGE = core_select(table_of(EvaluatorJudgeScore).c.scores, table_of(EvaluatorJ
 
 
 def judge_verdict(session: Session, draft_id: int) -> JudgeVerdict | None:
-    """Return the evaluator's judge verdict on a draft for the grading pages (None when no judge ran on it)."""
+    """Return the evaluator's judge verdict on a draft (None when no judge ran on it): the one read of judge scores here.
+
+    The grading pages pass it as their JudgeLookup; the run comparison reads it through `judge_scores`.
+    """
     row = session.connection().execute(_JUDGE, {"draft_id": draft_id}).first()
     return JudgeVerdict(scores=row.scores, rationale=row.rationale) if row is not None else None

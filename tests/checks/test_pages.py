@@ -50,7 +50,7 @@ def test_draft_checks_fragment_and_page(session: Session, spec: EvalSpec, world:
     result = service.check_run(session=session, spec=spec, run_id=world.a.id)
     session.commit()
     r2 = next(o for o in result.summary.outcomes if o.case_id == "r2")
-    c = client_as("labeler")
+    c = client_as("pm")
     page = c.get(f"/drafts/{r2.draft_id}/checks")
     assert page.status_code == 200 and "<html" in page.text
     fragment = c.get(f"/drafts/{r2.draft_id}/checks", headers={"HX-Request": "true"})

@@ -12,9 +12,10 @@ from typer.testing import Result
 
 from tests.evaluator.conftest import only_run, write_dataset
 from tests.evaluator.fake_openai import FakeOpenAI
-from tests.factories import make_article
+from tests.factories import make_article, make_user
 from webapp.checks.types import CHECK_KEYS
 from webapp.evaluator.rubric import load_rubric
+from webapp.spec import EvalSpec
 
 KB = [
     {"article_id": "KB-1042", "revision": 2, "title": "Add-ons (old)", "body": "Old add-on billing text.", "status": "deprecated", "effective_date": "2025-01-01", "intent": "billing_charge"},
@@ -206,6 +207,7 @@ def test_run_page_roles_and_blind_judge_scores(
     evaluate: Callable[..., Result],
     record_env: str,
     session: Session,
+    spec: EvalSpec,
     client_as,  # type: ignore[no-untyped-def]
     kb_file: Path,
     tmp_path: Path,
@@ -228,22 +230,29 @@ def test_run_page_roles_and_blind_judge_scores(
     assert pm_client.get(f"/evaluator/runs/{ev.artifact_run_id}").status_code == 200
     assert pm_client.get("/evaluator/runs/9999").status_code == 404
 
-    lead_client = client_as("lead", email="lead@example.test")
-    page = lead_client.get(url).text
-    assert "fake rationale" not in page  # a lead grades: blind until they have graded
-    assert page.count("hidden until you grade this draft") == 4
-    assert "Hidden until you have graded" in page
+    # The lead adjudicates and sees every signal (webapp.blind); blind graders (labelers) cannot open the page.
+    page = client_as("lead").get(url).text
+    assert "fake rationale" in page
+    assert "hidden until you grade it" not in page
 
-    from webapp.auth import service as auth_service
-
-    user = auth_service.get_user_by_email(session=session, email="lead@example.test")
+    # The report itself follows the one rule for a blind viewer: judge scores of the drafts they graded only.
+    from webapp.auth.service import Principal
+    from webapp.evaluator.service import evaluator_report
+    labeler = make_user(session, email="blind@example.test", roles=["labeler"])
+    blind = Principal(user_id=labeler.id, email=labeler.email, name="", roles=frozenset({"labeler"}))
+    report = evaluator_report(session=session, spec=spec, ref=str(run.id), principal=blind)
+    assert report.hidden_drafts == 4 and not report.overall_visible
+    assert all(not r.visible for r in report.judge_rows)
     drafts = session.exec(select(Draft).where(Draft.run_id == run.id).order_by(Draft.id)).all()
     for d in drafts[:2]:  # both samples of the first case
-        session.add(Grade(draft_id=d.id, grader_id=user.id, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4))
+        session.add(Grade(draft_id=d.id, grader_id=labeler.id, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4))
     session.commit()
-    page = lead_client.get(url).text
-    assert page.count("hidden until you grade this draft") == 2
-    assert page.count("hidden until you have graded this case") == 1
+    report = evaluator_report(session=session, spec=spec, ref=str(run.id), principal=blind)
+    assert report.hidden_drafts == 2
+    assert {r.draft_id for r in report.judge_rows if r.visible} == {drafts[0].id, drafts[1].id}
+    assert sum(1 for c in report.cases if not c.visible) == 1
+    shown = spec.model_copy(update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})})
+    assert evaluator_report(session=session, spec=shown, ref=str(run.id), principal=blind).hidden_drafts == 0
 
 
 def test_run_list_page(evaluate: Callable[..., Result], record_env: str, client_as, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -339,11 +348,10 @@ def test_json_api_matches_the_page_and_keeps_grading_blind(
         assert case["per_flag_stats"] == by_case[case["test_case_id"]]["per_flag_stats"]
     assert len(body["judge_scores"]) == 4
     assert all(j["scores"] is not None for j in body["judge_scores"])
-    lead = api_as("lead").get(f"/api/v1/evaluator/runs/{run.id}").json()
-    assert lead["hidden_drafts"] == 4
-    assert lead["overall_metric_stats"] is None
-    assert all(j["scores"] is None and j["rationale"] is None for j in lead["judge_scores"])
-    assert all(c["per_metric_stats"] is None for c in lead["cases"])
+    lead = api_as("lead").get(f"/api/v1/evaluator/runs/{run.id}").json()  # the lead is never blind (webapp.blind)
+    assert lead["hidden_drafts"] == 0
+    assert lead["overall_metric_stats"] == doc["overall_metric_stats"]
+    assert all(j["scores"] is not None for j in lead["judge_scores"])
     assert api_as("labeler").get(f"/api/v1/evaluator/runs/{run.id}").status_code == 403
 
 

@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from tests.conftest import csrf_for
+from tests.factories import make_judge_score
 from tests.grading.conftest import GradingWorld, build_world, scores
 from webapp.checks.models import DraftCheck
-from webapp.evaluator.models import EvaluatorJudgeScore, EvaluatorRun
 from webapp.flows import judge_verdict
 from webapp.grading import pages
 from webapp.grading.adjudication import highlight, list_adjudications
@@ -247,29 +247,7 @@ def _seed_signals(session: Session, w: GradingWorld) -> int:
     draft = w.drafts[0]
     draft.confidence = 0.8765
     session.add(draft)
-    ev = EvaluatorRun(
-        run_id=w.run.id,  # type: ignore[arg-type]
-        artifact_run_id="art-1",
-        status="completed",
-        dataset_hash="sha256:" + "0" * 64,
-        rubric_name="r",
-        rubric_hash="sha256:" + "1" * 64,
-        generator_model="gen",
-        judge_model="judge",
-        temperature=0.0,
-        num_samples=1,
-    )
-    session.add(ev)
-    session.flush()
-    session.add(
-        EvaluatorJudgeScore(
-            evaluator_run_id=ev.id,  # type: ignore[arg-type]
-            draft_id=draft.id,  # type: ignore[arg-type]
-            sample_status="completed",
-            scores={"judge_groundedness_zz": 4},
-            rationale="JUDGE-RATIONALE-TEXT",
-        )
-    )
+    make_judge_score(session, w.run, draft.id, {"judge_groundedness_zz": 4}, "JUDGE-RATIONALE-TEXT")  # type: ignore[arg-type]
     session.add(
         DraftCheck(
             draft_id=draft.id,  # type: ignore[arg-type]

@@ -37,9 +37,11 @@ class TestAddFromDraft:
         self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]
     ) -> None:
         ids = _checked(session, spec, world)
-        labeler = client_as("labeler")
-        form = labeler.get(f"/regression/cases/from-draft/{ids['s2']}")
+        form = client_as("pm").get(f"/regression/cases/from-draft/{ids['s2']}")
         assert form.status_code == 200 and "safety_escalation" in form.text
+        labeler = client_as("labeler")
+        blind = labeler.get(f"/regression/cases/from-draft/{ids['s2']}")  # blind grading: not graded by this labeler
+        assert blind.status_code == 200 and "safety_escalation" not in blind.text and "hidden until you grade it" in blind.text
         prefilled = labeler.get(f"/regression/cases/from-draft/{ids['s2']}", params={"source": "review", "note": "seen <b>weekly</b>"})
         assert '<option value="review" selected>' in prefilled.text and "seen &lt;b&gt;weekly&lt;/b&gt;" in prefilled.text
         r = labeler.post(

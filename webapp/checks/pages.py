@@ -28,6 +28,7 @@ def run_checks_page(
 ) -> HTMLResponse:
     """Show a run's pass rates overall, per check, per category and per intent, and its failing drafts."""
     summary = service.run_summary(session=session, run_id=stored_id(run.id))
+    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
     rechecked = request.query_params.get("rechecked")
     return render(
         request,
@@ -35,7 +36,8 @@ def run_checks_page(
         {
             "run": run,
             "s": summary,
-            "gate_reasons": flows.ci_gate_failures(session=session, spec=spec, summary=summary),
+            "failing": [o for o in summary.failing if signals.shows(o.draft_id)],
+            "gate_reasons": flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals),
             "can_recheck": principal.has_role(*RECHECK_ROLES),
             "can_add_case": principal.has_role("lead", "pm", "labeler"),
             "labels": PROBLEM_LABELS,
@@ -64,9 +66,13 @@ def run_recheck(
 
 @router.get("/drafts/{draft_id}/checks", response_class=HTMLResponse, name="draft_checks")
 def draft_checks_page(
-    request: Request, draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))
+    request: Request,
+    draft_id: int,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(require_role(*ANY_ROLE)),
 ) -> HTMLResponse:
-    """Show one draft's check results with reasons (a fragment for htmx, a page without JS)."""
+    """Show one draft's check results with reasons (a fragment for htmx, a page without JS; hidden from a blind grader)."""
     try:
         d = service.draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
@@ -74,6 +80,11 @@ def draft_checks_page(
     return render(
         request,
         "checks/draft.html",
-        {"d": d, "labels": PROBLEM_LABELS, "can_add_case": principal.has_role("lead", "pm", "labeler")},
+        {
+            "d": d,
+            "hidden": flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id),
+            "labels": PROBLEM_LABELS,
+            "can_add_case": principal.has_role("lead", "pm", "labeler"),
+        },
         block="results",
     )

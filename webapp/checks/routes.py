@@ -21,10 +21,13 @@ router = APIRouter(tags=["checks"])
 RECHECK_ROLES = ("lead", "admin", "pm")
 
 
-def summary_payload(session: SessionDep, summary: service.RunSummary, spec: EvalSpec) -> dict[str, Any]:
-    """Return a run summary as JSON, with the CI gate's verdict."""
-    data = summary.as_dict()
-    reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary)
+def summary_payload(
+    session: SessionDep, summary: service.RunSummary, spec: EvalSpec, principal: Principal
+) -> dict[str, Any]:
+    """Return a run summary as JSON, with the CI gate's verdict, per-draft results hidden from a blind grader."""
+    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
+    data = summary.as_dict(signals)
+    reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals)
     data["gate"] = {"passes": not reasons, "reasons": reasons, "pass_rate_required": spec.gates.pilot.automated_pass_rate}
     return data
 
@@ -34,7 +37,7 @@ def get_run_checks(
     session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*ANY_ROLE)), run: RunDep
 ) -> dict[str, Any]:
     """Return a run's check results: overall, per check, per category, per intent, failing drafts."""
-    return summary_payload(session, service.run_summary(session=session, run_id=stored_id(run.id)), spec)
+    return summary_payload(session, service.run_summary(session=session, run_id=stored_id(run.id)), spec, principal)
 
 
 @router.post("/runs/{run}/checks", response_model=RecheckPublic)
@@ -44,17 +47,18 @@ def recheck_run(
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
     result = service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
     alerts = flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
-    data = summary_payload(session, result.summary, spec)
+    data = summary_payload(session, result.summary, spec, principal)
     data["new_alerts"] = [{"id": a.id, "kind": a.kind, "message": a.message} for a in alerts]
     return data
 
 
 @router.get("/drafts/{draft_id}/checks", response_model=DraftChecksPublic)
 def get_draft_checks(
-    draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))
+    draft_id: int, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> dict[str, Any]:
-    """Return one draft's check results with reasons."""
+    """Return one draft's check results with reasons (hidden from a blind grader until they grade it)."""
     try:
-        return service.draft_results(session=session, draft_id=draft_id).as_dict()
+        results = service.draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
+    return results.as_dict(flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]))

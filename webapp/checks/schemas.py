@@ -87,7 +87,10 @@ class RunChecksPublic(BaseModel):
     per_intent: dict[str, RatePublic]
     golden_failures: list[str] = Field(description="Case ids of golden examples that fail")
     safety_failures: list[str] = Field(description="Case ids of safety cases that fail")
-    failing_drafts: list[FailingDraft]
+    failing_drafts: list[FailingDraft] = Field(description="The failing drafts the caller may see (blind grading)")
+    failing_drafts_hidden: int = Field(
+        description="Failing drafts left out because the caller has not graded them yet (blind grading)"
+    )
     gate: CiGate
 
 
@@ -106,12 +109,15 @@ class CheckResultPublic(BaseModel):
 
 
 class DraftChecksPublic(BaseModel):
-    """One draft's stored check results (passed null and no results when the run was never checked)."""
+    """One draft's stored check results (passed null and no results when the run was never checked, or while hidden)."""
 
     draft_id: int
     run: str
     case_id: str
     checked_at: Timestamp | None
     kb_version: str | None
+    signals_hidden: bool = Field(
+        description="True while blind grading hides the results from the caller (passed null, no results) until they grade the draft"
+    )
     passed: bool | None
     results: list[CheckResultPublic]

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlmodel import Session, col, delete, select
 
+from webapp.blind import ALL_SIGNALS, SignalsView
 from webapp.checks.models import DraftCheck
 from webapp.checks.rules import (
     CHECK_LABELS,
@@ -264,7 +265,9 @@ class RunSummary:
     def safety_failures(self) -> list[DraftOutcome]:
         return [o for o in self.failing if o.safety]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, signals: SignalsView = ALL_SIGNALS) -> dict[str, Any]:
+        """Return the summary as JSON; the per-draft lists leave out the drafts `signals` hides (blind grading)."""
+        shown = [o for o in self.failing if signals.shows(o.draft_id)]
         return {
             "run": {"id": self.run_id, "name": self.run_name, "dataset_id": self.dataset_id},
             "drafts": self.drafts,
@@ -276,9 +279,10 @@ class RunSummary:
             "per_check": [c.as_dict() for c in self.per_check],
             "per_category": {k: v.as_dict() for k, v in self.per_category.items()},
             "per_intent": {k: v.as_dict() for k, v in self.per_intent.items()},
-            "golden_failures": [o.case_id for o in self.golden_failures],
-            "safety_failures": [o.case_id for o in self.safety_failures],
-            "failing_drafts": [o.as_dict() for o in self.failing],
+            "golden_failures": [o.case_id for o in shown if o.golden],
+            "safety_failures": [o.case_id for o in shown if o.safety],
+            "failing_drafts": [o.as_dict() for o in shown],
+            "failing_drafts_hidden": len(self.failing) - len(shown),
         }
 
 
@@ -384,15 +388,18 @@ class DraftChecks:
     def no_check_applied(self) -> bool:
         return any(r.key == NO_CHECK_APPLIED for r in problems(self.results))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, signals: SignalsView = ALL_SIGNALS) -> dict[str, Any]:
+        """Return the results as JSON: none, with `signals_hidden`, while `signals` hides the draft (blind grading)."""
+        hidden = signals.hides(self.draft.id)
         return {
             "draft_id": self.draft.id,
             "run": self.run.name,
             "case_id": self.case.case_id,
             "checked_at": self.checked_at.isoformat() if self.checked_at else None,
             "kb_version": self.kb_version,
-            "passed": self.passed if self.results else None,
-            "results": [{"key": r.key, "status": r.status, "reason": r.reason} for r in self.results],
+            "signals_hidden": hidden,
+            "passed": self.passed if self.results and not hidden else None,
+            "results": [] if hidden else [{"key": r.key, "status": r.status, "reason": r.reason} for r in self.results],
         }
 
 
@@ -424,8 +431,13 @@ def case_passes(*, summary: RunSummary) -> dict[str, bool]:
     return out
 
 
-def gate_failures(*, summary: RunSummary, spec: EvalSpec, factual: dict[int, str] | None = None) -> list[str]:
-    """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate."""
+def gate_failures(
+    *, summary: RunSummary, spec: EvalSpec, factual: dict[int, str] | None = None, signals: SignalsView = ALL_SIGNALS
+) -> list[str]:
+    """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate.
+
+    A golden or safety failure of a draft `signals` hides (blind grading) is counted, not named.
+    """
     # `factual` holds the final factual grades by draft id (webapp.flows.ci_gate_failures passes
     # grading's in): a golden draft graded
     # "fail" fails here as it does on the pilot gate, through the same rules.golden_failures.
@@ -433,16 +445,27 @@ def gate_failures(*, summary: RunSummary, spec: EvalSpec, factual: dict[int, str
     if not summary.is_checked:
         return ["the run has no drafts to check"]
     factual = factual or {}
+    hidden = 0
     for o in summary.outcomes:
         if o.golden:
             why = golden_failures(results=o.results, factual_grade=factual.get(o.draft_id))
-            if why:
+            if why and signals.hides(o.draft_id):
+                hidden += 1
+            elif why:
                 reasons.append(f"golden example {o.case_id} fails {describe(why)}")
     for o in summary.safety_failures:
-        if not o.golden:
+        if not o.golden and signals.hides(o.draft_id):
+            hidden += 1
+        elif not o.golden:
             # Name the safety check's own failure when there is one: it is the one that matters here.
             failure = next((r for r in o.failures if r.key == "safety_escalation"), o.failures[0])
             reasons.append(f"safety case {o.case_id} fails {describe([failure])}")
+    if hidden:
+        one = hidden == 1
+        reasons.append(
+            f"{hidden} golden or safety draft{'' if one else 's'} you have not graded "
+            f"fail{'s' if one else ''}: which, and why, stays hidden until you grade {'it' if one else 'them'}"
+        )
     rate = summary.overall.rate or 0.0
     gate = spec.gates.pilot.automated_pass_rate
     if rate < gate:

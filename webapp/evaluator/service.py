@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from webapp.datasets.models import EvalCase
 from webapp.datasets.service import import_dataset_file
 from webapp.evaluator.artifact_models import DatasetEvaluation, JudgeSelfAgreement, OutputKind, Sample
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
-from webapp.grading.models import Grade
+from webapp.grading.evidence import signals_view
 from webapp.grading.status import final_grades
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import RunNotFound, resolve_run
@@ -374,29 +373,6 @@ def get_evaluator_run(*, session: Session, ref: str) -> tuple[Run, EvaluatorRun]
     return run, ev
 
 
-def judge_visible_drafts(
-    *, session: Session, run_id: int, principal: Principal | None, finals: Mapping[int, object]
-) -> set[int] | None:
-    """Return the drafts whose judge scores the viewer may see, or None for all of them.
-
-    Grading is blind: someone who grades (lead or labeler) sees the judge's verdict on a
-    gradable draft only once they have graded it or it has a final grade. Drafts nobody grades
-    (escalations, fallbacks) and viewers who never grade (pm, admin) are not restricted.
-    """
-    if principal is None or not principal.has_role("lead", "labeler"):
-        return None
-    drafts = session.exec(select(Draft.id, Draft.draft_text, Draft.escalated).where(Draft.run_id == run_id)).all()
-    open_to_all = {d for d, text, escalated in drafts if d is not None and (text is None or escalated)}
-    graded = set(
-        session.exec(
-            select(Grade.draft_id)
-            .join(Draft, col(Draft.id) == Grade.draft_id)
-            .where(Draft.run_id == run_id, Grade.grader_id == principal.user_id)
-        ).all()
-    )
-    return open_to_all | graded | set(finals)
-
-
 def evaluator_report(
     *, session: Session, spec: EvalSpec, ref: str, principal: Principal | None = None
 ) -> EvaluatorReport:
@@ -419,7 +395,9 @@ def evaluator_report(
     metric_names = [m["name"] for m in ev.metrics]
     warnings = [(c.case_id, c.metrics[m]) for c in cases for m in metric_names if m in c.metrics and c.metrics[m].high_variance]
     finals = final_grades(session=session, run_id=_pk(run.id))
-    visible = judge_visible_drafts(session=session, run_id=_pk(run.id), principal=principal, finals=finals)
+    # Blind grading, the rule of every page (webapp.blind): a blind viewer sees the judge's
+    # scores of the drafts they have graded only.
+    signals = signals_view(session=session, spec=spec, principal=principal, run_id=_pk(run.id))
     judge_rows: list[JudgeRow] = []
     stmt = (
         select(EvaluatorJudgeScore, Draft)
@@ -439,7 +417,7 @@ def evaluator_report(
                 js.rationale,
                 js.error,
                 finals.get(_pk(draft.id)),
-                visible is None or draft.id in visible,
+                signals.shows(draft.id),
             )
         )
     position_of = {cid: positions.get(pk, 0) for pk, cid in case_ids.items()}

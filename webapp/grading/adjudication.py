@@ -21,7 +21,7 @@ from webapp.grading.models import (
     Grade,
 )
 from webapp.grading.outcome import upsert_final
-from webapp.grading.scores import FACTUAL_KEY, Scores, scores_of
+from webapp.grading.scores import FACTUAL_KEY, Scores, scores_of, validate_scores
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
@@ -33,6 +33,19 @@ def list_adjudications(*, session: Session, status: str | None = "open") -> list
     if status:
         stmt = stmt.where(Adjudication.status == status)
     return list(session.exec(stmt.order_by(col(Adjudication.opened_at), col(Adjudication.id))))
+
+
+def decide_adjudication(
+    *, session: Session, spec: EvalSpec, adjudication_id: int, lead_id: int, data: dict[str, Any], note: str
+) -> FinalGrade:
+    """Resolve a disagreement from the lead's raw scores (the page's form or the API's JSON), checked against the rubric.
+
+    The one path of the adjudication page and the API; each calls webapp.flows.after_grading after it.
+    """
+    scores = validate_scores(spec=spec, data=data)
+    return resolve_adjudication(
+        session=session, spec=spec, adjudication_id=adjudication_id, lead_id=lead_id, scores=scores, note=note
+    )
 
 
 def resolve_adjudication(

@@ -15,14 +15,13 @@ from webapp.flows import after_grading, judge_verdict
 from webapp.grading.adjudication import (
     ADJUDICATION_STATES,
     adjudication_queue_view,
-    resolve_adjudication,
+    decide_adjudication,
     return_grade,
 )
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router, see_other
 from webapp.grading.overview import runs_newest_first
-from webapp.grading.scores import validate_scores
 from webapp.templating import render
 
 
@@ -55,15 +54,13 @@ def resolve(
     principal: Principal = Depends(LEAD),
 ) -> Response:
     """Set the final grade of a disagreement with a note."""
-    data = form.scores_data()
     try:
-        scores = validate_scores(spec=spec, data=data)
-        final = resolve_adjudication(
+        final = decide_adjudication(
             session=session,
             spec=spec,
             adjudication_id=adjudication_id,
             lead_id=principal.user_id,
-            scores=scores,
+            data=form.scores_data(),
             note=form.note,
         )
     except GradingError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,16 +10,22 @@ from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
 from sqlmodel import Session
 
+from webapp.auth.service import Principal
+from webapp.blind import SignalsView, signals_visible
 from webapp.checks.models import DraftCheck
 from webapp.db import table_of
+from webapp.grading.models import Grade
 from webapp.kb.models import KbRevision
+from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 
 _KB = table_of(KbRevision)
 _CHECKS = table_of(DraftCheck)
-_REVISIONS = core_select(_KB.c.article_id, _KB.c.revision, _KB.c.title, _KB.c.body, _KB.c.status).where(
-    _KB.c.article_id.in_(bindparam("articles", expanding=True))
-)
+_GRADES = table_of(Grade)
+_DRAFTS = table_of(Draft)
+_REVISIONS = core_select(
+    _KB.c.article_id, _KB.c.revision, _KB.c.title, _KB.c.body, _KB.c.status
+).where(_KB.c.article_id.in_(bindparam("articles", expanding=True)))
 _DRAFT_CHECKS = (
     core_select(_CHECKS.c.key, _CHECKS.c.status, _CHECKS.c.reason)
     .where(_CHECKS.c.draft_id == bindparam("draft_id"))
@@ -100,9 +106,24 @@ class ModelSignals:
     checks: list[Any]  # rows: key, status, reason
 
 
-def signals_visible(*, spec: EvalSpec, has_graded: bool) -> bool:
-    """Blind grading: the model's signals show once the grader has graded the draft, unless the spec shows them before."""
-    return has_graded or spec.grading.show_model_signals_before_grading
+def signals_view(
+    *, session: Session, spec: EvalSpec, principal: Principal | None, run_id: int | None = None, draft_ids: Collection[int] = ()
+) -> SignalsView:
+    """Return which drafts' model signals the viewer sees (webapp.blind's rule, with the drafts they have graded).
+
+    Looks only at the run `run_id` or the drafts `draft_ids`; asks the database nothing when the
+    rule shows the viewer everything (a sighted role, or the spec shows signals before grading).
+    """
+    view = SignalsView.for_viewer(spec=spec, principal=principal, graded=())
+    if view.everything or principal is None or (run_id is None and not draft_ids):
+        return view
+    stmt = core_select(_GRADES.c.draft_id).where(_GRADES.c.grader_id == principal.user_id)
+    if run_id is not None:
+        stmt = stmt.join(_DRAFTS, _DRAFTS.c.id == _GRADES.c.draft_id).where(_DRAFTS.c.run_id == run_id)
+    if draft_ids:
+        stmt = stmt.where(_GRADES.c.draft_id.in_(list(draft_ids)))
+    graded = session.connection().execute(stmt).scalars().all()
+    return SignalsView.for_viewer(spec=spec, principal=principal, graded=graded)
 
 
 def model_signals(
@@ -114,8 +135,8 @@ def model_signals(
     has_graded: bool,
     judge: JudgeLookup | None = None,
 ) -> ModelSignals | None:
-    """Return the draft's model signals, or None while blind grading hides them (before the grader submits)."""
-    if not signals_visible(spec=spec, has_graded=has_graded):
+    """Return the draft's model signals on the grading screen, or None while blind grading hides them (before the grader submits)."""
+    if not signals_visible(spec=spec, principal=None, has_graded=has_graded, grading=True):
         return None
     verdict = judge(session, draft_id) if judge is not None else None
     checks = list(session.connection().execute(_DRAFT_CHECKS, {"draft_id": draft_id}).all())

@@ -13,7 +13,7 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.flows import after_grading
-from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
+from webapp.grading.adjudication import decide_adjudication, list_adjudications, return_grade
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradeInvalid, GradingError
 from webapp.grading.export import export_csv, export_jsonl, export_rows
@@ -240,13 +240,12 @@ def decide(
                 comment=body.comment,
             )
             return {"action": "return", "grade": grade_public(grade)}
-        scores = validate_scores(spec=spec, data=body.model_dump())
-        final = resolve_adjudication(
+        final = decide_adjudication(
             session=session,
             spec=spec,
             adjudication_id=adjudication_id,
             lead_id=principal.user_id,
-            scores=scores,
+            data=body.model_dump(),
             note=body.note,
         )
     except GradingError as exc:

@@ -467,7 +467,7 @@ class CasePair:
 class JudgeLookup(Protocol):
     """The prompt-evaluator judge's scores of one draft as the viewer may see them: (scores or None, hidden)."""
 
-    def __call__(self, *, run_id: int, draft_id: int, finals: dict[int, FinalGradeView]) -> tuple[dict[str, Any] | None, bool]: ...
+    def __call__(self, *, run_id: int, draft_id: int) -> tuple[dict[str, Any] | None, bool]: ...
 
 
 def _draft_side(
@@ -477,7 +477,7 @@ def _draft_side(
         return None
     draft = session.get(Draft, draft_ids[0])
     assert draft is not None and draft.id is not None and run.id is not None
-    scores, hidden = judge(run_id=run.id, draft_id=draft.id, finals=finals) if judge else (None, False)
+    scores, hidden = judge(run_id=run.id, draft_id=draft.id) if judge else (None, False)
     return DraftSide(
         run=run,
         draft=draft,

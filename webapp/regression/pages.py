@@ -3,7 +3,7 @@ export, run comparison, baselines, and regression alerts."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
@@ -26,6 +26,7 @@ from webapp.regression.routes import (
 )
 from webapp.runs.deps import RunDep, run_or_404
 from webapp.runs.service import DraftNotFound, RunNotFound, resolve_run
+from webapp.spec import EvalSpec
 from webapp.templating import is_htmx, render
 
 router = APIRouter()
@@ -44,6 +45,13 @@ def suite_page(
         latest = service.latest_run_id(session=session)
         run = run_or_404(session, str(latest)) if latest is not None else None
     report = service.suite_report(session=session, run_id=stored_id(run.id)) if run is not None else None
+    # Blind grading: a case's pass or fail in the run is its drafts' check results (and final grade).
+    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id)) if run else None
+    hidden = {
+        r.case_id
+        for r in (report.results if report else [])
+        if signals and r.status in ("pass", "fail") and any(signals.hides(d) for d in r.draft_ids)
+    }
     cases = service.list_cases(session=session)
     # After "Add to suite" (no JS): say that the next run must include the case just added.
     added = request.query_params.get("added", "")
@@ -57,6 +65,7 @@ def suite_page(
             "cases": cases,
             "report": report,
             "results": {r.case.case_id: r for r in report.results} if report else {},
+            "hidden": hidden,
             "run": run,
             "runs": service.runs_for_picker(session=session),
             "target": spec.regression.target_cases,
@@ -87,26 +96,33 @@ def run_regression_page(
     return render(request, "regression/run.html", {"run": run, "report": report, "target": spec.regression.target_cases})
 
 
-def _draft_context(session: SessionDep, draft_id: int) -> checks_service.DraftChecks:
+def _draft_context(session: SessionDep, spec: EvalSpec, principal: Principal, draft_id: int) -> dict[str, Any]:
+    """Return the draft's check results for the form, and whether blind grading hides them from the caller."""
     try:
-        return checks_service.draft_results(session=session, draft_id=draft_id)
+        d = checks_service.draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
+    hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
+    return {"d": d, "hidden": hidden}
 
 
 @router.get("/regression/cases/from-draft/{draft_id}", response_class=HTMLResponse, name="regression_from_draft_form")
 def from_draft_form(
-    request: Request, draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
+    request: Request,
+    draft_id: int,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(require_role(*ADD_ROLES)),
 ) -> HTMLResponse:
     """Show the form that adds a draft's case to the regression suite with a note of the failure."""
-    d = _draft_context(session, draft_id)
-    failures = [r for r in d.results if r.failed]
+    ctx = _draft_context(session, spec, principal, draft_id)
+    failures = [] if ctx["hidden"] else [r for r in ctx["d"].results if r.failed]
     # Pages that link here may prefill the note and say where the failure was found.
     note = request.query_params.get("note") or "; ".join(f"{r.key}: {r.reason}" for r in failures)
     source = request.query_params.get("source", "run")
     if source not in ("run", "grading", "review"):
         source = "run"
-    return render(request, "regression/from_draft.html", {"d": d, "note": note, "source": source, "error": None})
+    return render(request, "regression/from_draft.html", {**ctx, "note": note, "source": source, "error": None})
 
 
 @router.post("/regression/cases/from-draft/{draft_id}", name="regression_from_draft")
@@ -114,12 +130,13 @@ def from_draft_submit(
     request: Request,
     draft_id: int,
     session: SessionDep,
+    spec: SpecDep,
     note: str = Form(""),
     source: str = Form("run"),
     principal: Principal = Depends(require_role(*ADD_ROLES)),
 ) -> Response:
     """Append a draft's case to the regression suite with a note (never edited or removed afterwards)."""
-    d = _draft_context(session, draft_id)
+    ctx = _draft_context(session, spec, principal, draft_id)
     if source not in ("run", "grading", "review"):
         source = "run"
     try:
@@ -130,7 +147,7 @@ def from_draft_submit(
         return render(
             request,
             "regression/from_draft.html",
-            {"d": d, "note": note, "source": source, "error": str(exc)},
+            {**ctx, "note": note, "source": source, "error": str(exc)},
             status_code=409 if "already" in str(exc) else 422,
         )
     target = f"/regression?added={quote(case.case_id)}#case-{quote(case.case_id)}"
@@ -199,7 +216,7 @@ def compare_case_page(
             a_id=stored_id(ra.id),
             b_id=stored_id(rb.id),
             case_id=case_id,
-            judge=flows.judge_scores(session=session, principal=principal),
+            judge=flows.judge_scores(session=session, spec=spec, principal=principal),
         )
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None

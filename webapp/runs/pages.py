@@ -6,10 +6,11 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from starlette.convertors import Convertor, register_url_convertor
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.datasets import service as datasets_service
 from webapp.db import SessionDep, stored_id
-from webapp.deps import ANY_ROLE, require_role
+from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.kb import service as kb_service
 from webapp.runs import service
 from webapp.runs.deps import RunDep
@@ -48,6 +49,7 @@ def runs_list(
 def run_detail(
     request: Request,
     session: SessionDep,
+    spec: SpecDep,
     category: str = "",
     intent: str = "",
     draft_intent: str = "",
@@ -61,6 +63,7 @@ def run_detail(
     ctx = {
         "run": run,
         "summary": summary,
+        "signals": flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id)),
         "drafts": service.list_drafts(
             session=session, run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent, golden=golden
         ),
@@ -73,14 +76,19 @@ def run_detail(
 
 @router.get("/drafts/{draft_id}", response_class=HTMLResponse, name="draft_detail")
 def draft_detail(
-    request: Request, draft_id: int, session: SessionDep, principal: Principal = Depends(require_role(*RUN_ROLES))
+    request: Request,
+    draft_id: int,
+    session: SessionDep,
+    spec: SpecDep,
+    principal: Principal = Depends(require_role(*RUN_ROLES)),
 ) -> HTMLResponse:
-    """Show a draft with its ticket, conversation and account, beside the KB revisions it cites."""
+    """Show a draft with its ticket, conversation and account, beside the KB revisions it cites (signals blind until graded)."""
     try:
         draft, case, run = service.get_draft(session=session, draft_id=draft_id)
     except service.DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     cited = kb_service.cited_revisions(session=session, citations=draft.citations)
     dataset = datasets_service.get_dataset(session=session, ref=case.dataset_id)
-    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "dataset": dataset}
+    hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
+    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "dataset": dataset, "signals_hidden": hidden}
     return render(request, "runs/draft.html", ctx)

@@ -6,9 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
-from webapp.deps import ANY_ROLE, require_role
+from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.runs import service
 from webapp.runs.deps import RunDep
 from webapp.runs.schemas import RunDraftsPublic, RunPublic
@@ -25,6 +26,7 @@ def api_runs(session: SessionDep, principal: Principal = Depends(require_role(*A
 @router.get("/runs/{run}/drafts", response_model=RunDraftsPublic)
 def api_run_drafts(
     session: SessionDep,
+    spec: SpecDep,
     category: str = "",
     intent: str = Query("", description="The case's intent"),
     draft_intent: str = Query("", description="The intent the assistant predicted for the draft"),
@@ -32,11 +34,15 @@ def api_run_drafts(
     principal: Principal = Depends(require_role(*ANY_ROLE)),
     run: RunDep,
 ) -> dict[str, Any]:
-    """Return a run (by name or id) and its drafts (filtered by the case's category and intent, the draft's intent)."""
+    """Return a run (by name or id) and its drafts (filtered by the case's category and intent, the draft's intent).
+
+    Blind grading: a labeler gets no confidence (nor the raw output carrying it) for a draft they have not graded.
+    """
     rows = service.list_drafts(
         session=session, run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent
     )
+    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id))
     return {
         "run": service.run_public(service.run_row(session=session, run=run)),
-        "drafts": [service.draft_public(row.draft, row.case) for row in rows],
+        "drafts": [service.draft_public(row.draft, row.case, signals_hidden=signals.hides(row.draft.id)) for row in rows],
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from webapp.api_schemas import Timestamp
 from webapp.runs.models import DraftBase, RunBase
@@ -35,6 +35,9 @@ class DraftPublic(DraftBase):
     category: str | None
     golden: bool
     created_at: Timestamp
+    signals_hidden: bool = Field(
+        description="True while blind grading hides the draft's confidence and raw output (null) until the caller grades it"
+    )
 
 
 class RunDraftsPublic(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
@@ -171,6 +171,12 @@ GRADED_FIELDS = ("draft_text", "citations")
 GradeCounts = Callable[[Session, list[int]], dict[int, int]]
 
 
+class DraftsChanged(Protocol):
+    """Told that drafts of an existing run were changed in place (grading's queue index is then stale)."""
+
+    def __call__(self, *, session: Session, run_id: int) -> None: ...
+
+
 def _refuse_regrading(
     session: Session,
     records: list[DraftRecord],
@@ -222,10 +228,12 @@ def import_drafts(
     notes: str | None = None,
     source: str = "import",
     grade_counts: GradeCounts,
+    drafts_changed: DraftsChanged | None = None,
 ) -> DraftImportResult:
     """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
 
-    `grade_counts` says which drafts have grades (webapp.flows.import_drafts passes grading's).
+    `grade_counts` says which drafts have grades, `drafts_changed` is told when drafts of an
+    existing run changed in place (webapp.flows.import_drafts passes grading's for both).
 
     Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or
@@ -312,6 +320,8 @@ def import_drafts(
             session.add(row)
             result.updated += 1
     session.flush()
+    if result.updated and drafts_changed is not None:
+        drafts_changed(session=session, run_id=stored_id(run.id))
     return result
 
 
@@ -406,8 +416,11 @@ def get_draft(*, session: Session, draft_id: int) -> tuple[Draft, EvalCase, Run]
     return draft, case_row, run
 
 
-def draft_public(draft: Draft, case_row: EvalCase) -> dict[str, Any]:
-    """Return a draft as the JSON API shows it: its id, its case id, and every field."""
+def draft_public(draft: Draft, case_row: EvalCase, *, signals_hidden: bool = False) -> dict[str, Any]:
+    """Return a draft as the JSON API shows it: its id, its case id, and every field.
+
+    With `signals_hidden` (blind grading) the confidence and the raw output, which carries it, are null.
+    """
     return {
         "id": draft.id,
         "run_id": draft.run_id,
@@ -415,12 +428,13 @@ def draft_public(draft: Draft, case_row: EvalCase) -> dict[str, Any]:
         "sample_index": draft.sample_index,
         "draft_text": draft.draft_text,
         "citations": draft.citations,
-        "confidence": draft.confidence,
+        "confidence": None if signals_hidden else draft.confidence,
         "intent": draft.intent,
         "escalated": draft.escalated,
         "latency_ms": draft.latency_ms,
         "cost_usd": draft.cost_usd,
-        "raw_output": draft.raw_output,
+        "raw_output": None if signals_hidden else draft.raw_output,
+        "signals_hidden": signals_hidden,
         "category": case_row.category,
         "golden": case_row.golden,
         "created_at": as_utc(draft.created_at).isoformat(),

@@ -1,0 +1,277 @@
+"""Blind means blind (#11): every page and API route a labeler can open hides a draft's model signals until they grade it.
+
+One rule (webapp.blind.signals_visible, applied through grading's signals_view): a principal
+holding `labeler` and none of lead, pm, admin, support_lead sees a draft's confidence (and the
+raw output carrying it), judge scores and check results only once they have graded that draft,
+or when the spec's `grading.show_model_signals_before_grading` is true. Each surface is asked
+for the exact values the factories stored, so a test fails if one shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session, col, select
+
+from tests.factories import make_dataset, make_judge_score, make_run, make_user
+from webapp import flows
+from webapp.auth import service as auth_service
+from webapp.auth.models import User
+from webapp.auth.service import Principal
+from webapp.blind import SignalsView, is_blind, signals_visible
+from webapp.checks.models import DraftCheck
+from webapp.datasets.models import EvalCase
+from webapp.grading.models import Grade
+from webapp.regression import service as regression_service
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+
+# What the factories store, written as each surface prints it: confidence with `num` (2 digits) on
+# pages and in full in JSON; the raw output's marker; each draft's check reason.
+CONFIDENCE = {"bl-1": 0.9137, "bl-2": 0.3561}
+SHOWN = {"bl-1": "0.91", "bl-2": "0.36"}
+RAW = {"bl-1": "RAW-MARKER-ONE", "bl-2": "RAW-MARKER-TWO"}
+REASON = {"bl-1": "CHECK-REASON-ONE", "bl-2": "CHECK-REASON-TWO"}
+PLACEHOLDER = "hidden until you grade it"
+
+
+@dataclass
+class BlindWorld:
+    run: Run
+    drafts: dict[str, Draft]
+    lead: User
+
+    def did(self, case_id: str) -> int:
+        draft_id = self.drafts[case_id].id
+        assert draft_id is not None
+        return draft_id
+
+
+@pytest.fixture
+def bw(session: Session) -> BlindWorld:
+    """A checked run of two drafts (bl-1 golden), both failing a check, bl-1 in the regression suite."""
+    ds = make_dataset(
+        session,
+        [
+            {"case_id": "bl-1", "category": "routine", "golden": True, "input": "Where is my refund?"},
+            {"case_id": "bl-2", "category": "routine", "input": "How do I reset 2FA?"},
+        ],
+        name="blind-ds",
+    )
+    run = make_run(
+        session,
+        ds,
+        [
+            {"case_id": c, "draft_text": f"Reply to {c}", "confidence": CONFIDENCE[c], "raw_output": {"confidence": CONFIDENCE[c], "note": RAW[c]}}
+            for c in CONFIDENCE
+        ],
+        name="blind-run",
+    )
+    by_case = {
+        case_id: draft
+        for draft, case_id in session.exec(
+            select(Draft, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(Draft.run_id == run.id)
+        ).all()
+    }
+    for case_id, draft in by_case.items():
+        session.add(
+            DraftCheck(draft_id=draft.id, run_id=run.id, key="citations_current", status="fail", reason=REASON[case_id], kb_version="kb-x")  # type: ignore[arg-type]
+        )
+    lead = make_user(session, email="lead-blind@example.test", roles=["lead"])
+    session.flush()
+    regression_service.add_case_from_draft(session=session, draft_id=by_case["bl-1"].id, created_by=lead.id, note="golden")  # type: ignore[arg-type]
+    session.commit()
+    return BlindWorld(run=run, drafts=by_case, lead=lead)
+
+
+def grade(session: Session, email: str, draft_id: int) -> None:
+    user = auth_service.get_user_by_email(session=session, email=email)
+    assert user is not None
+    session.add(Grade(draft_id=draft_id, grader_id=user.id, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4))
+    session.commit()
+
+
+@pytest.fixture
+def opened_spec(app, spec: EvalSpec) -> Iterator[EvalSpec]:  # type: ignore[no-untyped-def]
+    """The app with `grading.show_model_signals_before_grading: true`."""
+    opened = spec.model_copy(update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})})
+    before = app.state.spec
+    app.state.spec = opened
+    yield opened
+    app.state.spec = before
+
+
+# --- the rule ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("roles", "blind"),
+    [
+        ({"labeler"}, True),
+        ({"labeler", "lead"}, False),
+        ({"labeler", "pm"}, False),
+        ({"labeler", "admin"}, False),
+        ({"labeler", "support_lead"}, False),
+        ({"lead"}, False),
+        ({"pm"}, False),
+        (set(), False),
+    ],
+)
+def test_who_is_blind(roles: set[str], blind: bool, spec: EvalSpec) -> None:
+    p = Principal(user_id=1, email="x@example.test", name="", roles=frozenset(roles))
+    assert is_blind(p) is blind
+    assert signals_visible(spec=spec, principal=p, has_graded=False) is (not blind)
+    assert signals_visible(spec=spec, principal=p, has_graded=True) is True
+    # On the grading screen whoever is about to grade is blind, the lead included.
+    assert signals_visible(spec=spec, principal=p, has_graded=False, grading=True) is False
+    opened = spec.model_copy(update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})})
+    assert signals_visible(spec=opened, principal=p, has_graded=False, grading=True) is True
+
+
+def test_signals_view_reads_the_drafts_graded(session: Session, spec: EvalSpec, bw: BlindWorld) -> None:
+    labeler = make_user(session, email="view@example.test", roles=["labeler"])
+    session.commit()
+    p = Principal(user_id=labeler.id, email=labeler.email, name="", roles=frozenset({"labeler"}))  # type: ignore[arg-type]
+    view = flows.signals_view(session=session, spec=spec, principal=p, run_id=bw.run.id)
+    assert view == SignalsView(everything=False, graded=frozenset())
+    grade(session, "view@example.test", bw.did("bl-2"))
+    view = flows.signals_view(session=session, spec=spec, principal=p, run_id=bw.run.id)
+    assert view.hides(bw.did("bl-1")) and view.shows(bw.did("bl-2"))
+    assert flows.signals_view(session=session, spec=spec, principal=p, draft_ids=[bw.did("bl-1")]).graded == frozenset()
+
+
+# --- the pages and API routes a labeler can open ----------------------------------------------------------
+
+
+def _assert_hidden(text: str, case_id: str, *, confidence: bool = True, checks: bool = True) -> None:
+    if confidence:
+        assert SHOWN[case_id] not in text and RAW[case_id] not in text and str(CONFIDENCE[case_id]) not in text
+    if checks:
+        assert REASON[case_id] not in text
+
+
+def _assert_shown(text: str, case_id: str, *, confidence: bool = True, checks: bool = True) -> None:
+    if confidence:
+        assert SHOWN[case_id] in text or str(CONFIDENCE[case_id]) in text
+    if checks:
+        assert REASON[case_id] in text
+
+
+class Surface(NamedTuple):
+    name: str
+    url: Callable[[BlindWorld], str]
+    conf: bool  # shows the draft's confidence
+    checks: bool  # shows the draft's check results
+    lists_drafts: bool = False  # shows every draft of the run
+
+
+SURFACES = [
+    Surface(*s)
+    for s in [
+        ("run page", lambda w: f"/runs/{w.run.name}", True, False, True),
+        ("draft page", lambda w: f"/drafts/{w.did('bl-1')}", True, False),
+        ("drafts API", lambda w: f"/api/v1/runs/{w.run.id}/drafts", True, False, True),
+        ("run checks page", lambda w: f"/runs/{w.run.id}/checks", False, True, True),
+        ("run checks API", lambda w: f"/api/v1/runs/{w.run.id}/checks", False, True, True),
+        ("draft checks page", lambda w: f"/drafts/{w.did('bl-1')}/checks", False, True),
+        ("draft checks API", lambda w: f"/api/v1/drafts/{w.did('bl-1')}/checks", False, True),
+        ("regression suite", lambda w: f"/regression?run={w.run.name}", False, True),
+        ("add-to-suite form", lambda w: f"/regression/cases/from-draft/{w.did('bl-1')}", False, True),
+    ]
+]
+
+
+@pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
+def test_a_labeler_sees_signals_only_of_drafts_they_graded(
+    surface: Surface,
+    session: Session,
+    bw: BlindWorld,
+    client_as: Callable[..., TestClient],
+) -> None:
+    c = client_as("labeler", email="blind-labeler@example.test")
+    before = c.get(surface.url(bw))
+    assert before.status_code == 200, before.text
+    _assert_hidden(before.text, "bl-1", confidence=surface.conf, checks=surface.checks)
+    if not before.headers["content-type"].startswith("application/json"):
+        assert PLACEHOLDER in before.text  # a clear placeholder, not a blank or a 0
+    grade(session, "blind-labeler@example.test", bw.did("bl-1"))
+    after = c.get(surface.url(bw)).text
+    _assert_shown(after, "bl-1", confidence=surface.conf, checks=surface.checks)
+    if surface.lists_drafts:
+        _assert_hidden(after, "bl-2", confidence=surface.conf, checks=surface.checks)  # the other draft stays hidden
+
+
+@pytest.mark.parametrize(
+    ("roles", "open_spec"),
+    [(("lead",), False), (("labeler", "pm"), False), (("labeler",), True)],
+    ids=["lead", "labeler+pm", "labeler, spec shows signals before grading"],
+)
+@pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
+def test_sighted_roles_and_the_spec_setting_show_them_without_grading(
+    surface: Surface,
+    roles: tuple[str, ...],
+    open_spec: bool,
+    bw: BlindWorld,
+    client_as: Callable[..., TestClient],
+    request: pytest.FixtureRequest,
+) -> None:
+    if open_spec:
+        request.getfixturevalue("opened_spec")
+    text = client_as(*roles).get(surface.url(bw)).text
+    _assert_shown(text, "bl-1", confidence=surface.conf, checks=surface.checks)
+    assert PLACEHOLDER not in text
+
+
+def test_json_answers_say_what_is_hidden(session: Session, bw: BlindWorld, api_as: Callable[..., TestClient]) -> None:
+    c = api_as("labeler", email="api-blind@example.test")
+    drafts = {d["case_id"]: d for d in c.get(f"/api/v1/runs/{bw.run.id}/drafts").json()["drafts"]}
+    assert drafts["bl-1"]["confidence"] is None and drafts["bl-1"]["raw_output"] is None and drafts["bl-1"]["signals_hidden"] is True
+    assert drafts["bl-1"]["draft_text"] == "Reply to bl-1"  # the draft itself is not a signal
+    assert drafts["bl-2"]["confidence"] is None and drafts["bl-2"]["signals_hidden"] is True
+    run_checks = c.get(f"/api/v1/runs/{bw.run.id}/checks").json()
+    assert run_checks["failing_drafts"] == [] and run_checks["failing_drafts_hidden"] == 2
+    assert run_checks["golden_failures"] == [] and run_checks["overall"] == {"passed": 0, "failed": 2, "total": 2, "pass_rate": 0.0}
+    # The CI gate's verdict stands; the golden failure is counted, not named.
+    assert run_checks["gate"]["passes"] is False
+    assert "1 golden or safety draft you have not graded fails" in " ".join(run_checks["gate"]["reasons"])
+    assert not any("bl-1" in r for r in run_checks["gate"]["reasons"])
+    draft = c.get(f"/api/v1/drafts/{bw.did('bl-1')}/checks").json()
+    assert (draft["signals_hidden"], draft["passed"], draft["results"]) == (True, None, [])
+    grade(session, "api-blind@example.test", bw.did("bl-1"))
+    run_checks = c.get(f"/api/v1/runs/{bw.run.id}/checks").json()
+    assert [d["case_id"] for d in run_checks["failing_drafts"]] == ["bl-1"] and run_checks["failing_drafts_hidden"] == 1
+    assert run_checks["golden_failures"] == ["bl-1"]
+    assert any(r.startswith("golden example bl-1 fails") for r in run_checks["gate"]["reasons"])
+    draft = c.get(f"/api/v1/drafts/{bw.did('bl-1')}/checks").json()
+    assert (draft["signals_hidden"], draft["passed"]) == (False, False)
+    assert draft["results"] == [{"key": "citations_current", "status": "fail", "reason": REASON["bl-1"]}]
+
+
+def test_the_comparisons_judge_scores_follow_the_same_rule(session: Session, spec: EvalSpec, bw: BlindWorld) -> None:
+    make_judge_score(session, bw.run, bw.did("bl-1"), {"judge_zz": 3})
+    labeler = make_user(session, email="judge-blind@example.test", roles=["labeler"])
+    session.commit()
+    blind = Principal(user_id=labeler.id, email=labeler.email, name="", roles=frozenset({"labeler"}))  # type: ignore[arg-type]
+    lead = Principal(user_id=bw.lead.id, email=bw.lead.email, name="", roles=frozenset({"lead"}))  # type: ignore[arg-type]
+    ask = {"run_id": bw.run.id, "draft_id": bw.did("bl-1")}
+    assert flows.judge_scores(session=session, spec=spec, principal=blind)(**ask) == (None, True)  # type: ignore[arg-type]
+    assert flows.judge_scores(session=session, spec=spec, principal=lead)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
+    grade(session, "judge-blind@example.test", bw.did("bl-1"))
+    assert flows.judge_scores(session=session, spec=spec, principal=blind)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
+
+
+def test_predicted_intent_and_run_aggregates_stay_visible(session: Session, bw: BlindWorld, client_as: Callable[..., TestClient]) -> None:
+    """Documented decisions: the predicted intent is what the draft answers, not a verdict on it; run-level rates are not per draft."""
+    draft = bw.drafts["bl-2"]
+    draft.intent = "refund_status_zz"
+    session.add(draft)
+    session.commit()
+    c = client_as("labeler")
+    assert "refund_status_zz" in c.get(f"/runs/{bw.run.name}").text
+    page = c.get(f"/runs/{bw.run.id}/checks").text
+    assert "(0/2)" in page  # drafts passing every applicable check, over the run
+    assert "2 of them are drafts you have not graded" in page
