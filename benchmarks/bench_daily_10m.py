@@ -85,8 +85,8 @@ def main() -> None:
     from webapp.config import Settings
     from webapp.db import make_engine
     from webapp.main import create_app
+    from webapp.metrics import aggregates
     from webapp.metrics import daily as metrics_daily
-    from webapp.metrics import ingest
     from webapp.metrics import reports as metrics_reports
     from webapp.metrics.models import Event
 
@@ -115,7 +115,7 @@ def main() -> None:
         days = [START + dt.timedelta(days=i) for i in range(args.days)]
         for i in range(0, len(days), 5):
             with Session(engine) as s:
-                ingest.rebuild_days(session=s, spec=spec, days=days[i : i + 5])
+                aggregates.rebuild_days(session=s, spec=spec, days=days[i : i + 5])
                 s.commit()
         with Session(engine) as s:
             user = auth_service.create_user(session=s, email="lead@example.test", password="bench-password-1", roles=["lead"])
@@ -134,7 +134,7 @@ def main() -> None:
         s.commit()
         # aggregates equal a recomputation from the raw events (two days)
         check = [START + dt.timedelta(days=3), end]
-        fresh = ingest.aggregate_frame(ingest.raw_frame(s, days=check), spec, ())
+        fresh = aggregates.aggregate_frame(aggregates.raw_frame(s, days=check), spec, ())
         stored = {d.day: d for d in metrics_daily.daily_metrics(session=s, spec=spec, start=START, end=end) if d.day in check}
         for row in fresh.to_dict("records"):
             assert stored[row["day"]].events == row["n_events"]

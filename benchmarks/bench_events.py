@@ -124,7 +124,7 @@ def plain_load(path: Path, url: str) -> int:
     import Levenshtein
 
     from webapp.config import Settings
-    from webapp.metrics.ingest import EVENT_COLUMNS
+    from webapp.metrics.event_input import EVENT_COLUMNS
 
     tz = Settings(database_url=url).eval_spec.tz
     received = dt.datetime.now(dt.UTC)
@@ -225,8 +225,8 @@ def main() -> None:
     from webapp.config import Settings
     from webapp.db import make_engine
     from webapp.main import create_app
+    from webapp.metrics import aggregates
     from webapp.metrics import daily as metrics_daily
-    from webapp.metrics import ingest
 
     start = dt.date(2026, 6, 1)
     path = Path(args.file or f"/tmp/dd_bench_events_{args.events}x{args.days}.jsonl")
@@ -260,8 +260,8 @@ def main() -> None:
         t = _median_ms(lambda: metrics_daily.daily_metrics(session=session, spec=spec, start=start, end=end))
         print(f"service daily_metrics, {args.days} days: {t}")
         # aggregates equal a recomputation from raw events (sample of days, one segment too)
-        df = ingest.raw_frame(session, start=start, end=start + dt.timedelta(days=4))
-        fresh = ingest.aggregate_frame(df, spec, ())
+        df = aggregates.raw_frame(session, start=start, end=start + dt.timedelta(days=4))
+        fresh = aggregates.aggregate_frame(df, spec, ())
         stored = metrics_daily.daily_metrics(session=session, spec=spec, start=start, end=start + dt.timedelta(days=4))
         for row, dm in zip(fresh.to_dict("records"), stored, strict=True):
             assert row["n_events"] == dm.events

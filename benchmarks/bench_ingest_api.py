@@ -169,7 +169,7 @@ def main() -> None:
     from webapp.auth import service as auth_service
     from webapp.config import Settings
     from webapp.db import make_engine
-    from webapp.metrics import background, ingest, stale
+    from webapp.metrics import aggregates, background, stale
     from webapp.metrics import daily as metrics_daily
     from webapp.metrics.models import DailyAggregate, Event
 
@@ -285,7 +285,7 @@ def main() -> None:
             f"duplicate answers: {dup_total:,}; lost: {lost}; duplicated: {stored - distinct + (created_total - stored)}"
         )
         days = sorted({r[0] for r in session.execute(select(Event.day).distinct())})
-        fresh = {r["day"]: r for r in ingest.aggregate_frame(ingest.raw_frame(session, days=days), spec, ()).to_dict("records")}
+        fresh = {r["day"]: r for r in aggregates.aggregate_frame(aggregates.raw_frame(session, days=days), spec, ()).to_dict("records")}
         pending = len(stale.stale_days(session))
         seen = metrics_daily.daily_metrics(session=session, spec=spec, start=days[0], end=days[-1])
         print(f"what readers see == recomputation from raw events: {_compare(seen, fresh)} ({len(days)} days, {pending} still stale)")

@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
+import numpy as np
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlmodel import Session
 
 from tests.metrics.conftest import ev
+from webapp.metrics.models import DailyAggregate, Event
+
+JSON = {"Content-Type": "application/json"}
+
+
+def _stored(session: Session) -> set[str]:
+    session.rollback()  # a fresh snapshot: what the API committed
+    return set(session.execute(select(Event.event_id)).scalars())
+
+
+def _batch(n: int = 1000) -> list[dict[str, Any]]:
+    days = ["2026-11-02", "2026-11-03", "2026-11-04"]
+    return [
+        ev(days[i % 3], i % 24, latency_ms=100.0 + 7 * i, action=("accept", "edit", "reject")[i % 3],
+           sent_text="Hello" if i % 3 else "Hello there, friend")
+        for i in range(n)
+    ]  # fmt: skip
 
 
 class TestPostEvents:
@@ -29,6 +52,81 @@ class TestPostEvents:
         assert agent.post("/api/v1/events", json={"event_id": "x"}).status_code == 422
         r = agent.post("/api/v1/events", json=[ev("2026-11-02") for _ in range(1001)])
         assert r.status_code == 413 and "1000" in r.text
+
+    def test_syntax_error_in_event_537_names_it_and_stores_nothing(
+        self, api_as: Callable[..., TestClient], session: Session
+    ) -> None:
+        agent = api_as(scopes=["ingest"])
+        texts = [json.dumps(e) for e in _batch()]
+        texts[537] = texts[537].replace('"escalated": false', '"escalated": fals')
+        r = agent.post("/api/v1/events", content="[" + ", ".join(texts) + "]", headers=JSON)
+        assert r.status_code == 422, r.text
+        [error] = r.json()["detail"]
+        assert error["field"] == "537" and error["message"].startswith("event 537 is not valid JSON")
+        # a missing comma: the event after it is named
+        broken = "[" + ", ".join(texts[:12]) + " " + ", ".join(texts[12:20]) + "]"
+        assert agent.post("/api/v1/events", content=broken, headers=JSON).json()["detail"][0]["field"] == "12"
+        assert agent.post("/api/v1/events", content=b"[\xff]", headers=JSON).json()["detail"][0]["field"] == "(body)"
+        assert _stored(session) == set()
+
+    def test_invalid_field_in_event_537_is_named_and_a_retry_creates_nothing(
+        self, api_as: Callable[..., TestClient], session: Session
+    ) -> None:
+        agent = api_as(scopes=["ingest"])
+        batch = _batch()
+        batch[537]["latency_ms"] = -5
+        body = json.dumps(batch)
+        first = agent.post("/api/v1/events", content=body, headers=JSON).json()
+        bad = first["results"][537]
+        assert (bad["index"], bad["event_id"], bad["status"], bad["field"]) == (537, batch[537]["event_id"], "invalid", "latency_ms")
+        assert (first["created"], first["duplicate"], first["invalid"]) == (999, 0, 1)
+        assert [r["index"] for r in first["results"]] == list(range(1000))
+        want = {e["event_id"] for i, e in enumerate(batch) if i != 537}
+        assert _stored(session) == want
+        again = agent.post("/api/v1/events", content=body, headers=JSON).json()
+        assert (again["created"], again["duplicate"], again["invalid"]) == (0, 999, 1)
+        assert _stored(session) == want
+
+    def test_valid_batch_then_retry_and_aggregates_equal_a_recomputation(
+        self, api_as: Callable[..., TestClient], session: Session
+    ) -> None:
+        agent = api_as(scopes=["ingest"])
+        batch = _batch(600)
+        body = json.dumps(batch)
+        first = agent.post("/api/v1/events", content=body, headers=JSON).json()
+        assert [r["status"] for r in first["results"]] == ["created"] * 600 and first["created"] == 600
+        again = agent.post("/api/v1/events", content=body, headers=JSON).json()
+        assert [r["status"] for r in again["results"]] == ["duplicate"] * 600 and again["created"] == 0
+        assert _stored(session) == {e["event_id"] for e in batch}
+        # the stored all-traffic rows, worked out independently with numpy from what was sent
+        rows = {
+            str(r.day): r
+            for r in session.execute(select(DailyAggregate).where(DailyAggregate.intent == "*", DailyAggregate.plan == "*", DailyAggregate.agent_id == "*")).scalars()
+        }
+        # day k holds events k, k+3, ...: one action per day; the accepted drafts were sent with
+        # 14 characters added to "Hello" (distance 14 / 19), the edited ones unchanged
+        want = {"2026-11-02": (200, 200 * 14 / 19, 200), "2026-11-03": (200, 0.0, 200), "2026-11-04": (0, 0.0, 0)}
+        for k, (day, (ed_n, ed_sum, n_accept)) in enumerate(want.items()):
+            row = rows[day]
+            assert (row.n_events, row.n_shown, row.ed_n, row.n_accept) == (200, 200, ed_n, n_accept)
+            assert row.ed_sum == pytest.approx(ed_sum)
+            assert row.lat_p95_s == pytest.approx(np.percentile([e["latency_ms"] / 1000 for e in batch[k::3]], 95))
+
+    def test_nul_characters_and_times_at_the_ends_of_the_calendar_are_invalid_fields(
+        self, api_as: Callable[..., TestClient], session: Session
+    ) -> None:
+        agent = api_as(scopes=["ingest"])
+        batch = [
+            ev("2026-11-02"),
+            ev("2026-11-02", draft_text="a\u0000b"),
+            {**ev("2026-11-02"), "occurred_at": "0001-01-01T00:30:00+01:00"},
+            {**ev("2026-11-02"), "occurred_at": "9999-12-31T20:00:00-05:00"},
+        ]
+        out = agent.post("/api/v1/events", json=batch).json()
+        assert [r["status"] for r in out["results"]] == ["created", "invalid", "invalid", "invalid"]
+        assert out["results"][1]["field"] == "draft_text" and "NUL" in out["results"][1]["reason"]
+        assert [r["field"] for r in out["results"][2:]] == ["occurred_at", "occurred_at"]
+        assert _stored(session) == {batch[0]["event_id"]}
 
     def test_needs_ingest_scope(self, api_as: Callable[..., TestClient]) -> None:
         reader = api_as("support_lead", scopes=["support_lead"])

@@ -20,8 +20,8 @@ from tests.conftest import PG_URL, SPEC_PATH, TEST_SECRET
 from tests.factories import make_user
 from tests.metrics.conftest import ev, load
 from webapp.auth import service as auth_service
+from webapp.metrics import aggregates, daily, ingest, stale
 from webapp.metrics import background as background_job
-from webapp.metrics import daily, ingest, stale
 from webapp.metrics.models import DailyAggregate, Event
 from webapp.spec import EvalSpec
 
@@ -66,12 +66,12 @@ def _post_batches(db_url: str, token: str, ids: list[int], background: bool, out
 
 
 def _stored_aggregates(session: Session) -> pd.DataFrame:
-    cols = [*ingest._AGG_COLUMNS, "calib"]
+    cols = [*aggregates._AGG_COLUMNS, "calib"]
     t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
     rows = session.execute(select(*[t[c] for c in cols])).all()
     df = pd.DataFrame([tuple(r) for r in rows], columns=cols)
     df["day"] = [d if isinstance(d, dt.date) else D(d) for d in df["day"]]
-    return df.sort_values(["day", *ingest.SEGMENT_DIMS]).reset_index(drop=True)
+    return df.sort_values(["day", *aggregates.SEGMENT_DIMS]).reset_index(drop=True)
 
 
 @pytest.mark.parametrize("background", [False, True], ids=["inline-rebuild", "background-rebuilder"])
@@ -98,13 +98,13 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
     session.expire_all()
     assert session.execute(select(func.count()).select_from(Event)).scalar_one() == 360
     # the aggregates equal a recomputation from the raw events, for every segment kept
-    records = ingest.compute_aggregates(ingest.raw_frame(session, days=[D(d) for d in DAYS]), spec)
+    records = aggregates.compute_aggregates(aggregates.raw_frame(session, days=[D(d) for d in DAYS]), spec)
     fresh = pd.DataFrame(
-        [(*r[: len(ingest._AGG_COLUMNS)], r[len(ingest._AGG_COLUMNS)]) for r in records],
-        columns=[*ingest._AGG_COLUMNS, "calib"],
+        [(*r[: len(aggregates._AGG_COLUMNS)], r[len(aggregates._AGG_COLUMNS)]) for r in records],
+        columns=[*aggregates._AGG_COLUMNS, "calib"],
     )
     fresh["calib"] = [json.loads(c) for c in fresh["calib"]]
-    fresh = fresh.sort_values(["day", *ingest.SEGMENT_DIMS]).reset_index(drop=True)
+    fresh = fresh.sort_values(["day", *aggregates.SEGMENT_DIMS]).reset_index(drop=True)
     # what readers see, stale days or not, equals the recomputation (all traffic and one rollup)
     for seg in ({"intent": None}, {"intent": "plan_change"}):
         want = fresh[(fresh["intent"] == (seg["intent"] or "*")) & (fresh["plan"] == "*") & (fresh["agent_id"] == "*")]
@@ -118,8 +118,8 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
     assert stale.stale_days(session) == set()
     stored = _stored_aggregates(session)
     assert len(stored) == len(fresh) > 3
-    assert stored[["day", *ingest.SEGMENT_DIMS]].equals(fresh[["day", *ingest.SEGMENT_DIMS]])
-    for col in ingest._SUM_COLS + ["lat_p95_s"]:
+    assert stored[["day", *aggregates.SEGMENT_DIMS]].equals(fresh[["day", *aggregates.SEGMENT_DIMS]])
+    for col in aggregates._SUM_COLS + ["lat_p95_s"]:
         assert stored[col].astype(float).to_numpy() == pytest.approx(fresh[col].astype(float).to_numpy(), rel=1e-12)
     calib_stored = np.asarray(stored["calib"].tolist(), dtype=float).ravel()
     assert calib_stored == pytest.approx(np.asarray(fresh["calib"].tolist(), dtype=float).ravel(), rel=1e-12)
@@ -151,7 +151,7 @@ def test_rebuild_reads_only_the_changed_days(engine: Engine, session: Session, s
         rows = conn.exec_driver_sql(statement, params).all()
     assert sorted({str(r[0]) for r in rows}) == [str(days[0]), str(days[-1])]
     assert len(rows) == 8
-    one = ingest.raw_frame(session, days=[days[0], days[-1]])
+    one = aggregates.raw_frame(session, days=[days[0], days[-1]])
     assert len(one) == 8 and set(one["day"]) == {days[0], days[-1]}
 
 
@@ -170,15 +170,15 @@ if PG_URL:  # advisory locks exist on PostgreSQL only (SQLite lets one writer at
             holder.commit()
         with Session(engine) as rebuilding:
             # a rebuild holds its days' locks until it commits
-            ingest.rebuild_days(session=rebuilding, spec=spec, days=[D("2026-11-02")])
+            aggregates.rebuild_days(session=rebuilding, spec=spec, days=[D("2026-11-02")])
             with Session(engine) as other_day:
                 other_day.execute(text("SET LOCAL lock_timeout = '3s'"))
-                ingest.rebuild_days(session=other_day, spec=spec, days=[D("2026-11-03")])
+                aggregates.rebuild_days(session=other_day, spec=spec, days=[D("2026-11-03")])
                 other_day.commit()
             with Session(engine) as same_day:
                 same_day.execute(text("SET LOCAL lock_timeout = '500ms'"))
                 with pytest.raises(OperationalError, match="lock timeout"):
-                    ingest.rebuild_days(session=same_day, spec=spec, days=[D("2026-11-02")])
+                    aggregates.rebuild_days(session=same_day, spec=spec, days=[D("2026-11-02")])
                 same_day.rollback()
             rebuilding.commit()
         with Session(engine) as s:

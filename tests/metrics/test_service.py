@@ -14,9 +14,11 @@ from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
 from webapp.metrics import (
+    aggregates,
     alert_states,
     calibration,
     daily,
+    event_input,
     ingest,
     reports,
     stale,
@@ -38,13 +40,13 @@ def _count(session: Session) -> int:
 class TestEditDistance:
     def test_normalized_by_longer_text(self) -> None:
         # kitten -> sitting: 3 edits, longer text has 7 characters
-        assert ingest.normalized_edit_distance("kitten", "sitting") == pytest.approx(3 / 7)
+        assert event_input.normalized_edit_distance("kitten", "sitting") == pytest.approx(3 / 7)
 
     def test_both_empty_is_zero(self) -> None:
-        assert ingest.normalized_edit_distance("", "") == 0.0
+        assert event_input.normalized_edit_distance("", "") == 0.0
 
     def test_one_empty_is_one(self) -> None:
-        assert ingest.normalized_edit_distance("", "abc") == 1.0
+        assert event_input.normalized_edit_distance("", "abc") == 1.0
 
 
 class TestIngest:
@@ -453,7 +455,7 @@ class TestRebuildAll:
         (d3,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-03"), end=D("2026-11-03"))
         assert d3.events == 2
         ny = spec.model_copy(update={"timezone": "America/New_York"})
-        ingest.rebuild_all(session=session, spec=ny)
+        aggregates.rebuild_all(session=session, spec=ny)
         session.commit()
         d2, d3 = daily.daily_metrics(session=session, spec=ny, start=D("2026-11-02"), end=D("2026-11-03"))
         assert (d2.events, d2.reject_rate, d3.events, d3.accept_rate) == (1, 1.0, 1, 1.0)

@@ -14,9 +14,9 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from webapp.alerts.models import AlertNotice
+from webapp.metrics import aggregates as metrics_aggregates
 from webapp.metrics import alert_states as metrics_alert_states
 from webapp.metrics import daily as metrics_daily
-from webapp.metrics import ingest as metrics_ingest
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.regression.models import RegressionAlert
@@ -51,7 +51,7 @@ def _metrics_path(start: dt.date, end: dt.date) -> str:
 
 def metric_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
     """Return every notifiable transition of the metric alerts (to firing; firing to resolved), over all traffic."""
-    bounds = metrics_ingest.event_days(session)
+    bounds = metrics_aggregates.event_days(session)
     if bounds is None:
         return []
     days = metrics_daily.daily_metrics(session=session, spec=spec, start=bounds[0], end=bounds[1])

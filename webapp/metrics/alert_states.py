@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from webapp.metrics import ingest, units
+from webapp.metrics import aggregates, units
 from webapp.metrics.daily import DayMetrics, daily_metrics
 from webapp.metrics.targets import METRIC_LABELS, alert_breached, alert_threshold
 from webapp.spec import AlertRule, EvalSpec
@@ -149,7 +149,7 @@ def alerts(
     agent_id: str | None = None,
 ) -> list[AlertStatus]:
     """Evaluate every alert rule over all days with events up to `end` (default: the last day with events)."""
-    bounds = ingest.event_days(session)
+    bounds = aggregates.event_days(session)
     if bounds is None:
         return [
             AlertStatus(metric=m, rule=r, threshold=alert_threshold(r, spec)[1])

@@ -26,9 +26,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from webapp.db import table_of
-from webapp.metrics.ingest import (
-    _RAW_COLUMNS,
+from webapp.metrics.aggregates import RAW_COLUMNS
+from webapp.metrics.event_input import (
     EVENT_COLUMNS,
+    MODEL_COLUMNS,
     EventIn,
     normalized_edit_distance,
     validation_errors,
@@ -39,9 +40,8 @@ CHUNK = 10_000
 _EVENTS = TypeAdapter(list[EventIn])
 _CSV_NULLS = {""}
 # The fields of a validated event in insert order, up to the computed columns (edit distance, times).
-_MODEL_FIELDS = EVENT_COLUMNS[: EVENT_COLUMNS.index("edit_distance")]
-_model_values = operator.itemgetter(*_MODEL_FIELDS)
-_AGG_FIELDS = [c for c in _RAW_COLUMNS if c not in ("day", "has_sent", "edit_distance")]
+_model_values = operator.itemgetter(*MODEL_COLUMNS)
+_AGG_FIELDS = [c for c in RAW_COLUMNS if c not in ("day", "has_sent", "edit_distance")]
 # SQLite page cache for the import (KiB, negative = size): the day indexes stay in memory while
 # rows arrive in file order, yet the process stays well under 1 GiB.
 SQLITE_IMPORT_CACHE_KIB = 131_072
@@ -181,7 +181,7 @@ class Validator:
         frame["day"] = day_col
         frame["edit_distance"] = ed_col
         frame["has_sent"] = [ev.sent_text is not None for ev in unique]
-        out.frame = frame.reindex(columns=list(_RAW_COLUMNS))
+        out.frame = frame.reindex(columns=list(RAW_COLUMNS))
         # in day order, the day indexes are filled page after page instead of at random
         rows.sort(key=_day_then_id)
         return out

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from webapp.metrics.aggregates import CALIBRATION_BINS
 from webapp.metrics.daily import DayMetrics
-from webapp.metrics.ingest import CALIBRATION_BINS
 
 
 @dataclass

@@ -29,8 +29,8 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     import pandas as pd
 
     from webapp.cli_support import cli_session, fail, load_settings
+    from webapp.metrics.aggregates import compute_aggregates, rebuild_days
     from webapp.metrics.bulkload import EventsFileError, Loader, Validator, read_records
-    from webapp.metrics.ingest import compute_aggregates, rebuild_days
     from webapp.timeutil import utcnow
 
     if not path.exists():
@@ -147,7 +147,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def rebuild_cmd() -> None:
         """Recompute every event's day and all daily aggregates (after changing the time zone, minor-edit limit or intents)."""
         from webapp.cli_support import cli_session, load_settings
-        from webapp.metrics.ingest import rebuild_all
+        from webapp.metrics.aggregates import rebuild_all
 
         settings = load_settings()
         with cli_session(settings) as session:

@@ -15,9 +15,9 @@ from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from webapp.db import table_of
-from webapp.metrics import ingest, stale
-from webapp.metrics.ingest import ALL, SEGMENT_DIMS
-from webapp.metrics.models import DailyAggregate, Event, HallucinationReport
+from webapp.metrics import aggregates, stale
+from webapp.metrics.aggregates import SEGMENT_DIMS
+from webapp.metrics.models import ALL, DailyAggregate, Event, HallucinationReport
 from webapp.metrics.targets import check_target, target_rule
 from webapp.spec import METRIC_NAMES, EvalSpec
 from webapp.timeutil import utcnow
@@ -86,8 +86,8 @@ def _aggregate_rows(
     session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
 ) -> list[dict[str, Any]]:
     """Return one dict of sums per day with events: stored aggregates, or raw events for stale days and full segments."""
-    if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in ingest.ROLLUPS:
-        return stale.frame_rows(ingest.raw_frame(session, start=start, end=end, segment=segment), spec)
+    if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in aggregates.ROLLUPS:
+        return stale.frame_rows(aggregates.raw_frame(session, start=start, end=end, segment=segment), spec)
     # the marks before the stored rows: a day rebuilt in between is then computed, never missed
     lagging = stale.stale_days(session, start=start, end=end)
     t = table_of(DailyAggregate).c
@@ -189,7 +189,7 @@ def default_range(
     *, session: Session, spec: EvalSpec, start: dt.date | None, end: dt.date | None, days: int = 42
 ) -> tuple[dt.date, dt.date]:
     """Return [start, end], by default the last `days` days up to the last day with events."""
-    bounds = ingest.event_days(session)
+    bounds = aggregates.event_days(session)
     last = bounds[1] if bounds else today_in(spec)
     end = end or last
     start = start or max(bounds[0] if bounds else end, end - dt.timedelta(days=days - 1))

@@ -56,7 +56,7 @@ class DailyAggregate(SQLModel, table=True):
     Rebuilt from the raw events of a day after events of that day arrive (the day is marked in
     StaleDay until then, and readers compute stale days from the raw events), so what readers
     see always equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
-    stored (see ingest.ROLLUPS): such narrow queries are computed from the raw events directly.
+    stored (see aggregates.ROLLUPS): such narrow queries are computed from the raw events directly.
     """
 
     __tablename__: ClassVar[str] = "metric_daily_aggregate"
@@ -90,7 +90,7 @@ class StaleDay(SQLModel, table=True):
     """A day whose stored aggregates may lag its raw events: written with the events, in their transaction.
 
     Rows are only inserted (one per batch and day, so writers never wait for each other) and
-    deleted by the rebuild that read every event they stand for (see ingest.rebuild_stale).
+    deleted by the rebuild that read every event they stand for (see stale.rebuild_stale).
     """
 
     __tablename__: ClassVar[str] = "metric_stale_day"

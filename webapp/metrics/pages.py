@@ -14,7 +14,7 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import alert_states, charts, drilldown, hallucinations, ingest, units, versions
+from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, units, versions
 from webapp.metrics import calibration as metrics_calibration
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -64,7 +64,7 @@ QUICK_DAYS = (7, 14, 30)
 
 def quick_ranges(*, session: Any, spec: EvalSpec) -> list[dict[str, Any]]:
     """Return the quick ranges: the last 7 / 14 / 30 days up to the last day with events, and the pilot window."""
-    bounds = ingest.event_days(session)
+    bounds = aggregates.event_days(session)
     last = bounds[1] if bounds else metrics_daily.today_in(spec)
     out: list[dict[str, Any]] = [
         {"key": f"{n}d", "label": f"Last {n} days", "start": last - dt.timedelta(days=n - 1), "end": last} for n in QUICK_DAYS
@@ -108,7 +108,7 @@ def dashboard_context(
     *, session: Any, spec: EvalSpec, start: dt.date, end: dt.date, filters: dict[str, str | None]
 ) -> dict[str, Any]:
     """Gather everything the metrics page shows for a range and segment."""
-    bounds = ingest.event_days(session)
+    bounds = aggregates.event_days(session)
     # alerts need the days before the range (windows, state), so they are evaluated from the first event
     history_start = min(bounds[0], start) if bounds else start
     all_days = metrics_daily.daily_metrics(session=session, spec=spec, start=history_start, end=end, **filters)

@@ -25,7 +25,7 @@ import pandas as pd
 from sqlalchemy import delete, select, text
 from sqlmodel import Session, col
 
-from webapp.metrics import ingest
+from webapp.metrics import aggregates
 from webapp.metrics.models import Event, StaleDay
 from webapp.spec import EvalSpec
 
@@ -56,10 +56,10 @@ def computed_rows(
     """Return one aggregate dict per day with events among `days`, for the segment, computed from raw events."""
     if not days:
         return []
-    df = ingest.raw_frame(session, days=days, segment=segment)
+    df = aggregates.raw_frame(session, days=days, segment=segment)
     rows = frame_rows(df, spec)
     if all(v is None for v in segment.values()):
-        versions = ingest.versions_by_day(df)
+        versions = aggregates.versions_by_day(df)
         for r in rows:
             r["versions"] = versions.get(r["day"])
     return rows
@@ -67,7 +67,7 @@ def computed_rows(
 
 def frame_rows(df: pd.DataFrame, spec: EvalSpec) -> list[dict[str, Any]]:
     """Aggregate raw events per day over every value of each dimension, as the stored rows read."""
-    agg = ingest.aggregate_frame(df, spec, ())
+    agg = aggregates.aggregate_frame(df, spec, ())
     rows: list[dict[str, Any]] = [{str(k): v for k, v in r.items()} for r in agg.to_dict("records")]
     for r in rows:
         r["versions"] = None
@@ -84,8 +84,8 @@ def rebuild_stale(*, session: Session, spec: EvalSpec, max_days: int | None = No
     days = sorted({_as_date(d) for _, d in marks})[: max_days or REBUILD_CHUNK_DAYS]
     chosen = set(days)
     ids = [i for i, d in marks if _as_date(d) in chosen]
-    ingest.rebuild_days(session=session, spec=spec, days=days)
-    for chunk in ingest.chunks(ids, 1000):
+    aggregates.rebuild_days(session=session, spec=spec, days=days)
+    for chunk in aggregates.chunks(ids, 1000):
         session.execute(delete(StaleDay).where(col(StaleDay.id).in_(chunk)))
     session.flush()
     return days

@@ -9,8 +9,8 @@ from typing import Any
 from sqlmodel import Session
 
 from webapp.metrics import daily
+from webapp.metrics.aggregates import SEGMENT_DIMS
 from webapp.metrics.daily import DayMetrics, daily_metrics, segment_filter
-from webapp.metrics.ingest import SEGMENT_DIMS
 from webapp.spec import EvalSpec
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
-from webapp.metrics import ingest
+from webapp.metrics import aggregates
 from webapp.metrics.daily import DayMetrics, daily_metrics
 from webapp.spec import EvalSpec
 
@@ -37,7 +37,7 @@ def version_changes(days: list[DayMetrics]) -> list[VersionChange]:
 
 def versions_for(*, session: Session, spec: EvalSpec, start: dt.date, end: dt.date) -> list[VersionChange]:
     """Return version changes over [start, end], looking back to the first event so the first is not a change."""
-    bounds = ingest.event_days(session)
+    bounds = aggregates.event_days(session)
     if bounds is None:
         return []
     days = daily_metrics(session=session, spec=spec, start=min(bounds[0], start), end=end)

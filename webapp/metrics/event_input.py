@@ -1,0 +1,116 @@
+"""What an incoming event must be: the validated model, its field errors, and the columns stored per event.
+
+The API (webapp/metrics/ingest.py) and the import (webapp/metrics/bulkload.py) validate with this
+one model, so both accept exactly the same events.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import Levenshtein
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from webapp.metrics.models import ALL
+
+MAX_BATCH = 1000
+# PostgreSQL cannot store the NUL character in text, so it is refused on both databases (a
+# pattern checked by pydantic's compiled validator; the message is rewritten in validation_errors).
+NO_NUL = r"^[^\x00]*$"
+NUL_REASON = "must not contain the NUL character (\\u0000)"
+# A day inside the datetime range on both sides, so that the UTC time and the calendar day in any
+# time zone exist (a time within a day of year 1 or 9999 would overflow when converted).
+EARLIEST = dt.datetime(1, 1, 2, tzinfo=dt.UTC)
+LATEST = dt.datetime(9999, 12, 30, tzinfo=dt.UTC)
+
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NO_NUL)]
+Label = Annotated[str | None, Field(default=None, max_length=100, pattern=NO_NUL)]
+Version = Annotated[str | None, Field(default=None, max_length=200, pattern=NO_NUL)]
+Text = Annotated[str | None, Field(default=None, pattern=NO_NUL)]
+
+
+class EventIn(BaseModel):
+    """One production event as the drafting tool reports it."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_strip_whitespace=False)
+
+    event_id: Name
+    ticket_id: Name
+    occurred_at: Annotated[AwareDatetime, Field(ge=EARLIEST, le=LATEST)]
+    intent: Label = None
+    plan: Label = None
+    agent_id: Label = None
+    model_version: Version = None
+    prompt_version: Version = None
+    draft_shown: bool
+    action: Literal["accept", "edit", "reject", "escalate"] | None = None
+    draft_text: Text = None
+    sent_text: Text = None
+    customer_message: Text = None
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    latency_ms: float | None = Field(default=None, ge=0)
+    handle_time_s: float | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0)
+    escalated: bool
+
+    @field_validator("intent", "plan", "agent_id")
+    @classmethod
+    def _not_wildcard(cls, v: str | None) -> str | None:
+        if v == ALL:
+            raise ValueError(f"'{ALL}' is reserved (it means every value in filters)")
+        return v
+
+    @model_validator(mode="after")
+    def _action_needs_shown_draft(self) -> EventIn:
+        if self.action is not None and not self.draft_shown:
+            raise ValueError("action: must be null when draft_shown is false (no draft to act on)")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    field: str
+    reason: str
+
+
+def validation_errors(exc: ValidationError, *, skip: int = 0) -> list[FieldError]:
+    """Turn a pydantic error into (field, reason) pairs; `skip` drops leading location parts (a list index)."""
+    out = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"][skip:])
+        msg = err["msg"]
+        if err["type"] == "string_pattern_mismatch" and err.get("ctx", {}).get("pattern") == NO_NUL:
+            msg = NUL_REASON
+        elif not field and msg.startswith("Value error, ") and ":" in msg:
+            # model-level rules name their field at the start of the message
+            field, _, msg = msg[len("Value error, ") :].partition(": ")
+        out.append(FieldError(field or "(event)", msg.removeprefix("Value error, ")))
+    return out
+
+
+def normalized_edit_distance(draft: str, sent: str) -> float:
+    """Return Levenshtein distance / length of the longer text; 0 when both are empty."""
+    longest = max(len(draft), len(sent))
+    if longest == 0:
+        return 0.0
+    return Levenshtein.distance(draft, sent) / longest
+
+
+# The stored columns of an event, in insert order: the validated fields as sent, then the edit
+# distance and the times computed at ingestion.
+MODEL_COLUMNS: tuple[str, ...] = (
+    "event_id", "ticket_id", "intent", "plan", "agent_id", "model_version", "prompt_version", "draft_shown",
+    "action", "draft_text", "sent_text", "customer_message", "confidence", "latency_ms", "handle_time_s",
+    "cost_usd", "escalated",
+)  # fmt: skip
+EVENT_COLUMNS: tuple[str, ...] = (*MODEL_COLUMNS, "edit_distance", "occurred_at", "day", "received_at")
