@@ -45,7 +45,7 @@ def _svg_lines(page: Any, chart: str) -> dict[str, str]:
     return dict(page.evaluate(f"({_LINES})('{chart}')"))
 
 
-def test_charts_show_before_plotly_then_become_interactive_and_follow_htmx(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
+def test_charts_show_before_plotly_then_become_interactive_and_follow_htmx(live_server: Any, new_page: Any) -> None:
     live_server.seed(_seed_varied)
     page = new_page()
     sign_in(page, live_server.url, "sl@example.test")
@@ -93,7 +93,7 @@ def test_charts_show_before_plotly_then_become_interactive_and_follow_htmx(live_
     assert page.console_errors == []
 
 
-def test_charts_without_javascript(live_server, browser) -> None:  # type: ignore[no-untyped-def]
+def test_charts_without_javascript(live_server: Any, browser: Any) -> None:
     live_server.seed(_seed_varied)
     ctx = browser.new_context(java_script_enabled=False, viewport={"width": 390, "height": 844})
     try:
