@@ -64,7 +64,7 @@ class TestMetricsPage:
         assert set(found) == set(_figures(page)) and len(found) == 9  # every chart, the calibration chart too
         ns = "{http://www.w3.org/2000/svg}"
         roots = {m: ET.fromstring(s.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)) for m, s in found.items()}
-        paths = {m: {p.get("stroke"): p.get("d") for p in r.iter(f"{ns}path")} for m, r in roots.items()}
+        paths = {m: {p.get("stroke"): p.get("d") for p in r.iter(f"{ns}path") if p.get("class") != "metrics-svg-dots"} for m, r in roots.items()}
         # cost per draft: days Nov 1-5 = None, 0.09, 0.01, 0.01, None; target 0.03, alert > 0.05; the y axis
         # runs 0..0.0945 (0.09 + 5%) over pixels 220..40 (four legend entries: two rows), 180 px:
         # 0.03 -> 220 - 180 * 0.03 / 0.0945 = 162.86; 0.05 -> 124.76; 0.09 -> 48.57; 0.01 -> 200.95;
@@ -73,6 +73,10 @@ class TestMetricsPage:
         assert cost["#17803d"] == "M20 162.86 L980 162.86"  # target
         assert cost["#b42318"] == "M20 124.76 L980 124.76"  # alert threshold
         assert cost["#2456c7"] == "M308 48.57 L500 200.95 L692 200.95"
+        # every day has fewer than 50 events: hollow markers, a blue dot 8 + 2 wide under a white one 8 - 2 wide
+        dots = [(p.get("stroke"), p.get("stroke-width"), p.get("d")) for p in roots["cost_per_draft"].iter(f"{ns}path")
+                if p.get("class") == "metrics-svg-dots"]
+        assert dots == [(c, w, "M308 48.57h0M500 200.95h0M692 200.95h0") for c, w in (("#2456c7", "10"), ("#fff", "6"))]
         firing = [r for r in roots["cost_per_draft"].iter(f"{ns}rect") if r.get("fill") == "rgba(180,35,24,0.13)"]
         assert [(r.get("x"), r.get("width")) for r in firing] == [("21.2%", "19.2%")]  # Nov 1 12:00 - Nov 2 12:00
         for m, r in roots.items():

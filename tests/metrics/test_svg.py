@@ -47,15 +47,15 @@ def test_three_points_map_to_worked_out_coordinates() -> None:
     root = _parse(out)
     # no legend: the plot spans y 40..250 (210 px) for 0..1, so 0.2 -> 250 - 42 = 208, 0.4 -> 166, 0.6 -> 124;
     # the x range is 3 days, so Nov 1/2/3 sit at 1/6, 3/6, 5/6 of it: 2 + 96/6 = 18%, 50%, 82%
-    [path] = _paths(root)
+    path, dots = _paths(root)
     assert path.get("d") == "M180 208 L500 166 L820 124"
-    circles = [(c.get("cx"), c.get("cy")) for c in root.iter(f"{NS}circle")]
-    assert circles == [("18%", "208"), ("50%", "166"), ("82%", "124")]
+    # the markers: round dots (zero-length segments), 6 wide
+    assert dots.get("d") == "M180 208h0M500 166h0M820 124h0" and dots.get("stroke-width") == "6"
 
 
 def test_a_day_without_a_value_breaks_the_line_in_two() -> None:
     fig = _fig([_series([0.2, 0.4, None, 0.6, math.nan], 5)], xaxis=_xrange(5))
-    [path] = _paths(_parse(svg.render(fig, y_unit=units.PERCENT)))
+    path, _ = _paths(_parse(svg.render(fig, y_unit=units.PERCENT)))
     # five days: tenths 1, 3, 5, 7, 9 of the range -> 2 + 9.6 = 11.6%, 30.8%, (50%), 69.2%, (88.4%)
     assert path.get("d") == "M116 208 L308 166 M692 124"
     assert path.get("d", "").count("M") == 2
@@ -72,7 +72,7 @@ def test_target_and_threshold_lines_sit_at_their_values() -> None:
         xaxis=_xrange(3),
     )
     root = _parse(svg.render(fig, y_unit=units.PERCENT))
-    _, target, threshold = _paths(root)
+    _, _, target, threshold = _paths(root)
     # one legend row: the plot spans 40..235 (195 px); 0.7 -> 235 - 136.5 = 98.5; 0.65 -> 235 - 126.75 = 108.25
     assert target.get("d") == "M20 98.5 L980 98.5" and target.get("stroke-dasharray") == "6 4"
     assert threshold.get("d") == "M20 108.25 L980 108.25" and threshold.get("stroke") == "#b42318"
@@ -98,10 +98,11 @@ def test_bars_and_shaded_periods() -> None:
                    "shapes": [{"type": "rect", "x0": 0.5, "x1": 0.75, "fillcolor": "rgba(180,35,24,0.13)", "name": "firing"}]},
     }
     root = _parse(svg.render(fig, y_unit=units.PERCENT, x_unit=units.Unit(digits=1)))
-    [bar] = [r for r in root.iter(f"{NS}rect") if r.get("fill") == "#2456c7" and r.get("x", "").endswith("%")]
+    [bar] = [r for r in root.iter(f"{NS}rect") if r.get("fill") == "#2456c7" and r.get("x") != "0"]  # not the legend's
     [shade] = [r for r in root.iter(f"{NS}rect") if r.get("fill", "").startswith("rgba")]
-    # one legend row: plot 40..235; the bar spans x 0.2..0.3 -> 2 + 19.2 = 21.2%, 9.6% wide; 0.5 -> 137.5
-    assert (bar.get("x"), bar.get("width"), bar.get("y"), bar.get("height")) == ("21.2%", "9.6%", "137.5", "97.5")
+    # one legend row: plot 40..235; the bar spans x 0.2..0.3 -> 2 + 19.2 = 21.2%, 9.6% wide (x 10 in the
+    # viewBox, 1000 wide); 0.5 -> 137.5
+    assert (bar.get("x"), bar.get("width"), bar.get("y"), bar.get("height")) == ("212", "96", "137.5", "97.5")
     assert (shade.get("x"), shade.get("width"), shade.get("y"), shade.get("height")) == ("50%", "24%", "40", "195")
     labels = [t.text for t in root.iter(f"{NS}text")]
     assert [f"{k / 10:.1f}" for k in range(11)] == [t for t in labels if t and t[0].isdigit() and "%" not in t]

@@ -134,7 +134,8 @@ def _marker(cx: str, cy: float, color: str, size: float, symbol: str) -> str:
     return f'<circle cx="{cx}" cy="{_n(cy)}" r="{_n(size / 2)}" fill="{fill}" stroke="{escape(color)}" stroke-width="1.5"/>'
 
 
-def _trace(t: dict[str, Any], f: Frame, paths: list[str], out: list[str]) -> None:
+def _trace(t: dict[str, Any], f: Frame, paths: list[str]) -> None:
+    """Draw one trace (bars, lines, markers) into `paths`, in the stretched viewBox: in trace order, like plotly."""
     xs, ys = t.get("x") or [], t.get("y") or []
     color = t.get("marker", {}).get("color") or t.get("line", {}).get("color") or "#2456c7"
     if t["type"] == "bar":
@@ -143,7 +144,7 @@ def _trace(t: dict[str, Any], f: Frame, paths: list[str], out: list[str]) -> Non
             if _ok(y) and x is not None:
                 a, b = f.px(_x(x) - half), f.px(_x(x) + half)
                 top, base = sorted((f.py(y), f.py(0.0)))
-                out.append(f'<rect x="{_n(a)}%" y="{_n(top)}" width="{_n(b - a)}%" height="{_n(base - top)}" fill="{escape(color)}"/>')
+                paths.append(f'<rect x="{_n(10 * a)}" y="{_n(top)}" width="{_n(10 * (b - a))}" height="{_n(base - top)}" fill="{escape(color)}"/>')
         return
     mode = t.get("mode", "lines+markers")
     if "lines" in mode:
@@ -160,10 +161,24 @@ def _trace(t: dict[str, Any], f: Frame, paths: list[str], out: list[str]) -> Non
             paths.append(f'<path d="{d}" fill="none" stroke="{escape(line.get("color", color))}" stroke-width="{line.get("width", 2)}"'
                          f'{f" stroke-dasharray={chr(34)}{dash}{chr(34)}" if dash else ""} vector-effect="non-scaling-stroke"/>')
     if "markers" in mode:
+        # markers as zero-length round-capped segments of one path per size and symbol, in the stretched
+        # viewBox with a non-scaling stroke: round dots at any width, and far fewer elements than circles
         m = t.get("marker", {})
+        edge = float(m.get("line", {}).get("width", 0))
+        groups: dict[tuple[float, bool], list[str]] = {}
         for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
             if _ok(y) and x is not None:
-                out.append(_marker(f"{_n(f.px(x))}%", f.py(y), color, float(_list(m.get("size", 6), i)), str(_list(m.get("symbol", "circle"), i))))
+                key = (float(_list(m.get("size", 6), i)), str(_list(m.get("symbol", "circle"), i)).endswith("-open"))
+                groups.setdefault(key, []).append(f"M{_n(10 * f.px(x))} {_n(f.py(y))}h0")
+        for (size, hollow), dots in groups.items():
+            paths.append(_dots("".join(dots), color, size + edge))
+            if hollow:
+                paths.append(_dots("".join(dots), "#fff", size - edge))
+
+
+def _dots(d: str, color: str, width: float) -> str:
+    return (f'<path class="metrics-svg-dots" d="{d}" stroke="{escape(color)}" stroke-width="{_n(width)}" stroke-linecap="round"'
+            f' fill="none" vector-effect="non-scaling-stroke"/>')
 
 
 def legend(figure: dict[str, Any]) -> list[tuple[str, str]]:
@@ -244,11 +259,11 @@ def render(figure: dict[str, Any], *, y_unit: Unit, x_unit: Unit | None = None) 
             over.append(f'<line x1="{_n(a)}%" x2="{_n(b)}%" y1="{_n(f.top)}" y2="{_n(bottom)}" stroke="{escape(line.get("color", "#666"))}"'
                         f' stroke-dasharray="{_DASH.get(line.get("dash", ""), "none")}"/>')
     for t in data:
-        _trace(t, f, paths, over)
+        _trace(t, f, paths)
     for a in layout.get("annotations", []):
         y, p = f.top + 10 - float(a.get("yshift", 0)), f.px(a["x"])
         color = a.get("font", {}).get("color", "#6b7280")
-        right = p > 70  # on the right, the label goes left of its line so that it stays inside the chart
+        right = p > 60  # on the right, the label goes left of its line so that it stays inside the chart
         text.append(_text(f"{_n(p - 0.5 if right else p + 0.5)}%", y, str(a["text"]), size=10, fill=color, halo=True,
                           anchor="end" if right else "start"))
     if entries:  # HTML inside the SVG: its entries wrap to the width, which only the browser knows
