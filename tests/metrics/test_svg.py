@@ -110,6 +110,14 @@ def test_bars_and_shaded_periods() -> None:
     assert "1 shaded firing period" in (root.find(f"{NS}desc").text or "")  # type: ignore[union-attr]
 
 
+def test_y_range() -> None:
+    fig = _fig([_series([0.02, 0.08], 2)], yaxis={"rangemode": "tozero"})
+    assert svg.y_range(fig) == pytest.approx((0.0, 0.084))  # from 0, the top 5% of 0.08 above the highest
+    assert svg.y_range(_fig([_series([0.5, 0.7], 2)], yaxis={})) == pytest.approx((0.49, 0.71))  # 5% of 0.2 each side
+    assert svg.y_range(_fig([_series([0.0, 0.0], 2)], yaxis={"rangemode": "tozero"})) == (0.0, 1.0)  # all zero
+    assert svg.y_range(_fig([_series([None, None], 2)], yaxis={})) == (0.0, 1.0)  # nothing to show
+
+
 def test_ticks() -> None:
     # 0.55..1.02 in four steps or fewer: a step of 0.2 (1, 2, 2.5 or 5 x 10^k)
     ticks = svg.number_ticks(0.55, 1.02, units.PERCENT)

@@ -83,7 +83,7 @@ def y_range(figure: dict[str, Any]) -> tuple[float, float]:
     values = [v for t in figure["data"] for v in (t.get("y") or []) if _ok(v)]
     if axis.get("rangemode") == "tozero" or any(t["type"] == "bar" for t in figure["data"]):
         values.append(0.0)
-    if not values:
+    if not values or max(values) == min(values) == 0:
         return 0.0, 1.0
     lo, hi = min(values), max(values)
     if lo == hi:
