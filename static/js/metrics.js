@@ -3,6 +3,7 @@
 //
 // plotly.js (4.8 MB, over a second to parse and run) is not in the page's <head>: it would hold
 // up DOMContentLoaded. It is loaded here after the page's `load` event, when the browser is idle.
+// Nothing here needs htmx: the script is `async`, and draws are keyed to htmx's events.
 //
 // After an htmx swap the new results carry their SVG charts already; plotly draws them once the
 // swap has *settled*: during a swap the new chart elements (same ids as the old ones) briefly
@@ -61,8 +62,15 @@
       window.setTimeout(function () { marks.mark("metrics-charts-drawn"); }, 0);
     });
   }
+  // this script is `async`: it may run before the parser has reached the charts. The document
+  // turns "interactive" when parsing ends, before the deferred scripts (htmx, app.js) have been
+  // fetched and run, which DOMContentLoaded waits for; the charts need neither.
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", first);
+    document.addEventListener("readystatechange", function parsed() {
+      if (document.readyState === "loading") { return; }
+      document.removeEventListener("readystatechange", parsed);
+      first();
+    });
   } else {
     first();
   }
