@@ -83,4 +83,6 @@ def test_accept_encoding_parsing() -> None:
 
 def test_metrics_page_loads_plotly_from_the_wheel(client_as) -> None:  # type: ignore[no-untyped-def]
     html = client_as("support_lead").get("/metrics").text
-    assert '<script src="/static/vendor/plotly.min.js" defer></script>' in html
+    # metrics.js loads the wheel's plotly.js after the page; no <script> in the page waits for it
+    assert '<script src="/static/js/metrics.js" data-plotly-src="/static/vendor/plotly.min.js" async></script>' in html
+    assert '<script src="/static/vendor/plotly.min.js"' not in html

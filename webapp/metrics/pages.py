@@ -14,7 +14,7 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, units, versions
+from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, svg, units, versions
 from webapp.metrics import calibration as metrics_calibration
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -121,11 +121,11 @@ def dashboard_context(
     changes = [c for c in versions.version_changes(unfiltered) if start <= c.day <= end]
     pilot = (spec.online_metrics.pilot.start, spec.online_metrics.pilot.end)
     low = spec.metrics.low_volume_events
-    figures = {
-        m: charts.to_json(charts.metric_figure(m, days, spec, by_metric.get(m), changes, pilot=pilot, low_volume=low))
-        for m in METRIC_NAMES
+    built = {
+        m: charts.metric_figure(m, days, spec, by_metric.get(m), changes, pilot=pilot, low_volume=low) for m in METRIC_NAMES
     }
     cal = metrics_calibration.calibration_from_days(days)
+    cal_figure = charts.calibration_figure(cal)
     # the range's streak counts the segment shown; the production gate's counts the pilot window, all traffic
     streaks = metrics_streaks.streaks_from_days(days, spec, window="range", segment=filters)
     gate_streaks = metrics_streaks.pilot_streaks(session=session, spec=spec)
@@ -137,13 +137,16 @@ def dashboard_context(
         "days": days,
         "metrics": METRIC_NAMES,
         "labels": metrics_targets.METRIC_LABELS,
-        "figures": figures,
+        "figures": {m: charts.to_json(fig) for m, fig in built.items()},
+        # the same figures drawn on the server: on screen with the HTML, before plotly.js replaces them
+        "svgs": {m: svg.render(fig, y_unit=units.unit(m)) for m, fig in built.items()},
         "alerts": alert_list,
         "alert_by_metric": by_metric,
         "firing": [a for a in alert_list if a.state == "firing"],
         "changes": changes,
         "calibration": cal,
-        "calibration_figure": charts.to_json(charts.calibration_figure(cal)),
+        "calibration_figure": charts.to_json(cal_figure),
+        "calibration_svg": svg.render(cal_figure, y_unit=units.PERCENT, x_unit=units.Unit(digits=1)),
         "streaks": streaks,
         "gate_streaks": gate_streaks,
         "gate_differs": (gate_streaks.longest, gate_streaks.current) != (streaks.longest, streaks.current),
