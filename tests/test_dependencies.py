@@ -45,6 +45,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
         "webapp.db",
         "webapp.deps",
         "webapp.domains",
+        "webapp.headers",
         "webapp.labels",
         "webapp.links",
         "webapp.migrations_runner",
