@@ -121,7 +121,7 @@ def main() -> None:
             user = auth_service.create_user(session=s, email="lead@example.test", password="bench-password-1", roles=["lead"])
             for k in range(0, 200, 10):
                 report = metrics_reports.report_hallucination(session=s, event_id=f"g{k * 997 + 1}", note="bench", reported_by=user.id)
-                metrics_reports.decide_report(session=s, report_id=report.id, decision="confirmed", decided_by=user.id)  # type: ignore[arg-type]
+                metrics_reports.decide_report(session=s, report_id=report.id, decision="confirmed", decided_by=user.id, note="bench")  # type: ignore[arg-type]
             s.commit()
         with engine.begin() as conn:
             conn.execute(text("ANALYZE"))
