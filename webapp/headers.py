@@ -6,9 +6,8 @@ response in a streaming copy and a task group: about a third of a bare request's
 
 from __future__ import annotations
 
-from http.cookies import SimpleCookie
-
 from starlette.datastructures import MutableHeaders
+from starlette.requests import cookie_parser
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -24,11 +23,10 @@ _DEFAULTS = (
 
 
 def _cookie_value(scope: Scope, name: str) -> str | None:
+    """The cookie as `request.cookies` reads it (Starlette's parser)."""
     for key, value in scope.get("headers", ()):
         if key == b"cookie":
-            morsel = SimpleCookie(value.decode("latin-1")).get(name)
-            if morsel is not None:
-                return morsel.value
+            return cookie_parser(value.decode("latin-1")).get(name)
     return None
 
 

@@ -21,6 +21,16 @@ from webapp.spec import EvalSpec
 T0 = dt.datetime(2026, 11, 24, 9, 0, tzinfo=dt.UTC)
 
 
+def recount(session: Session, run_id: int) -> list[tuple[int, int, int, bool]]:
+    """(draft, places, grades, gradable) of each draft of the run, counted from the source tables."""
+    out = []
+    for d in session.exec(select(Draft).where(Draft.run_id == run_id).order_by(col(Draft.id))):
+        places = len(session.exec(select(GradingSlot.id).where(GradingSlot.draft_id == d.id)).all())
+        grades = len(session.exec(select(Grade.id).where(Grade.draft_id == d.id)).all())
+        out.append((d.id, places, grades, d.draft_text is not None and not d.escalated))
+    return out  # type: ignore[return-value]
+
+
 def assert_index_exact(session: Session, run_id: int, n: int) -> None:
     """Every draft's row holds its recounted places and grades, gradability and has_place = places < n;
     the run's totals are its gradable drafts and grades counted up to n each."""
@@ -30,7 +40,7 @@ def assert_index_exact(session: Session, run_id: int, n: int) -> None:
         .where(GradingQueueRun.run_id == run_id)
         .execution_options(populate_existing=True)
     ).one()
-    recounted = queue_index.recount(session=session, run_id=run_id)
+    recounted = recount(session, run_id)
     gradable_ids = [d for d, *_, ok in recounted if ok]
     per_grader = {
         g: k
@@ -62,9 +72,9 @@ def assert_index_exact(session: Session, run_id: int, n: int) -> None:
             .execution_options(populate_existing=True)
         )
     }
-    recount = queue_index.recount(session=session, run_id=run_id)
-    assert sorted(rows) == [d for d, *_ in recount]
-    for draft_id, places, grades, gradable in recount:
+    counted = recount(session, run_id)
+    assert sorted(rows) == [d for d, *_ in counted]
+    for draft_id, places, grades, gradable in counted:
         e = rows[draft_id]
         assert (e.places_taken, e.grades_in, e.gradable, e.has_place) == (
             places,
@@ -252,3 +262,33 @@ def test_a_reimport_that_escalates_a_draft_takes_it_out_of_the_queue(
     again = batch_counts(session=session, spec=spec, batch=batch, grader_id=grader.id)  # type: ignore[arg-type]
     assert again.drafts == 2
     assert_index_exact(session, run_id, spec.grading.graders_per_draft)
+
+
+def test_the_batch_page_and_the_grading_page_show_the_same_progress(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    from webapp.grading.progress import batch_progress
+
+    run_id = world.run.id
+    assert run_id is not None
+    for user, i in ((world.alice, 0), (world.bob, 0), (world.alice, 1)):
+        record_grade(
+            session=session,
+            spec=spec,
+            draft_id=world.drafts[i].id,
+            grader_id=user.id,
+            scores=scores(spec),
+            now=T0,
+        )  # type: ignore[arg-type]
+    for batch in (BatchFilter(run_id=run_id), BatchFilter(run_id=run_id, category="routine")):
+        page = batch_counts(session=session, spec=spec, batch=batch, grader_id=world.alice.id)  # type: ignore[arg-type]
+        overview = batch_progress(session=session, spec=spec, batch=batch)
+        assert (overview.drafts, overview.grades_done, overview.grades_needed) == (
+            page.drafts,
+            page.grades_done,
+            page.grades_needed,
+        )
+    # By hand: 6 gradable drafts, 3 grades in; routine = cases 0, 2, 4 with 2 grades in (draft 0).
+    whole = batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=run_id))
+    routine = batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=run_id, category="routine"))
+    assert (whole.drafts, whole.grades_done, routine.drafts, routine.grades_done) == (6, 3, 3, 2)

@@ -137,7 +137,7 @@ def reserve_upcoming(
 ) -> int | None:
     """Return the grader's next draft after this one, reserving it now (in a short write section) unless already held."""
     now = utcnow()
-    held = held_next(session=session, grader_id=grader_id, batch=batch, exclude=(draft_id,))
+    held = held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=(draft_id,))
     if held is not None and not needs_extension(spec=spec, expires=held[1], now=now):
         return held[0]
     with write_section(session):

@@ -18,7 +18,7 @@ from webapp.grading.models import (
     Grade,
     GradingSlot,
 )
-from webapp.grading.queue import BatchFilter, batch_drafts_stmt, gradable
+from webapp.grading.queue import BatchFilter, batch_counts, batch_drafts_stmt, gradable
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -112,13 +112,10 @@ def batch_progress(
 ) -> BatchProgress:
     """Return how far grading of a batch has come, overall and per grader."""
     now = now or utcnow()
+    counts = batch_counts(session=session, spec=spec, batch=batch)  # the grading page's figures
     ids = [d.id for d, _ in session.exec(batch_drafts_stmt(batch))]
-    n = spec.grading.graders_per_draft
     grades = list(session.exec(select(Grade).where(col(Grade.draft_id).in_(ids)))) if ids else []
     slots = list(session.exec(select(GradingSlot).where(col(GradingSlot.draft_id).in_(ids)))) if ids else []
-    per_draft: dict[int, int] = defaultdict(int)
-    for g in grades:
-        per_draft[g.draft_id] += 1
     finals = (
         set(session.exec(select(FinalGrade.draft_id).where(col(FinalGrade.draft_id).in_(ids))))
         if ids
@@ -151,9 +148,9 @@ def batch_progress(
             )
             p.reserved += 1
     return BatchProgress(
-        drafts=len(ids),
-        grades_needed=len(ids) * n,
-        grades_done=sum(min(c, n) for c in per_draft.values()),
+        drafts=counts.drafts,
+        grades_needed=counts.grades_needed,
+        grades_done=counts.grades_done,
         final=len(finals),
         in_adjudication=len(adj),
         graders=sorted(by_grader.values(), key=lambda p: p.name.lower()),

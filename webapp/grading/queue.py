@@ -111,30 +111,6 @@ def batch_drafts_stmt(batch: BatchFilter) -> Any:
     return stmt.order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
 
 
-def _in_batch(stmt: Any, shape: tuple[bool, bool, bool, bool | None], *, join_case: bool = True) -> Any:
-    """The Core twin of batch_where, with bind parameters instead of values."""
-    category, intent, draft_intent, golden = shape
-    if join_case or category or intent or golden is not None:
-        stmt = stmt.join(CASES, CASES.c.id == DRAFTS.c.case_pk)
-    stmt = stmt.where(
-        DRAFTS.c.run_id == bindparam("run_id"),
-        DRAFTS.c.draft_text.is_not(None),
-        DRAFTS.c.escalated.is_(False),
-    )
-    if category:
-        stmt = stmt.where(CASES.c.category == bindparam("category"))
-    if intent:
-        stmt = stmt.where(CASES.c.intent == bindparam("intent"))
-    if draft_intent:
-        stmt = stmt.where(DRAFTS.c.intent == bindparam("draft_intent"))
-    if golden is not None:
-        stmt = stmt.where(CASES.c.golden.is_(golden))
-    return stmt
-
-
-_QUEUE_ORDER = (CASES.c.position, DRAFTS.c.sample_index, DRAFTS.c.id)
-
-
 @dataclass(frozen=True)
 class BatchCounts:
     """The grading page's progress: drafts in the batch, grades in against needed, and mine."""
@@ -155,8 +131,11 @@ class BatchCounts:
         return self.mine / self.drafts if self.drafts else 0.0
 
 
-def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int) -> BatchCounts:
-    """Return the batch's progress in one aggregate query (the grading page shows it on every item)."""
+def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int = 0) -> BatchCounts:
+    """Return the batch's progress from the queue index: the grading page on every item, the batch page too.
+
+    `mine` counts the grades of `grader_id` (0: nobody).
+    """
     n = spec.grading.graders_per_draft
     queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=n)
     params = {**batch.params(), "grader_id": grader_id, "n": n}
@@ -286,21 +265,6 @@ def next_item(
     return session.get(Draft, draft_id) if draft_id is not None else None
 
 
-@lru_cache(maxsize=64)
-def _held_stmt(shape: tuple[bool, bool, bool, bool | None]) -> Any:
-    return (
-        _in_batch(core_select(DRAFTS.c.id, SLOTS.c.expires_at), shape)
-        .join(SLOTS, SLOTS.c.draft_id == DRAFTS.c.id)
-        .where(
-            SLOTS.c.grader_id == bindparam("grader_id"),
-            SLOTS.c.grade_id.is_(None),
-            DRAFTS.c.id.not_in(bindparam("exclude", expanding=True)),
-        )
-        .order_by(*_QUEUE_ORDER)
-        .limit(1)
-    )
-
-
 _EXTEND = (
     update(SLOTS)
     .where(SLOTS.c.draft_id == bindparam("d"), SLOTS.c.grader_id == bindparam("g"))
@@ -320,14 +284,16 @@ def needs_extension(*, spec: EvalSpec, expires: dt.datetime | None, now: dt.date
 def held_next(
     *,
     session: Session,
+    spec: EvalSpec,
     grader_id: int,
     batch: BatchFilter,
     exclude: Collection[int] = (),
 ) -> tuple[int, dt.datetime | None] | None:
-    """Return the first draft of the batch the grader holds unsaved (not in `exclude`) with its expiry (reads only)."""
+    """Return the first draft of the batch the grader holds unsaved (not in `exclude`) with its expiry."""
+    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
     # An empty expanding IN would be "NOT IN ()", which both databases read as true.
     params = {**batch.params(), "grader_id": grader_id, "exclude": list(exclude) or [-1]}
-    row: Any = session.connection().execute(_held_stmt(batch.shape), params).first()
+    row: Any = session.connection().execute(queue_index.held_stmt(batch.shape), params).first()
     return (int(row.id), row.expires_at) if row is not None else None
 
 
@@ -348,7 +314,7 @@ def reserve_next(
     now = now or utcnow()
     window = dt.timedelta(minutes=spec.grading.reservation_minutes)
     held = (
-        None if holds_none else held_next(session=session, grader_id=grader_id, batch=batch, exclude=exclude)
+        None if holds_none else held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     )
     conn = session.connection()
     if held is not None:

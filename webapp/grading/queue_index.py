@@ -285,6 +285,25 @@ def _in_batch(stmt: Any, shape: Shape) -> Any:
     return stmt
 
 
+_ORDER = (QUEUE.c.position, QUEUE.c.sample_index, QUEUE.c.draft_id)
+
+
+@lru_cache(maxsize=64)
+def held_stmt(shape: Shape) -> Any:
+    """The first draft of the batch the grader holds a reservation of (no grade yet), with its expiry."""
+    return (
+        _in_batch(core_select(QUEUE.c.draft_id.label("id"), _SLOTS.c.expires_at), shape)
+        .join(_SLOTS, _SLOTS.c.draft_id == QUEUE.c.draft_id)
+        .where(
+            _SLOTS.c.grader_id == bindparam("grader_id"),
+            _SLOTS.c.grade_id.is_(None),
+            QUEUE.c.draft_id.not_in(bindparam("exclude", expanding=True)),
+        )
+        .order_by(*_ORDER)
+        .limit(1)
+    )
+
+
 @lru_cache(maxsize=128)
 def candidates_stmt(shape: Shape, skipped: bool) -> Any:
     """Drafts of the batch with a free place where the grader has none, in queue order (50 at most).
@@ -301,7 +320,7 @@ def candidates_stmt(shape: Shape, skipped: bool) -> Any:
             QUEUE.c.draft_id.not_in(bindparam("exclude", expanding=True)),
             skip if skipped else ~skip,
         )
-        .order_by(QUEUE.c.position, QUEUE.c.sample_index, QUEUE.c.draft_id)
+        .order_by(*_ORDER)
         .limit(50)
     )
 
@@ -334,16 +353,3 @@ def counts_stmt(shape: Shape) -> Any:
             QUEUE_RUNS.c.drafts, QUEUE_RUNS.c.grades_done, func.coalesce(mine_in_run, 0)
         ).where(QUEUE_RUNS.c.run_id == bindparam("run_id"))
     return _in_batch(core_select(func.count(), func.coalesce(func.sum(_capped(n)), 0), mine), shape)
-
-
-def recount(*, session: Session, run_id: int) -> list[tuple[int, int, int, bool]]:
-    """Return (draft, places, grades, gradable) recounted from the source tables, for checking the counters."""
-    gradable = sql_case(
-        (_DRAFTS.c.draft_text.is_not(None) & _DRAFTS.c.escalated.is_(False), True), else_=False
-    )
-    stmt = (
-        core_select(_DRAFTS.c.id, _count(_SLOTS), _count(_GRADES), gradable)
-        .where(_DRAFTS.c.run_id == run_id)
-        .order_by(_DRAFTS.c.id)
-    )
-    return [(int(d), int(p), int(g), bool(ok)) for d, p, g, ok in session.connection().execute(stmt)]
