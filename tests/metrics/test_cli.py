@@ -6,13 +6,14 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import func, select
 from sqlmodel import Session
 from typer.testing import CliRunner
 
-from tests.metrics.conftest import ev
-from webapp.metrics import daily
+from tests.metrics.conftest import ev, load
+from webapp.metrics import bulkload, daily
 from webapp.metrics.models import Event
 from webapp.spec import EvalSpec
 
@@ -81,3 +82,50 @@ def test_csv_with_empty_cells_as_null(tmp_path: Path, db_url: str, session: Sess
 def test_missing_file(tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     r = _invoke(monkeypatch, db_url, "import", "events", str(tmp_path / "nope.jsonl"))
     assert r.exit_code == 2 and "file not found" in r.output
+
+
+def test_import_in_batches_with_some_events_already_stored(
+    tmp_path: Path, db_url: str, session: Session, spec: EvalSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of 4 events: the first ones are copied straight in; on PostgreSQL the one holding an event
+    already stored rolls back to its savepoint and it and the rest go through the staging table."""
+    monkeypatch.setattr(bulkload, "CHUNK", 4)
+    days = ["2026-11-02", "2026-11-03", "2026-11-04"]
+    actions = ["accept", "edit", "reject"]
+    events = [
+        ev(days[i % 3], hour=i, latency_ms=100.0 * (i + 1), action=actions[i // 3 % 3], sent_text="Hello there")
+        for i in range(18)
+    ]
+    load(session, spec, [events[10], events[11], events[17]])  # through the API's service, before the import
+    f = tmp_path / "events.jsonl"
+    f.write_text("".join(json.dumps(e) + "\n" for e in events))
+    r = _invoke(monkeypatch, db_url, "import", "events", str(f), "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "15 events imported, 3 already present" in r.output
+    assert _count(session) == 18
+    stored = daily.daily_metrics(session=session, spec=spec, start=dt.date(2026, 11, 2), end=dt.date(2026, 11, 4))
+    for k, day in enumerate(stored):
+        mine = [e for i, e in enumerate(events) if i % 3 == k]
+        assert day.events == 6
+        assert day.reject_rate == pytest.approx(sum(e["action"] == "reject" for e in mine) / 6)
+        assert day.latency_p95_s == pytest.approx(float(np.percentile([e["latency_ms"] / 1000 for e in mine], 95)))
+
+
+def test_errors_across_batches_are_reported_in_line_order(
+    tmp_path: Path, db_url: str, session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulkload, "CHUNK", 2)
+    first, good = ev("2026-11-02"), [ev("2026-11-02") for _ in range(3)]
+    lines = [first, good[0], good[1], ev("2026-11-02", escalated="perhaps"), good[2], first]
+    f = tmp_path / "events.jsonl"
+    f.write_text("".join(json.dumps(e) + "\n" for e in lines) + "not json\n")
+    r = _invoke(monkeypatch, db_url, "import", "events", str(f))
+    assert r.exit_code == 2
+    where = [
+        r.output.index(f"{f}:4: escalated:"),
+        r.output.index(f"{f}:6: event_id: '{first['event_id']}' repeats line 1"),
+        r.output.index(f"{f}:7: (line): not a JSON object"),
+    ]
+    assert where == sorted(where)
+    assert "3 bad record(s); nothing imported" in r.output
+    assert _count(session) == 0

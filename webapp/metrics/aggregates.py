@@ -135,10 +135,11 @@ def _prepare(df: pd.DataFrame, spec: EvalSpec) -> pd.DataFrame:
     conf_ok = shown & conf.notna()
     out = pd.DataFrame(
         {
-            "day": df["day"],
-            "intent": df["intent"].fillna(NONE).astype(str),
-            "plan": df["plan"].fillna(NONE).astype(str),
-            "agent_id": df["agent_id"].fillna(NONE).astype(str),
+            # the group keys as categories: each column is factorized once here, not once per rollup
+            "day": df["day"].astype("category"),
+            "intent": df["intent"].fillna(NONE).astype(str).astype("category"),
+            "plan": df["plan"].fillna(NONE).astype(str).astype("category"),
+            "agent_id": df["agent_id"].fillna(NONE).astype(str).astype("category"),
             "n_events": 1,
             "n_shown": shown.astype(int),
             "n_accept": accept.astype(int),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import queue
 import threading
@@ -27,10 +28,20 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     transaction: a bad record anywhere rolls back what was inserted, so nothing is written.
     """
     import pandas as pd
+    from sqlalchemy.engine import make_url
 
     from webapp.cli_support import cli_session, fail, load_settings
     from webapp.metrics.aggregates import compute_aggregates, rebuild_days
-    from webapp.metrics.bulkload import EventsFileError, Loader, Validator, read_records
+    from webapp.metrics.bulk_workers import ChunkPool
+    from webapp.metrics.bulkload import (
+        Chunk,
+        EventsFileError,
+        FirstLines,
+        Loader,
+        Validator,
+        rare_collections,
+        read_records,
+    )
     from webapp.timeutil import utcnow
 
     if not path.exists():
@@ -42,21 +53,38 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     frames: list[Any] = []
     records = 0
     outcome: dict[str, Any] = {"error": None}
-    with cli_session(settings) as session, Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
-    ) as progress:
+    received = utcnow()
+    with rare_collections(), contextlib.ExitStack() as stack:
+        pool = None
+        if make_url(settings.database_url).get_backend_name() == "postgresql":
+            # validated and formatted in worker processes, forked first: before this process opens
+            # its connection or starts a thread, so they inherit the loaded modules and nothing else
+            pool = stack.enter_context(
+                ChunkPool(path, tz=spec.tz, received_at=received, database_url=settings.database_url)
+            )
+        session = stack.enter_context(cli_session(settings))
+        progress = stack.enter_context(
+            Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
+            )
+        )
         task = progress.add_task("importing events", total=_count_records(path))
         loader = Loader(session)
-        to_time, to_day = loader.converters()
-        validator = Validator(path, tz=spec.tz, received_at=utcnow(), convert_time=to_time, convert_day=to_day)
-        chunks: queue.Queue[list[tuple[Any, ...]] | None] = queue.Queue(maxsize=2)
+        ids = FirstLines(path)
+        batches = read_records(path)
+        if pool is not None:
+            validated = pool.chunks(batches, keep_rows=lambda: not errors)
+        else:  # SQLite: here (its inserts are Python work too, and one writer)
+            validator = Validator(path, tz=spec.tz, received_at=received)
+            validated = (validator.chunk(batch, keep_rows=not errors) for batch in batches)
+        chunks: queue.Queue[Chunk | None] = queue.Queue(maxsize=2)
 
         def writer() -> None:
             try:
-                while (rows := chunks.get()) is not None:
+                while (chunk := chunks.get()) is not None:
                     if outcome["error"] is None:
-                        loader.write(rows)
-                    progress.advance(task, len(rows))
+                        loader.write(chunk)
+                    progress.advance(task, chunk.records)
             except BaseException as exc:  # handed to the main thread below
                 outcome["error"] = exc
                 while chunks.get() is not None:
@@ -66,16 +94,17 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         thread.start()
         file_error = ""
         try:
-            for batch in read_records(path):
-                chunk = validator.chunk(batch, keep_rows=not errors)
+            for chunk in validated:
                 records += chunk.records
+                ids.check(chunk)
                 if chunk.errors or errors:
                     errors += chunk.errors
+                    progress.advance(task, chunk.records)
                     if len(errors) >= max_errors:
                         break
                     continue
                 frames.append(chunk.frame)
-                chunks.put(chunk.rows)
+                chunks.put(chunk)
         except EventsFileError as exc:
             file_error = str(exc)
         finally:
@@ -93,7 +122,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
             more = " (first shown)" if len(errors) >= max_errors else ""
             fail(f"{path}: {len(errors[:max_errors])} bad record(s){more}; nothing imported")  # rolls back
         created = loader.finish()
-        validator.first_line.clear()  # the ids are checked; free them before aggregating
+        ids.first.clear()  # the ids are checked; free them before aggregating
         t_load = time.perf_counter() - t0
         agg = progress.add_task("rebuilding daily aggregates", total=None)
         frame = pd.concat(frames, ignore_index=True) if frames else None
@@ -106,10 +135,12 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         computed = None
         if whole and frame is not None:
             # a month of days at a time: the intermediate frames of the aggregation stay small
-            computed = []
             ordered = sorted(days)
-            for i in range(0, len(ordered), 30):
-                computed += compute_aggregates(frame.loc[frame["day"].isin(ordered[i : i + 30])], spec)
+            months = [frame.loc[frame["day"].isin(ordered[i : i + 30])] for i in range(0, len(ordered), 30)]
+            if pool is not None:  # the months side by side in the workers
+                computed = pool.aggregate(months, spec)
+            else:
+                computed = [row for month in months for row in compute_aggregates(month, spec)]
         rebuild_days(
             session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed
         )

@@ -7,8 +7,10 @@ one model, so both accept exactly the same events.
 from __future__ import annotations
 
 import datetime as dt
+import operator
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import Levenshtein
 from pydantic import (
@@ -114,3 +116,19 @@ MODEL_COLUMNS: tuple[str, ...] = (
     "cost_usd", "escalated",
 )  # fmt: skip
 EVENT_COLUMNS: tuple[str, ...] = (*MODEL_COLUMNS, "edit_distance", "occurred_at", "day", "received_at")
+_model_values = operator.itemgetter(*MODEL_COLUMNS)
+DAY_POS = EVENT_COLUMNS.index("day")
+EDIT_DISTANCE_POS = EVENT_COLUMNS.index("edit_distance")
+OCCURRED_POS = EVENT_COLUMNS.index("occurred_at")
+
+
+def event_row(fields: Mapping[str, Any], tz: dt.tzinfo, received: dt.datetime) -> tuple[Any, ...]:
+    """Return the stored row of a validated event (`EventIn.__dict__`) in EVENT_COLUMNS order.
+
+    The edit distance and the calendar day (in the spec's time zone) are computed here, for the
+    API and the import alike; `occurred_at` keeps the offset it was sent with.
+    """
+    draft, sent = fields["draft_text"], fields["sent_text"]
+    ed = normalized_edit_distance(draft, sent) if draft is not None and sent is not None else None
+    occurred = fields["occurred_at"]
+    return (*_model_values(fields), ed, occurred, occurred.astimezone(tz).date(), received)

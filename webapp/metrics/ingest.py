@@ -15,8 +15,8 @@ created, inserts the stale-day marks (a data-modifying WITH), returning the crea
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,10 +30,9 @@ from webapp.db import table_of
 from webapp.metrics.event_input import (
     EVENT_COLUMNS,
     MAX_BATCH,
-    MODEL_COLUMNS,
     EventIn,
     FieldError,
-    normalized_edit_distance,
+    event_row,
     validation_errors,
 )
 from webapp.metrics.models import Event, StaleDay
@@ -43,10 +42,8 @@ from webapp.timeutil import utcnow
 
 # One compiled validator for a whole batch sent as JSON bytes.
 _BATCH = TypeAdapter(list[EventIn])
-_model_values = operator.itemgetter(*MODEL_COLUMNS)
 _DAY = EVENT_COLUMNS.index("day")
 _ID = EVENT_COLUMNS.index("event_id")
-_OCCURRED = EVENT_COLUMNS.index("occurred_at")
 Status = Literal["created", "duplicate", "invalid"]
 
 
@@ -174,10 +171,7 @@ def _store(
             results[i] = ItemResult(i, event_id, "duplicate")
             continue
         seen.add(event_id)
-        draft, sent = v["draft_text"], v["sent_text"]
-        ed = normalized_edit_distance(draft, sent) if draft is not None and sent is not None else None
-        occurred = v["occurred_at"]
-        rows.append((*_model_values(v), ed, occurred, occurred.astimezone(tz).date(), received))
+        rows.append(event_row(v, tz, received))
         results[i] = ItemResult(i, event_id, "created")
     created = store_rows(session, rows)
     if len(created) < len(rows):
@@ -207,6 +201,50 @@ def _copy_type(column: sa.Column[Any]) -> str:
     raise TypeError(f"{column.name}: no COPY type for {kind!r}")
 
 
+def _event_copy_types() -> list[str]:
+    columns = table_of(Event).c
+    return [_copy_type(columns[c]) for c in EVENT_COLUMNS]
+
+
+def copy_event_rows(cur: Any, table: str, rows: Iterable[tuple[Any, ...]]) -> None:
+    """Send event rows (EVENT_COLUMNS order) to `table` with one binary `COPY` on a psycopg cursor.
+
+    The one way event rows reach PostgreSQL (the API's batches and, through encode_event_rows,
+    the file import): binary COPY with the column types set, so psycopg formats each row in C
+    without looking up a dumper per value (about 1.5 microseconds a row against 6 for text COPY,
+    measured on 100,000 events).
+    """
+    with cur.copy(f"COPY {table} ({', '.join(EVENT_COLUMNS)}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types(_event_copy_types())
+        write = copy.write_row
+        for row in rows:
+            write(row)
+
+
+def encode_event_rows(conn: Any, rows: Iterable[tuple[Any, ...]]) -> bytes:
+    """Return event rows as the data of a binary `COPY`, formatted like copy_event_rows but sent nowhere.
+
+    psycopg's FileWriter formats without a COPY running (the connection only lends its type
+    adapters), so the import's worker processes can format their batches in parallel and the
+    process that holds the transaction only sends bytes (copy_event_data).
+    """
+    from psycopg.copy import Copy, FileWriter
+
+    buffer = io.BytesIO()
+    with Copy(conn.cursor(), binary=True, writer=FileWriter(buffer)) as copy:
+        copy.set_types(_event_copy_types())
+        write = copy.write_row
+        for row in rows:
+            write(row)
+    return buffer.getvalue()
+
+
+def copy_event_data(cur: Any, table: str, data: bytes) -> None:
+    """Send the data of a binary `COPY` made by encode_event_rows to `table`."""
+    with cur.copy(f"COPY {table} ({', '.join(EVENT_COLUMNS)}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.write(data)
+
+
 def store_rows(session: Session, rows: Sequence[tuple[Any, ...]]) -> set[str]:
     """Insert event rows (EVENT_COLUMNS order), skipping stored event_ids, and mark the created events' days stale.
 
@@ -223,17 +261,13 @@ def store_rows(session: Session, rows: Sequence[tuple[Any, ...]]) -> set[str]:
         raise RuntimeError("the database connection is closed")
     table = table_of(Event)
     cols = ", ".join(EVENT_COLUMNS)
-    types = [_copy_type(table.c[c]) for c in EVENT_COLUMNS]
     with raw.cursor() as cur:
         # created once per connection; ON COMMIT DELETE ROWS empties it at the end of each transaction
         cur.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} ON COMMIT DELETE ROWS AS "
             f"SELECT {cols} FROM {table.name} WITH NO DATA"
         )
-        with cur.copy(f"COPY {_STAGE} ({cols}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(types)
-            for row in rows:
-                copy.write_row(row)
+        copy_event_rows(cur, _STAGE, rows)
         # moved out of the staging table (DELETE ... RETURNING), so a second batch in the same
         # transaction starts from an empty table
         cur.execute(
