@@ -377,7 +377,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0, help="closed-loop time per grader count")
     parser.add_argument("--graders", default="1,10,50")
     parser.add_argument(
-        "--copies", type=int, default=40, help="copies of the demo's gradable drafts in bench-run"
+        "--copies", type=int, default=120, help="copies of the demo's gradable drafts in bench-run"
     )
     parser.add_argument("--pg-url", default="", help="a scratch PostgreSQL database this script may wipe")
     parser.add_argument("--skip-sqlite", action="store_true")

@@ -36,6 +36,7 @@ SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "sur
 INFRASTRUCTURE: frozenset[str] = frozenset(
     {
         "webapp",
+        "webapp.admission",
         "webapp.api_docs",
         "webapp.api_schemas",
         "webapp.blind",
@@ -54,6 +55,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
         "webapp.request_limits",
         "webapp.safe_input",
         "webapp.security",
+        "webapp.serving",
         "webapp.spec",
         "webapp.static_assets",
         "webapp.templating",

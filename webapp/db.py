@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, Request
 from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine
+from starlette.concurrency import run_in_threadpool
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
@@ -39,15 +41,33 @@ def is_sqlite(session_or_engine: Session | Engine) -> bool:
     return bind.dialect.name == "sqlite"
 
 
-def get_session(request: Request) -> Iterator[Session]:
-    """Yield the request's session and commit once, after the route has run; roll back on error."""
-    with Session(request.app.state.engine, expire_on_commit=False) as session:
-        try:
-            yield session
+async def get_session(request: Request) -> AsyncIterator[Session]:
+    """Yield the request's session and commit once, after the route has run; roll back on error.
+
+    Async, with the end in one worker thread: making a Session does no I/O (it connects at its
+    first statement), so only the commit-or-rollback and the close need a thread, and they share
+    one hop (a plain generator dependency took two, one to enter and one to leave).
+    """
+    session = Session(request.app.state.engine, expire_on_commit=False)
+    try:
+        yield session
+    except BaseException:
+        with anyio.CancelScope(shield=True):  # a client that went away still gets its rollback and close
+            await run_in_threadpool(_end, session, commit=False)
+        raise
+    with anyio.CancelScope(shield=True):
+        await run_in_threadpool(_end, session, commit=True)
+
+
+def _end(session: Session, *, commit: bool) -> None:
+    """Commit (or roll back) and close: the connection goes back to the pool whatever happens."""
+    try:
+        if commit:
             session.commit()
-        except BaseException:
+        else:
             session.rollback()
-            raise
+    finally:
+        session.close()
 
 
 # scope="function": the commit happens before the response is sent, so a failed commit is an error

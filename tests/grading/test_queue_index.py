@@ -33,8 +33,11 @@ def recount(session: Session, run_id: int) -> list[tuple[int, int, int, bool]]:
 
 def assert_index_exact(session: Session, run_id: int, n: int) -> None:
     """Every draft's row holds its recounted places and grades, gradability and has_place = places < n;
-    the run's totals are its gradable drafts and grades counted up to n each."""
-    session.flush()
+    the run's totals are its gradable drafts and grades counted up to n each.
+
+    Committed first: the run's grade total is applied at commit (queue_index.settle), so the
+    check covers the deferred update as the product runs it."""
+    session.commit()
     totals = session.exec(
         select(GradingQueueRun)
         .where(GradingQueueRun.run_id == run_id)
@@ -292,3 +295,36 @@ def test_the_batch_page_and_the_grading_page_show_the_same_progress(
     whole = batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=run_id))
     routine = batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=run_id, category="routine"))
     assert (whole.drafts, whole.grades_done, routine.drafts, routine.grades_done) == (6, 3, 3, 2)
+
+
+def test_the_run_total_is_owed_until_commit_read_in_the_transaction_and_dropped_on_rollback(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    """The run's grade total (one row every save changes) is updated at commit; a read in the same
+    transaction settles it first, and a rolled-back grade leaves no trace."""
+    run_id = world.run.id
+    assert run_id is not None
+    batch = BatchFilter(run_id=run_id)
+
+    def stored_total() -> int:
+        row = session.exec(
+            select(GradingQueueRun).where(GradingQueueRun.run_id == run_id).execution_options(populate_existing=True)
+        ).one()
+        return row.grades_done
+
+    next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)  # type: ignore[arg-type]
+    session.commit()
+    grade = {"session": session, "spec": spec, "draft_id": world.drafts[0].id, "scores": scores(spec), "now": T0}
+    record_grade(grader_id=world.alice.id, **grade)  # type: ignore[arg-type]
+    assert stored_total() == 0  # owed: not yet written
+    assert batch_counts(session=session, spec=spec, batch=batch).grades_done == 1  # a reader settles it
+    assert stored_total() == 1
+    session.commit()
+    assert stored_total() == 1  # settled once, not twice
+    record_grade(grader_id=world.bob.id, **grade)  # type: ignore[arg-type]
+    session.rollback()
+    assert stored_total() == 1
+    record_grade(grader_id=world.bob.id, **grade)  # type: ignore[arg-type]
+    session.commit()  # applied at commit
+    assert stored_total() == 2
+    assert_index_exact(session, run_id, spec.grading.graders_per_draft)

@@ -98,6 +98,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         from webapp.config import ConfigError, Settings
         from webapp.main import create_app
         from webapp.migrations_runner import upgrade
+        from webapp.serving import serve_workers
         from webapp.spec import SpecError
 
         try:
@@ -116,18 +117,10 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         os.environ["DRAFTDESK_BACKGROUND_JOBS"] = "true" if background else "false"
         # Each worker builds its own app (and engine) from the same environment; sessions, rate
         # limits and reservations live in the database, so any worker can answer any request.
-        uvicorn.run(
-            "webapp.main:create_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=n,
-            log_level="info",
-            access_log=access_log,
-            # uvicorn restarts a worker that misses a 5 s health ping; on a busy machine a worker
-            # that is still importing, or busy, is not dead, and restarting it only adds load.
-            timeout_worker_healthcheck=60,
-        )
+        try:
+            serve_workers(host=host, port=port, workers=n, log_level="info", access_log=access_log)
+        except OSError as exc:
+            fail(str(exc))
 
 
 def default_workers(database_url: str) -> int:

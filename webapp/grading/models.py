@@ -16,11 +16,16 @@ class Grade(SQLModel, table=True):
     """One grader's scores of one draft; at most one per (draft, grader)."""
 
     __tablename__: ClassVar[str] = "grade"
-    __table_args__ = (UniqueConstraint("draft_id", "grader_id", name="uq_grade_draft_grader"),)
+    __table_args__ = (
+        UniqueConstraint("draft_id", "grader_id", name="uq_grade_draft_grader"),
+        # a grader's grades newest first ("Previous" on every grading page): read from the index's
+        # end, not sorted from all of them (2 ms per page for a grader with 3,000 grades)
+        Index("ix_grade_grader_recent", "grader_id", "created_at", "id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     draft_id: int = Field(foreign_key="draft.id", index=True, ondelete="CASCADE")
-    grader_id: int = Field(foreign_key="app_user.id", index=True)
+    grader_id: int = Field(foreign_key="app_user.id")
     factual_accuracy: str = Field(max_length=4)  # pass | fail
     citation_relevance: int
     tone: int

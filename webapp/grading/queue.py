@@ -138,6 +138,7 @@ def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader
     """
     n = spec.grading.graders_per_draft
     queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=n)
+    queue_index.settle(session)  # grades this transaction added count before its commit too
     params = {**batch.params(), "grader_id": grader_id, "n": n}
     drafts, done, mine = tuple(
         session.connection().execute(queue_index.counts_stmt(batch.shape), params).one()
