@@ -163,12 +163,20 @@ def start_session(*, session: Session, user: User, hours: int, ip: str = "") -> 
 
 
 # Every page asks for its caller: two prebuilt Core statements, not three ORM loads (about 1 ms less per request).
+# The session, its user and the user's roles in one statement (it runs on every request): the
+# roles as one comma-joined string (role names are identifiers, see ROLES).
+_USER_ROLES = (
+    sa_select(func.aggregate_strings(col(UserRole.role), ","))
+    .where(col(UserRole.user_id) == col(User.id))
+    .scalar_subquery()
+)
 _SESSION_USER = (
-    sa_select(col(WebSession.expires_at), col(User.id), col(User.email), col(User.name), col(User.is_active))
+    sa_select(
+        col(WebSession.expires_at), col(User.id), col(User.email), col(User.name), col(User.is_active), _USER_ROLES
+    )
     .join(User, col(User.id) == WebSession.user_id)
     .where(col(WebSession.token_hash) == bindparam("token_hash"))
 )
-_ROLES = select(UserRole.role).where(UserRole.user_id == bindparam("user_id"))
 
 
 def principal_from_session_token(*, session: Session, token: str) -> Principal | None:
@@ -177,10 +185,10 @@ def principal_from_session_token(*, session: Session, token: str) -> Principal |
     row: Any = conn.execute(_SESSION_USER, {"token_hash": sha256_hex(token)}).first()
     if row is None:
         return None
-    expires_at, user_id, email, name, is_active = tuple(row)
+    expires_at, user_id, email, name, is_active, roles = tuple(row)
     if as_utc(expires_at) <= utcnow() or not is_active:
         return None
-    return Principal(user_id, email, name, frozenset(conn.execute(_ROLES, {"user_id": user_id}).scalars()), "session")
+    return Principal(user_id, email, name, frozenset(roles.split(",") if roles else ()), "session")
 
 
 def end_session(*, session: Session, token: str) -> None:

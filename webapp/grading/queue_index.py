@@ -76,17 +76,31 @@ _STATE = core_select(
 )
 
 
+_LOCK_HELD = "grading_queue_lock"  # session.info: the advisory lock this transaction holds ("shared"/"exclusive")
+
+
 def _lock(session: Session, *, exclusive: bool) -> None:
-    if session.get_bind().dialect.name == "postgresql":
-        fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
-        session.connection().execute(text(f"SELECT {fn}(:k, 0)"), {"k": PG_QUEUE_LOCK_KEY})
+    """Take the queue's advisory lock for the transaction, once (a save changes places and grades)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    held = session.info.get(_LOCK_HELD)
+    if held == "exclusive" or (held == "shared" and not exclusive):
+        return
+    fn = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    session.connection().execute(text(f"SELECT {fn}(:k, 0)"), {"k": PG_QUEUE_LOCK_KEY})
+    session.info[_LOCK_HELD] = "exclusive" if exclusive else "shared"
 
 
 def _try_exclusive(session: Session) -> bool:
     if session.get_bind().dialect.name != "postgresql":
         return True
+    if session.info.get(_LOCK_HELD) == "exclusive":
+        return True
     stmt = text("SELECT pg_try_advisory_xact_lock(:k, 0)")
-    return bool(session.connection().execute(stmt, {"k": PG_QUEUE_LOCK_KEY}).scalar())
+    got = bool(session.connection().execute(stmt, {"k": PG_QUEUE_LOCK_KEY}).scalar())
+    if got:
+        session.info[_LOCK_HELD] = "exclusive"
+    return got
 
 
 def _count(table: Any) -> Any:
@@ -172,6 +186,8 @@ _CURRENT = "grading_queue_current"
 @event.listens_for(Session, "after_transaction_end")
 def _forget_current(session: Session, transaction: Any) -> None:
     session.info.pop(_CURRENT, None)
+    # transaction-scoped advisory locks end with it (or with a savepoint rolled back): taken anew
+    session.info.pop(_LOCK_HELD, None)
     if transaction.parent is None:  # the whole transaction ended (a rollback: its run totals go too)
         session.info.pop(_RUN_GRADES_PENDING, None)
 
