@@ -87,7 +87,7 @@ def test_zero_means_no_limit() -> None:
 
 def test_the_app_is_wrapped_with_the_configured_limit(monkeypatch: Any, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'admission.db'}"
-    assert Settings(mode="dev", database_url=url).max_concurrent_requests == 4
+    assert Settings(mode="dev", database_url=url).max_concurrent_requests == 2
     monkeypatch.setenv("DRAFTDESK_MAX_CONCURRENT_REQUESTS", "3")
     app = create_app(Settings(mode="dev", database_url=url))
     with TestClient(app) as client:

@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     background_jobs: bool = False
     alerts_interval_seconds: float = 30.0
     # Requests one server process runs at a time; the rest wait their turn (webapp.admission). 0: no limit.
-    max_concurrent_requests: int = Field(default=4, ge=0)
+    max_concurrent_requests: int = Field(default=2, ge=0)
 
     @model_validator(mode="after")
     def _no_default_secret_in_production(self) -> Settings:
