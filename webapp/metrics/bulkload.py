@@ -38,7 +38,7 @@ from webapp.metrics.event_input import (
     event_row,
     validation_errors,
 )
-from webapp.metrics.ingest import copy_event_data, copy_event_rows
+from webapp.metrics.ingest import copy_event_data, encode_event_rows
 from webapp.metrics.models import Event
 
 CHUNK = 10_000
@@ -269,10 +269,12 @@ class Loader:
         if raw is None:
             raise RuntimeError("the database connection is closed")
         with raw.cursor() as cur:
+            # the rows arrive as COPY data: formatted in a worker (bulk_workers), or here
+            data = chunk.copy_data or encode_event_rows(raw, chunk.rows)
             if self.direct:
                 cur.execute("SAVEPOINT import_batch")
                 try:
-                    self._copy(cur, self.table, chunk)
+                    copy_event_data(cur, self.table, data)
                 except UniqueViolation:  # an event_id already stored: this batch and the rest go the safe way
                     cur.execute("ROLLBACK TO SAVEPOINT import_batch")
                     self.direct = False
@@ -280,18 +282,11 @@ class Loader:
                     cur.execute("RELEASE SAVEPOINT import_batch")
                     self.inserted += len(chunk.ids)  # a COPY stores every row or fails
                     return
-            self._copy(cur, "metric_event_stage", chunk)
+            copy_event_data(cur, "metric_event_stage", data)
             # batch by batch, so the server inserts batch k while Python validates batch k+1
             cur.execute(self.move_sql)
             self.inserted += int(cur.rowcount)
             cur.execute("TRUNCATE metric_event_stage")
-
-    @staticmethod
-    def _copy(cur: Any, table: str, chunk: Chunk) -> None:
-        if chunk.copy_data:
-            copy_event_data(cur, table, chunk.copy_data)
-        else:
-            copy_event_rows(cur, table, chunk.rows)
 
     def finish(self) -> int:
         """Return how many events were new (rows whose event_id was already stored are skipped)."""
