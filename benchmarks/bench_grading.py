@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from sqlalchemy import event, func, text
+from sqlalchemy import func, text
 from sqlmodel import Session, col, select
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lean_http import LeanClient  # noqa: E402
 
+from webapp import sql_batch  # noqa: E402
 from webapp.auth import service as auth_service  # noqa: E402
 from webapp.auth.models import User  # noqa: E402
 from webapp.config import Settings  # noqa: E402
@@ -126,8 +127,8 @@ def reset_postgres(url: str) -> None:
         engine.dispose()
 
 
-def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float, float, float]]:
-    """Return {kind: (median wall ms, median SQL statements, median CPU ms)} of the grading page and save-and-next.
+def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float, float, float, float]]:
+    """Return {kind: (median wall ms, SQL statements, round trips, CPU ms)} of the grading page and save-and-next.
 
     CPU time (this process, the test client included) is reported beside wall time because on a
     shared machine the wall time mostly measures waiting for a core.
@@ -137,13 +138,14 @@ def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float
     from webapp.main import create_app
 
     app = create_app(Settings(database_url=url, mode="dev", secret_key=SECRET))
-    statements = [0]
-    event.listen(
-        app.state.engine,
-        "before_cursor_execute",
-        lambda *a, **k: statements.__setitem__(0, statements[0] + 1),
-    )
-    out: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    statements = [0, 0]  # statements, round trips (a pipeline of several statements is one; so is a COMMIT)
+
+    def sent(batch: list[str]) -> None:
+        statements[0] += sum(1 for s in batch if s != "COMMIT")
+        statements[1] += 1
+
+    sql_batch.observe(app.state.engine, sent)
+    out: dict[str, list[tuple[float, int, int, float]]] = defaultdict(list)
     with TestClient(app) as c:
         c.get("/login")
         c.post("/login", data={"email": grader_email(0), "password": PASSWORD, "csrf_token": _csrf(c)})
@@ -161,18 +163,23 @@ def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float
                     ),
                 ),
             ):
-                statements[0] = 0
+                statements[:] = [0, 0]
                 t0, c0 = time.perf_counter(), time.process_time()
                 resp = call()
                 out[kind].append(
-                    ((time.perf_counter() - t0) * 1000, statements[0], (time.process_time() - c0) * 1000)
+                    (
+                        (time.perf_counter() - t0) * 1000,
+                        statements[0],
+                        statements[1],
+                        (time.process_time() - c0) * 1000,
+                    )
                 )
                 assert resp.status_code == 200, resp.text[:300]
                 if kind.startswith("save"):
                     draft_id = int(DRAFT_ID.search(resp.text).group(1))  # type: ignore[union-attr]
     app.state.engine.dispose()
     return {
-        k: tuple(statistics.median(v[i] for v in vals) for i in range(3))  # type: ignore[misc]
+        k: tuple(statistics.median(v[i] for v in vals) for i in range(4))  # type: ignore[misc]
         for k, vals in out.items()
     }
 
@@ -338,9 +345,10 @@ def run_database(label: str, url: str, args: argparse.Namespace) -> None:
         f"\n== {label}: demo copy + bench-run ({args.copies} x the demo's gradable drafts), {sum(sizes) + 1} graders"
     )
     # On the demo's own run (77 gradable drafts, 37 with a place left for a new grader).
-    for kind, (ms, queries, cpu) in in_process(url, demo_run, rounds=30).items():
+    for kind, (ms, queries, trips, cpu) in in_process(url, demo_run, rounds=30).items():
         print(
-            f"   in process, {kind}: median {ms:.1f} ms wall, {cpu:.1f} ms CPU, {queries:.0f} SQL statements"
+            f"   in process, {kind}: median {ms:.1f} ms wall, {cpu:.1f} ms CPU, "
+            f"{queries:.0f} SQL statements in {trips:.0f} round trips"
         )
     port = args.port or free_port()
     proc = start_server(url, port, workers=2)

@@ -166,8 +166,14 @@ _GOLDEN_FAIL = (
 )
 
 
-def after_grading(*, session: Session, spec: EvalSpec, draft_id: int) -> None:
-    """React to a grade, revision or adjudication of a draft: a golden case graded factual fail raises and notifies its run's alerts now."""
+def after_grading(*, session: Session, spec: EvalSpec, draft_id: int, outcome: str | None = None) -> None:
+    """React to a grade, revision or adjudication of a draft: a golden case graded factual fail raises and notifies its run's alerts now.
+
+    `outcome` is the draft's outcome when the caller knows it: a draft that still needs grades has
+    no final grade, so there is nothing to look at (most saves: a draft's first grade).
+    """
+    if outcome == "needs_grades":
+        return
     run_id = session.connection().execute(_GOLDEN_FAIL, {"draft_id": draft_id}).scalar()
     if run_id is not None:
         raise_regression_alerts(session=session, spec=spec, run_id=int(run_id))
@@ -178,10 +184,11 @@ _JUDGE = core_select(table_of(EvaluatorJudgeScore).c.scores, table_of(EvaluatorJ
 )
 
 
-def judge_verdict(session: Session, draft_id: int) -> JudgeVerdict | None:
-    """Return the evaluator's judge verdict on a draft (None when no judge ran on it): the one read of judge scores here.
+# The grading pages read judge verdicts through it (with their other reads); the run comparison through `judge_scores`.
+JUDGE = grading_evidence.JudgeLookup(stmt=_JUDGE)
 
-    The grading pages pass it as their JudgeLookup; the run comparison reads it through `judge_scores`.
-    """
-    row = session.connection().execute(_JUDGE, {"draft_id": draft_id}).first()
-    return JudgeVerdict(scores=row.scores, rationale=row.rationale) if row is not None else None
+
+def judge_verdict(session: Session, draft_id: int) -> JudgeVerdict | None:
+    """Return the evaluator's judge verdict on a draft (None when no judge ran on it): the one read of judge scores here."""
+    stmt, params = JUDGE.read(draft_id)
+    return JUDGE.verdict(session.connection().execute(stmt, params).first())

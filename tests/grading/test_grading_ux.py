@@ -18,7 +18,7 @@ from tests.conftest import csrf_for
 from tests.factories import make_judge_score
 from tests.grading.conftest import GradingWorld, build_world, scores
 from webapp.checks.models import DraftCheck
-from webapp.flows import judge_verdict
+from webapp.flows import JUDGE
 from webapp.grading import pages
 from webapp.grading.adjudication import highlight, list_adjudications
 from webapp.grading.errors import AlreadyGraded, GradeInvalid
@@ -304,7 +304,7 @@ class TestBlindModelSignals:
                 draft_id=draft.id,
                 confidence=draft.confidence,
                 has_graded=False,
-                judge=judge_verdict,
+                judge=JUDGE,
             )
             is None
         )
@@ -317,7 +317,7 @@ class TestBlindModelSignals:
             draft_id=draft.id,
             confidence=draft.confidence,
             has_graded=False,
-            judge=judge_verdict,
+            judge=JUDGE,
         )
         assert sig is not None and sig.confidence == pytest.approx(0.8765)
         assert sig.judge_scores == {"judge_groundedness_zz": 4} and [c.key for c in sig.checks] == [

@@ -7,11 +7,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from fastapi.testclient import TestClient
-from sqlalchemy import event
 from sqlmodel import Session
 
 from tests.conftest import csrf_for
 from tests.grading.conftest import build_world
+from webapp import sql_batch
 
 FORM = {
     "factual_accuracy": "pass",
@@ -32,23 +32,13 @@ def _reads(statement: str) -> bool:
 
 @contextmanager
 def statements(app: Any) -> Iterator[list[str]]:
-    """Record the SQL the app runs (statement text and COMMIT) while the block runs."""
+    """Record the SQL the app sends (statement text and COMMIT, pipelined statements included) while the block runs."""
     seen: list[str] = []
-
-    def on_execute(conn: Any, cursor: Any, stmt: str, *args: Any) -> None:
-        seen.append(" ".join(stmt.split()))
-
-    def on_commit(conn: Any) -> None:
-        seen.append("COMMIT")
-
-    engine = app.state.engine
-    event.listen(engine, "before_cursor_execute", on_execute)
-    event.listen(engine, "commit", on_commit)
+    stop = sql_batch.observe(app.state.engine, lambda sent: seen.extend(" ".join(s.split()) for s in sent))
     try:
         yield seen
     finally:
-        event.remove(engine, "before_cursor_execute", on_execute)
-        event.remove(engine, "commit", on_commit)
+        stop()
 
 
 def _open_first(c: TestClient, run_id: int) -> int:

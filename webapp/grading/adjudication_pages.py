@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, id_from_ref
 from webapp.deps import SpecDep, require_role
-from webapp.flows import after_grading, judge_verdict
+from webapp.flows import JUDGE, after_grading
 from webapp.grading.adjudication import (
     ADJUDICATION_STATES,
     adjudication_queue_view,
@@ -39,7 +39,7 @@ def adjudication_queue(
         principal=principal,
         status=status,
         take=request.query_params.get("take", ""),  # "<adjudication id>:<grade id>": prefill with that grade
-        judge=judge_verdict,
+        judge=JUDGE,
     )
     view.update({"flash": request.query_params.get("flash"), "error": request.query_params.get("error")})
     return render(request, "grading/adjudication.html", view, block="queue")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
+from sqlalchemy.engine import Result
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
@@ -18,14 +19,15 @@ from webapp.grading.models import Grade
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
+from webapp.sql_batch import Item, together
 
 _KB = table_of(KbRevision)
 _CHECKS = table_of(DraftCheck)
 _GRADES = table_of(Grade)
 _DRAFTS = table_of(Draft)
-_REVISIONS = core_select(
-    _KB.c.article_id, _KB.c.revision, _KB.c.title, _KB.c.body, _KB.c.status
-).where(_KB.c.article_id.in_(bindparam("articles", expanding=True)))
+_REVISIONS = core_select(_KB.c.article_id, _KB.c.revision, _KB.c.title, _KB.c.body, _KB.c.status).where(
+    _KB.c.article_id.in_(bindparam("articles", expanding=True))
+)
 _DRAFT_CHECKS = (
     core_select(_CHECKS.c.key, _CHECKS.c.status, _CHECKS.c.reason)
     .where(_CHECKS.c.draft_id == bindparam("draft_id"))
@@ -52,15 +54,26 @@ class CitedKbText:
 
 def cited_kb_texts(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedKbText]:
     """Return the KB revisions the citations name (the current one when no revision is given), in one query."""
+    read = kb_read(citations)
+    rows = together(session, read)[0] if read is not None else ()
+    return kb_texts_from(citations, rows)
+
+
+def kb_read(citations: list[dict[str, Any]] | None) -> Item | None:
+    """The statement cited_kb_texts runs (None when nothing is cited), to send with others (webapp.sql_batch)."""
+    articles = sorted({str(c.get("article_id", "")) for c in citations or []})
+    return (_REVISIONS, {"articles": articles}) if articles else None
+
+
+def kb_texts_from(citations: list[dict[str, Any]] | None, rows: Iterable[Any]) -> list[CitedKbText]:
+    """Return cited_kb_texts' answer from the rows of kb_read's statement."""
     citations = citations or []
-    articles = sorted({str(c.get("article_id", "")) for c in citations})
     revs: dict[tuple[str, int], Any] = {}
     current: dict[str, Any] = {}
-    if articles:
-        for rev in session.connection().execute(_REVISIONS, {"articles": articles}):
-            revs[(rev.article_id, rev.revision)] = rev
-            if rev.status == "current":
-                current[rev.article_id] = rev
+    for rev in rows:
+        revs[(rev.article_id, rev.revision)] = rev
+        if rev.status == "current":
+            current[rev.article_id] = rev
     out: list[CitedKbText] = []
     for c in citations:
         article = str(c.get("article_id", ""))
@@ -91,9 +104,24 @@ class JudgeVerdict:
     rationale: str | None
 
 
-# Grading cannot import the evaluator (it sits above grading): whoever shows signals passes the
-# lookup in (webapp.flows.judge_verdict). Without one, the signals have no judge.
-JudgeLookup = Callable[[Session, int], JudgeVerdict | None]
+@dataclass(frozen=True)
+class JudgeLookup:
+    """Where a draft's judge verdict is read: a statement with a `draft_id` parameter returning (scores, rationale).
+
+    Grading cannot import the evaluator (it sits above grading): whoever shows signals passes the
+    lookup in (webapp.flows.JUDGE). Without one, the signals have no judge.
+    """
+
+    stmt: Any
+
+    def read(self, draft_id: int) -> Item:
+        """The statement and parameters for one draft."""
+        return (self.stmt, {"draft_id": draft_id})
+
+    @staticmethod
+    def verdict(row: Any) -> JudgeVerdict | None:
+        """The verdict from the statement's row (None: no judge ran on the draft)."""
+        return JudgeVerdict(scores=row.scores, rationale=row.rationale) if row is not None else None
 
 
 @dataclass(frozen=True)
@@ -107,7 +135,12 @@ class ModelSignals:
 
 
 def signals_view(
-    *, session: Session, spec: EvalSpec, principal: Principal | None, run_id: int | None = None, draft_ids: Collection[int] = ()
+    *,
+    session: Session,
+    spec: EvalSpec,
+    principal: Principal | None,
+    run_id: int | None = None,
+    draft_ids: Collection[int] = (),
 ) -> SignalsView:
     """Return which drafts' model signals the viewer sees (webapp.blind's rule, with the drafts they have graded).
 
@@ -136,13 +169,29 @@ def model_signals(
     judge: JudgeLookup | None = None,
 ) -> ModelSignals | None:
     """Return the draft's model signals on the grading screen, or None while blind grading hides them (before the grader submits)."""
+    reads = signals_reads(spec=spec, draft_id=draft_id, has_graded=has_graded, judge=judge)
+    if reads is None:
+        return None
+    return signals_from(together(session, *reads), confidence=confidence, judge=judge)
+
+
+def signals_reads(
+    *, spec: EvalSpec, draft_id: int, has_graded: bool, judge: JudgeLookup | None = None
+) -> list[Item] | None:
+    """The statements model_signals runs (None while blind grading hides the signals), to send with others."""
     if not signals_visible(spec=spec, principal=None, has_graded=has_graded, grading=True):
         return None
-    verdict = judge(session, draft_id) if judge is not None else None
-    checks = list(session.connection().execute(_DRAFT_CHECKS, {"draft_id": draft_id}).all())
+    return [(_DRAFT_CHECKS, {"draft_id": draft_id}), *([judge.read(draft_id)] if judge is not None else [])]
+
+
+def signals_from(
+    results: Sequence[Result[Any]], *, confidence: float | None, judge: JudgeLookup | None = None
+) -> ModelSignals:
+    """Return model_signals' answer from the results of signals_reads' statements."""
+    verdict = JudgeLookup.verdict(results[1].first()) if judge is not None else None
     return ModelSignals(
         confidence=confidence,
         judge_scores=verdict.scores if verdict else None,
         judge_rationale=verdict.rationale if verdict else None,
-        checks=checks,
+        checks=list(results[0].all()),
     )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, update
+from sqlalchemy import bindparam, exists, func, insert, update
 from sqlalchemy import select as core_select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import aliased, make_transient_to_detached
 from sqlmodel import Session, col, select
 
+from webapp import sql_batch
 from webapp.auth.service import Principal
 from webapp.db import table_of
 from webapp.grading import queue_index
@@ -20,7 +24,7 @@ from webapp.grading.models import (
     GradeChange,
 )
 from webapp.grading.outcome import evaluate_draft
-from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignore
+from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, draft_basics, insert_ignore
 from webapp.grading.scores import Scores, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
@@ -156,6 +160,30 @@ _TAKE_SLOT = (
 )
 
 
+@lru_cache(maxsize=8)
+def _insert_if_reserved_stmt(dialect: str, columns: tuple[str, ...]) -> Any:
+    """The grade, inserted only where the grader holds an unused place and the lead has not resolved the draft.
+
+    (Parameters are named v_<column>: an INSERT may not reuse a column's name for its own.)
+    """
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    held = exists().where(
+        SLOTS.c.draft_id == bindparam("v_draft_id"),
+        SLOTS.c.grader_id == bindparam("v_grader_id"),
+        SLOTS.c.grade_id.is_(None),
+    )
+    resolved = exists().where(
+        ADJUDICATIONS.c.draft_id == bindparam("v_draft_id"), ADJUDICATIONS.c.status == "resolved"
+    )
+    row = core_select(*(bindparam(f"v_{name}", type_=GRADES.c[name].type) for name in columns))
+    return (
+        insert(GRADES)
+        .from_select(list(columns), row.where(held, ~resolved))
+        .on_conflict_do_nothing()
+        .returning(GRADES.c.id)
+    )
+
+
 def record_grade(
     *,
     session: Session,
@@ -166,30 +194,22 @@ def record_grade(
     now: dt.datetime | None = None,
 ) -> Grade:
     """Record a grader's first grade of a draft; raise AlreadyGraded, NoPlaceLeft, GradeLocked or NotFound."""
+    return _record(
+        session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores, now=now
+    )[0]
+
+
+def _record(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    draft_id: int,
+    grader_id: int,
+    scores: Scores,
+    now: dt.datetime | None = None,
+) -> tuple[Grade, Any, str]:
+    """record_grade, returning the locked draft's row (id, run_id, case_pk, draft_text, confidence) and the draft's outcome too."""
     now = now or utcnow()
-    draft = lock_draft(session, draft_id)
-    if draft is None:
-        raise NotFound(f"draft {draft_id} does not exist")
-    check_claim_in_draft(draft.draft_text, scores)
-    conn = session.connection()
-    slot_id, slot_grade, existing, adjudication = conn.execute(
-        _BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}
-    ).one()
-    if existing is not None:
-        raise AlreadyGraded(f"you already graded draft {draft_id}; revise grade {existing} instead")
-    if adjudication == "resolved":
-        raise GradeLocked(f"draft {draft_id} has been adjudicated")
-    # A grader usually saves the draft reserved for them: use that place as it is (it is taken by
-    # the grade at once, so extending the reservation first would be wasted work).
-    if slot_id is None:
-        slot = claim_slot(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now)
-        if slot is None:
-            raise NoPlaceLeft(
-                f"draft {draft_id} already has the {spec.grading.graders_per_draft} graders it needs; take the next item"
-            )
-        slot_id, slot_grade = slot.id, slot.grade_id
-    if slot_grade is not None:
-        raise AlreadyGraded(f"you already graded draft {draft_id}")
     values = {
         "draft_id": draft_id,
         "grader_id": grader_id,
@@ -198,16 +218,49 @@ def record_grade(
         "created_at": now,
         "updated_at": now,
     }
-    grade_id = insert_ignore(session, GRADES, values)
-    if grade_id is None:
+    # One round trip: the lock first, then (in that order on the server) what the grade needs to
+    # know and the grade itself where the grader holds a place, as most saves do. Where the checks
+    # below refuse it, the write section rolls the insert back.
+    locked, before, inserted = sql_batch.together(
+        session,
+        (_LOCK_DRAFT, {"draft_id": draft_id}),
+        (_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}),
+        (
+            _insert_if_reserved_stmt(session.get_bind().dialect.name, tuple(values)),
+            {f"v_{k}": v for k, v in values.items()},
+        ),
+    )
+    draft = locked.first()
+    if draft is None:
+        raise NotFound(f"draft {draft_id} does not exist")
+    check_claim_in_draft(draft.draft_text, scores)
+    slot_id, slot_grade, existing, adjudication = tuple(before.one())
+    grade_id = inserted.scalar()
+    if existing is not None:
+        raise AlreadyGraded(f"you already graded draft {draft_id}; revise grade {existing} instead")
+    if adjudication == "resolved":
+        raise GradeLocked(f"draft {draft_id} has been adjudicated")
+    # A grader usually saves the draft reserved for them: that place is used as it is (it is taken
+    # by the grade at once, so extending the reservation first would be wasted work).
+    if slot_id is None:
+        slot = claim_slot(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, now=now)
+        if slot is None:
+            raise NoPlaceLeft(
+                f"draft {draft_id} already has the {spec.grading.graders_per_draft} graders it needs; take the next item"
+            )
+        slot_id, slot_grade = slot.id, slot.grade_id
+        if slot_grade is None:
+            grade_id = insert_ignore(session, GRADES, values)
+    if slot_grade is not None or grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
-    conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
+    sql_batch.defer(session, _TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
     queue_index.grade_added(session=session, draft_id=draft_id, grader_id=grader_id)
     # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
     grade = Grade(id=grade_id, **values)
     make_transient_to_detached(grade)
     session.add(grade)
-    conn.execute(
+    sql_batch.defer(
+        session,
         _ADD_CHANGE,
         {
             "grade_id": grade_id,
@@ -219,8 +272,8 @@ def record_grade(
             "changed_at": now,
         },
     )
-    evaluate_draft(session=session, spec=spec, draft_id=draft_id, now=now)
-    return grade
+    outcome = evaluate_draft(session=session, spec=spec, draft_id=draft_id, now=now)
+    return grade, draft, outcome
 
 
 def revise_grade(
@@ -342,18 +395,34 @@ def previous_grade(
     return last
 
 
-def save_grade(
-    *, session: Session, spec: EvalSpec, draft_id: int, grader_id: int, scores: Scores
-) -> tuple[Grade, bool]:
-    """Record the grader's grade of the draft, or revise theirs if they graded it already; return it and whether it is new."""
+@dataclass(frozen=True)
+class Saved:
+    """What save_grade did: the grade, whether it is new, the draft's run and confidence, and its outcome now.
+
+    `outcome` is evaluate_draft's for a new grade (needs_grades, rework, in_adjudication, final), None for a revision.
+    """
+
+    grade: Grade
+    created: bool
+    run_id: int
+    confidence: float | None
+    outcome: str | None = None
+
+
+def save_grade(*, session: Session, spec: EvalSpec, draft_id: int, grader_id: int, scores: Scores) -> Saved:
+    """Record the grader's grade of the draft, or revise theirs if they graded it already."""
     try:
-        return record_grade(
+        grade, draft, outcome = _record(
             session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores
-        ), True
+        )
+        return Saved(
+            grade=grade, created=True, run_id=int(draft.run_id), confidence=draft.confidence, outcome=outcome
+        )
     except AlreadyGraded:
         own = own_grade(session=session, draft_id=draft_id, grader_id=grader_id)
         if own is None or own.id is None:
             raise
-        return revise_grade(
-            session=session, spec=spec, grade_id=own.id, grader_id=grader_id, scores=scores
-        ), False
+        grade = revise_grade(session=session, spec=spec, grade_id=own.id, grader_id=grader_id, scores=scores)
+        row = draft_basics(session=session, draft_id=draft_id)
+        assert row is not None  # the grade's draft, locked by revise_grade
+        return Saved(grade=grade, created=False, run_id=row[0], confidence=row[1])

@@ -7,6 +7,7 @@ the grader's next draft, in a short committed write section (webapp.grading.writ
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +19,14 @@ from sqlmodel import Session
 from webapp.auth.models import User
 from webapp.auth.service import Principal
 from webapp.db import table_of
-from webapp.grading.evidence import JudgeLookup, cited_kb_texts, model_signals
+from webapp.grading.evidence import (
+    JudgeLookup,
+    kb_read,
+    kb_texts_from,
+    model_signals,
+    signals_from,
+    signals_reads,
+)
 from webapp.grading.grades import ADJUDICATIONS, CHANGES, lock_reason, sees_all_grades
 from webapp.grading.models import FinalGrade, ReferenceVersion
 from webapp.grading.queue import (
@@ -27,8 +35,11 @@ from webapp.grading.queue import (
     GRADES,
     SLOTS,
     BatchFilter,
-    batch_counts,
+    counts_from,
+    counts_read,
+    held_from,
     held_next,
+    held_read,
     needs_extension,
     reserve_next,
 )
@@ -36,6 +47,7 @@ from webapp.grading.scores import scores_of
 from webapp.grading.writes import write_section
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
+from webapp.sql_batch import Item, together
 from webapp.timeutil import as_utc, utcnow
 
 _RUNS = table_of(Run)
@@ -80,7 +92,14 @@ _HISTORY_ALL = (
 _HISTORY_OWN = _HISTORY_ALL.where(GRADES.c.grader_id == bindparam("grader_id"))
 # The latest approved version of the case's reference, else its latest version.
 _REFERENCE = (
-    core_select(_REFERENCES)
+    core_select(
+        _REFERENCES,
+        # its author's display name comes along: most grading pages name nobody else
+        core_select(func.coalesce(_USERS.c.name, _USERS.c.email))
+        .where(_USERS.c.id == _REFERENCES.c.author_id)
+        .scalar_subquery()
+        .label("author_name"),
+    )
     .where(_REFERENCES.c.case_pk == bindparam("case_pk"))
     .order_by(_REFERENCES.c.approved_at.is_(None), _REFERENCES.c.version.desc())
     .limit(1)
@@ -111,9 +130,17 @@ def previous_draft(*, session: Session, spec: EvalSpec, grader_id: int, exclude_
     Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
     draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
     """
-    row: Any = (
-        session.connection().execute(_PREVIOUS, {"grader_id": grader_id, "draft_id": exclude_draft}).first()
-    )
+    (result,) = together(session, previous_read(grader_id=grader_id, exclude_draft=exclude_draft))
+    return previous_from(spec=spec, row=result.first())
+
+
+def previous_read(*, grader_id: int, exclude_draft: int) -> Item:
+    """previous_draft's statement, to send with others (webapp.sql_batch)."""
+    return (_PREVIOUS, {"grader_id": grader_id, "draft_id": exclude_draft})
+
+
+def previous_from(*, spec: EvalSpec, row: Any) -> int | None:
+    """Return previous_draft's answer from the row of previous_read's statement."""
     if row is None or row.status != "submitted":
         return None
     draft_id, status, n, adjudication = tuple(row)
@@ -132,12 +159,25 @@ def user_names(*, session: Session, user_ids: set[int]) -> dict[int, str]:
     return {int(u.id): (u.name or u.email) for u in rows}
 
 
+_NOT_READ: Any = object()
+
+
 def reserve_upcoming(
-    *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, draft_id: int
+    *,
+    session: Session,
+    spec: EvalSpec,
+    grader_id: int,
+    batch: BatchFilter,
+    draft_id: int,
+    held: tuple[int, dt.datetime | None] | None = _NOT_READ,
 ) -> int | None:
-    """Return the grader's next draft after this one, reserving it now (in a short write section) unless already held."""
+    """Return the grader's next draft after this one, reserving it now (in a short write section) unless already held.
+
+    `held` is held_next(exclude=(draft_id,)) when the caller has read it already.
+    """
     now = utcnow()
-    held = held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=(draft_id,))
+    if held is _NOT_READ:
+        held = held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=(draft_id,))
     if held is not None and not needs_extension(spec=spec, expires=held[1], now=now):
         return held[0]
     with write_section(session):
@@ -160,6 +200,7 @@ def grading_item(
     principal: Principal,
     filters: BatchFilter,
     judge: JudgeLookup | None = None,
+    saved: tuple[int, float | None] | None = None,
 ) -> dict[str, Any] | None:
     """Return what the grading page shows for a draft (None when it does not exist).
 
@@ -170,9 +211,26 @@ def grading_item(
     The grader's next draft is reserved now, while they read this one, so save-and-next only saves
     and swaps; only in a grading flow (this draft is reserved for or graded by the caller): merely
     looking at a draft takes no place from anyone.
+
+    `saved` (draft id, confidence) is the draft a save-and-next just graded: its model signals come too.
     """
-    conn = session.connection()
-    row: Any = conn.execute(_ITEM, {"draft_id": draft_id}).first()
+    me = principal.user_id
+    # The reads go in two round trips (webapp.sql_batch): what the draft id alone tells, then what
+    # the draft's row tells (its run, case and citations). A save's signals of the draft just graded join the first.
+    saved_reads = (
+        signals_reads(spec=spec, draft_id=saved[0], has_graded=True, judge=judge)
+        if saved is not None
+        else None
+    ) or []
+    first = together(
+        session,
+        (_ITEM, {"draft_id": draft_id}),
+        (_GRADES_OF, {"draft_id": draft_id}),
+        (_SLOTS_OF, {"draft_id": draft_id}),
+        previous_read(grader_id=me, exclude_draft=draft_id),
+        *saved_reads,
+    )
+    row: Any = first[0].first()
     if row is None:
         return None
     batch = replace(filters, run_id=row.run_id)
@@ -194,30 +252,12 @@ def grading_item(
         account=row.account,
         reference=row.reference,
     )
-    me = principal.user_id
-    grades: list[Any] = list(conn.execute(_GRADES_OF, {"draft_id": draft_id}).all())
+    grades: list[Any] = list(first[1].all())
     own = next((g for g in grades if g.grader_id == me), None)
     see_all = sees_all_grades(principal=principal, has_own_grade=own is not None)
     others = [g for g in grades if g.grader_id != me] if see_all else []
-    adjudication: Any = None
-    final: Any = None
-    history: list[Any] = []
-    if grades:  # a draft nobody graded has no outcome and no history
-        adjudication = conn.execute(_ADJUDICATION_OF, {"draft_id": draft_id}).first()
-        if see_all:
-            final = conn.execute(_FINAL_OF, {"draft_id": draft_id}).first()
-            history = list(conn.execute(_HISTORY_ALL, {"draft_id": draft_id}).all())
-        elif own is not None:
-            history = list(conn.execute(_HISTORY_OWN, {"draft_id": draft_id, "grader_id": me}).all())
-    status = adjudication.status if adjudication is not None else None
-    # Why the caller may not change a grade now (resolved, or a disagreement the lead holds: the lock rule).
-    locked: str | None = None
-    if own is not None:
-        locked = lock_reason(draft_id=draft_id, adjudication_status=status, grade_status=own.status)
-    elif status == "resolved":
-        locked = "this draft has been adjudicated; grades can no longer change"
     now = utcnow()
-    slots: list[Any] = list(conn.execute(_SLOTS_OF, {"draft_id": draft_id}).all())
+    slots: list[Any] = list(first[2].all())
     slot = next((x for x in slots if x.grader_id == me), None)
     live = [
         x
@@ -225,29 +265,73 @@ def grading_item(
         if x.grade_id is not None or (x.expires_at is not None and as_utc(x.expires_at) > now)
     ]
     has_place = own is not None or slot is not None or len(live) < spec.grading.graders_per_draft
+    second: list[Item] = [
+        counts_read(session=session, spec=spec, batch=batch, grader_id=me),
+        (_REFERENCE, {"case_pk": draft.case_pk}),
+    ]
+    kb = kb_read(draft.citations)
+    if kb is not None:
+        second.append(kb)
+    if slot is not None:
+        second.append(held_read(session=session, spec=spec, grader_id=me, batch=batch, exclude=(draft_id,)))
+    if grades:  # a draft nobody graded has no outcome and no history
+        second.append((_ADJUDICATION_OF, {"draft_id": draft_id}))
+        if see_all:
+            second += [(_FINAL_OF, {"draft_id": draft_id}), (_HISTORY_ALL, {"draft_id": draft_id})]
+        elif own is not None:
+            second.append((_HISTORY_OWN, {"draft_id": draft_id, "grader_id": me}))
+    results = iter(together(session, *second))
+    counts = counts_from(spec=spec, row=next(results).one())
+    reference: Any = next(results).first()
+    cited = kb_texts_from(draft.citations, next(results) if kb is not None else ())
+    held = held_from(next(results).first()) if slot is not None else None
+    adjudication: Any = next(results).first() if grades else None
+    final: Any = next(results).first() if grades and see_all else None
+    history: list[Any] = list(next(results).all()) if grades and (see_all or own is not None) else []
+    status = adjudication.status if adjudication is not None else None
+    # Why the caller may not change a grade now (resolved, or a disagreement the lead holds: the lock rule).
+    locked: str | None = None
+    if own is not None:
+        locked = lock_reason(draft_id=draft_id, adjudication_status=status, grade_status=own.status)
+    elif status == "resolved":
+        locked = "this draft has been adjudicated; grades can no longer change"
     upcoming = None
     if slot is not None:
-        upcoming = reserve_upcoming(session=session, spec=spec, grader_id=me, batch=batch, draft_id=draft_id)
-    reference: Any = session.connection().execute(_REFERENCE, {"case_pk": draft.case_pk}).first()
-    user_ids = {g.grader_id for g in grades} | {h.changed_by for h in history}
+        upcoming = reserve_upcoming(
+            session=session, spec=spec, grader_id=me, batch=batch, draft_id=draft_id, held=held
+        )
+    # The names the page shows (own and visible grades, history, reference author, decider): the
+    # caller's and the author's are known already, others are read.
+    known = {me: principal.name or principal.email}
     if reference is not None:
-        user_ids.add(reference.author_id)
+        known[reference.author_id] = reference.author_name or "?"
+    user_ids = {g.grader_id for g in others} | {h.changed_by for h in history}
     if final is not None and final.decided_by:
         user_ids.add(final.decided_by)
+    users = {**known, **user_names(session=session, user_ids=user_ids - known.keys())}
     qs = batch.query_string()
+    extra: dict[str, Any] = {}
+    if saved is not None:
+        extra = {
+            "saved_draft_id": saved[0],
+            "saved_signals": signals_from(first[4:], confidence=saved[1], judge=judge)
+            if saved_reads
+            else None,
+        }
     return {
         "draft": draft,
         "case": case,
         "run": SimpleNamespace(id=row.run_id, name=row.run_name),
         "batch": batch,
         "batch_qs": qs,
-        "cited": cited_kb_texts(session=session, citations=draft.citations),
+        "cited": cited,
         "reference": reference,
         "own": own,
         "others": others,
         "show_others": see_all,
         # A lead who grades the draft too can keep it blind: others' grades start folded away.
         "others_folded": own is None,
+        # Shown only once the caller has graded the draft (blind), so a new item reads nothing for them.
         "signals": model_signals(
             session=session,
             spec=spec,
@@ -262,10 +346,11 @@ def grading_item(
         "locked": locked,
         "has_place": has_place,
         "reservation": slot if slot is not None and slot.grade_id is None else None,
-        "counts": batch_counts(session=session, spec=spec, batch=batch, grader_id=me),
+        "counts": counts,
         "upcoming": upcoming,
-        "previous": previous_draft(session=session, spec=spec, grader_id=me, exclude_draft=draft_id),
-        "users": user_names(session=session, user_ids=user_ids),
+        "previous": previous_from(spec=spec, row=first[3].first()),
+        "users": users,
         "values": scores_of(own) if own is not None else {},
         "draft_url": f"/grading/drafts/{draft_id}" + (f"?{qs}" if qs else ""),
+        **extra,
     }

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, func
+from sqlalchemy import bindparam, delete, func, update
 from sqlalchemy import select as core_select
-from sqlmodel import Session, col, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session, select
 
+from webapp import sql_batch
 from webapp.db import table_of
 from webapp.grading.models import (
     Adjudication,
@@ -48,61 +51,112 @@ _SHORT_OF_GRADES = core_select(
 )
 
 
-def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.datetime | None = None) -> str:
-    """Recompute a draft's outcome from its grades; return needs_grades, rework, in_adjudication or final."""
-    now = now or utcnow()
-    n_grades, n_returned, status = (
-        session.connection().execute(_SHORT_OF_GRADES, {"draft_id": draft_id}).one()
+_FINALS = table_of(FinalGrade)
+_DRAFT = bindparam("draft_id")
+_ADJUDICATION_OF = core_select(_ADJUDICATIONS.c.status).where(_ADJUDICATIONS.c.draft_id == _DRAFT)
+_GRADES_OF = core_select(_GRADES).where(_GRADES.c.draft_id == _DRAFT).order_by(_GRADES.c.id)
+_FINAL_OF = core_select(_FINALS.c.id).where(_FINALS.c.draft_id == _DRAFT)
+# (a write's parameters may not share a column's name: "d", not "draft_id")
+_DISSOLVE = (
+    update(_ADJUDICATIONS)
+    .where(_ADJUDICATIONS.c.draft_id == bindparam("d"))
+    .values(status="dissolved", resolved_at=bindparam("at"))
+)
+_REWORK = update(_ADJUDICATIONS).where(_ADJUDICATIONS.c.draft_id == bindparam("d")).values(status="rework")
+_DROP_FINAL = delete(_FINALS).where(_FINALS.c.draft_id == bindparam("d"))
+
+
+@lru_cache(maxsize=4)
+def _upsert_stmt(dialect: str, table_name: str) -> Any:
+    """INSERT ... ON CONFLICT (draft_id) DO UPDATE of the final grade or the adjudication (one row per draft)."""
+    table = {t.name: t for t in (_FINALS, _ADJUDICATIONS)}[table_name]
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(table)
+    # An adjudication opened again keeps its opening time, note and decider; a final grade is replaced.
+    kept = (
+        {"id", "draft_id", "opened_at", "note", "resolved_by"}
+        if table is _ADJUDICATIONS
+        else {"id", "draft_id"}
     )
+    return stmt.on_conflict_do_update(
+        index_elements=[table.c.draft_id],
+        set_={c.name: stmt.excluded[c.name] for c in table.c if c.name not in kept},
+    )
+
+
+def _write(session: Session, stmt: Any, params: dict[str, Any]) -> None:
+    sql_batch.defer(session, stmt, params)
+
+
+def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.datetime | None = None) -> str:
+    """Recompute a draft's outcome from its grades; return needs_grades, rework, in_adjudication or final.
+
+    Reads with Core statements in at most two round trips and writes with Core statements sent
+    with the transaction's next one (webapp.sql_batch): a second grade of a draft ran eight ORM
+    statements here. An Adjudication or FinalGrade of the draft already loaded in the session is
+    expired, so that it is read again.
+    """
+    now = now or utcnow()
+    (short,) = sql_batch.together(session, (_SHORT_OF_GRADES, {"draft_id": draft_id}))  # with writes pending
+    n_grades, n_returned, status = tuple(short.one())
     if status == "resolved":
         return "final"
     if not n_returned and n_grades < spec.grading.graders_per_draft:
         return "needs_grades"
-    adjudication = session.exec(select(Adjudication).where(Adjudication.draft_id == draft_id)).first()
-    if adjudication is not None and adjudication.status == "resolved":
+    params = {"draft_id": draft_id}
+    adjudication_result, grades_result, final_result = sql_batch.together(
+        session, (_ADJUDICATION_OF, params), (_GRADES_OF, params), (_FINAL_OF, params)
+    )
+    adjudication: str | None = adjudication_result.scalar()
+    grades: list[Any] = list(grades_result.all())
+    has_final = final_result.first() is not None
+    if adjudication == "resolved":
         return "final"
-    grades = list(session.exec(select(Grade).where(Grade.draft_id == draft_id).order_by(col(Grade.id))))
-    final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).first()
+    _expire_loaded(session, draft_id)
+    dialect = session.get_bind().dialect.name
     if any(g.status == "returned" for g in grades):
         if adjudication is not None:
-            adjudication.status = "rework"
-            session.add(adjudication)
+            _write(session, _REWORK, {"d": draft_id})
         return "rework"
     if len(grades) < spec.grading.graders_per_draft:
         return "needs_grades"
     reasons = all_reasons(spec, grades)
-    if not reasons and adjudication is not None and adjudication.status == "open":
+    if not reasons and adjudication == "open":
         # Only the revision of a grade the lead returned (status "rework") may dissolve a disagreement.
         return "in_adjudication"
     if not reasons:
         n = len(grades)
-        upsert_final(
-            session,
-            draft_id,
-            {
-                FACTUAL_KEY: "pass" if all(g.factual_accuracy == "pass" for g in grades) else "fail",
-                "citation_relevance": sum(g.citation_relevance for g in grades) / n,
-                "tone": sum(g.tone for g in grades) / n,
-                "completeness": sum(g.completeness for g in grades) / n,
-                "source": "agreement",
-                "decided_by": None,
-                "note": None,
-                "decided_at": now,
-            },
-        )
-        if adjudication is not None and adjudication.status in ("open", "rework"):
-            adjudication.status = "dissolved"  # the reworked grades now agree: no decision needed
-            adjudication.resolved_at = now
-            session.add(adjudication)
-        session.flush()
+        final = {
+            "draft_id": draft_id,
+            FACTUAL_KEY: "pass" if all(g.factual_accuracy == "pass" for g in grades) else "fail",
+            "citation_relevance": sum(g.citation_relevance for g in grades) / n,
+            "tone": sum(g.tone for g in grades) / n,
+            "completeness": sum(g.completeness for g in grades) / n,
+            "source": "agreement",
+            "decided_by": None,
+            "note": None,
+            "decided_at": now,
+        }
+        _write(session, _upsert_stmt(dialect, _FINALS.name), final)
+        if adjudication in ("open", "rework"):
+            # the reworked grades now agree: no decision needed
+            _write(session, _DISSOLVE, {"d": draft_id, "at": now})
         return "final"
-    if final is not None:
-        session.delete(final)  # a revision broke an earlier agreement
-    if adjudication is None:
-        adjudication = Adjudication(draft_id=draft_id, opened_at=now)
-    adjudication.status = "open"
-    adjudication.reasons = reasons
-    adjudication.resolved_at = None
-    session.add(adjudication)
-    session.flush()
+    if has_final:
+        _write(session, _DROP_FINAL, {"d": draft_id})  # a revision broke an earlier agreement
+    opened = {
+        "draft_id": draft_id,
+        "status": "open",
+        "reasons": reasons,
+        "opened_at": now,
+        "resolved_at": None,
+    }
+    _write(session, _upsert_stmt(dialect, _ADJUDICATIONS.name), opened)
     return "in_adjudication"
+
+
+def _expire_loaded(session: Session, draft_id: int) -> None:
+    """Expire the draft's Adjudication and FinalGrade if the session has them loaded (they are written with Core)."""
+    for obj in list(session.identity_map.values()):
+        if isinstance(obj, Adjudication | FinalGrade) and obj.draft_id == draft_id:
+            session.expire(obj)

@@ -13,10 +13,9 @@ from sqlmodel import Session
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep
-from webapp.flows import after_grading, judge_verdict
+from webapp.flows import JUDGE, after_grading
 from webapp.grading import adjudication_pages, reference_pages  # noqa: F401 (their routes join `router`)
 from webapp.grading.errors import GradingError
-from webapp.grading.evidence import model_signals
 from webapp.grading.forms import (
     FACTUAL_KEYS,
     GRADERS,
@@ -81,7 +80,13 @@ def batch_overview(
 
 
 def _item_or_404(
-    session: Session, spec: EvalSpec, principal: Principal, draft_id: int, filters: BatchFilter
+    session: Session,
+    spec: EvalSpec,
+    principal: Principal,
+    draft_id: int,
+    filters: BatchFilter,
+    *,
+    saved: tuple[int, float | None] | None = None,
 ) -> dict[str, Any]:
     """Return the grading item's template context (404 when the draft does not exist)."""
     ctx = grading_item(
@@ -90,7 +95,8 @@ def _item_or_404(
         draft_id=draft_id,
         principal=principal,
         filters=filters,
-        judge=judge_verdict,
+        judge=JUDGE,
+        saved=saved,
     )
     if ctx is None:
         raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
@@ -165,9 +171,12 @@ def _open_next(
     batch: BatchFilter,
     nxt: int | None,
     flash: str,
-    extra: dict[str, Any] | None = None,
+    saved: tuple[int, float | None] | None = None,
 ) -> Response:
-    """Open the grader's next item (reserved already): htmx gets it swapped in (URL pushed), a form a redirect."""
+    """Open the grader's next item (reserved already): htmx gets it swapped in (URL pushed), a form a redirect.
+
+    `saved` (draft id, confidence): the draft just graded, whose model signals the swapped-in item shows.
+    """
     qs = batch.query_string()
     if nxt is None:
         done = f"/grading/runs/{batch.run_id}?done=1" + (f"&{qs}" if qs else "")
@@ -175,8 +184,8 @@ def _open_next(
             return Response(status_code=204, headers={"HX-Location": done})
         return see_other(done)
     if is_htmx(request):
-        ctx = _item_or_404(session, spec, principal, nxt, batch)
-        ctx.update({"flash": flash, **(extra or {})})
+        ctx = _item_or_404(session, spec, principal, nxt, batch, saved=saved)
+        ctx["flash"] = flash
         return _item_response(request, ctx, push=True)
     return see_other(f"/grading/drafts/{nxt}?" + urlencode({"flash": flash}) + (f"&{qs}" if qs else ""))
 
@@ -202,41 +211,35 @@ def submit_grade(
     principal: Principal = Depends(GRADERS),
 ) -> Response:
     """Save my grade of the draft (first grade or revision); with next=1 open my next item."""
-    run_id, confidence = _draft_or_404(session, draft_id)
     data = form.scores_data()
-    batch = form.batch(run_id)
+    batch = form.batch(0)  # the draft's run once saved (grading_item, below, reads it for itself)
     following = form.next == "1"
     try:
         scores = validate_scores(spec=spec, data=data)
         # The writes, committed before anything is read for the page (see webapp.grading.writes).
         with write_section(session):
-            _, created = save_grade(
+            saved = save_grade(
                 session=session, spec=spec, draft_id=draft_id, grader_id=principal.user_id, scores=scores
             )
-            after_grading(session=session, spec=spec, draft_id=draft_id)
+            batch = form.batch(saved.run_id)
+            after_grading(session=session, spec=spec, draft_id=draft_id, outcome=saved.outcome)
             nxt = (
                 _reserve_following(session, spec, principal, batch, draft_id, htmx=is_htmx(request))
                 if following
                 else None
             )
     except GradingError as exc:
+        if exc.status == 404:
+            raise HTTPException(status_code=404, detail=exc.message) from exc
         # Keep everything the grader typed: the item comes back with their values and the error
         # (200 for htmx, which swaps only successful answers; the URL stays on this draft).
         session.rollback()
         ctx = _item_or_404(session, spec, principal, draft_id, batch)
         ctx.update({"values": data, "error": exc.message, "error_field": exc.field, "flash": None})
         return _item_response(request, ctx, status_code=200 if is_htmx(request) else exc.status)
-    message = "Grade saved" if created else "Grade revised"
+    message = "Grade saved" if saved.created else "Grade revised"
     qs = batch.query_string()
     if following:
-        signals = model_signals(
-            session=session,
-            spec=spec,
-            draft_id=draft_id,
-            confidence=confidence,
-            has_graded=True,
-            judge=judge_verdict,
-        )
         return _open_next(
             request,
             session,
@@ -245,7 +248,7 @@ def submit_grade(
             batch,
             nxt,
             _saved_flash(message, draft_id),
-            {"saved_signals": signals, "saved_draft_id": draft_id},
+            (draft_id, saved.confidence),
         )
     if is_htmx(request):
         ctx = _item_or_404(session, spec, principal, draft_id, batch)

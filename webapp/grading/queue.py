@@ -17,6 +17,7 @@ from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
+from webapp import sql_batch
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
 from webapp.grading import queue_index
@@ -136,13 +137,26 @@ def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader
 
     `mine` counts the grades of `grader_id` (0: nobody).
     """
-    n = spec.grading.graders_per_draft
-    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=n)
-    queue_index.settle(session)  # grades this transaction added count before its commit too
-    params = {**batch.params(), "grader_id": grader_id, "n": n}
-    drafts, done, mine = tuple(
-        session.connection().execute(queue_index.counts_stmt(batch.shape), params).one()
+    (result,) = sql_batch.together(
+        session, counts_read(session=session, spec=spec, batch=batch, grader_id=grader_id)
     )
+    return counts_from(spec=spec, row=result.one())
+
+
+def counts_read(
+    *, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int = 0
+) -> sql_batch.Item:
+    """Make the queue index current and return batch_counts' statement, to send with others (webapp.sql_batch)."""
+    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
+    queue_index.settle(session)  # grades this transaction added count before its commit too
+    params = {**batch.params(), "grader_id": grader_id, "n": spec.grading.graders_per_draft}
+    return (queue_index.counts_stmt(batch.shape), params)
+
+
+def counts_from(*, spec: EvalSpec, row: Any) -> BatchCounts:
+    """Return batch_counts' answer from the row of counts_read's statement."""
+    drafts, done, mine = tuple(row)
+    n = spec.grading.graders_per_draft
     return BatchCounts(
         drafts=int(drafts), grades_done=int(done), grades_needed=int(drafts) * n, mine=int(mine)
     )
@@ -169,11 +183,16 @@ _RELEASE_EXPIRED = (
 )
 
 
-def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
-    """Delete reservations whose time is up; return how many were released."""
-    released = [int(d) for (d,) in session.connection().execute(_RELEASE_EXPIRED, {"now": now or utcnow()})]
+def _count_released(session: Session, result: Any) -> int:
+    """Count the places of a _RELEASE_EXPIRED result back into the queue index; return how many."""
+    released = [int(d) for (d,) in result]
     queue_index.places_released(session=session, draft_ids=released)
     return len(released)
+
+
+def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
+    """Delete reservations whose time is up; return how many were released."""
+    return _count_released(session, session.connection().execute(_RELEASE_EXPIRED, {"now": now or utcnow()}))
 
 
 def claim_slot(
@@ -291,10 +310,24 @@ def held_next(
     exclude: Collection[int] = (),
 ) -> tuple[int, dt.datetime | None] | None:
     """Return the first draft of the batch the grader holds unsaved (not in `exclude`) with its expiry."""
+    (result,) = sql_batch.together(
+        session, held_read(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
+    )
+    return held_from(result.first())
+
+
+def held_read(
+    *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
+) -> sql_batch.Item:
+    """Make the queue index current and return held_next's statement, to send with others (webapp.sql_batch)."""
     queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
     # An empty expanding IN would be "NOT IN ()", which both databases read as true.
     params = {**batch.params(), "grader_id": grader_id, "exclude": list(exclude) or [-1]}
-    row: Any = session.connection().execute(queue_index.held_stmt(batch.shape), params).first()
+    return (queue_index.held_stmt(batch.shape), params)
+
+
+def held_from(row: Any) -> tuple[int, dt.datetime | None] | None:
+    """Return held_next's answer from the row of held_read's statement."""
     return (int(row.id), row.expires_at) if row is not None else None
 
 
@@ -315,7 +348,9 @@ def reserve_next(
     now = now or utcnow()
     window = dt.timedelta(minutes=spec.grading.reservation_minutes)
     held = (
-        None if holds_none else held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
+        None
+        if holds_none
+        else held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     )
     conn = session.connection()
     if held is not None:
@@ -324,16 +359,28 @@ def reserve_next(
             conn.execute(_EXTEND, {"d": draft_id, "g": grader_id, "expires": now + window})
         return draft_id
     queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
-    release_expired(session=session, now=now)
     params = {
         **batch.params(),
         "grader_id": grader_id,
         "n": spec.grading.graders_per_draft,
         "exclude": list(exclude) or [-1],
     }
+    # Expired reservations go and the first candidates come in one round trip. The candidates
+    # were read before the released places were counted back, so they are read again then.
+    expired, first = sql_batch.together(
+        session,
+        (_RELEASE_EXPIRED, {"now": now}),
+        (queue_index.candidates_stmt(batch.shape, False), params),
+    )
+    if _count_released(session, expired):
+        first = None
     # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
     for skipped in (False, True):
-        for (draft_id,) in conn.execute(queue_index.candidates_stmt(batch.shape, skipped), params).all():
+        if skipped or first is None:
+            (first,) = sql_batch.together(
+                session, (queue_index.candidates_stmt(batch.shape, skipped), params)
+            )
+        for (draft_id,) in first.all():
             # The candidate query left out drafts where this grader has a place, so only free places
             # are tried; the unique constraints decide a race (see claim_slot).
             for slot in range(spec.grading.graders_per_draft):

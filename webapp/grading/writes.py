@@ -24,6 +24,8 @@ from typing import IO
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from webapp.grading import queue_index
+
 _ACTIVE = "grading_write_section"
 _guard = threading.Lock()
 _process_locks: dict[str, threading.Lock] = {}
@@ -86,4 +88,6 @@ def _committing(session: Session) -> Iterator[None]:
     except BaseException:
         session.rollback()
         raise
+    restore = queue_index.carry_over(session)
     session.commit()
+    restore()
