@@ -12,6 +12,7 @@ from sqlmodel import Session
 
 from tests.grading.conftest import build_world, scores
 from webapp import sql_batch
+from webapp.auth import service as auth_service
 from webapp.db import table_of
 from webapp.flows import JUDGE
 from webapp.grading import queue_index
@@ -57,12 +58,17 @@ def test_together_gives_the_rows_sqlalchemy_gives(session: Session, spec: EvalSp
     kb = kb_read([{"article_id": "KB-1"}, {"article_id": "KB-404"}])
     assert kb is not None
     items.append(kb)
+    # a value rendered into the SQL (the roles' separator), then the same statement again from the kept SQL
+    token = auth_service.start_session(session=session, user=w.alice, hours=1)
+    items += [(auth_service._SESSION_USER, {"token_hash": auth_service.sha256_hex(token)})] * 2
+    items.append((queue_index._STATE, {"run_id": w.run.id}))
     conn = session.connection()
     expected = [[tuple(r) for r in conn.execute(stmt, params)] for stmt, params in items]
     got_results = sql_batch.together(session, *items)
     got = [[tuple(r) for r in result] for result in got_results]
     assert got == expected
-    assert expected[0] and expected[1] and expected[7] and expected[8] and expected[9]  # rows to compare
+    assert all(expected[i] for i in (0, 1, 7, 8, 9, 10, 11, 12))  # rows to compare
+    assert expected[10][0][-1] == "labeler"  # the roles, joined with the rendered separator
     item = sql_batch.together(session, (_ITEM, {"draft_id": draft_id}))[0].one()
     assert item.citations == [{"article_id": "KB-1", "revision": 1}] and item.golden in (True, False)
     grade = sql_batch.together(session, (_GRADES_OF, {"draft_id": draft_id}))[0].one()

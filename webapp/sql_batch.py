@@ -52,7 +52,7 @@ _MAX_PLANS = 1024
 class _Plan:
     """A statement compiled once for a dialect: its SQL, how to bind parameters, how to read rows."""
 
-    __slots__ = ("compiled", "dialect", "expanding", "binds", "keys", "types", "meta")
+    __slots__ = ("compiled", "dialect", "expanding", "fixed_sql", "binds", "keys", "types", "meta")
 
     def __init__(self, stmt: Executable, dialect: Dialect, keys: tuple[str, ...]) -> None:
         # The parameter names matter to an INSERT or UPDATE without explicit values (as to SQLAlchemy).
@@ -60,7 +60,10 @@ class _Plan:
         compiled: Any = stmt.compile(dialect=dialect, column_keys=list(keys))
         self.compiled = compiled
         self.dialect = dialect
+        # An expanding IN is rendered per execution; literal values rendered into the SQL (a
+        # separator, a LIMIT) are the statement's own, so the SQL rendered the first time is kept.
         self.expanding = bool(compiled.post_compile_params)
+        self.fixed_sql: str | None = None if compiled.literal_execute_params else compiled.string
         self.binds: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors
         self.keys = [entry[0] for entry in compiled._result_columns]
         self.types = [entry[3] for entry in compiled._result_columns]
@@ -79,7 +82,12 @@ class _Plan:
         for name, proc in self.binds.items():
             if name in values:
                 values[name] = proc(values[name])
-        return self.compiled.string, values
+        sql = self.fixed_sql
+        if sql is None:
+            sql = self.compiled.construct_expanded_state(dict(params)).statement
+            if not any(p.key in params for p in self.compiled.literal_execute_params):
+                self.fixed_sql = sql  # else the caller sets a rendered value: render it each time
+        return sql, values  # (the driver takes the names the SQL has from a larger dict)
 
     def result(self, cursor: Any) -> Result[Any]:
         """Return the cursor's rows as a SQLAlchemy Result (processed as SQLAlchemy would)."""
@@ -170,6 +178,10 @@ def _send(conn: Connection, bound: Sequence[tuple[str, dict[str, Any]]]) -> list
     raw: Any = conn.connection.dbapi_connection
     cursors: list[Any] = []
     try:
+        if len(bound) == 1 and not pending:  # one statement: no pipeline to open and close
+            cursor = raw.cursor()
+            cursor.execute(*bound[0])
+            return [cursor]
         with raw.pipeline():
             for sql, params in pending:
                 raw.cursor().execute(sql, params)

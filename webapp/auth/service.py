@@ -16,6 +16,7 @@ from sqlalchemy import bindparam, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
+from webapp import sql_batch
 from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
 from webapp.db import stored_id
 from webapp.timeutil import as_utc, utcnow
@@ -73,9 +74,7 @@ def user_roles(*, session: Session, user_id: int) -> frozenset[str]:
     return frozenset(session.exec(select(UserRole.role).where(UserRole.user_id == user_id)).all())
 
 
-def create_user(
-    *, session: Session, email: str, password: str, roles: Iterable[str], name: str = ""
-) -> User:
+def create_user(*, session: Session, email: str, password: str, roles: Iterable[str], name: str = "") -> User:
     """Create a user with the given roles; refuse unknown roles, duplicates and short passwords."""
     email = email.strip().lower()
     roles = sorted(set(roles))
@@ -114,9 +113,13 @@ def principal_for_user(*, session: Session, user: User, via: str = "session") ->
 def login_blocked(*, session: Session, email: str, ip: str, max_failures: int, window_minutes: int) -> bool:
     """Tell whether too many failed logins came recently for this account or from this address."""
     since = utcnow() - dt.timedelta(minutes=window_minutes)
-    base = select(func.count()).select_from(LoginAttempt).where(
-        LoginAttempt.success == False,  # noqa: E712
-        LoginAttempt.at >= since,
+    base = (
+        select(func.count())
+        .select_from(LoginAttempt)
+        .where(
+            LoginAttempt.success == False,  # noqa: E712
+            LoginAttempt.at >= since,
+        )
     )
     by_email = session.exec(base.where(LoginAttempt.email == email.strip().lower())).one()
     by_ip = session.exec(base.where(LoginAttempt.ip == ip)).one()
@@ -172,7 +175,12 @@ _USER_ROLES = (
 )
 _SESSION_USER = (
     sa_select(
-        col(WebSession.expires_at), col(User.id), col(User.email), col(User.name), col(User.is_active), _USER_ROLES
+        col(WebSession.expires_at),
+        col(User.id),
+        col(User.email),
+        col(User.name),
+        col(User.is_active),
+        _USER_ROLES,
     )
     .join(User, col(User.id) == WebSession.user_id)
     .where(col(WebSession.token_hash) == bindparam("token_hash"))
@@ -181,8 +189,8 @@ _SESSION_USER = (
 
 def principal_from_session_token(*, session: Session, token: str) -> Principal | None:
     """Return the principal of a live web session, or None."""
-    conn = session.connection()
-    row: Any = conn.execute(_SESSION_USER, {"token_hash": sha256_hex(token)}).first()
+    (result,) = sql_batch.together(session, (_SESSION_USER, {"token_hash": sha256_hex(token)}))
+    row: Any = result.first()
     if row is None:
         return None
     expires_at, user_id, email, name, is_active, roles = tuple(row)
@@ -217,7 +225,11 @@ def create_token(
         raise AuthError("name: a token needs a name")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(
-        user_id=user.id, name=name.strip(), prefix=plain[:10], token_hash=sha256_hex(plain), scopes=" ".join(wanted)
+        user_id=user.id,
+        name=name.strip(),
+        prefix=plain[:10],
+        token_hash=sha256_hex(plain),
+        scopes=" ".join(wanted),
     )
     session.add(token)
     session.flush()
@@ -232,8 +244,15 @@ TOKEN_TOUCH_INTERVAL = dt.timedelta(minutes=1)
 # row per role; an owner without roles gives one row with role NULL), as Core rows.
 _TOKEN_USER = (
     sa_select(
-        col(ApiToken.id), col(ApiToken.scopes), col(ApiToken.last_used_at), col(ApiToken.revoked_at),
-        col(User.id), col(User.email), col(User.name), col(User.is_active), col(UserRole.role),
+        col(ApiToken.id),
+        col(ApiToken.scopes),
+        col(ApiToken.last_used_at),
+        col(ApiToken.revoked_at),
+        col(User.id),
+        col(User.email),
+        col(User.name),
+        col(User.is_active),
+        col(UserRole.role),
     )  # fmt: skip
     .join(User, col(User.id) == ApiToken.user_id)
     .outerjoin(UserRole, col(UserRole.user_id) == User.id)

@@ -221,7 +221,7 @@ def _record(
     # One round trip: the lock first, then (in that order on the server) what the grade needs to
     # know and the grade itself where the grader holds a place, as most saves do. Where the checks
     # below refuse it, the write section rolls the insert back.
-    locked, before, inserted = sql_batch.together(
+    locked, before, inserted, state = sql_batch.together(
         session,
         (_LOCK_DRAFT, {"draft_id": draft_id}),
         (_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}),
@@ -229,7 +229,9 @@ def _record(
             _insert_if_reserved_stmt(session.get_bind().dialect.name, tuple(values)),
             {f"v_{k}": v for k, v in values.items()},
         ),
+        queue_index.state_read(draft_id),  # for the next item, which a save-and-next reserves next
     )
+    queue_index.prefetch_state(session, state.first())
     draft = locked.first()
     if draft is None:
         raise NotFound(f"draft {draft_id} does not exist")

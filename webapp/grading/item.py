@@ -7,7 +7,6 @@ the grader's next draft, in a short committed write section (webapp.grading.writ
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
@@ -19,6 +18,7 @@ from sqlmodel import Session
 from webapp.auth.models import User
 from webapp.auth.service import Principal
 from webapp.db import table_of
+from webapp.grading import queue_index
 from webapp.grading.evidence import (
     JudgeLookup,
     kb_read,
@@ -33,8 +33,10 @@ from webapp.grading.queue import (
     CASES,
     DRAFTS,
     GRADES,
+    NOT_READ,
     SLOTS,
     BatchFilter,
+    Held,
     counts_from,
     counts_read,
     held_from,
@@ -159,9 +161,6 @@ def user_names(*, session: Session, user_ids: set[int]) -> dict[int, str]:
     return {int(u.id): (u.name or u.email) for u in rows}
 
 
-_NOT_READ: Any = object()
-
-
 def reserve_upcoming(
     *,
     session: Session,
@@ -169,14 +168,14 @@ def reserve_upcoming(
     grader_id: int,
     batch: BatchFilter,
     draft_id: int,
-    held: tuple[int, dt.datetime | None] | None = _NOT_READ,
+    held: Held | None = NOT_READ,
 ) -> int | None:
     """Return the grader's next draft after this one, reserving it now (in a short write section) unless already held.
 
     `held` is held_next(exclude=(draft_id,)) when the caller has read it already.
     """
     now = utcnow()
-    if held is _NOT_READ:
+    if held is NOT_READ:
         held = held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=(draft_id,))
     if held is not None and not needs_extension(spec=spec, expires=held[1], now=now):
         return held[0]
@@ -188,7 +187,7 @@ def reserve_upcoming(
             batch=batch,
             exclude=(draft_id,),
             now=now,
-            holds_none=held is None,
+            held=None if held is None else NOT_READ,
         )
 
 
@@ -228,11 +227,13 @@ def grading_item(
         (_GRADES_OF, {"draft_id": draft_id}),
         (_SLOTS_OF, {"draft_id": draft_id}),
         previous_read(grader_id=me, exclude_draft=draft_id),
+        queue_index.state_read(draft_id),  # for the queue reads of the second round trip
         *saved_reads,
     )
     row: Any = first[0].first()
     if row is None:
         return None
+    queue_index.prefetch_state(session, first[4].first())
     batch = replace(filters, run_id=row.run_id)
     draft = SimpleNamespace(
         id=row.id,
@@ -314,7 +315,7 @@ def grading_item(
     if saved is not None:
         extra = {
             "saved_draft_id": saved[0],
-            "saved_signals": signals_from(first[4:], confidence=saved[1], judge=judge)
+            "saved_signals": signals_from(first[5:], confidence=saved[1], judge=judge)
             if saved_reads
             else None,
         }

@@ -30,7 +30,15 @@ from webapp.grading.forms import (
 from webapp.grading.grades import save_grade
 from webapp.grading.item import grading_item, reserve_upcoming
 from webapp.grading.overview import batch_view, queues_view
-from webapp.grading.queue import SKIP_REASONS, BatchFilter, draft_basics, next_item, reserve_next, skip_draft
+from webapp.grading.queue import (
+    SKIP_REASONS,
+    BatchFilter,
+    draft_basics,
+    held_drafts,
+    next_item,
+    reserve_next,
+    skip_draft,
+)
 from webapp.grading.scores import validate_scores
 from webapp.grading.writes import write_section
 from webapp.spec import EvalSpec
@@ -154,12 +162,24 @@ def grading_page(
 def _reserve_following(
     session: Session, spec: EvalSpec, principal: Principal, batch: BatchFilter, draft_id: int, *, htmx: bool
 ) -> int | None:
-    """Reserve the grader's next draft after `draft_id` and, when htmx will show it now, the one after it."""
+    """Reserve the grader's next draft after `draft_id` and, when htmx will show it now, the one after it.
+
+    What the grader holds already is read once for both: usually the next draft, reserved while
+    they read this one.
+    """
+    me = principal.user_id
+    held = held_drafts(session=session, spec=spec, grader_id=me, batch=batch, exclude=(draft_id,))
     nxt = reserve_next(
-        session=session, spec=spec, grader_id=principal.user_id, batch=batch, exclude=(draft_id,)
+        session=session,
+        spec=spec,
+        grader_id=me,
+        batch=batch,
+        exclude=(draft_id,),
+        held=held[0] if held else None,
     )
     if nxt is not None and htmx:
-        reserve_upcoming(session=session, spec=spec, grader_id=principal.user_id, batch=batch, draft_id=nxt)
+        after = next((h for h in held if h[0] != nxt), None)
+        reserve_upcoming(session=session, spec=spec, grader_id=me, batch=batch, draft_id=nxt, held=after)
     return nxt
 
 

@@ -173,7 +173,7 @@ def _insert_ignore_stmt(dialect: str, table_name: str) -> Any:
 def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> int | None:
     """INSERT ... ON CONFLICT DO NOTHING into grading_slot or grade; the new row's id, or None when it did nothing."""
     stmt = _insert_ignore_stmt(session.get_bind().dialect.name, table.name)
-    return session.connection().execute(stmt, values).scalar()
+    return sql_batch.together(session, (stmt, values))[0].scalar()
 
 
 _RELEASE_EXPIRED = (
@@ -310,10 +310,22 @@ def held_next(
     exclude: Collection[int] = (),
 ) -> tuple[int, dt.datetime | None] | None:
     """Return the first draft of the batch the grader holds unsaved (not in `exclude`) with its expiry."""
+    held = held_drafts(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
+    return held[0] if held else None
+
+
+Held = tuple[int, dt.datetime | None]
+NOT_READ: Any = object()  # a `held` argument the caller has not read
+
+
+def held_drafts(
+    *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
+) -> list[Held]:
+    """Return the first two drafts of the batch the grader holds unsaved (not in `exclude`), in queue order."""
     (result,) = sql_batch.together(
         session, held_read(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     )
-    return held_from(result.first())
+    return [(int(row.id), row.expires_at) for row in result]
 
 
 def held_read(
@@ -339,19 +351,16 @@ def reserve_next(
     batch: BatchFilter,
     exclude: Collection[int] = (),
     now: dt.datetime | None = None,
-    holds_none: bool = False,
+    held: Held | None = NOT_READ,
 ) -> int | None:
     """Do what next_item does and return only the draft's id (the grading page pre-reserves with it).
 
-    holds_none=True when the caller has just seen (held_next) that the grader holds nothing to come back to.
+    `held` is held_next(exclude=exclude) when the caller has read it already (None: nothing held).
     """
     now = now or utcnow()
     window = dt.timedelta(minutes=spec.grading.reservation_minutes)
-    held = (
-        None
-        if holds_none
-        else held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
-    )
+    if held is NOT_READ:
+        held = held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     conn = session.connection()
     if held is not None:
         draft_id, expires = held

@@ -77,6 +77,32 @@ _STATE = core_select(
 )
 
 
+_RUN_DRAFTS = _DRAFTS.alias("run_drafts")
+# The same state, found from one of the run's drafts: read together with a request's first
+# statements (webapp.sql_batch) and kept for ensure (prefetch_state), it costs no round trip.
+_STATE_OF_DRAFT = core_select(
+    _DRAFTS.c.run_id,
+    core_select(func.max(_RUN_DRAFTS.c.id)).where(_RUN_DRAFTS.c.run_id == _DRAFTS.c.run_id).scalar_subquery(),
+    core_select(QUEUE_RUNS.c.graders_per_draft)
+    .where(QUEUE_RUNS.c.run_id == _DRAFTS.c.run_id)
+    .scalar_subquery(),
+    core_select(QUEUE_RUNS.c.last_draft_id).where(QUEUE_RUNS.c.run_id == _DRAFTS.c.run_id).scalar_subquery(),
+).where(_DRAFTS.c.id == bindparam("draft_id"))
+_PREFETCHED = "grading_queue_state"  # session.info: run_id -> the state read with other statements
+
+
+def state_read(draft_id: int) -> sql_batch.Item:
+    """The statement reading the queue state of a draft's run, to send with others; pass its row to prefetch_state."""
+    return (_STATE_OF_DRAFT, {"draft_id": draft_id})
+
+
+def prefetch_state(session: Session, row: Any) -> None:
+    """Keep a state_read row for this transaction's next ensure of that run (no row: the draft does not exist)."""
+    if row is not None:
+        run_id, last_draft, n, last_indexed = tuple(row)
+        session.info.setdefault(_PREFETCHED, {})[int(run_id)] = (last_draft, n, last_indexed)
+
+
 _LOCK_HELD = (
     "grading_queue_lock"  # session.info: the advisory lock this transaction holds ("shared"/"exclusive")
 )
@@ -195,6 +221,7 @@ _CURRENT = "grading_queue_current"
 @event.listens_for(Session, "after_transaction_end")
 def _forget_current(session: Session, transaction: Any) -> None:
     session.info.pop(_CURRENT, None)
+    session.info.pop(_PREFETCHED, None)
     # transaction-scoped advisory locks end with it (or with a savepoint rolled back): taken anew
     session.info.pop(_LOCK_HELD, None)
     if transaction.parent is None:  # the whole transaction ended (a rollback: its run totals go too)
@@ -229,7 +256,13 @@ def ensure(*, session: Session, run_id: int, graders_per_draft: int) -> None:
     known: set[tuple[int, int]] = session.info.setdefault(_CURRENT, set())
     if (run_id, graders_per_draft) in known:
         return
-    last_draft, n, last_indexed = session.connection().execute(_STATE, {"run_id": run_id}).one()
+    prefetched = session.info.get(_PREFETCHED, {}).pop(run_id, None)
+    if prefetched is not None:
+        last_draft, n, last_indexed = prefetched
+    else:
+        last_draft, n, last_indexed = tuple(
+            sql_batch.together(session, (_STATE, {"run_id": run_id}))[0].one()
+        )
     if last_draft is None:
         return
     if n == graders_per_draft and last_indexed is not None and last_indexed >= last_draft:
@@ -388,7 +421,9 @@ _ORDER = (QUEUE.c.position, QUEUE.c.sample_index, QUEUE.c.draft_id)
 
 @lru_cache(maxsize=64)
 def held_stmt(shape: Shape) -> Any:
-    """The first draft of the batch the grader holds a reservation of (no grade yet), with its expiry.
+    """The first two drafts of the batch the grader holds a reservation of (no grade yet), with their expiry.
+
+    Two: a save-and-next moves on to the first and shows the second as the one after it.
 
     The grader's open places (a handful) are read first, in a MATERIALIZED CTE, and only they are
     looked up in the queue: left to itself, PostgreSQL's planner walked the run's whole queue
@@ -405,7 +440,7 @@ def held_stmt(shape: Shape) -> Any:
         .select_from(mine.join(QUEUE, QUEUE.c.draft_id == mine.c.draft_id))
         .where(QUEUE.c.draft_id.not_in(bindparam("exclude", expanding=True)))
         .order_by(*_ORDER)
-        .limit(1)
+        .limit(2)
     )
 
 
