@@ -221,7 +221,7 @@ def _record(
     # One round trip: the lock first, then (in that order on the server) what the grade needs to
     # know and the grade itself where the grader holds a place, as most saves do. Where the checks
     # below refuse it, the write section rolls the insert back.
-    locked, before, inserted, state = sql_batch.together(
+    locked, before, inserted, state, queue_row = sql_batch.together(
         session,
         (_LOCK_DRAFT, {"draft_id": draft_id}),
         (_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}),
@@ -230,6 +230,7 @@ def _record(
             {f"v_{k}": v for k, v in values.items()},
         ),
         queue_index.state_read(draft_id),  # for the next item, which a save-and-next reserves next
+        queue_index.queue_row_read(draft_id),  # read under the draft's lock: see grade_added
     )
     queue_index.prefetch_state(session, state.first())
     draft = locked.first()
@@ -256,7 +257,9 @@ def _record(
     if slot_grade is not None or grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
     sql_batch.defer(session, _TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
-    queue_index.grade_added(session=session, draft_id=draft_id, grader_id=grader_id)
+    queue_index.grade_added(
+        session=session, draft_id=draft_id, grader_id=grader_id, queue_row=queue_row.first()
+    )
     # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
     grade = Grade(id=grade_id, **values)
     make_transient_to_detached(grade)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Integer, bindparam, delete, event, func, literal, text, update
@@ -386,11 +387,35 @@ def _grader_added_stmt(dialect: str) -> Any:
     )
 
 
-def grade_added(*, session: Session, draft_id: int, grader_id: int) -> None:
-    """Record a new grade of the draft by the grader."""
+_QUEUE_ROW = core_select(QUEUE.c.run_id, QUEUE.c.gradable, QUEUE.c.grades_in).where(
+    QUEUE.c.draft_id == bindparam("draft_id")
+)
+_UNREAD: Any = object()
+
+
+def queue_row_read(draft_id: int) -> sql_batch.Item:
+    """The statement reading a draft's queue row (run, gradable, grades in), to send with others; see grade_added."""
+    return (_QUEUE_ROW, {"draft_id": draft_id})
+
+
+def grade_added(*, session: Session, draft_id: int, grader_id: int, queue_row: Any = _UNREAD) -> None:
+    """Record a new grade of the draft by the grader.
+
+    `queue_row` is the queue_row_read row (None: the draft has no queue row yet) when the caller
+    read it in this transaction while holding the draft's row lock (webapp.grading.grades.lock_draft):
+    only a grade of that draft, made under the same lock, or a rebuild, which counts from the grades
+    themselves, changes grades_in. Then the counter update is sent with the next statement instead
+    of waiting for its answer.
+    """
     _lock(session, exclusive=False)
-    (result,) = sql_batch.together(session, (_GRADE_ADDED, {"d": draft_id}))
-    row: Any = result.first()
+    if queue_row is _UNREAD:
+        (result,) = sql_batch.together(session, (_GRADE_ADDED, {"d": draft_id}))
+        row: Any = result.first()
+    else:
+        sql_batch.defer(session, _GRADE_ADDED, {"d": draft_id})
+        row = queue_row and SimpleNamespace(
+            run_id=queue_row.run_id, gradable=queue_row.gradable, grades_in=queue_row.grades_in + 1
+        )
     if row is not None and row.gradable:
         params = {"r": row.run_id, "g": row.grades_in}
         if session.in_nested_transaction():  # a savepoint may roll back: no deferring past it
