@@ -379,19 +379,6 @@ def run_database(label: str, url: str, args: argparse.Namespace) -> None:
         proc.wait(timeout=30)
 
 
-def machine_speed() -> float:
-    """Seconds this interpreter takes for 10 million additions in a loop: a yardstick for the run.
-
-    The machine is shared: the same code measured minutes apart differed by 30-50%, and this
-    loop's time moved with it (0.65 s on a quiet machine, 0.85-1.1 s on a busy one).
-    """
-    t0 = time.perf_counter()
-    total = 0
-    for i in range(10_000_000):
-        total += i
-    return time.perf_counter() - t0
-
-
 def main() -> None:
     """Run the grading benchmark on SQLite and, with --pg-url, on PostgreSQL."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -404,16 +391,12 @@ def main() -> None:
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--port", type=int, default=0, help="port for the server (default: any free port)")
     args = parser.parse_args()
-    print(
-        f"bench_grading: serve --workers 2, {os.cpu_count()} CPU cores, {args.seconds:.0f} s per run; "
-        f"machine speed: 10M-step Python loop in {machine_speed():.2f} s (quiet: about 0.65 s)"
-    )
+    print(f"bench_grading: serve --workers 2, {os.cpu_count()} CPU cores, {args.seconds:.0f} s per run")
     if not args.skip_sqlite:
         with tempfile.TemporaryDirectory() as tmp:
             run_database("SQLite", f"sqlite:///{tmp}/bench.db", args)
     if args.pg_url:
         reset_postgres(args.pg_url)
-        print(f"\nmachine speed: 10M-step Python loop in {machine_speed():.2f} s")
         run_database("PostgreSQL", args.pg_url, args)
 
 
