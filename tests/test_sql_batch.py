@@ -111,8 +111,8 @@ def test_deferred_writes_go_before_the_next_statement_and_with_the_commit(
     with Session(engine) as other:
         assert other.connection().execute(select(ARTICLES.c.intent)).scalar() == "third"
     if engine.dialect.name == "postgresql":
-        # the two deferred updates in one round trip before the read, the third just before the COMMIT
-        assert [len(s) for s in seen] == [2, 1, 1, 1] and seen[-1] == ["COMMIT"]
+        # the two deferred updates in one round trip before the read, the third with the COMMIT
+        assert [len(s) for s in seen] == [2, 1, 2] and seen[-1][-1] == "COMMIT"
     else:  # SQLite runs each at once
         assert sum(1 for s in seen if s != ["COMMIT"]) == 4
     assert w.run.id is not None
@@ -207,3 +207,28 @@ def test_an_idle_pooled_connection_closed_by_the_server_is_replaced(
         assert pings == []  # a connection in steady use is not pinged
     finally:
         engine.dispose()
+
+
+def test_a_deferred_write_failing_at_the_commit_commits_nothing(
+    engine: Engine, session: Session, spec: EvalSpec
+) -> None:
+    w = build_world(session)
+    row = {
+        "draft_id": w.drafts[0].id,
+        "slot": 0,
+        "grader_id": w.bob.id,
+        "reserved_at": dt.datetime.now(dt.UTC),
+    }
+    stmt = update(ARTICLES).values(intent=bindparam("t"))
+    with pytest.raises(exc.IntegrityError):
+        sql_batch.defer(session, stmt, {"t": "lost with the commit"})
+        sql_batch.defer(session, insert(SLOTS), row)
+        sql_batch.defer(session, insert(SLOTS), row)  # SQLite raises here, PostgreSQL at the commit
+        session.commit()
+    session.rollback()
+    with Session(engine) as other:
+        assert (
+            "lost with the commit"
+            not in other.connection().execute(select(ARTICLES.c.intent)).scalars().all()
+        )
+        assert other.connection().execute(select(SLOTS.c.id)).all() == []

@@ -17,9 +17,10 @@ is kept per statement object):
 - `defer(session, stmt, params)` is a write whose result nobody reads (a counter, a history
   row). On PostgreSQL it waits on the connection and goes out in front of the connection's next
   statement, whichever code sends it (a SQLAlchemy hook sends what is pending before any other
-  statement, savepoint or commit); a rollback drops it. On SQLite it runs at once. An error in a
-  deferred statement is raised where it is sent, which may be the next statement or the commit:
-  defer only statements that cannot fail short of a bug or a lost connection.
+  statement or savepoint, and together with the COMMIT in one round trip); a rollback drops it.
+  On SQLite it runs at once. An error in a deferred statement is raised where it is sent, which
+  may be the next statement or the commit: defer only statements that cannot fail short of a bug
+  or a lost connection.
 
 `observe(engine, fn)` shows everything an engine's connections send, in the order sent: each
 round trip as the list of its statements (several for a pipeline; ["COMMIT"] for a commit).
@@ -211,8 +212,12 @@ def _before_statement(conn: Connection, _cursor: Any, statement: str, *_args: An
 
 @event.listens_for(Engine, "commit")
 def _before_commit(conn: Connection) -> None:
-    _send_pending(conn)
-    if _observers:
+    if conn.info.get(_PENDING):
+        # The pending writes and the COMMIT in one round trip; the driver's own commit, which
+        # SQLAlchemy calls next, then finds no transaction open and sends nothing.
+        conn.info[_PENDING].append(("COMMIT", {}))
+        _send_pending(conn)
+    elif _observers:
         _report(conn, ["COMMIT"])
 
 
