@@ -199,6 +199,33 @@ def test_drafts_added_later_are_appended_and_reimport_rebuilds(
     assert_index_exact(session, run_id, spec.grading.graders_per_draft)
 
 
+def test_a_state_read_before_drafts_were_added_is_not_trusted(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    """prefetch_state keeps a state read with other statements; drafts added after it make ensure read again.
+
+    (The flush that writes them ends a subtransaction, and queue_index forgets the state with it.)
+    """
+    run_id = world.run.id
+    assert run_id is not None
+    batch = BatchFilter(run_id=run_id)
+    next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)  # type: ignore[arg-type]
+    session.commit()
+    stmt, params = queue_index.state_read(world.drafts[0].id)  # type: ignore[arg-type]
+    queue_index.prefetch_state(session, session.connection().execute(stmt, params).first())
+    extra = Draft(
+        run_id=run_id,
+        case_pk=world.drafts[0].case_pk,
+        sample_index=1,
+        draft_text="Another draft.",
+        citations=[],
+    )
+    session.add(extra)  # not flushed yet: ensure flushes it, after the state was read
+    counts = batch_counts(session=session, spec=spec, batch=batch, grader_id=world.alice.id)  # type: ignore[arg-type]
+    assert counts.drafts == 7
+    assert_index_exact(session, run_id, spec.grading.graders_per_draft)
+
+
 def test_a_new_graders_per_draft_rebuilds_the_index(
     session: Session, spec: EvalSpec, world: GradingWorld
 ) -> None:
@@ -308,13 +335,21 @@ def test_the_run_total_is_owed_until_commit_read_in_the_transaction_and_dropped_
 
     def stored_total() -> int:
         row = session.exec(
-            select(GradingQueueRun).where(GradingQueueRun.run_id == run_id).execution_options(populate_existing=True)
+            select(GradingQueueRun)
+            .where(GradingQueueRun.run_id == run_id)
+            .execution_options(populate_existing=True)
         ).one()
         return row.grades_done
 
     next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)  # type: ignore[arg-type]
     session.commit()
-    grade = {"session": session, "spec": spec, "draft_id": world.drafts[0].id, "scores": scores(spec), "now": T0}
+    grade = {
+        "session": session,
+        "spec": spec,
+        "draft_id": world.drafts[0].id,
+        "scores": scores(spec),
+        "now": T0,
+    }
     record_grade(grader_id=world.alice.id, **grade)  # type: ignore[arg-type]
     assert stored_total() == 0  # owed: not yet written
     assert batch_counts(session=session, spec=spec, batch=batch).grades_done == 1  # a reader settles it
