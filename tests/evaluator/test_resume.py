@@ -175,3 +175,44 @@ class TestAbortAndResume:
         result = evaluate("--resume", "nope", base=False)
         assert result.exit_code == 2
         assert "no run 'nope'" in result.output
+
+
+def test_an_abort_waits_for_the_case_files_of_completed_cases(
+    fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while a finished case's file is still being written: the aborted document calls the
+    case completed, so its file must be there when the run stops (the write was once dropped)."""
+    import asyncio
+
+    from webapp.evaluator import execution
+    from webapp.evaluator.preparation import EvalOptions, prepare
+
+    real_write = execution.write_text_atomic
+
+    def slow_write(path: Path, text: str) -> None:
+        time.sleep(0.3)  # the abort arrives while this write is under way
+        real_write(path, text)
+
+    monkeypatch.setattr(execution, "write_text_atomic", slow_write)
+    options = EvalOptions(
+        dataset=dataset, system_prompt=prompt_file, output_dir=tmp_path / "o", base_url=fake.base_url, api_key="k"
+    )
+    prepared = prepare(options)
+    client = execution.make_client(options, {})
+
+    async def go() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        try:
+            await execution.execute(prepared, client, on_case=lambda result: task.cancel())
+        finally:
+            await client.close()
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())
+    doc = only_run(tmp_path / "o")
+    assert doc["status"] == "aborted"
+    finished = [r for r in doc["test_case_results"] if r["status"] == "completed"]
+    assert finished
+    for r in finished:
+        assert (prepared.run_dir / case_file_name(r["test_case_id"])).is_file()

@@ -320,10 +320,17 @@ async def execute(
     journal = Journal(run_dir / JOURNAL)
     last_write = time.monotonic()
 
+    writes: set[asyncio.Future[None]] = set()
+
     async def write_off_loop(path: Path, text: str) -> None:
         # Encoding happens here on the loop; the write and its fsync run in a thread so they never
-        # stall calls in flight. Each case file is written once, so no two writes race.
-        await asyncio.to_thread(write_text_atomic, path, text)
+        # stall calls in flight. Each case file is written once, so no two writes race. Shielded:
+        # a Ctrl-C while the write waits for a thread must not drop it (the case is already
+        # marked completed in the document), and the abort below waits for it.
+        write = asyncio.ensure_future(asyncio.to_thread(write_text_atomic, path, text))
+        writes.add(write)
+        write.add_done_callback(writes.discard)
+        await asyncio.shield(write)
 
     async def one(case: TestCase, index: int) -> None:
         nonlocal last_write
@@ -359,6 +366,8 @@ async def execute(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # every case the document calls completed has its file (a cancelled case's write went on)
+        await asyncio.gather(*writes, return_exceptions=True)
         aggregation.finish_document(doc, p.rubric, aborted=True)
         doc.cache = client.cache_report()
         write_artifact(run_dir / MAIN_ARTIFACT, doc)
