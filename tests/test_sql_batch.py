@@ -18,8 +18,9 @@ from webapp.flows import JUDGE
 from webapp.grading import queue_index
 from webapp.grading.evidence import _DRAFT_CHECKS, kb_read
 from webapp.grading.grades import record_grade
-from webapp.grading.item import _GRADES_OF, _ITEM, _REFERENCE, _SLOTS_OF, previous_read
+from webapp.grading.item import _ITEM, _REFERENCE, _SLOTS_OF, previous_read
 from webapp.grading.models import GradingSlot
+from webapp.grading.outcome import GRADES_OF as _GRADES_OF
 from webapp.grading.queue import BatchFilter, next_item
 from webapp.kb.models import KbArticle
 from webapp.spec import EvalSpec
@@ -142,14 +143,19 @@ def test_savepoint_rollback_undoes_writes_deferred_inside_it(
         assert "inside" not in other.connection().execute(select(ARTICLES.c.intent)).scalars().all()
 
 
-def test_a_failing_deferred_write_is_raised_where_it_is_sent(session: Session, spec: EvalSpec) -> None:
-    w = build_world(session)
-    row = {
+def _bobs_place(w: Any) -> dict[str, Any]:
+    """A grading_slot row: inserting it twice breaks a unique constraint."""
+    return {
         "draft_id": w.drafts[0].id,
         "slot": 0,
         "grader_id": w.bob.id,
         "reserved_at": dt.datetime.now(dt.UTC),
     }
+
+
+def test_a_failing_deferred_write_is_raised_where_it_is_sent(session: Session, spec: EvalSpec) -> None:
+    w = build_world(session)
+    row = _bobs_place(w)
     sql_batch.defer(session, insert(SLOTS), row)
     with pytest.raises(exc.IntegrityError) as raised:
         sql_batch.defer(
@@ -213,12 +219,7 @@ def test_a_deferred_write_failing_at_the_commit_commits_nothing(
     engine: Engine, session: Session, spec: EvalSpec
 ) -> None:
     w = build_world(session)
-    row = {
-        "draft_id": w.drafts[0].id,
-        "slot": 0,
-        "grader_id": w.bob.id,
-        "reserved_at": dt.datetime.now(dt.UTC),
-    }
+    row = _bobs_place(w)
     stmt = update(ARTICLES).values(intent=bindparam("t"))
     with pytest.raises(exc.IntegrityError):
         sql_batch.defer(session, stmt, {"t": "lost with the commit"})

@@ -50,6 +50,14 @@ _PENDING = "sql_batch_pending"  # Connection.info key: deferred (sql, params) pa
 _MAX_PLANS = 1024
 
 
+def _processed(values: dict[str, Any], processors: Mapping[str, Callable[[Any], Any]]) -> dict[str, Any]:
+    """Apply SQLAlchemy's bind processors (JSON encoding and the like) to the parameters that have one."""
+    for name, proc in processors.items():
+        if name in values:
+            values[name] = proc(values[name])
+    return values
+
+
 class _Plan:
     """A statement compiled once for a dialect: its SQL, how to bind parameters, how to read rows."""
 
@@ -74,15 +82,8 @@ class _Plan:
         """Return the SQL and the driver's parameters for one execution."""
         if self.expanding:
             state = self.compiled.construct_expanded_state(dict(params))
-            values = dict(state.parameters)
-            for name, proc in state.processors.items():
-                if name in values:
-                    values[name] = proc(values[name])
-            return state.statement, values
-        values = self.compiled.construct_params(params)
-        for name, proc in self.binds.items():
-            if name in values:
-                values[name] = proc(values[name])
+            return state.statement, _processed(dict(state.parameters), state.processors)
+        values = _processed(self.compiled.construct_params(params), self.binds)
         sql = self.fixed_sql
         if sql is None:
             sql = self.compiled.construct_expanded_state(dict(params)).statement
@@ -106,14 +107,14 @@ class _Plan:
         return IteratorResult(meta, iter(cursor.fetchall()))
 
 
-_plans: dict[tuple[int, Executable, tuple[str, ...]], _Plan] = {}
+_plans: dict[tuple[Dialect, Executable, tuple[str, ...]], _Plan] = {}
 
 
 def _plan(stmt: Executable, dialect: Dialect, params: Params) -> _Plan:
-    # Keyed by the statement object (kept alive by the key, so its id cannot be reused), the
-    # dialect and the parameter names.
+    # Keyed by the dialect and statement objects (kept alive by the key, so no id is reused) and
+    # the parameter names.
     names = tuple(sorted(params))
-    key = (id(dialect), stmt, names)
+    key = (dialect, stmt, names)
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) >= _MAX_PLANS:  # statements built per call would grow it: start again

@@ -23,7 +23,8 @@ from webapp.grading import pages
 from webapp.grading.adjudication import highlight, list_adjudications
 from webapp.grading.errors import AlreadyGraded, GradeInvalid
 from webapp.grading.evidence import cited_kb_texts, model_signals
-from webapp.grading.grades import lock_draft, previous_grade, record_grade
+from webapp.grading.grades import lock_draft, record_grade
+from webapp.grading.item import previous_draft
 from webapp.grading.models import Grade, GradingSkip, GradingSlot
 from webapp.grading.progress import batch_progress, grading_pace
 from webapp.grading.queue import BatchFilter, batch_counts, claim_slot, next_item, skip_counts, skip_draft
@@ -148,13 +149,13 @@ class TestPreviousGrade:
             scores=scores(spec),
             now=t + dt.timedelta(minutes=1),
         )  # type: ignore[arg-type]
-        prev = previous_grade(session=session, spec=spec, grader_id=w.alice.id)
-        assert prev is not None and prev.draft_id == d1
+        # the grading page's "Previous" (-1: no draft on screen)
+        assert previous_draft(session=session, spec=spec, grader_id=w.alice.id, exclude_draft=-1) == d1
         # Once the draft has its second grade it is evaluated: no longer offered (and not the one before either).
         record_grade(session=session, spec=spec, draft_id=d1, grader_id=w.bob.id, scores=scores(spec))  # type: ignore[arg-type]
-        assert previous_grade(session=session, spec=spec, grader_id=w.alice.id) is None
+        assert previous_draft(session=session, spec=spec, grader_id=w.alice.id, exclude_draft=-1) is None
         # The draft on screen is never its own "previous".
-        assert previous_grade(session=session, spec=spec, grader_id=w.bob.id, exclude_draft=d1) is None
+        assert previous_draft(session=session, spec=spec, grader_id=w.bob.id, exclude_draft=d1) is None
 
 
 class TestGradingPace:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, insert, update
+from sqlalchemy import bindparam, exists, insert, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import aliased, make_transient_to_detached
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from webapp import sql_batch
@@ -24,13 +24,12 @@ from webapp.grading.models import (
     GradeChange,
 )
 from webapp.grading.outcome import evaluate_draft
-from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, draft_basics, insert_ignore
+from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignore
 from webapp.grading.scores import Scores, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
 
-GradeOfDraft = aliased(Grade)
 ADJUDICATIONS = table_of(Adjudication)
 CHANGES = table_of(GradeChange)
 
@@ -372,34 +371,6 @@ def returned_grades(*, session: Session, grader_id: int) -> list[Grade]:
     )
 
 
-def previous_grade(
-    *, session: Session, spec: EvalSpec, grader_id: int, exclude_draft: int | None = None
-) -> Grade | None:
-    """Return the grader's last grade when it may still be revised: its draft still waits for other grades.
-
-    Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
-    draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
-    """
-    others = select(func.count()).where(col(Grade.draft_id) == col(GradeOfDraft.draft_id)).scalar_subquery()
-    row = session.exec(
-        select(GradeOfDraft, others)
-        .where(
-            GradeOfDraft.grader_id == grader_id,
-            *([GradeOfDraft.draft_id != exclude_draft] if exclude_draft else []),
-        )
-        .order_by(col(GradeOfDraft.created_at).desc(), col(GradeOfDraft.id).desc())
-        .limit(1)
-    ).first()
-    if row is None or row[0].status != "submitted":
-        return None
-    last, n = row
-    # The lock rule (grade_lock) must allow the revision too; a draft still short of grades has no
-    # adjudication, so today this only guards against a future rule.
-    if int(n) >= spec.grading.graders_per_draft or grade_lock(session=session, grade=last) is not None:
-        return None
-    return last
-
-
 @dataclass(frozen=True)
 class Saved:
     """What save_grade did: the grade, whether it is new, the draft's run and confidence, and its outcome now.
@@ -428,6 +399,6 @@ def save_grade(*, session: Session, spec: EvalSpec, draft_id: int, grader_id: in
         if own is None or own.id is None:
             raise
         grade = revise_grade(session=session, spec=spec, grade_id=own.id, grader_id=grader_id, scores=scores)
-        row = draft_basics(session=session, draft_id=draft_id)
-        assert row is not None  # the grade's draft, locked by revise_grade
-        return Saved(grade=grade, created=False, run_id=row[0], confidence=row[1])
+        draft = session.get(Draft, draft_id)  # loaded by revise_grade: no query
+        assert draft is not None
+        return Saved(grade=grade, created=False, run_id=draft.run_id, confidence=draft.confidence)

@@ -28,19 +28,18 @@ from webapp.grading.evidence import (
     signals_reads,
 )
 from webapp.grading.grades import ADJUDICATIONS, CHANGES, lock_reason, sees_all_grades
-from webapp.grading.models import FinalGrade, ReferenceVersion
+from webapp.grading.models import ReferenceVersion
+from webapp.grading.outcome import ADJUDICATION_OF, FINAL_OF, GRADES_OF
 from webapp.grading.queue import (
     CASES,
     DRAFTS,
     GRADES,
-    NOT_READ,
     SLOTS,
     BatchFilter,
     Held,
     counts_from,
     counts_read,
     held_from,
-    held_next,
     held_read,
     needs_extension,
     reserve_next,
@@ -53,7 +52,6 @@ from webapp.sql_batch import Item, together
 from webapp.timeutil import as_utc, utcnow
 
 _RUNS = table_of(Run)
-_FINALS = table_of(FinalGrade)
 _REFERENCES = table_of(ReferenceVersion)
 _USERS = table_of(User)
 
@@ -79,12 +77,9 @@ _ITEM = (
     .join(_RUNS, _RUNS.c.id == DRAFTS.c.run_id)
     .where(DRAFTS.c.id == _DRAFT)
 )
-_GRADES_OF = core_select(GRADES).where(GRADES.c.draft_id == _DRAFT).order_by(GRADES.c.id)
 _SLOTS_OF = core_select(SLOTS.c.grader_id, SLOTS.c.grade_id, SLOTS.c.expires_at).where(
     SLOTS.c.draft_id == _DRAFT
 )
-_ADJUDICATION_OF = core_select(ADJUDICATIONS).where(ADJUDICATIONS.c.draft_id == _DRAFT)
-_FINAL_OF = core_select(_FINALS).where(_FINALS.c.draft_id == _DRAFT)
 _HISTORY_ALL = (
     core_select(CHANGES)
     .join(GRADES, GRADES.c.id == CHANGES.c.grade_id)
@@ -97,7 +92,7 @@ _REFERENCE = (
     core_select(
         _REFERENCES,
         # its author's display name comes along: most grading pages name nobody else
-        core_select(func.coalesce(_USERS.c.name, _USERS.c.email))
+        core_select(func.coalesce(func.nullif(_USERS.c.name, ""), _USERS.c.email))  # as user_names
         .where(_USERS.c.id == _REFERENCES.c.author_id)
         .scalar_subquery()
         .label("author_name"),
@@ -168,15 +163,13 @@ def reserve_upcoming(
     grader_id: int,
     batch: BatchFilter,
     draft_id: int,
-    held: Held | None = NOT_READ,
+    held: Held | None,
 ) -> int | None:
     """Return the grader's next draft after this one, reserving it now (in a short write section) unless already held.
 
-    `held` is held_next(exclude=(draft_id,)) when the caller has read it already.
+    `held` is held_next(exclude=(draft_id,)), read by the caller with its other reads.
     """
     now = utcnow()
-    if held is NOT_READ:
-        held = held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=(draft_id,))
     if held is not None and not needs_extension(spec=spec, expires=held[1], now=now):
         return held[0]
     with write_section(session):
@@ -187,7 +180,7 @@ def reserve_upcoming(
             batch=batch,
             exclude=(draft_id,),
             now=now,
-            held=None if held is None else NOT_READ,
+            held=held,  # extended there when it is one
         )
 
 
@@ -224,7 +217,7 @@ def grading_item(
     first = together(
         session,
         (_ITEM, {"draft_id": draft_id}),
-        (_GRADES_OF, {"draft_id": draft_id}),
+        (GRADES_OF, {"draft_id": draft_id}),
         (_SLOTS_OF, {"draft_id": draft_id}),
         previous_read(grader_id=me, exclude_draft=draft_id),
         queue_index.state_read(draft_id),  # for the queue reads of the second round trip
@@ -276,9 +269,9 @@ def grading_item(
     if slot is not None:
         second.append(held_read(session=session, spec=spec, grader_id=me, batch=batch, exclude=(draft_id,)))
     if grades:  # a draft nobody graded has no outcome and no history
-        second.append((_ADJUDICATION_OF, {"draft_id": draft_id}))
+        second.append((ADJUDICATION_OF, {"draft_id": draft_id}))
         if see_all:
-            second += [(_FINAL_OF, {"draft_id": draft_id}), (_HISTORY_ALL, {"draft_id": draft_id})]
+            second += [(FINAL_OF, {"draft_id": draft_id}), (_HISTORY_ALL, {"draft_id": draft_id})]
         elif own is not None:
             second.append((_HISTORY_OWN, {"draft_id": draft_id, "grader_id": me}))
     results = iter(together(session, *second))

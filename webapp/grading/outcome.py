@@ -24,16 +24,15 @@ from webapp.timeutil import utcnow
 
 
 def upsert_final(session: Session, draft_id: int, values: dict[str, Any]) -> FinalGrade:
-    """Set the draft's final grade (insert or update); callers run webapp.flows.after_grading afterwards."""
-    final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).first()
-    if final is None:
-        final = FinalGrade(draft_id=draft_id, **values)
-    else:
-        for key, value in values.items():
-            setattr(final, key, value)
-    session.add(final)
+    """Set the draft's final grade (insert or update) and return it; callers run webapp.flows.after_grading afterwards.
+
+    The same upsert as a final grade by agreement (evaluate_draft), run now rather than deferred.
+    """
     session.flush()
-    return final
+    stmt = _upsert_stmt(session.get_bind().dialect.name, _FINALS.name)
+    session.connection().execute(stmt, {"draft_id": draft_id, **values})
+    _expire_loaded(session, draft_id)
+    return session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).one()
 
 
 _GRADES = table_of(Grade)
@@ -53,9 +52,10 @@ _SHORT_OF_GRADES = core_select(
 
 _FINALS = table_of(FinalGrade)
 _DRAFT = bindparam("draft_id")
-_ADJUDICATION_OF = core_select(_ADJUDICATIONS.c.status).where(_ADJUDICATIONS.c.draft_id == _DRAFT)
-_GRADES_OF = core_select(_GRADES).where(_GRADES.c.draft_id == _DRAFT).order_by(_GRADES.c.id)
-_FINAL_OF = core_select(_FINALS.c.id).where(_FINALS.c.draft_id == _DRAFT)
+# A draft's grades, adjudication and final grade: read here and by the grading page (webapp.grading.item).
+GRADES_OF = core_select(_GRADES).where(_GRADES.c.draft_id == _DRAFT).order_by(_GRADES.c.id)
+ADJUDICATION_OF = core_select(_ADJUDICATIONS).where(_ADJUDICATIONS.c.draft_id == _DRAFT)
+FINAL_OF = core_select(_FINALS).where(_FINALS.c.draft_id == _DRAFT)
 # (a write's parameters may not share a column's name: "d", not "draft_id")
 _DISSOLVE = (
     update(_ADJUDICATIONS)
@@ -84,10 +84,6 @@ def _upsert_stmt(dialect: str, table_name: str) -> Any:
     )
 
 
-def _write(session: Session, stmt: Any, params: dict[str, Any]) -> None:
-    sql_batch.defer(session, stmt, params)
-
-
 def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.datetime | None = None) -> str:
     """Recompute a draft's outcome from its grades; return needs_grades, rework, in_adjudication or final.
 
@@ -105,9 +101,10 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
         return "needs_grades"
     params = {"draft_id": draft_id}
     adjudication_result, grades_result, final_result = sql_batch.together(
-        session, (_ADJUDICATION_OF, params), (_GRADES_OF, params), (_FINAL_OF, params)
+        session, (ADJUDICATION_OF, params), (GRADES_OF, params), (FINAL_OF, params)
     )
-    adjudication: str | None = adjudication_result.scalar()
+    adjudication_row: Any = adjudication_result.first()
+    adjudication: str | None = adjudication_row.status if adjudication_row is not None else None
     grades: list[Any] = list(grades_result.all())
     has_final = final_result.first() is not None
     if adjudication == "resolved":
@@ -116,7 +113,7 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     dialect = session.get_bind().dialect.name
     if any(g.status == "returned" for g in grades):
         if adjudication is not None:
-            _write(session, _REWORK, {"d": draft_id})
+            sql_batch.defer(session, _REWORK, {"d": draft_id})
         return "rework"
     if len(grades) < spec.grading.graders_per_draft:
         return "needs_grades"
@@ -137,13 +134,13 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
             "note": None,
             "decided_at": now,
         }
-        _write(session, _upsert_stmt(dialect, _FINALS.name), final)
+        sql_batch.defer(session, _upsert_stmt(dialect, _FINALS.name), final)
         if adjudication in ("open", "rework"):
             # the reworked grades now agree: no decision needed
-            _write(session, _DISSOLVE, {"d": draft_id, "at": now})
+            sql_batch.defer(session, _DISSOLVE, {"d": draft_id, "at": now})
         return "final"
     if has_final:
-        _write(session, _DROP_FINAL, {"d": draft_id})  # a revision broke an earlier agreement
+        sql_batch.defer(session, _DROP_FINAL, {"d": draft_id})  # a revision broke an earlier agreement
     opened = {
         "draft_id": draft_id,
         "status": "open",
@@ -151,7 +148,7 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
         "opened_at": now,
         "resolved_at": None,
     }
-    _write(session, _upsert_stmt(dialect, _ADJUDICATIONS.name), opened)
+    sql_batch.defer(session, _upsert_stmt(dialect, _ADJUDICATIONS.name), opened)
     return "in_adjudication"
 
 

@@ -325,7 +325,7 @@ def held_drafts(
     (result,) = sql_batch.together(
         session, held_read(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     )
-    return [(int(row.id), row.expires_at) for row in result]
+    return [held for row in result if (held := held_from(row)) is not None]
 
 
 def held_read(
@@ -338,7 +338,7 @@ def held_read(
     return (queue_index.held_stmt(batch.shape), params)
 
 
-def held_from(row: Any) -> tuple[int, dt.datetime | None] | None:
+def held_from(row: Any) -> Held | None:
     """Return held_next's answer from the row of held_read's statement."""
     return (int(row.id), row.expires_at) if row is not None else None
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Integer, bindparam, delete, event, func, literal, text, update
@@ -67,27 +66,23 @@ PG_QUEUE_LOCK_KEY = 0x47515545  # "GQUE"
 
 Shape = tuple[bool, bool, bool, bool | None]
 
-_STATE = core_select(
-    core_select(func.max(_DRAFTS.c.id)).where(_DRAFTS.c.run_id == bindparam("run_id")).scalar_subquery(),
-    core_select(QUEUE_RUNS.c.graders_per_draft)
-    .where(QUEUE_RUNS.c.run_id == bindparam("run_id"))
-    .scalar_subquery(),
-    core_select(QUEUE_RUNS.c.last_draft_id)
-    .where(QUEUE_RUNS.c.run_id == bindparam("run_id"))
-    .scalar_subquery(),
-)
+
+def _state_of(run_id: Any, drafts: Any) -> list[Any]:
+    """The run's last draft id, and the graders_per_draft and last draft its queue rows were built for."""
+    return [
+        core_select(func.max(drafts.c.id)).where(drafts.c.run_id == run_id).scalar_subquery(),
+        core_select(QUEUE_RUNS.c.graders_per_draft).where(QUEUE_RUNS.c.run_id == run_id).scalar_subquery(),
+        core_select(QUEUE_RUNS.c.last_draft_id).where(QUEUE_RUNS.c.run_id == run_id).scalar_subquery(),
+    ]
 
 
-_RUN_DRAFTS = _DRAFTS.alias("run_drafts")
+_STATE = core_select(*_state_of(bindparam("run_id"), _DRAFTS))
+
+
 # The same state, found from one of the run's drafts: read together with a request's first
 # statements (webapp.sql_batch) and kept for ensure (prefetch_state), it costs no round trip.
 _STATE_OF_DRAFT = core_select(
-    _DRAFTS.c.run_id,
-    core_select(func.max(_RUN_DRAFTS.c.id)).where(_RUN_DRAFTS.c.run_id == _DRAFTS.c.run_id).scalar_subquery(),
-    core_select(QUEUE_RUNS.c.graders_per_draft)
-    .where(QUEUE_RUNS.c.run_id == _DRAFTS.c.run_id)
-    .scalar_subquery(),
-    core_select(QUEUE_RUNS.c.last_draft_id).where(QUEUE_RUNS.c.run_id == _DRAFTS.c.run_id).scalar_subquery(),
+    _DRAFTS.c.run_id, *_state_of(_DRAFTS.c.run_id, _DRAFTS.alias("run_drafts"))
 ).where(_DRAFTS.c.id == bindparam("draft_id"))
 _PREFETCHED = "grading_queue_state"  # session.info: run_id -> the state read with other statements
 
@@ -251,6 +246,11 @@ def carry_over(session: Session) -> Callable[[], None]:
     return restore
 
 
+def _read_state(session: Session, run_id: int) -> tuple[Any, Any, Any]:
+    last_draft, n, last_indexed = tuple(sql_batch.together(session, (_STATE, {"run_id": run_id}))[0].one())
+    return last_draft, n, last_indexed
+
+
 def ensure(*, session: Session, run_id: int, graders_per_draft: int) -> None:
     """Make the run's queue rows current (one indexed read when they are; see the module docstring)."""
     session.flush()  # drafts added through the ORM in this transaction count
@@ -261,9 +261,7 @@ def ensure(*, session: Session, run_id: int, graders_per_draft: int) -> None:
     if prefetched is not None:
         last_draft, n, last_indexed = prefetched
     else:
-        last_draft, n, last_indexed = tuple(
-            sql_batch.together(session, (_STATE, {"run_id": run_id}))[0].one()
-        )
+        last_draft, n, last_indexed = _read_state(session, run_id)
     if last_draft is None:
         return
     if n == graders_per_draft and last_indexed is not None and last_indexed >= last_draft:
@@ -279,7 +277,7 @@ def ensure(*, session: Session, run_id: int, graders_per_draft: int) -> None:
     if n is None and session.get_bind().dialect.name == "postgresql":
         # the run's first build, waited for: another request may have built it meanwhile (50
         # graders opening a new run at once made 50 builds in a row without this second look)
-        last_draft, n, last_indexed = session.connection().execute(_STATE, {"run_id": run_id}).one()
+        last_draft, n, last_indexed = _read_state(session, run_id)
         if n == graders_per_draft and last_indexed is not None and last_indexed >= last_draft:
             known.add((run_id, graders_per_draft))
             return
@@ -326,12 +324,7 @@ _PLACES = (
         ),
     )
 )
-_GRADE_ADDED = (
-    update(QUEUE)
-    .where(QUEUE.c.draft_id == bindparam("d"))
-    .values(grades_in=QUEUE.c.grades_in + 1)
-    .returning(QUEUE.c.run_id, QUEUE.c.gradable, QUEUE.c.grades_in)
-)
+_GRADE_ADDED = update(QUEUE).where(QUEUE.c.draft_id == bindparam("d")).values(grades_in=QUEUE.c.grades_in + 1)
 # The run's total moves when the grade is one of the draft's first graders_per_draft (grades_in
 # after _GRADE_ADDED). One row per run that every save changes: on PostgreSQL its row lock is held
 # from the UPDATE to the commit, and run early in the save it serialized all graders of the run
@@ -390,7 +383,6 @@ def _grader_added_stmt(dialect: str) -> Any:
 _QUEUE_ROW = core_select(QUEUE.c.run_id, QUEUE.c.gradable, QUEUE.c.grades_in).where(
     QUEUE.c.draft_id == bindparam("draft_id")
 )
-_UNREAD: Any = object()
 
 
 def queue_row_read(draft_id: int) -> sql_batch.Item:
@@ -398,26 +390,19 @@ def queue_row_read(draft_id: int) -> sql_batch.Item:
     return (_QUEUE_ROW, {"draft_id": draft_id})
 
 
-def grade_added(*, session: Session, draft_id: int, grader_id: int, queue_row: Any = _UNREAD) -> None:
+def grade_added(*, session: Session, draft_id: int, grader_id: int, queue_row: Any) -> None:
     """Record a new grade of the draft by the grader.
 
-    `queue_row` is the queue_row_read row (None: the draft has no queue row yet) when the caller
-    read it in this transaction while holding the draft's row lock (webapp.grading.grades.lock_draft):
-    only a grade of that draft, made under the same lock, or a rebuild, which counts from the grades
-    themselves, changes grades_in. Then the counter update is sent with the next statement instead
-    of waiting for its answer.
+    `queue_row` is the queue_row_read row (None: the draft has no queue row yet), read in this
+    transaction while holding the draft's row lock (webapp.grading.grades.lock_draft): only a grade
+    of that draft, made under the same lock, or a rebuild, which counts from the grades themselves,
+    changes grades_in. So the counter update is sent with the next statement instead of waiting
+    for its answer.
     """
     _lock(session, exclusive=False)
-    if queue_row is _UNREAD:
-        (result,) = sql_batch.together(session, (_GRADE_ADDED, {"d": draft_id}))
-        row: Any = result.first()
-    else:
-        sql_batch.defer(session, _GRADE_ADDED, {"d": draft_id})
-        row = queue_row and SimpleNamespace(
-            run_id=queue_row.run_id, gradable=queue_row.gradable, grades_in=queue_row.grades_in + 1
-        )
-    if row is not None and row.gradable:
-        params = {"r": row.run_id, "g": row.grades_in}
+    sql_batch.defer(session, _GRADE_ADDED, {"d": draft_id})
+    if queue_row is not None and queue_row.gradable:
+        params = {"r": queue_row.run_id, "g": queue_row.grades_in + 1}  # grades_in after this grade
         if session.in_nested_transaction():  # a savepoint may roll back: no deferring past it
             session.connection().execute(_RUN_GRADE_ADDED, params)
         else:
