@@ -11,9 +11,11 @@ is kept per statement object):
 
 - `together(session, (stmt, params), ...)` runs the statements in order and returns their
   results (SQLAlchemy `Result`s with the rows already fetched). On PostgreSQL they go in one
-  psycopg pipeline; the server still runs them one after another, each with its own snapshot,
-  exactly as if they had been sent one by one: only the waits between them go. On SQLite they
-  run one by one through SQLAlchemy.
+  libpq pipeline with one flush (`webapp.pg_pipeline`, which also prepares statements a
+  connection has seen before and opens the transaction in the same round trip); the server
+  still runs them one after another, each with its own snapshot, exactly as if they had been
+  sent one by one: only the waits between them go. On SQLite they run one by one through
+  SQLAlchemy.
 - `defer(session, stmt, params)` is a write whose result nobody reads (a counter, a history
   row). On PostgreSQL it waits on the connection and goes out in front of the connection's next
   statement, whichever code sends it (a SQLAlchemy hook sends what is pending before any other
@@ -35,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import psycopg
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.engine.interfaces import Dialect
@@ -42,6 +45,8 @@ from sqlalchemy.engine.result import IteratorResult, SimpleResultMetaData
 from sqlalchemy.pool import Pool
 from sqlalchemy.sql import ClauseElement, Executable
 from sqlmodel import Session
+
+from webapp import pg_pipeline
 
 Params = Mapping[str, Any]
 Item = tuple[Executable, Params]
@@ -91,20 +96,19 @@ class _Plan:
                 self.fixed_sql = sql  # else the caller sets a rendered value: render it each time
         return sql, values  # (the driver takes the names the SQL has from a larger dict)
 
-    def result(self, cursor: Any) -> Result[Any]:
-        """Return the cursor's rows as a SQLAlchemy Result (processed as SQLAlchemy would)."""
-        result = cursor.pgresult
-        if result is None or not result.nfields:  # a write without RETURNING
+    def result(self, answer: pg_pipeline.Rows) -> Result[Any]:
+        """Return the statement's rows as a SQLAlchemy Result (processed as SQLAlchemy would)."""
+        if not answer.type_codes:  # a write without RETURNING
             return IteratorResult(SimpleResultMetaData([]), iter(()))
         meta = self.meta
-        if meta is None:  # (cursor.description makes column objects: read once per plan)
+        if meta is None:
             processors = [
-                type_._cached_result_processor(self.dialect, column.type_code)
-                for type_, column in zip(self.types, cursor.description, strict=True)
+                type_._cached_result_processor(self.dialect, type_code)
+                for type_, type_code in zip(self.types, answer.type_codes, strict=True)
             ]
             meta = SimpleResultMetaData(self.keys, _processors=processors if any(processors) else None)
             self.meta = meta
-        return IteratorResult(meta, iter(cursor.fetchall()))
+        return IteratorResult(meta, iter(answer.rows))
 
 
 _plans: dict[tuple[Dialect, Executable, tuple[str, ...]], _Plan] = {}
@@ -134,8 +138,8 @@ def together(session: Session, *items: Item) -> list[Result[Any]]:
         return [_buffered(conn.execute(stmt, params)) for stmt, params in items]
     plans = [_plan(stmt, conn.dialect, params) for stmt, params in items]
     bound = [plan.bind(params) for plan, (_, params) in zip(plans, items, strict=True)]
-    cursors = _send(conn, bound)
-    return [plan.result(cursor) for plan, cursor in zip(plans, cursors, strict=True)]
+    answers = _send(conn, bound)
+    return [plan.result(answer) for plan, answer in zip(plans, answers, strict=True)]
 
 
 def _buffered(result: Result[Any]) -> Result[Any]:
@@ -172,31 +176,19 @@ def _report(conn: Connection, statements: list[str]) -> None:
             observer(statements)
 
 
-def _send(conn: Connection, bound: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Send what is pending on the connection and `bound` in one pipeline; return the cursors of `bound`."""
+def _send(conn: Connection, bound: Sequence[tuple[str, dict[str, Any]]]) -> list[pg_pipeline.Rows]:
+    """Send what is pending on the connection and `bound` in one round trip; return the answers to `bound`."""
     pending: list[tuple[str, dict[str, Any]]] = conn.info.pop(_PENDING, None) or []
     if _observers:
         _report(conn, [sql for sql, _ in [*pending, *bound]])
-    raw: Any = conn.connection.dbapi_connection
-    cursors: list[Any] = []
     try:
-        if len(bound) == 1 and not pending:  # one statement: no pipeline to open and close
-            cursor = raw.cursor()
-            cursor.execute(*bound[0])
-            return [cursor]
-        with raw.pipeline():
-            for sql, params in pending:
-                raw.cursor().execute(sql, params)
-            for sql, params in bound:
-                cursor = raw.cursor()
-                cursor.execute(sql, params)
-                cursors.append(cursor)
+        answers = pg_pipeline.run(conn.connection.dbapi_connection, [*pending, *bound])  # type: ignore[arg-type]
     except conn.dialect.loaded_dbapi.Error as err:
         statements = "\n;\n".join(sql for sql, _ in [*pending, *bound])
         raise exc.DBAPIError.instance(
             statements, None, err, conn.dialect.loaded_dbapi.Error, dialect=conn.dialect
         ) from err
-    return cursors
+    return answers[len(pending) :]
 
 
 def _send_pending(conn: Connection) -> None:
@@ -225,8 +217,22 @@ def _before_commit(conn: Connection) -> None:
 @event.listens_for(Engine, "rollback")
 def _on_rollback(conn: Connection) -> None:
     conn.info.pop(_PENDING, None)
+    if _pipelined(conn):
+        _before_rollback(conn.connection.dbapi_connection)
 
 
 @event.listens_for(Pool, "reset")
-def _on_reset(_dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
+def _on_reset(dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
     record.info.pop(_PENDING, None)  # a connection returned without commit or rollback: nothing carries over
+    if isinstance(dbapi_conn, psycopg.Connection):
+        _before_rollback(dbapi_conn)
+
+
+def _before_rollback(raw: Any) -> None:
+    """A ROLLBACK is about to be sent (not when no transaction is open: psycopg then sends nothing)."""
+    if (
+        raw is not None
+        and not raw.closed
+        and raw.pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE
+    ):
+        pg_pipeline.forget(raw)

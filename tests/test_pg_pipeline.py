@@ -1,0 +1,168 @@
+"""webapp.pg_pipeline: a batch gives what psycopg's cursor gives, in one transaction, with the server-side
+statements it prepares kept only when the server has them (PostgreSQL only: SQLite has no pipeline)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import errors, pq
+from psycopg.types.json import Jsonb
+
+from tests.conftest import PG_URL
+from webapp import pg_pipeline
+
+pytestmark = pytest.mark.skipif(not PG_URL, reason="PostgreSQL only (DRAFTDESK_TEST_DATABASE_URL)")
+
+READ = "SELECT %(n)s::int + 1 AS n, %(t)s::text AS t, %(at)s::timestamptz AS at, %(doc)s::jsonb AS doc, %(flag)s::boolean AS flag, %(none)s::text AS none, %(amount)s::numeric AS amount"
+PARAMS: dict[str, Any] = {
+    "n": 41,
+    "t": "O'Brien; DROP TABLE x",
+    "at": dt.datetime(2026, 11, 24, 9, 30, tzinfo=dt.UTC),
+    "doc": Jsonb({"a": [1, 2], "b": None}),
+    "flag": True,
+    "none": None,
+    "amount": decimal.Decimal("12.50"),
+}
+SERIES = "SELECT g, g * %(k)s AS twice FROM generate_series(1, %(upto)s) AS g ORDER BY g"
+
+
+@pytest.fixture
+def raw() -> Iterator[psycopg.Connection[Any]]:
+    url = PG_URL.replace("postgresql+psycopg://", "postgresql://")
+    conn = psycopg.connect(url)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _ours(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """The connection's server-side statements named by pg_pipeline: name -> SQL."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT name, statement FROM pg_prepared_statements WHERE name LIKE '\\_dd%%'")
+        return dict(cur.fetchall())  # type: ignore[arg-type]
+
+
+def _by_cursor(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()
+
+
+def test_rows_are_the_cursors_the_first_time_and_once_prepared(raw: psycopg.Connection[Any]) -> None:
+    expected = [_by_cursor(raw, READ, PARAMS), _by_cursor(raw, SERIES, {"k": 2, "upto": 3})]
+    assert expected[0] == [
+        (
+            42,
+            "O'Brien; DROP TABLE x",
+            PARAMS["at"],
+            {"a": [1, 2], "b": None},
+            True,
+            None,
+            decimal.Decimal("12.50"),
+        )
+    ]
+    assert expected[1] == [(1, 2), (2, 4), (3, 6)]
+    raw.rollback()
+    for attempt in range(3):  # unnamed, then prepared and run by name, then by name
+        answers = pg_pipeline.run(raw, [(READ, PARAMS), (SERIES, {"k": 2, "upto": 3})])
+        assert [a.rows for a in answers] == expected, attempt
+        assert answers[0].type_codes == [
+            23,
+            25,
+            1184,
+            3802,
+            16,
+            25,
+            1700,
+        ]  # int4 text timestamptz jsonb bool text numeric
+        names = _ours(raw)
+        assert len(names) == (0 if attempt == 0 else 2), attempt
+    assert sorted("generate_series" in sql for sql in names.values()) == [False, True]
+    assert all("$1" in sql and "%(" not in sql for sql in names.values())  # as psycopg converted them
+
+
+def test_a_write_without_returning_answers_no_rows_and_the_batch_opens_the_transaction(
+    raw: psycopg.Connection[Any],
+) -> None:
+    raw.execute("CREATE TEMP TABLE note (id int PRIMARY KEY, body text) ON COMMIT PRESERVE ROWS")
+    raw.commit()
+    assert raw.pgconn.transaction_status == pq.TransactionStatus.IDLE
+    write, read = pg_pipeline.run(
+        raw,
+        [
+            ("INSERT INTO note VALUES (%(id)s, %(body)s)", {"id": 1, "body": "kept?"}),
+            ("SELECT body FROM note", {}),
+        ],
+    )
+    assert (write.type_codes, write.rows) == ([], [])
+    assert read.rows == [("kept?",)]  # the read saw the write before it
+    assert raw.pgconn.transaction_status == pq.TransactionStatus.INTRANS  # BEGIN went in the batch
+    raw.rollback()
+    assert _by_cursor(raw, "SELECT count(*) FROM note", {}) == [(0,)]  # so the rollback undid the write
+
+
+def test_the_first_error_is_raised_and_a_prepare_the_server_skipped_is_not_kept(
+    raw: psycopg.Connection[Any],
+) -> None:
+    raw.execute("CREATE TEMP TABLE note (id int PRIMARY KEY) ON COMMIT PRESERVE ROWS")
+    raw.commit()
+    pg_pipeline.run(raw, [(SERIES, {"k": 1, "upto": 1})])  # seen once: prepared the next time
+    raw.rollback()
+    with pytest.raises(errors.DivisionByZero):
+        pg_pipeline.run(
+            raw,
+            [
+                ("INSERT INTO note VALUES (%(id)s)", {"id": 1}),
+                ("SELECT 1 / %(zero)s::int", {"zero": 0}),
+                (SERIES, {"k": 1, "upto": 1}),  # its prepare comes after the error: the server skips it
+            ],
+        )
+    raw.rollback()
+    assert _ours(raw) == {}
+    assert [a.rows for a in pg_pipeline.run(raw, [(SERIES, {"k": 3, "upto": 2})])] == [[(1, 3), (2, 6)]]
+    assert len(_ours(raw)) == 1  # prepared now, under a new name
+    assert _by_cursor(raw, "SELECT count(*) FROM note", {}) == [(0,)]  # the failed batch wrote nothing
+
+
+def test_names_the_server_forgot_fail_once_then_are_prepared_again(raw: psycopg.Connection[Any]) -> None:
+    for _ in range(2):
+        pg_pipeline.run(raw, [(SERIES, {"k": 1, "upto": 1})])
+    assert len(_ours(raw)) == 1
+    raw.rollback()
+    raw.execute("DEALLOCATE ALL")
+    with pytest.raises(errors.InvalidSqlStatementName):
+        pg_pipeline.run(raw, [(SERIES, {"k": 1, "upto": 1})])
+    raw.rollback()
+    for _ in range(2):
+        assert pg_pipeline.run(raw, [(SERIES, {"k": 5, "upto": 1})])[0].rows == [(1, 5)]
+    assert len(_ours(raw)) == 1
+
+
+def test_at_most_max_prepared_statements_per_connection(
+    raw: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_pipeline, "MAX_PREPARED", 2)
+    batch = [(f"SELECT %(x)s::int + {i}", {"x": 10}) for i in range(4)]
+    for _ in range(3):
+        answers = pg_pipeline.run(raw, batch)
+        assert [a.rows for a in answers] == [[(10,)], [(11,)], [(12,)], [(13,)]]
+    assert len(_ours(raw)) == 2  # the other two still run, unnamed
+
+
+def test_forgotten_names_are_closed_on_the_server_by_the_next_batch(raw: psycopg.Connection[Any]) -> None:
+    for _ in range(2):
+        pg_pipeline.run(raw, [(SERIES, {"k": 1, "upto": 1})])
+    (old,) = _ours(raw)
+    pg_pipeline.forget(raw)
+    assert list(_ours(raw)) == [old]  # still on the server until the next batch
+    assert pg_pipeline.run(raw, [(SERIES, {"k": 2, "upto": 1})])[0].rows == [(1, 2)]
+    assert _ours(raw) == {}  # closed, and the statement ran unnamed (counted afresh)
+    pg_pipeline.run(raw, [(SERIES, {"k": 2, "upto": 1})])
+    (new,) = _ours(raw)
+    assert new != old  # a name is never handed out twice on a connection
