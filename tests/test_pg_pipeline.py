@@ -166,3 +166,10 @@ def test_forgotten_names_are_closed_on_the_server_by_the_next_batch(raw: psycopg
     pg_pipeline.run(raw, [(SERIES, {"k": 2, "upto": 1})])
     (new,) = _ours(raw)
     assert new != old  # a name is never handed out twice on a connection
+
+
+def test_a_connection_told_to_prepare_nothing_gets_no_names(raw: psycopg.Connection[Any]) -> None:
+    raw.prepare_threshold = None  # psycopg's setting for PgBouncer in transaction mode
+    for _ in range(3):
+        assert pg_pipeline.run(raw, [(SERIES, {"k": 1, "upto": 2})])[0].rows == [(1, 1), (2, 2)]
+    assert _ours(raw) == {}

@@ -21,7 +21,9 @@ What this does, per batch:
   never one of psycopg's `_pg3_N`) and executed by name from then on, as psycopg does after 5
   executions: the server then parses it once per connection. At most `MAX_PREPARED` per
   connection; a name is kept only when its prepare succeeded (a prepare after a failed
-  statement in the same pipeline is skipped by the server).
+  statement in the same pipeline is skipped by the server). A connection whose
+  `prepare_threshold` is None (psycopg's setting for a pooler that cannot keep prepared
+  statements, such as PgBouncer in transaction mode before 1.21) gets none from here either.
 - Everything is flushed once, then the results are read up to the pipeline's sync. The first
   error is raised as psycopg raises it (`psycopg.errors.*`); the statements after it were not run.
 - Before a real ROLLBACK psycopg drops its own prepared statements with DEALLOCATE ALL (which
@@ -130,6 +132,7 @@ def run(raw: psycopg.Connection[Any], statements: Sequence[tuple[str, Mapping[st
     transformer = Transformer(raw)
     sent: list[_Sent] = []
     preparing: dict[Key, bytes] = {}
+    may_prepare = raw.prepare_threshold is not None  # None: psycopg told to prepare nothing (PgBouncer)
     closing, prepared.closing = prepared.closing, []
     pgconn.enter_pipeline_mode()
     try:
@@ -143,7 +146,7 @@ def run(raw: psycopg.Connection[Any], statements: Sequence[tuple[str, Mapping[st
             query = PostgresQuery(transformer)
             query.convert(cast(LiteralString, sql), params)  # (SQL compiled by SQLAlchemy, never user text)
             key: Key = (query.query, tuple(query.types))
-            name, prepare = prepared.name_for(key, preparing)
+            name, prepare = prepared.name_for(key, preparing) if may_prepare else (None, False)
             if prepare:
                 assert name is not None
                 pgconn.send_prepare(name, query.query, param_types=query.types)
