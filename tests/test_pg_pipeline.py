@@ -173,3 +173,28 @@ def test_a_connection_told_to_prepare_nothing_gets_no_names(raw: psycopg.Connect
     for _ in range(3):
         assert pg_pipeline.run(raw, [(SERIES, {"k": 1, "upto": 2})])[0].rows == [(1, 1), (2, 2)]
     assert _ours(raw) == {}
+
+
+def test_a_batch_on_a_connection_the_server_closed_fails_once_then_a_new_one_serves() -> None:
+    from sqlalchemy import exc, literal, select, text
+    from sqlmodel import Session
+
+    from webapp import db, sql_batch
+
+    engine, admin = db.make_engine(PG_URL), db.make_engine(PG_URL)
+    one = select(literal(1).label("x"))
+    try:
+        with Session(engine) as session:
+            pid = session.connection().execute(text("SELECT pg_backend_pid()")).scalar()
+            session.commit()
+        with admin.connect() as other:
+            other.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+            other.commit()
+        with pytest.raises(exc.OperationalError), Session(engine) as session:  # (pinged only after 5 s idle)
+            sql_batch.together(session, (one, {}), (one, {}))
+        with Session(engine) as session:
+            assert [r.all() for r in sql_batch.together(session, (one, {}), (one, {}))] == [[(1,)], [(1,)]]
+            assert session.connection().execute(text("SELECT pg_backend_pid()")).scalar() != pid
+    finally:
+        engine.dispose()
+        admin.dispose()

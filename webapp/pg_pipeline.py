@@ -163,8 +163,8 @@ def run(raw: psycopg.Connection[Any], statements: Sequence[tuple[str, Mapping[st
         results: list[pq.abc.PGresult] = []
         while True:
             fetched = raw.wait(fetch_many(pgconn))
-            if fetched and fetched[-1].status == _PIPELINE_SYNC:
-                break
+            if not fetched or fetched[-1].status == _PIPELINE_SYNC:
+                break  # (nothing at all: an answer is missing, which _read reports)
             results.append(fetched[-1])
     except BaseException:
         prepared.closing.extend(closing)  # (whether they ran is unknown: closing twice is harmless)
