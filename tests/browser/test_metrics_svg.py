@@ -45,7 +45,9 @@ def _svg_lines(page: Any, chart: str) -> dict[str, str]:
     return dict(page.evaluate(f"({_LINES})('{chart}')"))
 
 
-def test_charts_show_before_plotly_then_become_interactive_and_follow_htmx(live_server: Any, new_page: Any) -> None:
+def test_charts_show_before_plotly_then_become_interactive_and_follow_htmx(
+    live_server: Any, new_page: Any
+) -> None:
     live_server.seed(_seed_varied)
     page = new_page()
     sign_in(page, live_server.url, "sl@example.test")
@@ -56,6 +58,9 @@ def test_charts_show_before_plotly_then_become_interactive_and_follow_htmx(live_
     # plotly.js is asked for after the page has loaded, and the charts are there without it
     wait_until(page, "document.readyState === 'complete'")
     wait_until(page, f"({_SVG_SHOWN})()")
+    # the mark follows the frame that paints the charts (requestAnimationFrame, then a task): on a
+    # busy machine that frame can come after the check above, so wait for it, then check it is one
+    wait_until(page, _MARK.format("metrics-charts-drawn") + " > 0")
     assert page.evaluate(_MARK.format("metrics-charts-drawn")) == 1
     wait_until(page, "!!document.querySelector('script[data-plotly]')")
     assert page.evaluate("typeof window.Plotly") == "undefined"
@@ -74,21 +79,33 @@ def test_charts_show_before_plotly_then_become_interactive_and_follow_htmx(live_
     page.select_option("select[name=intent]", "plan_change")
     wait_until(page, "document.getElementById('metrics-results').innerText.includes('intent = plan_change')")
     wait_until(page, f"({_SVG_SHOWN})()")
-    assert _svg_lines(page, "chart-accept_rate")["#2456c7"] != lines["#2456c7"]  # another segment, another line
+    assert (
+        _svg_lines(page, "chart-accept_rate")["#2456c7"] != lines["#2456c7"]
+    )  # another segment, another line
 
     # plotly arrives: it replaces every SVG with the interactive chart of the same figure
     assert len(held) == 1
     held[0].continue_()
     wait_until(page, f"({_INTERACTIVE})()", timeout_s=30)
+    wait_until(
+        page, _MARK.format("metrics-charts-interactive") + " > 0"
+    )  # (set once the last chart is drawn)
     assert page.evaluate(_MARK.format("metrics-charts-interactive")) == 1
-    assert page.locator("#chart-accept_rate .legendtext").all_text_contents()[:2] == ["target", "alert threshold"]
+    assert page.locator("#chart-accept_rate .legendtext").all_text_contents()[:2] == [
+        "target",
+        "alert threshold",
+    ]
 
     # a later range change: the new results show as SVG at once and plotly redraws them once settled
     page.click("a.metrics-quick-link[data-range='7d']")
-    wait_until(page, "document.getElementById('metrics-results').innerText.includes('2026-11-16 – 2026-11-22')")
+    wait_until(
+        page, "document.getElementById('metrics-results').innerText.includes('2026-11-16 – 2026-11-22')"
+    )
     wait_until(page, f"({_INTERACTIVE})()")
     page.wait_for_timeout(200)  # past htmx's settle delay, when a chart drawn too early loses its class
-    assert page.evaluate("Array.from(document.querySelectorAll('.metrics-chart')).every(el => el.classList.contains('js-plotly-plot'))")
+    assert page.evaluate(
+        "Array.from(document.querySelectorAll('.metrics-chart')).every(el => el.classList.contains('js-plotly-plot'))"
+    )
     assert page.evaluate("document.getElementById('chart-accept_rate').data[0].x.length") == 7
     assert page.console_errors == []
 
@@ -105,6 +122,8 @@ def test_charts_without_javascript(live_server: Any, browser: Any) -> None:
         for i in range(9):
             box = charts.nth(i).bounding_box()
             assert box and box["height"] >= 280 and 300 < box["width"] <= 390
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scrolling on a phone
+        assert (
+            page.evaluate("document.documentElement.scrollWidth") <= 390
+        )  # no sideways scrolling on a phone
     finally:
         ctx.close()
