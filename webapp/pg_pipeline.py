@@ -17,51 +17,42 @@ What this does, per batch:
   (SQLAlchemy registers its own on the connection), so the parameters the server gets are the
   ones `cursor.execute` would send, and rows are loaded by psycopg's `Transformer` exactly as
   `cursor.fetchall()` loads them (text format, the connection's loaders).
-- A statement a connection has seen before is prepared on the server once (its own `_ddN` name,
-  never one of psycopg's `_pg3_N`) and executed by name from then on, as psycopg does after 5
-  executions: the server then parses it once per connection. At most `MAX_PREPARED` per
-  connection; a name is kept only when its prepare succeeded (a prepare after a failed
-  statement in the same pipeline is skipped by the server). A connection whose
-  `prepare_threshold` is None (psycopg's setting for a pooler that cannot keep prepared
-  statements, such as PgBouncer in transaction mode before 1.21) gets none from here either.
+- Statements are prepared on the server through psycopg's own prepared-statement cache (the
+  connection's `PrepareManager`, what `cursor.execute` uses): after 5 executions on a connection
+  (`prepare_threshold`; None prepares nothing), at most `prepared_max` per connection, run by name
+  from then on. Without it the server plans every statement each time: measured at 50 graders,
+  245 requests/s against 340. One cache, psycopg's, because psycopg answers a ROLLBACK, a first
+  `ROLLBACK TO SAVEPOINT` or DDL with DEALLOCATE ALL once it holds prepared statements: a cache
+  of our own (the first version of this module) lost its statements to that and had to mirror
+  psycopg's rules from outside. A name is kept only when its prepare and its statement ran (after
+  a failure in the same pipeline the server skips both); the cursor's rules apply otherwise.
 - Everything is flushed once, then the results are read up to the pipeline's sync. The first
   error is raised as psycopg raises it (`psycopg.errors.*`); the statements after it were not run.
-- Before a real ROLLBACK psycopg drops its own prepared statements with DEALLOCATE ALL (which
-  takes ours along); `forget` is called then (`sql_batch` hooks the rollback), and the next batch
-  closes our names first (closing a name the server no longer has is no error). A DROP or ALTER
-  run outside a batch is not watched for: the app runs DDL only in migrations, on their own
-  connections; a name the server lost anyway fails one batch (26000), and they are all prepared again.
 
-This uses three psycopg internals (`PostgresQuery`, `Connection._get_tx_start_command`, the
-`generators` it waits on); psycopg is pinned in `constraints.txt`, and
+This uses psycopg internals (`PostgresQuery`, the connection's `_prepared` cache and
+`_get_tx_start_command`, the `generators` it waits on); psycopg is pinned in `constraints.txt`, and
 `tests/test_sql_batch.py` compares every kind of result with SQLAlchemy's own on PostgreSQL;
-`tests/test_pg_pipeline.py` checks the transaction, the prepared names, errors and the cap.
+`tests/test_pg_pipeline.py` checks the transaction, prepared statements (with rollbacks), errors.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, LiteralString, cast
-from weakref import WeakKeyDictionary
 
 import psycopg
 from psycopg import abc, errors, pq
+from psycopg._preparing import Prepare
 from psycopg._queries import PostgresQuery
 from psycopg.adapt import Transformer
 from psycopg.generators import fetch_many, send
-
-MAX_PREPARED = 256  # server-side statements per connection (each holds a parse tree there)
-_MAX_SEEN = 4096  # statements counted per connection before the count starts again
 
 _IDLE = pq.TransactionStatus.IDLE
 _TUPLES_OK = pq.ExecStatus.TUPLES_OK
 _COMMAND_OK = pq.ExecStatus.COMMAND_OK
 _FATAL_ERROR = pq.ExecStatus.FATAL_ERROR
 _PIPELINE_SYNC = pq.ExecStatus.PIPELINE_SYNC
-_UNDEFINED_STATEMENT = "26000"  # a name the server no longer knows (say, after DISCARD ALL)
-
-Key = tuple[bytes, tuple[int, ...]]
 
 
 @dataclass(slots=True)
@@ -73,91 +64,40 @@ class Rows:
 
 
 @dataclass(slots=True)
-class _Prepared:
-    """A connection's server-side statements: name by (SQL, parameter types), and how often each was seen."""
-
-    names: dict[Key, bytes] = field(default_factory=dict)
-    seen: dict[Key, int] = field(default_factory=dict)
-    issued: int = 0  # names handed out, kept or not: a name is never handed out twice
-    closing: list[bytes] = field(default_factory=list)  # forgotten names the server may still hold
-
-    def name_for(self, key: Key, preparing: dict[Key, bytes]) -> tuple[bytes | None, bool]:
-        """The statement's name, if it has or gets one, and whether this batch must prepare it."""
-        name = self.names.get(key) or preparing.get(key)
-        if name is not None:
-            return name, False
-        if len(self.seen) >= _MAX_SEEN:
-            self.seen.clear()
-        count = self.seen[key] = self.seen.get(key, 0) + 1
-        if count < 2 or len(self.names) + len(preparing) >= MAX_PREPARED:
-            return None, False
-        self.issued += 1
-        name = preparing[key] = f"_dd{self.issued}".encode()
-        return name, True
-
-
-_prepared: WeakKeyDictionary[psycopg.Connection[Any], _Prepared] = WeakKeyDictionary()
-
-
-def forget(raw: psycopg.Connection[Any]) -> None:
-    """Stop using the connection's prepared statements; the next batch closes them on the server first.
-
-    Called before a real ROLLBACK (`sql_batch` hooks it): psycopg then drops its own prepared
-    statements with DEALLOCATE ALL, which takes ours along when it has any, and it does so because
-    a rolled-back DROP or ALTER can leave a statement's plan pointing at objects that are gone.
-    Closing a name the server no longer has is not an error, so either way the names are closed.
-    """
-    prepared = _prepared.get(raw)
-    if prepared is not None and prepared.names:
-        prepared.closing.extend(prepared.names.values())
-        prepared.names.clear()
-        prepared.seen.clear()
-
-
-@dataclass(slots=True)
 class _Sent:
-    """What one queued command was, to read its result: a transaction start, a prepare, or a statement."""
+    """What one queued command was, to read its result: a transaction start, a prepare or a statement,
+    with what psycopg's cache `validate` needs for a prepare and for a statement it has just taken in."""
 
-    kind: str  # "close" | "begin" | "prepare" | "statement"
-    key: Key | None = None
-    name: bytes | None = None
+    kind: str  # "begin" | "prepare" | "statement"
+    cache_entry: tuple[Any, Prepare, bytes] | None = None
 
 
 def run(raw: psycopg.Connection[Any], statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Rows]:
     """Run `statements` (pyformat SQL and parameters) in order in one round trip; return their rows."""
     pgconn = raw.pgconn
-    prepared = _prepared.get(raw)
-    if prepared is None:
-        prepared = _prepared[raw] = _Prepared()
+    cache = raw._prepared  # psycopg's own prepared-statement cache (see the module docstring)
     transformer = Transformer(raw)
     sent: list[_Sent] = []
-    preparing: dict[Key, bytes] = {}
-    may_prepare = raw.prepare_threshold is not None  # None: psycopg told to prepare nothing (PgBouncer)
-    closing, prepared.closing = prepared.closing, []
     pgconn.enter_pipeline_mode()
     try:
-        for name in closing:
-            pgconn.send_close_prepared(name)
-            sent.append(_Sent("close", name=name))
         if not raw.autocommit and pgconn.transaction_status == _IDLE:
             pgconn.send_query_params(raw._get_tx_start_command(), None)
             sent.append(_Sent("begin"))
         for sql, params in statements:
             query = PostgresQuery(transformer)
             query.convert(cast(LiteralString, sql), params)  # (SQL compiled by SQLAlchemy, never user text)
-            key: Key = (query.query, tuple(query.types))
-            name, prepare = prepared.name_for(key, preparing) if may_prepare else (None, False)
-            if prepare:
-                assert name is not None
+            prep, name = cache.get(query)
+            if prep is Prepare.SHOULD:
                 pgconn.send_prepare(name, query.query, param_types=query.types)
-                sent.append(_Sent("prepare", key, name))
-            if name is None:
+                sent.append(_Sent("prepare", (cache.key(query), prep, name)))
+            if prep is Prepare.NO:
                 pgconn.send_query_params(
                     query.query, query.params, param_types=query.types, param_formats=query.formats
                 )
             else:
                 pgconn.send_query_prepared(name, query.params, param_formats=query.formats)
-            sent.append(_Sent("statement"))
+            key = cache.maybe_add_to_cache(query, prep, name)
+            sent.append(_Sent("statement", None if key is None else (key, prep, name)))
         pgconn.pipeline_sync()
         raw.wait(send(pgconn))
         results: list[pq.abc.PGresult] = []
@@ -166,12 +106,12 @@ def run(raw: psycopg.Connection[Any], statements: Sequence[tuple[str, Mapping[st
             if not fetched or fetched[-1].status == _PIPELINE_SYNC:
                 break  # (nothing at all: an answer is missing, which _read reports)
             results.append(fetched[-1])
-    except BaseException:
-        prepared.closing.extend(closing)  # (whether they ran is unknown: closing twice is harmless)
-        raise
     finally:
         _leave_pipeline(raw)
-    return _read(raw, prepared, sent, results, transformer)
+    answers = _read(raw, sent, results, transformer)
+    if cache._to_flush:  # statements psycopg's cache let go of (past its size), dropped as the cursor does
+        raw.wait(cache.maintain_gen(raw))
+    return answers
 
 
 def _leave_pipeline(raw: psycopg.Connection[Any]) -> None:
@@ -188,7 +128,6 @@ def _leave_pipeline(raw: psycopg.Connection[Any]) -> None:
 
 def _read(
     raw: psycopg.Connection[Any],
-    prepared: _Prepared,
     sent: list[_Sent],
     results: list[pq.abc.PGresult],
     transformer: abc.Transformer,
@@ -201,13 +140,11 @@ def _read(
         status = result.status
         if status == _FATAL_ERROR and failure is None:
             failure = result
-        if what.kind == "close":
-            if status != _COMMAND_OK and what.name is not None:
-                prepared.closing.append(what.name)  # not run (an earlier failure): close it next time
-        elif what.kind == "prepare":
-            if status == _COMMAND_OK and what.key is not None and what.name is not None:
-                prepared.names[what.key] = what.name
-        elif what.kind == "statement" and failure is None:
+        if what.cache_entry is not None and (what.kind == "statement" or status != _COMMAND_OK):
+            # psycopg's cache keeps a statement only if it ran, and a name only if its prepare did
+            # (after a failure in the same pipeline the server skips both)
+            raw._prepared.validate(*what.cache_entry, [result])
+        if what.kind == "statement" and failure is None:
             if status == _TUPLES_OK:
                 transformer.set_pgresult(result)
                 type_codes = [result.ftype(i) for i in range(result.nfields)]
@@ -215,8 +152,5 @@ def _read(
             else:
                 answers.append(Rows([], []))
     if failure is not None:
-        error = errors.error_from_result(failure, encoding=raw.info.encoding)
-        if error.sqlstate == _UNDEFINED_STATEMENT:
-            forget(raw)  # the server forgot some of our names: prepare them all again
-        raise error
+        raise errors.error_from_result(failure, encoding=raw.info.encoding)
     return answers

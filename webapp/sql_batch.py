@@ -11,8 +11,8 @@ is kept per statement object):
 
 - `together(session, (stmt, params), ...)` runs the statements in order and returns their
   results (SQLAlchemy `Result`s with the rows already fetched). On PostgreSQL they go in one
-  libpq pipeline with one flush (`webapp.pg_pipeline`, which also prepares statements a
-  connection has seen before and opens the transaction in the same round trip); the server
+  libpq pipeline with one flush (`webapp.pg_pipeline`, which also opens the transaction in the
+  same round trip and prepares statements through psycopg's own cache); the server
   still runs them one after another, each with its own snapshot, exactly as if they had been
   sent one by one: only the waits between them go. On SQLite they run one by one through
   SQLAlchemy.
@@ -37,7 +37,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import psycopg
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.engine.interfaces import Dialect
@@ -217,22 +216,8 @@ def _before_commit(conn: Connection) -> None:
 @event.listens_for(Engine, "rollback")
 def _on_rollback(conn: Connection) -> None:
     conn.info.pop(_PENDING, None)
-    if _pipelined(conn):
-        _before_rollback(conn.connection.dbapi_connection)
 
 
 @event.listens_for(Pool, "reset")
-def _on_reset(dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
+def _on_reset(_dbapi_conn: Any, record: Any, _reset_state: Any) -> None:
     record.info.pop(_PENDING, None)  # a connection returned without commit or rollback: nothing carries over
-    if isinstance(dbapi_conn, psycopg.Connection):
-        _before_rollback(dbapi_conn)
-
-
-def _before_rollback(raw: Any) -> None:
-    """A ROLLBACK is about to be sent (not when no transaction is open: psycopg then sends nothing)."""
-    if (
-        raw is not None
-        and not raw.closed
-        and raw.pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE
-    ):
-        pg_pipeline.forget(raw)
