@@ -36,7 +36,6 @@ SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "sur
 INFRASTRUCTURE: frozenset[str] = frozenset(
     {
         "webapp",
-        "webapp.admission",
         "webapp.api_docs",
         "webapp.api_schemas",
         "webapp.blind",

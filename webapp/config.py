@@ -6,7 +6,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from webapp.spec import EvalSpec, load_spec
@@ -40,8 +40,6 @@ class Settings(BaseSettings):
     # Background jobs (alert evaluation and delivery) run in the server; `draftdesk serve` turns them on.
     background_jobs: bool = False
     alerts_interval_seconds: float = 30.0
-    # Requests one server process runs at a time; the rest wait their turn (webapp.admission). 0: no limit.
-    max_concurrent_requests: int = Field(default=2, ge=0)
 
     @model_validator(mode="after")
     def _no_default_secret_in_production(self) -> Settings:

@@ -15,7 +15,6 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from webapp import api_docs, csp, errors, static_assets
-from webapp.admission import AdmissionLimit
 from webapp.config import PROJECT_ROOT, Settings
 from webapp.db import make_engine
 from webapp.domains import domain_modules
@@ -64,8 +63,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=6)
 
     app.add_middleware(SecurityHeaders, cookie_secure=settings.cookie_secure)
-    # outermost: a request waits for its turn before it takes a thread or a database connection
-    app.add_middleware(AdmissionLimit, limit=settings.max_concurrent_requests)
 
     docs_html = get_swagger_ui_html(openapi_url=api_docs.OPENAPI_URL, title="Draft Desk API")
     docs_csp = csp.docs_policy(bytes(docs_html.body).decode())
