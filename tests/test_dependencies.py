@@ -56,8 +56,6 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
         "webapp.security",
         "webapp.serving",
         "webapp.spec",
-        "webapp.pg_pipeline",
-        "webapp.sql_batch",
         "webapp.static_assets",
         "webapp.templating",
         "webapp.textdiff",

@@ -13,7 +13,6 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
-from webapp import sql_batch
 from webapp.auth.service import Principal
 from webapp.db import table_of
 from webapp.grading import queue_index
@@ -25,6 +24,7 @@ from webapp.grading.models import (
 )
 from webapp.grading.outcome import evaluate_draft
 from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignore
+from webapp.grading.reads import run_all
 from webapp.grading.scores import Scores, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
@@ -217,10 +217,10 @@ def _record(
         "created_at": now,
         "updated_at": now,
     }
-    # One round trip: the lock first, then (in that order on the server) what the grade needs to
-    # know and the grade itself where the grader holds a place, as most saves do. Where the checks
-    # below refuse it, the write section rolls the insert back.
-    locked, before, inserted, state, queue_row = sql_batch.together(
+    # The lock first, then what the grade needs to know and the grade itself where the grader
+    # holds a place, as most saves do. Where the checks below refuse it, the write section rolls
+    # the insert back.
+    locked, before, inserted, state, queue_row = run_all(
         session,
         (_LOCK_DRAFT, {"draft_id": draft_id}),
         (_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}),
@@ -255,7 +255,8 @@ def _record(
             grade_id = insert_ignore(session, GRADES, values)
     if slot_grade is not None or grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
-    sql_batch.defer(session, _TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
+    conn = session.connection()
+    conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
     queue_index.grade_added(
         session=session, draft_id=draft_id, grader_id=grader_id, queue_row=queue_row.first()
     )
@@ -263,8 +264,7 @@ def _record(
     grade = Grade(id=grade_id, **values)
     make_transient_to_detached(grade)
     session.add(grade)
-    sql_batch.defer(
-        session,
+    conn.execute(
         _ADD_CHANGE,
         {
             "grade_id": grade_id,

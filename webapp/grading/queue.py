@@ -17,12 +17,12 @@ from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
-from webapp import sql_batch
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
 from webapp.grading import queue_index
 from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
 from webapp.grading.models import Grade, GradingSkip, GradingSlot
+from webapp.grading.reads import Item, run_all
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -137,7 +137,7 @@ def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader
 
     `mine` counts the grades of `grader_id` (0: nobody).
     """
-    (result,) = sql_batch.together(
+    (result,) = run_all(
         session, counts_read(session=session, spec=spec, batch=batch, grader_id=grader_id)
     )
     return counts_from(spec=spec, row=result.one())
@@ -145,8 +145,8 @@ def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader
 
 def counts_read(
     *, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int = 0
-) -> sql_batch.Item:
-    """Make the queue index current and return batch_counts' statement, to send with others (webapp.sql_batch)."""
+) -> Item:
+    """Make the queue index current and return batch_counts' statement, to run with others (webapp.grading.reads)."""
     queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
     queue_index.settle(session)  # grades this transaction added count before its commit too
     params = {**batch.params(), "grader_id": grader_id, "n": spec.grading.graders_per_draft}
@@ -173,7 +173,7 @@ def _insert_ignore_stmt(dialect: str, table_name: str) -> Any:
 def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> int | None:
     """INSERT ... ON CONFLICT DO NOTHING into grading_slot or grade; the new row's id, or None when it did nothing."""
     stmt = _insert_ignore_stmt(session.get_bind().dialect.name, table.name)
-    return sql_batch.together(session, (stmt, values))[0].scalar()
+    return run_all(session, (stmt, values))[0].scalar()
 
 
 _RELEASE_EXPIRED = (
@@ -322,7 +322,7 @@ def held_drafts(
     *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
 ) -> list[Held]:
     """Return the first two drafts of the batch the grader holds unsaved (not in `exclude`), in queue order."""
-    (result,) = sql_batch.together(
+    (result,) = run_all(
         session, held_read(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     )
     return [held for row in result if (held := held_from(row)) is not None]
@@ -330,8 +330,8 @@ def held_drafts(
 
 def held_read(
     *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
-) -> sql_batch.Item:
-    """Make the queue index current and return held_next's statement, to send with others (webapp.sql_batch)."""
+) -> Item:
+    """Make the queue index current and return held_next's statement, to run with others (webapp.grading.reads)."""
     queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
     # An empty expanding IN would be "NOT IN ()", which both databases read as true.
     params = {**batch.params(), "grader_id": grader_id, "exclude": list(exclude) or [-1]}
@@ -376,7 +376,7 @@ def reserve_next(
     }
     # Expired reservations go and the first candidates come in one round trip. The candidates
     # were read before the released places were counted back, so they are read again then.
-    expired, first = sql_batch.together(
+    expired, first = run_all(
         session,
         (_RELEASE_EXPIRED, {"now": now}),
         (queue_index.candidates_stmt(batch.shape, False), params),
@@ -386,7 +386,7 @@ def reserve_next(
     # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
     for skipped in (False, True):
         if skipped or first is None:
-            (first,) = sql_batch.together(
+            (first,) = run_all(
                 session, (queue_index.candidates_stmt(batch.shape, skipped), params)
             )
         for (draft_id,) in first.all():

@@ -39,7 +39,6 @@ from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
-from webapp import sql_batch
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
 from webapp.grading.models import (
@@ -50,6 +49,7 @@ from webapp.grading.models import (
     GradingSkip,
     GradingSlot,
 )
+from webapp.grading.reads import Item, run_all
 from webapp.runs.models import Draft
 
 QUEUE = table_of(GradingQueueEntry)
@@ -80,14 +80,14 @@ _STATE = core_select(*_state_of(bindparam("run_id"), _DRAFTS))
 
 
 # The same state, found from one of the run's drafts: read together with a request's first
-# statements (webapp.sql_batch) and kept for ensure (prefetch_state), it costs no round trip.
+# statements (webapp.grading.reads) and kept for ensure (prefetch_state), it costs no round trip.
 _STATE_OF_DRAFT = core_select(
     _DRAFTS.c.run_id, *_state_of(_DRAFTS.c.run_id, _DRAFTS.alias("run_drafts"))
 ).where(_DRAFTS.c.id == bindparam("draft_id"))
 _PREFETCHED = "grading_queue_state"  # session.info: run_id -> the state read with other statements
 
 
-def state_read(draft_id: int) -> sql_batch.Item:
+def state_read(draft_id: int) -> Item:
     """The statement reading the queue state of a draft's run, to send with others; pass its row to prefetch_state."""
     return (_STATE_OF_DRAFT, {"draft_id": draft_id})
 
@@ -117,8 +117,7 @@ def _lock(session: Session, *, exclusive: bool) -> None:
     held = session.info.get(_LOCK_HELD)
     if held == "exclusive" or (held == "shared" and not exclusive):
         return
-    # Sent with the statement that follows (webapp.sql_batch.defer): that one runs after the lock is held.
-    sql_batch.defer(session, _LOCKS[exclusive], {"k": PG_QUEUE_LOCK_KEY})
+    session.connection().execute(_LOCKS[exclusive], {"k": PG_QUEUE_LOCK_KEY})
     session.info[_LOCK_HELD] = "exclusive" if exclusive else "shared"
 
 
@@ -247,7 +246,7 @@ def carry_over(session: Session) -> Callable[[], None]:
 
 
 def _read_state(session: Session, run_id: int) -> tuple[Any, Any, Any]:
-    last_draft, n, last_indexed = tuple(sql_batch.together(session, (_STATE, {"run_id": run_id}))[0].one())
+    last_draft, n, last_indexed = tuple(run_all(session, (_STATE, {"run_id": run_id}))[0].one())
     return last_draft, n, last_indexed
 
 
@@ -343,7 +342,7 @@ def settle(session: Session) -> None:
     """Apply the run totals this transaction still owes (at commit, or before it reads them itself)."""
     pending = session.info.pop(_RUN_GRADES_PENDING, None)
     for params in pending or ():
-        sql_batch.defer(session, _RUN_GRADE_ADDED, params)  # on PostgreSQL, sent with the commit
+        session.connection().execute(_RUN_GRADE_ADDED, params)
 
 
 def places_changed(*, session: Session, deltas: dict[int, int]) -> None:
@@ -351,8 +350,7 @@ def places_changed(*, session: Session, deltas: dict[int, int]) -> None:
     params = [{"d": d, "delta": k} for d, k in deltas.items() if k]
     if params:
         _lock(session, exclusive=False)
-        for one in params:  # nobody reads the result: sent with the transaction's next statement
-            sql_batch.defer(session, _PLACES, one)
+        session.connection().execute(_PLACES, params)
 
 
 def place_taken(*, session: Session, draft_id: int) -> None:
@@ -385,7 +383,7 @@ _QUEUE_ROW = core_select(QUEUE.c.run_id, QUEUE.c.gradable, QUEUE.c.grades_in).wh
 )
 
 
-def queue_row_read(draft_id: int) -> sql_batch.Item:
+def queue_row_read(draft_id: int) -> Item:
     """The statement reading a draft's queue row (run, gradable, grades in), to send with others; see grade_added."""
     return (_QUEUE_ROW, {"draft_id": draft_id})
 
@@ -400,15 +398,15 @@ def grade_added(*, session: Session, draft_id: int, grader_id: int, queue_row: A
     for its answer.
     """
     _lock(session, exclusive=False)
-    sql_batch.defer(session, _GRADE_ADDED, {"d": draft_id})
+    session.connection().execute(_GRADE_ADDED, {"d": draft_id})
     if queue_row is not None and queue_row.gradable:
         params = {"r": queue_row.run_id, "g": queue_row.grades_in + 1}  # grades_in after this grade
         if session.in_nested_transaction():  # a savepoint may roll back: no deferring past it
             session.connection().execute(_RUN_GRADE_ADDED, params)
         else:
             session.info.setdefault(_RUN_GRADES_PENDING, []).append(params)
-    sql_batch.defer(
-        session, _grader_added_stmt(session.get_bind().dialect.name), {"d": draft_id, "g": grader_id}
+    session.connection().execute(
+        _grader_added_stmt(session.get_bind().dialect.name), {"d": draft_id, "g": grader_id}
     )
 
 
