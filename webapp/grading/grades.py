@@ -15,7 +15,6 @@ from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
 from webapp.db import table_of
-from webapp.grading import queue_index
 from webapp.grading.errors import AlreadyGraded, GradeLocked, GradesHidden, NoPlaceLeft, NotAllowed, NotFound
 from webapp.grading.models import (
     Adjudication,
@@ -220,7 +219,7 @@ def _record(
     # The lock first, then what the grade needs to know and the grade itself where the grader
     # holds a place, as most saves do. Where the checks below refuse it, the write section rolls
     # the insert back.
-    locked, before, inserted, state, queue_row = run_all(
+    locked, before, inserted = run_all(
         session,
         (_LOCK_DRAFT, {"draft_id": draft_id}),
         (_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}),
@@ -228,10 +227,7 @@ def _record(
             _insert_if_reserved_stmt(session.get_bind().dialect.name, tuple(values)),
             {f"v_{k}": v for k, v in values.items()},
         ),
-        queue_index.state_read(draft_id),  # for the next item, which a save-and-next reserves next
-        queue_index.queue_row_read(draft_id),  # read under the draft's lock: see grade_added
     )
-    queue_index.prefetch_state(session, state.first())
     draft = locked.first()
     if draft is None:
         raise NotFound(f"draft {draft_id} does not exist")
@@ -257,9 +253,6 @@ def _record(
         raise AlreadyGraded(f"you already graded draft {draft_id}")
     conn = session.connection()
     conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
-    queue_index.grade_added(
-        session=session, draft_id=draft_id, grader_id=grader_id, queue_row=queue_row.first()
-    )
     # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
     grade = Grade(id=grade_id, **values)
     make_transient_to_detached(grade)

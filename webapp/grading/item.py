@@ -18,7 +18,6 @@ from sqlmodel import Session
 from webapp.auth.models import User
 from webapp.auth.service import Principal
 from webapp.db import table_of
-from webapp.grading import queue_index
 from webapp.grading.evidence import (
     JudgeLookup,
     kb_read,
@@ -220,13 +219,11 @@ def grading_item(
         (GRADES_OF, {"draft_id": draft_id}),
         (_SLOTS_OF, {"draft_id": draft_id}),
         previous_read(grader_id=me, exclude_draft=draft_id),
-        queue_index.state_read(draft_id),  # for the queue reads of the second round trip
         *saved_reads,
     )
     row: Any = first[0].first()
     if row is None:
         return None
-    queue_index.prefetch_state(session, first[4].first())
     batch = replace(filters, run_id=row.run_id)
     draft = SimpleNamespace(
         id=row.id,
@@ -308,7 +305,7 @@ def grading_item(
     if saved is not None:
         extra = {
             "saved_draft_id": saved[0],
-            "saved_signals": signals_from(first[5:], confidence=saved[1], judge=judge)
+            "saved_signals": signals_from(first[4:], confidence=saved[1], judge=judge)
             if saved_reads
             else None,
         }
