@@ -18,16 +18,12 @@ undoes it); the table is one place, and its test catches omissions.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
 
 from webapp.domains import domain_modules
-
-if TYPE_CHECKING:
-    # Typer ships its own copy of click; these are the types its groups are declared with.
-    from typer._click import Command, Context
 
 # Top-level command -> the domain whose cli.py registers it, in the order `--help` lists them.
 COMMANDS: dict[str, str] = {
@@ -69,12 +65,14 @@ class _LazyGroup(TyperGroup):
     lazy: ClassVar[dict[str, str]] = {}
     part: ClassVar[int] = 0  # 0: the domain's top-level commands, 1: its `import` commands
 
-    def list_commands(self, ctx: Context) -> list[str]:
+    # (ctx is a typer.Context; the base class declares the click Context that typer ships privately,
+    # and the command returned is one of typer's click commands, a type it does not export either)
+    def list_commands(self, ctx: Any) -> list[str]:
         """Return the group's own commands, then the lazy ones in table order."""
         own = super().list_commands(ctx)
         return own + [name for name in self.lazy if name not in own]
 
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         """Return the command, importing its domain's cli.py the first time it is asked for."""
         command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in self.lazy:
