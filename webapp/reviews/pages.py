@@ -131,12 +131,15 @@ def to_regression(
     session: SessionDep,
     spec: SpecDep,
     input: str = Form(""),
+    reference: str = Form(""),
     note: str = Form(""),
     principal: Principal = Depends(require_role(*REVIEWERS)),
 ) -> Response:
-    """Add the pair to the regression suite, with the sent text as the reference."""
+    """Add the pair to the regression suite, with the reference text the reviewer confirmed or edited."""
     try:
-        case_id = service.add_to_regression(session=session, item_id=item_id, created_by=principal.user_id, input_text=input, note=note)
+        case_id = service.add_to_regression(
+            session=session, item_id=item_id, created_by=principal.user_id, input_text=input, reference_text=reference, note=note
+        )
     except service.ReviewError as exc:
         raise HTTPException(404 if "no review item" in str(exc) else 422, detail=str(exc)) from exc
     item = session.get(ReviewItem, item_id)
