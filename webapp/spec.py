@@ -243,6 +243,7 @@ class ProductionGateSpec(_Strict):
     consecutive_business_days: int = Field(ge=1)
     confirmed_hallucinations_allowed: int = Field(ge=0)
     survey_net_positive: bool = True
+    survey_min_responses: int = Field(default=8, ge=1)  # the pilot's 8 agents
 
 
 class GatesSpec(_Strict):

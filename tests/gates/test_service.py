@@ -251,7 +251,7 @@ class TestProductionGate:
         for i in range(0, len(events), 1000):
             ingest_events(session=session, spec=spec, items=events[i : i + 1000])
         survey_service.open_round(session=session, name="pilot")
-        for agent, h in [("a1", "yes"), ("a2", "yes"), ("a3", "no")]:
+        for agent, h in [("a1", "yes"), ("a2", "yes"), ("a3", "no"), ("a4", "yes"), ("a5", "no"), ("a6", "yes"), ("a7", "no"), ("a8", "neutral")]:
             survey_service.record_answer(session=session, agent_id=agent, helpful=h)
         session.flush()
         return run
@@ -268,6 +268,19 @@ class TestProductionGate:
         assert by_key["survey"].status == "pass" and by_key["survey"].value == 1
         assert by_key["full_eval_set"].status == "pass"
         assert rep.passed
+
+    def test_a_new_round_with_one_helpful_answer_does_not_pass_the_survey(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = self._ready(session, spec, set())  # round "pilot": 4 helpful, 3 not, 1 neutral
+        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        survey_service.open_round(session=session, name="week 3")
+        survey_service.record_answer(session=session, agent_id="a1", helpful="yes")
+        rep = service.production_report(session=session, spec=spec, run=run, today=after)
+        survey = {c.key: c for c in rep.criteria}["survey"]
+        # Only the newest round counts, and 1 of its 8 needed answers is in: not a pass, not the old round's.
+        assert survey.status == "incomplete" and survey.value == 1
+        assert survey.measured == "1 helpful, 0 not, 0 neutral (net +1); 1 of 8 answers needed"
+        assert not rep.passed
 
     def test_nine_business_days_then_a_weekend_fails(self, session: Session, spec: EvalSpec) -> None:
         spec = small_gate_spec(spec)

@@ -42,7 +42,7 @@ def production_report(*, session: Session, spec: EvalSpec, run: Run, today: dt.d
     results = [
         criteria.pilot_online_targets(facts.streak_facts(session=session, spec=spec, today=today), spec, today=today),
         criteria.no_confirmed_hallucinations(facts.hallucination_facts(session=session, spec=spec), spec, today=today),
-        criteria.survey_net_positive(facts.survey_facts(session=session)),
+        criteria.survey_net_positive(facts.survey_facts(session=session), spec),
         criteria.full_eval_set(pf, spec),
     ]
     return GateReport("production", run.id, run.name, results, utcnow())
