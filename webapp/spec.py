@@ -249,6 +249,8 @@ class ProductionGateSpec(_Strict):
 class GatesSpec(_Strict):
     pilot: PilotGateSpec
     production: ProductionGateSpec
+    # Roles whose "go" a gate decision needs ("results reviewed by PM and ML lead before deploy").
+    signoff_roles: list[Literal["pm", "ml_lead", "lead"]] = Field(default_factory=lambda: ["pm", "ml_lead"], min_length=1)
 
 
 class ReviewSpec(_Strict):
