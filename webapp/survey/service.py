@@ -124,7 +124,9 @@ def counts(*, session: Session, round_id: int | None = None) -> SurveyCounts:
 def round_results(*, session: Session) -> list[tuple[SurveyRound, SurveyCounts]]:
     """List every round with its counts, newest first (earlier rounds stay readable after a new one opens)."""
     grouped = session.exec(
-        select(SurveyAnswer.round_id, SurveyAnswer.helpful, func.count()).group_by(SurveyAnswer.round_id, SurveyAnswer.helpful)
+        select(SurveyAnswer.round_id, SurveyAnswer.helpful, func.count()).group_by(
+            col(SurveyAnswer.round_id), col(SurveyAnswer.helpful)
+        )
     ).all()
     by_round: dict[int, dict[str, int]] = {}
     for round_id, helpful, n in grouped:
