@@ -38,6 +38,7 @@ templates.env.globals["roles_label"] = {
     "lead": "Team lead",
     "pm": "PM",
     "support_lead": "Support lead",
+    "ml_lead": "ML lead",
     "admin": "Admin",
 }
 

@@ -20,7 +20,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @users.command("create")
     def users_create(
         email: str = typer.Option(..., "--email", help="Sign-in email"),
-        role: list[str] = typer.Option(..., "--role", help="labeler, lead, pm, support_lead or admin; repeat for several"),
+        role: list[str] = typer.Option(..., "--role", help="labeler, lead, pm, support_lead, ml_lead or admin; repeat for several"),
         name: str = typer.Option("", "--name", help="Display name"),
     ) -> None:
         """Create a user; the password is prompted for, or read from standard input when piped."""

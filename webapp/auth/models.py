@@ -9,8 +9,8 @@ from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
 
-Role = Literal["labeler", "lead", "pm", "support_lead", "admin"]
-ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "admin")
+Role = Literal["labeler", "lead", "pm", "support_lead", "ml_lead", "admin"]
+ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "ml_lead", "admin")
 # Token scopes that are not roles: what an agent's drafting tool may do through the API.
 EXTRA_SCOPES: tuple[str, ...] = ("ingest",)
 

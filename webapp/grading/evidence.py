@@ -133,6 +133,16 @@ class ModelSignals:
     judge_rationale: str | None
     checks: list[Any]  # rows: key, status, reason
 
+    @property
+    def checks_passed(self) -> int:
+        """Count the checks this draft passes."""
+        return sum(1 for c in self.checks if c.status == "pass")
+
+    @property
+    def checks_applicable(self) -> int:
+        """Count the checks that apply to this draft: "5/6 pass" is over these, not over all checks run."""
+        return sum(1 for c in self.checks if c.status != "not_applicable")
+
 
 def signals_view(
     *,
