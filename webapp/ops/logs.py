@@ -27,8 +27,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 ACCESS_LOGGER = "draftdesk.access"
 REQUEST_ID_HEADER = "X-Request-ID"
 _PLAUSIBLE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
-# The attributes every LogRecord has: anything else on a record came from `extra=`.
-_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+# The attributes every LogRecord has: anything else on a record came from `extra=` (uvicorn's
+# color_message is its message again with terminal colours).
+_STANDARD = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName", "color_message"}
 
 
 class JsonFormatter(logging.Formatter):
