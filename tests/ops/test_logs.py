@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.conftest import TEST_SECRET
@@ -105,3 +106,16 @@ def test_serve_writes_json_lines_to_stderr(tmp_path: Path, sqlite_template: Path
     assert not any("color_message" in entry for entry in lines)
     (request,) = [e for e in lines if e.get("request_id") == "e2e-1"]
     assert (request["method"], request["path"], request["status"]) == ("GET", "/livez", 200)
+
+
+def test_a_failing_request_is_logged_as_500_with_its_id(app: FastAPI, caplog: pytest.LogCaptureFixture) -> None:
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    app.add_api_route("/test-only/boom", boom)
+    caplog.set_level(logging.INFO, logger=ACCESS_LOGGER)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/test-only/boom", headers={"X-Request-ID": "fails-1"})
+    assert r.status_code == 500
+    (record,) = access_records(caplog)
+    assert (record.request_id, record.status, record.route) == ("fails-1", 500, "/test-only/boom")  # type: ignore[attr-defined]

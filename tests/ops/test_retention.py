@@ -113,3 +113,35 @@ def test_db_prune_command_uses_the_settings(session: Session, db_url: str) -> No
     assert out.exit_code == 0, out.output
     # outbox kept 40 days: only the one sent 45 days ago goes.
     assert "pruned 2 expired sessions, 3 sign-in attempts, 1 delivered alert messages, 2 events" in " ".join(out.output.split())
+
+
+def test_the_server_prunes_at_start_up_when_background_jobs_run(session: Session, db_url: str) -> None:
+    """The retention job starts with the app's lifespan (as the alert jobs do) and prunes at once."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from tests.conftest import SPEC_PATH, TEST_SECRET
+    from webapp.main import create_app
+
+    user = make_user(session, email="u@example.test", roles=["admin"])
+    session.add(WebSession(token_hash="e" * 64, user_id=stored_id(user.id), expires_at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)))
+    session.add(WebSession(token_hash="l" * 64, user_id=stored_id(user.id), expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)))
+    session.commit()
+    settings = Settings(
+        database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, background_jobs=True, alerts_interval_seconds=3600
+    )
+    app = create_app(settings)
+    try:
+        with TestClient(app):
+            deadline = time.monotonic() + 30
+            while True:
+                session.expire_all()
+                left = [s.token_hash[0] for s in session.exec(select(WebSession))]
+                session.rollback()  # end the read, so SQLite's writer is not kept waiting
+                if left == ["l"] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+    finally:
+        app.state.engine.dispose()
+    assert left == ["l"]

@@ -110,20 +110,21 @@ class RequestLog:
             route = route_template(scope)
             if self.observe is not None:
                 self.observe(scope["method"], route, status, seconds)
-            self.log.info(
-                "%s %s %s",
-                scope["method"],
-                scope["path"],
-                status,
-                extra={
-                    "request_id": request_id,
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "route": route,
-                    "status": status,
-                    "duration_ms": round(seconds * 1000, 2),
-                },
-            )
+            if self.log.isEnabledFor(logging.INFO):  # the extra fields are built only when they are written
+                self.log.info(
+                    "%s %s %s",
+                    scope["method"],
+                    scope["path"],
+                    status,
+                    extra={
+                        "request_id": request_id,
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "route": route,
+                        "status": status,
+                        "duration_ms": round(seconds * 1000, 2),
+                    },
+                )
 
 
 def route_template(scope: Scope) -> str:
