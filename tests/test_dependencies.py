@@ -75,8 +75,8 @@ CONTRACTS: dict[str, frozenset[str]] = {
 
 # The top: cross-domain reactions, the app, the command line, and the packages that gather every domain.
 FLOWS = "webapp.flows"
-APP_MODULES: frozenset[str] = frozenset({"webapp.main", "webapp.cli", "webapp.errors"})
-APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo"})
+APP_MODULES: frozenset[str] = frozenset({"webapp.main", "webapp.cli", "webapp.server_cli", "webapp.errors"})
+APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo", "ops"})
 
 # A domain's entry points: they call its services (and webapp.flows after them).
 ENTRY_POINTS: frozenset[str] = frozenset({"routes", "pages", "cli", "home", "demo", "background"})
