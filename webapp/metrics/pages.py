@@ -14,7 +14,7 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, svg, units, versions
+from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, units, versions
 from webapp.metrics import calibration as metrics_calibration
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -138,15 +138,12 @@ def dashboard_context(
         "metrics": METRIC_NAMES,
         "labels": metrics_targets.METRIC_LABELS,
         "figures": {m: charts.to_json(fig) for m, fig in built.items()},
-        # the same figures drawn on the server: on screen with the HTML, before plotly.js replaces them
-        "svgs": {m: svg.render(fig, y_unit=units.unit(m)) for m, fig in built.items()},
         "alerts": alert_list,
         "alert_by_metric": by_metric,
         "firing": [a for a in alert_list if a.state == "firing"],
         "changes": changes,
         "calibration": cal,
         "calibration_figure": charts.to_json(cal_figure),
-        "calibration_svg": svg.render(cal_figure, y_unit=units.PERCENT, x_unit=units.Unit(digits=1)),
         "streaks": streaks,
         "gate_streaks": gate_streaks,
         "gate_differs": (gate_streaks.longest, gate_streaks.current) != (streaks.longest, streaks.current),
