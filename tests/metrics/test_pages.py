@@ -80,6 +80,36 @@ class TestMetricsPage:
         figs = _figures(frag.text)
         assert figs["cost_per_draft"]["data"][0]["y"] == [None, None, 0.01, 0.01, None]
 
+    def test_applying_the_view_already_shown_pushes_no_history_entry(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        _seed(session, spec)
+        c = client_as("pm")
+        form = "/metrics?start=2026-11-01&end=2026-11-05&intent=plan_change&plan=&agent_id="
+
+        def push(url: str, current: str) -> str | None:
+            r = c.get(url, headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{current}"})
+            assert r.status_code == 200
+            return r.headers.get("hx-push-url")
+
+        # the dropdown's request from the unfiltered view: the form's hx-push-url pushes it (no header)
+        assert push(form, "/metrics?start=2026-11-01&end=2026-11-05") is None
+        # Apply right after, from the URL just pushed: the same view, no second entry
+        assert push(form, form) == "false"
+        # the same parameters in another order, blanks left out: still the same view
+        assert push(form, "/metrics?intent=plan_change&end=2026-11-05&start=2026-11-01") == "false"
+        # another segment or range is a new entry
+        assert push(form, "/metrics?start=2026-11-01&end=2026-11-05&intent=billing_charge") is None
+        assert push(form, "/metrics?start=2026-11-02&end=2026-11-05&intent=plan_change") is None
+        # a quick range that resolves to the view shown: no entry either; to another view: the canonical URL
+        quick = "/metrics?range=7d&start=2026-11-01&end=2026-11-05"
+        seven = c.get(quick, headers={"HX-Request": "true"}).headers["hx-push-url"]
+        assert seven.startswith("/metrics?start=") and "range" not in seven
+        assert push(quick, seven) == "false"
+        assert push(quick, "/metrics?start=2026-11-01&end=2026-11-05") == seven
+        # without htmx (a plain GET), no header at all
+        assert c.get(form, headers={"HX-Current-URL": f"http://testserver{form}"}).headers.get("hx-push-url") is None
+
     def test_user_text_is_escaped(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
         _seed(session, spec)
         day = client_as("support_lead").get("/metrics/day/2026-11-02")

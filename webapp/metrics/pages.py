@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import io
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -57,6 +58,25 @@ def _query(start: dt.date, end: dt.date, filters: dict[str, str | None]) -> str:
 
     params = {"start": start.isoformat(), "end": end.isoformat(), **{k: v for k, v in filters.items() if v}}
     return urlencode(params)
+
+
+def _params(query: str) -> list[tuple[str, str]]:
+    # blank values (a dropdown on "All") are the same view as no value
+    return sorted((k, v) for k, v in parse_qsl(query) if v)
+
+
+def shown_already(request: Request, canonical: str) -> bool:
+    """Tell whether the browser already shows this view, so that htmx must not push another history entry.
+
+    The filter form applies on change *and* on Apply: a dropdown change, then Apply, sends the same
+    query twice. htmx says which page it is on (`HX-Current-URL`); when that page's parameters
+    equal this request's (or the range it resolves to), the answer carries `HX-Push-Url: false`.
+    """
+    current = request.headers.get("hx-current-url")
+    if not current:
+        return False
+    shown = urlsplit(current)
+    return shown.path == request.url.path and _params(shown.query) in (_params(request.url.query), _params(canonical))
 
 
 QUICK_DAYS = (7, 14, 30)
@@ -184,7 +204,11 @@ def metrics_page(
         return RedirectResponse(f"/metrics?{_query(s, e, filters)}", status_code=303)  # a bookmarkable URL
     ctx = {**form, **dashboard_context(session=session, spec=spec, start=s, end=e, filters=filters)}
     ctx.update(start_text=s.isoformat(), end_text=e.isoformat())
-    headers = {"HX-Push-Url": f"/metrics?{ctx['query']}"} if range else None
+    headers: dict[str, str] | None = None
+    if is_htmx(request) and shown_already(request, ctx["query"]):
+        headers = {"HX-Push-Url": "false"}  # Apply after a dropdown applied the same view: no second entry
+    elif range:
+        headers = {"HX-Push-Url": f"/metrics?{ctx['query']}"}
     return render(request, "metrics/index.html", ctx, block="results", headers=headers)
 
 
