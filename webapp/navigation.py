@@ -46,3 +46,18 @@ def nav_for(principal: Principal, app: FastAPI) -> list[NavItem]:
         items = [item for item in NAV if can_open(app, principal, item.href)]
         cache[principal.roles] = items
     return list(items)
+
+
+def current_href(items: list[NavItem], path: str) -> str | None:
+    """Return the one entry a page belongs to: the longest href that is the path or a folder above it.
+
+    "/grading/adjudication/4" belongs to Adjudication, not also to Grading; "/" matches only itself
+    (every path starts with it), and a page under no entry (e.g. /login) marks none.
+    """
+    best: str | None = None
+    for item in items:
+        href = item.href
+        matches = path == href or (href != "/" and path.startswith(href.rstrip("/") + "/"))
+        if matches and (best is None or len(href) > len(best)):
+            best = href
+    return best
