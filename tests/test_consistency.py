@@ -113,7 +113,7 @@ def _home_cards(page: str) -> dict[str, str]:
 
 
 def test_automated_check_pass_rate(demo: Demo) -> None:
-    """/runs/{run}/checks, both gates and the API: the same drafts passing, out of the same total, the same rate."""
+    """/runs/{run}/checks, both gates and the API: the same examples passing, out of the same total, the same rate."""
     overall = demo.api("lead", f"/api/v1/runs/{RUN}/checks")["overall"]
     passed, total, rate = overall["passed"], overall["total"], overall["pass_rate"]
     assert rate == pytest.approx(passed / total)
@@ -122,7 +122,10 @@ def test_automated_check_pass_rate(demo: Demo) -> None:
     checks = _plain(demo.page("lead", f"/runs/{demo.run_id}/checks"))
     assert f"{shown} drafts pass every applicable check ({passed}/{total})" in checks
 
-    measured = f"{passed}/{total} drafts pass ({shown})"
+    # The gate counts the set's examples (an example passes when every draft of it passes); the
+    # demo run has one draft per case of its 100-case set, so both figures are the same numbers.
+    assert total == demo.spec.gates.pilot.min_cases
+    measured = f"{passed}/{total} examples pass ({shown})"
     cells = _criterion_cells(demo.page("pm", f"/gates/pilot?run={RUN}"), "automated_checks")
     assert cells[1].startswith(measured)
     # the gate's threshold, written the same way on the checks page (not "80%" there and "80.0%" here)

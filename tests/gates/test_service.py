@@ -106,8 +106,28 @@ class TestPilotGate:
         safety = next(c for c in rep.criteria if c.key == "safety_escalation")
         assert safety.status == "fail" and [e.label for e in safety.evidence] == ["safety-1"]
         auto = next(c for c in rep.criteria if c.key == "automated_checks")
-        assert auto.measured.startswith("9/10 drafts pass (90.0%)")
+        assert auto.measured == "9/10 examples pass (90.0%); 10 drafts"
         assert rep.status == "fail"
+
+    def test_cases_the_run_did_not_draft_fail_and_are_named_with_their_page(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = build_run(session)
+        ds = _dataset_of(session, run)
+        # A second run over the same 10 cases that drafted only routine-2..routine-8 (7 of 10):
+        # golden routine-0 and routine-1 and safety-1 have no draft. By hand: 7/10 = 70% < 80%.
+        partial = make_run(session, ds, [good_draft(f"routine-{i}") for i in range(2, 9)], name="partial")
+        checks_service.check_run(session=session, spec=spec, run_id=partial.id)
+        rep = service.pilot_report(session=session, spec=spec, run=partial)
+        by_key = {c.key: c for c in rep.criteria}
+        auto = by_key["automated_checks"]
+        assert auto.status == "fail" and auto.value == pytest.approx(0.7)
+        assert auto.measured == "7/10 examples pass (70.0%); 7 drafts, 3 examples without a draft"
+        assert [(e.label, e.href) for e in auto.evidence] == [
+            (cid, f"/datasets/{ds.id}/cases/{cid}") for cid in ("routine-0", "routine-1", "safety-1")
+        ]
+        golden = by_key["golden_factual"]
+        assert golden.status == "fail"
+        assert golden.summary == "routine-0 has no draft in this run; routine-1 has no draft in this run"
 
     def test_unchecked_run_says_to_run_the_checks(self, session: Session, spec: EvalSpec) -> None:
         run = build_run(session)
@@ -141,7 +161,7 @@ class TestNeverDrafts:
         auto = by_key["automated_checks"]
         # 9 routine cases expect a draft and fail; the safety case passes: 1/10.
         assert auto.status == "fail" and auto.value == pytest.approx(1 / 10)
-        assert auto.summary == "only 10.0% of drafts pass every automated check; 9 do not (Expected behaviour: 9)"
+        assert auto.summary == "only 10.0% of the set's examples pass every automated check; 9 fail (Expected behaviour: 9)"
         assert any(m.startswith("Automated checks: only 10.0%") for m in rep.missing)
         golden = by_key["golden_factual"]
         assert golden.status == "fail" and golden.summary == "routine-0 fails Expected behaviour; routine-1 fails Expected behaviour"
@@ -296,7 +316,8 @@ class TestSignoff:
         with pytest.raises(service.GateError, match="only a no-go"):
             service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="go")
         row = service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="no_go", note="not yet")
-        assert row.role == "pm" and row.verdict == "incomplete" and row.report["gate"] == "pilot"
+        # Not checked yet, but the 10-case set is below the 100 cases the pilot gate needs: fail.
+        assert row.role == "pm" and row.verdict == "fail" and row.report["gate"] == "pilot"
         assert [s.id for s in service.signoffs(session=session, gate="pilot", run_id=run.id)] == [row.id]
 
     def test_each_person_signs_a_gate_once(self, session: Session, spec: EvalSpec) -> None:

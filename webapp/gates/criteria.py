@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from webapp.checks.rules import PROBLEM_LABELS, describe, golden_failures, named, problems
 from webapp.checks.types import CheckResult
@@ -98,6 +99,17 @@ class RegressionFacts:
 EXPORT_COMMAND = "draftdesk regression export regression-suite.jsonl"
 
 
+@dataclass(frozen=True)
+class CaseFacts:
+    """One example (case) of the run's eval set, drafted or not."""
+
+    case_id: str
+    category: str | None = None
+    intent: str | None = None
+    golden: bool = False
+    href: str | None = None  # the case's page in its dataset
+
+
 @dataclass
 class PilotFacts:
     run_id: int
@@ -105,6 +117,50 @@ class PilotFacts:
     case_count: int
     drafts: list[DraftFacts] = field(default_factory=list)
     regression: list[RegressionFacts] = field(default_factory=list)
+    # Every example of the eval set, in file order (webapp.gates.facts always fills it). Left empty
+    # (hand-made facts), the examples are the drafted case ids, and case_count - their number
+    # examples count as missing from the run without names.
+    cases: list[CaseFacts] = field(default_factory=list)
+
+
+ExampleStatus = Literal["pass", "fail", "unchecked", "missing"]
+
+
+@dataclass(frozen=True)
+class ExampleOutcome:
+    """One example of the eval set and every draft (sample) the run has of it."""
+
+    case_id: str
+    drafts: tuple[DraftFacts, ...]
+    href: str | None = None
+    golden: bool = False
+
+    @property
+    def status(self) -> ExampleStatus:
+        """pass: every draft is checked and passes; fail: a checked draft does not pass; missing: no draft."""
+        if not self.drafts:
+            return "missing"
+        if any(d.checked and d.problems for d in self.drafts):
+            return "fail"
+        if any(not d.checked for d in self.drafts):
+            return "unchecked"
+        return "pass"
+
+    @property
+    def failing_drafts(self) -> list[DraftFacts]:
+        return [d for d in self.drafts if d.checked and d.problems]
+
+
+def examples(facts: PilotFacts) -> tuple[list[ExampleOutcome], int]:
+    """Group the run's drafts by example of the eval set; return the outcomes and the unnamed missing count."""
+    by_case: dict[str, list[DraftFacts]] = {}
+    for d in facts.drafts:
+        by_case.setdefault(d.case_id, []).append(d)
+    if facts.cases:
+        out = [ExampleOutcome(c.case_id, tuple(by_case.get(c.case_id, ())), c.href, c.golden) for c in facts.cases]
+        return out, 0
+    out = [ExampleOutcome(cid, tuple(ds), None, any(d.golden for d in ds)) for cid, ds in by_case.items()]
+    return out, max(0, facts.case_count - len(out))
 
 
 def _draft_ev(d: DraftFacts, detail: str = "") -> Evidence:
@@ -115,41 +171,81 @@ def _pct(x: float) -> str:
     return units.percent(x)  # the pass-rate format of every page
 
 
+def _example_ev(e: ExampleOutcome) -> Evidence:
+    if e.status == "missing":
+        return Evidence(e.case_id, e.href, "no draft in this run")
+    bad = e.failing_drafts
+    if bad:
+        why = named(_problem_union(bad))
+        lead = "fails" if len(e.drafts) == 1 else f"{len(bad)} of {len(e.drafts)} drafts fail:"
+        return Evidence(e.case_id, f"/drafts/{bad[0].draft_id}", f"{lead} {why}")
+    return Evidence(e.case_id, f"/drafts/{e.drafts[0].draft_id}", "not checked")
+
+
+def _problem_union(drafts: Sequence[DraftFacts]) -> list[CheckResult]:
+    """The distinct problems of several drafts, first seen first (one entry per check)."""
+    seen: dict[str, CheckResult] = {}
+    for d in drafts:
+        for r in d.problems:
+            seen.setdefault(r.key, r)
+    return list(seen.values())
+
+
 def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> CriterionResult:
-    """Criterion 1: at least N% of the drafts pass all automated checks, over at least min_cases cases."""
+    """Criterion 1: at least N% of the eval set's examples pass all automated checks, over at least min_cases cases.
+
+    The unit is the example (case) of the set, never the draft: an example passes only when every
+    draft (sample) of it is checked and passes; an example the run has no draft of fails.
+    """
     threshold = spec.gates.pilot.automated_pass_rate
     title = "Automated checks"
-    thr = f"≥ {_pct(threshold)} of drafts, ≥ {min_cases} cases"
-    total = len(facts.drafts)
-    unchecked = [d for d in facts.drafts if not d.checked]
-    failing = [d for d in facts.drafts if d.checked and d.problems]
-    passing = total - len(unchecked) - len(failing)
-    rate = passing / total if total else None
-    measured = f"{passing}/{total} drafts pass ({_pct(rate) if rate is not None else '—'}), {facts.case_count} cases"
-    evidence = [_draft_ev(d, "fails " + named(d.problems)) for d in failing]
+    thr = f"≥ {_pct(threshold)} of the set's examples (every draft of an example passes), ≥ {min_cases} cases"
+    outcomes, unnamed_missing = examples(facts)
+    total = facts.case_count
+    passing = [e for e in outcomes if e.status == "pass"]
+    failing = [e for e in outcomes if e.status == "fail"]
+    unchecked = [e for e in outcomes if e.status == "unchecked"]
+    missing = [e for e in outcomes if e.status == "missing"]
+    n_missing = len(missing) + unnamed_missing
+    n_drafts = len(facts.drafts)
+    rate = len(passing) / total if total else None
+    # What the rate could still reach if every unchecked example passed once checked.
+    best = (len(passing) + len(unchecked)) / total if total else None
+    measured = (
+        f"{len(passing)}/{total} examples pass ({_pct(rate) if rate is not None else '—'}); "
+        f"{_n(n_drafts, 'draft')}" + (f", {n_missing} {'example' if n_missing == 1 else 'examples'} without a draft" if n_missing else "")
+    )
+    evidence = [_example_ev(e) for e in failing] + [_example_ev(e) for e in missing]
+    if unnamed_missing:
+        evidence.append(Evidence(f"{unnamed_missing} more examples", None, "no draft in this run"))
     status: Verdict
-    if total == 0:
+    if n_drafts == 0:
         status, summary = "incomplete", "the run has no drafts"
-    elif unchecked:
+    elif total < min_cases:
+        status, summary = "fail", f"the eval set has {total} cases; this gate needs at least {min_cases}"
+    elif unchecked and best is not None and best + EPS >= threshold:
         status = "incomplete"
-        summary = f"{_n(len(unchecked), 'draft')} not checked yet: press Re-check on the run's checks page"
-        evidence = [_draft_ev(d, "not checked") for d in unchecked] + evidence
+        summary = f"{_n(len(unchecked), 'example')} not checked yet: press Re-check on the run's checks page"
+        evidence = [_example_ev(e) for e in unchecked] + evidence
         result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
         result.action, result.command = "Re-check on the run's checks page, or from a terminal:", f"draftdesk check {facts.run_name}"
         return result
-    elif facts.case_count < min_cases:
-        status, summary = "fail", f"the eval set has {facts.case_count} cases; this gate needs at least {min_cases}"
     elif rate is not None and rate + EPS >= threshold:
-        status, summary = "pass", f"{_pct(rate)} of drafts pass every automated check"
+        status, summary = "pass", f"{_pct(rate)} of the set's examples pass every automated check"
     else:
-        status, summary = "fail", f"only {_pct(rate or 0)} of drafts pass every automated check; {len(failing)} do not"
-        # Say which checks hold the run back, most failures first.
+        parts = [f"{len(failing)} fail"] if failing else []
+        parts += [f"{n_missing} {'has' if n_missing == 1 else 'have'} no draft in this run"] if n_missing else []
+        parts += [f"{len(unchecked)} not checked yet"] if unchecked else []
+        status = "fail"
+        summary = f"only {_pct(rate or 0)} of the set's examples pass every automated check; " + ", ".join(parts)
+        # Say which checks hold the run back (examples failing each), most first.
         counts: dict[str, int] = {}
-        for d in failing:
-            for r in d.problems:
+        for e in failing:
+            for r in _problem_union(e.failing_drafts):
                 counts[r.key] = counts.get(r.key, 0) + 1
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
-        summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
+        if top:
+            summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
     return CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
 
 
@@ -206,15 +302,25 @@ def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     failed_ids = {d.draft_id for d, _ in failures}
     unchecked = [d for d in golden if not d.checked and d.draft_id not in failed_ids]
     ungraded = [d for d in golden if d.checked and d.needs_grade and d.final_grade is None and d.draft_id not in failed_ids]
+    # A golden example of the set that the run has no draft of fails: nothing shows it is right,
+    # and only a new run (not more checking or grading) can fix it.
+    drafted = {d.case_id for d in facts.drafts}
+    absent = [c for c in facts.cases if c.golden and c.case_id not in drafted]
     measured = f"{len(failures)} failures on {len(golden)} golden drafts"
+    if absent:
+        measured += f"; {len(absent)} golden {'example' if len(absent) == 1 else 'examples'} not in this run"
     evidence = [_draft_ev(d, "fails " + describe(why)) for d, why in failures]
+    evidence += [Evidence(c.case_id, c.href, "golden example with no draft in this run") for c in absent]
     evidence += [_draft_ev(d, "not checked yet") for d in unchecked] + [_draft_ev(d, "no final grade yet") for d in ungraded]
     status: Verdict
-    if not golden:
+    if not golden and not absent:
         status, summary = "incomplete", "the run has no golden examples"
-    elif len(failures) > allowed:
+    elif len(failures) + len(absent) > allowed:
         status = "fail"
-        summary = "; ".join(f"{d.case_id} fails {named(why)}" for d, why in failures)
+        summary = "; ".join(
+            [f"{d.case_id} fails {named(why)}" for d, why in failures]
+            + [f"{c.case_id} has no draft in this run" for c in absent]
+        )
     elif unchecked:
         status, summary = "incomplete", f"{_n(len(unchecked), 'golden draft')} not checked yet"
     elif ungraded:
