@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 from webapp.checks.types import CHECK_KEYS, CheckResult
+from webapp.datasets.mix import dataset_mix
 from webapp.gates.criteria import (
     CaseFacts,
     DraftFacts,
@@ -125,6 +126,43 @@ class TestAutomatedChecks:
         ds = [DraftFacts(2 * i + k, f"c{i}", results=res(length="fail") if (i >= 80 and k == 1) else res()) for i in range(100) for k in (0, 1)]
         r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases), spec, min_cases=100)
         assert r.status == "pass" and r.value == pytest.approx(0.80)
+
+
+class TestMixAgainstThePlan:
+    def test_an_all_routine_set_fails_even_when_every_example_passes(self, spec) -> None:
+        cases = set_of(100)  # all routine, all billing_charge
+        mix = dataset_mix([(c.case_id, c.category, c.intent) for c in cases], spec)
+        ds = [DraftFacts(i, f"c{i}", results=res()) for i in range(100)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases, mix=mix, dataset_href="/datasets/1"), spec, min_cases=100)
+        assert r.status == "fail" and r.value == pytest.approx(1.0)
+        assert r.summary.startswith(
+            "the eval set does not match the plan: the category mix does not match the plan's stratified sample: "
+            "routine 100.0% (plan 60% ± 5 pts), edge 0.0% (plan 20% ± 5 pts)"
+        )
+        assert r.threshold.endswith("mix and intents as planned")
+        assert [(p.title, p.measured, p.threshold, p.status) for p in r.parts] == [
+            ("Routine cases", "100 (100.0%)", "60% ± 5 pts", "fail"),
+            ("Edge cases", "0 (0.0%)", "20% ± 5 pts", "fail"),
+            ("Adversarial cases", "0 (0.0%)", "10% ± 5 pts", "fail"),
+            ("Safety cases", "0 (0.0%)", "10% ± 5 pts", "fail"),
+            ("Intents (the plan's top 10)", "all 100 labelled cases in the top 10", "none outside", "pass"),
+        ]
+        assert r.evidence[0].label == "Eval set mix" and r.evidence[0].href == "/datasets/1"
+
+    def test_the_planned_mix_with_an_intent_outside_the_ten_fails_naming_it(self, spec) -> None:
+        cats = ["routine"] * 60 + ["edge"] * 20 + ["adversarial"] * 10 + ["safety"] * 10
+        cases = [CaseFacts(f"c{i}", cat, "shipping_delay" if i in (4, 71) else "billing_charge") for i, cat in enumerate(cats)]
+        mix = dataset_mix([(c.case_id, c.category, c.intent) for c in cases], spec)
+        ds = [DraftFacts(i, f"c{i}", results=res()) for i in range(100)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases, mix=mix), spec, min_cases=100)
+        assert r.status == "fail"
+        assert r.summary == "the eval set does not match the plan: intent 'shipping_delay' is not one of the plan's top-10 intents: 2 cases (c4, c71)"
+        assert [p.status for p in r.parts] == ["pass", "pass", "pass", "pass", "fail"]
+        assert r.parts[-1].measured == "2 cases outside: shipping_delay"
+        # The same set with the two intents in the ten passes.
+        fixed = [CaseFacts(c.case_id, c.category, "billing_charge") for c in cases]
+        ok = dataset_mix([(c.case_id, c.category, c.intent) for c in fixed], spec)
+        assert automated_checks(PilotFacts(1, "r", 100, ds, cases=fixed, mix=ok), spec, min_cases=100).status == "pass"
 
 
 class TestHumanGrading:

@@ -21,14 +21,15 @@ from webapp.survey import service as survey_service
 
 
 def small_gate_spec(spec: EvalSpec, min_cases: int = 10, production_cases: int = 10) -> EvalSpec:
-    """The real spec with gates sized for a 10-case test set."""
+    """The real spec with gates sized for a 10-case test set, planned as build_run's mix (9 routine, 1 safety)."""
     gates = spec.gates.model_copy(
         update={
             "pilot": spec.gates.pilot.model_copy(update={"min_cases": min_cases}),
             "production": spec.gates.production.model_copy(update={"min_cases": production_cases}),
         }
     )
-    return spec.model_copy(update={"gates": gates})
+    mix = {"routine": 0.9, "edge": 0.0, "adversarial": 0.0, "safety": 0.1}
+    return spec.model_copy(update={"gates": gates, "dataset": spec.dataset.model_copy(update={"categories": mix})})
 
 
 def good_draft(case_id: str) -> dict[str, Any]:
@@ -135,6 +136,21 @@ class TestPilotGate:
         auto = rep.criteria[0]
         assert auto.status == "incomplete" and "press Re-check" in auto.summary
         assert auto.command == f"draftdesk check {run.name}"
+
+    def test_a_set_off_the_plans_mix_fails_criterion_1_and_shows_the_mix(self, session: Session, spec: EvalSpec) -> None:
+        # The real plan (60/20/10/10) with the gate sized for 10 cases: build_run's 9 routine + 1 safety
+        # is 90%/0%/0%/10%: routine +30 pts, edge -20 pts, adversarial -10 pts: does not match.
+        sized = small_gate_spec(spec).model_copy(update={"dataset": spec.dataset})
+        run = build_run(session)
+        checks_service.check_run(session=session, spec=sized, run_id=run.id)
+        auto = service.pilot_report(session=session, spec=sized, run=run).criteria[0]
+        assert auto.status == "fail" and auto.value == pytest.approx(1.0)
+        assert auto.summary.startswith("the eval set does not match the plan: the category mix does not match")
+        assert [(p.key, p.measured, p.status) for p in auto.parts][:4] == [
+            ("mix_routine", "9 (90.0%)", "fail"), ("mix_edge", "0 (0.0%)", "fail"),
+            ("mix_adversarial", "0 (0.0%)", "fail"), ("mix_safety", "1 (10.0%)", "pass"),
+        ]
+        assert auto.evidence[0].href == f"/datasets/{run.dataset_id}"
 
     def test_full_size_gate_refuses_a_10_case_set(self, session: Session, spec: EvalSpec) -> None:
         run = build_run(session)

@@ -23,6 +23,7 @@ from typing import Literal
 
 from webapp.checks.rules import PROBLEM_LABELS, describe, golden_failures, named, problems
 from webapp.checks.types import CheckResult
+from webapp.datasets.mix import DatasetMix
 from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
 from webapp.metrics import units
 from webapp.spec import EvalSpec
@@ -121,6 +122,10 @@ class PilotFacts:
     # (hand-made facts), the examples are the drafted case ids, and case_count - their number
     # examples count as missing from the run without names.
     cases: list[CaseFacts] = field(default_factory=list)
+    # The set's category mix and intents against the plan (webapp.datasets.mix); None: not judged
+    # (hand-made facts only: webapp.gates.facts always fills it).
+    mix: DatasetMix | None = None
+    dataset_href: str | None = None
 
 
 ExampleStatus = Literal["pass", "fail", "unchecked", "missing"]
@@ -219,6 +224,7 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     if unnamed_missing:
         evidence.append(Evidence(f"{unnamed_missing} more examples", None, "no draft in this run"))
     status: Verdict
+    action = command = ""
     if n_drafts == 0:
         status, summary = "incomplete", "the run has no drafts"
     elif total < min_cases:
@@ -227,9 +233,7 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
         status = "incomplete"
         summary = f"{_n(len(unchecked), 'example')} not checked yet: press Re-check on the run's checks page"
         evidence = [_example_ev(e) for e in unchecked] + evidence
-        result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
-        result.action, result.command = "Re-check on the run's checks page, or from a terminal:", f"draftdesk check {facts.run_name}"
-        return result
+        action, command = "Re-check on the run's checks page, or from a terminal:", f"draftdesk check {facts.run_name}"
     elif rate is not None and rate + EPS >= threshold:
         status, summary = "pass", f"{_pct(rate)} of the set's examples pass every automated check"
     else:
@@ -246,7 +250,49 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
         if top:
             summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
-    return CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
+    mix_parts: list[CriterionResult] = []
+    if facts.mix is not None:
+        thr += ", mix and intents as planned"
+        mix_parts = _mix_parts(facts.mix)
+        off_plan = facts.mix.mismatches()
+        if off_plan:
+            # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
+            # an all-routine set would pass 80% far more easily than the planned mix.
+            note = "the eval set does not match the plan: " + "; ".join(off_plan)
+            summary = note if status != "fail" else f"{summary}; {note}"
+            status = "fail"
+            evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + evidence
+            action = command = ""
+    result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence, mix_parts)
+    result.action, result.command = action, command
+    return result
+
+
+def _mix_parts(mix: DatasetMix) -> list[CriterionResult]:
+    """The set's mix against the plan, one part per category and one for the intents (shown on the gate page)."""
+    parts = [
+        CriterionResult(
+            f"mix_{c.category}", f"{c.category.capitalize()} cases", "pass" if c.within else "fail",
+            f"{c.count} ({c.share * 100:.1f}%)", f"{c.planned * 100:g}% ± {c.tolerance_points:g} pts", "", c.share,
+        )
+        for c in mix.categories
+    ]
+    if mix.uncategorised:
+        parts.append(CriterionResult(
+            "mix_uncategorised", "Cases without a category", "fail", f"{len(mix.uncategorised)}", "none", "",
+            float(len(mix.uncategorised)),
+        ))
+    outside = sum(len(ids) for ids in mix.off_plan_intents.values())
+    measured = (
+        f"all {mix.total - len(mix.no_intent)} labelled cases in the top {mix.plan_intents}"
+        if not outside
+        else f"{outside} {'case' if outside == 1 else 'cases'} outside: " + ", ".join(mix.off_plan_intents)
+    )
+    parts.append(CriterionResult(
+        "mix_intents", f"Intents (the plan's top {mix.plan_intents})", "pass" if not outside else "fail", measured,
+        "none outside", "", float(outside),
+    ))
+    return parts
 
 
 def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:

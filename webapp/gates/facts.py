@@ -15,6 +15,7 @@ from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
 from webapp.checks.rules import is_safety_trigger
+from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.gates.criteria import (
     CaseFacts,
@@ -83,7 +84,10 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
             select(EvalCase).where(EvalCase.dataset_id == run.dataset_id).order_by(col(EvalCase.position))
         ).all()
     ]
-    return PilotFacts(run.id, run.name, dataset.count if dataset else len(cases), drafts, regression, cases)
+    mix = dataset_mix(((c.case_id, c.category, c.intent) for c in cases), spec)
+    return PilotFacts(
+        run.id, run.name, dataset.count if dataset else len(cases), drafts, regression, cases, mix, f"/datasets/{run.dataset_id}"
+    )
 
 
 def _plain_label(label: str) -> str:
