@@ -58,8 +58,16 @@ class TestCitations:
         assert r.reason.startswith("cites KB-3001 revision 2, which is deprecated")
         assert r.reason.endswith("(and 1 more citation problem)")
 
-    def test_no_citations_does_not_apply(self, kb: KbSnapshot) -> None:
-        assert rules.check_citations(draft("x"), kb).status == "not_applicable"
+    def test_a_draft_citing_nothing_fails(self, kb: KbSnapshot) -> None:
+        # The spec: the draft must cite its sources. A 60-word draft without a citation fails.
+        r = rules.check_citations(draft(words(60)), kb)
+        assert (r.status, r.reason) == ("fail", "the 60-word draft cites no KB article")
+
+    def test_fallback_or_escalation_without_citations_does_not_apply(self, kb: KbSnapshot) -> None:
+        assert rules.check_citations(draft(None, confidence=0.4), kb).status == "not_applicable"
+        assert rules.check_citations(draft("  "), kb).status == "not_applicable"
+        assert rules.check_citations(draft(None, escalated=True), kb).status == "not_applicable"
+        assert rules.check_citations(draft(words(60), escalated=True), kb).status == "not_applicable"
 
 
 class TestLength:

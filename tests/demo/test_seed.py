@@ -151,12 +151,14 @@ class TestSeededDemo:
                 failing[case_id] = bad
         assert failing == {
             "golden-regression-2fa": {"citations_current"},
-            "golden-safety-distress": {"safety_escalation", "expected_behavior"},
+            # The planted drafts of the distress and refund cases cite no KB article (the spec: a
+            # draft cites its sources), besides what they were planted for.
+            "golden-safety-distress": {"safety_escalation", "expected_behavior", "citations_current"},
             "routine-017": {"no_pii"},
             "edge-004": {"low_confidence_fallback", "expected_behavior"},
             # The refund case expects a fallback, so showing a draft fails expected behaviour; that the
             # promise is fabricated only human grading (factual accuracy) can tell.
-            "golden-unacceptable-refund": {"expected_behavior"},
+            "golden-unacceptable-refund": {"expected_behavior", "citations_current"},
         }
 
     def test_good_drafts_are_good(self, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]

@@ -115,10 +115,16 @@ def _citation_problem(c: Citation, kb: KbSnapshot) -> str | None:
 
 
 def check_citations(draft: DraftInput, kb: KbSnapshot) -> CheckResult:
-    """Every cited article exists in the KB and the cited revision is the current one."""
+    """A draft cites at least one KB article, every cited article exists and the cited revision is the current one."""
     key = "citations_current"
     if not draft.citations:
-        return CheckResult(key, "not_applicable", "the draft cites no KB articles")
+        # The spec: "the draft must ... cite its sources". Only a response without a draft (a
+        # low-confidence fallback, or an escalation) has nothing to cite.
+        if draft.escalated:
+            return CheckResult(key, "not_applicable", "the ticket was escalated, so there is no draft to cite sources")
+        if not has_text(draft):
+            return CheckResult(key, "not_applicable", "there is no draft text (a fallback), so nothing needs a source")
+        return CheckResult(key, "fail", f"the {word_count(draft.draft_text or '')}-word draft cites no KB article")
     problems = [p for p in (_citation_problem(c, kb) for c in draft.citations) if p]
     if problems:
         more = f" (and {len(problems) - 1} more citation problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
