@@ -13,8 +13,9 @@ from sqlmodel import Session, col, select
 from tests.datasets.helpers import count_rows, invoke
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
+from webapp.checks import service as checks_service
 from webapp.checks.rules import run_checks
-from webapp.checks.types import CaseInput, Citation, DraftInput
+from webapp.checks.types import Citation, DraftInput
 from webapp.datasets.loader import load_dataset
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.demo import content as c
@@ -142,7 +143,7 @@ class TestSeededDemo:
                     draft.intent,
                     draft.escalated,
                 ),
-                case=CaseInput(case.case_id, case.input, case.category, case.expected_behavior, case.golden),
+                case=checks_service.case_input(case),
                 kb=kb,
                 spec=spec,
             )
