@@ -26,6 +26,7 @@ from webapp.checks.types import CheckResult
 from webapp.datasets.mix import DatasetMix
 from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
 from webapp.metrics import units
+from webapp.metrics.weekly import weekly_counts
 from webapp.spec import EvalSpec
 
 EPS = 1e-9
@@ -520,10 +521,36 @@ def no_confirmed_hallucinations(reports: Sequence[HallucinationFacts], spec: Eva
         status, summary = "incomplete", f"none confirmed so far; the pilot runs until {pilot.end}"
     else:
         status, summary = "pass", "no confirmed hallucination report during the pilot"
+    weeks = pilot_weeks(reports, spec, today=today)
+    worst = max(weeks, key=lambda p: p.value or 0.0, default=None)
+    measured = f"{len(reports)} confirmed"
+    if worst is not None and reports:
+        measured += f"; most in one week: {int(worst.value or 0)} in {worst.title.removeprefix('Week ')}"
     return CriterionResult(
-        "no_hallucinations", "No confirmed hallucinations in the pilot", status, f"{len(reports)} confirmed",
-        f"≤ {allowed} ({pilot.start} – {pilot.end})", summary, float(len(reports)), evidence,
+        "no_hallucinations", "No confirmed hallucinations in the pilot", status, measured,
+        f"≤ {allowed} ({pilot.start} – {pilot.end}); target 0 per week", summary, float(len(reports)), evidence, weeks,
     )
+
+
+def pilot_weeks(reports: Sequence[HallucinationFacts], spec: EvalSpec, *, today: dt.date) -> list[CriterionResult]:
+    """The plan's weekly target ("0 per week") over each ISO week (Monday-Sunday) of the pilot window.
+
+    A report counts in the week of its event's day; only the pilot's days count (the reports are
+    those of the pilot window). A week over its target fails; a week with none passes once its
+    last pilot day is over, and is incomplete before.
+    """
+    pilot = spec.online_metrics.pilot
+    counts: dict[dt.date, int] = {}
+    for r in reports:
+        counts[r.day] = counts.get(r.day, 0) + 1
+    out: list[CriterionResult] = []
+    for w in weekly_counts(counts, start=pilot.start, end=pilot.end, spec=spec, today=today):
+        last_day = min(w.end, pilot.end)
+        st: Verdict = "fail" if not w.met else "pass" if last_day < today else "incomplete"
+        out.append(CriterionResult(
+            f"week_{w.iso}", f"Week {w.label}", st, f"{w.count} confirmed", f"{w.target:g} per week", "", float(w.count),
+        ))
+    return out
 
 
 def survey_net_positive(s: SurveyFacts) -> CriterionResult:
