@@ -49,7 +49,7 @@ def _cadence_cards(*, session: Session, principal: Principal, spec: EvalSpec) ->
     if missed:
         body += f" {missed} earlier review{'' if missed == 1 else 's'} not done."
     tone = "alert" if missed or late else "ok" if latest.done else "todo"
-    return [HomeCard(f"{latest.label}: {latest.when}", body, "/cadence", "Open the cadence", missed or None, tone)]
+    return [HomeCard(f"{cadence.SHORT[latest.kind]}: {latest.when}", body, "/cadence", "Open the cadence", missed or None, tone)]
 
 
 def _sample_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
