@@ -54,6 +54,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
         "webapp.navigation",
         "webapp.request_limits",
         "webapp.safe_input",
+        "webapp.retry_policy",
         "webapp.security",
         "webapp.serving",
         "webapp.spec",
