@@ -41,7 +41,12 @@ class Settings(BaseSettings):
         description="`production` (the default, and `serve`'s) refuses the default secret key; `demo` (set by "
         "`draftdesk demo`) and `dev` (the default of the other commands and of the tests) accept it",
     )
-    cookie_secure: bool = Field(default=False, description="send cookies only over HTTPS: set `true` behind a TLS proxy")
+    secure_cookies: bool | None = Field(
+        default=None,
+        description="session and CSRF cookies marked `Secure` (sent over HTTPS only). Unset: on in production "
+        "mode, off in demo and dev; `0` turns it off, e.g. for a trial over plain HTTP (was "
+        "`DRAFTDESK_COOKIE_SECURE`, default off)",
+    )
     session_hours: int = Field(default=12, description="hours a sign-in lasts")
     login_max_failures: int = Field(
         default=5,
@@ -65,11 +70,27 @@ class Settings(BaseSettings):
     alerts_interval_seconds: float = Field(
         default=30.0, description="seconds between two background passes of alert evaluation and delivery"
     )
-    max_concurrent_requests: int = Field(
-        default=2,
+    forwarded_allow_ips: str = Field(
+        default="127.0.0.1",
+        description="the reverse proxy's address(es), comma-separated (or `*`): only from them is "
+        "`X-Forwarded-For` believed, so the sign-in limiter counts each client's own address; the default is "
+        "a proxy on the same host. See [Deployment](deployment.md)",
+    )
+    backup_dir: Path = Field(
+        default=DATA_DIR / "backups",
+        description="where `serve` writes the backup it takes before applying migrations (and `db backup` by default)",
+    )
+    login_attempt_retention_days: int = Field(
+        default=30, ge=1, description="sign-in attempts older than this are pruned (hourly by the server, and by `db prune`)"
+    )
+    outbox_retention_days: int = Field(
+        default=30, ge=1, description="delivered alert messages older than this are pruned; pending and failed ones never"
+    )
+    event_retention_days: int = Field(
+        default=0,
         ge=0,
-        description="requests one server process runs at a time; the rest wait their turn in arrival order "
-        "(0: no limit)",
+        description="production events older than this many days are pruned (except those a review or a "
+        "hallucination report cites); 0 keeps them forever",
     )
 
     @model_validator(mode="after")
@@ -80,6 +101,11 @@ class Settings(BaseSettings):
                 "(or run with DRAFTDESK_MODE=dev for local development)"
             )
         return self
+
+    @property
+    def cookie_secure(self) -> bool:
+        """Whether cookies are marked Secure: DRAFTDESK_SECURE_COOKIES when set, else production mode."""
+        return self.mode == "production" if self.secure_cookies is None else self.secure_cookies
 
     @cached_property
     def eval_spec(self) -> EvalSpec:
