@@ -133,6 +133,7 @@ def start_server(url: str, port: int, label: str) -> tuple[subprocess.Popen[byte
         "DRAFTDESK_MODE": "production",
         "DRAFTDESK_SECURE_COOKIES": "false",  # plain HTTP on the loopback; behind a TLS proxy it stays on
         "DRAFTDESK_COOKIE_SECURE": "false",  # the same setting's name before issue 26
+        "DRAFTDESK_BACKUP_DIR": tempfile.mkdtemp(prefix="bench_realistic_backups_"),  # not the project's data/
     }
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
     cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--host", "127.0.0.1", "--port", str(port)]
