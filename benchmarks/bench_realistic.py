@@ -19,7 +19,7 @@ no grader graded a draft twice (double), and every event of an answered batch is
 once (target 0 lost, 0 double everywhere).
 
 The server is `draftdesk serve` with the settings a team sets (DRAFTDESK_DATABASE_URL,
-DRAFTDESK_SECRET_KEY, production mode; DRAFTDESK_COOKIE_SECURE=false because this runs over
+DRAFTDESK_SECRET_KEY, production mode; DRAFTDESK_SECURE_COOKIES=false because this runs over
 plain HTTP on 127.0.0.1) and its default workers. The database is a fresh copy of the demo with
 a `bench-run` of 77 x --copies drafts and the bench users.
 
