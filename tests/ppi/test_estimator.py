@@ -52,7 +52,7 @@ class TestAgainstPpiPy:
     @pytest.mark.parametrize("seed", [1, 2, 3])
     def test_lambda_one_equals_ppi_py(self, seed: int) -> None:
         judge, human, drawn, pi = uniform_run(seed)
-        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0, quantile_kind="normal")
+        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0, quantile_kind="normal", joint=False)
         low, high = ppi_py_interval(judge, human, drawn, lam=1)
         assert abs(est.low - low) < TOL and abs(est.high - high) < TOL
         assert abs(est.estimate - (low + high) / 2) < TOL
@@ -61,7 +61,7 @@ class TestAgainstPpiPy:
     def test_tuned_lambda_equals_ppi_py(self, seed: int) -> None:
         judge, human, drawn, pi = uniform_run(seed, bias=1.0)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
-        est = estimate_mean(sample, lam="pooled", quantile_kind="normal")
+        est = estimate_mean(sample, lam="pooled", quantile_kind="normal", joint=False)
         low, high = ppi_py_interval(judge, human, drawn)
         assert abs(est.low - low) < TOL and abs(est.high - high) < TOL
         assert abs(est.lambdas[0] - ppi_py_lambda(judge, human, drawn)) < TOL
@@ -76,7 +76,7 @@ class TestAgainstPpiPy:
 
     def test_student_t_widens_ppi_py_by_the_quantile_ratio(self) -> None:
         judge, human, drawn, pi = uniform_run(8, n_labels=40)
-        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0)
+        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0, joint=False)
         low, high = ppi_py_interval(judge, human, drawn, lam=1)
         ratio = stats.t.ppf(0.975, 39) / stats.norm.ppf(0.975)
         assert est.df == 39
@@ -94,7 +94,7 @@ class TestCrossFit:
         judge, human, drawn, pi = uniform_run(10, n_labels=200, bias=0.8)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
         fold = folds(sample, seed=5)
-        est = estimate_mean(sample, seed=5, quantile_kind="normal")
+        est = estimate_mean(sample, seed=5, quantile_kind="normal", joint=False)
         for k in (0, 1):
             other = fold != k
             assert abs(est.lambdas[k] - ppi_py_lambda(judge[other], human[other], drawn[other])) < TOL
@@ -104,6 +104,18 @@ class TestCrossFit:
         assert abs(est.estimate - expected) < TOL
         var = np.var(lam_i * judge) / judge.shape[0] + np.var(human[drawn] - lam_i[drawn] * judge[drawn]) / drawn.sum()
         assert abs(est.se - math.sqrt(var)) < TOL
+
+    def test_joint_variance_adds_the_covariance_of_the_drawn_drafts(self) -> None:
+        judge, human, drawn, pi = uniform_run(18, n_drafts=300, n_labels=150, bias=0.8)
+        sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
+        est = estimate_mean(sample, lam=0.5)
+        g, n_all, n = 0.5 * judge, 300, 150
+        r = human[drawn] - g[drawn]
+        # var(g)/N + var(r)/n + 2 cov_drawn(g - mean_all(g), r - rbar) / (N n)
+        cross = 2 * np.sum((g[drawn] - g.mean()) * (r - r.mean())) / (n_all * n)
+        expected = np.var(g) / n_all + np.var(r) / n + cross
+        assert abs(est.se - math.sqrt(expected)) < TOL
+        assert cross > 0  # lambda 0.5 is below cov(Y, f)/var(f): ignoring it would narrow the interval
 
     def test_folds_split_tickets_in_half_and_keep_a_ticket_together(self) -> None:
         cluster = np.repeat(np.arange(50), 3)
@@ -135,8 +147,10 @@ class TestUnequalProbabilities:
         assert abs(est.estimate - (18 / 5 - 6 / 7)) < TOL
         judge_var = np.sum((judge - 3.6) ** 2) / 25
         d = np.array([2, 1, 4]) / 7
-        rect_var = np.sum(d**2 * (np.array([-1.0, 0.0, -1.0]) + 6 / 7) ** 2)
-        assert abs(est.se - math.sqrt(judge_var + rect_var)) < TOL
+        centred = np.array([-1.0, 0.0, -1.0]) + 6 / 7
+        rect_var = np.sum(d**2 * centred**2)
+        cross = 2 * np.sum(np.array([0.4, 1.4, -1.6]) / 5 * d * centred)  # drawn f 4, 5, 2 less 3.6, over N
+        assert abs(est.se - math.sqrt(judge_var + rect_var + cross)) < TOL
         assert est.df == 2
         assert abs(est.high - est.estimate - stats.t.ppf(0.975, 2) * est.se) < TOL
 
@@ -193,6 +207,18 @@ class TestDifference:
 
 
 class TestPassRateAndInput:
+    def test_zero_one_labels_get_the_two_pseudo_residual_guard(self) -> None:
+        # Ten drafts, all drawn (pi = 1), judge 1 everywhere, humans fail two: residuals 0 x8, -1 x2.
+        human = np.array([1.0] * 8 + [0.0] * 2)
+        sample = make_sample(judge=np.ones(10), human=human, drawn=np.ones(10, bool), pi=np.ones(10))
+        est = estimate_mean(sample, lam=1.0)
+        assert abs(est.estimate - 0.8) < TOL
+        # sum (r - rbar)^2 = 8 * 0.2^2 + 2 * 0.8^2 = 1.6; guarded: (1.6 + 2) / (10 * 12); judge part 0.
+        assert abs(est.se - math.sqrt(3.6 / 120)) < TOL
+        unguarded = estimate_mean(sample, lam=1.0, guard=False)
+        assert abs(unguarded.se - math.sqrt(1.6 / 100)) < TOL
+
+
     def test_all_pass_needs_every_criterion(self) -> None:
         got = all_pass([1, 1, 0, 1], [[3, 3, 3], [5, 2, 5], [5, 5, 5], [4, 4, 3]], [3, 3, 3])
         assert got.tolist() == [1.0, 0.0, 0.0, 1.0]
