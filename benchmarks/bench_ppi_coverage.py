@@ -80,7 +80,7 @@ def width_table(runs: int) -> None:
 
 def main() -> None:
     """Run both tables and exit non-zero when the coverage target is missed."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--width-runs", type=int, default=1000)
     args = parser.parse_args()

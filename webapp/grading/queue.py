@@ -22,7 +22,7 @@ from webapp.datasets.models import EvalCase
 from webapp.db import table_of
 from webapp.grading import queue_index
 from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
-from webapp.grading.models import Grade, GradingSkip, GradingSlot
+from webapp.grading.models import Grade, GradingPlan, GradingSkip, GradingSlot
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -86,8 +86,11 @@ def draft_basics(*, session: Session, draft_id: int) -> tuple[int, float | None]
 
 
 def gradable(stmt: Any) -> Any:
-    """Keep only drafts with something to grade (escalations and fallbacks carry no draft text)."""
-    return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False))
+    """Keep only drafts with something to grade (escalations and fallbacks carry no draft text), and
+    in a run with a grading plan (a PPI sample) only the drafts the sample drew."""
+    in_plan = core_select(col(GradingPlan.draft_id)).where(col(GradingPlan.draft_id) == Draft.id).exists()
+    planned_run = core_select(col(GradingPlan.draft_id)).where(col(GradingPlan.run_id) == Draft.run_id).exists()
+    return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False), in_plan | ~planned_run)
 
 
 def batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any:

@@ -44,6 +44,7 @@ from webapp.datasets.models import EvalCase
 from webapp.db import table_of
 from webapp.grading.models import (
     Grade,
+    GradingPlan,
     GradingQueueEntry,
     GradingQueueGrader,
     GradingQueueRun,
@@ -60,6 +61,7 @@ _CASES = table_of(EvalCase)
 _SLOTS = table_of(GradingSlot)
 _GRADES = table_of(Grade)
 _SKIPS = table_of(GradingSkip)
+_PLAN = table_of(GradingPlan)
 
 # PostgreSQL advisory lock (key, 0): builds take it exclusively, counter updates shared.
 PG_QUEUE_LOCK_KEY = 0x47515545  # "GQUE"
@@ -138,6 +140,13 @@ def _count(table: Any) -> Any:
     return core_select(func.count()).where(table.c.draft_id == _DRAFTS.c.id).scalar_subquery()
 
 
+def _planned_ok() -> Any:
+    """True for a draft in its run's grading plan, or in a run without one (outer-joined to the plan)."""
+    any_plan = _PLAN.alias("any_plan")  # not the outer-joined plan row: a run-wide look
+    planned_run = core_select(any_plan.c.draft_id).where(any_plan.c.run_id == _DRAFTS.c.run_id).exists()
+    return _PLAN.c.draft_id.is_not(None) | ~planned_run
+
+
 def _build_stmt(dialect: str) -> Any:
     n = bindparam("n", type_=Integer)
     taken = _count(_SLOTS)
@@ -145,18 +154,20 @@ def _build_stmt(dialect: str) -> Any:
         core_select(
             _DRAFTS.c.id,
             _DRAFTS.c.run_id,
-            _CASES.c.position,
+            # a run with a grading plan (a PPI sample) is graded in the plan's random order
+            func.coalesce(_PLAN.c.rank, _CASES.c.position),
             _DRAFTS.c.sample_index,
             _CASES.c.category,
             _CASES.c.intent,
             _CASES.c.golden,
             _DRAFTS.c.intent,
-            sql_case((_DRAFTS.c.draft_text.is_not(None) & _DRAFTS.c.escalated.is_(False), True), else_=False),
+            sql_case((_DRAFTS.c.draft_text.is_not(None) & _DRAFTS.c.escalated.is_(False) & _planned_ok(), True), else_=False),
             taken,
             sql_case((taken < n, True), else_=False),
             _count(_GRADES),
         )
         .join(_CASES, _CASES.c.id == _DRAFTS.c.case_pk)
+        .outerjoin(_PLAN, _PLAN.c.draft_id == _DRAFTS.c.id)
         .where(_DRAFTS.c.run_id == bindparam("run_id"), _DRAFTS.c.id > bindparam("after"))
     )
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert

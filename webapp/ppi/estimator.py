@@ -222,7 +222,7 @@ def parts(sample: Sample, lam_i: NDArray[np.float64]) -> Parts:
 
 
 def _cluster_sums(values: NDArray[np.float64], cluster: NDArray[np.int64], groups: int) -> NDArray[np.float64]:
-    return np.bincount(cluster, weights=values, minlength=groups)
+    return np.asarray(np.bincount(cluster, weights=values, minlength=groups), dtype=np.float64)
 
 
 def guarded(rect_var: float, n_eff: float) -> float:
