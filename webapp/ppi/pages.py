@@ -42,7 +42,7 @@ def ppi_run_page(
 @router.post("/ppi/runs/{run}/further-sample")
 def ppi_further_sample(
     session: SessionDep,
-    budget: Annotated[float, Form(gt=0)],
+    budget: Annotated[float, Form(gt=0, allow_inf_nan=False)],
     principal: Principal = Depends(require_role("lead")),
     *,
     run: RunDep,

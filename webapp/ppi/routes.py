@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException
 
+from webapp.api_docs import error_response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
@@ -21,7 +22,7 @@ router = APIRouter(tags=["ppi"])
 VIEW_ROLES = ("lead", "pm", "support_lead", "admin")
 
 
-@router.get("/ppi/runs/{run}", response_model=RunIntervalsPublic, responses={404: {"description": "No such run, or no sample"}})
+@router.get("/ppi/runs/{run}", response_model=RunIntervalsPublic, responses={404: error_response("No such run, or the run has no sample")})
 def api_run_intervals(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
 ) -> dict[str, Any]:
@@ -32,7 +33,12 @@ def api_run_intervals(
     return report_view(report, spec)
 
 
-@router.post("/ppi/runs/{run}/sample", status_code=201, response_model=SamplePublic)
+@router.post(
+    "/ppi/runs/{run}/sample",
+    status_code=201,
+    response_model=SamplePublic,
+    responses={422: error_response("Already sampled, already graded, or drafts without judge scores")},
+)
 def api_draw_sample(
     body: SampleIn, session: SessionDep, principal: Principal = Depends(require_role("lead")), *, run: RunDep
 ) -> dict[str, Any]:
@@ -46,7 +52,12 @@ def api_draw_sample(
     return dataclasses.asdict(summary)
 
 
-@router.post("/ppi/runs/{run}/further-sample", status_code=201, response_model=SamplePublic)
+@router.post(
+    "/ppi/runs/{run}/further-sample",
+    status_code=201,
+    response_model=SamplePublic,
+    responses={422: error_response("The run has no sample yet")},
+)
 def api_draw_further_sample(
     body: FurtherSampleIn, session: SessionDep, principal: Principal = Depends(require_role("lead")), *, run: RunDep
 ) -> dict[str, Any]:

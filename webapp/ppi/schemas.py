@@ -52,13 +52,13 @@ class RunIntervalsPublic(BaseModel):
 
 
 class SampleIn(BaseModel):
-    budget: float = Field(gt=0, description="Expected number of sampled drafts, besides the forced ones")
+    budget: float = Field(gt=0, allow_inf_nan=False, description="Expected number of sampled drafts, besides the forced ones")
     judge_version: str = Field(min_length=1, max_length=200)
     seed: int | None = Field(default=None, ge=0, le=2**31 - 2)
 
 
 class FurtherSampleIn(BaseModel):
-    budget: float = Field(gt=0)
+    budget: float = Field(gt=0, allow_inf_nan=False)
     seed: int | None = Field(default=None, ge=0, le=2**31 - 2)
 
 
