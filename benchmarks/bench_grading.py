@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from sqlalchemy import func, text
+from sqlalchemy import event, func, text
 from sqlmodel import Session, col, select
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lean_http import LeanClient  # noqa: E402
 
-from webapp import sql_batch  # noqa: E402
 from webapp.auth import service as auth_service  # noqa: E402
 from webapp.auth.models import User  # noqa: E402
 from webapp.config import Settings  # noqa: E402
@@ -138,13 +137,16 @@ def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float
     from webapp.main import create_app
 
     app = create_app(Settings(database_url=url, mode="dev", secret_key=SECRET))
-    statements = [0, 0]  # statements, round trips (a pipeline of several statements is one; so is a COMMIT)
+    statements = [0, 0]  # statements, round trips (one per statement, and one per COMMIT)
 
-    def sent(batch: list[str]) -> None:
-        statements[0] += sum(1 for s in batch if s != "COMMIT")
+    @event.listens_for(app.state.engine, "before_cursor_execute")
+    def sent(*_args: object) -> None:
+        statements[0] += 1
         statements[1] += 1
 
-    sql_batch.observe(app.state.engine, sent)
+    @event.listens_for(app.state.engine, "commit")
+    def committed(*_args: object) -> None:
+        statements[1] += 1
     out: dict[str, list[tuple[float, int, int, float]]] = defaultdict(list)
     with TestClient(app) as c:
         c.get("/login")

@@ -22,11 +22,12 @@ ENTRY = "from webapp.cli import main; main()"
 
 
 def _registered() -> tuple[dict[str, str], dict[str, str]]:
-    """Register every domain's commands eagerly (the old way); return command -> domain for both levels."""
+    """Register every domain's (and CLI_MODULES') commands eagerly; return command -> domain for both levels."""
     top: dict[str, str] = {}
     imports: dict[str, str] = {}
-    for module in domain_modules("cli"):
-        domain = module.__name__.split(".")[1]
+    modules = [(m.__name__.split(".")[1], m) for m in domain_modules("cli")]
+    modules += [(key, cli.cli_module(key)) for key in cli.CLI_MODULES]
+    for domain, module in modules:
         root, import_app = typer.Typer(), typer.Typer()
         module.register(root, import_app)
         for table, app in ((top, root), (imports, import_app)):

@@ -37,7 +37,6 @@ SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "sur
 INFRASTRUCTURE: frozenset[str] = frozenset(
     {
         "webapp",
-        "webapp.admission",
         "webapp.api_docs",
         "webapp.api_schemas",
         "webapp.blind",
@@ -58,8 +57,6 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
         "webapp.security",
         "webapp.serving",
         "webapp.spec",
-        "webapp.pg_pipeline",
-        "webapp.sql_batch",
         "webapp.static_assets",
         "webapp.templating",
         "webapp.textdiff",
@@ -79,8 +76,8 @@ CONTRACTS: dict[str, frozenset[str]] = {
 
 # The top: cross-domain reactions, the app, the command line, and the packages that gather every domain.
 FLOWS = "webapp.flows"
-APP_MODULES: frozenset[str] = frozenset({"webapp.main", "webapp.cli", "webapp.errors"})
-APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo"})
+APP_MODULES: frozenset[str] = frozenset({"webapp.main", "webapp.cli", "webapp.server_cli", "webapp.errors"})
+APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo", "ops"})
 
 # A domain's entry points: they call its services (and webapp.flows after them).
 ENTRY_POINTS: frozenset[str] = frozenset({"routes", "pages", "cli", "home", "demo", "background"})

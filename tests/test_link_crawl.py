@@ -27,6 +27,7 @@ ROLE_EMAILS = {
     "lead": "lead.chen@demo.draftdesk",
     "pm": "pm.novak@demo.draftdesk",
     "support_lead": "support.haddad@demo.draftdesk",
+    "ml_lead": "ml.ito@demo.draftdesk",
     "admin": "admin@demo.draftdesk",
 }
 # Links that change state or leave the page tree are not followed.

@@ -13,7 +13,7 @@ from webapp.auth.models import ROLES
 from webapp.deps import RoleCheck
 from webapp.main import create_app
 
-PUBLIC = {("GET", "/favicon.ico"), ("GET", "/login"), ("POST", "/login"), ("POST", "/logout"), ("GET", "/healthz"), ("GET", "/static/vendor/{name}")}
+PUBLIC = {("GET", "/favicon.ico"), ("GET", "/login"), ("POST", "/login"), ("POST", "/logout"), ("GET", "/healthz"), ("GET", "/livez"), ("GET", "/static/vendor/{name}")}
 
 
 def _role_checks(dependant) -> list[RoleCheck]:  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from webapp.spec import EvalSpec
 # grading screen: the lead adjudicates (and answers for the runs), the PM and the admin do not
 # grade, and the support lead reads the regression suite and the metrics to act on alerts.
 # A principal holding `labeler` and none of these is a blind grader.
-SIGHTED_ROLES: tuple[str, ...] = ("lead", "pm", "admin", "support_lead")
+SIGHTED_ROLES: tuple[str, ...] = ("lead", "pm", "admin", "support_lead", "ml_lead")
 
 def is_blind(principal: Principal | None) -> bool:
     """Tell whether a viewer is a blind grader: a labeler holding none of the sighted roles."""

@@ -18,21 +18,19 @@ undoes it); the table is one place, and its test catches omissions.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
 
 from webapp.domains import domain_modules
 
-if TYPE_CHECKING:
-    # Typer ships its own copy of click; these are the types its groups are declared with.
-    from typer._click import Command, Context
-
-# Top-level command -> the domain whose cli.py registers it, in the order `--help` lists them.
+# Top-level command -> the domain whose cli.py registers it (or a key of CLI_MODULES), in the order `--help` lists them.
 COMMANDS: dict[str, str] = {
-    "demo": "admin",
-    "serve": "auth",
+    "demo": "server",
+    "serve": "server",
     "users": "auth",
     "tokens": "auth",
     "datasets": "datasets",
@@ -54,10 +52,25 @@ IMPORT_COMMANDS: dict[str, str] = {
 }
 
 
+# Command modules that are not a domain's cli.py: running the server is no domain's business, so
+# `serve` and `demo` live in webapp/server_cli.py, where a newcomer looks for them.
+CLI_MODULES: tuple[str, ...] = ("server",)
+
+
+def cli_module(name: str) -> ModuleType:
+    """Import the command module named in COMMANDS: webapp/server_cli.py ("server"), or webapp.<domain>.cli."""
+    if name == "server":
+        from webapp import server_cli
+
+        return server_cli
+    (module,) = domain_modules("cli", [name])
+    return module
+
+
 @cache
 def domain_commands(domain: str) -> tuple[TyperGroup, TyperGroup]:
-    """Import webapp.<domain>.cli and return its top-level and `import` commands as click groups."""
-    (module,) = domain_modules("cli", [domain])
+    """Import the command module and return its top-level and `import` commands as click groups."""
+    module = cli_module(domain)
     root, imports = typer.Typer(), typer.Typer()
     module.register(root, imports)
     return typer.main.get_group(root), typer.main.get_group(imports)
@@ -69,12 +82,14 @@ class _LazyGroup(TyperGroup):
     lazy: ClassVar[dict[str, str]] = {}
     part: ClassVar[int] = 0  # 0: the domain's top-level commands, 1: its `import` commands
 
-    def list_commands(self, ctx: Context) -> list[str]:
+    # (ctx is a typer.Context; the base class declares the click Context that typer ships privately,
+    # and the command returned is one of typer's click commands, a type it does not export either)
+    def list_commands(self, ctx: Any) -> list[str]:
         """Return the group's own commands, then the lazy ones in table order."""
         own = super().list_commands(ctx)
         return own + [name for name in self.lazy if name not in own]
 
-    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         """Return the command, importing its domain's cli.py the first time it is asked for."""
         command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in self.lazy:
@@ -111,6 +126,57 @@ def db_upgrade(revision: str = typer.Argument("head", help="Target revision")) -
     settings = load_settings()
     upgrade(settings.database_url, revision)
     console.print(f"database at {revision}: {settings.database_url.split('@')[-1]}")
+
+
+@db_app.command("backup")
+def db_backup(
+    output: Path = typer.Option(None, "--output", help="Backup file (default: DRAFTDESK_BACKUP_DIR/draftdesk-<UTC time>.sqlite3|.dump)"),
+) -> None:
+    """Back up the database: SQLite's online backup, or pg_dump's custom format for PostgreSQL."""
+    from webapp.cli_support import console, fail, load_settings
+    from webapp.ops.backup import BackupError, backup, default_backup_path
+
+    settings = load_settings()
+    try:
+        path = backup(settings.database_url, output or default_backup_path(settings.database_url, settings.backup_dir))
+    except BackupError as exc:
+        fail(str(exc))
+    console.print(f"backup written: {path}")
+
+
+@db_app.command("restore")
+def db_restore(path: Path = typer.Argument(..., help="A file written by `db backup`")) -> None:
+    """Restore a backup into the configured database, which must be new and empty."""
+    from webapp.cli_support import console, fail, load_settings
+    from webapp.ops.backup import BackupError, restore
+
+    settings = load_settings()
+    try:
+        restore(settings.database_url, path)
+    except BackupError as exc:
+        fail(str(exc))
+    console.print(f"restored {path} into {settings.database_url.split('@')[-1]}")
+
+
+@db_app.command("prune")
+def db_prune() -> None:
+    """Delete expired sessions, old sign-in attempts, delivered alert messages and (per setting) old events."""
+    from webapp.cli_support import console, load_settings
+    from webapp.db import make_engine
+    from webapp.migrations_runner import upgrade
+    from webapp.ops.retention import Retention, prune_database
+
+    settings = load_settings()
+    upgrade(settings.database_url)
+    engine = make_engine(settings.database_url)
+    try:
+        report = prune_database(engine, Retention.from_settings(settings))
+    finally:
+        engine.dispose()
+    console.print(
+        f"pruned {report.sessions} expired sessions, {report.login_attempts} sign-in attempts, "
+        f"{report.outbox} delivered alert messages, {report.events} events"
+    )
 
 
 def main() -> None:

@@ -30,7 +30,9 @@ class Settings(BaseSettings):
     spec: Path = DATA_DIR / "eval_spec.yaml"
     # production refuses the default secret key; demo and dev accept it.
     mode: Literal["production", "demo", "dev"] = "production"
-    cookie_secure: bool = False
+    # Session and CSRF cookies carry `Secure` (sent over HTTPS only). Unset: on in production mode,
+    # off in demo and dev (served over plain HTTP on localhost); DRAFTDESK_SECURE_COOKIES=0 turns it off.
+    secure_cookies: bool | None = None
     session_hours: int = 12
     login_max_failures: int = 5
     login_window_minutes: int = 15
@@ -40,8 +42,16 @@ class Settings(BaseSettings):
     # Background jobs (alert evaluation and delivery) run in the server; `draftdesk serve` turns them on.
     background_jobs: bool = False
     alerts_interval_seconds: float = 30.0
-    # Requests one server process runs at a time; the rest wait their turn (webapp.admission). 0: no limit.
-    max_concurrent_requests: int = Field(default=2, ge=0)
+    # Operations (docs/deployment.md). Addresses whose X-Forwarded-For uvicorn believes (comma-separated, or "*"):
+    # the reverse proxy's. Default: a proxy on the same host.
+    forwarded_allow_ips: str = "127.0.0.1"
+    # Where `serve` writes the backup it takes before applying migrations (and `db backup` by default).
+    backup_dir: Path = DATA_DIR / "backups"
+    # Retention (webapp/ops/retention.py), pruned hourly by the server and by `draftdesk db prune`.
+    login_attempt_retention_days: int = Field(default=30, ge=1)
+    outbox_retention_days: int = Field(default=30, ge=1)
+    # Production events older than this many days are deleted; 0 keeps them forever.
+    event_retention_days: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _no_default_secret_in_production(self) -> Settings:
@@ -51,6 +61,11 @@ class Settings(BaseSettings):
                 "(or run with DRAFTDESK_MODE=dev for local development)"
             )
         return self
+
+    @property
+    def cookie_secure(self) -> bool:
+        """Whether cookies are marked Secure: DRAFTDESK_SECURE_COOKIES when set, else production mode."""
+        return self.mode == "production" if self.secure_cookies is None else self.secure_cookies
 
     @cached_property
     def eval_spec(self) -> EvalSpec:

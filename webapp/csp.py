@@ -1,10 +1,11 @@
 """The Content-Security-Policy every response carries: only the app's own scripts and styles.
 
-No inline script, no eval, no inline style attribute. Two style exceptions, each an exact hash:
-the *empty* style element plotly.js creates and then fills through the CSSOM (`insertRule`,
-which CSP does not govern), and the fixed maplibre stylesheet text plotly.js injects at load.
-Neither can carry anything an attacker chose. htmx is configured (meta `htmx-config` in
-base.html) to inject no indicator style and never to eval.
+No inline script, no eval, no inline style attribute. One style exception, an exact hash: the
+*empty* `<style>` element plotly.js creates and then fills through the CSSOM (`insertRule`, which
+CSP does not govern) with its own rules (the toolbar's position and looks, hover labels). The
+hash of the empty text allows that element and nothing an attacker could write into one.
+plotly.js's basic bundle (webapp/static_assets.py) injects no other style text, and needs no eval.
+htmx is configured (meta `htmx-config` in base.html) to inject no indicator style and never to eval.
 """
 
 from __future__ import annotations
@@ -14,20 +15,6 @@ import hashlib
 import inspect
 import re
 from urllib.parse import urlsplit
-
-# plotly.js also ships maplibre's stylesheet as one fixed string it injects at load; that exact
-# text (hashed from the installed file, so an upgrade keeps working) is allowed, nothing else.
-_INJECTED_STYLE = re.compile(r'createElement\("style"\);?,?\s*\w+\.id="[0-9a-f]{64}",\w+\.textContent=\'([^\'\\]*)\'')
-
-
-def vendor_style_hashes() -> list[str]:
-    """Return the CSP hashes of the fixed style texts the vendored plotly.js injects."""
-    from webapp.static_assets import VENDOR_FILES
-
-    path = VENDOR_FILES["plotly.min.js"]
-    if not path.is_file():
-        return []
-    return [_sha256(text) for text in _INJECTED_STYLE.findall(path.read_text(encoding="utf-8"))]
 
 
 def _sha256(text: str) -> str:
@@ -39,7 +26,7 @@ EMPTY_STYLE_HASH = _sha256("")
 DIRECTIVES: dict[str, str] = {
     "default-src": "'none'",
     "script-src": "'self'",
-    "style-src": " ".join(["'self'", EMPTY_STYLE_HASH, *vendor_style_hashes()]),
+    "style-src": f"'self' {EMPTY_STYLE_HASH}",
     "img-src": "'self' data:",
     "font-src": "'self'",
     "connect-src": "'self'",

@@ -87,7 +87,7 @@ def require_scope(scope: str, *roles: str) -> RoleCheck:
     return RoleCheck(*roles, scope=scope)
 
 
-ANY_ROLE = ("labeler", "lead", "pm", "support_lead", "admin")
+ANY_ROLE = ("labeler", "lead", "pm", "support_lead", "ml_lead", "admin")
 
 
 async def get_spec(request: Request) -> EvalSpec:

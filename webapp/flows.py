@@ -27,7 +27,6 @@ from webapp.datasets.models import EvalCase
 from webapp.db import table_of
 from webapp.evaluator.models import EvaluatorJudgeScore
 from webapp.grading import evidence as grading_evidence
-from webapp.grading import queue_index as grading_queue_index
 from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
 from webapp.grading.models import FinalGrade, Grade
@@ -55,12 +54,9 @@ def grade_counts(session: Session, draft_ids: list[int]) -> dict[int, int]:
     return {draft_id: n for draft_id, n in rows}
 
 
-# Runs' import with grading's grade counts, so that a graded draft keeps its text and citations, and
-# grading's queue index dropped when drafts change in place (the next grading request rebuilds it):
-# the same keyword arguments as webapp.runs.service.import_drafts, less those two.
-import_drafts = functools.partial(
-    runs_service.import_drafts, grade_counts=grade_counts, drafts_changed=grading_queue_index.invalidate
-)
+# Runs' import with grading's grade counts, so that a graded draft keeps its text and citations:
+# the same keyword arguments as webapp.runs.service.import_drafts, less that one.
+import_drafts = functools.partial(runs_service.import_drafts, grade_counts=grade_counts)
 
 
 # --- checks → regression → alerts: after a run is checked ------------------------------------------------

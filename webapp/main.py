@@ -15,11 +15,13 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from webapp import api_docs, csp, errors, static_assets
-from webapp.admission import AdmissionLimit
 from webapp.config import PROJECT_ROOT, Settings
 from webapp.db import make_engine
 from webapp.domains import domain_modules
 from webapp.headers import SecurityHeaders
+from webapp.ops import health, prometheus, retention
+from webapp.ops.logs import RequestLog
+from webapp.ops.prometheus import AppMetrics
 from webapp.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
 from webapp.security import csrf_protect
 from webapp.templating import is_htmx, templates
@@ -30,10 +32,11 @@ from webapp.templating import is_htmx, templates
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Run each domain's background.run(app) while the server is up, when background jobs are on."""
+    """Run each domain's background.run(app) and the retention job while the server is up, when background jobs are on."""
     tasks = []
     if app.state.settings.background_jobs:
         tasks = [asyncio.create_task(m.run(app)) for m in domain_modules("background")]
+        tasks.append(asyncio.create_task(retention.run(app)))
     try:
         yield
     finally:
@@ -64,8 +67,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=6)
 
     app.add_middleware(SecurityHeaders, cookie_secure=settings.cookie_secure)
-    # outermost: a request waits for its turn before it takes a thread or a database connection
-    app.add_middleware(AdmissionLimit, limit=settings.max_concurrent_requests)
+    # outermost of all: each request's log line (with its id) and its duration cover everything above
+    app.state.app_metrics = AppMetrics()
+    app.add_middleware(RequestLog, observe=app.state.app_metrics.observe)
 
     docs_html = get_swagger_ui_html(openapi_url=api_docs.OPENAPI_URL, title="Draft Desk API")
     docs_csp = csp.docs_policy(bytes(docs_html.body).decode())
@@ -84,10 +88,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Point browsers that ask for /favicon.ico at the SVG icon."""
         return RedirectResponse("/static/favicon.svg", status_code=301)
 
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
-        """Answer 200 without login, for load balancers and the demo's start-up wait."""
-        return {"status": "ok"}
+    app.include_router(health.router)  # /livez, /healthz: no login (webapp/ops/health.py says why)
+    app.include_router(prometheus.router)  # /-/metrics: a `metrics`-scoped token or an admin
 
     # Pages first: a request walks the included routers in order, and each router it passes costs
     # a regex per route (the 14 API routers were a quarter of a grading page's server time). No page

@@ -14,6 +14,7 @@ from webapp.links import can_open
 class NavItem:
     label: str
     href: str
+    also: tuple[str, ...] = ()  # other paths whose pages belong to this entry (marked current there)
 
 
 NAV: tuple[NavItem, ...] = (
@@ -21,7 +22,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("Grading", "/grading"),
     NavItem("Adjudication", "/grading/adjudication"),
     NavItem("Agreement", "/grading/agreement"),
-    NavItem("Runs", "/runs"),
+    NavItem("Runs", "/runs", also=("/drafts",)),  # a draft's page (/drafts/12) is part of its run
     NavItem("Regression", "/regression"),
     NavItem("Evaluator", "/evaluator/runs"),
     NavItem("Datasets", "/datasets"),
@@ -46,3 +47,18 @@ def nav_for(principal: Principal, app: FastAPI) -> list[NavItem]:
         items = [item for item in NAV if can_open(app, principal, item.href)]
         cache[principal.roles] = items
     return list(items)
+
+
+def current_href(items: list[NavItem], path: str) -> str | None:
+    """Return the one entry a page belongs to: the longest href (or `also` path) that is the path or a folder above it.
+
+    "/grading/adjudication/4" belongs to Adjudication, not also to Grading; "/" matches only itself
+    (every path starts with it), and a page under no entry (e.g. /login) marks none.
+    """
+    best: tuple[int, str] | None = None
+    for item in items:
+        for prefix in (item.href, *item.also):
+            matches = path == prefix or (prefix != "/" and path.startswith(prefix.rstrip("/") + "/"))
+            if matches and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), item.href)
+    return best[1] if best else None

@@ -243,11 +243,14 @@ class ProductionGateSpec(_Strict):
     consecutive_business_days: int = Field(ge=1)
     confirmed_hallucinations_allowed: int = Field(ge=0)
     survey_net_positive: bool = True
+    survey_min_responses: int = Field(default=8, ge=1)  # the pilot's 8 agents
 
 
 class GatesSpec(_Strict):
     pilot: PilotGateSpec
     production: ProductionGateSpec
+    # Roles whose "go" a gate decision needs ("results reviewed by PM and ML lead before deploy").
+    signoff_roles: list[Literal["pm", "ml_lead", "lead"]] = Field(default_factory=lambda: ["pm", "ml_lead"], min_length=1)
 
 
 class ReviewSpec(_Strict):

@@ -14,15 +14,17 @@ from webapp import links
 from webapp.config import PROJECT_ROOT
 from webapp.labels import humanize
 from webapp.metrics import units
-from webapp.navigation import nav_for
+from webapp.navigation import current_href, nav_for
 from webapp.security import csrf_token
 
 
 def _context(request: Request) -> dict[str, Any]:
     principal = getattr(request.state, "principal", None)
+    nav = nav_for(principal, request.app) if principal else []
     return {
         "principal": principal,
-        "nav": nav_for(principal, request.app) if principal else [],
+        "nav": nav,
+        "nav_current": current_href(nav, request.url.path),
         "csrf_token": csrf_token(request),
         "spec": request.app.state.spec,
         "current_path": request.url.path,
@@ -38,6 +40,7 @@ templates.env.globals["roles_label"] = {
     "lead": "Team lead",
     "pm": "PM",
     "support_lead": "Support lead",
+    "ml_lead": "ML lead",
     "admin": "Admin",
 }
 

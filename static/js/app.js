@@ -9,8 +9,18 @@ function applyWidths(root) {
   });
 }
 
+// On a phone the navigation is a strip that scrolls sideways: bring the current entry into it
+// (scrollLeft only: scrollIntoView would also scroll the page).
+function revealCurrentNav() {
+  const nav = document.querySelector("nav.mainnav");
+  const current = nav && nav.querySelector('[aria-current="page"]');
+  if (!current || nav.scrollWidth <= nav.clientWidth) return;
+  nav.scrollLeft = Math.max(0, current.offsetLeft - nav.offsetLeft - (nav.clientWidth - current.offsetWidth) / 2);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   applyWidths(document);
+  revealCurrentNav();
   // Forms marked data-confirm ask before submitting.
   document.body.addEventListener("submit", (ev) => {
     const msg = ev.target.getAttribute("data-confirm");

@@ -64,6 +64,16 @@
     if (form) restore(form);
   }
 
+  // The "claim needed" mark goes once the claim is typed or the grade is no longer Fail.
+  document.addEventListener("input", function (ev) {
+    const box = ev.target && ev.target.closest ? ev.target.closest(".grading-claim-needed") : null;
+    if (box) box.classList.remove("grading-claim-needed");
+  });
+  document.addEventListener("change", function (ev) {
+    if (ev.target && ev.target.name === "factual_accuracy" && ev.target.value !== "fail") {
+      document.querySelectorAll(".grading-claim-needed").forEach(function (el) { el.classList.remove("grading-claim-needed"); });
+    }
+  });
   document.addEventListener("input", save);
   document.addEventListener("change", save);
   document.addEventListener("htmx:beforeSwap", function (ev) {
@@ -105,6 +115,7 @@
     }
     if (!form) return;
     if (key === "n") { ev.preventDefault(); form.elements.namedItem("rationale").focus(); return; }
+    if (key === "c") { ev.preventDefault(); form.elements.namedItem("unsupported_claim").focus(); return; }
     const input = form.querySelector('input[data-key="' + CSS.escape(key) + '"]');
     if (!input) return;
     ev.preventDefault();
@@ -118,7 +129,9 @@
         claim.value = selection;
         claim.dispatchEvent(new Event("input", { bubbles: true }));
       } else if (claim && !claim.value) {
-        claim.focus();
+        // Nothing selected: mark the claim box but leave the focus where it is, so the next score
+        // keys still score (focusing the box sent them into the quote). C or a click types in it.
+        claim.closest(".grading-claim").classList.add("grading-claim-needed");
       }
     }
   });

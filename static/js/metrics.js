@@ -1,91 +1,53 @@
-// The metrics page's charts: drawn first as SVG by the server (in the HTML), then replaced by the
-// interactive plotly chart of the same figure (`data-figure`) once plotly.js has loaded.
+// The metrics page's charts: plotly.js draws each `.metrics-chart` from its `data-figure` (the
+// figure dict built in webapp/metrics/charts.py: the daily line, target and alert threshold lines,
+// pilot window and firing shading, version markers).
 //
-// plotly.js (4.8 MB, over a second to parse and run) is not in the page's <head>: it would hold
-// up DOMContentLoaded. It is loaded here after the page's `load` event, when the browser is idle.
-// Nothing here needs htmx: the script is `async`, and draws are keyed to htmx's events.
+// Both this file and plotly.js's basic bundle are `defer` scripts, run in order once the page is
+// parsed, so the charts are drawn before DOMContentLoaded. Each chart's `data-drawn` counts its
+// draws and is set once plotly has finished drawing it; the `metrics-charts-drawn` performance
+// mark is set when every chart of the first visit is drawn (tests and benchmarks wait on these).
 //
-// After an htmx swap the new results carry their SVG charts already; plotly draws them once the
-// swap has *settled*: during a swap the new chart elements (same ids as the old ones) briefly
-// carry the old elements' class and style, and htmx puts the new ones back when it settles. A
-// chart drawn before that loses plotly's `js-plotly-plot` class (and with it plotly's styling).
+// On a narrow screen (a phone) plotly's toolbar is not shown: it would sit over the chart's title,
+// and zooming by touch works without it; double-tap resets the axes.
+//
+// After an htmx swap the new results are drawn once the swap has *settled*: during a swap the new
+// chart elements (same ids as the old ones) briefly carry the old elements' class and style, and
+// htmx puts the new ones back when it settles. A chart drawn before that loses plotly's
+// `js-plotly-plot` class (and with it plotly's styling).
 (function () {
-  var marks = window.performance && performance.mark ? performance : null;
-  var script = document.currentScript;
-  var plotlySrc = script && script.getAttribute("data-plotly-src");
-  if (marks) { marks.mark("metrics-js-start"); }
+  var narrow = window.matchMedia("(max-width: 640px)");
+
+  function config() {
+    return { displaylogo: false, responsive: true, displayModeBar: narrow.matches ? false : "hover" };
+  }
 
   function draw(root) {
-    if (!window.Plotly) { return 0; }
-    var n = 0;
+    var pending = [];
     root.querySelectorAll(".metrics-chart[data-figure]").forEach(function (el) {
       var source = el.getAttribute("data-figure");
       if (el.__drawnFrom === source) { return; }  // already shows this figure
-      var fig = JSON.parse(source);
-      var picture = el.querySelector(":scope > svg.metrics-svg");
-      if (picture) { picture.remove(); }  // plotly's chart takes the server-drawn picture's place
-      window.Plotly.newPlot(el, fig.data, fig.layout, { displaylogo: false, responsive: true });
       el.__drawnFrom = source;
-      el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
-      n += 1;
+      var fig = JSON.parse(source);
+      pending.push(window.Plotly.newPlot(el, fig.data, fig.layout, config()).then(function () {
+        el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
+      }));
     });
-    return n;
+    return Promise.all(pending);
   }
 
-  // every chart shows a picture: the server's SVG, or plotly's own
-  function allVisible() {
-    return Array.prototype.every.call(document.querySelectorAll(".metrics-chart"), function (el) {
-      return !!el.querySelector("svg");
-    });
-  }
-
-  function loadPlotly() {
-    if (window.Plotly || !plotlySrc || document.querySelector("script[data-plotly]")) { return; }
-    var s = document.createElement("script");
-    s.src = plotlySrc;
-    s.async = true;
-    s.setAttribute("data-plotly", "");
-    s.addEventListener("load", function () {
-      draw(document);
-      // the moment every chart is interactive (benchmarks read it)
-      if (marks && allVisible()) { marks.mark("metrics-charts-interactive"); }
-    });
-    document.head.appendChild(s);
-  }
-
-  function first() {
-    // the server's SVG charts are in the DOM once it is parsed; the mark waits for the frame that
-    // paints them (a task queued from requestAnimationFrame runs after that frame): the moment the
-    // first visit's charts are visible, by the browser's clock (benchmarks read it)
-    if (!marks || !allVisible()) { return; }
-    window.requestAnimationFrame(function () {
-      window.setTimeout(function () { marks.mark("metrics-charts-drawn"); }, 0);
-    });
-  }
-  // this script is `async`: it may run before the parser has reached the charts. The document
-  // turns "interactive" when parsing ends, before the deferred scripts (htmx, app.js) have been
-  // fetched and run, which DOMContentLoaded waits for; the charts need neither.
-  if (document.readyState === "loading") {
-    document.addEventListener("readystatechange", function parsed() {
-      if (document.readyState === "loading") { return; }
-      document.removeEventListener("readystatechange", parsed);
-      first();
-    });
-  } else {
-    first();
-  }
-
-  function later() {
-    if (window.requestIdleCallback) {
-      window.requestIdleCallback(loadPlotly, { timeout: 1000 });
-    } else {
-      window.setTimeout(loadPlotly, 0);
-    }
-  }
-  if (document.readyState === "complete") {
-    later();
-  } else {
-    window.addEventListener("load", later);
-  }
+  if (!window.Plotly) { return; }  // plotly.js did not load: the table and alerts still give the numbers
+  // plotly.js has been parsed and run (it is the defer script before this one): benchmarks read it
+  if (window.performance && performance.mark) { performance.mark("metrics-plotly-ready"); }
+  draw(document).then(function () {
+    if (window.performance && performance.mark) { performance.mark("metrics-charts-drawn"); }
+  });
   document.addEventListener("htmx:afterSettle", function () { draw(document); });
+  // Back or Forward to a pushed URL: htmx puts the page back (settled at once), with new chart elements
+  document.addEventListener("htmx:historyRestore", function () { draw(document); });
+  // a phone turned sideways (or a window resized) past the breakpoint: the toolbar follows
+  narrow.addEventListener("change", function () {
+    document.querySelectorAll(".metrics-chart.js-plotly-plot").forEach(function (el) {
+      window.Plotly.react(el, el.data, el.layout, config());
+    });
+  });
 })();

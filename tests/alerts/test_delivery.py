@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import random
+import re
 import time
 
 import pytest
@@ -243,6 +244,36 @@ class TestIngestionIsolation:
         monkeypatch.setattr(alerts_outbox, "enqueue", real)
         result = alerts_outbox.record_transitions(session=session, spec=spec)
         assert len(result.messages) == 1
+
+
+# RFC 5322 section 3.6.4: msg-id = "<" id-left "@" id-right ">", id-left = dot-atom-text,
+# id-right = dot-atom-text / no-fold-literal; atext is the printable ASCII without specials (3.2.3).
+ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+DOT_ATOM = rf"{ATEXT}+(?:\.{ATEXT}+)*"
+MSG_ID = re.compile(rf"<(?P<left>{DOT_ATOM})@(?P<right>{DOT_ATOM}|\[[\x21-\x5a\x5e-\x7e]*\])>")
+
+
+class TestMessageId:
+    def test_channels_test_email_has_a_valid_message_id(self, session, smtp_server) -> None:  # type: ignore[no-untyped-def]
+        ch = alerts_channels.add_channel(
+            session=session, name="mail", kind="email",
+            email={"host": smtp_server.host, "port": smtp_server.port, "security": "none",
+                   "from_addr": "alerts@draftdesk.test", "to": "lead@example.test"},
+        )
+        session.commit()
+        assert delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET).ok
+        [mail] = smtp_server.messages
+        found = MSG_ID.fullmatch(mail["Message-ID"].strip())
+        assert found is not None, mail["Message-ID"]
+        assert ":" not in found["left"]
+
+    def test_any_key_gives_a_valid_stable_id(self) -> None:
+        for key in ("dd-" + "ab" * 20, "test:3:9f2c", "a b", "x..y", "ünïcode"):
+            mid = delivery.message_id(key)
+            assert MSG_ID.fullmatch(mid), (key, mid)
+            assert delivery.message_id(key) == mid
+        assert delivery.message_id("dd-0123") == "<dd-0123@draftdesk.alerts>"  # the outbox key is kept as it is
+        assert delivery.message_id("test:3:9f2c") != delivery.message_id("test:4:9f2c")
 
 
 class TestEmailSecurity:

@@ -44,7 +44,7 @@ class TestChannelsPage:
             assert f"{name} <span class=\"badge\">" in html
         assert ">sent<" in html and "retrying" in html and "next attempt" in html
         assert "given up" in html and "gave up (permanent error) after 1 attempts: HTTP 404" in html
-        assert "Accept rate" in html
+        assert "Accept rate" in html and "50.0% vs threshold 65.0%" in html
 
     def test_api_lists_channels_with_deliveries(self, api_as, session, spec, engine, receiver) -> None:  # type: ignore[no-untyped-def]
         _deliveries_in_three_states(session, spec, receiver)
@@ -63,12 +63,26 @@ class TestChannelsPage:
             "/admin/alerts/channels",
             data={"name": "ops", "kind": "webhook", "url": "https://hooks.example.test/in", "topic": ["accept_rate", "no_data"],
                   "send_resolved": "1"},
+            follow_redirects=False,
         )
-        assert r.status_code == 200
+        # post-redirect-get: a reload of the answer page repeats a GET, never the POST
+        assert r.status_code == 303 and r.headers["location"] == "/admin/alerts"
+        page = admin.get("/admin/alerts")
         session.expire_all()
         ch = session.execute(select(AlertChannel)).scalars().one()
         assert ch.topics == ["accept_rate", "no_data"] and ch.send_resolved
-        assert alerts_channels.signing_secret(ch, TEST_SECRET) in r.text
+        assert "Channel ops added." in page.text
+        assert alerts_channels.signing_secret(ch, TEST_SECRET) in page.text
+        assert page.headers["cache-control"] == "no-store"
+        reload = admin.get("/admin/alerts")  # the message is shown once; still one channel
+        assert "Channel ops added." not in reload.text and alerts_channels.signing_secret(ch, TEST_SECRET) not in reload.text
+        session.expire_all()
+        assert len(session.execute(select(AlertChannel)).scalars().all()) == 1
+
+    def test_a_forged_flash_cookie_is_ignored(self, client_as) -> None:  # type: ignore[no-untyped-def]
+        admin = client_as("admin")
+        admin.cookies.set("dd_alerts_flash", 'abc.{"text":"Send your password to x","kind":"ok","secret_for":null}', path="/admin/alerts")
+        assert "Send your password" not in admin.get("/admin/alerts").text
 
     def test_bad_form_names_the_field_and_creates_nothing(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
         admin = client_as("admin")
@@ -85,11 +99,16 @@ class TestChannelsPage:
         bad = alerts_channels.add_channel(session=session, name="gone", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
         session.commit()
         admin = client_as("admin")
-        r = admin.post(f"/admin/alerts/channels/{ok.id}/test")
-        assert "Test message delivered to hook (HTTP 200)" in r.text
+        r = admin.post(f"/admin/alerts/channels/{ok.id}/test", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/admin/alerts"
+        page = admin.get("/admin/alerts")
+        assert "Test message delivered to hook (HTTP 200)" in page.text
         assert receiver.requests[0].json()["items"][0]["alert"] == "Test message"
-        r = admin.post(f"/admin/alerts/channels/{bad.id}/test")
-        assert "Test message to gone failed: ConnectError" in r.text
+        admin.get("/admin/alerts")  # a reload sends nothing again
+        assert len(receiver.requests) == 1
+        r = admin.post(f"/admin/alerts/channels/{bad.id}/test")  # the client follows the 303
+        assert r.status_code == 200 and r.url.path == "/admin/alerts"
+        assert 'class="flash error"' in r.text and "Test message to gone failed: ConnectError" in r.text
 
     def test_remove(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
         ch = alerts_channels.add_channel(session=session, name="old", kind="slack", target="https://x.test/")

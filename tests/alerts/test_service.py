@@ -17,7 +17,7 @@ from sqlmodel import Session
 from tests.alerts.conftest import bad_accept_days
 from tests.factories import make_dataset, make_run, make_user
 from tests.metrics.conftest import ev, load
-from webapp.alerts import channels, transitions
+from webapp.alerts import channels, messages, transitions
 from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts.models import AlertNotice, AlertOutbox
 from webapp.metrics import alert_states as metrics_alert_states
@@ -64,6 +64,18 @@ class TestMetricTransitions:
             (a.metric, t.day.isoformat()) for a in metrics_alert_states.alerts(session=session, spec=spec) for t in a.history if t.to_state == "firing"
         ]
         assert [(t["topic"], t["days"][-1]) for t in result.transitions] == history == [("accept_rate", "2026-11-05")]
+
+    def test_latency_alert_carries_its_unit(self, session, spec) -> None:  # type: ignore[no-untyped-def]
+        # every draft of the day took 9000 ms: the p95 is 9 s, above the spec's 6 s alert threshold
+        load(session, spec, [ev(DAY1, h, latency_ms=9000) for h in range(9, 13)])
+        result = alerts_outbox.record_transitions(session=session, spec=spec)
+        item = next(t for t in result.transitions if t["topic"] == "latency_p95_s")
+        assert (item["value"], item["threshold"]) == (9.0, 6.0)
+        assert (item["value_text"], item["threshold_text"]) == ("9.00 s", "6.00 s")
+        line = messages.item_line(item, "https://dd.example.test")
+        assert "value 9.00 s vs threshold 6.00 s" in line
+        slack = json.dumps(messages.slack_body({"items": [item]}, "https://dd.example.test"))
+        assert "Value 9.00 s vs threshold 6.00 s" in slack
 
     def test_history_before_any_channel_is_recorded_not_sent(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         load(session, spec, bad_accept_days(DAY1))

@@ -81,7 +81,7 @@ _SETTLED = """(want) => {
   if (!results || !results.innerText.includes(want)) return false;
   if (document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')) return false;
   return Array.from(document.querySelectorAll('.metrics-chart')).every(el =>
-    el.data && el.data.length && el.querySelector('.main-svg') &&
+    el.data && el.data.length && el.querySelector('.main-svg') && el.dataset.drawn && el.classList.contains('js-plotly-plot') &&
     JSON.stringify(el.data[0].y) === JSON.stringify(JSON.parse(el.getAttribute('data-figure')).data[0].y));
 }"""
 
@@ -131,12 +131,10 @@ def test_charts_keep_their_titles_and_values_after_two_filter_changes(live_serve
 
     page.select_option("select[name=intent]", "plan_change")
     wait_until(page, f"({_SETTLED})('intent = plan_change')")
-    page.wait_for_timeout(200)  # past htmx's settle delay, when a chart drawn too early loses its class
     _assert_charts_match_api(page, live_server.url, "start=2026-11-02&end=2026-11-22&intent=plan_change")
 
     page.fill("input[name=start]", "2026-11-09")
     page.locator("input[name=start]").dispatch_event("change")
     wait_until(page, f"({_SETTLED})('2026-11-09 – 2026-11-22')")
-    page.wait_for_timeout(200)
     _assert_charts_match_api(page, live_server.url, "start=2026-11-09&end=2026-11-22&intent=plan_change")
     assert page.console_errors == []

@@ -10,7 +10,7 @@ from webapp.navigation import NAV
 
 pytestmark = pytest.mark.browser
 
-_ALL = {"labeler", "lead", "pm", "support_lead", "admin"}
+_ALL = {"labeler", "lead", "pm", "support_lead", "ml_lead", "admin"}
 # Who should see each entry, written out here (the app derives it from the routes' role checks).
 EXPECTED_ROLES = {
     "/": _ALL,
@@ -18,14 +18,14 @@ EXPECTED_ROLES = {
     "/grading/adjudication": {"lead"},
     "/grading/agreement": {"lead", "pm"},
     "/runs": _ALL,
-    "/regression": {"lead", "pm", "admin", "support_lead", "labeler"},
-    "/evaluator/runs": {"lead", "pm", "admin"},
+    "/regression": {"lead", "pm", "admin", "support_lead", "ml_lead", "labeler"},
+    "/evaluator/runs": {"lead", "pm", "ml_lead", "admin"},
     "/datasets": {"lead", "pm", "admin", "labeler"},
     "/kb": _ALL,
     "/metrics": {"support_lead", "pm", "lead", "admin"},
     "/metrics/hallucinations": {"lead", "support_lead"},
     "/reviews": {"pm", "support_lead"},
-    "/gates": {"pm", "support_lead", "lead", "admin"},
+    "/gates": {"pm", "support_lead", "lead", "ml_lead", "admin"},
     "/survey": {"support_lead", "pm", "lead", "admin"},
     "/admin": {"admin"},
 }

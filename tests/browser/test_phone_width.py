@@ -37,3 +37,74 @@ def test_no_horizontal_scroll_at_390px(demo_server, browser) -> None:  # type: i
                 problems.append(f"{path} ({email}): {overflow} px wider than the screen")
         ctx.close()
     assert problems == []
+
+
+# Pages reached by following the first link of a kind from a start page (their ids depend on the demo).
+FOLLOW = {
+    "pm.novak@demo.draftdesk": [
+        ("/datasets", "main a[href^='/datasets/']"),  # a dataset
+        ("/runs/demo-run-1", "main a[href^='/drafts/']"),  # a draft
+        ("/reviews", "main a[href^='/reviews/20']"),  # a review period
+    ],
+    "lead.chen@demo.draftdesk": [
+        ("/datasets", "main a[href^='/datasets/']"),
+        ("/grading", "main a[href^='/grading/runs/']"),
+    ],
+}
+
+
+def _overflow(page) -> int:  # type: ignore[no-untyped-def]
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def test_dataset_draft_and_review_pages_do_not_scroll_sideways(demo_server, browser) -> None:  # type: ignore[no-untyped-def]
+    problems = []
+    opened = 0
+    for email, steps in FOLLOW.items():
+        ctx = browser.new_context(viewport={"width": 390, "height": 844})
+        page = ctx.new_page()
+        sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
+        for start, selector in steps:
+            page.goto(f"{demo_server.url}{start}")
+            href = page.locator(selector).first.get_attribute("href")
+            assert href, f"no link {selector} on {start}"
+            targets = [href]
+            if href.startswith("/datasets/"):
+                page.goto(f"{demo_server.url}{href}")
+                case = page.locator("main a[href*='/cases/']").first.get_attribute("href")
+                assert case, "no case link on the dataset page"
+                targets.append(case)
+            for target in targets:
+                response = page.goto(f"{demo_server.url}{target}")
+                assert response is not None and response.status == 200, target
+                page.wait_for_load_state("networkidle")
+                opened += 1
+                if _overflow(page) > 0:
+                    problems.append(f"{target} ({email}): {_overflow(page)} px wider than the screen")
+        ctx.close()
+    assert opened >= 6
+    assert problems == []
+
+
+def test_lead_navigation_is_compact_on_a_phone(demo_server, browser) -> None:  # type: ignore[no-untyped-def]
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    page = ctx.new_page()
+    sign_in(page, demo_server.url, "lead.chen@demo.draftdesk", c.DEMO_PASSWORD)
+    page.goto(f"{demo_server.url}/metrics/hallucinations")
+    header = page.locator("header.topbar").bounding_box()
+    assert header is not None and header["height"] <= 110, f"the header takes {header} px"
+    assert _overflow(page) <= 0
+    links = page.locator("nav.mainnav a")
+    assert links.count() >= 10  # every entry is still there, in a strip that scrolls inside itself
+    strip = page.evaluate(
+        "(() => { const n = document.querySelector('nav.mainnav'); const r = n.getBoundingClientRect();"
+        " const cur = n.querySelector('[aria-current=page]').getBoundingClientRect();"
+        " return {scrolls: n.scrollWidth > n.clientWidth, left: r.left, right: r.right, curLeft: cur.left, curRight: cur.right}; })()"
+    )
+    assert strip["scrolls"]
+    # the current entry (near the end of the lead's list) was scrolled into the strip
+    assert strip["left"] <= strip["curLeft"] and strip["curRight"] <= strip["right"], strip
+    # a tap on an entry opens it
+    page.locator("nav.mainnav a[href='/grading']").click()
+    page.wait_for_url("**/grading")
+    ctx.close()

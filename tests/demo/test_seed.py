@@ -103,7 +103,7 @@ class TestSeededDemo:
         assert len(intents) == 10
 
     def test_users_one_per_role(self, session: Session, seeded) -> None:  # type: ignore[no-untyped-def]
-        assert set(seeded.users) == {"labeler", "labeler2", "lead", "pm", "support_lead", "admin"}
+        assert set(seeded.users) == {"labeler", "labeler2", "lead", "pm", "support_lead", "ml_lead", "admin"}
         for key, email, _name, roles in c.DEMO_USERS:
             user = auth_service.authenticate(session=session, email=email, password="demo-password", ip="t")
             assert user is not None and user.id is not None, email

@@ -88,6 +88,22 @@ class TestCompletedRun:
             assert read_json(run_dir / case_file_name(r["test_case_id"])) == r
         assert doc["test_case_results"][1]["metadata"] == {"topic": "science"}
 
+    def test_case_ids_with_one_slug_each_get_their_own_file(
+        self, evaluate: Callable[..., Result], tmp_path: Path
+    ) -> None:
+        ids = ["a/b", "a b", "a_b"]
+        data = write_dataset(tmp_path / "slugs.jsonl", [{"id": i, "input": f"Say {n}."} for n, i in enumerate(ids)])
+        result = evaluate("-n", "1", dataset=data)
+        assert result.exit_code == 0, result.output
+        doc = only_run(tmp_path / "runs")
+        run_dir = tmp_path / "runs" / doc["run_id"]
+        case_files = sorted(p.name for p in run_dir.glob("test_case_*.json"))
+        assert len(case_files) == 3
+        for r in doc["test_case_results"]:
+            assert read_json(run_dir / case_file_name(r["test_case_id"])) == r
+        assert (run_dir / "test_case_a_b.json").is_file()  # the plain id keeps its plain name
+        assert read_json(run_dir / "test_case_a_b.json")["test_case_id"] == "a_b"
+
     def test_statistics_match_the_samples(self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path) -> None:
         assert evaluate("-n", "4", "--seed", "9", dataset=dataset).exit_code == 0
         doc = only_run(tmp_path / "runs")

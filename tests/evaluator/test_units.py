@@ -13,7 +13,14 @@ import pytest
 from pydantic import ValidationError
 
 from webapp.evaluator.artifact_models import IndexEntry, JournalEntry, RunStatus, Sample, SampleTokens
-from webapp.evaluator.artifacts import Journal, JournalError, case_file_name, update_index, write_json_atomic
+from webapp.evaluator.artifacts import (
+    Journal,
+    JournalError,
+    case_file_name,
+    case_file_names,
+    update_index,
+    write_json_atomic,
+)
 from webapp.evaluator.cache import cache_key
 from webapp.evaluator.client import load_prices, parse_retry_after
 from webapp.evaluator.judge_validation import parse_judge
@@ -141,7 +148,33 @@ class TestArtifacts:
         assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
 
     def test_case_file_name_is_safe(self) -> None:
-        assert case_file_name("a/b c") == "test_case_a_b_c.json"
+        digest = hashlib.sha256(b"a/b c").hexdigest()[:10]
+        assert case_file_name("a/b c") == f"test_case_a_b_c~{digest}.json"
+
+    def test_plain_ids_keep_their_plain_name(self) -> None:
+        assert case_file_name("test-001") == "test_case_test-001.json"
+        assert case_file_name("Case_2.v1") == "test_case_Case_2.v1.json"
+
+    def test_ids_with_the_same_slug_get_different_names(self) -> None:
+        # "a/b" and "a b" both slug to "a_b" (the old names were both test_case_a_b.json); "a_b" is plain.
+        names = {case_file_name(i) for i in ("a/b", "a b", "a_b", "a:b")}
+        assert len(names) == 4
+        assert case_file_name("a_b") == "test_case_a_b.json"
+        assert case_file_name("a/b") == "test_case_a_b~" + hashlib.sha256(b"a/b").hexdigest()[:10] + ".json"
+        assert case_file_name("a/b") == case_file_name("a/b")  # stable: the id alone decides
+
+    def test_long_and_non_ascii_ids_are_cut_and_hashed(self) -> None:
+        long_id = "x" * 300
+        name = case_file_name(long_id)
+        assert name == "test_case_" + "x" * 100 + "~" + hashlib.sha256(long_id.encode()).hexdigest()[:10] + ".json"
+        assert len(name.encode()) < 255
+        assert case_file_name("café") == "test_case_caf_~" + hashlib.sha256("café".encode()).hexdigest()[:10] + ".json"
+
+    def test_ids_differing_only_in_case_get_hashed_names(self) -> None:
+        names = case_file_names(["Case-1", "case-1", "other"])
+        assert names["other"] == "test_case_other.json"
+        assert names["Case-1"] == "test_case_Case-1~" + hashlib.sha256(b"Case-1").hexdigest()[:10] + ".json"
+        assert len({n.casefold() for n in names.values()}) == 3
 
     def test_journal_ignores_a_torn_last_line(self, tmp_path: Path) -> None:
         j = Journal(tmp_path / "s.jsonl")

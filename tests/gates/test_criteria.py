@@ -26,6 +26,7 @@ from webapp.gates.criteria import (
     survey_net_positive,
 )
 from webapp.gates.report import GateReport, combine, to_markdown
+from webapp.spec import EvalSpec
 
 GOOD = FinalGradeFacts("pass", 4, 4, 4)
 
@@ -193,11 +194,21 @@ class TestProduction:
         r = no_confirmed_hallucinations([HallucinationFacts(3, "ev-9", dt.date(2026, 11, 5))], spec, today=after)
         assert r.status == "fail" and "ev-9" in r.evidence[0].label
 
-    def test_survey_must_be_strictly_net_positive(self) -> None:
-        assert survey_net_positive(SurveyFacts(5, 4, 10)).status == "pass"
-        assert survey_net_positive(SurveyFacts(4, 4, 0)).status == "fail"
-        assert survey_net_positive(SurveyFacts(0, 0, 0)).status == "incomplete"
-        assert survey_net_positive(SurveyFacts(5, 4, 10)).value == 1
+    def test_survey_must_be_strictly_net_positive(self, spec: EvalSpec) -> None:
+        assert survey_net_positive(SurveyFacts(5, 4, 10), spec).status == "pass"
+        assert survey_net_positive(SurveyFacts(4, 4, 0), spec).status == "fail"
+        assert survey_net_positive(SurveyFacts(0, 0, 0), spec).status == "incomplete"
+        assert survey_net_positive(SurveyFacts(5, 4, 10), spec).value == 1
+
+    def test_survey_needs_the_plans_minimum_of_answers(self, spec: EvalSpec) -> None:
+        # The plan's pilot has 8 agents: one "helpful" answer in a fresh round is 1 of 8, not a pass.
+        assert spec.gates.production.survey_min_responses == 8
+        one = survey_net_positive(SurveyFacts(1, 0, 0, "Pilot week 2", 2), spec)
+        assert one.status == "incomplete" and "1 agent answered round Pilot week 2; 8 answers are needed" in one.summary
+        assert one.evidence[0].href == "/survey?round=2"
+        assert survey_net_positive(SurveyFacts(4, 3, 0), spec).status == "incomplete"  # 7 answers
+        assert survey_net_positive(SurveyFacts(4, 3, 1), spec).status == "pass"  # 8 answers, net +1
+        assert survey_net_positive(SurveyFacts(3, 3, 2), spec).status == "fail"  # 8 answers, net 0
 
     def test_full_eval_set_needs_250_cases(self, spec) -> None:
         reg = [RegressionFacts("a", "pass")]

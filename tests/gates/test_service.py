@@ -11,6 +11,7 @@ from sqlmodel import Session
 from tests.factories import make_article, make_dataset, make_run, make_user, words
 from webapp.checks import service as checks_service
 from webapp.gates import service
+from webapp.gates.models import GateSignoff
 from webapp.grading.grades import record_grade
 from webapp.grading.scores import validate_scores
 from webapp.grading.status import grading_status
@@ -251,7 +252,7 @@ class TestProductionGate:
         for i in range(0, len(events), 1000):
             ingest_events(session=session, spec=spec, items=events[i : i + 1000])
         survey_service.open_round(session=session, name="pilot")
-        for agent, h in [("a1", "yes"), ("a2", "yes"), ("a3", "no")]:
+        for agent, h in [("a1", "yes"), ("a2", "yes"), ("a3", "no"), ("a4", "yes"), ("a5", "no"), ("a6", "yes"), ("a7", "no"), ("a8", "neutral")]:
             survey_service.record_answer(session=session, agent_id=agent, helpful=h)
         session.flush()
         return run
@@ -268,6 +269,19 @@ class TestProductionGate:
         assert by_key["survey"].status == "pass" and by_key["survey"].value == 1
         assert by_key["full_eval_set"].status == "pass"
         assert rep.passed
+
+    def test_a_new_round_with_one_helpful_answer_does_not_pass_the_survey(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = self._ready(session, spec, set())  # round "pilot": 4 helpful, 3 not, 1 neutral
+        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        survey_service.open_round(session=session, name="week 3")
+        survey_service.record_answer(session=session, agent_id="a1", helpful="yes")
+        rep = service.production_report(session=session, spec=spec, run=run, today=after)
+        survey = {c.key: c for c in rep.criteria}["survey"]
+        # Only the newest round counts, and 1 of its 8 needed answers is in: not a pass, not the old round's.
+        assert survey.status == "incomplete" and survey.value == 1
+        assert survey.measured == "1 helpful, 0 not, 0 neutral (net +1); 1 of 8 answers needed"
+        assert not rep.passed
 
     def test_nine_business_days_then_a_weekend_fails(self, session: Session, spec: EvalSpec) -> None:
         spec = small_gate_spec(spec)
@@ -312,3 +326,39 @@ class TestSignoff:
         service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=lead, decision="no_go")
         service.sign_off(session=session, spec=spec, gate="production", run=run, principal=pm, decision="no_go")
         assert len(service.signoffs(session=session, gate="pilot", run_id=run.id)) == 2
+
+
+class TestSignoffState:
+    """The plan: results reviewed by PM and ML lead before deploy."""
+
+    @staticmethod
+    def _row(role: str, decision: str, minute: int) -> GateSignoff:
+        return GateSignoff(
+            gate="pilot", run_id=1, user_id=minute, role=role, verdict="pass", decision=decision, report={},
+            signed_at=dt.datetime(2026, 11, 16, 9, minute, tzinfo=dt.UTC),
+        )
+
+    def test_go_needs_the_pm_and_the_ml_lead(self, spec: EvalSpec) -> None:
+        assert spec.gates.signoff_roles == ["pm", "ml_lead"]
+        pm_go, ml_go, lead_go = self._row("pm", "go", 1), self._row("ml_lead", "go", 2), self._row("lead", "go", 3)
+        only_pm = service.signoff_state(spec=spec, signed=[pm_go])
+        assert not only_pm.approved and only_pm.missing == ["ml_lead"]
+        # The team lead's go does not stand in for the ML lead.
+        assert service.signoff_state(spec=spec, signed=[pm_go, lead_go]).missing == ["ml_lead"]
+        both = service.signoff_state(spec=spec, signed=[ml_go, pm_go])
+        assert both.approved and both.missing == [] and both.signed_go["ml_lead"] is ml_go
+        held = service.signoff_state(spec=spec, signed=[pm_go, ml_go, self._row("lead", "no_go", 4)])
+        assert not held.approved and len(held.no_go) == 1
+
+    def test_the_ml_lead_signs_as_ml_lead(self, session: Session, spec: EvalSpec) -> None:
+        from webapp.auth.service import principal_for_user
+
+        run = build_run(session)
+        ml = principal_for_user(session=session, user=make_user(session, email="ml@example.test", roles=["ml_lead"]))
+        both = principal_for_user(session=session, user=make_user(session, email="both@example.test", roles=["lead", "ml_lead"]))
+        assert service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=ml, decision="no_go").role == "ml_lead"
+        # Someone who is team lead and ML lead signs as the role the plan requires.
+        assert service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=both, decision="no_go").role == "ml_lead"
+        labeler = principal_for_user(session=session, user=make_user(session, email="lab@example.test", roles=["labeler"]))
+        with pytest.raises(service.GateError, match="only the PM, the ML lead and the team lead"):
+            service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=labeler, decision="no_go")

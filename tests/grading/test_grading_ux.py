@@ -348,6 +348,22 @@ class TestHtmxGradingItem:
         assert f"Grade saved (draft {d0})" in r.text and "Model on draft" in r.text
         assert "Vary" in r.headers and "HX-Request" in r.headers["Vary"]
 
+    def test_saved_signals_count_passes_over_applicable_checks(
+        self, session: Session, client_as: Callable[..., TestClient]
+    ) -> None:
+        w = build_world(session)
+        d0 = ids(w)[0]
+        statuses = ["pass"] * 5 + ["fail"] + ["not_applicable"] * 2
+        for i, status in enumerate(statuses):
+            session.add(DraftCheck(draft_id=d0, run_id=w.run.id, key=f"check_{i}", status=status, reason="r", kb_version="x"))  # type: ignore[arg-type]
+        session.commit()
+        c = client_as("labeler", email="alice@example.test")
+        post(c, f"/grading/runs/{w.run.id}/next", {})
+        r = post(c, f"/grading/drafts/{d0}", {**FORM, "next": "1"}, headers=HX)
+        # 5 pass, 1 fails, 2 do not apply: 5 of the 6 that apply (not "5/8", which counts n/a as failing).
+        assert "checks 5/6 applicable pass" in r.text
+        assert "5/8" not in r.text
+
     def test_invalid_htmx_save_stays_on_the_draft_with_the_error(
         self, session: Session, client_as: Callable[..., TestClient]
     ) -> None:

@@ -1,5 +1,6 @@
-"""`draftdesk serve --workers 2`: two processes answer the same graders, and everything that must be
-shared (sessions, CSRF, sign-in rate limits, reservations) is in the database, not in a worker."""
+"""`draftdesk serve --workers 2` (uvicorn's own workers): two processes answer the same graders, and
+everything that must be shared (sessions, CSRF, sign-in rate limits, reservations) is in the
+database, not in a worker."""
 
 from __future__ import annotations
 
@@ -18,19 +19,12 @@ from sqlmodel import Session, select
 from tests.conftest import TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD
 from tests.grading.conftest import GradingWorld, build_world
-from webapp.auth.cli import default_workers
 from webapp.db import make_engine
 from webapp.grading.models import Grade
 from webapp.migrations_runner import upgrade
 from webapp.security import CSRF_COOKIE, csrf_token_for
 
 DRAFTDESK = str(Path(sys.executable).with_name("draftdesk"))
-
-
-class TestDefaultWorkers:
-    def test_one_for_sqlite_and_the_cores_for_postgresql(self) -> None:
-        assert default_workers("sqlite:////tmp/x.db") == 1
-        assert default_workers("postgresql+psycopg://u@h/db") == (os.cpu_count() or 1)
 
 
 def _free_port() -> int:
@@ -159,55 +153,3 @@ def test_two_workers_share_sessions_reservations_and_rate_limits(two_workers) ->
     assert graders == sorted([world.alice.id, world.bob.id])
     for c in (alice, bob, carol):
         c.close()
-
-
-def _established_inodes(port: int, state: str = "01") -> set[str]:
-    """The socket inodes of TCP sockets on local port `port` in `state` (01 established, 0A listening)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == state:
-                inodes.add(fields[9])
-    return inodes
-
-
-def _held_by(pid: int, inodes: set[str]) -> int:
-    held = 0
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:[") and target[8:-1] in inodes:
-            held += 1
-    return held
-
-
-def test_keep_alive_connections_are_spread_over_both_workers(two_workers) -> None:  # type: ignore[no-untyped-def]
-    """Each worker has its own socket on the port (SO_REUSEPORT): 40 keep-alive clients land on both.
-
-    With one shared socket, the worker that was busy last accepted most of them (41 of 50 measured).
-    """
-    base, _, _ = two_workers
-    port = int(base.rsplit(":", 1)[1])
-    clients = [httpx.Client(base_url=base, timeout=30) for _ in range(40)]
-    try:
-        for c in clients:
-            assert c.get("/healthz").status_code == 200  # the connection stays open afterwards
-        server = next(p for p in _children(os.getpid()) if _children(p))
-        inodes = _established_inodes(port)
-        per_worker = sorted(_held_by(pid, inodes) for pid in _children(server))
-        assert sum(per_worker) == 40
-        assert per_worker[-2] >= 10 and per_worker[-1] >= 10, per_worker
-        # one listening socket per worker (uvicorn's own workers share a single one)
-        listening = _established_inodes(port, state="0A")
-        assert len(listening) == 2
-        assert sorted(_held_by(pid, listening) for pid in _children(server))[-2:] == [1, 1]
-    finally:
-        for c in clients:
-            c.close()

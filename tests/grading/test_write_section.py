@@ -7,11 +7,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 from sqlmodel import Session
 
 from tests.conftest import csrf_for
 from tests.grading.conftest import build_world
-from webapp import sql_batch
 
 FORM = {
     "factual_accuracy": "pass",
@@ -32,13 +32,23 @@ def _reads(statement: str) -> bool:
 
 @contextmanager
 def statements(app: Any) -> Iterator[list[str]]:
-    """Record the SQL the app sends (statement text and COMMIT, pipelined statements included) while the block runs."""
+    """Record the SQL the app sends (statement text, and COMMIT) while the block runs."""
     seen: list[str] = []
-    stop = sql_batch.observe(app.state.engine, lambda sent: seen.extend(" ".join(s.split()) for s in sent))
+    engine = app.state.engine
+
+    def statement(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+        seen.append(" ".join(sql.split()))
+
+    def commit(_conn: Any) -> None:
+        seen.append("COMMIT")
+
+    event.listen(engine, "before_cursor_execute", statement)
+    event.listen(engine, "commit", commit)
     try:
         yield seen
     finally:
-        stop()
+        event.remove(engine, "before_cursor_execute", statement)
+        event.remove(engine, "commit", commit)
 
 
 def _open_first(c: TestClient, run_id: int) -> int:

@@ -53,41 +53,23 @@ class TestMetricsPage:
         assert [t["y"][0] for t in band] == [0.06, 0.1]
         assert "alerts firing" in page.text and "Cost per draft ($) &gt; $0.0500 on a day" in page.text
 
-    def test_every_chart_is_drawn_as_svg_with_its_target_and_threshold(
+    def test_every_chart_is_left_to_plotly_with_its_target_and_threshold(
         self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
     ) -> None:
-        import xml.etree.ElementTree as ET
-
         _seed(session, spec)
         page = client_as("support_lead").get("/metrics?start=2026-11-01&end=2026-11-05").text
-        found = dict(re.findall(r'id="chart-([a-z_0-9]+)"[^>]*>(<svg class="metrics-svg".*?</svg>)</div>', page, re.S))
-        assert set(found) == set(_figures(page)) and len(found) == 9  # every chart, the calibration chart too
-        ns = "{http://www.w3.org/2000/svg}"
-        roots = {m: ET.fromstring(s.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)) for m, s in found.items()}
-        paths = {m: {p.get("stroke"): p.get("d") for p in r.iter(f"{ns}path") if p.get("class") != "metrics-svg-dots"} for m, r in roots.items()}
-        # cost per draft: days Nov 1-5 = None, 0.09, 0.01, 0.01, None; target 0.03, alert > 0.05; the y axis
-        # runs 0..0.0945 (0.09 + 5%) over pixels 220..40 (four legend entries: two rows), 180 px:
-        # 0.03 -> 220 - 180 * 0.03 / 0.0945 = 162.86; 0.05 -> 124.76; 0.09 -> 48.57; 0.01 -> 200.95;
-        # x: Nov 2, 3, 4 at tenths 3, 5, 7 of the range -> 30.8%, 50%, 69.2% (x 10 in the path)
-        cost = paths["cost_per_draft"]
-        assert cost["#17803d"] == "M20 162.86 L980 162.86"  # target
-        assert cost["#b42318"] == "M20 124.76 L980 124.76"  # alert threshold
-        assert cost["#2456c7"] == "M308 48.57 L500 200.95 L692 200.95"
-        # every day has fewer than 50 events: hollow markers, a blue dot 8 + 2 wide under a white one 8 - 2 wide
-        dots = [(p.get("stroke"), p.get("stroke-width"), p.get("d")) for p in roots["cost_per_draft"].iter(f"{ns}path")
-                if p.get("class") == "metrics-svg-dots"]
-        assert dots == [(c, w, "M308 48.57h0M500 200.95h0M692 200.95h0") for c, w in (("#2456c7", "10"), ("#fff", "6"))]
-        firing = [r for r in roots["cost_per_draft"].iter(f"{ns}rect") if r.get("fill") == "rgba(180,35,24,0.13)"]
-        assert [(r.get("x"), r.get("width")) for r in firing] == [("21.2%", "19.2%")]  # Nov 1 12:00 - Nov 2 12:00
-        for m, r in roots.items():
-            assert r.get("role") == "img" and r.get("aria-label") and r.find(f"{ns}desc") is not None
+        # nothing drawn on the server: each chart is an empty box that plotly.js fills from its data-figure
+        boxes = dict(re.findall(r'id="chart-([a-z_0-9]+)" data-metric="[a-z_0-9]+" data-figure="[^"]*">(.*?)</div>', page, re.S))
+        assert set(boxes) == set(_figures(page)) and len(boxes) == 9  # every chart, the calibration chart too
+        assert set(boxes.values()) == {""} and "<svg" not in page
+        # the page loads plotly.js's basic bundle (from node_modules), then the script that draws
+        assert '<script src="/static/vendor/plotly-basic.min.js" defer></script>' in page
+        assert page.index("plotly-basic.min.js") < page.index("/static/js/metrics.js")
+        for m, fig in _figures(page).items():
             if m == "calibration":
-                # the diagonal, corner to corner: 300 px high, 30 for the ticks, 2 legend rows and the axis title -> 40..225
-                assert paths[m]["#999"] == "M20 225 L980 40"
                 continue
-            legend = "".join(r.find(f".//{ns}foreignObject").itertext())  # type: ignore[union-attr]
-            assert "target" in legend and "alert threshold" in legend, m
-            assert "#17803d" in paths[m] and "#b42318" in paths[m], m
+            names = {t["name"] for t in fig["data"]}
+            assert {"target", "alert threshold"} <= names, m
 
     def test_htmx_filter_returns_only_the_results(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
         _seed(session, spec)
@@ -97,6 +79,36 @@ class TestMetricsPage:
         assert "<html" not in frag.text
         figs = _figures(frag.text)
         assert figs["cost_per_draft"]["data"][0]["y"] == [None, None, 0.01, 0.01, None]
+
+    def test_applying_the_view_already_shown_pushes_no_history_entry(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        _seed(session, spec)
+        c = client_as("pm")
+        form = "/metrics?start=2026-11-01&end=2026-11-05&intent=plan_change&plan=&agent_id="
+
+        def push(url: str, current: str) -> str | None:
+            r = c.get(url, headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{current}"})
+            assert r.status_code == 200
+            return r.headers.get("hx-push-url")
+
+        # the dropdown's request from the unfiltered view: the form's hx-push-url pushes it (no header)
+        assert push(form, "/metrics?start=2026-11-01&end=2026-11-05") is None
+        # Apply right after, from the URL just pushed: the same view, no second entry
+        assert push(form, form) == "false"
+        # the same parameters in another order, blanks left out: still the same view
+        assert push(form, "/metrics?intent=plan_change&end=2026-11-05&start=2026-11-01") == "false"
+        # another segment or range is a new entry
+        assert push(form, "/metrics?start=2026-11-01&end=2026-11-05&intent=billing_charge") is None
+        assert push(form, "/metrics?start=2026-11-02&end=2026-11-05&intent=plan_change") is None
+        # a quick range that resolves to the view shown: no entry either; to another view: the canonical URL
+        quick = "/metrics?range=7d&start=2026-11-01&end=2026-11-05"
+        seven = c.get(quick, headers={"HX-Request": "true"}).headers["hx-push-url"]
+        assert seven.startswith("/metrics?start=") and "range" not in seven
+        assert push(quick, seven) == "false"
+        assert push(quick, "/metrics?start=2026-11-01&end=2026-11-05") == seven
+        # without htmx (a plain GET), no header at all
+        assert c.get(form, headers={"HX-Current-URL": f"http://testserver{form}"}).headers.get("hx-push-url") is None
 
     def test_user_text_is_escaped(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
         _seed(session, spec)

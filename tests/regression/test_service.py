@@ -10,7 +10,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, select
 
 from tests.checks.conftest import World, build_world, good
-from tests.factories import make_dataset, make_run, words
+from tests.factories import make_article, make_dataset, make_run, words
 from webapp import flows
 from webapp.checks import service as checks_service
 from webapp.datasets.loader import load_dataset
@@ -183,6 +183,44 @@ class TestCompare:
         # B's s2 draft (11 words) is a draft where none should be: length applies and fails.
         assert checks["length"].b == pytest.approx(6 / 7)
         assert cmp.rubric is None or all(r.a is None for r in cmp.rubric)
+
+    def test_per_check_changes_are_the_case_outcomes(self, session: Session, spec: EvalSpec) -> None:
+        # Hand-built pair: routine-010 drafts at 0.9 in A (the fallback check does not apply) and at
+        # 0.42 with a 60-word draft in B (it fails); routine-011 falls back correctly in both runs.
+        # Fallback check: A 1/1 applicable pass, B 1/2 -> -50 pts, and the only case that changed on it
+        # is routine-010, which broke (the old pairing skipped it: "not applicable" had no outcome).
+        make_article(session, "KB-1042", ((1, "current"),))
+        ds = make_dataset(
+            session,
+            [
+                {"case_id": "routine-010", "category": "routine", "intent": "billing_charge"},
+                {"case_id": "routine-011", "category": "routine", "intent": "billing_charge"},
+            ],
+            name="pair",
+        )
+        fallback = {"case_id": "routine-011", "draft_text": None, "confidence": 0.4, "intent": "billing_charge"}
+        a = make_run(session, ds, [good("routine-010", "billing_charge"), fallback], name="pair-a")
+        b = make_run(
+            session, ds, [{**good("routine-010", "billing_charge"), "confidence": 0.42}, fallback], name="pair-b"
+        )
+        for run in (a, b):
+            checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        cmp = comparison.compare_runs(session=session, spec=spec, a_id=a.id, b_id=b.id)  # type: ignore[arg-type]
+        rows = {c.case_id: c for c in cmp.cases}
+        assert rows["routine-010"].change == "broke"
+        assert "low_confidence_fallback" in rows["routine-010"].b.failed_checks  # type: ignore[union-attr]
+        fb = {c.key: c for c in cmp.checks}["low_confidence_fallback"]
+        assert (fb.a_passed, fb.a_total, fb.b_passed, fb.b_total) == (1, 1, 1, 2)
+        assert fb.delta == pytest.approx(-0.5)
+        assert (fb.test.pairs, fb.test.fixed, fb.test.broke) == (2, 0, 1)
+        assert (fb.fixed_cases, fb.broke_cases) == ([], ["routine-010"])
+        # One source of truth: every check's lists are the case table's failed-check differences.
+        for c in cmp.checks:
+            broke = [r.case_id for r in cmp.cases if r.a and r.b and c.key in r.b.failed_checks and c.key not in r.a.failed_checks]
+            fixed = [r.case_id for r in cmp.cases if r.a and r.b and c.key in r.a.failed_checks and c.key not in r.b.failed_checks]
+            assert (c.broke_cases, c.fixed_cases) == (broke, fixed)
+            assert (c.test.broke, c.test.fixed) == (len(broke), len(fixed))
+        assert (cmp.overall.broke_cases, cmp.overall.fixed_cases) == (["routine-010"], [])
 
     def test_exact_mcnemar_against_hand_worked_values(self) -> None:
         # Two-sided exact McNemar = 2 * P(X <= min(b, c)) for X ~ Binomial(b + c, 1/2), capped at 1.

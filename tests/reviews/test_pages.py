@@ -30,7 +30,7 @@ def test_review_flow(session: Session, spec: EvalSpec, client_as: Callable[..., 
     assert "1/3 reviewed" in pm.get("/reviews/2026-W45/progress", headers={"HX-Request": "true"}).text
     assert pm.post(f"/reviews/items/{item.id}/verdict", data={"verdict": "bogus"}).status_code == 422
     assert "Weekly review" in pm.get("/").text
-    added = pm.post(f"/reviews/items/{item.id}/regression", data={"input": "Where is my refund?"}, headers={"HX-Request": "true"})
+    added = pm.post(f"/reviews/items/{item.id}/regression", data={"input": "Where is my refund?", "reference": "Refunds take 3 days"}, headers={"HX-Request": "true"})
     assert added.status_code == 200 and f"Added to the regression suite as review-{item.event_id}" in added.text
     # Said at the moment of adding: no dataset holds the case, so the next run must include it.
     assert f"The next run must include review-{item.event_id}: no dataset holds it yet" in added.text
@@ -44,3 +44,29 @@ def test_unknown_period_is_404(client_as: Callable[..., TestClient]) -> None:
 
 def test_labeler_is_turned_away(client_as: Callable[..., TestClient]) -> None:
     assert client_as("labeler").get("/reviews").status_code == 403
+
+
+def test_regression_form_asks_for_an_editable_reference(session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
+    from webapp.regression import service as regression_service
+
+    load(session, spec, [ev("2026-11-03", action="edit", draft_text="Draft", sent_text="Full <refund> today, promised") for _ in range(2)])
+    pm = client_as("pm")
+    page = pm.get("/reviews/2026-W45")
+    # The reference is a field of the form, prefilled with the sent text (escaped) and editable.
+    assert '<textarea name="reference" rows="4" required>Full &lt;refund&gt; today, promised</textarea>' in page.text
+    session.expire_all()
+    sample = service.get_sample(session=session, period="2026-W45")
+    assert sample is not None
+    item, _ = service.sample_items(session=session, sample=sample)[0]
+    url = f"/reviews/items/{item.id}/regression"
+    empty = pm.post(url, data={"input": "Can I get a refund?", "reference": "  "}, follow_redirects=False)
+    assert empty.status_code == 422 and "reference" in empty.text
+    assert client_as("labeler").post(url, data={"input": "x", "reference": "y"}).status_code == 403
+    no_csrf = TestClient(pm.app, base_url=str(pm.base_url), cookies=dict(pm.cookies))
+    assert no_csrf.post(url, data={"input": "x", "reference": "y"}, follow_redirects=False).status_code == 403
+    assert regression_service.list_cases(session=session) == []
+    ok = pm.post(url, data={"input": "Can I get a refund?", "reference": "We cannot promise a refund."}, follow_redirects=False)
+    assert ok.status_code == 303
+    session.expire_all()
+    (case,) = regression_service.list_cases(session=session)
+    assert (case.input, case.reference) == ("Can I get a refund?", "We cannot promise a refund.")

@@ -98,10 +98,10 @@ class TestRegressionHandOff:
         _week(session, spec, n=1)
         sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
         item, event = service.sample_items(session=session, sample=sample)[0]
-        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?")  # type: ignore[arg-type]
+        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?", reference_text="sent 0")  # type: ignore[arg-type]
         assert case_id == f"review-{event.event_id}"
         # a second click does not add it twice, whatever input it carries
-        assert service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="x") == case_id  # type: ignore[arg-type]
+        assert service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="x", reference_text="y") == case_id  # type: ignore[arg-type]
         cases = regression_service.list_cases(session=session)
         assert [(c.case_id, c.source, c.source_ref, c.reference, c.input) for c in cases] == [
             (case_id, "review", event.event_id, "sent 0", "Where is my refund?")
@@ -115,7 +115,7 @@ class TestRegressionHandOff:
         _week(session, spec, n=1)
         sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
         item, event = service.sample_items(session=session, sample=sample)[0]
-        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?")  # type: ignore[arg-type]
+        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?", reference_text="sent 0")  # type: ignore[arg-type]
         case = session.execute(select(RegressionCase).where(col(RegressionCase.case_id) == case_id)).scalars().one()
         assert (case.source, case.source_ref, case.reference, case.input) == ("review", event.event_id, "sent 0", "Where is my refund?")
 
@@ -124,4 +124,20 @@ class TestRegressionHandOff:
         sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
         item, _ = service.sample_items(session=session, sample=sample)[0]
         with pytest.raises(service.ReviewError, match="input"):
-            service.add_to_regression(session=session, item_id=item.id, created_by=None, input_text=" ")  # type: ignore[arg-type]
+            service.add_to_regression(session=session, item_id=item.id, created_by=None, input_text=" ", reference_text="r")  # type: ignore[arg-type]
+
+    def test_keeps_the_edited_reference_and_refuses_an_empty_one(self, session: Session, spec: EvalSpec) -> None:
+        from tests.factories import make_user
+        from webapp.regression import service as regression_service
+
+        pm = make_user(session, email="pm@example.test", roles=["pm"])
+        _week(session, spec, n=1)
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        item, event = service.sample_items(session=session, sample=sample)[0]
+        with pytest.raises(service.ReviewError, match="reference"):
+            service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Refund?", reference_text="  ")  # type: ignore[arg-type]
+        assert regression_service.list_cases(session=session) == []
+        fixed = "We cannot promise a refund; here is how to request one: KB-1042."
+        service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Refund?", reference_text=f" {fixed} ")  # type: ignore[arg-type]
+        (case,) = regression_service.list_cases(session=session)
+        assert case.reference == fixed and case.reference != event.sent_text

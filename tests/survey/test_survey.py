@@ -33,6 +33,15 @@ class TestService:
         with pytest.raises(service.SurveyError, match="closed"):
             service.record_answer(session=session, agent_id="a1", helpful="yes", round_name="r1")
 
+    def test_earlier_rounds_keep_their_results(self, session: Session) -> None:
+        service.open_round(session=session, name="r1")
+        for agent, helpful in [("a1", "yes"), ("a2", "no"), ("a3", "yes"), ("a4", "neutral")]:
+            service.record_answer(session=session, agent_id=agent, helpful=helpful)
+        service.open_round(session=session, name="r2")
+        service.record_answer(session=session, agent_id="a1", helpful="no")
+        results = [(r.name, c.yes, c.no, c.neutral, c.net) for r, c in service.round_results(session=session)]
+        assert results == [("r2", 0, 1, 0, -1), ("r1", 2, 1, 1, 1)]
+
     def test_bad_input_names_the_field(self, session: Session) -> None:
         with pytest.raises(service.SurveyError, match="^round: no survey round is open"):
             service.record_answer(session=session, agent_id="a1", helpful="yes")
@@ -95,7 +104,7 @@ class TestPage:
         assert c.post("/survey/rounds", data={"name": "Pilot week 1"}, follow_redirects=False).status_code == 303
         c.post("/survey/answers", data={"agent_id": "agent-<b>1</b>", "helpful": "yes", "comment": "<script>x</script>"})
         page = c.get("/survey").text
-        assert "+1" in page and "net positive" in page
+        assert "+1" in page and "1 of 8 answers" in page  # one answer is not yet the agents' view
         assert "<script>x</script>" not in page and "&lt;script&gt;" in page
         r = c.post("/survey/answers", data={"agent_id": "a", "helpful": "maybe"})
         assert r.status_code == 422 and "helpful: must be one of" in r.text
@@ -104,3 +113,22 @@ class TestPage:
         pm = client_as("pm")
         assert pm.get("/survey").status_code == 200
         assert pm.post("/survey/rounds", data={"name": "x"}).status_code == 403
+
+    def test_a_new_round_keeps_the_previous_rounds_visible(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        first = service.open_round(session=session, name="Pilot week 1")
+        for i, helpful in enumerate(["yes"] * 5 + ["no"] * 3):
+            service.record_answer(session=session, agent_id=f"agent-{i}", helpful=helpful, comment=f"said {helpful} in week 1")
+        service.open_round(session=session, name="Pilot week 2")
+        service.record_answer(session=session, agent_id="agent-0", helpful="yes", comment="week 2 answer")
+        session.commit()
+        pm = client_as("pm")
+        page = pm.get("/survey").text
+        # The newest round is shown, and the rounds table still carries week 1's result (5-3, net +2).
+        assert "week 2 answer" in page and "said yes in week 1" not in page
+        assert f'<a href="/survey?round={first.id}">Pilot week 1</a>' in page
+        assert '<td class="num">5</td><td class="num">3</td><td class="num">0</td><td class="num">+2</td>' in page
+        assert "1 of 8 answers" in page and "7 more needed" in page
+        older = pm.get(f"/survey?round={first.id}").text
+        assert "said yes in week 1" in older and "said no in week 1" in older and "week 2 answer" not in older
+        assert "an earlier round: the gate reads only the newest" in older
+        assert pm.get("/survey?round=99999").status_code == 404

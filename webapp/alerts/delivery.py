@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import email.utils
+import hashlib
 import json
 import os
 import random
+import re
 import secrets
 import smtplib
 import ssl
@@ -95,6 +97,18 @@ def _http(url: str, body: bytes, headers: dict[str, str]) -> SendResult:
     )
 
 
+MSGID_DOMAIN = "draftdesk.alerts"
+_DOT_ATOM = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
+
+
+def message_id(key: str) -> str:
+    """Return the RFC 5322 Message-ID of a message key: `<key@draftdesk.alerts>` when the key is a
+    dot-atom (the outbox's "dd-<hex>", a test's "test-3-<hex>"), else a digest of it (a key with a
+    colon or space may not be the id's left part); the same key always gives the same id."""
+    left = key if _DOT_ATOM.fullmatch(key) else "dd-" + hashlib.sha256(key.encode()).hexdigest()[:40]
+    return f"<{left}@{MSGID_DOMAIN}>"
+
+
 def _email(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: str) -> SendResult:
     cfg = channel.config
     password = ""
@@ -109,7 +123,7 @@ def _email(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: s
     msg["To"] = ", ".join(cfg["to"])
     msg["Date"] = email.utils.formatdate(localtime=False)
     # The same Message-ID on every attempt: mail systems drop duplicates by it.
-    msg["Message-ID"] = f"<{key}@draftdesk.alerts>"
+    msg["Message-ID"] = message_id(key)
     msg["X-Idempotency-Key"] = key
     msg.set_content(messages.text(payload, base_url))
     context = ssl.create_default_context(cafile=cfg.get("ca_file") or None)
@@ -168,7 +182,7 @@ def test_payload(channel: AlertChannel) -> dict[str, Any]:
     return {
         "items": [
             {
-                "key": f"test:{channel.id}:{secrets.token_hex(4)}",
+                "key": f"test-{channel.id}-{secrets.token_hex(4)}",
                 "kind": "test",
                 "topic": "test",
                 "state": "test",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -10,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery, outbox
-from webapp.alerts.models import CHANNEL_KINDS
+from webapp.alerts.models import CHANNEL_KINDS, AlertChannel
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import require_role
@@ -20,6 +23,39 @@ router = APIRouter()
 Admin = Annotated[Principal, Depends(require_role("admin"))]
 # File channels write on the server's disk: they are for the demo and the CLI, not the web form.
 WEB_KINDS = tuple(k for k in CHANNEL_KINDS if k != "file")
+PAGE = "/admin/alerts"
+# Post-redirect-get: after adding or testing a channel the answer is a 303 to the page, and what
+# to say there rides in this short-lived cookie (signed, scoped to the page, read once), so a
+# reload repeats no POST and the URL carries no message.
+FLASH_COOKIE = "dd_alerts_flash"
+FLASH_SECONDS = 120
+
+
+def _sign(secret_key: str, body: str) -> str:
+    return hmac.new(secret_key.encode(), b"alerts-flash|" + body.encode(), hashlib.sha256).hexdigest()
+
+
+def _redirect_with_flash(request: Request, *, text: str, kind: str = "ok", secret_for: int | None = None) -> Response:
+    """Answer a POST with 303 to the channels page, carrying the message to show there once."""
+    body = json.dumps({"text": text, "kind": kind, "secret_for": secret_for}, separators=(",", ":"))
+    value = _sign(request.app.state.settings.secret_key, body) + "." + body
+    response = RedirectResponse(PAGE, status_code=303)
+    response.set_cookie(FLASH_COOKIE, value, max_age=FLASH_SECONDS, path=PAGE, httponly=True, samesite="strict",
+                        secure=request.app.state.settings.cookie_secure)
+    return response
+
+
+def _read_flash(request: Request) -> dict[str, Any] | None:
+    """Return the message a redirect left for this page, or None (absent, tampered or malformed)."""
+    raw = request.cookies.get(FLASH_COOKIE, "")
+    sig, _, body = raw.partition(".")
+    if not body or not hmac.compare_digest(sig, _sign(request.app.state.settings.secret_key, body)):
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _page(request: Request, session: Any, *, status_code: int = 200, **extra: Any) -> HTMLResponse:
@@ -43,7 +79,19 @@ def _page(request: Request, session: Any, *, status_code: int = 200, **extra: An
 @router.get("/admin/alerts", response_class=HTMLResponse, name="alerts_channels")
 def channels_page(request: Request, session: SessionDep, principal: Admin, removed: str = "") -> HTMLResponse:
     """List notification channels with their last deliveries; a form adds one."""
-    return _page(request, session, flash=f"Channel {removed} removed." if removed else None)
+    extra: dict[str, Any] = {"flash": f"Channel {removed} removed." if removed else None}
+    message = _read_flash(request)
+    if message is not None:
+        extra["error" if message.get("kind") == "error" else "flash"] = str(message.get("text", ""))
+        ch = session.get(AlertChannel, message["secret_for"]) if isinstance(message.get("secret_for"), int) else None
+        if ch is not None and ch.kind == "webhook":
+            extra["secret"] = alerts_channels.signing_secret(ch, request.app.state.settings.secret_key)
+            extra["secret_for"] = ch.name
+    response = _page(request, session, **extra)
+    if message is not None:
+        response.delete_cookie(FLASH_COOKIE, path=PAGE)
+        response.headers["Cache-Control"] = "no-store"  # a signing secret must not linger in caches
+    return response
 
 
 @router.post("/admin/alerts/channels", response_class=HTMLResponse)
@@ -78,12 +126,11 @@ def channels_create(
     except alerts_channels.AlertsError as exc:
         session.rollback()
         return _page(request, session, error=str(exc), form=form, status_code=400)
-    secret = alerts_channels.signing_secret(ch, request.app.state.settings.secret_key) if ch.kind == "webhook" else None
-    return _page(request, session, flash=f"Channel {ch.name} added.", secret=secret, secret_for=ch.name)
+    return _redirect_with_flash(request, text=f"Channel {ch.name} added.", secret_for=ch.id)
 
 
 @router.post("/admin/alerts/channels/{channel_id}/test", response_class=HTMLResponse)
-def channels_test(request: Request, channel_id: int, session: SessionDep, principal: Admin) -> HTMLResponse:
+def channels_test(request: Request, channel_id: int, session: SessionDep, principal: Admin) -> Response:
     """Send a test message to a channel now and show what the receiver answered."""
     try:
         ch = alerts_channels.get_channel(session=session, ref=channel_id)
@@ -93,8 +140,8 @@ def channels_test(request: Request, channel_id: int, session: SessionDep, princi
     result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key)
     if result.ok:
         status = f" (HTTP {result.status})" if result.status and ch.kind != "email" else ""
-        return _page(request, session, flash=f"Test message delivered to {ch.name}{status}.")
-    return _page(request, session, error=f"Test message to {ch.name} failed: {result.error}")
+        return _redirect_with_flash(request, text=f"Test message delivered to {ch.name}{status}.")
+    return _redirect_with_flash(request, text=f"Test message to {ch.name} failed: {result.error}", kind="error")
 
 
 @router.post("/admin/alerts/channels/{channel_id}/delete", response_class=HTMLResponse)

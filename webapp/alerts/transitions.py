@@ -18,6 +18,7 @@ from webapp.metrics import aggregates as metrics_aggregates
 from webapp.metrics import alert_states as metrics_alert_states
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import targets as metrics_targets
+from webapp.metrics import units as metrics_units
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Run
@@ -28,15 +29,11 @@ SEGMENT_ALL = "all traffic"
 
 
 def _fmt(metric: str, value: float | None) -> str:
+    # The metric's own unit and decimals (webapp/metrics/units.py), as on the metrics page:
+    # "9.00 s vs threshold 6.00 s", never a bare "9 vs 6".
     if value is None:
         return "n/a"
-    if metric.endswith("_rate"):
-        return f"{value * 100:.1f}%"
-    if metric == "cost_per_draft":
-        return f"${value:.4f}"
-    if metric == "hallucination_reports":
-        return f"{value:g}"
-    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return metrics_units.text(metric, value)
 
 
 def _window_words(rule: Any) -> str:

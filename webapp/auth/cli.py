@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import typer
 
 from webapp.auth import service
@@ -20,7 +18,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @users.command("create")
     def users_create(
         email: str = typer.Option(..., "--email", help="Sign-in email"),
-        role: list[str] = typer.Option(..., "--role", help="labeler, lead, pm, support_lead or admin; repeat for several"),
+        role: list[str] = typer.Option(..., "--role", help="labeler, lead, pm, support_lead, ml_lead or admin; repeat for several"),
         name: str = typer.Option("", "--name", help="Display name"),
     ) -> None:
         """Create a user; the password is prompted for, or read from standard input when piped."""
@@ -78,53 +76,3 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         for tok, user in rows:
             state = "revoked" if tok.revoked_at else "active"
             console.print(f"{tok.id}\t{tok.prefix}…\t{tok.name}\t{user.email}\t{tok.scopes}\t{state}")
-
-    @app.command("serve")
-    def serve(
-        host: str = typer.Option("127.0.0.1", "--host"),
-        port: int = typer.Option(8000, "--port"),
-        workers: int | None = typer.Option(
-            None,
-            "--workers",
-            min=1,
-            help="Worker processes (default: 1 for a SQLite file, the number of CPU cores for PostgreSQL)",
-        ),
-        access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request"),
-        background: bool = typer.Option(True, "--background/--no-background", help="Run alert evaluation and delivery"),
-    ) -> None:
-        """Apply pending migrations and serve the dashboard with uvicorn (workers; alert jobs in the background)."""
-        import uvicorn
-
-        from webapp.config import ConfigError, Settings
-        from webapp.main import create_app
-        from webapp.migrations_runner import upgrade
-        from webapp.serving import serve_workers
-        from webapp.spec import SpecError
-
-        try:
-            settings = Settings(background_jobs=background)
-            app_ = create_app(settings)
-        except (ConfigError, SpecError) as exc:
-            fail(str(exc))
-        upgrade(settings.database_url)
-        n = workers or default_workers(settings.database_url)
-        if n == 1:
-            uvicorn.run(app_, host=host, port=port, log_level="info", access_log=access_log)
-            return
-        app_.state.engine.dispose()
-        # Workers read their settings from the environment: pass the background choice on (the
-        # database lease lets one of them evaluate alerts at a time).
-        os.environ["DRAFTDESK_BACKGROUND_JOBS"] = "true" if background else "false"
-        # Each worker builds its own app (and engine) from the same environment; sessions, rate
-        # limits and reservations live in the database, so any worker can answer any request.
-        try:
-            serve_workers(host=host, port=port, workers=n, log_level="info", access_log=access_log)
-        except OSError as exc:
-            fail(str(exc))
-
-
-def default_workers(database_url: str) -> int:
-    """Return the default number of worker processes: 1 for SQLite (one writer at a time), else the CPU cores."""
-    if database_url.startswith("sqlite"):
-        return 1
-    return os.cpu_count() or 1

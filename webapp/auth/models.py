@@ -9,10 +9,12 @@ from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
 
-Role = Literal["labeler", "lead", "pm", "support_lead", "admin"]
-ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "admin")
-# Token scopes that are not roles: what an agent's drafting tool may do through the API.
-EXTRA_SCOPES: tuple[str, ...] = ("ingest",)
+Role = Literal["labeler", "lead", "pm", "support_lead", "ml_lead", "admin"]
+ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "ml_lead", "admin")
+
+# Token scopes that are not roles: what an agent's drafting tool may do through the API (ingest),
+# and what a Prometheus scraper may read (metrics: /-/metrics only).
+EXTRA_SCOPES: tuple[str, ...] = ("ingest", "metrics")
 
 
 class User(SQLModel, table=True):

@@ -16,7 +16,6 @@ from sqlalchemy import bindparam, func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
-from webapp import sql_batch
 from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
 from webapp.db import stored_id
 from webapp.timeutil import as_utc, utcnow
@@ -189,8 +188,7 @@ _SESSION_USER = (
 
 def principal_from_session_token(*, session: Session, token: str) -> Principal | None:
     """Return the principal of a live web session, or None."""
-    (result,) = sql_batch.together(session, (_SESSION_USER, {"token_hash": sha256_hex(token)}))
-    row: Any = result.first()
+    row: Any = session.connection().execute(_SESSION_USER, {"token_hash": sha256_hex(token)}).first()
     if row is None:
         return None
     expires_at, user_id, email, name, is_active, roles = tuple(row)

@@ -26,6 +26,7 @@ DEMO_USERS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("lead", "lead.chen@demo.draftdesk", "Mei Chen", ("lead",)),
     ("pm", "pm.novak@demo.draftdesk", "Petra Novak", ("pm",)),
     ("support_lead", "support.haddad@demo.draftdesk", "Rami Haddad", ("support_lead",)),
+    ("ml_lead", "ml.ito@demo.draftdesk", "Yuki Ito", ("ml_lead",)),
     ("admin", "admin@demo.draftdesk", "Demo Admin", ("admin",)),
 )
 

@@ -23,7 +23,7 @@ DEMO_HOOK_DOMAINS = ("checks", "regression", "grading", "metrics", "reviews", "g
 class DemoContext:
     rng: random.Random
     today: dt.date
-    users: dict[str, User]  # by role: "labeler" (first senior agent), "labeler2", "lead", "pm", "support_lead", "admin"
+    users: dict[str, User]  # by role: "labeler" (first senior agent), "labeler2", "lead", "pm", "support_lead", "ml_lead", "admin"
     dataset: Dataset
     cases: dict[str, EvalCase]  # by case_id
     run: Run

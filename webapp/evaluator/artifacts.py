@@ -6,12 +6,13 @@ reads them (atomically, under a lock for the shared index).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,41 @@ def write_artifact(path: Path, model: ArtifactModel, *, pretty: bool = True, dur
     write_json_atomic(path, model.to_json_dict(), pretty=pretty, durable=durable)
 
 
-def case_file_name(case_id: str) -> str:
-    """Return `test_case_<id>.json`, with characters unsafe in file names replaced by '_'."""
-    return f"test_case_{_UNSAFE.sub('_', case_id)}.json"
+_SLUG_MAX = 100
+_HASH_LEN = 10
+
+
+def case_file_name(case_id: str, *, force_hash: bool = False) -> str:
+    """Return the per-case file name: `test_case_<id>.json`, or `test_case_<slug>~<hash>.json`.
+
+    An id made only of `A-Za-z0-9._-` (at most 100 characters) keeps its plain name. Any other id
+    gets its slug (each other character replaced by '_', cut at 100 characters) followed by '~' and
+    the first 10 hex digits of the SHA-256 of the raw id (UTF-8): "a/b" and "a b" share the slug
+    `a_b` but not the hash, and no plain name contains '~', so a hashed name never equals a plain
+    one. The name depends on the id alone, so it is the same on every run and after --resume.
+    `force_hash` gives the hashed form to a plain id too (see case_file_names).
+    """
+    slug = _UNSAFE.sub("_", case_id)[:_SLUG_MAX]
+    if slug == case_id and not force_hash:
+        return f"test_case_{case_id}.json"
+    digest = hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:_HASH_LEN]
+    return f"test_case_{slug}~{digest}.json"
+
+
+def case_file_names(case_ids: Iterable[str]) -> dict[str, str]:
+    """Return each id's file name, unique even on a case-insensitive file system.
+
+    Plain ids that differ only in letter case ("Case-1", "case-1") would be one file on macOS or
+    Windows: those (and only those) get the hashed form. Every other id keeps case_file_name's name.
+    """
+    ids = list(case_ids)
+    folded: dict[str, int] = {}
+    for case_id in ids:
+        name = case_file_name(case_id).casefold()
+        folded[name] = folded.get(name, 0) + 1
+    return {
+        case_id: case_file_name(case_id, force_hash=folded[case_file_name(case_id).casefold()] > 1) for case_id in ids
+    }
 
 
 def read_json(path: Path) -> Any:

@@ -30,7 +30,7 @@ from webapp.evaluator.artifacts import (
     JOURNAL,
     MAIN_ARTIFACT,
     Journal,
-    case_file_name,
+    case_file_names,
     encode_json,
     write_artifact,
     write_text_atomic,
@@ -303,6 +303,7 @@ async def execute(
     rt = Runtime(prepared=p, client=client, on_call=on_call)
     on_start(rt)
     results = {r.test_case_id: r for r in doc.test_case_results}
+    file_names = case_file_names(case.id for case in p.cases)
     remaining: dict[str, int] = {}
     for case in p.cases:
         result = results[case.id]
@@ -313,7 +314,7 @@ async def execute(
         remaining[case.id] = sum(1 for s in result.samples if s.status == "pending")
         if remaining[case.id] == 0:
             aggregation.finish_case(result, p.rubric)
-            write_artifact(run_dir / case_file_name(case.id), result)
+            write_artifact(run_dir / file_names[case.id], result)
     aggregation.finish_document(doc, p.rubric)
     doc.status = "running"
     write_artifact(run_dir / MAIN_ARTIFACT, doc)
@@ -342,7 +343,7 @@ async def execute(
         if remaining[case.id] == 0:
             aggregation.finish_case(result, p.rubric)
             on_case(result)
-            await write_off_loop(run_dir / case_file_name(case.id), encode_json(result.to_json_dict()))
+            await write_off_loop(run_dir / file_names[case.id], encode_json(result.to_json_dict()))
             # The main artifact is rewritten at most once a second while running: it grows with
             # the run, and the case files already hold each finished case. It is written here on
             # the loop (compact, no fsync: the final write is durable) so that no snapshot can

@@ -12,7 +12,7 @@ from webapp.evaluator import service
 from webapp.templating import render
 
 router = APIRouter()
-VIEW_ROLES = ("lead", "pm", "admin")
+VIEW_ROLES = ("lead", "pm", "ml_lead", "admin")
 
 
 @router.get("/evaluator/runs", response_class=HTMLResponse, name="evaluator_runs")

@@ -328,6 +328,7 @@ class SurveyFacts:
     no: int
     neutral: int
     round_name: str | None = None
+    round_id: int | None = None
 
 
 def pilot_online_targets(streak: StreakFacts, spec: EvalSpec, *, today: dt.date) -> CriterionResult:
@@ -374,20 +375,29 @@ def no_confirmed_hallucinations(reports: Sequence[HallucinationFacts], spec: Eva
     )
 
 
-def survey_net_positive(s: SurveyFacts) -> CriterionResult:
-    """Production 3: more agents find the assistant helpful than not."""
+def survey_net_positive(s: SurveyFacts, spec: EvalSpec) -> CriterionResult:
+    """Production 3: more agents find the assistant helpful than not, in the newest round, once enough answered.
+
+    Only the newest round counts (answers of earlier rounds are about an earlier assistant), and
+    only when at least `gates.production.survey_min_responses` agents answered it: right after a
+    round opens, one "helpful" answer is not "more agents find it helpful than not".
+    """
+    need = spec.gates.production.survey_min_responses
     total = s.yes + s.no + s.neutral
-    measured = f"{s.yes} helpful, {s.no} not, {s.neutral} neutral (net {s.yes - s.no:+d})"
+    measured = f"{s.yes} helpful, {s.no} not, {s.neutral} neutral (net {s.yes - s.no:+d}); {total} of {need} answers needed"
     status: Verdict
     if total == 0:
-        status, summary = "incomplete", "no survey answers yet"
+        status, summary = "incomplete", "no survey answers yet" + (f" in round {s.round_name}" if s.round_name else "")
+    elif total < need:
+        status, summary = "incomplete", f"{_n(total, 'agent')} answered round {s.round_name}; {need} answers are needed"
     elif s.yes > s.no:
         status, summary = "pass", "more agents find the assistant helpful than not"
     else:
         status, summary = "fail", "no more agents find the assistant helpful than not"
+    link = f"/survey?round={s.round_id}" if s.round_id is not None else "/survey"
     return CriterionResult(
-        "survey", "Agent feedback survey", status, measured, "net positive", summary, float(s.yes - s.no),
-        [Evidence("Survey answers" + (f" ({s.round_name})" if s.round_name else ""), "/survey")],
+        "survey", "Agent feedback survey", status, measured, f"net positive, ≥ {need} answers in the newest round", summary,
+        float(s.yes - s.no), [Evidence("Survey answers" + (f" ({s.round_name})" if s.round_name else ""), link)],
     )
 
 

@@ -112,6 +112,10 @@ def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[Hallucinati
 
 
 def survey_facts(*, session: Session) -> SurveyFacts:
-    """The newest survey round's counts."""
-    c = survey_service.counts(session=session)
-    return SurveyFacts(c.yes, c.no, c.neutral, c.round_name)
+    """The newest survey round's counts (that round only)."""
+    latest = survey_service.rounds(session=session)
+    if not latest:
+        return SurveyFacts(0, 0, 0)
+    rnd = latest[0]
+    c = survey_service.counts(session=session, round_id=rnd.id)
+    return SurveyFacts(c.yes, c.no, c.neutral, c.round_name, rnd.id)

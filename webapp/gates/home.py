@@ -11,7 +11,7 @@ from webapp.gates import service
 from webapp.home.cards import HomeCard
 from webapp.spec import EvalSpec
 
-DECIDERS = ("pm", "support_lead", "lead", "admin")
+DECIDERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
@@ -24,7 +24,7 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     run = runs[0]
     rep = service.pilot_report(session=session, spec=spec, run=run)
     if rep.passed:
-        body = f"{run.name} passes every pilot criterion. The lead and the PM can sign the go decision."
+        body = f"{run.name} passes every pilot criterion. The PM and the ML lead sign the go decision."
         tone = "ok"
     else:
         # The report's own list of what is missing (failing criteria first), as the API gives it.

@@ -18,8 +18,8 @@ from webapp.runs.deps import RunDep, run_or_404
 from webapp.templating import render
 
 router = APIRouter()
-READERS = ("pm", "support_lead", "lead", "admin")
-SIGNERS = ("lead", "pm")
+READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
+SIGNERS = ("lead", "pm", "ml_lead")
 
 
 @router.get("/gates", response_class=HTMLResponse)
@@ -52,6 +52,7 @@ def gate_page(
             "gate": gate,
             "signoffs": signed,
             "signers": users,
+            "signoff_state": service.signoff_state(spec=spec, signed=signed),
             "can_sign": principal.has_role(*SIGNERS),
             "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
             "just_signed": request.query_params.get("signed") == "1",

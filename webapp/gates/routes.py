@@ -14,7 +14,7 @@ from webapp.gates.schemas import GateReportPublic
 from webapp.runs.deps import RunDep
 
 router = APIRouter(tags=["gates"])
-READERS = ("pm", "support_lead", "lead", "admin")
+READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
 
 
 @router.get("/gates/{gate}", response_model=GateReportPublic)

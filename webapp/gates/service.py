@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Literal
 
 from sqlmodel import Session, col, select
@@ -42,7 +43,7 @@ def production_report(*, session: Session, spec: EvalSpec, run: Run, today: dt.d
     results = [
         criteria.pilot_online_targets(facts.streak_facts(session=session, spec=spec, today=today), spec, today=today),
         criteria.no_confirmed_hallucinations(facts.hallucination_facts(session=session, spec=spec), spec, today=today),
-        criteria.survey_net_positive(facts.survey_facts(session=session)),
+        criteria.survey_net_positive(facts.survey_facts(session=session), spec),
         criteria.full_eval_set(pf, spec),
     ]
     return GateReport("production", run.id, run.name, results, utcnow())
@@ -57,15 +58,54 @@ def report(*, session: Session, spec: EvalSpec, gate: str, run: Run) -> GateRepo
     raise GateError(f"gate: must be pilot or production, not {gate!r}")
 
 
+SIGNING_ROLES: tuple[str, ...] = ("pm", "ml_lead", "lead")
+
+
+def signing_role(principal: Principal, spec: EvalSpec) -> str | None:
+    """Return the role a person signs as: the first role the plan requires that they hold, else the team lead."""
+    for role in (*spec.gates.signoff_roles, *SIGNING_ROLES):
+        if principal.has_role(role):
+            return role
+    return None
+
+
+@dataclass(frozen=True)
+class SignoffState:
+    """Whether a gate decision has the go of every role the plan requires (PM and ML lead)."""
+
+    required: tuple[str, ...]
+    signed_go: dict[str, GateSignoff]  # the first go per required role
+    no_go: list[GateSignoff]
+
+    @property
+    def missing(self) -> list[str]:
+        return [r for r in self.required if r not in self.signed_go]
+
+    @property
+    def approved(self) -> bool:
+        """Every required role signed go and nobody signed no-go."""
+        return not self.missing and not self.no_go
+
+
+def signoff_state(*, spec: EvalSpec, signed: list[GateSignoff]) -> SignoffState:
+    """Read a gate's sign-offs against the roles the plan requires."""
+    required = tuple(spec.gates.signoff_roles)
+    go: dict[str, GateSignoff] = {}
+    for s in sorted(signed, key=lambda s: s.signed_at):
+        if s.decision == "go" and s.role in required:
+            go.setdefault(s.role, s)
+    return SignoffState(required, go, [s for s in signed if s.decision != "go"])
+
+
 def sign_off(
     *, session: Session, spec: EvalSpec, gate: str, run: Run, principal: Principal, decision: str, note: str = ""
 ) -> GateSignoff:
-    """Record the lead's or the PM's go/no-go on a gate with the report as it is now."""
+    """Record a PM's, ML lead's or team lead's go/no-go on a gate with the report as it is now."""
     if decision not in ("go", "no_go"):
         raise GateError("decision: must be go or no_go")
-    role = "lead" if principal.has_role("lead") else "pm" if principal.has_role("pm") else None
+    role = signing_role(principal, spec)
     if role is None:
-        raise GateError("role: only the team lead and the PM sign off a gate")
+        raise GateError("role: only the PM, the ML lead and the team lead sign off a gate")
     earlier = signoff_by(session=session, gate=gate, run_id=run.id, user_id=principal.user_id)  # type: ignore[arg-type]
     if earlier is not None:
         said = "go" if earlier.decision == "go" else "no-go"

@@ -16,10 +16,10 @@ from webapp.blind import SignalsView, signals_visible
 from webapp.checks.models import DraftCheck
 from webapp.db import table_of
 from webapp.grading.models import Grade
+from webapp.grading.reads import Item, run_all
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
-from webapp.sql_batch import Item, together
 
 _KB = table_of(KbRevision)
 _CHECKS = table_of(DraftCheck)
@@ -55,12 +55,12 @@ class CitedKbText:
 def cited_kb_texts(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedKbText]:
     """Return the KB revisions the citations name (the current one when no revision is given), in one query."""
     read = kb_read(citations)
-    rows = together(session, read)[0] if read is not None else ()
+    rows = run_all(session, read)[0] if read is not None else ()
     return kb_texts_from(citations, rows)
 
 
 def kb_read(citations: list[dict[str, Any]] | None) -> Item | None:
-    """The statement cited_kb_texts runs (None when nothing is cited), to send with others (webapp.sql_batch)."""
+    """The statement cited_kb_texts runs (None when nothing is cited), to run with others (webapp.grading.reads)."""
     articles = sorted({str(c.get("article_id", "")) for c in citations or []})
     return (_REVISIONS, {"articles": articles}) if articles else None
 
@@ -133,6 +133,16 @@ class ModelSignals:
     judge_rationale: str | None
     checks: list[Any]  # rows: key, status, reason
 
+    @property
+    def checks_passed(self) -> int:
+        """Count the checks this draft passes."""
+        return sum(1 for c in self.checks if c.status == "pass")
+
+    @property
+    def checks_applicable(self) -> int:
+        """Count the checks that apply to this draft: "5/6 pass" is over these, not over all checks run."""
+        return sum(1 for c in self.checks if c.status != "not_applicable")
+
 
 def signals_view(
     *,
@@ -172,7 +182,7 @@ def model_signals(
     reads = signals_reads(spec=spec, draft_id=draft_id, has_graded=has_graded, judge=judge)
     if reads is None:
         return None
-    return signals_from(together(session, *reads), confidence=confidence, judge=judge)
+    return signals_from(run_all(session, *reads), confidence=confidence, judge=judge)
 
 
 def signals_reads(

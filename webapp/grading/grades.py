@@ -13,10 +13,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
-from webapp import sql_batch
 from webapp.auth.service import Principal
 from webapp.db import table_of
-from webapp.grading import queue_index
 from webapp.grading.errors import AlreadyGraded, GradeLocked, GradesHidden, NoPlaceLeft, NotAllowed, NotFound
 from webapp.grading.models import (
     Adjudication,
@@ -25,6 +23,7 @@ from webapp.grading.models import (
 )
 from webapp.grading.outcome import evaluate_draft
 from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignore
+from webapp.grading.reads import run_all
 from webapp.grading.scores import Scores, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
@@ -217,10 +216,10 @@ def _record(
         "created_at": now,
         "updated_at": now,
     }
-    # One round trip: the lock first, then (in that order on the server) what the grade needs to
-    # know and the grade itself where the grader holds a place, as most saves do. Where the checks
-    # below refuse it, the write section rolls the insert back.
-    locked, before, inserted, state, queue_row = sql_batch.together(
+    # The lock first, then what the grade needs to know and the grade itself where the grader
+    # holds a place, as most saves do. Where the checks below refuse it, the write section rolls
+    # the insert back.
+    locked, before, inserted = run_all(
         session,
         (_LOCK_DRAFT, {"draft_id": draft_id}),
         (_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}),
@@ -228,10 +227,7 @@ def _record(
             _insert_if_reserved_stmt(session.get_bind().dialect.name, tuple(values)),
             {f"v_{k}": v for k, v in values.items()},
         ),
-        queue_index.state_read(draft_id),  # for the next item, which a save-and-next reserves next
-        queue_index.queue_row_read(draft_id),  # read under the draft's lock: see grade_added
     )
-    queue_index.prefetch_state(session, state.first())
     draft = locked.first()
     if draft is None:
         raise NotFound(f"draft {draft_id} does not exist")
@@ -255,16 +251,13 @@ def _record(
             grade_id = insert_ignore(session, GRADES, values)
     if slot_grade is not None or grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
-    sql_batch.defer(session, _TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
-    queue_index.grade_added(
-        session=session, draft_id=draft_id, grader_id=grader_id, queue_row=queue_row.first()
-    )
+    conn = session.connection()
+    conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
     # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
     grade = Grade(id=grade_id, **values)
     make_transient_to_detached(grade)
     session.add(grade)
-    sql_batch.defer(
-        session,
+    conn.execute(
         _ADD_CHANGE,
         {
             "grade_id": grade_id,

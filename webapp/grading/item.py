@@ -18,7 +18,6 @@ from sqlmodel import Session
 from webapp.auth.models import User
 from webapp.auth.service import Principal
 from webapp.db import table_of
-from webapp.grading import queue_index
 from webapp.grading.evidence import (
     JudgeLookup,
     kb_read,
@@ -44,11 +43,11 @@ from webapp.grading.queue import (
     needs_extension,
     reserve_next,
 )
+from webapp.grading.reads import Item, run_all
 from webapp.grading.scores import scores_of
 from webapp.grading.writes import write_section
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
-from webapp.sql_batch import Item, together
 from webapp.timeutil import as_utc, utcnow
 
 _RUNS = table_of(Run)
@@ -127,12 +126,12 @@ def previous_draft(*, session: Session, spec: EvalSpec, grader_id: int, exclude_
     Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
     draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
     """
-    (result,) = together(session, previous_read(grader_id=grader_id, exclude_draft=exclude_draft))
+    (result,) = run_all(session, previous_read(grader_id=grader_id, exclude_draft=exclude_draft))
     return previous_from(spec=spec, row=result.first())
 
 
 def previous_read(*, grader_id: int, exclude_draft: int) -> Item:
-    """previous_draft's statement, to send with others (webapp.sql_batch)."""
+    """previous_draft's statement, to run with others (webapp.grading.reads)."""
     return (_PREVIOUS, {"grader_id": grader_id, "draft_id": exclude_draft})
 
 
@@ -207,26 +206,24 @@ def grading_item(
     `saved` (draft id, confidence) is the draft a save-and-next just graded: its model signals come too.
     """
     me = principal.user_id
-    # The reads go in two round trips (webapp.sql_batch): what the draft id alone tells, then what
-    # the draft's row tells (its run, case and citations). A save's signals of the draft just graded join the first.
+    # The reads come in two lists: what the draft id alone tells, then what the draft's row tells
+    # (its run, case and citations). A save's signals of the draft just graded join the first.
     saved_reads = (
         signals_reads(spec=spec, draft_id=saved[0], has_graded=True, judge=judge)
         if saved is not None
         else None
     ) or []
-    first = together(
+    first = run_all(
         session,
         (_ITEM, {"draft_id": draft_id}),
         (GRADES_OF, {"draft_id": draft_id}),
         (_SLOTS_OF, {"draft_id": draft_id}),
         previous_read(grader_id=me, exclude_draft=draft_id),
-        queue_index.state_read(draft_id),  # for the queue reads of the second round trip
         *saved_reads,
     )
     row: Any = first[0].first()
     if row is None:
         return None
-    queue_index.prefetch_state(session, first[4].first())
     batch = replace(filters, run_id=row.run_id)
     draft = SimpleNamespace(
         id=row.id,
@@ -274,7 +271,7 @@ def grading_item(
             second += [(FINAL_OF, {"draft_id": draft_id}), (_HISTORY_ALL, {"draft_id": draft_id})]
         elif own is not None:
             second.append((_HISTORY_OWN, {"draft_id": draft_id, "grader_id": me}))
-    results = iter(together(session, *second))
+    results = iter(run_all(session, *second))
     counts = counts_from(spec=spec, row=next(results).one())
     reference: Any = next(results).first()
     cited = kb_texts_from(draft.citations, next(results) if kb is not None else ())
@@ -308,7 +305,7 @@ def grading_item(
     if saved is not None:
         extra = {
             "saved_draft_id": saved[0],
-            "saved_signals": signals_from(first[5:], confidence=saved[1], judge=judge)
+            "saved_signals": signals_from(first[4:], confidence=saved[1], judge=judge)
             if saved_reads
             else None,
         }

@@ -155,59 +155,6 @@ class GradingSkip(SQLModel, table=True):
     skipped_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 
 
-class GradingQueueEntry(SQLModel, table=True):
-    """A draft in its run's grading queue: order, batch filters and live counts (see webapp.grading.queue_index)."""
-
-    __tablename__: ClassVar[str] = "grading_queue"
-    __table_args__ = (
-        Index(
-            "ix_grading_queue_next",
-            "run_id",
-            "gradable",
-            "has_place",
-            "position",
-            "sample_index",
-            "draft_id",
-            "grades_in",
-        ),
-    )
-
-    draft_id: int = Field(foreign_key="draft.id", primary_key=True, ondelete="CASCADE")
-    run_id: int = Field(foreign_key="run.id", ondelete="CASCADE")
-    position: int
-    sample_index: int
-    category: str | None = Field(default=None, max_length=20)
-    intent: str | None = Field(default=None, max_length=60)
-    golden: bool
-    draft_intent: str | None = Field(default=None, max_length=60)
-    gradable: bool
-    places_taken: int
-    has_place: bool
-    grades_in: int
-
-
-class GradingQueueRun(SQLModel, table=True):
-    """Which of a run's drafts are in grading_queue (ids up to last_draft_id) and for which graders_per_draft."""
-
-    __tablename__: ClassVar[str] = "grading_queue_run"
-
-    run_id: int = Field(foreign_key="run.id", primary_key=True, ondelete="CASCADE")
-    graders_per_draft: int
-    last_draft_id: int
-    drafts: int = 0  # gradable drafts: the whole run's progress without reading its rows
-    grades_done: int = 0  # grades in, counted up to graders_per_draft per draft
-
-
-class GradingQueueGrader(SQLModel, table=True):
-    """How many of a run's gradable drafts a grader has graded (the grading page's "mine")."""
-
-    __tablename__: ClassVar[str] = "grading_queue_grader"
-
-    run_id: int = Field(foreign_key="run.id", primary_key=True, ondelete="CASCADE")
-    grader_id: int = Field(foreign_key="app_user.id", primary_key=True, ondelete="CASCADE")
-    grades: int = 0
-
-
 class GradingPlan(SQLModel, table=True):
     """A draft a run's human-grading sample drew, and its place in the run's random grading order.
 

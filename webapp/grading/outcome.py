@@ -11,13 +11,13 @@ from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, select
 
-from webapp import sql_batch
 from webapp.db import table_of
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
     Grade,
 )
+from webapp.grading.reads import run_all
 from webapp.grading.scores import FACTUAL_KEY, all_reasons
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
@@ -87,20 +87,19 @@ def _upsert_stmt(dialect: str, table_name: str) -> Any:
 def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.datetime | None = None) -> str:
     """Recompute a draft's outcome from its grades; return needs_grades, rework, in_adjudication or final.
 
-    Reads with Core statements in at most two round trips and writes with Core statements sent
-    with the transaction's next one (webapp.sql_batch): a second grade of a draft ran eight ORM
-    statements here. An Adjudication or FinalGrade of the draft already loaded in the session is
+    Reads and writes with Core statements (a second grade of a draft ran eight ORM statements
+    here). An Adjudication or FinalGrade of the draft already loaded in the session is
     expired, so that it is read again.
     """
     now = now or utcnow()
-    (short,) = sql_batch.together(session, (_SHORT_OF_GRADES, {"draft_id": draft_id}))  # with writes pending
+    (short,) = run_all(session, (_SHORT_OF_GRADES, {"draft_id": draft_id}))
     n_grades, n_returned, status = tuple(short.one())
     if status == "resolved":
         return "final"
     if not n_returned and n_grades < spec.grading.graders_per_draft:
         return "needs_grades"
     params = {"draft_id": draft_id}
-    adjudication_result, grades_result, final_result = sql_batch.together(
+    adjudication_result, grades_result, final_result = run_all(
         session, (ADJUDICATION_OF, params), (GRADES_OF, params), (FINAL_OF, params)
     )
     adjudication_row: Any = adjudication_result.first()
@@ -111,9 +110,10 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
         return "final"
     _expire_loaded(session, draft_id)
     dialect = session.get_bind().dialect.name
+    conn = session.connection()
     if any(g.status == "returned" for g in grades):
         if adjudication is not None:
-            sql_batch.defer(session, _REWORK, {"d": draft_id})
+            conn.execute(_REWORK, {"d": draft_id})
         return "rework"
     if len(grades) < spec.grading.graders_per_draft:
         return "needs_grades"
@@ -134,13 +134,13 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
             "note": None,
             "decided_at": now,
         }
-        sql_batch.defer(session, _upsert_stmt(dialect, _FINALS.name), final)
+        conn.execute(_upsert_stmt(dialect, _FINALS.name), final)
         if adjudication in ("open", "rework"):
             # the reworked grades now agree: no decision needed
-            sql_batch.defer(session, _DISSOLVE, {"d": draft_id, "at": now})
+            conn.execute(_DISSOLVE, {"d": draft_id, "at": now})
         return "final"
     if has_final:
-        sql_batch.defer(session, _DROP_FINAL, {"d": draft_id})  # a revision broke an earlier agreement
+        conn.execute(_DROP_FINAL, {"d": draft_id})  # a revision broke an earlier agreement
     opened = {
         "draft_id": draft_id,
         "status": "open",
@@ -148,7 +148,7 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
         "opened_at": now,
         "resolved_at": None,
     }
-    sql_batch.defer(session, _upsert_stmt(dialect, _ADJUDICATIONS.name), opened)
+    conn.execute(_upsert_stmt(dialect, _ADJUDICATIONS.name), opened)
     return "in_adjudication"
 
 

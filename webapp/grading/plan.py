@@ -1,8 +1,8 @@
 """A run's grading plan: the drafts a sample drew for human grading, in a random order.
 
 The sampler (webapp.ppi) decides before any grade which drafts people grade and hands them over
-here in the order to grade them; the queue then offers only those (webapp.grading.queue.gradable
-and the queue index's build read this table). Rows are only ever added (a further sample adds
+here in the order to grade them; the queue then offers only those, in rank order
+(webapp.grading.queue's statements read this table). Rows are only ever added (a further sample adds
 its new drafts after the ones already planned).
 """
 
@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from webapp.grading import queue_index
 from webapp.grading.models import GradingPlan
 
 
@@ -25,8 +24,6 @@ def add_to_plan(*, session: Session, run_id: int, draft_ids: Sequence[int]) -> i
     for k, draft_id in enumerate(new):
         session.add(GradingPlan(draft_id=draft_id, run_id=run_id, rank=int(start) + 1 + k))
     session.flush()
-    # the queue's rows were built without the plan (or with a smaller one): rebuilt on the next request
-    queue_index.invalidate(session=session, run_id=run_id)
     return len(new)
 
 

@@ -13,16 +13,16 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, update
+from sqlalchemy import case as sql_case
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
-from webapp import sql_batch
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
-from webapp.grading import queue_index
 from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
 from webapp.grading.models import Grade, GradingPlan, GradingSkip, GradingSlot
+from webapp.grading.reads import Item, run_all
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -32,6 +32,7 @@ CASES = table_of(EvalCase)
 SLOTS = table_of(GradingSlot)
 GRADES = table_of(Grade)
 SKIPS = table_of(GradingSkip)
+PLAN = table_of(GradingPlan)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,120 @@ def batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any
 def batch_drafts_stmt(batch: BatchFilter) -> Any:
     """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
     stmt = batch_where(select(Draft, EvalCase), batch)
-    return stmt.order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+    rank = core_select(col(GradingPlan.rank)).where(col(GradingPlan.draft_id) == Draft.id).scalar_subquery()
+    return stmt.order_by(func.coalesce(rank, col(EvalCase.position)), col(Draft.sample_index), col(Draft.id))
+
+
+Shape = tuple[bool, bool, bool, bool | None]
+
+
+def _planned_ok() -> Any:
+    """True for a draft in its run's grading plan (a PPI sample drew it), or for any draft of a run without a plan.
+
+    Both lookups use grading_plan's indexes (primary key draft_id, index on run_id).
+    """
+    in_plan = core_select(PLAN.c.draft_id).where(PLAN.c.draft_id == DRAFTS.c.id).exists()
+    planned_run = core_select(PLAN.c.draft_id).where(PLAN.c.run_id == bindparam("run_id")).exists()
+    return in_plan | ~planned_run
+
+
+def _in_batch(stmt: Any, shape: Shape, *, join_case: bool = True) -> Any:
+    """The Core twin of batch_where, with bind parameters instead of values."""
+    category, intent, draft_intent, golden = shape
+    if join_case or category or intent or golden is not None:
+        stmt = stmt.join(CASES, CASES.c.id == DRAFTS.c.case_pk)
+    stmt = stmt.where(
+        DRAFTS.c.run_id == bindparam("run_id"),
+        DRAFTS.c.draft_text.is_not(None),
+        DRAFTS.c.escalated.is_(False),
+        _planned_ok(),
+    )
+    if category:
+        stmt = stmt.where(CASES.c.category == bindparam("category"))
+    if intent:
+        stmt = stmt.where(CASES.c.intent == bindparam("intent"))
+    if draft_intent:
+        stmt = stmt.where(DRAFTS.c.intent == bindparam("draft_intent"))
+    if golden is not None:
+        stmt = stmt.where(CASES.c.golden.is_(golden))
+    return stmt
+
+
+# The queue order: the case's position in the dataset, then the sample, then the draft id; in a
+# run with a grading plan, the plan's random rank comes first (only planned drafts are in its batches).
+_PLAN_RANK = core_select(PLAN.c.rank).where(PLAN.c.draft_id == DRAFTS.c.id).scalar_subquery()
+_QUEUE_ORDER = (func.coalesce(_PLAN_RANK, CASES.c.position), DRAFTS.c.sample_index, DRAFTS.c.id)
+
+
+@lru_cache(maxsize=64)
+def counts_stmt(shape: Shape) -> Any:
+    """(drafts, grades in counted up to graders_per_draft each, the grader's grades) of the batch, in one aggregate."""
+    per_draft = (
+        _in_batch(
+            core_select(
+                DRAFTS.c.id,
+                func.count(GRADES.c.id).label("c"),
+                func.coalesce(
+                    func.sum(sql_case((GRADES.c.grader_id == bindparam("grader_id"), 1), else_=0)), 0
+                ).label("m"),
+            ),
+            shape,
+            join_case=False,
+        )
+        .join(GRADES, GRADES.c.draft_id == DRAFTS.c.id, isouter=True)
+        .group_by(DRAFTS.c.id)
+        .subquery()
+    )
+    n = bindparam("n")
+    return core_select(
+        func.count(),
+        func.coalesce(func.sum(sql_case((per_draft.c.c > n, n), else_=per_draft.c.c)), 0),
+        func.coalesce(func.sum(per_draft.c.m), 0),
+    )
+
+
+@lru_cache(maxsize=64)
+def held_stmt(shape: Shape) -> Any:
+    """The first two drafts of the batch the grader holds a reservation of (no grade yet), with their expiry.
+
+    Two: a save-and-next moves on to the first and shows the second as the one after it.
+    """
+    return (
+        _in_batch(core_select(DRAFTS.c.id, SLOTS.c.expires_at), shape)
+        .join(SLOTS, SLOTS.c.draft_id == DRAFTS.c.id)
+        .where(
+            SLOTS.c.grader_id == bindparam("grader_id"),
+            SLOTS.c.grade_id.is_(None),
+            DRAFTS.c.id.not_in(bindparam("exclude", expanding=True)),
+        )
+        .order_by(*_QUEUE_ORDER)
+        .limit(2)
+    )
+
+
+@lru_cache(maxsize=128)
+def candidates_stmt(shape: Shape, skipped: bool) -> Any:
+    """Drafts of the batch with a free place where the grader has none, in queue order (50 at most).
+
+    skipped=False leaves out the drafts the grader skipped; skipped=True returns only those.
+    A draft's places are counted through the index on grading_slot.draft_id; the grader's places
+    and skips are uncorrelated IN subqueries (indexes on grader_id). Both columns are NOT NULL,
+    so NOT IN means the same as NOT EXISTS here.
+    """
+    taken = core_select(func.count()).where(SLOTS.c.draft_id == DRAFTS.c.id).scalar_subquery()
+    mine = core_select(SLOTS.c.draft_id).where(SLOTS.c.grader_id == bindparam("grader_id"))
+    skips = core_select(SKIPS.c.draft_id).where(SKIPS.c.grader_id == bindparam("grader_id"))
+    return (
+        _in_batch(core_select(DRAFTS.c.id), shape)
+        .where(
+            taken < bindparam("n"),
+            DRAFTS.c.id.not_in(mine),
+            DRAFTS.c.id.not_in(bindparam("exclude", expanding=True)),
+            DRAFTS.c.id.in_(skips) if skipped else DRAFTS.c.id.not_in(skips),
+        )
+        .order_by(*_QUEUE_ORDER)
+        .limit(50)
+    )
 
 
 @dataclass(frozen=True)
@@ -136,11 +250,11 @@ class BatchCounts:
 
 
 def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int = 0) -> BatchCounts:
-    """Return the batch's progress from the queue index: the grading page on every item, the batch page too.
+    """Return the batch's progress in one aggregate query: the grading page on every item, the batch page too.
 
     `mine` counts the grades of `grader_id` (0: nobody).
     """
-    (result,) = sql_batch.together(
+    (result,) = run_all(
         session, counts_read(session=session, spec=spec, batch=batch, grader_id=grader_id)
     )
     return counts_from(spec=spec, row=result.one())
@@ -148,12 +262,10 @@ def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader
 
 def counts_read(
     *, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int = 0
-) -> sql_batch.Item:
-    """Make the queue index current and return batch_counts' statement, to send with others (webapp.sql_batch)."""
-    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
-    queue_index.settle(session)  # grades this transaction added count before its commit too
+) -> Item:
+    """Return batch_counts' statement, to run with others (webapp.grading.reads)."""
     params = {**batch.params(), "grader_id": grader_id, "n": spec.grading.graders_per_draft}
-    return (queue_index.counts_stmt(batch.shape), params)
+    return (counts_stmt(batch.shape), params)
 
 
 def counts_from(*, spec: EvalSpec, row: Any) -> BatchCounts:
@@ -176,26 +288,16 @@ def _insert_ignore_stmt(dialect: str, table_name: str) -> Any:
 def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> int | None:
     """INSERT ... ON CONFLICT DO NOTHING into grading_slot or grade; the new row's id, or None when it did nothing."""
     stmt = _insert_ignore_stmt(session.get_bind().dialect.name, table.name)
-    return sql_batch.together(session, (stmt, values))[0].scalar()
+    return run_all(session, (stmt, values))[0].scalar()
 
 
-_RELEASE_EXPIRED = (
-    delete(SLOTS)
-    .where(SLOTS.c.grade_id.is_(None), SLOTS.c.expires_at < bindparam("now"))
-    .returning(SLOTS.c.draft_id)
-)
-
-
-def _count_released(session: Session, result: Any) -> int:
-    """Count the places of a _RELEASE_EXPIRED result back into the queue index; return how many."""
-    released = [int(d) for (d,) in result]
-    queue_index.places_released(session=session, draft_ids=released)
-    return len(released)
+_RELEASE_EXPIRED = delete(SLOTS).where(SLOTS.c.grade_id.is_(None), SLOTS.c.expires_at < bindparam("now"))
 
 
 def release_expired(*, session: Session, now: dt.datetime | None = None) -> int:
     """Delete reservations whose time is up; return how many were released."""
-    return _count_released(session, session.connection().execute(_RELEASE_EXPIRED, {"now": now or utcnow()}))
+    result = session.connection().execute(_RELEASE_EXPIRED, {"now": now or utcnow()})
+    return result.rowcount
 
 
 def claim_slot(
@@ -237,7 +339,6 @@ def claim_slot(
             "expires_at": expires,
         }
         if insert_ignore(session, SLOTS, values) is not None:
-            queue_index.place_taken(session=session, draft_id=draft_id)
             break
     return session.exec(
         select(GradingSlot)
@@ -246,26 +347,16 @@ def claim_slot(
     ).first()
 
 
-_RELEASE_MINE = (
-    delete(SLOTS)
-    .where(
-        SLOTS.c.draft_id == bindparam("draft_id"),
-        SLOTS.c.grader_id == bindparam("grader_id"),
-        SLOTS.c.grade_id.is_(None),
-    )
-    .returning(SLOTS.c.draft_id)
+_RELEASE_MINE = delete(SLOTS).where(
+    SLOTS.c.draft_id == bindparam("draft_id"),
+    SLOTS.c.grader_id == bindparam("grader_id"),
+    SLOTS.c.grade_id.is_(None),
 )
 
 
 def release_reservation(*, session: Session, draft_id: int, grader_id: int) -> None:
     """Give back the grader's reservation of a draft (a skip)."""
-    released = [
-        int(d)
-        for (d,) in session.connection().execute(
-            _RELEASE_MINE, {"draft_id": draft_id, "grader_id": grader_id}
-        )
-    ]
-    queue_index.places_released(session=session, draft_ids=released)
+    session.connection().execute(_RELEASE_MINE, {"draft_id": draft_id, "grader_id": grader_id})
 
 
 def next_item(
@@ -325,7 +416,7 @@ def held_drafts(
     *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
 ) -> list[Held]:
     """Return the first two drafts of the batch the grader holds unsaved (not in `exclude`), in queue order."""
-    (result,) = sql_batch.together(
+    (result,) = run_all(
         session, held_read(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     )
     return [held for row in result if (held := held_from(row)) is not None]
@@ -333,12 +424,11 @@ def held_drafts(
 
 def held_read(
     *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
-) -> sql_batch.Item:
-    """Make the queue index current and return held_next's statement, to send with others (webapp.sql_batch)."""
-    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
+) -> Item:
+    """Return held_next's statement, to run with others (webapp.grading.reads)."""
     # An empty expanding IN would be "NOT IN ()", which both databases read as true.
     params = {**batch.params(), "grader_id": grader_id, "exclude": list(exclude) or [-1]}
-    return (queue_index.held_stmt(batch.shape), params)
+    return (held_stmt(batch.shape), params)
 
 
 def held_from(row: Any) -> Held | None:
@@ -370,29 +460,16 @@ def reserve_next(
         if needs_extension(spec=spec, expires=expires, now=now):  # still mine
             conn.execute(_EXTEND, {"d": draft_id, "g": grader_id, "expires": now + window})
         return draft_id
-    queue_index.ensure(session=session, run_id=batch.run_id, graders_per_draft=spec.grading.graders_per_draft)
+    release_expired(session=session, now=now)
     params = {
         **batch.params(),
         "grader_id": grader_id,
         "n": spec.grading.graders_per_draft,
         "exclude": list(exclude) or [-1],
     }
-    # Expired reservations go and the first candidates come in one round trip. The candidates
-    # were read before the released places were counted back, so they are read again then.
-    expired, first = sql_batch.together(
-        session,
-        (_RELEASE_EXPIRED, {"now": now}),
-        (queue_index.candidates_stmt(batch.shape, False), params),
-    )
-    if _count_released(session, expired):
-        first = None
     # Skipped drafts go to the end of this grader's queue: offered again only when nothing else is left.
     for skipped in (False, True):
-        if skipped or first is None:
-            (first,) = sql_batch.together(
-                session, (queue_index.candidates_stmt(batch.shape, skipped), params)
-            )
-        for (draft_id,) in first.all():
+        for (draft_id,) in conn.execute(candidates_stmt(batch.shape, skipped), params).all():
             # The candidate query left out drafts where this grader has a place, so only free places
             # are tried; the unique constraints decide a race (see claim_slot).
             for slot in range(spec.grading.graders_per_draft):
@@ -404,7 +481,6 @@ def reserve_next(
                     "expires_at": now + window,
                 }
                 if insert_ignore(session, SLOTS, values) is not None:
-                    queue_index.place_taken(session=session, draft_id=int(draft_id))
                     return int(draft_id)
     return None
 

@@ -3,9 +3,9 @@
 Validation is pydantic's compiled validator of the API's own model (`EventIn.model_validate_json`
 per JSON line, `TypeAdapter(list[EventIn])` per CSV batch), so the API and the import refuse the
 same records; every bad record is named as `FILE:LINE: field: reason`. Rows go to SQLite
-through a prepared executemany, to PostgreSQL through `COPY ... FROM STDIN` into a temporary
-staging table followed by `INSERT ... SELECT ... ON CONFLICT (event_id) DO NOTHING` (per batch, so
-the server's inserting overlaps the validation of the next batch).
+through a prepared executemany, to PostgreSQL through psycopg's `cursor.copy()` (`COPY ... FROM
+STDIN`), straight into metric_event until a batch meets a stored event_id, then into a temporary
+staging table followed by `INSERT ... SELECT ... ON CONFLICT (event_id) DO NOTHING`.
 Only the columns the daily aggregates need are kept in memory (not the texts), as one small
 DataFrame per batch.
 """
@@ -54,10 +54,9 @@ IMPORT_GC_THRESHOLDS = (100_000, 50, 100)
 
 @dataclass
 class Chunk:
-    """One validated batch: insert rows (or their binary COPY data), aggregation columns, ids and errors."""
+    """One validated batch: insert rows, aggregation columns, ids and errors."""
 
     rows: list[tuple[Any, ...]] = field(default_factory=list)
-    copy_data: bytes = b""
     frame: pd.DataFrame | None = None
     errors: list[str] = field(default_factory=list)
     records: int = 0
@@ -258,8 +257,8 @@ class Loader:
         return out
 
     def write(self, chunk: Chunk) -> None:
-        """Send one batch to the database: its rows, or on PostgreSQL the COPY data a worker made of them."""
-        if not chunk.rows and not chunk.copy_data:
+        """Send one batch's rows to the database."""
+        if not chunk.rows:
             return
         if self.dialect == "sqlite":
             result = self.conn.exec_driver_sql(self.sql, self._sqlite_rows(chunk.rows))
@@ -269,8 +268,7 @@ class Loader:
         if raw is None:
             raise RuntimeError("the database connection is closed")
         with raw.cursor() as cur:
-            # the rows arrive as COPY data: formatted in a worker (bulk_workers), or here
-            data = chunk.copy_data or encode_event_rows(raw, chunk.rows)
+            data = encode_event_rows(raw, chunk.rows)
             if self.direct:
                 cur.execute("SAVEPOINT import_batch")
                 try:

@@ -162,7 +162,9 @@ def metric_figure(
     layout = {
         "title": {"text": METRIC_LABELS.get(metric, metric), "font": {"size": 14}, "x": 0.01},
         "height": 280,
-        "margin": {"l": 50, "r": 10, "t": 40, "b": 45},
+        # room below for the tick labels and a one-row legend: a legend that does not fit pushes the
+        # margin, and plotly then draws the whole chart a second time (about a fifth of the drawing)
+        "margin": {"l": 50, "r": 10, "t": 40, "b": 80},
         "shapes": shapes,
         "annotations": annotations,
         "legend": {"orientation": "h", "y": -0.25, "font": {"size": 10}},
@@ -193,7 +195,7 @@ def calibration_figure(cal: Calibration) -> dict[str, Any]:
         ],
         {
             "title": {"text": "Calibration: accept rate by confidence", "font": {"size": 14}, "x": 0.01},
-            "height": 300, "margin": {"l": 50, "r": 10, "t": 40, "b": 40}, "template": _TEMPLATE,
+            "height": 300, "margin": {"l": 50, "r": 10, "t": 40, "b": 85},  # as above: the legend fits "template": _TEMPLATE,
             "xaxis": {"range": [0, 1], "title": {"text": "confidence"}, "dtick": 0.1},
             "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "accept rate"}},
             "legend": {"orientation": "h", "y": -0.25},

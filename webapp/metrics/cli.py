@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import queue
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,18 +21,17 @@ def _count_records(path: Path) -> int:
 def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> dict[str, float]:
     """Import a JSONL/CSV events file all-or-nothing; return counts and timings.
 
-    Validation (Python) and the inserts (mostly inside SQLite or PostgreSQL, which release the
-    GIL) overlap: a writer thread sends batch k while batch k+1 is validated. Everything is one
-    transaction: a bad record anywhere rolls back what was inserted, so nothing is written.
+    One process, one thread, one transaction: each batch is validated, then sent (a prepared
+    executemany on SQLite, COPY on PostgreSQL); a bad record anywhere rolls back what was
+    inserted, so nothing is written. Sized for 1k-50k events a day (issue 26): an earlier version
+    validated in forked worker processes and inserted from a second thread; the plain loop is
+    simpler and meets the import target (docs/metrics.md).
     """
     import pandas as pd
-    from sqlalchemy.engine import make_url
 
     from webapp.cli_support import cli_session, fail, load_settings
     from webapp.metrics.aggregates import compute_aggregates, rebuild_days
-    from webapp.metrics.bulk_workers import ChunkPool
     from webapp.metrics.bulkload import (
-        Chunk,
         EventsFileError,
         FirstLines,
         Loader,
@@ -52,16 +49,8 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     errors: list[str] = []
     frames: list[Any] = []
     records = 0
-    outcome: dict[str, Any] = {"error": None}
     received = utcnow()
     with rare_collections(), contextlib.ExitStack() as stack:
-        pool = None
-        if make_url(settings.database_url).get_backend_name() == "postgresql":
-            # validated and formatted in worker processes, forked first: before this process opens
-            # its connection or starts a thread, so they inherit the loaded modules and nothing else
-            pool = stack.enter_context(
-                ChunkPool(path, tz=spec.tz, received_at=received, database_url=settings.database_url)
-            )
         session = stack.enter_context(cli_session(settings))
         progress = stack.enter_context(
             Progress(
@@ -71,47 +60,23 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         task = progress.add_task("importing events", total=_count_records(path))
         loader = Loader(session)
         ids = FirstLines(path)
-        batches = read_records(path)
-        if pool is not None:
-            validated = pool.chunks(batches, keep_rows=lambda: not errors)
-        else:  # SQLite: here (its inserts are Python work too, and one writer)
-            validator = Validator(path, tz=spec.tz, received_at=received)
-            validated = (validator.chunk(batch, keep_rows=not errors) for batch in batches)
-        chunks: queue.Queue[Chunk | None] = queue.Queue(maxsize=2)
-
-        def writer() -> None:
-            try:
-                while (chunk := chunks.get()) is not None:
-                    if outcome["error"] is None:
-                        loader.write(chunk)
-                    progress.advance(task, chunk.records)
-            except BaseException as exc:  # handed to the main thread below
-                outcome["error"] = exc
-                while chunks.get() is not None:
-                    pass
-
-        thread = threading.Thread(target=writer, name="import-events-writer", daemon=True)
-        thread.start()
+        validator = Validator(path, tz=spec.tz, received_at=received)
         file_error = ""
         try:
-            for chunk in validated:
+            for batch in read_records(path):
+                chunk = validator.chunk(batch, keep_rows=not errors)
                 records += chunk.records
                 ids.check(chunk)
+                progress.advance(task, chunk.records)
                 if chunk.errors or errors:
                     errors += chunk.errors
-                    progress.advance(task, chunk.records)
                     if len(errors) >= max_errors:
                         break
                     continue
                 frames.append(chunk.frame)
-                chunks.put(chunk)
+                loader.write(chunk)
         except EventsFileError as exc:
             file_error = str(exc)
-        finally:
-            chunks.put(None)
-            thread.join()
-        if outcome["error"] is not None:
-            raise outcome["error"]
         if file_error:
             progress.stop()
             fail(f"{file_error}; nothing imported")  # rolls back
@@ -138,10 +103,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
             # themselves are slices of the frame, about its size again: 649-696 MiB peak for 1M events)
             ordered = sorted(days)
             months = [frame.loc[frame["day"].isin(ordered[i : i + 30])] for i in range(0, len(ordered), 30)]
-            if pool is not None:  # the months side by side in the workers
-                computed = pool.aggregate(months, spec)
-            else:
-                computed = [row for month in months for row in compute_aggregates(month, spec)]
+            computed = [row for month in months for row in compute_aggregates(month, spec)]
         rebuild_days(
             session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed
         )

@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import io
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -14,7 +15,7 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, svg, units, versions
+from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, units, versions
 from webapp.metrics import calibration as metrics_calibration
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -57,6 +58,25 @@ def _query(start: dt.date, end: dt.date, filters: dict[str, str | None]) -> str:
 
     params = {"start": start.isoformat(), "end": end.isoformat(), **{k: v for k, v in filters.items() if v}}
     return urlencode(params)
+
+
+def _params(query: str) -> list[tuple[str, str]]:
+    # blank values (a dropdown on "All") are the same view as no value
+    return sorted((k, v) for k, v in parse_qsl(query) if v)
+
+
+def shown_already(request: Request, canonical: str) -> bool:
+    """Tell whether the browser already shows this view, so that htmx must not push another history entry.
+
+    The filter form applies on change *and* on Apply: a dropdown change, then Apply, sends the same
+    query twice. htmx says which page it is on (`HX-Current-URL`); when that page's parameters
+    equal this request's (or the range it resolves to), the answer carries `HX-Push-Url: false`.
+    """
+    current = request.headers.get("hx-current-url")
+    if not current:
+        return False
+    shown = urlsplit(current)
+    return shown.path == request.url.path and _params(shown.query) in (_params(request.url.query), _params(canonical))
 
 
 QUICK_DAYS = (7, 14, 30)
@@ -138,15 +158,12 @@ def dashboard_context(
         "metrics": METRIC_NAMES,
         "labels": metrics_targets.METRIC_LABELS,
         "figures": {m: charts.to_json(fig) for m, fig in built.items()},
-        # the same figures drawn on the server: on screen with the HTML, before plotly.js replaces them
-        "svgs": {m: svg.render(fig, y_unit=units.unit(m)) for m, fig in built.items()},
         "alerts": alert_list,
         "alert_by_metric": by_metric,
         "firing": [a for a in alert_list if a.state == "firing"],
         "changes": changes,
         "calibration": cal,
         "calibration_figure": charts.to_json(cal_figure),
-        "calibration_svg": svg.render(cal_figure, y_unit=units.PERCENT, x_unit=units.Unit(digits=1)),
         "streaks": streaks,
         "gate_streaks": gate_streaks,
         "gate_differs": (gate_streaks.longest, gate_streaks.current) != (streaks.longest, streaks.current),
@@ -187,7 +204,11 @@ def metrics_page(
         return RedirectResponse(f"/metrics?{_query(s, e, filters)}", status_code=303)  # a bookmarkable URL
     ctx = {**form, **dashboard_context(session=session, spec=spec, start=s, end=e, filters=filters)}
     ctx.update(start_text=s.isoformat(), end_text=e.isoformat())
-    headers = {"HX-Push-Url": f"/metrics?{ctx['query']}"} if range else None
+    headers: dict[str, str] | None = None
+    if is_htmx(request) and shown_already(request, ctx["query"]):
+        headers = {"HX-Push-Url": "false"}  # Apply after a dropdown applied the same view: no second entry
+    elif range:
+        headers = {"HX-Push-Url": f"/metrics?{ctx['query']}"}
     return render(request, "metrics/index.html", ctx, block="results", headers=headers)
 
 

@@ -159,6 +159,8 @@ class CheckDelta:
     b_passed: int
     b_total: int
     test: PairedTest
+    fixed_cases: list[str] = field(default_factory=list)
+    broke_cases: list[str] = field(default_factory=list)
 
     @property
     def a(self) -> float | None:
@@ -180,6 +182,8 @@ class CheckDelta:
             "b": {"passed": self.b_passed, "total": self.b_total, "rate": self.b},
             "delta": self.delta,
             "paired": self.test.as_dict(),
+            "fixed_cases": self.fixed_cases,
+            "broke_cases": self.broke_cases,
         }
 
 
@@ -329,19 +333,29 @@ def _drafted_cases(session: Session, run_ids: tuple[int, int]) -> tuple[dict[str
     return info, drafts
 
 
-def _case_check_status(summary: RunSummary) -> dict[str, dict[str, bool | None]]:
-    """Return, per check key, each case's outcome: False if any draft fails it, True if one passes, else None."""
-    out: dict[str, dict[str, bool | None]] = defaultdict(dict)
-    for o in summary.outcomes:
-        for r in o.results:
-            current = out[r.key].get(o.case_id)
-            if r.status == "fail":
-                out[r.key][o.case_id] = False
-            elif r.status == "pass" and current is None:
-                out[r.key][o.case_id] = True
-            else:
-                out[r.key].setdefault(o.case_id, current)
-    return out
+def _paired_rows(cases: list[CaseRow]) -> list[tuple[CaseRow, CaseSide, CaseSide]]:
+    """Return the cases checked in both runs, with their two sides."""
+    return [(c, c.a, c.b) for c in cases if c.a and c.b and c.a.passed is not None and c.b.passed is not None]
+
+
+def _check_change(cases: list[CaseRow], key: str) -> tuple[PairedTest, list[str], list[str]]:
+    """Return a check's paired test and the ids of the cases it fixed and broke, read from the case rows.
+
+    One source of truth with the per-case table: a case fails a check in a run when the check is
+    among that side's failed checks (some draft fails it); otherwise (passed or not applicable) it
+    does not fail it. So a case whose draft was not applicable to the low-confidence check in A and
+    fails it in B broke that check, as the table shows it, instead of being left out of the pairs.
+    """
+    fixed: list[str] = []
+    broke: list[str] = []
+    paired = _paired_rows(cases)
+    for c, a, b in paired:
+        before, after = key in a.failed_checks, key in b.failed_checks
+        if before and not after:
+            fixed.append(c.case_id)
+        elif after and not before:
+            broke.append(c.case_id)
+    return PairedTest(len(paired), len(fixed), len(broke)), fixed, broke
 
 
 def _change(a: CaseSide | None, b: CaseSide | None) -> str:
@@ -421,18 +435,20 @@ def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> C
         a, b = side(a_id, pa, fa, case_id), side(b_id, pb, fb, case_id)
         cases.append(CaseRow(case_id, ci.category, ci.intent, ci.golden, a, b, _change(a, b)))
 
-    status_a, status_b = _case_check_status(sa), _case_check_status(sb)
     rates_a = {c.key: c for c in sa.per_check}
-    checks = [
-        CheckDelta(
-            c.key, c.label, rates_a[c.key].passed, rates_a[c.key].applicable, c.passed, c.applicable,
-            paired_test(status_a.get(c.key, {}), status_b.get(c.key, {})),
+    checks: list[CheckDelta] = []
+    for c in sb.per_check:
+        test, fixed, broke = _check_change(cases, c.key)
+        checks.append(
+            CheckDelta(
+                c.key, c.label, rates_a[c.key].passed, rates_a[c.key].applicable, c.passed, c.applicable, test, fixed, broke
+            )
         )
-        for c in sb.per_check
-    ]
     overall = CheckDelta(
         "overall", "All checks", sa.overall.passed, sa.overall.total, sb.overall.passed, sb.overall.total,
-        paired_test(dict(pa), dict(pb)),
+        PairedTest(len(_paired_rows(cases)), sum(c.change == "fixed" for c in cases), sum(c.change == "broke" for c in cases)),
+        [c.case_id for c in cases if c.change == "fixed"],
+        [c.case_id for c in cases if c.change == "broke"],
     )
     return Comparison(
         a=sa, b=sb, cases=cases, checks=checks, overall=overall, rubric=_rubric(session, spec, a_id, b_id, drafts)

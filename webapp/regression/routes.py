@@ -27,7 +27,7 @@ from webapp.runs.models import Run
 
 router = APIRouter(tags=["regression"])
 
-READ_ROLES = ("lead", "pm", "admin", "support_lead")
+READ_ROLES = ("lead", "pm", "admin", "support_lead", "ml_lead")
 ADD_ROLES = ("lead", "pm", "labeler")
 BASELINE_ROLES = ("lead", "pm", "admin")
 ACK_ROLES = ("lead", "pm")

@@ -139,6 +139,8 @@ class CheckDeltaPublic(BaseModel):
     b: PassCount
     delta: float | None
     paired: PairedTestPublic
+    fixed_cases: list[str] = Field(description="Cases whose A side fails this check and B side does not (from the case table).")
+    broke_cases: list[str] = Field(description="Cases whose B side fails this check and A side does not (from the case table).")
 
 
 class GradedMean(BaseModel):

@@ -9,12 +9,46 @@ from sqlmodel import Session, col
 
 from webapp.auth.service import Principal
 from webapp.home.cards import HomeCard
-from webapp.reviews import service
+from webapp.metrics import daily as metrics_daily
+from webapp.reviews import cadence, service
 from webapp.reviews.models import ReviewSample
 from webapp.spec import EvalSpec
+from webapp.timeutil import as_utc
+
+ROLE_NAMES = {"pm": "the PM", "ml_lead": "the ML lead"}
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
+    """Return the reviews waiting: the plan's cadence (who did the latest), and the PM's draft-vs-sent sample."""
+    return _cadence_cards(session=session, principal=principal, spec=spec) + _sample_cards(
+        session=session, principal=principal, spec=spec
+    )
+
+
+def _cadence_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
+    """Say whether the newest review of the plan's cadence is done, by whom and when, and how many were missed."""
+    if not principal.has_role(*cadence.ALL_MARKERS):
+        return []
+    due = cadence.due_reviews(session=session, spec=spec, today=metrics_daily.today_in(spec))
+    if not due:
+        return []
+    latest, earlier = due[0], due[1:]
+    missed = sum(not d.done for d in earlier)
+    if latest.done:
+        who = "; ".join(f"{m.name} ({as_utc(m.done_at):%Y-%m-%d %H:%M} UTC)" for m in latest.marks)
+        body = f"Done by {who}."
+    elif latest.marks:
+        names = ", ".join(m.name for m in latest.marks)
+        body = f"Marked by {names}; still needs " + " and ".join(ROLE_NAMES.get(r, r) for r in latest.missing) + "."
+    else:
+        body = "Due: nobody has marked it done yet."
+    if missed:
+        body += f" {missed} earlier review{'' if missed == 1 else 's'} not done."
+    tone = "alert" if missed else "ok" if latest.done else "todo"
+    return [HomeCard(f"{latest.label}: {latest.when}", body, "/cadence", "Open the cadence", missed or None, tone)]
+
+
+def _sample_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
     """Return the review waiting for the PM: the latest drawn sample's progress, or a period ready to draw."""
     if not principal.has_role("pm"):
         return []

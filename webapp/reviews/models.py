@@ -43,3 +43,22 @@ class ReviewItem(SQLModel, table=True):
     reviewed_by: int | None = Field(default=None, foreign_key="app_user.id")
     reviewed_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     regression_case_id: str | None = Field(default=None, max_length=200)
+
+
+class CadenceReview(SQLModel, table=True):
+    """Someone marked one review of the plan's cadence done: which review, which period, who, when.
+
+    kind: metrics_daily (a pilot day, "2026-11-03"), eval_weekly (an ISO week, "2026-W47") or
+    eval_biweekly (two weeks named by their first Monday, "2026-11-16").
+    """
+
+    __tablename__: ClassVar[str] = "cadence_review"
+    __table_args__ = (UniqueConstraint("kind", "period", "user_id", name="uq_cadence_review_kind_period_user"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=20, index=True)
+    period: str = Field(max_length=10)
+    user_id: int = Field(foreign_key="app_user.id")
+    role: str = Field(max_length=20)  # the role the person marked it as
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    done_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

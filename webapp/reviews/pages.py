@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -11,8 +12,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
+from webapp.metrics import daily as metrics_daily
 from webapp.regression import service as regression_service
-from webapp.reviews import service
+from webapp.reviews import cadence, service
 from webapp.reviews.models import ReviewItem, ReviewSample
 from webapp.spec import EvalSpec
 from webapp.templating import is_htmx, render
@@ -131,12 +133,15 @@ def to_regression(
     session: SessionDep,
     spec: SpecDep,
     input: str = Form(""),
+    reference: str = Form(""),
     note: str = Form(""),
     principal: Principal = Depends(require_role(*REVIEWERS)),
 ) -> Response:
-    """Add the pair to the regression suite, with the sent text as the reference."""
+    """Add the pair to the regression suite, with the reference text the reviewer confirmed or edited."""
     try:
-        case_id = service.add_to_regression(session=session, item_id=item_id, created_by=principal.user_id, input_text=input, note=note)
+        case_id = service.add_to_regression(
+            session=session, item_id=item_id, created_by=principal.user_id, input_text=input, reference_text=reference, note=note
+        )
     except service.ReviewError as exc:
         raise HTTPException(404 if "no review item" in str(exc) else 422, detail=str(exc)) from exc
     item = session.get(ReviewItem, item_id)
@@ -152,3 +157,41 @@ def progress_fragment(
     """Return the progress line of a period (refreshed after each verdict)."""
     sample = service.get_sample(session=session, period=period)
     return render(request, "reviews/period.html", _period_context(session, spec, period, sample), block="progress")
+
+
+@router.get("/cadence", response_class=HTMLResponse)
+def cadence_page(
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*cadence.ALL_MARKERS, "admin"))
+) -> HTMLResponse:
+    """List the reviews the plan's cadence has made due so far, with who marked each done and when."""
+    today = metrics_daily.today_in(spec)
+    return render(
+        request,
+        "reviews/cadence.html",
+        {
+            "due": cadence.due_reviews(session=session, spec=spec, today=today),
+            "today": today,
+            "phase": spec.review.phase,
+            "markers": cadence.MARKERS,
+            "error": request.query_params.get("error"),
+        },
+    )
+
+
+@router.post("/cadence/done")
+def cadence_done(
+    session: SessionDep,
+    spec: SpecDep,
+    kind: str = Form(...),
+    period: str = Form(...),
+    note: str = Form(""),
+    principal: Principal = Depends(require_role(*cadence.ALL_MARKERS)),
+) -> Response:
+    """Mark one review of the cadence done by the signed-in person."""
+    try:
+        cadence.mark_done(
+            session=session, spec=spec, principal=principal, kind=kind, period=period, today=metrics_daily.today_in(spec), note=note
+        )
+    except cadence.CadenceError as exc:
+        return RedirectResponse(f"/cadence?error={quote(str(exc))}", status_code=303)
+    return RedirectResponse(f"/cadence#{quote(kind)}-{quote(period)}", status_code=303)

@@ -182,9 +182,14 @@ def record_verdict(
 
 
 def add_to_regression(
-    *, session: Session, item_id: int, created_by: int, input_text: str, note: str = ""
+    *, session: Session, item_id: int, created_by: int, input_text: str, reference_text: str, note: str = ""
 ) -> str:
-    """Add a reviewed pair to the regression suite (sent text as the reference); return the case id."""
+    """Add a reviewed pair to the regression suite with the reviewer's reference text; return the case id.
+
+    The form offers the sent text as the reference, but the reviewer edits it: the sent text may be
+    the very reply that was wrong (a fabricated refund the agent did not catch), and a regression
+    case must hold the reply that should have been sent.
+    """
     item = session.get(ReviewItem, item_id)
     if item is None:
         raise ReviewError(f"item: no review item {item_id}")
@@ -192,6 +197,8 @@ def add_to_regression(
         return item.regression_case_id
     if not input_text.strip():
         raise ReviewError("input: the customer's message is needed for a regression case")
+    if not reference_text.strip():
+        raise ReviewError("reference: the reference response (the reply that should be sent) is needed for a regression case")
     event = session.execute(select(Event).where(col(Event.event_id) == item.event_id)).scalars().one()
     case_id = f"review-{item.event_id}"[:200]
     try:
@@ -202,7 +209,7 @@ def add_to_regression(
             case_id=case_id,
             input=input_text.strip(),
             note=note.strip() or f"From the draft-vs-sent review, ticket {event.ticket_id}",
-            reference=event.sent_text,
+            reference=reference_text.strip(),
             intent=event.intent,
             source_ref=event.event_id,
         )

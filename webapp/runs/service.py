@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
@@ -171,12 +171,6 @@ GRADED_FIELDS = ("draft_text", "citations")
 GradeCounts = Callable[[Session, list[int]], dict[int, int]]
 
 
-class DraftsChanged(Protocol):
-    """Told that drafts of an existing run were changed in place (grading's queue index is then stale)."""
-
-    def __call__(self, *, session: Session, run_id: int) -> None: ...
-
-
 def _refuse_regrading(
     session: Session,
     records: list[DraftRecord],
@@ -228,12 +222,10 @@ def import_drafts(
     notes: str | None = None,
     source: str = "import",
     grade_counts: GradeCounts,
-    drafts_changed: DraftsChanged | None = None,
 ) -> DraftImportResult:
     """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
 
-    `grade_counts` says which drafts have grades, `drafts_changed` is told when drafts of an
-    existing run changed in place (webapp.flows.import_drafts passes grading's for both).
+    `grade_counts` says which drafts have grades (webapp.flows.import_drafts passes grading's).
 
     Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or
@@ -320,8 +312,6 @@ def import_drafts(
             session.add(row)
             result.updated += 1
     session.flush()
-    if result.updated and drafts_changed is not None:
-        drafts_changed(session=session, run_id=stored_id(run.id))
     return result
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
-from webapp.deps import require_role
+from webapp.deps import SpecDep, require_role
+from webapp.spec import EvalSpec
 from webapp.survey import service
 from webapp.templating import render
 
@@ -23,19 +24,33 @@ READERS = ("support_lead", "pm", "lead", "admin")
 WRITERS = ("support_lead", "admin")
 
 
-def _page(request: Request, session: Session, principal: Principal, error: str | None = None, status: int = 200) -> HTMLResponse:
+def _page(
+    request: Request,
+    session: Session,
+    principal: Principal,
+    spec: EvalSpec,
+    error: str | None = None,
+    status: int = 200,
+    round_id: int | None = None,
+) -> HTMLResponse:
     rnd = service.current_round(session=session)
-    counts = service.counts(session=session)
-    latest = service.rounds(session=session)
-    shown = rnd or (latest[0] if latest else None)
+    results = service.round_results(session=session)
+    newest = results[0][0] if results else None
+    shown = next((r for r, _ in results if r.id == round_id), None) if round_id is not None else newest
+    if round_id is not None and shown is None:
+        raise HTTPException(404, detail=f"round: no survey round with id {round_id}")
+    counts = next((c for r, c in results if shown is not None and r.id == shown.id), service.counts(session=session))
     return render(
         request,
         "survey/index.html",
         {
             "round": rnd,
+            "shown": shown,
+            "is_newest": shown is not None and newest is not None and shown.id == newest.id,
             "counts": counts,
             "answers": service.answers(session=session, round_id=stored_id(shown.id)) if shown else [],
-            "rounds": latest,
+            "round_results": results,
+            "min_responses": spec.gates.production.survey_min_responses,
             "can_write": principal.has_role(*WRITERS),
             "error": error,
         },
@@ -44,9 +59,15 @@ def _page(request: Request, session: Session, principal: Principal, error: str |
 
 
 @router.get("/survey", response_class=HTMLResponse)
-def survey_page(request: Request, session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> HTMLResponse:
-    """Show the survey counts, net score and answers."""
-    return _page(request, session, principal)
+def survey_page(
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    round: int | None = None,
+    principal: Principal = Depends(require_role(*READERS)),
+) -> HTMLResponse:
+    """Show a round's counts, net score and answers (default: the newest), and every round's results."""
+    return _page(request, session, principal, spec, round_id=round)
 
 
 @router.post("/survey/answers")
@@ -55,6 +76,7 @@ def survey_answer(
     session: SessionDep,
     agent_id: Annotated[str, Form()],
     helpful: Annotated[str, Form()],
+    spec: SpecDep,
     comment: Annotated[str, Form()] = "",
     principal: Principal = Depends(require_role(*WRITERS)),
 ) -> Response:
@@ -62,7 +84,7 @@ def survey_answer(
     try:
         service.record_answer(session=session, agent_id=agent_id, helpful=helpful, comment=comment)
     except service.SurveyError as exc:
-        return _page(request, session, principal, error=str(exc), status=422)
+        return _page(request, session, principal, spec, error=str(exc), status=422)
     return RedirectResponse("/survey", status_code=303)
 
 
@@ -71,11 +93,12 @@ def survey_open_round(
     request: Request,
     session: SessionDep,
     name: Annotated[str, Form()],
+    spec: SpecDep,
     principal: Principal = Depends(require_role(*WRITERS)),
 ) -> Response:
     """Open a new survey round (closing the open one)."""
     try:
         service.open_round(session=session, name=name)
     except service.SurveyError as exc:
-        return _page(request, session, principal, error=str(exc), status=422)
+        return _page(request, session, principal, spec, error=str(exc), status=422)
     return RedirectResponse("/survey", status_code=303)

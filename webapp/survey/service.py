@@ -121,6 +121,23 @@ def counts(*, session: Session, round_id: int | None = None) -> SurveyCounts:
     return SurveyCounts(rnd.name, rows.get("yes", 0), rows.get("no", 0), rows.get("neutral", 0))
 
 
+def round_results(*, session: Session) -> list[tuple[SurveyRound, SurveyCounts]]:
+    """List every round with its counts, newest first (earlier rounds stay readable after a new one opens)."""
+    grouped = session.exec(
+        select(SurveyAnswer.round_id, SurveyAnswer.helpful, func.count()).group_by(
+            col(SurveyAnswer.round_id), col(SurveyAnswer.helpful)
+        )
+    ).all()
+    by_round: dict[int, dict[str, int]] = {}
+    for round_id, helpful, n in grouped:
+        by_round.setdefault(round_id, {})[helpful] = n
+    out: list[tuple[SurveyRound, SurveyCounts]] = []
+    for rnd in rounds(session=session):
+        c = by_round.get(stored_id(rnd.id), {})
+        out.append((rnd, SurveyCounts(rnd.name, c.get("yes", 0), c.get("no", 0), c.get("neutral", 0))))
+    return out
+
+
 def answers(*, session: Session, round_id: int) -> list[SurveyAnswer]:
     """List a round's answers, newest first."""
     return list(

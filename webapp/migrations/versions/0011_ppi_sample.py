@@ -1,7 +1,7 @@
 """ppi: judge scores of every draft, frozen error models, append-only sample draws; grading plan
 
 Revision ID: 0011_ppi_sample
-Revises: 0006_grade_grader_recent
+Revises: 0009_cadence_review
 Create Date: 2026-11-27 07:40:00
 """
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = '0011_ppi_sample'
-down_revision: str | None = '0006_grade_grader_recent'
+down_revision: str | None = '0009_cadence_review'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

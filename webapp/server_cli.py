@@ -1,4 +1,8 @@
-"""`draftdesk demo`: create (if absent) and seed the demo database, print the users, and serve it."""
+"""`draftdesk serve` and `draftdesk demo`: run the web app (for a team, or with the demo data).
+
+They live here, not in a domain's cli.py, because serving is no domain's business; webapp/cli.py
+maps both names to this module (CLI_MODULES). How the server runs is in webapp/serving.py.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from pathlib import Path
 import typer
 
 from webapp.config import DATA_DIR
-from webapp.demo import content as c
 
 DEMO_DB = DATA_DIR / "demo.db"
 
@@ -19,7 +22,51 @@ def demo_database_url() -> str:
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
-    """Add the demo command."""
+    """Add the serve and demo commands."""
+
+    @app.command("serve")
+    def serve(
+        host: str = typer.Option("127.0.0.1", "--host"),
+        port: int = typer.Option(8000, "--port"),
+        workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes (one is enough for a team)"),
+        access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request (JSON lines on stderr)"),
+        background: bool = typer.Option(True, "--background/--no-background", help="Run alert evaluation and delivery"),
+    ) -> None:
+        """Back up and apply pending migrations, then serve the dashboard with uvicorn (alert jobs in the background)."""
+        from webapp import serving
+        from webapp.cli_support import fail
+        from webapp.config import ConfigError, Settings
+        from webapp.main import create_app
+        from webapp.migrations_runner import upgrade
+        from webapp.ops.backup import BackupError, backup_before_migrating
+        from webapp.ops.logs import logging_config
+        from webapp.spec import SpecError
+
+        try:
+            settings = Settings(background_jobs=background)
+            app_ = create_app(settings)
+        except (ConfigError, SpecError) as exc:
+            fail(str(exc))
+        try:
+            taken = backup_before_migrating(settings.database_url, settings.backup_dir)
+        except BackupError as exc:
+            fail(f"{exc}; no migration was applied (serve backs up first)", code=1)
+        if taken is not None:
+            typer.echo(f"backup before applying migrations: {taken}")
+        upgrade(settings.database_url)
+        if workers > 1:
+            app_.state.engine.dispose()
+            # uvicorn's workers build their app from the environment: pass the background choice on
+            # (the database lease lets one of them evaluate alerts at a time).
+            os.environ["DRAFTDESK_BACKGROUND_JOBS"] = "true" if background else "false"
+        serving.run(
+            app_,
+            host=host,
+            port=port,
+            workers=workers,
+            forwarded_allow_ips=settings.forwarded_allow_ips,
+            log_config=logging_config(access_log=access_log),
+        )
 
     @app.command("demo")
     def demo(
@@ -32,6 +79,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         export_drafts: Path = typer.Option(None, "--export-drafts", help="Write the demo run's drafts JSONL here and exit"),
     ) -> None:
         """Create (if absent) and seed the demo database, print one user per role, and serve it."""
+        from webapp.demo import content as c
+
         if export_dataset or export_kb or export_drafts:
             built = c.build_content(seed)
             for path, data in ((export_dataset, built.dataset_jsonl), (export_kb, built.kb_jsonl), (export_drafts, built.drafts_jsonl)):

@@ -1,0 +1,125 @@
+"""plotly.js draws every /metrics chart of the demo in the browser, with its target and alert threshold lines.
+
+Nothing is drawn on the server: each chart is an empty box with its figure (`data-figure`), drawn
+by plotly.js's basic bundle. The target and the alert threshold are line traces (dashed green,
+dotted red: they carry a legend entry and a hover value, which plotly shapes do not); the pilot
+window and firing periods are rectangle shapes and version changes line shapes. The test checks
+what plotly drew in the DOM against the figure the page was given.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import sign_in
+from tests.browser_support import wait_until
+from webapp.demo import content as c
+
+pytestmark = pytest.mark.browser
+
+SUPPORT_LEAD = next(email for key, email, _n, _r in c.DEMO_USERS if key == "support_lead")
+
+# every chart box is plotly's, finished drawing (data-drawn is set when Plotly.newPlot has resolved)
+ALL_DRAWN = """() => {
+  const charts = Array.from(document.querySelectorAll('.metrics-chart'));
+  return charts.length === 9 && charts.every(el => el.dataset.drawn && el.classList.contains('js-plotly-plot')
+    && el.querySelector('.main-svg'));
+}"""
+
+# per chart: the figure it was given, and what plotly drew of its lines and shapes
+DRAWN = """() => Array.from(document.querySelectorAll('.metrics-chart')).map(el => {
+  const fig = JSON.parse(el.getAttribute('data-figure'));
+  const plot = el.querySelector('.draglayer .nsewdrag').getBoundingClientRect();
+  const traces = Array.from(el.querySelectorAll('.scatterlayer .trace')).map(t => {
+    const line = t.querySelector('path.js-line');
+    const box = line ? line.getBoundingClientRect() : null;
+    return {
+      stroke: line ? getComputedStyle(line).stroke : null,
+      dash: line ? getComputedStyle(line).strokeDasharray : null,
+      box: box ? {left: box.left, right: box.right, top: box.top, bottom: box.bottom} : null,
+    };
+  });
+  return {
+    metric: el.dataset.metric, names: fig.data.map(t => t.name), types: fig.data.map(t => t.type), ys: fig.data.map(t => t.y),
+    shapes: (fig.layout.shapes || []).map(s => s.name), drawnShapes: el.querySelectorAll('.shapelayer path').length,
+    plot: {left: plot.left, right: plot.right, top: plot.top, bottom: plot.bottom}, traces: traces,
+    bars: el.querySelectorAll('.barlayer .point').length,
+    title: (el.querySelector('.gtitle') || {}).textContent,
+    state: el.closest('.metrics-chart-card').dataset.alertState || null,
+  };
+})"""
+
+GREEN, RED = "rgb(23, 128, 61)", "rgb(180, 35, 24)"  # charts.py's target (#17803d) and alert (#b42318) colours
+
+
+def _open(new_page: Any, url: str, width: int = 1440, height: int = 900) -> Any:
+    page = new_page()
+    page.set_viewport_size({"width": width, "height": height})
+    sign_in(page, url, SUPPORT_LEAD, c.DEMO_PASSWORD)
+    page.goto(f"{url}/metrics")
+    wait_until(page, f"({ALL_DRAWN})()", timeout_s=30)
+    return page
+
+
+def test_plotly_draws_every_chart_with_target_threshold_and_shapes(demo_server: Any, new_page: Any) -> None:
+    from webapp.metrics.targets import METRIC_LABELS
+
+    page = _open(new_page, demo_server.url)
+    charts = page.evaluate(f"({DRAWN})()")
+    assert len(charts) == 9
+    states = dict(page.evaluate(
+        "Array.from(document.querySelectorAll('.metrics-alerts tr[data-metric]')).map(r => [r.dataset.metric, r.querySelector('.badge').textContent])"
+    ))
+    for ch in charts:
+        m = ch["metric"]
+        if m == "calibration":
+            assert ch["bars"] > 0 and ch["types"][:2] == ["bar", "scatter"]
+            continue
+        assert ch["title"] == METRIC_LABELS[m]
+        # the target and the threshold: in the figure, then drawn as lines of their colour and dash
+        # across the plot area, level, and inside it
+        for name, colour in (("target", GREEN), ("alert threshold", RED)):
+            i = ch["names"].index(name)
+            assert ch["ys"][i][0] == ch["ys"][i][1], (m, name)  # level
+            drawn = ch["traces"][i]
+            assert drawn["stroke"] == colour and drawn["dash"] not in (None, "none"), (m, name, drawn)
+            box, plot = drawn["box"], ch["plot"]
+            assert box["bottom"] - box["top"] < 4, (m, name, box)  # a horizontal line
+            assert box["right"] - box["left"] > 0.9 * (plot["right"] - plot["left"]), (m, name)  # across the chart
+            assert plot["top"] - 2 <= box["top"] <= plot["bottom"] + 2, (m, name, box, plot)  # on screen
+        # every shape of the figure (pilot window, firing periods, version changes) is drawn
+        assert "pilot window" in ch["shapes"], m
+        assert ch["drawnShapes"] == len(ch["shapes"]), m
+        # the panel's alert state is the alerts table's
+        assert ch["state"] == states[m], m
+    assert page.console_errors == []
+
+
+def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
+@pytest.mark.parametrize(("width", "height", "toolbar"), [(1440, 900, True), (390, 844, False)])
+def test_the_plotly_toolbar_never_covers_a_chart_title(
+    demo_server: Any, new_page: Any, width: int, height: int, toolbar: bool
+) -> None:
+    page = _open(new_page, demo_server.url, width, height)
+    for i in range(9):
+        chart = page.locator(".metrics-chart").nth(i)
+        chart.scroll_into_view_if_needed()
+        chart.hover()  # plotly shows its toolbar while the pointer is over the chart
+        title = chart.locator(".gtitle").bounding_box()
+        assert title is not None
+        buttons = chart.locator(".modebar-btn")
+        if not toolbar:  # on a phone there is none: it would sit over the title
+            assert buttons.count() == 0
+            continue
+        assert buttons.count() > 0 and page.evaluate(
+            "(el) => getComputedStyle(el).position", chart.locator(".modebar").element_handle()
+        ) == "absolute"  # plotly's own styling applied (its <style> is allowed by the CSP)
+        bar = chart.locator(".modebar").bounding_box()
+        assert bar is not None and not _overlaps(title, bar), (i, title, bar)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scrolling
+    assert page.console_errors == []

@@ -1,0 +1,147 @@
+"""Retention: each rule deletes exactly the rows counted by hand below, on both databases."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlmodel import Session, select
+from typer.testing import CliRunner
+
+from tests.factories import make_user
+from webapp import cli
+from webapp.alerts.models import AlertChannel, AlertOutbox
+from webapp.auth.models import LoginAttempt, WebSession
+from webapp.config import Settings
+from webapp.db import stored_id
+from webapp.metrics.models import Event, HallucinationReport
+from webapp.ops.retention import Retention, prune
+from webapp.reviews.models import ReviewItem, ReviewSample
+
+NOW = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+
+
+def days_ago(n: float) -> dt.datetime:
+    return NOW - dt.timedelta(days=n)
+
+
+def seed(session: Session) -> None:
+    """Rows on both sides of each rule; the comments say which ones each rule deletes."""
+    user = make_user(session, email="u@example.test", roles=["admin"])
+    uid = stored_id(user.id)
+    # Sessions: 2 expired (deleted), 1 live.
+    for i, expires in enumerate([days_ago(1), NOW - dt.timedelta(seconds=1), NOW + dt.timedelta(hours=1)]):
+        session.add(WebSession(token_hash=f"{i:064d}", user_id=uid, expires_at=expires))
+    # Sign-in attempts, 30 days kept: 3 older (deleted), 2 younger.
+    for i, age in enumerate([31, 30.01, 400, 29.99, 0]):
+        session.add(LoginAttempt(email=f"a{i}@example.test", ip="10.0.0.1", success=False, at=days_ago(age)))
+    # Outbox, 30 days kept: sent 31 and 45 days ago (deleted); sent 29 days ago; pending and failed
+    # from 60 days ago (never pruned).
+    channel = AlertChannel(name="file", kind="file", target="/dev/null")
+    session.add(channel)
+    session.flush()
+    rows = [("sent", days_ago(31)), ("sent", days_ago(45)), ("sent", days_ago(29)), ("pending", None), ("failed", None)]
+    for i, (status, sent_at) in enumerate(rows):
+        session.add(
+            AlertOutbox(
+                channel_id=stored_id(channel.id),
+                idempotency_key=f"k{i}",
+                status=status,
+                sent_at=sent_at,
+                created_at=days_ago(60),
+                next_attempt_at=days_ago(60),
+            )
+        )
+    # Events, with 10 days kept: e-old-1 and e-old-2 (deleted); e-old-reviewed and e-old-reported
+    # are as old but referred to (kept); e-new is 9 days old (kept).
+    for event_id, age in [("e-old-1", 11), ("e-old-2", 300), ("e-old-reviewed", 50), ("e-old-reported", 50), ("e-new", 9)]:
+        at = days_ago(age)
+        session.add(Event(event_id=event_id, ticket_id="t", occurred_at=at, day=at.date(), draft_shown=True, escalated=False))
+    session.flush()
+    sample = ReviewSample(period="2026-W40", cadence="weekly", start=dt.date(2026, 9, 28), end=dt.date(2026, 10, 4), wanted=1, candidates=1, seed="s")
+    session.add(sample)
+    session.flush()
+    session.add(ReviewItem(sample_id=stored_id(sample.id), position=0, event_id="e-old-reviewed"))
+    session.add(HallucinationReport(event_id="e-old-reported", note="wrong price"))
+    session.commit()
+
+
+def remaining(session: Session) -> dict[str, list[str]]:
+    return {
+        "sessions": sorted(s.token_hash[-1] for s in session.exec(select(WebSession))),
+        "attempts": sorted(a.email for a in session.exec(select(LoginAttempt))),
+        "outbox": sorted(o.idempotency_key for o in session.exec(select(AlertOutbox))),
+        "events": sorted(e.event_id for e in session.exec(select(Event))),
+    }
+
+
+def test_each_rule_deletes_what_it_should_and_nothing_else(session: Session) -> None:
+    seed(session)
+    report = prune(session=session, retention=Retention(login_attempt_days=30, outbox_days=30, event_days=10), now=NOW)
+    session.commit()
+    assert (report.sessions, report.login_attempts, report.outbox, report.events) == (2, 3, 2, 2)
+    assert remaining(session) == {
+        "sessions": ["2"],
+        "attempts": ["a3@example.test", "a4@example.test"],
+        "outbox": ["k2", "k3", "k4"],
+        "events": ["e-new", "e-old-reported", "e-old-reviewed"],
+    }
+    # A second pass finds nothing more.
+    again = prune(session=session, retention=Retention(event_days=10), now=NOW)
+    assert (again.sessions, again.login_attempts, again.outbox, again.events) == (0, 0, 0, 0)
+
+
+def test_events_are_kept_forever_by_default(session: Session) -> None:
+    seed(session)
+    assert Settings(mode="dev").event_retention_days == 0
+    report = prune(session=session, retention=Retention(), now=NOW)
+    session.commit()
+    assert report.events == 0 and len(remaining(session)["events"]) == 5
+    assert (report.sessions, report.login_attempts, report.outbox) == (2, 3, 2)
+
+
+def test_db_prune_command_uses_the_settings(session: Session, db_url: str) -> None:
+    seed(session)
+    # The command prunes at the real clock: move the rows relative to now.
+    shift = dt.datetime.now(dt.UTC) - NOW
+    for model, field in ((WebSession, "expires_at"), (LoginAttempt, "at"), (AlertOutbox, "sent_at"), (Event, "occurred_at")):
+        for row in session.exec(select(model)):
+            if getattr(row, field) is not None:
+                setattr(row, field, getattr(row, field) + shift)
+    session.commit()
+    env = {"DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_EVENT_RETENTION_DAYS": "10", "DRAFTDESK_OUTBOX_RETENTION_DAYS": "40"}
+    out = CliRunner().invoke(cli.app, ["db", "prune"], env=env)
+    assert out.exit_code == 0, out.output
+    # outbox kept 40 days: only the one sent 45 days ago goes.
+    assert "pruned 2 expired sessions, 3 sign-in attempts, 1 delivered alert messages, 2 events" in " ".join(out.output.split())
+
+
+def test_the_server_prunes_at_start_up_when_background_jobs_run(session: Session, db_url: str) -> None:
+    """The retention job starts with the app's lifespan (as the alert jobs do) and prunes at once."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from tests.conftest import SPEC_PATH, TEST_SECRET
+    from webapp.main import create_app
+
+    user = make_user(session, email="u@example.test", roles=["admin"])
+    session.add(WebSession(token_hash="e" * 64, user_id=stored_id(user.id), expires_at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)))
+    session.add(WebSession(token_hash="l" * 64, user_id=stored_id(user.id), expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)))
+    session.commit()
+    settings = Settings(
+        database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, background_jobs=True, alerts_interval_seconds=3600
+    )
+    app = create_app(settings)
+    try:
+        with TestClient(app):
+            deadline = time.monotonic() + 30
+            while True:
+                session.expire_all()
+                left = [s.token_hash[0] for s in session.exec(select(WebSession))]
+                session.rollback()  # end the read, so SQLite's writer is not kept waiting
+                if left == ["l"] or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+    finally:
+        app.state.engine.dispose()
+    assert left == ["l"]
