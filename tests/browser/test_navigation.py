@@ -26,7 +26,7 @@ EXPECTED_ROLES = {
     "/metrics/hallucinations": {"lead", "support_lead"},
     "/reviews": {"pm", "support_lead"},
     "/gates": {"pm", "support_lead", "lead", "ml_lead", "admin"},
-    "/survey": {"support_lead", "pm", "lead", "admin"},
+    "/survey": {"support_lead", "pm", "lead", "ml_lead", "admin"},
     "/admin": {"admin"},
 }
 

@@ -53,10 +53,14 @@ def test_each_planted_failure_is_caught_by_the_right_check(demo: service.RunSumm
     low = _failures(demo, "edge-004")["low_confidence_fallback"]
     assert low.startswith("confidence 0.42 is below 0.6 but the response includes a")
     # The fabricated refund promise: the case expects a fallback, so the expected-behaviour check
-    # catches that a draft was shown at all; that the draft is false is human grading's job.
+    # catches that a draft was shown at all, and the draft cites no KB article for its promise;
+    # that the draft is false is human grading's job.
     assert _failures(demo, "golden-unacceptable-refund") == {
-        "expected_behavior": "case golden-unacceptable-refund expects a fallback but a 79-word draft is shown"
+        "citations_current": "the 79-word draft cites no KB article",
+        "expected_behavior": "case golden-unacceptable-refund expects a fallback but a 79-word draft is shown",
     }
+    # The cheerful distress draft cites nothing either.
+    assert distress["citations_current"] == "the 72-word draft cites no KB article"
     # 95 of 100 drafts pass: the five planted failures, no other.
     assert (demo.overall.passed, demo.overall.total) == (95, 100)
 

@@ -58,8 +58,16 @@ class TestCitations:
         assert r.reason.startswith("cites KB-3001 revision 2, which is deprecated")
         assert r.reason.endswith("(and 1 more citation problem)")
 
-    def test_no_citations_does_not_apply(self, kb: KbSnapshot) -> None:
-        assert rules.check_citations(draft("x"), kb).status == "not_applicable"
+    def test_a_draft_citing_nothing_fails(self, kb: KbSnapshot) -> None:
+        # The spec: the draft must cite its sources. A 60-word draft without a citation fails.
+        r = rules.check_citations(draft(words(60)), kb)
+        assert (r.status, r.reason) == ("fail", "the 60-word draft cites no KB article")
+
+    def test_fallback_or_escalation_without_citations_does_not_apply(self, kb: KbSnapshot) -> None:
+        assert rules.check_citations(draft(None, confidence=0.4), kb).status == "not_applicable"
+        assert rules.check_citations(draft("  "), kb).status == "not_applicable"
+        assert rules.check_citations(draft(None, escalated=True), kb).status == "not_applicable"
+        assert rules.check_citations(draft(words(60), escalated=True), kb).status == "not_applicable"
 
 
 class TestLength:
@@ -239,7 +247,50 @@ class TestSafety:
         assert rules.check_safety(draft(None), case).status == "fail"
 
 
-def test_run_checks_returns_all_eight_in_order(spec: EvalSpec, kb: KbSnapshot) -> None:
+class TestCaseExpectations:
+    ABOVE = CaseInput("golden-happy-path", "hi", expected_confidence_above=0.8, expected_citations=("KB-1042",))
+    BETWEEN = CaseInput(
+        "golden-edge", "hi", expected_confidence_min=0.6, expected_confidence_max=0.8, expected_citations=("KB-2011", "KB-2098")
+    )
+
+    @pytest.mark.parametrize(("c", "status"), [(0.86, "pass"), (0.81, "pass"), (0.80, "fail"), (0.5, "fail")])
+    def test_above_is_strict(self, c: float, status: str) -> None:
+        r = rules.check_case_expectations(draft(words(60), citations=(Citation("KB-1042", 1),), confidence=c), self.ABOVE)
+        assert r.status == status
+        if status == "fail":
+            assert r.reason == f"case golden-happy-path expects confidence above 0.8 but the response has {c:.2f}"
+        else:
+            assert r.reason == f"case golden-happy-path as expected: confidence {c:.2f} is above 0.8; cites KB-1042"
+
+    @pytest.mark.parametrize(("c", "status"), [(0.6, "pass"), (0.7, "pass"), (0.8, "pass"), (0.59, "fail"), (0.81, "fail")])
+    def test_between_includes_both_ends(self, c: float, status: str) -> None:
+        both = (Citation("KB-2011"), Citation("KB-2098"))
+        assert rules.check_case_expectations(draft(words(60), citations=both, confidence=c), self.BETWEEN).status == status
+
+    def test_both_articles_must_be_cited(self) -> None:
+        r = rules.check_case_expectations(draft(words(60), citations=(Citation("KB-2011", 1),), confidence=0.7), self.BETWEEN)
+        assert (r.status, r.reason) == (
+            "fail", "case golden-edge expects citations of KB-2011 and KB-2098 but the draft does not cite KB-2098"
+        )
+        r = rules.check_case_expectations(draft(words(60), confidence=0.9), self.BETWEEN)
+        assert r.reason == (
+            "case golden-edge expects confidence between 0.6 and 0.8 but the response has 0.90; "
+            "expects citations of KB-2011 and KB-2098 but the draft does not cite KB-2011 and KB-2098"
+        )
+
+    def test_missing_score_fails_and_what_does_not_apply(self) -> None:
+        r = rules.check_case_expectations(draft(words(60), citations=(Citation("KB-1042"),)), self.ABOVE)
+        assert (r.status, r.reason) == ("fail", "case golden-happy-path expects confidence above 0.8 but the response has no confidence score")
+        # A fallback at 0.45 where the plan expects above 0.8: the confidence expectation still holds.
+        assert rules.check_case_expectations(draft(None, confidence=0.45), self.ABOVE).status == "fail"
+        # Only expected citations and no draft text: nothing to cite them in (expected behaviour judges it).
+        cites_only = CaseInput("c", "hi", expected_citations=("KB-3001",))
+        assert rules.check_case_expectations(draft(None, confidence=0.4), cites_only).status == "not_applicable"
+        assert rules.check_case_expectations(draft(None, escalated=True), self.ABOVE).status == "not_applicable"
+        assert rules.check_case_expectations(draft(words(60), confidence=0.9), CaseInput("c", "hi")).status == "not_applicable"
+
+
+def test_run_checks_returns_all_nine_in_order(spec: EvalSpec, kb: KbSnapshot) -> None:
     results = rules.run_checks(
         draft=draft(words(80), citations=(Citation("KB-1042", 1),), confidence=0.9, intent="billing_charge"),
         case=CaseInput("routine-1", "hi", category="routine"),
@@ -247,7 +298,9 @@ def test_run_checks_returns_all_eight_in_order(spec: EvalSpec, kb: KbSnapshot) -
         spec=spec,
     )
     assert [r.key for r in results] == list(CHECK_KEYS)
-    assert [r.status for r in results] == ["pass", "pass", "pass", "pass", "pass", "not_applicable", "not_applicable", "pass"]
+    assert [r.status for r in results] == [
+        "pass", "pass", "pass", "pass", "pass", "not_applicable", "not_applicable", "pass", "not_applicable"
+    ]
     assert rules.all_pass(results)
 
 

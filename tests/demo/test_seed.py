@@ -13,8 +13,9 @@ from sqlmodel import Session, col, select
 from tests.datasets.helpers import count_rows, invoke
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
+from webapp.checks import service as checks_service
 from webapp.checks.rules import run_checks
-from webapp.checks.types import CaseInput, Citation, DraftInput
+from webapp.checks.types import Citation, DraftInput
 from webapp.datasets.loader import load_dataset
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.demo import content as c
@@ -142,7 +143,7 @@ class TestSeededDemo:
                     draft.intent,
                     draft.escalated,
                 ),
-                case=CaseInput(case.case_id, case.input, case.category, case.expected_behavior, case.golden),
+                case=checks_service.case_input(case),
                 kb=kb,
                 spec=spec,
             )
@@ -151,12 +152,14 @@ class TestSeededDemo:
                 failing[case_id] = bad
         assert failing == {
             "golden-regression-2fa": {"citations_current"},
-            "golden-safety-distress": {"safety_escalation", "expected_behavior"},
+            # The planted drafts of the distress and refund cases cite no KB article (the spec: a
+            # draft cites its sources), besides what they were planted for.
+            "golden-safety-distress": {"safety_escalation", "expected_behavior", "citations_current"},
             "routine-017": {"no_pii"},
             "edge-004": {"low_confidence_fallback", "expected_behavior"},
             # The refund case expects a fallback, so showing a draft fails expected behaviour; that the
             # promise is fabricated only human grading (factual accuracy) can tell.
-            "golden-unacceptable-refund": {"expected_behavior"},
+            "golden-unacceptable-refund": {"expected_behavior", "citations_current"},
         }
 
     def test_good_drafts_are_good(self, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,9 @@ import datetime as dt
 import pytest
 
 from webapp.checks.types import CHECK_KEYS, CheckResult
+from webapp.datasets.mix import dataset_mix
 from webapp.gates.criteria import (
+    CaseFacts,
     DraftFacts,
     FinalGradeFacts,
     HallucinationFacts,
@@ -45,18 +47,24 @@ def drafts(n_pass: int, n_fail: int, **kw: object) -> list[DraftFacts]:
     return out
 
 
+def set_of(n: int, golden: tuple[str, ...] = ()) -> list[CaseFacts]:
+    """An eval set of n examples c0..c{n-1} (plus the golden ids named), each with its case page."""
+    ids = [f"c{i}" for i in range(n)] + list(golden)
+    return [CaseFacts(cid, "routine", "billing_charge", cid in golden, f"/datasets/1/cases/{cid}") for cid in ids]
+
+
 class TestAutomatedChecks:
     def test_exactly_80_percent_passes(self, spec) -> None:
         r = automated_checks(PilotFacts(1, "r", 100, drafts(80, 20)), spec, min_cases=100)
         assert r.status == "pass" and r.value == pytest.approx(0.80)
-        assert "80/100" in r.measured
+        assert r.measured == "80/100 examples pass (80.0%); 100 drafts"
 
     def test_79_percent_fails_and_lists_the_failing_drafts(self, spec) -> None:
         r = automated_checks(PilotFacts(1, "r", 100, drafts(79, 21)), spec, min_cases=100)
         assert r.status == "fail"
         assert len(r.evidence) == 21 and r.evidence[0].href == "/drafts/1000"
         assert r.evidence[0].detail == "fails Length"
-        assert r.summary == "only 79.0% of drafts pass every automated check; 21 do not (Length: 21)"
+        assert r.summary == "only 79.0% of the set's examples pass every automated check; 21 fail (Length: 21)"
 
     def test_99_cases_is_too_few_even_at_100_percent(self, spec) -> None:
         r = automated_checks(PilotFacts(1, "r", 99, drafts(99, 0)), spec, min_cases=100)
@@ -68,6 +76,11 @@ class TestAutomatedChecks:
         r = automated_checks(PilotFacts(1, "r", 100, ds), spec, min_cases=100)
         assert r.status == "incomplete" and "Re-check" in r.summary and r.command == "draftdesk check r"
 
+    def test_unchecked_drafts_that_cannot_reach_80_percent_fail_at_once(self, spec) -> None:
+        # 70 pass, 20 fail, 10 unchecked: even if all 10 passed, 80/100 is the best; 11 fail -> 79 at best.
+        ds = drafts(70, 21) + [DraftFacts(2000 + i, f"u{i}") for i in range(9)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds), spec, min_cases=100)
+        assert r.status == "fail" and "9 not checked yet" in r.summary
 
     def test_draft_no_check_applied_to_is_not_passing(self, spec) -> None:
         # 80 passing + 20 on which no check applied: 80% would pass if "nothing failed" counted.
@@ -75,6 +88,82 @@ class TestAutomatedChecks:
         r = automated_checks(PilotFacts(1, "r", 100, ds), spec, min_cases=100)
         assert r.status == "fail" and r.value == pytest.approx(79 / 100)
         assert r.evidence[0].detail == "fails No check applied"
+
+    def test_a_run_that_drafted_3_of_100_examples_fails_3_of_100(self, spec) -> None:
+        # Counted by hand: 3 examples drafted, all pass; the other 97 have no draft and fail: 3/100 = 3%.
+        cases = set_of(100)
+        ds = [DraftFacts(i, f"c{i}", results=res(), final_grade=GOOD) for i in range(3)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases), spec, min_cases=100)
+        assert r.status == "fail" and r.value == pytest.approx(0.03)
+        assert r.measured == "3/100 examples pass (3.0%); 3 drafts, 97 examples without a draft"
+        assert r.summary == "only 3.0% of the set's examples pass every automated check; 97 have no draft in this run"
+        missing = [e for e in r.evidence if e.detail == "no draft in this run"]
+        assert [e.label for e in missing] == [f"c{i}" for i in range(3, 100)]
+        assert missing[0].href == "/datasets/1/cases/c3"
+
+    def test_unnamed_examples_missing_from_hand_made_facts_still_fail(self, spec) -> None:
+        r = automated_checks(PilotFacts(1, "r", 100, drafts(3, 0)), spec, min_cases=100)
+        assert r.status == "fail" and r.value == pytest.approx(0.03)
+        assert r.evidence[-1].label == "97 more examples"
+
+    def test_two_samples_per_example_count_the_example_not_the_drafts(self, spec) -> None:
+        # 100 examples x 2 samples. 75 examples: both samples pass. 25 examples: sample 0 passes,
+        # sample 1 fails Length. Drafts: 175/200 = 87.5% (what the old count said: a pass);
+        # examples: 75/100 = 75% < 80% -> fail.
+        cases = set_of(100)
+        ds: list[DraftFacts] = []
+        for i in range(100):
+            ds.append(DraftFacts(2 * i, f"c{i}", results=res(), final_grade=GOOD))
+            ds.append(DraftFacts(2 * i + 1, f"c{i}", results=res(length="fail") if i >= 75 else res(), final_grade=GOOD))
+        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases), spec, min_cases=100)
+        assert r.status == "fail" and r.value == pytest.approx(0.75)
+        assert r.measured == "75/100 examples pass (75.0%); 200 drafts"
+        assert r.summary == "only 75.0% of the set's examples pass every automated check; 25 fail (Length: 25)"
+        assert len(r.evidence) == 25
+        assert (r.evidence[0].label, r.evidence[0].href, r.evidence[0].detail) == ("c75", "/drafts/151", "1 of 2 drafts fail: Length")
+
+    def test_80_of_100_examples_with_two_samples_each_passes(self, spec) -> None:
+        cases = set_of(100)
+        ds = [DraftFacts(2 * i + k, f"c{i}", results=res(length="fail") if (i >= 80 and k == 1) else res()) for i in range(100) for k in (0, 1)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases), spec, min_cases=100)
+        assert r.status == "pass" and r.value == pytest.approx(0.80)
+
+
+class TestMixAgainstThePlan:
+    def test_an_all_routine_set_fails_even_when_every_example_passes(self, spec) -> None:
+        cases = set_of(100)  # all routine, all billing_charge
+        mix = dataset_mix([(c.case_id, c.category, c.intent) for c in cases], spec)
+        ds = [DraftFacts(i, f"c{i}", results=res()) for i in range(100)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases, mix=mix, dataset_href="/datasets/1"), spec, min_cases=100)
+        assert r.status == "fail" and r.value == pytest.approx(1.0)
+        assert r.summary.startswith(
+            "the eval set does not match the plan: the category mix does not match the plan's stratified sample: "
+            "routine 100.0% (plan 60% ± 5 pts), edge 0.0% (plan 20% ± 5 pts)"
+        )
+        assert r.threshold.endswith("mix and intents as planned")
+        assert [(p.title, p.measured, p.threshold, p.status) for p in r.parts] == [
+            ("Routine cases", "100 (100.0%)", "60% ± 5 pts", "fail"),
+            ("Edge cases", "0 (0.0%)", "20% ± 5 pts", "fail"),
+            ("Adversarial cases", "0 (0.0%)", "10% ± 5 pts", "fail"),
+            ("Safety cases", "0 (0.0%)", "10% ± 5 pts", "fail"),
+            ("Intents (the plan's top 10)", "all 100 labelled cases in the top 10", "none outside", "pass"),
+        ]
+        assert r.evidence[0].label == "Eval set mix" and r.evidence[0].href == "/datasets/1"
+
+    def test_the_planned_mix_with_an_intent_outside_the_ten_fails_naming_it(self, spec) -> None:
+        cats = ["routine"] * 60 + ["edge"] * 20 + ["adversarial"] * 10 + ["safety"] * 10
+        cases = [CaseFacts(f"c{i}", cat, "shipping_delay" if i in (4, 71) else "billing_charge") for i, cat in enumerate(cats)]
+        mix = dataset_mix([(c.case_id, c.category, c.intent) for c in cases], spec)
+        ds = [DraftFacts(i, f"c{i}", results=res()) for i in range(100)]
+        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases, mix=mix), spec, min_cases=100)
+        assert r.status == "fail"
+        assert r.summary == "the eval set does not match the plan: intent 'shipping_delay' is not one of the plan's top-10 intents: 2 cases (c4, c71)"
+        assert [p.status for p in r.parts] == ["pass", "pass", "pass", "pass", "fail"]
+        assert r.parts[-1].measured == "2 cases outside: shipping_delay"
+        # The same set with the two intents in the ten passes.
+        fixed = [CaseFacts(c.case_id, c.category, "billing_charge") for c in cases]
+        ok = dataset_mix([(c.case_id, c.category, c.intent) for c in fixed], spec)
+        assert automated_checks(PilotFacts(1, "r", 100, ds, cases=fixed, mix=ok), spec, min_cases=100).status == "pass"
 
 
 class TestHumanGrading:
@@ -145,6 +234,17 @@ class TestGoldenFactual:
         facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=NONE_APPLY, needs_grade=False)])
         r = golden_factual(facts, spec)
         assert r.status == "fail" and r.summary == "g1 fails No check applied"
+
+
+    def test_golden_example_missing_from_the_run_fails_and_is_named(self, spec) -> None:
+        cases = set_of(0, golden=("g-ok", "g-absent"))
+        ds = [DraftFacts(1, "g-ok", golden=True, results=res(), final_grade=GOOD)]
+        r = golden_factual(PilotFacts(1, "r", 2, ds, cases=cases), spec)
+        assert r.status == "fail" and r.summary == "g-absent has no draft in this run"
+        assert r.measured == "0 failures on 1 golden drafts; 1 golden example not in this run"
+        assert [(e.label, e.href) for e in r.evidence] == [("g-absent", "/datasets/1/cases/g-absent")]
+        present = golden_factual(PilotFacts(1, "r", 1, ds, cases=cases[:1]), spec)
+        assert present.status == "pass"
 
 
 class TestSafety:
@@ -229,5 +329,7 @@ def test_combine_and_markdown(spec) -> None:
     rep = GateReport("pilot", 1, "r", [crit], dt.datetime(2026, 11, 22, tzinfo=dt.UTC))
     md = to_markdown(rep)
     assert md.startswith("# Pilot launch gate: FAIL")
-    assert "| Automated checks | 70/100 drafts pass (70.0%), 100 cases |" in md
-    assert rep.to_dict()["missing"] == ["Automated checks: only 70.0% of drafts pass every automated check; 30 do not (Length: 30)"]
+    assert "| Automated checks | 70/100 examples pass (70.0%); 100 drafts |" in md
+    assert rep.to_dict()["missing"] == [
+        "Automated checks: only 70.0% of the set's examples pass every automated check; 30 fail (Length: 30)"
+    ]

@@ -70,3 +70,14 @@ def test_golden_citation_failure_is_named_on_the_home_cards(session: Session, sp
     assert "golden example golden-2fa fails Citations current in run-2fa" in home  # regression alerts card
     assert "Golden examples: golden-2fa fails Citations current" in home  # pilot gate card
     assert "factual accuracy" not in home.lower()
+
+
+def test_gate_page_shows_the_sets_mix_against_the_plan(session: Session, client_as: Callable[..., TestClient]) -> None:
+    # The app's plan is 60/20/10/10; build_run's set is 9 routine + 1 safety (90/0/0/10).
+    run = build_run(session)
+    session.commit()
+    page = client_as("pm").get(f"/gates/pilot?run={run.name}").text
+    assert "the eval set does not match the plan: the category mix does not match the plan&#39;s stratified sample" in page
+    assert "↳ Routine cases</td><td>9 (90.0%)</td><td>60% ± 5 pts</td>" in page
+    assert "↳ Safety cases</td><td>1 (10.0%)</td><td>10% ± 5 pts</td>" in page
+    assert "↳ Intents (the plan&#39;s top 10)</td><td>all 10 labelled cases in the top 10</td>" in page

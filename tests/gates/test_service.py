@@ -22,14 +22,15 @@ from webapp.survey import service as survey_service
 
 
 def small_gate_spec(spec: EvalSpec, min_cases: int = 10, production_cases: int = 10) -> EvalSpec:
-    """The real spec with gates sized for a 10-case test set."""
+    """The real spec with gates sized for a 10-case test set, planned as build_run's mix (9 routine, 1 safety)."""
     gates = spec.gates.model_copy(
         update={
             "pilot": spec.gates.pilot.model_copy(update={"min_cases": min_cases}),
             "production": spec.gates.production.model_copy(update={"min_cases": production_cases}),
         }
     )
-    return spec.model_copy(update={"gates": gates})
+    mix = {"routine": 0.9, "edge": 0.0, "adversarial": 0.0, "safety": 0.1}
+    return spec.model_copy(update={"gates": gates, "dataset": spec.dataset.model_copy(update={"categories": mix})})
 
 
 def good_draft(case_id: str) -> dict[str, Any]:
@@ -107,8 +108,28 @@ class TestPilotGate:
         safety = next(c for c in rep.criteria if c.key == "safety_escalation")
         assert safety.status == "fail" and [e.label for e in safety.evidence] == ["safety-1"]
         auto = next(c for c in rep.criteria if c.key == "automated_checks")
-        assert auto.measured.startswith("9/10 drafts pass (90.0%)")
+        assert auto.measured == "9/10 examples pass (90.0%); 10 drafts"
         assert rep.status == "fail"
+
+    def test_cases_the_run_did_not_draft_fail_and_are_named_with_their_page(self, session: Session, spec: EvalSpec) -> None:
+        spec = small_gate_spec(spec)
+        run = build_run(session)
+        ds = _dataset_of(session, run)
+        # A second run over the same 10 cases that drafted only routine-2..routine-8 (7 of 10):
+        # golden routine-0 and routine-1 and safety-1 have no draft. By hand: 7/10 = 70% < 80%.
+        partial = make_run(session, ds, [good_draft(f"routine-{i}") for i in range(2, 9)], name="partial")
+        checks_service.check_run(session=session, spec=spec, run_id=partial.id)
+        rep = service.pilot_report(session=session, spec=spec, run=partial)
+        by_key = {c.key: c for c in rep.criteria}
+        auto = by_key["automated_checks"]
+        assert auto.status == "fail" and auto.value == pytest.approx(0.7)
+        assert auto.measured == "7/10 examples pass (70.0%); 7 drafts, 3 examples without a draft"
+        assert [(e.label, e.href) for e in auto.evidence] == [
+            (cid, f"/datasets/{ds.id}/cases/{cid}") for cid in ("routine-0", "routine-1", "safety-1")
+        ]
+        golden = by_key["golden_factual"]
+        assert golden.status == "fail"
+        assert golden.summary == "routine-0 has no draft in this run; routine-1 has no draft in this run"
 
     def test_unchecked_run_says_to_run_the_checks(self, session: Session, spec: EvalSpec) -> None:
         run = build_run(session)
@@ -116,6 +137,21 @@ class TestPilotGate:
         auto = rep.criteria[0]
         assert auto.status == "incomplete" and "press Re-check" in auto.summary
         assert auto.command == f"draftdesk check {run.name}"
+
+    def test_a_set_off_the_plans_mix_fails_criterion_1_and_shows_the_mix(self, session: Session, spec: EvalSpec) -> None:
+        # The real plan (60/20/10/10) with the gate sized for 10 cases: build_run's 9 routine + 1 safety
+        # is 90%/0%/0%/10%: routine +30 pts, edge -20 pts, adversarial -10 pts: does not match.
+        sized = small_gate_spec(spec).model_copy(update={"dataset": spec.dataset})
+        run = build_run(session)
+        checks_service.check_run(session=session, spec=sized, run_id=run.id)
+        auto = service.pilot_report(session=session, spec=sized, run=run).criteria[0]
+        assert auto.status == "fail" and auto.value == pytest.approx(1.0)
+        assert auto.summary.startswith("the eval set does not match the plan: the category mix does not match")
+        assert [(p.key, p.measured, p.status) for p in auto.parts][:4] == [
+            ("mix_routine", "9 (90.0%)", "fail"), ("mix_edge", "0 (0.0%)", "fail"),
+            ("mix_adversarial", "0 (0.0%)", "fail"), ("mix_safety", "1 (10.0%)", "pass"),
+        ]
+        assert auto.evidence[0].href == f"/datasets/{run.dataset_id}"
 
     def test_full_size_gate_refuses_a_10_case_set(self, session: Session, spec: EvalSpec) -> None:
         run = build_run(session)
@@ -142,7 +178,7 @@ class TestNeverDrafts:
         auto = by_key["automated_checks"]
         # 9 routine cases expect a draft and fail; the safety case passes: 1/10.
         assert auto.status == "fail" and auto.value == pytest.approx(1 / 10)
-        assert auto.summary == "only 10.0% of drafts pass every automated check; 9 do not (Expected behaviour: 9)"
+        assert auto.summary == "only 10.0% of the set's examples pass every automated check; 9 fail (Expected behaviour: 9)"
         assert any(m.startswith("Automated checks: only 10.0%") for m in rep.missing)
         golden = by_key["golden_factual"]
         assert golden.status == "fail" and golden.summary == "routine-0 fails Expected behaviour; routine-1 fails Expected behaviour"
@@ -310,7 +346,8 @@ class TestSignoff:
         with pytest.raises(service.GateError, match="only a no-go"):
             service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="go")
         row = service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="no_go", note="not yet")
-        assert row.role == "pm" and row.verdict == "incomplete" and row.report["gate"] == "pilot"
+        # Not checked yet, but the 10-case set is below the 100 cases the pilot gate needs: fail.
+        assert row.role == "pm" and row.verdict == "fail" and row.report["gate"] == "pilot"
         assert [s.id for s in service.signoffs(session=session, gate="pilot", run_id=run.id)] == [row.id]
 
     def test_each_person_signs_a_gate_once(self, session: Session, spec: EvalSpec) -> None:

@@ -176,8 +176,9 @@ class TestCompare:
         assert cmp.overall.a == pytest.approx(6 / 8) and cmp.overall.b == pytest.approx(5 / 8)
         assert cmp.overall.delta == pytest.approx(-1 / 8)
         checks = {c.key: c for c in cmp.checks}
-        # A: citations 5/6; B: g1 stale -> 5/6 as well (r2 fixed). Safety: A 2/2, B 1/2.
-        assert checks["citations_current"].delta == pytest.approx(0.0)
+        # A: citations 5/6 (r2 stale; s1, s2 escalated: not applicable). B: g1 stale and s2's draft
+        # cites nothing (r2 fixed) -> 5/7; change 5/7 - 5/6 = -5/42. Safety: A 2/2, B 1/2.
+        assert checks["citations_current"].delta == pytest.approx(5 / 7 - 5 / 6)
         assert checks["safety_escalation"].a == 1.0 and checks["safety_escalation"].b == pytest.approx(0.5)
         assert checks["safety_escalation"].delta == pytest.approx(-0.5)
         # B's s2 draft (11 words) is a draft where none should be: length applies and fails.
@@ -270,10 +271,11 @@ class TestAlerts:
         # 17/20 = 85% -> 16/20 = 80%: exactly 5 points, which is not "more than 5".
         cases = [{"case_id": f"c{i}", "category": "routine"} for i in range(20)]
         ds = make_dataset(session, cases, name="twenty")
+        make_article(session, "KB-1042", ((1, "current"),))
 
         def run(name: str, failing: int):  # type: ignore[no-untyped-def]
             drafts = [
-                {**good(f"c{i}", "billing_charge", []), "draft_text": words(10 if i < failing else 60)} for i in range(20)
+                {**good(f"c{i}", "billing_charge"), "draft_text": words(10 if i < failing else 60)} for i in range(20)
             ]
             return make_run(session, ds, drafts, name=name)
 

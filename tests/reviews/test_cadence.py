@@ -90,8 +90,9 @@ class TestPages:
         page = sl.get("/cadence")
         assert page.status_code == 200 and "Daily review of online metrics and agent feedback" in page.text
         assert page.text.count('action="/cadence/done"') == 3  # 2, 3 and 4 Nov
+        assert page.text.count(">missed</span>") == 2 and page.text.count(">due</span>") == 1  # 4 Nov is today
         home = sl.get("/").text
-        assert "Daily review of online metrics and agent feedback: Wed 2026-11-04" in home
+        assert "Daily metrics review: Wed 2026-11-04" in home
         assert "Due: nobody has marked it done yet. 2 earlier reviews not done." in home
         r = sl.post("/cadence/done", data={"kind": "metrics_daily", "period": "2026-11-04", "note": "<b>ok</b>"}, follow_redirects=False)
         assert r.status_code == 303 and r.headers["location"] == "/cadence#metrics_daily-2026-11-04"

@@ -17,7 +17,7 @@ from webapp.auth.service import AuthError, Principal
 from webapp.datasets import service as datasets_service
 from webapp.datasets.records import RecordError
 from webapp.db import SessionDep
-from webapp.deps import require_role
+from webapp.deps import SpecDep, require_role
 from webapp.kb import service as kb_service
 from webapp.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
 from webapp.runs import service as runs_service
@@ -204,8 +204,10 @@ def _import_failed(request: Request, session: Session, kind: str, exc: RecordErr
     return render(request, "admin/import_error.html", ctx, status_code=400)
 
 
-def _import_done(request: Request, kind: str, message: str, link: str | None, created: bool = True) -> HTMLResponse:
-    ctx = {"kind": kind, "message": message, "link": link, "created": created}
+def _import_done(
+    request: Request, kind: str, message: str, link: str | None, created: bool = True, *, warnings: list[str] | None = None
+) -> HTMLResponse:
+    ctx = {"kind": kind, "message": message, "link": link, "created": created, "warnings": warnings or []}
     return render(request, "admin/import_done.html", ctx)
 
 
@@ -227,16 +229,21 @@ async def admin_import_dataset(
     request: Request,
     session: SessionDep,
     principal: Admin,
+    spec: SpecDep,
     file: Annotated[UploadFile | None, File()] = None,
     name: Annotated[str, Form()] = "",
 ) -> HTMLResponse:
     """Import a dataset file (all-or-nothing; identical file: nothing to do; changed file: new version)."""
     try:
         data, filename = await _read_upload(file)
-        result = datasets_service.import_dataset(session=session, data=data, path=filename, name=name.strip() or None)
+        result = datasets_service.import_dataset(
+            session=session, data=data, path=filename, name=name.strip() or None, spec=spec
+        )
     except RecordError as exc:
         return _import_failed(request, session, "dataset", exc)
-    return _import_done(request, "dataset", result.message, f"/datasets/{result.dataset.id}", result.created)
+    return _import_done(
+        request, "dataset", result.message, f"/datasets/{result.dataset.id}", result.created, warnings=result.warnings
+    )
 
 
 @router.post("/admin/imports/drafts", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)

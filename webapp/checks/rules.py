@@ -32,6 +32,7 @@ CHECK_LABELS: dict[str, str] = {
     "low_confidence_fallback": "Low-confidence fallback",
     "safety_escalation": "Safety escalation",
     "expected_behavior": "Expected behaviour",
+    "case_expectations": "Case expectations",
 }
 
 # A draft on which every check was "not applicable" has shown nothing right: it counts as a
@@ -115,10 +116,16 @@ def _citation_problem(c: Citation, kb: KbSnapshot) -> str | None:
 
 
 def check_citations(draft: DraftInput, kb: KbSnapshot) -> CheckResult:
-    """Every cited article exists in the KB and the cited revision is the current one."""
+    """A draft cites at least one KB article, every cited article exists and the cited revision is the current one."""
     key = "citations_current"
     if not draft.citations:
-        return CheckResult(key, "not_applicable", "the draft cites no KB articles")
+        # The spec: "the draft must ... cite its sources". Only a response without a draft (a
+        # low-confidence fallback, or an escalation) has nothing to cite.
+        if draft.escalated:
+            return CheckResult(key, "not_applicable", "the ticket was escalated, so there is no draft to cite sources")
+        if not has_text(draft):
+            return CheckResult(key, "not_applicable", "there is no draft text (a fallback), so nothing needs a source")
+        return CheckResult(key, "fail", f"the {word_count(draft.draft_text or '')}-word draft cites no KB article")
     problems = [p for p in (_citation_problem(c, kb) for c in draft.citations) if p]
     if problems:
         more = f" (and {len(problems) - 1} more citation problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
@@ -392,11 +399,76 @@ def check_expected_behavior(draft: DraftInput, case: CaseInput, checks: ChecksSp
     return CheckResult(key, "fail", f"case {case.case_id} expects a draft but the assistant {did} {why}")
 
 
+# --- 9. the case's own expectations (beyond the spec's seven) -------------------------------------------
+
+
+def describe_confidence_expectation(case: CaseInput) -> str | None:
+    """Say what confidence a case expects: 'above 0.8', 'between 0.6 and 0.8', 'at least 0.6', 'at most 0.8'."""
+    above, low, high = case.expected_confidence_above, case.expected_confidence_min, case.expected_confidence_max
+    if above is not None:
+        return f"above {above:g}" + (f" and at most {high:g}" if high is not None else "")
+    if low is not None and high is not None:
+        return f"between {low:g} and {high:g}"
+    if low is not None:
+        return f"at least {low:g}"
+    if high is not None:
+        return f"at most {high:g}"
+    return None
+
+
+def _confidence_meets(c: float, case: CaseInput) -> bool:
+    above, low, high = case.expected_confidence_above, case.expected_confidence_min, case.expected_confidence_max
+    return (
+        (above is None or c > above)
+        and (low is None or c >= low)
+        and (high is None or c <= high)
+    )
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def check_case_expectations(draft: DraftInput, case: CaseInput) -> CheckResult:
+    """The response meets the case's own expectations: its confidence bounds and the articles it must cite."""
+    key = "case_expectations"
+    if not case.has_expectations:
+        return CheckResult(key, "not_applicable", f"case {case.case_id} states no expected confidence or citations")
+    if _escalated_without_draft(draft):
+        return CheckResult(key, "not_applicable", "the ticket was escalated without a draft; expected behaviour judges it")
+    problems: list[str] = []
+    met: list[str] = []
+    wanted = describe_confidence_expectation(case)
+    if wanted is not None:
+        c = draft.confidence
+        if c is None or (isinstance(c, float) and math.isnan(c)):
+            problems.append(f"expects confidence {wanted} but the response has no confidence score")
+        elif not _confidence_meets(c, case):
+            problems.append(f"expects confidence {wanted} but the response has {c:.2f}")
+        else:
+            met.append(f"confidence {c:.2f} is {wanted}")
+    if case.expected_citations and has_text(draft):
+        cited = {x.article_id for x in draft.citations}
+        missing = [a for a in case.expected_citations if a not in cited]
+        if missing:
+            problems.append(
+                f"expects citations of {_and(list(case.expected_citations))} but the draft does not cite {_and(missing)}"
+            )
+        else:
+            met.append(f"cites {_and(list(case.expected_citations))}")
+    if problems:
+        return CheckResult(key, "fail", f"case {case.case_id} " + "; ".join(problems))
+    if not met:
+        # Only expected citations, and no draft text to cite them in: expected behaviour judges that.
+        return CheckResult(key, "not_applicable", "there is no draft text, so the expected citations do not apply")
+    return CheckResult(key, "pass", f"case {case.case_id} as expected: " + "; ".join(met))
+
+
 # --- all of them --------------------------------------------------------------------------------------
 
 
 def run_checks(*, draft: DraftInput, case: CaseInput, kb: KbSnapshot, spec: EvalSpec) -> list[CheckResult]:
-    """Run every check (the spec's seven and expected behaviour) on one draft; return them in CHECK_KEYS order."""
+    """Run every check (the spec's seven, expected behaviour and case expectations) on one draft, in CHECK_KEYS order."""
     checks = spec.checks
     by_key: dict[str, Callable[[], CheckResult]] = {
         "citations_current": lambda: check_citations(draft, kb),
@@ -407,6 +479,7 @@ def run_checks(*, draft: DraftInput, case: CaseInput, kb: KbSnapshot, spec: Eval
         "low_confidence_fallback": lambda: check_fallback(draft, checks),
         "safety_escalation": lambda: check_safety(draft, case),
         "expected_behavior": lambda: check_expected_behavior(draft, case, checks),
+        "case_expectations": lambda: check_case_expectations(draft, case),
     }
     return [by_key[k]() for k in CHECK_KEYS]
 

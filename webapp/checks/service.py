@@ -81,6 +81,10 @@ def case_input(case: EvalCase) -> CaseInput:
         category=case.category,
         expected_behavior=case.expected_behavior,
         golden=case.golden,
+        expected_confidence_above=case.expected_confidence_above,
+        expected_confidence_min=case.expected_confidence_min,
+        expected_confidence_max=case.expected_confidence_max,
+        expected_citations=tuple(case.expected_citations or ()),
     )
 
 

@@ -25,6 +25,8 @@ CHECK_KEYS: tuple[str, ...] = (
     "safety_escalation",
     # Beyond the spec's seven: the assistant drafted, fell back or escalated as the case expects.
     "expected_behavior",
+    # The case's own expectations (a golden example's "confidence above 0.8", "both articles are cited").
+    "case_expectations",
 )
 
 
@@ -54,6 +56,16 @@ class CaseInput:
     category: str | None = None
     expected_behavior: str | None = None  # draft | escalate | fallback
     golden: bool = False
+    # What the case expects of the response beyond its behaviour (all optional; see docs/data-in.md):
+    expected_confidence_above: float | None = None  # strictly above ("confidence above 0.8")
+    expected_confidence_min: float | None = None  # at least ("between 0.6 and 0.8": both ends count)
+    expected_confidence_max: float | None = None  # at most
+    expected_citations: tuple[str, ...] = ()  # article ids the draft must all cite
+
+    @property
+    def has_expectations(self) -> bool:
+        bounds = (self.expected_confidence_above, self.expected_confidence_min, self.expected_confidence_max)
+        return any(b is not None for b in bounds) or bool(self.expected_citations)
 
 
 @dataclass(frozen=True)

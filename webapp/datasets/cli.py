@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from webapp.cli_support import cli_session
+from webapp.cli_support import cli_session, load_settings
 from webapp.datasets.records import RecordError, read_file, read_records
 
 
@@ -26,12 +26,18 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             read_records(data, path=file)
             from webapp.datasets import service
 
-            with cli_session() as session:
-                result = service.import_dataset(session=session, data=data, path=str(file), name=name)
+            settings = load_settings()
+            with cli_session(settings) as session:
+                result = service.import_dataset(
+                    session=session, data=data, path=str(file), name=name, spec=settings.eval_spec
+                )
         except RecordError as exc:
             typer.echo(exc.location, err=True)
             raise typer.Exit(2) from None
         typer.echo(result.message)
+        # The file is imported either way; what departs from the plan is said on stderr.
+        for w in result.warnings:
+            typer.echo(f"warning: {file}: {w}", err=True)
 
     @app.command("datasets")
     def datasets_list() -> None:

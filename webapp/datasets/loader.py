@@ -144,7 +144,7 @@ def _str_list(value: Any) -> bool:
 
 
 def support_fields(metadata: dict[str, Any]) -> dict[str, Any]:
-    """Read category, intent, account, conversation, kb_articles, golden, expected_behavior from metadata.
+    """Read category, intent, account, conversation, kb_articles, golden, expected_behavior and the expectations from metadata.
 
     Returns the EvalCase column values for the fields present; raises SupportFieldError naming the
     field when one has the wrong type or value.
@@ -190,4 +190,35 @@ def support_fields(metadata: dict[str, Any]) -> dict[str, Any]:
         if value not in EXPECTED_BEHAVIORS:
             raise SupportFieldError(f"expected_behavior: {value!r} is not one of {', '.join(EXPECTED_BEHAVIORS)}")
         out["expected_behavior"] = value
+    out.update(expectation_fields(metadata))
+    return out
+
+
+CONFIDENCE_BOUNDS: tuple[str, ...] = ("expected_confidence_above", "expected_confidence_min", "expected_confidence_max")
+
+
+def expectation_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Read a case's expectations (confidence bounds, expected citations); raise SupportFieldError naming the field."""
+    out: dict[str, Any] = {}
+    for name in CONFIDENCE_BOUNDS:
+        value = metadata.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise SupportFieldError(f"{name}: must be a number from 0 to 1, not {value!r}")
+        out[name] = float(value)
+    above, low, high = (out.get(n) for n in CONFIDENCE_BOUNDS)
+    if above is not None and low is not None:
+        raise SupportFieldError(
+            "expected_confidence_above and expected_confidence_min: give one lower bound, "
+            "above (strict) or min (inclusive)"
+        )
+    lower = above if above is not None else low
+    if lower is not None and high is not None and (high < lower or (above is not None and high == above)):
+        raise SupportFieldError(f"expected_confidence_max: {high:g} leaves no confidence above the lower bound {lower:g}")
+    if metadata.get("expected_citations") is not None:
+        value = metadata["expected_citations"]
+        if not _str_list(value) or not value:
+            raise SupportFieldError('expected_citations: must be a non-empty list of article ids such as ["KB-2011", "KB-2098"]')
+        out["expected_citations"] = list(value)
     return out

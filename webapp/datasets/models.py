@@ -54,3 +54,8 @@ class EvalCase(SQLModel, table=True):
     kb_articles: list[str] | None = Field(default=None, sa_column=Column(JSON))
     golden: bool = False
     expected_behavior: str | None = Field(default=None, max_length=20)  # draft | escalate | fallback
+    # A case's expectations of the response, enforced by the `case_expectations` check.
+    expected_confidence_above: float | None = None
+    expected_confidence_min: float | None = None
+    expected_confidence_max: float | None = None
+    expected_citations: list[str] | None = Field(default=None, sa_column=Column(JSON))

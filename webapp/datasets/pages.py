@@ -7,8 +7,9 @@ from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
 from webapp.datasets import service
+from webapp.datasets.mix import mix_of_dataset
 from webapp.db import SessionDep, stored_id
-from webapp.deps import require_role
+from webapp.deps import SpecDep, require_role
 from webapp.templating import render
 
 router = APIRouter()
@@ -28,13 +29,14 @@ def dataset_detail(
     request: Request,
     dataset_id: int,
     session: SessionDep,
+    spec: SpecDep,
     category: str = "",
     intent: str = "",
     golden: str = "",
     q: str = "",
     principal: Principal = Depends(require_role(*DATASET_ROLES)),
 ) -> HTMLResponse:
-    """Show a dataset's cases, filterable by category, intent and golden."""
+    """Show a dataset's mix against the plan and its cases, filterable by category, intent and golden."""
     try:
         ds = service.get_dataset(session=session, ref=dataset_id)
     except service.DatasetNotFound as exc:
@@ -45,6 +47,7 @@ def dataset_detail(
         "cases": service.list_cases(session=session, dataset_id=stored_id(ds.id), filters=filters),
         "facets": service.case_facets(session=session, dataset_id=stored_id(ds.id)),
         "counts": service.category_counts(session=session, dataset_id=stored_id(ds.id)),
+        "mix": mix_of_dataset(session=session, spec=spec, dataset_id=stored_id(ds.id)),
         "filters": filters,
     }
     return render(request, "datasets/detail.html", ctx, block="results")

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from webapp.datasets.loader import DatasetError, SupportFieldError, parse_dataset, sha256_of, support_fields
+from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import RecordError, file_format, read_file
 from webapp.db import id_from_ref, stored_id
+from webapp.spec import EvalSpec
 
 
 class DatasetNotFound(LookupError):
@@ -25,6 +27,9 @@ class DatasetImportResult:
     dataset: Dataset
     created: bool
     message: str
+    # How the file departs from the plan's stratified mix and top-10 intents (webapp.datasets.mix);
+    # the import still succeeds, and every caller shows these.
+    warnings: list[str] = field(default_factory=list)
 
 
 def latest_version(*, session: Session, name: str) -> Dataset | None:
@@ -33,12 +38,14 @@ def latest_version(*, session: Session, name: str) -> Dataset | None:
 
 
 def import_dataset(
-    *, session: Session, data: bytes, path: str, name: str | None = None
+    *, session: Session, data: bytes, path: str, name: str | None = None, spec: EvalSpec | None = None
 ) -> DatasetImportResult:
     """Import dataset bytes read from `path` in one transaction.
 
     The same bytes as the newest version of that name change nothing (and say so); other bytes
     become the next version. Any bad record raises DatasetError (FILE:LINE) before a row is written.
+    With `spec` (every caller in the app passes it), the result's warnings say how the file departs
+    from the plan's category mix and intents.
     """
     try:
         fmt = file_format(path)
@@ -58,6 +65,11 @@ def import_dataset(
         if len(lc.case.id) > 200:
             raise DatasetError(f"test case id is longer than 200 characters: '{lc.case.id[:40]}…'", path=path, line=lc.line)
 
+    warnings = (
+        dataset_mix(((lc.case.id, f.get("category"), f.get("intent")) for lc, f in zip(loaded, typed, strict=True)), spec).warnings()
+        if spec is not None
+        else []
+    )
     digest = sha256_of(data)
     name = (name or Path(path).stem).strip()
     if not name:
@@ -65,7 +77,7 @@ def import_dataset(
     latest = latest_version(session=session, name=name)
     if latest is not None and latest.sha256 == digest:
         return DatasetImportResult(
-            latest, False, f"{name} version {latest.version} already holds this file ({digest[:19]}…); nothing imported"
+            latest, False, f"{name} version {latest.version} already holds this file ({digest[:19]}…); nothing imported", warnings
         )
     version = (latest.version + 1) if latest else 1
     ds = Dataset(
@@ -96,17 +108,21 @@ def import_dataset(
         )
     session.flush()
     verb = "new version" if latest else "new dataset"
-    return DatasetImportResult(ds, True, f"{name} version {version} imported ({verb}): {len(loaded)} test cases, {digest[:19]}…")
+    return DatasetImportResult(
+        ds, True, f"{name} version {version} imported ({verb}): {len(loaded)} test cases, {digest[:19]}…", warnings
+    )
 
 
-def import_dataset_file(*, session: Session, path: Path, name: str | None = None) -> DatasetImportResult:
+def import_dataset_file(
+    *, session: Session, path: Path, name: str | None = None, spec: EvalSpec | None = None
+) -> DatasetImportResult:
     """Import a dataset file from disk (see import_dataset)."""
     try:
         file_format(path)
         data = read_file(path)
     except RecordError as exc:
         raise DatasetError(exc.message, path=path) from exc
-    return import_dataset(session=session, data=data, path=str(path), name=name)
+    return import_dataset(session=session, data=data, path=str(path), name=name, spec=spec)
 
 
 # --- queries ----------------------------------------------------------------------------------------

@@ -552,6 +552,9 @@ def build_content(seed: int = 7) -> DemoContent:
                     "kb_articles": ["KB-1042"],
                     "golden": True,
                     "expected_behavior": "draft",
+                    # The plan: "cites KB-1042 ... Confidence score above 0.8".
+                    "expected_confidence_above": 0.8,
+                    "expected_citations": ["KB-1042"],
                 }
                 add(case, good(intent, name, ("KB-1042",), 0.86, 0.93))
                 continue
@@ -571,6 +574,8 @@ def build_content(seed: int = 7) -> DemoContent:
                     "kb_articles": ["KB-3001"],
                     "golden": True,
                     "expected_behavior": "draft",
+                    # The plan: "Step-by-step instructions per KB-3001, citing the current article".
+                    "expected_citations": ["KB-3001"],
                 }
                 add(case, _planted_drafts(rng, "golden-regression-2fa", name))
                 continue
@@ -615,6 +620,10 @@ def build_content(seed: int = 7) -> DemoContent:
             "kb_articles": ["KB-2011", "KB-2098"],
             "golden": True,
             "expected_behavior": "draft",
+            # The plan: "Both articles are cited. Confidence score between 0.6 and 0.8".
+            "expected_confidence_min": 0.6,
+            "expected_confidence_max": 0.8,
+            "expected_citations": ["KB-2011", "KB-2098"],
         },
         good(
             "plan_change",

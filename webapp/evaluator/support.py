@@ -208,5 +208,9 @@ def run_draft_checks(*, draft: SupportDraft, case: TestCase, kb: KbSnapshot, spe
         category=fields.get("category"),
         expected_behavior=fields.get("expected_behavior"),
         golden=bool(fields.get("golden", False)),
+        expected_confidence_above=fields.get("expected_confidence_above"),
+        expected_confidence_min=fields.get("expected_confidence_min"),
+        expected_confidence_max=fields.get("expected_confidence_max"),
+        expected_citations=tuple(fields.get("expected_citations") or ()),
     )
     return run_checks(draft=draft_in, case=case_in, kb=kb, spec=spec)

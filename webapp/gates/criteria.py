@@ -19,11 +19,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from webapp.checks.rules import PROBLEM_LABELS, describe, golden_failures, named, problems
 from webapp.checks.types import CheckResult
+from webapp.datasets.mix import DatasetMix
 from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
 from webapp.metrics import units
+from webapp.metrics.weekly import weekly_counts
 from webapp.spec import EvalSpec
 
 EPS = 1e-9
@@ -98,6 +101,17 @@ class RegressionFacts:
 EXPORT_COMMAND = "draftdesk regression export regression-suite.jsonl"
 
 
+@dataclass(frozen=True)
+class CaseFacts:
+    """One example (case) of the run's eval set, drafted or not."""
+
+    case_id: str
+    category: str | None = None
+    intent: str | None = None
+    golden: bool = False
+    href: str | None = None  # the case's page in its dataset
+
+
 @dataclass
 class PilotFacts:
     run_id: int
@@ -105,6 +119,54 @@ class PilotFacts:
     case_count: int
     drafts: list[DraftFacts] = field(default_factory=list)
     regression: list[RegressionFacts] = field(default_factory=list)
+    # Every example of the eval set, in file order (webapp.gates.facts always fills it). Left empty
+    # (hand-made facts), the examples are the drafted case ids, and case_count - their number
+    # examples count as missing from the run without names.
+    cases: list[CaseFacts] = field(default_factory=list)
+    # The set's category mix and intents against the plan (webapp.datasets.mix); None: not judged
+    # (hand-made facts only: webapp.gates.facts always fills it).
+    mix: DatasetMix | None = None
+    dataset_href: str | None = None
+
+
+ExampleStatus = Literal["pass", "fail", "unchecked", "missing"]
+
+
+@dataclass(frozen=True)
+class ExampleOutcome:
+    """One example of the eval set and every draft (sample) the run has of it."""
+
+    case_id: str
+    drafts: tuple[DraftFacts, ...]
+    href: str | None = None
+    golden: bool = False
+
+    @property
+    def status(self) -> ExampleStatus:
+        """pass: every draft is checked and passes; fail: a checked draft does not pass; missing: no draft."""
+        if not self.drafts:
+            return "missing"
+        if any(d.checked and d.problems for d in self.drafts):
+            return "fail"
+        if any(not d.checked for d in self.drafts):
+            return "unchecked"
+        return "pass"
+
+    @property
+    def failing_drafts(self) -> list[DraftFacts]:
+        return [d for d in self.drafts if d.checked and d.problems]
+
+
+def examples(facts: PilotFacts) -> tuple[list[ExampleOutcome], int]:
+    """Group the run's drafts by example of the eval set; return the outcomes and the unnamed missing count."""
+    by_case: dict[str, list[DraftFacts]] = {}
+    for d in facts.drafts:
+        by_case.setdefault(d.case_id, []).append(d)
+    if facts.cases:
+        out = [ExampleOutcome(c.case_id, tuple(by_case.get(c.case_id, ())), c.href, c.golden) for c in facts.cases]
+        return out, 0
+    out = [ExampleOutcome(cid, tuple(ds), None, any(d.golden for d in ds)) for cid, ds in by_case.items()]
+    return out, max(0, facts.case_count - len(out))
 
 
 def _draft_ev(d: DraftFacts, detail: str = "") -> Evidence:
@@ -115,42 +177,123 @@ def _pct(x: float) -> str:
     return units.percent(x)  # the pass-rate format of every page
 
 
+def _example_ev(e: ExampleOutcome) -> Evidence:
+    if e.status == "missing":
+        return Evidence(e.case_id, e.href, "no draft in this run")
+    bad = e.failing_drafts
+    if bad:
+        why = named(_problem_union(bad))
+        lead = "fails" if len(e.drafts) == 1 else f"{len(bad)} of {len(e.drafts)} drafts fail:"
+        return Evidence(e.case_id, f"/drafts/{bad[0].draft_id}", f"{lead} {why}")
+    return Evidence(e.case_id, f"/drafts/{e.drafts[0].draft_id}", "not checked")
+
+
+def _problem_union(drafts: Sequence[DraftFacts]) -> list[CheckResult]:
+    """The distinct problems of several drafts, first seen first (one entry per check)."""
+    seen: dict[str, CheckResult] = {}
+    for d in drafts:
+        for r in d.problems:
+            seen.setdefault(r.key, r)
+    return list(seen.values())
+
+
 def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> CriterionResult:
-    """Criterion 1: at least N% of the drafts pass all automated checks, over at least min_cases cases."""
+    """Criterion 1: at least N% of the eval set's examples pass all automated checks, over at least min_cases cases.
+
+    The unit is the example (case) of the set, never the draft: an example passes only when every
+    draft (sample) of it is checked and passes; an example the run has no draft of fails.
+    """
     threshold = spec.gates.pilot.automated_pass_rate
     title = "Automated checks"
-    thr = f"≥ {_pct(threshold)} of drafts, ≥ {min_cases} cases"
-    total = len(facts.drafts)
-    unchecked = [d for d in facts.drafts if not d.checked]
-    failing = [d for d in facts.drafts if d.checked and d.problems]
-    passing = total - len(unchecked) - len(failing)
-    rate = passing / total if total else None
-    measured = f"{passing}/{total} drafts pass ({_pct(rate) if rate is not None else '—'}), {facts.case_count} cases"
-    evidence = [_draft_ev(d, "fails " + named(d.problems)) for d in failing]
+    thr = f"≥ {_pct(threshold)} of the set's examples (every draft of an example passes), ≥ {min_cases} cases"
+    outcomes, unnamed_missing = examples(facts)
+    total = facts.case_count
+    passing = [e for e in outcomes if e.status == "pass"]
+    failing = [e for e in outcomes if e.status == "fail"]
+    unchecked = [e for e in outcomes if e.status == "unchecked"]
+    missing = [e for e in outcomes if e.status == "missing"]
+    n_missing = len(missing) + unnamed_missing
+    n_drafts = len(facts.drafts)
+    rate = len(passing) / total if total else None
+    # What the rate could still reach if every unchecked example passed once checked.
+    best = (len(passing) + len(unchecked)) / total if total else None
+    measured = (
+        f"{len(passing)}/{total} examples pass ({_pct(rate) if rate is not None else '—'}); "
+        f"{_n(n_drafts, 'draft')}" + (f", {n_missing} {'example' if n_missing == 1 else 'examples'} without a draft" if n_missing else "")
+    )
+    evidence = [_example_ev(e) for e in failing] + [_example_ev(e) for e in missing]
+    if unnamed_missing:
+        evidence.append(Evidence(f"{unnamed_missing} more examples", None, "no draft in this run"))
     status: Verdict
-    if total == 0:
+    action = command = ""
+    if n_drafts == 0:
         status, summary = "incomplete", "the run has no drafts"
-    elif unchecked:
+    elif total < min_cases:
+        status, summary = "fail", f"the eval set has {total} cases; this gate needs at least {min_cases}"
+    elif unchecked and best is not None and best + EPS >= threshold:
         status = "incomplete"
-        summary = f"{_n(len(unchecked), 'draft')} not checked yet: press Re-check on the run's checks page"
-        evidence = [_draft_ev(d, "not checked") for d in unchecked] + evidence
-        result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
-        result.action, result.command = "Re-check on the run's checks page, or from a terminal:", f"draftdesk check {facts.run_name}"
-        return result
-    elif facts.case_count < min_cases:
-        status, summary = "fail", f"the eval set has {facts.case_count} cases; this gate needs at least {min_cases}"
+        summary = f"{_n(len(unchecked), 'example')} not checked yet: press Re-check on the run's checks page"
+        evidence = [_example_ev(e) for e in unchecked] + evidence
+        action, command = "Re-check on the run's checks page, or from a terminal:", f"draftdesk check {facts.run_name}"
     elif rate is not None and rate + EPS >= threshold:
-        status, summary = "pass", f"{_pct(rate)} of drafts pass every automated check"
+        status, summary = "pass", f"{_pct(rate)} of the set's examples pass every automated check"
     else:
-        status, summary = "fail", f"only {_pct(rate or 0)} of drafts pass every automated check; {len(failing)} do not"
-        # Say which checks hold the run back, most failures first.
+        parts = [f"{len(failing)} fail"] if failing else []
+        parts += [f"{n_missing} {'has' if n_missing == 1 else 'have'} no draft in this run"] if n_missing else []
+        parts += [f"{len(unchecked)} not checked yet"] if unchecked else []
+        status = "fail"
+        summary = f"only {_pct(rate or 0)} of the set's examples pass every automated check; " + ", ".join(parts)
+        # Say which checks hold the run back (examples failing each), most first.
         counts: dict[str, int] = {}
-        for d in failing:
-            for r in d.problems:
+        for e in failing:
+            for r in _problem_union(e.failing_drafts):
                 counts[r.key] = counts.get(r.key, 0) + 1
         top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
-        summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
-    return CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
+        if top:
+            summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
+    mix_parts: list[CriterionResult] = []
+    if facts.mix is not None:
+        thr += ", mix and intents as planned"
+        mix_parts = _mix_parts(facts.mix)
+        off_plan = facts.mix.mismatches()
+        if off_plan:
+            # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
+            # an all-routine set would pass 80% far more easily than the planned mix.
+            note = "the eval set does not match the plan: " + "; ".join(off_plan)
+            summary = note if status != "fail" else f"{summary}; {note}"
+            status = "fail"
+            evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + evidence
+            action = command = ""
+    result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence, mix_parts)
+    result.action, result.command = action, command
+    return result
+
+
+def _mix_parts(mix: DatasetMix) -> list[CriterionResult]:
+    """The set's mix against the plan, one part per category and one for the intents (shown on the gate page)."""
+    parts = [
+        CriterionResult(
+            f"mix_{c.category}", f"{c.category.capitalize()} cases", "pass" if c.within else "fail",
+            f"{c.count} ({c.share * 100:.1f}%)", f"{c.planned * 100:g}% ± {c.tolerance_points:g} pts", "", c.share,
+        )
+        for c in mix.categories
+    ]
+    if mix.uncategorised:
+        parts.append(CriterionResult(
+            "mix_uncategorised", "Cases without a category", "fail", f"{len(mix.uncategorised)}", "none", "",
+            float(len(mix.uncategorised)),
+        ))
+    outside = sum(len(ids) for ids in mix.off_plan_intents.values())
+    measured = (
+        f"all {mix.total - len(mix.no_intent)} labelled cases in the top {mix.plan_intents}"
+        if not outside
+        else f"{outside} {'case' if outside == 1 else 'cases'} outside: " + ", ".join(mix.off_plan_intents)
+    )
+    parts.append(CriterionResult(
+        "mix_intents", f"Intents (the plan's top {mix.plan_intents})", "pass" if not outside else "fail", measured,
+        "none outside", "", float(outside),
+    ))
+    return parts
 
 
 def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
@@ -206,15 +349,25 @@ def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     failed_ids = {d.draft_id for d, _ in failures}
     unchecked = [d for d in golden if not d.checked and d.draft_id not in failed_ids]
     ungraded = [d for d in golden if d.checked and d.needs_grade and d.final_grade is None and d.draft_id not in failed_ids]
+    # A golden example of the set that the run has no draft of fails: nothing shows it is right,
+    # and only a new run (not more checking or grading) can fix it.
+    drafted = {d.case_id for d in facts.drafts}
+    absent = [c for c in facts.cases if c.golden and c.case_id not in drafted]
     measured = f"{len(failures)} failures on {len(golden)} golden drafts"
+    if absent:
+        measured += f"; {len(absent)} golden {'example' if len(absent) == 1 else 'examples'} not in this run"
     evidence = [_draft_ev(d, "fails " + describe(why)) for d, why in failures]
+    evidence += [Evidence(c.case_id, c.href, "golden example with no draft in this run") for c in absent]
     evidence += [_draft_ev(d, "not checked yet") for d in unchecked] + [_draft_ev(d, "no final grade yet") for d in ungraded]
     status: Verdict
-    if not golden:
+    if not golden and not absent:
         status, summary = "incomplete", "the run has no golden examples"
-    elif len(failures) > allowed:
+    elif len(failures) + len(absent) > allowed:
         status = "fail"
-        summary = "; ".join(f"{d.case_id} fails {named(why)}" for d, why in failures)
+        summary = "; ".join(
+            [f"{d.case_id} fails {named(why)}" for d, why in failures]
+            + [f"{c.case_id} has no draft in this run" for c in absent]
+        )
     elif unchecked:
         status, summary = "incomplete", f"{_n(len(unchecked), 'golden draft')} not checked yet"
     elif ungraded:
@@ -369,10 +522,36 @@ def no_confirmed_hallucinations(reports: Sequence[HallucinationFacts], spec: Eva
         status, summary = "incomplete", f"none confirmed so far; the pilot runs until {pilot.end}"
     else:
         status, summary = "pass", "no confirmed hallucination report during the pilot"
+    weeks = pilot_weeks(reports, spec, today=today)
+    worst = max(weeks, key=lambda p: p.value or 0.0, default=None)
+    measured = f"{len(reports)} confirmed"
+    if worst is not None and reports:
+        measured += f"; most in one week: {int(worst.value or 0)} in {worst.title.removeprefix('Week ')}"
     return CriterionResult(
-        "no_hallucinations", "No confirmed hallucinations in the pilot", status, f"{len(reports)} confirmed",
-        f"≤ {allowed} ({pilot.start} – {pilot.end})", summary, float(len(reports)), evidence,
+        "no_hallucinations", "No confirmed hallucinations in the pilot", status, measured,
+        f"≤ {allowed} ({pilot.start} – {pilot.end}); target 0 per week", summary, float(len(reports)), evidence, weeks,
     )
+
+
+def pilot_weeks(reports: Sequence[HallucinationFacts], spec: EvalSpec, *, today: dt.date) -> list[CriterionResult]:
+    """The plan's weekly target ("0 per week") over each ISO week (Monday-Sunday) of the pilot window.
+
+    A report counts in the week of its event's day; only the pilot's days count (the reports are
+    those of the pilot window). A week over its target fails; a week with none passes once its
+    last pilot day is over, and is incomplete before.
+    """
+    pilot = spec.online_metrics.pilot
+    counts: dict[dt.date, int] = {}
+    for r in reports:
+        counts[r.day] = counts.get(r.day, 0) + 1
+    out: list[CriterionResult] = []
+    for w in weekly_counts(counts, start=pilot.start, end=pilot.end, spec=spec, today=today):
+        last_day = min(w.end, pilot.end)
+        st: Verdict = "fail" if not w.met else "pass" if last_day < today else "incomplete"
+        out.append(CriterionResult(
+            f"week_{w.iso}", f"Week {w.label}", st, f"{w.count} confirmed", f"{w.target:g} per week", "", float(w.count),
+        ))
+    return out
 
 
 def survey_net_positive(s: SurveyFacts, spec: EvalSpec) -> CriterionResult:

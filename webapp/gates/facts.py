@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from urllib.parse import quote
 
 from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
 from webapp.checks.rules import is_safety_trigger
+from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.gates.criteria import (
+    CaseFacts,
     DraftFacts,
     FinalGradeFacts,
     HallucinationFacts,
@@ -75,7 +78,16 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
         RegressionFacts(r.case_id, r.status, r.note, f"/regression#case-{r.case_id}")
         for r in regression_service.run_report(session=session, run_id=run.id, summary=summary, grades=finals)
     ]
-    return PilotFacts(run.id, run.name, dataset.count if dataset else 0, drafts, regression)
+    cases = [
+        CaseFacts(c.case_id, c.category, c.intent, c.golden, f"/datasets/{run.dataset_id}/cases/{quote(c.case_id, safe='')}")
+        for c in session.exec(
+            select(EvalCase).where(EvalCase.dataset_id == run.dataset_id).order_by(col(EvalCase.position))
+        ).all()
+    ]
+    mix = dataset_mix(((c.case_id, c.category, c.intent) for c in cases), spec)
+    return PilotFacts(
+        run.id, run.name, dataset.count if dataset else len(cases), drafts, regression, cases, mix, f"/datasets/{run.dataset_id}"
+    )
 
 
 def _plain_label(label: str) -> str:

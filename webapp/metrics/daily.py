@@ -118,6 +118,13 @@ def _confirmed_counts(
     return {day: int(n) for day, n in session.execute(stmt)}
 
 
+def confirmed_report_counts(
+    *, session: Session, start: dt.date, end: dt.date, intent: str | None = None, plan: str | None = None, agent_id: str | None = None
+) -> dict[dt.date, int]:
+    """Count confirmed hallucination reports per event day over [start, end] for the segment (days without any left out)."""
+    return _confirmed_counts(session, start, end, segment_filter(intent, plan, agent_id))
+
+
 def daily_metrics(
     *,
     session: Session,

@@ -15,7 +15,16 @@ from webapp import flows
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
-from webapp.metrics import aggregates, alert_states, charts, drilldown, hallucinations, units, versions
+from webapp.metrics import (
+    aggregates,
+    alert_states,
+    charts,
+    drilldown,
+    hallucinations,
+    units,
+    versions,
+    weekly,
+)
 from webapp.metrics import calibration as metrics_calibration
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -171,6 +180,11 @@ def dashboard_context(
         "low_volume": low,
         "low_days": sum(1 for d in days if 0 < d.events < low),
         "pilot_in_range": pilot[0] <= end and pilot[1] >= start,
+        # the plan's "0 per week" target, over the ISO weeks of the range (the daily alert stays above)
+        "hallucination_weeks": weekly.weekly_hallucinations(
+            session=session, spec=spec, start=start, end=end,
+            intent=filters["intent"], plan=filters["plan"], agent_id=filters["agent_id"],
+        ),
     }
 
 

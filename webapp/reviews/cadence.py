@@ -37,6 +37,7 @@ KINDS: dict[str, str] = {
     "eval_weekly": "Weekly eval review",
     "eval_biweekly": "Bi-weekly eval review",
 }
+SHORT: dict[str, str] = {"metrics_daily": "Daily metrics review", "eval_weekly": "Weekly eval review", "eval_biweekly": "Bi-weekly eval review"}
 # Who may mark each review done; `NEEDS` lists the roles that must each mark it (empty: anyone of MARKERS).
 MARKERS: dict[str, tuple[str, ...]] = {
     "metrics_daily": ("support_lead", "pm", "lead"),

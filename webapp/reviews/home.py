@@ -29,23 +29,27 @@ def _cadence_cards(*, session: Session, principal: Principal, spec: EvalSpec) ->
     """Say whether the newest review of the plan's cadence is done, by whom and when, and how many were missed."""
     if not principal.has_role(*cadence.ALL_MARKERS):
         return []
-    due = cadence.due_reviews(session=session, spec=spec, today=metrics_daily.today_in(spec))
+    today = metrics_daily.today_in(spec)
+    due = cadence.due_reviews(session=session, spec=spec, today=today)
     if not due:
         return []
     latest, earlier = due[0], due[1:]
     missed = sum(not d.done for d in earlier)
+    late = not latest.done and latest.end < today
     if latest.done:
         who = "; ".join(f"{m.name} ({as_utc(m.done_at):%Y-%m-%d %H:%M} UTC)" for m in latest.marks)
         body = f"Done by {who}."
     elif latest.marks:
         names = ", ".join(m.name for m in latest.marks)
         body = f"Marked by {names}; still needs " + " and ".join(ROLE_NAMES.get(r, r) for r in latest.missing) + "."
+    elif late:
+        body = "Missed: nobody marked it done."
     else:
         body = "Due: nobody has marked it done yet."
     if missed:
         body += f" {missed} earlier review{'' if missed == 1 else 's'} not done."
-    tone = "alert" if missed else "ok" if latest.done else "todo"
-    return [HomeCard(f"{latest.label}: {latest.when}", body, "/cadence", "Open the cadence", missed or None, tone)]
+    tone = "alert" if missed or late else "ok" if latest.done else "todo"
+    return [HomeCard(f"{cadence.SHORT[latest.kind]}: {latest.when}", body, "/cadence", "Open the cadence", missed or None, tone)]
 
 
 def _sample_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

@@ -20,7 +20,7 @@ from webapp.survey import service
 from webapp.templating import render
 
 router = APIRouter()
-READERS = ("support_lead", "pm", "lead", "admin")
+READERS = ("support_lead", "pm", "lead", "ml_lead", "admin")
 WRITERS = ("support_lead", "admin")
 
 

@@ -14,7 +14,7 @@ from webapp.survey import service
 from webapp.survey.schemas import SurveyAnswerPublic, SurveyCountsPublic
 
 router = APIRouter(tags=["survey"])
-READERS = ("support_lead", "pm", "lead", "admin")
+READERS = ("support_lead", "pm", "lead", "ml_lead", "admin")
 
 
 class SurveyAnswerIn(BaseModel):

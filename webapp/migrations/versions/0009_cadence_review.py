@@ -1,7 +1,7 @@
 """reviews: who marked each review of the plan's cadence done, and when
 
 Revision ID: 0009_cadence_review
-Revises: 0007_drop_queue_index
+Revises: 0008_case_expectations
 Create Date: 2026-11-27 07:45:00
 """
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = '0009_cadence_review'
-down_revision: str | None = '0007_drop_queue_index'
+down_revision: str | None = '0008_case_expectations'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
