@@ -9,7 +9,7 @@ from sqlmodel import Session, col, select
 
 from tests.ppi.conftest import JUDGE, build_run
 from webapp.grading.plan import planned_drafts
-from webapp.grading.queue import BatchFilter, batch_drafts_stmt, next_item
+from webapp.grading.queue import BatchFilter, batch_counts, batch_drafts_stmt, next_item
 from webapp.ppi.models import PpiDraw
 from webapp.ppi.service import draw_further_sample, draw_sample
 from webapp.spec import EvalSpec
@@ -40,7 +40,9 @@ class TestQueueFilter:
         assert offered == planned_drafts(session=session, run_id=run.id)  # type: ignore[arg-type]
         assert offered != sorted(offered)  # not case order
         listed = [d.id for d, _ in session.exec(batch_drafts_stmt(batch)).all()]
-        assert sorted(listed) == drawn
+        assert listed == offered  # the batch list shows the plan's order too
+        counts = batch_counts(session=session, spec=spec, batch=batch)
+        assert counts.drafts == len(drawn)  # progress counts only the drawn drafts
 
     def test_a_further_sample_adds_its_drafts_after_the_first(self, session: Session) -> None:
         run, _ = build_run(session, n=120, golden=0)
