@@ -8,6 +8,8 @@ drawn drafts are left ungraded, so the page shows figures as provisional.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from sqlmodel import Session
 
 from webapp.demo.context import DemoContext
@@ -29,7 +31,12 @@ def _clip(x: float) -> float:
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Create demo-ppi: the demo run's drafts again, judge scores for all, a sample, final grades for most of it."""
     rng = ctx.rng
-    run = Run(name=RUN_NAME, dataset_id=ctx.run.dataset_id, model=ctx.run.model, prompt_version="v2-ppi", source="demo")
+    # Dated an hour before demo-run-1 so that demo-run-1 stays the newest run (the home page's gate
+    # card and the walkthrough follow it); demo-ppi is the side run of the PPI page.
+    created = ctx.run.created_at - dt.timedelta(hours=1)
+    run = Run(
+        name=RUN_NAME, dataset_id=ctx.run.dataset_id, model=ctx.run.model, prompt_version="v2-ppi", source="demo", created_at=created
+    )
     session.add(run)
     session.flush()
     assert run.id is not None

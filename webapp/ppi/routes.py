@@ -19,7 +19,7 @@ from webapp.runs.deps import RunDep
 
 router = APIRouter(tags=["ppi"])
 # Labelers never see the judge's figures of a run they grade (blind grading).
-VIEW_ROLES = ("lead", "pm", "support_lead", "admin")
+VIEW_ROLES = ("lead", "pm", "support_lead", "ml_lead", "admin")  # ml_lead: reads the gate pages that link here, and judge health
 
 
 @router.get("/ppi/runs/{run}", response_model=RunIntervalsPublic, responses={404: error_response("No such run, or the run has no sample")})
