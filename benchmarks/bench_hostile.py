@@ -1,13 +1,12 @@
-"""Hostile input, timed and fuzzed at length: the alias bomb and the 400 kB deep file, then a long schemathesis run.
+"""Hostile input, timed: the alias bomb and the 400 kB deep files, refused by the reader and by the whole command.
 
 Prints how long the dataset reader takes to refuse a ~300-byte YAML alias bomb and 400 kB of
 nested brackets (JSONL and YAML), then how long the whole `draftdesk import dataset FILE` command
 takes from process start to exit (wall and CPU; target: under a second each, exit 2 with
-FILE:LINE; the best of --repeat runs, as the machine may be shared), then fuzzes the
-whole /api/v1 document on a fresh demo (SQLite under a temporary folder) with many more examples
-per operation than the test suite, as every kind of caller, and prints each failure.
+FILE:LINE; the best of --repeat runs, as the machine may be shared). The long fuzz run of the
+whole /api/v1 document is benchmarks/fuzz_api.py.
 
-Usage: `.venv/bin/python benchmarks/bench_hostile.py [--examples 200] [--skip-fuzz] [--repeat 5]`.
+Usage: `.venv/bin/python benchmarks/bench_hostile.py [--repeat 5]`.
 """
 
 from __future__ import annotations
@@ -75,45 +74,13 @@ def time_commands(repeat: int) -> None:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
-def fuzz(examples: int) -> int:
-    """Fuzz every operation on a fresh demo; return the number of failures."""
-    from tests.conftest import SPEC_PATH, TEST_SECRET
-    from tests.fuzz_support import api_operations, demo_target, fuzz_operation
-    from webapp.db import make_engine
-    from webapp.models import metadata
-    from webapp.spec import load_spec
-
-    with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite:///{tmp}/demo.db"
-        engine = make_engine(url)
-        metadata.create_all(engine)
-        engine.dispose()
-        target = demo_target(url, TEST_SECRET, SPEC_PATH, load_spec(SPEC_PATH))
-        failures = 0
-        t0 = time.perf_counter()
-        for op in api_operations(target.app):
-            t1 = time.perf_counter()
-            found = fuzz_operation(op, target, max_examples=examples, derandomize=False)
-            failures += len(found)
-            print(f"{op.label:60} {time.perf_counter() - t1:6.1f} s  {'ok' if not found else 'FAILED'}")
-            for f in found:
-                print("   ", f.replace("\n", "\n    "))
-        target.app.state.engine.dispose()
-        print(f"fuzzed in {time.perf_counter() - t0:.0f} s: {failures} failure(s)")
-        return failures
-
-
 def main() -> None:
-    """Run the timings, then the long fuzz."""
+    """Run the timings."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--examples", type=int, default=200, help="examples per operation and mode")
-    parser.add_argument("--skip-fuzz", action="store_true")
     parser.add_argument("--repeat", type=int, default=5, help="runs of each whole command (the best and median are printed)")
     args = parser.parse_args()
     time_refusals()
     time_commands(args.repeat)
-    if not args.skip_fuzz:
-        sys.exit(1 if fuzz(args.examples) else 0)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ NAV_BLOCK = re.compile(r'<nav class="mainnav"[^>]*>(.*?)</nav>', re.S)
 NAV_LINK = re.compile(r'<a href="([^"]+)"([^>]*)>')
 HREF = re.compile(r"""<a\b[^>]*?\bhref="([^"#][^"]*)\"""", re.IGNORECASE)
 CURRENT = 'aria-current="page"'
-ALSO = {"/runs": ("/drafts",)}  # a draft's page belongs to Runs
+ALSO = {"/runs": ("/drafts",), "/": ("/cadence",)}  # a draft's page belongs to Runs, the review cadence to Home
 SKIP_PREFIXES = ("/static/", "/api/", "/logout", "/login")
 
 

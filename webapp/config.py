@@ -25,33 +25,73 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="DRAFTDESK_", extra="ignore")
 
-    database_url: str = f"sqlite:///{DATA_DIR / 'draftdesk.db'}"
-    secret_key: str = DEFAULT_SECRET_KEY
-    spec: Path = DATA_DIR / "eval_spec.yaml"
-    # production refuses the default secret key; demo and dev accept it.
-    mode: Literal["production", "demo", "dev"] = "production"
-    # Session and CSRF cookies carry `Secure` (sent over HTTPS only). Unset: on in production mode,
-    # off in demo and dev (served over plain HTTP on localhost); DRAFTDESK_SECURE_COOKIES=0 turns it off.
-    secure_cookies: bool | None = None
-    session_hours: int = 12
-    login_max_failures: int = 5
-    login_window_minutes: int = 15
-    evaluator_prices: Path = DATA_DIR / "model_prices.yaml"
-    # Where people open Draft Desk: the links in notifications start with it.
-    base_url: str = "http://127.0.0.1:8000"
-    # Background jobs (alert evaluation and delivery) run in the server; `draftdesk serve` turns them on.
-    background_jobs: bool = False
-    alerts_interval_seconds: float = 30.0
-    # Operations (docs/deployment.md). Addresses whose X-Forwarded-For uvicorn believes (comma-separated, or "*"):
-    # the reverse proxy's. Default: a proxy on the same host.
-    forwarded_allow_ips: str = "127.0.0.1"
-    # Where `serve` writes the backup it takes before applying migrations (and `db backup` by default).
-    backup_dir: Path = DATA_DIR / "backups"
-    # Retention (webapp/ops/retention.py), pruned hourly by the server and by `draftdesk db prune`.
-    login_attempt_retention_days: int = Field(default=30, ge=1)
-    outbox_retention_days: int = Field(default=30, ge=1)
-    # Production events older than this many days are deleted; 0 keeps them forever.
-    event_retention_days: int = Field(default=0, ge=0)
+    database_url: str = Field(
+        default=f"sqlite:///{DATA_DIR / 'draftdesk.db'}",
+        description="SQLite file (the default is in the project's `data/` folder; the demo uses `data/demo.db`), or "
+        "`postgresql+psycopg://user@host/db` for a team",
+    )
+    secret_key: str = Field(
+        default=DEFAULT_SECRET_KEY,
+        description="signs CSRF tokens and alert webhooks; **refused** at start-up in production mode "
+        "when left at its default (a development key)",
+    )
+    spec: Path = Field(default=DATA_DIR / "eval_spec.yaml", description="the evaluation plan (YAML)")
+    mode: Literal["production", "demo", "dev"] = Field(
+        default="production",
+        description="`production` (the default, and `serve`'s) refuses the default secret key; `demo` (set by "
+        "`draftdesk demo`) and `dev` (the default of the other commands and of the tests) accept it",
+    )
+    secure_cookies: bool | None = Field(
+        default=None,
+        description="session and CSRF cookies marked `Secure` (sent over HTTPS only). Unset: on in production "
+        "mode, off in demo and dev; `0` turns it off, e.g. for a trial over plain HTTP (was "
+        "`DRAFTDESK_COOKIE_SECURE`, default off)",
+    )
+    session_hours: int = Field(default=12, description="hours a sign-in lasts")
+    login_max_failures: int = Field(
+        default=5,
+        description="failed sign-ins of one email within the window before its sign-in is refused for a while "
+        "(four times as many from one address)",
+    )
+    login_window_minutes: int = Field(default=15, description="the window (minutes) of the failed sign-in limit")
+    evaluator_prices: Path = Field(
+        default=DATA_DIR / "model_prices.yaml",
+        description="USD per million tokens per model, for the cost the evaluator reports (a missing file: no cost)",
+    )
+    base_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="where people open Draft Desk: the links in alert notifications start with it",
+    )
+    background_jobs: bool = Field(
+        default=False,
+        description="run alert evaluation and delivery inside the server; `serve` and `demo` turn it on "
+        "(`serve --no-background` leaves it off)",
+    )
+    alerts_interval_seconds: float = Field(
+        default=30.0, description="seconds between two background passes of alert evaluation and delivery"
+    )
+    forwarded_allow_ips: str = Field(
+        default="127.0.0.1",
+        description="the reverse proxy's address(es), comma-separated (or `*`): only from them is "
+        "`X-Forwarded-For` believed, so the sign-in limiter counts each client's own address; the default is "
+        "a proxy on the same host. See [Deployment](deployment.md)",
+    )
+    backup_dir: Path = Field(
+        default=DATA_DIR / "backups",
+        description="where `serve` writes the backup it takes before applying migrations (and `db backup` by default)",
+    )
+    login_attempt_retention_days: int = Field(
+        default=30, ge=1, description="sign-in attempts older than this are pruned (hourly by the server, and by `db prune`)"
+    )
+    outbox_retention_days: int = Field(
+        default=30, ge=1, description="delivered alert messages older than this are pruned; pending and failed ones never"
+    )
+    event_retention_days: int = Field(
+        default=0,
+        ge=0,
+        description="production events older than this many days are pruned (except those a review or a "
+        "hallucination report cites); 0 keeps them forever",
+    )
 
     @model_validator(mode="after")
     def _no_default_secret_in_production(self) -> Settings:

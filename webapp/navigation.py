@@ -18,7 +18,7 @@ class NavItem:
 
 
 NAV: tuple[NavItem, ...] = (
-    NavItem("Home", "/"),
+    NavItem("Home", "/", also=("/cadence",)),  # the review cadence is a card of home, its page part of it
     NavItem("Grading", "/grading"),
     NavItem("Adjudication", "/grading/adjudication"),
     NavItem("Agreement", "/grading/agreement"),

@@ -10,7 +10,6 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -44,7 +43,9 @@ class Receiver:
     requests: list[Received] = field(default_factory=list)
     script: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     by_path: dict[str, int] = field(default_factory=dict)  # fixed answers for some paths
-    delay_s: dict[str, float] = field(default_factory=dict)  # slow answers for some paths
+    # paths whose requests answer only once all of them are in flight at once (500 if they never are)
+    together: set[str] = field(default_factory=set)
+    meeting: threading.Barrier | None = None
 
 
 @pytest.fixture
@@ -56,7 +57,17 @@ def receiver() -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            time.sleep(state.delay_s.get(self.path, 0.0))
+            if self.path in state.together:
+                if state.meeting is None:
+                    with lock:
+                        state.meeting = state.meeting or threading.Barrier(len(state.together), timeout=30)
+                try:
+                    state.meeting.wait()
+                except threading.BrokenBarrierError:  # served one after the other
+                    self.send_response(500)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
             with lock:
                 state.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 if self.path in state.by_path:

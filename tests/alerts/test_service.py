@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -193,15 +192,16 @@ class TestChannels:
 
 
 _LEASE_SCRIPT = """
-import sys, time, json
+import sys, json
 from webapp.db import make_engine
 from webapp.alerts import channels
 from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts import transitions
-url, holder, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+url, holder = sys.argv[1], sys.argv[2]
 engine = make_engine(url)
 engine.connect().close()
-time.sleep(max(0.0, start - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()  # both processes are ready: go at once
 got = alerts_outbox.acquire_lease(engine=engine, holder=holder, ttl_s=30)
 print(json.dumps({"holder": holder, "got": got}))
 """
@@ -209,12 +209,18 @@ print(json.dumps({"holder": holder, "got": got}))
 
 class TestEvaluatorLease:
     def test_two_processes_one_evaluator(self, db_url, engine) -> None:  # type: ignore[no-untyped-def]
-        start = time.time() + 3.0
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         procs = [
-            subprocess.Popen([sys.executable, "-c", _LEASE_SCRIPT, db_url, name, str(start)], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+            subprocess.Popen([sys.executable, "-c", _LEASE_SCRIPT, db_url, name], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env=env, cwd=ROOT)
             for name in ("proc-a", "proc-b")
         ]
+        for proc in procs:  # each has imported the app and connected
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
         outs = [json.loads(p.communicate(timeout=60)[0].strip().splitlines()[-1]) for p in procs]
         winners = [o["holder"] for o in outs if o["got"]]
         assert len(winners) == 1

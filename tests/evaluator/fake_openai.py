@@ -82,9 +82,17 @@ class FakeOpenAI:
     """The fake server's state and app; `start()` runs it in a thread on 127.0.0.1."""
 
     def __init__(
-        self, *, delay: float = 0.0, rate_limit_first: int = 0, retry_after: float = 0.2, unavailable_first: int = 0
+        self,
+        *,
+        delay: float = 0.0,
+        rate_limit_first: int = 0,
+        retry_after: float = 0.2,
+        unavailable_first: int = 0,
+        script: list[tuple[int, dict[str, str]]] | None = None,
     ) -> None:
         self.delay = delay
+        # answers (status, headers) given to the first calls, in order, before any normal answer
+        self.script = list(script or [])
         # (call number, delay): calls after that number wait this long instead, so a test can stop a
         # run in the middle without racing it to the end on a busy machine
         self.stall_after: tuple[int, float] | None = None
@@ -92,6 +100,7 @@ class FakeOpenAI:
         self.unavailable_first = unavailable_first
         self.retry_after = retry_after
         self.calls = 0
+        self.in_flight = 0  # requests received and not yet answered
         self.by_kind: Counter[str] = Counter()
         self.rate_limited_at: list[float] = []
         self.served_at: list[float] = []
@@ -129,6 +138,13 @@ class FakeOpenAI:
             self.requests.clear()
 
     async def _chat(self, request: Request) -> Response:
+        self.in_flight += 1
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
         body = await request.json()
         if request.headers.get("authorization") == "Bearer bad-key":
             self.by_kind["401"] += 1
@@ -142,6 +158,11 @@ class FakeOpenAI:
             unavailable = not limited and self.unavailable_first > 0
             if unavailable:
                 self.unavailable_first -= 1
+            scripted = self.script.pop(0) if self.script and not (limited or unavailable) else None
+        if scripted is not None:
+            status, headers = scripted
+            self.by_kind[str(status)] += 1
+            return JSONResponse({"error": {"message": f"scripted {status}"}}, status_code=status, headers=headers)
         if unavailable:
             self.by_kind["503"] += 1
             return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)

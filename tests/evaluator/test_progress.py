@@ -107,23 +107,30 @@ class TestLiveStatus:
     def test_retries_waiting_counts_calls_sleeping_before_a_retry(self) -> None:
         server = FakeOpenAI(unavailable_first=1).start()
         try:
-            client = ChatClient(base_url=server.base_url, api_key="k", backoff_base=0.8)
+            client = ChatClient(base_url=server.base_url, api_key="k")
             seen: list[int] = []
 
             async def go() -> None:
+                release = asyncio.Event()
+
+                async def held(seconds: float) -> None:  # the retry's wait lasts until the test lets it go
+                    seen.append(client.stats.retries_waiting)
+                    await release.wait()
+
+                client.sleep = held
                 task = asyncio.ensure_future(
                     client.complete(model="m", messages=[{"role": "user", "content": "hi"}], temperature=0, seed=None, sample_index=0)
                 )
-                while not task.done():
-                    seen.append(client.stats.retries_waiting)
-                    await asyncio.sleep(0.02)
+                await asyncio.wait_for(_until(lambda: bool(seen)), timeout=30)
+                seen.append(client.stats.retries_waiting)
+                release.set()
                 await task
                 await client.close()
 
             asyncio.run(go())
         finally:
             server.stop()
-        assert max(seen) == 1
+        assert seen == [1, 1]
         assert client.stats.retries_waiting == 0
         assert client.stats.retries == 1
 
@@ -151,3 +158,9 @@ class TestLiveStatus:
         assert 1 <= max(seen) <= 2 * options.concurrency
         assert holder["rt"].samples_in_flight == 0
         assert holder["rt"].samples_finished == 12
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Return once `condition()` holds (the caller bounds the wait with asyncio.wait_for)."""
+    while not condition():
+        await asyncio.sleep(0.005)

@@ -17,6 +17,7 @@ from typer.testing import Result
 
 from tests.evaluator.conftest import only_run, run_doc, write_dataset
 from tests.evaluator.fake_openai import FakeOpenAI
+from tests.waiting import wait_for
 from webapp.evaluator.artifacts import JOURNAL, case_file_name, read_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +91,8 @@ class TestAbortAndResume:
         wait_for_calls(slow_fake, 14, proc)
         proc.kill()  # SIGKILL: no chance to clean up
         proc.wait()
-        time.sleep(0.2)  # let the server finish the requests the dead client left in flight
+        # the server finishes the requests the dead client left in flight
+        wait_for(lambda: slow_fake.in_flight == 0, timeout=30, what="the dead client's requests to end")
         doc = only_run(out)  # the main artifact is still valid JSON
         run_id = doc["run_id"]
         run_dir = out / run_id

@@ -1,5 +1,8 @@
 """Sending outbox messages: claims with a lease, retries with backoff and jitter, Retry-After, give-up after 24 h.
 
+The retry policy (which answers are transient, the backoff) is the shared one of
+`webapp.retry_policy`; the schedule itself is kept in the outbox, so a retry survives a restart.
+
 At least once: a message is claimed (committed) before it is sent and marked sent only after the
 receiver accepted it; a worker that dies in between leaves a claim that expires, and the message is
 sent again with the same Idempotency-Key.
@@ -12,7 +15,6 @@ import email.utils
 import hashlib
 import json
 import os
-import random
 import re
 import secrets
 import smtplib
@@ -34,16 +36,15 @@ from webapp.alerts import messages
 from webapp.alerts.channels import sign, signing_secret
 from webapp.alerts.models import AlertChannel, AlertOutbox
 from webapp.db import stored_id, table_of
+from webapp.retry_policy import backoff, is_transient_status, wait_after
 from webapp.timeutil import as_utc, utcnow
 
 GIVE_UP_AFTER = dt.timedelta(hours=24)
-BACKOFF_BASE_S = 30.0
-BACKOFF_CAP_S = 3600.0
+# 30 s doubling, capped at 1 h, each wait in [50%, 100%] of its step
+BACKOFF = backoff(base=30.0, cap=3600.0)
 CLAIM_S = 120.0  # a claim outlives any single send (HTTP timeout 10 s, SMTP 30 s)
 HTTP_TIMEOUT_S = 10.0
 SMTP_TIMEOUT_S = 30.0
-# Receiver errors worth retrying; any other 4xx is a configuration error that retrying will not fix.
-RETRYABLE_4XX = {408, 409, 425, 429}
 USER_AGENT = "DraftDesk-Alerts/1"
 
 
@@ -74,12 +75,6 @@ def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
-def backoff_s(attempts: int, rng: random.Random) -> float:
-    """Return the wait after the n-th failed attempt: exponential (30 s doubling, capped at 1 h), with jitter in [50%, 100%]."""
-    ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** max(0, attempts - 1))
-    return ceiling * (0.5 + 0.5 * rng.random())
-
-
 def _http(url: str, body: bytes, headers: dict[str, str]) -> SendResult:
     try:
         with httpx.Client(timeout=HTTP_TIMEOUT_S) as client:
@@ -93,7 +88,7 @@ def _http(url: str, body: bytes, headers: dict[str, str]) -> SendResult:
         r.status_code,
         f"HTTP {r.status_code}: {r.text[:300]}",
         retry_after_s=parse_retry_after(r.headers.get("Retry-After"), utcnow()),
-        permanent=400 <= r.status_code < 500 and r.status_code not in RETRYABLE_4XX,
+        permanent=not is_transient_status(r.status_code),
     )
 
 
@@ -256,11 +251,9 @@ def deliver_due(
     secret_key: str,
     now: dt.datetime | None = None,
     limit: int = 50,
-    rng: random.Random | None = None,
 ) -> DeliveryReport:
     """Claim due messages, send them (channels side by side), and record sent / retry at / given up."""
     now = now or utcnow()
-    rng = rng or random.Random()
     report = DeliveryReport()
     token, ids = claim_due(engine=engine, now=now, limit=limit)
     if not ids:
@@ -275,7 +268,7 @@ def deliver_due(
     # One thread per channel: a slow or hanging receiver (up to its timeout per message) delays only its own messages.
     with ThreadPoolExecutor(max_workers=min(8, len(by_channel) or 1)) as pool:
         futures = [
-            pool.submit(_deliver_channel, engine, items, token, now, random.Random(rng.random()), base_url, secret_key, report)
+            pool.submit(_deliver_channel, engine, items, token, now, base_url, secret_key, report)
             for items in by_channel.values()
         ]
         for f in futures:
@@ -288,7 +281,6 @@ def _deliver_channel(
     items: list[tuple[AlertOutbox, AlertChannel]],
     token: str,
     now: dt.datetime,
-    rng: random.Random,
     base_url: str,
     secret_key: str,
     report: DeliveryReport,
@@ -298,7 +290,7 @@ def _deliver_channel(
             result = send(channel, msg.payload, msg.idempotency_key, base_url=base_url, secret_key=secret_key)
         except Exception as exc:  # a bug in one channel must not stop the others
             result = SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
-        _record(engine, msg, token, result, now, rng, report)
+        _record(engine, msg, token, result, now, report)
         if not result.ok and not result.permanent:
             # the receiver is in trouble: leave its other messages for the next pass instead of hammering it
             _release(engine, [stored_id(m.id) for m, _ in items[i + 1 :]], token)
@@ -317,7 +309,7 @@ def _release(engine: Engine, ids: list[int], token: str) -> None:
 
 
 def _record(
-    engine: Engine, msg: AlertOutbox, token: str, result: SendResult, now: dt.datetime, rng: random.Random, report: DeliveryReport
+    engine: Engine, msg: AlertOutbox, token: str, result: SendResult, now: dt.datetime, report: DeliveryReport
 ) -> None:
     attempts = msg.attempts + 1
     values: dict[str, Any] = {"attempts": attempts, "last_status": result.status, "claimed_until": None, "claim_token": None}
@@ -325,7 +317,7 @@ def _record(
         values |= {"status": "sent", "sent_at": now, "last_error": ""}
         bucket = report.sent
     else:
-        wait = result.retry_after_s if result.retry_after_s is not None else backoff_s(attempts, rng)
+        wait = result.retry_after_s if result.retry_after_s is not None else wait_after(BACKOFF, attempts)
         next_at = now + dt.timedelta(seconds=wait)
         deadline = as_utc(msg.created_at) + GIVE_UP_AFTER
         if result.permanent or next_at > deadline:

@@ -1,9 +1,10 @@
 """Chat Completions through the official `openai` SDK: concurrency limit, retries, cache, usage and cost.
 
-The SDK's own retries are switched off (max_retries=0) so that one place decides: 429, 5xx,
-408/409 and timeouts are retried with exponential backoff and jitter, waiting at least what
-`Retry-After` asks; a 429 also halves how many requests may be in flight (raised again one at
-a time as calls succeed), so a rate-limited run slows down instead of failing.
+The SDK's own retries are switched off (max_retries=0) so that one place decides, with tenacity
+and the shared policy of `webapp.retry_policy`: 429, 5xx, 408/409/425, timeouts and connection
+errors are retried with exponential backoff and jitter, waiting what `Retry-After` asks when it
+asks; a 429 also halves how many requests may be in flight (raised again one at a time as calls
+succeed), so a rate-limited run slows down instead of failing.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import asyncio
 import email.utils
 import heapq
 import itertools
-import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,21 @@ from typing import Any
 import httpx2
 import openai
 from openai.types.chat import ChatCompletion
+from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type, stop_after_attempt
 
 from webapp.evaluator.cache import ResponseCache, cache_key
+from webapp.retry_policy import TransientError, asked_or, backoff, is_transient_status
 from webapp.safe_input import load_yaml
 
-RETRYABLE_STATUS = frozenset({408, 409, 429})
 MAX_WAIT_S = 120.0
 
 
 class LlmCallError(RuntimeError):
     """A call that failed for good (not retryable, or out of attempts)."""
+
+
+class RateLimitedError(TransientError):
+    """A 429: retried like any transient error, and the whole client slows down."""
 
 
 class LlmConfigError(LlmCallError):
@@ -193,6 +198,7 @@ class ChatClient:
         backoff_base: float = 0.5,
         backoff_cap: float = 30.0,
         timeout: float = 120.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout
@@ -202,8 +208,8 @@ class ChatClient:
         self.reuse_cache = reuse_cache
         self.prices = prices or {}
         self.max_attempts = max_attempts
-        self.backoff_base = backoff_base
-        self.backoff_cap = backoff_cap
+        self.backoff = backoff(base=backoff_base, cap=backoff_cap)
+        self.sleep = sleep  # tests pass one that records the waits instead of sleeping
         self.limiter = _Limiter(maximum=max(1, concurrency))
         self.stats = ClientStats()
         self.refused: LlmConfigError | None = None  # once set, no further request is sent
@@ -239,11 +245,6 @@ class ChatClient:
         if not self.reuse_cache:
             return "fresh"
         return f"reused {self.stats.cache_hits} of {self.stats.requests}"
-
-    def _backoff(self, attempt: int) -> float:
-        # Exponential with "equal jitter": never less than half the step, so waits keep growing.
-        step = min(self.backoff_cap, self.backoff_base * (2 ** (attempt - 1)))
-        return step / 2 + random.uniform(0, step / 2)
 
     async def complete(
         self,
@@ -285,54 +286,76 @@ class ChatClient:
             kwargs["seed"] = seed
         if response_format is not None:
             kwargs["response_format"] = response_format
-        last_error = "no attempt made"
-        for attempt in range(1, self.max_attempts + 1):
-            await self.limiter.acquire(priority)
-            if on_start is not None and attempt == 1:
-                on_start()
-            if self.refused is not None:
-                self.limiter.release(ok=False)
-                raise LlmConfigError(str(self.refused))
-            ok = False
-            wait: float | None = None
-            sent = time.perf_counter()
-            try:
-                self.stats.api_calls += 1
-                # The SDK's generic POST (documented for endpoints it has no method for) skips the
-                # recursive transform of typed params, which costs milliseconds of CPU per call
-                # once a judge schema is in the request; the answer is still a typed ChatCompletion.
-                resp = await self._client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
-                ok = True
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                last_error = f"HTTP {status}: {_short(exc.message)}"
-                if status in CONFIG_STATUS:
-                    hint = "check OPENAI_API_KEY" if status in (401, 403) else f"check the model name {model!r} and --base-url"
-                    self.refused = LlmConfigError(f"{last_error} ({hint})")
-                    raise self.refused from exc
-                if status not in RETRYABLE_STATUS and status < 500:
-                    raise LlmCallError(last_error) from exc
-                hinted = parse_retry_after(exc.response.headers)
-                wait = hinted if hinted is not None else self._backoff(attempt)
-                if status == 429:
-                    self.stats.rate_limited += 1
-                    self.limiter.rate_limited(min(wait, MAX_WAIT_S))
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                last_error = f"{type(exc).__name__}: {_short(str(exc))}"
-                wait = self._backoff(attempt)
-            finally:
-                self.stats.request_seconds += time.perf_counter() - sent
-                self.limiter.release(ok=ok)
-            if ok:
-                return self._accept(resp, model, request)
-            if attempt < self.max_attempts:
-                self.stats.retries += 1
-                self.stats.retries_waiting += 1
-                try:
-                    await asyncio.sleep(min(wait or 0.0, MAX_WAIT_S))
-                finally:
-                    self.stats.retries_waiting -= 1
-        raise LlmCallError(f"{last_error} (gave up after {self.max_attempts} attempts)")
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=asked_or(self.backoff, most=MAX_WAIT_S),
+            retry=retry_if_exception_type(TransientError),
+            before_sleep=self._count_retry,
+            sleep=self._sleep,
+        )
+        attempts = itertools.count(1)
+
+        async def attempt() -> ChatCompletion:
+            return await self._attempt(kwargs, model, priority, on_start if next(attempts) == 1 else None)
+
+        try:
+            resp = await retrying(attempt)
+        except RetryError as exc:
+            raise LlmCallError(f"{exc.last_attempt.exception()} (gave up after {self.max_attempts} attempts)") from None
+        return self._accept(resp, model, request)
+
+    async def _attempt(
+        self, kwargs: dict[str, Any], model: str, priority: int, on_start: Callable[[], None] | None
+    ) -> ChatCompletion:
+        """Send one request with a place in the limiter; raise TransientError for what is worth another attempt."""
+        await self.limiter.acquire(priority)
+        if on_start is not None:
+            on_start()
+        if self.refused is not None:
+            self.limiter.release(ok=False)
+            raise LlmConfigError(str(self.refused))
+        ok = False
+        sent = time.perf_counter()
+        try:
+            self.stats.api_calls += 1
+            # The SDK's generic POST (documented for endpoints it has no method for) skips the
+            # recursive transform of typed params, which costs milliseconds of CPU per call
+            # once a judge schema is in the request; the answer is still a typed ChatCompletion.
+            resp = await self._client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
+            ok = True
+            return resp
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            error = f"HTTP {status}: {_short(exc.message)}"
+            if status in CONFIG_STATUS:
+                hint = "check OPENAI_API_KEY" if status in (401, 403) else f"check the model name {model!r} and --base-url"
+                self.refused = LlmConfigError(f"{error} ({hint})")
+                raise self.refused from exc
+            if not is_transient_status(status):
+                raise LlmCallError(error) from exc
+            asked = parse_retry_after(exc.response.headers)
+            if status == 429:
+                self.stats.rate_limited += 1
+                raise RateLimitedError(error, retry_after=asked) from exc
+            raise TransientError(error, retry_after=asked) from exc
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise TransientError(f"{type(exc).__name__}: {_short(str(exc))}") from exc
+        finally:
+            self.stats.request_seconds += time.perf_counter() - sent
+            self.limiter.release(ok=ok)
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+        if state.outcome is not None and isinstance(state.outcome.exception(), RateLimitedError):
+            # everyone waits out a rate limit, and fewer requests are sent at once afterwards
+            self.limiter.rate_limited(state.upcoming_sleep)
+
+    async def _sleep(self, seconds: float) -> None:
+        self.stats.retries_waiting += 1
+        try:
+            await self.sleep(seconds)
+        finally:
+            self.stats.retries_waiting -= 1
 
     def _accept(self, resp: Any, model: str, request: dict[str, Any]) -> Answer:
         if not resp.choices:
