@@ -29,8 +29,9 @@ SIDE: dict[str, tuple[str | None, frozenset[str]]] = {
     "evaluator": ("grading", frozenset()),  # prompt-evaluator runs: checks them, agreement with final grades
     "reviews": ("regression", frozenset({"metrics"})),  # PM review of production pairs; adds regression cases
     "alerts": ("regression", frozenset({"metrics"})),  # notifies metric, hallucination and regression alerts
+    "ppi": ("regression", frozenset({"evaluator", "metrics"})),  # judge on all drafts + human sample -> intervals
 }
-SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "survey"})}
+SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "survey", "ppi"})}
 
 # Infrastructure: importable from anywhere; imports only infrastructure and auth (at the bottom too).
 INFRASTRUCTURE: frozenset[str] = frozenset(

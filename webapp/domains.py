@@ -25,6 +25,7 @@ DOMAINS: tuple[str, ...] = (
     "metrics",
     "reviews",
     "evaluator",
+    "ppi",
     "gates",
     "survey",
     "admin",

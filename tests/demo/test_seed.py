@@ -236,7 +236,9 @@ class TestDemoCli:
         assert "seeded" in r.output and "admin@demo.draftdesk" in r.output and "demo-password" in r.output
         for _key, email, _n, _r in c.DEMO_USERS:
             assert email in r.output
-        assert session.exec(select(func.count()).select_from(Draft)).one() == 100
+        demo_run = select(func.count()).select_from(Draft).join(Run, col(Run.id) == Draft.run_id).where(Run.name == "demo-run-1")
+        assert session.exec(demo_run).one() == 100
+        total = count_rows(session, Draft)  # demo-run-1 and demo-ppi (webapp/ppi/demo.py)
         again = invoke(monkeypatch, db_url, ["demo", "--seed-only"])
         assert again.exit_code == 0 and "already seeded" in again.output
-        assert count_rows(session, Draft) == 100
+        assert count_rows(session, Draft) == total

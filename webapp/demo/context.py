@@ -16,7 +16,7 @@ from webapp.auth.models import User
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.runs.models import Draft, Run
 
-DEMO_HOOK_DOMAINS = ("checks", "regression", "grading", "metrics", "reviews", "gates", "survey", "alerts")
+DEMO_HOOK_DOMAINS = ("checks", "regression", "grading", "metrics", "reviews", "gates", "survey", "alerts", "ppi")
 
 
 @dataclass

@@ -38,7 +38,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 console.print(f"- {line}", highlight=False)
             for c in rep.criteria:
                 if c.action:
-                    console.print(f"{c.action} {c.command}".rstrip(), highlight=False, markup=False)
+                    console.print(" ".join(x for x in (c.action, c.command, c.link) if x), highlight=False, markup=False)
         raise typer.Exit(0 if rep.passed else 1)
 
     @gates.command("pilot")

@@ -127,6 +127,38 @@ class PilotFacts:
     # (hand-made facts only: webapp.gates.facts always fills it).
     mix: DatasetMix | None = None
     dataset_href: str | None = None
+    # The run's PPI reading (judge on every draft, people on a sample drawn before grading); None:
+    # the run has no PPI sample and criterion 2 reads the final grades' averages as before.
+    ppi: PpiGradingFacts | None = None
+
+
+@dataclass(frozen=True)
+class PpiCriterionFacts:
+    """One rubric criterion's PPI estimate against the pilot threshold, as webapp.ppi.report.gate_call read it."""
+
+    key: str
+    threshold: float  # on the figure's scale (factual accuracy: a pass share)
+    estimate: float | None  # None: too few final grades in the sample yet
+    low: float | None
+    high: float | None
+    verdict: Literal["pass", "fail", "undecided"]
+    more_grades: int | None  # undecided: about how many more grades would decide (None: unknown)
+    share: bool = False  # the figure is a share (factual accuracy), shown in percent
+
+
+@dataclass(frozen=True)
+class PpiGradingFacts:
+    """A run's PPI sample: its grading state and one reading per rubric criterion."""
+
+    run_id: int
+    graded: int
+    pending: int  # drawn drafts still without a final grade
+    criteria: tuple[PpiCriterionFacts, ...]
+
+    @property
+    def page(self) -> str:
+        """Return the run's PPI page (its further-sample button draws more grades)."""
+        return f"/ppi/runs/{self.run_id}"
 
 
 ExampleStatus = Literal["pass", "fail", "unchecked", "missing"]
@@ -296,8 +328,66 @@ def _mix_parts(mix: DatasetMix) -> list[CriterionResult]:
     return parts
 
 
+def _ppi_figure(c: PpiCriterionFacts) -> str:
+    """Return '4.09 [3.95, 4.23]' (or '81% [74%, 88%]' for a share); '—' without an estimate."""
+    if c.estimate is None or c.low is None or c.high is None:
+        return "—"
+    if c.share:
+        return f"{c.estimate:.0%} [{c.low:.0%}, {c.high:.0%}]"
+    return f"{c.estimate:.2f} [{c.low:.2f}, {c.high:.2f}]"
+
+
+def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
+    """Criterion 2 on a run with a PPI sample: each criterion's 95% interval against the threshold.
+
+    A criterion passes when its lower bound clears the threshold, fails when its upper bound is
+    below it, and is otherwise undecided (the gate says incomplete) with about how many more
+    human grades would decide it; the whole criterion fails when any criterion fails, passes
+    when all pass. Decision: the "about K more" of the criterion is the largest K of the
+    undecided criteria, the grades after which all of them would be expected to be decided.
+    """
+    g = spec.gates.pilot
+    names = {c.key: c.name for c in spec.rubric.criteria}
+    parts: list[CriterionResult] = []
+    for c in ppi.criteria:
+        st: Verdict = "incomplete" if c.verdict == "undecided" else c.verdict
+        threshold = f"lower bound > {c.threshold:.1%}" if c.share else f"lower bound > {c.threshold:g}"
+        if c.verdict == "undecided":
+            summary = "undecided" + (f": about {c.more_grades} more grades would decide" if c.more_grades else "")
+        else:
+            summary = "lower bound clears the threshold" if c.verdict == "pass" else "upper bound below the threshold"
+        parts.append(CriterionResult(c.key, names.get(c.key, c.key), st, _ppi_figure(c), threshold, summary, c.estimate))
+    undecided = [c for c in ppi.criteria if c.verdict == "undecided"]
+    action = ""
+    if any(p.status == "fail" for p in parts):
+        status: Verdict = "fail"
+        summary = "upper bound below the threshold: " + ", ".join(p.title for p in parts if p.status == "fail")
+    elif not parts or undecided:
+        status = "incomplete"
+        known = [c.more_grades for c in undecided if c.more_grades]
+        summary = f"undecided: about {max(known)} more grades would decide" if known else "undecided"
+        if ppi.pending:
+            summary += f" ({_n(ppi.pending, 'sampled draft')} still without a final grade)"
+        action = "Draw a further sample (the button on the run's PPI page) to decide it."
+    else:
+        status = "pass"
+        summary = "every criterion's lower bound clears the threshold"
+    measured = " · ".join(f"{p.title} {p.measured}" for p in parts)
+    return CriterionResult(
+        "human_grading", "Human grading (PPI, 95% intervals)", status, measured,
+        f"each criterion > {g.human_mean_above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
+        f"{summary}; {_n(ppi.graded, 'human grade')} on the sample, judge on every draft",
+        None, [], parts, action=action, link=ppi.page if action else "",
+    )
+
+
 def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
-    """Criterion 2: the human final grades average above the threshold on each rubric criterion."""
+    """Criterion 2: the human final grades average above the threshold on each rubric criterion.
+
+    A run with a PPI sample is read from its intervals instead (human_grading_ppi).
+    """
+    if facts.ppi is not None:
+        return human_grading_ppi(facts.ppi, spec)
     g = spec.gates.pilot
     above = g.human_mean_above
     rubric = spec.rubric

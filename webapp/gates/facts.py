@@ -23,6 +23,8 @@ from webapp.gates.criteria import (
     FinalGradeFacts,
     HallucinationFacts,
     PilotFacts,
+    PpiCriterionFacts,
+    PpiGradingFacts,
     RegressionFacts,
     StreakFacts,
     SurveyFacts,
@@ -34,6 +36,9 @@ from webapp.metrics import streaks as metrics_streaks
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics import units
 from webapp.metrics.models import Event
+from webapp.ppi.estimator import Estimate
+from webapp.ppi.report import gate_call, run_report
+from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
@@ -86,8 +91,38 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     ]
     mix = dataset_mix(((c.case_id, c.category, c.intent) for c in cases), spec)
     return PilotFacts(
-        run.id, run.name, dataset.count if dataset else len(cases), drafts, regression, cases, mix, f"/datasets/{run.dataset_id}"
+        run.id, run.name, dataset.count if dataset else len(cases), drafts, regression, cases, mix, f"/datasets/{run.dataset_id}",
+        ppi_facts(session=session, spec=spec, run_id=run.id),
     )
+
+
+def ppi_criterion(key: str, estimate: Estimate | None, threshold: float, *, pending: int) -> PpiCriterionFacts:
+    """Read one criterion's PPI estimate against the threshold (webapp.ppi.report.gate_call)."""
+    call = gate_call(estimate, threshold, pending=pending)
+    return PpiCriterionFacts(
+        key,
+        threshold,
+        estimate.estimate if estimate else None,
+        estimate.low if estimate else None,
+        estimate.high if estimate else None,
+        call.verdict,
+        call.more_grades,
+        share=key == "factual_accuracy",
+    )
+
+
+def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFacts | None:
+    """Return the run's PPI reading for criterion 2, or None when the run has no PPI sample."""
+    report = run_report(session=session, spec=spec, run_id=run_id)
+    if report is None:
+        return None
+    criteria = []
+    for crit in spec.rubric.criteria:
+        threshold = gate_threshold(spec, crit.key)
+        if threshold is not None:
+            fig = report.figures.get(crit.key)
+            criteria.append(ppi_criterion(crit.key, fig.estimate if fig else None, threshold, pending=report.pending))
+    return PpiGradingFacts(run_id, report.graded, report.pending, tuple(criteria))
 
 
 def _plain_label(label: str) -> str:

@@ -31,6 +31,7 @@ class CriterionResult:
     parts: list[CriterionResult] = field(default_factory=list)
     action: str = ""  # what to do next, when the criterion says (e.g. export the regression suite) ...
     command: str = ""  # ... and the command that does it
+    link: str = ""  # ... or the page where it is done (e.g. the PPI page's further-sample button)
 
 
 @dataclass
@@ -96,7 +97,7 @@ def to_markdown(report: GateReport, base_url: str = "") -> str:
         if c.evidence or c.parts or c.action:
             lines += ["", f"## {c.title}", "", c.summary, ""]
             if c.action:
-                lines += [c.action + (f" `{c.command}`" if c.command else ""), ""]
+                lines += [c.action + (f" `{c.command}`" if c.command else "") + (f" ({c.link})" if c.link else ""), ""]
             for p in c.parts:
                 lines.append(f"- {p.title}: {p.measured} ({icon[p.status]})")
             for e in c.evidence:

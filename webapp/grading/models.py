@@ -154,3 +154,16 @@ class GradingSkip(SQLModel, table=True):
     detail: str = Field(default="", max_length=500)
     skipped_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 
+
+class GradingPlan(SQLModel, table=True):
+    """A draft a run's human-grading sample drew, and its place in the run's random grading order.
+
+    When a run has any row here, only these drafts are gradable, in rank order (webapp.ppi draws
+    the sample before grading and writes the plan); a run without rows is graded whole, in case order.
+    """
+
+    __tablename__: ClassVar[str] = "grading_plan"
+
+    draft_id: int = Field(foreign_key="draft.id", primary_key=True, ondelete="CASCADE")
+    run_id: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
+    rank: int

@@ -21,7 +21,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import EvalCase
 from webapp.db import table_of
 from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
-from webapp.grading.models import Grade, GradingSkip, GradingSlot
+from webapp.grading.models import Grade, GradingPlan, GradingSkip, GradingSlot
 from webapp.grading.reads import Item, run_all
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
@@ -32,6 +32,7 @@ CASES = table_of(EvalCase)
 SLOTS = table_of(GradingSlot)
 GRADES = table_of(Grade)
 SKIPS = table_of(GradingSkip)
+PLAN = table_of(GradingPlan)
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,11 @@ def draft_basics(*, session: Session, draft_id: int) -> tuple[int, float | None]
 
 
 def gradable(stmt: Any) -> Any:
-    """Keep only drafts with something to grade (escalations and fallbacks carry no draft text)."""
-    return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False))
+    """Keep only drafts with something to grade (escalations and fallbacks carry no draft text), and
+    in a run with a grading plan (a PPI sample) only the drafts the sample drew."""
+    in_plan = core_select(col(GradingPlan.draft_id)).where(col(GradingPlan.draft_id) == Draft.id).exists()
+    planned_run = core_select(col(GradingPlan.draft_id)).where(col(GradingPlan.run_id) == Draft.run_id).exists()
+    return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False), in_plan | ~planned_run)
 
 
 def batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any:
@@ -109,10 +113,21 @@ def batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any
 def batch_drafts_stmt(batch: BatchFilter) -> Any:
     """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
     stmt = batch_where(select(Draft, EvalCase), batch)
-    return stmt.order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
+    rank = core_select(col(GradingPlan.rank)).where(col(GradingPlan.draft_id) == Draft.id).scalar_subquery()
+    return stmt.order_by(func.coalesce(rank, col(EvalCase.position)), col(Draft.sample_index), col(Draft.id))
 
 
 Shape = tuple[bool, bool, bool, bool | None]
+
+
+def _planned_ok() -> Any:
+    """True for a draft in its run's grading plan (a PPI sample drew it), or for any draft of a run without a plan.
+
+    Both lookups use grading_plan's indexes (primary key draft_id, index on run_id).
+    """
+    in_plan = core_select(PLAN.c.draft_id).where(PLAN.c.draft_id == DRAFTS.c.id).exists()
+    planned_run = core_select(PLAN.c.draft_id).where(PLAN.c.run_id == bindparam("run_id")).exists()
+    return in_plan | ~planned_run
 
 
 def _in_batch(stmt: Any, shape: Shape, *, join_case: bool = True) -> Any:
@@ -124,6 +139,7 @@ def _in_batch(stmt: Any, shape: Shape, *, join_case: bool = True) -> Any:
         DRAFTS.c.run_id == bindparam("run_id"),
         DRAFTS.c.draft_text.is_not(None),
         DRAFTS.c.escalated.is_(False),
+        _planned_ok(),
     )
     if category:
         stmt = stmt.where(CASES.c.category == bindparam("category"))
@@ -136,8 +152,10 @@ def _in_batch(stmt: Any, shape: Shape, *, join_case: bool = True) -> Any:
     return stmt
 
 
-# The queue order: the case's position in the dataset, then the sample, then the draft id.
-_QUEUE_ORDER = (CASES.c.position, DRAFTS.c.sample_index, DRAFTS.c.id)
+# The queue order: the case's position in the dataset, then the sample, then the draft id; in a
+# run with a grading plan, the plan's random rank comes first (only planned drafts are in its batches).
+_PLAN_RANK = core_select(PLAN.c.rank).where(PLAN.c.draft_id == DRAFTS.c.id).scalar_subquery()
+_QUEUE_ORDER = (func.coalesce(_PLAN_RANK, CASES.c.position), DRAFTS.c.sample_index, DRAFTS.c.id)
 
 
 @lru_cache(maxsize=64)

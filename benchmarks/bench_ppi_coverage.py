@@ -1,0 +1,95 @@
+"""Coverage and width of the prediction-powered 95% intervals (webapp/ppi/estimator.py), fixed seeds.
+
+1. Coverage: 2,000 simulated runs per setting, n (human budget) in {30, 60, 100, 150}, N (judged
+   drafts) in {300, 3000}, judge bias +0.3 and +1.0; for the mean grade and the pass rate.
+   Target (issue 27): every coverage >= 93.5%.
+2. Width: a judge whose quadratic-weighted kappa with the humans is 0.63, reached with different
+   mixes of bias and noise; PPI with 150 human grades against human-only grading of 300, at
+   N = 3000 and N = 300, mean and pass rate; and the human-only grades PPI's interval is worth.
+   Target (issue 27): at N >= 3000 the PPI interval for the mean is no wider than human-only at 300.
+
+The world (webapp/ppi/simulation.py): latent quality ~ Normal(3.6, 1), human grade its rounding to
+1-5, judge grade the rounding of quality + bias + noise; pass = grade >= 3; drafts drawn with
+Bernoulli(n/N). The estimator is the batch form, checked equal to the one used by the pages
+(tests/ppi/test_estimator.py::TestBatch).
+Usage: `.venv/bin/python benchmarks/bench_ppi_coverage.py [--runs 2000] [--width-runs 1000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from webapp.ppi.simulation import World, coverage_row, judge_noise_for_kappa, width_row  # noqa: E402
+
+TARGET_COVERAGE = 0.935
+BUDGETS = (30, 60, 100, 150)
+DRAFTS = (300, 3000)
+BIASES = (0.3, 1.0)
+KAPPA = 0.63
+KAPPA_BIASES = (0.3, 0.6, 0.8, 0.9, 1.0)
+
+
+def coverage_table(runs: int) -> bool:
+    """Print the coverage table; return whether every coverage met the target."""
+    print(f"Coverage of the 95% intervals over {runs} simulated runs each (target >= {TARGET_COVERAGE:.1%})")
+    print(f"{'bias':>5} {'N':>5} {'n':>4} | {'mean cov':>8} {'width':>6} | {'pass cov':>8} {'width':>6} | {'lambda':>6}")
+    ok = True
+    seed = 0
+    for bias in BIASES:
+        for drafts in DRAFTS:
+            for budget in BUDGETS:
+                seed += 1
+                row = coverage_row(World(bias=bias), budget=budget, drafts=drafts, runs=runs, seed=seed)
+                good = row.mean_coverage >= TARGET_COVERAGE and row.pass_coverage >= TARGET_COVERAGE
+                ok &= good
+                print(
+                    f"{bias:>+5.1f} {drafts:>5} {budget:>4} | {row.mean_coverage:>8.1%} {row.mean_width:>6.3f} |"
+                    f" {row.pass_coverage:>8.1%} {row.pass_width:>6.3f} | {row.mean_lambda:>6.2f}"
+                    f"{'' if good else '  BELOW TARGET'}"
+                )
+    return ok
+
+
+def width_table(runs: int) -> None:
+    """Print the width comparison (the verdict per judge is printed, not turned into an exit code)."""
+    print(f"\nWidth: PPI with 150 human grades vs human-only with 300; judge kappa {KAPPA} ({runs} runs each)")
+    print(
+        f"{'bias':>5} {'noise':>5} {'N':>5} | {'PPI mean':>8} {'human':>6} {'worth':>5} |"
+        f" {'PPI pass':>8} {'human':>6} {'worth':>5}"
+    )
+    for k, bias in enumerate(KAPPA_BIASES):
+        noise = judge_noise_for_kappa(KAPPA, bias=bias, seed=k)
+        for drafts in (3000, 300):
+            row = width_row(World(bias=bias, judge_noise=noise), drafts=drafts, budget=150, human_only=300, runs=runs, seed=100 + k)
+            verdict = ""
+            if drafts >= 3000:
+                verdict = "  mean: no wider" if row.ppi_mean_width <= row.human_mean_width else "  mean: WIDER"
+            print(
+                f"{bias:>+5.1f} {noise:>5.2f} {drafts:>5} | {row.ppi_mean_width:>8.3f} {row.human_mean_width:>6.3f}"
+                f" {row.effective_mean:>5.0f} | {row.ppi_pass_width:>8.3f} {row.human_pass_width:>6.3f}"
+                f" {row.effective_pass:>5.0f}{verdict}"
+            )
+    print("worth = median number of human-only grades giving the same standard error as PPI's interval")
+
+
+def main() -> None:
+    """Run both tables and exit non-zero when the coverage target is missed."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--width-runs", type=int, default=1000)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    covered = coverage_table(args.runs)
+    width_table(args.width_runs)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+    sys.exit(0 if covered else 1)
+
+
+if __name__ == "__main__":
+    main()

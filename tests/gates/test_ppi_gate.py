@@ -1,0 +1,117 @@
+"""The pilot gate's human-grading criterion on a run with a PPI sample: read from the 95% intervals.
+
+Hand-worked values (threshold "> 3.5", factual accuracy as a pass share: (3.5 - 1)/(5 - 1) = 0.625):
+- tone 4.00 [3.80, 4.20]: lower bound 3.80 clears 3.5 -> pass.
+- citation relevance 3.00 [2.80, 3.20]: upper bound 3.20 below 3.5 -> fail.
+- completeness 3.60 [3.40, 3.80] with 100 grades: distance to 3.5 is 0.10, half-width 0.20;
+  the half-width falls to 0.10 after 100 x (0.20 / 0.10)^2 = 400 grades -> about 300 more.
+- with 5 sampled drafts still ungraded, tone 4.00 [3.80, 4.20] stays undecided: its own K is
+  max(1, ceil(100 x (0.20 / 0.50)^2 - 100)) = 1, plus the 5 pending -> about 6 more.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.ppi.conftest import JUDGE, build_run
+from webapp.gates import service as gates_service
+from webapp.gates.criteria import PilotFacts, PpiGradingFacts, human_grading
+from webapp.gates.facts import ppi_criterion
+from webapp.gates.report import CriterionResult, GateReport, to_markdown
+from webapp.ppi.estimator import Estimate
+from webapp.ppi.service import draw_sample
+from webapp.spec import EvalSpec
+
+
+def est(estimate: float, low: float, high: float, n: int = 100) -> Estimate:
+    return Estimate(
+        estimate=estimate, low=low, high=high, se=(high - low) / 3.92, df=n - 1, confidence=0.95,
+        lambdas=(1.0, 1.0), judge_alone=estimate + 0.3, human_only_se=0.1, n_labels=n, n_drafts=1000,
+    )
+
+
+def ppi(readings: Mapping[str, Estimate | None], *, pending: int = 0, run_id: int = 7) -> PpiGradingFacts:
+    thresholds = {"factual_accuracy": 0.625, "citation_relevance": 3.5, "tone": 3.5, "completeness": 3.5}
+    return PpiGradingFacts(
+        run_id, 100, pending, tuple(ppi_criterion(k, readings[k], thresholds[k], pending=pending) for k in thresholds)
+    )
+
+
+GOOD = {
+    "factual_accuracy": est(0.80, 0.70, 0.90),
+    "citation_relevance": est(4.0, 3.8, 4.2),
+    "tone": est(4.0, 3.8, 4.2),
+    "completeness": est(4.0, 3.8, 4.2),
+}
+
+
+class TestPpiHumanGrading:
+    def test_passes_when_every_lower_bound_clears(self, spec: EvalSpec) -> None:
+        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi(GOOD)), spec)
+        assert c.status == "pass" and not c.link
+        assert [p.status for p in c.parts] == ["pass"] * 4
+        assert "Factual accuracy 80% [70%, 90%]" in c.measured and "Tone appropriateness 4.00 [3.80, 4.20]" in c.measured
+
+    def test_fails_when_an_upper_bound_is_below(self, spec: EvalSpec) -> None:
+        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, "citation_relevance": est(3.0, 2.8, 3.2)})), spec)
+        assert c.status == "fail"
+        assert {p.key: p.status for p in c.parts}["citation_relevance"] == "fail"
+        assert "Citation relevance" in c.summary
+
+    def test_undecided_says_about_how_many_more_grades_and_links_the_ppi_page(self, spec: EvalSpec) -> None:
+        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, "completeness": est(3.6, 3.4, 3.8)})), spec)
+        assert c.status == "incomplete"
+        assert "undecided: about 300 more grades would decide" in c.summary
+        assert {p.key: p.summary for p in c.parts}["completeness"] == "undecided: about 300 more grades would decide"
+        assert c.link == "/ppi/runs/7" and "further sample" in c.action
+        assert "/ppi/runs/7" in to_markdown_of(c)
+
+    def test_a_fail_wins_over_undecided(self, spec: EvalSpec) -> None:
+        readings = {**GOOD, "completeness": est(3.6, 3.4, 3.8), "tone": est(3.0, 2.8, 3.2)}
+        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi(readings)), spec)
+        assert c.status == "fail"
+
+    def test_pending_sampled_drafts_keep_it_undecided(self, spec: EvalSpec) -> None:
+        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi(GOOD, pending=5)), spec)
+        assert c.status == "incomplete"
+        assert "about 6 more grades would decide" in c.summary and "5 sampled drafts still without a final grade" in c.summary
+
+    def test_factual_share_threshold_is_strictly_read_from_the_bounds(self, spec: EvalSpec) -> None:
+        # lower bound 0.60 < 0.625 < upper bound 0.70: undecided even though the estimate 0.65 is above
+        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, "factual_accuracy": est(0.65, 0.60, 0.70)})), spec)
+        assert {p.key: p.status for p in c.parts}["factual_accuracy"] == "incomplete"
+
+    def test_without_a_ppi_sample_the_final_grades_decide_as_before(self, spec: EvalSpec) -> None:
+        c = human_grading(PilotFacts(7, "run", 0), spec)
+        assert c.title == "Human grading" and c.status == "incomplete" and c.summary == "no drafts to grade"
+
+
+def to_markdown_of(c: CriterionResult) -> str:
+    return to_markdown(GateReport("pilot", 7, "run", [c], dt.datetime(2026, 11, 27, tzinfo=dt.UTC)))
+
+
+@pytest.mark.usefixtures("session")
+class TestPilotReportReadsThePpiSample:
+    def test_a_sampled_run_is_read_from_its_sample(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
+    ) -> None:
+        run, _ = build_run(session, n=60, golden=0)
+        plain, _ = build_run(session, n=5, name="run-2", dataset_name="other")
+        draw_sample(session=session, run_id=run.id, budget=10, judge_version=JUDGE, seed=3)  # type: ignore[arg-type]
+        session.commit()
+        sampled = gates_service.pilot_report(session=session, spec=spec, run=run)
+        c = next(c for c in sampled.criteria if c.key == "human_grading")
+        assert c.title.startswith("Human grading (PPI") and c.status == "incomplete"
+        assert c.link == f"/ppi/runs/{run.id}" and "still without a final grade" in c.summary
+        other = gates_service.pilot_report(session=session, spec=spec, run=plain)
+        c2 = next(c for c in other.criteria if c.key == "human_grading")
+        assert c2.title == "Human grading" and "have no final grade yet" in c2.summary
+        page = client_as("pm").get(f"/gates/pilot?run={run.name}").text
+        assert f'href="/ppi/runs/{run.id}"' in page and "Human grading (PPI, 95% intervals)" in page
+        data = api_as("pm").get(f"/api/v1/gates/pilot?run={run.name}").json()
+        assert {c["key"]: c["link"] for c in data["criteria"]}["human_grading"] == f"/ppi/runs/{run.id}"

@@ -1,0 +1,36 @@
+"""The demo's PPI run: judged, sampled before grading, mostly graded, deterministic."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import Session, col, select
+
+from webapp.demo.seed import seed_demo
+from webapp.grading.models import Grade
+from webapp.ppi.demo import JUDGE_VERSION, LEFT_UNGRADED, RUN_NAME
+from webapp.ppi.models import PpiDraw
+from webapp.ppi.report import run_report
+from webapp.ppi.service import redraw_from_rows
+from webapp.runs.models import Run
+from webapp.spec import EvalSpec
+
+
+class TestDemoPpiRun:
+    @pytest.fixture
+    def db_url(self, demo_db_url: str) -> str:
+        """The demo seeded once per test session (tests/conftest.py)."""
+        return demo_db_url
+
+    def test_demo_ppi_run_has_a_sample_and_intervals(self, session: Session, spec: EvalSpec) -> None:
+        seed_demo(session=session, spec=spec)
+        run = session.exec(select(Run).where(Run.name == RUN_NAME)).one()
+        draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id).order_by(col(PpiDraw.draft_id))).all()
+        assert draws and {d.judge_version for d in draws} == {JUDGE_VERSION}
+        assert redraw_from_rows(session=session, run_id=run.id) == {d.draft_id: d.drawn for d in draws}  # type: ignore[arg-type]
+        report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        assert report is not None and report.pending == LEFT_UNGRADED
+        tone = report.figures["tone"].estimate
+        assert tone is not None and tone.low < tone.estimate < tone.high
+        assert tone.judge_alone > tone.estimate  # the demo's judge is kinder than its people
+        # Sampled before grading: no individual grade exists on this run.
+        assert session.exec(select(Grade).where(col(Grade.draft_id).in_([d.draft_id for d in draws]))).first() is None

@@ -1,0 +1,83 @@
+"""With a PPI sample, the grading queue offers only the drawn drafts, in random order, still blind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+from sqlmodel import Session, col, select
+
+from tests.ppi.conftest import JUDGE, build_run
+from webapp.grading.plan import planned_drafts
+from webapp.grading.queue import BatchFilter, batch_counts, batch_drafts_stmt, next_item
+from webapp.ppi.models import PpiDraw
+from webapp.ppi.service import draw_further_sample, draw_sample
+from webapp.spec import EvalSpec
+
+GRADE = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "ok"}
+
+
+def drawn_ids(session: Session, run_id: int) -> list[int]:
+    rows = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id).order_by(col(PpiDraw.draft_id))).all()
+    return sorted({r.draft_id for r in rows if r.drawn})
+
+
+class TestQueueFilter:
+    def test_only_drawn_drafts_in_random_order(self, session: Session, spec: EvalSpec) -> None:
+        from tests.factories import make_user
+
+        run, drafts = build_run(session, n=120, golden=0)
+        draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=4)  # type: ignore[arg-type]
+        session.commit()
+        drawn = drawn_ids(session, run.id)  # type: ignore[arg-type]
+        assert 24 + 5 < len(drawn) < len(drafts)  # 24 forced (safety, adversarial) plus about 20
+        grader = make_user(session, email="g@example.test", roles=["labeler"])
+        batch = BatchFilter(run_id=run.id)  # type: ignore[arg-type]
+        offered = []
+        while (d := next_item(session=session, spec=spec, grader_id=grader.id, batch=batch, exclude=offered)) is not None:  # type: ignore[arg-type]
+            offered.append(d.id)
+        assert sorted(offered) == drawn
+        assert offered == planned_drafts(session=session, run_id=run.id)  # type: ignore[arg-type]
+        assert offered != sorted(offered)  # not case order
+        listed = [d.id for d, _ in session.exec(batch_drafts_stmt(batch)).all()]
+        assert listed == offered  # the batch list shows the plan's order too
+        counts = batch_counts(session=session, spec=spec, batch=batch)
+        assert counts.drafts == len(drawn)  # progress counts only the drawn drafts
+
+    def test_a_further_sample_adds_its_drafts_after_the_first(self, session: Session) -> None:
+        run, _ = build_run(session, n=120, golden=0)
+        draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=4)  # type: ignore[arg-type]
+        first = planned_drafts(session=session, run_id=run.id) or []  # type: ignore[arg-type]
+        draw_further_sample(session=session, run_id=run.id, budget=20, seed=9)  # type: ignore[arg-type]
+        both = planned_drafts(session=session, run_id=run.id) or []  # type: ignore[arg-type]
+        assert both[: len(first)] == first
+        assert sorted(both) == drawn_ids(session, run.id)  # type: ignore[arg-type]
+
+    def test_a_run_without_sample_is_graded_whole(self, session: Session) -> None:
+        run, drafts = build_run(session, n=10)
+        assert planned_drafts(session=session, run_id=run.id) is None  # type: ignore[arg-type]
+        listed = [d.id for d, _ in session.exec(batch_drafts_stmt(BatchFilter(run_id=run.id))).all()]  # type: ignore[arg-type]
+        assert sorted(listed) == sorted(d.id for d in drafts)  # type: ignore[misc]
+
+
+class TestBlind:
+    def test_no_judge_score_or_pi_reaches_the_grader_before_grading(
+        self, session: Session, api_as: Callable[..., TestClient], client_as: Callable[..., TestClient]
+    ) -> None:
+        run, _ = build_run(session, n=40, golden=0)
+        draw_sample(session=session, run_id=run.id, budget=10, judge_version=JUDGE, seed=2)  # type: ignore[arg-type]
+        session.commit()
+        rows = {r.draft_id: r for r in session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id))}
+        api = api_as("labeler", email="alice@example.test")
+        answer = api.post(f"/api/v1/grading/runs/{run.id}/next")
+        assert answer.status_code == 200
+        draft_id = answer.json()["draft_id"]
+        assert rows[draft_id].drawn
+        assert set(answer.json()) == {"draft_id", "reserved_minutes"}
+        page = client_as("labeler", email="alice@example.test").get(f"/grading/drafts/{draft_id}")
+        assert page.status_code == 200
+        row = rows[draft_id]
+        for leak in ("judge-v1", "inclusion", f"{row.pi:.4f}", f"{row.judge_score:g}", '"request"'):
+            assert leak not in page.text, leak
+        grades = api.get(f"/api/v1/drafts/{draft_id}/grades")
+        assert "judge" not in grades.text and "pi" not in grades.json()

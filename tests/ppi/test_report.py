@@ -1,0 +1,144 @@
+"""The run report: recomputed from stored rows exactly, gate calls, the API and the page, roles."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session, col, select
+
+from tests.ppi.conftest import JUDGE, build_run
+from webapp.datasets.models import EvalCase
+from webapp.grading.models import FinalGrade
+from webapp.ppi.estimator import Estimate, estimate_mean, make_sample
+from webapp.ppi.models import PpiDraw, PpiJudgeScore
+from webapp.ppi.report import gate_call, run_report
+from webapp.ppi.service import draw_sample
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+
+
+def graded_run(session: Session, *, n: int = 300, budget: float = 80, offset: float = 0.6) -> Run:
+    """A run with a sample whose drawn drafts all have final grades: the judge is `offset` kinder on tone."""
+    run, _ = build_run(session, n=n, golden=0)
+    draw_sample(session=session, run_id=run.id, budget=budget, judge_version=JUDGE, seed=21)  # type: ignore[arg-type]
+    rng = np.random.default_rng(1)
+    judge = {j.draft_id: j for j in session.exec(select(PpiJudgeScore).where(PpiJudgeScore.run_id == run.id))}
+    for row in session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id, col(PpiDraw.drawn).is_(True))):
+        j = judge[row.draft_id]
+        session.add(
+            FinalGrade(
+                draft_id=row.draft_id,
+                factual_accuracy=j.factual_accuracy if rng.random() < 0.9 else "fail",
+                citation_relevance=float(np.clip(j.citation_relevance + rng.integers(-1, 2), 1, 5)),
+                tone=float(np.clip(j.tone - offset + rng.normal(0, 0.5), 1, 5)),
+                completeness=float(np.clip(j.completeness - 1 + rng.integers(0, 2), 1, 5)),
+                source="agreement",
+            )
+        )
+    session.commit()
+    return run
+
+
+def tone_from_rows(session: Session, run_id: int) -> Estimate:
+    """Recompute the tone interval from the stored rows with the estimator directly (not through the report)."""
+    draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id).order_by(col(PpiDraw.draft_id))).all()
+    judge = {j.draft_id: j.tone for j in session.exec(select(PpiJudgeScore).where(PpiJudgeScore.run_id == run_id))}
+    finals = {f.draft_id: f.tone for f in session.exec(select(FinalGrade))}
+    ticket = dict(session.exec(select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk)).all())
+    ids = [d.draft_id for d in draws]
+    drawn = np.array([d.drawn for d in draws])
+    sample = make_sample(
+        judge=[judge[i] for i in ids],
+        human=[finals.get(i, np.nan) for i in ids],
+        drawn=drawn,
+        pi=[d.pi for d in draws],
+        cluster=[ticket[i] for i in ids],
+    )
+    return estimate_mean(sample, seed=draws[0].seed)
+
+
+class TestRunReport:
+    def test_recomputing_from_stored_rows_gives_the_same_interval(self, session: Session, spec: EvalSpec) -> None:
+        run = graded_run(session)
+        report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        assert report is not None and report.pending == 0 and report.graded == report.drawn
+        tone = report.figures["tone"].estimate
+        assert tone is not None
+        again = tone_from_rows(session, run.id)  # type: ignore[arg-type]
+        assert (tone.estimate, tone.low, tone.high) == (again.estimate, again.low, again.high)
+        # The judge's +0.6 on tone is removed: the judge alone is above the estimate by about that much.
+        assert 0.4 < tone.bias < 0.8
+        assert tone.n_labels == report.graded
+
+    def test_pending_grades_are_left_out_and_counted(self, session: Session, spec: EvalSpec) -> None:
+        run = graded_run(session)
+        one = session.exec(select(FinalGrade)).first()
+        assert one is not None
+        session.delete(one)
+        session.commit()
+        report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        assert report is not None and report.pending == 1 and report.graded == report.drawn - 1
+
+    def test_no_sample_no_report(self, session: Session, spec: EvalSpec) -> None:
+        run, _ = build_run(session, n=5)
+        assert run_report(session=session, spec=spec, run_id=run.id) is None  # type: ignore[arg-type]
+
+
+def estimate(value: float, low: float, high: float, n: int = 100) -> Estimate:
+    return Estimate(value, low, high, (high - value) / 2, n - 1, 0.95, (1.0,), value, 1.0, n, 1000)
+
+
+class TestGateCall:
+    def test_pass_fail_undecided(self) -> None:
+        assert gate_call(estimate(4.0, 3.8, 4.2), 3.5).verdict == "pass"
+        assert gate_call(estimate(3.0, 2.8, 3.2), 3.5).verdict == "fail"
+        call = gate_call(estimate(3.6, 3.4, 3.8, n=100), 3.5)
+        # half-width 0.2 must shrink to 0.1: n x (0.2/0.1)^2 = 400 grades, 300 more.
+        assert call.verdict == "undecided" and call.more_grades == 300
+
+    def test_pending_grades_keep_it_undecided(self) -> None:
+        call = gate_call(estimate(4.0, 3.8, 4.2), 3.5, pending=7)
+        assert call.verdict == "undecided" and call.more_grades == 7 + 1
+
+    def test_no_estimate_is_undecided(self) -> None:
+        assert gate_call(None, 3.5).verdict == "undecided"
+
+
+class TestApiAndPage:
+    def test_api_answer_matches_the_report(self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
+        run = graded_run(session)
+        answer = api_as("pm").get(f"/api/v1/ppi/runs/{run.name}")
+        assert answer.status_code == 200
+        tone = next(f for f in answer.json()["figures"] if f["key"] == "tone")
+        again = tone_from_rows(session, run.id)  # type: ignore[arg-type]
+        assert tone["interval"]["low"] == again.low and tone["interval"]["high"] == again.high
+        assert tone["gate"]["threshold"] == spec.gates.pilot.human_mean_above
+
+    def test_page_shows_interval_judge_alone_and_grades(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        run = graded_run(session)
+        again = tone_from_rows(session, run.id)  # type: ignore[arg-type]
+        page = client_as("lead").get(f"/ppi/runs/{run.name}")
+        assert page.status_code == 200
+        assert f"<strong>{again.estimate:.2f}</strong> [{again.low:.2f}, {again.high:.2f}]" in page.text
+        assert f"{again.judge_alone:.2f}" in page.text
+        assert "human-only grades" in page.text
+
+    @pytest.mark.parametrize("path", ["/ppi/runs/{name}", "/api/v1/ppi/runs/{name}"])
+    def test_labelers_may_not_read_the_judge_figures(self, session: Session, client_as: Callable[..., TestClient], path: str) -> None:
+        run = graded_run(session, n=40, budget=10)
+        assert client_as("labeler").get(path.format(name=run.name)).status_code == 403
+
+    def test_sampling_through_the_api(self, session: Session, api_as: Callable[..., TestClient]) -> None:
+        run, _ = build_run(session, n=50, golden=0)
+        session.commit()
+        lead = api_as("lead")
+        made = lead.post(f"/api/v1/ppi/runs/{run.name}/sample", json={"budget": 10, "judge_version": JUDGE, "seed": 3})
+        assert made.status_code == 201 and made.json()["round"] == 1 and made.json()["forced"] == 10
+        again = lead.post(f"/api/v1/ppi/runs/{run.name}/sample", json={"budget": 10, "judge_version": JUDGE})
+        assert again.status_code == 422 and again.json()["detail"].startswith("run: this run already has a sample")
+        more = lead.post(f"/api/v1/ppi/runs/{run.name}/further-sample", json={"budget": 5, "seed": 4})
+        assert more.status_code == 201 and more.json()["round"] == 2
+        assert api_as("pm").post(f"/api/v1/ppi/runs/{run.name}/sample", json={"budget": 1, "judge_version": JUDGE}).status_code == 403

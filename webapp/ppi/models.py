@@ -1,0 +1,89 @@
+"""The judge's scores of every draft, the frozen error model, and the append-only sample draws."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, ClassVar
+
+from sqlalchemy import DDL, JSON, Column, UniqueConstraint, event, inspect
+from sqlmodel import Field, SQLModel
+
+from webapp.timeutil import aware_datetime_type, utcnow
+
+
+class PpiJudgeScore(SQLModel, table=True):
+    """The judge's four criterion scores of one draft under one frozen judge version, with its raw calls."""
+
+    __tablename__: ClassVar[str] = "ppi_judge_score"
+    __table_args__ = (UniqueConstraint("draft_id", "judge_version", name="uq_ppi_judge_score_draft_version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    draft_id: int = Field(foreign_key="draft.id", index=True)
+    judge_version: str = Field(max_length=200)
+    factual_accuracy: str = Field(max_length=4)  # pass | fail
+    citation_relevance: float
+    tone: float
+    completeness: float
+    # Every call made for this draft: [{"request": {...}, "response": "...", "model": "..."}, ...]
+    raw_calls: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class PpiErrorModel(SQLModel, table=True):
+    """An error model as it was frozen before a sample was drawn (webapp.ppi.sampler.ErrorModel.as_json)."""
+
+    __tablename__: ClassVar[str] = "ppi_error_model"
+
+    id: int | None = Field(default=None, primary_key=True)
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    source_runs: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class PpiDraw(SQLModel, table=True):
+    """One draft's inclusion probability and Bernoulli draw in one sampling round of a run. Never updated or deleted."""
+
+    __tablename__: ClassVar[str] = "ppi_draw"
+    __table_args__ = (UniqueConstraint("run_id", "draft_id", "round", name="uq_ppi_draw_run_draft_round"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    draft_id: int = Field(foreign_key="draft.id", index=True)
+    round: int = 1  # 1: the sample; 2, 3...: further samples drawn to settle an undecided gate
+    stratum: str = Field(max_length=20)
+    forced: bool = False
+    judge_version: str = Field(max_length=200)
+    judge_score: float  # the judge's overall score the error model read
+    pi: float  # this round's inclusion probability
+    combined_pi: float  # 1 - prod over rounds so far of (1 - pi): the probability used by the estimator
+    drawn: bool
+    seed: int
+    budget: float
+    error_model_id: int | None = Field(default=None, foreign_key="ppi_error_model.id")
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+# The migration creates the same triggers: these constants are the exact SQL for each dialect.
+APPEND_ONLY_MESSAGE = "ppi draws are append-only"
+
+SQLITE_APPEND_ONLY_DDL: tuple[str, ...] = (
+    "CREATE TRIGGER ppi_draw_no_update BEFORE UPDATE ON ppi_draw "
+    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}: update refused'); END",
+    "CREATE TRIGGER ppi_draw_no_delete BEFORE DELETE ON ppi_draw "
+    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}: delete refused'); END",
+)
+
+POSTGRESQL_APPEND_ONLY_DDL: tuple[str, ...] = (
+    "CREATE OR REPLACE FUNCTION ppi_draw_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    f"BEGIN RAISE EXCEPTION '{APPEND_ONLY_MESSAGE}: % refused', lower(TG_OP); END $$",
+    "CREATE TRIGGER ppi_draw_no_update_delete BEFORE UPDATE OR DELETE ON ppi_draw "
+    "FOR EACH ROW EXECUTE FUNCTION ppi_draw_append_only()",
+)
+
+_DRAW_TABLE = inspect(PpiDraw).local_table
+for _sql in SQLITE_APPEND_ONLY_DDL:
+    event.listen(_DRAW_TABLE, "after_create", DDL(_sql).execute_if(dialect="sqlite"))
+for _sql in POSTGRESQL_APPEND_ONLY_DDL:
+    # DDL() formats its text with %-substitution first, so the one literal % is doubled here.
+    event.listen(_DRAW_TABLE, "after_create", DDL(_sql.replace("%", "%%")).execute_if(dialect="postgresql"))

@@ -1,0 +1,56 @@
+"""Page: a run's rubric figures with 95% intervals, judge health, gate calls, and a further sample."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from webapp.auth.service import Principal
+from webapp.db import SessionDep, stored_id
+from webapp.deps import SpecDep, require_role
+from webapp.ppi import service
+from webapp.ppi.report import run_report
+from webapp.ppi.routes import VIEW_ROLES
+from webapp.ppi.views import report_view
+from webapp.runs.deps import RunDep
+from webapp.templating import render
+
+router = APIRouter()
+
+
+@router.get("/ppi/runs/{run}", response_class=HTMLResponse)
+def ppi_run_page(
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
+) -> HTMLResponse:
+    """Show a run's figures: estimate [95% interval], the judge alone, human grades, gate calls and judge health."""
+    report = run_report(session=session, spec=spec, run_id=stored_id(run.id))
+    return render(
+        request,
+        "ppi/run.html",
+        {
+            "run": run,
+            "r": None if report is None else report_view(report, spec),
+            "can_sample": principal.has_role("lead"),
+            "error": request.query_params.get("error"),
+        },
+    )
+
+
+@router.post("/ppi/runs/{run}/further-sample")
+def ppi_further_sample(
+    session: SessionDep,
+    budget: Annotated[float, Form(gt=0, allow_inf_nan=False)],
+    principal: Principal = Depends(require_role("lead")),
+    *,
+    run: RunDep,
+) -> Response:
+    """Draw a further sample of the run to settle an undecided gate, then show the page again."""
+    target = f"/ppi/runs/{quote(run.name)}"
+    try:
+        service.draw_further_sample(session=session, run_id=stored_id(run.id), budget=budget)
+    except service.PpiError as exc:
+        return RedirectResponse(f"{target}?error={quote(str(exc))}", status_code=303)
+    return RedirectResponse(target, status_code=303)

@@ -1,0 +1,175 @@
+"""A run's rubric figures with 95% intervals, from the stored judge scores, draws and final grades.
+
+Everything is recomputed from stored rows: the judge's scores (ppi_judge_score), each draft's
+combined pi and draw (ppi_draw), the final human grades (final_grade) and the first round's seed
+(which also seeds the cross-fitting folds), so the page, the API and anyone re-running this get
+the same interval.
+
+Decisions:
+- Labelled = drawn drafts with a final grade. Drawn drafts still waiting for their grades are
+  left out of the estimate (and counted as "pending"): the figures are provisional until the
+  sample is fully graded, and the gate stays undecided while any drawn draft is pending.
+- Tickets: drafts of the same case (several samples) form one cluster.
+- The gate's "about K more grades": the interval's half-width shrinks as 1/sqrt(n); K is the
+  number of further grades after which the half-width would equal the distance from the estimate
+  to the threshold, at the current standard error per grade. It is a guide, not a promise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from sqlmodel import Session, col, select
+
+from webapp.datasets.models import EvalCase
+from webapp.grading.models import FinalGrade
+from webapp.ppi.estimator import (
+    LOW_LAMBDA_WARNING,
+    Estimate,
+    EstimatorError,
+    all_pass,
+    estimate_mean,
+    make_sample,
+)
+from webapp.ppi.models import PpiDraw, PpiJudgeScore
+from webapp.ppi.service import SCALE_CRITERIA
+from webapp.runs.models import Draft
+from webapp.spec import EvalSpec
+
+FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")
+Verdict = Literal["pass", "fail", "undecided"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One rubric figure of a run: the PPI estimate and what the page says about it."""
+
+    key: str
+    estimate: Estimate | None  # None while no drawn draft has a final grade
+    agreement: float | None  # judge vs human on the labelled drafts: share equal (0/1) or within 1 point
+    mean_gap: float | None  # judge minus human on the labelled drafts
+
+    @property
+    def low_lambda(self) -> bool:
+        """Tell whether the judge is trusted little (lambda < 0.3): it barely helps this figure."""
+        return self.estimate is not None and min(self.estimate.lambdas) < LOW_LAMBDA_WARNING
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """A run's PPI figures, and the sample's counts."""
+
+    run_id: int
+    drafts: int
+    drawn: int
+    graded: int
+    pending: int
+    rounds: int
+    judge_version: str
+    seed: int
+    figures: dict[str, Figure]
+
+
+def _values(spec: EvalSpec, key: str, rows: list[tuple[str, float, float, float]]) -> np.ndarray:
+    """Return the per-draft value of a figure from (factual, citation, tone, completeness) tuples."""
+    factual = np.array([r[0] == "pass" for r in rows], dtype=np.float64)
+    if key == "factual_accuracy":
+        return factual
+    if key == "pass_rate":
+        by_key = {c.key: c for c in spec.rubric.criteria}
+        thresholds = [float(by_key[k].pass_threshold or 0) for k in SCALE_CRITERIA]
+        scales = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float64)
+        return all_pass(factual, scales, thresholds)
+    return np.array([r[1 + SCALE_CRITERIA.index(key)] for r in rows], dtype=np.float64)
+
+
+def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
+    """Return the run's figures with intervals, or None when the run has no sample."""
+    draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id).order_by(col(PpiDraw.round), col(PpiDraw.draft_id))).all()
+    if not draws:
+        return None
+    first = draws[0]
+    latest: dict[int, PpiDraw] = {}
+    drawn: dict[int, bool] = {}
+    for r in draws:
+        latest[r.draft_id] = r
+        drawn[r.draft_id] = drawn.get(r.draft_id, False) or r.drawn
+    ids = sorted(latest)
+    judge = {
+        j.draft_id: j
+        for j in session.exec(
+            select(PpiJudgeScore).where(PpiJudgeScore.run_id == run_id, PpiJudgeScore.judge_version == first.judge_version)
+        )
+    }
+    finals = {f.draft_id: f for f in session.exec(select(FinalGrade).where(col(FinalGrade.draft_id).in_(ids)))}
+    tickets = dict(
+        session.exec(
+            select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(col(Draft.id).in_(ids))
+        ).all()
+    )
+    judge_rows = [(judge[d].factual_accuracy, judge[d].citation_relevance, judge[d].tone, judge[d].completeness) for d in ids]
+    labelled = np.array([drawn[d] and d in finals for d in ids])
+    human_rows = [
+        (finals[d].factual_accuracy, finals[d].citation_relevance, finals[d].tone, finals[d].completeness)
+        if d in finals
+        else ("fail", 0.0, 0.0, 0.0)
+        for d in ids
+    ]
+    pi = np.array([latest[d].combined_pi for d in ids])
+    cluster = np.array([tickets[d] for d in ids])
+    figures: dict[str, Figure] = {}
+    for key in FIGURES:
+        f = _values(spec, key, judge_rows)
+        y = np.where(labelled, _values(spec, key, human_rows), np.nan)
+        estimate = None
+        agreement = mean_gap = None
+        if labelled.sum() >= 2:
+            try:
+                sample = make_sample(judge=f, human=y, drawn=labelled, pi=pi, cluster=cluster)
+                estimate = estimate_mean(sample, seed=first.seed)
+            except EstimatorError:
+                estimate = None
+            gap = f[labelled] - y[labelled]
+            mean_gap = float(gap.mean())
+            agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
+        figures[key] = Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
+    n_drawn = sum(drawn.values())
+    graded = int(labelled.sum())
+    return RunReport(
+        run_id=run_id,
+        drafts=len(ids),
+        drawn=n_drawn,
+        graded=graded,
+        pending=n_drawn - graded,
+        rounds=max(r.round for r in draws),
+        judge_version=first.judge_version,
+        seed=first.seed,
+        figures=figures,
+    )
+
+
+@dataclass(frozen=True)
+class GateCall:
+    """The gate's reading of one figure against its threshold."""
+
+    verdict: Verdict
+    more_grades: int | None  # about how many more grades would decide (undecided only; None: none would)
+
+
+def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0) -> GateCall:
+    """Pass when the lower bound clears the threshold, fail when the upper bound is below it, else undecided."""
+    if estimate is None:
+        return GateCall("undecided", None)
+    if pending == 0 and estimate.low >= threshold:
+        return GateCall("pass", None)
+    if pending == 0 and estimate.high < threshold:
+        return GateCall("fail", None)
+    distance = abs(estimate.estimate - threshold)
+    half = estimate.high - estimate.estimate
+    if distance == 0 or half == 0:
+        return GateCall("undecided", None)
+    needed = estimate.n_labels * (half / distance) ** 2
+    return GateCall("undecided", max(1, math.ceil(needed - estimate.n_labels)) + pending)

@@ -1,0 +1,73 @@
+"""JSON shapes of the PPI API."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class IntervalPublic(BaseModel):
+    estimate: float
+    low: float
+    high: float
+    se: float
+    df: float
+    confidence: float
+    judge_alone: float
+    bias: float = Field(description="Judge alone minus the estimate: the bias the human sample removed")
+    lambdas: list[float] = Field(description="Lambda of each cross-fitting fold (one value below 60 grades)")
+    human_grades: int
+    drafts: int
+    worth_human_grades: float = Field(description="Human-only grades that would give an interval this narrow")
+
+
+class GatePublic(BaseModel):
+    threshold: float
+    verdict: Literal["pass", "fail", "undecided"]
+    more_grades: int | None = Field(description="About how many more grades would decide (undecided only)")
+
+
+class FigurePublic(BaseModel):
+    key: str
+    title: str
+    unit: Literal["share", "grade"]
+    interval: IntervalPublic | None
+    agreement: float | None = Field(description="Judge and human agree on the graded drafts (within 1 point on 1-5)")
+    judge_minus_human: float | None
+    low_lambda_warning: bool
+    gate: GatePublic | None
+
+
+class RunIntervalsPublic(BaseModel):
+    run_id: int
+    drafts: int
+    drawn: int
+    graded: int
+    pending: int
+    rounds: int
+    judge_version: str
+    seed: int
+    figures: list[FigurePublic]
+
+
+class SampleIn(BaseModel):
+    budget: float = Field(gt=0, allow_inf_nan=False, description="Expected number of sampled drafts, besides the forced ones")
+    judge_version: str = Field(min_length=1, max_length=200)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 2)
+
+
+class FurtherSampleIn(BaseModel):
+    budget: float = Field(gt=0, allow_inf_nan=False)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 2)
+
+
+class SamplePublic(BaseModel):
+    run_id: int
+    round: int
+    drafts: int
+    forced: int
+    drawn: int
+    expected: float
+    seed: int
+    error_model_id: int | None
