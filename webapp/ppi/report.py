@@ -18,7 +18,7 @@ Decisions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -40,6 +40,20 @@ from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 
 FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")
+# What a figure can be: a share (factual accuracy, pass rate) lies in [0, 1], a rubric score in [1, 5].
+FIGURE_RANGE: dict[str, tuple[float, float]] = {
+    "factual_accuracy": (0.0, 1.0), "citation_relevance": (1.0, 5.0), "tone": (1.0, 5.0),
+    "completeness": (1.0, 5.0), "pass_rate": (0.0, 1.0),
+}
+
+
+def within_range(estimate: Estimate, lowest: float, highest: float) -> Estimate:
+    """Return the estimate with its interval cut to what the figure can be (97% [79%, 116%] -> [79%, 100%]).
+
+    Cutting an interval to the values the quantity can take keeps every true value it covered, so
+    the coverage is unchanged; the estimate itself is left as computed.
+    """
+    return replace(estimate, low=max(estimate.low, lowest), high=min(estimate.high, highest))
 Verdict = Literal["pass", "fail", "undecided"]
 
 
@@ -129,7 +143,7 @@ def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | 
         if labelled.sum() >= 2:
             try:
                 sample = make_sample(judge=f, human=y, drawn=labelled, pi=pi, cluster=cluster)
-                estimate = estimate_mean(sample, seed=first.seed)
+                estimate = within_range(estimate_mean(sample, seed=first.seed), *FIGURE_RANGE[key])
             except EstimatorError:
                 estimate = None
             gap = f[labelled] - y[labelled]
@@ -163,9 +177,11 @@ def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0) 
     """Pass when the lower bound clears the threshold, fail when the upper bound is below it, else undecided."""
     if estimate is None:
         return GateCall("undecided", None)
-    if pending == 0 and estimate.low >= threshold:
+    # The plan says "above 3.5": a lower bound equal to the threshold does not clear it, and an
+    # upper bound at the threshold already rules "above" out.
+    if pending == 0 and estimate.low > threshold:
         return GateCall("pass", None)
-    if pending == 0 and estimate.high < threshold:
+    if pending == 0 and estimate.high <= threshold:
         return GateCall("fail", None)
     distance = abs(estimate.estimate - threshold)
     half = estimate.high - estimate.estimate
