@@ -18,7 +18,7 @@ from webapp.grading.models import (
     Grade,
     GradingSlot,
 )
-from webapp.grading.queue import BatchFilter, batch_counts, batch_drafts_stmt, gradable
+from webapp.grading.queue import BatchFilter, batch_counts, batch_where, gradable
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -113,7 +113,8 @@ def batch_progress(
     """Return how far grading of a batch has come, overall and per grader."""
     now = now or utcnow()
     counts = batch_counts(session=session, spec=spec, batch=batch)  # the grading page's figures
-    ids = [d.id for d, _ in session.exec(batch_drafts_stmt(batch))]
+    # only the ids: loading every draft and case as ORM objects cost ~0.1 ms each (a 1,500-draft run: ~150 ms)
+    ids = list(session.exec(batch_where(select(Draft.id), batch, join_case=False)))
     grades = list(session.exec(select(Grade).where(col(Grade.draft_id).in_(ids)))) if ids else []
     slots = list(session.exec(select(GradingSlot).where(col(GradingSlot.draft_id).in_(ids)))) if ids else []
     finals = (
