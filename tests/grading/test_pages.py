@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from tests.conftest import csrf_for
+from tests.factories import make_dataset, make_run
 from tests.grading.conftest import DRAFT_TEXT, build_world, disagree
 from webapp.auth.models import ROLES
 from webapp.deps import RoleCheck
@@ -442,3 +443,35 @@ class TestBatchAndQueuePages:
         session.commit()
         html = signed_in(client_as, "carol@example.test").get(f"/grading/drafts/{w.drafts[0].id}").text
         assert "already has the 2 graders it needs" in html and 'id="grading-form"' not in html
+
+
+class TestBatchPaging:
+    def test_a_large_batch_lists_its_drafts_a_hundred_at_a_time(
+        self, session: Session, client_as: Callable[..., TestClient]
+    ) -> None:
+        # 230 gradable drafts plus one escalation (not gradable, never listed): pages of 100, 100, 30
+        cases = [{"case_id": f"big-{i:03d}", "category": "routine"} for i in range(231)]
+        ds = make_dataset(session, cases)
+        drafts = [{"case_id": f"big-{i:03d}", "draft_text": DRAFT_TEXT} for i in range(230)]
+        drafts.append({"case_id": "big-230", "draft_text": None, "escalated": True})
+        run = make_run(session, ds, drafts, name="big-run")
+        session.commit()
+        lead = signed_in(client_as, "lead@example.test", "lead")
+        listed = re.compile(r">big-(\d{3})</a>")
+
+        first = lead.get(f"/grading/runs/{run.id}").text
+        assert [int(n) for n in listed.findall(first)] == list(range(100))
+        assert "Drafts 1–100 of 230" in first and "page 1 of 3" in first
+        assert f'href="/grading/runs/{run.id}?page=2" rel="next"' in first and 'rel="prev"' not in first
+
+        last = lead.get(f"/grading/runs/{run.id}?page=3").text
+        assert [int(n) for n in listed.findall(last)] == list(range(200, 230))
+        assert "Drafts 201–230 of 230" in last and 'rel="next"' not in last
+        assert f'href="/grading/runs/{run.id}?page=2" rel="prev"' in last
+
+        # past the last page shows the last; a malformed page shows the first
+        assert listed.findall(lead.get(f"/grading/runs/{run.id}?page=99").text)[0] == "200"
+        assert listed.findall(lead.get(f"/grading/runs/{run.id}?page=abc").text)[0] == "000"
+        # the filter is kept in the pager's links
+        filtered = lead.get(f"/grading/runs/{run.id}?category=routine").text
+        assert f'href="/grading/runs/{run.id}?category=routine&amp;page=2"' in filtered

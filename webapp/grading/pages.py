@@ -78,8 +78,10 @@ def batch_overview(
     run_id: int, request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
 ) -> HTMLResponse:
     """Show a batch: progress overall and per grader, filters, and where each draft stands."""
+    page_param = request.query_params.get("page", "1")
+    page = int(page_param) if page_param.isdigit() else 1  # a malformed page shows the first
     view = batch_view(
-        session=session, spec=spec, principal=principal, batch=batch_from(request.query_params, run_id)
+        session=session, spec=spec, principal=principal, batch=batch_from(request.query_params, run_id), page=page
     )
     if view is None:
         raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
