@@ -125,12 +125,16 @@ class TestComparePages:
         }
         assert len(data["cases"]) == 8 and data["overall"]["paired"]["p_value"] == pytest.approx(1.0)
         assert data["overall"]["delta"] == pytest.approx(-0.125)
-        # The per-check change list names the cases of the table (citations: r2 fixed, g1 broke).
+        # The per-check change list names the cases of the table (citations: r2 fixed; g1 broke, and
+        # s2, escalated in A (not applicable) and a draft citing nothing in B (fails: issue 25 item 4)).
         checks = {c["key"]: c for c in data["checks"]}
-        assert (checks["citations_current"]["fixed_cases"], checks["citations_current"]["broke_cases"]) == (["r2"], ["g1"])
+        assert (checks["citations_current"]["fixed_cases"], checks["citations_current"]["broke_cases"]) == (["r2"], ["g1", "s2"])
         assert checks["safety_escalation"]["broke_cases"] == ["s2"]
         assert '1 fixed: <a class="mono" href="/runs/compare/cases/r2?a=run-a&amp;b=run-b">r2</a>' in page.text
-        assert '1 broke: <a class="mono" href="/runs/compare/cases/g1?a=run-a&amp;b=run-b">g1</a>' in page.text
+        assert (
+            '2 broke: <a class="mono" href="/runs/compare/cases/g1?a=run-a&amp;b=run-b">g1</a>, '
+            '<a class="mono" href="/runs/compare/cases/s2?a=run-a&amp;b=run-b">s2</a>'
+        ) in page.text
 
     def test_case_table_filters_csv_and_fragment(
         self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]
