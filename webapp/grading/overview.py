@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
 from webapp.datasets.models import EvalCase
 from webapp.grading.grades import returned_grades
 from webapp.grading.models import Grade, GradingSlot
 from webapp.grading.progress import batch_progress, grading_pace, waiting_for_grader
-from webapp.grading.queue import BatchFilter, batch_drafts_stmt, batch_where, skip_counts
+from webapp.grading.queue import BatchFilter, batch_drafts_stmt, skip_counts
 from webapp.grading.status import grading_status
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
@@ -64,7 +64,8 @@ def batch_view(
     run = session.get(Run, batch.run_id)
     if run is None:
         return None
-    total = session.exec(batch_where(select(func.count()).select_from(Draft), batch, join_case=False)).one()
+    progress = batch_progress(session=session, spec=spec, batch=batch)
+    total = progress.drafts  # the batch's gradable drafts, counted once for the progress and the pages
     pages = max(1, -(-total // PAGE_SIZE))
     page = min(max(1, page), pages)
     rows = list(session.exec(batch_drafts_stmt(batch).limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all())
@@ -88,7 +89,7 @@ def batch_view(
     return {
         "run": run,
         "batch": batch,
-        "progress": batch_progress(session=session, spec=spec, batch=batch),
+        "progress": progress,
         "status": grading_status(session=session, run_id=batch.run_id),
         "rows": rows,
         "page": page,
