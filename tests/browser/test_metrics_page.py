@@ -8,7 +8,7 @@ from sqlmodel import Session
 from tests.browser.conftest import sign_in
 from tests.browser_support import wait_until
 from tests.factories import make_user
-from tests.metrics.conftest import ev
+from tests.metrics.conftest import ev, settle
 from webapp.metrics import ingest
 from webapp.spec import load_spec
 
@@ -25,6 +25,7 @@ def _seed(session: Session) -> None:
         events += [ev(day, intent="billing_charge", action="accept", latency_ms=1000) for _ in range(3)]
         events += [ev(day, intent="plan_change", action="reject", latency_ms=5000)]
     ingest.ingest_events(session=session, spec=spec, items=events)
+    settle(session, spec)
 
 
 def test_filter_by_intent_redraws_the_charts(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
@@ -74,6 +75,7 @@ def _seed_varied(session: Session) -> None:
                    confidence=rng.random())
             )
     ingest.ingest_events(session=session, spec=spec, items=events)
+    settle(session, spec)
 
 
 _SETTLED = """(want) => {

@@ -10,7 +10,7 @@ from sqlmodel import Session
 from tests.browser.conftest import sign_in
 from tests.browser_support import wait_until
 from tests.factories import make_user
-from tests.metrics.conftest import ev
+from tests.metrics.conftest import ev, settle
 from webapp.metrics import ingest
 from webapp.spec import load_spec
 
@@ -40,6 +40,7 @@ def _seed(session: Session) -> None:
         ]
     for i in range(0, len(events), ingest.MAX_BATCH):
         ingest.ingest_events(session=session, spec=spec, items=events[i : i + ingest.MAX_BATCH])
+    settle(session, spec)
 
 
 _DRAWN = """(want) => {

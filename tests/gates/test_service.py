@@ -9,6 +9,7 @@ import pytest
 from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run, make_user, words
+from tests.metrics.conftest import settle
 from webapp.checks import service as checks_service
 from webapp.gates import service
 from webapp.gates.models import GateSignoff
@@ -287,6 +288,7 @@ class TestProductionGate:
         events = pilot_events(spec, bad_days)
         for i in range(0, len(events), 1000):
             ingest_events(session=session, spec=spec, items=events[i : i + 1000])
+        settle(session, spec)
         survey_service.open_round(session=session, name="pilot")
         for agent, h in [("a1", "yes"), ("a2", "yes"), ("a3", "no"), ("a4", "yes"), ("a5", "no"), ("a6", "yes"), ("a7", "no"), ("a8", "neutral")]:
             survey_service.record_answer(session=session, agent_id=agent, helpful=h)

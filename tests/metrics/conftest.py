@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from webapp.metrics import ingest
+from webapp.metrics import ingest, stale
 from webapp.spec import EvalSpec
 
 _ids = itertools.count(1)
@@ -33,8 +33,19 @@ def ev(day: dt.date | str, hour: int = 12, *, tz: str = "+00:00", **fields: Any)
     return base
 
 
-def load(session: Session, spec: EvalSpec, events: list[dict[str, Any]]) -> list[ingest.ItemResult]:
-    """Ingest events through the service and commit."""
+def load(session: Session, spec: EvalSpec, events: list[dict[str, Any]], *, rebuild: bool = True) -> list[ingest.ItemResult]:
+    """Ingest events through the service, rebuild their days (as the API does without background jobs) and commit.
+
+    rebuild=False leaves the days stale, as under `serve` until its rebuilder's next pass.
+    """
     out = ingest.ingest_events(session=session, spec=spec, items=events)
+    if rebuild:
+        settle(session, spec)
     session.commit()
     return out
+
+
+def settle(session: Session, spec: EvalSpec) -> None:
+    """Rebuild every stale day, as serve's rebuilder does (alerts are left to the test)."""
+    while stale.rebuild_stale(session=session, spec=spec):
+        pass

@@ -7,7 +7,7 @@ from sqlmodel import Session
 
 from tests.browser_support import sign_in
 from tests.factories import make_article, make_user
-from tests.metrics.conftest import ev
+from tests.metrics.conftest import ev, settle
 from webapp.metrics import reports
 from webapp.metrics.ingest import ingest_events
 from webapp.spec import EvalSpec
@@ -22,6 +22,7 @@ def _seed(session: Session, spec: EvalSpec) -> None:
         session=session, spec=spec,
         items=[ev("2026-11-02", event_id="h", draft_text="Refunds take 10 days", sent_text="Refunds take 5 days")],
     )
+    settle(session, spec)
     reports.report_hallucination(
         session=session, event_id="h", note="wrong window", reported_by=None,
         citations=[{"article_id": "KB-7", "revision": 1}],

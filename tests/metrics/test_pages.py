@@ -8,10 +8,11 @@ import re
 from collections.abc import Callable
 
 import plotly.graph_objects as go
+import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from tests.metrics.conftest import ev, load
+from tests.metrics.conftest import ev, load, settle
 from webapp.spec import EvalSpec
 
 
@@ -52,6 +53,23 @@ class TestMetricsPage:
         band = [t for t in figs["escalation_rate"]["data"] if t.get("legendgroup") == "target"]
         assert [t["y"][0] for t in band] == [0.06, 0.1]
         assert "alerts firing" in page.text and "Cost per draft ($) &gt; $0.0500 on a day" in page.text
+
+    def test_days_waiting_for_the_rebuilder_are_named_and_show_their_stored_figures(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        _seed(session, spec)
+        # two more events on 3 Nov, posted under `serve`: stale until the rebuilder's next pass
+        load(session, spec, [ev("2026-11-03", cost_usd=0.05), ev("2026-11-03", cost_usd=0.05)], rebuild=False)
+        client = client_as("support_lead")
+        page = client.get("/metrics?start=2026-11-01&end=2026-11-05")
+        assert "Updating 2026-11-03: new events are added to the figures within 10 s" in page.text
+        assert _figures(page.text)["cost_per_draft"]["data"][0]["y"] == [None, 0.09, 0.01, 0.01, None]  # the stored day
+        settle(session, spec)
+        session.commit()
+        page = client.get("/metrics?start=2026-11-01&end=2026-11-05")
+        assert "Updating" not in page.text
+        # (0.01 + 0.05 + 0.05) / 3, worked out by hand
+        assert _figures(page.text)["cost_per_draft"]["data"][0]["y"][2] == pytest.approx(0.11 / 3, rel=1e-12)
 
     def test_every_chart_is_left_to_plotly_with_its_target_and_threshold(
         self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]

@@ -7,7 +7,7 @@ from sqlmodel import Session
 
 from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
-from tests.metrics.conftest import ev
+from tests.metrics.conftest import ev, settle
 from webapp.metrics.ingest import ingest_events
 from webapp.spec import EvalSpec
 
@@ -22,6 +22,7 @@ def _seed(session: Session, spec: EvalSpec) -> None:
         for i in range(3)
     ]
     ingest_events(session=session, spec=spec, items=events)
+    settle(session, spec)
 
 
 def test_review_by_keyboard_without_reloads(live_server, new_page, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]

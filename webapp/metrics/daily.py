@@ -85,22 +85,25 @@ def segment_filter(intent: str | None, plan: str | None, agent_id: str | None) -
 def _aggregate_rows(
     session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
 ) -> list[dict[str, Any]]:
-    """Return one dict of sums per day with events: stored aggregates, or raw events for stale days and full segments."""
+    """Return one dict of sums per day with events: the stored aggregates, or raw events for segments not stored.
+
+    Days whose events arrived since their last rebuild (`updating_days`) show the figures of that
+    rebuild: `serve`'s rebuilder brings them up to date within REBUILD_INTERVAL_S (see stale.py).
+    """
     if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in aggregates.ROLLUPS:
         return stale.frame_rows(aggregates.raw_frame(session, start=start, end=end, segment=segment), spec)
-    # the marks before the stored rows: a day rebuilt in between is then computed, never missed
-    lagging = stale.stale_days(session, start=start, end=end)
     t = table_of(DailyAggregate).c
     stmt = select(table_of(DailyAggregate)).where(
         t.day >= start,
         t.day <= end,
         *[t[d] == (segment[d] if segment[d] is not None else ALL) for d in SEGMENT_DIMS],
     )
-    stored = [dict(r._mapping) for r in session.execute(stmt)]
-    if not lagging:
-        return stored
-    fresh = stale.computed_rows(session, spec, days=lagging, segment=segment)
-    return [r for r in stored if r["day"] not in lagging] + fresh
+    return [dict(r._mapping) for r in session.execute(stmt)]
+
+
+def updating_days(*, session: Session, start: dt.date | None = None, end: dt.date | None = None) -> list[dt.date]:
+    """Return the days (within [start, end] when given) with events not yet in their stored figures, oldest first."""
+    return sorted(stale.stale_days(session, start=start, end=end))
 
 
 def _confirmed_counts(
@@ -206,14 +209,10 @@ def default_range(
 
 
 def sent_drafts_by_day(*, session: Session, spec: EvalSpec) -> dict[dt.date, int]:
-    """Return how many sent drafts (shown, accepted or edited, both texts kept) each day with any has."""
-    lagging = stale.stale_days(session)
+    """Return how many sent drafts (shown, accepted or edited, both texts kept) each day with any has (stored figures)."""
     t = table_of(DailyAggregate).c
     stmt = select(t.day, t.ed_n).where(t.intent == ALL, t.plan == ALL, t.agent_id == ALL, t.ed_n > 0)
-    out = {day: int(n) for day, n in session.execute(stmt) if day not in lagging}
-    everything = segment_filter(None, None, None)
-    out.update({r["day"]: int(r["ed_n"]) for r in stale.computed_rows(session, spec, days=lagging, segment=everything) if r["ed_n"]})
-    return out
+    return {day: int(n) for day, n in session.execute(stmt)}
 
 
 def segment_values(*, session: Session) -> dict[str, list[str]]:
@@ -223,5 +222,5 @@ def segment_values(*, session: Session) -> dict[str, list[str]]:
     for dim in SEGMENT_DIMS:
         others = [t[o] == ALL for o in SEGMENT_DIMS if o != dim]
         rows = session.execute(select(t[dim]).where(t[dim] != ALL, t[dim] != "", *others).distinct())
-        out[dim] = sorted({r[0] for r in rows} | stale.segment_values_of_stale_days(session, dim))
+        out[dim] = sorted({r[0] for r in rows})
     return out

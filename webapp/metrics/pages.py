@@ -30,6 +30,7 @@ from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
 from webapp.metrics import streaks as metrics_streaks
 from webapp.metrics import targets as metrics_targets
+from webapp.metrics.background import REBUILD_INTERVAL_S
 from webapp.spec import METRIC_NAMES, EvalSpec
 from webapp.templating import is_htmx, render
 
@@ -161,6 +162,8 @@ def dashboard_context(
     return {
         "start": start,
         "end": end,
+        "updating": metrics_daily.updating_days(session=session, start=start, end=end),
+        "rebuild_interval": REBUILD_INTERVAL_S,
         "filters": filters,
         "query": _query(start, end, filters),
         "days": days,

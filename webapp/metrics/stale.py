@@ -1,15 +1,21 @@
-"""Stale days: aggregates rebuilt lazily after ingestion, and read through from raw events until then.
+"""Stale days: aggregates rebuilt lazily after ingestion, many batches at once.
 
 Ingestion inserts the events and one StaleDay mark per touched day in the same transaction, and
 nothing else, so a batch costs its insert. The day's aggregate rows are rebuilt later, many days
-and batches at once: by `serve`'s background rebuilder (webapp/metrics/background.py), the import
-command and `draftdesk metrics rebuild`. Until a day is rebuilt, every reader of aggregates
-(service.daily_metrics and the functions built on it) computes that day from its raw events with
-the same code, so what it sees always equals a recomputation.
+and batches at once: by `serve`'s background rebuilder (webapp/metrics/background.py, every
+REBUILD_INTERVAL_S), the import command and `draftdesk metrics rebuild`; without background jobs
+(tests, scripts) the ingesting request rebuilds them itself (flows.after_ingest).
+
+Decision (issue 26): readers show the stored aggregates, so a day with new events shows the
+figures of its last rebuild until the next one (at most REBUILD_INTERVAL_S plus the pass behind),
+and the metrics page says which days are updating. Reading the stale days from their raw events
+instead made every /metrics visit read all of today's events (12,000 rows: +350 ms a visit under
+200 events/s; 50,000 at the end of a busy day), which dashboards like Grafana or Langfuse do not
+do either: they lag ingestion by seconds.
 
 Why this is exact under concurrency (PostgreSQL, READ COMMITTED; SQLite has one writer at a time):
-- A mark commits atomically with its events, so a committed event of a day whose mark a reader
-  does not see was already in the stored aggregate the reader reads after the marks.
+- A mark commits atomically with its events, so an event is either behind a mark or already in
+  the stored aggregate.
 - A rebuild reads the marks first, then (under the day's advisory lock, so rebuilds of one day run
   one after the other) the raw events, and deletes exactly the marks it read: every event behind
   those marks was committed before the raw read. A mark committed later survives, and its day is
@@ -26,7 +32,7 @@ from sqlalchemy import delete, select, text
 from sqlmodel import Session, col
 
 from webapp.metrics import aggregates
-from webapp.metrics.models import Event, StaleDay
+from webapp.metrics.models import StaleDay
 from webapp.spec import EvalSpec
 
 # Days rebuilt per transaction by rebuild_stale: bounds the memory and the time the day locks are held.
@@ -48,21 +54,6 @@ def stale_days(session: Session, *, start: dt.date | None = None, end: dt.date |
 
 def _as_date(value: dt.date | str) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(value)
-
-
-def computed_rows(
-    session: Session, spec: EvalSpec, *, days: set[dt.date], segment: dict[str, str | None]
-) -> list[dict[str, Any]]:
-    """Return one aggregate dict per day with events among `days`, for the segment, computed from raw events."""
-    if not days:
-        return []
-    df = aggregates.raw_frame(session, days=days, segment=segment)
-    rows = frame_rows(df, spec)
-    if all(v is None for v in segment.values()):
-        versions = aggregates.versions_by_day(df)
-        for r in rows:
-            r["versions"] = versions.get(r["day"])
-    return rows
 
 
 def frame_rows(df: pd.DataFrame, spec: EvalSpec) -> list[dict[str, Any]]:
@@ -96,13 +87,3 @@ def try_rebuilder_lock(session: Session) -> bool:
     if session.get_bind().dialect.name != "postgresql":
         return True
     return bool(session.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": PG_REBUILDER_LOCK_KEY}).scalar())
-
-
-def segment_values_of_stale_days(session: Session, dim: str) -> set[str]:
-    """Return the values of one dimension among the events of stale days (not yet in the aggregate table)."""
-    days = stale_days(session)
-    if not days:
-        return set()
-    column = getattr(Event, dim)
-    stmt = select(column).where(col(Event.day).in_(sorted(days)), column.is_not(None), column != "").distinct()
-    return {str(v) for v in session.execute(stmt).scalars()}
