@@ -113,47 +113,41 @@ def batch_progress(
     """Return how far grading of a batch has come, overall and per grader."""
     now = now or utcnow()
     counts = batch_counts(session=session, spec=spec, batch=batch)  # the grading page's figures
-    # only the ids: loading every draft and case as ORM objects cost ~0.1 ms each (a 1,500-draft run: ~150 ms)
-    ids = list(session.exec(batch_where(select(Draft.id), batch, join_case=False)))
-    grades = list(session.exec(select(Grade).where(col(Grade.draft_id).in_(ids)))) if ids else []
-    slots = list(session.exec(select(GradingSlot).where(col(GradingSlot.draft_id).in_(ids)))) if ids else []
-    finals = (
-        set(session.exec(select(FinalGrade.draft_id).where(col(FinalGrade.draft_id).in_(ids))))
-        if ids
-        else set()
-    )
-    adj = (
-        set(
-            session.exec(
-                select(Adjudication.draft_id).where(
-                    col(Adjudication.draft_id).in_(ids), col(Adjudication.status).in_(("open", "rework"))
-                )
-            )
+    # the batch's draft ids as a subquery: counted in SQL, per grader, without loading a row per
+    # draft or grade (a 1,540-draft run: ~100 ms of ORM rows and IN-list parameters before)
+    ids = batch_where(select(Draft.id), batch, join_case=False).scalar_subquery()
+    graded = session.exec(
+        select(Grade.grader_id, func.count()).where(col(Grade.draft_id).in_(ids)).group_by(col(Grade.grader_id))
+    ).all()
+    reserved = session.exec(
+        select(GradingSlot.grader_id, func.count())
+        .where(col(GradingSlot.draft_id).in_(ids), col(GradingSlot.grade_id).is_(None), col(GradingSlot.expires_at) > now)
+        .group_by(col(GradingSlot.grader_id))
+    ).all()
+    finals = session.exec(select(func.count()).where(col(FinalGrade.draft_id).in_(ids))).one()
+    adj = session.exec(
+        select(func.count(func.distinct(Adjudication.draft_id))).where(
+            col(Adjudication.draft_id).in_(ids), col(Adjudication.status).in_(("open", "rework"))
         )
-        if ids
-        else set()
-    )
+    ).one()
     by_grader: dict[int, GraderProgress] = {}
-    users = {u.id: u for u in session.exec(select(User))}
-    for g in grades:
-        u = users.get(g.grader_id)
-        p = by_grader.setdefault(
-            g.grader_id, GraderProgress(g.grader_id, (u.name or u.email) if u else "?", 0, 0)
-        )
-        p.graded += 1
-    for s in slots:
-        if s.grade_id is None and s.expires_at is not None and as_utc(s.expires_at) > now:
-            u = users.get(s.grader_id)
-            p = by_grader.setdefault(
-                s.grader_id, GraderProgress(s.grader_id, (u.name or u.email) if u else "?", 0, 0)
-            )
-            p.reserved += 1
+    grader_ids = {int(g) for g, _ in graded} | {int(g) for g, _ in reserved}
+    names = (
+        {u.id: (u.name or u.email) for u in session.exec(select(User).where(col(User.id).in_(sorted(grader_ids))))}
+        if grader_ids
+        else {}
+    )
+    for grader_id, n in graded:
+        by_grader[grader_id] = GraderProgress(grader_id, names.get(grader_id, "?"), int(n), 0)
+    for grader_id, n in reserved:
+        p = by_grader.setdefault(grader_id, GraderProgress(grader_id, names.get(grader_id, "?"), 0, 0))
+        p.reserved = int(n)
     return BatchProgress(
         drafts=counts.drafts,
         grades_needed=counts.grades_needed,
         grades_done=counts.grades_done,
-        final=len(finals),
-        in_adjudication=len(adj),
+        final=int(finals),
+        in_adjudication=int(adj),
         graders=sorted(by_grader.values(), key=lambda p: p.name.lower()),
     )
 
