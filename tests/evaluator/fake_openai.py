@@ -254,7 +254,7 @@ class FakeOpenAI:
 
 def main() -> None:
     """Serve until interrupted."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "A fake OpenAI server").splitlines()[0])
     parser.add_argument("--port", type=int, default=8999)
     parser.add_argument("--delay", type=float, default=0.0)
     args = parser.parse_args()

@@ -26,7 +26,7 @@ from webapp.ppi.judge_pass import (
     store_judgements,
 )
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
-from webapp.ppi.service import PpiError, draw_sample
+from webapp.ppi.service import JudgeScoreIn, PpiError, draw_sample
 from webapp.runs.models import Draft, Run
 from webapp.timeutil import utcnow
 
@@ -98,7 +98,7 @@ def run_pass(session: Session, fake: FakeOpenAI, plan: JudgePlan, *, batch: int 
     """Run a planned pass through the service with the evaluator's client; store batches in the test's session."""
     client = ChatClient(base_url=fake.base_url, api_key="k", concurrency=3, backoff_base=0.001)
 
-    def store(scores: list) -> None:  # type: ignore[type-arg]
+    def store(scores: list[JudgeScoreIn]) -> None:
         store_judgements(session=session, plan=plan, scores=scores)
         session.commit()
 

@@ -53,7 +53,14 @@ from webapp.evaluator.rubric import Rubric, judge_instructions, judge_response_f
 from webapp.evaluator.support import KbArticleText, KbContext, kb_from_database
 from webapp.grading.references import reference_versions
 from webapp.kb.models import KbRevision
-from webapp.ppi.service import CRITERIA, JudgeScoreIn, PpiError, gradable_drafts, judge_scores, record_judge_scores
+from webapp.ppi.service import (
+    CRITERIA,
+    JudgeScoreIn,
+    PpiError,
+    gradable_drafts,
+    judge_scores,
+    record_judge_scores,
+)
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import RunNotFound, resolve_run
 
