@@ -323,3 +323,16 @@ class TestCommand:
         result = judge_cli("jp-run", "--rubric", "default")
         assert result.exit_code == 2
         assert "rubric: 'default' has no metric 'factual_accuracy'" in result.output
+
+
+class TestConcurrentPasses:
+    def test_a_batch_already_stored_by_another_pass_is_refused_whole(self, session: Session, fake: FakeOpenAI) -> None:
+        run = build(session)
+        first = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        second = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)  # planned before any score
+        run_pass(session, fake, first)
+        with pytest.raises(PpiError, match=r"scores\[0\]\.draft_id: draft \d+ already has a score"):
+            run_pass(session, fake, second, batch=4)
+        session.rollback()
+        rows = stored(session, run)
+        assert len(rows) == 4 and all(len(r.raw_calls) == 1 for r in rows.values())

@@ -59,6 +59,8 @@ def judge_run(
             f"{API_KEY_SETTING} is not set: the judge calls the OpenAI API with it "
             "(set it, or give --base-url for an endpoint that needs no key)"
         )
+    from sqlalchemy.exc import IntegrityError
+
     from webapp.evaluator.cache import ResponseCache, default_cache_dir
     from webapp.evaluator.client import ChatClient, LlmConfigError, load_prices
     from webapp.evaluator.rubric import RubricError, load_rubric
@@ -99,6 +101,10 @@ def judge_run(
         outcome = _run_with_progress(plan, client, settings.database_url, console, quiet=quiet)
     except LlmConfigError as exc:
         raise _err(f"the API refused the judge: {exc}. Scores finished before it are stored; rerun to go on") from exc
+    except (PpiError, IntegrityError) as exc:
+        # A batch refused whole, e.g. a second pass on the same run stored these drafts meanwhile.
+        detail = str(exc) if isinstance(exc, PpiError) else "a score of this judge version already exists for a draft"
+        raise _err(f"{detail}; the batches stored before it are kept; rerun to judge what is missing") from exc
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the scores finished so far are stored; rerun to go on", highlight=False)
         raise typer.Exit(EXIT_FAILED_DRAFTS) from None
