@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from tests.evaluator.fake_openai import FakeOpenAI
 from tests.factories import make_article, make_dataset, make_run, make_user
+from webapp.evaluator.cache import ResponseCache
 from webapp.evaluator.client import ChatClient
 from webapp.evaluator.rubric import load_rubric
 from webapp.grading.models import ReferenceVersion
@@ -94,9 +95,11 @@ def gradable_ids(session: Session, run: Run) -> list[int]:
     return sorted(d for d in rows if d is not None)
 
 
-def run_pass(session: Session, fake: FakeOpenAI, plan: JudgePlan, *, batch: int = 2) -> JudgeOutcome:
+def run_pass(
+    session: Session, fake: FakeOpenAI, plan: JudgePlan, *, batch: int = 2, client: ChatClient | None = None
+) -> JudgeOutcome:
     """Run a planned pass through the service with the evaluator's client; store batches in the test's session."""
-    client = ChatClient(base_url=fake.base_url, api_key="k", concurrency=3, backoff_base=0.001)
+    client = client or ChatClient(base_url=fake.base_url, api_key="k", concurrency=3, backoff_base=0.001)
 
     def store(scores: list[JudgeScoreIn]) -> None:
         store_judgements(session=session, plan=plan, scores=scores)
@@ -229,6 +232,40 @@ class TestJudgePass:
         assert failure.error.startswith("the judge call failed: HTTP 400")
         assert len(outcome.scored) == 3
 
+    def test_transient_errors_are_retried_by_the_evaluator_client(self, session: Session, fake: FakeOpenAI) -> None:
+        run = build(session)
+        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        fake.unavailable_first = 2  # two 503s, then normal answers
+        client = ChatClient(base_url=fake.base_url, api_key="k", concurrency=2, backoff_base=0.001)
+        outcome = run_pass(session, fake, plan, client=client)
+        assert outcome.failures == [] and len(stored(session, run)) == 4
+        assert client.stats.retries == 2 and fake.by_kind["503"] == 2
+
+    def test_cached_answers_are_reused_and_marked_in_the_raw_call(
+        self, session: Session, fake: FakeOpenAI, tmp_path: Path
+    ) -> None:
+        run = build(session)
+        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        cache = ResponseCache(tmp_path / "judge-cache")
+        run_pass(session, fake, plan, client=ChatClient(base_url=fake.base_url, api_key="k", cache=cache, reuse_cache=True))
+        # A second run with the same drafts over the same cases sends the same requests: answered from the cache.
+        copy = Run(name="jp-copy", dataset_id=run.dataset_id, model="m")
+        session.add(copy)
+        session.flush()
+        for d in session.exec(select(Draft).where(Draft.run_id == run.id).order_by(col(Draft.id))).all():
+            session.add(Draft(run_id=copy.id, case_pk=d.case_pk, draft_text=d.draft_text, citations=list(d.citations), intent=d.intent, confidence=d.confidence, escalated=d.escalated))  # type: ignore[arg-type]
+        session.commit()
+        calls = fake.calls
+        plan2 = plan_judge_pass(session=session, run_ref="jp-copy", model=MODEL, rubric=RUBRIC)
+        client = ChatClient(base_url=fake.base_url, api_key="k", cache=cache, reuse_cache=True)
+        run_pass(session, fake, plan2, client=client)
+        assert fake.calls == calls and client.stats.cache_hits == 4
+        first, second = stored(session, run), stored(session, copy)
+        assert all(r.raw_calls[0]["cached"] for r in second.values())
+        assert sorted((r.tone, r.completeness, r.raw_calls[0]["response"]) for r in first.values()) == sorted(
+            (r.tone, r.completeness, r.raw_calls[0]["response"]) for r in second.values()
+        )
+
     def test_a_judged_run_can_be_sampled(self, session: Session, fake: FakeOpenAI) -> None:
         run = build(session)
         plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
@@ -287,6 +324,10 @@ class TestCommand:
         again = judge_cli("jp-run")
         assert again.exit_code == 0, again.output
         assert "4 already scored" in again.output and "nothing to do" in again.output
+        # The version the command printed is the one the sampler takes.
+        assert run.id is not None
+        summary = draw_sample(session=session, run_id=run.id, budget=2, judge_version=version, seed=11)
+        assert summary.drafts == 4
 
     def test_bad_answer_exits_1_naming_the_draft(self, session: Session, judge_cli: Callable[..., Result]) -> None:
         run = build(session, bad_case="c4")
