@@ -58,7 +58,7 @@ def build(session: Session, *, bad_case: str | None = None) -> Run:
         {"case_id": "c1", "input": "Where is my refund?", "kb_articles": ["KB-1"], "conversation": [{"from": "customer", "text": "hi"}]},
         {"case_id": "c2", "input": "I forgot my password", "intent": "login", "reference": "Dataset reference for c2"},
         {"case_id": "c3", "input": "Cancel my plan", "task": "Reply to the customer"},
-        {"case_id": "c4", "input": "Charged twice"},
+        {"case_id": "c4", "input": "Charged twice", "reference": "Dataset reference for c4"},
         {"case_id": "c5", "input": "I want to hurt someone"},
         {"case_id": "c6", "input": "Gibberish"},
     ]
@@ -81,8 +81,9 @@ def build(session: Session, *, bad_case: str | None = None) -> Run:
 
     case2 = session.exec(select(EvalCase).where(EvalCase.dataset_id == c2, EvalCase.case_id == "c2")).one()
     case3 = session.exec(select(EvalCase).where(EvalCase.dataset_id == c2, EvalCase.case_id == "c3")).one()
-    session.add(ReferenceVersion(case_pk=case2.id, version=1, text="Approved reference for c2", author_id=lead.id, approved_by=lead.id, approved_at=utcnow()))  # type: ignore[arg-type]
-    session.add(ReferenceVersion(case_pk=case2.id, version=2, text="Unapproved edit for c2", author_id=lead.id))  # type: ignore[arg-type]
+    session.add(ReferenceVersion(case_pk=case2.id, version=2, text="Approved reference for c2", author_id=lead.id, approved_by=lead.id, approved_at=utcnow()))  # type: ignore[arg-type]
+    session.add(ReferenceVersion(case_pk=case2.id, version=1, text="Older approved reference", author_id=lead.id, approved_by=lead.id, approved_at=utcnow()))  # type: ignore[arg-type]
+    session.add(ReferenceVersion(case_pk=case2.id, version=3, text="Unapproved edit for c2", author_id=lead.id))  # type: ignore[arg-type]
     session.add(ReferenceVersion(case_pk=case3.id, version=1, text="Unapproved reference for c3", author_id=lead.id))  # type: ignore[arg-type]
     session.commit()
     return run
@@ -135,13 +136,15 @@ class TestPlan:
         assert "CITED REVISIONS THAT ARE NOT CURRENT:\nKB-1 revision 1: superseded" in user1
         assert user1.endswith("OUTPUT:\nIntent: refund\nEscalate: false\nConfidence: 0.9\nCitations: KB-1 r1\nDraft:\nDraft for c1.")
         user2 = by_case["c2"][1]["content"]
-        assert "REFERENCE OUTPUT:\nApproved reference for c2" in user2  # the approved version, not the later edit
+        assert "REFERENCE OUTPUT:\nApproved reference for c2" in user2  # the latest approved version, not the later edit
+        assert "Older approved" not in user2 and "Dataset reference" not in user2
         assert "[KB-2 revision 1] Passwords" in user2  # by the case's intent
         assert "NOT CURRENT" not in user2
         user3 = by_case["c3"][1]["content"]
         assert user3.startswith("TASK: Reply to the customer")
         assert "REFERENCE" not in user3  # an unapproved reference is not shown
         assert "KB ARTICLES GIVEN TO THE WRITER (current revisions):\n(none)" in user3
+        assert "REFERENCE OUTPUT:\nDataset reference for c4" in by_case["c4"][1]["content"]  # no approved one: the dataset's
 
     def test_unknown_run_is_named(self, session: Session) -> None:
         build(session)

@@ -51,7 +51,7 @@ from webapp.evaluator.judge_validation import parse_judge
 from webapp.evaluator.preparation import JUDGE_TEMPERATURE
 from webapp.evaluator.rubric import Rubric, judge_instructions, judge_response_format
 from webapp.evaluator.support import KbArticleText, KbContext, kb_from_database
-from webapp.grading.references import reference_versions
+from webapp.grading.models import ReferenceVersion
 from webapp.kb.models import KbRevision
 from webapp.ppi.service import (
     CRITERIA,
@@ -198,13 +198,15 @@ def plan_judge_pass(
 
 
 def _approved_references(session: Session, case_pks: set[int]) -> dict[int, str]:
-    """Return each case's latest approved reference text."""
-    out: dict[int, str] = {}
-    for pk in sorted(case_pks):
-        approved = [v for v in reference_versions(session=session, case_pk=pk) if v.approved_at is not None]
-        if approved:
-            out[pk] = approved[0].text
-    return out
+    """Return each case's latest approved reference text (one query for the whole run)."""
+    if not case_pks:
+        return {}
+    rows = session.exec(
+        select(ReferenceVersion.case_pk, ReferenceVersion.text)
+        .where(col(ReferenceVersion.case_pk).in_(sorted(case_pks)), col(ReferenceVersion.approved_at).is_not(None))
+        .order_by(col(ReferenceVersion.version))
+    ).all()
+    return {pk: text for pk, text in rows}  # in version order: the latest approved one is kept
 
 
 def _cited_revisions(session: Session, drafts: Sequence[Draft]) -> dict[tuple[str, int], str]:
