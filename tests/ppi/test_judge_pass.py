@@ -165,6 +165,11 @@ class TestPlan:
         with pytest.raises(PpiError, match="judge_model"):
             judge_version(model=" ", rubric=RUBRIC)
 
+    def test_version_changes_with_the_layout_of_the_message(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        before = judge_version(model=MODEL, rubric=RUBRIC)
+        monkeypatch.setattr("webapp.ppi.judge_pass.draft_for_judge", lambda draft: f"Reply: {draft.draft_text}")
+        assert judge_version(model=MODEL, rubric=RUBRIC) != before
+
 
 class TestJudgePass:
     def test_scores_equal_what_the_judge_answered_with_every_raw_call(self, session: Session, fake: FakeOpenAI) -> None:

@@ -15,8 +15,8 @@ Decisions (see docs/ppi.md, "The judge pass"):
 
 - **Judge version.** `"<model> <rubric name> sha256:<16 hex>"`, the hash taken over everything
   that decides the judge's answer besides the draft: the rubric's instructions (from its file, so
-  its content hash is in them), the answer schema, the temperature (0), the seed and
-  `TEMPLATE_VERSION`, the layout of the user message built here. Changing the model, the rubric
+  its content hash is in them), the answer schema, the temperature (0), the seed, and the layout
+  of the user message built here (`layout_fingerprint`: a fixed example rendered by the same code). Changing the model, the rubric
   file or the seed gives a new version, and so new scores beside the old ones, never a silent mix.
 - **Per draft, not per run.** A draft is stored whole (its four criteria and its raw call) or not
   at all; the others are stored in batches as they finish, so an interrupted or partly failed
@@ -64,8 +64,6 @@ from webapp.ppi.service import (
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import RunNotFound, resolve_run
 
-# Bump when the layout of the user message below changes: it is part of the frozen judge version.
-TEMPLATE_VERSION = "judge-pass-1"
 # The scales the PPI tables and the estimator expect of each criterion.
 REQUIRED_SCALES: dict[str, tuple[int, int]] = {
     "factual_accuracy": (0, 1),
@@ -98,7 +96,7 @@ def judge_version(*, model: str, rubric: Rubric, seed: int | None = None) -> str
     if len(model) > MAX_MODEL_LENGTH:
         raise PpiError(f"judge_model: at most {MAX_MODEL_LENGTH} characters")
     frozen = {
-        "template": TEMPLATE_VERSION,
+        "layout": layout_fingerprint(),
         "instructions": judge_instructions(rubric),
         "response_format": judge_response_format(rubric),
         "temperature": JUDGE_TEMPERATURE,
@@ -106,6 +104,41 @@ def judge_version(*, model: str, rubric: Rubric, seed: int | None = None) -> str
     }
     digest = hashlib.sha256(json.dumps(frozen, sort_keys=True).encode()).hexdigest()
     return f"{model} {rubric.name[:30]} sha256:{digest[:16]}"
+
+
+def layout_fingerprint() -> str:
+    """Return the hash of a fixed example rendered by `judge_user_message`: it changes whenever the layout does.
+
+    Part of the judge version, so that editing how the judge's message is written makes a new judge
+    by itself, with nothing to remember to bump.
+    """
+    case = EvalCase(
+        dataset_id=0,
+        position=0,
+        case_id="example",
+        input="TICKET",
+        task="TASK",
+        expected_constraints="CONSTRAINTS",
+        account={"plan": "PLAN"},
+        conversation=[{"from": "customer", "text": "EARLIER"}],
+        kb_articles=["KB-A"],
+    )
+    draft = Draft(
+        run_id=0,
+        case_pk=0,
+        draft_text="DRAFT",
+        citations=[{"article_id": "KB-A", "revision": 1}, {"article_id": "KB-B", "revision": 3}],
+        intent="INTENT",
+        confidence=0.5,
+    )
+    kb = KbContext(
+        current={
+            "KB-A": KbArticleText("KB-A", 2, "TITLE A", "BODY A", None),
+            "KB-B": KbArticleText("KB-B", 3, "TITLE B", "BODY B", None),
+        }
+    )
+    text = judge_user_message(case=case, draft=draft, kb=kb, cited={("KB-A", 1): "superseded"}, reference="REFERENCE")
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
