@@ -151,6 +151,12 @@ class TestPlan:
         with pytest.raises(PpiError, match="run: no run named or numbered 'nope'"):
             plan_judge_pass(session=session, run_ref="nope", model=MODEL, rubric=RUBRIC)
 
+    def test_a_run_with_nothing_to_grade_is_refused(self, session: Session) -> None:
+        ds = make_dataset(session, [{"case_id": "e1"}, {"case_id": "e2"}], name="esc")
+        make_run(session, ds, [{"case_id": "e1", "escalated": True}, {"case_id": "e2", "draft_text": None}], name="only-escalations")
+        with pytest.raises(PpiError, match="run: run 'only-escalations' has no draft to judge"):
+            plan_judge_pass(session=session, run_ref="only-escalations", model=MODEL, rubric=RUBRIC)
+
     def test_a_rubric_without_the_four_criteria_is_refused(self, session: Session) -> None:
         build(session)
         with pytest.raises(PpiError, match="rubric: 'default' has no metric 'factual_accuracy'"):
