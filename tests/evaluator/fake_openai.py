@@ -105,6 +105,7 @@ class FakeOpenAI:
         self.rate_limited_at: list[float] = []
         self.served_at: list[float] = []
         self.requests: list[dict[str, Any]] = []  # bodies of answered requests, for assertions
+        self.answered: list[tuple[dict[str, Any], str]] = []  # (request body, answer content) of each 200 answer
         self._lock = threading.Lock()
         self.app = Starlette(
             routes=[
@@ -136,6 +137,7 @@ class FakeOpenAI:
             self.rate_limited_at.clear()
             self.served_at.clear()
             self.requests.clear()
+            self.answered.clear()
 
     async def _chat(self, request: Request) -> Response:
         self.in_flight += 1
@@ -205,6 +207,8 @@ class FakeOpenAI:
                 content = "not a draft" if "[[draft-bad]]" in user else json.dumps(_support_draft(h, text))
             else:
                 content = f"Generated answer {h[:12]} for: {user[:60]}"
+        if len(self.answered) < 10_000:
+            self.answered.append((body, content))
         usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         return JSONResponse(
@@ -250,7 +254,7 @@ class FakeOpenAI:
 
 def main() -> None:
     """Serve until interrupted."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "A fake OpenAI server").splitlines()[0])
     parser.add_argument("--port", type=int, default=8999)
     parser.add_argument("--delay", type=float, default=0.0)
     args = parser.parse_args()

@@ -127,14 +127,23 @@ class DraftFacts:
     judge_score: float
 
 
-def _draft_facts(*, session: Session, run_id: int, judge_version: str) -> list[DraftFacts]:
-    """Return the run's gradable drafts in id order (escalations and fallbacks have nothing to grade or judge)."""
+def gradable_drafts(*, session: Session, run_id: int) -> list[tuple[Draft, EvalCase]]:
+    """Return the run's gradable drafts with their cases, in id order: escalations and fallbacks (no text) are left out.
+
+    The judge pass judges exactly these drafts and the sampler samples exactly these.
+    """
     rows = session.exec(
-        select(Draft.id, EvalCase.case_id, EvalCase.category, EvalCase.golden)
+        select(Draft, EvalCase)
         .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
         .where(Draft.run_id == run_id, col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False))
         .order_by(col(Draft.id))
     ).all()
+    return [(d, c) for d, c in rows]
+
+
+def _draft_facts(*, session: Session, run_id: int, judge_version: str) -> list[DraftFacts]:
+    """Return the run's gradable drafts in id order (escalations and fallbacks have nothing to grade or judge)."""
+    rows = [(d.id, c.case_id, c.category, c.golden) for d, c in gradable_drafts(session=session, run_id=run_id)]
     if not rows:
         raise PpiError(f"run: run {run_id} has no draft to grade")
     scores = judge_scores(session=session, run_id=run_id, judge_version=judge_version)
