@@ -260,6 +260,24 @@ class TestAlert:
         assert alert.run_id == run.id and alert.evidence["method"] == "sample"
 
 
+    def test_a_final_grade_in_the_baseline_rereads_the_runs_it_is_the_baseline_of(self, session: Session, spec: EvalSpec) -> None:
+        base_pass: list[bool | None] = [True] * 50
+        base_pass[0] = None  # the baseline's first drawn draft waits for its grade
+        ds = dataset(session, 50)
+        base = sampled_run(session, ds, "base", judge=[True] * 50, human=base_pass, seed=3)
+        service.mark_baseline(session=session, run_id=base.id)  # type: ignore[arg-type]
+        run = sampled_run(session, ds, "new", judge=[k % 10 >= 3 for k in range(50)], human=[k % 10 >= 3 for k in range(50)], seed=4)
+        session.commit()
+        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
+        first = session.exec(select(Draft.id).where(Draft.run_id == base.id).order_by(col(Draft.id))).first()
+        assert first is not None
+        session.add(FinalGrade(draft_id=first, factual_accuracy="pass", citation_relevance=5, tone=5, completeness=5, source="agreement"))
+        session.flush()
+        flows.after_grading(session=session, spec=spec, draft_id=first)
+        (alert,) = _alerts(session)
+        assert alert.run_id == run.id and alert.evidence["interval_text"] == "pass rate -30.0 points [-44.2, -15.8]"
+
+
 class TestWithoutSample:
     def test_run_without_a_sample_keeps_the_checks_rule(self, session: Session, spec: EvalSpec) -> None:
         """The baseline has a sample, the run has none: the reading is None and nothing is listed."""
