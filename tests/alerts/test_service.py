@@ -164,9 +164,10 @@ class TestRegressionAndHallucination:
         assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
 
 
-    def test_sampled_drop_says_its_interval(self, session, spec) -> None:  # type: ignore[no-untyped-def]
+    def test_sampled_drop_says_its_interval(self, session: Session, spec: EvalSpec) -> None:
         ds = make_dataset(session, [])
         run = make_run(session, ds, name="nightly")
+        assert run.id is not None
         session.add(
             RegressionAlert(
                 run_id=run.id, kind="pass_rate_drop", fingerprint="f:sample", message="Run nightly against baseline base: ...",
