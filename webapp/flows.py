@@ -24,18 +24,21 @@ from webapp.auth.service import Principal
 from webapp.blind import ALL_SIGNALS, SignalsView
 from webapp.checks import service as checks_service
 from webapp.datasets.models import EvalCase
-from webapp.db import table_of
+from webapp.db import stored_id, table_of
 from webapp.evaluator.models import EvaluatorJudgeScore
 from webapp.grading import evidence as grading_evidence
 from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
 from webapp.grading.models import FinalGrade, Grade
 from webapp.metrics import stale as metrics_stale
+from webapp.ppi import report as ppi_report
+from webapp.ppi.models import PpiDraw
 from webapp.regression import service as regression_service
 from webapp.regression.comparison import JudgeLookup
 from webapp.regression.models import RegressionAlert
+from webapp.regression.service import DifferenceLookup, PassRateDifference
 from webapp.runs import service as runs_service
-from webapp.runs.models import Draft
+from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 
 # ======== runs, checks, regression, evaluator, metrics → alerts ========
@@ -68,10 +71,26 @@ def raise_regression_alerts(*, session: Session, spec: EvalSpec, run_id: int) ->
     Called after a run is checked and after a draft gets its final grade (a golden example's
     factual-accuracy fail is a regression alert).
     """
-    new = regression_service.raise_alerts_for_run(session=session, spec=spec, run_id=run_id)
+    new = regression_service.raise_alerts_for_run(
+        session=session, spec=spec, run_id=run_id, difference=pass_rate_difference(session=session, spec=spec)
+    )
     if new:
         alerts_outbox.notify_changes(session=session, spec=spec)  # new regression alerts -> outbox
     return new
+
+
+def pass_rate_difference(*, session: Session, spec: EvalSpec) -> DifferenceLookup:
+    """Return how the regression alert reads a run's pass-rate difference from its baseline in their PPI samples."""
+
+    def lookup(*, run_id: int, baseline_id: int) -> PassRateDifference | None:
+        return ppi_report.pass_rate_difference(session=session, spec=spec, run_id=run_id, baseline_id=baseline_id)
+
+    return lookup
+
+
+def pass_rate_readings(*, session: Session, spec: EvalSpec) -> list[PassRateDifference]:
+    """Return the sampled pass-rate difference of every run with a sample whose baseline has one (the alerts page)."""
+    return ppi_report.baseline_differences(session=session, spec=spec)
 
 
 def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
@@ -173,6 +192,45 @@ def after_grading(*, session: Session, spec: EvalSpec, draft_id: int, outcome: s
     run_id = session.connection().execute(_GOLDEN_FAIL, {"draft_id": draft_id}).scalar()
     if run_id is not None:
         raise_regression_alerts(session=session, spec=spec, run_id=int(run_id))
+        return
+    sampled = session.connection().execute(_SAMPLED, {"draft_id": draft_id}).scalar()
+    if sampled is not None:
+        after_sample_graded(session=session, spec=spec, run_id=int(sampled))
+
+
+# The run of a drawn draft of a PPI sample that has a final grade (no row otherwise).
+_SAMPLED = (
+    core_select(table_of(PpiDraw).c.run_id)
+    .join(_FINALS, _FINALS.c.draft_id == table_of(PpiDraw).c.draft_id)
+    .where(table_of(PpiDraw).c.draft_id == bindparam("draft_id"), table_of(PpiDraw).c.drawn.is_(True))
+    .limit(1)
+)
+
+
+def after_sample_graded(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
+    """React to a final grade of a drawn draft: re-read the sampled pass-rate drop of the run (and of the runs it is the baseline of).
+
+    The sampled difference changes with every final grade, so a drop is confirmed the moment the
+    grades confirm it, not at the next check. Only the pass-rate alert is re-read here (golden
+    grades have their own trigger above); a confirmed drop is notified as every regression alert.
+    """
+    new: list[RegressionAlert] = []
+    run = session.get(Run, run_id)
+    readings: list[PassRateDifference] = []
+    baseline = regression_service.baseline_for(session=session, run_id=run_id)
+    if baseline is not None and baseline.id != run_id:
+        reading = ppi_report.pass_rate_difference(session=session, spec=spec, run_id=run_id, baseline_id=stored_id(baseline.id))
+        if reading is not None:
+            readings.append(reading)
+    if run is not None and run.is_baseline:
+        readings += [r for r in pass_rate_readings(session=session, spec=spec) if r.baseline_id == run_id]
+    for reading in readings:
+        alert = regression_service.raise_sampled_drop(session=session, reading=reading)
+        if alert is not None:
+            new.append(alert)
+    if new:
+        alerts_outbox.notify_changes(session=session, spec=spec)
+    return new
 
 
 _JUDGE = core_select(table_of(EvaluatorJudgeScore).c.scores, table_of(EvaluatorJudgeScore).c.rationale).where(

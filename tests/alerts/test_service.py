@@ -164,6 +164,23 @@ class TestRegressionAndHallucination:
         assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
 
 
+    def test_sampled_drop_says_its_interval(self, session: Session, spec: EvalSpec) -> None:
+        ds = make_dataset(session, [])
+        run = make_run(session, ds, name="nightly")
+        assert run.id is not None
+        session.add(
+            RegressionAlert(
+                run_id=run.id, kind="pass_rate_drop", fingerprint="f:sample", message="Run nightly against baseline base: ...",
+                evidence={"method": "sample", "difference": -0.072, "low": -0.11, "high": -0.055, "drop": 0.072, "threshold": 0.05,
+                          "interval_text": "pass rate -7.2 points [-11.0, -5.5]"},
+            )
+        )
+        session.commit()
+        (item,) = transitions.regression_items(session=session, spec=spec)
+        assert item["value_text"] == "pass rate -7.2 points [-11.0, -5.5]"
+        assert item["value"] == pytest.approx(0.072) and item["threshold_text"] == "5 points"
+
+
 class TestChannels:
     @pytest.mark.parametrize(
         ("kwargs", "field"),

@@ -200,7 +200,7 @@ def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]
                 "value": figures[0] if figures else None,
                 "threshold": figures[1] if figures else None,
                 "op": ">",
-                "value_text": f"pass rate down {figures[0] * 100:.1f} points" if figures else "golden example fails",
+                "value_text": _regression_value_text(ev, figures),
                 "threshold_text": f"{figures[1] * 100:.0f} points" if figures else "0 failures allowed",
                 "days": [day.isoformat()],
                 "segment": f"run {run_name}",
@@ -208,6 +208,16 @@ def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]
             }
         )
     return out
+
+
+def _regression_value_text(evidence: dict[str, Any], figures: tuple[float, float] | None) -> str:
+    """Say a regression alert's figure: the sampled difference with its interval, the checks' drop, or the golden failure."""
+    if figures is None:
+        return "golden example fails"
+    interval = evidence.get("interval_text")
+    if isinstance(interval, str):
+        return interval  # "pass rate -7.2 points [-11.0, -3.4]" (from the two runs' PPI samples)
+    return f"pass rate down {figures[0] * 100:.1f} points"
 
 
 def hallucination_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:

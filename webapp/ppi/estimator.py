@@ -342,6 +342,7 @@ def estimate_difference(
     confidence: float = CONFIDENCE,
     quantile_kind: Quantile = "t",
     seed: int = 0,
+    b_seed: int | None = None,
     joint: bool = True,
     guard: bool | None = None,
 ) -> Difference:
@@ -356,11 +357,12 @@ def estimate_difference(
     keys, codes = np.unique(np.concatenate([ka, kb]), return_inverse=True)
     ca, cb = codes[: ka.shape[0]], codes[ka.shape[0] :]
     groups = keys.shape[0]
-    options = dict(lam=lam, confidence=confidence, quantile_kind=quantile_kind, seed=seed, joint=joint, guard=guard)
-    est_a = estimate_mean(a, **options)  # type: ignore[arg-type]
-    est_b = estimate_mean(b, **options)  # type: ignore[arg-type]
+    seed_b = seed if b_seed is None else b_seed
+    options = dict(lam=lam, confidence=confidence, quantile_kind=quantile_kind, joint=joint, guard=guard)
+    est_a = estimate_mean(a, seed=seed, **options)  # type: ignore[arg-type]
+    est_b = estimate_mean(b, seed=seed_b, **options)  # type: ignore[arg-type]
     pa = parts(a, item_lambdas(a, lam, seed)[0])
-    pb = parts(b, item_lambdas(b, lam, seed)[0])
+    pb = parts(b, item_lambdas(b, lam, seed_b)[0])
     judge = _cluster_sums(pa.judge_part, ca, groups) - _cluster_sums(pb.judge_part, cb, groups)
     rect = _cluster_sums(pa.rectifier_part, ca, groups) - _cluster_sums(pb.rectifier_part, cb, groups)
     use_guard = (is_binary(a) and is_binary(b)) if guard is None else guard

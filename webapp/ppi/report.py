@@ -25,18 +25,22 @@ import numpy as np
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import EvalCase
+from webapp.db import stored_id
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import (
     LOW_LAMBDA_WARNING,
     Estimate,
     EstimatorError,
+    Sample,
     all_pass,
+    estimate_difference,
     estimate_mean,
     make_sample,
 )
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
 from webapp.ppi.service import SCALE_CRITERIA
-from webapp.runs.models import Draft
+from webapp.regression.service import PassRateDifference, baseline_for
+from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 
 FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")
@@ -100,8 +104,24 @@ def _values(spec: EvalSpec, key: str, rows: list[tuple[str, float, float, float]
     return np.array([r[1 + SCALE_CRITERIA.index(key)] for r in rows], dtype=np.float64)
 
 
-def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
-    """Return the run's figures with intervals, or None when the run has no sample."""
+@dataclass(frozen=True)
+class StoredSample:
+    """One run's sample as stored: per gradable draft (id order) its judge and final grades, pi, draw and ticket."""
+
+    ids: list[int]
+    judge_rows: list[tuple[str, float, float, float]]
+    human_rows: list[tuple[str, float, float, float]]  # ("fail", 0, 0, 0) where no final grade (never read)
+    drawn: np.ndarray  # any round drew it
+    labelled: np.ndarray  # drawn and finally graded
+    pi: np.ndarray  # combined over the rounds
+    tickets: np.ndarray  # the case id of each draft
+    seed: int  # the first round's (it also seeds the cross-fitting folds)
+    judge_version: str
+    rounds: int
+
+
+def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
+    """Return the run's sample read from the stored rows, or None when the run has none."""
     draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id).order_by(col(PpiDraw.round), col(PpiDraw.draft_id))).all()
     if not draws:
         return None
@@ -124,16 +144,32 @@ def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | 
             select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(col(Draft.id).in_(ids))
         ).all()
     )
-    judge_rows = [(judge[d].factual_accuracy, judge[d].citation_relevance, judge[d].tone, judge[d].completeness) for d in ids]
-    labelled = np.array([drawn[d] and d in finals for d in ids])
-    human_rows = [
-        (finals[d].factual_accuracy, finals[d].citation_relevance, finals[d].tone, finals[d].completeness)
-        if d in finals
-        else ("fail", 0.0, 0.0, 0.0)
-        for d in ids
-    ]
-    pi = np.array([latest[d].combined_pi for d in ids])
-    cluster = np.array([tickets[d] for d in ids])
+    return StoredSample(
+        ids=ids,
+        judge_rows=[(judge[d].factual_accuracy, judge[d].citation_relevance, judge[d].tone, judge[d].completeness) for d in ids],
+        human_rows=[
+            (finals[d].factual_accuracy, finals[d].citation_relevance, finals[d].tone, finals[d].completeness)
+            if d in finals
+            else ("fail", 0.0, 0.0, 0.0)
+            for d in ids
+        ],
+        drawn=np.array([drawn[d] for d in ids]),
+        labelled=np.array([drawn[d] and d in finals for d in ids]),
+        pi=np.array([latest[d].combined_pi for d in ids]),
+        tickets=np.array([tickets[d] for d in ids]),
+        seed=first.seed,
+        judge_version=first.judge_version,
+        rounds=max(r.round for r in draws),
+    )
+
+
+def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
+    """Return the run's figures with intervals, or None when the run has no sample."""
+    stored = stored_sample(session=session, run_id=run_id)
+    if stored is None:
+        return None
+    judge_rows, human_rows, labelled = stored.judge_rows, stored.human_rows, stored.labelled
+    pi, cluster = stored.pi, stored.tickets
     figures: dict[str, Figure] = {}
     for key in FIGURES:
         f = _values(spec, key, judge_rows)
@@ -143,24 +179,24 @@ def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | 
         if labelled.sum() >= 2:
             try:
                 sample = make_sample(judge=f, human=y, drawn=labelled, pi=pi, cluster=cluster)
-                estimate = within_range(estimate_mean(sample, seed=first.seed), *FIGURE_RANGE[key])
+                estimate = within_range(estimate_mean(sample, seed=stored.seed), *FIGURE_RANGE[key])
             except EstimatorError:
                 estimate = None
             gap = f[labelled] - y[labelled]
             mean_gap = float(gap.mean())
             agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
         figures[key] = Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
-    n_drawn = sum(drawn.values())
+    n_drawn = int(stored.drawn.sum())
     graded = int(labelled.sum())
     return RunReport(
         run_id=run_id,
-        drafts=len(ids),
+        drafts=len(stored.ids),
         drawn=n_drawn,
         graded=graded,
         pending=n_drawn - graded,
-        rounds=max(r.round for r in draws),
-        judge_version=first.judge_version,
-        seed=first.seed,
+        rounds=stored.rounds,
+        judge_version=stored.judge_version,
+        seed=stored.seed,
         figures=figures,
     )
 
@@ -189,3 +225,96 @@ def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0) 
         return GateCall("undecided", None)
     needed = estimate.n_labels * (half / distance) ** 2
     return GateCall("undecided", max(1, math.ceil(needed - estimate.n_labels)) + pending)
+
+
+# --- the regression alert: a run's pass rate against its baseline's ---------------------------------------
+
+
+def pass_rate_difference(
+    *, session: Session, spec: EvalSpec, run_id: int, baseline_id: int
+) -> PassRateDifference | None:
+    """Return the run's pass rate minus its baseline's with the 95% interval, or None when either has no sample.
+
+    Decisions (docs/ppi.md, "Difference between two runs"):
+    - Only the cases both runs drafted (gradable drafts, by case id) are compared: restricting a
+      sample to a set of cases keeps each draft's pi, so the estimate stays unbiased for those
+      cases. When both runs ran the same cases, each side equals its run page's pass rate.
+    - Drafts of one case are one ticket in both runs (`estimate_difference` pairs them), so the
+      cases' shared difficulty cancels out of the interval.
+    - Each run's cross-fitting folds are seeded with its own stored seed, as on its run page.
+    - The interval is cut to [-100, +100] points (what a difference of two shares can be); the
+      coverage is unchanged.
+    - No case in common: None (the checks' rule applies, as for runs without a sample).
+    """
+    a = stored_sample(session=session, run_id=run_id)
+    b = stored_sample(session=session, run_id=baseline_id)
+    run, baseline = session.get(Run, run_id), session.get(Run, baseline_id)
+    if a is None or b is None or run is None or baseline is None:
+        return None
+    shared = np.intersect1d(a.tickets, b.tickets)
+    if shared.shape[0] == 0:
+        return None
+    in_a, in_b = np.isin(a.tickets, shared), np.isin(b.tickets, shared)
+    labels_a, labels_b = int((a.labelled & in_a).sum()), int((b.labelled & in_b).sum())
+    pending = int((a.drawn & ~a.labelled & in_a).sum() + (b.drawn & ~b.labelled & in_b).sum())
+    estimate = low = high = None
+    if labels_a >= 2 and labels_b >= 2:
+        try:
+            diff = estimate_difference(
+                _pass_sample(spec, a, in_a),
+                _pass_sample(spec, b, in_b),
+                a_cluster_keys=a.tickets[in_a],
+                b_cluster_keys=b.tickets[in_b],
+                seed=a.seed,
+                b_seed=b.seed,
+            )
+            estimate, low, high = diff.estimate, max(diff.low, -1.0), min(diff.high, 1.0)
+        except EstimatorError:
+            estimate = low = high = None
+    return PassRateDifference(
+        run_id=run_id,
+        run_name=run.name,
+        baseline_id=baseline_id,
+        baseline_name=baseline.name,
+        estimate=estimate,
+        low=low,
+        high=high,
+        threshold=spec.regression.alert_pass_rate_drop,
+        cases=int(shared.shape[0]),
+        graded=labels_a,
+        baseline_graded=labels_b,
+        pending=pending,
+    )
+
+
+def _pass_sample(spec: EvalSpec, stored: StoredSample, keep: np.ndarray) -> Sample:
+    """Return the pass-rate sample (judge's and humans' all-four-criteria pass) of the drafts in `keep`."""
+    judge_rows = [r for r, k in zip(stored.judge_rows, keep, strict=True) if k]
+    human_rows = [r for r, k in zip(stored.human_rows, keep, strict=True) if k]
+    labelled = stored.labelled[keep]
+    return make_sample(
+        judge=_values(spec, "pass_rate", judge_rows),
+        human=np.where(labelled, _values(spec, "pass_rate", human_rows), np.nan),
+        drawn=labelled,
+        pi=stored.pi[keep],
+        cluster=stored.tickets[keep],
+    )
+
+
+def baseline_differences(*, session: Session, spec: EvalSpec) -> list[PassRateDifference]:
+    """Return the sampled pass-rate difference of every run with a sample whose baseline has one, newest run first."""
+    run_ids = session.exec(
+        select(Run.id)
+        .where(col(Run.id).in_(select(PpiDraw.run_id).distinct()))
+        .order_by(col(Run.created_at).desc(), col(Run.id).desc())
+    ).all()
+    out: list[PassRateDifference] = []
+    for run_id in run_ids:
+        assert run_id is not None
+        baseline = baseline_for(session=session, run_id=run_id)
+        if baseline is None or baseline.id == run_id:
+            continue
+        reading = pass_rate_difference(session=session, spec=spec, run_id=run_id, baseline_id=stored_id(baseline.id))
+        if reading is not None:
+            out.append(reading)
+    return out

@@ -245,7 +245,7 @@ def baseline_submit(
 def alerts_page(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
 ) -> HTMLResponse:
-    """List regression alerts, open ones first, with an Acknowledge button for the PM and the lead."""
+    """List regression alerts, open ones first, with an Acknowledge button for the PM and the lead, and the sampled pass-rate readings."""
     rows = service.list_alerts(session=session)
     rows.sort(key=lambda ar: ar[0].acknowledged_at is not None)
     return render(
@@ -256,6 +256,8 @@ def alerts_page(
             "can_ack": principal.has_role(*ACK_ROLES),
             "drop": spec.regression.alert_pass_rate_drop,
             "kind_label": service.alert_kind_label,
+            "readings": flows.pass_rate_readings(session=session, spec=spec),
+            "verdict_labels": service.DROP_VERDICT_LABELS,
         },
         block="results",
     )

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
+from webapp import flows
 from webapp.api_docs import error_response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
@@ -179,15 +180,42 @@ def alert_payload(alert: Any, run: Any) -> dict[str, Any]:
     }
 
 
+def reading_payload(reading: service.PassRateDifference) -> dict[str, Any]:
+    """Return a sampled pass-rate reading as JSON."""
+    return {
+        "run": {"id": reading.run_id, "name": reading.run_name},
+        "baseline": {"id": reading.baseline_id, "name": reading.baseline_name},
+        "estimate": reading.estimate,
+        "low": reading.low,
+        "high": reading.high,
+        "threshold": reading.threshold,
+        "verdict": reading.verdict,
+        "text": reading.text,
+        "hint": reading.hint,
+        "cases": reading.cases,
+        "graded": reading.graded,
+        "baseline_graded": reading.baseline_graded,
+        "pending": reading.pending,
+        "ppi_page": f"/ppi/runs/{reading.run_id}",
+        "baseline_ppi_page": f"/ppi/runs/{reading.baseline_id}",
+    }
+
+
 @router.get("/regression/alerts", response_model=RegressionAlertsPublic)
 def get_alerts(
     session: SessionDep,
+    spec: SpecDep,
     open_only: bool = Query(False, alias="open"),
     principal: Principal = Depends(require_role(*READ_ROLES)),
 ) -> dict[str, Any]:
-    """List regression alerts, newest first (`?open=true`: only unacknowledged)."""
+    """List regression alerts, newest first (`?open=true`: only unacknowledged), and the sampled pass-rate readings."""
     rows = service.list_alerts(session=session, open_only=open_only)
-    return {"count": len(rows), "alerts": [alert_payload(a, r) for a, r in rows]}
+    readings = flows.pass_rate_readings(session=session, spec=spec)
+    return {
+        "count": len(rows),
+        "alerts": [alert_payload(a, r) for a, r in rows],
+        "pass_rate_readings": [reading_payload(r) for r in readings],
+    }
 
 
 @router.post("/regression/alerts/{alert_id}/acknowledge", response_model=RegressionAlertPublic)

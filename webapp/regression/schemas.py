@@ -81,11 +81,32 @@ class RegressionAlertPublic(BaseModel):
     kind_label: str
 
 
+class PassRateReadingPublic(BaseModel):
+    """A run's pass rate minus its baseline's from their judge + human samples, with the 95% interval and its reading."""
+
+    run: RunName
+    baseline: RunName
+    estimate: float | None = Field(description="Run minus baseline, as a share (-0.072 = -7.2 points); null until both runs have two human grades")
+    low: float | None
+    high: float | None
+    threshold: float = Field(description="The alert's drop as a share (0.05 = 5 points)")
+    verdict: str = Field(description="drop (upper bound below -threshold: the alert is raised), no_drop (lower bound at or above -threshold) or undecided")
+    text: str = Field(description="As the page shows it: 'pass rate -7.2 points [-11.0, -3.4]'")
+    hint: str
+    cases: int = Field(description="Gradable cases both runs drafted (the comparison is on these)")
+    graded: int
+    baseline_graded: int
+    pending: int = Field(description="Drawn drafts of either run still waiting for a final grade (the reading stays undecided)")
+    ppi_page: str = Field(description="The run's PPI page, where a lead draws a further sample")
+    baseline_ppi_page: str
+
+
 class RegressionAlertsPublic(BaseModel):
-    """Regression alerts, newest first."""
+    """Regression alerts, newest first, and the sampled pass-rate readings (undecided ones raise no alert)."""
 
     count: int
     alerts: list[RegressionAlertPublic]
+    pass_rate_readings: list[PassRateReadingPublic]
 
 
 # --- comparison of two runs ---------------------------------------------------------------------
