@@ -90,7 +90,8 @@ def batch_view(
         "run": run,
         "batch": batch,
         "progress": progress,
-        "status": grading_status(session=session, run_id=batch.run_id),
+        # the state column is the lead's, for the rows of this page only
+        "status": grading_status(session=session, run_id=batch.run_id, only=[i for i in ids if i is not None]) if is_lead else None,
         "rows": rows,
         "page": page,
         "pages": pages,

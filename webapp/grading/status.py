@@ -69,9 +69,15 @@ class GradingStatus:
         return sorted(d for d, s in self.states.items() if s == state)
 
 
-def grading_status(*, session: Session, run_id: int) -> GradingStatus:
-    """Return the grading state of every gradable draft of a run (escalations and fallbacks are not graded)."""
-    draft_ids = list(session.exec(gradable(select(Draft.id).where(Draft.run_id == run_id))))
+def grading_status(*, session: Session, run_id: int, only: list[int] | None = None) -> GradingStatus:
+    """Return the grading state of every gradable draft of a run (escalations and fallbacks are not graded).
+
+    `only` narrows it to those drafts of the run (a page of the batch page).
+    """
+    stmt = gradable(select(Draft.id).where(Draft.run_id == run_id))
+    if only is not None:
+        stmt = stmt.where(col(Draft.id).in_(only))
+    draft_ids = list(session.exec(stmt))
     finals = set(session.exec(select(FinalGrade.draft_id).where(col(FinalGrade.draft_id).in_(draft_ids))))
     adjudicating = set(
         session.exec(
