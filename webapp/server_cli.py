@@ -41,6 +41,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         from webapp.ops.backup import BackupError, backup_before_migrating
         from webapp.ops.logs import logging_config
         from webapp.spec import SpecError
+        from webapp.warmup import warm_up
 
         try:
             settings = Settings(background_jobs=background)
@@ -54,6 +55,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         if taken is not None:
             typer.echo(f"backup before applying migrations: {taken}")
         upgrade(settings.database_url)
+        warm_up(settings.eval_spec)  # templates compiled before the first request, not during it
         if workers > 1:
             app_.state.engine.dispose()
             # uvicorn's workers build their app from the environment: pass the background choice on

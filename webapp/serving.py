@@ -16,7 +16,17 @@ from __future__ import annotations
 
 from typing import Any
 
-APP = "webapp.main:create_app"
+APP = "webapp.serving:create_warm_app"
+
+
+def create_warm_app() -> Any:
+    """Build the app from the environment and warm it up (templates, charts): each worker's factory."""
+    from webapp.main import create_app
+    from webapp.warmup import warm_up
+
+    app = create_app()
+    warm_up(app.state.spec)
+    return app
 
 
 def uvicorn_options(

@@ -1,0 +1,29 @@
+"""Work a server process does once, before its first request: compile the templates, draw a chart.
+
+Jinja compiles a template on its first render (40 ms or more each; 54 templates), and plotly's
+JSON encoder loads on the first chart. Left to the first requests, that cost lands on the people
+who arrive first after a start (issue 26's benchmark: ten graders signing in at once waited
+seconds for their first pages); `serve` pays it before it listens instead. Tests do not call it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from webapp.metrics import calibration, charts
+from webapp.metrics.daily import DayMetrics
+from webapp.spec import METRIC_NAMES, EvalSpec
+from webapp.templating import templates
+
+
+def warm_up(spec: EvalSpec) -> int:
+    """Compile every template and draw one chart of each kind; return the number of templates compiled."""
+    names = templates.env.list_templates(extensions=["html"])
+    for name in names:
+        templates.env.get_template(name)
+    day = DayMetrics(dt.date(2026, 1, 1), 0, 0, None, None, None, None, None, None, None, None)
+    pilot = (spec.online_metrics.pilot.start, spec.online_metrics.pilot.end)
+    for metric in METRIC_NAMES:
+        charts.to_json(charts.metric_figure(metric, [day], spec, None, [], pilot=pilot, low_volume=spec.metrics.low_volume_events))
+    charts.to_json(charts.calibration_figure(calibration.calibration_from_days([day])))
+    return len(names)
