@@ -16,17 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-APP = "webapp.serving:create_warm_app"
-
-
-def create_warm_app() -> Any:
-    """Build the app from the environment and warm it up (templates, charts): each worker's factory."""
-    from webapp.main import create_app
-    from webapp.warmup import warm_up
-
-    app = create_app()
-    warm_up(app.state.spec)
-    return app
+APP = "webapp.warmup:create_warm_app"  # each worker builds and warms its app (webapp/warmup.py)
 
 
 def uvicorn_options(

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from fastapi import FastAPI
+
+from webapp.main import create_app
 from webapp.metrics import calibration, charts
 from webapp.metrics.daily import DayMetrics
 from webapp.spec import METRIC_NAMES, EvalSpec
@@ -27,3 +30,10 @@ def warm_up(spec: EvalSpec) -> int:
         charts.to_json(charts.metric_figure(metric, [day], spec, None, [], pilot=pilot, low_volume=spec.metrics.low_volume_events))
     charts.to_json(charts.calibration_figure(calibration.calibration_from_days([day])))
     return len(names)
+
+
+def create_warm_app() -> FastAPI:
+    """Build the app from the environment and warm it up: the factory each of `serve --workers N`'s workers calls."""
+    app = create_app()
+    warm_up(app.state.spec)
+    return app
