@@ -11,6 +11,8 @@ it misbehave on purpose:
 
 `rate_limit_first=N` answers the first N requests with 429 and `Retry-After`;
 `unavailable_first=N` answers the next N with 503 (no Retry-After); the key `bad-key` gets 401.
+Setting `hold_after = N` keeps every call after the N-th waiting until `release()` (a test stops
+a run in the middle without racing it); `stop()` releases them too.
 Run standalone: `python -m tests.evaluator.fake_openai --port 8999 --delay 0.5`.
 """
 
