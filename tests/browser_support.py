@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from sqlmodel import Session
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD
+from tests.waiting import wait_for
 from webapp.config import Settings
 from webapp.db import make_engine
 from webapp.main import create_app
@@ -70,11 +70,7 @@ def serve(db_url: str) -> Iterator[LiveServer]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("live server did not start")
-        time.sleep(0.05)
+    wait_for(lambda: server.started, timeout=15, what="the live server to start", interval=0.05)
     try:
         yield LiveServer(f"http://127.0.0.1:{port}", db_url)
     finally:
@@ -126,8 +122,4 @@ def sign_in(page, base_url: str, email: str, password: str = DEFAULT_PASSWORD) -
 def wait_until(page, expression: str, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
     """Poll a JS expression until it is truthy. Pages forbid eval (CSP), which page.wait_for_function needs;
     page.evaluate runs through the DevTools protocol instead and is not subject to the page's policy."""
-    deadline = time.monotonic() + timeout_s
-    while not page.evaluate(expression):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {expression}")
-        time.sleep(0.05)
+    wait_for(lambda: page.evaluate(expression), timeout=timeout_s, what=expression, interval=0.05)

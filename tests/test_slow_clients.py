@@ -12,8 +12,7 @@ from __future__ import annotations
 import shutil
 import socket
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import httpx
 import uvicorn
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
+from tests.waiting import wait_for
 from webapp.config import Settings
 from webapp.main import create_app
 
@@ -49,12 +49,8 @@ def _server(db_url: str) -> Iterator[tuple[uvicorn.Server, int]]:
         app.state.engine.dispose()
 
 
-def _wait_for(condition: object, what: str, timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+def _wait_for(condition: Callable[[], object], what: str, timeout_s: float = 15.0) -> None:
+    wait_for(condition, timeout=timeout_s, what=what)
 
 
 class SlowPost(threading.Thread):

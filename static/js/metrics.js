@@ -8,7 +8,9 @@
 // mark is set when every chart of the first visit is drawn (tests and benchmarks wait on these).
 //
 // On a narrow screen (a phone) plotly's toolbar is not shown: it would sit over the chart's title,
-// and zooming by touch works without it; double-tap resets the axes.
+// and zooming by touch works without it; double-tap resets the axes. The legend is compact there:
+// two columns of smaller text (two rows instead of three for the full set of entries, so the plot
+// keeps its height), and an entry with a `meta.narrow_name` (the hollow-marker note) uses it.
 //
 // After an htmx swap the new results are drawn once the swap has *settled*: during a swap the new
 // chart elements (same ids as the old ones) briefly carry the old elements' class and style, and
@@ -21,13 +23,25 @@
     return { displaylogo: false, responsive: true, displayModeBar: narrow.matches ? false : "hover" };
   }
 
+  // the figure as drawn at the current width: the server's figure, with a compact legend on a phone
+  function fitted(fig) {
+    if (!narrow.matches) { return fig; }
+    var legend = Object.assign({}, fig.layout.legend, {
+      font: { size: 9 }, traceorder: "normal", entrywidth: 0.5, entrywidthmode: "fraction"
+    });
+    var data = fig.data.map(function (t) {
+      return t.meta && t.meta.narrow_name ? Object.assign({}, t, { name: t.meta.narrow_name }) : t;
+    });
+    return { data: data, layout: Object.assign({}, fig.layout, { legend: legend }) };
+  }
+
   function draw(root) {
     var pending = [];
     root.querySelectorAll(".metrics-chart[data-figure]").forEach(function (el) {
       var source = el.getAttribute("data-figure");
       if (el.__drawnFrom === source) { return; }  // already shows this figure
       el.__drawnFrom = source;
-      var fig = JSON.parse(source);
+      var fig = fitted(JSON.parse(source));
       pending.push(window.Plotly.newPlot(el, fig.data, fig.layout, config()).then(function () {
         el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
       }));
@@ -44,10 +58,11 @@
   document.addEventListener("htmx:afterSettle", function () { draw(document); });
   // Back or Forward to a pushed URL: htmx puts the page back (settled at once), with new chart elements
   document.addEventListener("htmx:historyRestore", function () { draw(document); });
-  // a phone turned sideways (or a window resized) past the breakpoint: the toolbar follows
+  // a phone turned sideways (or a window resized) past the breakpoint: the toolbar and the legend follow
   narrow.addEventListener("change", function () {
-    document.querySelectorAll(".metrics-chart.js-plotly-plot").forEach(function (el) {
-      window.Plotly.react(el, el.data, el.layout, config());
+    document.querySelectorAll(".metrics-chart.js-plotly-plot[data-figure]").forEach(function (el) {
+      var fig = fitted(JSON.parse(el.getAttribute("data-figure")));
+      window.Plotly.react(el, fig.data, fig.layout, config());
     });
   });
 })();

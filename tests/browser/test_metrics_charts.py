@@ -123,3 +123,35 @@ def test_the_plotly_toolbar_never_covers_a_chart_title(
         assert bar is not None and not _overlaps(title, bar), (i, title, bar)
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scrolling
     assert page.console_errors == []
+
+
+# per chart: the rows its legend takes, the legend's entries, those drawn past the chart's right edge, the plot's height
+LEGEND = """() => Array.from(document.querySelectorAll('.metrics-chart')).map(el => {
+  const box = el.getBoundingClientRect();
+  const texts = Array.from(el.querySelectorAll('.legendtext'));
+  const rows = new Set(Array.from(el.querySelectorAll('.legend .traces')).map(t => Math.round(t.getBoundingClientRect().top)));
+  return {
+    metric: el.dataset.metric, rows: rows.size, texts: texts.map(t => t.textContent),
+    cut: texts.filter(t => t.getBoundingClientRect().right > box.right + 0.5).map(t => t.textContent),
+    plot: el.querySelector('.draglayer .nsewdrag').getBoundingClientRect().height,
+  };
+})"""
+
+
+@pytest.mark.parametrize(("width", "rows"), [(1440, 1), (390, 2)])
+def test_the_legend_is_compact_on_a_phone(demo_server: Any, new_page: Any, width: int, rows: int) -> None:
+    """At 390 px a chart's legend (target, alert threshold, pilot window, the hollow-marker note) is two
+    columns of smaller text on two rows, none cut at the chart's edge, the note under its short name;
+    at desktop width it is one row with the full name. (Three rows used to leave the plot ~110 px.)"""
+    page = _open(new_page, demo_server.url, width, 900)
+    charts = page.evaluate(f"({LEGEND})()")
+    assert len(charts) == 9
+    low = 50  # the spec's metrics.low_volume_events: the demo has quiet days on every daily chart
+    note = f"hollow: < {low} events" if width == 390 else f"hollow: fewer than {low} events"
+    for ch in charts:
+        assert ch["cut"] == [], ch
+        assert ch["rows"] <= rows, ch
+        if ch["metric"] != "calibration":
+            assert ch["texts"] == ["target", "alert threshold", "pilot window", note], ch
+            assert ch["plot"] >= 140, ch  # the chart keeps room to read the line
+    assert page.console_errors == []

@@ -108,3 +108,44 @@ def test_lead_navigation_is_compact_on_a_phone(demo_server, browser) -> None:  #
     page.locator("nav.mainnav a[href='/grading']").click()
     page.wait_for_url("**/grading")
     ctx.close()
+
+
+def test_ppi_figures_stack_as_cards_on_a_phone_and_stay_a_table_on_a_desktop(demo_server, browser) -> None:
+    """/ppi/runs/{run}: at 390 px every figure is a card (its name on top, one labelled line per column),
+    so neither the page nor a table scrolls sideways; at desktop width the figures stay one row each."""
+    layout = (
+        "(() => { const rows = [...document.querySelectorAll('table.ppi-figures tbody tr')];"
+        " return {"
+        "  overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,"
+        "  tablesScrolling: [...document.querySelectorAll('main table')].filter(t => t.scrollWidth > t.clientWidth).length,"
+        "  headVisible: document.querySelector('table.ppi-figures thead').getBoundingClientRect().height > 2,"
+        "  rows: rows.map(tr => { const th = tr.querySelector('th').getBoundingClientRect();"
+        "    const cells = [...tr.querySelectorAll('td')].map(td => td.getBoundingClientRect());"
+        "    return {right: tr.getBoundingClientRect().right, thBottom: th.bottom, thTop: th.top,"
+        "            tops: cells.map(r => r.top), label: getComputedStyle(tr.querySelector('td'), '::before').content}; }),"
+        " }; })()"
+    )
+    seen = {}
+    for width in (390, 1360):
+        ctx = browser.new_context(viewport={"width": width, "height": 900})
+        page = ctx.new_page()
+        sign_in(page, demo_server.url, "lead.chen@demo.draftdesk", c.DEMO_PASSWORD)
+        response = page.goto(f"{demo_server.url}/ppi/runs/demo-ppi")
+        assert response is not None and response.status == 200
+        page.wait_for_load_state("networkidle")
+        seen[width] = page.evaluate(layout)
+        ctx.close()
+    phone, desktop = seen[390], seen[1360]
+    assert len(phone["rows"]) == 5  # four criteria and the pass rate
+    assert phone["overflow"] <= 0 and phone["tablesScrolling"] == 0
+    assert not phone["headVisible"]
+    for row in phone["rows"]:
+        assert row["right"] <= 390
+        # the figure's name on top, then its columns one under another, each with its label
+        assert all(top >= row["thBottom"] - 1 for top in row["tops"])
+        assert row["tops"] == sorted(row["tops"]) and len(set(row["tops"])) == len(row["tops"])
+        assert row["label"] == '"Estimate [95%]"'
+    assert desktop["overflow"] <= 0 and desktop["tablesScrolling"] == 0 and desktop["headVisible"]
+    for row in desktop["rows"]:
+        assert all(abs(top - row["thTop"]) <= 1 for top in row["tops"])  # one line of cells
+        assert row["label"] in ("none", "normal")

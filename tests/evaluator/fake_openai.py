@@ -11,6 +11,8 @@ it misbehave on purpose:
 
 `rate_limit_first=N` answers the first N requests with 429 and `Retry-After`;
 `unavailable_first=N` answers the next N with 503 (no Retry-After); the key `bad-key` gets 401.
+Setting `hold_after = N` keeps every call after the N-th waiting until `release()` (a test stops
+a run in the middle without racing it); `stop()` releases them too.
 Run standalone: `python -m tests.evaluator.fake_openai --port 8999 --delay 0.5`.
 """
 
@@ -31,6 +33,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from tests.waiting import wait_for
 
 
 def _digest(*parts: Any) -> str:
@@ -93,9 +97,10 @@ class FakeOpenAI:
         self.delay = delay
         # answers (status, headers) given to the first calls, in order, before any normal answer
         self.script = list(script or [])
-        # (call number, delay): calls after that number wait this long instead, so a test can stop a
-        # run in the middle without racing it to the end on a busy machine
-        self.stall_after: tuple[int, float] | None = None
+        # calls after this number are held until `release()`, so a test can stop a run in the middle
+        # without racing it to the end on a busy machine (and without a wall-clock stall)
+        self.hold_after: int | None = None
+        self._released = threading.Event()
         self.rate_limit_first = rate_limit_first
         self.unavailable_first = unavailable_first
         self.retry_after = retry_after
@@ -129,6 +134,10 @@ class FakeOpenAI:
         self.reset()
         return JSONResponse({"ok": True})
 
+    def release(self) -> None:
+        """Let the calls held by `hold_after` (and any later ones) be answered."""
+        self._released.set()
+
     def reset(self) -> None:
         """Forget the call counts."""
         with self._lock:
@@ -153,7 +162,7 @@ class FakeOpenAI:
             return JSONResponse({"error": {"message": "Incorrect API key provided"}}, status_code=401)
         with self._lock:
             self.calls += 1
-            delay = self.stall_after[1] if self.stall_after and self.calls > self.stall_after[0] else self.delay
+            held = self.hold_after is not None and self.calls > self.hold_after
             limited = self.rate_limit_first > 0
             if limited:
                 self.rate_limit_first -= 1
@@ -176,8 +185,11 @@ class FakeOpenAI:
                 status_code=429,
                 headers={"Retry-After": f"{self.retry_after:g}"},
             )
-        if delay:
-            await asyncio.sleep(delay)
+        if held:
+            while not self._released.is_set():
+                await asyncio.sleep(0.005)  # polls the condition; no request is answered before release()
+        if self.delay:
+            await asyncio.sleep(self.delay)
         messages = body.get("messages", [])
         text = "\n".join(str(m.get("content", "")) for m in messages)
         user = str(messages[-1].get("content", "")) if messages else ""
@@ -237,15 +249,13 @@ class FakeOpenAI:
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("fake OpenAI server did not start")
-            time.sleep(0.01)
+        server = self._server
+        wait_for(lambda: server.started, timeout=10, what="the fake OpenAI server to start")
         return self
 
     def stop(self) -> None:
         """Stop the server and wait for its thread."""
+        self.release()  # held calls end, so the server can shut down
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:

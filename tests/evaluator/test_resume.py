@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from typer.testing import Result
 from tests.evaluator.conftest import only_run, run_doc, write_dataset
 from tests.evaluator.fake_openai import FakeOpenAI
 from tests.waiting import wait_for
-from webapp.evaluator.artifacts import JOURNAL, case_file_name, read_json
+from webapp.evaluator.artifacts import JOURNAL, MAIN_ARTIFACT, case_file_name, read_json
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [{"id": f"case-{i}", "input": f"Question number {i}?"} for i in range(6)]
@@ -26,9 +26,10 @@ VOLATILE = ("run_id", "timestamp_start", "timestamp_end")
 
 
 @pytest.fixture
-def slow_fake() -> Any:
-    """A fake server answering after 40 ms, so a run can be stopped in the middle."""
-    server = FakeOpenAI(delay=0.04).start()
+def held_fake() -> Any:
+    """A fake server whose calls after a number a test sets (`hold_after`) wait for `release()`,
+    so a run can be stopped in the middle however slowly the test gets to stop it."""
+    server = FakeOpenAI().start()
     yield server
     server.stop()
 
@@ -59,11 +60,11 @@ def _default_sigint() -> None:
 
 
 def wait_for_calls(server: FakeOpenAI, n: int, proc: subprocess.Popen[str], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while server.calls < n:
+    def reached() -> bool:
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run did not make progress"
-        time.sleep(0.01)
+        return server.calls >= n
+
+    wait_for(reached, timeout=timeout, what=f"the run to send {n} calls")
 
 
 def strip(doc: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def completed_in_journal(run_dir: Path) -> int:
 class TestAbortAndResume:
     def test_killed_run_resumes_to_the_same_artifact(
         self,
-        slow_fake: FakeOpenAI,
+        held_fake: FakeOpenAI,
         evaluate: Callable[..., Result],
         prompt_file: Path,
         tmp_path: Path,
@@ -87,18 +88,20 @@ class TestAbortAndResume:
     ) -> None:
         dataset = write_dataset(tmp_path / "d.jsonl", CASES)
         out = tmp_path / "killed"
-        proc = start_run(slow_fake, dataset, prompt_file, out)
-        wait_for_calls(slow_fake, 14, proc)
+        held_fake.hold_after = 14  # the run cannot finish before it is killed
+        proc = start_run(held_fake, dataset, prompt_file, out)
+        wait_for_calls(held_fake, 14, proc)
         proc.kill()  # SIGKILL: no chance to clean up
         proc.wait()
+        held_fake.release()
         # the server finishes the requests the dead client left in flight
-        wait_for(lambda: slow_fake.in_flight == 0, timeout=30, what="the dead client's requests to end")
+        wait_for(lambda: held_fake.in_flight == 0, timeout=30, what="the dead client's requests to end")
         doc = only_run(out)  # the main artifact is still valid JSON
         run_id = doc["run_id"]
         run_dir = out / run_id
         done = completed_in_journal(run_dir)
         assert 0 < done < 18
-        generator_calls_before = slow_fake.by_kind["generator"]
+        generator_calls_before = held_fake.by_kind["generator"]
 
         from typer.testing import CliRunner
 
@@ -106,11 +109,11 @@ class TestAbortAndResume:
 
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         resumed = CliRunner().invoke(
-            app, ["evaluate-dataset", "--resume", run_id, "-o", str(out), "--base-url", slow_fake.base_url, "--no-cache"]
+            app, ["evaluate-dataset", "--resume", run_id, "-o", str(out), "--base-url", held_fake.base_url, "--no-cache"]
         )
         assert resumed.exit_code == 0, resumed.output
         # no completed sample was generated again
-        assert slow_fake.by_kind["generator"] - generator_calls_before == 18 - done
+        assert held_fake.by_kind["generator"] - generator_calls_before == 18 - done
         final = run_doc(out, run_id)
         assert final["status"] == "completed"
         assert final["run_id"] == run_id
@@ -129,20 +132,21 @@ class TestAbortAndResume:
 
     def test_ctrl_c_marks_the_run_aborted(
         self,
-        slow_fake: FakeOpenAI,
+        held_fake: FakeOpenAI,
         prompt_file: Path,
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         dataset = write_dataset(tmp_path / "d.jsonl", CASES)
         out = tmp_path / "out"
-        # calls after the 12th hang for 20 s: the run cannot finish before Ctrl-C, however slowly this
-        # process gets to send it (under xdist on a busy machine it once finished first and exited 0)
-        slow_fake.stall_after = (12, 20.0)
-        proc = start_run(slow_fake, dataset, prompt_file, out)
-        wait_for_calls(slow_fake, 10, proc)
+        # calls after the 12th are held until the run has stopped: it cannot finish before Ctrl-C, however
+        # slowly this process gets to send it (under xdist on a busy machine it once finished first and exited 0)
+        held_fake.hold_after = 12
+        proc = start_run(held_fake, dataset, prompt_file, out)
+        wait_for_calls(held_fake, 10, proc)
         proc.send_signal(signal.SIGINT)
         stdout, _ = proc.communicate(timeout=30)
+        held_fake.release()
         assert proc.returncode == 1
         assert "aborted" in stdout
         doc = only_run(out)
@@ -183,19 +187,37 @@ def test_an_abort_waits_for_the_case_files_of_completed_cases(
     fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C while a finished case's file is still being written: the aborted document calls the
-    case completed, so its file must be there when the run stops (the write was once dropped)."""
+    case completed, so its file must be there when the aborted document is written (the write was
+    once dropped). The case file's write is held until the cancellation has reached the case's task,
+    so the abort always arrives while the write is under way (no timing: events)."""
     import asyncio
 
     from webapp.evaluator import execution
     from webapp.evaluator.preparation import EvalOptions, prepare
 
     real_write = execution.write_text_atomic
+    real_write_artifact = execution.write_artifact
+    cancelled = threading.Event()  # set once the task of the first finished case has been cancelled
+    held_writes: list[bool] = []  # per case-file write: did the cancellation arrive while it was held?
+    missing_at_abort: list[list[str]] = []
 
-    def slow_write(path: Path, text: str) -> None:
-        time.sleep(0.3)  # the abort arrives while this write is under way
+    def held_write(path: Path, text: str) -> None:
+        held_writes.append(cancelled.wait(timeout=30))
         real_write(path, text)
 
-    monkeypatch.setattr(execution, "write_text_atomic", slow_write)
+    def checked_write_artifact(path: Path, doc: Any, **kwargs: Any) -> None:
+        if path.name == MAIN_ARTIFACT and doc.status == "aborted":
+            missing_at_abort.append(
+                [
+                    r.test_case_id
+                    for r in doc.test_case_results
+                    if r.status == "completed" and not (path.parent / case_file_name(r.test_case_id)).is_file()
+                ]
+            )
+        real_write_artifact(path, doc, **kwargs)
+
+    monkeypatch.setattr(execution, "write_text_atomic", held_write)
+    monkeypatch.setattr(execution, "write_artifact", checked_write_artifact)
     options = EvalOptions(
         dataset=dataset, system_prompt=prompt_file, output_dir=tmp_path / "o", base_url=fake.base_url, api_key="k"
     )
@@ -203,15 +225,25 @@ def test_an_abort_waits_for_the_case_files_of_completed_cases(
     client = execution.make_client(options, {})
 
     async def go() -> None:
-        task = asyncio.current_task()
-        assert task is not None
+        run = asyncio.current_task()
+        assert run is not None
+
+        def on_case(result: object) -> None:
+            case_task = asyncio.current_task()  # the finished case's own task, about to write its file
+            assert case_task is not None
+            if not cancelled.is_set() and not run.cancelling():
+                case_task.add_done_callback(lambda t: cancelled.set())
+            run.cancel()
+
         try:
-            await execution.execute(prepared, client, on_case=lambda result: task.cancel())
+            await execution.execute(prepared, client, on_case=on_case)
         finally:
             await client.close()
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(go())
+    assert held_writes and all(held_writes)  # every case file was still being written when the abort came
+    assert missing_at_abort == [[]]  # the aborted document was written once, after the case files
     doc = only_run(tmp_path / "o")
     assert doc["status"] == "aborted"
     finished = [r for r in doc["test_case_results"] if r["status"] == "completed"]

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from sqlmodel import Session, select
 from tests.conftest import TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD
 from tests.grading.conftest import GradingWorld, build_world
+from tests.waiting import wait_for
 from webapp.db import make_engine
 from webapp.grading.models import Grade
 from webapp.migrations_runner import upgrade
@@ -69,20 +69,21 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, str, GradingWorld]]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180  # a loaded CI machine starts two workers slowly
-        while True:
+        def log() -> str:
+            return (tmp_path / "serve.log").read_text(errors="replace")[-2000:]
+
+        def both_workers_up() -> bool:
+            assert proc.poll() is None, f"draftdesk serve --workers 2 exited:\n{log()}"
             try:
-                if (
-                    httpx.get(f"{base}/healthz", timeout=2).status_code == 200
-                    and len(_children(proc.pid)) >= 2
-                ):
-                    break
+                healthy = httpx.get(f"{base}/healthz", timeout=2).status_code == 200
             except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                log = (tmp_path / "serve.log").read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"draftdesk serve --workers 2 did not start:\n{log}")
-            time.sleep(0.3)
+                return False
+            return healthy and len(_children(proc.pid)) >= 2
+
+        try:  # a loaded CI machine starts two workers slowly
+            wait_for(both_workers_up, timeout=180, what="two workers of draftdesk serve", interval=0.1)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{log()}") from exc
         yield base, db_url, world
     finally:
         proc.terminate()

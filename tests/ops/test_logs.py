@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import TEST_SECRET
 from tests.ops.test_serving import free_port
+from tests.waiting import wait_for
 from webapp.ops.logs import ACCESS_LOGGER, JsonFormatter
 
 DRAFTDESK = str(Path(sys.executable).with_name("draftdesk"))
@@ -89,15 +89,17 @@ def test_serve_writes_json_lines_to_stderr(tmp_path: Path, sqlite_template: Path
     with stderr.open("wb") as err:
         proc = subprocess.Popen([DRAFTDESK, "serve", "--port", str(port), "--no-background"], env=env, stdout=subprocess.DEVNULL, stderr=err)
         try:
-            deadline = time.monotonic() + 120
-            while True:
+            answers: list[httpx.Response] = []
+
+            def answered() -> bool:
                 try:
-                    r = httpx.get(f"http://127.0.0.1:{port}/livez", headers={"X-Request-ID": "e2e-1"}, timeout=2)
-                    break
+                    answers.append(httpx.get(f"http://127.0.0.1:{port}/livez", headers={"X-Request-ID": "e2e-1"}, timeout=2))
                 except httpx.HTTPError:
-                    assert proc.poll() is None and time.monotonic() < deadline, stderr.read_text()
-                    time.sleep(0.1)
-            assert r.headers["X-Request-ID"] == "e2e-1"
+                    assert proc.poll() is None, stderr.read_text()
+                return bool(answers)
+
+            wait_for(answered, timeout=120, what="draftdesk serve to answer /livez", interval=0.1)
+            assert answers[0].headers["X-Request-ID"] == "e2e-1"
         finally:
             proc.terminate()
             proc.wait(timeout=30)

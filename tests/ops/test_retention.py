@@ -8,6 +8,7 @@ from sqlmodel import Session, select
 from typer.testing import CliRunner
 
 from tests.factories import make_user
+from tests.waiting import wait_for
 from webapp import cli
 from webapp.alerts.models import AlertChannel, AlertOutbox
 from webapp.auth.models import LoginAttempt, WebSession
@@ -117,8 +118,6 @@ def test_db_prune_command_uses_the_settings(session: Session, db_url: str) -> No
 
 def test_the_server_prunes_at_start_up_when_background_jobs_run(session: Session, db_url: str) -> None:
     """The retention job starts with the app's lifespan (as the alert jobs do) and prunes at once."""
-    import time
-
     from fastapi.testclient import TestClient
 
     from tests.conftest import SPEC_PATH, TEST_SECRET
@@ -134,14 +133,15 @@ def test_the_server_prunes_at_start_up_when_background_jobs_run(session: Session
     app = create_app(settings)
     try:
         with TestClient(app):
-            deadline = time.monotonic() + 30
-            while True:
+            left: list[str] = []
+
+            def only_the_live_session_left() -> bool:
                 session.expire_all()
-                left = [s.token_hash[0] for s in session.exec(select(WebSession))]
+                left[:] = [s.token_hash[0] for s in session.exec(select(WebSession))]
                 session.rollback()  # end the read, so SQLite's writer is not kept waiting
-                if left == ["l"] or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
+                return left == ["l"]
+
+            wait_for(only_the_live_session_left, timeout=30, what="the expired session to be purged", interval=0.05)
     finally:
         app.state.engine.dispose()
     assert left == ["l"]

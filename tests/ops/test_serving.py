@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -14,6 +13,7 @@ import uvicorn
 from sqlmodel import Session, select
 
 from tests.conftest import TEST_SECRET
+from tests.waiting import wait_for
 from webapp.auth.models import LoginAttempt
 from webapp.config import Settings
 from webapp.db import make_engine
@@ -37,10 +37,11 @@ def running(settings: Settings) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, **{**options, "log_level": "warning", "access_log": False}))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
+    def started() -> bool:
+        assert thread.is_alive(), "uvicorn's thread ended before it started"
+        return server.started
+
+    wait_for(started, timeout=30, what="uvicorn to start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -239,12 +239,13 @@ def _planned_cache(client: ChatClient, cached: int, total: int) -> str:
 class LiveStatus:
     """What the progress bar shows besides cases done: samples in flight, calls/s, cache hits, retries, ETA."""
 
-    def __init__(self, client: Any, samples_total: int) -> None:
+    def __init__(self, client: Any, samples_total: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client  # a ChatClient, or anything with its `stats`
         self.samples_total = samples_total
         self.samples_done = 0
         self.runtime: Runtime | None = None
-        self.started = time.monotonic()
+        self.clock = clock  # seconds, monotonic; tests pass a fixed one so the rates are exact
+        self.started = clock()
 
     def in_flight(self) -> int:
         """Return the samples being generated or judged now."""
@@ -254,13 +255,13 @@ class LiveStatus:
         """Return the expected seconds left, from the pace of finished samples (None before the first)."""
         if self.samples_done == 0:
             return None
-        elapsed = time.monotonic() - self.started
+        elapsed = self.clock() - self.started
         return elapsed * (self.samples_total - self.samples_done) / self.samples_done
 
     def text(self) -> str:
         """Return the status line shown after the bar."""
         s = self.client.stats
-        elapsed = max(time.monotonic() - self.started, 1e-9)
+        elapsed = max(self.clock() - self.started, 1e-9)
         eta = self.eta_seconds()
         eta_text = "--:--" if eta is None else _clock(eta)
         return (

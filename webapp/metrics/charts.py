@@ -39,6 +39,10 @@ _TEMPLATE: dict[str, Any] = {
 }
 
 
+# plotly's default legend rank is 1000; entries ranked higher come after the traces
+LEGEND_LAST = 1100
+
+
 def _trace(kind: str, **props: Any) -> dict[str, Any]:
     return {"type": kind, **props}
 
@@ -121,6 +125,9 @@ def metric_figure(
                 "scatter", x=[None], y=[None], mode="markers", name=f"hollow: fewer than {low_volume} events",
                 marker={"symbol": "circle-open", "size": 8, "color": _COLORS["value"], "line": {"width": 2}},
                 hoverinfo="skip",
+                # last in the legend (after the pilot window): on a phone the legend is two columns
+                # (static/js/metrics.js) and this, the longest entry, ends the right one under its short name
+                legendrank=LEGEND_LAST, meta={"narrow_name": f"hollow: < {low_volume} events"},
             )
         )
     shapes: list[dict[str, Any]] = []
@@ -131,6 +138,7 @@ def metric_figure(
                 "type": "rect", "xref": "x", "yref": "paper", "x0": _edge(max(pilot[0], start), -1),
                 "x1": _edge(min(pilot[1], end), 1), "y0": 0, "y1": 1, "fillcolor": _COLORS["pilot"],
                 "line": {"width": 0}, "layer": "below", "name": "pilot window", "showlegend": True,
+                "legendrank": LEGEND_LAST - 1,
             }
         )
     if alert is not None:
