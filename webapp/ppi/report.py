@@ -43,7 +43,7 @@ FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "c
 # What a figure can be: a share (factual accuracy, pass rate) lies in [0, 1], a rubric score in [1, 5].
 FIGURE_RANGE: dict[str, tuple[float, float]] = {
     "factual_accuracy": (0.0, 1.0), "citation_relevance": (1.0, 5.0), "tone": (1.0, 5.0),
-    "completeness": (1.0, 5.0), "pass_rate": (0.0, 1.0),
+    "completeness": (1.0, 5.0), "pass_rate": (0.0, 1.0), "overall": (1.0, 5.0),
 }
 
 
@@ -87,6 +87,9 @@ class RunReport:
     figures: dict[str, Figure]
 
 
+OVERALL = "overall"  # the mean of the four criteria per draft (factual pass/fail as the gate's 5/1): the weekly chart's figure
+
+
 def _values(spec: EvalSpec, key: str, rows: list[tuple[str, float, float, float]]) -> np.ndarray:
     """Return the per-draft value of a figure from (factual, citation, tone, completeness) tuples."""
     factual = np.array([r[0] == "pass" for r in rows], dtype=np.float64)
@@ -97,11 +100,42 @@ def _values(spec: EvalSpec, key: str, rows: list[tuple[str, float, float, float]
         thresholds = [float(by_key[k].pass_threshold or 0) for k in SCALE_CRITERIA]
         scales = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float64)
         return all_pass(factual, scales, thresholds)
+    if key == OVERALL:
+        pilot = spec.gates.pilot
+        points = np.where(factual == 1.0, float(pilot.factual_pass_score), float(pilot.factual_fail_score))
+        scales = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+        return (points + scales.sum(axis=1)) / 4.0
     return np.array([r[1 + SCALE_CRITERIA.index(key)] for r in rows], dtype=np.float64)
 
 
-def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
-    """Return the run's figures with intervals, or None when the run has no sample."""
+@dataclass(frozen=True)
+class StoredSample:
+    """A run's stored rows as the estimator reads them: judge scores of all drafts, final grades of the drawn ones."""
+
+    ids: list[int]
+    judge_rows: list[tuple[str, float, float, float]]
+    human_rows: list[tuple[str, float, float, float]]
+    labelled: np.ndarray  # drawn and finally graded
+    drawn: int  # drawn in any round
+    pi: np.ndarray
+    cluster: np.ndarray
+    seed: int
+    judge_version: str
+    rounds: int
+
+    @property
+    def graded(self) -> int:
+        """Return how many drawn drafts have their final grade."""
+        return int(self.labelled.sum())
+
+    @property
+    def pending(self) -> int:
+        """Return how many drawn drafts still wait for their final grade."""
+        return self.drawn - self.graded
+
+
+def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
+    """Read a run's judge scores, draws and final grades; None when the run has no sample."""
     draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id).order_by(col(PpiDraw.round), col(PpiDraw.draft_id))).all()
     if not draws:
         return None
@@ -124,44 +158,59 @@ def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | 
             select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(col(Draft.id).in_(ids))
         ).all()
     )
-    judge_rows = [(judge[d].factual_accuracy, judge[d].citation_relevance, judge[d].tone, judge[d].completeness) for d in ids]
-    labelled = np.array([drawn[d] and d in finals for d in ids])
-    human_rows = [
-        (finals[d].factual_accuracy, finals[d].citation_relevance, finals[d].tone, finals[d].completeness)
-        if d in finals
-        else ("fail", 0.0, 0.0, 0.0)
-        for d in ids
-    ]
-    pi = np.array([latest[d].combined_pi for d in ids])
-    cluster = np.array([tickets[d] for d in ids])
-    figures: dict[str, Figure] = {}
-    for key in FIGURES:
-        f = _values(spec, key, judge_rows)
-        y = np.where(labelled, _values(spec, key, human_rows), np.nan)
-        estimate = None
-        agreement = mean_gap = None
-        if labelled.sum() >= 2:
-            try:
-                sample = make_sample(judge=f, human=y, drawn=labelled, pi=pi, cluster=cluster)
-                estimate = within_range(estimate_mean(sample, seed=first.seed), *FIGURE_RANGE[key])
-            except EstimatorError:
-                estimate = None
-            gap = f[labelled] - y[labelled]
-            mean_gap = float(gap.mean())
-            agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
-        figures[key] = Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
-    n_drawn = sum(drawn.values())
-    graded = int(labelled.sum())
+    return StoredSample(
+        ids=ids,
+        judge_rows=[(judge[d].factual_accuracy, judge[d].citation_relevance, judge[d].tone, judge[d].completeness) for d in ids],
+        human_rows=[
+            (finals[d].factual_accuracy, finals[d].citation_relevance, finals[d].tone, finals[d].completeness)
+            if d in finals
+            else ("fail", 0.0, 0.0, 0.0)
+            for d in ids
+        ],
+        labelled=np.array([drawn[d] and d in finals for d in ids], dtype=bool),
+        drawn=sum(drawn.values()),
+        pi=np.array([latest[d].combined_pi for d in ids]),
+        cluster=np.array([tickets[d] for d in ids]),
+        seed=first.seed,
+        judge_version=first.judge_version,
+        rounds=max(r.round for r in draws),
+    )
+
+
+def figure_of(spec: EvalSpec, stored: StoredSample, key: str) -> Figure:
+    """Return one figure of a stored sample: its estimate (cut to the figure's range), agreement and judge gap."""
+    f = _values(spec, key, stored.judge_rows)
+    labelled = stored.labelled
+    y = np.where(labelled, _values(spec, key, stored.human_rows), np.nan)
+    estimate = None
+    agreement = mean_gap = None
+    if labelled.sum() >= 2:
+        try:
+            sample = make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi, cluster=stored.cluster)
+            estimate = within_range(estimate_mean(sample, seed=stored.seed), *FIGURE_RANGE[key])
+        except EstimatorError:
+            estimate = None
+        gap = f[labelled] - y[labelled]
+        mean_gap = float(gap.mean())
+        agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
+    return Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
+
+
+def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
+    """Return the run's figures with intervals, or None when the run has no sample."""
+    stored = stored_sample(session=session, run_id=run_id)
+    if stored is None:
+        return None
     return RunReport(
         run_id=run_id,
-        drafts=len(ids),
-        drawn=n_drawn,
-        graded=graded,
-        pending=n_drawn - graded,
-        rounds=max(r.round for r in draws),
-        judge_version=first.judge_version,
-        seed=first.seed,
-        figures=figures,
+        drafts=len(stored.ids),
+        drawn=stored.drawn,
+        graded=stored.graded,
+        pending=stored.pending,
+        rounds=stored.rounds,
+        judge_version=stored.judge_version,
+        seed=stored.seed,
+        figures={key: figure_of(spec, stored, key) for key in FIGURES},
     )
 
 
