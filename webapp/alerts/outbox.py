@@ -21,7 +21,14 @@ from sqlmodel import Session, col
 
 from webapp.alerts.channels import list_channels, matches
 from webapp.alerts.models import AlertLease, AlertNotice, AlertOutbox
-from webapp.alerts.transitions import hallucination_items, metric_items, no_data_items, regression_items
+from webapp.alerts.transitions import (
+    HUMAN_QUALITY,
+    hallucination_items,
+    human_quality_items,
+    metric_items,
+    no_data_items,
+    regression_items,
+)
 from webapp.db import stored_id, table_of
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -65,7 +72,7 @@ def idempotency_key(channel_id: int, item_keys: list[str]) -> str:
 
 def _fired_at(session: Session, item: dict[str, Any]) -> dt.datetime | None:
     """Return when the firing that a resolved item ends was recorded (None if it predates the ledger)."""
-    if item["kind"] == "no_data":
+    if item["kind"] in ("no_data", HUMAN_QUALITY):
         stmt = select(col(AlertNotice.created_at)).where(col(AlertNotice.key) == item["key"].rsplit(":", 1)[0] + ":firing")
     else:
         stmt = (
@@ -126,6 +133,7 @@ def record_transitions(*, session: Session, spec: EvalSpec, now: dt.datetime | N
         + no_data_items(session=session, spec=spec, now=now)
         + regression_items(session=session, spec=spec)
         + hallucination_items(session=session, spec=spec)
+        + human_quality_items(session=session, spec=spec)
     )
     new = _claim_new(session, items, now)
     return EvaluationResult(new, enqueue(session=session, items=new, now=now) if new else [])

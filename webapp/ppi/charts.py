@@ -13,17 +13,18 @@ from typing import Any
 from webapp.ppi.production import WeekQuality
 
 COLORS = {"value": "#2456c7", "provisional": "#8a94a6", "target": "#17803d", "alert": "#b42318"}
-TITLE = "Human-graded quality (weekly sample)"
 
 
 def quality_figure(weeks: list[WeekQuality], target: float) -> dict[str, Any]:
     """Return the plotly figure (a JSON-ready dict): per week the estimate with error bars to its 95% bounds."""
     x = [w.week for w in weeks]
-    final = [w for w in weeks if not w.provisional]
+    final = [w for w in weeks if not w.provisional and not w.below_target]
+    below = [w for w in weeks if w.below_target]
     provisional = [w for w in weeks if w.provisional]
     traces: list[dict[str, Any]] = []
     for group, name, color, symbol in (
         (final, "estimate, 95% interval", COLORS["value"], "circle"),
+        (below, "interval below target: alert", COLORS["alert"], "circle"),
         (provisional, "provisional (grades pending)", COLORS["provisional"], "circle-open"),
     ):
         shown = [w for w in group if w.estimate is not None]
@@ -38,10 +39,7 @@ def quality_figure(weeks: list[WeekQuality], target: float) -> dict[str, Any]:
                     "array": [w.estimate.high - w.estimate.estimate for w in shown if w.estimate is not None],
                     "arrayminus": [w.estimate.estimate - w.estimate.low for w in shown if w.estimate is not None],
                 },
-                "marker": {
-                    "size": 9, "symbol": symbol, "line": {"width": 2, "color": [COLORS["alert"] if w.below_target else color for w in shown]},
-                    "color": [COLORS["alert"] if w.below_target else color for w in shown],
-                },
+                "marker": {"size": 9, "symbol": symbol, "line": {"width": 2, "color": color}, "color": color},
                 "customdata": [
                     [w.estimate.low, w.estimate.high, w.graded, w.drafts, w.pending, " · alert: upper bound below target" if w.below_target else ""]
                     for w in shown if w.estimate is not None
@@ -59,13 +57,13 @@ def quality_figure(weeks: list[WeekQuality], target: float) -> dict[str, Any]:
         }
     ]
     layout = {
-        "title": {"text": TITLE, "font": {"size": 14}, "x": 0.01},
-        "height": 300,
-        "margin": {"l": 50, "r": 10, "t": 40, "b": 85},
+        # no title: the card's heading names the chart
+        "height": 280,
+        "margin": {"l": 50, "r": 10, "t": 15, "b": 85},
         "legend": {"orientation": "h", "y": -0.25, "font": {"size": 10}},
         "shapes": shapes,
         # weeks as categories: one slot per week that has a run, in week order
-        "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": x},
+        "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": x, "range": [-0.5, len(x) - 0.5]},
         "yaxis": {"range": [1, 5], "title": {"text": "overall quality (1–5)"}, "hoverformat": ".2f"},
         "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
         "font": {"family": "system-ui, sans-serif", "color": "#1d2430"},
