@@ -8,13 +8,14 @@ import html
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from scipy import stats
 from sqlmodel import Session, col, func, select
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from tests.conftest import TEST_SECRET, csrf_for
 from tests.metrics.conftest import ev, load
@@ -35,7 +36,7 @@ from webapp.ppi.production import (
     quality_target,
     weekly_quality,
 )
-from webapp.ppi.report import OVERALL, stored_sample
+from webapp.ppi.report import stored_sample
 from webapp.ppi.service import JudgeScoreIn, PpiError, draw_sample, record_judge_scores, run_sample
 from webapp.regression.service import latest_run_id
 from webapp.runs.models import Draft, Run
@@ -180,7 +181,7 @@ class TestWeeklyQuality:
         assert week.estimate is not None and not week.provisional
         assert week.estimate.estimate == pytest.approx(2.5, abs=1e-12)
         assert (week.estimate.low, week.estimate.high) == (pytest.approx(2.5 - HALF, abs=1e-9), pytest.approx(2.5 + HALF, abs=1e-9))
-        assert HALF == pytest.approx(stats.t.ppf(0.975, 3) * np.sqrt(0.5) / 4)
+        assert pytest.approx(stats.t.ppf(0.975, 3) * np.sqrt(0.5) / 4) == HALF
 
     def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, MIXED)
@@ -222,7 +223,7 @@ class TestAlertRule:
     def test_a_week_not_sampled_yet_never_fires(self) -> None:
         assert not quality(2.0, 1.8, 2.2, sampled=False).below_target
 
-    def test_the_alert_goes_through_the_ledger_and_outbox(self, session: Session, spec: EvalSpec, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def test_the_alert_goes_through_the_ledger_and_outbox(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
         alerts_channels.add_channel(session=session, name="quality", kind="file", target=str(tmp_path / "n.jsonl"), topics=["human_quality"])
         alerts_channels.add_channel(session=session, name="online", kind="file", target=str(tmp_path / "m.jsonl"), topics=["metrics"])
         graded_week(session, spec, LOW)  # 2.5 [1.94, 3.06]: below 3.5
@@ -305,7 +306,7 @@ class TestApi:
 
 
 class TestCli:
-    def invoke(self, monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str):  # type: ignore[no-untyped-def]
+    def invoke(self, monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str) -> Result:
         from webapp.cli import app as cli_app
 
         monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
