@@ -21,7 +21,7 @@ from tests.conftest import TEST_SECRET, csrf_for
 from tests.metrics.conftest import ev, load
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import outbox as alerts_outbox
-from webapp.alerts.models import AlertChannel, AlertOutbox
+from webapp.alerts.models import AlertChannel, AlertNotice, AlertOutbox
 from webapp.datasets.models import EvalCase
 from webapp.gates.service import runs_for_gates
 from webapp.grading.models import FinalGrade
@@ -253,6 +253,19 @@ class TestAlertRule:
         session.flush()
         result = alerts_outbox.record_transitions(session=session, spec=spec)
         assert [t["key"] for t in result.transitions] == ["human_quality:2026-W47:resolved"]
+        # fired and resolved: nothing more for that week, even if its grades fall again
+        for f in session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).all():
+            f.tone, f.completeness, f.citation_relevance = 1, 1, 1
+            session.add(f)
+        session.flush()
+        assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
+
+    def test_passes_after_events_leave_it_to_the_periodic_pass(self, session: Session, spec: EvalSpec) -> None:
+        graded_week(session, spec, LOW)
+        alerts_outbox.notify_changes(session=session, spec=spec)  # what an ingested batch triggers
+        assert session.exec(select(func.count()).select_from(AlertNotice).where(AlertNotice.kind == "human_quality")).one() == 0
+        result = alerts_outbox.record_transitions(session=session, spec=spec)  # the periodic pass
+        assert [t["key"] for t in result.transitions if t["kind"] == "human_quality"] == ["human_quality:2026-W47:firing"]
 
 
 # --- API, CLI, pages ----------------------------------------------------------------------------------

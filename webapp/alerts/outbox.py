@@ -125,25 +125,35 @@ class EvaluationResult:
     messages: list[AlertOutbox]
 
 
-def record_transitions(*, session: Session, spec: EvalSpec, now: dt.datetime | None = None) -> EvaluationResult:
-    """Find transitions not notified yet, record them, and queue grouped messages, all in the session's transaction."""
+def record_transitions(
+    *, session: Session, spec: EvalSpec, now: dt.datetime | None = None, human_quality: bool = True
+) -> EvaluationResult:
+    """Find transitions not notified yet, record them, and queue grouped messages, all in the session's transaction.
+
+    `human_quality=False` leaves out the weekly human-graded quality (an estimate per production
+    week): events and hallucination decisions never change it, so the passes they trigger skip
+    that work; the periodic pass (and `alerts run-once`) includes it.
+    """
     now = now or utcnow()
     items = (
         metric_items(session=session, spec=spec)
         + no_data_items(session=session, spec=spec, now=now)
         + regression_items(session=session, spec=spec)
         + hallucination_items(session=session, spec=spec)
-        + human_quality_items(session=session, spec=spec)
+        + (human_quality_items(session=session, spec=spec) if human_quality else [])
     )
     new = _claim_new(session, items, now)
     return EvaluationResult(new, enqueue(session=session, items=new, now=now) if new else [])
 
 
 def notify_changes(*, session: Session, spec: EvalSpec) -> None:
-    """Queue notifications for what just changed; a failure here never fails the caller (the periodic pass retries)."""
+    """Queue notifications for what just changed (events, a hallucination decision, a checked run); never fails the caller.
+
+    The weekly human-graded quality is left to the periodic pass: nothing that calls this changes it.
+    """
     try:
         with session.begin_nested():
-            record_transitions(session=session, spec=spec)
+            record_transitions(session=session, spec=spec, human_quality=False)
     except Exception:
         log.exception("alerts: recording transitions failed; the periodic evaluation will pick them up")
 

@@ -256,20 +256,18 @@ def human_quality_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
     its grades lift the upper bound to the target or above. Each week fires and resolves at most
     once (the ledger's keys are per week).
     """
-    fired = set(
-        session.execute(
-            select(col(AlertNotice.key)).where(col(AlertNotice.kind) == HUMAN_QUALITY, col(AlertNotice.state) == "firing")
-        ).scalars()
-    )
+    recorded = set(session.execute(select(col(AlertNotice.key)).where(col(AlertNotice.kind) == HUMAN_QUALITY)).scalars())
+    # a week that fired and resolved has nothing more to send: its estimate is not computed again
+    done = {key.split(":")[1] for key in recorded if key.endswith(":resolved")}
     out: list[dict[str, Any]] = []
-    for w in ppi_production.weekly_quality(session=session, spec=spec):
+    for w in ppi_production.weekly_quality(session=session, spec=spec, skip=done):
         e = w.estimate
         if e is None or w.provisional:
             continue
         firing_key = f"{HUMAN_QUALITY}:{w.week}:firing"
         if w.below_target:
             state, key = "firing", firing_key
-        elif firing_key in fired:
+        elif firing_key in recorded:
             state, key = "resolved", f"{HUMAN_QUALITY}:{w.week}:resolved"
         else:
             continue

@@ -27,6 +27,7 @@ import hashlib
 import re
 import secrets
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -259,14 +260,21 @@ def quality_target(spec: EvalSpec) -> float:
 
 
 def weekly_quality(
-    *, session: Session, spec: EvalSpec, start: dt.date | None = None, end: dt.date | None = None
+    *,
+    session: Session,
+    spec: EvalSpec,
+    start: dt.date | None = None,
+    end: dt.date | None = None,
+    skip: Collection[str] = (),
 ) -> list[WeekQuality]:
-    """Return each production week's overall-quality estimate, oldest first (weeks overlapping start..end when given)."""
+    """Return each production week's overall-quality estimate, oldest first (weeks overlapping start..end, not in skip)."""
     stmt = select(PpiProductionWeek, Run.name).join(Run, col(Run.id) == PpiProductionWeek.run_id).order_by(col(PpiProductionWeek.week))
     target = quality_target(spec)
     out = []
     for row, name in session.exec(stmt).all():
         iso = parse_week(row.week)
+        if row.week in skip:
+            continue
         if (start is not None and iso.end < start) or (end is not None and iso.start > end):
             continue
         stored = stored_sample(session=session, run_id=row.run_id)
