@@ -23,7 +23,8 @@
 
   function draw(root) {
     var pending = [];
-    root.querySelectorAll(".metrics-chart[data-figure]").forEach(function (el) {
+    // the daily metric charts, and the weekly human-graded quality chart (its own class: it is no daily metric)
+    root.querySelectorAll(".metrics-chart[data-figure], .quality-chart[data-figure]").forEach(function (el) {
       var source = el.getAttribute("data-figure");
       if (el.__drawnFrom === source) { return; }  // already shows this figure
       el.__drawnFrom = source;
@@ -46,7 +47,7 @@
   document.addEventListener("htmx:historyRestore", function () { draw(document); });
   // a phone turned sideways (or a window resized) past the breakpoint: the toolbar follows
   narrow.addEventListener("change", function () {
-    document.querySelectorAll(".metrics-chart.js-plotly-plot").forEach(function (el) {
+    document.querySelectorAll(".metrics-chart.js-plotly-plot, .quality-chart.js-plotly-plot").forEach(function (el) {
       window.Plotly.react(el, el.data, el.layout, config());
     });
   });
