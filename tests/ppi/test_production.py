@@ -18,6 +18,7 @@ from sqlmodel import Session, col, func, select
 from typer.testing import CliRunner, Result
 
 from tests.conftest import TEST_SECRET, csrf_for
+from tests.factories import make_dataset, make_run
 from tests.metrics.conftest import ev, load
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import outbox as alerts_outbox
@@ -129,6 +130,17 @@ class TestCreateWeekRun:
         with pytest.raises(PpiError, match=r"^seed: must lie in"):
             create_week_run(session=session, week=W47, budget=1, cap=10, seed=-1)
         assert session.exec(select(func.count()).select_from(Run)).one() == 0
+
+    def test_a_run_or_dataset_already_named_like_the_week_is_refused(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        make_dataset(session, [{"case_id": "c1"}], name="prod-2026-W47")
+        with pytest.raises(PpiError, match=r"^week: a dataset named prod-2026-W47 exists already"):
+            create_week_run(session=session, week=W47, budget=1, cap=10)
+        other = make_dataset(session, [{"case_id": "c1"}], name="other")
+        make_run(session, other, [{"case_id": "c1", "draft_text": "Hi"}], name="prod-2026-W48")
+        load(session, spec, [ev("2026-11-24", 10, event_id="w48", ticket_id="t48")])
+        with pytest.raises(PpiError, match=r"^week: a run named prod-2026-W48 exists already"):
+            create_week_run(session=session, week="2026-W48", budget=1, cap=10)
 
     def test_week_runs_are_no_launch_or_regression_candidates(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())

@@ -134,6 +134,8 @@ def create_week_run(
     name = run_name(iso)
     if session.exec(select(Run.id).where(Run.name == name)).first() is not None:
         raise PpiError(f"week: a run named {name} exists already and is not this week's production run; rename it first")
+    if session.exec(select(Dataset.id).where(Dataset.name == name)).first() is not None:
+        raise PpiError(f"week: a dataset named {name} exists already and is not this week's production cases; rename it first")
     events = week_events(session=session, week=iso)
     if not events:
         raise PpiError(f"week: no production event with a draft in {iso.label} ({iso.start} – {iso.end})")
