@@ -350,6 +350,27 @@ class TestCli:
         session.expire_all()
         assert session.exec(select(func.count()).select_from(Run)).one() == 1
 
+    def test_the_sample_uses_the_stored_budget(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
+        from webapp.cli import app as cli_app
+
+        load(session, spec, week_events())
+        made = create_week_run(session=session, week=W47, budget=100, cap=10)
+        record_judge_scores(
+            session=session, run_id=made.run.id, judge_version=JUDGE,  # type: ignore[arg-type]
+            scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4)  # type: ignore[arg-type]
+                    for d in session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()],
+        )
+        session.commit()
+        early = self.invoke(monkeypatch, db_url, "--week", "2026-W40", "--budget", "1")  # no events that week; sets the environment
+        assert early.exit_code == 2
+        runner = CliRunner()
+        none = runner.invoke(cli_app, ["ppi", "production-sample", "--week", "2026-W40", "--judge-version", JUDGE])
+        assert none.exit_code == 2 and "week: 2026-W40 has no run yet" in none.output
+        out = runner.invoke(cli_app, ["ppi", "production-sample", "--week", W47, "--judge-version", JUDGE, "--seed", "4"])
+        assert out.exit_code == 0, out.output
+        # budget 100 over 4 drafts: every pi is 1, all four are drawn
+        assert "sample drawn: 4 of 4 drafts to grade (expected 4, seed 4)" in out.output
+
     def test_a_bad_week_exits_2_naming_the_field(self, monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
         out = self.invoke(monkeypatch, db_url, "--week", "2026/47", "--budget", "10")
         assert out.exit_code == 2 and "week: expected an ISO week like 2026-W47" in out.output

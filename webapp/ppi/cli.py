@@ -37,8 +37,25 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 else:
                     typer.echo(f"{row.week} has its run already: {run.name} ({row.drafts_taken} drafts), nothing changed")
                 typer.echo(
-                    f"next: the judge pass stores scores for {run.name}, then the lead draws the sample "
-                    f"(POST /api/v1/ppi/runs/{run.name}/sample with budget {row.budget:g})"
+                    f"next: the judge pass stores scores for {run.name}, then draw the sample: "
+                    f"draftdesk ppi production-sample --week {row.week} --judge-version VERSION"
                 )
+        except PpiError as exc:
+            fail(str(exc))
+
+    @ppi_app.command("production-sample")
+    def production_sample(
+        week: str = typer.Option(..., "--week", help="ISO week whose run has the judge's scores, e.g. 2026-W47"),
+        judge_version: str = typer.Option(..., "--judge-version", help="The frozen judge version whose scores the sampler reads"),
+        seed: int = typer.Option(None, "--seed", help="Seed of the draws (default: a random one, stored)"),
+    ) -> None:
+        """Draw a production week's human-grading sample with the budget given when its run was made."""
+        from webapp.ppi import production
+        from webapp.ppi.service import PpiError
+
+        try:
+            with cli_session() as session:
+                s = production.draw_week_sample(session=session, week=week, judge_version=judge_version, seed=seed)
+                typer.echo(f"sample drawn: {s.drawn} of {s.drafts} drafts to grade (expected {s.expected:g}, seed {s.seed})")
         except PpiError as exc:
             fail(str(exc))

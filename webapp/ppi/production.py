@@ -38,7 +38,7 @@ from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.models import PpiProductionWeek
 from webapp.ppi.report import OVERALL, figure_of, stored_sample
-from webapp.ppi.service import SEED_LIMIT, PpiError
+from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
@@ -218,6 +218,17 @@ def create_week_run(
     session.add(row)
     session.flush()
     return WeekRun(created=True, week=row, run=run)
+
+
+def draw_week_sample(
+    *, session: Session, week: str, judge_version: str, seed: int | None = None, now: dt.datetime | None = None
+) -> SampleSummary:
+    """Draw a week's human-grading sample with the budget stored when its run was made (after the judge pass)."""
+    iso = parse_week(week)
+    row = session.exec(select(PpiProductionWeek).where(PpiProductionWeek.week == iso.label)).first()
+    if row is None:
+        raise PpiError(f"week: {iso.label} has no run yet; make it first (draftdesk ppi production-week)")
+    return draw_sample(session=session, run_id=row.run_id, budget=row.budget, judge_version=judge_version, seed=seed, now=now)
 
 
 # --- the weekly estimate ------------------------------------------------------------------------------
