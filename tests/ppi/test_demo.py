@@ -56,5 +56,5 @@ class TestDemoProductionWeeks:
         for w in weeks:
             drafts = session.exec(select(Draft).where(Draft.run_id == w.run_id)).all()
             ids = [d.raw_output["event_id"] for d in drafts]  # type: ignore[index]
-            days = set(session.exec(select(Event.day).where(col(Event.event_id).in_(ids))).all())
+            days = set(session.exec(select(col(Event.day)).where(col(Event.event_id).in_(ids))).all())
             assert len(ids) == PRODUCTION_CAP and all(w.start <= d <= w.end for d in days)
