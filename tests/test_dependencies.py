@@ -28,7 +28,7 @@ SIDE: dict[str, tuple[str | None, frozenset[str]]] = {
     "metrics": ("kb", frozenset()),  # production events; hallucination flags cite KB revisions
     "evaluator": ("grading", frozenset()),  # prompt-evaluator runs: checks them, agreement with final grades
     "reviews": ("regression", frozenset({"metrics"})),  # PM review of production pairs; adds regression cases
-    "alerts": ("regression", frozenset({"metrics"})),  # notifies metric, hallucination and regression alerts
+    "alerts": ("regression", frozenset({"metrics", "ppi"})),  # notifies metric, hallucination, regression and weekly-quality alerts
     "ppi": ("regression", frozenset({"evaluator", "metrics"})),  # judge on all drafts + human sample -> intervals
 }
 SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "survey", "ppi"})}

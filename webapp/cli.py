@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "grading": "grading",
     "metrics": "metrics",
     "evaluate-dataset": "evaluator",
+    "ppi": "ppi",
     "gates": "gates",
     "alerts": "alerts",
 }

@@ -93,6 +93,13 @@ class Settings(BaseSettings):
         "hallucination report cites); 0 keeps them forever",
     )
 
+    ppi_weekly_draft_cap: int = Field(
+        default=1000,
+        ge=1,
+        description="at most this many drafts of one production week go into its weekly quality run (judged by "
+        "the judge); a busier week's drafts are drawn uniformly at random, with a stored seed. See [PPI](ppi.md)",
+    )
+
     @model_validator(mode="after")
     def _no_default_secret_in_production(self) -> Settings:
         if self.mode == "production" and self.secret_key == DEFAULT_SECRET_KEY:

@@ -11,6 +11,7 @@ but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from collections.abc import Collection
 from typing import Any
@@ -31,6 +32,8 @@ from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
 from webapp.grading.models import FinalGrade, Grade
 from webapp.metrics import stale as metrics_stale
+from webapp.ppi import charts as ppi_charts
+from webapp.ppi import production as ppi_production
 from webapp.ppi import report as ppi_report
 from webapp.ppi.models import PpiDraw
 from webapp.regression import service as regression_service
@@ -146,6 +149,17 @@ def judge_scores(*, session: Session, spec: EvalSpec, principal: Principal | Non
 def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
     """Queue the notifications of alert transitions (new events, a confirmed or undone hallucination report)."""
     alerts_outbox.notify_changes(session=session, spec=spec)
+
+
+# ======== ppi → the metrics page: the weekly human-graded quality beside the online metrics ========
+
+
+def production_quality(
+    *, session: Session, spec: EvalSpec, start: dt.date, end: dt.date
+) -> tuple[list[ppi_production.WeekQuality], dict[str, Any]]:
+    """Return the production weeks overlapping start..end with their quality estimates, and their chart (metrics may not import ppi)."""
+    weeks = ppi_production.weekly_quality(session=session, spec=spec, start=start, end=end)
+    return weeks, ppi_charts.quality_figure(weeks, ppi_production.quality_target(spec))
 
 
 # ======== metrics → aggregates and alerts after a batch ========

@@ -37,7 +37,8 @@
 
   function draw(root) {
     var pending = [];
-    root.querySelectorAll(".metrics-chart[data-figure]").forEach(function (el) {
+    // the daily metric charts, and the weekly human-graded quality chart (its own class: it is no daily metric)
+    root.querySelectorAll(".metrics-chart[data-figure], .quality-chart[data-figure]").forEach(function (el) {
       var source = el.getAttribute("data-figure");
       if (el.__drawnFrom === source) { return; }  // already shows this figure
       el.__drawnFrom = source;
@@ -60,7 +61,7 @@
   document.addEventListener("htmx:historyRestore", function () { draw(document); });
   // a phone turned sideways (or a window resized) past the breakpoint: the toolbar and the legend follow
   narrow.addEventListener("change", function () {
-    document.querySelectorAll(".metrics-chart.js-plotly-plot[data-figure]").forEach(function (el) {
+    document.querySelectorAll(".metrics-chart.js-plotly-plot[data-figure], .quality-chart.js-plotly-plot[data-figure]").forEach(function (el) {
       var fig = fitted(JSON.parse(el.getAttribute("data-figure")));
       window.Plotly.react(el, fig.data, fig.layout, config());
     });

@@ -7,11 +7,13 @@ from sqlmodel import Session, col, select
 
 from webapp.demo.seed import seed_demo
 from webapp.grading.models import Grade
-from webapp.ppi.demo import JUDGE_VERSION, LEFT_UNGRADED, RUN_NAME
+from webapp.metrics.models import Event
+from webapp.ppi.demo import JUDGE_VERSION, LEFT_UNGRADED, PRODUCTION_CAP, PRODUCTION_WEEKS, RUN_NAME
 from webapp.ppi.models import PpiDraw
+from webapp.ppi.production import weekly_quality
 from webapp.ppi.report import run_report
 from webapp.ppi.service import redraw_from_rows
-from webapp.runs.models import Run
+from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 
 
@@ -34,3 +36,25 @@ class TestDemoPpiRun:
         assert tone.judge_alone > tone.estimate  # the demo's judge is kinder than its people
         # Sampled before grading: no individual grade exists on this run.
         assert session.exec(select(Grade).where(col(Grade.draft_id).in_([d.draft_id for d in draws]))).first() is None
+
+
+class TestDemoProductionWeeks:
+    @pytest.fixture
+    def db_url(self, demo_db_url: str) -> str:
+        """The demo seeded once per test session (tests/conftest.py)."""
+        return demo_db_url
+
+    def test_three_weeks_above_below_and_provisional(self, session: Session, spec: EvalSpec) -> None:
+        weeks = weekly_quality(session=session, spec=spec)
+        assert [w.week for w in weeks] == ["2026-W45", "2026-W46", "2026-W47"]
+        above, below, provisional = weeks
+        assert above.estimate is not None and above.estimate.low > above.target and not above.provisional
+        assert below.below_target and below.estimate is not None and below.estimate.high < 3.5
+        assert provisional.provisional and provisional.pending == PRODUCTION_WEEKS[2][2] and not provisional.below_target
+        assert all(w.drafts == PRODUCTION_CAP for w in weeks)
+        # each week's run holds drafts of that week's events only
+        for w in weeks:
+            drafts = session.exec(select(Draft).where(Draft.run_id == w.run_id)).all()
+            ids = [d.raw_output["event_id"] for d in drafts]  # type: ignore[index]
+            days = set(session.exec(select(col(Event.day)).where(col(Event.event_id).in_(ids))).all())
+            assert len(ids) == PRODUCTION_CAP and all(w.start <= d <= w.end for d in days)

@@ -16,7 +16,8 @@ from webapp.db import id_from_ref, table_of
 from webapp.spec import METRIC_NAMES
 
 # Topics a channel may subscribe to, besides each metric's name.
-GROUP_TOPICS: tuple[str, ...] = (TOPIC_ALL, "metrics", "no_data", "regression", "hallucination")
+# "human_quality": the production weeks' human-graded quality alert (not in "metrics", the online metrics' group).
+GROUP_TOPICS: tuple[str, ...] = (TOPIC_ALL, "metrics", "no_data", "regression", "hallucination", "human_quality")
 SECURITY_MODES: tuple[str, ...] = ("starttls", "tls", "none")
 
 

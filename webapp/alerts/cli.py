@@ -20,7 +20,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         kind: str = typer.Option(..., "--kind", help="slack | webhook | email | file"),
         url: str = typer.Option("", "--url", help="Webhook URL (slack, webhook)"),
         path: str = typer.Option("", "--path", help="JSON-lines file (file channels, for demos and local checks)"),
-        topic: list[str] = typer.Option(["all"], "--topic", help="all, metrics, a metric name, no_data, regression, hallucination"),
+        topic: list[str] = typer.Option(["all"], "--topic", help="all, metrics, a metric name, no_data, regression, hallucination, human_quality"),
         send_resolved: bool = typer.Option(True, "--send-resolved/--no-resolved", help="Also send 'resolved' messages"),
         smtp_host: str = typer.Option("", "--smtp-host"),
         smtp_port: int = typer.Option(0, "--smtp-port", help="Default 587 (starttls), 465 (tls), 25 (none)"),

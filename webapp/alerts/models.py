@@ -11,7 +11,8 @@ from sqlmodel import Field, SQLModel
 from webapp.timeutil import aware_datetime_type, utcnow
 
 CHANNEL_KINDS: tuple[str, ...] = ("slack", "webhook", "email", "file")
-# What a channel may subscribe to: "all", one metric's alert (by metric name), "no_data", "regression", "hallucination".
+# What a channel may subscribe to: "all", one metric's alert (by metric name), "no_data", "regression", "hallucination",
+# "human_quality".
 TOPIC_ALL = "all"
 
 
@@ -43,7 +44,7 @@ class AlertNotice(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     # e.g. metric:accept_rate:2026-11-05:pending>firing, no_data:<last event time>:firing, regression:12
     key: str = Field(max_length=300, unique=True)
-    kind: str = Field(max_length=20)  # metric | no_data | regression | hallucination
+    kind: str = Field(max_length=20)  # metric | no_data | regression | hallucination | human_quality
     state: str = Field(max_length=20)  # firing | resolved | raised | confirmed
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 

@@ -21,7 +21,14 @@ from sqlmodel import Session, col
 
 from webapp.alerts.channels import list_channels, matches
 from webapp.alerts.models import AlertLease, AlertNotice, AlertOutbox
-from webapp.alerts.transitions import hallucination_items, metric_items, no_data_items, regression_items
+from webapp.alerts.transitions import (
+    HUMAN_QUALITY,
+    hallucination_items,
+    human_quality_items,
+    metric_items,
+    no_data_items,
+    regression_items,
+)
 from webapp.db import stored_id, table_of
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
@@ -65,7 +72,7 @@ def idempotency_key(channel_id: int, item_keys: list[str]) -> str:
 
 def _fired_at(session: Session, item: dict[str, Any]) -> dt.datetime | None:
     """Return when the firing that a resolved item ends was recorded (None if it predates the ledger)."""
-    if item["kind"] == "no_data":
+    if item["kind"] in ("no_data", HUMAN_QUALITY):
         stmt = select(col(AlertNotice.created_at)).where(col(AlertNotice.key) == item["key"].rsplit(":", 1)[0] + ":firing")
     else:
         stmt = (
@@ -118,24 +125,35 @@ class EvaluationResult:
     messages: list[AlertOutbox]
 
 
-def record_transitions(*, session: Session, spec: EvalSpec, now: dt.datetime | None = None) -> EvaluationResult:
-    """Find transitions not notified yet, record them, and queue grouped messages, all in the session's transaction."""
+def record_transitions(
+    *, session: Session, spec: EvalSpec, now: dt.datetime | None = None, human_quality: bool = True
+) -> EvaluationResult:
+    """Find transitions not notified yet, record them, and queue grouped messages, all in the session's transaction.
+
+    `human_quality=False` leaves out the weekly human-graded quality (an estimate per production
+    week): events and hallucination decisions never change it, so the passes they trigger skip
+    that work; the periodic pass (and `alerts run-once`) includes it.
+    """
     now = now or utcnow()
     items = (
         metric_items(session=session, spec=spec)
         + no_data_items(session=session, spec=spec, now=now)
         + regression_items(session=session, spec=spec)
         + hallucination_items(session=session, spec=spec)
+        + (human_quality_items(session=session, spec=spec) if human_quality else [])
     )
     new = _claim_new(session, items, now)
     return EvaluationResult(new, enqueue(session=session, items=new, now=now) if new else [])
 
 
 def notify_changes(*, session: Session, spec: EvalSpec) -> None:
-    """Queue notifications for what just changed; a failure here never fails the caller (the periodic pass retries)."""
+    """Queue notifications for what just changed (events, a hallucination decision, a checked run); never fails the caller.
+
+    The weekly human-graded quality is left to the periodic pass: nothing that calls this changes it.
+    """
     try:
         with session.begin_nested():
-            record_transitions(session=session, spec=spec)
+            record_transitions(session=session, spec=spec, human_quality=False)
     except Exception:
         log.exception("alerts: recording transitions failed; the periodic evaluation will pick them up")
 

@@ -1,4 +1,5 @@
-"""Transitions worth a notification, each as one item: metric alerts, "no data", regression alerts, confirmed hallucinations.
+"""Transitions worth a notification, each as one item: metric alerts, "no data", regression alerts, confirmed hallucinations,
+and production weeks whose human-graded quality is below target.
 
 Each item has a stable key; webapp/alerts/outbox.py records the keys in the `alert_notice` ledger
 so that a transition is notified once.
@@ -20,6 +21,7 @@ from webapp.metrics import daily as metrics_daily
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics import units as metrics_units
 from webapp.metrics.models import Event, HallucinationReport
+from webapp.ppi import production as ppi_production
 from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
@@ -248,6 +250,55 @@ def hallucination_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
                 "days": [event.day.isoformat()],
                 "segment": ", ".join(parts) or SEGMENT_ALL,
                 "path": "/metrics/hallucinations?status=confirmed",
+            }
+        )
+    return out
+
+
+HUMAN_QUALITY = "human_quality"
+
+
+def human_quality_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+    """Return the weekly human-graded quality alert's transitions: firing for a week whose 95% upper bound is below target.
+
+    A week fires once its sample is fully graded and the interval's upper bound is below the target
+    (webapp/ppi/production.py, `WeekQuality.below_target`). It resolves when a further sample and
+    its grades lift the upper bound to the target or above. Each week fires and resolves at most
+    once (the ledger's keys are per week).
+    """
+    recorded = set(session.execute(select(col(AlertNotice.key)).where(col(AlertNotice.kind) == HUMAN_QUALITY)).scalars())
+    # a week that fired and resolved has nothing more to send: its estimate is not computed again
+    done = {key.split(":")[1] for key in recorded if key.endswith(":resolved")}
+    out: list[dict[str, Any]] = []
+    for w in ppi_production.weekly_quality(session=session, spec=spec, skip=done):
+        e = w.estimate
+        if e is None or w.provisional:
+            continue
+        firing_key = f"{HUMAN_QUALITY}:{w.week}:firing"
+        if w.below_target:
+            state, key = "firing", firing_key
+        elif firing_key in recorded:
+            state, key = "resolved", f"{HUMAN_QUALITY}:{w.week}:resolved"
+        else:
+            continue
+        days = [(w.start + dt.timedelta(days=i)).isoformat() for i in range(7)]
+        out.append(
+            {
+                "key": key,
+                "kind": HUMAN_QUALITY,
+                "topic": HUMAN_QUALITY,
+                "state": state,
+                "alert": "Human-graded quality (weekly sample)",
+                "rule": f"{w.week}: the 95% interval of overall quality lies below the target (upper bound < {w.target:g})",
+                "window": f"ISO week {w.week}",
+                "value": e.high,
+                "threshold": w.target,
+                "op": "<",
+                "value_text": f"{e.estimate:.2f} [{e.low:.2f}, {e.high:.2f}] from {w.graded} human grades of {w.drafts} drafts",
+                "threshold_text": f"above {w.target:g}",
+                "days": days,
+                "segment": SEGMENT_ALL,
+                "path": _metrics_path(w.start, w.end) + "#quality-weekly",
             }
         )
     return out

@@ -13,7 +13,7 @@ from webapp.gates import criteria, facts
 from webapp.gates.models import GateSignoff
 from webapp.gates.report import GateReport
 from webapp.metrics import daily as metrics_daily
-from webapp.runs.models import Run
+from webapp.runs.models import PRODUCTION_SOURCE, Run
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
@@ -152,5 +152,5 @@ def signoffs(*, session: Session, gate: str, run_id: int) -> list[GateSignoff]:
 
 
 def runs_for_gates(*, session: Session) -> list[Run]:
-    """List runs, newest first, for the gates index."""
-    return list(session.exec(select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())).all())
+    """List runs over eval datasets, newest first, for the gates index (a production-week run is no launch candidate)."""
+    return list(session.exec(select(Run).where(Run.source != PRODUCTION_SOURCE).order_by(col(Run.created_at).desc(), col(Run.id).desc())).all())

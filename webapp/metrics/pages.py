@@ -159,6 +159,8 @@ def dashboard_context(
     # the range's streak counts the segment shown; the production gate's counts the pilot window, all traffic
     streaks = metrics_streaks.streaks_from_days(days, spec, window="range", segment=filters)
     gate_streaks = metrics_streaks.pilot_streaks(session=session, spec=spec)
+    # human-graded quality of the production weeks overlapping the range (all traffic: the sample is the week's)
+    quality_weeks, quality_fig = flows.production_quality(session=session, spec=spec, start=start, end=end)
     return {
         "start": start,
         "end": end,
@@ -183,6 +185,10 @@ def dashboard_context(
         "low_volume": low,
         "low_days": sum(1 for d in days if 0 < d.events < low),
         "pilot_in_range": pilot[0] <= end and pilot[1] >= start,
+        "quality_weeks": quality_weeks,
+        "quality_figure": charts.to_json(quality_fig),
+        "quality_target": quality_weeks[0].target if quality_weeks else spec.gates.pilot.human_mean_above,
+        "quality_firing": [w for w in quality_weeks if w.below_target],
         # the plan's "0 per week" target, over the ISO weeks of the range (the daily alert stays above)
         "hallucination_weeks": weekly.weekly_hallucinations(
             session=session, spec=spec, start=start, end=end,

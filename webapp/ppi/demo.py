@@ -1,4 +1,5 @@
-"""Demo hook: demo-ppi, a second run over the demo dataset, judged, sampled before grading, partly graded.
+"""Demo hook: demo-ppi, a second run over the demo dataset, judged, sampled before grading, partly graded;
+and three production weeks (prod-2026-W45..W47) for the weekly quality chart on /metrics.
 
 Deterministic: the judge's scores, the human grades and the sample's seed all come from ctx.rng.
 The judge is kinder than the people (+0.4 on tone and completeness), so the page shows the bias
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from webapp.demo.context import DemoContext
 from webapp.grading.models import FinalGrade
+from webapp.ppi.production import create_week_run, week_of
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores, run_sample
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
@@ -85,3 +87,65 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             )
         )
     session.flush()
+    seed_production_weeks(session=session, spec=spec, ctx=ctx)
+
+
+# --- production weeks --------------------------------------------------------------------------------
+
+# (ISO week offset from the pilot's first week, the planted quality of its drafts, drawn drafts left ungraded)
+# Week 0 (the pilot's first week): good drafts, fully graded: above the target.
+# Week 1 (the model change): worse drafts, fully graded: the interval lies below the target, the alert fires.
+# Week 2: good again, three drawn drafts still ungraded: provisional.
+PRODUCTION_WEEKS: tuple[tuple[int, float, int], ...] = ((0, 4.0, 0), (1, 2.6, 0), (2, 3.9, 3))
+PRODUCTION_CAP = 60  # drafts judged per demo week (the setting's default is 1000; the demo keeps seeding quick)
+PRODUCTION_BUDGET = 25
+
+
+def seed_production_weeks(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> list[str]:
+    """Create the demo's production weeks: judged drafts, a sample, planted human grades; return the week labels."""
+    rng = ctx.rng
+    first = week_of(spec.online_metrics.pilot.start)
+    labels = []
+    for offset, level, ungraded in PRODUCTION_WEEKS:
+        week = week_of(first.start + dt.timedelta(weeks=offset))
+        made_at = dt.datetime.combine(week.end + dt.timedelta(days=1), dt.time(9), tzinfo=dt.UTC)
+        made = create_week_run(
+            session=session, week=week.label, budget=PRODUCTION_BUDGET, cap=PRODUCTION_CAP,
+            seed=rng.randrange(2**31 - 1), created_by=ctx.users["lead"].id, now=made_at,
+        )
+        run_id = made.week.run_id
+        drafts = session.exec(select(Draft).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
+        quality: dict[int, float] = {}
+        scores = []
+        for d in drafts:
+            assert d.id is not None
+            q = rng.gauss(level, 0.7)
+            quality[d.id] = q
+            judged = {
+                "factual_accuracy": "pass" if q + rng.gauss(0.3, 0.6) > 2.4 else "fail",
+                "citation_relevance": _clip(q + rng.gauss(0.3, 0.6)),
+                "tone": _clip(q + rng.gauss(0.4, 0.5)),
+                "completeness": _clip(q + rng.gauss(0.4, 0.6)),
+            }
+            scores.append(JudgeScoreIn(draft_id=d.id, raw_calls=[{"model": "demo-judge", "request": {"draft_id": d.id}, "response": judged}], **judged))
+        record_judge_scores(session=session, run_id=run_id, judge_version=JUDGE_VERSION, scores=scores)
+        draw_sample(
+            session=session, run_id=run_id, budget=PRODUCTION_BUDGET, judge_version=JUDGE_VERSION,
+            seed=rng.randrange(2**31 - 1), now=made_at,
+        )
+        drawn = [s.draft_id for s in run_sample(session=session, run_id=run_id) or [] if s.drawn]
+        for draft_id in drawn[ungraded:]:
+            q = quality[draft_id]
+            session.add(
+                FinalGrade(
+                    draft_id=draft_id,
+                    factual_accuracy="pass" if q + rng.gauss(0, 0.6) > 2.6 else "fail",
+                    citation_relevance=_clip(q + rng.gauss(0, 0.6)),
+                    tone=_clip(q + rng.gauss(0, 0.5)),
+                    completeness=_clip(q + rng.gauss(0, 0.6)),
+                    source="agreement",
+                )
+            )
+        session.flush()
+        labels.append(week.label)
+    return labels

@@ -87,3 +87,23 @@ for _sql in SQLITE_APPEND_ONLY_DDL:
 for _sql in POSTGRESQL_APPEND_ONLY_DDL:
     # DDL() formats its text with %-substitution first, so the one literal % is doubled here.
     event.listen(_DRAW_TABLE, "after_create", DDL(_sql.replace("%", "%%")).execute_if(dialect="postgresql"))
+
+
+class PpiProductionWeek(SQLModel, table=True):
+    """One ISO week of production drafts turned into a run (its drafts judged, a sample of them graded by people).
+
+    One row per week (unique): asking again for a week that has its run reports it, never a second one.
+    """
+
+    __tablename__: ClassVar[str] = "ppi_production_week"
+
+    id: int | None = Field(default=None, primary_key=True)
+    week: str = Field(max_length=10, unique=True)  # ISO week, "2026-W47"
+    run_id: int = Field(foreign_key="run.id", index=True)
+    events_with_draft: int  # the week's production events that had a draft
+    drafts_taken: int  # drafts in the run: all of them, or `cap` drawn uniformly at random with `cap_seed`
+    cap: int  # the setting DRAFTDESK_PPI_WEEKLY_DRAFT_CAP when the run was made
+    cap_seed: int
+    budget: float  # the human-grading budget to draw the sample with (expected number of sampled drafts)
+    created_by: int | None = Field(default=None, foreign_key="app_user.id")
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

@@ -47,7 +47,7 @@ FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "c
 # What a figure can be: a share (factual accuracy, pass rate) lies in [0, 1], a rubric score in [1, 5].
 FIGURE_RANGE: dict[str, tuple[float, float]] = {
     "factual_accuracy": (0.0, 1.0), "citation_relevance": (1.0, 5.0), "tone": (1.0, 5.0),
-    "completeness": (1.0, 5.0), "pass_rate": (0.0, 1.0),
+    "completeness": (1.0, 5.0), "pass_rate": (0.0, 1.0), "overall": (1.0, 5.0),
 }
 
 
@@ -91,6 +91,9 @@ class RunReport:
     figures: dict[str, Figure]
 
 
+OVERALL = "overall"  # the mean of the four criteria per draft (factual pass/fail as the gate's 5/1): the weekly chart's figure
+
+
 def _values(spec: EvalSpec, key: str, rows: list[tuple[str, float, float, float]]) -> np.ndarray:
     """Return the per-draft value of a figure from (factual, citation, tone, completeness) tuples."""
     factual = np.array([r[0] == "pass" for r in rows], dtype=np.float64)
@@ -101,6 +104,11 @@ def _values(spec: EvalSpec, key: str, rows: list[tuple[str, float, float, float]
         thresholds = [float(by_key[k].pass_threshold or 0) for k in SCALE_CRITERIA]
         scales = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float64)
         return all_pass(factual, scales, thresholds)
+    if key == OVERALL:
+        pilot = spec.gates.pilot
+        points = np.where(factual == 1.0, float(pilot.factual_pass_score), float(pilot.factual_fail_score))
+        scales = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float64).reshape(len(rows), 3)
+        return (points + scales.sum(axis=1)) / 4.0
     return np.array([r[1 + SCALE_CRITERIA.index(key)] for r in rows], dtype=np.float64)
 
 
@@ -118,6 +126,21 @@ class StoredSample:
     seed: int  # the first round's (it also seeds the cross-fitting folds)
     judge_version: str
     rounds: int
+
+    @property
+    def n_drawn(self) -> int:
+        """Return how many drafts any round drew."""
+        return int(self.drawn.sum())
+
+    @property
+    def graded(self) -> int:
+        """Return how many drawn drafts have their final grade."""
+        return int(self.labelled.sum())
+
+    @property
+    def pending(self) -> int:
+        """Return how many drawn drafts still wait for their final grade."""
+        return self.n_drawn - self.graded
 
 
 def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
@@ -163,41 +186,40 @@ def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
     )
 
 
+def figure_of(spec: EvalSpec, stored: StoredSample, key: str) -> Figure:
+    """Return one figure of a stored sample: its estimate (cut to the figure's range), agreement and judge gap."""
+    f = _values(spec, key, stored.judge_rows)
+    labelled = stored.labelled
+    y = np.where(labelled, _values(spec, key, stored.human_rows), np.nan)
+    estimate = None
+    agreement = mean_gap = None
+    if labelled.sum() >= 2:
+        try:
+            sample = make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi, cluster=stored.tickets)
+            estimate = within_range(estimate_mean(sample, seed=stored.seed), *FIGURE_RANGE[key])
+        except EstimatorError:
+            estimate = None
+        gap = f[labelled] - y[labelled]
+        mean_gap = float(gap.mean())
+        agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
+    return Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
+
+
 def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
     """Return the run's figures with intervals, or None when the run has no sample."""
     stored = stored_sample(session=session, run_id=run_id)
     if stored is None:
         return None
-    judge_rows, human_rows, labelled = stored.judge_rows, stored.human_rows, stored.labelled
-    pi, cluster = stored.pi, stored.tickets
-    figures: dict[str, Figure] = {}
-    for key in FIGURES:
-        f = _values(spec, key, judge_rows)
-        y = np.where(labelled, _values(spec, key, human_rows), np.nan)
-        estimate = None
-        agreement = mean_gap = None
-        if labelled.sum() >= 2:
-            try:
-                sample = make_sample(judge=f, human=y, drawn=labelled, pi=pi, cluster=cluster)
-                estimate = within_range(estimate_mean(sample, seed=stored.seed), *FIGURE_RANGE[key])
-            except EstimatorError:
-                estimate = None
-            gap = f[labelled] - y[labelled]
-            mean_gap = float(gap.mean())
-            agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
-        figures[key] = Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
-    n_drawn = int(stored.drawn.sum())
-    graded = int(labelled.sum())
     return RunReport(
         run_id=run_id,
         drafts=len(stored.ids),
-        drawn=n_drawn,
-        graded=graded,
-        pending=n_drawn - graded,
+        drawn=stored.n_drawn,
+        graded=stored.graded,
+        pending=stored.pending,
         rounds=stored.rounds,
         judge_version=stored.judge_version,
         seed=stored.seed,
-        figures=figures,
+        figures={key: figure_of(spec, stored, key) for key in FIGURES},
     )
 
 

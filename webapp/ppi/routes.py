@@ -5,15 +5,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
 from webapp.api_docs import error_response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
-from webapp.ppi import service
+from webapp.ppi import production, service
 from webapp.ppi.report import run_report
-from webapp.ppi.schemas import FurtherSampleIn, RunIntervalsPublic, SampleIn, SamplePublic
+from webapp.ppi.schemas import (
+    FurtherSampleIn,
+    ProductionWeekIn,
+    ProductionWeekPublic,
+    RunIntervalsPublic,
+    SampleIn,
+    SamplePublic,
+    WeekQualityPublic,
+)
 from webapp.ppi.views import report_view
 from webapp.runs.deps import RunDep
 
@@ -67,3 +75,44 @@ def api_draw_further_sample(
     except service.PpiError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
     return dataclasses.asdict(summary)
+
+
+def _week_view(made: production.WeekRun) -> dict[str, Any]:
+    row = made.week
+    return {
+        "created": made.created, "week": row.week, "run_id": row.run_id, "run_name": made.run.name,
+        "events_with_draft": row.events_with_draft, "drafts_taken": row.drafts_taken, "cap": row.cap,
+        "cap_seed": row.cap_seed, "budget": row.budget,
+    }
+
+
+@router.post(
+    "/ppi/production-weeks",
+    status_code=201,
+    response_model=ProductionWeekPublic,
+    responses={200: {"description": "The week has its run already: reported, not duplicated", "model": ProductionWeekPublic},
+               422: error_response("Not an ISO week, or no production event with a draft that week")},
+)
+def api_production_week(
+    body: ProductionWeekIn, request: Request, response: Response, session: SessionDep,
+    principal: Principal = Depends(require_role("lead")),
+) -> dict[str, Any]:
+    """Turn one ISO week of production drafts into a run (at most the configured cap, drawn uniformly); idempotent."""
+    try:
+        made = production.create_week_run(
+            session=session, week=body.week, budget=body.budget, cap=request.app.state.settings.ppi_weekly_draft_cap,
+            seed=body.seed, created_by=principal.user_id,
+        )
+    except service.PpiError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    if not made.created:
+        response.status_code = 200
+    return _week_view(made)
+
+
+@router.get("/ppi/production-weeks", response_model=list[WeekQualityPublic])
+def api_production_weeks(
+    session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
+) -> list[dict[str, Any]]:
+    """Return each production week's human-graded overall quality with its 95% interval, oldest first."""
+    return [production.week_view(w) for w in production.weekly_quality(session=session, spec=spec)]

@@ -71,3 +71,39 @@ class SamplePublic(BaseModel):
     expected: float
     seed: int
     error_model_id: int | None
+
+
+class ProductionWeekIn(BaseModel):
+    week: str = Field(min_length=1, max_length=10, description="ISO week, e.g. 2026-W47")
+    budget: float = Field(gt=0, allow_inf_nan=False, description="Human-grading budget: expected number of drafts people grade")
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 2, description="Seed of the uniform draw when the week has more drafts than the cap")
+
+
+class ProductionWeekPublic(BaseModel):
+    created: bool = Field(description="False: the week had its run already, nothing was changed")
+    week: str
+    run_id: int
+    run_name: str
+    events_with_draft: int
+    drafts_taken: int
+    cap: int
+    cap_seed: int
+    budget: float
+
+
+class WeekQualityPublic(BaseModel):
+    week: str
+    start: str
+    end: str
+    run_name: str
+    drafts: int
+    sampled: bool
+    drawn: int
+    graded: int
+    pending: int
+    provisional: bool
+    estimate: float | None = Field(description="Overall quality (mean of the four criteria, 1-5), PPI estimate")
+    low: float | None
+    high: float | None
+    target: float
+    below_target: bool = Field(description="The alert: a final week whose 95% upper bound is below the target")

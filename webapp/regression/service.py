@@ -15,7 +15,7 @@ from webapp.datasets.models import Dataset, EvalCase
 from webapp.db import stored_id
 from webapp.grading.status import FinalGradeView, final_grades
 from webapp.regression.models import RegressionAlert, RegressionCase
-from webapp.runs.models import Draft, Run
+from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
 
@@ -331,8 +331,8 @@ def run_report(
 
 
 def latest_run_id(*, session: Session) -> int | None:
-    """Return the id of the newest run, or None."""
-    return session.exec(select(Run.id).order_by(col(Run.created_at).desc(), col(Run.id).desc())).first()
+    """Return the id of the newest run over an eval dataset (production-week runs are not), or None."""
+    return session.exec(select(Run.id).where(Run.source != PRODUCTION_SOURCE).order_by(col(Run.created_at).desc(), col(Run.id).desc())).first()
 
 
 # --- baselines -------------------------------------------------------------------------------------------

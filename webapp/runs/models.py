@@ -10,6 +10,10 @@ from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
 
+# Run.source of a run made from one ISO week of production drafts (webapp/ppi/production.py): it is
+# not a candidate for the launch gates or the regression suite, which read eval-dataset runs.
+PRODUCTION_SOURCE = "production"
+
 
 class RunBase(SQLModel):
     """A run's own fields, as stored and as the API shows them (webapp.runs.schemas.RunPublic)."""
@@ -18,7 +22,7 @@ class RunBase(SQLModel):
     model: str = Field(default="", max_length=200)
     prompt_version: str = Field(default="", max_length=200)
     notes: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
-    source: str = Field(default="import", max_length=20)  # import | evaluator | demo
+    source: str = Field(default="import", max_length=20)  # import | evaluator | demo | production
     is_baseline: bool = False
 
 

@@ -1,0 +1,407 @@
+"""Production weeks: a week's drafts as a run (exactly that week, capped with a stored seed, idempotent), the weekly
+overall-quality estimate and its chart, the alert when a final week's upper bound is below the target, API, CLI, pages."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from scipy import stats
+from sqlmodel import Session, col, func, select
+from typer.testing import CliRunner, Result
+
+from tests.conftest import TEST_SECRET, csrf_for
+from tests.factories import make_dataset, make_run
+from tests.metrics.conftest import ev, load
+from webapp.alerts import channels as alerts_channels
+from webapp.alerts import outbox as alerts_outbox
+from webapp.alerts.models import AlertChannel, AlertNotice, AlertOutbox
+from webapp.datasets.models import EvalCase
+from webapp.gates.service import runs_for_gates
+from webapp.grading.models import FinalGrade
+from webapp.metrics.models import Event
+from webapp.ppi.charts import quality_figure
+from webapp.ppi.estimator import Estimate, estimate_mean, make_sample
+from webapp.ppi.models import PpiProductionWeek
+from webapp.ppi.production import (
+    WeekQuality,
+    create_week_run,
+    parse_week,
+    quality_target,
+    weekly_quality,
+)
+from webapp.ppi.report import stored_sample
+from webapp.ppi.service import JudgeScoreIn, PpiError, draw_sample, record_judge_scores, run_sample
+from webapp.regression.service import latest_run_id
+from webapp.runs.models import Draft, Run
+from webapp.spec import EvalSpec
+
+JUDGE = "judge-prod"
+W47 = "2026-W47"  # Monday 2026-11-16 to Sunday 2026-11-22
+
+
+def week_events() -> list[dict[str, object]]:
+    """Events around 2026-W47: its first and last minutes, a ticket drafted twice, one without a draft, and its neighbours."""
+    return [
+        ev("2026-11-15", 23, event_id="before", ticket_id="t-before"),  # Sunday of W46
+        ev("2026-11-16", 0, event_id="monday", ticket_id="t1", customer_message="Where is my invoice?"),
+        ev("2026-11-18", 9, event_id="twice-a", ticket_id="t2", customer_message="Refund please"),
+        ev("2026-11-18", 15, event_id="twice-b", ticket_id="t2", customer_message="Any news on the refund?"),
+        ev("2026-11-19", 10, event_id="nodraft", ticket_id="t3", draft_shown=False, action=None, draft_text=None, sent_text="Hi"),
+        ev("2026-11-22", 23, event_id="sunday", ticket_id="t4"),
+        ev("2026-11-23", 0, event_id="after", ticket_id="t-after"),  # Monday of W48
+    ]
+
+
+def event_ids_of_run(session: Session, run_id: int) -> list[str]:
+    drafts = session.exec(select(Draft).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
+    return [d.raw_output["event_id"] for d in drafts]  # type: ignore[index]
+
+
+class TestParseWeek:
+    def test_an_iso_week_gives_its_monday_and_sunday(self) -> None:
+        week = parse_week("2026-W47")
+        assert (week.start, week.end) == (dt.date(2026, 11, 16), dt.date(2026, 11, 22))
+        # 2026-W01 starts on Monday 2025-12-29 (1 January 2026 is a Thursday)
+        assert parse_week("2026-W01").start == dt.date(2025, 12, 29)
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [("47", r"^week: expected an ISO week like 2026-W47"), ("2026-W54", r"^week: 2026 has no ISO week 54"),
+         ("2026-w47", r"^week: expected")],
+    )
+    def test_bad_weeks_are_refused_naming_the_field(self, text: str, message: str) -> None:
+        with pytest.raises(PpiError, match=message):
+            parse_week(text)
+
+
+class TestCreateWeekRun:
+    def test_the_run_holds_exactly_the_weeks_drafts(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        made = create_week_run(session=session, week=W47, budget=10, cap=1000, seed=1)
+        assert made.created and made.run.name == "prod-2026-W47" and made.run.source == "production"
+        assert event_ids_of_run(session, made.run.id) == ["monday", "twice-a", "twice-b", "sunday"]  # type: ignore[arg-type]
+        assert (made.week.events_with_draft, made.week.drafts_taken, made.week.budget) == (4, 4, 10.0)
+        # one case per ticket: the ticket drafted twice is one case with samples 0 and 1
+        cases = session.exec(select(EvalCase).where(EvalCase.dataset_id == made.run.dataset_id).order_by(col(EvalCase.position))).all()
+        assert [c.case_id for c in cases] == ["t1", "t2", "t4"]
+        t2 = cases[1]
+        assert t2.input == "Any news on the refund?" and t2.extra["events"] == ["twice-a", "twice-b"]
+        assert [m["text"] for m in t2.conversation or []] == ["Refund please", "Any news on the refund?"]
+        samples = session.exec(select(Draft.sample_index).where(Draft.case_pk == t2.id).order_by(col(Draft.sample_index))).all()
+        assert list(samples) == [0, 1]
+        # what the agent sent is not in the case or the draft (graders grade blind)
+        drafts = session.exec(select(Draft).where(Draft.run_id == made.run.id)).all()
+        assert all(d.draft_text == "Hello" and set(d.raw_output or {}) == {"event_id"} for d in drafts)
+
+    def test_a_second_call_reports_the_run_and_changes_nothing(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        first = create_week_run(session=session, week=W47, budget=10, cap=1000, seed=1)
+        again = create_week_run(session=session, week="2026-W47", budget=50, cap=2, seed=9)
+        assert not again.created and again.run.id == first.run.id and again.week.budget == 10.0
+        assert session.exec(select(func.count()).select_from(Run)).one() == 1
+        assert session.exec(select(func.count()).select_from(PpiProductionWeek)).one() == 1
+        assert session.exec(select(func.count()).select_from(Draft)).one() == 4
+
+    def test_a_busy_week_is_capped_by_a_uniform_draw_with_the_stored_seed(self, session: Session, spec: EvalSpec) -> None:
+        events = [ev("2026-11-17", 8 + k % 10, event_id=f"e-{k:02d}", ticket_id=f"t-{k:02d}") for k in range(12)]
+        load(session, spec, events)
+        made = create_week_run(session=session, week=W47, budget=3, cap=5, seed=42)
+        assert (made.week.events_with_draft, made.week.drafts_taken, made.week.cap, made.week.cap_seed) == (12, 5, 5, 42)
+        # replay from the stored seed: numpy's default_rng(42) picks 5 of the 12 (events in id order)
+        stored = list(session.exec(select(Event.event_id).order_by(col(Event.id))).all())
+        picked = sorted(int(k) for k in np.random.default_rng(made.week.cap_seed).choice(12, size=5, replace=False))
+        assert event_ids_of_run(session, made.run.id) == [stored[k] for k in picked]  # type: ignore[arg-type]
+        assert len(set(picked)) == 5
+
+    def test_a_week_without_drafts_and_bad_input_are_refused(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        with pytest.raises(PpiError, match=r"^week: no production event with a draft in 2026-W40"):
+            create_week_run(session=session, week="2026-W40", budget=10, cap=10)
+        with pytest.raises(PpiError, match=r"^budget: must be a positive number"):
+            create_week_run(session=session, week=W47, budget=0, cap=10)
+        with pytest.raises(PpiError, match=r"^seed: must lie in"):
+            create_week_run(session=session, week=W47, budget=1, cap=10, seed=-1)
+        assert session.exec(select(func.count()).select_from(Run)).one() == 0
+
+    def test_a_run_or_dataset_already_named_like_the_week_is_refused(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        make_dataset(session, [{"case_id": "c1"}], name="prod-2026-W47")
+        with pytest.raises(PpiError, match=r"^week: a dataset named prod-2026-W47 exists already"):
+            create_week_run(session=session, week=W47, budget=1, cap=10)
+        other = make_dataset(session, [{"case_id": "c1"}], name="other")
+        make_run(session, other, [{"case_id": "c1", "draft_text": "Hi"}], name="prod-2026-W48")
+        load(session, spec, [ev("2026-11-24", 10, event_id="w48", ticket_id="t48")])
+        with pytest.raises(PpiError, match=r"^week: a run named prod-2026-W48 exists already"):
+            create_week_run(session=session, week="2026-W48", budget=1, cap=10)
+
+    def test_week_runs_are_no_launch_or_regression_candidates(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        create_week_run(session=session, week=W47, budget=10, cap=10)
+        assert runs_for_gates(session=session) == [] and latest_run_id(session=session) is None
+
+
+# --- the weekly estimate ------------------------------------------------------------------------------
+
+# (factual, citation, tone, completeness) of four human grades and their overall quality (factual pass 5, fail 1):
+LOW = [("fail", 2, 3, 2), ("fail", 3, 3, 3), ("pass", 2, 2, 3), ("pass", 2, 2, 1)]  # 2.0, 2.5, 3.0, 2.5: mean 2.5
+MIXED = [("fail", 3, 3, 4), ("fail", 4, 4, 4), ("pass", 3, 3, 4), ("pass", 3, 3, 2)]  # 2.75, 3.25, 3.75, 3.25: mean 3.25
+# By hand: all four drafts drawn (budget 4 of 4: pi = 1), so the estimate is the plain mean of the human figures and
+# its standard error sqrt(sum of squared deviations) / N = sqrt(0.5) / 4 (each draft its own ticket), with 3 degrees of
+# freedom: t(0.975, 3) = 3.18245, half-width 0.56258.
+HALF = 3.182446305284263 * 0.5**0.5 / 4
+
+
+def graded_week(session: Session, spec: EvalSpec, grades: list[tuple[str, int, int, int]], *, week: str = W47, pending: int = 0) -> int:
+    """Make a week run of four drafts, judge them, draw all four, and give them the human grades (but the last `pending`)."""
+    monday = parse_week(week).start
+    load(session, spec, [ev(monday + dt.timedelta(days=k), 10, event_id=f"{week}-{k}", ticket_id=f"{week}-t{k}") for k in range(4)])
+    run_id = create_week_run(session=session, week=week, budget=4, cap=100, seed=3).run.id
+    assert run_id is not None
+    drafts = session.exec(select(Draft.id).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
+    record_judge_scores(
+        session=session, run_id=run_id, judge_version=JUDGE,
+        scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in drafts],  # type: ignore[arg-type]
+    )
+    draw_sample(session=session, run_id=run_id, budget=4, judge_version=JUDGE, seed=11)
+    assert all(s.drawn and s.pi == 1.0 for s in run_sample(session=session, run_id=run_id) or [])
+    for d, (fa, c, t, comp) in list(zip(drafts, grades, strict=True))[: 4 - pending]:
+        session.add(FinalGrade(draft_id=d, factual_accuracy=fa, citation_relevance=c, tone=t, completeness=comp, source="agreement"))  # type: ignore[arg-type]
+    session.flush()
+    return run_id
+
+
+def quality(estimate: float, low: float, high: float, *, pending: int = 0, sampled: bool = True) -> WeekQuality:
+    e = Estimate(estimate, low, high, 0.1, 10, 0.95, (1.0,), estimate, 0.1, 20, 50)
+    return WeekQuality(W47, dt.date(2026, 11, 16), dt.date(2026, 11, 22), 1, "prod-2026-W47", 50, sampled, 20, 20 - pending, pending, e, 3.5)
+
+
+class TestWeeklyQuality:
+    def test_the_target_is_the_plans_human_grading_average(self, spec: EvalSpec) -> None:
+        assert quality_target(spec) == spec.gates.pilot.human_mean_above == 3.5
+
+    def test_the_estimate_is_the_hand_worked_mean_and_interval(self, session: Session, spec: EvalSpec) -> None:
+        graded_week(session, spec, LOW)
+        [week] = weekly_quality(session=session, spec=spec)
+        assert week.estimate is not None and not week.provisional
+        assert week.estimate.estimate == pytest.approx(2.5, abs=1e-12)
+        assert (week.estimate.low, week.estimate.high) == (pytest.approx(2.5 - HALF, abs=1e-9), pytest.approx(2.5 + HALF, abs=1e-9))
+        assert pytest.approx(stats.t.ppf(0.975, 3) * np.sqrt(0.5) / 4) == HALF
+
+    def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
+        run_id = graded_week(session, spec, MIXED)
+        graded_week(session, spec, LOW, week="2026-W48", pending=1)
+        stored = stored_sample(session=session, run_id=run_id)
+        assert stored is not None
+        # the estimator called directly on the rows, the overall figure worked out here from the grades
+        human = np.array([(5.0 if fa == "pass" else 1.0) + c + t + comp for fa, c, t, comp in MIXED]) / 4
+        judge = np.full(4, (5 + 4 + 4 + 4) / 4)
+        direct = estimate_mean(make_sample(judge=judge, human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=stored.tickets), seed=stored.seed)
+        weeks = weekly_quality(session=session, spec=spec)
+        fig = quality_figure(weeks, 3.5)
+        final, provisional = fig["data"]
+        assert final["x"] == [W47] and final["y"] == [pytest.approx(direct.estimate, abs=1e-12)]
+        assert final["error_y"]["array"] == [pytest.approx(direct.high - direct.estimate, abs=1e-12)]
+        assert final["error_y"]["arrayminus"] == [pytest.approx(direct.estimate - direct.low, abs=1e-12)]
+        assert direct.estimate == pytest.approx(3.25) and direct.high == pytest.approx(3.25 + HALF)
+        # the week with a grade pending is drawn hollow, marked provisional
+        assert provisional["x"] == ["2026-W48"] and provisional["marker"]["symbol"] == "circle-open"
+        assert "provisional" in provisional["name"]
+        [target] = fig["layout"]["shapes"]
+        assert (target["y0"], target["y1"]) == (3.5, 3.5)
+
+    def test_overall_quality_counts_factual_pass_5_and_fail_1(self, session: Session, spec: EvalSpec) -> None:
+        # one week graded all "pass, 5, 5, 5" but one "fail, 5, 5, 5": (5+5+5+5)/4 = 5 three times, (1+5+5+5)/4 = 4
+        graded_week(session, spec, [("pass", 5, 5, 5)] * 3 + [("fail", 5, 5, 5)])
+        [week] = weekly_quality(session=session, spec=spec)
+        assert week.estimate is not None and week.estimate.estimate == pytest.approx((5 + 5 + 5 + 4) / 4)
+
+
+class TestAlertRule:
+    @pytest.mark.parametrize(
+        ("high", "pending", "fires"),
+        [(3.4, 0, True), (3.49, 0, True), (3.5, 0, False), (3.6, 0, False), (3.4, 2, False)],
+    )
+    def test_fires_only_when_a_final_upper_bound_is_below_the_target(self, high: float, pending: int, fires: bool) -> None:
+        assert quality(high - 0.3, high - 0.6, high, pending=pending).below_target is fires
+
+    def test_a_week_not_sampled_yet_never_fires(self) -> None:
+        assert not quality(2.0, 1.8, 2.2, sampled=False).below_target
+
+    def test_the_alert_goes_through_the_ledger_and_outbox(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
+        alerts_channels.add_channel(session=session, name="quality", kind="file", target=str(tmp_path / "n.jsonl"), topics=["human_quality"])
+        alerts_channels.add_channel(session=session, name="online", kind="file", target=str(tmp_path / "m.jsonl"), topics=["metrics"])
+        graded_week(session, spec, LOW)  # 2.5 [1.94, 3.06]: below 3.5
+        graded_week(session, spec, MIXED, week="2026-W48")  # 3.25 [2.69, 3.81]: the estimate is below, the interval is not
+        graded_week(session, spec, LOW, week="2026-W49", pending=1)  # provisional
+        result = alerts_outbox.record_transitions(session=session, spec=spec)
+        quality_items = [t for t in result.transitions if t["kind"] == "human_quality"]
+        assert [t["key"] for t in quality_items] == ["human_quality:2026-W47:firing"]
+        item = quality_items[0]
+        assert item["value"] == pytest.approx(2.5 + HALF) and item["threshold"] == 3.5 and item["op"] == "<"
+        assert item["days"][0] == "2026-11-16" and item["days"][-1] == "2026-11-22"
+        assert item["path"] == "/metrics?start=2026-11-16&end=2026-11-22#quality-weekly"
+        [message] = [m for m in result.messages if m.payload["items"][0]["kind"] == "human_quality"]
+        channel = session.get(AlertChannel, message.channel_id)
+        assert channel is not None and channel.name == "quality"  # the "metrics" group is the online metrics only
+        # recorded once: the next pass finds nothing new
+        assert [t for t in alerts_outbox.record_transitions(session=session, spec=spec).transitions if t["kind"] == "human_quality"] == []
+        assert session.exec(select(func.count()).select_from(AlertOutbox)).one() == 1
+
+    def test_corrected_grades_that_lift_the_bound_resolve_it(self, session: Session, spec: EvalSpec) -> None:
+        run_id = graded_week(session, spec, LOW)
+        alerts_outbox.record_transitions(session=session, spec=spec)
+        # the lead corrects the final grades upwards (as after adjudication): the week's interval now includes 3.5
+        for f in session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).all():
+            f.tone, f.completeness, f.citation_relevance = 4, 4, 4
+            session.add(f)
+        session.flush()
+        result = alerts_outbox.record_transitions(session=session, spec=spec)
+        assert [t["key"] for t in result.transitions] == ["human_quality:2026-W47:resolved"]
+        # fired and resolved: nothing more for that week, even if its grades fall again
+        for f in session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).all():
+            f.tone, f.completeness, f.citation_relevance = 1, 1, 1
+            session.add(f)
+        session.flush()
+        assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
+
+    def test_passes_after_events_leave_it_to_the_periodic_pass(self, session: Session, spec: EvalSpec) -> None:
+        graded_week(session, spec, LOW)
+        alerts_outbox.notify_changes(session=session, spec=spec)  # what an ingested batch triggers
+        assert session.exec(select(func.count()).select_from(AlertNotice).where(AlertNotice.kind == "human_quality")).one() == 0
+        result = alerts_outbox.record_transitions(session=session, spec=spec)  # the periodic pass
+        assert [t["key"] for t in result.transitions if t["kind"] == "human_quality"] == ["human_quality:2026-W47:firing"]
+
+
+# --- API, CLI, pages ----------------------------------------------------------------------------------
+
+
+class TestApi:
+    def test_the_lead_creates_a_week_once(self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
+        load(session, spec, week_events())
+        lead = api_as("lead")
+        made = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2, "seed": 5})
+        assert made.status_code == 201, made.text
+        assert made.json() | {"run_id": 0} == {
+            "created": True, "week": W47, "run_id": 0, "run_name": "prod-2026-W47", "events_with_draft": 4,
+            "drafts_taken": 4, "cap": 1000, "cap_seed": 5, "budget": 2.0,
+        }
+        again = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
+        assert again.status_code == 200 and again.json()["created"] is False and again.json()["run_id"] == made.json()["run_id"]
+        bad = lead.post("/api/v1/ppi/production-weeks", json={"week": "2026-W99", "budget": 2})
+        assert bad.status_code == 422 and bad.json()["detail"] == "week: 2026 has no ISO week 99"
+
+    @pytest.mark.parametrize("role", ["pm", "support_lead", "labeler", "admin"])
+    def test_only_the_lead_may_create(self, role: str, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
+        load(session, spec, week_events())
+        assert api_as(role).post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}).status_code == 403
+
+    def test_the_post_needs_the_csrf_token_from_a_browser_session(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        load(session, spec, week_events())
+        lead = client_as("lead")
+        token = lead.headers.pop("X-CSRF-Token")  # the signed-in client sends it on every call: not this time
+        refused = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
+        assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
+        wrong = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}, headers={"X-CSRF-Token": "x" + token})
+        assert wrong.status_code == 403
+        assert session.exec(select(func.count()).select_from(Run)).one() == 0
+        ok = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}, headers={"X-CSRF-Token": csrf_for(lead)})
+        assert ok.status_code == 201
+
+    def test_weeks_list_matches_the_service_and_labelers_may_not_read_it(
+        self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]
+    ) -> None:
+        graded_week(session, spec, LOW)
+        session.commit()
+        answer = api_as("support_lead").get("/api/v1/ppi/production-weeks")
+        assert answer.status_code == 200
+        [week] = answer.json()
+        assert week["week"] == W47 and week["estimate"] == pytest.approx(2.5) and week["high"] == pytest.approx(2.5 + HALF)
+        assert week["below_target"] is True and week["provisional"] is False and week["target"] == 3.5
+        assert api_as("labeler").get("/api/v1/ppi/production-weeks").status_code == 403
+
+
+class TestCli:
+    def invoke(self, monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str) -> Result:
+        from webapp.cli import app as cli_app
+
+        monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
+        monkeypatch.setenv("DRAFTDESK_MODE", "dev")
+        monkeypatch.setenv("DRAFTDESK_SECRET_KEY", TEST_SECRET)
+        monkeypatch.setenv("DRAFTDESK_PPI_WEEKLY_DRAFT_CAP", "3")
+        return CliRunner().invoke(cli_app, ["ppi", "production-week", *args])
+
+    def test_creates_then_reports(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        first = self.invoke(monkeypatch, db_url, "--week", W47, "--budget", "100", "--seed", "7")
+        assert first.exit_code == 0, first.output
+        assert "created run prod-2026-W47: 3 drafts of 4 production events with a draft (cap 3, seed 7)" in first.output
+        again = self.invoke(monkeypatch, db_url, "--week", W47, "--budget", "100")
+        assert again.exit_code == 0 and "2026-W47 has its run already: prod-2026-W47 (3 drafts), nothing changed" in again.output
+        session.expire_all()
+        assert session.exec(select(func.count()).select_from(Run)).one() == 1
+
+    def test_the_sample_uses_the_stored_budget(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
+        from webapp.cli import app as cli_app
+
+        load(session, spec, week_events())
+        made = create_week_run(session=session, week=W47, budget=100, cap=10)
+        record_judge_scores(
+            session=session, run_id=made.run.id, judge_version=JUDGE,  # type: ignore[arg-type]
+            scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4)  # type: ignore[arg-type]
+                    for d in session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()],
+        )
+        session.commit()
+        early = self.invoke(monkeypatch, db_url, "--week", "2026-W40", "--budget", "1")  # no events that week; sets the environment
+        assert early.exit_code == 2
+        runner = CliRunner()
+        none = runner.invoke(cli_app, ["ppi", "production-sample", "--week", "2026-W40", "--judge-version", JUDGE])
+        assert none.exit_code == 2 and "week: 2026-W40 has no run yet" in none.output
+        out = runner.invoke(cli_app, ["ppi", "production-sample", "--week", W47, "--judge-version", JUDGE, "--seed", "4"])
+        assert out.exit_code == 0, out.output
+        # budget 100 over 4 drafts: every pi is 1, all four are drawn
+        assert "sample drawn: 4 of 4 drafts to grade (expected 4, seed 4)" in out.output
+
+    def test_a_bad_week_exits_2_naming_the_field(self, monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
+        out = self.invoke(monkeypatch, db_url, "--week", "2026/47", "--budget", "10")
+        assert out.exit_code == 2 and "week: expected an ISO week like 2026-W47" in out.output
+
+
+class TestMetricsPage:
+    def test_the_page_chart_carries_the_estimators_figures(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
+        graded_week(session, spec, LOW)
+        graded_week(session, spec, MIXED, week="2026-W48", pending=1)
+        session.commit()
+        page = client_as("support_lead").get("/metrics")
+        assert page.status_code == 200
+        m = re.search(r'id="chart-human-quality" data-metric="human_quality" data-figure="([^"]*)"', page.text)
+        assert m is not None
+        fig = json.loads(html.unescape(m.group(1)))
+        weeks = {w.week: w for w in weekly_quality(session=session, spec=spec)}
+        by_name = {t["name"]: t for t in fig["data"]}
+        below = by_name["interval below target: alert"]
+        e = weeks[W47].estimate
+        assert e is not None and below["x"] == [W47] and below["y"] == [pytest.approx(e.estimate, abs=1e-12)]
+        assert below["y"] == [pytest.approx(2.5)] and below["error_y"]["array"] == [pytest.approx(HALF)]
+        assert by_name["provisional (grades pending)"]["x"] == ["2026-W48"]
+        assert '<tr data-week="2026-W47">' in page.text and "alert: below target" in page.text
+        assert "1 grade pending" in page.text
+        assert f"<strong>{e.estimate:.2f}</strong> [{e.low:.2f}, {e.high:.2f}]" in page.text
+
+    def test_without_weeks_the_page_says_how_to_make_one(self, client_as: Callable[..., TestClient]) -> None:
+        page = client_as("pm").get("/metrics")
+        assert page.status_code == 200 and "draftdesk ppi production-week --week YYYY-Www --budget N" in page.text
+
+    def test_labelers_may_not_open_the_metrics_page(self, client_as: Callable[..., TestClient]) -> None:
+        assert client_as("labeler").get("/metrics").status_code == 403

@@ -1,0 +1,322 @@
+"""One ISO week of production drafts as a run, so the judge pass, sampler, grading queue and estimator apply unchanged.
+
+A week's run (`prod-2026-W47`) holds one draft per production event of that week (Monday to
+Sunday, the event's `day` in the spec's time zone) that had a draft. Its dataset (same name) holds
+one case per ticket: the customer's message(s) as stored with the events, the intent and plan.
+
+Decisions (docs/ppi.md, "Production weeks"):
+- One case per ticket, one draft per event (several events of a ticket are its samples 0, 1, ...):
+  the estimator clusters by case, so a ticket drafted twice counts as one cluster, as in eval runs.
+- At most `cap` drafts (the setting DRAFTDESK_PPI_WEEKLY_DRAFT_CAP) go into the run, because the
+  judge grades every draft of a run: a busier week's drafts are drawn uniformly at random without
+  replacement (numpy `default_rng(cap_seed).choice`, events in id order), and the seed is stored.
+  A uniform subsample of the week is itself a random sample of the week's drafts, so the estimate
+  still stands for the whole week.
+- What the agent sent is not copied into the case or the draft: graders grade the draft blind,
+  as in an eval run.
+- A week that has its run is reported, never made twice (one `ppi_production_week` row per week).
+- The figure charted is overall quality: the mean of the four criteria per draft (factual accuracy
+  pass = 5, fail = 1, the gate's scores), against the plan's "human grading average above 3.5/5
+  across all four rubric dimensions" (`gates.pilot.human_mean_above`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+import secrets
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+from sqlmodel import Session, col, select
+
+from webapp.datasets.models import Dataset, EvalCase
+from webapp.metrics.models import Event
+from webapp.ppi.estimator import Estimate
+from webapp.ppi.models import PpiProductionWeek
+from webapp.ppi.report import OVERALL, figure_of, stored_sample
+from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
+from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
+from webapp.spec import EvalSpec
+from webapp.timeutil import utcnow
+
+_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
+RUN_PREFIX = "prod-"
+
+
+@dataclass(frozen=True)
+class IsoWeek:
+    """An ISO week: its label ("2026-W47") and its Monday and Sunday."""
+
+    label: str
+    start: dt.date
+    end: dt.date
+
+
+def parse_week(text: str) -> IsoWeek:
+    """Read an ISO week written YYYY-Www ("2026-W47"); raise PpiError naming the field otherwise."""
+    m = _WEEK.match(text.strip())
+    if m is None:
+        raise PpiError(f"week: expected an ISO week like 2026-W47, got {text!r}")
+    year, week = int(m.group(1)), int(m.group(2))
+    try:
+        monday = dt.date.fromisocalendar(year, week, 1)
+    except ValueError:
+        raise PpiError(f"week: {year} has no ISO week {week}") from None
+    return IsoWeek(label=f"{year}-W{week:02d}", start=monday, end=monday + dt.timedelta(days=6))
+
+
+def week_of(day: dt.date) -> IsoWeek:
+    """Return the ISO week a day falls in."""
+    year, week, _ = day.isocalendar()
+    return parse_week(f"{year}-W{week:02d}")
+
+
+def run_name(week: IsoWeek) -> str:
+    """Return the name of a week's run (and of its dataset): prod-2026-W47."""
+    return RUN_PREFIX + week.label
+
+
+@dataclass(frozen=True)
+class WeekRun:
+    """A week's run, and whether this call made it (False: it existed already)."""
+
+    created: bool
+    week: PpiProductionWeek
+    run: Run
+
+
+def week_events(*, session: Session, week: IsoWeek) -> list[Event]:
+    """Return the week's production events that had a draft, in id order."""
+    return list(
+        session.exec(
+            select(Event)
+            .where(col(Event.day) >= week.start, col(Event.day) <= week.end, col(Event.draft_text).is_not(None), Event.draft_text != "")
+            .order_by(col(Event.id))
+        ).all()
+    )
+
+
+def _short(intent: str | None) -> str | None:
+    # events allow 100 characters of intent, cases and drafts 60
+    return None if intent is None else intent[:60]
+
+
+def _most_common(values: list[str | None]) -> str:
+    counted = Counter(v for v in values if v)
+    return counted.most_common(1)[0][0] if counted else ""
+
+
+def create_week_run(
+    *,
+    session: Session,
+    week: str,
+    budget: float,
+    cap: int,
+    seed: int | None = None,
+    created_by: int | None = None,
+    now: dt.datetime | None = None,
+) -> WeekRun:
+    """Turn one ISO week of production drafts into a run (at most `cap` drafts, drawn uniformly when more); idempotent."""
+    iso = parse_week(week)
+    if not budget > 0 or budget != budget or budget == float("inf"):
+        raise PpiError("budget: must be a positive number (the expected number of drafts people grade)")
+    if cap < 1:
+        raise PpiError("cap: must be at least 1")
+    existing = session.exec(select(PpiProductionWeek).where(PpiProductionWeek.week == iso.label)).first()
+    if existing is not None:
+        run = session.get(Run, existing.run_id)
+        assert run is not None
+        return WeekRun(created=False, week=existing, run=run)
+    name = run_name(iso)
+    if session.exec(select(Run.id).where(Run.name == name)).first() is not None:
+        raise PpiError(f"week: a run named {name} exists already and is not this week's production run; rename it first")
+    if session.exec(select(Dataset.id).where(Dataset.name == name)).first() is not None:
+        raise PpiError(f"week: a dataset named {name} exists already and is not this week's production cases; rename it first")
+    events = week_events(session=session, week=iso)
+    if not events:
+        raise PpiError(f"week: no production event with a draft in {iso.label} ({iso.start} – {iso.end})")
+    if seed is None:
+        seed = secrets.randbelow(SEED_LIMIT)
+    elif not 0 <= seed < SEED_LIMIT:
+        raise PpiError(f"seed: must lie in 0..{SEED_LIMIT - 1}")
+    taken = events
+    if len(events) > cap:
+        picked = np.random.default_rng(seed).choice(len(events), size=cap, replace=False)
+        taken = [events[k] for k in sorted(int(k) for k in picked)]
+    stamp = now or utcnow()
+    by_ticket: dict[str, list[Event]] = {}
+    for e in taken:
+        by_ticket.setdefault(e.ticket_id, []).append(e)
+    digest = hashlib.sha256("\n".join(e.event_id for e in taken).encode()).hexdigest()
+    dataset = Dataset(
+        name=name, version=1, sha256=f"sha256:{digest}", format="events", count=len(by_ticket),
+        source_path=f"production events {iso.start} – {iso.end}", imported_at=stamp,
+    )
+    session.add(dataset)
+    session.flush()
+    assert dataset.id is not None
+    run = Run(
+        name=name,
+        dataset_id=dataset.id,
+        model=_most_common([e.model_version for e in taken]),
+        prompt_version=_most_common([e.prompt_version for e in taken]),
+        notes=f"Production drafts of {iso.label} ({len(taken)} of {len(events)} events with a draft).",
+        source=PRODUCTION_SOURCE,
+        created_at=stamp,
+    )
+    session.add(run)
+    session.flush()
+    assert run.id is not None
+    for position, (ticket, ticket_events) in enumerate(by_ticket.items()):
+        first = ticket_events[0]
+        messages = [e for e in ticket_events if e.customer_message]
+        case = EvalCase(
+            dataset_id=dataset.id,
+            position=position,
+            case_id=ticket,
+            input=(messages[-1].customer_message or "") if messages else "",
+            # a ticket drafted more than once: every customer message the events carried, in order
+            conversation=[
+                {"role": "customer", "at": e.occurred_at.isoformat(), "text": e.customer_message} for e in messages
+            ] if len(messages) > 1 else None,
+            intent=_short(first.intent),
+            extra={"source": "production", "week": iso.label, "events": [e.event_id for e in ticket_events], "plan": first.plan},
+        )
+        session.add(case)
+        session.flush()
+        assert case.id is not None
+        for k, e in enumerate(ticket_events):
+            session.add(
+                Draft(
+                    run_id=run.id,
+                    case_pk=case.id,
+                    sample_index=k,
+                    draft_text=e.draft_text,
+                    intent=_short(e.intent),
+                    confidence=e.confidence,
+                    latency_ms=None if e.latency_ms is None else round(e.latency_ms),
+                    cost_usd=e.cost_usd,
+                    raw_output={"event_id": e.event_id},
+                    created_at=stamp,
+                )
+            )
+    row = PpiProductionWeek(
+        week=iso.label,
+        run_id=run.id,
+        events_with_draft=len(events),
+        drafts_taken=len(taken),
+        cap=cap,
+        cap_seed=seed,
+        budget=float(budget),
+        created_by=created_by,
+        created_at=stamp,
+    )
+    session.add(row)
+    session.flush()
+    return WeekRun(created=True, week=row, run=run)
+
+
+def draw_week_sample(
+    *, session: Session, week: str, judge_version: str, seed: int | None = None, now: dt.datetime | None = None
+) -> SampleSummary:
+    """Draw a week's human-grading sample with the budget stored when its run was made (after the judge pass)."""
+    iso = parse_week(week)
+    row = session.exec(select(PpiProductionWeek).where(PpiProductionWeek.week == iso.label)).first()
+    if row is None:
+        raise PpiError(f"week: {iso.label} has no run yet; make it first (draftdesk ppi production-week)")
+    return draw_sample(session=session, run_id=row.run_id, budget=row.budget, judge_version=judge_version, seed=seed, now=now)
+
+
+# --- the weekly estimate ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WeekQuality:
+    """One production week's human-graded overall quality: the estimate with its 95% interval, and the sample's state."""
+
+    week: str
+    start: dt.date
+    end: dt.date
+    run_id: int
+    run_name: str
+    drafts: int
+    sampled: bool  # the sample has been drawn (needs the judge's scores of every draft first)
+    drawn: int
+    graded: int
+    pending: int
+    estimate: Estimate | None  # None until two drawn drafts have final grades
+    target: float
+
+    @property
+    def provisional(self) -> bool:
+        """Tell whether the figure may still move: drawn drafts still wait for their final grades (or none are drawn)."""
+        return not self.sampled or self.pending > 0
+
+    @property
+    def below_target(self) -> bool:
+        """Tell whether the week's alert fires: a final estimate whose 95% upper bound is below the target.
+
+        Decision: only final weeks fire (pending grades leave the interval built on a part of the
+        sample, which is no longer a random one), and only strictly below: an upper bound equal to
+        the target still allows the target.
+        """
+        return not self.provisional and self.estimate is not None and self.estimate.high < self.target
+
+
+def quality_target(spec: EvalSpec) -> float:
+    """Return the target of overall human-graded quality: the plan's "average above 3.5/5 across all four dimensions"."""
+    return float(spec.gates.pilot.human_mean_above)
+
+
+def weekly_quality(
+    *,
+    session: Session,
+    spec: EvalSpec,
+    start: dt.date | None = None,
+    end: dt.date | None = None,
+    skip: Collection[str] = (),
+) -> list[WeekQuality]:
+    """Return each production week's overall-quality estimate, oldest first (weeks overlapping start..end, not in skip)."""
+    stmt = select(PpiProductionWeek, Run.name).join(Run, col(Run.id) == PpiProductionWeek.run_id).order_by(col(PpiProductionWeek.week))
+    target = quality_target(spec)
+    out = []
+    for row, name in session.exec(stmt).all():
+        iso = parse_week(row.week)
+        if row.week in skip:
+            continue
+        if (start is not None and iso.end < start) or (end is not None and iso.start > end):
+            continue
+        stored = stored_sample(session=session, run_id=row.run_id)
+        estimate = None if stored is None else figure_of(spec, stored, OVERALL).estimate
+        out.append(
+            WeekQuality(
+                week=row.week,
+                start=iso.start,
+                end=iso.end,
+                run_id=row.run_id,
+                run_name=name,
+                drafts=row.drafts_taken,
+                sampled=stored is not None,
+                drawn=0 if stored is None else stored.n_drawn,
+                graded=0 if stored is None else stored.graded,
+                pending=0 if stored is None else stored.pending,
+                estimate=estimate,
+                target=target,
+            )
+        )
+    return out
+
+
+def week_view(w: WeekQuality) -> dict[str, object]:
+    """Return a week's figures as the API and the metrics page's table give them."""
+    e = w.estimate
+    return {
+        "week": w.week, "start": w.start.isoformat(), "end": w.end.isoformat(), "run_name": w.run_name,
+        "drafts": w.drafts, "sampled": w.sampled, "drawn": w.drawn, "graded": w.graded, "pending": w.pending,
+        "provisional": w.provisional, "estimate": None if e is None else e.estimate, "low": None if e is None else e.low,
+        "high": None if e is None else e.high, "target": w.target, "below_target": w.below_target,
+    }
