@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import EvalCase
-from webapp.db import stored_id
+from webapp.db import stored_id, table_of
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import (
     LOW_LAMBDA_WARNING,
@@ -144,45 +145,57 @@ class StoredSample:
 
 
 def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
-    """Return the run's sample read from the stored rows, or None when the run has none."""
-    draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id).order_by(col(PpiDraw.round), col(PpiDraw.draft_id))).all()
+    """Return the run's sample read from the stored rows, or None when the run has none.
+
+    Plain columns, no ORM objects: /metrics reads one sample per production week on every visit.
+    """
+    d = table_of(PpiDraw).c
+    draws = session.execute(
+        sa_select(d.draft_id, d.round, d.drawn, d.combined_pi, d.seed, d.judge_version)
+        .where(d.run_id == run_id)
+        .order_by(d.round, d.draft_id)
+    ).all()
     if not draws:
         return None
-    first = draws[0]
-    latest: dict[int, PpiDraw] = {}
+    _, _, _, _, seed, judge_version = draws[0]
+    latest_pi: dict[int, float] = {}
     drawn: dict[int, bool] = {}
-    for r in draws:
-        latest[r.draft_id] = r
-        drawn[r.draft_id] = drawn.get(r.draft_id, False) or r.drawn
-    ids = sorted(latest)
+    for draft_id, _, was_drawn, combined_pi, _, _ in draws:
+        latest_pi[draft_id] = float(combined_pi)
+        drawn[draft_id] = drawn.get(draft_id, False) or bool(was_drawn)
+    ids = sorted(latest_pi)
+    j, f = table_of(PpiJudgeScore).c, table_of(FinalGrade).c
     judge = {
-        j.draft_id: j
-        for j in session.exec(
-            select(PpiJudgeScore).where(PpiJudgeScore.run_id == run_id, PpiJudgeScore.judge_version == first.judge_version)
+        int(r[0]): (str(r[1]), float(r[2]), float(r[3]), float(r[4]))
+        for r in session.execute(
+            sa_select(j.draft_id, j.factual_accuracy, j.citation_relevance, j.tone, j.completeness).where(
+                j.run_id == run_id, j.judge_version == judge_version
+            )
         )
     }
-    finals = {f.draft_id: f for f in session.exec(select(FinalGrade).where(col(FinalGrade.draft_id).in_(ids)))}
+    run_drafts = select(Draft.id).where(Draft.run_id == run_id)
+    finals = {
+        int(r[0]): (str(r[1]), float(r[2]), float(r[3]), float(r[4]))
+        for r in session.execute(
+            sa_select(f.draft_id, f.factual_accuracy, f.citation_relevance, f.tone, f.completeness).where(f.draft_id.in_(run_drafts))
+        )
+    }
     tickets = dict(
         session.exec(
-            select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(col(Draft.id).in_(ids))
+            select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(Draft.run_id == run_id)
         ).all()
     )
     return StoredSample(
         ids=ids,
-        judge_rows=[(judge[d].factual_accuracy, judge[d].citation_relevance, judge[d].tone, judge[d].completeness) for d in ids],
-        human_rows=[
-            (finals[d].factual_accuracy, finals[d].citation_relevance, finals[d].tone, finals[d].completeness)
-            if d in finals
-            else ("fail", 0.0, 0.0, 0.0)
-            for d in ids
-        ],
+        judge_rows=[judge[d] for d in ids],
+        human_rows=[finals.get(d, ("fail", 0.0, 0.0, 0.0)) for d in ids],
         drawn=np.array([drawn[d] for d in ids]),
         labelled=np.array([drawn[d] and d in finals for d in ids]),
-        pi=np.array([latest[d].combined_pi for d in ids]),
+        pi=np.array([latest_pi[d] for d in ids]),
         tickets=np.array([tickets[d] for d in ids]),
-        seed=first.seed,
-        judge_version=first.judge_version,
-        rounds=max(r.round for r in draws),
+        seed=int(seed),
+        judge_version=str(judge_version),
+        rounds=max(int(r[1]) for r in draws),
     )
 
 
