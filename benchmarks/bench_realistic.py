@@ -132,7 +132,7 @@ def reset_postgres(url: str) -> None:
         engine.dispose()
 
 
-def start_server(url: str, port: int, label: str) -> tuple[subprocess.Popen[bytes], Path]:
+def start_server(url: str, port: int, label: str, workers: int = 1) -> tuple[subprocess.Popen[bytes], Path]:
     """Start `draftdesk serve` as a team runs it (README), on 127.0.0.1:port; wait until it answers."""
     env = {
         **os.environ,
@@ -144,7 +144,7 @@ def start_server(url: str, port: int, label: str) -> tuple[subprocess.Popen[byte
         "DRAFTDESK_BACKUP_DIR": tempfile.mkdtemp(prefix="bench_realistic_backups_"),  # not the project's data/
     }
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
-    cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     proc = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
@@ -372,7 +372,7 @@ def load_average() -> str:
 def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[float, float]) -> bool:
     """Prepare the database, start serve, run the load, print the figures; return whether every target is met."""
     run_id, token, places = prepare(url, graders=args.graders, copies=args.copies)
-    proc, log = start_server(url, args.port, label)
+    proc, log = start_server(url, args.port, label, args.workers)
     try:
         print(f"\n== {label}: {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
               f"in batches of {args.event_batch}, a PM on /metrics; {args.seconds:g} s; load average before: {load_average()}")
@@ -415,6 +415,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--graders", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers (uvicorn worker processes)")
     parser.add_argument("--think", default="3,8", help="think time range in seconds, MIN,MAX (graders and the PM)")
     parser.add_argument("--events-per-second", type=float, default=200.0)
     parser.add_argument("--event-batch", type=int, default=20)

@@ -18,9 +18,11 @@ log = logging.getLogger(__name__)
 
 # Seconds between passes: how long a day's figures (and its alerts) may lag its events; the metrics
 # page names the days still updating. A pass re-aggregates every stale day whole (today: all of
-# today's events), so at 1 s it took a third of the process under 200 events/s (issue 26's
-# benchmark); 10 s keeps it a few percent and is fresher than anyone reloads a dashboard.
-REBUILD_INTERVAL_S = 10.0
+# today's events: 0.4 s of pandas at 12,000 events, ~1.7 s at a busy day's 50,000), and the
+# requests the process serves meanwhile wait for the GIL. At 1 s it took a third of the process
+# under 200 events/s (issue 26's benchmark); at 10 s each pass still showed as a spike of slow
+# saves every 10 s. 30 s is the alert evaluation's own default interval (alerts_interval_seconds).
+REBUILD_INTERVAL_S = 30.0
 
 
 def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
