@@ -33,8 +33,10 @@ from webapp.ppi.models import PpiProductionWeek
 from webapp.ppi.production import (
     WeekQuality,
     create_week_run,
+    draw_week_sample,
     parse_week,
     quality_target,
+    resolve_week,
     weekly_quality,
 )
 from webapp.ppi.report import stored_sample
@@ -71,6 +73,13 @@ class TestParseWeek:
         assert (week.start, week.end) == (dt.date(2026, 11, 16), dt.date(2026, 11, 22))
         # 2026-W01 starts on Monday 2025-12-29 (1 January 2026 is a Thursday)
         assert parse_week("2026-W01").start == dt.date(2025, 12, 29)
+
+    @pytest.mark.parametrize("today", [dt.date(2026, 11, 23), dt.date(2026, 11, 27), dt.date(2026, 11, 29)])
+    def test_last_is_the_last_complete_week(self, today: dt.date) -> None:
+        # Monday 23 Nov to Sunday 29 Nov 2026 is W48, still running: the last complete week is W47 (16-22 Nov)
+        assert resolve_week("last", today=today).label == "2026-W47"
+        assert resolve_week("last", today=dt.date(2026, 11, 30)).label == "2026-W48"
+        assert resolve_week("2026-W45", today=today).label == "2026-W45"
 
     @pytest.mark.parametrize(
         ("text", "message"),
@@ -370,6 +379,38 @@ class TestCli:
         assert out.exit_code == 0, out.output
         # budget 100 over 4 drafts: every pi is 1, all four are drawn
         assert "sample drawn: 4 of 4 drafts to grade (expected 4, seed 4)" in out.output
+
+    def test_the_sample_reads_the_runs_only_judge_version_when_none_is_given(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        made = create_week_run(session=session, week=W47, budget=100, cap=10)
+        ids = session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()
+
+        def judge(version: str) -> None:
+            record_judge_scores(
+                session=session, run_id=made.run.id, judge_version=version,  # type: ignore[arg-type]
+                scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in ids],  # type: ignore[arg-type]
+            )
+
+        with pytest.raises(PpiError, match=r"^judge_version: give one; the week's run has judge scores of none: run the judge pass first"):
+            draw_week_sample(session=session, week=W47)
+        judge("judge-b")
+        judge("judge-a")
+        with pytest.raises(PpiError, match=r"^judge_version: give one; the week's run has judge scores of judge-a, judge-b$"):
+            draw_week_sample(session=session, week=W47)
+        drawn = draw_week_sample(session=session, week=W47, judge_version="judge-a", seed=4)
+        assert (drawn.drawn, drawn.drafts) == (4, 4)
+
+    def test_the_sample_defaults_to_the_only_version(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, week_events())
+        made = create_week_run(session=session, week=W47, budget=100, cap=10)
+        ids = session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()
+        record_judge_scores(
+            session=session, run_id=made.run.id, judge_version=JUDGE,  # type: ignore[arg-type]
+            scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in ids],  # type: ignore[arg-type]
+        )
+        draw_week_sample(session=session, week=W47, seed=4)
+        stored = stored_sample(session=session, run_id=made.run.id)  # type: ignore[arg-type]
+        assert stored is not None and stored.judge_version == JUDGE
 
     def test_a_bad_week_exits_2_naming_the_field(self, monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
         out = self.invoke(monkeypatch, db_url, "--week", "2026/47", "--budget", "10")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from webapp.cli_support import cli_session, fail, load_settings
+from webapp.timeutil import utcnow
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -14,7 +15,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
 
     @ppi_app.command("production-week")
     def production_week(
-        week: str = typer.Option(..., "--week", help="ISO week, e.g. 2026-W47 (Monday to Sunday, the spec's time zone)"),
+        week: str = typer.Option(
+            "last", "--week", help="ISO week, e.g. 2026-W47 (Monday to Sunday, the spec's time zone); last: the last complete week"
+        ),
         budget: float = typer.Option(..., "--budget", help="Human-grading budget: the expected number of drafts people grade"),
         seed: int = typer.Option(None, "--seed", help="Seed of the uniform draw when the week has more drafts than the cap"),
     ) -> None:
@@ -24,9 +27,10 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
 
         settings = load_settings()
         try:
+            iso = production.resolve_week(week, today=utcnow().astimezone(settings.eval_spec.tz).date())
             with cli_session(settings) as session:
                 made = production.create_week_run(
-                    session=session, week=week, budget=budget, cap=settings.ppi_weekly_draft_cap, seed=seed
+                    session=session, week=iso.label, budget=budget, cap=settings.ppi_weekly_draft_cap, seed=seed
                 )
                 row, run = made.week, made.run
                 if made.created:
@@ -38,24 +42,28 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                     typer.echo(f"{row.week} has its run already: {run.name} ({row.drafts_taken} drafts), nothing changed")
                 typer.echo(
                     f"next: the judge pass stores scores for {run.name}, then draw the sample: "
-                    f"draftdesk ppi production-sample --week {row.week} --judge-version VERSION"
+                    f"draftdesk ppi production-sample --week {row.week}"
                 )
         except PpiError as exc:
             fail(str(exc))
 
     @ppi_app.command("production-sample")
     def production_sample(
-        week: str = typer.Option(..., "--week", help="ISO week whose run has the judge's scores, e.g. 2026-W47"),
-        judge_version: str = typer.Option(..., "--judge-version", help="The frozen judge version whose scores the sampler reads"),
+        week: str = typer.Option("last", "--week", help="ISO week whose run has the judge's scores, e.g. 2026-W47; last: the last complete week"),
+        judge_version: str = typer.Option(
+            None, "--judge-version", help="The frozen judge version whose scores the sampler reads (default: the run's only one)"
+        ),
         seed: int = typer.Option(None, "--seed", help="Seed of the draws (default: a random one, stored)"),
     ) -> None:
         """Draw a production week's human-grading sample with the budget given when its run was made."""
         from webapp.ppi import production
         from webapp.ppi.service import PpiError
 
+        settings = load_settings()
         try:
-            with cli_session() as session:
-                s = production.draw_week_sample(session=session, week=week, judge_version=judge_version, seed=seed)
+            iso = production.resolve_week(week, today=utcnow().astimezone(settings.eval_spec.tz).date())
+            with cli_session(settings) as session:
+                s = production.draw_week_sample(session=session, week=iso.label, judge_version=judge_version, seed=seed)
                 typer.echo(f"sample drawn: {s.drawn} of {s.drafts} drafts to grade (expected {s.expected:g}, seed {s.seed})")
         except PpiError as exc:
             fail(str(exc))

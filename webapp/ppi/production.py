@@ -36,7 +36,7 @@ from sqlmodel import Session, col, select
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimate
-from webapp.ppi.models import PpiProductionWeek
+from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
 from webapp.ppi.report import OVERALL, figure_of, stored_sample
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
@@ -67,6 +67,13 @@ def parse_week(text: str) -> IsoWeek:
     except ValueError:
         raise PpiError(f"week: {year} has no ISO week {week}") from None
     return IsoWeek(label=f"{year}-W{week:02d}", start=monday, end=monday + dt.timedelta(days=6))
+
+
+def resolve_week(text: str, *, today: dt.date) -> IsoWeek:
+    """Read a week as parse_week does, or "last": the last complete ISO week before `today` (a weekly job's default)."""
+    if text.strip().lower() == "last":
+        return week_of(today - dt.timedelta(days=today.isoweekday()))
+    return parse_week(text)
 
 
 def week_of(day: dt.date) -> IsoWeek:
@@ -221,13 +228,23 @@ def create_week_run(
 
 
 def draw_week_sample(
-    *, session: Session, week: str, judge_version: str, seed: int | None = None, now: dt.datetime | None = None
+    *, session: Session, week: str, judge_version: str | None = None, seed: int | None = None, now: dt.datetime | None = None
 ) -> SampleSummary:
-    """Draw a week's human-grading sample with the budget stored when its run was made (after the judge pass)."""
+    """Draw a week's human-grading sample with the budget stored when its run was made (after the judge pass).
+
+    Without `judge_version`, the one judge version that scored the week's run is used (a weekly job
+    need not know it); none, or several, is refused with the versions named.
+    """
     iso = parse_week(week)
     row = session.exec(select(PpiProductionWeek).where(PpiProductionWeek.week == iso.label)).first()
     if row is None:
         raise PpiError(f"week: {iso.label} has no run yet; make it first (draftdesk ppi production-week)")
+    if judge_version is None:
+        versions = sorted(set(session.exec(select(PpiJudgeScore.judge_version).where(PpiJudgeScore.run_id == row.run_id))))
+        if len(versions) != 1:
+            found = ", ".join(versions) if versions else "none: run the judge pass first (prompt-evaluator judge-run)"
+            raise PpiError(f"judge_version: give one; the week's run has judge scores of {found}")
+        judge_version = versions[0]
     return draw_sample(session=session, run_id=row.run_id, budget=row.budget, judge_version=judge_version, seed=seed, now=now)
 
 
