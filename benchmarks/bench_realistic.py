@@ -23,7 +23,9 @@ once (target 0 lost, 0 double everywhere).
 
 The server is `draftdesk serve` with the settings a team sets (DRAFTDESK_DATABASE_URL,
 DRAFTDESK_SECRET_KEY, production mode; DRAFTDESK_SECURE_COOKIES=false because this runs over
-plain HTTP on 127.0.0.1) and its default workers. The database is a fresh copy of the demo with
+plain HTTP on 127.0.0.1) and its default workers, laid out as docs/deployment.md gives a team whose
+assistant posts events: `serve --no-background` and `draftdesk jobs` beside it (--jobs-inside: one
+`serve` with its jobs inside, the demo's layout). The database is a fresh copy of the demo with
 a `bench-run` of 77 x --copies drafts and the bench users.
 
     .venv/bin/python benchmarks/bench_realistic.py [--seconds 60] [--think 3,8] [--port 8107]
@@ -132,8 +134,14 @@ def reset_postgres(url: str) -> None:
         engine.dispose()
 
 
-def start_server(url: str, port: int, label: str, workers: int = 1) -> tuple[subprocess.Popen[bytes], Path]:
-    """Start `draftdesk serve` as a team runs it (README), on 127.0.0.1:port; wait until it answers."""
+def start_server(
+    url: str, port: int, label: str, workers: int = 1, jobs_process: bool = True
+) -> tuple[list[subprocess.Popen[bytes]], Path]:
+    """Start `draftdesk serve` as a team runs it (docs/deployment.md), on 127.0.0.1:port; wait until it answers.
+
+    With jobs_process (the layout the deployment guide gives a team whose assistant posts events),
+    `serve --no-background` and `draftdesk jobs` beside it; else one `serve` with its jobs inside.
+    """
     env = {
         **os.environ,
         "DRAFTDESK_DATABASE_URL": url,
@@ -145,14 +153,20 @@ def start_server(url: str, port: int, label: str, workers: int = 1) -> tuple[sub
     }
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
     cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
-    proc = subprocess.Popen(cmd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    if jobs_process:
+        cmd.append("--no-background")
+    out = log.open("wb")
+    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"serve exited with {proc.returncode}; see {log}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/login", timeout=2).status_code == 200:
-                return proc, log
+                procs = [proc]
+                if jobs_process:  # after serve has migrated the database, as the jobs unit starts after serve's
+                    procs.append(subprocess.Popen([str(ROOT / ".venv/bin/draftdesk"), "jobs"], env=env, stdout=out, stderr=subprocess.STDOUT))
+                return procs, log
         except httpx.HTTPError:
             time.sleep(0.3)
     proc.terminate()
@@ -372,16 +386,18 @@ def load_average() -> str:
 def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[float, float]) -> bool:
     """Prepare the database, start serve, run the load, print the figures; return whether every target is met."""
     run_id, token, places = prepare(url, graders=args.graders, copies=args.copies)
-    proc, log = start_server(url, args.port, label, args.workers)
+    procs, log = start_server(url, args.port, label, args.workers, jobs_process=not args.jobs_inside)
     try:
-        print(f"\n== {label}: {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
+        print(f"\n== {label} ({'serve with its jobs inside' if args.jobs_inside else 'serve --no-background + draftdesk jobs'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
               f"in batches of {args.event_batch}, a PM on /metrics; {args.seconds:g} s; load average before: {load_average()}")
         cpu0 = time.process_time()
         tally, elapsed = asyncio.run(load(f"http://127.0.0.1:{args.port}", run_id, token, args, bounds))
         client_cpu = time.process_time() - cpu0
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=60)
     counts = check_database(url, tally, places)
     print(f"   {elapsed:.1f} s, load average after: {load_average()}, client CPU {client_cpu:.1f} s; server log: {log}")
     worst = 0.0
@@ -416,6 +432,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--graders", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers (uvicorn worker processes)")
+    parser.add_argument("--jobs-inside", action="store_true", help="one serve process with its background jobs inside (no `draftdesk jobs`)")
     parser.add_argument("--think", default="3,8", help="think time range in seconds, MIN,MAX (graders and the PM)")
     parser.add_argument("--events-per-second", type=float, default=200.0)
     parser.add_argument("--event-batch", type=int, default=20)

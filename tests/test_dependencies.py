@@ -78,7 +78,7 @@ CONTRACTS: dict[str, frozenset[str]] = {
 
 # The top: cross-domain reactions, the app, the command line, and the packages that gather every domain.
 FLOWS = "webapp.flows"
-APP_MODULES: frozenset[str] = frozenset({"webapp.main", "webapp.cli", "webapp.server_cli", "webapp.errors", "webapp.warmup"})
+APP_MODULES: frozenset[str] = frozenset({"webapp.main", "webapp.cli", "webapp.server_cli", "webapp.errors", "webapp.warmup", "webapp.jobs"})
 APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo", "ops"})
 
 # A domain's entry points: they call its services (and webapp.flows after them).

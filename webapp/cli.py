@@ -31,6 +31,7 @@ from webapp.domains import domain_modules
 COMMANDS: dict[str, str] = {
     "demo": "server",
     "serve": "server",
+    "jobs": "server",
     "users": "auth",
     "tokens": "auth",
     "datasets": "datasets",
@@ -54,7 +55,7 @@ IMPORT_COMMANDS: dict[str, str] = {
 
 
 # Command modules that are not a domain's cli.py: running the server is no domain's business, so
-# `serve` and `demo` live in webapp/server_cli.py, where a newcomer looks for them.
+# `serve`, `jobs` and `demo` live in webapp/server_cli.py, where a newcomer looks for them.
 CLI_MODULES: tuple[str, ...] = ("server",)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,7 +18,8 @@ from webapp.config import PROJECT_ROOT, Settings
 from webapp.db import make_engine
 from webapp.domains import domain_modules
 from webapp.headers import SecurityHeaders
-from webapp.ops import health, prometheus, retention
+from webapp.jobs import start_jobs, stop_jobs
+from webapp.ops import health, prometheus
 from webapp.ops.logs import RequestLog
 from webapp.ops.prometheus import AppMetrics
 from webapp.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
@@ -33,16 +33,11 @@ from webapp.templating import is_htmx, templates
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Run each domain's background.run(app) and the retention job while the server is up, when background jobs are on."""
-    tasks = []
-    if app.state.settings.background_jobs:
-        tasks = [asyncio.create_task(m.run(app)) for m in domain_modules("background")]
-        tasks.append(asyncio.create_task(retention.run(app)))
+    tasks = start_jobs(app) if app.state.settings.background_jobs else []
     try:
         yield
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop_jobs(tasks)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -1,4 +1,4 @@
-"""`draftdesk serve` and `draftdesk demo`: run the web app (for a team, or with the demo data).
+"""`draftdesk serve`, `draftdesk jobs` and `draftdesk demo`: run the web app (for a team, or with the demo data) and its jobs.
 
 They live here, not in a domain's cli.py, because serving is no domain's business; webapp/cli.py
 maps both names to this module (CLI_MODULES). How the server runs is in webapp/serving.py.
@@ -69,6 +69,33 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             forwarded_allow_ips=settings.forwarded_allow_ips,
             log_config=logging_config(access_log=access_log),
         )
+
+    @app.command("jobs")
+    def jobs(
+        access_log: bool = typer.Option(True, "--log/--no-log", help="Log the jobs' passes (JSON lines on stderr)"),
+    ) -> None:
+        """Run the background jobs (metrics rebuild, alerts, retention) as their own process, beside `serve --no-background`."""
+        import asyncio
+        import logging.config
+
+        from webapp.cli_support import fail
+        from webapp.config import ConfigError, Settings
+        from webapp.jobs import run_jobs
+        from webapp.main import create_app
+        from webapp.ops.backup import pending_migrations, table_names
+        from webapp.ops.logs import logging_config
+        from webapp.spec import SpecError
+
+        try:
+            settings = Settings(background_jobs=True)
+            app_ = create_app(settings)
+        except (ConfigError, SpecError) as exc:
+            fail(str(exc))
+        if not table_names(settings.database_url) or pending_migrations(settings.database_url):
+            # serve backs up and migrates; two processes migrating at once would race
+            fail("the database is not migrated (no tables, or migrations pending): start `draftdesk serve` first (it backs up, then applies them)")
+        logging.config.dictConfig(logging_config(access_log=access_log))
+        asyncio.run(run_jobs(app_))
 
     @app.command("demo")
     def demo(
