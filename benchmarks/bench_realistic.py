@@ -24,7 +24,7 @@ once (target 0 lost, 0 double everywhere).
 The server is `draftdesk serve` with the settings a team sets (DRAFTDESK_DATABASE_URL,
 DRAFTDESK_SECRET_KEY, production mode; DRAFTDESK_SECURE_COOKIES=false because this runs over
 plain HTTP on 127.0.0.1) and its default workers, laid out as docs/deployment.md gives a team whose
-assistant posts events: `serve --no-background` and `draftdesk jobs` beside it (--jobs-inside: one
+assistant posts events: `serve --separate-jobs` and `draftdesk jobs` beside it (--jobs-inside: one
 `serve` with its jobs inside, the demo's layout). The database is a fresh copy of the demo with
 a `bench-run` of 77 x --copies drafts and the bench users.
 
@@ -140,7 +140,7 @@ def start_server(
     """Start `draftdesk serve` as a team runs it (docs/deployment.md), on 127.0.0.1:port; wait until it answers.
 
     With jobs_process (the layout the deployment guide gives a team whose assistant posts events),
-    `serve --no-background` and `draftdesk jobs` beside it; else one `serve` with its jobs inside.
+    `serve --separate-jobs` and `draftdesk jobs` beside it; else one `serve` with its jobs inside.
     """
     env = {
         **os.environ,
@@ -154,7 +154,7 @@ def start_server(
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
     cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     if jobs_process:
-        cmd.append("--no-background")
+        cmd.append("--separate-jobs")
     out = log.open("wb")
     proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 240
@@ -388,7 +388,7 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
     run_id, token, places = prepare(url, graders=args.graders, copies=args.copies)
     procs, log = start_server(url, args.port, label, args.workers, jobs_process=not args.jobs_inside)
     try:
-        print(f"\n== {label} ({'serve with its jobs inside' if args.jobs_inside else 'serve --no-background + draftdesk jobs'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
+        print(f"\n== {label} ({'serve with its jobs inside' if args.jobs_inside else 'serve --separate-jobs + draftdesk jobs'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
               f"in batches of {args.event_batch}, a PM on /metrics; {args.seconds:g} s; load average before: {load_average()}")
         cpu0 = time.process_time()
         tally, elapsed = asyncio.run(load(f"http://127.0.0.1:{args.port}", run_id, token, args, bounds))

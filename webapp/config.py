@@ -67,6 +67,11 @@ class Settings(BaseSettings):
         description="run alert evaluation and delivery inside the server; `serve` and `demo` turn it on "
         "(`serve --no-background` leaves it off)",
     )
+    separate_jobs: bool = Field(
+        default=False,
+        description="a `draftdesk jobs` process runs the background jobs (metrics rebuild, alerts, retention): "
+        "the server runs none and leaves each events batch's rebuild to it (`serve --separate-jobs`)",
+    )
     alerts_interval_seconds: float = Field(
         default=30.0, description="seconds between two background passes of alert evaluation and delivery"
     )

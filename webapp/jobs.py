@@ -2,7 +2,7 @@
 delivery) and the retention job.
 
 They run inside `draftdesk serve` by default, or as their own process, `draftdesk jobs`, beside
-`serve --no-background` (the team deployment in docs/deployment.md). Decision (issue 26): the
+`serve --separate-jobs` (the team deployment in docs/deployment.md). Decision (issue 26): the
 metrics rebuild re-aggregates a day's events with pandas (0.4 s at 12,000 events today, ~1.7 s
 at 50,000), and inside the web process the requests it overlaps wait for the GIL: in the
 realistic benchmark the slowest saves fell on the rebuild passes. A second process is the

@@ -31,6 +31,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes (one is enough for a team)"),
         access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request (JSON lines on stderr)"),
         background: bool = typer.Option(True, "--background/--no-background", help="Run alert evaluation and delivery"),
+        separate_jobs: bool = typer.Option(
+            False, "--separate-jobs", help="Run no background job: a `draftdesk jobs` process beside this one runs them"
+        ),
     ) -> None:
         """Back up and apply pending migrations, then serve the dashboard with uvicorn (alert jobs in the background)."""
         from webapp import serving
@@ -44,7 +47,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         from webapp.warmup import warm_up
 
         try:
-            settings = Settings(background_jobs=background)
+            settings = Settings(background_jobs=background and not separate_jobs, separate_jobs=separate_jobs)
             app_ = create_app(settings)
         except (ConfigError, SpecError) as exc:
             fail(str(exc))
@@ -60,7 +63,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             app_.state.engine.dispose()
             # uvicorn's workers build their app from the environment: pass the background choice on
             # (the database lease lets one of them evaluate alerts at a time).
-            os.environ["DRAFTDESK_BACKGROUND_JOBS"] = "true" if background else "false"
+            os.environ["DRAFTDESK_BACKGROUND_JOBS"] = "true" if settings.background_jobs else "false"
+            os.environ["DRAFTDESK_SEPARATE_JOBS"] = "true" if separate_jobs else "false"
         serving.run(
             app_,
             host=host,
@@ -74,7 +78,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def jobs(
         access_log: bool = typer.Option(True, "--log/--no-log", help="Log the jobs' passes (JSON lines on stderr)"),
     ) -> None:
-        """Run the background jobs (metrics rebuild, alerts, retention) as their own process, beside `serve --no-background`."""
+        """Run the background jobs (metrics rebuild, alerts, retention) as their own process, beside `serve --separate-jobs`."""
         import asyncio
         import logging.config
 

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlmodel import Session
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
-from tests.metrics.conftest import ev, load
+from tests.factories import make_user
+from tests.metrics.conftest import ev
 from tests.waiting import wait_for
+from webapp.auth import service as auth_service
+from webapp.config import Settings
+from webapp.main import create_app
 from webapp.metrics import stale
 from webapp.metrics.models import DailyAggregate
 from webapp.spec import EvalSpec
@@ -28,9 +34,18 @@ def jobs_env(db_url: str) -> dict[str, str]:
 def test_the_jobs_process_rebuilds_stale_days_and_stops_cleanly_on_sigterm(
     db_url: str, session: Session, spec: EvalSpec, tmp_path: Path
 ) -> None:
-    # events posted to `serve --no-background`: their days are marked stale, nothing rebuilds them
-    load(session, spec, [ev("2026-11-02"), ev("2026-11-02", action="reject"), ev("2026-11-03")], rebuild=False)
-    assert stale.stale_days(session)
+    # events posted to `serve --separate-jobs`: the request stores them and marks their days stale,
+    # and leaves the rebuild to the jobs process (no job runs in the server's app either)
+    app = create_app(Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, separate_jobs=True))
+    user = make_user(session, email="assistant@example.test", roles=["labeler"])
+    _, token = auth_service.create_token(session=session, user=user, name="assistant", scopes=["ingest"])
+    session.commit()
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as assistant:
+        r = assistant.post("/api/v1/events", json=[ev("2026-11-02"), ev("2026-11-02", action="reject"), ev("2026-11-03")])
+        assert r.status_code == 200 and r.json()["created"] == 3
+    session.expire_all()
+    assert stale.stale_days(session) == {dt.date(2026, 11, 2), dt.date(2026, 11, 3)}
+    assert session.execute(select(func.count()).select_from(DailyAggregate)).scalar_one() == 0
     log = tmp_path / "jobs.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([DRAFTDESK, "jobs"], env=jobs_env(db_url), stdout=out, stderr=subprocess.STDOUT)
@@ -63,8 +78,14 @@ def test_an_unmigrated_database_is_refused(tmp_path: Path) -> None:
     assert "the database is not migrated (no tables, or migrations pending): start `draftdesk serve` first" in out.stderr + out.stdout
 
 
-def test_stale_days_are_left_alone_without_the_jobs(session: Session, spec: EvalSpec) -> None:
-    # the control: nothing else in this setting rebuilds (so the first test's rebuild is the process's)
-    load(session, spec, [ev("2026-11-02")], rebuild=False)
+def test_without_separate_jobs_the_events_request_rebuilds_its_days(db_url: str, session: Session) -> None:
+    # serve --no-background (tests, scripts): nothing else would rebuild, so the request does
+    app = create_app(Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
+    user = make_user(session, email="assistant@example.test", roles=["labeler"])
+    _, token = auth_service.create_token(session=session, user=user, name="assistant", scopes=["ingest"])
+    session.commit()
+    with TestClient(app, headers={"Authorization": f"Bearer {token}"}) as assistant:
+        assert assistant.post("/api/v1/events", json=[ev("2026-11-02")]).json()["created"] == 1
     session.expire_all()
-    assert stale.stale_days(session) and session.execute(select(func.count()).select_from(DailyAggregate)).scalar_one() == 0
+    assert stale.stale_days(session) == set()
+    assert session.execute(select(func.count()).select_from(DailyAggregate)).scalar_one() > 0

@@ -66,7 +66,7 @@ def _page(request: Request, session: Any, *, status_code: int = 200, **extra: An
         "topics": alerts_channels.valid_topics(),
         "counts": outbox.outbox_counts(session=session),
         "base_url": settings.base_url,
-        "background": settings.background_jobs,
+        "background": settings.background_jobs or settings.separate_jobs,
         "form": {},
         "error": None,
         "flash": None,

@@ -67,7 +67,8 @@ def post_events(
         results = ingest.ingest_body(session=session, spec=spec, body=body)
     except ingest.BatchError as exc:
         raise HTTPException(exc.status, detail=[{"field": exc.field, "message": exc.message}]) from exc
-    flows.after_ingest(session=session, spec=spec, background=request.app.state.settings.background_jobs)
+    settings = request.app.state.settings
+    flows.after_ingest(session=session, spec=spec, background=settings.background_jobs or settings.separate_jobs)
     return Response(ingest.answer_json(results), media_type="application/json")
 
 
