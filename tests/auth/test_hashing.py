@@ -1,7 +1,10 @@
-"""Password hashing: one Argon2 computation at a time per process, so sign-ins leave the pages a core."""
+"""Password hashing: one Argon2 computation at a time per process, at a lower CPU priority, so sign-ins leave the pages the CPU."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import sys
 import threading
 
 import pytest
@@ -61,3 +64,26 @@ def test_concurrent_sign_ins_hash_one_at_a_time(monkeypatch: pytest.MonkeyPatch)
 def test_a_real_hash_still_verifies() -> None:
     stored = auth_service.hash_password("correct horse")
     assert auth_service.verify_password(stored, "correct horse") and not auth_service.verify_password(stored, "wrong")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the per-thread priority is a Linux feature")
+def test_the_hashing_thread_runs_at_a_lower_priority() -> None:
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    seen = auth_service._HASHING.submit(lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result()
+    assert seen == min(19, base + auth_service.HASHING_NICENESS)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # the caller's thread is untouched
+
+
+def _hash_in_child(out: multiprocessing.queues.Queue) -> None:  # type: ignore[type-arg]
+    out.put(auth_service.verify_password(auth_service.hash_password("pw"), "pw"))
+
+
+def test_a_forked_child_hashes_with_its_own_thread() -> None:
+    auth_service.hash_password("warm the parent's hashing thread")
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_hash_in_child, args=(out,))
+    child.start()
+    assert out.get(timeout=60) is True
+    child.join(60)
+    assert child.exitcode == 0
