@@ -29,7 +29,7 @@ NAV_BLOCK = re.compile(r'<nav class="mainnav"[^>]*>(.*?)</nav>', re.S)
 NAV_LINK = re.compile(r'<a href="([^"]+)"([^>]*)>')
 HREF = re.compile(r"""<a\b[^>]*?\bhref="([^"#][^"]*)\"""", re.IGNORECASE)
 CURRENT = 'aria-current="page"'
-ALSO = {"/runs": ("/drafts",), "/": ("/cadence",)}  # a draft's page belongs to Runs, the review cadence to Home
+ALSO = {"/runs": ("/drafts", "/ppi"), "/": ("/cadence",)}  # a draft's page and a run's PPI page belong to Runs, the review cadence to Home
 SKIP_PREFIXES = ("/static/", "/api/", "/logout", "/login")
 
 

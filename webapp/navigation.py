@@ -22,7 +22,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("Grading", "/grading"),
     NavItem("Adjudication", "/grading/adjudication"),
     NavItem("Agreement", "/grading/agreement"),
-    NavItem("Runs", "/runs", also=("/drafts",)),  # a draft's page (/drafts/12) is part of its run
+    NavItem("Runs", "/runs", also=("/drafts", "/ppi")),  # a draft's page (/drafts/12) and a run's PPI page are part of its run
     NavItem("Regression", "/regression"),
     NavItem("Evaluator", "/evaluator/runs"),
     NavItem("Datasets", "/datasets"),
