@@ -208,7 +208,7 @@ def default_range(
     return start, end
 
 
-def sent_drafts_by_day(*, session: Session, spec: EvalSpec) -> dict[dt.date, int]:
+def sent_drafts_by_day(*, session: Session) -> dict[dt.date, int]:
     """Return how many sent drafts (shown, accepted or edited, both texts kept) each day with any has (stored figures)."""
     t = table_of(DailyAggregate).c
     stmt = select(t.day, t.ed_n).where(t.intent == ALL, t.plan == ALL, t.agent_id == ALL, t.ed_n > 0)

@@ -10,6 +10,8 @@ drawn drafts are left ungraded, so the page shows figures as provisional.
 from __future__ import annotations
 
 import datetime as dt
+import random
+from collections.abc import Callable, Sequence
 
 from sqlmodel import Session, col, select
 
@@ -28,6 +30,52 @@ LEFT_UNGRADED = 3
 
 def _clip(x: float) -> float:
     return float(min(5.0, max(1.0, round(x))))
+
+
+def plant_judged_sample(
+    *,
+    session: Session,
+    rng: random.Random,
+    run_id: int,
+    drafts: Sequence[Draft],
+    quality: Callable[[], float],
+    citation_bias: float,
+    budget: float,
+    ungraded: int,
+    now: dt.datetime | None = None,
+) -> None:
+    """Give each draft a latent quality, the (kinder) judge's scores of it, draw the sample, and plant the
+    human final grades of the drawn drafts but the first `ungraded` (left waiting: figures provisional)."""
+    qualities: dict[int, float] = {}
+    scores = []
+    for d in drafts:
+        assert d.id is not None
+        q = quality()
+        qualities[d.id] = q
+        judged = {
+            "factual_accuracy": "pass" if q + rng.gauss(0.3, 0.6) > 2.4 else "fail",
+            "citation_relevance": _clip(q + rng.gauss(citation_bias, 0.6)),
+            "tone": _clip(q + rng.gauss(0.4, 0.5)),
+            "completeness": _clip(q + rng.gauss(0.4, 0.6)),
+        }
+        call = {"model": "demo-judge", "request": {"draft_id": d.id}, "response": judged}
+        scores.append(JudgeScoreIn(draft_id=d.id, raw_calls=[call], **judged))
+    record_judge_scores(session=session, run_id=run_id, judge_version=JUDGE_VERSION, scores=scores)
+    draw_sample(session=session, run_id=run_id, budget=budget, judge_version=JUDGE_VERSION, seed=rng.randrange(2**31 - 1), now=now)
+    drawn = [s.draft_id for s in run_sample(session=session, run_id=run_id) or [] if s.drawn]
+    for draft_id in drawn[ungraded:]:
+        q = qualities[draft_id]
+        session.add(
+            FinalGrade(
+                draft_id=draft_id,
+                factual_accuracy="pass" if q + rng.gauss(0, 0.6) > 2.6 else "fail",
+                citation_relevance=_clip(q + rng.gauss(0, 0.6)),
+                tone=_clip(q + rng.gauss(0, 0.5)),
+                completeness=_clip(q + rng.gauss(0, 0.6)),
+                source="agreement",
+            )
+        )
+    session.flush()
 
 
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
@@ -57,36 +105,11 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         session.add(copy)
         drafts.append(copy)
     session.flush()
-    quality: dict[int, float] = {}
-    scores = []
-    for d in drafts:
-        assert d.id is not None
-        q = rng.gauss(3.7, 0.8)
-        quality[d.id] = q
-        judged = {
-            "factual_accuracy": "pass" if q + rng.gauss(0.3, 0.6) > 2.4 else "fail",
-            "citation_relevance": _clip(q + rng.gauss(0.2, 0.6)),
-            "tone": _clip(q + rng.gauss(0.4, 0.5)),
-            "completeness": _clip(q + rng.gauss(0.4, 0.6)),
-        }
-        call = {"model": "demo-judge", "request": {"draft_id": d.id}, "response": judged}
-        scores.append(JudgeScoreIn(draft_id=d.id, raw_calls=[call], **judged))
-    record_judge_scores(session=session, run_id=run.id, judge_version=JUDGE_VERSION, scores=scores)
-    draw_sample(session=session, run_id=run.id, budget=BUDGET, judge_version=JUDGE_VERSION, seed=rng.randrange(2**31 - 1))
-    drawn = [s.draft_id for s in run_sample(session=session, run_id=run.id) or [] if s.drawn]
-    for draft_id in drawn[LEFT_UNGRADED:]:
-        q = quality[draft_id]
-        session.add(
-            FinalGrade(
-                draft_id=draft_id,
-                factual_accuracy="pass" if q + rng.gauss(0, 0.6) > 2.6 else "fail",
-                citation_relevance=_clip(q + rng.gauss(0, 0.6)),
-                tone=_clip(q + rng.gauss(0, 0.5)),
-                completeness=_clip(q + rng.gauss(0, 0.6)),
-                source="agreement",
-            )
-        )
-    session.flush()
+    assert run.id is not None
+    plant_judged_sample(
+        session=session, rng=rng, run_id=run.id, drafts=drafts, quality=lambda: rng.gauss(3.7, 0.8),
+        citation_bias=0.2, budget=BUDGET, ungraded=LEFT_UNGRADED,
+    )
     seed_production_weeks(session=session, spec=spec, ctx=ctx)
 
 
@@ -115,37 +138,9 @@ def seed_production_weeks(*, session: Session, spec: EvalSpec, ctx: DemoContext)
         )
         run_id = made.week.run_id
         drafts = session.exec(select(Draft).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
-        quality: dict[int, float] = {}
-        scores = []
-        for d in drafts:
-            assert d.id is not None
-            q = rng.gauss(level, 0.7)
-            quality[d.id] = q
-            judged = {
-                "factual_accuracy": "pass" if q + rng.gauss(0.3, 0.6) > 2.4 else "fail",
-                "citation_relevance": _clip(q + rng.gauss(0.3, 0.6)),
-                "tone": _clip(q + rng.gauss(0.4, 0.5)),
-                "completeness": _clip(q + rng.gauss(0.4, 0.6)),
-            }
-            scores.append(JudgeScoreIn(draft_id=d.id, raw_calls=[{"model": "demo-judge", "request": {"draft_id": d.id}, "response": judged}], **judged))
-        record_judge_scores(session=session, run_id=run_id, judge_version=JUDGE_VERSION, scores=scores)
-        draw_sample(
-            session=session, run_id=run_id, budget=PRODUCTION_BUDGET, judge_version=JUDGE_VERSION,
-            seed=rng.randrange(2**31 - 1), now=made_at,
+        plant_judged_sample(
+            session=session, rng=rng, run_id=run_id, drafts=drafts, quality=lambda level=level: rng.gauss(level, 0.7),
+            citation_bias=0.3, budget=PRODUCTION_BUDGET, ungraded=ungraded, now=made_at,
         )
-        drawn = [s.draft_id for s in run_sample(session=session, run_id=run_id) or [] if s.drawn]
-        for draft_id in drawn[ungraded:]:
-            q = quality[draft_id]
-            session.add(
-                FinalGrade(
-                    draft_id=draft_id,
-                    factual_accuracy="pass" if q + rng.gauss(0, 0.6) > 2.6 else "fail",
-                    citation_relevance=_clip(q + rng.gauss(0, 0.6)),
-                    tone=_clip(q + rng.gauss(0, 0.5)),
-                    completeness=_clip(q + rng.gauss(0, 0.6)),
-                    source="agreement",
-                )
-            )
-        session.flush()
         labels.append(week.label)
     return labels

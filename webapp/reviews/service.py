@@ -147,7 +147,7 @@ def list_periods(*, session: Session, spec: EvalSpec, today: dt.date) -> list[Pe
     """List the periods with sent drafts or a drawn sample, newest first."""
     cadence = spec.review.cadence
     counts: dict[str, int] = {}
-    for day, n in metrics_daily.sent_drafts_by_day(session=session, spec=spec).items():
+    for day, n in metrics_daily.sent_drafts_by_day(session=session).items():
         counts[period_of(day, cadence)] = counts.get(period_of(day, cadence), 0) + int(n)
     samples = {s.period: s for s in session.execute(select(ReviewSample)).scalars()}
     out = []
