@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from webapp.ppi.estimator import Estimate
-from webapp.ppi.report import FIGURE_RANGE, gate_call, within_range
+from webapp.ppi.report import FIGURE_RANGE, GateCall, gate_call, within_range
 
 
 def _estimate(estimate: float, low: float, high: float, n_labels: int = 100) -> Estimate:
@@ -36,3 +36,13 @@ def test_a_lower_bound_at_the_threshold_does_not_pass_above_it() -> None:
 def test_an_upper_bound_at_the_threshold_fails() -> None:
     assert gate_call(_estimate(3.4, 3.3, 3.5), 3.5).verdict == "fail"
     assert gate_call(_estimate(3.4, 3.3, 3.5000001), 3.5).verdict == "undecided"
+
+
+def test_more_grades_than_the_run_has_left_are_not_promised() -> None:
+    # 100 grades, half-width 0.25, estimate 0.0625 above 3.5: 100 x (0.25 / 0.0625)^2 = 1,600 grades
+    # would decide, 1,500 more (binary-exact values, worked out by hand)
+    near = _estimate(3.5625, 3.3125, 3.8125)
+    assert gate_call(near, 3.5).more_grades == 1500
+    assert gate_call(near, 3.5, undrawn=2000).more_grades == 1500
+    # a run with 1,000 drafts not yet drawn cannot give 1,500 more grades: no count is promised
+    assert gate_call(near, 3.5, undrawn=1000) == GateCall("undecided", None)

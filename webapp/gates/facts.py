@@ -96,9 +96,11 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     )
 
 
-def ppi_criterion(key: str, estimate: Estimate | None, threshold: float, *, pending: int) -> PpiCriterionFacts:
+def ppi_criterion(
+    key: str, estimate: Estimate | None, threshold: float, *, pending: int, undrawn: int | None = None
+) -> PpiCriterionFacts:
     """Read one criterion's PPI estimate against the threshold (webapp.ppi.report.gate_call)."""
-    call = gate_call(estimate, threshold, pending=pending)
+    call = gate_call(estimate, threshold, pending=pending, undrawn=undrawn)
     return PpiCriterionFacts(
         key,
         threshold,
@@ -121,7 +123,9 @@ def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFac
         threshold = gate_threshold(spec, crit.key)
         if threshold is not None:
             fig = report.figures.get(crit.key)
-            criteria.append(ppi_criterion(crit.key, fig.estimate if fig else None, threshold, pending=report.pending))
+            criteria.append(ppi_criterion(
+                    crit.key, fig.estimate if fig else None, threshold, pending=report.pending, undrawn=report.drafts - report.drawn
+                ))
     return PpiGradingFacts(run_id, report.graded, report.pending, tuple(criteria))
 
 

@@ -244,8 +244,13 @@ class GateCall:
     more_grades: int | None  # about how many more grades would decide (undecided only; None: none would)
 
 
-def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0) -> GateCall:
-    """Pass when the lower bound clears the threshold, fail when the upper bound is below it, else undecided."""
+def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0, undrawn: int | None = None) -> GateCall:
+    """Pass when the lower bound clears the threshold, fail when the upper bound is below it, else undecided.
+
+    `undrawn`: the run's drafts no sample has drawn yet. When about K more grades would decide but
+    K is more than that, no further sample of this run can (an estimate sitting on the threshold
+    asked for 13,842,336 more grades of a 60-draft week): the count is left out (None).
+    """
     if estimate is None:
         return GateCall("undecided", None)
     # The plan says "above 3.5": a lower bound equal to the threshold does not clear it, and an
@@ -259,7 +264,10 @@ def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0) 
     if distance == 0 or half == 0:
         return GateCall("undecided", None)
     needed = estimate.n_labels * (half / distance) ** 2
-    return GateCall("undecided", max(1, math.ceil(needed - estimate.n_labels)) + pending)
+    more = max(1, math.ceil(needed - estimate.n_labels))
+    if undrawn is not None and more > undrawn:
+        return GateCall("undecided", None)
+    return GateCall("undecided", more + pending)
 
 
 # --- the regression alert: a run's pass rate against its baseline's ---------------------------------------

@@ -59,7 +59,7 @@ def report_view(report: RunReport, spec: EvalSpec) -> dict[str, Any]:
         threshold = gate_threshold(spec, key)
         gate = None
         if threshold is not None:
-            gate = _gate_view(gate_call(fig.estimate, threshold, pending=report.pending), threshold)
+            gate = _gate_view(gate_call(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn), threshold)
         figures.append(
             {
                 "key": key,
