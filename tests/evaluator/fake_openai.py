@@ -116,7 +116,6 @@ class FakeOpenAI:
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/stats", self._stats, methods=["GET"]),
-                Route("/reset", self._reset, methods=["POST"]),
             ]
         )
         self._server: uvicorn.Server | None = None
@@ -130,23 +129,9 @@ class FakeOpenAI:
     async def _stats(self, request: Request) -> Response:
         return JSONResponse({"calls": self.calls, "by_kind": dict(self.by_kind)})
 
-    async def _reset(self, request: Request) -> Response:
-        self.reset()
-        return JSONResponse({"ok": True})
-
     def release(self) -> None:
         """Let the calls held by `hold_after` (and any later ones) be answered."""
         self._released.set()
-
-    def reset(self) -> None:
-        """Forget the call counts."""
-        with self._lock:
-            self.calls = 0
-            self.by_kind.clear()
-            self.rate_limited_at.clear()
-            self.served_at.clear()
-            self.requests.clear()
-            self.answered.clear()
 
     async def _chat(self, request: Request) -> Response:
         self.in_flight += 1

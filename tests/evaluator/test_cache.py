@@ -8,13 +8,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
 
-from tests.evaluator.conftest import only_run
+from tests.evaluator.conftest import Evaluate, only_run
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator.artifacts import read_json
 
@@ -31,7 +30,7 @@ def cache_files(root: Path) -> list[Path]:
 
 class TestReuseRule:
     def test_without_seed_samples_are_fresh_but_written(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
     ) -> None:
         first = evaluate("-n", "2", dataset=dataset, out=tmp_path / "a")
         assert first.exit_code == 0, first.output
@@ -46,7 +45,7 @@ class TestReuseRule:
         assert only_run(tmp_path / "b")["cache"] == "fresh"
 
     def test_cache_flag_reuses_without_seed(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
         assert evaluate("-n", "2", dataset=dataset, out=tmp_path / "a").exit_code == 0
         again = evaluate("-n", "2", "--cache", dataset=dataset, out=tmp_path / "b")
@@ -58,7 +57,7 @@ class TestReuseRule:
         assert a["test_case_results"] == b["test_case_results"]
 
     def test_seed_reuses_and_counts_partial_hits(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
         assert evaluate("-n", "2", "--seed", "3", "--max-cases", "1", dataset=dataset, out=tmp_path / "a").exit_code == 0
         assert only_run(tmp_path / "a")["cache"] == "reused 0 of 4"
@@ -67,9 +66,15 @@ class TestReuseRule:
         assert fake.calls == 4 + 8
         assert "cache: reused 4 of 12" in words(again)
         assert only_run(tmp_path / "b")["cache"] == "reused 4 of 12"
+        third = evaluate("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "c")
+        assert third.exit_code == 0
+        assert fake.calls == 12  # an unchanged rerun makes no call and gives the same results
+        assert "12 from the cache, 0 API call(s)" in words(third)
+        assert only_run(tmp_path / "c")["test_case_results"] == only_run(tmp_path / "b")["test_case_results"]
+        assert read_json(tmp_path / "c" / "index.json")["runs"][0]["execution"]["api_calls"] == 0
 
     def test_no_cache_neither_reads_nor_writes(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
     ) -> None:
         assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "a").exit_code == 0
         assert cache_files(cache_dir) == []
@@ -77,18 +82,14 @@ class TestReuseRule:
         assert evaluate("-n", "1", "--seed", "1", dataset=dataset, out=tmp_path / "b").exit_code == 0
         assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "c").exit_code == 0
         assert fake.calls == 18
-
-    def test_cache_and_no_cache_conflict(self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI) -> None:
-        result = evaluate("--cache", "--no-cache", dataset=dataset)
-        assert result.exit_code == 2
-        assert "--cache and --no-cache cannot be combined" in words(result)
-        assert fake.calls == 0
+        assert evaluate("-n", "1", "--seed", "1", "-t", "0.2", dataset=dataset, out=tmp_path / "d").exit_code == 0
+        assert fake.calls == 24  # another temperature is another request
 
 
 class TestLocation:
     def test_default_is_the_user_cache_dir_shared_by_output_dirs(
         self,
-        evaluate: Callable[..., Result],
+        evaluate: Evaluate,
         dataset: Path,
         fake: FakeOpenAI,
         tmp_path: Path,
@@ -107,7 +108,7 @@ class TestLocation:
         assert fake.calls == 6  # another -o pays for nothing
 
     def test_environment_and_flag_override(
-        self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, evaluate: Evaluate, dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(tmp_path / "env-cache"))
         assert evaluate("-n", "1", "--max-cases", "1", dataset=dataset).exit_code == 0
@@ -163,19 +164,13 @@ class TestConcurrentWriters:
             from pathlib import Path
             from webapp.evaluator.cache import ResponseCache
             from webapp.evaluator import cli, execution
-            from webapp.evaluator.artifact_models import IndexEntry
             from webapp.evaluator.artifacts import update_index
+            from tests.evaluator.conftest import index_entry
             c = ResponseCache(Path(r"{tmp_path / 'c'}"))
             c.put("ab" * 32, {{"content": "x"}})
             assert c.get("ab" * 32) == {{"content": "x"}}
-            def entry(run_id):
-                return IndexEntry(
-                    run_id=run_id, description="", status="completed", timestamp_start="t", timestamp_end="t",
-                    dataset_path="d", dataset_hash="h", rubric="default", rubric_hash="h", generator_model="g",
-                    judge_model="j", num_cases=1, num_samples_per_case=1, overall_metrics={{}}, overall_flags={{}},
-                )
-            update_index(Path(r"{tmp_path / 'runs'}"), entry("r1"))
-            update_index(Path(r"{tmp_path / 'runs'}"), entry("r2"))
+            update_index(Path(r"{tmp_path / 'runs'}"), index_entry("r1"))
+            update_index(Path(r"{tmp_path / 'runs'}"), index_entry("r2"))
             print("ok")
             """
         )
@@ -202,7 +197,7 @@ def put(root: Path, key: str, age_days: float, size: int = 10) -> Path:
 
 
 class TestCacheCommand:
-    def test_info_counts_entries_and_bytes(self, tmp_path: Path) -> None:
+    def test_info_counts_entries_and_bytes(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         root = tmp_path / "c"
         paths = [put(root, f"{i:02x}" * 32, age_days=i) for i in range(3)]
         result = cache_cmd("info", "--cache-dir", str(root))
@@ -212,11 +207,9 @@ class TestCacheCommand:
         assert str(root) in text
         assert "3 answer(s)" in text
         assert f"{total:,} bytes" in text
-
-    def test_info_uses_the_environment(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(tmp_path / "env"))
         put(tmp_path / "env", "cd" * 32, age_days=0)
-        result = cache_cmd("info")
+        result = cache_cmd("info")  # without --cache-dir: the environment's folder
         assert result.exit_code == 0
         assert str(tmp_path / "env") in words(result) and "1 answer(s)" in words(result)
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import Result
 
-from tests.evaluator.conftest import only_run
+from tests.evaluator.conftest import Evaluate, only_run
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator import stats as st
 from webapp.evaluator.artifact_models import JudgeVerdict, Sample, SampleStatus
@@ -53,7 +51,7 @@ class TestSelfAgreementFigures:
 
 class TestRepeatedJudging:
     def test_each_sample_judged_k_times_and_agreement_reported(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
         result = evaluate("-n", "2", "--seed", "3", "--judge-repeats", "3", dataset=dataset)
         assert result.exit_code == 0, result.output
@@ -89,7 +87,7 @@ class TestRepeatedJudging:
         assert agreement["flags"]["omitted_constraints"]["pairwise_agreement"] == pytest.approx(np.mean(flag_pairs))
 
     def test_repeats_are_cached_separately(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
         assert evaluate("-n", "1", "--seed", "3", "--judge-repeats", "2", dataset=dataset, out=tmp_path / "a").exit_code == 0
         again = evaluate("-n", "1", "--seed", "3", "--judge-repeats", "2", dataset=dataset, out=tmp_path / "b")
@@ -99,11 +97,3 @@ class TestRepeatedJudging:
         a, b = only_run(tmp_path / "a"), only_run(tmp_path / "b")
         assert a["test_case_results"] == b["test_case_results"]
         assert a["judge_self_agreement"] == b["judge_self_agreement"]
-
-    def test_default_is_one_judgement(self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path) -> None:
-        assert evaluate("-n", "2", dataset=dataset).exit_code == 0
-        assert fake.by_kind["judge"] == 6
-        doc = only_run(tmp_path / "runs")
-        assert doc["judge_config"]["repeats"] == 1
-        assert doc["judge_self_agreement"] is None
-        assert all("judge_repeats" not in s for r in doc["test_case_results"] for s in r["samples"])

@@ -11,12 +11,14 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import Result
 
-from tests.evaluator.conftest import only_run
+from tests.evaluator.conftest import Evaluate, case_result, only_run
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator import stats as st
-from webapp.evaluator.artifact_models import Sample, TestCaseResult
+from webapp.evaluator.artifact_models import Sample
 from webapp.evaluator.cli import LiveStatus, case_line
 from webapp.evaluator.client import ChatClient, ClientStats
+from webapp.evaluator.execution import Runtime, execute, make_client
+from webapp.evaluator.preparation import EvalOptions, prepare
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 CASE_LINE = re.compile(r"^\[(\d+)/3\] case (c\d): completed, 2/2 samples, semantic_fidelity \d\.\d\d clarity \d\.\d\d$")
@@ -28,25 +30,21 @@ def case_lines(result: Result) -> list[re.Match[str]]:
 
 
 class TestLines:
-    def test_without_a_terminal_one_line_per_finished_case(self, evaluate: Callable[..., Result], dataset: Path) -> None:
-        result = evaluate("-n", "2", dataset=dataset)
+    @pytest.mark.parametrize("terminal", [False, True])
+    def test_one_line_per_finished_case_without_a_terminal_or_quiet(
+        self, evaluate: Evaluate, dataset: Path, monkeypatch: pytest.MonkeyPatch, terminal: bool
+    ) -> None:
+        if terminal:
+            monkeypatch.setenv("FORCE_COLOR", "1")  # rich then treats the output as a terminal
+        result = evaluate("-n", "2", *(["--quiet"] if terminal else []), dataset=dataset)
         assert result.exit_code == 0, result.output
         lines = case_lines(result)
         assert [int(m.group(1)) for m in lines] == [1, 2, 3]
         assert sorted(m.group(2) for m in lines) == ["c1", "c2", "c3"]
         assert " in flight · " not in result.output
 
-    def test_quiet_on_a_terminal_prints_lines_not_the_bar(
-        self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setenv("FORCE_COLOR", "1")  # rich then treats the output as a terminal
-        result = evaluate("-n", "2", "--quiet", dataset=dataset)
-        assert result.exit_code == 0, result.output
-        assert len(case_lines(result)) == 3
-        assert " in flight · " not in result.output
-
     def test_terminal_shows_the_bar_with_its_figures(
-        self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+        self, evaluate: Evaluate, dataset: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
         monkeypatch.setenv("FORCE_COLOR", "1")
         result = evaluate("-n", "2", dataset=dataset)
@@ -62,19 +60,10 @@ class TestLines:
         ), lines[at]
 
     def test_case_line_of_a_partial_case(self) -> None:
-        result = TestCaseResult(
-            test_case_id="x",
-            test_case_input="in",
-            description=None,
-            task=None,
-            expected_constraints=None,
-            reference=None,
-            metadata={},
+        result = case_result(
+            [Sample(sample_index=0, status="completed"), Sample(sample_index=1, status="judge_error")],
             status="partial",
-            num_samples=2,
-            samples=[Sample(sample_index=0, status="completed"), Sample(sample_index=1, status="judge_error")],
             per_metric_stats={"clarity": st.metric_stats([4, 4]), "semantic_fidelity": st.metric_stats([])},
-            per_flag_stats={},
         )
         assert case_line(result, 2, 5) == "[2/5] case x: partial, 1/2 samples, clarity 4.00"
 
@@ -136,9 +125,6 @@ class TestLiveStatus:
         assert client.stats.retries == 1
 
     def test_samples_in_flight_stay_within_the_concurrency(self, fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path) -> None:
-        from webapp.evaluator.execution import Runtime, execute, make_client
-        from webapp.evaluator.preparation import EvalOptions, prepare
-
         options = EvalOptions(
             dataset=dataset, system_prompt=prompt_file, output_dir=tmp_path / "o", base_url=fake.base_url, api_key="k", num_samples=4, concurrency=2
         )
