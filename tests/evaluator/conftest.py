@@ -15,6 +15,7 @@ from webapp.evaluator.artifact_models import IndexEntry, RunStatus, Sample, Test
 from webapp.evaluator.artifacts import MAIN_ARTIFACT, read_json
 
 Evaluate = Callable[..., Result]
+Evaluated = Callable[..., tuple[Result, dict[str, Any]]]
 
 
 @pytest.fixture(autouse=True)
@@ -78,9 +79,6 @@ def evaluate(
         return CliRunner().invoke(app, argv + list(args))
 
     return run
-
-
-Evaluated = Callable[..., tuple[Result, dict[str, Any]]]
 
 
 @pytest.fixture

@@ -10,10 +10,11 @@ import textwrap
 import time
 from pathlib import Path
 
+import platformdirs
 import pytest
 from typer.testing import CliRunner, Result
 
-from tests.evaluator.conftest import Evaluate, only_run
+from tests.evaluator.conftest import Evaluate, Evaluated
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator.artifacts import read_json
 
@@ -30,93 +31,79 @@ def cache_files(root: Path) -> list[Path]:
 
 class TestReuseRule:
     def test_without_seed_samples_are_fresh_but_written(
-        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
     ) -> None:
-        first = evaluate("-n", "2", dataset=dataset, out=tmp_path / "a")
-        assert first.exit_code == 0, first.output
+        first, doc = evaluated("-n", "2", dataset=dataset, out=tmp_path / "a")
         assert fake.calls == 12
-        assert 'cache: fresh' in words(first)
-        assert only_run(tmp_path / "a")["cache"] == "fresh"
-        written = cache_files(cache_dir)
-        assert len(written) == 12  # every answer is still stored
-        second = evaluate("-n", "2", dataset=dataset, out=tmp_path / "b")
-        assert second.exit_code == 0
+        assert "cache: fresh" in words(first)
+        assert doc["cache"] == "fresh"
+        assert len(cache_files(cache_dir)) == 12  # every answer is still stored
+        _, doc = evaluated("-n", "2", dataset=dataset, out=tmp_path / "b")
         assert fake.calls == 24  # re-running for variance draws new samples
-        assert only_run(tmp_path / "b")["cache"] == "fresh"
+        assert doc["cache"] == "fresh"
 
     def test_cache_flag_reuses_without_seed(
-        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
-        assert evaluate("-n", "2", dataset=dataset, out=tmp_path / "a").exit_code == 0
-        again = evaluate("-n", "2", "--cache", dataset=dataset, out=tmp_path / "b")
-        assert again.exit_code == 0, again.output
+        _, a = evaluated("-n", "2", dataset=dataset, out=tmp_path / "a")
+        again, b = evaluated("-n", "2", "--cache", dataset=dataset, out=tmp_path / "b")
         assert fake.calls == 12
         assert "cache: reused 12 of 12" in words(again)
-        assert only_run(tmp_path / "b")["cache"] == "reused 12 of 12"
-        a, b = only_run(tmp_path / "a"), only_run(tmp_path / "b")
+        assert b["cache"] == "reused 12 of 12"
         assert a["test_case_results"] == b["test_case_results"]
 
     def test_seed_reuses_and_counts_partial_hits(
-        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
-        assert evaluate("-n", "2", "--seed", "3", "--max-cases", "1", dataset=dataset, out=tmp_path / "a").exit_code == 0
-        assert only_run(tmp_path / "a")["cache"] == "reused 0 of 4"
-        again = evaluate("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "b")
-        assert again.exit_code == 0
+        _, doc = evaluated("-n", "2", "--seed", "3", "--max-cases", "1", dataset=dataset, out=tmp_path / "a")
+        assert doc["cache"] == "reused 0 of 4"
+        again, b = evaluated("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "b")
         assert fake.calls == 4 + 8
         assert "cache: reused 4 of 12" in words(again)
-        assert only_run(tmp_path / "b")["cache"] == "reused 4 of 12"
-        third = evaluate("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "c")
-        assert third.exit_code == 0
+        assert b["cache"] == "reused 4 of 12"
+        third, c = evaluated("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "c")
         assert fake.calls == 12  # an unchanged rerun makes no call and gives the same results
         assert "12 from the cache, 0 API call(s)" in words(third)
-        assert only_run(tmp_path / "c")["test_case_results"] == only_run(tmp_path / "b")["test_case_results"]
+        assert c["test_case_results"] == b["test_case_results"]
         assert read_json(tmp_path / "c" / "index.json")["runs"][0]["execution"]["api_calls"] == 0
 
     def test_no_cache_neither_reads_nor_writes(
-        self, evaluate: Evaluate, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
     ) -> None:
-        assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "a").exit_code == 0
+        _, doc = evaluated("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "a")
         assert cache_files(cache_dir) == []
-        assert only_run(tmp_path / "a")["cache"] == "off"
-        assert evaluate("-n", "1", "--seed", "1", dataset=dataset, out=tmp_path / "b").exit_code == 0
-        assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "c").exit_code == 0
+        assert doc["cache"] == "off"
+        evaluated("-n", "1", "--seed", "1", dataset=dataset, out=tmp_path / "b")
+        evaluated("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "c")
         assert fake.calls == 18
-        assert evaluate("-n", "1", "--seed", "1", "-t", "0.2", dataset=dataset, out=tmp_path / "d").exit_code == 0
+        evaluated("-n", "1", "--seed", "1", "-t", "0.2", dataset=dataset, out=tmp_path / "d")
         assert fake.calls == 24  # another temperature is another request
 
 
 class TestLocation:
     def test_default_is_the_user_cache_dir_shared_by_output_dirs(
-        self,
-        evaluate: Evaluate,
-        dataset: Path,
-        fake: FakeOpenAI,
-        tmp_path: Path,
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        import platformdirs
-
         monkeypatch.delenv("PROMPT_EVALUATOR_CACHE_DIR")
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
         expected = Path(platformdirs.user_cache_dir("prompt-evaluator"))
         assert expected == tmp_path / "xdg" / "prompt-evaluator"
-        assert evaluate("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "one").exit_code == 0
+        evaluated("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "one")
         assert len(cache_files(expected)) == 6
         assert not (tmp_path / "one" / ".cache").exists()
-        assert evaluate("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "two").exit_code == 0
+        evaluated("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "two")
         assert fake.calls == 6  # another -o pays for nothing
 
-    def test_environment_and_flag_override(
-        self, evaluate: Evaluate, dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    def test_flag_overrides_the_environment(
+        self, evaluate: Evaluate, dataset: Path, tmp_path: Path, cache_dir: Path
     ) -> None:
-        monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(tmp_path / "env-cache"))
-        assert evaluate("-n", "1", "--max-cases", "1", dataset=dataset).exit_code == 0
-        assert len(cache_files(tmp_path / "env-cache")) == 2
+        # PROMPT_EVALUATOR_CACHE_DIR (set for every test to `cache_dir`) is used when no flag is given:
+        # see test_without_seed_samples_are_fresh_but_written
         flag = tmp_path / "flag-cache"
         assert evaluate("-n", "1", "--max-cases", "1", "--cache-dir", str(flag), dataset=dataset).exit_code == 0
         assert len(cache_files(flag)) == 2
-        assert len(cache_files(tmp_path / "env-cache")) == 2
+        assert cache_files(cache_dir) == []
 
 
 WRITER = textwrap.dedent(

@@ -140,8 +140,7 @@ class TestCache:
         ds = write_dataset(tmp_path / "d.jsonl", [{"id": "x", "input": "[[judge-500]] hello"}])
         out = tmp_path / "out"
         run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2, seed=4)
-        judge_calls = fake.by_kind["judge"]
-        assert judge_calls == 2
+        assert fake.by_kind["judge"] == 2
         run_programmatically(fake, ds, prompt_file, out, num_samples=1, max_attempts=2, seed=4)
         assert fake.by_kind["generator"] == 1  # the generation was cached
         assert fake.by_kind["judge"] == 4  # the failed judgement was asked again
@@ -149,26 +148,18 @@ class TestCache:
 
 class TestSampleStatuses:
     def test_every_status_and_stats_leave_the_failures_out(self, fake: FakeOpenAI, prompt_file: Path, tmp_path: Path) -> None:
-        ds = write_dataset(
-            tmp_path / "d.jsonl",
-            [
-                {"id": "ok", "input": "Say hello."},
-                {"id": "gen", "input": "[[gen-500]] Say hello."},
-                {"id": "judge", "input": "[[judge-500]] Say hello."},
-                {"id": "notjson", "input": "[[judge-notjson]] Say hello."},
-                {"id": "missing", "input": "[[judge-missing]] Say hello."},
-            ],
-        )
+        expected = {  # case id: (the fake server's marker in its input, the status of its samples)
+            "ok": ("", "completed"),
+            "gen": ("[[gen-500]] ", "generation_error"),
+            "judge": ("[[judge-500]] ", "judge_error"),
+            "notjson": ("[[judge-notjson]] ", "judge_invalid_response"),
+            "missing": ("[[judge-missing]] ", "judge_invalid_response"),
+        }
+        cases = [{"id": cid, "input": f"{marker}Say hello."} for cid, (marker, _) in expected.items()]
+        ds = write_dataset(tmp_path / "d.jsonl", cases)
         doc, _ = run_programmatically(fake, ds, prompt_file, tmp_path / "out", num_samples=2, max_attempts=2)
         by_id = {r["test_case_id"]: r for r in doc["test_case_results"]}
-        expected = {
-            "ok": "completed",
-            "gen": "generation_error",
-            "judge": "judge_error",
-            "notjson": "judge_invalid_response",
-            "missing": "judge_invalid_response",
-        }
-        for cid, status in expected.items():
+        for cid, (_, status) in expected.items():
             assert [s["status"] for s in by_id[cid]["samples"]] == [status, status], cid
         assert "gave up after 2 attempts" in by_id["gen"]["samples"][0]["error"]
         assert "not JSON" in by_id["notjson"]["samples"][0]["error"]
@@ -183,11 +174,8 @@ class TestSampleStatuses:
         # the overall means come from the one case with valid samples
         ok_mean = by_id["ok"]["per_metric_stats"]["clarity"]["mean"]
         assert doc["overall_metric_stats"]["clarity"] == {
-            "mean_of_means": ok_mean,
-            "min_of_means": ok_mean,
-            "max_of_means": ok_mean,
-            "num_cases": 1,
-        }
+            "mean_of_means": ok_mean, "min_of_means": ok_mean, "max_of_means": ok_mean, "num_cases": 1
+        }  # fmt: skip
 
     def test_run_statuses_partial_and_failed_exit_1(self, evaluate: Evaluate, tmp_path: Path) -> None:
         mixed = write_dataset(tmp_path / "m.jsonl", [{"id": "a", "input": "hi"}, {"id": "b", "input": "[[judge-notjson]]"}])
@@ -211,19 +199,16 @@ class TestSampleStatuses:
 
 
 class TestRetries:
-    def test_429_waits_for_retry_after(self, prompt_file: Path, tmp_path: Path) -> None:
-        server = FakeOpenAI(rate_limit_first=2, retry_after=0.3).start()
-        try:
-            ds = write_dataset(tmp_path / "d.jsonl", [{"id": "a", "input": "hi"}])
-            doc, client = run_programmatically(server, ds, prompt_file, tmp_path / "o", num_samples=1, concurrency=4)
-        finally:
-            server.stop()
+    def test_429_waits_for_retry_after(self, fake: FakeOpenAI, prompt_file: Path, tmp_path: Path) -> None:
+        fake.rate_limit_first, fake.retry_after = 2, 0.3
+        ds = write_dataset(tmp_path / "d.jsonl", [{"id": "a", "input": "hi"}])
+        doc, client = run_programmatically(fake, ds, prompt_file, tmp_path / "o", num_samples=1, concurrency=4)
         assert doc["status"] == "completed"
         assert client.stats.rate_limited == 2
-        assert server.by_kind["429"] == 2
+        assert fake.by_kind["429"] == 2
         # each 429 asked for 0.3 s: the next answered request came at least that long after the first 429
-        assert server.served_at[0] - server.rate_limited_at[0] >= 0.29
-        assert server.rate_limited_at[1] - server.rate_limited_at[0] >= 0.29
+        assert fake.served_at[0] - fake.rate_limited_at[0] >= 0.29
+        assert fake.rate_limited_at[1] - fake.rate_limited_at[0] >= 0.29
         # after a 429 the client lets fewer requests in flight
         assert client.limiter.limit < 4
 

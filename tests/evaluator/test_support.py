@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from tests.evaluator.conftest import Evaluate, only_run, write_dataset
+from tests.evaluator.conftest import Evaluate, Evaluated, only_run, write_dataset
 from tests.evaluator.fake_openai import FakeOpenAI
 from tests.factories import make_article, make_user
 from webapp.auth.service import Principal
@@ -42,11 +42,6 @@ def kb_file(tmp_path: Path) -> Path:
     return write_dataset(tmp_path / "kb.jsonl", KB)
 
 
-@pytest.fixture
-def support_dataset(tmp_path: Path) -> Path:
-    return write_dataset(tmp_path / "support.jsonl", CASES)
-
-
 def draft_prompts(fake: FakeOpenAI) -> list[str]:
     """The user messages of the draft (generator) requests the fake server answered."""
     drafts = [r for r in fake.requests if r["response_format"]["json_schema"]["name"] == "support_draft"]
@@ -64,8 +59,9 @@ def test_support_rubric_has_the_spec_criteria_and_check_flags() -> None:
 
 
 def test_support_run_grounds_drafts_and_adds_check_flags(
-    evaluate: Evaluate, support_dataset: Path, kb_file: Path, tmp_path: Path, fake: FakeOpenAI
+    evaluate: Evaluate, kb_file: Path, tmp_path: Path, fake: FakeOpenAI
 ) -> None:
+    support_dataset = write_dataset(tmp_path / "support.jsonl", CASES)
     result = evaluate("--rubric", "support-draft", "--kb", str(kb_file), "-n", "2", dataset=support_dataset)
     assert result.exit_code == 1, result.output  # the broken case fails: the run is partial
     doc = only_run(tmp_path / "runs")
@@ -104,19 +100,24 @@ def test_support_run_grounds_drafts_and_adds_check_flags(
     assert stats["true_count"] == sum(s["flags"]["check_length"] for s in by_id["setup-2fa"]["samples"])
 
 
-def test_bad_support_field_exits_2(evaluate: Evaluate, tmp_path: Path, kb_file: Path, fake: FakeOpenAI) -> None:
-    ds = write_dataset(tmp_path / "d.jsonl", [{"id": "x", "input": "hi", "category": "urgent"}])
-    result = evaluate("--rubric", "support-draft", "--kb", str(kb_file), dataset=ds)
+@pytest.mark.parametrize(
+    ("case", "kb", "messages"),
+    [
+        ({"category": "urgent"}, KB, ["test case 'x': category: 'urgent' is not one of"]),
+        (
+            {},
+            [{"article_id": "KB-1", "revision": 1, "title": "t", "body": "b"}],
+            ["kb.jsonl:1", "missing required field: status"],
+        ),
+    ],
+)
+def test_bad_support_field_or_kb_file_exits_2(
+    evaluate: Evaluate, tmp_path: Path, fake: FakeOpenAI, case: dict, kb: list[dict], messages: list[str]
+) -> None:
+    ds = write_dataset(tmp_path / "d.jsonl", [{"id": "x", "input": "hi", **case}])
+    result = evaluate("--rubric", "support-draft", "--kb", str(write_dataset(tmp_path / "kb.jsonl", kb)), dataset=ds)
     assert result.exit_code == 2
-    assert "test case 'x': category: 'urgent' is not one of" in " ".join(result.output.split())
-    assert fake.calls == 0
-
-
-def test_bad_kb_file_exits_2(evaluate: Evaluate, support_dataset: Path, tmp_path: Path, fake: FakeOpenAI) -> None:
-    kb = write_dataset(tmp_path / "kb.jsonl", [{"article_id": "KB-1", "revision": 1, "title": "t", "body": "b"}])
-    result = evaluate("--rubric", "support-draft", "--kb", str(kb), dataset=support_dataset)
-    assert result.exit_code == 2
-    assert "kb.jsonl:1" in result.output and "missing required field: status" in result.output
+    assert all(m in " ".join(result.output.split()) for m in messages), result.output
     assert fake.calls == 0
 
 
@@ -209,15 +210,13 @@ def test_record_refuses_bad_support_fields_before_any_call(
 
 
 def test_record_uses_the_database_kb_without_kb_file(
-    evaluate: Evaluate, record_env: str, session: Session, fake: FakeOpenAI, tmp_path: Path
+    evaluated: Evaluated, record_env: str, session: Session, fake: FakeOpenAI, tmp_path: Path
 ) -> None:
     make_article(session, "KB-1042", ((1, "deprecated"), (2, "current")), title="Add-on renewals", intent="billing_charge")
     session.commit()
     ds = write_dataset(tmp_path / "one.jsonl", CASES[:1])
-    result = evaluate("--rubric", "support-draft", "-n", "1", "--record", dataset=ds)
-    assert result.exit_code == 0, result.output
+    _, doc = evaluated("--rubric", "support-draft", "-n", "1", "--record", dataset=ds)
     assert "[KB-1042 revision 2] Add-on renewals" in draft_prompts(fake)[0]
-    doc = only_run(tmp_path / "runs")
     assert doc["generator_config"]["kb_source"] == "database"
     assert doc["test_case_results"][0]["samples"][0]["flags"]["check_citations_current"] is False
 
@@ -312,15 +311,13 @@ def test_run_page_shows_judge_human_agreement_once_graded(
     assert rows["Tone appropriateness"][2] == f"{judge_tone_fail / 2 * 100:.1f}%"
 
 
-def test_support_examples_run(evaluate: Evaluate, tmp_path: Path, fake: FakeOpenAI) -> None:
+def test_support_examples_run(evaluated: Evaluated) -> None:
     """The support-draft example dataset, KB file and prompt in examples/ evaluate cleanly."""
     root = Path(__file__).resolve().parents[2] / "examples"
-    result = evaluate(
+    _, doc = evaluated(
         "--rubric", "support-draft", "--kb", str(root / "kb" / "sample-kb.jsonl"), "--quick",
         dataset=root / "datasets" / "support-sample.jsonl",
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
-    doc = only_run(tmp_path / "runs")
     assert doc["status"] == "completed"
     assert len(doc["test_case_results"]) == 4
 
