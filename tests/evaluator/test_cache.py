@@ -17,6 +17,8 @@ from typer.testing import CliRunner, Result
 from tests.evaluator.conftest import Evaluate, Evaluated
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator.artifacts import read_json
+from webapp.evaluator.cache import ResponseCache, parse_age
+from webapp.evaluator.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,14 +170,10 @@ class TestConcurrentWriters:
 
 
 def cache_cmd(*args: str) -> Result:
-    from webapp.evaluator.cli import app
-
     return CliRunner().invoke(app, ["cache", *args])
 
 
 def put(root: Path, key: str, age_days: float, size: int = 10) -> Path:
-    from webapp.evaluator.cache import ResponseCache
-
     ResponseCache(root).put(key, {"content": "x" * size})
     path = root / key[:2] / f"{key}.json"
     when = time.time() - age_days * 86400
@@ -232,6 +230,4 @@ class TestCacheCommand:
 
     @pytest.mark.parametrize(("value", "seconds"), [("30d", 30 * 86400), ("12h", 12 * 3600), ("90m", 5400), ("2w", 14 * 86400)])
     def test_durations(self, value: str, seconds: int) -> None:
-        from webapp.evaluator.cache import parse_age
-
         assert parse_age(value) == seconds

@@ -19,6 +19,7 @@ from webapp.evaluator.artifacts import case_file_name, read_json
 from webapp.evaluator.client import ChatClient
 from webapp.evaluator.execution import execute, make_client
 from webapp.evaluator.preparation import EvalOptions, EvaluationError, prepare
+from webapp.evaluator.rubric import load_rubric
 
 GUIDE_FIELDS = {
     "run_id", "dataset_path", "dataset_hash", "dataset_count", "num_samples_per_case", "status",
@@ -188,8 +189,6 @@ class TestSampleStatuses:
         assert only_run(tmp_path / "o2")["status"] == "failed"
 
     def test_case_with_some_valid_samples_is_partial(self) -> None:
-        from webapp.evaluator.rubric import load_rubric
-
         scores = {"semantic_fidelity": 4, "clarity": 5}
         ok = Sample(sample_index=0, status="completed", judge_scores=scores, flags={"omitted_constraints": False})
         result = case_result([ok, Sample(sample_index=1, status="judge_error")])
