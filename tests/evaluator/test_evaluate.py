@@ -62,7 +62,8 @@ class TestCompletedRun:
         assert doc["rubric_metadata"]["name"] == "default"
         assert doc["rubric_metadata"]["hash"].startswith("sha256:")
         assert [r["test_case_id"] for r in doc["test_case_results"]] == ["c1", "c2", "c3"]
-        assert fake.calls == 3 * 3 * 2  # one judgement per sample by default (--judge-repeats 1)
+        assert fake.calls == 3 * 3 * 2
+        assert fake.by_kind["judge"] == 3 * 3  # one judgement per sample by default (--judge-repeats 1)
         assert doc["judge_config"]["repeats"] == 1 and doc["judge_self_agreement"] is None
         run_dir = tmp_path / "runs" / doc["run_id"]
         for r in doc["test_case_results"]:
