@@ -11,7 +11,11 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from tests.evaluator.fake_openai import FakeOpenAI
+from webapp.evaluator.artifact_models import IndexEntry, RunStatus, Sample, TestCaseResult
 from webapp.evaluator.artifacts import MAIN_ARTIFACT, read_json
+
+Evaluate = Callable[..., Result]
+Evaluated = Callable[..., tuple[Result, dict[str, Any]]]
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +62,7 @@ def dataset(tmp_path: Path) -> Path:
 @pytest.fixture
 def evaluate(
     fake: FakeOpenAI, prompt_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., Result]:
+) -> Evaluate:
     """Run `prompt-evaluator evaluate-dataset` in-process against the fake server; extra args appended."""
     from webapp.evaluator.cli import app
 
@@ -77,6 +81,19 @@ def evaluate(
     return run
 
 
+@pytest.fixture
+def evaluated(evaluate: Evaluate, tmp_path: Path) -> Evaluated:
+    """Like `evaluate`, for a run that must exit 0 alone in its output folder: return the result and artifact."""
+
+    def run(*args: str, out: Path | None = None, **kwargs: Any) -> tuple[Result, dict[str, Any]]:
+        out = out or tmp_path / "runs"
+        result = evaluate(*args, out=out, **kwargs)
+        assert result.exit_code == 0, result.output
+        return result, only_run(out)
+
+    return run
+
+
 def only_run(out: Path) -> dict[str, Any]:
     """Return the main artifact of the single run under `out`."""
     dirs = [d for d in out.iterdir() if d.is_dir() and not d.name.startswith(".")]
@@ -84,6 +101,20 @@ def only_run(out: Path) -> dict[str, Any]:
     return read_json(dirs[0] / MAIN_ARTIFACT)
 
 
-def run_doc(out: Path, run_id: str) -> dict[str, Any]:
-    """Return the main artifact of a run."""
-    return read_json(out / run_id / MAIN_ARTIFACT)
+def case_result(samples: list[Sample], **fields: Any) -> TestCaseResult:
+    """A test case result with `samples` and no case details; `fields` set the rest."""
+    details = dict.fromkeys(("description", "task", "expected_constraints", "reference"))
+    empty = {"metadata": {}, "per_metric_stats": {}, "per_flag_stats": {}}
+    return TestCaseResult(
+        test_case_id="x", test_case_input="in", num_samples=2, samples=samples, **details, **{**empty, **fields}
+    )
+
+
+def index_entry(run_id: str, status: RunStatus = "completed") -> IndexEntry:
+    """Return a minimal runs/index.json entry."""
+    return IndexEntry(
+        run_id=run_id, description="", status=status, timestamp_start="2026-11-23T00:00:00+00:00",
+        timestamp_end=None, dataset_path="d.jsonl", dataset_hash="sha256:0", rubric="default",
+        rubric_hash="sha256:1", generator_model="g", judge_model="j", num_cases=1, num_samples_per_case=1,
+        overall_metrics={}, overall_flags={},
+    )  # fmt: skip

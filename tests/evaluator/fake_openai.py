@@ -9,8 +9,9 @@ it misbehave on purpose:
   a non-JSON answer, or JSON without the rubric's first metric;
 - `[[draft-bad]]` in a support-draft request: an answer that is not the draft form.
 
-`rate_limit_first=N` answers the first N requests with 429 and `Retry-After`;
-`unavailable_first=N` answers the next N with 503 (no Retry-After); the key `bad-key` gets 401.
+`rate_limit_first = N` answers the first N requests with 429 and `Retry-After: retry_after`;
+`unavailable_first = N` answers the next N with 503 (no Retry-After); `script` lists (status, headers)
+answers for the first calls; the key `bad-key` gets 401.
 Setting `hold_after = N` keeps every call after the N-th waiting until `release()` (a test stops
 a run in the middle without racing it); `stop()` releases them too.
 Run standalone: `python -m tests.evaluator.fake_openai --port 8999 --delay 0.5`.
@@ -85,25 +86,17 @@ def _support_draft(h: str, text: str) -> dict[str, Any]:
 class FakeOpenAI:
     """The fake server's state and app; `start()` runs it in a thread on 127.0.0.1."""
 
-    def __init__(
-        self,
-        *,
-        delay: float = 0.0,
-        rate_limit_first: int = 0,
-        retry_after: float = 0.2,
-        unavailable_first: int = 0,
-        script: list[tuple[int, dict[str, str]]] | None = None,
-    ) -> None:
+    def __init__(self, *, delay: float = 0.0) -> None:
         self.delay = delay
         # answers (status, headers) given to the first calls, in order, before any normal answer
-        self.script = list(script or [])
+        self.script: list[tuple[int, dict[str, str]]] = []
         # calls after this number are held until `release()`, so a test can stop a run in the middle
         # without racing it to the end on a busy machine (and without a wall-clock stall)
         self.hold_after: int | None = None
         self._released = threading.Event()
-        self.rate_limit_first = rate_limit_first
-        self.unavailable_first = unavailable_first
-        self.retry_after = retry_after
+        self.rate_limit_first = 0
+        self.unavailable_first = 0
+        self.retry_after = 0.2
         self.calls = 0
         self.in_flight = 0  # requests received and not yet answered
         self.by_kind: Counter[str] = Counter()
@@ -112,13 +105,8 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []  # bodies of answered requests, for assertions
         self.answered: list[tuple[dict[str, Any], str]] = []  # (request body, answer content) of each 200 answer
         self._lock = threading.Lock()
-        self.app = Starlette(
-            routes=[
-                Route("/v1/chat/completions", self._chat, methods=["POST"]),
-                Route("/stats", self._stats, methods=["GET"]),
-                Route("/reset", self._reset, methods=["POST"]),
-            ]
-        )
+        chat, stats = Route("/v1/chat/completions", self._chat, methods=["POST"]), Route("/stats", self._stats)
+        self.app = Starlette(routes=[chat, stats])
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -130,23 +118,9 @@ class FakeOpenAI:
     async def _stats(self, request: Request) -> Response:
         return JSONResponse({"calls": self.calls, "by_kind": dict(self.by_kind)})
 
-    async def _reset(self, request: Request) -> Response:
-        self.reset()
-        return JSONResponse({"ok": True})
-
     def release(self) -> None:
         """Let the calls held by `hold_after` (and any later ones) be answered."""
         self._released.set()
-
-    def reset(self) -> None:
-        """Forget the call counts."""
-        with self._lock:
-            self.calls = 0
-            self.by_kind.clear()
-            self.rate_limited_at.clear()
-            self.served_at.clear()
-            self.requests.clear()
-            self.answered.clear()
 
     async def _chat(self, request: Request) -> Response:
         self.in_flight += 1
@@ -223,18 +197,11 @@ class FakeOpenAI:
             self.answered.append((body, content))
         usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
         return JSONResponse(
-            {
-                "id": f"chatcmpl-{h[:12]}",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-                ],
-                "usage": usage,
-            }
-        )
+            {"id": f"chatcmpl-{h[:12]}", "object": "chat.completion", "created": 1_700_000_000,
+             "model": body.get("model", "fake"), "choices": [choice], "usage": usage}
+        )  # fmt: skip
 
     def start(self, port: int = 0) -> FakeOpenAI:
         """Start serving on 127.0.0.1 (a free port unless given) in a background thread."""

@@ -8,15 +8,17 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
 from pathlib import Path
 
+import platformdirs
 import pytest
 from typer.testing import CliRunner, Result
 
-from tests.evaluator.conftest import only_run
+from tests.evaluator.conftest import Evaluate, Evaluated
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator.artifacts import read_json
+from webapp.evaluator.cache import ResponseCache, parse_age
+from webapp.evaluator.cli import app
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,91 +33,79 @@ def cache_files(root: Path) -> list[Path]:
 
 class TestReuseRule:
     def test_without_seed_samples_are_fresh_but_written(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
     ) -> None:
-        first = evaluate("-n", "2", dataset=dataset, out=tmp_path / "a")
-        assert first.exit_code == 0, first.output
+        first, doc = evaluated("-n", "2", dataset=dataset, out=tmp_path / "a")
         assert fake.calls == 12
-        assert 'cache: fresh' in words(first)
-        assert only_run(tmp_path / "a")["cache"] == "fresh"
-        written = cache_files(cache_dir)
-        assert len(written) == 12  # every answer is still stored
-        second = evaluate("-n", "2", dataset=dataset, out=tmp_path / "b")
-        assert second.exit_code == 0
+        assert "cache: fresh" in words(first)
+        assert doc["cache"] == "fresh"
+        assert len(cache_files(cache_dir)) == 12  # every answer is still stored
+        _, doc = evaluated("-n", "2", dataset=dataset, out=tmp_path / "b")
         assert fake.calls == 24  # re-running for variance draws new samples
-        assert only_run(tmp_path / "b")["cache"] == "fresh"
+        assert doc["cache"] == "fresh"
 
     def test_cache_flag_reuses_without_seed(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
-        assert evaluate("-n", "2", dataset=dataset, out=tmp_path / "a").exit_code == 0
-        again = evaluate("-n", "2", "--cache", dataset=dataset, out=tmp_path / "b")
-        assert again.exit_code == 0, again.output
+        _, a = evaluated("-n", "2", dataset=dataset, out=tmp_path / "a")
+        again, b = evaluated("-n", "2", "--cache", dataset=dataset, out=tmp_path / "b")
         assert fake.calls == 12
         assert "cache: reused 12 of 12" in words(again)
-        assert only_run(tmp_path / "b")["cache"] == "reused 12 of 12"
-        a, b = only_run(tmp_path / "a"), only_run(tmp_path / "b")
+        assert b["cache"] == "reused 12 of 12"
         assert a["test_case_results"] == b["test_case_results"]
 
     def test_seed_reuses_and_counts_partial_hits(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
-        assert evaluate("-n", "2", "--seed", "3", "--max-cases", "1", dataset=dataset, out=tmp_path / "a").exit_code == 0
-        assert only_run(tmp_path / "a")["cache"] == "reused 0 of 4"
-        again = evaluate("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "b")
-        assert again.exit_code == 0
+        _, doc = evaluated("-n", "2", "--seed", "3", "--max-cases", "1", dataset=dataset, out=tmp_path / "a")
+        assert doc["cache"] == "reused 0 of 4"
+        again, b = evaluated("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "b")
         assert fake.calls == 4 + 8
         assert "cache: reused 4 of 12" in words(again)
-        assert only_run(tmp_path / "b")["cache"] == "reused 4 of 12"
+        assert b["cache"] == "reused 4 of 12"
+        third, c = evaluated("-n", "2", "--seed", "3", dataset=dataset, out=tmp_path / "c")
+        assert fake.calls == 12  # an unchanged rerun makes no call and gives the same results
+        assert "12 from the cache, 0 API call(s)" in words(third)
+        assert c["test_case_results"] == b["test_case_results"]
+        assert read_json(tmp_path / "c" / "index.json")["runs"][0]["execution"]["api_calls"] == 0
 
     def test_no_cache_neither_reads_nor_writes(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path, cache_dir: Path
     ) -> None:
-        assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "a").exit_code == 0
+        _, doc = evaluated("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "a")
         assert cache_files(cache_dir) == []
-        assert only_run(tmp_path / "a")["cache"] == "off"
-        assert evaluate("-n", "1", "--seed", "1", dataset=dataset, out=tmp_path / "b").exit_code == 0
-        assert evaluate("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "c").exit_code == 0
+        assert doc["cache"] == "off"
+        evaluated("-n", "1", "--seed", "1", dataset=dataset, out=tmp_path / "b")
+        evaluated("-n", "1", "--seed", "1", "--no-cache", dataset=dataset, out=tmp_path / "c")
         assert fake.calls == 18
-
-    def test_cache_and_no_cache_conflict(self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI) -> None:
-        result = evaluate("--cache", "--no-cache", dataset=dataset)
-        assert result.exit_code == 2
-        assert "--cache and --no-cache cannot be combined" in words(result)
-        assert fake.calls == 0
+        evaluated("-n", "1", "--seed", "1", "-t", "0.2", dataset=dataset, out=tmp_path / "d")
+        assert fake.calls == 24  # another temperature is another request
 
 
 class TestLocation:
     def test_default_is_the_user_cache_dir_shared_by_output_dirs(
-        self,
-        evaluate: Callable[..., Result],
-        dataset: Path,
-        fake: FakeOpenAI,
-        tmp_path: Path,
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        import platformdirs
-
         monkeypatch.delenv("PROMPT_EVALUATOR_CACHE_DIR")
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
         expected = Path(platformdirs.user_cache_dir("prompt-evaluator"))
         assert expected == tmp_path / "xdg" / "prompt-evaluator"
-        assert evaluate("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "one").exit_code == 0
+        evaluated("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "one")
         assert len(cache_files(expected)) == 6
         assert not (tmp_path / "one" / ".cache").exists()
-        assert evaluate("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "two").exit_code == 0
+        evaluated("-n", "1", "--seed", "2", dataset=dataset, out=tmp_path / "two")
         assert fake.calls == 6  # another -o pays for nothing
 
-    def test_environment_and_flag_override(
-        self, evaluate: Callable[..., Result], dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    def test_flag_overrides_the_environment(
+        self, evaluate: Evaluate, dataset: Path, tmp_path: Path, cache_dir: Path
     ) -> None:
-        monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(tmp_path / "env-cache"))
-        assert evaluate("-n", "1", "--max-cases", "1", dataset=dataset).exit_code == 0
-        assert len(cache_files(tmp_path / "env-cache")) == 2
+        # PROMPT_EVALUATOR_CACHE_DIR (set for every test to `cache_dir`) is used when no flag is given:
+        # see test_without_seed_samples_are_fresh_but_written
         flag = tmp_path / "flag-cache"
         assert evaluate("-n", "1", "--max-cases", "1", "--cache-dir", str(flag), dataset=dataset).exit_code == 0
         assert len(cache_files(flag)) == 2
-        assert len(cache_files(tmp_path / "env-cache")) == 2
+        assert cache_files(cache_dir) == []
 
 
 WRITER = textwrap.dedent(
@@ -163,19 +153,13 @@ class TestConcurrentWriters:
             from pathlib import Path
             from webapp.evaluator.cache import ResponseCache
             from webapp.evaluator import cli, execution
-            from webapp.evaluator.artifact_models import IndexEntry
             from webapp.evaluator.artifacts import update_index
+            from tests.evaluator.conftest import index_entry
             c = ResponseCache(Path(r"{tmp_path / 'c'}"))
             c.put("ab" * 32, {{"content": "x"}})
             assert c.get("ab" * 32) == {{"content": "x"}}
-            def entry(run_id):
-                return IndexEntry(
-                    run_id=run_id, description="", status="completed", timestamp_start="t", timestamp_end="t",
-                    dataset_path="d", dataset_hash="h", rubric="default", rubric_hash="h", generator_model="g",
-                    judge_model="j", num_cases=1, num_samples_per_case=1, overall_metrics={{}}, overall_flags={{}},
-                )
-            update_index(Path(r"{tmp_path / 'runs'}"), entry("r1"))
-            update_index(Path(r"{tmp_path / 'runs'}"), entry("r2"))
+            update_index(Path(r"{tmp_path / 'runs'}"), index_entry("r1"))
+            update_index(Path(r"{tmp_path / 'runs'}"), index_entry("r2"))
             print("ok")
             """
         )
@@ -186,14 +170,10 @@ class TestConcurrentWriters:
 
 
 def cache_cmd(*args: str) -> Result:
-    from webapp.evaluator.cli import app
-
     return CliRunner().invoke(app, ["cache", *args])
 
 
 def put(root: Path, key: str, age_days: float, size: int = 10) -> Path:
-    from webapp.evaluator.cache import ResponseCache
-
     ResponseCache(root).put(key, {"content": "x" * size})
     path = root / key[:2] / f"{key}.json"
     when = time.time() - age_days * 86400
@@ -202,7 +182,7 @@ def put(root: Path, key: str, age_days: float, size: int = 10) -> Path:
 
 
 class TestCacheCommand:
-    def test_info_counts_entries_and_bytes(self, tmp_path: Path) -> None:
+    def test_info_counts_entries_and_bytes(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         root = tmp_path / "c"
         paths = [put(root, f"{i:02x}" * 32, age_days=i) for i in range(3)]
         result = cache_cmd("info", "--cache-dir", str(root))
@@ -212,11 +192,9 @@ class TestCacheCommand:
         assert str(root) in text
         assert "3 answer(s)" in text
         assert f"{total:,} bytes" in text
-
-    def test_info_uses_the_environment(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(tmp_path / "env"))
         put(tmp_path / "env", "cd" * 32, age_days=0)
-        result = cache_cmd("info")
+        result = cache_cmd("info")  # without --cache-dir: the environment's folder
         assert result.exit_code == 0
         assert str(tmp_path / "env") in words(result) and "1 answer(s)" in words(result)
 
@@ -252,6 +230,4 @@ class TestCacheCommand:
 
     @pytest.mark.parametrize(("value", "seconds"), [("30d", 30 * 86400), ("12h", 12 * 3600), ("90m", 5400), ("2w", 14 * 86400)])
     def test_durations(self, value: str, seconds: int) -> None:
-        from webapp.evaluator.cache import parse_age
-
         assert parse_age(value) == seconds

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -37,24 +36,18 @@ def ask(client: ChatClient) -> str:
     return asyncio.run(go())
 
 
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    fake = FakeOpenAI().start()
-    yield fake
-    fake.stop()
-
-
-def client_for(url: str, recorder: Recorder, **kwargs: object) -> ChatClient:
-    return ChatClient(base_url=url, api_key="k", sleep=recorder, **kwargs)  # type: ignore[arg-type]
-
-
-def test_transient_errors_are_retried_with_backoff_and_retry_after(server: FakeOpenAI) -> None:
-    # a short Retry-After: the limiter holds every caller until then (a real wait, 50 ms)
-    server.script = [(503, {}), (502, {}), (429, {"Retry-After": "0.05"})]
+def client_for(url: str, **kwargs: object) -> tuple[ChatClient, Recorder]:
+    """A client on `url` whose waits are recorded, never slept; and its recorder."""
     recorder = Recorder()
-    client = client_for(server.base_url, recorder, backoff_base=2.0, backoff_cap=30.0)
+    return ChatClient(base_url=url, api_key="k", sleep=recorder, **kwargs), recorder  # type: ignore[arg-type]
+
+
+def test_transient_errors_are_retried_with_backoff_and_retry_after(fake: FakeOpenAI) -> None:
+    # a short Retry-After: the limiter holds every caller until then (a real wait, 50 ms)
+    fake.script = [(503, {}), (502, {}), (429, {"Retry-After": "0.05"})]
+    client, recorder = client_for(fake.base_url, backoff_base=2.0, backoff_cap=30.0)
     assert ask(client).startswith("Generated answer")
-    assert (server.by_kind["503"], server.by_kind["502"], server.by_kind["429"], server.by_kind["generator"]) == (1, 1, 1, 1)
+    assert (fake.by_kind["503"], fake.by_kind["502"], fake.by_kind["429"], fake.by_kind["generator"]) == (1, 1, 1, 1)
     # steps 2 s then 4 s, each wait in [half, whole] of its step; the 429 waits what it asked for
     assert len(recorder.waits) == 3
     assert 1.0 <= recorder.waits[0] <= 2.0 and 2.0 <= recorder.waits[1] <= 4.0
@@ -64,46 +57,43 @@ def test_transient_errors_are_retried_with_backoff_and_retry_after(server: FakeO
     assert client.stats.retries_waiting == 0
 
 
-def test_gives_up_after_max_attempts_with_the_last_error(server: FakeOpenAI) -> None:
-    server.script = [(500, {})] * 10
-    recorder = Recorder()
-    client = client_for(server.base_url, recorder, max_attempts=3)
+def test_gives_up_after_max_attempts_with_the_last_error(fake: FakeOpenAI) -> None:
+    fake.script = [(500, {})] * 10
+    client, recorder = client_for(fake.base_url, max_attempts=3)
     with pytest.raises(LlmCallError) as err:
         ask(client)
     assert str(err.value).startswith("HTTP 500: ") and str(err.value).endswith("scripted 500 (gave up after 3 attempts)")
-    assert server.by_kind["500"] == 3 and server.by_kind["generator"] == 0
+    assert fake.by_kind["500"] == 3 and fake.by_kind["generator"] == 0
     assert len(recorder.waits) == 2  # no wait after the last attempt
 
 
 @pytest.mark.parametrize("status", [400, 410, 422])
-def test_a_permanent_error_is_not_retried(server: FakeOpenAI, status: int) -> None:
-    server.script = [(status, {})]
-    recorder = Recorder()
+def test_a_permanent_error_is_not_retried(fake: FakeOpenAI, status: int) -> None:
+    fake.script = [(status, {})]
+    client, recorder = client_for(fake.base_url)
     with pytest.raises(LlmCallError) as err:
-        ask(client_for(server.base_url, recorder))
+        ask(client)
     assert not isinstance(err.value, LlmConfigError)
     assert str(err.value).startswith(f"HTTP {status}")
-    assert server.by_kind[str(status)] == 1 and server.by_kind["generator"] == 0
+    assert fake.by_kind[str(status)] == 1 and fake.by_kind["generator"] == 0
     assert recorder.waits == []
 
 
-def test_a_refused_key_is_not_retried_and_stops_later_calls(server: FakeOpenAI) -> None:
-    server.script = [(403, {})]
-    recorder = Recorder()
-    client = client_for(server.base_url, recorder)
+def test_a_refused_key_is_not_retried_and_stops_later_calls(fake: FakeOpenAI) -> None:
+    fake.script = [(403, {})]
+    client, recorder = client_for(fake.base_url)
     with pytest.raises(LlmConfigError, match="HTTP 403.*check OPENAI_API_KEY"):
         ask(client)
     with pytest.raises(LlmConfigError):
         ask(client)
-    assert server.by_kind["403"] == 1 and server.calls == 1 and recorder.waits == []
+    assert fake.by_kind["403"] == 1 and fake.calls == 1 and recorder.waits == []
 
 
 def test_a_server_that_is_not_there_is_retried_then_given_up() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the block ends: connections are refused
-    recorder = Recorder()
-    client = client_for(f"http://127.0.0.1:{port}/v1", recorder, max_attempts=2, timeout=5.0)
+    client, recorder = client_for(f"http://127.0.0.1:{port}/v1", max_attempts=2, timeout=5.0)
     with pytest.raises(LlmCallError, match=r"APIConnectionError.*\(gave up after 2 attempts\)"):
         ask(client)
     assert len(recorder.waits) == 1

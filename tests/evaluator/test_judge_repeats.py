@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import Result
 
-from tests.evaluator.conftest import only_run
+from tests.evaluator.conftest import Evaluated
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator import stats as st
 from webapp.evaluator.artifact_models import JudgeVerdict, Sample, SampleStatus
@@ -53,14 +51,13 @@ class TestSelfAgreementFigures:
 
 class TestRepeatedJudging:
     def test_each_sample_judged_k_times_and_agreement_reported(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI
     ) -> None:
-        result = evaluate("-n", "2", "--seed", "3", "--judge-repeats", "3", dataset=dataset)
-        assert result.exit_code == 0, result.output
+        result, doc = evaluated("-n", "2", "--seed", "3", "--judge-repeats", "3", dataset=dataset)
+        output = " ".join(result.output.split())
         assert fake.by_kind["generator"] == 6
         assert fake.by_kind["judge"] == 18
-        assert "6 generations + 18 judgements (3 per sample)" in " ".join(result.output.split())
-        doc = only_run(tmp_path / "runs")
+        assert "6 generations + 18 judgements (3 per sample)" in output
         assert doc["judge_config"]["repeats"] == 3
         samples = [s for r in doc["test_case_results"] for s in r["samples"]]
         for s in samples:
@@ -81,29 +78,17 @@ class TestRepeatedJudging:
             assert got["exact_agreement"] == pytest.approx(np.mean([len(set(g)) == 1 for g in groups]))
         assert any(agreement["metrics"][m]["pairwise_agreement"] < 1 for m in ("semantic_fidelity", "clarity"))
         sf = agreement["metrics"]["semantic_fidelity"]["pairwise_agreement"]
-        assert f"judge self-agreement (3 judgements per sample, pairwise): semantic_fidelity {sf:.0%}" in " ".join(
-            result.output.split()
-        )
+        assert f"judge self-agreement (3 judgements per sample, pairwise): semantic_fidelity {sf:.0%}" in output
         flags = [[v["flags"]["omitted_constraints"] for v in s["judge_repeats"]] for s in samples]
         flag_pairs = [a == b for g in flags for a, b in combinations(g, 2)]
         assert agreement["flags"]["omitted_constraints"]["pairwise_agreement"] == pytest.approx(np.mean(flag_pairs))
 
     def test_repeats_are_cached_separately(
-        self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path
+        self, evaluated: Evaluated, dataset: Path, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
-        assert evaluate("-n", "1", "--seed", "3", "--judge-repeats", "2", dataset=dataset, out=tmp_path / "a").exit_code == 0
-        again = evaluate("-n", "1", "--seed", "3", "--judge-repeats", "2", dataset=dataset, out=tmp_path / "b")
-        assert again.exit_code == 0
+        _, a = evaluated("-n", "1", "--seed", "3", "--judge-repeats", "2", dataset=dataset, out=tmp_path / "a")
+        _, b = evaluated("-n", "1", "--seed", "3", "--judge-repeats", "2", dataset=dataset, out=tmp_path / "b")
         assert fake.calls == 9
-        assert only_run(tmp_path / "b")["cache"] == "reused 9 of 9"
-        a, b = only_run(tmp_path / "a"), only_run(tmp_path / "b")
+        assert b["cache"] == "reused 9 of 9"
         assert a["test_case_results"] == b["test_case_results"]
         assert a["judge_self_agreement"] == b["judge_self_agreement"]
-
-    def test_default_is_one_judgement(self, evaluate: Callable[..., Result], dataset: Path, fake: FakeOpenAI, tmp_path: Path) -> None:
-        assert evaluate("-n", "2", dataset=dataset).exit_code == 0
-        assert fake.by_kind["judge"] == 6
-        doc = only_run(tmp_path / "runs")
-        assert doc["judge_config"]["repeats"] == 1
-        assert doc["judge_self_agreement"] is None
-        assert all("judge_repeats" not in s for r in doc["test_case_results"] for s in r["samples"])

@@ -89,8 +89,6 @@ class TestInstalled:
         assert script.returncode == 0, script.stderr
         same = " ".join(module.stdout.replace("python -m prompt_evaluator", "prompt-evaluator").split())
         assert same == " ".join(script.stdout.split())  # box padding aside, the same help
-
-    def test_python_dash_m_usage_error_exits_2(self, tmp_path: Path) -> None:
         done = _run("-m", "prompt_evaluator", "evaluate-dataset", "-d", "x.jsonl", "-s", "p.txt", "--quick", "-n", "7", cwd=tmp_path)
         assert done.returncode == 2
         assert "--quick" in done.stderr and "--num-samples" in done.stderr

@@ -11,12 +11,14 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import Result
 
-from tests.evaluator.conftest import only_run
+from tests.evaluator.conftest import Evaluate, Evaluated, case_result
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator import stats as st
-from webapp.evaluator.artifact_models import Sample, TestCaseResult
+from webapp.evaluator.artifact_models import Sample
 from webapp.evaluator.cli import LiveStatus, case_line
 from webapp.evaluator.client import ChatClient, ClientStats
+from webapp.evaluator.execution import Runtime, execute, make_client
+from webapp.evaluator.preparation import EvalOptions, prepare
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 CASE_LINE = re.compile(r"^\[(\d+)/3\] case (c\d): completed, 2/2 samples, semantic_fidelity \d\.\d\d clarity \d\.\d\d$")
@@ -28,53 +30,37 @@ def case_lines(result: Result) -> list[re.Match[str]]:
 
 
 class TestLines:
-    def test_without_a_terminal_one_line_per_finished_case(self, evaluate: Callable[..., Result], dataset: Path) -> None:
-        result = evaluate("-n", "2", dataset=dataset)
+    @pytest.mark.parametrize("terminal", [False, True])
+    def test_one_line_per_finished_case_without_a_terminal_or_quiet(
+        self, evaluate: Evaluate, dataset: Path, monkeypatch: pytest.MonkeyPatch, terminal: bool
+    ) -> None:
+        if terminal:
+            monkeypatch.setenv("FORCE_COLOR", "1")  # rich then treats the output as a terminal
+        result = evaluate("-n", "2", *(["--quiet"] if terminal else []), dataset=dataset)
         assert result.exit_code == 0, result.output
         lines = case_lines(result)
         assert [int(m.group(1)) for m in lines] == [1, 2, 3]
         assert sorted(m.group(2) for m in lines) == ["c1", "c2", "c3"]
         assert " in flight · " not in result.output
 
-    def test_quiet_on_a_terminal_prints_lines_not_the_bar(
-        self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setenv("FORCE_COLOR", "1")  # rich then treats the output as a terminal
-        result = evaluate("-n", "2", "--quiet", dataset=dataset)
-        assert result.exit_code == 0, result.output
-        assert len(case_lines(result)) == 3
-        assert " in flight · " not in result.output
-
     def test_terminal_shows_the_bar_with_its_figures(
-        self, evaluate: Callable[..., Result], dataset: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+        self, evaluated: Evaluated, dataset: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         monkeypatch.setenv("FORCE_COLOR", "1")
-        result = evaluate("-n", "2", dataset=dataset)
-        assert result.exit_code == 0, result.output
-        text = ANSI.sub("", result.output)
+        result, doc = evaluated("-n", "2", dataset=dataset)
         assert case_lines(result) == []
-        lines = text.splitlines()
+        lines = ANSI.sub("", result.output).splitlines()
         at = max(i for i, line in enumerate(lines) if " in flight · " in line)
-        spent = only_run(tmp_path / "runs")["usage"]["cost_usd"]  # every call was made by this invocation
+        spent = doc["usage"]["cost_usd"]  # every call was made by this invocation
         assert re.fullmatch(rf"cases ━+ 3/3 \d:\d\d:\d\d \${spent:.4f}", lines[at - 1].strip()), lines[at - 1]
-        assert re.fullmatch(
-            r"0 in flight · [\d.]+ calls/s · 0 cached · 0 retrying · ETA 0:00", lines[at].strip()
-        ), lines[at]
+        figures = r"0 in flight · [\d.]+ calls/s · 0 cached · 0 retrying · ETA 0:00"
+        assert re.fullmatch(figures, lines[at].strip()), lines[at]
 
     def test_case_line_of_a_partial_case(self) -> None:
-        result = TestCaseResult(
-            test_case_id="x",
-            test_case_input="in",
-            description=None,
-            task=None,
-            expected_constraints=None,
-            reference=None,
-            metadata={},
+        result = case_result(
+            [Sample(sample_index=0, status="completed"), Sample(sample_index=1, status="judge_error")],
             status="partial",
-            num_samples=2,
-            samples=[Sample(sample_index=0, status="completed"), Sample(sample_index=1, status="judge_error")],
             per_metric_stats={"clarity": st.metric_stats([4, 4]), "semantic_fidelity": st.metric_stats([])},
-            per_flag_stats={},
         )
         assert case_line(result, 2, 5) == "[2/5] case x: partial, 1/2 samples, clarity 4.00"
 
@@ -88,10 +74,8 @@ class TestLiveStatus:
         assert status.eta_seconds() is None
         status.samples_done = 2
         now[0] += 10.0
-        eta = status.eta_seconds()
-        assert eta == 10.0 * 6 / 2
-        text = status.text()
-        assert text == "3 in flight · 2.5 calls/s · 7 cached · 2 retrying · ETA 0:30"
+        assert status.eta_seconds() == 10.0 * 6 / 2
+        assert status.text() == "3 in flight · 2.5 calls/s · 7 cached · 2 retrying · ETA 0:30"
         assert status.cost() == "$0.0123"
 
     def test_a_busy_run_still_fits_80_columns(self) -> None:
@@ -105,40 +89,34 @@ class TestLiveStatus:
         text = status.text()
         assert text.startswith("32 in flight · 1234.") and "ETA 2:46:" in text and len(text) < 80
 
-    def test_retries_waiting_counts_calls_sleeping_before_a_retry(self) -> None:
-        server = FakeOpenAI(unavailable_first=1).start()
-        try:
-            client = ChatClient(base_url=server.base_url, api_key="k")
-            seen: list[int] = []
+    def test_retries_waiting_counts_calls_sleeping_before_a_retry(self, fake: FakeOpenAI) -> None:
+        fake.unavailable_first = 1
+        client = ChatClient(base_url=fake.base_url, api_key="k")
+        seen: list[int] = []
 
-            async def go() -> None:
-                release = asyncio.Event()
+        async def go() -> None:
+            release = asyncio.Event()
 
-                async def held(seconds: float) -> None:  # the retry's wait lasts until the test lets it go
-                    seen.append(client.stats.retries_waiting)
-                    await release.wait()
-
-                client.sleep = held
-                task = asyncio.ensure_future(
-                    client.complete(model="m", messages=[{"role": "user", "content": "hi"}], temperature=0, seed=None, sample_index=0)
-                )
-                await asyncio.wait_for(_until(lambda: bool(seen)), timeout=30)
+            async def held(seconds: float) -> None:  # the retry's wait lasts until the test lets it go
                 seen.append(client.stats.retries_waiting)
-                release.set()
-                await task
-                await client.close()
+                await release.wait()
 
-            asyncio.run(go())
-        finally:
-            server.stop()
+            client.sleep = held
+            task = asyncio.ensure_future(
+                client.complete(model="m", messages=[{"role": "user", "content": "hi"}], temperature=0, seed=None, sample_index=0)
+            )
+            await asyncio.wait_for(_until(lambda: bool(seen)), timeout=30)
+            seen.append(client.stats.retries_waiting)
+            release.set()
+            await task
+            await client.close()
+
+        asyncio.run(go())
         assert seen == [1, 1]
         assert client.stats.retries_waiting == 0
         assert client.stats.retries == 1
 
     def test_samples_in_flight_stay_within_the_concurrency(self, fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path) -> None:
-        from webapp.evaluator.execution import Runtime, execute, make_client
-        from webapp.evaluator.preparation import EvalOptions, prepare
-
         options = EvalOptions(
             dataset=dataset, system_prompt=prompt_file, output_dir=tmp_path / "o", base_url=fake.base_url, api_key="k", num_samples=4, concurrency=2
         )

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import email.utils
 import hashlib
 import json
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from webapp.evaluator.artifact_models import IndexEntry, JournalEntry, RunStatus, Sample, SampleTokens
+from tests.evaluator.conftest import index_entry
+from webapp.evaluator.artifact_models import JournalEntry, Sample, SampleTokens
 from webapp.evaluator.artifacts import (
     Journal,
     JournalError,
@@ -22,12 +24,17 @@ from webapp.evaluator.artifacts import (
     write_json_atomic,
 )
 from webapp.evaluator.cache import cache_key
-from webapp.evaluator.client import load_prices, parse_retry_after
+from webapp.evaluator.client import _Limiter, load_prices, parse_retry_after
 from webapp.evaluator.judge_validation import parse_judge
 from webapp.evaluator.preparation import EvaluationError, prepare_resume
 from webapp.evaluator.rubric import RubricError, builtin_names, judge_schema, load_rubric
 from webapp.evaluator.service import judge_human_agreement
 from webapp.spec import EvalSpec
+
+
+def hashed(slug: str, case_id: str) -> str:
+    """A case file name that carries the first 10 hex digits of the id's SHA-256 after its slug."""
+    return f"test_case_{slug}~{hashlib.sha256(case_id.encode()).hexdigest()[:10]}.json"
 
 
 class TestRubric:
@@ -107,13 +114,9 @@ class TestRetryAfter:
 
 class TestCacheKey:
     base = {
-        "model": "m",
-        "messages": [{"role": "user", "content": "hi"}],
-        "temperature": 0.7,
-        "seed": 1,
-        "sample_index": 0,
-        "response_format": None,
-    }
+        "model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.7, "seed": 1,
+        "sample_index": 0, "response_format": None,
+    }  # fmt: skip
 
     @pytest.mark.parametrize(
         "change",
@@ -147,33 +150,30 @@ class TestArtifacts:
         assert json.loads(path.read_text()) == {"v": 1}
         assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
 
-    def test_case_file_name_is_safe(self) -> None:
-        digest = hashlib.sha256(b"a/b c").hexdigest()[:10]
-        assert case_file_name("a/b c") == f"test_case_a_b_c~{digest}.json"
-
-    def test_plain_ids_keep_their_plain_name(self) -> None:
-        assert case_file_name("test-001") == "test_case_test-001.json"
-        assert case_file_name("Case_2.v1") == "test_case_Case_2.v1.json"
+    @pytest.mark.parametrize(
+        ("case_id", "name"),
+        [
+            ("test-001", "test_case_test-001.json"),  # plain ids keep their plain name
+            ("Case_2.v1", "test_case_Case_2.v1.json"),
+            ("a_b", "test_case_a_b.json"),
+            ("a/b", hashed("a_b", "a/b")),
+            ("a/b c", hashed("a_b_c", "a/b c")),
+            ("x" * 300, hashed("x" * 100, "x" * 300)),  # long ids are cut to 100 characters
+            ("café", hashed("caf_", "café")),
+        ],
+    )
+    def test_case_file_name_is_safe(self, case_id: str, name: str) -> None:
+        assert case_file_name(case_id) == name
+        assert len(name.encode()) < 255
 
     def test_ids_with_the_same_slug_get_different_names(self) -> None:
         # "a/b" and "a b" both slug to "a_b" (the old names were both test_case_a_b.json); "a_b" is plain.
-        names = {case_file_name(i) for i in ("a/b", "a b", "a_b", "a:b")}
-        assert len(names) == 4
-        assert case_file_name("a_b") == "test_case_a_b.json"
-        assert case_file_name("a/b") == "test_case_a_b~" + hashlib.sha256(b"a/b").hexdigest()[:10] + ".json"
-        assert case_file_name("a/b") == case_file_name("a/b")  # stable: the id alone decides
-
-    def test_long_and_non_ascii_ids_are_cut_and_hashed(self) -> None:
-        long_id = "x" * 300
-        name = case_file_name(long_id)
-        assert name == "test_case_" + "x" * 100 + "~" + hashlib.sha256(long_id.encode()).hexdigest()[:10] + ".json"
-        assert len(name.encode()) < 255
-        assert case_file_name("café") == "test_case_caf_~" + hashlib.sha256("café".encode()).hexdigest()[:10] + ".json"
+        assert len({case_file_name(i) for i in ("a/b", "a b", "a_b", "a:b")}) == 4
 
     def test_ids_differing_only_in_case_get_hashed_names(self) -> None:
         names = case_file_names(["Case-1", "case-1", "other"])
         assert names["other"] == "test_case_other.json"
-        assert names["Case-1"] == "test_case_Case-1~" + hashlib.sha256(b"Case-1").hexdigest()[:10] + ".json"
+        assert names["Case-1"] == hashed("Case-1", "Case-1")
         assert len({n.casefold() for n in names.values()}) == 3
 
     def test_journal_ignores_a_torn_last_line(self, tmp_path: Path) -> None:
@@ -214,27 +214,6 @@ class TestArtifacts:
         assert [(r["run_id"], r["status"]) for r in runs] == [("r2", "completed"), ("r1", "completed")]
 
 
-def index_entry(run_id: str, status: RunStatus) -> IndexEntry:
-    """Return a minimal runs/index.json entry."""
-    return IndexEntry(
-        run_id=run_id,
-        description="",
-        status=status,
-        timestamp_start="2026-11-23T00:00:00+00:00",
-        timestamp_end=None,
-        dataset_path="d.jsonl",
-        dataset_hash="sha256:0",
-        rubric="default",
-        rubric_hash="sha256:1",
-        generator_model="g",
-        judge_model="j",
-        num_cases=1,
-        num_samples_per_case=1,
-        overall_metrics={},
-        overall_flags={},
-    )
-
-
 def test_prices_file(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text("models:\n  a: {input: 1.0, output: 2.0}\n", encoding="utf-8")
@@ -252,12 +231,7 @@ def test_shipped_prices_load() -> None:
     assert "gpt-4o-mini" in prices
 
 
-@dataclass
-class Human:
-    factual_accuracy: str
-    citation_relevance: float
-    tone: float
-    completeness: float
+Human = namedtuple("Human", "factual_accuracy citation_relevance tone completeness")  # a final human grade
 
 
 def test_judge_human_agreement_by_hand(spec: EvalSpec) -> None:
@@ -288,10 +262,6 @@ def test_agreement_skips_criteria_the_rubric_lacks(spec: EvalSpec) -> None:
 
 
 def test_limiter_serves_judge_calls_before_new_generations() -> None:
-    import asyncio
-
-    from webapp.evaluator.client import _Limiter
-
     async def scenario() -> list[str]:
         limiter = _Limiter(maximum=1)
         order: list[str] = []
@@ -314,8 +284,6 @@ def test_limiter_serves_judge_calls_before_new_generations() -> None:
 
 
 def test_limiter_halves_on_rate_limit_and_grows_back() -> None:
-    from webapp.evaluator.client import _Limiter
-
     limiter = _Limiter(maximum=8)
     limiter.rate_limited(0.0)
     assert limiter.limit == 4
@@ -328,10 +296,6 @@ def test_limiter_halves_on_rate_limit_and_grows_back() -> None:
 
 
 def test_limiter_skips_cancelled_waiters() -> None:
-    import asyncio
-
-    from webapp.evaluator.client import _Limiter
-
     async def scenario() -> int:
         limiter = _Limiter(maximum=1)
         await limiter.acquire()
