@@ -61,8 +61,3 @@ def test_rubric_means_in_the_comparison(session: Session, spec: EvalSpec, world:
     assert means["citation_relevance"] == pytest.approx((4.0, 4.0, 0.0))
     assert means["tone"] == pytest.approx((4.0, 2.0, -2.0))
     assert means["completeness"] == pytest.approx((4.0, 4.0, 0.0))
-
-
-def test_no_grades_means_no_rubric(session: Session, spec: EvalSpec, world: World) -> None:
-    cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
-    assert cmp.rubric is None
