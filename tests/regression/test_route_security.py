@@ -37,3 +37,5 @@ def test_every_route_is_checked_and_walked_by_the_app_wide_tests() -> None:
     app = create_app(Settings(database_url="sqlite://", mode="dev", secret_key="x" * 32))
     walked = {(m, p) for m, p, _ in app_routes(app)}
     assert ours - walked == set()
+    # The regression suite is append-only: no route of the app updates or deletes a case.
+    assert {m for m, p in walked if "regression/cases" in p} == {"GET", "POST"}
