@@ -16,6 +16,8 @@ from webapp.checks import service as checks_service
 from webapp.regression import service
 from webapp.spec import EvalSpec
 
+MakeClient = Callable[..., TestClient]
+
 
 @pytest.fixture
 def world(session: Session) -> World:
@@ -34,7 +36,7 @@ def _checked(session: Session, spec: EvalSpec, world: World) -> dict[str, int]:
 
 class TestAddFromDraft:
     def test_form_then_post_appends_and_redirects(
-        self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]
+        self, session: Session, spec: EvalSpec, world: World, client_as: MakeClient
     ) -> None:
         ids = _checked(session, spec, world)
         form = client_as("pm").get(f"/regression/cases/from-draft/{ids['s2']}")
@@ -60,7 +62,7 @@ class TestAddFromDraft:
         assert client_as("support_lead").post(f"/regression/cases/from-draft/{ids['g1']}", data={"note": "n"}).status_code == 403
         assert client_as("admin").get(f"/regression/cases/from-draft/{ids['g1']}").status_code == 403
 
-    def test_api_add_and_list(self, session: Session, spec: EvalSpec, world: World, api_as: Callable[..., TestClient]) -> None:
+    def test_api_add_and_list(self, session: Session, spec: EvalSpec, world: World, api_as: MakeClient) -> None:
         ids = _checked(session, spec, world)
         pm = api_as("pm")
         r = pm.post("/api/v1/regression/cases", json={"draft_id": ids["g1"], "note": "stale 2FA article", "source": "review"})
@@ -73,7 +75,7 @@ class TestAddFromDraft:
 
 
 class TestSuitePages:
-    def test_suite_and_run_report(self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]) -> None:
+    def test_suite_and_run_report(self, session: Session, spec: EvalSpec, world: World, client_as: MakeClient) -> None:
         _checked(session, spec, world)
         service.seed_golden(session=session, created_by=world.user.id)
         session.commit()
@@ -86,7 +88,7 @@ class TestSuitePages:
         data = pm.get("/api/v1/runs/run-a/regression").json()
         assert data["passed"] == 1 and data["cases"][0]["status"] == "pass"
 
-    def test_export_download(self, session: Session, world: World, client_as: Callable[..., TestClient]) -> None:
+    def test_export_download(self, session: Session, world: World, client_as: MakeClient) -> None:
         service.seed_golden(session=session, created_by=world.user.id)
         session.commit()
         r = client_as("lead").get("/regression/export.jsonl")
@@ -96,7 +98,7 @@ class TestSuitePages:
 
 
 class TestComparePages:
-    def test_compare_page_and_api(self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]) -> None:
+    def test_compare_page_and_api(self, session: Session, spec: EvalSpec, world: World, client_as: MakeClient, api_as: MakeClient) -> None:
         _checked(session, spec, world)
         page = client_as("pm").get("/runs/compare?a=run-a&b=run-b")
         assert page.status_code == 200
@@ -125,7 +127,7 @@ class TestComparePages:
         assert api.get("/api/v1/runs/compare", params={"a": "run-a"}).status_code == 422
 
     def test_case_table_filters_csv_fragment_and_side_by_side(
-        self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient]
+        self, session: Session, spec: EvalSpec, world: World, client_as: MakeClient
     ) -> None:
         _checked(session, spec, world)
         pm = client_as("pm")
@@ -149,7 +151,7 @@ class TestComparePages:
         assert missing.status_code == 404
 
     def test_empty_form_and_different_datasets_refused(
-        self, session: Session, world: World, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
+        self, session: Session, world: World, client_as: MakeClient, api_as: MakeClient
     ) -> None:
         page = client_as("lead").get("/runs/compare")
         assert page.status_code == 200 and "run-a" in page.text
@@ -162,7 +164,7 @@ class TestComparePages:
 
 
 class TestBaselineAndAlerts:
-    def test_baseline_form(self, session: Session, world: World, client_as: Callable[..., TestClient]) -> None:
+    def test_baseline_form(self, session: Session, world: World, client_as: MakeClient) -> None:
         lead = client_as("lead")
         r = lead.post(f"/runs/{world.b.id}/baseline", data={"action": "mark"}, follow_redirects=False)
         assert r.status_code == 303
@@ -171,7 +173,7 @@ class TestBaselineAndAlerts:
         assert client_as("labeler").post(f"/runs/{world.b.id}/baseline", data={"action": "mark"}).status_code == 403
 
     def test_alerts_page_api_ack_and_home_cards(
-        self, session: Session, spec: EvalSpec, world: World, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
+        self, session: Session, spec: EvalSpec, world: World, client_as: MakeClient, api_as: MakeClient
     ) -> None:
         _checked(session, spec, world)
         pm = client_as("pm")
