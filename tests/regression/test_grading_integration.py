@@ -5,16 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
-from tests.checks.conftest import World, build_world
+from tests.checks.conftest import World
 from webapp.checks import service as checks_service
 from webapp.grading.models import FinalGrade
 from webapp.regression import comparison, service
 from webapp.spec import EvalSpec
-
-
-@pytest.fixture
-def world(session: Session) -> World:
-    return build_world(session)
 
 
 def _ids(session: Session, run_id: int) -> dict[str, int]:

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from tests.checks.conftest import World, build_world
+from tests.checks.conftest import World
 from tests.factories import make_dataset, make_run
 from webapp import flows
 from webapp.checks import service as checks_service
@@ -17,11 +17,6 @@ from webapp.regression import service
 from webapp.spec import EvalSpec
 
 MakeClient = Callable[..., TestClient]
-
-
-@pytest.fixture
-def world(session: Session) -> World:
-    return build_world(session)
 
 
 def _checked(session: Session, spec: EvalSpec, world: World) -> dict[str, int]:
