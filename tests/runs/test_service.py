@@ -24,15 +24,9 @@ from webapp.spec import load_spec
 
 def draft(case_id: str, **extra: object) -> dict:
     return {
-        "case_id": case_id,
-        "draft_text": "Hello, here is how it works.",
-        "citations": [{"article_id": "KB-1042", "revision": 1}],
-        "confidence": 0.85,
-        "intent": "billing_charge",
-        "escalated": False,
-        "latency_ms": 1200,
-        "cost_usd": 0.012,
-        **extra,
+        "case_id": case_id, "draft_text": "Hello, here is how it works.",
+        "citations": [{"article_id": "KB-1042", "revision": 1}], "confidence": 0.85, "intent": "billing_charge",
+        "escalated": False, "latency_ms": 1200, "cost_usd": 0.012, **extra,
     }
 
 
@@ -49,12 +43,8 @@ def dataset(session: Session) -> Dataset:
 
 class TestImportDrafts:
     def test_creates_run_and_drafts(self, session: Session, dataset: Dataset) -> None:
-        records = [
-            draft("c1"),
-            draft("c2", draft_text=None, escalated=True, citations=[], confidence=None),
-            draft("c1", sample_index=1),
-            draft("c3", raw_output={"choices": [1]}),
-        ]
+        records = [draft("c1"), draft("c2", draft_text=None, escalated=True, citations=[], confidence=None)]
+        records += [draft("c1", sample_index=1), draft("c3", raw_output={"choices": [1]})]
         result = flows.import_drafts(
             session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m", prompt_version="v3"
         )
