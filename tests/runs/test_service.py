@@ -24,9 +24,9 @@ from webapp.spec import load_spec
 
 def draft(case_id: str, **extra: object) -> dict:
     return {
-        "case_id": case_id, "draft_text": "Hello, here is how it works.",
-        "citations": [{"article_id": "KB-1042", "revision": 1}], "confidence": 0.85, "intent": "billing_charge",
-        "escalated": False, "latency_ms": 1200, "cost_usd": 0.012, **extra,
+        "case_id": case_id, "draft_text": "Hello, here is how it works.", "intent": "billing_charge",
+        "citations": [{"article_id": "KB-1042", "revision": 1}], "confidence": 0.85, "escalated": False,
+        "latency_ms": 1200, "cost_usd": 0.012, **extra,
     }
 
 
