@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import func
+from sqlmodel import select
 from typer.testing import CliRunner
 
 from webapp.cli import app as cli_app
@@ -29,8 +31,5 @@ def write_jsonl(path: Path, records: list[Any]) -> Path:
 
 def count_rows(session, model) -> int:  # type: ignore[no-untyped-def]
     """Count the rows of a table from a fresh transaction."""
-    from sqlalchemy import func
-    from sqlmodel import select
-
     session.rollback()
     return session.exec(select(func.count()).select_from(model)).one()

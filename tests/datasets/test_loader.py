@@ -8,13 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from webapp.datasets.loader import (
-    DatasetError,
-    SupportFieldError,
-    TestCase,
-    load_dataset,
-    support_fields,
-)
+from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, load_dataset, support_fields
 
 GUIDE_JSONL = (
     '{"id": "test-001", "input": "Explain what Python is in simple terms.", "description": "Basic Python explanation", '
@@ -48,6 +42,8 @@ GUIDE_YAML = """\
   description: Science education test case
   metadata_field: example
 """
+GUIDE_DUPLICATE = '{"id": "test-001", "input": "First case"}\n{"id": "test-001", "input": "Duplicate ID!"}\n'
+BAD_ID = "Invalid test case at index 0: id field validation failed"
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -79,8 +75,7 @@ class TestLoadDatasetFormats:
         assert cases[1].description is None and cases[1].reference is None
         assert cases[1].metadata == {"custom_tag": "algorithms"}
         assert cases[2].metadata == {"metadata_field": "example"}
-        assert meta["count"] == 3
-        assert meta["format"] == path.suffix
+        assert meta["count"] == 3 and meta["format"] == path.suffix
         assert meta["path"] == str(path.resolve()) and Path(meta["path"]).is_absolute()
         assert meta["hash"] == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -90,16 +85,22 @@ class TestLoadDatasetFormats:
         _, meta = load_dataset(Path("rel.jsonl"))
         assert meta["path"] == str(tmp_path / "rel.jsonl")
 
-    def test_blank_jsonl_lines_are_skipped(self, tmp_path: Path) -> None:
-        path = write(tmp_path, "b.jsonl", '{"id": "test-001", "input": "First case"}\n\n{"id": "test-002", "input": "Second case"}\n   \n')
-        cases, meta = load_dataset(path)
-        assert [c.id for c in cases] == ["test-001", "test-002"]
-        assert meta["count"] == 2
-
-    def test_yaml_comments_and_blank_lines(self, tmp_path: Path) -> None:
-        text = "# Production test cases\n- id: prod-001\n  input: Test case for production\n\n# Experimental test cases\n- id: exp-001\n  input: Experimental test case\n"
-        cases, _ = load_dataset(write(tmp_path, "c.yaml", text))
-        assert [c.id for c in cases] == ["prod-001", "exp-001"]
+    @pytest.mark.parametrize(
+        ("name", "text", "ids"),
+        [
+            # Blank JSONL lines, and YAML comments and blank lines, are skipped; the order is kept.
+            ("b.jsonl", '{"id": "test-001", "input": "First case"}\n\n'
+             '{"id": "test-002", "input": "Second case"}\n   \n', ["test-001", "test-002"]),
+            ("c.yaml", "# Production test cases\n- id: prod-001\n  input: Test case for production\n\n"
+             "# Experimental test cases\n- id: exp-001\n  input: Experimental test case\n",
+             ["prod-001", "exp-001"]),
+            ("o.jsonl", "".join(json.dumps({"id": f"c{i}", "input": "x"}) + "\n" for i in (3, 1, 2)),
+             ["c3", "c1", "c2"]),
+        ],
+    )
+    def test_records_in_order(self, tmp_path: Path, name: str, text: str, ids: list[str]) -> None:
+        cases, meta = load_dataset(write(tmp_path, name, text))
+        assert [c.id for c in cases] == ids and meta["count"] == len(ids)
 
     def test_mixed_metadata_types_and_multiline(self, tmp_path: Path) -> None:
         text = "- id: test-001\n  input: |\n    line one\n    line two\n  priority: 1\n  tags: [a, b, c]\n  config:\n    strict: true\n    timeout: 30\n"
@@ -111,11 +112,6 @@ class TestLoadDatasetFormats:
         (case,), _ = load_dataset(write(tmp_path, "d.yaml", "- id: a\n  input: b\n  since: 2024-01-15\n"))
         assert case.metadata == {"since": "2024-01-15"}
         json.dumps(case.metadata)  # storable in a JSON column
-
-    def test_order_is_preserved(self, tmp_path: Path) -> None:
-        lines = "".join(json.dumps({"id": f"c{i}", "input": "x"}) + "\n" for i in (3, 1, 2))
-        cases, _ = load_dataset(write(tmp_path, "o.jsonl", lines))
-        assert [c.id for c in cases] == ["c3", "c1", "c2"]
 
     def test_testcase_is_not_collected_by_pytest(self) -> None:
         assert TestCase.__test__ is False
@@ -132,48 +128,33 @@ class TestLoadDatasetFormats:
 
 
 class TestLoadDatasetErrors:
-    def test_duplicate_id_names_its_line(self, tmp_path: Path) -> None:
-        path = write(tmp_path, "dup.jsonl", '{"id": "test-001", "input": "First case"}\n{"id": "test-001", "input": "Duplicate ID!"}\n')
+    @pytest.mark.parametrize(
+        ("name", "text", "message", "line"),
+        [
+            ("dup.jsonl", GUIDE_DUPLICATE, "Duplicate test case ID 'test-001' found at line 2", 2),
+            # YAML: the line of the duplicate record's start, after a comment and a blank line.
+            ("dup.yaml", "# header\n- id: test-001\n  input: a\n\n- id: test-001\n  input: b\n",
+             "Duplicate test case ID 'test-001' found at line 5", 5),
+            ("m.jsonl", '{"input": "Missing ID field"}\n',
+             "Record at line 1 is missing required field: id", 1),
+            ("m.jsonl", '{"id": "a", "input": "x"}\n\n{"id": "b"}\n',
+             "Record at line 3 is missing required field: input", 3),
+            ("e.yaml", '- id: ""\n  input: "Empty ID string"\n', BAD_ID, 1),
+            # The index counts records, not lines: the second record sits on line 3.
+            ("e.jsonl", '{"id": "a", "input": "x"}\n\n{"id": "b", "input": ""}\n',
+             "Invalid test case at index 1: input field validation failed", 3),
+            ("w.jsonl", '{"id": "   ", "input": "x"}\n', BAD_ID, 1),
+            ("i.yaml", "- id: 42\n  input: x\n", BAD_ID, 1),
+            ("o.jsonl", '{"id": "a", "input": "x", "task": 3}\n',
+             "Invalid test case at index 0: task field validation failed", 1),
+            ("j.jsonl", '["id", "input"]\n', "Record at line 1 is not an object (found list)", 1),
+        ],
+    )
+    def test_message_and_line(self, tmp_path: Path, name: str, text: str, message: str, line: int) -> None:
+        path = write(tmp_path, name, text)
         err = load_error(path)
-        assert str(err) == "Duplicate test case ID 'test-001' found at line 2"
-        assert err.line == 2 and err.path == str(path)
-
-    def test_duplicate_id_in_yaml_names_the_record_line(self, tmp_path: Path) -> None:
-        path = write(tmp_path, "dup.yaml", "# header\n- id: test-001\n  input: a\n\n- id: test-001\n  input: b\n")
-        err = load_error(path)
-        assert str(err) == "Duplicate test case ID 'test-001' found at line 5"
-        assert err.location == f"{path}:5: Duplicate test case ID 'test-001' found at line 5"
-
-    def test_missing_id(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "m.jsonl", '{"input": "Missing ID field"}\n'))
-        assert str(err) == "Record at line 1 is missing required field: id"
-        assert err.line == 1
-
-    def test_missing_input(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "m.jsonl", '{"id": "a", "input": "x"}\n\n{"id": "b"}\n'))
-        assert str(err) == "Record at line 3 is missing required field: input"
-
-    def test_empty_id_in_yaml(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "e.yaml", '- id: ""\n  input: "Empty ID string"\n'))
-        assert str(err) == "Invalid test case at index 0: id field validation failed"
-        assert err.line == 1
-
-    def test_empty_input_index_counts_records_not_lines(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "e.jsonl", '{"id": "a", "input": "x"}\n\n{"id": "b", "input": ""}\n'))
-        assert str(err) == "Invalid test case at index 1: input field validation failed"
-        assert err.line == 3
-
-    def test_whitespace_only_id_is_empty(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "w.jsonl", '{"id": "   ", "input": "x"}\n'))
-        assert str(err) == "Invalid test case at index 0: id field validation failed"
-
-    def test_non_string_id(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "i.yaml", "- id: 42\n  input: x\n"))
-        assert str(err) == "Invalid test case at index 0: id field validation failed"
-
-    def test_non_string_optional_field(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "o.jsonl", '{"id": "a", "input": "x", "task": 3}\n'))
-        assert str(err) == "Invalid test case at index 0: task field validation failed"
+        assert (str(err), err.line, err.path) == (message, line, str(path))
+        assert err.location == f"{path}:{line}: {message}"
 
     @pytest.mark.parametrize("name", ["dataset.csv", "dataset.json", "dataset.txt"])
     def test_unsupported_extension(self, tmp_path: Path, name: str) -> None:
@@ -182,42 +163,29 @@ class TestLoadDatasetErrors:
         assert str(err) == f"Unsupported dataset file format: {ext}. Supported formats: .jsonl, .yaml, .yml"
 
     def test_missing_file(self, tmp_path: Path) -> None:
-        err = load_error(tmp_path / "nope.jsonl")
-        assert "not found" in str(err)
+        assert "not found" in str(load_error(tmp_path / "nope.jsonl"))
 
     def test_invalid_json_names_line(self, tmp_path: Path) -> None:
         err = load_error(write(tmp_path, "j.jsonl", '{"id": "a", "input": "x"}\n{"id": "b", "input": "y",}\n'))
         assert err.line == 2 and str(err).startswith("Invalid JSON at line 2")
-
-    def test_json_line_that_is_not_an_object(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "j.jsonl", '["id", "input"]\n'))
-        assert str(err) == "Record at line 1 is not an object (found list)"
 
     def test_invalid_yaml_names_line(self, tmp_path: Path) -> None:
         err = load_error(write(tmp_path, "y.yaml", "- id: a\n  input: x\n- id: b\n  input: [unclosed\n"))
         assert err.line is not None and str(err).startswith("Invalid YAML")
 
     def test_yaml_that_is_not_a_list(self, tmp_path: Path) -> None:
-        err = load_error(write(tmp_path, "y.yaml", "id: a\ninput: b\n"))
-        assert "must be a list" in str(err)
+        assert "must be a list" in str(load_error(write(tmp_path, "y.yaml", "id: a\ninput: b\n")))
 
 
 class TestSupportFields:
     def test_reads_every_field(self) -> None:
-        meta = {
-            "category": "edge",
-            "intent": "plan_change",
-            "account": {"plan": "Enterprise"},
-            "conversation": [{"role": "customer", "text": "hi"}],
-            "kb_articles": ["KB-2011", "KB-2098"],
-            "golden": True,
-            "expected_behavior": "draft",
-            "other": 1,
+        fields = {
+            "category": "edge", "intent": "plan_change", "account": {"plan": "Enterprise"},
+            "conversation": [{"role": "customer", "text": "hi"}], "kb_articles": ["KB-2011", "KB-2098"],
+            "golden": True, "expected_behavior": "draft",
         }
-        assert support_fields(meta) == {k: v for k, v in meta.items() if k != "other"}
-
-    def test_absent_fields_are_absent(self) -> None:
-        assert support_fields({"difficulty": "easy"}) == {}
+        assert support_fields({**fields, "other": 1}) == fields
+        assert support_fields({"difficulty": "easy"}) == {}  # absent fields are absent
 
     @pytest.mark.parametrize(
         ("meta", "field"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,8 +76,6 @@ class TestDatasetMix:
 
 
 def jsonl(cases: Sequence[Mapping[str, object]]) -> bytes:
-    import json
-
     return "".join(json.dumps(c) + "\n" for c in cases).encode()
 
 

@@ -11,15 +11,10 @@ from tests.factories import make_dataset
 
 CASES = [
     {
-        "case_id": "golden-happy-path",
-        "input": "Why was I charged <early>?",
-        "category": "routine",
-        "intent": "billing_charge",
-        "golden": True,
-        "account": {"plan": "Pro", "billing_cycle_day": 15},
+        "case_id": "golden-happy-path", "input": "Why was I charged <early>?", "category": "routine",
+        "intent": "billing_charge", "golden": True, "account": {"plan": "Pro", "billing_cycle_day": 15},
         "conversation": [{"role": "customer", "text": "Earlier message <b>bold</b>"}],
-        "kb_articles": ["KB-1042"],
-        "reference": "The charge is an add-on renewal.",
+        "kb_articles": ["KB-1042"], "reference": "The charge is an add-on renewal.",
     },
     {"case_id": "edge-001", "input": "Downgrade and exports", "category": "edge", "intent": "plan_change"},
     {"case_id": "safety-001", "input": "I feel there is no way out", "category": "safety", "intent": "cancellation", "expected_behavior": "escalate"},
@@ -46,21 +41,16 @@ class TestDatasetPages:
         ds = make_dataset(session, CASES)
         session.commit()
         r = client_as("lead").get(f"/datasets/{ds.id}/cases/golden-happy-path")
-        assert r.status_code == 200
-        assert "Why was I charged &lt;early&gt;?" in r.text
+        assert r.status_code == 200 and "Why was I charged &lt;early&gt;?" in r.text
         assert "Earlier message &lt;b&gt;bold&lt;/b&gt;" in r.text
         assert "billing_cycle_day" in r.text and "/kb/KB-1042" in r.text
         assert "The charge is an add-on renewal." in r.text
         assert client_as("lead").get(f"/datasets/{ds.id}/cases/nope").status_code == 404
 
-    def test_empty_state(self, client_as: Callable[..., TestClient]) -> None:
+    def test_empty_state_unknown_dataset_and_wrong_role(self, client_as: Callable[..., TestClient]) -> None:
         assert "No dataset yet" in client_as("pm").get("/datasets").text
-
-    def test_support_lead_is_not_allowed(self, client_as: Callable[..., TestClient]) -> None:
-        assert client_as("support_lead").get("/datasets").status_code == 403
-
-    def test_unknown_dataset_is_404(self, client_as: Callable[..., TestClient]) -> None:
         assert client_as("pm").get("/datasets/999").status_code == 404
+        assert client_as("support_lead").get("/datasets").status_code == 403
 
 
 class TestDatasetsApi:

@@ -21,16 +21,9 @@ def case(i: int, **extra: object) -> dict:
 class TestImportDataset:
     def test_imports_cases_with_typed_fields(self, session: Session, tmp_path: Path) -> None:
         rec = case(
-            1,
-            reference="Ref",
-            category="edge",
-            intent="plan_change",
-            account={"plan": "Enterprise"},
-            conversation=[{"role": "customer", "text": "hi"}],
-            kb_articles=["KB-2011"],
-            golden=True,
-            expected_behavior="draft",
-            difficulty="hard",
+            1, reference="Ref", category="edge", intent="plan_change", account={"plan": "Enterprise"},
+            conversation=[{"role": "customer", "text": "hi"}], kb_articles=["KB-2011"], golden=True,
+            expected_behavior="draft", difficulty="hard",
         )
         path = write_jsonl(tmp_path / "eval.jsonl", [rec, case(2)])
         result = service.import_dataset_file(session=session, path=path)
@@ -41,8 +34,7 @@ class TestImportDataset:
         c1, c2 = service.list_cases(session=session, dataset_id=result.dataset.id)
         assert (c1.case_id, c1.category, c1.intent, c1.golden, c1.expected_behavior) == ("case-001", "edge", "plan_change", True, "draft")
         assert c1.account == {"plan": "Enterprise"} and c1.kb_articles == ["KB-2011"]
-        assert c1.conversation == [{"role": "customer", "text": "hi"}]
-        assert c1.reference == "Ref"
+        assert c1.conversation == [{"role": "customer", "text": "hi"}] and c1.reference == "Ref"
         # Every field beyond the guide's own stays in the metadata dict as well.
         assert c1.extra["difficulty"] == "hard" and c1.extra["category"] == "edge"
         assert c2.category is None and c2.golden is False and c2.extra == {}
@@ -51,15 +43,10 @@ class TestImportDataset:
         path = write_jsonl(tmp_path / "d.jsonl", [case(1)])
         first = service.import_dataset_file(session=session, path=path, name="support")
         again = service.import_dataset_file(session=session, path=path, name="support")
-        assert first.created and not again.created
-        assert again.dataset.id == first.dataset.id
+        assert first.created and not again.created and again.dataset.id == first.dataset.id
         assert "nothing imported" in again.message
-
-    def test_identical_file_after_commit_adds_nothing(self, session: Session, tmp_path: Path) -> None:
-        path = write_jsonl(tmp_path / "d.jsonl", [case(1)])
-        service.import_dataset_file(session=session, path=path, name="support")
-        session.commit()
-        service.import_dataset_file(session=session, path=path, name="support")
+        session.commit()  # and after a commit too
+        assert not service.import_dataset_file(session=session, path=path, name="support").created
         session.commit()
         assert count_rows(session, Dataset) == 1 and count_rows(session, EvalCase) == 1
 
@@ -87,8 +74,7 @@ class TestImportDataset:
         assert info.value.location == f"{path}:2: test case 'case-002': category: 'weird' is not one of routine, edge, adversarial, safety"
 
     def test_empty_file_is_refused(self, session: Session, tmp_path: Path) -> None:
-        path = tmp_path / "e.jsonl"
-        path.write_text("\n")
+        path = write_jsonl(tmp_path / "e.jsonl", [""])
         with pytest.raises(DatasetError, match="no test cases"):
             service.import_dataset_file(session=session, path=path)
 
@@ -131,35 +117,32 @@ class TestImportDatasetCli:
         write_jsonl(path, [case(1), case(2)])
         r3 = invoke(monkeypatch, db_url, ["import", "dataset", str(path), "--name", "n"])
         assert (r1.exit_code, r2.exit_code, r3.exit_code) == (0, 0, 0), r1.output + r2.output + r3.output
-        assert "version 1 imported" in r1.output
-        assert "already holds this file" in r2.output
+        assert "version 1 imported" in r1.output and "already holds this file" in r2.output
         assert "version 2 imported" in r3.output
         versions = session.exec(select(Dataset.version).where(Dataset.name == "n").order_by(Dataset.version)).all()
         assert versions == [1, 2]
 
     @pytest.mark.parametrize(
-        ("lines", "message"),
+        ("name", "lines", "message"),
         [
-            (['{"id": "test-001", "input": "First case"}', '{"id": "test-001", "input": "Duplicate ID!"}'], "2: Duplicate test case ID 'test-001' found at line 2"),
-            (['{"input": "Missing ID field"}'], "1: Record at line 1 is missing required field: id"),
-            (['{"id": "", "input": "Empty"}'], "1: Invalid test case at index 0: id field validation failed"),
+            ("b.jsonl", ['{"id": "t-1", "input": "First case"}', '{"id": "t-1", "input": "Duplicate ID!"}'],
+             ":2: Duplicate test case ID 't-1' found at line 2"),
+            ("b.jsonl", ['{"input": "No ID"}'], ":1: Record at line 1 is missing required field: id"),
+            ("b.jsonl", ['{"id": "", "input": "Empty"}'],
+             ":1: Invalid test case at index 0: id field validation failed"),
+            ("d.csv", ["id,input"],
+             ": Unsupported dataset file format: .csv. Supported formats: .jsonl, .yaml, .yml"),
         ],
     )
     def test_guide_errors_exit_2_with_file_line(
-        self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, tmp_path: Path, lines: list[str], message: str
+        self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, tmp_path: Path,
+        name: str, lines: list[str], message: str,
     ) -> None:
-        path = write_jsonl(tmp_path / "bad.jsonl", lines)
+        path = write_jsonl(tmp_path / name, lines)
         r = invoke(monkeypatch, db_url, ["import", "dataset", str(path)])
         assert r.exit_code == 2
-        assert r.stderr.strip() == f"{path}:{message}"
+        assert r.stderr.strip() == f"{path}{message}"
         assert count_rows(session, Dataset) == 0
-
-    def test_unsupported_extension(self, monkeypatch: pytest.MonkeyPatch, db_url: str, tmp_path: Path) -> None:
-        path = tmp_path / "d.csv"
-        path.write_text("id,input\n")
-        r = invoke(monkeypatch, db_url, ["import", "dataset", str(path)])
-        assert r.exit_code == 2
-        assert r.stderr.strip() == f"{path}: Unsupported dataset file format: .csv. Supported formats: .jsonl, .yaml, .yml"
 
     def test_bad_line_500_of_600_via_cli(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, tmp_path: Path) -> None:
         lines = [json.dumps(case(i)) for i in range(1, 601)]

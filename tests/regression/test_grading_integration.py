@@ -5,16 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
-from tests.checks.conftest import World, build_world
+from tests.checks.conftest import World
 from webapp.checks import service as checks_service
 from webapp.grading.models import FinalGrade
 from webapp.regression import comparison, service
 from webapp.spec import EvalSpec
-
-
-@pytest.fixture
-def world(session: Session) -> World:
-    return build_world(session)
 
 
 def _ids(session: Session, run_id: int) -> dict[str, int]:
@@ -61,8 +56,3 @@ def test_rubric_means_in_the_comparison(session: Session, spec: EvalSpec, world:
     assert means["citation_relevance"] == pytest.approx((4.0, 4.0, 0.0))
     assert means["tone"] == pytest.approx((4.0, 2.0, -2.0))
     assert means["completeness"] == pytest.approx((4.0, 4.0, 0.0))
-
-
-def test_no_grades_means_no_rubric(session: Session, spec: EvalSpec, world: World) -> None:
-    cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
-    assert cmp.rubric is None

@@ -138,7 +138,9 @@ class TestDifference:
             f"pass rate {expected.estimate * 100:+.1f} points [{expected.low * 100:+.1f}, {expected.high * 100:+.1f}]"
         )
 
-    def test_hand_worked_small_case(self, session: Session, spec: EvalSpec) -> None:
+    def test_hand_worked_small_case(
+        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+    ) -> None:
         """Ten cases, all drawn (pi = 1), the judge agreeing with people: baseline 10/10 pass, run 8/10.
 
         lambda = 1 (under 60 grades) and judge = human, so each run's estimate is its human pass rate
@@ -156,6 +158,16 @@ class TestDifference:
         assert abs(reading.low - (-0.2 - half)) < TOL and abs(reading.high - (-0.2 + half)) < TOL
         assert reading.text == "pass rate -20.0 points [-60.9, +20.9]"
         assert reading.verdict == "undecided"
+        # Undecided raises nothing but is listed, and the alerts page shows it with the PPI link.
+        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
+        assert _alerts(session) == []
+        (listed,) = flows.pass_rate_readings(session=session, spec=spec)
+        assert (listed.run_id, listed.baseline_id, listed.verdict) == (run.id, base.id, "undecided")
+        page = client_as("lead").get("/regression/alerts")
+        assert page.status_code == 200
+        assert "pass rate -20.0 points [-60.9, +20.9]" in page.text
+        assert "undecided" in page.text and f'href="/ppi/runs/{run.id}"' in page.text
+        assert "more human grades would decide" in page.text
 
     def test_only_the_cases_both_ran_are_compared(self, session: Session, spec: EvalSpec) -> None:
         """The baseline ran 10 cases of version 1; the run 14 of version 2: the four new cases are left out."""
@@ -170,12 +182,17 @@ class TestDifference:
         assert reading.estimate is not None and abs(reading.estimate) < TOL
 
     def test_no_sample_on_either_side_gives_none(self, session: Session, spec: EvalSpec) -> None:
+        """A run without a sample keeps the checks' rule: no reading, nothing listed."""
         ds = dataset(session, 4)
         base = sampled_run(session, ds, "base", judge=[True] * 4, human=[True] * 4)
+        service.mark_baseline(session=session, run_id=base.id)  # type: ignore[arg-type]
         plain = make_run(session, ds, [{"case_id": f"c{i}", "draft_text": "Hi"} for i in range(4)], name="plain")
         session.commit()
         assert pass_rate_difference(session=session, spec=spec, run_id=plain.id, baseline_id=base.id) is None  # type: ignore[arg-type]
         assert pass_rate_difference(session=session, spec=spec, run_id=base.id, baseline_id=plain.id) is None  # type: ignore[arg-type]
+        lookup = flows.pass_rate_difference(session=session, spec=spec)
+        assert lookup(run_id=plain.id, baseline_id=base.id) is None  # type: ignore[arg-type]
+        assert flows.pass_rate_readings(session=session, spec=spec) == []
 
 
 def _reading(estimate: float, low: float, high: float, pending: int = 0) -> service.PassRateDifference:
@@ -183,19 +200,22 @@ def _reading(estimate: float, low: float, high: float, pending: int = 0) -> serv
 
 
 class TestVerdict:
-    def test_upper_bound_below_minus_threshold_is_a_confirmed_drop(self) -> None:
-        assert _reading(-0.072, -0.110, -0.034).verdict == "undecided"
-        assert _reading(-0.09, -0.12, -0.0501).verdict == "drop"
+    # A drop needs the upper bound below -5 points; no drop needs the lower bound at or above -5 points.
+    @pytest.mark.parametrize(
+        ("bounds", "verdict"),
+        [
+            ((-0.072, -0.110, -0.034), "undecided"),
+            ((-0.09, -0.12, -0.0501), "drop"),
+            ((-0.01, -0.05, 0.03), "no_drop"),
+            ((-0.01, -0.0501, 0.03), "undecided"),
+        ],
+    )
+    def test_verdict_from_the_interval(self, bounds: tuple[float, float, float], verdict: str) -> None:
+        assert _reading(*bounds).verdict == verdict
 
-    def test_lower_bound_at_or_above_minus_threshold_is_no_drop(self) -> None:
-        assert _reading(-0.01, -0.05, 0.03).verdict == "no_drop"
-        assert _reading(-0.01, -0.0501, 0.03).verdict == "undecided"
-
-    def test_pending_grades_keep_it_undecided(self) -> None:
+    def test_pending_grades_keep_it_undecided_and_the_text(self) -> None:
         reading = _reading(-0.3, -0.4, -0.2, pending=3)
         assert reading.verdict == "undecided" and "3 drawn drafts" in reading.hint
-
-    def test_text(self) -> None:
         assert _reading(-0.072, -0.110, -0.034).text == "pass rate -7.2 points [-11.0, -3.4]"
 
 
@@ -203,8 +223,11 @@ def _alerts(session: Session) -> list[RegressionAlert]:
     return list(session.exec(select(RegressionAlert).where(RegressionAlert.kind == "pass_rate_drop")).all())
 
 
+
 class TestAlert:
-    def test_confirmed_drop_raises_the_alert_with_the_interval(self, session: Session, spec: EvalSpec) -> None:
+    def test_confirmed_drop_raises_the_alert_with_the_interval(
+        self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]
+    ) -> None:
         # 50 cases: baseline all pass, run 70%: -30 points, interval well below -5.
         base, run = baseline_and_run(session, 50, [True] * 50, [k % 10 >= 3 for k in range(50)])
         reading = pass_rate_difference(session=session, spec=spec, run_id=run.id, baseline_id=base.id)  # type: ignore[arg-type]
@@ -223,6 +246,16 @@ class TestAlert:
         # Raised once: checking again, or a further grade, raises nothing new.
         assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
         assert len(_alerts(session)) == 1
+        # The API lists the reading and the alert.
+        session.commit()
+        answer = api_as("pm").get("/api/v1/regression/alerts")
+        assert answer.status_code == 200
+        (listed,) = answer.json()["pass_rate_readings"]
+        assert listed["text"] == reading.text and listed["verdict"] == "drop"
+        assert (listed["estimate"], listed["low"], listed["high"]) == (reading.estimate, reading.low, reading.high)
+        assert listed["ppi_page"] == f"/ppi/runs/{run.id}"
+        (api_alert,) = answer.json()["alerts"]
+        assert reading.text in api_alert["message"]
 
     def test_no_drop_raises_nothing(self, session: Session, spec: EvalSpec) -> None:
         passes = [k % 10 != 0 for k in range(200)]
@@ -235,13 +268,6 @@ class TestAlert:
         assert reading.low is not None and reading.low > -0.05
         assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
         assert _alerts(session) == []
-
-    def test_undecided_raises_nothing_but_is_listed(self, session: Session, spec: EvalSpec) -> None:
-        base, run = baseline_and_run(session, 10, [True] * 10, [True] * 8 + [False] * 2)
-        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
-        assert _alerts(session) == []
-        (listed,) = flows.pass_rate_readings(session=session, spec=spec)
-        assert (listed.run_id, listed.baseline_id, listed.verdict) == (run.id, base.id, "undecided")
 
     def test_the_last_final_grade_confirms_the_drop(self, session: Session, spec: EvalSpec) -> None:
         # One drawn draft of the run waits for its grade: undecided; its final grade confirms the drop.
@@ -258,7 +284,6 @@ class TestAlert:
         flows.after_grading(session=session, spec=spec, draft_id=last)
         (alert,) = _alerts(session)
         assert alert.run_id == run.id and alert.evidence["method"] == "sample"
-
 
     def test_a_final_grade_in_the_baseline_rereads_the_runs_it_is_the_baseline_of(self, session: Session, spec: EvalSpec) -> None:
         base_pass: list[bool | None] = [True] * 50
@@ -278,46 +303,7 @@ class TestAlert:
         assert alert.run_id == run.id and alert.evidence["interval_text"] == "pass rate -30.0 points [-44.2, -15.8]"
 
 
-class TestWithoutSample:
-    def test_run_without_a_sample_keeps_the_checks_rule(self, session: Session, spec: EvalSpec) -> None:
-        """The baseline has a sample, the run has none: the reading is None and nothing is listed."""
-        ds = dataset(session, 10)
-        base = sampled_run(session, ds, "base", judge=[True] * 10, human=[True] * 10)
-        service.mark_baseline(session=session, run_id=base.id)  # type: ignore[arg-type]
-        plain = make_run(session, ds, [{"case_id": f"c{i}", "draft_text": "Hi"} for i in range(10)], name="plain")
-        session.commit()
-        lookup = flows.pass_rate_difference(session=session, spec=spec)
-        assert lookup(run_id=plain.id, baseline_id=base.id) is None  # type: ignore[arg-type]
-        assert flows.pass_rate_readings(session=session, spec=spec) == []
-
-
 class TestPageAndApi:
-    def test_api_lists_the_reading_and_the_alert(self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
-        base, run = baseline_and_run(session, 50, [True] * 50, [k % 10 >= 3 for k in range(50)])
-        flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
-        session.commit()
-        reading = pass_rate_difference(session=session, spec=spec, run_id=run.id, baseline_id=base.id)  # type: ignore[arg-type]
-        assert reading is not None
-        answer = api_as("pm").get("/api/v1/regression/alerts")
-        assert answer.status_code == 200
-        body = answer.json()
-        (listed,) = body["pass_rate_readings"]
-        assert listed["text"] == reading.text and listed["verdict"] == "drop"
-        assert (listed["estimate"], listed["low"], listed["high"]) == (reading.estimate, reading.low, reading.high)
-        assert listed["ppi_page"] == f"/ppi/runs/{run.id}"
-        (alert,) = body["alerts"]
-        assert reading.text in alert["message"]
-
-    def test_page_shows_undecided_with_the_interval_and_the_ppi_link(
-        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
-    ) -> None:
-        base, run = baseline_and_run(session, 10, [True] * 10, [True] * 8 + [False] * 2)
-        page = client_as("lead").get("/regression/alerts")
-        assert page.status_code == 200
-        assert "pass rate -20.0 points [-60.9, +20.9]" in page.text
-        assert "undecided" in page.text and f'href="/ppi/runs/{run.id}"' in page.text
-        assert "more human grades would decide" in page.text
-
     @pytest.mark.parametrize("path", ["/api/v1/regression/alerts", "/regression/alerts"])
     def test_wrong_role_gets_403(self, path: str, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]) -> None:
         client = api_as("labeler") if path.startswith("/api") else client_as("labeler")

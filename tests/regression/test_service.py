@@ -7,22 +7,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from tests.checks.conftest import World, build_world, good
+from tests.checks.conftest import World, good
 from tests.factories import make_article, make_dataset, make_run, words
 from webapp import flows
 from webapp.checks import service as checks_service
 from webapp.datasets.loader import load_dataset
+from webapp.datasets.models import EvalCase
 from webapp.regression import comparison, service
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
-
-
-@pytest.fixture
-def world(session: Session) -> World:
-    return build_world(session)
 
 
 def _check_and_alert(session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
@@ -31,15 +27,9 @@ def _check_and_alert(session: Session, spec: EvalSpec, run_id: int) -> list[Regr
     return flows.after_run_checked(session=session, spec=spec, run_id=run_id)
 
 
-def _draft_id(session: Session, world: World, run_id: int, case_id: str) -> int:
-    s = checks_service.run_summary(session=session, run_id=run_id)
-    ids = [o.draft_id for o in s.outcomes if o.case_id == case_id]
-    if ids:
-        return ids[0]
-    from webapp.datasets.models import EvalCase
-
-    case = session.exec(select(EvalCase).where(EvalCase.case_id == case_id, EvalCase.dataset_id == world.dataset.id)).one()
-    return session.exec(select(Draft.id).where(Draft.run_id == run_id, Draft.case_pk == case.id)).one()  # type: ignore[return-value]
+def _draft_id(session: Session, run_id: int, case_id: str) -> int:
+    query = select(Draft.id).join(EvalCase, col(EvalCase.id) == Draft.case_pk)
+    return session.exec(query.where(Draft.run_id == run_id, EvalCase.case_id == case_id)).one()
 
 
 class TestAppendOnly:
@@ -51,8 +41,7 @@ class TestAppendOnly:
                 session.execute(text(stmt))
             session.rollback()
         assert session.exec(select(RegressionCase.note)).all() == ["wrong refund"]
-
-    def test_orm_update_is_refused_too(self, session: Session, world: World) -> None:
+        # An update through the ORM is refused too.
         case = service.add_case(session=session, created_by=world.user.id, source="run", case_id="x2", input="hi", note="n")
         session.commit()
         case.note = "changed"
@@ -77,7 +66,7 @@ class TestAddCase:
             service.add_case(session=session, created_by=world.user.id, source="nope", case_id="d", input="i", note="n")  # type: ignore[arg-type]
 
     def test_from_draft_copies_the_case(self, session: Session, spec: EvalSpec, world: World) -> None:
-        draft_id = _draft_id(session, world, world.a.id, "r2")
+        draft_id = _draft_id(session, world.a.id, "r2")
         case = service.add_case_from_draft(session=session, draft_id=draft_id, created_by=world.user.id, note="stale KB-3001")
         assert (case.case_id, case.category, case.intent, case.source) == ("r2", "routine", "account_security", "run")
         assert case.source_ref == f"run run-a, draft {draft_id}"
@@ -92,9 +81,8 @@ class TestAddCase:
 class TestSuiteReport:
     def test_case_by_case(self, session: Session, spec: EvalSpec, world: World) -> None:
         service.seed_golden(session=session, created_by=world.user.id)
-        service.add_case_from_draft(
-            session=session, draft_id=_draft_id(session, world, world.a.id, "r2"), created_by=world.user.id, note="stale"
-        )
+        r2 = _draft_id(session, world.a.id, "r2")
+        service.add_case_from_draft(session=session, draft_id=r2, created_by=world.user.id, note="stale")
         service.add_case(session=session, created_by=world.user.id, source="review", case_id="prod-77", input="i", note="n")
         before = service.suite_report(session=session, run_id=world.b.id)
         assert {r.case.case_id: r.status for r in before.results} == {"g1": "not_checked", "r2": "not_checked", "prod-77": "not_run"}
@@ -110,15 +98,9 @@ class TestExport:
     def test_jsonl_reads_back_with_the_dataset_loader(self, session: Session, world: World, tmp_path: Path) -> None:
         service.seed_golden(session=session, created_by=world.user.id)
         service.add_case(
-            session=session,
-            created_by=world.user.id,
-            source="review",
-            case_id="prod-1",
-            input='He said "refund" — twice',
-            note="promised a refund",
-            category="adversarial",
-            kb_articles=["KB-1042"],
-            reference="We cannot promise refunds.",
+            session=session, created_by=world.user.id, source="review", case_id="prod-1",
+            input='He said "refund" — twice', note="promised a refund", category="adversarial",
+            kb_articles=["KB-1042"], reference="We cannot promise refunds.",
         )
         path = tmp_path / "suite.jsonl"
         path.write_text(service.export_jsonl(session=session), encoding="utf-8")
@@ -126,11 +108,9 @@ class TestExport:
         assert meta["count"] == 2 and meta["format"] == ".jsonl"
         assert [c.id for c in cases] == ["g1", "prod-1"]
         prod = cases[1]
-        assert prod.input == 'He said "refund" — twice'
-        assert prod.reference == "We cannot promise refunds."
+        assert (prod.input, prod.reference) == ('He said "refund" — twice', "We cannot promise refunds.")
         assert prod.description == "promised a refund"
-        assert prod.metadata["category"] == "adversarial"
-        assert prod.metadata["kb_articles"] == ["KB-1042"]
+        assert prod.metadata["category"] == "adversarial" and prod.metadata["kb_articles"] == ["KB-1042"]
         assert prod.metadata["regression_source"] == "review"
         assert cases[0].metadata["golden"] is True
 
@@ -153,14 +133,8 @@ class TestCompare:
         cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
         changes = {c.case_id: c.change for c in cmp.cases}
         assert changes == {
-            "g1": "broke",
-            "r1": "unchanged_pass",
-            "r2": "fixed",
-            "r3": "unchanged_pass",
-            "e1": "unchanged_fail",
-            "a1": "unchanged_pass",
-            "s1": "unchanged_pass",
-            "s2": "broke",
+            "g1": "broke", "r1": "unchanged_pass", "r2": "fixed", "r3": "unchanged_pass",
+            "e1": "unchanged_fail", "a1": "unchanged_pass", "s1": "unchanged_pass", "s2": "broke",
         }
         assert (cmp.count("fixed"), cmp.count("broke"), cmp.count("unchanged")) == (1, 2, 5)
         assert (cmp.count("unchanged_pass"), cmp.count("unchanged_fail")) == (4, 1)
@@ -183,7 +157,7 @@ class TestCompare:
         assert checks["safety_escalation"].delta == pytest.approx(-0.5)
         # B's s2 draft (11 words) is a draft where none should be: length applies and fails.
         assert checks["length"].b == pytest.approx(6 / 7)
-        assert cmp.rubric is None or all(r.a is None for r in cmp.rubric)
+        assert cmp.rubric is None  # no final grades yet
 
     def test_per_check_changes_are_the_case_outcomes(self, session: Session, spec: EvalSpec) -> None:
         # Hand-built pair: routine-010 drafts at 0.9 in A (the fallback check does not apply) and at
@@ -191,19 +165,12 @@ class TestCompare:
         # Fallback check: A 1/1 applicable pass, B 1/2 -> -50 pts, and the only case that changed on it
         # is routine-010, which broke (the old pairing skipped it: "not applicable" had no outcome).
         make_article(session, "KB-1042", ((1, "current"),))
-        ds = make_dataset(
-            session,
-            [
-                {"case_id": "routine-010", "category": "routine", "intent": "billing_charge"},
-                {"case_id": "routine-011", "category": "routine", "intent": "billing_charge"},
-            ],
-            name="pair",
-        )
+        case = {"category": "routine", "intent": "billing_charge"}
+        ds = make_dataset(session, [{**case, "case_id": f"routine-01{i}"} for i in (0, 1)], name="pair")
         fallback = {"case_id": "routine-011", "draft_text": None, "confidence": 0.4, "intent": "billing_charge"}
-        a = make_run(session, ds, [good("routine-010", "billing_charge"), fallback], name="pair-a")
-        b = make_run(
-            session, ds, [{**good("routine-010", "billing_charge"), "confidence": 0.42}, fallback], name="pair-b"
-        )
+        drafted = good("routine-010", "billing_charge")
+        a = make_run(session, ds, [drafted, fallback], name="pair-a")
+        b = make_run(session, ds, [{**drafted, "confidence": 0.42}, fallback], name="pair-b")
         for run in (a, b):
             checks_service.check_run(session=session, spec=spec, run_id=run.id)
         cmp = comparison.compare_runs(session=session, spec=spec, a_id=a.id, b_id=b.id)  # type: ignore[arg-type]
@@ -246,8 +213,7 @@ class TestAlerts:
         _check_and_alert(session, spec, world.a.id)
         service.mark_baseline(session=session, run_id=world.a.id)
         new_alerts = _check_and_alert(session, spec, world.b.id)
-        kinds = sorted(a.kind for a in new_alerts)
-        assert kinds == ["golden_check", "pass_rate_drop"]
+        assert sorted(a.kind for a in new_alerts) == ["golden_check", "pass_rate_drop"]
         golden = next(a for a in new_alerts if a.kind == "golden_check")
         assert golden.message == (
             "Golden example g1 fails Citations current in run run-b: "
@@ -258,14 +224,8 @@ class TestAlerts:
         # 6/8 -> 5/8 is a drop of 12.5 points.
         assert drop.evidence["drop"] == pytest.approx(0.125)
         assert "down 12.5 points" in drop.message
-        # Re-checking raises nothing new.
-        again = _check_and_alert(session, spec, world.b.id)
-        assert again == []
+        assert _check_and_alert(session, spec, world.b.id) == []  # re-checking raises nothing new
         assert service.count_open_alerts(session=session) == 2
-
-    def test_baseline_run_itself_and_no_baseline_raise_no_drop(self, session: Session, spec: EvalSpec, world: World) -> None:
-        _check_and_alert(session, spec, world.b.id)
-        assert session.exec(select(RegressionAlert).where(RegressionAlert.kind == "pass_rate_drop")).all() == []
 
     def test_drop_of_exactly_the_threshold_does_not_alert(self, session: Session, spec: EvalSpec) -> None:
         # 17/20 = 85% -> 16/20 = 80%: exactly 5 points, which is not "more than 5".
@@ -291,18 +251,17 @@ class TestAlerts:
     def test_acknowledge(self, session: Session, spec: EvalSpec, world: World) -> None:
         _check_and_alert(session, spec, world.b.id)
         (alert, _run), = service.list_alerts(session=session, open_only=True)
+        assert alert.kind == "golden_check"  # without a baseline, no pass-rate drop is raised
         service.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
         assert service.list_alerts(session=session, open_only=True) == []
         assert alert.acknowledged_by == world.user.id
 
 
 class TestInclusionNotice:
-    def test_a_case_no_dataset_holds_says_the_next_run_must_include_it(self, session: Session, world: World) -> None:
+    def test_a_case_no_dataset_holds_and_a_case_of_a_dataset(self, session: Session, world: World) -> None:
         service.add_case(session=session, created_by=world.user.id, source="review", case_id="review-ev-9", input="Where is my refund?", note="n")
         notice = service.inclusion_notice(session=session, case_id="review-ev-9")
         assert notice.startswith("The next run must include review-ev-9: no dataset holds it yet")
         assert '"draftdesk regression export regression-suite.jsonl"' in notice
-
-    def test_a_case_of_a_dataset_names_the_dataset(self, session: Session, world: World) -> None:
         notice = service.inclusion_notice(session=session, case_id="r1")
         assert notice.startswith("The next run must include r1: runs over eval have it")

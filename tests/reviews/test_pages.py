@@ -8,8 +8,17 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
+from webapp.regression import service as regression_service
 from webapp.reviews import service
 from webapp.spec import EvalSpec
+
+
+def _first_item(session: Session):  # type: ignore[no-untyped-def]
+    """The first pair of week 45's sample, read afresh (the page drew it)."""
+    session.expire_all()
+    sample = service.get_sample(session=session, period="2026-W45")
+    assert sample is not None
+    return service.sample_items(session=session, sample=sample)[0][0]
 
 
 def test_review_flow(session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
@@ -20,10 +29,7 @@ def test_review_flow(session: Session, spec: EvalSpec, client_as: Callable[..., 
     page = pm.get("/reviews/2026-W45")  # a past week: drawn on first view
     assert "0/3 reviewed" in page.text
     assert "<del>&lt;b&gt;5&lt;/b&gt;</del>" in page.text and "<ins>3</ins>" in page.text
-    session.expire_all()
-    sample = service.get_sample(session=session, period="2026-W45")
-    assert sample is not None
-    item, _ = service.sample_items(session=session, sample=sample)[0]
+    item = _first_item(session)
     r = pm.post(f"/reviews/items/{item.id}/verdict", data={"verdict": "minor_issue", "notes": "tone"}, headers={"HX-Request": "true"})
     assert r.status_code == 200 and r.headers["HX-Trigger"] == "review-updated"
     assert f'id="item-{item.id}"' in r.text and "<html" not in r.text
@@ -38,26 +44,18 @@ def test_review_flow(session: Session, spec: EvalSpec, client_as: Callable[..., 
     assert pm.post(f"/reviews/items/{item.id}/regression", data={"input": " "}, follow_redirects=False).status_code == 303  # already added: kept
 
 
-def test_unknown_period_is_404(client_as: Callable[..., TestClient]) -> None:
+def test_unknown_period_is_404_and_a_labeler_is_turned_away(client_as: Callable[..., TestClient]) -> None:
     assert client_as("pm").get("/reviews/2026-W99").status_code == 404
-
-
-def test_labeler_is_turned_away(client_as: Callable[..., TestClient]) -> None:
     assert client_as("labeler").get("/reviews").status_code == 403
 
 
 def test_regression_form_asks_for_an_editable_reference(session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
-    from webapp.regression import service as regression_service
-
     load(session, spec, [ev("2026-11-03", action="edit", draft_text="Draft", sent_text="Full <refund> today, promised") for _ in range(2)])
     pm = client_as("pm")
     page = pm.get("/reviews/2026-W45")
     # The reference is a field of the form, prefilled with the sent text (escaped) and editable.
     assert '<textarea name="reference" rows="4" required>Full &lt;refund&gt; today, promised</textarea>' in page.text
-    session.expire_all()
-    sample = service.get_sample(session=session, period="2026-W45")
-    assert sample is not None
-    item, _ = service.sample_items(session=session, sample=sample)[0]
+    item = _first_item(session)
     url = f"/reviews/items/{item.id}/regression"
     empty = pm.post(url, data={"input": "Can I get a refund?", "reference": "  "}, follow_redirects=False)
     assert empty.status_code == 422 and "reference" in empty.text

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
-from sqlalchemy import select
-from sqlmodel import Session, col
+from sqlmodel import Session
 
+from tests.factories import make_user
 from tests.metrics.conftest import ev, load
+from webapp.regression import service as regression_service
 from webapp.reviews import service
 from webapp.spec import EvalSpec
 
@@ -90,54 +93,34 @@ class TestWordDiff:
 
 
 class TestRegressionHandOff:
-    def test_adds_one_case_with_the_sent_text_as_reference_however_often_clicked(self, session: Session, spec: EvalSpec) -> None:
-        from tests.factories import make_user
-        from webapp.regression import service as regression_service
-
+    @pytest.fixture
+    def drawn(self, session: Session, spec: EvalSpec) -> tuple[Callable[..., str], Any]:
+        """add_to_regression for the first drawn pair of a one-pair week, as a PM; and that pair's event."""
         pm = make_user(session, email="pm@example.test", roles=["pm"])
         _week(session, spec, n=1)
         sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
         item, event = service.sample_items(session=session, sample=sample)[0]
-        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?", reference_text="sent 0")  # type: ignore[arg-type]
+        return partial(service.add_to_regression, session=session, item_id=item.id, created_by=pm.id), event
+
+    def test_adds_one_case_with_the_sent_text_as_reference_however_often_clicked(self, session, drawn):
+        add, event = drawn
+        case_id = add(input_text="Where is my refund?", reference_text="sent 0")
         assert case_id == f"review-{event.event_id}"
         # a second click does not add it twice, whatever input it carries
-        assert service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="x", reference_text="y") == case_id  # type: ignore[arg-type]
+        assert add(input_text="x", reference_text="y") == case_id
         cases = regression_service.list_cases(session=session)
         assert [(c.case_id, c.source, c.source_ref, c.reference, c.input) for c in cases] == [
             (case_id, "review", event.event_id, "sent 0", "Where is my refund?")
         ]
 
-    def test_with_the_real_regression_suite(self, session: Session, spec: EvalSpec) -> None:
-        from tests.factories import make_user
-        from webapp.regression.models import RegressionCase
-
-        pm = make_user(session, email="pm@example.test", roles=["pm"])
-        _week(session, spec, n=1)
-        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
-        item, event = service.sample_items(session=session, sample=sample)[0]
-        case_id = service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Where is my refund?", reference_text="sent 0")  # type: ignore[arg-type]
-        case = session.execute(select(RegressionCase).where(col(RegressionCase.case_id) == case_id)).scalars().one()
-        assert (case.source, case.source_ref, case.reference, case.input) == ("review", event.event_id, "sent 0", "Where is my refund?")
-
-    def test_needs_the_customer_message(self, session: Session, spec: EvalSpec) -> None:
-        _week(session, spec, n=1)
-        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
-        item, _ = service.sample_items(session=session, sample=sample)[0]
+    def test_needs_input_keeps_the_edited_reference_and_refuses_an_empty_one(self, session, drawn) -> None:
+        add, event = drawn
         with pytest.raises(service.ReviewError, match="input"):
-            service.add_to_regression(session=session, item_id=item.id, created_by=None, input_text=" ", reference_text="r")  # type: ignore[arg-type]
-
-    def test_keeps_the_edited_reference_and_refuses_an_empty_one(self, session: Session, spec: EvalSpec) -> None:
-        from tests.factories import make_user
-        from webapp.regression import service as regression_service
-
-        pm = make_user(session, email="pm@example.test", roles=["pm"])
-        _week(session, spec, n=1)
-        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
-        item, event = service.sample_items(session=session, sample=sample)[0]
+            add(created_by=None, input_text=" ", reference_text="r")
         with pytest.raises(service.ReviewError, match="reference"):
-            service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Refund?", reference_text="  ")  # type: ignore[arg-type]
+            add(input_text="Refund?", reference_text="  ")
         assert regression_service.list_cases(session=session) == []
         fixed = "We cannot promise a refund; here is how to request one: KB-1042."
-        service.add_to_regression(session=session, item_id=item.id, created_by=pm.id, input_text="Refund?", reference_text=f" {fixed} ")  # type: ignore[arg-type]
+        add(input_text="Refund?", reference_text=f" {fixed} ")
         (case,) = regression_service.list_cases(session=session)
         assert case.reference == fixed and case.reference != event.sent_text

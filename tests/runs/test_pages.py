@@ -8,46 +8,35 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run
+from webapp.runs.models import Run
+from webapp.runs.service import list_drafts
 
 
-def seed(session: Session):  # type: ignore[no-untyped-def]
+def seed(session: Session) -> Run:
     make_article(session, "KB-3001", [(2, "deprecated"), (4, "current")], title="Two-factor authentication")
+    golden = {"case_id": "golden-regression-2fa", "category": "routine", "golden": True}
     ds = make_dataset(
         session,
-        [
-            {"case_id": "golden-regression-2fa", "input": "How do I set up 2FA?", "category": "routine", "golden": True, "account": {"plan": "Standard"}},
-            {"case_id": "safety-001", "input": "No way out", "category": "safety"},
-        ],
+        [{**golden, "input": "How do I set up 2FA?", "account": {"plan": "Standard"}},
+         {"case_id": "safety-001", "input": "No way out", "category": "safety"}],
         name="support-eval-v1",
     )
-    run = make_run(
-        session,
-        ds,
-        [
-            {
-                "case_id": "golden-regression-2fa",
-                "draft_text": "Use SMS codes <script>alert(1)</script>",
-                "citations": [{"article_id": "KB-3001", "revision": 2}, {"article_id": "KB-7777", "revision": 1}],
-                "confidence": 0.9,
-                "intent": "account_security",
-            },
-            {"case_id": "safety-001", "draft_text": None, "escalated": True, "intent": "cancellation"},
-        ],
-        name="demo-run-1",
-        prompt_version="v3",
-    )
+    citations = [{"article_id": "KB-3001", "revision": 2}, {"article_id": "KB-7777", "revision": 1}]
+    drafts = [
+        {"case_id": "golden-regression-2fa", "draft_text": "Use SMS codes <script>alert(1)</script>",
+         "citations": citations, "confidence": 0.9, "intent": "account_security"},
+        {"case_id": "safety-001", "draft_text": None, "escalated": True, "intent": "cancellation"},
+    ]
+    run = make_run(session, ds, drafts, name="demo-run-1", prompt_version="v3")
     session.commit()
     return run
 
 
 class TestRunPages:
-    def test_list(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        seed(session)
+    def test_list_and_run_by_name_or_id(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        run = seed(session)
         r = client_as("labeler").get("/runs")
         assert r.status_code == 200 and "demo-run-1" in r.text and "support-eval-v1 v1" in r.text
-
-    def test_run_by_name_and_by_id(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        run = seed(session)
         c = client_as("pm")
         for ref in ("demo-run-1", str(run.id)):
             r = c.get(f"/runs/{ref}")
@@ -70,10 +59,8 @@ class TestRunPages:
         assert route.path_regex.match("/runs/compare-v2")  # only the exact reserved word is kept free
         assert not route.path_regex.match("/runs/compare")  # /runs/compare belongs to the comparison page
 
-    def test_draft_page(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+    def test_draft_pages(self, session: Session, client_as: Callable[..., TestClient]) -> None:
         run = seed(session)
-        from webapp.runs.service import list_drafts
-
         d = list_drafts(session=session, run_id=run.id)[0].draft
         r = client_as("lead").get(f"/drafts/{d.id}")
         assert r.status_code == 200
@@ -84,24 +71,16 @@ class TestRunPages:
         assert "not in the KB" in r.text  # KB-7777 does not exist
         assert "How do I set up 2FA?" in r.text
         assert client_as("lead").get("/drafts/99999").status_code == 404
-
-    def test_escalated_draft_page(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        run = seed(session)
-        from webapp.runs.service import list_drafts
-
         d = list_drafts(session=session, run_id=run.id, category="safety")[0].draft
-        r = client_as("labeler").get(f"/drafts/{d.id}")
+        r = client_as("labeler").get(f"/drafts/{d.id}")  # the escalated draft
         assert r.status_code == 200 and "No draft: the ticket was escalated." in r.text
         assert "The draft cites no KB article." in r.text
 
-    def test_htmx_filter_returns_the_table_only(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        seed(session)
-        r = client_as("pm").get("/runs/demo-run-1", params={"category": "routine"}, headers={"HX-Request": "true"})
-        assert r.status_code == 200 and "<html" not in r.text
-        assert "golden-regression-2fa" in r.text and "safety-001" not in r.text
-
-    def test_empty_state(self, client_as: Callable[..., TestClient]) -> None:
+    def test_empty_state_and_the_api_needs_a_token_or_session(
+        self, client: TestClient, client_as: Callable[..., TestClient]
+    ) -> None:
         assert "No runs yet" in client_as("admin").get("/runs").text
+        assert client.get("/api/v1/runs").status_code == 401
 
 
 class TestRunsApi:
@@ -123,13 +102,13 @@ class TestRunsApi:
             assert by_case["safety-001"]["draft_text"] is None and by_case["safety-001"]["escalated"] is True
         assert api.get("/api/v1/runs/nope/drafts").status_code == 404
 
-    def test_needs_a_token_or_session(self, client: TestClient) -> None:
-        assert client.get("/api/v1/runs").status_code == 401
-
-    def test_draft_intent_filter_and_unknown_run(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        """The runs page filters on the draft's predicted intent under its own name; an unknown run is a 404 naming it."""
+    def test_filters_and_unknown_run(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        """An htmx filter gets the table only; the draft's predicted intent filters under its own name."""
         seed(session)
         pm = client_as("pm")
+        r = pm.get("/runs/demo-run-1", params={"category": "routine"}, headers={"HX-Request": "true"})
+        assert r.status_code == 200 and "<html" not in r.text
+        assert "golden-regression-2fa" in r.text and "safety-001" not in r.text
         r = pm.get("/runs/demo-run-1", params={"draft_intent": "cancellation"}, headers={"HX-Request": "true"})
         assert r.status_code == 200 and "safety-001" in r.text and "golden-regression-2fa" not in r.text
         api = pm.get("/api/v1/runs/demo-run-1/drafts", params={"draft_intent": "account_security"}).json()

@@ -8,25 +8,25 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session
 
+from tests.conftest import SPEC_PATH
 from tests.datasets.helpers import count_rows, invoke, write_jsonl
-from tests.factories import make_dataset, make_run
+from tests.factories import make_dataset, make_run, make_user
 from webapp import flows
+from webapp.auth.service import get_user_by_email
+from webapp.datasets.models import Dataset
 from webapp.datasets.records import RecordError
+from webapp.grading.grades import record_grade
+from webapp.grading.scores import validate_scores
 from webapp.runs import service
 from webapp.runs.models import Draft, Run
+from webapp.spec import load_spec
 
 
 def draft(case_id: str, **extra: object) -> dict:
     return {
-        "case_id": case_id,
-        "draft_text": "Hello, here is how it works.",
-        "citations": [{"article_id": "KB-1042", "revision": 1}],
-        "confidence": 0.85,
-        "intent": "billing_charge",
-        "escalated": False,
-        "latency_ms": 1200,
-        "cost_usd": 0.012,
-        **extra,
+        "case_id": case_id, "draft_text": "Hello, here is how it works.", "intent": "billing_charge",
+        "citations": [{"article_id": "KB-1042", "revision": 1}], "confidence": 0.85, "escalated": False,
+        "latency_ms": 1200, "cost_usd": 0.012, **extra,
     }
 
 
@@ -35,36 +35,34 @@ def data(records: list) -> bytes:
 
 
 @pytest.fixture
-def dataset(session: Session):  # type: ignore[no-untyped-def]
+def dataset(session: Session) -> Dataset:
     ds = make_dataset(session, [{"case_id": f"c{i}", "category": "routine" if i % 2 else "edge"} for i in range(1, 601)], name="eval")
     session.commit()
     return ds
 
 
 class TestImportDrafts:
-    def test_creates_run_and_drafts(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
-        records = [draft("c1"), draft("c2", draft_text=None, escalated=True, citations=[], confidence=None), draft("c1", sample_index=1)]
+    def test_creates_run_and_drafts(self, session: Session, dataset: Dataset) -> None:
+        records = [draft("c1"), draft("c2", draft_text=None, escalated=True, citations=[], confidence=None)]
+        records += [draft("c1", sample_index=1), draft("c3", raw_output={"choices": [1]})]
         result = flows.import_drafts(
             session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m", prompt_version="v3"
         )
         session.commit()
-        assert result.run_created and (result.created, result.updated, result.unchanged) == (3, 0, 0)
+        assert result.run_created and (result.created, result.updated, result.unchanged) == (4, 0, 0)
         run = service.resolve_run(session=session, ref="r1")
         assert (run.model, run.prompt_version, run.dataset_id) == ("m", "v3", dataset.id)
         rows = service.list_drafts(session=session, run_id=run.id)
-        assert [(r.case.case_id, r.draft.sample_index) for r in rows] == [("c1", 0), ("c1", 1), ("c2", 0)]
+        samples = [(r.case.case_id, r.draft.sample_index) for r in rows]
+        assert samples == [("c1", 0), ("c1", 1), ("c2", 0), ("c3", 0)]
         d = rows[0].draft
         assert d.citations == [{"article_id": "KB-1042", "revision": 1}]
         assert (d.confidence, d.intent, d.escalated, d.latency_ms, d.cost_usd) == (0.85, "billing_charge", False, 1200, 0.012)
         assert d.raw_output["case_id"] == "c1"  # the whole record is kept as the raw output
         assert rows[2].draft.draft_text is None and rows[2].draft.escalated
+        assert rows[3].draft.raw_output == {"choices": [1]}  # a raw_output field is kept as given
 
-    def test_raw_output_field_is_kept_as_given(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
-        flows.import_drafts(session=session, data=data([draft("c1", raw_output={"choices": [1]})]), path="d.jsonl", run_name="r", dataset="eval")
-        (row,) = service.list_drafts(session=session, run_id=service.resolve_run(session=session, ref="r").id)
-        assert row.draft.raw_output == {"choices": [1]}
-
-    def test_reimport_is_idempotent_and_updates(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+    def test_reimport_is_idempotent_and_updates(self, session: Session, dataset: Dataset) -> None:
         records = [draft("c1"), draft("c3")]
         flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval")
         session.commit()
@@ -76,16 +74,14 @@ class TestImportDrafts:
         assert (changed.created, changed.updated, changed.unchanged) == (0, 1, 1)
         assert count_rows(session, Draft) == 2 and count_rows(session, Run) == 1
 
-    def test_new_run_with_only_one_dataset_needs_no_dataset_option(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+    def test_dataset_option_needed_with_several_datasets(self, session: Session, dataset: Dataset) -> None:
         result = flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
         assert result.run.dataset_id == dataset.id
-
-    def test_new_run_with_several_datasets_needs_the_option(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
         make_dataset(session, [{"case_id": "x"}], name="other")
         with pytest.raises(RecordError, match="--dataset"):
-            flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
+            flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r2")
 
-    def test_existing_run_over_another_dataset_is_refused(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+    def test_existing_run_over_another_dataset_is_refused(self, session: Session, dataset: Dataset) -> None:
         make_dataset(session, [{"case_id": "c1"}], name="other")
         flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
         with pytest.raises(RecordError, match="is over dataset"):
@@ -108,21 +104,20 @@ class TestImportDrafts:
             ("[1, 2]", "must be a JSON object"),
         ],
     )
-    def test_bad_record_names_line(self, session: Session, dataset, record, message: str) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_record_names_line(self, session: Session, dataset: Dataset, record, message: str) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(RecordError) as info:
             flows.import_drafts(session=session, data=data([draft("c2"), record]), path="d.jsonl", run_name="r", dataset="eval")
         assert info.value.line == 2
         assert info.value.message.startswith("record 2: " + message)
 
-    def test_unknown_case_and_duplicates(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
-        with pytest.raises(RecordError) as info:
-            flows.import_drafts(session=session, data=data([draft("c1"), draft("nope")]), path="d.jsonl", run_name="r", dataset="eval")
-        assert info.value.line == 2 and "'nope' is not a case" in info.value.message
-        with pytest.raises(RecordError) as info:
-            flows.import_drafts(session=session, data=data([draft("c1"), draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
-        assert info.value.line == 2 and "appears twice" in info.value.message
+    def test_unknown_case_and_duplicates(self, session: Session, dataset: Dataset) -> None:
+        for second, message in (("nope", "'nope' is not a case"), ("c1", "appears twice")):
+            pair = data([draft("c1"), draft(second)])
+            with pytest.raises(RecordError) as info:
+                flows.import_drafts(session=session, data=pair, path="d.jsonl", run_name="r", dataset="eval")
+            assert info.value.line == 2 and message in info.value.message
 
-    def test_bad_line_500_of_600_leaves_nothing(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_line_500_of_600_leaves_nothing(self, session: Session, dataset: Dataset) -> None:
         records = [draft(f"c{i}") for i in range(1, 601)]
         records[499] = draft("c500", confidence="0.9")
         with pytest.raises(RecordError) as info:
@@ -133,13 +128,6 @@ class TestImportDrafts:
 
 def _grade(session: Session, run_name: str, case_id: str, emails: list[str]) -> None:
     """Record one agreeing grade per email on the run's draft of the case (sample 0)."""
-    from tests.conftest import SPEC_PATH
-    from tests.factories import make_user
-    from webapp.auth.service import get_user_by_email
-    from webapp.grading.grades import record_grade
-    from webapp.grading.scores import validate_scores
-    from webapp.spec import load_spec
-
     spec = load_spec(SPEC_PATH)
     run = service.resolve_run(session=session, ref=run_name)
     (row,) = [r for r in service.list_drafts(session=session, run_id=run.id) if r.case.case_id == case_id]
@@ -159,7 +147,7 @@ def _texts(session: Session, run_name: str) -> dict[str, str | None]:
 class TestReimportOverGrades:
     """Issue 10, item 9: a re-import never changes what graders graded."""
 
-    def test_changed_text_of_graded_drafts_is_refused_and_nothing_written(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+    def test_changed_text_of_graded_drafts_is_refused_and_nothing_written(self, session: Session, dataset: Dataset) -> None:
         records = [draft("c1"), draft("c2"), draft("c3")]
         flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m1")
         _grade(session, "r1", "c1", ["a@example.test", "b@example.test"])
@@ -182,21 +170,11 @@ class TestReimportOverGrades:
         assert _texts(session, "r1")["c3"] == "Also new."
 
 
-
-
 class TestQueries:
     def test_list_runs_counts(self, session: Session) -> None:
         ds = make_dataset(session, [{"case_id": "a", "category": "routine"}, {"case_id": "b", "category": "safety"}, {"case_id": "c"}])
-        make_run(
-            session,
-            ds,
-            [
-                {"case_id": "a", "draft_text": "x"},
-                {"case_id": "b", "draft_text": None, "escalated": True},
-                {"case_id": "c", "draft_text": None},
-            ],
-            name="r1",
-        )
+        ab = [{"case_id": "a", "draft_text": "x"}, {"case_id": "b", "draft_text": None, "escalated": True}]
+        make_run(session, ds, [*ab, {"case_id": "c", "draft_text": None}], name="r1")
         make_run(session, ds, [], name="r2")
         summaries = {s.run.name: s for s in service.list_runs(session=session)}
         assert (summaries["r1"].drafts, summaries["r1"].escalated, summaries["r1"].fallbacks) == (3, 1, 1)
@@ -208,23 +186,13 @@ class TestQueries:
         pub = service.draft_public(d, c)
         assert pub["case_id"] == "a" and pub["id"] == d.id and pub["draft_text"] == "x"
 
-
     def test_intent_is_the_cases_and_draft_intent_the_drafts(self, session: Session) -> None:
         """`intent` filters on the dataset's label, `draft_intent` on what the assistant predicted."""
-        ds = make_dataset(
-            session, [{"case_id": "a", "intent": "billing_charge"}, {"case_id": "b", "intent": "login_2fa"}, {"case_id": "c", "intent": "billing_charge"}]
-        )
+        labels = {"a": "billing_charge", "b": "login_2fa", "c": "billing_charge"}
+        ds = make_dataset(session, [{"case_id": c, "intent": i} for c, i in labels.items()])
         # The assistant got case b wrong (it predicted billing_charge for a login case).
-        run = make_run(
-            session,
-            ds,
-            [
-                {"case_id": "a", "draft_text": "x", "intent": "billing_charge"},
-                {"case_id": "b", "draft_text": "y", "intent": "billing_charge"},
-                {"case_id": "c", "draft_text": None, "intent": None},
-            ],
-            name="r",
-        )
+        drafts = [{"case_id": c, "draft_text": "x", "intent": "billing_charge"} for c in ("a", "b")]
+        run = make_run(session, ds, [*drafts, {"case_id": "c", "draft_text": None, "intent": None}], name="r")
 
         def ids(**filters: str) -> list[str]:
             return [r.case.case_id for r in service.list_drafts(session=session, run_id=run.id, **filters)]
@@ -236,7 +204,7 @@ class TestQueries:
 
 
 class TestImportDraftsCli:
-    def test_import_and_list(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_import_and_list(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset: Dataset, tmp_path: Path) -> None:
         path = write_jsonl(tmp_path / "d.jsonl", [draft("c1"), draft("c2")])
         r = invoke(monkeypatch, db_url, ["import", "drafts", str(path), "--run", "demo-x", "--dataset", "eval", "--model", "m1", "--prompt-version", "v9"])
         assert r.exit_code == 0, r.output
@@ -245,7 +213,7 @@ class TestImportDraftsCli:
         assert out.exit_code == 0 and out.output.startswith("demo-x\t")
         assert "m1" in out.output and "v9" in out.output
 
-    def test_bad_line_500_of_600_via_cli(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_line_500_of_600_via_cli(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset: Dataset, tmp_path: Path) -> None:
         records = [draft(f"c{i}") for i in range(1, 601)]
         records[499] = draft("c500", escalated="maybe")
         path = write_jsonl(tmp_path / "d.jsonl", records)
@@ -254,8 +222,7 @@ class TestImportDraftsCli:
         assert r.stderr.strip() == f"{path}:500: record 500: escalated: must be true or false, not 'maybe'"
         assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
 
-
-    def test_reimport_over_graded_drafts_exits_2_naming_cases(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_reimport_over_graded_drafts_exits_2_naming_cases(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, dataset: Dataset, tmp_path: Path) -> None:
         path = write_jsonl(tmp_path / "d.jsonl", [draft("c1"), draft("c2")])
         assert invoke(monkeypatch, db_url, ["import", "drafts", str(path), "--run", "r", "--dataset", "eval"]).exit_code == 0
         session.expire_all()
@@ -271,12 +238,12 @@ class TestImportDraftsCli:
 
 
 class TestDraftsFileFormat:
-    def test_only_jsonl(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+    def test_only_jsonl(self, session: Session, dataset: Dataset) -> None:
         with pytest.raises(RecordError) as info:
             flows.import_drafts(session=session, data=b"- case_id: c1\n", path="d.yaml", run_name="r", dataset="eval")
         assert str(info.value) == "Unsupported drafts file format: .yaml. Supported formats: .jsonl"
 
-    def test_run_summary_of_one_run(self, session: Session, dataset) -> None:  # type: ignore[no-untyped-def]
+    def test_run_summary_of_one_run(self, session: Session, dataset: Dataset) -> None:
         flows.import_drafts(session=session, data=data([draft("c1"), draft("c2", draft_text=None)]), path="a.jsonl", run_name="a", dataset="eval")
         flows.import_drafts(session=session, data=data([draft("c1")]), path="b.jsonl", run_name="b", dataset="eval")
         s = service.run_row(session=session, run=service.resolve_run(session=session, ref="a"))
