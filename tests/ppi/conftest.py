@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
+from tests.evaluator.conftest import cache_dir, fake  # noqa: F401  (the judge pass's fake server and answer cache)
 from tests.factories import make_dataset, make_run
 from webapp.ppi.service import JudgeScoreIn, record_judge_scores
 from webapp.runs.models import Draft, Run
