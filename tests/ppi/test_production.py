@@ -62,6 +62,12 @@ def week_events() -> list[dict[str, object]]:
     ]
 
 
+def judge_all(session: Session, run_id: int, version: str = JUDGE) -> None:
+    ids = session.exec(select(Draft.id).where(Draft.run_id == run_id)).all()
+    scores = [JudgeScoreIn(d, "pass", 4, 4, 4) for d in ids]  # type: ignore[arg-type]
+    record_judge_scores(session=session, run_id=run_id, judge_version=version, scores=scores)
+
+
 def event_ids_of_run(session: Session, run_id: int) -> list[str]:
     drafts = session.exec(select(Draft).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
     return [d.raw_output["event_id"] for d in drafts]  # type: ignore[index]
@@ -118,6 +124,8 @@ class TestCreateWeekRun:
         assert session.exec(select(func.count()).select_from(Run)).one() == 1
         assert session.exec(select(func.count()).select_from(PpiProductionWeek)).one() == 1
         assert session.exec(select(func.count()).select_from(Draft)).one() == 4
+        # week runs are no launch or regression candidates
+        assert runs_for_gates(session=session) == [] and latest_run_id(session=session) is None
 
     def test_a_busy_week_is_capped_by_a_uniform_draw_with_the_stored_seed(self, session: Session, spec: EvalSpec) -> None:
         events = [ev("2026-11-17", 8 + k % 10, event_id=f"e-{k:02d}", ticket_id=f"t-{k:02d}") for k in range(12)]
@@ -151,11 +159,6 @@ class TestCreateWeekRun:
         with pytest.raises(PpiError, match=r"^week: a run named prod-2026-W48 exists already"):
             create_week_run(session=session, week="2026-W48", budget=1, cap=10)
 
-    def test_week_runs_are_no_launch_or_regression_candidates(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
-        create_week_run(session=session, week=W47, budget=10, cap=10)
-        assert runs_for_gates(session=session) == [] and latest_run_id(session=session) is None
-
 
 # --- the weekly estimate ------------------------------------------------------------------------------
 
@@ -175,10 +178,7 @@ def graded_week(session: Session, spec: EvalSpec, grades: list[tuple[str, int, i
     run_id = create_week_run(session=session, week=week, budget=4, cap=100, seed=3).run.id
     assert run_id is not None
     drafts = session.exec(select(Draft.id).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
-    record_judge_scores(
-        session=session, run_id=run_id, judge_version=JUDGE,
-        scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in drafts],  # type: ignore[arg-type]
-    )
+    judge_all(session, run_id)
     draw_sample(session=session, run_id=run_id, budget=4, judge_version=JUDGE, seed=11)
     assert all(s.drawn and s.pi == 1.0 for s in run_sample(session=session, run_id=run_id) or [])
     for d, (fa, c, t, comp) in list(zip(drafts, grades, strict=True))[: 4 - pending]:
@@ -193,10 +193,8 @@ def quality(estimate: float, low: float, high: float, *, pending: int = 0, sampl
 
 
 class TestWeeklyQuality:
-    def test_the_target_is_the_plans_human_grading_average(self, spec: EvalSpec) -> None:
-        assert quality_target(spec) == spec.gates.pilot.human_mean_above == 3.5
-
     def test_the_estimate_is_the_hand_worked_mean_and_interval(self, session: Session, spec: EvalSpec) -> None:
+        assert quality_target(spec) == spec.gates.pilot.human_mean_above == 3.5  # the plan's human average
         graded_week(session, spec, LOW)
         [week] = weekly_quality(session=session, spec=spec)
         assert week.estimate is not None and not week.provisional
@@ -235,14 +233,14 @@ class TestWeeklyQuality:
 
 class TestAlertRule:
     @pytest.mark.parametrize(
-        ("high", "pending", "fires"),
-        [(3.4, 0, True), (3.49, 0, True), (3.5, 0, False), (3.6, 0, False), (3.4, 2, False)],
+        ("high", "pending", "sampled", "fires"),  # a week not sampled yet never fires
+        [(3.4, 0, True, True), (3.49, 0, True, True), (3.5, 0, True, False), (3.6, 0, True, False),
+         (3.4, 2, True, False), (2.2, 0, False, False)],
     )
-    def test_fires_only_when_a_final_upper_bound_is_below_the_target(self, high: float, pending: int, fires: bool) -> None:
-        assert quality(high - 0.3, high - 0.6, high, pending=pending).below_target is fires
-
-    def test_a_week_not_sampled_yet_never_fires(self) -> None:
-        assert not quality(2.0, 1.8, 2.2, sampled=False).below_target
+    def test_fires_only_when_a_final_upper_bound_is_below_the_target(
+        self, high: float, pending: int, sampled: bool, fires: bool
+    ) -> None:
+        assert quality(high - 0.3, high - 0.6, high, pending=pending, sampled=sampled).below_target is fires
 
     def test_the_alert_goes_through_the_ledger_and_outbox(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
         alerts_channels.add_channel(session=session, name="quality", kind="file", target=str(tmp_path / "n.jsonl"), topics=["human_quality"])
@@ -267,19 +265,19 @@ class TestAlertRule:
     def test_corrected_grades_that_lift_the_bound_resolve_it(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, LOW)
         alerts_outbox.record_transitions(session=session, spec=spec)
+
+        def regrade(score: int) -> list[dict[str, object]]:
+            finals = select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id)
+            for f in session.exec(finals.where(Draft.run_id == run_id)).all():
+                f.tone, f.completeness, f.citation_relevance = score, score, score
+                session.add(f)
+            session.flush()
+            return alerts_outbox.record_transitions(session=session, spec=spec).transitions
+
         # the lead corrects the final grades upwards (as after adjudication): the week's interval now includes 3.5
-        for f in session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).all():
-            f.tone, f.completeness, f.citation_relevance = 4, 4, 4
-            session.add(f)
-        session.flush()
-        result = alerts_outbox.record_transitions(session=session, spec=spec)
-        assert [t["key"] for t in result.transitions] == ["human_quality:2026-W47:resolved"]
+        assert [t["key"] for t in regrade(4)] == ["human_quality:2026-W47:resolved"]
         # fired and resolved: nothing more for that week, even if its grades fall again
-        for f in session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).all():
-            f.tone, f.completeness, f.citation_relevance = 1, 1, 1
-            session.add(f)
-        session.flush()
-        assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
+        assert regrade(1) == []
 
     def test_passes_after_events_leave_it_to_the_periodic_pass(self, session: Session, spec: EvalSpec) -> None:
         graded_week(session, spec, LOW)
@@ -307,10 +305,13 @@ class TestApi:
         bad = lead.post("/api/v1/ppi/production-weeks", json={"week": "2026-W99", "budget": 2})
         assert bad.status_code == 422 and bad.json()["detail"] == "week: 2026 has no ISO week 99"
 
-    @pytest.mark.parametrize("role", ["pm", "support_lead", "labeler", "admin"])
-    def test_only_the_lead_may_create(self, role: str, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
+    def test_only_the_lead_may_create(
+        self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]
+    ) -> None:
         load(session, spec, week_events())
-        assert api_as(role).post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}).status_code == 403
+        for role in ["pm", "support_lead", "labeler", "admin"]:
+            answer = api_as(role).post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
+            assert answer.status_code == 403, role
 
     def test_the_post_needs_the_csrf_token_from_a_browser_session(
         self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
@@ -358,17 +359,15 @@ class TestCli:
         assert again.exit_code == 0 and "2026-W47 has its run already: prod-2026-W47 (3 drafts), nothing changed" in again.output
         session.expire_all()
         assert session.exec(select(func.count()).select_from(Run)).one() == 1
+        out = self.invoke(monkeypatch, db_url, "--week", "2026/47", "--budget", "10")
+        assert out.exit_code == 2 and "week: expected an ISO week like 2026-W47" in out.output
 
     def test_the_sample_uses_the_stored_budget(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
         from webapp.cli import app as cli_app
 
         load(session, spec, week_events())
         made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        record_judge_scores(
-            session=session, run_id=made.run.id, judge_version=JUDGE,  # type: ignore[arg-type]
-            scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4)  # type: ignore[arg-type]
-                    for d in session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()],
-        )
+        judge_all(session, made.run.id)  # type: ignore[arg-type]
         session.commit()
         early = self.invoke(monkeypatch, db_url, "--week", "2026-W40", "--budget", "1")  # no events that week; sets the environment
         assert early.exit_code == 2
@@ -382,19 +381,12 @@ class TestCli:
 
     def test_the_sample_reads_the_runs_only_judge_version_when_none_is_given(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
-        made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        ids = session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()
-
-        def judge(version: str) -> None:
-            record_judge_scores(
-                session=session, run_id=made.run.id, judge_version=version,  # type: ignore[arg-type]
-                scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in ids],  # type: ignore[arg-type]
-            )
-
+        run_id = create_week_run(session=session, week=W47, budget=100, cap=10).run.id
+        assert run_id is not None
         with pytest.raises(PpiError, match=r"^judge_version: give one; the week's run has judge scores of none: run the judge pass first"):
             draw_week_sample(session=session, week=W47)
-        judge("judge-b")
-        judge("judge-a")
+        judge_all(session, run_id, "judge-b")
+        judge_all(session, run_id, "judge-a")
         with pytest.raises(PpiError, match=r"^judge_version: give one; the week's run has judge scores of judge-a, judge-b$"):
             draw_week_sample(session=session, week=W47)
         drawn = draw_week_sample(session=session, week=W47, judge_version="judge-a", seed=4)
@@ -403,18 +395,10 @@ class TestCli:
     def test_the_sample_defaults_to_the_only_version(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
         made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        ids = session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()
-        record_judge_scores(
-            session=session, run_id=made.run.id, judge_version=JUDGE,  # type: ignore[arg-type]
-            scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in ids],  # type: ignore[arg-type]
-        )
+        judge_all(session, made.run.id)  # type: ignore[arg-type]
         draw_week_sample(session=session, week=W47, seed=4)
         stored = stored_sample(session=session, run_id=made.run.id)  # type: ignore[arg-type]
         assert stored is not None and stored.judge_version == JUDGE
-
-    def test_a_bad_week_exits_2_naming_the_field(self, monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
-        out = self.invoke(monkeypatch, db_url, "--week", "2026/47", "--budget", "10")
-        assert out.exit_code == 2 and "week: expected an ISO week like 2026-W47" in out.output
 
 
 class TestMetricsPage:
@@ -443,6 +427,4 @@ class TestMetricsPage:
     def test_without_weeks_the_page_says_how_to_make_one(self, client_as: Callable[..., TestClient]) -> None:
         page = client_as("pm").get("/metrics")
         assert page.status_code == 200 and "draftdesk ppi production-week --week YYYY-Www --budget N" in page.text
-
-    def test_labelers_may_not_open_the_metrics_page(self, client_as: Callable[..., TestClient]) -> None:
-        assert client_as("labeler").get("/metrics").status_code == 403
+        assert client_as("labeler").get("/metrics").status_code == 403  # labelers may not open the page
