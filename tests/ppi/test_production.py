@@ -47,6 +47,8 @@ from webapp.spec import EvalSpec
 
 JUDGE = "judge-prod"
 W47 = "2026-W47"  # Monday 2026-11-16 to Sunday 2026-11-22
+Clients = Callable[..., TestClient]
+WEEKS_API = "/api/v1/ppi/production-weeks"
 
 
 def week_events() -> list[dict[str, object]]:
@@ -115,12 +117,9 @@ class TestCreateWeekRun:
         # what the agent sent is not in the case or the draft (graders grade blind)
         drafts = session.exec(select(Draft).where(Draft.run_id == made.run.id)).all()
         assert all(d.draft_text == "Hello" and set(d.raw_output or {}) == {"event_id"} for d in drafts)
-
-    def test_a_second_call_reports_the_run_and_changes_nothing(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
-        first = create_week_run(session=session, week=W47, budget=10, cap=1000, seed=1)
+        # a second call reports the run and changes nothing
         again = create_week_run(session=session, week="2026-W47", budget=50, cap=2, seed=9)
-        assert not again.created and again.run.id == first.run.id and again.week.budget == 10.0
+        assert not again.created and again.run.id == made.run.id and again.week.budget == 10.0
         assert session.exec(select(func.count()).select_from(Run)).one() == 1
         assert session.exec(select(func.count()).select_from(PpiProductionWeek)).one() == 1
         assert session.exec(select(func.count()).select_from(Draft)).one() == 4
@@ -138,7 +137,7 @@ class TestCreateWeekRun:
         assert event_ids_of_run(session, made.run.id) == [stored[k] for k in picked]  # type: ignore[arg-type]
         assert len(set(picked)) == 5
 
-    def test_a_week_without_drafts_and_bad_input_are_refused(self, session: Session, spec: EvalSpec) -> None:
+    def test_empty_week_bad_input_or_taken_name_is_refused(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
         with pytest.raises(PpiError, match=r"^week: no production event with a draft in 2026-W40"):
             create_week_run(session=session, week="2026-W40", budget=10, cap=10)
@@ -147,9 +146,7 @@ class TestCreateWeekRun:
         with pytest.raises(PpiError, match=r"^seed: must lie in"):
             create_week_run(session=session, week=W47, budget=1, cap=10, seed=-1)
         assert session.exec(select(func.count()).select_from(Run)).one() == 0
-
-    def test_a_run_or_dataset_already_named_like_the_week_is_refused(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
+        # a dataset or a run already named like the week
         make_dataset(session, [{"case_id": "c1"}], name="prod-2026-W47")
         with pytest.raises(PpiError, match=r"^week: a dataset named prod-2026-W47 exists already"):
             create_week_run(session=session, week=W47, budget=1, cap=10)
@@ -193,7 +190,9 @@ def quality(estimate: float, low: float, high: float, *, pending: int = 0, sampl
 
 
 class TestWeeklyQuality:
-    def test_the_estimate_is_the_hand_worked_mean_and_interval(self, session: Session, spec: EvalSpec) -> None:
+    def test_the_estimate_is_the_hand_worked_mean_and_interval(
+        self, session: Session, spec: EvalSpec, api_as: Clients
+    ) -> None:
         assert quality_target(spec) == spec.gates.pilot.human_mean_above == 3.5  # the plan's human average
         graded_week(session, spec, LOW)
         [week] = weekly_quality(session=session, spec=spec)
@@ -201,6 +200,15 @@ class TestWeeklyQuality:
         assert week.estimate.estimate == pytest.approx(2.5, abs=1e-12)
         assert (week.estimate.low, week.estimate.high) == (pytest.approx(2.5 - HALF, abs=1e-9), pytest.approx(2.5 + HALF, abs=1e-9))
         assert pytest.approx(stats.t.ppf(0.975, 3) * np.sqrt(0.5) / 4) == HALF
+        # the API's list gives the same figures; labelers may not read it
+        session.commit()
+        answer = api_as("support_lead").get(WEEKS_API)
+        assert answer.status_code == 200
+        [listed] = answer.json()
+        assert listed["week"] == W47 and listed["estimate"] == pytest.approx(2.5)
+        assert listed["high"] == pytest.approx(2.5 + HALF) and listed["below_target"] is True
+        assert listed["provisional"] is False and listed["target"] == 3.5
+        assert api_as("labeler").get(WEEKS_API).status_code == 403
 
     def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, MIXED)
@@ -291,53 +299,33 @@ class TestAlertRule:
 
 
 class TestApi:
-    def test_the_lead_creates_a_week_once(self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
+    def test_only_the_lead_creates_a_week_once_and_a_browser_needs_the_csrf_token(
+        self, session: Session, spec: EvalSpec, api_as: Clients, client_as: Clients
+    ) -> None:
         load(session, spec, week_events())
+        body = {"week": W47, "budget": 2}
+        for role in ["pm", "support_lead", "labeler", "admin"]:
+            assert api_as(role).post(WEEKS_API, json=body).status_code == 403, role
+        browser = client_as("lead")
+        token = browser.headers.pop("X-CSRF-Token")  # sent on every call by the signed-in client: not now
+        refused = browser.post(WEEKS_API, json=body)
+        assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
+        assert browser.post(WEEKS_API, json=body, headers={"X-CSRF-Token": "x" + token}).status_code == 403
+        assert session.exec(select(func.count()).select_from(Run)).one() == 0
+        w48 = {"week": "2026-W48", "budget": 2}  # the week's one event, "after"
+        ok = browser.post(WEEKS_API, json=w48, headers={"X-CSRF-Token": csrf_for(browser)})
+        assert ok.status_code == 201
         lead = api_as("lead")
-        made = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2, "seed": 5})
+        made = lead.post(WEEKS_API, json={"week": W47, "budget": 2, "seed": 5})
         assert made.status_code == 201, made.text
         assert made.json() | {"run_id": 0} == {
             "created": True, "week": W47, "run_id": 0, "run_name": "prod-2026-W47", "events_with_draft": 4,
             "drafts_taken": 4, "cap": 1000, "cap_seed": 5, "budget": 2.0,
         }
-        again = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
+        again = lead.post(WEEKS_API, json=body)
         assert again.status_code == 200 and again.json()["created"] is False and again.json()["run_id"] == made.json()["run_id"]
-        bad = lead.post("/api/v1/ppi/production-weeks", json={"week": "2026-W99", "budget": 2})
+        bad = lead.post(WEEKS_API, json={"week": "2026-W99", "budget": 2})
         assert bad.status_code == 422 and bad.json()["detail"] == "week: 2026 has no ISO week 99"
-
-    def test_only_the_lead_may_create(
-        self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]
-    ) -> None:
-        load(session, spec, week_events())
-        for role in ["pm", "support_lead", "labeler", "admin"]:
-            answer = api_as(role).post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
-            assert answer.status_code == 403, role
-
-    def test_the_post_needs_the_csrf_token_from_a_browser_session(
-        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
-    ) -> None:
-        load(session, spec, week_events())
-        lead = client_as("lead")
-        token = lead.headers.pop("X-CSRF-Token")  # the signed-in client sends it on every call: not this time
-        refused = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
-        assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
-        wrong = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}, headers={"X-CSRF-Token": "x" + token})
-        assert wrong.status_code == 403
-        assert session.exec(select(func.count()).select_from(Run)).one() == 0
-        ok = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}, headers={"X-CSRF-Token": csrf_for(lead)})
-        assert ok.status_code == 201
-
-    def test_weeks_list_matches_the_service_and_labelers_may_not_read_it(
-        self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]
-    ) -> None:
-        graded_week(session, spec, LOW)
-        session.commit()
-        answer = api_as("support_lead").get("/api/v1/ppi/production-weeks")
-        assert answer.status_code == 200
-        [week] = answer.json()
-        assert week["week"] == W47 and week["estimate"] == pytest.approx(2.5) and week["high"] == pytest.approx(2.5 + HALF)
-        assert week["below_target"] is True and week["provisional"] is False and week["target"] == 3.5
-        assert api_as("labeler").get("/api/v1/ppi/production-weeks").status_code == 403
 
 
 class TestCli:
@@ -403,8 +391,12 @@ class TestCli:
 
 class TestMetricsPage:
     def test_the_page_chart_carries_the_estimators_figures(
-        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+        self, session: Session, spec: EvalSpec, client_as: Clients
     ) -> None:
+        # without weeks the page says how to make one; labelers may not open it
+        page = client_as("pm").get("/metrics")
+        assert page.status_code == 200 and "draftdesk ppi production-week --week YYYY-Www --budget N" in page.text
+        assert client_as("labeler").get("/metrics").status_code == 403
         graded_week(session, spec, LOW)
         graded_week(session, spec, MIXED, week="2026-W48", pending=1)
         session.commit()
@@ -423,8 +415,3 @@ class TestMetricsPage:
         assert '<tr data-week="2026-W47">' in page.text and "alert: below target" in page.text
         assert "1 grade pending" in page.text
         assert f"<strong>{e.estimate:.2f}</strong> [{e.low:.2f}, {e.high:.2f}]" in page.text
-
-    def test_without_weeks_the_page_says_how_to_make_one(self, client_as: Callable[..., TestClient]) -> None:
-        page = client_as("pm").get("/metrics")
-        assert page.status_code == 200 and "draftdesk ppi production-week --week YYYY-Www --budget N" in page.text
-        assert client_as("labeler").get("/metrics").status_code == 403  # labelers may not open the page
