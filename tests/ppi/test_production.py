@@ -270,9 +270,13 @@ class TestAlertRule:
         assert [t for t in alerts_outbox.record_transitions(session=session, spec=spec).transitions if t["kind"] == "human_quality"] == []
         assert session.exec(select(func.count()).select_from(AlertOutbox)).one() == 1
 
-    def test_corrected_grades_that_lift_the_bound_resolve_it(self, session: Session, spec: EvalSpec) -> None:
+    def test_the_periodic_pass_fires_and_corrected_grades_resolve(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, LOW)
-        alerts_outbox.record_transitions(session=session, spec=spec)
+        # passes after events leave it to the periodic pass
+        alerts_outbox.notify_changes(session=session, spec=spec)  # what an ingested batch triggers
+        assert session.exec(select(func.count()).select_from(AlertNotice).where(AlertNotice.kind == "human_quality")).one() == 0
+        result = alerts_outbox.record_transitions(session=session, spec=spec)  # the periodic pass
+        assert [t["key"] for t in result.transitions if t["kind"] == "human_quality"] == ["human_quality:2026-W47:firing"]
 
         def regrade(score: int) -> list[dict[str, object]]:
             finals = select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id)
@@ -286,13 +290,6 @@ class TestAlertRule:
         assert [t["key"] for t in regrade(4)] == ["human_quality:2026-W47:resolved"]
         # fired and resolved: nothing more for that week, even if its grades fall again
         assert regrade(1) == []
-
-    def test_passes_after_events_leave_it_to_the_periodic_pass(self, session: Session, spec: EvalSpec) -> None:
-        graded_week(session, spec, LOW)
-        alerts_outbox.notify_changes(session=session, spec=spec)  # what an ingested batch triggers
-        assert session.exec(select(func.count()).select_from(AlertNotice).where(AlertNotice.kind == "human_quality")).one() == 0
-        result = alerts_outbox.record_transitions(session=session, spec=spec)  # the periodic pass
-        assert [t["key"] for t in result.transitions if t["kind"] == "human_quality"] == ["human_quality:2026-W47:firing"]
 
 
 # --- API, CLI, pages ----------------------------------------------------------------------------------
