@@ -270,7 +270,7 @@ class TestAlertRule:
         assert [t for t in alerts_outbox.record_transitions(session=session, spec=spec).transitions if t["kind"] == "human_quality"] == []
         assert session.exec(select(func.count()).select_from(AlertOutbox)).one() == 1
 
-    def test_the_periodic_pass_fires_and_corrected_grades_resolve(self, session: Session, spec: EvalSpec) -> None:
+    def test_periodic_pass_fires_and_regrading_resolves(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, LOW)
         # passes after events leave it to the periodic pass
         alerts_outbox.notify_changes(session=session, spec=spec)  # what an ingested batch triggers
