@@ -24,7 +24,7 @@ def drawn_ids(session: Session, run_id: int) -> list[int]:
 
 
 class TestQueueFilter:
-    def test_only_drawn_drafts_in_random_order_then_further_ones(self, session: Session, spec: EvalSpec) -> None:
+    def test_only_drawn_drafts_in_random_order(self, session: Session, spec: EvalSpec) -> None:
         run, drafts = build_run(session, n=120, golden=0)
         draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=4)  # type: ignore[arg-type]
         session.commit()
