@@ -175,11 +175,8 @@ class TestJudgePass:
             content = answered[json.dumps(req.messages)]
             data = json.loads(content)
             assert row.factual_accuracy == ("pass" if data["factual_accuracy"] == 1 else "fail")
-            assert (row.citation_relevance, row.tone, row.completeness) == (
-                data["citation_relevance"],
-                data["tone"],
-                data["completeness"],
-            )
+            criteria = ("citation_relevance", "tone", "completeness")
+            assert tuple(getattr(row, c) for c in criteria) == tuple(data[c] for c in criteria)
             assert row.judge_version == plan.version
             (call,) = row.raw_calls
             assert call["response"] == content
@@ -329,17 +326,14 @@ class TestCommand:
         assert "judged 3 of 4" in result.output
         assert bad not in stored(session, run)
 
-    def test_bad_run_or_rubric_exit_2(self, session: Session, judge_cli: Callable[..., Result]) -> None:
-        build(session)
+    def test_unknown_run_bad_rubric_and_refused_or_missing_key_exit_2_naming_them(
+        self, session: Session, judge_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        run = build(session)
         result = judge_cli("no-such-run")
         assert result.exit_code == 2 and "run: no run named or numbered 'no-such-run'" in result.output
         result = judge_cli("jp-run", "--rubric", "default")
         assert result.exit_code == 2 and "rubric: 'default' has no metric 'factual_accuracy'" in result.output
-
-    def test_a_refused_or_missing_key_stops_with_the_setting_named(
-        self, session: Session, judge_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        run = build(session)
         monkeypatch.setenv("OPENAI_API_KEY", "bad-key")
         result = judge_cli("jp-run")
         assert result.exit_code == 2

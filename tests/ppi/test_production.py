@@ -376,13 +376,11 @@ class TestCli:
             draw_week_sample(session=session, week=W47)
         drawn = draw_week_sample(session=session, week=W47, judge_version="judge-a", seed=4)
         assert (drawn.drawn, drawn.drafts) == (4, 4)
-
-    def test_the_sample_defaults_to_the_only_version(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
-        made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        judge_all(session, made.run.id)  # type: ignore[arg-type]
-        draw_week_sample(session=session, week=W47, seed=4)
-        stored = stored_sample(session=session, run_id=made.run.id)  # type: ignore[arg-type]
+        # with one version (W48's run, of the one event "after") the sample defaults to it
+        w48 = create_week_run(session=session, week="2026-W48", budget=100, cap=10).run.id
+        judge_all(session, w48)  # type: ignore[arg-type]
+        draw_week_sample(session=session, week="2026-W48", seed=4)
+        stored = stored_sample(session=session, run_id=w48)  # type: ignore[arg-type]
         assert stored is not None and stored.judge_version == JUDGE
 
 
