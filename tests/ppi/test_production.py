@@ -326,43 +326,37 @@ class TestApi:
 
 
 class TestCli:
-    def invoke(self, monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str) -> Result:
+    def test_creates_then_reports_and_the_sample_uses_the_stored_budget(
+        self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec
+    ) -> None:
         from webapp.cli import app as cli_app
 
         monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
         monkeypatch.setenv("DRAFTDESK_MODE", "dev")
         monkeypatch.setenv("DRAFTDESK_SECRET_KEY", TEST_SECRET)
         monkeypatch.setenv("DRAFTDESK_PPI_WEEKLY_DRAFT_CAP", "3")
-        return CliRunner().invoke(cli_app, ["ppi", "production-week", *args])
 
-    def test_creates_then_reports(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
+        def ppi(*args: str) -> Result:
+            return CliRunner().invoke(cli_app, ["ppi", *args])
+
         load(session, spec, week_events())
-        first = self.invoke(monkeypatch, db_url, "--week", W47, "--budget", "100", "--seed", "7")
+        first = ppi("production-week", "--week", W47, "--budget", "100", "--seed", "7")
         assert first.exit_code == 0, first.output
         assert "created run prod-2026-W47: 3 drafts of 4 production events with a draft (cap 3, seed 7)" in first.output
-        again = self.invoke(monkeypatch, db_url, "--week", W47, "--budget", "100")
+        again = ppi("production-week", "--week", W47, "--budget", "100")
         assert again.exit_code == 0 and "2026-W47 has its run already: prod-2026-W47 (3 drafts), nothing changed" in again.output
         session.expire_all()
         assert session.exec(select(func.count()).select_from(Run)).one() == 1
-        out = self.invoke(monkeypatch, db_url, "--week", "2026/47", "--budget", "10")
+        out = ppi("production-week", "--week", "2026/47", "--budget", "10")
         assert out.exit_code == 2 and "week: expected an ISO week like 2026-W47" in out.output
-
-    def test_the_sample_uses_the_stored_budget(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
-        from webapp.cli import app as cli_app
-
-        load(session, spec, week_events())
-        made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        judge_all(session, made.run.id)  # type: ignore[arg-type]
+        judge_all(session, session.exec(select(Run.id)).one())  # type: ignore[arg-type]
         session.commit()
-        early = self.invoke(monkeypatch, db_url, "--week", "2026-W40", "--budget", "1")  # no events that week; sets the environment
-        assert early.exit_code == 2
-        runner = CliRunner()
-        none = runner.invoke(cli_app, ["ppi", "production-sample", "--week", "2026-W40", "--judge-version", JUDGE])
+        none = ppi("production-sample", "--week", "2026-W40", "--judge-version", JUDGE)
         assert none.exit_code == 2 and "week: 2026-W40 has no run yet" in none.output
-        out = runner.invoke(cli_app, ["ppi", "production-sample", "--week", W47, "--judge-version", JUDGE, "--seed", "4"])
+        out = ppi("production-sample", "--week", W47, "--judge-version", JUDGE, "--seed", "4")
         assert out.exit_code == 0, out.output
-        # budget 100 over 4 drafts: every pi is 1, all four are drawn
-        assert "sample drawn: 4 of 4 drafts to grade (expected 4, seed 4)" in out.output
+        # the stored budget 100 over 3 drafts: every pi is 1, all three are drawn
+        assert "sample drawn: 3 of 3 drafts to grade (expected 3, seed 4)" in out.output
 
     def test_the_sample_reads_the_runs_only_judge_version_when_none_is_given(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
