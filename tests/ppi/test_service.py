@@ -76,13 +76,19 @@ class TestDrawSample:
         assert summary.error_model_id is None  # no earlier grades: uniform
         assert len({round(r.pi, 12) for r in free}) == 1
 
-    def test_the_stored_seed_reproduces_the_draws(self, session: Session) -> None:
+    def test_the_stored_seed_reproduces_the_draws_and_draws_are_append_only(self, session: Session) -> None:
         run, _ = build_run(session, n=100)
         draw_sample(session=session, run_id=run.id, budget=30, judge_version=JUDGE)  # type: ignore[arg-type]
+        session.commit()
         rows = rows_of(session, run.id)  # type: ignore[arg-type]
         again = draw([r.pi for r in rows], rows[0].seed)
         assert [r.drawn for r in rows] == again.tolist()
         assert redraw_from_rows(session=session, run_id=run.id) == {r.draft_id: r.drawn for r in rows}  # type: ignore[arg-type]
+        for sql in ("UPDATE ppi_draw SET pi = 0.5", "DELETE FROM ppi_draw"):
+            with pytest.raises((DBAPIError, IntegrityError), match="ppi draws are append-only"):
+                session.exec(text(sql))  # type: ignore[call-overload]
+            session.rollback()
+        assert len(rows_of(session, run.id)) == 100  # type: ignore[arg-type]
 
     def test_regression_cases_are_forced(self, session: Session) -> None:
         from webapp.regression.models import RegressionCase
@@ -137,16 +143,6 @@ class TestDrawSample:
         assert edge > 2 * routine
         assert min(r.pi for r in rows) >= 0.5 * 40 / 200 - 1e-12
         assert abs(sum(r.pi for r in rows) - 40) < 1e-9
-
-    def test_draws_are_append_only(self, session: Session) -> None:
-        run, _ = build_run(session, n=10)
-        draw_sample(session=session, run_id=run.id, budget=3, judge_version=JUDGE)  # type: ignore[arg-type]
-        session.commit()
-        for sql in ("UPDATE ppi_draw SET pi = 0.5", "DELETE FROM ppi_draw"):
-            with pytest.raises((DBAPIError, IntegrityError), match="ppi draws are append-only"):
-                session.exec(text(sql))  # type: ignore[call-overload]
-            session.rollback()
-        assert len(rows_of(session, run.id)) == 10  # type: ignore[arg-type]
 
 
 class TestFurtherSample:
