@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
@@ -47,24 +48,16 @@ class TestService:
         service.open_round(session=session, name="r1")
         session.commit()
         barrier = threading.Barrier(4)
-        errors: list[BaseException] = []
 
         def answer(helpful: str) -> None:
-            try:
-                with Session(engine) as s:
-                    barrier.wait()
-                    service.record_answer(session=s, agent_id="same-agent", helpful=helpful)
-                    s.commit()
-            except BaseException as exc:  # noqa: BLE001 - collected and asserted below
-                errors.append(exc)
+            with Session(engine) as s:
+                barrier.wait()
+                service.record_answer(session=s, agent_id="same-agent", helpful=helpful)
+                s.commit()
 
-        threads = [threading.Thread(target=answer, args=(h,)) for h in ("yes", "no", "yes", "neutral")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(answer, ("yes", "no", "yes", "neutral")))  # re-raises any thread's error
         session.expire_all()
-        assert errors == []
         assert len(session.exec(select(SurveyAnswer)).all()) == 1
 
 
