@@ -1,4 +1,4 @@
-"""The demo's PPI run: judged, sampled before grading, mostly graded, deterministic."""
+"""The demo's production weeks and PPI run: judged, sampled before grading, mostly graded, deterministic."""
 
 from __future__ import annotations
 
@@ -17,44 +17,36 @@ from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
 
 
-class TestDemoPpiRun:
-    @pytest.fixture
-    def db_url(self, demo_db_url: str) -> str:
-        """The demo seeded once per test session (tests/conftest.py)."""
-        return demo_db_url
-
-    def test_demo_ppi_run_has_a_sample_and_intervals(self, session: Session, spec: EvalSpec) -> None:
-        seed_demo(session=session, spec=spec)
-        run = session.exec(select(Run).where(Run.name == RUN_NAME)).one()
-        draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id).order_by(col(PpiDraw.draft_id))).all()
-        assert draws and {d.judge_version for d in draws} == {JUDGE_VERSION}
-        assert redraw_from_rows(session=session, run_id=run.id) == {d.draft_id: d.drawn for d in draws}  # type: ignore[arg-type]
-        report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
-        assert report is not None and report.pending == LEFT_UNGRADED
-        tone = report.figures["tone"].estimate
-        assert tone is not None and tone.low < tone.estimate < tone.high
-        assert tone.judge_alone > tone.estimate  # the demo's judge is kinder than its people
-        # Sampled before grading: no individual grade exists on this run.
-        assert session.exec(select(Grade).where(col(Grade.draft_id).in_([d.draft_id for d in draws]))).first() is None
+@pytest.fixture
+def db_url(demo_db_url: str) -> str:
+    """The demo seeded once per test session (tests/conftest.py)."""
+    return demo_db_url
 
 
-class TestDemoProductionWeeks:
-    @pytest.fixture
-    def db_url(self, demo_db_url: str) -> str:
-        """The demo seeded once per test session (tests/conftest.py)."""
-        return demo_db_url
-
-    def test_three_weeks_above_below_and_provisional(self, session: Session, spec: EvalSpec) -> None:
-        weeks = weekly_quality(session=session, spec=spec)
-        assert [w.week for w in weeks] == ["2026-W45", "2026-W46", "2026-W47"]
-        above, below, provisional = weeks
-        assert above.estimate is not None and above.estimate.low > above.target and not above.provisional
-        assert below.below_target and below.estimate is not None and below.estimate.high < 3.5
-        assert provisional.provisional and provisional.pending == PRODUCTION_WEEKS[2][2] and not provisional.below_target
-        assert all(w.drafts == PRODUCTION_CAP for w in weeks)
-        # each week's run holds drafts of that week's events only
-        for w in weeks:
-            drafts = session.exec(select(Draft).where(Draft.run_id == w.run_id)).all()
-            ids = [d.raw_output["event_id"] for d in drafts]  # type: ignore[index]
-            days = set(session.exec(select(col(Event.day)).where(col(Event.event_id).in_(ids))).all())
-            assert len(ids) == PRODUCTION_CAP and all(w.start <= d <= w.end for d in days)
+def test_demo_weeks_and_ppi_run(session: Session, spec: EvalSpec) -> None:
+    weeks = weekly_quality(session=session, spec=spec)
+    assert [w.week for w in weeks] == ["2026-W45", "2026-W46", "2026-W47"]
+    above, below, provisional = weeks
+    assert above.estimate is not None and above.estimate.low > above.target and not above.provisional
+    assert below.below_target and below.estimate is not None and below.estimate.high < 3.5
+    assert provisional.provisional and provisional.pending == PRODUCTION_WEEKS[2][2] and not provisional.below_target
+    assert all(w.drafts == PRODUCTION_CAP for w in weeks)
+    # each week's run holds drafts of that week's events only
+    for w in weeks:
+        drafts = session.exec(select(Draft).where(Draft.run_id == w.run_id)).all()
+        ids = [d.raw_output["event_id"] for d in drafts]  # type: ignore[index]
+        days = set(session.exec(select(col(Event.day)).where(col(Event.event_id).in_(ids))).all())
+        assert len(ids) == PRODUCTION_CAP and all(w.start <= d <= w.end for d in days)
+    # The PPI run, after a second seed_demo: judged, sampled before grading, mostly graded.
+    seed_demo(session=session, spec=spec)
+    run = session.exec(select(Run).where(Run.name == RUN_NAME)).one()
+    draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id).order_by(col(PpiDraw.draft_id))).all()
+    assert draws and {d.judge_version for d in draws} == {JUDGE_VERSION}
+    assert redraw_from_rows(session=session, run_id=run.id) == {d.draft_id: d.drawn for d in draws}  # type: ignore[arg-type]
+    report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+    assert report is not None and report.pending == LEFT_UNGRADED
+    tone = report.figures["tone"].estimate
+    assert tone is not None and tone.low < tone.estimate < tone.high
+    assert tone.judge_alone > tone.estimate  # the demo's judge is kinder than its people
+    # Sampled before grading: no individual grade exists on this run.
+    assert session.exec(select(Grade).where(col(Grade.draft_id).in_([d.draft_id for d in draws]))).first() is None

@@ -49,13 +49,19 @@ def ppi_py_lambda(judge, human, drawn) -> float:
 
 
 class TestAgainstPpiPy:
-    @pytest.mark.parametrize("seed", [1, 2, 3])
-    def test_lambda_one_equals_ppi_py(self, seed: int) -> None:
-        judge, human, drawn, pi = uniform_run(seed)
-        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0, quantile_kind="normal", joint=False)
+    @pytest.mark.parametrize(("seed", "n_labels"), [(1, 120), (2, 120), (3, 120), (8, 40)])
+    def test_lambda_one_equals_ppi_py_and_student_t_widens_it(self, seed: int, n_labels: int) -> None:
+        judge, human, drawn, pi = uniform_run(seed, n_labels=n_labels)
+        sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
+        est = estimate_mean(sample, lam=1.0, quantile_kind="normal", joint=False)
         low, high = ppi_py_interval(judge, human, drawn, lam=1)
         assert abs(est.low - low) < TOL and abs(est.high - high) < TOL
         assert abs(est.estimate - (low + high) / 2) < TOL
+        t = estimate_mean(sample, lam=1.0, joint=False)  # the default Student t quantile
+        ratio = stats.t.ppf(0.975, n_labels - 1) / stats.norm.ppf(0.975)
+        assert t.df == n_labels - 1
+        assert abs((t.high - t.low) - ratio * (high - low)) < TOL
+        assert abs(t.estimate - (low + high) / 2) < TOL
 
     @pytest.mark.parametrize("seed", [4, 5, 6])
     def test_tuned_lambda_equals_ppi_py(self, seed: int) -> None:
@@ -73,15 +79,6 @@ class TestAgainstPpiPy:
         y = human[drawn]
         half = stats.norm.ppf(0.975) * y.std() / math.sqrt(y.shape[0])
         assert abs(est.low - (y.mean() - half)) < TOL and abs(est.high - (y.mean() + half)) < TOL
-
-    def test_student_t_widens_ppi_py_by_the_quantile_ratio(self) -> None:
-        judge, human, drawn, pi = uniform_run(8, n_labels=40)
-        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0, joint=False)
-        low, high = ppi_py_interval(judge, human, drawn, lam=1)
-        ratio = stats.t.ppf(0.975, 39) / stats.norm.ppf(0.975)
-        assert est.df == 39
-        assert abs((est.high - est.low) - ratio * (high - low)) < TOL
-        assert abs(est.estimate - (low + high) / 2) < TOL
 
 
 class TestCrossFit:
@@ -217,7 +214,6 @@ class TestPassRateAndInput:
         assert abs(est.se - math.sqrt(3.6 / 120)) < TOL
         unguarded = estimate_mean(sample, lam=1.0, guard=False)
         assert abs(unguarded.se - math.sqrt(1.6 / 100)) < TOL
-
 
     def test_all_pass_needs_every_criterion(self) -> None:
         got = all_pass([1, 1, 0, 1], [[3, 3, 3], [5, 2, 5], [5, 5, 5], [4, 4, 3]], [3, 3, 3])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from tests.evaluator.fake_openai import FakeOpenAI
 from tests.factories import make_article, make_dataset, make_run, make_user
+from webapp.datasets.models import EvalCase
 from webapp.evaluator.cache import ResponseCache
 from webapp.evaluator.client import ChatClient
 from webapp.evaluator.rubric import load_rubric
@@ -33,21 +34,7 @@ from webapp.timeutil import utcnow
 
 RUBRIC = load_rubric("support-draft")
 MODEL = "judge-model-1"
-
-
-@pytest.fixture(autouse=True)
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Keep every test's answer cache in its own folder."""
-    path = tmp_path / "answer-cache"
-    monkeypatch.setenv("PROMPT_EVALUATOR_CACHE_DIR", str(path))
-    return path
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI().start()
-    yield server
-    server.stop()
+# `fake` (the fake OpenAI server) and `cache_dir` (autouse) come from tests/evaluator via conftest.py.
 
 
 def build(session: Session, *, bad_case: str | None = None) -> Run:
@@ -76,15 +63,13 @@ def build(session: Session, *, bad_case: str | None = None) -> Run:
     ]
     run = make_run(session, ds, drafts, name="jp-run")
     lead = make_user(session, email="lead@example.com", roles=["lead"])
-    c2 = ds.id
-    from webapp.datasets.models import EvalCase
-
-    case2 = session.exec(select(EvalCase).where(EvalCase.dataset_id == c2, EvalCase.case_id == "c2")).one()
-    case3 = session.exec(select(EvalCase).where(EvalCase.dataset_id == c2, EvalCase.case_id == "c3")).one()
-    session.add(ReferenceVersion(case_pk=case2.id, version=2, text="Approved reference for c2", author_id=lead.id, approved_by=lead.id, approved_at=utcnow()))  # type: ignore[arg-type]
-    session.add(ReferenceVersion(case_pk=case2.id, version=1, text="Older approved reference", author_id=lead.id, approved_by=lead.id, approved_at=utcnow()))  # type: ignore[arg-type]
-    session.add(ReferenceVersion(case_pk=case2.id, version=3, text="Unapproved edit for c2", author_id=lead.id))  # type: ignore[arg-type]
-    session.add(ReferenceVersion(case_pk=case3.id, version=1, text="Unapproved reference for c3", author_id=lead.id))  # type: ignore[arg-type]
+    pk = dict(session.exec(select(EvalCase.case_id, EvalCase.id).where(EvalCase.dataset_id == ds.id)).all())
+    for case, v, text, approved in [
+        ("c2", 2, "Approved reference for c2", True), ("c2", 1, "Older approved reference", True),
+        ("c2", 3, "Unapproved edit for c2", False), ("c3", 1, "Unapproved reference for c3", False),
+    ]:
+        approval = {"approved_by": lead.id, "approved_at": utcnow()} if approved else {}
+        session.add(ReferenceVersion(case_pk=pk[case], version=v, text=text, author_id=lead.id, **approval))
     session.commit()
     return run
 
@@ -120,10 +105,14 @@ def stored(session: Session, run: Run) -> dict[int, PpiJudgeScore]:
     return {s.draft_id: s for s in session.exec(select(PpiJudgeScore).where(PpiJudgeScore.run_id == run.id))}
 
 
+def plan_for(session: Session, run_ref: str = "jp-run", model: str = MODEL) -> JudgePlan:
+    return plan_judge_pass(session=session, run_ref=run_ref, model=model, rubric=RUBRIC)
+
+
 class TestPlan:
     def test_gradable_drafts_only_with_the_case_kb_and_approved_reference(self, session: Session) -> None:
         run = build(session)
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        plan = plan_for(session)
         assert plan.gradable == 4 and plan.already_scored == 0
         assert [r.draft_id for r in plan.requests] == gradable_ids(session, run)
         by_case = {r.case_id: r.messages for r in plan.requests}
@@ -146,23 +135,18 @@ class TestPlan:
         assert "KB ARTICLES GIVEN TO THE WRITER (current revisions):\n(none)" in user3
         assert "REFERENCE OUTPUT:\nDataset reference for c4" in by_case["c4"][1]["content"]  # no approved one: the dataset's
 
-    def test_unknown_run_is_named(self, session: Session) -> None:
+    def test_unknown_run_empty_run_and_bad_rubric_are_refused_naming_them(self, session: Session) -> None:
         build(session)
         with pytest.raises(PpiError, match="run: no run named or numbered 'nope'"):
-            plan_judge_pass(session=session, run_ref="nope", model=MODEL, rubric=RUBRIC)
-
-    def test_a_run_with_nothing_to_grade_is_refused(self, session: Session) -> None:
+            plan_for(session, "nope")
         ds = make_dataset(session, [{"case_id": "e1"}, {"case_id": "e2"}], name="esc")
         make_run(session, ds, [{"case_id": "e1", "escalated": True}, {"case_id": "e2", "draft_text": None}], name="only-escalations")
         with pytest.raises(PpiError, match="run: run 'only-escalations' has no draft to judge"):
-            plan_judge_pass(session=session, run_ref="only-escalations", model=MODEL, rubric=RUBRIC)
-
-    def test_a_rubric_without_the_four_criteria_is_refused(self, session: Session) -> None:
-        build(session)
+            plan_for(session, "only-escalations")
         with pytest.raises(PpiError, match="rubric: 'default' has no metric 'factual_accuracy'"):
             plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=load_rubric("default"))
 
-    def test_version_names_model_rubric_and_changes_with_them(self) -> None:
+    def test_version_names_model_rubric_and_changes_with_them(self, monkeypatch: pytest.MonkeyPatch) -> None:
         v = judge_version(model=MODEL, rubric=RUBRIC)
         assert v.startswith(f"{MODEL} support-draft sha256:") and len(v.split("sha256:")[1]) == 16
         assert judge_version(model=MODEL, rubric=RUBRIC) == v  # frozen: the same inputs, the same version
@@ -170,17 +154,15 @@ class TestPlan:
         assert judge_version(model=MODEL, rubric=RUBRIC, seed=3).split()[-1] != v.split()[-1]
         with pytest.raises(PpiError, match="judge_model"):
             judge_version(model=" ", rubric=RUBRIC)
-
-    def test_version_changes_with_the_layout_of_the_message(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        before = judge_version(model=MODEL, rubric=RUBRIC)
+        # ... and with the layout of the message
         monkeypatch.setattr("webapp.ppi.judge_pass.draft_for_judge", lambda draft: f"Reply: {draft.draft_text}")
-        assert judge_version(model=MODEL, rubric=RUBRIC) != before
+        assert judge_version(model=MODEL, rubric=RUBRIC) != v
 
 
 class TestJudgePass:
-    def test_scores_equal_what_the_judge_answered_with_every_raw_call(self, session: Session, fake: FakeOpenAI) -> None:
+    def test_scores_are_the_answers_and_can_be_sampled(self, session: Session, fake: FakeOpenAI) -> None:
         run = build(session)
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        plan = plan_for(session)
         outcome = run_pass(session, fake, plan)
         assert outcome.failures == [] and len(outcome.scored) == 4
         rows = stored(session, run)
@@ -193,11 +175,8 @@ class TestJudgePass:
             content = answered[json.dumps(req.messages)]
             data = json.loads(content)
             assert row.factual_accuracy == ("pass" if data["factual_accuracy"] == 1 else "fail")
-            assert (row.citation_relevance, row.tone, row.completeness) == (
-                data["citation_relevance"],
-                data["tone"],
-                data["completeness"],
-            )
+            criteria = ("citation_relevance", "tone", "completeness")
+            assert tuple(getattr(row, c) for c in criteria) == tuple(data[c] for c in criteria)
             assert row.judge_version == plan.version
             (call,) = row.raw_calls
             assert call["response"] == content
@@ -206,17 +185,34 @@ class TestJudgePass:
             assert call["request"]["temperature"] == 0.0
             assert call["request"]["response_format"]["json_schema"]["name"] == "judge_support_draft"
             assert call["cached"] is False
+        # The judged run can be sampled; each draw's judge score is the overall of the stored scores.
+        assert run.id is not None
+        summary = draw_sample(session=session, run_id=run.id, budget=2, judge_version=plan.version, seed=7)
+        assert summary.drafts == 4
+        draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id)).all()
+        assert sorted(d.draft_id for d in draws) == gradable_ids(session, run)
+        for d in draws:
+            s = rows[d.draft_id]
+            factual = 5.0 if s.factual_accuracy == "pass" else 1.0
+            assert d.judge_score == pytest.approx((factual + s.citation_relevance + s.tone + s.completeness) / 4)
 
-    def test_rerun_skips_scored_drafts(self, session: Session, fake: FakeOpenAI) -> None:
+    def test_rerun_skips_scored_and_stale_plan_fails(self, session: Session, fake: FakeOpenAI) -> None:
         run = build(session)
-        run_pass(session, fake, plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC))
+        first, stale = plan_for(session), plan_for(session)  # both planned before any score
+        run_pass(session, fake, first)
         calls = fake.calls
-        again = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        again = plan_for(session)
         assert again.requests == [] and again.already_scored == 4
         assert run_pass(session, fake, again).scored == []
         assert fake.calls == calls
+        # A concurrent pass's batch already stored by another pass is refused whole.
+        with pytest.raises(PpiError, match=r"scores\[0\]\.draft_id: draft \d+ already has a score"):
+            run_pass(session, fake, stale, batch=4)
+        session.rollback()
+        rows = stored(session, run)
+        assert len(rows) == 4 and all(len(r.raw_calls) == 1 for r in rows.values())
         # Another judge version scores the same drafts again, beside the first scores.
-        other = plan_judge_pass(session=session, run_ref="jp-run", model="judge-model-2", rubric=RUBRIC)
+        other = plan_for(session, model="judge-model-2")
         assert len(other.requests) == 4
         run_pass(session, fake, other)
         session.expire_all()
@@ -224,7 +220,7 @@ class TestJudgePass:
 
     def test_bad_judge_answer_names_the_draft_and_stores_nothing_for_it(self, session: Session, fake: FakeOpenAI) -> None:
         run = build(session, bad_case="c3")
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        plan = plan_for(session)
         bad = next(r.draft_id for r in plan.requests if r.case_id == "c3")
         outcome = run_pass(session, fake, plan)
         (failure,) = outcome.failures
@@ -233,13 +229,15 @@ class TestJudgePass:
         assert failure.raw == "I think this output is quite good, 4 out of 5."
         rows = stored(session, run)
         assert bad not in rows and len(rows) == 3
-        # The rerun asks only for the failed draft.
-        again = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
-        assert [r.draft_id for r in again.requests] == [bad]
+        # The rerun asks only for the failed draft, and the partly judged run cannot be sampled.
+        assert [r.draft_id for r in plan_for(session).requests] == [bad]
+        assert run.id is not None
+        with pytest.raises(PpiError, match="1 of 4 drafts have no score"):
+            draw_sample(session=session, run_id=run.id, budget=2, judge_version=plan.version, seed=7)
 
     def test_a_failed_call_names_the_draft(self, session: Session, fake: FakeOpenAI) -> None:
         build(session)
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        plan = plan_for(session)
         fake.script = [(400, {})]  # the first call gets a 400 (not retried)
         outcome = run_pass(session, fake, plan)
         (failure,) = outcome.failures
@@ -248,7 +246,7 @@ class TestJudgePass:
 
     def test_transient_errors_are_retried_by_the_evaluator_client(self, session: Session, fake: FakeOpenAI) -> None:
         run = build(session)
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
+        plan = plan_for(session)
         fake.unavailable_first = 2  # two 503s, then normal answers
         client = ChatClient(base_url=fake.base_url, api_key="k", concurrency=2, backoff_base=0.001)
         outcome = run_pass(session, fake, plan, client=client)
@@ -259,9 +257,9 @@ class TestJudgePass:
         self, session: Session, fake: FakeOpenAI, tmp_path: Path
     ) -> None:
         run = build(session)
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
         cache = ResponseCache(tmp_path / "judge-cache")
-        run_pass(session, fake, plan, client=ChatClient(base_url=fake.base_url, api_key="k", cache=cache, reuse_cache=True))
+        first_client = ChatClient(base_url=fake.base_url, api_key="k", cache=cache, reuse_cache=True)
+        run_pass(session, fake, plan_for(session), client=first_client)
         # A second run with the same drafts over the same cases sends the same requests: answered from the cache.
         copy = Run(name="jp-copy", dataset_id=run.dataset_id, model="m")
         session.add(copy)
@@ -270,38 +268,14 @@ class TestJudgePass:
             session.add(Draft(run_id=copy.id, case_pk=d.case_pk, draft_text=d.draft_text, citations=list(d.citations), intent=d.intent, confidence=d.confidence, escalated=d.escalated))  # type: ignore[arg-type]
         session.commit()
         calls = fake.calls
-        plan2 = plan_judge_pass(session=session, run_ref="jp-copy", model=MODEL, rubric=RUBRIC)
         client = ChatClient(base_url=fake.base_url, api_key="k", cache=cache, reuse_cache=True)
-        run_pass(session, fake, plan2, client=client)
+        run_pass(session, fake, plan_for(session, "jp-copy"), client=client)
         assert fake.calls == calls and client.stats.cache_hits == 4
         first, second = stored(session, run), stored(session, copy)
         assert all(r.raw_calls[0]["cached"] for r in second.values())
         assert sorted((r.tone, r.completeness, r.raw_calls[0]["response"]) for r in first.values()) == sorted(
             (r.tone, r.completeness, r.raw_calls[0]["response"]) for r in second.values()
         )
-
-    def test_a_judged_run_can_be_sampled(self, session: Session, fake: FakeOpenAI) -> None:
-        run = build(session)
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
-        run_pass(session, fake, plan)
-        assert run.id is not None
-        summary = draw_sample(session=session, run_id=run.id, budget=2, judge_version=plan.version, seed=7)
-        assert summary.drafts == 4
-        draws = session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id)).all()
-        assert sorted(d.draft_id for d in draws) == gradable_ids(session, run)
-        rows = stored(session, run)
-        for d in draws:
-            s = rows[d.draft_id]
-            factual = 5.0 if s.factual_accuracy == "pass" else 1.0
-            assert d.judge_score == pytest.approx((factual + s.citation_relevance + s.tone + s.completeness) / 4)
-
-    def test_a_partly_judged_run_cannot_be_sampled(self, session: Session, fake: FakeOpenAI) -> None:
-        run = build(session, bad_case="c2")
-        plan = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
-        run_pass(session, fake, plan)
-        assert run.id is not None
-        with pytest.raises(PpiError, match="1 of 4 drafts have no score"):
-            draw_sample(session=session, run_id=run.id, budget=2, judge_version=plan.version, seed=7)
 
 
 @pytest.fixture
@@ -352,42 +326,19 @@ class TestCommand:
         assert "judged 3 of 4" in result.output
         assert bad not in stored(session, run)
 
-    def test_unknown_run_is_named(self, session: Session, judge_cli: Callable[..., Result]) -> None:
-        build(session)
-        result = judge_cli("no-such-run")
-        assert result.exit_code == 2
-        assert "run: no run named or numbered 'no-such-run'" in result.output
-
-    def test_missing_api_key_names_the_setting(self, session: Session, judge_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch) -> None:
-        build(session)
-        monkeypatch.delenv("OPENAI_API_KEY")
-        result = judge_cli("jp-run", base=False)
-        assert result.exit_code == 2
-        assert "OPENAI_API_KEY is not set" in result.output
-
-    def test_refused_key_stops_with_the_setting_named(self, session: Session, judge_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_unknown_run_bad_rubric_and_refused_or_missing_key_exit_2_naming_them(
+        self, session: Session, judge_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         run = build(session)
+        result = judge_cli("no-such-run")
+        assert result.exit_code == 2 and "run: no run named or numbered 'no-such-run'" in result.output
+        result = judge_cli("jp-run", "--rubric", "default")
+        assert result.exit_code == 2 and "rubric: 'default' has no metric 'factual_accuracy'" in result.output
         monkeypatch.setenv("OPENAI_API_KEY", "bad-key")
         result = judge_cli("jp-run")
         assert result.exit_code == 2
         assert "the API refused the judge" in result.output and "OPENAI_API_KEY" in result.output
         assert stored(session, run) == {}
-
-    def test_bad_rubric_is_named(self, session: Session, judge_cli: Callable[..., Result]) -> None:
-        build(session)
-        result = judge_cli("jp-run", "--rubric", "default")
-        assert result.exit_code == 2
-        assert "rubric: 'default' has no metric 'factual_accuracy'" in result.output
-
-
-class TestConcurrentPasses:
-    def test_a_batch_already_stored_by_another_pass_is_refused_whole(self, session: Session, fake: FakeOpenAI) -> None:
-        run = build(session)
-        first = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)
-        second = plan_judge_pass(session=session, run_ref="jp-run", model=MODEL, rubric=RUBRIC)  # planned before any score
-        run_pass(session, fake, first)
-        with pytest.raises(PpiError, match=r"scores\[0\]\.draft_id: draft \d+ already has a score"):
-            run_pass(session, fake, second, batch=4)
-        session.rollback()
-        rows = stored(session, run)
-        assert len(rows) == 4 and all(len(r.raw_calls) == 1 for r in rows.values())
+        monkeypatch.delenv("OPENAI_API_KEY")
+        result = judge_cli("jp-run", base=False)
+        assert result.exit_code == 2 and "OPENAI_API_KEY is not set" in result.output

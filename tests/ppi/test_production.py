@@ -47,6 +47,8 @@ from webapp.spec import EvalSpec
 
 JUDGE = "judge-prod"
 W47 = "2026-W47"  # Monday 2026-11-16 to Sunday 2026-11-22
+Clients = Callable[..., TestClient]
+WEEKS_API = "/api/v1/ppi/production-weeks"
 
 
 def week_events() -> list[dict[str, object]]:
@@ -60,6 +62,12 @@ def week_events() -> list[dict[str, object]]:
         ev("2026-11-22", 23, event_id="sunday", ticket_id="t4"),
         ev("2026-11-23", 0, event_id="after", ticket_id="t-after"),  # Monday of W48
     ]
+
+
+def judge_all(session: Session, run_id: int, version: str = JUDGE) -> None:
+    ids = session.exec(select(Draft.id).where(Draft.run_id == run_id)).all()
+    scores = [JudgeScoreIn(d, "pass", 4, 4, 4) for d in ids]  # type: ignore[arg-type]
+    record_judge_scores(session=session, run_id=run_id, judge_version=version, scores=scores)
 
 
 def event_ids_of_run(session: Session, run_id: int) -> list[str]:
@@ -109,15 +117,14 @@ class TestCreateWeekRun:
         # what the agent sent is not in the case or the draft (graders grade blind)
         drafts = session.exec(select(Draft).where(Draft.run_id == made.run.id)).all()
         assert all(d.draft_text == "Hello" and set(d.raw_output or {}) == {"event_id"} for d in drafts)
-
-    def test_a_second_call_reports_the_run_and_changes_nothing(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
-        first = create_week_run(session=session, week=W47, budget=10, cap=1000, seed=1)
+        # a second call reports the run and changes nothing
         again = create_week_run(session=session, week="2026-W47", budget=50, cap=2, seed=9)
-        assert not again.created and again.run.id == first.run.id and again.week.budget == 10.0
+        assert not again.created and again.run.id == made.run.id and again.week.budget == 10.0
         assert session.exec(select(func.count()).select_from(Run)).one() == 1
         assert session.exec(select(func.count()).select_from(PpiProductionWeek)).one() == 1
         assert session.exec(select(func.count()).select_from(Draft)).one() == 4
+        # week runs are no launch or regression candidates
+        assert runs_for_gates(session=session) == [] and latest_run_id(session=session) is None
 
     def test_a_busy_week_is_capped_by_a_uniform_draw_with_the_stored_seed(self, session: Session, spec: EvalSpec) -> None:
         events = [ev("2026-11-17", 8 + k % 10, event_id=f"e-{k:02d}", ticket_id=f"t-{k:02d}") for k in range(12)]
@@ -130,7 +137,7 @@ class TestCreateWeekRun:
         assert event_ids_of_run(session, made.run.id) == [stored[k] for k in picked]  # type: ignore[arg-type]
         assert len(set(picked)) == 5
 
-    def test_a_week_without_drafts_and_bad_input_are_refused(self, session: Session, spec: EvalSpec) -> None:
+    def test_empty_week_bad_input_or_taken_name_is_refused(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
         with pytest.raises(PpiError, match=r"^week: no production event with a draft in 2026-W40"):
             create_week_run(session=session, week="2026-W40", budget=10, cap=10)
@@ -139,9 +146,7 @@ class TestCreateWeekRun:
         with pytest.raises(PpiError, match=r"^seed: must lie in"):
             create_week_run(session=session, week=W47, budget=1, cap=10, seed=-1)
         assert session.exec(select(func.count()).select_from(Run)).one() == 0
-
-    def test_a_run_or_dataset_already_named_like_the_week_is_refused(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
+        # a dataset or a run already named like the week
         make_dataset(session, [{"case_id": "c1"}], name="prod-2026-W47")
         with pytest.raises(PpiError, match=r"^week: a dataset named prod-2026-W47 exists already"):
             create_week_run(session=session, week=W47, budget=1, cap=10)
@@ -150,11 +155,6 @@ class TestCreateWeekRun:
         load(session, spec, [ev("2026-11-24", 10, event_id="w48", ticket_id="t48")])
         with pytest.raises(PpiError, match=r"^week: a run named prod-2026-W48 exists already"):
             create_week_run(session=session, week="2026-W48", budget=1, cap=10)
-
-    def test_week_runs_are_no_launch_or_regression_candidates(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
-        create_week_run(session=session, week=W47, budget=10, cap=10)
-        assert runs_for_gates(session=session) == [] and latest_run_id(session=session) is None
 
 
 # --- the weekly estimate ------------------------------------------------------------------------------
@@ -175,10 +175,7 @@ def graded_week(session: Session, spec: EvalSpec, grades: list[tuple[str, int, i
     run_id = create_week_run(session=session, week=week, budget=4, cap=100, seed=3).run.id
     assert run_id is not None
     drafts = session.exec(select(Draft.id).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
-    record_judge_scores(
-        session=session, run_id=run_id, judge_version=JUDGE,
-        scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in drafts],  # type: ignore[arg-type]
-    )
+    judge_all(session, run_id)
     draw_sample(session=session, run_id=run_id, budget=4, judge_version=JUDGE, seed=11)
     assert all(s.drawn and s.pi == 1.0 for s in run_sample(session=session, run_id=run_id) or [])
     for d, (fa, c, t, comp) in list(zip(drafts, grades, strict=True))[: 4 - pending]:
@@ -193,16 +190,25 @@ def quality(estimate: float, low: float, high: float, *, pending: int = 0, sampl
 
 
 class TestWeeklyQuality:
-    def test_the_target_is_the_plans_human_grading_average(self, spec: EvalSpec) -> None:
-        assert quality_target(spec) == spec.gates.pilot.human_mean_above == 3.5
-
-    def test_the_estimate_is_the_hand_worked_mean_and_interval(self, session: Session, spec: EvalSpec) -> None:
+    def test_the_estimate_is_the_hand_worked_mean_and_interval(
+        self, session: Session, spec: EvalSpec, api_as: Clients
+    ) -> None:
+        assert quality_target(spec) == spec.gates.pilot.human_mean_above == 3.5  # the plan's human average
         graded_week(session, spec, LOW)
         [week] = weekly_quality(session=session, spec=spec)
         assert week.estimate is not None and not week.provisional
         assert week.estimate.estimate == pytest.approx(2.5, abs=1e-12)
         assert (week.estimate.low, week.estimate.high) == (pytest.approx(2.5 - HALF, abs=1e-9), pytest.approx(2.5 + HALF, abs=1e-9))
         assert pytest.approx(stats.t.ppf(0.975, 3) * np.sqrt(0.5) / 4) == HALF
+        # the API's list gives the same figures; labelers may not read it
+        session.commit()
+        answer = api_as("support_lead").get(WEEKS_API)
+        assert answer.status_code == 200
+        [listed] = answer.json()
+        assert listed["week"] == W47 and listed["estimate"] == pytest.approx(2.5)
+        assert listed["high"] == pytest.approx(2.5 + HALF) and listed["below_target"] is True
+        assert listed["provisional"] is False and listed["target"] == 3.5
+        assert api_as("labeler").get(WEEKS_API).status_code == 403
 
     def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, MIXED)
@@ -235,14 +241,14 @@ class TestWeeklyQuality:
 
 class TestAlertRule:
     @pytest.mark.parametrize(
-        ("high", "pending", "fires"),
-        [(3.4, 0, True), (3.49, 0, True), (3.5, 0, False), (3.6, 0, False), (3.4, 2, False)],
+        ("high", "pending", "sampled", "fires"),  # a week not sampled yet never fires
+        [(3.4, 0, True, True), (3.49, 0, True, True), (3.5, 0, True, False), (3.6, 0, True, False),
+         (3.4, 2, True, False), (2.2, 0, False, False)],
     )
-    def test_fires_only_when_a_final_upper_bound_is_below_the_target(self, high: float, pending: int, fires: bool) -> None:
-        assert quality(high - 0.3, high - 0.6, high, pending=pending).below_target is fires
-
-    def test_a_week_not_sampled_yet_never_fires(self) -> None:
-        assert not quality(2.0, 1.8, 2.2, sampled=False).below_target
+    def test_fires_only_when_a_final_upper_bound_is_below_the_target(
+        self, high: float, pending: int, sampled: bool, fires: bool
+    ) -> None:
+        assert quality(high - 0.3, high - 0.6, high, pending=pending, sampled=sampled).below_target is fires
 
     def test_the_alert_goes_through_the_ledger_and_outbox(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
         alerts_channels.add_channel(session=session, name="quality", kind="file", target=str(tmp_path / "n.jsonl"), topics=["human_quality"])
@@ -264,163 +270,122 @@ class TestAlertRule:
         assert [t for t in alerts_outbox.record_transitions(session=session, spec=spec).transitions if t["kind"] == "human_quality"] == []
         assert session.exec(select(func.count()).select_from(AlertOutbox)).one() == 1
 
-    def test_corrected_grades_that_lift_the_bound_resolve_it(self, session: Session, spec: EvalSpec) -> None:
+    def test_periodic_pass_fires_and_regrading_resolves(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, LOW)
-        alerts_outbox.record_transitions(session=session, spec=spec)
-        # the lead corrects the final grades upwards (as after adjudication): the week's interval now includes 3.5
-        for f in session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).all():
-            f.tone, f.completeness, f.citation_relevance = 4, 4, 4
-            session.add(f)
-        session.flush()
-        result = alerts_outbox.record_transitions(session=session, spec=spec)
-        assert [t["key"] for t in result.transitions] == ["human_quality:2026-W47:resolved"]
-        # fired and resolved: nothing more for that week, even if its grades fall again
-        for f in session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).all():
-            f.tone, f.completeness, f.citation_relevance = 1, 1, 1
-            session.add(f)
-        session.flush()
-        assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
-
-    def test_passes_after_events_leave_it_to_the_periodic_pass(self, session: Session, spec: EvalSpec) -> None:
-        graded_week(session, spec, LOW)
+        # passes after events leave it to the periodic pass
         alerts_outbox.notify_changes(session=session, spec=spec)  # what an ingested batch triggers
         assert session.exec(select(func.count()).select_from(AlertNotice).where(AlertNotice.kind == "human_quality")).one() == 0
         result = alerts_outbox.record_transitions(session=session, spec=spec)  # the periodic pass
         assert [t["key"] for t in result.transitions if t["kind"] == "human_quality"] == ["human_quality:2026-W47:firing"]
+
+        def regrade(score: int) -> list[dict[str, object]]:
+            finals = select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id)
+            for f in session.exec(finals.where(Draft.run_id == run_id)).all():
+                f.tone, f.completeness, f.citation_relevance = score, score, score
+                session.add(f)
+            session.flush()
+            return alerts_outbox.record_transitions(session=session, spec=spec).transitions
+
+        # the lead corrects the final grades upwards (as after adjudication): the week's interval now includes 3.5
+        assert [t["key"] for t in regrade(4)] == ["human_quality:2026-W47:resolved"]
+        # fired and resolved: nothing more for that week, even if its grades fall again
+        assert regrade(1) == []
 
 
 # --- API, CLI, pages ----------------------------------------------------------------------------------
 
 
 class TestApi:
-    def test_the_lead_creates_a_week_once(self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
+    def test_only_the_lead_creates_a_week_once_and_a_browser_needs_the_csrf_token(
+        self, session: Session, spec: EvalSpec, api_as: Clients, client_as: Clients
+    ) -> None:
         load(session, spec, week_events())
+        body = {"week": W47, "budget": 2}
+        for role in ["pm", "support_lead", "labeler", "admin"]:
+            assert api_as(role).post(WEEKS_API, json=body).status_code == 403, role
+        browser = client_as("lead")
+        token = browser.headers.pop("X-CSRF-Token")  # sent on every call by the signed-in client: not now
+        refused = browser.post(WEEKS_API, json=body)
+        assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
+        assert browser.post(WEEKS_API, json=body, headers={"X-CSRF-Token": "x" + token}).status_code == 403
+        assert session.exec(select(func.count()).select_from(Run)).one() == 0
+        w48 = {"week": "2026-W48", "budget": 2}  # the week's one event, "after"
+        ok = browser.post(WEEKS_API, json=w48, headers={"X-CSRF-Token": csrf_for(browser)})
+        assert ok.status_code == 201
         lead = api_as("lead")
-        made = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2, "seed": 5})
+        made = lead.post(WEEKS_API, json={"week": W47, "budget": 2, "seed": 5})
         assert made.status_code == 201, made.text
         assert made.json() | {"run_id": 0} == {
             "created": True, "week": W47, "run_id": 0, "run_name": "prod-2026-W47", "events_with_draft": 4,
             "drafts_taken": 4, "cap": 1000, "cap_seed": 5, "budget": 2.0,
         }
-        again = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
+        again = lead.post(WEEKS_API, json=body)
         assert again.status_code == 200 and again.json()["created"] is False and again.json()["run_id"] == made.json()["run_id"]
-        bad = lead.post("/api/v1/ppi/production-weeks", json={"week": "2026-W99", "budget": 2})
+        bad = lead.post(WEEKS_API, json={"week": "2026-W99", "budget": 2})
         assert bad.status_code == 422 and bad.json()["detail"] == "week: 2026 has no ISO week 99"
-
-    @pytest.mark.parametrize("role", ["pm", "support_lead", "labeler", "admin"])
-    def test_only_the_lead_may_create(self, role: str, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
-        load(session, spec, week_events())
-        assert api_as(role).post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}).status_code == 403
-
-    def test_the_post_needs_the_csrf_token_from_a_browser_session(
-        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
-    ) -> None:
-        load(session, spec, week_events())
-        lead = client_as("lead")
-        token = lead.headers.pop("X-CSRF-Token")  # the signed-in client sends it on every call: not this time
-        refused = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2})
-        assert refused.status_code == 403 and "CSRF" in refused.json()["detail"]
-        wrong = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}, headers={"X-CSRF-Token": "x" + token})
-        assert wrong.status_code == 403
-        assert session.exec(select(func.count()).select_from(Run)).one() == 0
-        ok = lead.post("/api/v1/ppi/production-weeks", json={"week": W47, "budget": 2}, headers={"X-CSRF-Token": csrf_for(lead)})
-        assert ok.status_code == 201
-
-    def test_weeks_list_matches_the_service_and_labelers_may_not_read_it(
-        self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]
-    ) -> None:
-        graded_week(session, spec, LOW)
-        session.commit()
-        answer = api_as("support_lead").get("/api/v1/ppi/production-weeks")
-        assert answer.status_code == 200
-        [week] = answer.json()
-        assert week["week"] == W47 and week["estimate"] == pytest.approx(2.5) and week["high"] == pytest.approx(2.5 + HALF)
-        assert week["below_target"] is True and week["provisional"] is False and week["target"] == 3.5
-        assert api_as("labeler").get("/api/v1/ppi/production-weeks").status_code == 403
 
 
 class TestCli:
-    def invoke(self, monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str) -> Result:
+    def test_creates_then_reports_and_the_sample_uses_the_stored_budget(
+        self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec
+    ) -> None:
         from webapp.cli import app as cli_app
 
         monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
         monkeypatch.setenv("DRAFTDESK_MODE", "dev")
         monkeypatch.setenv("DRAFTDESK_SECRET_KEY", TEST_SECRET)
         monkeypatch.setenv("DRAFTDESK_PPI_WEEKLY_DRAFT_CAP", "3")
-        return CliRunner().invoke(cli_app, ["ppi", "production-week", *args])
 
-    def test_creates_then_reports(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
+        def ppi(*args: str) -> Result:
+            return CliRunner().invoke(cli_app, ["ppi", *args])
+
         load(session, spec, week_events())
-        first = self.invoke(monkeypatch, db_url, "--week", W47, "--budget", "100", "--seed", "7")
+        first = ppi("production-week", "--week", W47, "--budget", "100", "--seed", "7")
         assert first.exit_code == 0, first.output
         assert "created run prod-2026-W47: 3 drafts of 4 production events with a draft (cap 3, seed 7)" in first.output
-        again = self.invoke(monkeypatch, db_url, "--week", W47, "--budget", "100")
+        again = ppi("production-week", "--week", W47, "--budget", "100")
         assert again.exit_code == 0 and "2026-W47 has its run already: prod-2026-W47 (3 drafts), nothing changed" in again.output
         session.expire_all()
         assert session.exec(select(func.count()).select_from(Run)).one() == 1
-
-    def test_the_sample_uses_the_stored_budget(self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec) -> None:
-        from webapp.cli import app as cli_app
-
-        load(session, spec, week_events())
-        made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        record_judge_scores(
-            session=session, run_id=made.run.id, judge_version=JUDGE,  # type: ignore[arg-type]
-            scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4)  # type: ignore[arg-type]
-                    for d in session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()],
-        )
+        out = ppi("production-week", "--week", "2026/47", "--budget", "10")
+        assert out.exit_code == 2 and "week: expected an ISO week like 2026-W47" in out.output
+        judge_all(session, session.exec(select(Run.id)).one())  # type: ignore[arg-type]
         session.commit()
-        early = self.invoke(monkeypatch, db_url, "--week", "2026-W40", "--budget", "1")  # no events that week; sets the environment
-        assert early.exit_code == 2
-        runner = CliRunner()
-        none = runner.invoke(cli_app, ["ppi", "production-sample", "--week", "2026-W40", "--judge-version", JUDGE])
+        none = ppi("production-sample", "--week", "2026-W40", "--judge-version", JUDGE)
         assert none.exit_code == 2 and "week: 2026-W40 has no run yet" in none.output
-        out = runner.invoke(cli_app, ["ppi", "production-sample", "--week", W47, "--judge-version", JUDGE, "--seed", "4"])
+        out = ppi("production-sample", "--week", W47, "--judge-version", JUDGE, "--seed", "4")
         assert out.exit_code == 0, out.output
-        # budget 100 over 4 drafts: every pi is 1, all four are drawn
-        assert "sample drawn: 4 of 4 drafts to grade (expected 4, seed 4)" in out.output
+        # the stored budget 100 over 3 drafts: every pi is 1, all three are drawn
+        assert "sample drawn: 3 of 3 drafts to grade (expected 3, seed 4)" in out.output
 
     def test_the_sample_reads_the_runs_only_judge_version_when_none_is_given(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
-        made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        ids = session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()
-
-        def judge(version: str) -> None:
-            record_judge_scores(
-                session=session, run_id=made.run.id, judge_version=version,  # type: ignore[arg-type]
-                scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in ids],  # type: ignore[arg-type]
-            )
-
+        run_id = create_week_run(session=session, week=W47, budget=100, cap=10).run.id
+        assert run_id is not None
         with pytest.raises(PpiError, match=r"^judge_version: give one; the week's run has judge scores of none: run the judge pass first"):
             draw_week_sample(session=session, week=W47)
-        judge("judge-b")
-        judge("judge-a")
+        judge_all(session, run_id, "judge-b")
+        judge_all(session, run_id, "judge-a")
         with pytest.raises(PpiError, match=r"^judge_version: give one; the week's run has judge scores of judge-a, judge-b$"):
             draw_week_sample(session=session, week=W47)
         drawn = draw_week_sample(session=session, week=W47, judge_version="judge-a", seed=4)
         assert (drawn.drawn, drawn.drafts) == (4, 4)
-
-    def test_the_sample_defaults_to_the_only_version(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, week_events())
-        made = create_week_run(session=session, week=W47, budget=100, cap=10)
-        ids = session.exec(select(Draft.id).where(Draft.run_id == made.run.id)).all()
-        record_judge_scores(
-            session=session, run_id=made.run.id, judge_version=JUDGE,  # type: ignore[arg-type]
-            scores=[JudgeScoreIn(draft_id=d, factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4) for d in ids],  # type: ignore[arg-type]
-        )
-        draw_week_sample(session=session, week=W47, seed=4)
-        stored = stored_sample(session=session, run_id=made.run.id)  # type: ignore[arg-type]
+        # with one version (W48's run, of the one event "after") the sample defaults to it
+        w48 = create_week_run(session=session, week="2026-W48", budget=100, cap=10).run.id
+        judge_all(session, w48)  # type: ignore[arg-type]
+        draw_week_sample(session=session, week="2026-W48", seed=4)
+        stored = stored_sample(session=session, run_id=w48)  # type: ignore[arg-type]
         assert stored is not None and stored.judge_version == JUDGE
-
-    def test_a_bad_week_exits_2_naming_the_field(self, monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
-        out = self.invoke(monkeypatch, db_url, "--week", "2026/47", "--budget", "10")
-        assert out.exit_code == 2 and "week: expected an ISO week like 2026-W47" in out.output
 
 
 class TestMetricsPage:
     def test_the_page_chart_carries_the_estimators_figures(
-        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+        self, session: Session, spec: EvalSpec, client_as: Clients
     ) -> None:
+        # without weeks the page says how to make one; labelers may not open it
+        page = client_as("pm").get("/metrics")
+        assert page.status_code == 200 and "draftdesk ppi production-week --week YYYY-Www --budget N" in page.text
+        assert client_as("labeler").get("/metrics").status_code == 403
         graded_week(session, spec, LOW)
         graded_week(session, spec, MIXED, week="2026-W48", pending=1)
         session.commit()
@@ -439,10 +404,3 @@ class TestMetricsPage:
         assert '<tr data-week="2026-W47">' in page.text and "alert: below target" in page.text
         assert "1 grade pending" in page.text
         assert f"<strong>{e.estimate:.2f}</strong> [{e.low:.2f}, {e.high:.2f}]" in page.text
-
-    def test_without_weeks_the_page_says_how_to_make_one(self, client_as: Callable[..., TestClient]) -> None:
-        page = client_as("pm").get("/metrics")
-        assert page.status_code == 200 and "draftdesk ppi production-week --week YYYY-Www --budget N" in page.text
-
-    def test_labelers_may_not_open_the_metrics_page(self, client_as: Callable[..., TestClient]) -> None:
-        assert client_as("labeler").get("/metrics").status_code == 403

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
+from tests.factories import make_user
 from tests.ppi.conftest import JUDGE, build_run
 from webapp.grading.plan import planned_drafts
 from webapp.grading.queue import BatchFilter, batch_counts, batch_drafts_stmt, next_item
@@ -24,8 +25,6 @@ def drawn_ids(session: Session, run_id: int) -> list[int]:
 
 class TestQueueFilter:
     def test_only_drawn_drafts_in_random_order(self, session: Session, spec: EvalSpec) -> None:
-        from tests.factories import make_user
-
         run, drafts = build_run(session, n=120, golden=0)
         draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=4)  # type: ignore[arg-type]
         session.commit()
@@ -43,10 +42,7 @@ class TestQueueFilter:
         assert listed == offered  # the batch list shows the plan's order too
         counts = batch_counts(session=session, spec=spec, batch=batch)
         assert counts.drafts == len(drawn)  # progress counts only the drawn drafts
-
-    def test_a_further_sample_adds_its_drafts_after_the_first(self, session: Session) -> None:
-        run, _ = build_run(session, n=120, golden=0)
-        draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=4)  # type: ignore[arg-type]
+        # a further sample adds its drafts after the first
         first = planned_drafts(session=session, run_id=run.id) or []  # type: ignore[arg-type]
         draw_further_sample(session=session, run_id=run.id, budget=20, seed=9)  # type: ignore[arg-type]
         both = planned_drafts(session=session, run_id=run.id) or []  # type: ignore[arg-type]

@@ -1,11 +1,10 @@
-"""The run report: recomputed from stored rows exactly, gate calls, the API and the page, roles."""
+"""The run report: recomputed from stored rows exactly, gate calls, figure ranges, API and page, roles."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import numpy as np
-import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
@@ -14,10 +13,12 @@ from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import Estimate, estimate_mean, make_sample
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
-from webapp.ppi.report import gate_call, run_report
+from webapp.ppi.report import FIGURE_RANGE, GateCall, gate_call, run_report, within_range
 from webapp.ppi.service import draw_sample
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
+
+Clients = Callable[..., TestClient]
 
 
 def graded_run(session: Session, *, n: int = 300, budget: float = 80, offset: float = 0.6) -> Run:
@@ -61,7 +62,9 @@ def tone_from_rows(session: Session, run_id: int) -> Estimate:
 
 
 class TestRunReport:
-    def test_recomputing_from_stored_rows_gives_the_same_interval(self, session: Session, spec: EvalSpec) -> None:
+    def test_report_api_and_page_give_the_interval_recomputed_from_stored_rows(
+        self, session: Session, spec: EvalSpec, api_as: Clients, client_as: Clients
+    ) -> None:
         run = graded_run(session)
         report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
         assert report is not None and report.pending == 0 and report.graded == report.drawn
@@ -72,19 +75,23 @@ class TestRunReport:
         # The judge's +0.6 on tone is removed: the judge alone is above the estimate by about that much.
         assert 0.4 < tone.bias < 0.8
         assert tone.n_labels == report.graded
-
-    def test_pending_grades_are_left_out_and_counted(self, session: Session, spec: EvalSpec) -> None:
-        run = graded_run(session)
+        answer = api_as("pm").get(f"/api/v1/ppi/runs/{run.name}")
+        assert answer.status_code == 200
+        api_tone = next(f for f in answer.json()["figures"] if f["key"] == "tone")
+        assert api_tone["interval"]["low"] == again.low and api_tone["interval"]["high"] == again.high
+        assert api_tone["gate"]["threshold"] == spec.gates.pilot.human_mean_above
+        page = client_as("lead").get(f"/ppi/runs/{run.name}")
+        assert page.status_code == 200
+        assert f"<strong>{again.estimate:.2f}</strong> [{again.low:.2f}, {again.high:.2f}]" in page.text
+        assert f"{again.judge_alone:.2f}" in page.text
+        assert "human-only grades" in page.text
+        # pending grades are left out and counted
         one = session.exec(select(FinalGrade)).first()
         assert one is not None
         session.delete(one)
         session.commit()
         report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
         assert report is not None and report.pending == 1 and report.graded == report.drawn - 1
-
-    def test_no_sample_no_report(self, session: Session, spec: EvalSpec) -> None:
-        run, _ = build_run(session, n=5)
-        assert run_report(session=session, spec=spec, run_id=run.id) is None  # type: ignore[arg-type]
 
 
 def estimate(value: float, low: float, high: float, n: int = 100) -> Estimate:
@@ -98,42 +105,49 @@ class TestGateCall:
         call = gate_call(estimate(3.6, 3.4, 3.8, n=100), 3.5)
         # half-width 0.2 must shrink to 0.1: n x (0.2/0.1)^2 = 400 grades, 300 more.
         assert call.verdict == "undecided" and call.more_grades == 300
-
-    def test_pending_grades_keep_it_undecided(self) -> None:
-        call = gate_call(estimate(4.0, 3.8, 4.2), 3.5, pending=7)
+        call = gate_call(estimate(4.0, 3.8, 4.2), 3.5, pending=7)  # pending grades keep it undecided
         assert call.verdict == "undecided" and call.more_grades == 7 + 1
+        assert gate_call(None, 3.5).verdict == "undecided"  # no estimate
 
-    def test_no_estimate_is_undecided(self) -> None:
-        assert gate_call(None, 3.5).verdict == "undecided"
+    def test_a_bound_at_the_threshold_is_not_above_it(self) -> None:
+        assert gate_call(estimate(3.6, 3.5, 3.7), 3.5).verdict == "undecided"
+        assert gate_call(estimate(3.6, 3.5000001, 3.7), 3.5).verdict == "pass"
+        assert gate_call(estimate(3.4, 3.3, 3.5), 3.5).verdict == "fail"
+        assert gate_call(estimate(3.4, 3.3, 3.5000001), 3.5).verdict == "undecided"
+
+    def test_more_grades_than_the_run_has_left_are_not_promised(self) -> None:
+        # 100 grades, half-width 0.25, estimate 0.0625 above 3.5: 100 x (0.25 / 0.0625)^2 = 1,600 grades
+        # would decide, 1,500 more (binary-exact values, worked out by hand)
+        near = estimate(3.5625, 3.3125, 3.8125)
+        assert gate_call(near, 3.5).more_grades == 1500
+        assert gate_call(near, 3.5, undrawn=2000).more_grades == 1500
+        # a run with 1,000 drafts not yet drawn cannot give 1,500 more grades: no count is promised
+        assert gate_call(near, 3.5, undrawn=1000) == GateCall("undecided", None)
+
+    def test_intervals_are_cut_to_what_the_figure_can_be(self) -> None:
+        # the demo's factual accuracy read "97% [79%, 116%]"
+        cut = within_range(estimate(0.97, 0.79, 1.16), *FIGURE_RANGE["factual_accuracy"])
+        assert (cut.estimate, cut.low, cut.high) == (0.97, 0.79, 1.0)
+        cut = within_range(estimate(0.02, -0.05, 0.09), *FIGURE_RANGE["pass_rate"])
+        assert (cut.low, cut.high) == (0.0, 0.09)
+        cut = within_range(estimate(4.9, 4.7, 5.1), *FIGURE_RANGE["tone"])  # scores: 1 to 5
+        assert (cut.low, cut.high) == (4.7, 5.0)
+        inside = within_range(estimate(4.09, 3.95, 4.23), *FIGURE_RANGE["completeness"])
+        assert (inside.low, inside.high) == (3.95, 4.23)
 
 
 class TestApiAndPage:
-    def test_api_answer_matches_the_report(self, session: Session, spec: EvalSpec, api_as: Callable[..., TestClient]) -> None:
-        run = graded_run(session)
-        answer = api_as("pm").get(f"/api/v1/ppi/runs/{run.name}")
-        assert answer.status_code == 200
-        tone = next(f for f in answer.json()["figures"] if f["key"] == "tone")
-        again = tone_from_rows(session, run.id)  # type: ignore[arg-type]
-        assert tone["interval"]["low"] == again.low and tone["interval"]["high"] == again.high
-        assert tone["gate"]["threshold"] == spec.gates.pilot.human_mean_above
-
-    def test_page_shows_interval_judge_alone_and_grades(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        run = graded_run(session)
-        again = tone_from_rows(session, run.id)  # type: ignore[arg-type]
-        page = client_as("lead").get(f"/ppi/runs/{run.name}")
-        assert page.status_code == 200
-        assert f"<strong>{again.estimate:.2f}</strong> [{again.low:.2f}, {again.high:.2f}]" in page.text
-        assert f"{again.judge_alone:.2f}" in page.text
-        assert "human-only grades" in page.text
-
-    @pytest.mark.parametrize("path", ["/ppi/runs/{name}", "/api/v1/ppi/runs/{name}"])
-    def test_labelers_may_not_read_the_judge_figures(self, session: Session, client_as: Callable[..., TestClient], path: str) -> None:
+    def test_labelers_may_not_read_the_judge_figures(self, session: Session, client_as: Clients) -> None:
         run = graded_run(session, n=40, budget=10)
-        assert client_as("labeler").get(path.format(name=run.name)).status_code == 403
+        labeler = client_as("labeler")
+        for path in (f"/ppi/runs/{run.name}", f"/api/v1/ppi/runs/{run.name}"):
+            assert labeler.get(path).status_code == 403, path
 
-    def test_sampling_through_the_api(self, session: Session, api_as: Callable[..., TestClient]) -> None:
+    def test_sampling_through_the_api(self, session: Session, spec: EvalSpec, api_as: Clients) -> None:
         run, _ = build_run(session, n=50, golden=0)
         session.commit()
+        # no sample, no report
+        assert run_report(session=session, spec=spec, run_id=run.id) is None  # type: ignore[arg-type]
         lead = api_as("lead")
         made = lead.post(f"/api/v1/ppi/runs/{run.name}/sample", json={"budget": 10, "judge_version": JUDGE, "seed": 3})
         assert made.status_code == 201 and made.json()["round"] == 1 and made.json()["forced"] == 10

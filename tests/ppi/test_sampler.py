@@ -23,6 +23,9 @@ class TestInclusionProbabilities:
         assert np.all(pi[:20] == 1.0)
         assert np.allclose(pi[20:], 60 / 180)
         assert abs(pi[20:].sum() - 60) < 1e-9 and abs(pi.sum() - 80) < 1e-9
+        # a budget above the free drafts takes them all
+        all_of_them = inclusion_probabilities(forced=np.array([True, False, False]), weight=None, budget=5)
+        assert all_of_them.tolist() == [1.0, 1.0, 1.0]
 
     def test_weighted_pi_keep_the_floor_and_sum_to_the_budget(self) -> None:
         rng = np.random.default_rng(1)
@@ -52,10 +55,6 @@ class TestInclusionProbabilities:
         pi = inclusion_probabilities(forced=np.zeros(100, bool), weight=weight, budget=10)
         assert pi[10:].min() >= 0.05 - 1e-12
         assert pi[:10].max() < 1.0
-
-    def test_budget_above_the_free_drafts_takes_them_all(self) -> None:
-        pi = inclusion_probabilities(forced=np.array([True, False, False]), weight=None, budget=5)
-        assert pi.tolist() == [1.0, 1.0, 1.0]
 
     @pytest.mark.parametrize(("field", "kwargs"), [("budget", {"budget": 0}), ("weight", {"weight": [1.0, -1.0]})])
     def test_bad_input_names_the_field(self, field: str, kwargs: dict) -> None:
@@ -99,9 +98,6 @@ class TestDraws:
 
 
 class TestErrorModel:
-    def test_no_earlier_grades_means_uniform(self) -> None:
-        assert fit_error_model([]) is None
-
     def test_cells_are_shrunk_towards_the_overall_mean(self) -> None:
         examples = [GradedExample("routine", 4.0, 4.0)] * 5 + [GradedExample("edge", 4.0, 2.0)] * 5
         model = fit_error_model(examples, prior=5)
@@ -112,7 +108,8 @@ class TestErrorModel:
         assert model.expected_gap2("routine", 2.0) == 2.0  # never seen: the overall mean
         assert np.allclose(model.weights(["routine", "edge"], [4.0, 4.0]), np.sqrt([1.0, 3.0]))
 
-    def test_stored_model_round_trips(self) -> None:
+    def test_stored_model_round_trips_and_no_earlier_grades_means_uniform(self) -> None:
+        assert fit_error_model([]) is None
         model = fit_error_model([GradedExample("edge", 3.0, 1.0), GradedExample("routine", 5.0, 5.0)])
         assert model is not None
         assert type(model).from_json(model.as_json()) == model

@@ -9,7 +9,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlmodel import Session, col, select
 
 from tests.factories import make_user
-from tests.ppi.conftest import JUDGE, build_run
+from tests.ppi.conftest import JUDGE, build_run, category_of
 from webapp.grading.models import FinalGrade, Grade
 from webapp.ppi.models import PpiDraw, PpiErrorModel, PpiJudgeScore
 from webapp.ppi.sampler import draw
@@ -28,11 +28,8 @@ from webapp.ppi.service import (
 
 
 def rows_of(session: Session, run_id: int, round_no: int = 1) -> list[PpiDraw]:
-    return list(
-        session.exec(
-            select(PpiDraw).where(PpiDraw.run_id == run_id, PpiDraw.round == round_no).order_by(col(PpiDraw.draft_id))
-        )
-    )
+    query = select(PpiDraw).where(PpiDraw.run_id == run_id, PpiDraw.round == round_no)
+    return list(session.exec(query.order_by(col(PpiDraw.draft_id))))
 
 
 class TestJudgeScores:
@@ -44,16 +41,13 @@ class TestJudgeScores:
         assert first.factual_accuracy == "fail" and first.citation_relevance == 1.0
         assert first.raw_calls == [{"request": {"draft": drafts[0].id}, "response": "{}"}]
 
-    def test_a_bad_score_stores_nothing_and_names_the_field(self, session: Session) -> None:
+    def test_bad_scores_or_other_runs_drafts_store_nothing(self, session: Session) -> None:
         run, drafts = build_run(session, n=5)
         good = JudgeScoreIn(drafts[0].id, "pass", 4, 4, 4)  # type: ignore[arg-type]
         bad = JudgeScoreIn(drafts[1].id, "pass", 4, 9, 4)  # type: ignore[arg-type]
         with pytest.raises(PpiError, match=r"^scores\[1\]\.tone: 9.0 is outside 1-5"):
             record_judge_scores(session=session, run_id=run.id, judge_version="judge-v2", scores=[good, bad])  # type: ignore[arg-type]
         assert session.exec(select(PpiJudgeScore).where(PpiJudgeScore.judge_version == "judge-v2")).first() is None
-
-    def test_a_draft_of_another_run_is_refused(self, session: Session) -> None:
-        run, _ = build_run(session, n=5)
         _, other = build_run(session, n=5, name="run-2", dataset_name="other")
         with pytest.raises(PpiError, match=r"^scores\[0\]\.draft_id: draft \d+ is not in run"):
             record_judge_scores(session=session, run_id=run.id, judge_version="v2", scores=[JudgeScoreIn(other[0].id, "pass", 3, 3, 3)])  # type: ignore[arg-type]
@@ -82,13 +76,19 @@ class TestDrawSample:
         assert summary.error_model_id is None  # no earlier grades: uniform
         assert len({round(r.pi, 12) for r in free}) == 1
 
-    def test_the_stored_seed_reproduces_the_draws(self, session: Session) -> None:
+    def test_the_stored_seed_reproduces_the_draws_and_draws_are_append_only(self, session: Session) -> None:
         run, _ = build_run(session, n=100)
         draw_sample(session=session, run_id=run.id, budget=30, judge_version=JUDGE)  # type: ignore[arg-type]
+        session.commit()
         rows = rows_of(session, run.id)  # type: ignore[arg-type]
         again = draw([r.pi for r in rows], rows[0].seed)
         assert [r.drawn for r in rows] == again.tolist()
         assert redraw_from_rows(session=session, run_id=run.id) == {r.draft_id: r.drawn for r in rows}  # type: ignore[arg-type]
+        for sql in ("UPDATE ppi_draw SET pi = 0.5", "DELETE FROM ppi_draw"):
+            with pytest.raises((DBAPIError, IntegrityError), match="ppi draws are append-only"):
+                session.exec(text(sql))  # type: ignore[call-overload]
+            session.rollback()
+        assert len(rows_of(session, run.id)) == 100  # type: ignore[arg-type]
 
     def test_regression_cases_are_forced(self, session: Session) -> None:
         from webapp.regression.models import RegressionCase
@@ -110,13 +110,14 @@ class TestDrawSample:
             draw_sample(session=session, run_id=run.id, budget=5, judge_version=JUDGE)  # type: ignore[arg-type]
         assert rows_of(session, run.id) == []  # type: ignore[arg-type]
 
-    def test_refused_without_judge_scores_for_every_draft(self, session: Session) -> None:
+    def test_refused_without_judge_scores_for_every_draft_or_a_second_time(self, session: Session) -> None:
         run, _ = build_run(session, n=20)
+        # no sample yet: no filter on the queue, and no further sample
+        assert drawn_draft_ids(session=session, run_id=run.id) is None  # type: ignore[arg-type]
+        with pytest.raises(PpiError, match="^run: this run has no sample yet"):
+            draw_further_sample(session=session, run_id=run.id, budget=2)  # type: ignore[arg-type]
         with pytest.raises(PpiError, match="^judge_version: 20 of 20 drafts have no score from judge 'judge-v9'"):
             draw_sample(session=session, run_id=run.id, budget=5, judge_version="judge-v9")  # type: ignore[arg-type]
-
-    def test_a_second_first_sample_is_refused(self, session: Session) -> None:
-        run, _ = build_run(session, n=20)
         draw_sample(session=session, run_id=run.id, budget=5, judge_version=JUDGE)  # type: ignore[arg-type]
         with pytest.raises(PpiError, match="^run: this run already has a sample"):
             draw_sample(session=session, run_id=run.id, budget=5, judge_version=JUDGE)  # type: ignore[arg-type]
@@ -125,19 +126,12 @@ class TestDrawSample:
         earlier, old_drafts = build_run(session, n=100, name="earlier", dataset_name="old")
         # Humans agree with the judge on routine drafts, and are far below it on edge drafts.
         scores = judge_scores(session=session, run_id=earlier.id, judge_version=JUDGE)  # type: ignore[arg-type]
-        for d in old_drafts:
+        for k, d in enumerate(old_drafts):  # one draft per case, in case order
             s = scores[d.id]  # type: ignore[index]
-            gap = 2.0 if "edge" in _stratum(session, d.id) else 0.0  # type: ignore[arg-type]
-            session.add(
-                FinalGrade(
-                    draft_id=d.id,  # type: ignore[arg-type]
-                    factual_accuracy=s.factual_accuracy,
-                    citation_relevance=max(1.0, s.citation_relevance - gap),
-                    tone=max(1.0, s.tone - gap),
-                    completeness=max(1.0, s.completeness - gap),
-                    source="agreement",
-                )
-            )
+            gap = 2.0 if category_of(k) == "edge" else 0.0
+            low = {c: max(1.0, getattr(s, c) - gap) for c in ("citation_relevance", "tone", "completeness")}
+            fa = s.factual_accuracy
+            session.add(FinalGrade(draft_id=s.draft_id, factual_accuracy=fa, source="agreement", **low))
         session.flush()
         run, _ = build_run(session, n=200, name="now", dataset_name="new")
         summary = draw_sample(session=session, run_id=run.id, budget=40, judge_version=JUDGE, seed=3)  # type: ignore[arg-type]
@@ -149,16 +143,6 @@ class TestDrawSample:
         assert edge > 2 * routine
         assert min(r.pi for r in rows) >= 0.5 * 40 / 200 - 1e-12
         assert abs(sum(r.pi for r in rows) - 40) < 1e-9
-
-    def test_draws_are_append_only(self, session: Session) -> None:
-        run, _ = build_run(session, n=10)
-        draw_sample(session=session, run_id=run.id, budget=3, judge_version=JUDGE)  # type: ignore[arg-type]
-        session.commit()
-        for sql in ("UPDATE ppi_draw SET pi = 0.5", "DELETE FROM ppi_draw"):
-            with pytest.raises((DBAPIError, IntegrityError), match="ppi draws are append-only"):
-                session.exec(text(sql))  # type: ignore[call-overload]
-            session.rollback()
-        assert len(rows_of(session, run.id)) == 10  # type: ignore[arg-type]
 
 
 class TestFurtherSample:
@@ -176,19 +160,3 @@ class TestFurtherSample:
         assert all(sample[d].pi == second[d].combined_pi for d in first)
         assert drawn_draft_ids(session=session, run_id=run.id) == {d for d, s in sample.items() if s.drawn}  # type: ignore[arg-type]
 
-    def test_no_sample_means_no_filter(self, session: Session) -> None:
-        run, _ = build_run(session, n=5)
-        assert drawn_draft_ids(session=session, run_id=run.id) is None  # type: ignore[arg-type]
-        with pytest.raises(PpiError, match="^run: this run has no sample yet"):
-            draw_further_sample(session=session, run_id=run.id, budget=2)  # type: ignore[arg-type]
-
-
-def _stratum(session: Session, draft_id: int) -> str:
-    from webapp.datasets.models import EvalCase
-    from webapp.runs.models import Draft
-
-    draft = session.get(Draft, draft_id)
-    assert draft is not None
-    case = session.get(EvalCase, draft.case_pk)
-    assert case is not None
-    return case.category or ""

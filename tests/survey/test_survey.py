@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
@@ -15,8 +16,14 @@ from webapp.survey.models import SurveyAnswer
 
 
 class TestService:
-    def test_latest_answer_counts_and_net_score(self, session: Session) -> None:
+    def test_bad_input_names_the_field_and_the_latest_answer_counts(self, session: Session) -> None:
+        with pytest.raises(service.SurveyError, match="^round: no survey round is open"):
+            service.record_answer(session=session, agent_id="a1", helpful="yes")
         service.open_round(session=session, name="Pilot week 1")
+        with pytest.raises(service.SurveyError, match="^helpful: must be one of"):
+            service.record_answer(session=session, agent_id="a1", helpful="maybe")
+        with pytest.raises(service.SurveyError, match="^agent_id: required"):
+            service.record_answer(session=session, agent_id=" ", helpful="yes")
         for agent, helpful in [("a1", "yes"), ("a2", "yes"), ("a3", "no"), ("a4", "neutral"), ("a1", "no")]:
             service.record_answer(session=session, agent_id=agent, helpful=helpful)
         c = service.counts(session=session)
@@ -24,57 +31,34 @@ class TestService:
         assert (c.yes, c.no, c.neutral, c.net, c.net_positive) == (1, 2, 1, -1, False)
         assert session.exec(select(SurveyAnswer).where(SurveyAnswer.agent_id == "a1")).one().times_answered == 2
 
-    def test_new_round_starts_empty_and_closes_the_old(self, session: Session) -> None:
+    def test_a_new_round_starts_empty_and_earlier_rounds_keep_results(self, session: Session) -> None:
         first = service.open_round(session=session, name="r1")
-        service.record_answer(session=session, agent_id="a1", helpful="yes")
+        for agent, helpful in [("a1", "yes"), ("a2", "no"), ("a3", "yes"), ("a4", "neutral")]:
+            service.record_answer(session=session, agent_id=agent, helpful=helpful)
         service.open_round(session=session, name="r2")
         assert first.closed_at is not None
         assert service.counts(session=session).total == 0
         with pytest.raises(service.SurveyError, match="closed"):
             service.record_answer(session=session, agent_id="a1", helpful="yes", round_name="r1")
-
-    def test_earlier_rounds_keep_their_results(self, session: Session) -> None:
-        service.open_round(session=session, name="r1")
-        for agent, helpful in [("a1", "yes"), ("a2", "no"), ("a3", "yes"), ("a4", "neutral")]:
-            service.record_answer(session=session, agent_id=agent, helpful=helpful)
-        service.open_round(session=session, name="r2")
         service.record_answer(session=session, agent_id="a1", helpful="no")
         results = [(r.name, c.yes, c.no, c.neutral, c.net) for r, c in service.round_results(session=session)]
         assert results == [("r2", 0, 1, 0, -1), ("r1", 2, 1, 1, 1)]
-
-    def test_bad_input_names_the_field(self, session: Session) -> None:
-        with pytest.raises(service.SurveyError, match="^round: no survey round is open"):
-            service.record_answer(session=session, agent_id="a1", helpful="yes")
-        service.open_round(session=session, name="r1")
-        with pytest.raises(service.SurveyError, match="^helpful: must be one of"):
-            service.record_answer(session=session, agent_id="a1", helpful="maybe")
-        with pytest.raises(service.SurveyError, match="^agent_id: required"):
-            service.record_answer(session=session, agent_id=" ", helpful="yes")
 
     def test_simultaneous_answers_of_one_agent_leave_one_row(self, engine: Engine, session: Session) -> None:
         service.open_round(session=session, name="r1")
         session.commit()
         barrier = threading.Barrier(4)
-        errors: list[BaseException] = []
 
         def answer(helpful: str) -> None:
-            try:
-                with Session(engine) as s:
-                    barrier.wait()
-                    service.record_answer(session=s, agent_id="same-agent", helpful=helpful)
-                    s.commit()
-            except BaseException as exc:  # noqa: BLE001 - collected and asserted below
-                errors.append(exc)
+            with Session(engine) as s:
+                barrier.wait()
+                service.record_answer(session=s, agent_id="same-agent", helpful=helpful)
+                s.commit()
 
-        threads = [threading.Thread(target=answer, args=(h,)) for h in ("yes", "no", "yes", "neutral")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            list(pool.map(answer, ("yes", "no", "yes", "neutral")))  # re-raises any thread's error
         session.expire_all()
-        rows = session.exec(select(SurveyAnswer)).all()
-        assert errors == []
-        assert len(rows) == 1
+        assert len(session.exec(select(SurveyAnswer)).all()) == 1
 
 
 class TestApi:
@@ -92,8 +76,6 @@ class TestApi:
             "round": "r1", "yes": 0, "no": 1, "neutral": 0, "total": 1, "net": -1, "net_positive": False,
         }
         assert agent.get("/api/v1/survey").status_code == 403
-
-    def test_labeler_token_cannot_answer(self, api_as: Callable[..., TestClient]) -> None:
         assert api_as("labeler").post("/api/v1/survey", json={"agent_id": "x", "helpful": "yes"}).status_code == 403
 
 
@@ -108,11 +90,6 @@ class TestPage:
         assert "<script>x</script>" not in page and "&lt;script&gt;" in page
         r = c.post("/survey/answers", data={"agent_id": "a", "helpful": "maybe"})
         assert r.status_code == 422 and "helpful: must be one of" in r.text
-
-    def test_pm_reads_but_cannot_write(self, client_as: Callable[..., TestClient]) -> None:
-        pm = client_as("pm")
-        assert pm.get("/survey").status_code == 200
-        assert pm.post("/survey/rounds", data={"name": "x"}).status_code == 403
 
     def test_a_new_round_keeps_the_previous_rounds_visible(self, session: Session, client_as: Callable[..., TestClient]) -> None:
         first = service.open_round(session=session, name="Pilot week 1")
@@ -132,3 +109,4 @@ class TestPage:
         assert "said yes in week 1" in older and "said no in week 1" in older and "week 2 answer" not in older
         assert "an earlier round: the gate reads only the newest" in older
         assert pm.get("/survey?round=99999").status_code == 404
+        assert pm.post("/survey/rounds", data={"name": "x"}).status_code == 403  # the pm reads, cannot write
