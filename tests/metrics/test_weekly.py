@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
+from webapp.db import stored_id
 from webapp.gates.criteria import HallucinationFacts, no_confirmed_hallucinations
 from webapp.metrics import reports, weekly
 from webapp.spec import EvalSpec
@@ -16,10 +17,11 @@ from webapp.spec import EvalSpec
 D = dt.date.fromisoformat
 
 
-def confirm(session: Session, event_id: str) -> None:
-    reports.report_hallucination(session=session, event_id=event_id, note="made up", reported_by=None)
-    report = next(r for r, _ in reports.list_reports(session=session) if r.event_id == event_id)
-    reports.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=None, note="yes")  # type: ignore[arg-type]
+def decide(session: Session, event_id: str, decision: str = "confirmed") -> None:
+    """Report the event as a hallucination, then decide the report."""
+    report = reports.report_hallucination(session=session, event_id=event_id, note="wrong", reported_by=None)
+    report_id = stored_id(report.id)
+    reports.decide_report(session=session, report_id=report_id, decision=decision, decided_by=None, note="x")
 
 
 class TestWeeks:
@@ -48,12 +50,9 @@ class TestFromTheDatabase:
             ev("2026-11-10", event_id="tue"),   # week 46, not reported
             ev("2026-11-16", event_id="next"),  # week 47
         ])
-        confirm(session, "sun")
-        confirm(session, "mon1")
-        confirm(session, "next")
-        reports.report_hallucination(session=session, event_id="mon2", note="?", reported_by=None)
-        pending = next(r for r, _ in reports.list_reports(session=session) if r.event_id == "mon2")
-        reports.decide_report(session=session, report_id=pending.id, decision="dismissed", decided_by=None, note="fine")  # type: ignore[arg-type]
+        for event_id in ("sun", "mon1", "next"):
+            decide(session, event_id)
+        decide(session, "mon2", "dismissed")
         session.commit()
         weeks = weekly.weekly_hallucinations(session=session, spec=spec, start=D("2026-11-09"), end=D("2026-11-15"), today=D("2026-11-30"))
         # The range is week 46 exactly: Monday's confirmed report only (Sunday's is week 45, the 16th week 47).
