@@ -183,10 +183,8 @@ class TestDailyMetrics:
             for day in got:
                 want = _naive_day(session, spec, day.day, seg)
                 for metric, value in want.items():
-                    if value is None:
-                        assert day.value(metric) is None, (seg, day.day, metric)
-                    else:
-                        assert day.value(metric) == pytest.approx(value, rel=1e-12, abs=1e-12), (seg, day.day, metric)
+                    expected = None if value is None else pytest.approx(value, rel=1e-12, abs=1e-12)
+                    assert day.value(metric) == expected, (seg, day.day, metric)
 
     def test_range_end_before_start_is_refused(self, session: Session, spec: EvalSpec) -> None:
         with pytest.raises(daily.MetricsError, match="before"):

@@ -43,18 +43,12 @@ def seed(session: Session) -> None:
     channel = AlertChannel(name="file", kind="file", target="/dev/null")
     session.add(channel)
     session.flush()
+    cid = stored_id(channel.id)
     rows = [("sent", days_ago(31)), ("sent", days_ago(45)), ("sent", days_ago(29)), ("pending", None), ("failed", None)]
-    for i, (status, sent_at) in enumerate(rows):
-        session.add(
-            AlertOutbox(
-                channel_id=stored_id(channel.id),
-                idempotency_key=f"k{i}",
-                status=status,
-                sent_at=sent_at,
-                created_at=days_ago(60),
-                next_attempt_at=days_ago(60),
-            )
-        )
+    for i, (status, sent) in enumerate(rows):
+        outbox = AlertOutbox(channel_id=cid, idempotency_key=f"k{i}", status=status, sent_at=sent)
+        outbox.created_at = outbox.next_attempt_at = days_ago(60)
+        session.add(outbox)
     # Events, with 10 days kept: e-old-1 and e-old-2 (deleted); e-old-reviewed and e-old-reported
     # are as old but referred to (kept); e-new is 9 days old (kept).
     for event_id, age in [("e-old-1", 11), ("e-old-2", 300), ("e-old-reviewed", 50), ("e-old-reported", 50), ("e-new", 9)]:
