@@ -42,13 +42,16 @@ def test_edit_distance_is_normalized_by_the_longer_text(a: str, b: str, want: fl
 
 class TestIngest:
     def test_statuses_and_valid_events_kept_beside_invalid(self, session: Session, spec: EvalSpec) -> None:
-        batch = [ev("2026-11-02"), ev("2026-11-02", confidence=1.5), ev("2026-11-02", occurred_at="2026-11-02T10:00:00")]
+        edit = ev("2026-11-02", event_id="k", draft_text="kitten", sent_text="sitting", action="edit")
+        batch = [edit, ev("2026-11-02", confidence=1.5), ev("2026-11-02", occurred_at="2026-11-02T10:00:00")]
         res = load(session, spec, batch)
         assert [r.status for r in res] == ["created", "invalid", "invalid"]
         assert res[1].errors[0].field == "confidence"
         assert res[2].errors[0].field == "occurred_at"
         assert "timezone" in res[2].errors[0].reason.lower()
         assert _count(session) == 1
+        stored = session.execute(select(Event.edit_distance).where(Event.event_id == "k")).scalar_one()
+        assert stored == pytest.approx(3 / 7)  # the edit distance is stored once, at ingestion
         no_ticket = ev("2026-11-02")
         del no_ticket["ticket_id"]
         res = load(session, spec, [no_ticket, ev("2026-11-02", draft_shown=False, action="accept")])
@@ -63,11 +66,6 @@ class TestIngest:
         assert [d.events for d in days] == [1, 1]
         e = ev("2026-11-02")  # the same id twice in one batch
         assert [r.status for r in load(session, spec, [e, dict(e)])] == ["created", "duplicate"]
-
-    def test_edit_distance_stored_once_at_ingestion(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, [ev("2026-11-02", event_id="k", draft_text="kitten", sent_text="sitting", action="edit")])
-        stored = session.execute(select(Event.edit_distance).where(Event.event_id == "k")).scalar_one()
-        assert stored == pytest.approx(3 / 7)
 
 
 class TestDailyMetrics:
