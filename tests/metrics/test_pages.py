@@ -247,7 +247,7 @@ class TestDayDrillDown:
 
 
 class TestRangeErrorsAndQuickRanges:
-    def test_a_reversed_range_reshows_the_page_with_the_message_and_the_filters(self, sl: TestClient) -> None:
+    def test_range_errors_reshow_the_page_or_fragment_with_the_message(self, sl: TestClient) -> None:
         r = sl.get("/metrics?start=2026-11-05&end=2026-11-01&intent=plan_change")
         assert r.status_code == 422
         assert "<html" in r.text and 'class="toolbar card metrics-filters"' in r.text  # the page, not a bare error
@@ -260,8 +260,7 @@ class TestRangeErrorsAndQuickRanges:
         assert r.status_code == 422
         assert "From: &#39;2026-13-01&#39; is not a date (YYYY-MM-DD)" in r.text
         assert 'name="end" value="2026-11-05"' in r.text
-
-    def test_the_htmx_fragment_carries_the_message_beside_the_inputs(self, sl: TestClient) -> None:
+        # the htmx fragment carries the message beside the inputs
         r = sl.get("/metrics?start=2026-11-05&end=2026-11-01&intent=plan_change", headers=HTMX)
         assert r.status_code == 200  # htmx swaps only 2xx answers
         assert r.text.lstrip().startswith('<div id="metrics-results">') and "<html" not in r.text

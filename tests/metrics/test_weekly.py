@@ -25,12 +25,10 @@ def decide(session: Session, event_id: str, decision: str = "confirmed") -> None
 
 
 class TestWeeks:
-    def test_iso_weeks_start_on_monday(self) -> None:
+    def test_iso_weeks_start_on_monday_and_count_across_a_week_boundary(self, spec: EvalSpec) -> None:
         # 2026-11-08 is a Sunday, 2026-11-09 a Monday (ISO week 46 of 2026).
         assert weekly.week_start(D("2026-11-08")) == D("2026-11-02")
         assert weekly.week_start(D("2026-11-09")) == D("2026-11-09")
-
-    def test_counts_across_a_week_boundary(self, spec: EvalSpec) -> None:
         # Sunday Nov 8: 1 (week 45); Monday Nov 9: 2 and Sunday Nov 15: 1 (week 46); week 47: none.
         counts = {D("2026-11-08"): 1, D("2026-11-09"): 2, D("2026-11-15"): 1, D("2026-10-30"): 5}
         weeks = weekly.weekly_counts(counts, start=D("2026-11-05"), end=D("2026-11-16"), spec=spec, today=D("2026-11-18"))
