@@ -33,18 +33,10 @@ def _event(i: int) -> dict[str, Any]:
     """Event number i: the same i always gives the same event (the overlap between the processes)."""
     actions = ["accept", "edit", "reject", "escalate"]
     return ev(
-        DAYS[i % 3],
-        hour=i % 24,
-        event_id=f"p{i}",
-        ticket_id=f"t{i}",
-        action=actions[i % 4],
-        draft_text="hello there" * (1 + i % 3),
-        sent_text="hello their" * (1 + i % 2),
-        latency_ms=100.0 * (i % 37),
-        confidence=(i % 10) / 10,
-        intent=["billing_charge", "plan_change"][i % 2],
-        plan=["free", "pro", "enterprise"][i % 3],
-        agent_id=f"agent-{i % 5}",
+        DAYS[i % 3], hour=i % 24, event_id=f"p{i}", ticket_id=f"t{i}", action=actions[i % 4],
+        draft_text="hello there" * (1 + i % 3), sent_text="hello their" * (1 + i % 2),
+        latency_ms=100.0 * (i % 37), confidence=(i % 10) / 10, agent_id=f"agent-{i % 5}",
+        intent=["billing_charge", "plan_change"][i % 2], plan=["free", "pro", "enterprise"][i % 3],
     )
 
 

@@ -73,12 +73,8 @@ def test_serve_writes_json_lines_to_stderr(tmp_path: Path, sqlite_template: Path
     """The real command: uvicorn's own messages and the request line are JSON on stderr."""
     shutil.copyfile(sqlite_template, tmp_path / "serve.db")  # migrated already: serve starts at once
     port = free_port()
-    env = {
-        **os.environ,
-        "DRAFTDESK_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
-        "DRAFTDESK_SECRET_KEY": TEST_SECRET,
-        "DRAFTDESK_BACKUP_DIR": str(tmp_path / "backups"),
-    }
+    env = {**os.environ, "DRAFTDESK_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}"}
+    env |= {"DRAFTDESK_SECRET_KEY": TEST_SECRET, "DRAFTDESK_BACKUP_DIR": str(tmp_path / "backups")}
     stderr = tmp_path / "stderr.log"
     with stderr.open("wb") as err:
         proc = subprocess.Popen([DRAFTDESK, "serve", "--port", str(port), "--no-background"], env=env, stdout=subprocess.DEVNULL, stderr=err)
