@@ -33,18 +33,10 @@ def _event(i: int) -> dict[str, Any]:
     """Event number i: the same i always gives the same event (the overlap between the processes)."""
     actions = ["accept", "edit", "reject", "escalate"]
     return ev(
-        DAYS[i % 3],
-        hour=i % 24,
-        event_id=f"p{i}",
-        ticket_id=f"t{i}",
-        action=actions[i % 4],
-        draft_text="hello there" * (1 + i % 3),
-        sent_text="hello their" * (1 + i % 2),
-        latency_ms=100.0 * (i % 37),
-        confidence=(i % 10) / 10,
-        intent=["billing_charge", "plan_change"][i % 2],
-        plan=["free", "pro", "enterprise"][i % 3],
-        agent_id=f"agent-{i % 5}",
+        DAYS[i % 3], hour=i % 24, event_id=f"p{i}", ticket_id=f"t{i}", action=actions[i % 4],
+        draft_text="hello there" * (1 + i % 3), sent_text="hello their" * (1 + i % 2),
+        latency_ms=100.0 * (i % 37), confidence=(i % 10) / 10, agent_id=f"agent-{i % 5}",
+        intent=["billing_charge", "plan_change"][i % 2], plan=["free", "pro", "enterprise"][i % 3],
     )
 
 
@@ -65,12 +57,14 @@ def _post_batches(db_url: str, token: str, ids: list[int], background: bool, out
     out.put(created)
 
 
-def _stored_aggregates(session: Session) -> pd.DataFrame:
-    cols = [*aggregates._AGG_COLUMNS, "calib"]
-    t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
-    rows = session.execute(select(*[t[c] for c in cols])).all()
-    df = pd.DataFrame([tuple(r) for r in rows], columns=cols)
+COLS = [*aggregates._AGG_COLUMNS, "calib"]
+
+
+def _frame(rows: Any) -> pd.DataFrame:
+    """Aggregate rows (stored, or computed with calib as JSON text) as a frame in a fixed order."""
+    df = pd.DataFrame([tuple(r[: len(COLS)]) for r in rows], columns=COLS)
     df["day"] = [d if isinstance(d, dt.date) else D(d) for d in df["day"]]
+    df["calib"] = [json.loads(c) if isinstance(c, str) else c for c in df["calib"]]
     return df.sort_values(["day", *aggregates.SEGMENT_DIMS]).reset_index(drop=True)
 
 
@@ -98,13 +92,8 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
     session.expire_all()
     assert session.execute(select(func.count()).select_from(Event)).scalar_one() == 360
     # the aggregates equal a recomputation from the raw events, for every segment kept
-    records = aggregates.compute_aggregates(aggregates.raw_frame(session, days=[D(d) for d in DAYS]), spec)
-    fresh = pd.DataFrame(
-        [(*r[: len(aggregates._AGG_COLUMNS)], r[len(aggregates._AGG_COLUMNS)]) for r in records],
-        columns=[*aggregates._AGG_COLUMNS, "calib"],
-    )
-    fresh["calib"] = [json.loads(c) for c in fresh["calib"]]
-    fresh = fresh.sort_values(["day", *aggregates.SEGMENT_DIMS]).reset_index(drop=True)
+    raw = aggregates.raw_frame(session, days=[D(d) for d in DAYS])
+    fresh = _frame(aggregates.compute_aggregates(raw, spec))
     # every stale day rebuilt, as serve's rebuilder does
     background_job.rebuild_pass(engine=engine, spec=spec)
     session.expire_all()
@@ -116,7 +105,8 @@ def test_two_processes_posting_overlapping_batches_for_the_same_days(
         assert [d.events for d in got] == want["n_events"].tolist()
         assert [d.latency_p95_s for d in got] == pytest.approx(want["lat_p95_s"].astype(float).tolist(), rel=1e-12)
         assert [d.accept_rate for d in got] == pytest.approx((want["n_accept"] / want["n_shown"]).tolist(), rel=1e-12)
-    stored = _stored_aggregates(session)
+    t = DailyAggregate.__table__.c  # type: ignore[attr-defined]
+    stored = _frame(session.execute(select(*[t[c] for c in COLS])).all())
     assert len(stored) == len(fresh) > 3
     assert stored[["day", *aggregates.SEGMENT_DIMS]].equals(fresh[["day", *aggregates.SEGMENT_DIMS]])
     for col in aggregates._SUM_COLS + ["lat_p95_s"]:

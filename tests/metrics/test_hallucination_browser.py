@@ -7,9 +7,8 @@ from sqlmodel import Session
 
 from tests.browser_support import sign_in
 from tests.factories import make_article, make_user
-from tests.metrics.conftest import ev, settle
+from tests.metrics.conftest import ev, load
 from webapp.metrics import reports
-from webapp.metrics.ingest import ingest_events
 from webapp.spec import EvalSpec
 
 pytestmark = pytest.mark.browser
@@ -18,11 +17,8 @@ pytestmark = pytest.mark.browser
 def _seed(session: Session, spec: EvalSpec) -> None:
     make_user(session, email="lead@example.test", roles=["lead"])
     make_article(session, "KB-7")
-    ingest_events(
-        session=session, spec=spec,
-        items=[ev("2026-11-02", event_id="h", draft_text="Refunds take 10 days", sent_text="Refunds take 5 days")],
-    )
-    settle(session, spec)
+    texts = {"draft_text": "Refunds take 10 days", "sent_text": "Refunds take 5 days"}
+    load(session, spec, [ev("2026-11-02", event_id="h", **texts)])
     reports.report_hallucination(
         session=session, event_id="h", note="wrong window", reported_by=None,
         citations=[{"article_id": "KB-7", "revision": 1}],

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-import threading
 
 import numpy as np
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from tests.metrics.conftest import ev, load, settle
+from tests.metrics.conftest import ev, load
 from webapp.metrics import (
     aggregates,
     alert_states,
     calibration,
     daily,
     event_input,
-    ingest,
     reports,
     stale,
     streaks,
@@ -37,29 +34,24 @@ def _count(session: Session) -> int:
     return int(session.execute(select(func.count()).select_from(Event)).scalar_one())
 
 
-class TestEditDistance:
-    def test_normalized_by_longer_text(self) -> None:
-        # kitten -> sitting: 3 edits, longer text has 7 characters
-        assert event_input.normalized_edit_distance("kitten", "sitting") == pytest.approx(3 / 7)
-
-    def test_both_empty_is_zero(self) -> None:
-        assert event_input.normalized_edit_distance("", "") == 0.0
-
-    def test_one_empty_is_one(self) -> None:
-        assert event_input.normalized_edit_distance("", "abc") == 1.0
+# kitten -> sitting: 3 edits, the longer text has 7 characters; both empty: 0; one empty: 1
+@pytest.mark.parametrize(("a", "b", "want"), [("kitten", "sitting", 3 / 7), ("", "", 0.0), ("", "abc", 1.0)])
+def test_edit_distance_is_normalized_by_the_longer_text(a: str, b: str, want: float) -> None:
+    assert event_input.normalized_edit_distance(a, b) == pytest.approx(want)
 
 
 class TestIngest:
     def test_statuses_and_valid_events_kept_beside_invalid(self, session: Session, spec: EvalSpec) -> None:
-        batch = [ev("2026-11-02"), ev("2026-11-02", confidence=1.5), ev("2026-11-02", occurred_at="2026-11-02T10:00:00")]
+        edit = ev("2026-11-02", event_id="k", draft_text="kitten", sent_text="sitting", action="edit")
+        batch = [edit, ev("2026-11-02", confidence=1.5), ev("2026-11-02", occurred_at="2026-11-02T10:00:00")]
         res = load(session, spec, batch)
         assert [r.status for r in res] == ["created", "invalid", "invalid"]
         assert res[1].errors[0].field == "confidence"
         assert res[2].errors[0].field == "occurred_at"
         assert "timezone" in res[2].errors[0].reason.lower()
         assert _count(session) == 1
-
-    def test_missing_field_and_action_without_draft_are_named(self, session: Session, spec: EvalSpec) -> None:
+        stored = session.execute(select(Event.edit_distance).where(Event.event_id == "k")).scalar_one()
+        assert stored == pytest.approx(3 / 7)  # the edit distance is stored once, at ingestion
         no_ticket = ev("2026-11-02")
         del no_ticket["ticket_id"]
         res = load(session, spec, [no_ticket, ev("2026-11-02", draft_shown=False, action="accept")])
@@ -72,63 +64,19 @@ class TestIngest:
         assert _count(session) == 2
         days = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert [d.events for d in days] == [1, 1]
-
-    def test_same_id_twice_in_one_batch(self, session: Session, spec: EvalSpec) -> None:
-        e = ev("2026-11-02")
+        e = ev("2026-11-02")  # the same id twice in one batch
         assert [r.status for r in load(session, spec, [e, dict(e)])] == ["created", "duplicate"]
 
-    def test_edit_distance_stored_once_at_ingestion(self, session: Session, spec: EvalSpec) -> None:
-        load(session, spec, [ev("2026-11-02", event_id="k", draft_text="kitten", sent_text="sitting", action="edit")])
-        stored = session.execute(select(Event.edit_distance).where(Event.event_id == "k")).scalar_one()
-        assert stored == pytest.approx(3 / 7)
 
-    def test_two_copies_at_once_create_each_event_once(self, engine: Engine, spec: EvalSpec) -> None:
-        batch = [ev("2026-11-02") for _ in range(50)]
-        barrier = threading.Barrier(2)
-        results: list[list[str]] = []
-        errors: list[BaseException] = []
-
-        def worker() -> None:
-            try:
-                with Session(engine) as s:
-                    barrier.wait()
-                    res = ingest.ingest_events(session=s, spec=spec, items=batch)
-                    s.commit()
-                    results.append([r.status for r in res])
-            except BaseException as exc:  # surfaced below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=worker) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        assert errors == []
-        assert sorted(r.count("created") for r in results) == [0, 50]
-        with Session(engine) as s:
-            assert _count(s) == 50
-            settle(s, spec)
-            day = daily.daily_metrics(session=s, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"))[0]
-            assert day.events == 50
-
-
-def _hand_day(session: Session, spec: EvalSpec) -> None:
-    load(
-        session,
-        spec,
-        [
+class TestDailyMetrics:
+    def test_each_metric_by_hand(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, [
             ev("2026-11-02", action="accept", draft_text="abcde", sent_text="abcde", latency_ms=1000, handle_time_s=100, cost_usd=0.01, confidence=0.9),
             ev("2026-11-02", action="edit", draft_text="abcdefghij", sent_text="abcdefghiX", latency_ms=2000, handle_time_s=200, cost_usd=0.02),
             ev("2026-11-02", action="edit", intent="not_supported", draft_text="abcde", sent_text="vwxyz", latency_ms=3000, handle_time_s=1000, cost_usd=0.03),
             ev("2026-11-02", action="reject", sent_text=None, latency_ms=4000, handle_time_s=300),
             ev("2026-11-02", draft_shown=False, action=None, draft_text=None, sent_text=None, escalated=True, handle_time_s=50),
-        ],
-    )
-
-
-class TestDailyMetrics:
-    def test_each_metric_by_hand(self, session: Session, spec: EvalSpec) -> None:
-        _hand_day(session, spec)
+        ])
         day, empty = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         assert day.drafts_shown == 4
         assert day.accept_rate == pytest.approx(2 / 4)  # accept + edit at 0.1 <= 0.2
@@ -172,14 +120,10 @@ class TestDailyMetrics:
         assert (d2.events, d3.events) == (0, 1)
 
     def test_segment_filters_apply_to_every_metric(self, session: Session, spec: EvalSpec) -> None:
-        load(
-            session,
-            spec,
-            [
-                ev("2026-11-02", event_id="a", intent="billing_charge", plan="pro", action="accept", latency_ms=1000),
-                ev("2026-11-02", event_id="b", intent="plan_change", plan="pro", action="reject", latency_ms=5000, escalated=True),
-            ],
-        )
+        load(session, spec, [
+            ev("2026-11-02", event_id="a", intent="billing_charge", plan="pro", action="accept", latency_ms=1000),
+            ev("2026-11-02", event_id="b", intent="plan_change", plan="pro", action="reject", latency_ms=5000, escalated=True),
+        ])
         reports.report_hallucination(session=session, event_id="b", note="made up a fee", reported_by=None)
         report = reports.list_reports(session=session)[0][0]
         reports.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=None, note="no such fee")  # type: ignore[arg-type]
@@ -237,10 +181,8 @@ class TestDailyMetrics:
             for day in got:
                 want = _naive_day(session, spec, day.day, seg)
                 for metric, value in want.items():
-                    if value is None:
-                        assert day.value(metric) is None, (seg, day.day, metric)
-                    else:
-                        assert day.value(metric) == pytest.approx(value, rel=1e-12, abs=1e-12), (seg, day.day, metric)
+                    expected = None if value is None else pytest.approx(value, rel=1e-12, abs=1e-12)
+                    assert day.value(metric) == expected, (seg, day.day, metric)
 
     def test_range_end_before_start_is_refused(self, session: Session, spec: EvalSpec) -> None:
         with pytest.raises(daily.MetricsError, match="before"):
@@ -359,8 +301,8 @@ class TestAlerts:
         assert by_metric["cost_per_draft"].state == "ok"
 
 
-class TestStreaks:
-    def test_business_days_skip_weekends_holidays_and_empty_days(self, session: Session, spec: EvalSpec) -> None:
+class TestReaders:
+    def test_streaks_skip_weekends_holidays_and_empty_days(self, session: Session, spec: EvalSpec) -> None:
         def good_day(day: str, bad: bool = False) -> list[dict]:
             # 9 accepted drafts + 1 suppressed escalation: escalation 10% (within 8% +/- 2 points)
             out = [ev(day, action="accept", latency_ms=1000, handle_time_s=100, cost_usd=0.01) for _ in range(9)]
@@ -385,21 +327,15 @@ class TestStreaks:
         assert (st.longest, st.longest_start, st.longest_end) == (4, D("2026-11-23"), D("2026-11-27"))
         assert (st.current, st.current_start) == (1, D("2026-12-02"))
 
-
-class TestCalibration:
-    def test_ece_by_hand(self, session: Session, spec: EvalSpec) -> None:
-        load(
-            session,
-            spec,
-            [
-                ev("2026-11-02", confidence=0.15, action="accept"),
-                ev("2026-11-02", confidence=0.15, action="reject"),
-                ev("2026-11-02", confidence=0.85, action="accept"),
-                ev("2026-11-03", confidence=0.85, action="accept"),
-                ev("2026-11-03", confidence=0.95, action="reject"),
-                ev("2026-11-03", confidence=None, action="reject"),
-            ],
-        )
+    def test_calibration_ece_by_hand(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, [
+            ev("2026-11-02", confidence=0.15, action="accept"),
+            ev("2026-11-02", confidence=0.15, action="reject"),
+            ev("2026-11-02", confidence=0.85, action="accept"),
+            ev("2026-11-03", confidence=0.85, action="accept"),
+            ev("2026-11-03", confidence=0.95, action="reject"),
+            ev("2026-11-03", confidence=None, action="reject"),
+        ])
         days = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-03"))
         cal = calibration.calibration_from_days(days)
         # bin 0.1-0.2: 2 drafts, rate 0.5 vs 0.15; bin 0.8-0.9: 2, 1.0 vs 0.85; bin 0.9-1.0: 1, 0.0 vs 0.95
@@ -407,9 +343,7 @@ class TestCalibration:
         assert cal.ece == pytest.approx(2 / 5 * 0.35 + 2 / 5 * 0.15 + 1 / 5 * 0.95)
         assert [(b.n, b.accept_rate) for b in cal.bins if b.n] == [(2, 0.5), (2, 1.0), (1, 0.0)]
 
-
-class TestHallucinationReports:
-    def test_only_confirmed_reports_count(self, session: Session, spec: EvalSpec) -> None:
+    def test_only_confirmed_hallucination_reports_count(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", event_id="x"), ev("2026-11-03", event_id="y")])
         rx = reports.report_hallucination(session=session, event_id="x", note="wrong refund window", reported_by=None)
         ry = reports.report_hallucination(session=session, event_id="y", note="invented plan", reported_by=None)
@@ -425,39 +359,28 @@ class TestHallucinationReports:
         assert [r.event_id for r in confirmed] == ["x"]
         assert reports.confirmed_hallucination_reports(session=session, start=D("2026-11-03"), end=D("2026-11-30")) == []
 
-    def test_unknown_event_is_refused(self, session: Session) -> None:
-        with pytest.raises(daily.MetricsError, match="event_id"):
+        with pytest.raises(daily.MetricsError, match="event_id"):  # an unknown event
             reports.report_hallucination(session=session, event_id="nope", note="", reported_by=None)
 
-
-class TestVersionChanges:
-    def test_first_appearance_after_the_first_version(self, session: Session, spec: EvalSpec) -> None:
-        load(
-            session,
-            spec,
-            [
-                ev("2026-11-02", model_version="m1", prompt_version="p1"),
-                ev("2026-11-03", model_version="m1", prompt_version="p2"),
-                ev("2026-11-05", model_version="m2", prompt_version="p2"),
-            ],
-        )
+    def test_version_changes_after_the_first_version(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, [
+            ev("2026-11-02", model_version="m1", prompt_version="p1"),
+            ev("2026-11-03", model_version="m1", prompt_version="p2"),
+            ev("2026-11-05", model_version="m2", prompt_version="p2"),
+        ])
         changes = versions.versions_for(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-06"))
         assert [(c.day.isoformat(), c.kind, c.value) for c in changes] == [
             ("2026-11-03", "prompt_version", "p2"),
             ("2026-11-05", "model_version", "m2"),
         ]
 
-
-class TestRawSegmentQuery:
     def test_filter_values_are_bound_not_spliced(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-02", intent="it's", plan="p'); DROP TABLE metric_event; --", agent_id="a")])
         seg = {"intent": "it's", "plan": "p'); DROP TABLE metric_event; --", "agent_id": "a"}
         (day,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-02"), end=D("2026-11-02"), **seg)
         assert day.events == 1 and _count(session) == 1
 
-
-class TestRebuildAll:
-    def test_time_zone_change_moves_events_to_their_new_day(self, session: Session, spec: EvalSpec) -> None:
+    def test_rebuild_all_moves_events_to_a_new_time_zones_day(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, [ev("2026-11-03", 3, action="reject"), ev("2026-11-03", 15, action="accept")])
         (d3,) = daily.daily_metrics(session=session, spec=spec, start=D("2026-11-03"), end=D("2026-11-03"))
         assert d3.events == 2

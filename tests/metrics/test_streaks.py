@@ -52,6 +52,11 @@ def seeded(session: Session, spec: EvalSpec, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(metrics_daily, "today_in", lambda spec: TODAY)
 
 
+@pytest.fixture
+def pm(seeded: None, client_as: Callable[..., TestClient]) -> TestClient:
+    return client_as("pm")
+
+
 def _text(html: str, element_id: str) -> str:
     m = re.search(rf'id="{element_id}">(.*?</div></div>)', html, re.S)
     assert m, element_id
@@ -65,8 +70,7 @@ class TestService:
         assert (s.current, s.current_start) == (4, D("2026-11-10"))
         assert s.missed == [(D("2026-11-09"), ["accept_rate", "reject_rate"])]  # 15/20 accepted = 75%, not above 75%
         assert s.scope_text == "pilot window 2026-11-02 – 2026-11-13, all traffic"
-
-    def test_pilot_window_stops_at_today_while_the_pilot_runs(self, session: Session, spec: EvalSpec, seeded: None) -> None:
+        # while the pilot runs its window stops at today
         s = metrics_streaks.pilot_streaks(session=session, spec=spec, today=D("2026-11-05"))
         assert (s.longest, s.current, s.window_end) == (4, 4, D("2026-11-05"))  # Mon 2 - Thu 5
 
@@ -82,48 +86,39 @@ class TestService:
 
 
 class TestEverySurfaceAgrees:
-    def test_metrics_page_shows_the_range_and_the_gates_figure(
-        self, session: Session, spec: EvalSpec, seeded: None, client_as: Callable[..., TestClient]
-    ) -> None:
-        page = client_as("pm").get("/metrics?start=2026-11-02&end=2026-11-27").text
+    def test_metrics_page_shows_the_range_and_the_gates_figure_for_the_segment(self, pm: TestClient) -> None:
+        page = pm.get("/metrics?start=2026-11-02&end=2026-11-27").text
         rng, gate = _text(page, "streak-range"), _text(page, "streak-gate")
         assert rng.startswith(" 13 ") and "now 13 in a row" in rng and "range 2026-11-02 – 2026-11-27, all traffic" in rng
         assert gate.startswith(" 5 ") and "now 4 in a row" in gate and "the gate needs 10" in gate
         assert "pilot window 2026-11-02 – 2026-11-13, all traffic" in gate
-
-    def test_metrics_page_streak_follows_the_segment_and_says_so(
-        self, session: Session, spec: EvalSpec, seeded: None, client_as: Callable[..., TestClient]
-    ) -> None:
-        page = client_as("pm").get("/metrics?start=2026-11-02&end=2026-11-27&intent=billing_charge").text
+        # the range's streak follows the segment and says so; the gate's does not
+        page = pm.get("/metrics?start=2026-11-02&end=2026-11-27&intent=billing_charge").text
         rng = _text(page, "streak-range")
         assert rng.startswith(" 19 ") and "range 2026-11-02 – 2026-11-27, intent = billing_charge" in rng
         assert _text(page, "streak-gate").startswith(" 5 ")
-
-    def test_gate_figure_not_repeated_when_equal(
-        self, session: Session, spec: EvalSpec, seeded: None, client_as: Callable[..., TestClient]
-    ) -> None:
-        page = client_as("pm").get("/metrics?start=2026-11-02&end=2026-11-13").text
+        # the pilot window as the range: the gate's figure is not repeated
+        page = pm.get("/metrics?start=2026-11-02&end=2026-11-13").text
         assert 'id="streak-gate"' not in page
         rng = _text(page, "streak-range")
         assert rng.startswith(" 5 ") and "now 4 in a row" in rng and "same as the production gate's figure" in rng
 
-    def test_api_and_gate_return_the_same_numbers(
-        self, session: Session, spec: EvalSpec, seeded: None, client_as: Callable[..., TestClient]
-    ) -> None:
+    def test_api_and_gate_agree(self, session: Session, spec: EvalSpec, pm: TestClient) -> None:
         from tests.gates.test_service import build_run
         from webapp.gates import service as gates_service
 
-        c = client_as("pm")
-        data = c.get("/api/v1/metrics/streaks?start=2026-11-02&end=2026-11-27").json()
+        data = pm.get("/api/v1/metrics/streaks?start=2026-11-02&end=2026-11-27").json()
         assert (data["range"]["longest"], data["range"]["current"], data["range"]["longest_start"]) == (13, 13, "2026-11-10")
         assert data["range"]["window"] == {"kind": "range", "start": "2026-11-02", "end": "2026-11-27"}
         assert (data["gate"]["longest"], data["gate"]["current"], data["needed"]) == (5, 4, 10)
         assert data["gate"]["window"] == {"kind": "pilot", "start": "2026-11-02", "end": "2026-11-13"}
         assert data["gate"]["segment"] == {"intent": None, "plan": None, "agent_id": None}
         assert [d["day"] for d in data["gate"]["missed_days"]] == ["2026-11-09"]
-        seg = c.get("/api/v1/metrics/streaks?start=2026-11-02&end=2026-11-27&intent=billing_charge").json()
+        seg = pm.get("/api/v1/metrics/streaks?start=2026-11-02&end=2026-11-27&intent=billing_charge").json()
         assert seg["range"]["longest"] == 19 and seg["range"]["segment"]["intent"] == "billing_charge"
         assert seg["gate"] == data["gate"]
+        r = pm.get("/api/v1/metrics/streaks?start=2026-11-10&end=2026-11-02")
+        assert r.status_code == 422 and "before start" in r.text
 
         run = build_run(session)
         session.commit()
@@ -131,9 +126,5 @@ class TestEverySurfaceAgrees:
         crit = report.criteria[0]
         assert crit.value == 5 and "current 4" in crit.measured
         assert "pilot window 2026-11-02 – 2026-11-13, all traffic" in crit.measured
-        page = c.get(f"/gates/production?run={run.name}").text
+        page = pm.get(f"/gates/production?run={run.name}").text
         assert "longest streak 5 business days (Nov 02–Nov 06); current 4" in page
-
-    def test_bad_range_is_refused(self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]) -> None:
-        r = client_as("pm").get("/api/v1/metrics/streaks?start=2026-11-10&end=2026-11-02")
-        assert r.status_code == 422 and "before start" in r.text

@@ -41,22 +41,15 @@ class TestFormatters:
         with pytest.raises(KeyError, match="accept_ratio"):
             units.text("accept_ratio", 0.5)
 
-    def test_number_is_the_text_without_the_unit(self) -> None:
+    def test_number_is_the_text_without_the_unit_and_the_csv_column_carries_it(self) -> None:
         assert units.number("accept_rate", 0.943) == "94.3"
         assert units.number("cost_per_draft", 0.021) == "0.0210"
         assert units.number("handle_time_s", 212.44) == "212.4"
         assert units.number("hallucination_reports", None) == ""
         assert units.number("reject_rate", -0.0001) == "0.0"  # never "-0.0"
-
-    def test_csv_columns_carry_the_unit(self) -> None:
         assert [units.csv_column(m) for m in ("accept_rate", "cost_per_draft", "handle_time_s", "edit_distance")] == [
             "accept_rate_pct", "cost_per_draft_usd", "handle_time_s", "edit_distance",
         ]
-
-    def test_threshold_in_the_metrics_unit(self) -> None:
-        assert units.threshold("accept_rate", "<", 0.65) == "< 65.0%"
-        assert units.threshold("handle_time_s", ">", 420) == "> 420.0 s"
-        assert units.threshold("cost_per_draft", ">", 0.05) == "> $0.0500"
 
     @pytest.mark.parametrize(
         ("value", "text", "tone"),
@@ -76,7 +69,10 @@ class TestFormatters:
         assert units.score_delta(0.25) == units.Delta("+0.25", "up")
         assert units.score_delta(-0.004) == units.Delta("0.00", "")
 
-    def test_targets_and_alert_rules_in_the_metrics_unit(self, spec: EvalSpec) -> None:
+    def test_thresholds_targets_and_alert_rules_in_the_metrics_unit(self, spec: EvalSpec) -> None:
+        assert units.threshold("accept_rate", "<", 0.65) == "< 65.0%"
+        assert units.threshold("handle_time_s", ">", 420) == "> 420.0 s"
+        assert units.threshold("cost_per_draft", ">", 0.05) == "> $0.0500"
         assert targets.describe_target("accept_rate", spec) == "> 75.0%"
         assert targets.describe_target("escalation_rate", spec) == "8.0% ± 2.0 pts"  # baseline 0.08, within 0.02
         assert targets.describe_target("handle_time_s", spec) == "< 300.0 s"

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
+from webapp.db import stored_id
 from webapp.gates.criteria import HallucinationFacts, no_confirmed_hallucinations
 from webapp.metrics import reports, weekly
 from webapp.spec import EvalSpec
@@ -16,19 +17,18 @@ from webapp.spec import EvalSpec
 D = dt.date.fromisoformat
 
 
-def confirm(session: Session, event_id: str) -> None:
-    reports.report_hallucination(session=session, event_id=event_id, note="made up", reported_by=None)
-    report = next(r for r, _ in reports.list_reports(session=session) if r.event_id == event_id)
-    reports.decide_report(session=session, report_id=report.id, decision="confirmed", decided_by=None, note="yes")  # type: ignore[arg-type]
+def decide(session: Session, event_id: str, decision: str = "confirmed") -> None:
+    """Report the event as a hallucination, then decide the report."""
+    report = reports.report_hallucination(session=session, event_id=event_id, note="wrong", reported_by=None)
+    report_id = stored_id(report.id)
+    reports.decide_report(session=session, report_id=report_id, decision=decision, decided_by=None, note="x")
 
 
 class TestWeeks:
-    def test_iso_weeks_start_on_monday(self) -> None:
+    def test_iso_weeks_start_on_monday_and_count_across_a_week_boundary(self, spec: EvalSpec) -> None:
         # 2026-11-08 is a Sunday, 2026-11-09 a Monday (ISO week 46 of 2026).
         assert weekly.week_start(D("2026-11-08")) == D("2026-11-02")
         assert weekly.week_start(D("2026-11-09")) == D("2026-11-09")
-
-    def test_counts_across_a_week_boundary(self, spec: EvalSpec) -> None:
         # Sunday Nov 8: 1 (week 45); Monday Nov 9: 2 and Sunday Nov 15: 1 (week 46); week 47: none.
         counts = {D("2026-11-08"): 1, D("2026-11-09"): 2, D("2026-11-15"): 1, D("2026-10-30"): 5}
         weeks = weekly.weekly_counts(counts, start=D("2026-11-05"), end=D("2026-11-16"), spec=spec, today=D("2026-11-18"))
@@ -48,12 +48,9 @@ class TestFromTheDatabase:
             ev("2026-11-10", event_id="tue"),   # week 46, not reported
             ev("2026-11-16", event_id="next"),  # week 47
         ])
-        confirm(session, "sun")
-        confirm(session, "mon1")
-        confirm(session, "next")
-        reports.report_hallucination(session=session, event_id="mon2", note="?", reported_by=None)
-        pending = next(r for r, _ in reports.list_reports(session=session) if r.event_id == "mon2")
-        reports.decide_report(session=session, report_id=pending.id, decision="dismissed", decided_by=None, note="fine")  # type: ignore[arg-type]
+        for event_id in ("sun", "mon1", "next"):
+            decide(session, event_id)
+        decide(session, "mon2", "dismissed")
         session.commit()
         weeks = weekly.weekly_hallucinations(session=session, spec=spec, start=D("2026-11-09"), end=D("2026-11-15"), today=D("2026-11-30"))
         # The range is week 46 exactly: Monday's confirmed report only (Sunday's is week 45, the 16th week 47).

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from sqlalchemy import MetaData, select, text
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
@@ -15,7 +17,7 @@ from typer.testing import CliRunner
 from tests.conftest import PG_URL, TEST_SECRET
 from webapp import cli, serving
 from webapp.db import make_engine
-from webapp.migrations_runner import upgrade
+from webapp.migrations_runner import alembic_config, upgrade
 from webapp.ops import backup as ops_backup
 from webapp.ops.backup import BackupError
 
@@ -53,7 +55,7 @@ def all_rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
         engine.dispose()
 
 
-def test_backup_then_restore_into_a_fresh_database_gives_every_table_equal(
+def test_backup_then_restore_into_a_fresh_database_gives_every_table_equal_never_into_a_full_one(
     demo_db_url: str, fresh_url: str, tmp_path: Path
 ) -> None:
     before = all_rows(demo_db_url)
@@ -61,6 +63,8 @@ def test_backup_then_restore_into_a_fresh_database_gives_every_table_equal(
     assert before["alembic_version"] and before["grade"] and before["metric_event"]
     path = ops_backup.backup(demo_db_url, tmp_path / "backups" / "one")
     assert path.stat().st_size > 0
+    with pytest.raises(BackupError, match="not empty .* restore into a new, empty database"):
+        ops_backup.restore(demo_db_url, path)
     ops_backup.restore(fresh_url, path)
     assert all_rows(fresh_url) == before
     # The restored database goes on: its id sequences continue after the restored rows.
@@ -74,52 +78,41 @@ def test_backup_then_restore_into_a_fresh_database_gives_every_table_equal(
     engine.dispose()
 
 
-def test_restore_refuses_a_database_that_has_tables(demo_db_url: str, tmp_path: Path) -> None:
-    path = ops_backup.backup(demo_db_url, tmp_path / "b")
-    with pytest.raises(BackupError, match="not empty .* restore into a new, empty database"):
-        ops_backup.restore(demo_db_url, path)
-
-
-def test_backup_refuses_to_overwrite_and_restore_names_a_missing_file(db_url: str, tmp_path: Path) -> None:
+def test_backup_and_restore_errors_name_the_file_or_the_missing_pg_dump(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "taken").write_text("x")
     with pytest.raises(BackupError, match="taken: already exists"):
         ops_backup.backup(db_url, tmp_path / "taken")
     with pytest.raises(BackupError, match="nope: no such backup file"):
         ops_backup.restore(db_url, tmp_path / "nope")
-
-
-def test_a_missing_pg_dump_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no pg_dump there
     with pytest.raises(BackupError, match="pg_dump not found on PATH: install PostgreSQL's client tools"):
         ops_backup.backup("postgresql+psycopg://u:secret@127.0.0.1:1/none", tmp_path / "x.dump")
 
 
-def test_the_password_goes_in_the_environment_not_the_command_line() -> None:
+def test_libpq_password_in_the_environment_and_default_file_names(tmp_path: Path) -> None:
     url, env = ops_backup.libpq_target("postgresql+psycopg://bob:s3cret@db.example:5433/dd")
     assert url == "postgresql://bob@db.example:5433/dd" and env["PGPASSWORD"] == "s3cret"
-
-
-def test_the_default_file_is_named_by_time_and_kind(tmp_path: Path) -> None:
-    import datetime as dt
-
     now = dt.datetime(2026, 11, 27, 7, 5, 9, tzinfo=dt.UTC)
     assert ops_backup.default_backup_path("sqlite:///x.db", tmp_path, now=now) == tmp_path / "draftdesk-20261127T070509Z.sqlite3"
     assert ops_backup.default_backup_path("postgresql+psycopg://h/d", tmp_path, now=now).name == "draftdesk-20261127T070509Z.dump"
 
 
+def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], Any]:
+    """Run `draftdesk serve` with uvicorn replaced; return the ports it would have served and the result."""
+    served: list[int] = []
+    monkeypatch.setattr(serving, "run", lambda app, **kw: served.append(kw["port"]))
+    env = {"DRAFTDESK_DATABASE_URL": url, "DRAFTDESK_SECRET_KEY": TEST_SECRET}
+    env["DRAFTDESK_BACKUP_DIR"] = str(backup_dir)
+    return served, CliRunner().invoke(cli.app, ["serve", "--port", "8123", "--no-background"], env=env)
+
+
 class TestServeBacksUpBeforeMigrating:
-    def _serve(self, url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
-        served: list[int] = []
-        monkeypatch.setattr(serving, "run", lambda app, **kw: served.append(kw["port"]))
-        env = {
-            "DRAFTDESK_DATABASE_URL": url,
-            "DRAFTDESK_SECRET_KEY": TEST_SECRET,
-            "DRAFTDESK_BACKUP_DIR": str(backup_dir),
-        }
-        out = CliRunner().invoke(cli.app, ["serve", "--port", "8123", "--no-background"], env=env)
-        assert out.exit_code == 0, out.output
-        assert served == [8123]
-        return out.exit_code, out.output
+    def _served(self, url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+        served, out = _serve(url, backup_dir, monkeypatch)
+        assert out.exit_code == 0 and served == [8123], out.output
+        return out.output
 
     def test_only_when_migrations_are_pending_on_a_database_with_tables(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -127,19 +120,15 @@ class TestServeBacksUpBeforeMigrating:
         url = f"sqlite:///{tmp_path / 'old.db'}"
         backups = tmp_path / "backups"
         # A new database: nothing to lose, no backup; serve migrates it.
-        self._serve(url, backups, monkeypatch)
+        self._served(url, backups, monkeypatch)
         assert not backups.exists()
         # At the newest revision: nothing to apply, no backup.
-        self._serve(url, backups, monkeypatch)
+        self._served(url, backups, monkeypatch)
         assert not backups.exists()
         # One migration behind: a backup, then the upgrade.
-        from alembic import command
-
-        from webapp.migrations_runner import alembic_config
-
         command.downgrade(alembic_config(url), "-1")
         before = all_rows(url)
-        _, output = self._serve(url, backups, monkeypatch)
+        output = self._served(url, backups, monkeypatch)
         (taken,) = backups.iterdir()
         assert f"backup before applying migrations: {taken}" in output
         assert all_rows(f"sqlite:///{taken}") == before
@@ -150,10 +139,9 @@ class TestServeBacksUpBeforeMigrating:
         upgrade(url, "0005_grading_queue")
         blocked = tmp_path / "blocked"
         blocked.write_text("a file where the backup folder should be")
-        monkeypatch.setattr(serving, "run", lambda app, **kw: None)
-        env = {"DRAFTDESK_DATABASE_URL": url, "DRAFTDESK_SECRET_KEY": TEST_SECRET, "DRAFTDESK_BACKUP_DIR": str(blocked)}
-        out = CliRunner().invoke(cli.app, ["serve", "--no-background"], env=env)
-        assert out.exit_code == 1 and "cannot create the backup folder" in out.output, out.output
+        served, out = _serve(url, blocked, monkeypatch)
+        assert served == [] and out.exit_code == 1, out.output
+        assert "cannot create the backup folder" in out.output
         assert "no migration was applied" in out.output
         assert ops_backup.pending_migrations(url)  # still at 0005
 

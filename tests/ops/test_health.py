@@ -9,25 +9,19 @@ from fastapi.testclient import TestClient
 from webapp.db import make_engine
 
 
-def unreachable_url(db_url: str, tmp_path: Path) -> str:
-    """The same kind of database, somewhere it cannot be opened (a missing folder; a closed port)."""
-    if db_url.startswith("sqlite"):
-        return f"sqlite:///{tmp_path / 'gone' / 'missing.db'}"
-    return "postgresql+psycopg://postgres@127.0.0.1:1/none?connect_timeout=2"
-
-
-def test_both_answer_ok_without_a_login(client: TestClient) -> None:
+def test_both_answer_ok_without_a_login_and_healthz_is_503_with_a_reason_when_the_database_is_unreachable(
+    client: TestClient, db_url: str, tmp_path: Path
+) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     r = client.get("/livez")
     assert r.status_code == 200 and r.json() == {"status": "ok"}
-
-
-def test_healthz_is_503_with_a_reason_when_the_database_is_unreachable(
-    client: TestClient, db_url: str, tmp_path: Path
-) -> None:
+    # The same kind of database, somewhere it cannot be opened (a missing folder; a closed port).
+    gone = f"sqlite:///{tmp_path / 'gone' / 'missing.db'}"
+    if not db_url.startswith("sqlite"):
+        gone = "postgresql+psycopg://postgres@127.0.0.1:1/none?connect_timeout=2"
     app = client.app
     good = app.state.engine  # type: ignore[attr-defined]
-    app.state.engine = make_engine(unreachable_url(db_url, tmp_path))  # type: ignore[attr-defined]
+    app.state.engine = make_engine(gone)  # type: ignore[attr-defined]
     try:
         r = client.get("/healthz")
         assert r.status_code == 503

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
+from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.factories import make_user
 from tests.waiting import wait_for
 from webapp import cli
@@ -14,6 +16,7 @@ from webapp.alerts.models import AlertChannel, AlertOutbox
 from webapp.auth.models import LoginAttempt, WebSession
 from webapp.config import Settings
 from webapp.db import stored_id
+from webapp.main import create_app
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.ops.retention import Retention, prune
 from webapp.reviews.models import ReviewItem, ReviewSample
@@ -40,18 +43,12 @@ def seed(session: Session) -> None:
     channel = AlertChannel(name="file", kind="file", target="/dev/null")
     session.add(channel)
     session.flush()
+    cid = stored_id(channel.id)
     rows = [("sent", days_ago(31)), ("sent", days_ago(45)), ("sent", days_ago(29)), ("pending", None), ("failed", None)]
-    for i, (status, sent_at) in enumerate(rows):
-        session.add(
-            AlertOutbox(
-                channel_id=stored_id(channel.id),
-                idempotency_key=f"k{i}",
-                status=status,
-                sent_at=sent_at,
-                created_at=days_ago(60),
-                next_attempt_at=days_ago(60),
-            )
-        )
+    for i, (status, sent) in enumerate(rows):
+        outbox = AlertOutbox(channel_id=cid, idempotency_key=f"k{i}", status=status, sent_at=sent)
+        outbox.created_at = outbox.next_attempt_at = days_ago(60)
+        session.add(outbox)
     # Events, with 10 days kept: e-old-1 and e-old-2 (deleted); e-old-reviewed and e-old-reported
     # are as old but referred to (kept); e-new is 9 days old (kept).
     for event_id, age in [("e-old-1", 11), ("e-old-2", 300), ("e-old-reviewed", 50), ("e-old-reported", 50), ("e-new", 9)]:
@@ -77,9 +74,15 @@ def remaining(session: Session) -> dict[str, list[str]]:
 
 def test_each_rule_deletes_what_it_should_and_nothing_else(session: Session) -> None:
     seed(session)
+    # By default events are kept forever.
+    assert Settings(mode="dev").event_retention_days == 0
+    report = prune(session=session, retention=Retention(), now=NOW)
+    session.commit()
+    assert (report.sessions, report.login_attempts, report.outbox, report.events) == (2, 3, 2, 0)
+    assert len(remaining(session)["events"]) == 5
     report = prune(session=session, retention=Retention(login_attempt_days=30, outbox_days=30, event_days=10), now=NOW)
     session.commit()
-    assert (report.sessions, report.login_attempts, report.outbox, report.events) == (2, 3, 2, 2)
+    assert (report.sessions, report.login_attempts, report.outbox, report.events) == (0, 0, 0, 2)
     assert remaining(session) == {
         "sessions": ["2"],
         "attempts": ["a3@example.test", "a4@example.test"],
@@ -89,15 +92,6 @@ def test_each_rule_deletes_what_it_should_and_nothing_else(session: Session) -> 
     # A second pass finds nothing more.
     again = prune(session=session, retention=Retention(event_days=10), now=NOW)
     assert (again.sessions, again.login_attempts, again.outbox, again.events) == (0, 0, 0, 0)
-
-
-def test_events_are_kept_forever_by_default(session: Session) -> None:
-    seed(session)
-    assert Settings(mode="dev").event_retention_days == 0
-    report = prune(session=session, retention=Retention(), now=NOW)
-    session.commit()
-    assert report.events == 0 and len(remaining(session)["events"]) == 5
-    assert (report.sessions, report.login_attempts, report.outbox) == (2, 3, 2)
 
 
 def test_db_prune_command_uses_the_settings(session: Session, db_url: str) -> None:
@@ -118,11 +112,6 @@ def test_db_prune_command_uses_the_settings(session: Session, db_url: str) -> No
 
 def test_the_server_prunes_at_start_up_when_background_jobs_run(session: Session, db_url: str) -> None:
     """The retention job starts with the app's lifespan (as the alert jobs do) and prunes at once."""
-    from fastapi.testclient import TestClient
-
-    from tests.conftest import SPEC_PATH, TEST_SECRET
-    from webapp.main import create_app
-
     user = make_user(session, email="u@example.test", roles=["admin"])
     session.add(WebSession(token_hash="e" * 64, user_id=stored_id(user.id), expires_at=dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)))
     session.add(WebSession(token_hash="l" * 64, user_id=stored_id(user.id), expires_at=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)))

@@ -65,9 +65,7 @@ def test_uvicorn_gets_proxy_headers_and_the_allowed_proxies() -> None:
     assert options["forwarded_allow_ips"] == "10.0.0.5"
     assert options["workers"] == 3
     assert "workers" not in uvicorn_options(host="h", port=1, forwarded_allow_ips="127.0.0.1")
-
-
-def test_the_default_trusts_a_proxy_on_the_same_host() -> None:
+    # by default a proxy on the same host is trusted
     assert Settings(mode="dev").forwarded_allow_ips == "127.0.0.1"
 
 
