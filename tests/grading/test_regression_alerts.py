@@ -20,7 +20,6 @@ FAIL = {
     "rationale": "promises a refund",
     "unsupported_claim": "processed your refund",
 }
-PASS = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "ok"}
 
 
 def _draft(session: Session, golden: bool) -> int:
