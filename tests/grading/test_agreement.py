@@ -9,10 +9,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from sqlmodel import Session
 
-from tests.grading.conftest import GradingWorld, grade, revise
-from webapp.grading.adjudication import list_adjudications, return_grade
+from tests.grading.conftest import GradingWorld, grade
 from webapp.grading.agreement import agreement_report
-from webapp.grading.grades import own_grade
 from webapp.grading.stats import cohen_kappa, exact_agreement
 from webapp.spec import EvalSpec
 
@@ -92,16 +90,3 @@ class TestAgreementReport:
         assert graders["Bob"]["tone"]["bias"] == pytest.approx(0.5)
         assert graders["Alice"]["tone"]["mean"] == pytest.approx(np.mean(a_tone))
         assert graders["Bob"]["factual_accuracy"]["mean"] == pytest.approx(0.5)
-
-    def test_agreement_uses_first_blind_grade(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        w = world
-        self._grade_pairs(session, spec, w, [(("pass", 4, 2, 4), ("pass", 4, 4, 4))])
-        own = own_grade(session=session, draft_id=w.drafts[0].id, grader_id=w.alice.id)
-        # The grades are locked while the lead adjudicates: the lead returns Alice's grade for rework.
-        (adj,) = list_adjudications(session=session)
-        return_grade(session=session, adjudication_id=adj.id, grade_id=own.id, lead_id=w.lead.id, comment="?")
-        revise(session, spec, own, w.alice, tone=4)  # type: ignore[arg-type]
-        report = agreement_report(session=session, spec=spec, run_id=w.run.id)
-        assert report["disagreement_rate"] == 1.0

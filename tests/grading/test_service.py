@@ -153,34 +153,18 @@ class TestFinalGrade:
 
 
 class TestRevisionAndRework:
-    def test_revision_is_kept_in_history(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_only_the_grader_revises_and_history_keeps_it(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         g = grade(session, spec, world, world.alice, tone=4)
+        with pytest.raises(NotAllowed):
+            revise(session, spec, g, world.bob)
         revise(session, spec, g, world.alice, tone=2)
         alice = principal_of(world.alice, "labeler")
         history = grade_history(session=session, draft_id=world.drafts[0].id, principal=alice)
         assert [h.action for h in history] == ["create", "revise"]
         before, after, by = history[1].before["tone"], history[1].after["tone"], history[1].changed_by
         assert (before, after, by) == (4, 2, world.alice.id)
-
-    def test_cannot_revise_someone_elses_grade(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        g = grade(session, spec, world, world.alice)
-        with pytest.raises(NotAllowed):
-            revise(session, spec, g, world.bob)
-
-    def test_returned_grade_goes_back_to_grader_and_reworked_pair_can_agree(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        _, gb, adj = returned_pair(session, spec, world)
-        assert [g.id for g in returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
-        assert list_adjudications(session=session, status="rework")[0].id == adj.id
-        revise(session, spec, gb, world.bob, tone=2)
-        assert returned_grades(session=session, grader_id=world.bob.id) == []
-        assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
-        assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 2.0
-        actions = [c.action for c in session.exec(select(GradeChange).where(GradeChange.grade_id == gb.id))]
-        assert actions == ["create", "return", "revise"]
 
     def test_revision_that_breaks_agreement_reopens(
         self, session: Session, spec: EvalSpec, world: GradingWorld
@@ -215,19 +199,24 @@ class TestGradeLockDuringAdjudication:
         assert final_grades(session=session, run_id=world.run.id) == {}
         assert grade_lock(session=session, grade=ga) is not None
 
-    def test_only_the_returned_grade_can_change_and_dissolve(
+    def test_only_the_returned_grade_goes_back_and_a_reworked_pair_can_agree(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         ga, gb, adj = returned_pair(session, spec, world)
+        assert [g.id for g in returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
+        assert list_adjudications(session=session, status="rework")[0].id == adj.id
         # The grade the lead did not return stays locked while the other is reworked.
         with pytest.raises(GradeLocked, match="the lead decides or returns"):
             revise(session, spec, ga, world.alice, tone=4)
         assert grade_lock(session=session, grade=ga) is not None
         assert grade_lock(session=session, grade=gb) is None
         revise(session, spec, gb, world.bob, tone=2)
+        assert returned_grades(session=session, grader_id=world.bob.id) == []
         assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
         final = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert (final.source, final.tone) == ("agreement", 2.0)
+        actions = [c.action for c in session.exec(select(GradeChange).where(GradeChange.grade_id == gb.id))]
+        assert actions == ["create", "return", "revise"]
         # Agreement statistics still use the first, blind submissions: tone 2 vs 4 disagree.
         report = agreement_report(session=session, spec=spec, run_id=world.run.id)
         tone = next(c for c in report["criteria"] if c["key"] == "tone")
@@ -304,19 +293,15 @@ class TestQueue:
         golden = BatchFilter(run_id=world.run.id, golden=True)
         assert batch_progress(session=session, spec=spec, batch=golden).drafts == 1
 
-    def test_second_grade_by_same_grader_is_refused(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        grade(session, spec, world, world.alice)
-        with pytest.raises(AlreadyGraded):
-            grade(session, spec, world, world.alice)
-
-    def test_quoted_claim_must_be_in_draft(
+    def test_quoted_claim_must_be_in_draft_and_a_second_grade_is_refused(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         with pytest.raises(GradeInvalid) as err:
             grade(session, spec, world, world.alice, factual="fail", unsupported_claim="free pizza")
         assert err.value.field == "unsupported_claim"
+        grade(session, spec, world, world.alice)
+        with pytest.raises(AlreadyGraded):
+            grade(session, spec, world, world.alice)
 
     def test_progress_counts_grades_and_graders(
         self, session: Session, spec: EvalSpec, world: GradingWorld
