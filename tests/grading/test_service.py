@@ -30,7 +30,7 @@ from webapp.grading.grades import (
 )
 from webapp.grading.models import Adjudication, GradeChange, GradingSlot
 from webapp.grading.progress import batch_progress, waiting_for_grader
-from webapp.grading.queue import BatchFilter, next_item
+from webapp.grading.queue import BatchFilter, batch_counts, next_item
 from webapp.grading.references import (
     approve_reference,
     current_reference,
@@ -252,18 +252,6 @@ class TestBlind:
 
 
 class TestQueue:
-    def test_next_item_is_oldest_and_reserved(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        batch = BatchFilter(run_id=world.run.id)
-        d = next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
-        assert d is not None and d.id == world.drafts[0].id
-        # Asking again returns the same held item instead of reserving a second one.
-        again = next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
-        assert again is not None and again.id == d.id
-        held = session.exec(select(GradingSlot).where(GradingSlot.grader_id == world.alice.id)).all()
-        assert len(held) == 1
-
     def test_full_draft_is_skipped_and_expired_reservation_released(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
@@ -306,15 +294,21 @@ class TestQueue:
     def test_progress_counts_grades_and_graders(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        grade(session, spec, world, world.alice, 0)
-        grade(session, spec, world, world.alice, 1)
-        grade(session, spec, world, world.bob, 0)
-        p = batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=world.run.id))
-        assert (p.drafts, p.grades_needed, p.grades_done, p.final) == (6, 12, 3, 1)
-        assert {g.name: g.graded for g in p.graders} == {"Alice": 2, "Bob": 1}
-        assert p.share == pytest.approx(3 / 12)
+        for i, user in ((0, world.alice), (0, world.bob), (1, world.alice), (2, world.carol)):
+            grade(session, spec, world, user, i)
+        batch = BatchFilter(run_id=world.run.id)
+        p = batch_progress(session=session, spec=spec, batch=batch)
+        # Draft 0 has both grades (they agree: final); drafts 1 and 2 one each.
+        assert (p.drafts, p.grades_needed, p.grades_done, p.final) == (6, 12, 4, 1)
+        assert {g.name: g.graded for g in p.graders} == {"Alice": 2, "Bob": 1, "Carol": 1}
+        assert p.share == pytest.approx(4 / 12)
+        # The queue's cheaper counts agree with the full progress, plus the grader's own share.
+        counts = batch_counts(session=session, spec=spec, batch=batch, grader_id=world.alice.id)
+        assert (counts.drafts, counts.grades_done, counts.grades_needed) == (6, 4, 12)
+        assert counts.mine == 2 and counts.mine_share == pytest.approx(2 / 6)
+        # Bob: drafts 1-5 still need him; Carol: drafts 1, 3, 4, 5 (0 is full, 2 she graded).
         assert waiting_for_grader(session=session, spec=spec, grader_id=world.bob.id) == 5
-        assert waiting_for_grader(session=session, spec=spec, grader_id=world.carol.id) == 5
+        assert waiting_for_grader(session=session, spec=spec, grader_id=world.carol.id) == 4
 
 
 class TestReferences:
