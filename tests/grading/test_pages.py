@@ -66,17 +66,20 @@ class TestGradingPage:
         assert "<kbd>Ctrl</kbd>+<kbd>Enter</kbd>" in html and 'data-key="q"' in html
         assert "Cited article directly answers the question." in html  # the spec's guidance
 
-    def test_form_post_saves_and_opens_next(
+    def test_form_post_saves_opens_next_and_a_revision_shows_in_history(
         self, session: Session, world: GradingWorld, client_as: Callable[..., TestClient]
     ) -> None:
         w, c = world, client_as("labeler", email="alice@example.test")
-        r = post_form(c, f"/grading/runs/{w.run.id}/next", {})
-        assert r.headers["location"] == f"/grading/drafts/{w.drafts[0].id}"
-        r = post_form(c, f"/grading/drafts/{w.drafts[0].id}", {**FORM, "next": "1"})
+        url = f"/grading/drafts/{w.drafts[0].id}"
+        assert post_form(c, f"/grading/runs/{w.run.id}/next", {}).headers["location"] == url
+        r = post_form(c, url, {**FORM, "next": "1"})
         assert r.status_code == 303 and r.headers["location"].startswith(f"/grading/drafts/{w.drafts[1].id}?")
         session.expire_all()
         alices = session.exec(select(Grade).where(Grade.grader_id == w.alice.id)).one()
         assert alices.draft_id == w.drafts[0].id
+        post_form(c, url, {**FORM, "tone": "2"})
+        html = c.get(url).text
+        assert "<del>4</del> <ins>2</ins>" in html and "revise" in html
 
     def test_error_keeps_what_was_typed(
         self, world: GradingWorld, client_as: Callable[..., TestClient]
@@ -98,15 +101,6 @@ class TestGradingPage:
         assert "ALICE-SECRET-RATIONALE" not in bob.get(url).text
         post_form(bob, url, FORM)
         assert "ALICE-SECRET-RATIONALE" in bob.get(url).text
-
-    def test_revision_shows_in_history(
-        self, world: GradingWorld, client_as: Callable[..., TestClient]
-    ) -> None:
-        c, url = client_as("labeler", email="alice@example.test"), f"/grading/drafts/{world.drafts[0].id}"
-        post_form(c, url, FORM)
-        post_form(c, url, {**FORM, "tone": "2"})
-        html = c.get(url).text
-        assert "<del>4</del> <ins>2</ins>" in html and "revise" in html
 
 
 class TestLeadPages:
@@ -263,8 +257,9 @@ class TestRegressionLink:
 
 
 class TestBatchAndQueuePages:
-    def test_batch_overview_with_filters_and_progress(
-        self, session: Session, spec: EvalSpec, world: GradingWorld, lead: TestClient
+    def test_batch_overview_with_filters_and_progress_and_a_full_draft_offers_next(
+        self, session: Session, spec: EvalSpec, world: GradingWorld, lead: TestClient,
+        client_as: Callable[..., TestClient],
     ) -> None:
         grade_pair(session, spec, world)
         html = lead.get(f"/grading/runs/{world.run.id}").text
@@ -272,24 +267,10 @@ class TestBatchAndQueuePages:
         edge = lead.get(f"/grading/runs/{world.run.id}?category=edge").text
         assert "case-1" in edge and "case-0<" not in edge
         assert "format=csv" in html
+        carols = page(client_as, "carol", f"/grading/drafts/{world.drafts[0].id}")
+        assert "already has the 2 graders it needs" in carols and 'id="grading-form"' not in carols
 
-    def test_queue_lists_returned_grade(
-        self, session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
-    ) -> None:
-        grades = disagree(session, spec, world)
-        (adj,) = list_adjudications(session=session)
-        return_grade(
-            session=session,
-            adjudication_id=adj.id,
-            grade_id=grades[1].id,
-            lead_id=world.lead.id,
-            comment="Look at the <tone> again",
-        )
-        session.commit()
-        html = page(client_as, "bob", "/grading")
-        assert "Look at the &lt;tone&gt; again" in html and f"/grading/drafts/{world.drafts[0].id}" in html
-
-    def test_disagreeing_grade_is_locked_on_the_page(
+    def test_disagreeing_grade_is_locked_until_returned_to_the_queue(
         self, session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
     ) -> None:
         grades = disagree(session, spec, world)
@@ -307,18 +288,13 @@ class TestBatchAndQueuePages:
         # Once the lead returns Bob's grade, his page offers the form again; Alice's stays locked.
         (adj,) = list_adjudications(session=session)
         ask = {"adjudication_id": adj.id, "grade_id": grades[1].id, "lead_id": world.lead.id}
-        return_grade(session=session, **ask, comment="tone")  # type: ignore[arg-type]
+        return_grade(session=session, **ask, comment="Look at the <tone> again")  # type: ignore[arg-type]
         session.commit()
         assert 'id="grading-form"' in bob.get(url).text
+        queue = bob.get("/grading").text  # the returned grade waits in Bob's queue, with the lead's comment
+        assert "Look at the &lt;tone&gt; again" in queue and url in queue
         alice_html = page(client_as, "alice", url)
         assert "the lead decides or returns" in alice_html and 'id="grading-form"' not in alice_html
-
-    def test_full_draft_offers_next_item_instead_of_form(
-        self, session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
-    ) -> None:
-        grade_pair(session, spec, world)
-        html = page(client_as, "carol", f"/grading/drafts/{world.drafts[0].id}")
-        assert "already has the 2 graders it needs" in html and 'id="grading-form"' not in html
 
 
 class TestBatchPaging:
