@@ -109,6 +109,15 @@ class TestLeadPages:
     ) -> None:
         disagree(session, spec, world)
         session.commit()
+
+        def cards(user: User, role: str) -> dict[str, int]:
+            got = home_cards(session=session, principal=principal_of(user, role), spec=spec)
+            return {c.title: c.count for c in got}
+
+        # The home page's cards count the open disagreement for the lead, the grading left for all.
+        leads = cards(world.lead, "lead")
+        assert leads["Adjudication"] == 1 and leads["References"] == 0 and leads["Grading"] == 5
+        assert cards(world.carol, "labeler") == {"Grading": 5}
         html = lead.get("/grading/adjudication").text
         assert f"Draft {world.drafts[0].id}" in html and "tone: 1 vs 5" in html
         (adj,) = list_adjudications(session=session)
@@ -139,19 +148,6 @@ class TestLeadPages:
         assert post_form(lead, f"/grading/references/versions/{v2.id}/approve", {}).status_code == 303
         html = lead.get(url).text
         assert "v1 text" in html and "approved by Lead" in html
-
-
-class TestHomeCards:
-    def test_cards_count_work(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
-        disagree(session, spec, world)
-
-        def cards(user: User, role: str) -> dict[str, int]:
-            got = home_cards(session=session, principal=principal_of(user, role), spec=spec)
-            return {c.title: c.count for c in got}
-
-        lead = cards(world.lead, "lead")
-        assert lead["Adjudication"] == 1 and lead["References"] == 0 and lead["Grading"] == 5
-        assert cards(world.carol, "labeler") == {"Grading": 5}
 
 
 class TestOwnRouteSecurity:
