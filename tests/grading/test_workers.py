@@ -55,12 +55,8 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, str, GradingWorld]]:
         world = build_world(session)
     engine.dispose()
     port = _free_port()
-    env = {
-        **os.environ,
-        "DRAFTDESK_DATABASE_URL": db_url,
-        "DRAFTDESK_SECRET_KEY": TEST_SECRET,
-        "DRAFTDESK_MODE": "dev",
-    }
+    env = {**os.environ, "DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_SECRET_KEY": TEST_SECRET}
+    env["DRAFTDESK_MODE"] = "dev"
     proc = subprocess.Popen(
         [DRAFTDESK, "serve", "--port", str(port), "--workers", "2", "--no-access-log"],
         env=env,
