@@ -57,17 +57,25 @@ def alice(session: Session, world: GradingWorld, client_as: Callable[..., TestCl
 
 
 class TestSkipDraft:
-    def test_reason_must_come_from_the_list_and_other_needs_words(
-        self, session: Session, world: GradingWorld
+    def test_reason_must_come_from_the_list_and_skips_are_counted_per_draft(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        d = ids(world)[0]
+        d0, d1, d2 = ids(world)[:3]
         with pytest.raises(GradeInvalid) as bad:
-            skip(session, d, world.alice, "bored")
+            skip(session, d0, world.alice, "bored")
         assert bad.value.field == "reason" and "kb_missing" in bad.value.message
         with pytest.raises(GradeInvalid) as other:
-            skip(session, d, world.alice, "other", detail="  ")
+            skip(session, d0, world.alice, "other", detail="  ")  # "other" needs words
         assert other.value.field == "detail"
         assert session.exec(select(GradingSkip)).all() == []
+        for grader in (world.alice, world.bob):
+            skip(session, d0, grader, "domain")
+        skip(session, d1, world.carol, "other", detail="needs legal")
+        assert skip_counts(session=session, draft_ids=[d0, d1, d2]) == {d0: 2, d1: 1}
+        # A draft the grader already graded cannot be skipped.
+        grade(session, spec, world, world.alice, 2)
+        with pytest.raises(AlreadyGraded):
+            skip(session, d2, world.alice, "domain")
 
     def test_skipped_draft_comes_back_only_when_nothing_else_is_left(
         self, session: Session, spec: EvalSpec
@@ -87,21 +95,6 @@ class TestSkipDraft:
             grade(session, spec, w, w.alice, ids(w).index(nxt))
         assert order == [d1, d2, d0]
         assert take(session, spec, w, w.alice) is None
-
-    def test_skip_counts_per_draft(self, session: Session) -> None:
-        w = build_world(session, n_drafts=3)
-        d0, d1, d2 = ids(w)
-        for grader in (w.alice, w.bob):
-            skip(session, d0, grader, "domain")
-        skip(session, d1, w.carol, "other", detail="needs legal")
-        assert skip_counts(session=session, draft_ids=[d0, d1, d2]) == {d0: 2, d1: 1}
-
-    def test_cannot_skip_a_draft_already_graded(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        grade(session, spec, world, world.alice)
-        with pytest.raises(AlreadyGraded):
-            skip(session, ids(world)[0], world.alice, "domain")
 
 
 class TestNextItemExclude:
