@@ -40,7 +40,9 @@ class TestPostGrades:
         again = post_grade(alice, d)
         assert again.status_code == 409 and "revise" in again.json()["detail"]
 
-    def test_bad_score_names_field(self, world: GradingWorld, clients: tuple[TestClient, ...]) -> None:
+    def test_bad_score_names_field_and_a_quoted_fail_is_accepted(
+        self, world: GradingWorld, clients: tuple[TestClient, ...]
+    ) -> None:
         bad: list[tuple[dict[str, Any], str]] = [
             ({"tone": 9}, "tone"),
             ({"factual_accuracy": "fail"}, "unsupported_claim"),
@@ -49,9 +51,7 @@ class TestPostGrades:
         for kw, field in bad:
             r = post_grade(clients[0], **{"draft_id": world.drafts[0].id, **kw})
             assert r.status_code == 422 and r.json()["detail"][0]["field"] == field, kw
-
-    def test_fail_with_quote_is_accepted(self, world: GradingWorld, clients: tuple[TestClient, ...]) -> None:
-        claim = DRAFT_TEXT.split(". ")[-1]
+        claim = DRAFT_TEXT.split(". ")[-1]  # a fail that quotes the draft is accepted
         r = post_grade(clients[0], world.drafts[0].id, factual_accuracy="fail", unsupported_claim=claim)
         assert r.status_code == 201 and r.json()["unsupported_claim"] == claim
 

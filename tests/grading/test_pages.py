@@ -53,18 +53,24 @@ def page(client_as: Callable[..., TestClient], who: str, url: str) -> str:
 
 
 class TestGradingPage:
-    def test_page_shows_context_and_shortcuts(
+    def test_page_shows_context_and_shortcuts_and_an_error_keeps_what_was_typed(
         self, session: Session, world: GradingWorld, client_as: Callable[..., TestClient]
     ) -> None:
-        w = world
+        w, c = world, client_as("labeler", email="alice@example.test")
         text = "Use the <b>sign-in</b> page."
         save_reference(session=session, case_pk=w.drafts[0].case_pk, author_id=w.bob.id, text=text)
         session.commit()
-        html = page(client_as, "alice", f"/grading/drafts/{w.drafts[0].id}")
+        html = c.get(f"/grading/drafts/{w.drafts[0].id}").text
         assert DRAFT_TEXT in html and "KB-1 revision 1" in html and "deprecated" in html
         assert "Use the &lt;b&gt;sign-in&lt;/b&gt; page." in html  # escaped user text
         assert "<kbd>Ctrl</kbd>+<kbd>Enter</kbd>" in html and 'data-key="q"' in html
         assert "Cited article directly answers the question." in html  # the spec's guidance
+        typed = {**FORM, "factual_accuracy": "fail", "rationale": "my long <thoughts>"}
+        r = post_form(c, f"/grading/drafts/{w.drafts[0].id}", typed)
+        assert r.status_code == 422
+        assert "Unsupported claim: a factual" in r.text and "unsupported_claim:" not in r.text
+        assert "my long &lt;thoughts&gt;" in r.text
+        assert re.search(r'value="fail"\s+checked', r.text)
 
     def test_form_post_saves_opens_next_and_a_revision_shows_in_history(
         self, session: Session, world: GradingWorld, client_as: Callable[..., TestClient]
@@ -80,17 +86,6 @@ class TestGradingPage:
         post_form(c, url, {**FORM, "tone": "2"})
         html = c.get(url).text
         assert "<del>4</del> <ins>2</ins>" in html and "revise" in html
-
-    def test_error_keeps_what_was_typed(
-        self, world: GradingWorld, client_as: Callable[..., TestClient]
-    ) -> None:
-        c = client_as("labeler", email="alice@example.test")
-        typed = {**FORM, "factual_accuracy": "fail", "rationale": "my long <thoughts>"}
-        r = post_form(c, f"/grading/drafts/{world.drafts[0].id}", typed)
-        assert r.status_code == 422
-        assert "Unsupported claim: a factual" in r.text and "unsupported_claim:" not in r.text
-        assert "my long &lt;thoughts&gt;" in r.text
-        assert re.search(r'value="fail"\s+checked', r.text)
 
     def test_blind_page_hides_other_grades(
         self, session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
@@ -126,14 +121,6 @@ class TestLeadPages:
         session.expire_all()
         assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 3.0
         assert "No open disagreements." in lead.get("/grading/adjudication").text
-
-    def test_agreement_page_for_pm(
-        self, session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
-    ) -> None:
-        grade_pair(session, spec, world)
-        html = client_as("pm").get("/grading/agreement").text
-        assert 'id="agreement-pairs">1<' in html and "Alice &amp; Bob" in html
-        assert "quadratic weighted" in html
 
     def test_references_write_and_approve(
         self, session: Session, world: GradingWorld, lead: TestClient, client_as: Callable[..., TestClient]
@@ -253,7 +240,7 @@ class TestRegressionLink:
 
 
 class TestBatchAndQueuePages:
-    def test_batch_overview_with_filters_and_progress_and_a_full_draft_offers_next(
+    def test_batch_overview_agreement_page_and_a_full_draft_offers_next(
         self, session: Session, spec: EvalSpec, world: GradingWorld, lead: TestClient,
         client_as: Callable[..., TestClient],
     ) -> None:
@@ -263,6 +250,9 @@ class TestBatchAndQueuePages:
         edge = lead.get(f"/grading/runs/{world.run.id}?category=edge").text
         assert "case-1" in edge and "case-0<" not in edge
         assert "format=csv" in html
+        agreement = client_as("pm").get("/grading/agreement").text
+        assert 'id="agreement-pairs">1<' in agreement and "Alice &amp; Bob" in agreement
+        assert "quadratic weighted" in agreement
         carols = page(client_as, "carol", f"/grading/drafts/{world.drafts[0].id}")
         assert "already has the 2 graders it needs" in carols and 'id="grading-form"' not in carols
 
