@@ -104,7 +104,7 @@ class TestDisagreementRules:
 
 
 class TestFinalGrade:
-    def test_agreeing_pair_gets_mean_at_once(
+    def test_agreeing_pair_gets_mean_at_once_and_is_exported(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         grade(session, spec, world, world.alice, cr=4, tone=5, comp=3)
@@ -113,6 +113,11 @@ class TestFinalGrade:
         final = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert (final.citation_relevance, final.tone, final.completeness) == (4.5, 4.5, 3.5)
         assert final.factual_accuracy == "pass" and final.source == "agreement"
+        # The exports hold the final grade and both graders' scores.
+        (row,) = csv.DictReader(io.StringIO(export_csv(session=session, run_id=world.run.id)))
+        assert (row["final_tone"], row["grader_1_tone"], row["grader_2"]) == ("4.5", "5", "bob@example.test")
+        (line,) = export_jsonl(session=session, run_id=world.run.id).splitlines()
+        assert json.loads(line)["final_source"] == "agreement"
         # Two fails agree on factual accuracy: the final is fail (it passes only if both pass).
         for user in (world.alice, world.bob):
             grade(session, spec, world, user, 1, factual="fail")
@@ -319,15 +324,3 @@ class TestReferences:
         with pytest.raises(GradeInvalid) as err:
             save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text=" ")
         assert err.value.field == "text"
-
-
-class TestExport:
-    def test_csv_and_jsonl_hold_final_and_both_graders(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        grade(session, spec, world, world.alice, tone=5)
-        grade(session, spec, world, world.bob, tone=4)
-        (row,) = csv.DictReader(io.StringIO(export_csv(session=session, run_id=world.run.id)))
-        assert (row["final_tone"], row["grader_1_tone"], row["grader_2"]) == ("4.5", "5", "bob@example.test")
-        (line,) = export_jsonl(session=session, run_id=world.run.id).splitlines()
-        assert json.loads(line)["final_source"] == "agreement"
