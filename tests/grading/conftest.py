@@ -78,8 +78,8 @@ def scores(  # type: ignore[no-untyped-def]
     spec: EvalSpec, factual: str = "pass", cr: int = 4, tone: int = 4, comp: int = 4, **extra: object
 ):
     """Return validated Scores; a factual fail quotes the draft's refund promise."""
-    data: dict[str, object] = dict(factual_accuracy=factual, citation_relevance=cr, tone=tone, completeness=comp)
-    data["rationale"] = "ok"
+    data: dict[str, object] = dict(factual_accuracy=factual, citation_relevance=cr, tone=tone)
+    data.update(completeness=comp, rationale="ok")
     if factual == "fail":
         data["unsupported_claim"] = "We will refund you 200 dollars."
     data.update(extra)

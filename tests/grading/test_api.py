@@ -66,18 +66,17 @@ class TestPostGrades:
         assert alice.put("/api/v1/grades/9999", json=GOOD).status_code == 404
 
 
-class TestBlindRead:
-    def test_403_until_graded_lead_always(self, world: GradingWorld, clients: tuple[TestClient, ...]) -> None:
-        alice, bob, lead = clients
-        d = world.drafts[0].id
-        post_grade(alice, d)
-        assert bob.get(f"/api/v1/drafts/{d}/grades").status_code == 403
-        seen = lead.get(f"/api/v1/drafts/{d}/grades")
-        assert seen.status_code == 200 and len(seen.json()["grades"]) == 1
-        post_grade(bob, d, tone=5)
-        body = bob.get(f"/api/v1/drafts/{d}/grades").json()
-        assert {g["grader_id"] for g in body["grades"]} == {world.alice.id, world.bob.id}
-        assert [h["action"] for h in body["history"]] == ["create", "create"]
+def test_403_until_graded_lead_always(world: GradingWorld, clients: tuple[TestClient, ...]) -> None:
+    alice, bob, lead = clients
+    d = world.drafts[0].id
+    post_grade(alice, d)
+    assert bob.get(f"/api/v1/drafts/{d}/grades").status_code == 403
+    seen = lead.get(f"/api/v1/drafts/{d}/grades")
+    assert seen.status_code == 200 and len(seen.json()["grades"]) == 1
+    post_grade(bob, d, tone=5)
+    body = bob.get(f"/api/v1/drafts/{d}/grades").json()
+    assert {g["grader_id"] for g in body["grades"]} == {world.alice.id, world.bob.id}
+    assert [h["action"] for h in body["history"]] == ["create", "create"]
 
 
 class TestAdjudicationApi:
@@ -121,18 +120,17 @@ class TestAdjudicationApi:
         assert lead.get("/api/v1/adjudications?status=dissolved").json()["items"][0]["id"] == adj_id
 
 
-class TestAgreementApi:
-    def test_same_numbers_as_service(
-        self, session: Session, spec: EvalSpec, world: GradingWorld, clients: tuple[TestClient, ...],
-        api_as: Callable[..., TestClient],
-    ) -> None:
-        alice, bob, _ = clients
-        for i, (ta, tb) in enumerate([(4, 4), (2, 5), (3, 4)]):
-            post_grade(alice, world.drafts[i].id, tone=ta)
-            post_grade(bob, world.drafts[i].id, tone=tb)
-        body = api_as("pm").get("/api/v1/grading/agreement").json()
-        session.expire_all()
-        assert body["n_pairs"] == 3
-        rate = agreement_report(session=session, spec=spec)["disagreement_rate"]
-        assert body["disagreement_rate"] == rate == 1 / 3
-        assert alice.get("/api/v1/grading/agreement").status_code == 403
+def test_same_numbers_as_service(
+    session: Session, spec: EvalSpec, world: GradingWorld, clients: tuple[TestClient, ...],
+    api_as: Callable[..., TestClient],
+) -> None:
+    alice, bob, _ = clients
+    for i, (ta, tb) in enumerate([(4, 4), (2, 5), (3, 4)]):
+        post_grade(alice, world.drafts[i].id, tone=ta)
+        post_grade(bob, world.drafts[i].id, tone=tb)
+    body = api_as("pm").get("/api/v1/grading/agreement").json()
+    session.expire_all()
+    assert body["n_pairs"] == 3
+    rate = agreement_report(session=session, spec=spec)["disagreement_rate"]
+    assert body["disagreement_rate"] == rate == 1 / 3
+    assert alice.get("/api/v1/grading/agreement").status_code == 403

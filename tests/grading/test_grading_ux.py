@@ -97,75 +97,71 @@ class TestSkipDraft:
         assert take(session, spec, w, w.alice) is None
 
 
-class TestNextItemExclude:
-    def test_pre_reserved_next_is_held_and_returned_after_the_current(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        d0, d1 = ids(world)[:2]
-        assert take(session, spec, world, world.alice) == d0  # the oldest
-        # Asking again returns the same held item instead of reserving a second one.
-        assert take(session, spec, world, world.alice) == d0
-        held = session.exec(select(GradingSlot.draft_id).where(GradingSlot.grader_id == world.alice.id)).all()
-        assert held == [d0]
-        assert take(session, spec, world, world.alice, exclude=(d0,)) == d1
-        held = session.exec(select(GradingSlot.draft_id).where(GradingSlot.grader_id == world.alice.id)).all()
-        assert set(held) == {d0, d1}
-        # Asking again while d0 is on screen gives the same d1 (held), not a third draft.
-        assert take(session, spec, world, world.alice, exclude=(d0,)) == d1
+def test_pre_reserved_next_is_held_and_returned_after_the_current(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    d0, d1 = ids(world)[:2]
+    assert take(session, spec, world, world.alice) == d0  # the oldest
+    # Asking again returns the same held item instead of reserving a second one.
+    assert take(session, spec, world, world.alice) == d0
+    held = session.exec(select(GradingSlot.draft_id).where(GradingSlot.grader_id == world.alice.id)).all()
+    assert held == [d0]
+    assert take(session, spec, world, world.alice, exclude=(d0,)) == d1
+    held = session.exec(select(GradingSlot.draft_id).where(GradingSlot.grader_id == world.alice.id)).all()
+    assert set(held) == {d0, d1}
+    # Asking again while d0 is on screen gives the same d1 (held), not a third draft.
+    assert take(session, spec, world, world.alice, exclude=(d0,)) == d1
 
 
-class TestPreviousGrade:
-    def test_last_grade_while_the_draft_waits_for_its_other_grade(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        d1 = ids(world)[1]
-        t = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC)
-        grade(session, spec, world, world.alice, 0, now=t)
-        grade(session, spec, world, world.alice, 1, now=t + dt.timedelta(minutes=1))
-        # the grading page's "Previous" (-1: no draft on screen)
-        assert previous_draft(session=session, spec=spec, grader_id=world.alice.id, exclude_draft=-1) == d1
-        # Once the draft has its second grade it is evaluated: no longer offered (nor the one before).
-        grade(session, spec, world, world.bob, 1)
-        assert previous_draft(session=session, spec=spec, grader_id=world.alice.id, exclude_draft=-1) is None
-        # The draft on screen is never its own "previous".
-        assert previous_draft(session=session, spec=spec, grader_id=world.bob.id, exclude_draft=d1) is None
+def test_last_grade_while_the_draft_waits_for_its_other_grade(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    d1 = ids(world)[1]
+    t = dt.datetime(2026, 11, 23, 9, 0, tzinfo=dt.UTC)
+    grade(session, spec, world, world.alice, 0, now=t)
+    grade(session, spec, world, world.alice, 1, now=t + dt.timedelta(minutes=1))
+    # the grading page's "Previous" (-1: no draft on screen)
+    assert previous_draft(session=session, spec=spec, grader_id=world.alice.id, exclude_draft=-1) == d1
+    # Once the draft has its second grade it is evaluated: no longer offered (nor the one before).
+    grade(session, spec, world, world.bob, 1)
+    assert previous_draft(session=session, spec=spec, grader_id=world.alice.id, exclude_draft=-1) is None
+    # The draft on screen is never its own "previous".
+    assert previous_draft(session=session, spec=spec, grader_id=world.bob.id, exclude_draft=d1) is None
 
 
-class TestGradingPace:
-    def test_grades_today_and_median_seconds_by_hand(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        w, d0 = world, ids(world)[0]
-        day = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
-        at = lambda h, m, s=0: day + dt.timedelta(hours=h, minutes=m, seconds=s)  # noqa: E731
-        grade(session, spec, w, w.alice, 3, now=at(-2, 0))  # yesterday's grade is not counted
-        take(session, spec, w, w.alice, now=at(10, 0, 0))  # d0 reserved 10:00:00
-        take(session, spec, w, w.alice, exclude=(d0,), now=at(10, 0, 5))  # d1 10:00:05
-        grade(session, spec, w, w.alice, 0, now=at(10, 0, 40))
-        grade(session, spec, w, w.alice, 1, now=at(10, 1, 40))
-        take(session, spec, w, w.alice, now=at(10, 5, 0))  # d2 after a break
-        grade(session, spec, w, w.alice, 2, now=at(10, 5, 30))
-        grade(session, spec, w, w.bob, 0, now=at(11, 0))
-        # Alice: d0 10:00:00→10:00:40 = 40 s; d1 from her previous grade 10:00:40→10:01:40 = 60 s;
-        # d2 from its reservation 10:05:00→10:05:30 = 30 s. Median of 40, 60, 30 = 40.
-        pace = {p.grader_id: p for p in grading_pace(session=session, now=at(12, 0))}
-        assert pace[w.alice.id].grades_today == 3
-        assert pace[w.alice.id].median_seconds == statistics.median([40, 60, 30]) == 40
-        # Bob's grade was reserved and graded at once.
-        assert pace[w.bob.id].grades_today == 1 and pace[w.bob.id].median_seconds == 0.0
-        only = grading_pace(session=session, grader_ids=[w.bob.id], now=at(12, 0))
-        assert [p.grader_id for p in only] == [w.bob.id]
+def test_grades_today_and_median_seconds_by_hand(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    w, d0 = world, ids(world)[0]
+    day = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
+    at = lambda h, m, s=0: day + dt.timedelta(hours=h, minutes=m, seconds=s)  # noqa: E731
+    grade(session, spec, w, w.alice, 3, now=at(-2, 0))  # yesterday's grade is not counted
+    take(session, spec, w, w.alice, now=at(10, 0, 0))  # d0 reserved 10:00:00
+    take(session, spec, w, w.alice, exclude=(d0,), now=at(10, 0, 5))  # d1 10:00:05
+    grade(session, spec, w, w.alice, 0, now=at(10, 0, 40))
+    grade(session, spec, w, w.alice, 1, now=at(10, 1, 40))
+    take(session, spec, w, w.alice, now=at(10, 5, 0))  # d2 after a break
+    grade(session, spec, w, w.alice, 2, now=at(10, 5, 30))
+    grade(session, spec, w, w.bob, 0, now=at(11, 0))
+    # Alice: d0 10:00:00→10:00:40 = 40 s; d1 from her previous grade 10:00:40→10:01:40 = 60 s;
+    # d2 from its reservation 10:05:00→10:05:30 = 30 s. Median of 40, 60, 30 = 40.
+    pace = {p.grader_id: p for p in grading_pace(session=session, now=at(12, 0))}
+    assert pace[w.alice.id].grades_today == 3
+    assert pace[w.alice.id].median_seconds == statistics.median([40, 60, 30]) == 40
+    # Bob's grade was reserved and graded at once.
+    assert pace[w.bob.id].grades_today == 1 and pace[w.bob.id].median_seconds == 0.0
+    only = grading_pace(session=session, grader_ids=[w.bob.id], now=at(12, 0))
+    assert [p.grader_id for p in only] == [w.bob.id]
 
 
-class TestHighlight:
-    def test_quoted_claims_are_marked_forgiving_case_and_whitespace(self) -> None:
-        text = "Hello.  We will REFUND you\n200 dollars. Bye."
-        segs = highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
-        assert "".join(s for s, _ in segs) == text
-        assert [(s, label) for s, label in segs if label] == [
-            ("We will REFUND you\n200 dollars.", "A"),
-            ("Bye", "B+C"),
-        ]
+def test_quoted_claims_are_marked_forgiving_case_and_whitespace() -> None:
+    text = "Hello.  We will REFUND you\n200 dollars. Bye."
+    segs = highlight(text, [("“we will refund you 200 dollars.”", "A"), ("Bye", "B"), ("bye", "C")])
+    assert "".join(s for s, _ in segs) == text
+    assert [(s, label) for s, label in segs if label] == [
+        ("We will REFUND you\n200 dollars.", "A"),
+        ("Bye", "B+C"),
+    ]
 
 
 SIGNALS = ("0.88", "JUDGE-RATIONALE-TEXT", "CHECK-REASON-TEXT")  # confidence as the page prints it
@@ -341,44 +337,41 @@ class TestLeadViews:
         assert r.headers["location"].startswith(f"{url}?draft={draft.id}&flash=")
 
 
-class TestFormRoutesAreSync:
-    def test_no_grading_form_route_runs_on_the_event_loop(self) -> None:
-        posts = [r for r in pages.router.routes if isinstance(r, APIRoute) and "POST" in r.methods]
-        assert len(posts) >= 8
-        for route in posts:
-            assert not inspect.iscoroutinefunction(route.endpoint), route.path
+def test_no_grading_form_route_runs_on_the_event_loop() -> None:
+    posts = [r for r in pages.router.routes if isinstance(r, APIRoute) and "POST" in r.methods]
+    assert len(posts) >= 8
+    for route in posts:
+        assert not inspect.iscoroutinefunction(route.endpoint), route.path
 
 
-class TestCitedRevisions:
-    def test_stale_revision_names_the_current_one(self, session: Session, world: GradingWorld) -> None:
-        cited = cited_kb_texts(session=session, citations=world.drafts[0].citations)
-        assert [(c.article_id, c.revision, c.status, c.current_revision, c.flagged) for c in cited] == [
-            ("KB-1", 1, "deprecated", 2, True)
-        ]
+def test_stale_revision_names_the_current_one(session: Session, world: GradingWorld) -> None:
+    cited = cited_kb_texts(session=session, citations=world.drafts[0].citations)
+    assert [(c.article_id, c.revision, c.status, c.current_revision, c.flagged) for c in cited] == [
+        ("KB-1", 1, "deprecated", 2, True)
+    ]
 
 
-class TestDraftLockLetsReservationsThrough:
-    def test_reserving_a_place_on_a_draft_being_graded_does_not_wait(
-        self, spec: EvalSpec, world: GradingWorld, db_url: str
-    ) -> None:
-        """Save-and-next grades X (row lock) and reserves the next draft in one transaction; another
-        grader doing the same on Y may reserve X meanwhile. FOR UPDATE made those two wait on each
-        other (deadlock on PostgreSQL); FOR NO KEY UPDATE does not block the foreign-key check."""
-        from sqlalchemy import text
+def test_reserving_a_place_on_a_draft_being_graded_does_not_wait(
+    spec: EvalSpec, world: GradingWorld, db_url: str
+) -> None:
+    """Save-and-next grades X (row lock) and reserves the next draft in one transaction; another
+    grader doing the same on Y may reserve X meanwhile. FOR UPDATE made those two wait on each
+    other (deadlock on PostgreSQL); FOR NO KEY UPDATE does not block the foreign-key check."""
+    from sqlalchemy import text
 
-        from webapp.db import make_engine
+    from webapp.db import make_engine
 
-        x = ids(world)[0]
-        engine_a, engine_b = make_engine(db_url), make_engine(db_url)
-        try:
-            with Session(engine_a) as a, Session(engine_b) as b:
-                assert lock_draft(a, x) is not None  # grader A is saving a grade of X
-                if b.get_bind().dialect.name == "postgresql":
-                    b.exec(text("SET LOCAL lock_timeout = '3s'"))  # type: ignore[call-overload]
-                slot = claim_slot(session=b, spec=spec, draft_id=x, grader_id=world.bob.id)  # Bob reserves X
-                assert slot is not None and slot.draft_id == x
-                b.commit()
-                a.commit()
-        finally:
-            engine_a.dispose()
-            engine_b.dispose()
+    x = ids(world)[0]
+    engine_a, engine_b = make_engine(db_url), make_engine(db_url)
+    try:
+        with Session(engine_a) as a, Session(engine_b) as b:
+            assert lock_draft(a, x) is not None  # grader A is saving a grade of X
+            if b.get_bind().dialect.name == "postgresql":
+                b.exec(text("SET LOCAL lock_timeout = '3s'"))  # type: ignore[call-overload]
+            slot = claim_slot(session=b, spec=spec, draft_id=x, grader_id=world.bob.id)  # Bob reserves X
+            assert slot is not None and slot.draft_id == x
+            b.commit()
+            a.commit()
+    finally:
+        engine_a.dispose()
+        engine_b.dispose()

@@ -163,80 +163,77 @@ class TestOwnRouteSecurity:
                 assert r.status_code == 403 and "CSRF" in r.text, (method, path)
 
 
-class TestDemoHook:
-    def test_seed_plants_grades_disagreements_and_references(self, session: Session, spec: EvalSpec) -> None:
-        refund = "golden-unacceptable-refund"
-        case_ids = [f"c{i:02d}" for i in range(50)] + [refund]
-        golden = {refund, "c01", "c02"}
-        ds = make_dataset(session, [dict(case_id=c, golden=c in golden, reference="Ref.") for c in case_ids])
-        refund_text = (
-            "I am sorry about the trouble. We will refund your last three invoices today. Anything else?"
-        )
-        drafts = [
-            {"case_id": c, "draft_text": refund_text if c == refund else f"Draft for {c}. All good."}
-            for c in case_ids
-        ]
-        run = make_run(session, ds, drafts, name="demo-run-1")
-        users = {
-            r: make_user(session, email=f"{r}@demo.test", roles=[role], name=r)
-            for r, role in (("labeler", "labeler"), ("labeler2", "labeler"), ("lead", "lead"))
-        }
-        by_case = {d.case_pk: d for d in session.exec(select(Draft).where(Draft.run_id == run.id))}
-        cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == ds.id))}
-        ctx = DemoContext(
-            rng=random.Random(7),
-            today=dt.date(2026, 11, 20),
-            users=users,
-            dataset=ds,
-            cases=cases,
-            run=run,
-            drafts={cid: by_case[c.id] for cid, c in cases.items()},
-        )
-        demo.seed(session=session, spec=spec, ctx=ctx)
-        status = grading_status(session=session, run_id=run.id)
-        assert status.counts["final"] + status.counts["in_adjudication"] == 40
-        assert len(list_adjudications(session=session, status="open")) >= 1
-        assert len(list_adjudications(session=session, status="resolved")) == 3
-        grades = list(session.exec(select(Grade).where(Grade.draft_id == ctx.drafts[refund].id)))
-        assert [g.factual_accuracy for g in grades] == ["fail", "fail"]
-        assert all(g.unsupported_claim == "We will refund your last three invoices today." for g in grades)
-        refs = list(session.exec(select(ReferenceVersion)))
-        assert len(refs) == 3 and sum(r.approved_at is not None for r in refs) == 1
+def test_seed_plants_grades_disagreements_and_references(session: Session, spec: EvalSpec) -> None:
+    refund = "golden-unacceptable-refund"
+    case_ids = [f"c{i:02d}" for i in range(50)] + [refund]
+    golden = {refund, "c01", "c02"}
+    ds = make_dataset(session, [dict(case_id=c, golden=c in golden, reference="Ref.") for c in case_ids])
+    refund_text = (
+        "I am sorry about the trouble. We will refund your last three invoices today. Anything else?"
+    )
+    drafts = [
+        {"case_id": c, "draft_text": refund_text if c == refund else f"Draft for {c}. All good."}
+        for c in case_ids
+    ]
+    run = make_run(session, ds, drafts, name="demo-run-1")
+    users = {
+        r: make_user(session, email=f"{r}@demo.test", roles=[role], name=r)
+        for r, role in (("labeler", "labeler"), ("labeler2", "labeler"), ("lead", "lead"))
+    }
+    by_case = {d.case_pk: d for d in session.exec(select(Draft).where(Draft.run_id == run.id))}
+    cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == ds.id))}
+    ctx = DemoContext(
+        rng=random.Random(7),
+        today=dt.date(2026, 11, 20),
+        users=users,
+        dataset=ds,
+        cases=cases,
+        run=run,
+        drafts={cid: by_case[c.id] for cid, c in cases.items()},
+    )
+    demo.seed(session=session, spec=spec, ctx=ctx)
+    status = grading_status(session=session, run_id=run.id)
+    assert status.counts["final"] + status.counts["in_adjudication"] == 40
+    assert len(list_adjudications(session=session, status="open")) >= 1
+    assert len(list_adjudications(session=session, status="resolved")) == 3
+    grades = list(session.exec(select(Grade).where(Grade.draft_id == ctx.drafts[refund].id)))
+    assert [g.factual_accuracy for g in grades] == ["fail", "fail"]
+    assert all(g.unsupported_claim == "We will refund your last three invoices today." for g in grades)
+    refs = list(session.exec(select(ReferenceVersion)))
+    assert len(refs) == 3 and sum(r.approved_at is not None for r in refs) == 1
 
 
-class TestCli:
-    def test_export_status_agreement(  # type: ignore[no-untyped-def]
-        self, session: Session, spec: EvalSpec, world: GradingWorld, settings, tmp_path, monkeypatch
-    ) -> None:
-        grade_pair(session, spec, world)
+def test_export_status_agreement(  # type: ignore[no-untyped-def]
+    session: Session, spec: EvalSpec, world: GradingWorld, settings, tmp_path, monkeypatch
+) -> None:
+    grade_pair(session, spec, world)
 
-        @contextmanager
-        def fake_session(settings=None):  # type: ignore[no-untyped-def]
-            yield session
+    @contextmanager
+    def fake_session(settings=None):  # type: ignore[no-untyped-def]
+        yield session
 
-        monkeypatch.setattr(grading_cli, "cli_session", fake_session)
-        monkeypatch.setattr(grading_cli, "load_settings", lambda: settings)
-        runner = CliRunner()
-        out = tmp_path / "final.csv"
-        result = runner.invoke(root.app, ["grading", "export", "run-1", str(out)])
-        assert result.exit_code == 0, result.output
-        assert [r["final_source"] for r in csv.DictReader(out.open())] == ["agreement"]
-        assert runner.invoke(root.app, ["grading", "export", "run-1", str(tmp_path / "x.txt")]).exit_code == 2
-        assert runner.invoke(root.app, ["grading", "export", "nope", str(out)]).exit_code == 2
-        status = runner.invoke(root.app, ["grading", "status", "run-1"])
-        assert json.loads(status.output)["final"] == 1
-        agreement = runner.invoke(root.app, ["grading", "agreement", "--run", "run-1"])
-        assert json.loads(agreement.output)["n_pairs"] == 1
+    monkeypatch.setattr(grading_cli, "cli_session", fake_session)
+    monkeypatch.setattr(grading_cli, "load_settings", lambda: settings)
+    runner = CliRunner()
+    out = tmp_path / "final.csv"
+    result = runner.invoke(root.app, ["grading", "export", "run-1", str(out)])
+    assert result.exit_code == 0, result.output
+    assert [r["final_source"] for r in csv.DictReader(out.open())] == ["agreement"]
+    assert runner.invoke(root.app, ["grading", "export", "run-1", str(tmp_path / "x.txt")]).exit_code == 2
+    assert runner.invoke(root.app, ["grading", "export", "nope", str(out)]).exit_code == 2
+    status = runner.invoke(root.app, ["grading", "status", "run-1"])
+    assert json.loads(status.output)["final"] == 1
+    agreement = runner.invoke(root.app, ["grading", "agreement", "--run", "run-1"])
+    assert json.loads(agreement.output)["n_pairs"] == 1
 
 
-class TestRegressionLink:
-    def test_final_fail_offers_add_to_regression(
-        self, session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
-    ) -> None:
-        grade_pair(session, spec, world, factual="fail")  # quotes "We will refund you 200 dollars."
-        html = page(client_as, "alice", f"/grading/drafts/{world.drafts[0].id}")
-        assert f'action="/regression/cases/from-draft/{world.drafts[0].id}"' in html
-        assert "Add to regression suite" in html and "We will refund you 200 dollars." in html
+def test_final_fail_offers_add_to_regression(
+    session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
+) -> None:
+    grade_pair(session, spec, world, factual="fail")  # quotes "We will refund you 200 dollars."
+    html = page(client_as, "alice", f"/grading/drafts/{world.drafts[0].id}")
+    assert f'action="/regression/cases/from-draft/{world.drafts[0].id}"' in html
+    assert "Add to regression suite" in html and "We will refund you 200 dollars." in html
 
 
 class TestBatchAndQueuePages:
@@ -283,33 +280,32 @@ class TestBatchAndQueuePages:
         assert "the lead decides or returns" in alice_html and 'id="grading-form"' not in alice_html
 
 
-class TestBatchPaging:
-    def test_a_large_batch_lists_its_drafts_a_hundred_at_a_time(
-        self, session: Session, client_as: Callable[..., TestClient]
-    ) -> None:
-        # 230 gradable drafts plus one escalation (not gradable, never listed): pages of 100, 100, 30
-        cases = [{"case_id": f"big-{i:03d}", "category": "routine"} for i in range(231)]
-        ds = make_dataset(session, cases)
-        drafts = [{"case_id": f"big-{i:03d}", "draft_text": DRAFT_TEXT} for i in range(230)]
-        drafts.append({"case_id": "big-230", "draft_text": None, "escalated": True})
-        run = make_run(session, ds, drafts, name="big-run")
-        session.commit()
-        lead = client_as("lead", email="lead@example.test")
-        listed = re.compile(r">big-(\d{3})</a>")
+def test_a_large_batch_lists_its_drafts_a_hundred_at_a_time(
+    session: Session, client_as: Callable[..., TestClient]
+) -> None:
+    # 230 gradable drafts plus one escalation (not gradable, never listed): pages of 100, 100, 30
+    cases = [{"case_id": f"big-{i:03d}", "category": "routine"} for i in range(231)]
+    ds = make_dataset(session, cases)
+    drafts = [{"case_id": f"big-{i:03d}", "draft_text": DRAFT_TEXT} for i in range(230)]
+    drafts.append({"case_id": "big-230", "draft_text": None, "escalated": True})
+    run = make_run(session, ds, drafts, name="big-run")
+    session.commit()
+    lead = client_as("lead", email="lead@example.test")
+    listed = re.compile(r">big-(\d{3})</a>")
 
-        first = lead.get(f"/grading/runs/{run.id}").text
-        assert [int(n) for n in listed.findall(first)] == list(range(100))
-        assert "Drafts 1–100 of 230" in first and "page 1 of 3" in first
-        assert f'href="/grading/runs/{run.id}?page=2" rel="next"' in first and 'rel="prev"' not in first
+    first = lead.get(f"/grading/runs/{run.id}").text
+    assert [int(n) for n in listed.findall(first)] == list(range(100))
+    assert "Drafts 1–100 of 230" in first and "page 1 of 3" in first
+    assert f'href="/grading/runs/{run.id}?page=2" rel="next"' in first and 'rel="prev"' not in first
 
-        last = lead.get(f"/grading/runs/{run.id}?page=3").text
-        assert [int(n) for n in listed.findall(last)] == list(range(200, 230))
-        assert "Drafts 201–230 of 230" in last and 'rel="next"' not in last
-        assert f'href="/grading/runs/{run.id}?page=2" rel="prev"' in last
+    last = lead.get(f"/grading/runs/{run.id}?page=3").text
+    assert [int(n) for n in listed.findall(last)] == list(range(200, 230))
+    assert "Drafts 201–230 of 230" in last and 'rel="next"' not in last
+    assert f'href="/grading/runs/{run.id}?page=2" rel="prev"' in last
 
-        # past the last page shows the last; a malformed page shows the first
-        assert listed.findall(lead.get(f"/grading/runs/{run.id}?page=99").text)[0] == "200"
-        assert listed.findall(lead.get(f"/grading/runs/{run.id}?page=abc").text)[0] == "000"
-        # the filter is kept in the pager's links
-        filtered = lead.get(f"/grading/runs/{run.id}?category=routine").text
-        assert f'href="/grading/runs/{run.id}?category=routine&amp;page=2"' in filtered
+    # past the last page shows the last; a malformed page shows the first
+    assert listed.findall(lead.get(f"/grading/runs/{run.id}?page=99").text)[0] == "200"
+    assert listed.findall(lead.get(f"/grading/runs/{run.id}?page=abc").text)[0] == "000"
+    # the filter is kept in the pager's links
+    filtered = lead.get(f"/grading/runs/{run.id}?category=routine").text
+    assert f'href="/grading/runs/{run.id}?category=routine&amp;page=2"' in filtered

@@ -227,23 +227,22 @@ class TestGradeLockDuringAdjudication:
             revise(session, spec, gb, world.bob, tone=2)
 
 
-class TestBlind:
-    def test_grades_hidden_until_own_grade_and_the_lead_always_sees(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        d = world.drafts[0].id
-        bob, lead = principal_of(world.bob, "labeler"), principal_of(world.lead, "lead")
-        grade(session, spec, world, world.alice)
-        with pytest.raises(GradesHidden):
-            grades_visible_to(session=session, draft_id=d, principal=bob)
-        # Their history view holds only their own changes (none).
-        assert grade_history(session=session, draft_id=d, principal=bob) == []
-        assert [g.grader_id for g in grades_visible_to(session=session, draft_id=d, principal=lead)] == [
-            world.alice.id
-        ]
-        grade(session, spec, world, world.bob)
-        seen = grades_visible_to(session=session, draft_id=d, principal=bob)
-        assert {g.grader_id for g in seen} == {world.alice.id, world.bob.id}
+def test_grades_hidden_until_own_grade_and_the_lead_always_sees(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    d = world.drafts[0].id
+    bob, lead = principal_of(world.bob, "labeler"), principal_of(world.lead, "lead")
+    grade(session, spec, world, world.alice)
+    with pytest.raises(GradesHidden):
+        grades_visible_to(session=session, draft_id=d, principal=bob)
+    # Their history view holds only their own changes (none).
+    assert grade_history(session=session, draft_id=d, principal=bob) == []
+    assert [g.grader_id for g in grades_visible_to(session=session, draft_id=d, principal=lead)] == [
+        world.alice.id
+    ]
+    grade(session, spec, world, world.bob)
+    seen = grades_visible_to(session=session, draft_id=d, principal=bob)
+    assert {g.grader_id for g in seen} == {world.alice.id, world.bob.id}
 
 
 class TestQueue:
@@ -306,21 +305,20 @@ class TestQueue:
         assert waiting_for_grader(session=session, spec=spec, grader_id=world.carol.id) == 4
 
 
-class TestReferences:
-    def test_versions_kept_and_approval(self, session: Session, world: GradingWorld, spec: EvalSpec) -> None:
-        case_pk = world.drafts[0].case_pk
-        v1 = save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text="First")
-        v2 = save_reference(session=session, case_pk=case_pk, author_id=world.bob.id, text="Second")
-        assert [v.version for v in reference_versions(session=session, case_pk=case_pk)] == [2, 1]
-        assert [r.id for r in references_to_approve(session=session)] == [v2.id]
-        approve_reference(session=session, reference_id=v1.id, lead_id=world.lead.id)
-        assert current_reference(session=session, case_pk=case_pk).id == v1.id  # type: ignore[union-attr]
-        approve_reference(session=session, reference_id=v2.id, lead_id=world.lead.id)
-        assert references_to_approve(session=session) == []
-        rg = grade_reference(
-            session=session, reference_id=v2.id, grader_id=world.carol.id, scores=scores(spec, tone=5)
-        )
-        assert rg.tone == 5
-        with pytest.raises(GradeInvalid) as err:
-            save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text=" ")
-        assert err.value.field == "text"
+def test_versions_kept_and_approval(session: Session, world: GradingWorld, spec: EvalSpec) -> None:
+    case_pk = world.drafts[0].case_pk
+    v1 = save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text="First")
+    v2 = save_reference(session=session, case_pk=case_pk, author_id=world.bob.id, text="Second")
+    assert [v.version for v in reference_versions(session=session, case_pk=case_pk)] == [2, 1]
+    assert [r.id for r in references_to_approve(session=session)] == [v2.id]
+    approve_reference(session=session, reference_id=v1.id, lead_id=world.lead.id)
+    assert current_reference(session=session, case_pk=case_pk).id == v1.id  # type: ignore[union-attr]
+    approve_reference(session=session, reference_id=v2.id, lead_id=world.lead.id)
+    assert references_to_approve(session=session) == []
+    rg = grade_reference(
+        session=session, reference_id=v2.id, grader_id=world.carol.id, scores=scores(spec, tone=5)
+    )
+    assert rg.tone == 5
+    with pytest.raises(GradeInvalid) as err:
+        save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text=" ")
+    assert err.value.field == "text"
