@@ -39,7 +39,6 @@ class GradingWorld:
 
 
 def principal_of(user: User, *roles: str) -> Principal:
-    """Return a Principal for a user with the given roles."""
     return Principal(user_id=user.id, email=user.email, name=user.name, roles=frozenset(roles))  # type: ignore[arg-type]
 
 
@@ -98,7 +97,6 @@ def grade(
 
 
 def revise(session: Session, spec: EvalSpec, g: Grade, user: User, **kw: object) -> Grade:
-    """Revise grade `g` as `user` with scores(spec, **kw)."""
     return revise_grade(  # type: ignore[arg-type]
         session=session, spec=spec, grade_id=g.id, grader_id=user.id, scores=scores(spec, **kw)
     )

@@ -16,12 +16,13 @@ from webapp.spec import EvalSpec
 
 
 class TestCohenKappa:
-    def test_unweighted_by_hand(self) -> None:
+    def test_unweighted_and_exact_agreement_by_hand(self) -> None:
         # 2x2 table: both pass 2, both fail 1, A pass/B fail 1 -> po = 3/4;
         # A: pass 3/4 fail 1/4; B: pass 2/4 fail 2/4 -> pe = 3/8 + 1/8 = 1/2; kappa = (3/4-1/2)/(1/2) = 0.5
         a = ["pass", "pass", "fail", "pass"]
         b = ["pass", "pass", "fail", "fail"]
         assert cohen_kappa(a, b, labels=["fail", "pass"]) == pytest.approx(0.5)
+        assert exact_agreement([1, 2, 3, 4], [1, 2, 4, 4]) == 0.75  # 3 of 4 equal
 
     def test_quadratic_by_hand(self) -> None:
         # Scores (1,2), (2,1), (3,3) on a 1..3 scale. Observed weighted disagreement: 1 + 1 + 0 = 2.
@@ -44,9 +45,6 @@ class TestCohenKappa:
     def test_undefined_when_one_category_only(self) -> None:
         assert cohen_kappa(["pass"] * 3, ["pass"] * 3, labels=["fail", "pass"]) is None
         assert cohen_kappa([], [], labels=["fail", "pass"]) is None
-
-    def test_exact_agreement(self) -> None:
-        assert exact_agreement([1, 2, 3, 4], [1, 2, 4, 4]) == 0.75
 
 
 class TestAgreementReport:

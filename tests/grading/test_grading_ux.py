@@ -42,7 +42,6 @@ def ids(w: GradingWorld) -> list[int]:
 
 
 def take(session: Session, spec: EvalSpec, w: GradingWorld, grader: User, **kw: Any) -> int | None:
-    """Reserve the grader's next item of the run's batch; return its draft id."""
     d = next_item(session=session, spec=spec, grader_id=grader.id, batch=batch(w), **kw)
     return None if d is None else d.id
 

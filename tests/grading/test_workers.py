@@ -86,13 +86,9 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, str, GradingWorld]]:
         proc.wait(timeout=30)
 
 
-def _client(base: str) -> httpx.Client:
-    # No keep-alive: every request is a new connection, so the kernel hands them to either worker.
-    return httpx.Client(base_url=base, limits=httpx.Limits(max_keepalive_connections=0), timeout=30)
-
-
 def _sign_in(base: str, email: str, password: str = DEFAULT_PASSWORD) -> tuple[httpx.Client, httpx.Response]:
-    c = _client(base)
+    # No keep-alive: every request is a new connection, so the kernel hands them to either worker.
+    c = httpx.Client(base_url=base, limits=httpx.Limits(max_keepalive_connections=0), timeout=30)
     c.get("/login")
     r = c.post("/login", data={"email": email, "password": password, "csrf_token": _csrf(c)})
     return c, r
