@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
 from tests.factories import make_dataset, make_judge_score, make_run, make_user
+from tests.grading.conftest import principal_of
 from webapp import flows
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
@@ -46,9 +47,7 @@ class BlindWorld:
     lead: User
 
     def did(self, case_id: str) -> int:
-        draft_id = self.drafts[case_id].id
-        assert draft_id is not None
-        return draft_id
+        return self.drafts[case_id].id  # type: ignore[return-value]
 
 
 @pytest.fixture
@@ -96,9 +95,14 @@ def grade(session: Session, email: str, draft_id: int) -> None:
 
 
 @pytest.fixture
-def opened_spec(app, spec: EvalSpec) -> Iterator[EvalSpec]:  # type: ignore[no-untyped-def]
+def opened(spec: EvalSpec) -> EvalSpec:
+    """The spec with `grading.show_model_signals_before_grading: true`."""
+    return spec.model_copy(update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})})
+
+
+@pytest.fixture
+def opened_spec(app, opened: EvalSpec) -> Iterator[EvalSpec]:  # type: ignore[no-untyped-def]
     """The app with `grading.show_model_signals_before_grading: true`."""
-    opened = spec.model_copy(update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})})
     before = app.state.spec
     app.state.spec = opened
     yield opened
@@ -108,34 +112,26 @@ def opened_spec(app, spec: EvalSpec) -> Iterator[EvalSpec]:  # type: ignore[no-u
 # --- the rule ----------------------------------------------------------------------------------------------
 
 
+SIGHTED = [{"labeler", "lead"}, {"labeler", "pm"}, {"labeler", "admin"}, {"labeler", "support_lead"}]
+
+
 @pytest.mark.parametrize(
     ("roles", "blind"),
-    [
-        ({"labeler"}, True),
-        ({"labeler", "lead"}, False),
-        ({"labeler", "pm"}, False),
-        ({"labeler", "admin"}, False),
-        ({"labeler", "support_lead"}, False),
-        ({"lead"}, False),
-        ({"pm"}, False),
-        (set(), False),
-    ],
+    [({"labeler"}, True)] + [(roles, False) for roles in (*SIGHTED, {"lead"}, {"pm"}, set())],
 )
-def test_who_is_blind(roles: set[str], blind: bool, spec: EvalSpec) -> None:
+def test_who_is_blind(roles: set[str], blind: bool, spec: EvalSpec, opened: EvalSpec) -> None:
     p = Principal(user_id=1, email="x@example.test", name="", roles=frozenset(roles))
     assert is_blind(p) is blind
     assert signals_visible(spec=spec, principal=p, has_graded=False) is (not blind)
     assert signals_visible(spec=spec, principal=p, has_graded=True) is True
     # On the grading screen whoever is about to grade is blind, the lead included.
     assert signals_visible(spec=spec, principal=p, has_graded=False, grading=True) is False
-    opened = spec.model_copy(update={"grading": spec.grading.model_copy(update={"show_model_signals_before_grading": True})})
     assert signals_visible(spec=opened, principal=p, has_graded=False, grading=True) is True
 
 
 def test_signals_view_reads_the_drafts_graded(session: Session, spec: EvalSpec, bw: BlindWorld) -> None:
-    labeler = make_user(session, email="view@example.test", roles=["labeler"])
+    p = principal_of(make_user(session, email="view@example.test", roles=["labeler"]), "labeler")
     session.commit()
-    p = Principal(user_id=labeler.id, email=labeler.email, name="", roles=frozenset({"labeler"}))  # type: ignore[arg-type]
     view = flows.signals_view(session=session, spec=spec, principal=p, run_id=bw.run.id)
     assert view == SignalsView(everything=False, graded=frozenset())
     grade(session, "view@example.test", bw.did("bl-2"))
@@ -253,10 +249,9 @@ def test_json_answers_say_what_is_hidden(session: Session, bw: BlindWorld, api_a
 
 def test_the_comparisons_judge_scores_follow_the_same_rule(session: Session, spec: EvalSpec, bw: BlindWorld) -> None:
     make_judge_score(session, bw.run, bw.did("bl-1"), {"judge_zz": 3})
-    labeler = make_user(session, email="judge-blind@example.test", roles=["labeler"])
+    blind = principal_of(make_user(session, email="judge-blind@example.test", roles=["labeler"]), "labeler")
     session.commit()
-    blind = Principal(user_id=labeler.id, email=labeler.email, name="", roles=frozenset({"labeler"}))  # type: ignore[arg-type]
-    lead = Principal(user_id=bw.lead.id, email=bw.lead.email, name="", roles=frozenset({"lead"}))  # type: ignore[arg-type]
+    lead = principal_of(bw.lead, "lead")
     ask = {"run_id": bw.run.id, "draft_id": bw.did("bl-1")}
     assert flows.judge_scores(session=session, spec=spec, principal=blind)(**ask) == (None, True)  # type: ignore[arg-type]
     assert flows.judge_scores(session=session, spec=spec, principal=lead)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]

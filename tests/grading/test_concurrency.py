@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -67,9 +68,8 @@ class TestSimultaneousSubmissions:
         draft_id = world.drafts[0].id
         users = (world.alice, world.bob, world.carol)
         results = run_together(db_url, [submit(spec, draft_id, u.id) for u in users])
-        ok = [r for r in results if isinstance(r, int)]
-        refused = [r for r in results if isinstance(r, NoPlaceLeft)]
-        assert len(ok) == 2 and len(refused) == 1, results
+        assert sum(isinstance(r, int) for r in results) == 2, results
+        assert sum(isinstance(r, NoPlaceLeft) for r in results) == 1, results
         session.expire_all()
         assert count(session, Grade, draft_id=draft_id) == 2
         assert count(session, GradingSlot, draft_id=draft_id) == 2
@@ -90,10 +90,8 @@ class TestSimultaneousSubmissions:
         self, db_url: str, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         draft_id = world.drafts[2].id
-        results = run_together(
-            db_url,
-            [submit(spec, draft_id, world.alice.id, tone=1), submit(spec, draft_id, world.bob.id, tone=5)],
-        )
+        jobs = [submit(spec, draft_id, world.alice.id, tone=1), submit(spec, draft_id, world.bob.id, tone=5)]
+        results = run_together(db_url, jobs)
         assert all(isinstance(r, int) for r in results), results
         session.expire_all()
         assert count(session, Adjudication, draft_id=draft_id) == 1
@@ -105,18 +103,15 @@ class TestSimultaneousNextItem:
         self, db_url: str, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         batch = BatchFilter(run_id=world.run.id)
-        users = [world.alice, world.bob, world.carol, world.lead]
 
         def take(uid: int) -> Callable[[Session], Any]:
             return lambda s: next_item(session=s, spec=spec, grader_id=uid, batch=batch).id  # type: ignore[union-attr]
 
+        users = (world.alice, world.bob, world.carol, world.lead)
         results = run_together(db_url, [take(u.id) for u in users])
         assert all(isinstance(r, int) for r in results), results
         session.expire_all()
-        slots = list(session.exec(select(GradingSlot)))
-        per_draft: dict[int, int] = {}
-        for s in slots:
-            per_draft[s.draft_id] = per_draft.get(s.draft_id, 0) + 1
-        assert len(slots) == 4 and max(per_draft.values()) <= spec.grading.graders_per_draft
+        per_draft = Counter(s.draft_id for s in session.exec(select(GradingSlot)))
+        assert per_draft.total() == 4 and max(per_draft.values()) <= spec.grading.graders_per_draft
         # Oldest first: the first draft takes two graders, the second the other two.
         assert per_draft == {world.drafts[0].id: 2, world.drafts[1].id: 2}

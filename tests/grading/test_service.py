@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
+import json
 
 import pytest
 from sqlmodel import Session, select
 
-from tests.grading.conftest import GradingWorld, principal_of, scores
+from tests.grading.conftest import GradingWorld, grade, grade_pair, principal_of, revise, scores
 from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import (
@@ -18,19 +21,16 @@ from webapp.grading.errors import (
     NoPlaceLeft,
     NotAllowed,
 )
-from webapp.grading.evidence import cited_kb_texts
 from webapp.grading.export import export_csv, export_jsonl
 from webapp.grading.grades import (
     grade_history,
     grade_lock,
     grades_visible_to,
-    record_grade,
     returned_grades,
-    revise_grade,
 )
 from webapp.grading.models import Adjudication, GradeChange, GradingSlot
 from webapp.grading.progress import batch_progress, waiting_for_grader
-from webapp.grading.queue import BatchFilter, next_item
+from webapp.grading.queue import BatchFilter, batch_counts, next_item
 from webapp.grading.references import (
     approve_reference,
     current_reference,
@@ -46,51 +46,33 @@ from webapp.spec import EvalSpec
 T0 = dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC)
 
 
-def grade(session: Session, spec: EvalSpec, world: GradingWorld, user, draft_index: int = 0, **kw):  # type: ignore[no-untyped-def]
-    return record_grade(
-        session=session,
-        spec=spec,
-        draft_id=world.drafts[draft_index].id,
-        grader_id=user.id,
-        scores=scores(spec, **kw),
-    )
-
-
 def returned_pair(session: Session, spec: EvalSpec, world: GradingWorld):  # type: ignore[no-untyped-def]
     """Alice (tone 2) and Bob (tone 4) disagree; the lead returns Bob's grade. Return (alice's, bob's, adjudication)."""
     ga = grade(session, spec, world, world.alice, tone=2)
     gb = grade(session, spec, world, world.bob, tone=4)
     (adj,) = list_adjudications(session=session)
     return_grade(
-        session=session,
-        adjudication_id=adj.id,
-        grade_id=gb.id,
-        lead_id=world.lead.id,
-        comment="re-read the tone guidance",
+        session=session, adjudication_id=adj.id, grade_id=gb.id, lead_id=world.lead.id, comment="re-read tone"
     )
     return ga, gb, adj
 
 
 class TestValidateScores:
-    def test_bad_scale_score_names_the_field(self, spec: EvalSpec) -> None:
+    @pytest.mark.parametrize(
+        ("kw", "field"),
+        [
+            ({"tone": 6}, "tone"),
+            ({"completeness": "3.5"}, "completeness"),  # not an integer
+            ({"factual": "maybe"}, "factual_accuracy"),  # pass or fail only
+            ({"factual": "fail", "unsupported_claim": "  "}, "unsupported_claim"),  # a fail quotes the claim
+        ],
+    )
+    def test_bad_score_names_the_field(self, spec: EvalSpec, kw: dict[str, object], field: str) -> None:
         with pytest.raises(GradeInvalid) as err:
-            scores(spec, tone=6)
-        assert err.value.field == "tone" and "1 to 5" in err.value.message
-
-    def test_non_integer_is_refused(self, spec: EvalSpec) -> None:
-        with pytest.raises(GradeInvalid) as err:
-            scores(spec, completeness="3.5")
-        assert err.value.field == "completeness"
-
-    def test_factual_must_be_pass_or_fail(self, spec: EvalSpec) -> None:
-        with pytest.raises(GradeInvalid) as err:
-            scores(spec, factual="maybe")
-        assert err.value.field == "factual_accuracy"
-
-    def test_fail_requires_quoted_claim(self, spec: EvalSpec) -> None:
-        with pytest.raises(GradeInvalid) as err:
-            scores(spec, factual="fail", unsupported_claim="  ")
-        assert err.value.field == "unsupported_claim"
+            scores(spec, **kw)
+        assert err.value.field == field
+        if field == "tone":
+            assert "1 to 5" in err.value.message
 
     def test_claim_dropped_on_pass(self, spec: EvalSpec) -> None:
         assert scores(spec, unsupported_claim="x").unsupported_claim is None
@@ -117,14 +99,12 @@ class TestDisagreementRules:
         assert bool(disagreement_reasons(spec=spec, a=sa, b=sb)) is disagree
 
     def test_factual_difference_disagrees(self, spec: EvalSpec) -> None:
-        reasons = disagreement_reasons(
-            spec=spec, a=scores(spec).as_dict(), b=scores(spec, factual="fail").as_dict()
-        )
-        assert reasons == ["factual_accuracy: pass vs fail"]
+        a, b = scores(spec).as_dict(), scores(spec, factual="fail").as_dict()
+        assert disagreement_reasons(spec=spec, a=a, b=b) == ["factual_accuracy: pass vs fail"]
 
 
 class TestFinalGrade:
-    def test_agreeing_pair_gets_mean_at_once(
+    def test_agreeing_pair_gets_mean_at_once_and_is_exported(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         grade(session, spec, world, world.alice, cr=4, tone=5, comp=3)
@@ -133,20 +113,21 @@ class TestFinalGrade:
         final = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert (final.citation_relevance, final.tone, final.completeness) == (4.5, 4.5, 3.5)
         assert final.factual_accuracy == "pass" and final.source == "agreement"
+        # The exports hold the final grade and both graders' scores.
+        (row,) = csv.DictReader(io.StringIO(export_csv(session=session, run_id=world.run.id)))
+        assert (row["final_tone"], row["grader_1_tone"], row["grader_2"]) == ("4.5", "5", "bob@example.test")
+        (line,) = export_jsonl(session=session, run_id=world.run.id).splitlines()
+        assert json.loads(line)["final_source"] == "agreement"
+        # Two fails agree on factual accuracy: the final is fail (it passes only if both pass).
+        for user in (world.alice, world.bob):
+            grade(session, spec, world, user, 1, factual="fail")
+        final = final_grades(session=session, run_id=world.run.id)[world.drafts[1].id]
+        assert final.factual_accuracy == "fail"
 
-    def test_factual_passes_only_if_both_pass(self, session: Session, spec: EvalSpec) -> None:
-        # Two fails agree on factual accuracy: the final is fail.
-        from tests.grading.conftest import build_world
-
-        w = build_world(session)
-        grade(session, spec, w, w.alice, factual="fail")
-        grade(session, spec, w, w.bob, factual="fail")
-        assert final_grades(session=session, run_id=w.run.id)[w.drafts[0].id].factual_accuracy == "fail"
-
-    def test_disagreeing_pair_goes_to_adjudication(
+    def test_disagreeing_pair_goes_to_the_lead_who_resolves_with_a_note_and_grades_lock(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        grade(session, spec, world, world.alice, cr=2)
+        g = grade(session, spec, world, world.alice, cr=2)
         grade(session, spec, world, world.bob, cr=3)
         assert final_grades(session=session, run_id=world.run.id) == {}
         (adj,) = list_adjudications(session=session, status="open")
@@ -154,94 +135,38 @@ class TestFinalGrade:
         status = grading_status(session=session, run_id=world.run.id)
         assert status.states[world.drafts[0].id] == "in_adjudication"
         assert status.counts == {"needs_grades": 5, "in_adjudication": 1, "final": 0, "total": 6}
-
-    def test_lead_resolves_and_grades_lock(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        g = grade(session, spec, world, world.alice, factual="fail")
-        grade(session, spec, world, world.bob)
-        (adj,) = list_adjudications(session=session)
-        final = resolve_adjudication(
-            session=session,
-            spec=spec,
-            adjudication_id=adj.id,
-            lead_id=world.lead.id,
-            scores=scores(spec, factual="fail", cr=3),
-            note="refund is invented",
-        )
+        ask = {"session": session, "spec": spec, "adjudication_id": adj.id, "lead_id": world.lead.id}
+        with pytest.raises(GradeInvalid) as err:
+            resolve_adjudication(**ask, scores=scores(spec), note=" ")
+        assert err.value.field == "note"
+        final = resolve_adjudication(**ask, scores=scores(spec, factual="fail", cr=3), note="invented refund")
         assert final.source == "adjudication" and final.citation_relevance == 3.0
         view = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert view.source == "adjudication" and view.factual_accuracy == "fail"
         with pytest.raises(GradeLocked):
-            revise_grade(
-                session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec)
-            )
-
-    def test_resolution_needs_a_note(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
-        grade(session, spec, world, world.alice, factual="fail")
-        grade(session, spec, world, world.bob)
-        (adj,) = list_adjudications(session=session)
-        with pytest.raises(GradeInvalid) as err:
-            resolve_adjudication(
-                session=session,
-                spec=spec,
-                adjudication_id=adj.id,
-                lead_id=world.lead.id,
-                scores=scores(spec),
-                note=" ",
-            )
-        assert err.value.field == "note"
+            revise(session, spec, g, world.alice)
 
 
 class TestRevisionAndRework:
-    def test_revision_is_kept_in_history(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
+    def test_only_the_grader_revises_and_history_keeps_it(
+        self, session: Session, spec: EvalSpec, world: GradingWorld
+    ) -> None:
         g = grade(session, spec, world, world.alice, tone=4)
-        revise_grade(
-            session=session, spec=spec, grade_id=g.id, grader_id=world.alice.id, scores=scores(spec, tone=2)
-        )
-        history = grade_history(
-            session=session, draft_id=world.drafts[0].id, principal=principal_of(world.alice, "labeler")
-        )
-        assert [h.action for h in history] == ["create", "revise"]
-        assert (
-            history[1].before["tone"] == 4
-            and history[1].after["tone"] == 2
-            and history[1].changed_by == world.alice.id
-        )
-
-    def test_cannot_revise_someone_elses_grade(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        g = grade(session, spec, world, world.alice)
         with pytest.raises(NotAllowed):
-            revise_grade(
-                session=session, spec=spec, grade_id=g.id, grader_id=world.bob.id, scores=scores(spec)
-            )
-
-    def test_returned_grade_goes_back_to_grader_and_reworked_pair_can_agree(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        _, gb, adj = returned_pair(session, spec, world)
-        assert [g.id for g in returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
-        assert list_adjudications(session=session, status="rework")[0].id == adj.id
-        revise_grade(
-            session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
-        )
-        assert returned_grades(session=session, grader_id=world.bob.id) == []
-        assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
-        assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 2.0
-        actions = [c.action for c in session.exec(select(GradeChange).where(GradeChange.grade_id == gb.id))]
-        assert actions == ["create", "return", "revise"]
+            revise(session, spec, g, world.bob)
+        revise(session, spec, g, world.alice, tone=2)
+        alice = principal_of(world.alice, "labeler")
+        history = grade_history(session=session, draft_id=world.drafts[0].id, principal=alice)
+        assert [h.action for h in history] == ["create", "revise"]
+        before, after, by = history[1].before["tone"], history[1].after["tone"], history[1].changed_by
+        assert (before, after, by) == (4, 2, world.alice.id)
 
     def test_revision_that_breaks_agreement_reopens(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        ga = grade(session, spec, world, world.alice)
-        grade(session, spec, world, world.bob)
+        ga, _ = grade_pair(session, spec, world)
         assert world.drafts[0].id in final_grades(session=session, run_id=world.run.id)
-        revise_grade(
-            session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=1)
-        )
+        revise(session, spec, ga, world.alice, tone=1)
         assert final_grades(session=session, run_id=world.run.id) == {}
         assert len(list_adjudications(session=session, status="open")) == 1
 
@@ -254,22 +179,13 @@ class TestGradeLockDuringAdjudication:
     ) -> None:
         ga = grade(session, spec, world, world.alice, tone=2)
         # Before every grade is in, a grader may still revise their own grade.
-        revise_grade(
-            session=session, spec=spec, grade_id=ga.id, grader_id=world.alice.id, scores=scores(spec, tone=1)
-        )
+        revise(session, spec, ga, world.alice, tone=1)
         gb = grade(session, spec, world, world.bob, tone=4)
         (adj,) = list_adjudications(session=session, status="open")
-        for g, user in ((ga, world.alice), (gb, world.bob)):
-            # Either grader copying the other's grade would make them agree: refused.
-            other_tone = 4 if user is world.alice else 1
+        # Either grader copying the other's grade would make them agree: refused.
+        for g, user, other_tone in ((ga, world.alice, 4), (gb, world.bob, 1)):
             with pytest.raises(GradeLocked, match="the lead decides or returns") as err:
-                revise_grade(
-                    session=session,
-                    spec=spec,
-                    grade_id=g.id,
-                    grader_id=user.id,
-                    scores=scores(spec, tone=other_tone),
-                )
+                revise(session, spec, g, user, tone=other_tone)
             assert err.value.status == 409
         session.refresh(ga)
         session.refresh(gb)
@@ -278,27 +194,24 @@ class TestGradeLockDuringAdjudication:
         assert final_grades(session=session, run_id=world.run.id) == {}
         assert grade_lock(session=session, grade=ga) is not None
 
-    def test_only_the_returned_grade_can_change_and_dissolve(
+    def test_only_the_returned_grade_goes_back_and_a_reworked_pair_can_agree(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         ga, gb, adj = returned_pair(session, spec, world)
+        assert [g.id for g in returned_grades(session=session, grader_id=world.bob.id)] == [gb.id]
+        assert list_adjudications(session=session, status="rework")[0].id == adj.id
         # The grade the lead did not return stays locked while the other is reworked.
         with pytest.raises(GradeLocked, match="the lead decides or returns"):
-            revise_grade(
-                session=session,
-                spec=spec,
-                grade_id=ga.id,
-                grader_id=world.alice.id,
-                scores=scores(spec, tone=4),
-            )
+            revise(session, spec, ga, world.alice, tone=4)
         assert grade_lock(session=session, grade=ga) is not None
         assert grade_lock(session=session, grade=gb) is None
-        revise_grade(
-            session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=2)
-        )
+        revise(session, spec, gb, world.bob, tone=2)
+        assert returned_grades(session=session, grader_id=world.bob.id) == []
         assert session.get(Adjudication, adj.id).status == "dissolved"  # type: ignore[union-attr]
         final = final_grades(session=session, run_id=world.run.id)[world.drafts[0].id]
         assert (final.source, final.tone) == ("agreement", 2.0)
+        actions = [c.action for c in session.exec(select(GradeChange).where(GradeChange.grade_id == gb.id))]
+        assert actions == ["create", "return", "revise"]
         # Agreement statistics still use the first, blind submissions: tone 2 vs 4 disagree.
         report = agreement_report(session=session, spec=spec, run_id=world.run.id)
         tone = next(c for c in report["criteria"] if c["key"] == "tone")
@@ -308,114 +221,52 @@ class TestGradeLockDuringAdjudication:
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         _, gb, adj = returned_pair(session, spec, world)
-        revise_grade(
-            session=session, spec=spec, grade_id=gb.id, grader_id=world.bob.id, scores=scores(spec, tone=5)
-        )
+        revise(session, spec, gb, world.bob, tone=5)
         assert session.get(Adjudication, adj.id).status == "open"  # type: ignore[union-attr]
         with pytest.raises(GradeLocked, match="the lead decides or returns"):
-            revise_grade(
-                session=session,
-                spec=spec,
-                grade_id=gb.id,
-                grader_id=world.bob.id,
-                scores=scores(spec, tone=2),
-            )
+            revise(session, spec, gb, world.bob, tone=2)
 
 
-class TestBlind:
-    def test_grader_who_has_not_graded_sees_nothing(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        grade(session, spec, world, world.alice)
-        with pytest.raises(GradesHidden):
-            grades_visible_to(
-                session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
-            )
-        # Their history view holds only their own changes (none).
-        assert (
-            grade_history(
-                session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
-            )
-            == []
-        )
-
-    def test_after_own_grade_all_are_visible(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        grade(session, spec, world, world.alice)
-        grade(session, spec, world, world.bob)
-        seen = grades_visible_to(
-            session=session, draft_id=world.drafts[0].id, principal=principal_of(world.bob, "labeler")
-        )
-        assert {g.grader_id for g in seen} == {world.alice.id, world.bob.id}
-
-    def test_lead_always_sees(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
-        grade(session, spec, world, world.alice)
-        seen = grades_visible_to(
-            session=session, draft_id=world.drafts[0].id, principal=principal_of(world.lead, "lead")
-        )
-        assert [g.grader_id for g in seen] == [world.alice.id]
+def test_grades_hidden_until_own_grade_and_the_lead_always_sees(
+    session: Session, spec: EvalSpec, world: GradingWorld
+) -> None:
+    d = world.drafts[0].id
+    bob, lead = principal_of(world.bob, "labeler"), principal_of(world.lead, "lead")
+    grade(session, spec, world, world.alice)
+    with pytest.raises(GradesHidden):
+        grades_visible_to(session=session, draft_id=d, principal=bob)
+    # Their history view holds only their own changes (none).
+    assert grade_history(session=session, draft_id=d, principal=bob) == []
+    assert [g.grader_id for g in grades_visible_to(session=session, draft_id=d, principal=lead)] == [
+        world.alice.id
+    ]
+    grade(session, spec, world, world.bob)
+    seen = grades_visible_to(session=session, draft_id=d, principal=bob)
+    assert {g.grader_id for g in seen} == {world.alice.id, world.bob.id}
 
 
 class TestQueue:
-    def test_next_item_is_oldest_and_reserved(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        batch = BatchFilter(run_id=world.run.id)
-        d = next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
-        assert d is not None and d.id == world.drafts[0].id
-        # Asking again returns the same held item instead of reserving a second one.
-        again = next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0)
-        assert again is not None and again.id == d.id
-        assert (
-            len(list(session.exec(select(GradingSlot).where(GradingSlot.grader_id == world.alice.id)))) == 1
-        )
-
     def test_full_draft_is_skipped_and_expired_reservation_released(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         batch = BatchFilter(run_id=world.run.id)
+
+        def take(user) -> int:  # type: ignore[no-untyped-def]
+            d = next_item(session=session, spec=spec, grader_id=user.id, batch=batch, now=T0)
+            return d.id  # type: ignore[union-attr,return-value]
+
         first = world.drafts[0].id
-        assert (
-            next_item(session=session, spec=spec, grader_id=world.alice.id, batch=batch, now=T0).id == first
-        )  # type: ignore[union-attr]
-        assert next_item(session=session, spec=spec, grader_id=world.bob.id, batch=batch, now=T0).id == first  # type: ignore[union-attr]
+        assert (take(world.alice), take(world.bob)) == (first, first)
         # Both places of the first draft are reserved: Carol gets the second draft.
-        assert (
-            next_item(session=session, spec=spec, grader_id=world.carol.id, batch=batch, now=T0).id
-            == world.drafts[1].id
-        )  # type: ignore[union-attr]
+        assert take(world.carol) == world.drafts[1].id
         with pytest.raises(NoPlaceLeft):
-            record_grade(
-                session=session,
-                spec=spec,
-                draft_id=first,
-                grader_id=world.carol.id,
-                scores=scores(spec),
-                now=T0,
-            )
+            grade(session, spec, world, world.carol, now=T0)
         # 21 minutes later Bob's reservation has expired; Carol may take it.
         later = T0 + dt.timedelta(minutes=spec.grading.reservation_minutes + 1)
-        record_grade(
-            session=session, spec=spec, draft_id=first, grader_id=world.alice.id, scores=scores(spec), now=T0
-        )
-        g = record_grade(
-            session=session,
-            spec=spec,
-            draft_id=first,
-            grader_id=world.carol.id,
-            scores=scores(spec),
-            now=later,
-        )
-        assert g.grader_id == world.carol.id
-        assert (
-            session.exec(
-                select(GradingSlot).where(
-                    GradingSlot.grader_id == world.bob.id, GradingSlot.draft_id == first
-                )
-            ).first()
-            is None
-        )
+        grade(session, spec, world, world.alice, now=T0)
+        assert grade(session, spec, world, world.carol, now=later).grader_id == world.carol.id
+        bobs = select(GradingSlot).where(GradingSlot.grader_id == world.bob.id, GradingSlot.draft_id == first)
+        assert session.exec(bobs).first() is None
 
     def test_filters_narrow_the_batch(self, session: Session, spec: EvalSpec, world: GradingWorld) -> None:
         batch = BatchFilter(run_id=world.run.id, category="edge")
@@ -424,80 +275,50 @@ class TestQueue:
         golden = BatchFilter(run_id=world.run.id, golden=True)
         assert batch_progress(session=session, spec=spec, batch=golden).drafts == 1
 
-    def test_second_grade_by_same_grader_is_refused(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        grade(session, spec, world, world.alice)
-        with pytest.raises(AlreadyGraded):
-            grade(session, spec, world, world.alice)
-
-    def test_quoted_claim_must_be_in_draft(
+    def test_quoted_claim_must_be_in_draft_and_a_second_grade_is_refused(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
         with pytest.raises(GradeInvalid) as err:
             grade(session, spec, world, world.alice, factual="fail", unsupported_claim="free pizza")
         assert err.value.field == "unsupported_claim"
+        grade(session, spec, world, world.alice)
+        with pytest.raises(AlreadyGraded):
+            grade(session, spec, world, world.alice)
 
     def test_progress_counts_grades_and_graders(
         self, session: Session, spec: EvalSpec, world: GradingWorld
     ) -> None:
-        grade(session, spec, world, world.alice, 0)
-        grade(session, spec, world, world.alice, 1)
-        grade(session, spec, world, world.bob, 0)
-        p = batch_progress(session=session, spec=spec, batch=BatchFilter(run_id=world.run.id))
-        assert (p.drafts, p.grades_needed, p.grades_done, p.final) == (6, 12, 3, 1)
-        assert {g.name: g.graded for g in p.graders} == {"Alice": 2, "Bob": 1}
-        assert p.share == pytest.approx(3 / 12)
+        for i, user in ((0, world.alice), (0, world.bob), (1, world.alice), (2, world.carol)):
+            grade(session, spec, world, user, i)
+        batch = BatchFilter(run_id=world.run.id)
+        p = batch_progress(session=session, spec=spec, batch=batch)
+        # Draft 0 has both grades (they agree: final); drafts 1 and 2 one each.
+        assert (p.drafts, p.grades_needed, p.grades_done, p.final) == (6, 12, 4, 1)
+        assert {g.name: g.graded for g in p.graders} == {"Alice": 2, "Bob": 1, "Carol": 1}
+        assert p.share == pytest.approx(4 / 12)
+        # The queue's cheaper counts agree with the full progress, plus the grader's own share.
+        counts = batch_counts(session=session, spec=spec, batch=batch, grader_id=world.alice.id)
+        assert (counts.drafts, counts.grades_done, counts.grades_needed) == (6, 4, 12)
+        assert counts.mine == 2 and counts.mine_share == pytest.approx(2 / 6)
+        # Bob: drafts 1-5 still need him; Carol: drafts 1, 3, 4, 5 (0 is full, 2 she graded).
         assert waiting_for_grader(session=session, spec=spec, grader_id=world.bob.id) == 5
-        assert waiting_for_grader(session=session, spec=spec, grader_id=world.carol.id) == 5
+        assert waiting_for_grader(session=session, spec=spec, grader_id=world.carol.id) == 4
 
 
-class TestCitedRevisions:
-    def test_non_current_revision_is_flagged(self, session: Session, world: GradingWorld) -> None:
-        (rev,) = cited_kb_texts(session=session, citations=world.drafts[0].citations)
-        assert rev.status == "deprecated" and rev.flagged and rev.revision == 1
-
-
-class TestReferences:
-    def test_versions_kept_and_approval(self, session: Session, world: GradingWorld, spec: EvalSpec) -> None:
-        case_pk = world.drafts[0].case_pk
-        v1 = save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text="First")
-        v2 = save_reference(session=session, case_pk=case_pk, author_id=world.bob.id, text="Second")
-        assert [v.version for v in reference_versions(session=session, case_pk=case_pk)] == [2, 1]
-        assert [r.id for r in references_to_approve(session=session)] == [v2.id]
-        approve_reference(session=session, reference_id=v1.id, lead_id=world.lead.id)
-        assert current_reference(session=session, case_pk=case_pk).id == v1.id  # type: ignore[union-attr]
-        approve_reference(session=session, reference_id=v2.id, lead_id=world.lead.id)
-        assert references_to_approve(session=session) == []
-        rg = grade_reference(
-            session=session, reference_id=v2.id, grader_id=world.carol.id, scores=scores(spec, tone=5)
-        )
-        assert rg.tone == 5
-
-    def test_empty_reference_refused(self, session: Session, world: GradingWorld) -> None:
-        with pytest.raises(GradeInvalid) as err:
-            save_reference(
-                session=session, case_pk=world.drafts[0].case_pk, author_id=world.alice.id, text=" "
-            )
-        assert err.value.field == "text"
-
-
-class TestExport:
-    def test_csv_and_jsonl_hold_final_and_both_graders(
-        self, session: Session, spec: EvalSpec, world: GradingWorld
-    ) -> None:
-        import csv
-        import io
-        import json
-
-        grade(session, spec, world, world.alice, tone=5)
-        grade(session, spec, world, world.bob, tone=4)
-        rows = list(csv.DictReader(io.StringIO(export_csv(session=session, run_id=world.run.id))))
-        assert len(rows) == 1
-        assert (
-            rows[0]["final_tone"] == "4.5"
-            and rows[0]["grader_1_tone"] == "5"
-            and rows[0]["grader_2"] == "bob@example.test"
-        )
-        (line,) = export_jsonl(session=session, run_id=world.run.id).splitlines()
-        assert json.loads(line)["final_source"] == "agreement"
+def test_versions_kept_and_approval(session: Session, world: GradingWorld, spec: EvalSpec) -> None:
+    case_pk = world.drafts[0].case_pk
+    v1 = save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text="First")
+    v2 = save_reference(session=session, case_pk=case_pk, author_id=world.bob.id, text="Second")
+    assert [v.version for v in reference_versions(session=session, case_pk=case_pk)] == [2, 1]
+    assert [r.id for r in references_to_approve(session=session)] == [v2.id]
+    approve_reference(session=session, reference_id=v1.id, lead_id=world.lead.id)
+    assert current_reference(session=session, case_pk=case_pk).id == v1.id  # type: ignore[union-attr]
+    approve_reference(session=session, reference_id=v2.id, lead_id=world.lead.id)
+    assert references_to_approve(session=session) == []
+    rg = grade_reference(
+        session=session, reference_id=v2.id, grader_id=world.carol.id, scores=scores(spec, tone=5)
+    )
+    assert rg.tone == 5
+    with pytest.raises(GradeInvalid) as err:
+        save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text=" ")
+    assert err.value.field == "text"

@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 
 from tests.conftest import TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD
-from tests.grading.conftest import GradingWorld, build_world
+from tests.grading.conftest import FORM, HX, GradingWorld, build_world
 from tests.waiting import wait_for
 from webapp.db import make_engine
 from webapp.grading.models import Grade
@@ -55,12 +55,8 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, str, GradingWorld]]:
         world = build_world(session)
     engine.dispose()
     port = _free_port()
-    env = {
-        **os.environ,
-        "DRAFTDESK_DATABASE_URL": db_url,
-        "DRAFTDESK_SECRET_KEY": TEST_SECRET,
-        "DRAFTDESK_MODE": "dev",
-    }
+    env = {**os.environ, "DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_SECRET_KEY": TEST_SECRET}
+    env["DRAFTDESK_MODE"] = "dev"
     proc = subprocess.Popen(
         [DRAFTDESK, "serve", "--port", str(port), "--workers", "2", "--no-access-log"],
         env=env,
@@ -90,13 +86,9 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, str, GradingWorld]]:
         proc.wait(timeout=30)
 
 
-def _client(base: str) -> httpx.Client:
-    # No keep-alive: every request is a new connection, so the kernel hands them to either worker.
-    return httpx.Client(base_url=base, limits=httpx.Limits(max_keepalive_connections=0), timeout=30)
-
-
 def _sign_in(base: str, email: str, password: str = DEFAULT_PASSWORD) -> tuple[httpx.Client, httpx.Response]:
-    c = _client(base)
+    # No keep-alive: every request is a new connection, so the kernel hands them to either worker.
+    c = httpx.Client(base_url=base, limits=httpx.Limits(max_keepalive_connections=0), timeout=30)
     c.get("/login")
     r = c.post("/login", data={"email": email, "password": password, "csrf_token": _csrf(c)})
     return c, r
@@ -106,41 +98,28 @@ def _csrf(c: httpx.Client) -> str:
     return csrf_token_for(TEST_SECRET, c.cookies[CSRF_COOKIE])
 
 
+def _next(c: httpx.Client, run_id: int) -> str:
+    """Ask for the next item of the run; return where the answer sends the grader."""
+    return c.post(f"/grading/runs/{run_id}/next", data={"csrf_token": _csrf(c)}).headers["location"]
+
+
 def test_two_workers_share_sessions_reservations_and_rate_limits(two_workers) -> None:  # type: ignore[no-untyped-def]
     base, db_url, world = two_workers
     d0, d1 = world.drafts[0].id, world.drafts[1].id
     alice, _ = _sign_in(base, "alice@example.test")
-    r = alice.post(f"/grading/runs/{world.run.id}/next", data={"csrf_token": _csrf(alice)})
-    assert r.headers["location"] == f"/grading/drafts/{d0}"
+    assert _next(alice, world.run.id) == f"/grading/drafts/{d0}"
     # Twenty fresh connections: whichever worker answers knows the session and the pre-reserved next item.
     for _ in range(20):
         page = alice.get(f"/grading/drafts/{d0}")
         assert page.status_code == 200 and f"next: draft {d1} (reserved)" in page.text
     bob, _ = _sign_in(base, "bob@example.test")
-    assert (
-        bob.post(f"/grading/runs/{world.run.id}/next", data={"csrf_token": _csrf(bob)}).headers["location"]
-        == f"/grading/drafts/{d0}"
-    )
+    assert _next(bob, world.run.id) == f"/grading/drafts/{d0}"
     carol, _ = _sign_in(base, "carol@example.test")
     # d0's two places are held by Alice and Bob; d1 still has one free place next to Alice's reservation.
-    assert (
-        carol.post(f"/grading/runs/{world.run.id}/next", data={"csrf_token": _csrf(carol)}).headers[
-            "location"
-        ]
-        == f"/grading/drafts/{d1}"
-    )
+    assert _next(carol, world.run.id) == f"/grading/drafts/{d1}"
     for who, c in (("alice", alice), ("bob", bob)):
-        r = c.post(
-            f"/grading/drafts/{d0}",
-            data={
-                "factual_accuracy": "pass",
-                "citation_relevance": "4",
-                "tone": "4",
-                "completeness": "4",
-                "next": "1",
-            },
-            headers={"HX-Request": "true", "X-CSRF-Token": _csrf(c)},
-        )
+        headers = {**HX, "X-CSRF-Token": _csrf(c)}
+        r = c.post(f"/grading/drafts/{d0}", data={**FORM, "next": "1"}, headers=headers)
         assert r.status_code == 200 and f"Grade saved (draft {d0})" in r.text, who
     # Sign-in failures are counted in the database: five on either worker block the sixth try.
     for _ in range(5):

@@ -6,20 +6,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
-from sqlmodel import Session
 
 from tests.conftest import csrf_for
-from tests.grading.conftest import build_world
+from tests.grading.conftest import FORM, HX, GradingWorld, post_form
 
-FORM = {
-    "factual_accuracy": "pass",
-    "citation_relevance": "4",
-    "tone": "4",
-    "completeness": "4",
-    "rationale": "ok",
-}
 WRITES = ("INSERT", "UPDATE", "DELETE")
 
 
@@ -51,20 +44,19 @@ def statements(app: Any) -> Iterator[list[str]]:
         event.remove(engine, "commit", commit)
 
 
-def _open_first(c: TestClient, run_id: int) -> int:
-    r = c.post(f"/grading/runs/{run_id}/next", data={"csrf_token": csrf_for(c)}, follow_redirects=False)
+@pytest.fixture
+def opened(world: GradingWorld, client_as: Callable[..., TestClient]) -> tuple[TestClient, int]:
+    """Alice's client on the first draft of her queue (the page reserves the next one); its id."""
+    c = client_as("labeler", email="alice@example.test")
+    r = post_form(c, f"/grading/runs/{world.run.id}/next", {})
     assert r.status_code == 303
     draft_id = int(r.headers["location"].split("/")[-1].split("?")[0])
     assert c.get(f"/grading/drafts/{draft_id}").status_code == 200  # reserves the next one
-    return draft_id
+    return c, draft_id
 
 
-def test_rereading_a_grading_page_writes_nothing(
-    app: Any, session: Session, client_as: Callable[..., TestClient]
-) -> None:
-    w = build_world(session)
-    c = client_as("labeler", email="alice@example.test")
-    draft_id = _open_first(c, w.run.id)  # type: ignore[arg-type]
+def test_rereading_a_grading_page_writes_nothing(app: Any, opened: tuple[TestClient, int]) -> None:
+    c, draft_id = opened
     with statements(app) as seen:
         r = c.get(f"/grading/drafts/{draft_id}")
     assert r.status_code == 200 and 'id="grading-upcoming"' in r.text
@@ -72,17 +64,12 @@ def test_rereading_a_grading_page_writes_nothing(
 
 
 def test_save_and_next_commits_its_writes_before_reading_the_next_item(
-    app: Any, session: Session, client_as: Callable[..., TestClient]
+    app: Any, opened: tuple[TestClient, int]
 ) -> None:
-    w = build_world(session)
-    c = client_as("labeler", email="alice@example.test")
-    draft_id = _open_first(c, w.run.id)  # type: ignore[arg-type]
+    c, draft_id = opened
     with statements(app) as seen:
-        r = c.post(
-            f"/grading/drafts/{draft_id}",
-            data={**FORM, "next": "1"},
-            headers={"HX-Request": "true", "X-CSRF-Token": csrf_for(c)},
-        )
+        headers = {**HX, "X-CSRF-Token": csrf_for(c)}
+        r = c.post(f"/grading/drafts/{draft_id}", data={**FORM, "next": "1"}, headers=headers)
     assert r.status_code == 200 and f'data-draft="{draft_id}"' not in r.text.split("grading-form")[0]
     writes = [i for i, s in enumerate(seen) if s.startswith(WRITES)]
     first_commit = seen.index("COMMIT")
