@@ -25,22 +25,14 @@ def _role_checks(dependant) -> list[RoleCheck]:  # type: ignore[no-untyped-def]
     return found
 
 
-def _flatten(routes):  # type: ignore[no-untyped-def]
-    """Yield every API route with its full path; FastAPI 0.165 keeps included routers nested."""
-    for route in routes:
-        if hasattr(route, "effective_route_contexts"):
-            for ctx in route.effective_route_contexts():
-                if isinstance(ctx.original_route, APIRoute):
-                    yield ctx
-        elif isinstance(route, APIRoute):
-            yield route
-
-
 def _routes(app) -> list[tuple[str, str, APIRoute]]:  # type: ignore[no-untyped-def]
+    """Return (method, full path, route) of every API route; FastAPI 0.165 keeps included routers nested."""
     out = []
-    for route in _flatten(app.routes):
-        for method in sorted(route.methods - {"HEAD"}):
-            out.append((method, route.path, route))
+    for route in app.routes:
+        nested = route.effective_route_contexts() if hasattr(route, "effective_route_contexts") else [route]
+        for r in nested:
+            if isinstance(getattr(r, "original_route", r), APIRoute):
+                out += [(method, r.path, r) for method in sorted(r.methods - {"HEAD"})]
     assert len(out) > 50, "the route walk found too few routes; has FastAPI's routing changed?"
     return out
 
