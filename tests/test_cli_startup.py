@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from tests.test_safe_input import DEPTH_400K, alias_bomb
 from webapp import cli
 from webapp.domains import domain_modules
+from webapp.safe_input import MAX_DEPTH
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = "from webapp.cli import main; main()"
@@ -77,11 +78,14 @@ def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_hostile_files_are_refused_by_the_whole_command_with_file_line(tmp_path: Path) -> None:
-    nested = "[" * DEPTH_400K + "]" * DEPTH_400K
+    nested = "[" * DEPTH_400K + "]" * DEPTH_400K  # a 400 kB file
+    assert len(alias_bomb().encode()) <= 355
+    deep = f"Refused: nesting deeper than {MAX_DEPTH} levels"
     cases = {
-        "bomb.yaml": (alias_bomb(), "bomb.yaml:7: Refused: YAML alias *d expands to"),
-        "deep.jsonl": ('{"id": "deep", "x": ' + nested + "}\n", "deep.jsonl:1: Refused: nesting deeper than"),
-        "deep.yaml": ("- id: deep\n  x: " + nested + "\n", "deep.yaml:2: Refused: nesting deeper than"),
+        # *d stands for 11 111 nodes, over the per-alias limit; it first appears on line 7.
+        "bomb.yaml": (alias_bomb(), "bomb.yaml:7: Refused: YAML alias *d expands to 11111 nodes"),
+        "deep.jsonl": ('{"id": "ok"}\n{"id": "deep", "x": ' + nested + "}\n", f"deep.jsonl:2: {deep}"),
+        "deep.yaml": ("- id: deep\n  x: " + nested + "\n", f"deep.yaml:2: {deep}"),
     }
     for name, (text, message) in cases.items():
         path = tmp_path / name
@@ -89,6 +93,7 @@ def test_hostile_files_are_refused_by_the_whole_command_with_file_line(tmp_path:
         done = _run("import", "dataset", str(path), tmp_path=tmp_path)
         assert done.returncode == 2, (name, done.stderr)
         assert done.stderr.startswith(f"{path.parent}/{message}"), done.stderr
+        assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
     # Refused before the database was opened: it was not even created.
     assert not (tmp_path / "cli.db").exists()
 

@@ -40,9 +40,10 @@ SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "sur
 INFRASTRUCTURE: frozenset[str] = frozenset(
     f"webapp.{name}"
     for name in [
-        "api_docs", "api_schemas", "blind", "cli_support", "config", "config_docs", "csp", "db", "deps", "domains",
-        "headers", "labels", "links", "migrations_runner", "models", "navigation", "request_limits", "retry_policy",
-        "safe_input", "security", "serving", "spec", "static_assets", "templating", "textdiff", "timeutil",
+        "api_docs", "api_schemas", "blind", "cli_support", "config", "config_docs", "csp", "db", "deps",
+        "domains", "headers", "labels", "links", "migrations_runner", "models", "navigation",
+        "request_limits", "retry_policy", "safe_input", "security", "serving", "spec", "static_assets",
+        "templating", "textdiff", "timeutil",
     ]
 ) | {
     "webapp",
@@ -314,10 +315,10 @@ class TestTheCheckerItself:
         assert self._broken(source, target) is None
 
     def test_finds_a_cycle_in_import_order(self) -> None:
-        """A cycle is reported along its imports (closed: first node == last); a graph without one gives []."""
-        cycle = _find_cycle({"checks": ["regression"], "regression": ["grading"], "grading": ["checks"], "kb": []})
-        assert cycle in (["checks", "regression", "grading", "checks"], ["regression", "grading", "checks", "regression"],
-                         ["grading", "checks", "regression", "grading"])
+        """A cycle is reported along its imports (closed: first node == last); an acyclic graph gives []."""
+        cycle = _find_cycle({"checks": ["regression"], "regression": ["grading"], "grading": ["checks"]})
+        loop = ["checks", "regression", "grading"]
+        assert cycle in [loop[i:] + loop[:i] + [loop[i]] for i in range(3)]
         assert _find_cycle({"checks": ["regression", "kb"], "regression": ["kb"]}) == []
 
     def test_reads_function_level_and_literal_dynamic_imports(self, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ class TestSpec:
             (_scale_factual, r"key 'rubric\.criteria\.0\.kind'.*'tone' is stored as scale"),
         ],
     )
-    def test_bad_spec_names_the_file_and_key(self, tmp_path: Path, edit, match: str) -> None:  # type: ignore[no-untyped-def]
+    def test_bad_spec_names_the_file_and_key(self, tmp_path: Path, edit: Callable, match: str) -> None:
         with pytest.raises(SpecError, match=match) as err:
             load_spec(_spec_with(tmp_path, edit))
         assert str(err.value).startswith(f"{tmp_path / 'spec.yaml'}: ")
@@ -83,7 +84,7 @@ class TestSpec:
             (_rename_tone, r"key 'rubric\.criteria\.2\.key'.*'tone_of_voice'"),
         ],
     )
-    def test_malformed_spec_stops_start_up(self, tmp_path: Path, edit, match: str) -> None:  # type: ignore[no-untyped-def]
+    def test_malformed_spec_stops_start_up(self, tmp_path: Path, edit: Callable, match: str) -> None:
         with pytest.raises(SpecError, match=match):
             create_app(Settings(database_url="sqlite://", mode="dev", spec=_spec_with(tmp_path, edit)))
 

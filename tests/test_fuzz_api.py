@@ -124,11 +124,12 @@ def test_every_route_answers_out_of_range_values_with_a_4xx(demo: FuzzTarget) ->
     failures: list[str] = []
     calls = 0
     for method, path, route in _routes(demo.app):
-        params = [*route.dependant.path_params, *route.dependant.query_params]
+        path_params = route.dependant.path_params
+        params = [*path_params, *route.dependant.query_params]
         for param in params:
             for value in OUT_OF_RANGE[_kind(param.field_info.annotation)]:
                 # the other path parameters are "1"
-                url = path.replace("{" + param.name + "}", value) if param in route.dependant.path_params else path
+                url = path.replace("{" + param.name + "}", value) if param in path_params else path
                 query = {param.alias: value} if param in route.dependant.query_params else {}
                 body = {} if method in ("POST", "PUT", "PATCH") and path.startswith("/api/") else None
                 r = client.request(method, re.sub(r"\{[^}]+\}", "1", url), params=query, json=body, follow_redirects=False)

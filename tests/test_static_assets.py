@@ -46,7 +46,9 @@ def test_if_none_match_gives_304_without_body(client: TestClient) -> None:
     status, _, _ = _raw_get(client, "plotly-basic.min.js", **{"Accept-Encoding": "gzip", "If-None-Match": f"W/{etag}, \"x\""})
     assert status == 304
     # each encoding has its own tag: a tag of another encoding (or an older file) gets the full file
-    status, plain, body = _raw_get(client, "plotly-basic.min.js", **{"Accept-Encoding": "identity", "If-None-Match": etag})
+    status, plain, body = _raw_get(
+        client, "plotly-basic.min.js", **{"Accept-Encoding": "identity", "If-None-Match": etag}
+    )
     assert status == 200 and len(body) > 100_000 and plain["etag"] != etag
 
 
@@ -65,7 +67,7 @@ def test_compressed_once_per_process(client: TestClient, monkeypatch: pytest.Mon
     assert calls == [static_assets.VENDOR_FILES["htmx.min.js"].read_bytes()]
 
 
-def test_unknown_or_missing_file_is_404(client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_absent_file_is_404(client: TestClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert client.get("/static/vendor/jquery.js").status_code == 404
     # a file the app knows but that is not installed names the setup step
     monkeypatch.setitem(static_assets.VENDOR_FILES, "htmx.min.js", tmp_path / "missing.js")
