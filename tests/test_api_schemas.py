@@ -37,9 +37,7 @@ def _non_json_media_types(route: APIRoute) -> set[str]:
 def _is_model(tp: Any) -> bool:
     """Tell whether a response type is a Pydantic model, a list of one, or a union of them (not a bare dict)."""
     origin, args = get_origin(tp), get_args(tp)
-    if origin is Annotated:
-        return _is_model(args[0])
-    if origin is list:
+    if origin is Annotated or origin is list:
         return _is_model(args[0])
     if origin in (Union, UnionType):
         return all(_is_model(a) for a in args)
