@@ -1,10 +1,7 @@
-"""Every figure, the same everywhere: over the seeded demo, the home page, /metrics, /gates/pilot,
-/gates/production, /runs/{run}/checks, /grading and the JSON API show the same pass rate, streaks,
-alert states, hallucination counts and grading progress.
-
-The demo (seeded once per session, see tests/conftest.py DemoTemplate) is copied once per module
-and database; "today" is the demo's today, so the pilot window is over whatever the machine's
-clock says.
+"""Every figure, the same everywhere: over the seeded demo (copied once per module and database; "today"
+is the demo's, so its pilot window is over whatever the clock says), the home page, /metrics, both gates,
+/runs/{run}/checks, /grading and the JSON API show the same pass rate, streaks, alerts, hallucination
+counts and grading progress.
 """
 
 from __future__ import annotations
@@ -52,6 +49,10 @@ class Demo:
         r = self.as_role[role].get(url)
         assert r.status_code == 200, (url, r.status_code, r.text[:300])
         return r.json()
+
+    def criteria(self, gate: str) -> dict[str, Any]:
+        """Return a gate's criteria for the demo run by key, as the API reports them."""
+        return {c["key"]: c for c in self.api("pm", f"/api/v1/gates/{gate}?run={RUN}")["criteria"]}
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -131,12 +132,9 @@ def test_automated_check_pass_rate(demo: Demo) -> None:
     # the gate's threshold, written the same way on the checks page (not "80%" there and "80.0%" here)
     required = units.percent(demo.spec.gates.pilot.automated_pass_rate)
     assert cells[2].startswith(f"≥ {required}") and f"{required} pilot gate" in checks
-    pilot_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/pilot?run={RUN}")["criteria"]}
-    assert pilot_api["automated_checks"]["value"] == pytest.approx(rate)
-    assert pilot_api["automated_checks"]["measured"].startswith(measured)
-    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
-    part = {p["key"]: p for p in production_api["full_eval_set"]["parts"]}["automated_checks"]
-    assert part["value"] == pytest.approx(rate) and part["measured"].startswith(measured)
+    parts = {p["key"]: p for p in demo.criteria("production")["full_eval_set"]["parts"]}
+    for criterion in (demo.criteria("pilot")["automated_checks"], parts["automated_checks"]):
+        assert criterion["value"] == pytest.approx(rate) and criterion["measured"].startswith(measured)
 
 
 def test_business_day_streaks(demo: Demo) -> None:
@@ -165,9 +163,9 @@ def test_business_day_streaks(demo: Demo) -> None:
     cells = _criterion_cells(demo.page("pm", f"/gates/production?run={RUN}"), "pilot_targets")
     assert cells[1].startswith(f"longest streak {gate['longest']} business days") and f"current {gate['current']}" in cells[1]
     assert gate_scope in cells[1]
-    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
-    assert production_api["pilot_targets"]["value"] == gate["longest"]
-    missed = [e["label"][-10:] for e in production_api["pilot_targets"]["evidence"]]
+    targets = demo.criteria("production")["pilot_targets"]
+    assert targets["value"] == gate["longest"]
+    missed = [e["label"][-10:] for e in targets["evidence"]]
     assert missed == [d["day"] for d in gate["missed_days"]]
 
 
@@ -202,7 +200,7 @@ def test_hallucination_counts(demo: Demo) -> None:
     assert sum(int(c[column]) for c in cells if c[column] != "—") == confirmed
 
     assert _criterion_cells(demo.page("pm", f"/gates/production?run={RUN}"), "no_hallucinations")[1].startswith(f"{confirmed} confirmed")
-    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
+    production_api = demo.criteria("production")
     assert production_api["no_hallucinations"]["value"] == confirmed
     # the plan's weekly target: the gate's pilot weeks add up to the same confirmed reports
     assert sum(p["value"] for p in production_api["no_hallucinations"]["parts"]) == confirmed

@@ -1,22 +1,33 @@
-"""Settings, the eval spec, the database engine, vendored front-end files, and the users/tokens CLI."""
+"""Settings, the eval spec, the database engine, the users/tokens CLI, and the small shared modules:
+labels, word diffs, link checks, htmx fragments and the template warm-up."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
+import jinja2
 import pytest
 import yaml
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from typer.testing import CliRunner
 
 from tests.conftest import SPEC_PATH, TEST_SECRET, login
+from webapp.auth.service import Principal
 from webapp.cli import app as cli_app
 from webapp.config import DEFAULT_SECRET_KEY, ConfigError, Settings
 from webapp.db import make_engine
+from webapp.labels import humanize
+from webapp.links import can_open, rule_for
 from webapp.main import create_app
-from webapp.spec import SpecError, load_spec
+from webapp.spec import EvalSpec, SpecError, load_spec
+from webapp.templating import templates
+from webapp.textdiff import Segment, changed_words, word_diff
+from webapp.warmup import warm_up
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 
 def _spec_with(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
@@ -155,3 +166,79 @@ def test_id_from_ref_takes_ascii_digits_within_the_id_range_only() -> None:
     assert id_from_ref(str(2**63 - 1)) == MAX_ID == 9223372036854775807
     for not_an_id in ("¹6", "٣", "4²", "-1", "1e3", "", "run-1", str(2**63), -3):
         assert id_from_ref(not_an_id) is None, not_an_id
+
+
+def test_field_keys_become_labels_and_other_words_stay() -> None:
+    """Messages for people name fields as people know them."""
+    assert humanize("unsupported_claim: quote it exactly") == "Unsupported claim: quote it exactly"
+    assert humanize("handle_time_s 212.0 above target; reject_rate too") == (
+        "Handle time 212.0 above target; Reject rate too"
+    )
+    # Unknown snake_case words and identifiers inside other tokens are left alone.
+    unknown = "see golden-regression-2fa and some_other_key"
+    assert humanize(unknown) == unknown
+
+
+class TestWordDiff:
+    """Checked against hand-worked examples."""
+
+    def test_one_word_replaced(self) -> None:
+        segs = word_diff("Your refund is on its way.", "Your credit is on its way.")
+        assert segs == [
+            Segment("equal", "Your "),
+            Segment("delete", "refund"),
+            Segment("insert", "credit"),
+            Segment("equal", " is on its way."),
+        ]
+        assert changed_words(segs) == (1, 1)
+
+    def test_both_sides_rebuild_exactly(self) -> None:
+        old = "Hi Dana,\nthe add-on renews yearly."
+        new = "Hi Dana, the add-on renews on its own cycle. Thanks!"
+        segs = word_diff(old, new)
+        assert "".join(s.text for s in segs if s.op != "insert").replace("\n", " ") == old.replace("\n", " ")
+        assert "".join(s.text for s in segs if s.op != "delete") == new
+        assert changed_words(segs) == (1, 5)
+
+    def test_missing_text_is_all_insert(self) -> None:
+        assert word_diff(None, "hello there") == [Segment("insert", "hello there")]
+        assert word_diff("gone", None) == [Segment("delete", "gone")]
+
+
+def test_can_open_follows_the_route_role_check_and_hides_no_unknown_or_public_path(app: FastAPI) -> None:
+    def who(*roles: str) -> Principal:
+        return Principal(user_id=1, email="x@example.test", name="X", roles=frozenset(roles))
+
+    assert can_open(app, who("lead"), "/runs/compare?a=demo-run-1")
+    assert not can_open(app, who("labeler"), "/runs/compare?a=demo-run-1")
+    assert can_open(app, who("admin"), "/admin")
+    assert not can_open(app, who("pm"), "/admin")
+    assert not can_open(app, None, "/runs")
+    assert rule_for(app, "/no/such/page") is None
+    assert can_open(app, who("pm"), "/no/such/page")
+    assert can_open(app, None, "/login")
+
+
+def test_htmx_gets_a_fragment_a_history_restore_the_page(client_as: Callable[..., TestClient]) -> None:
+    lead = client_as("lead")
+    page = lead.get("/kb")
+    fragment = lead.get("/kb", headers={"HX-Request": "true"})
+    restore = lead.get("/kb", headers={"HX-Request": "true", "HX-History-Restore-Request": "true"})
+    assert "<html" in page.text and "<html" not in fragment.text and "<html" in restore.text
+    for r in (page, fragment, restore):
+        assert "HX-Request" in r.headers["vary"]
+
+
+def test_warm_up_compiles_every_template(spec: EvalSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every template is compiled before the first request."""
+    on_disk = sorted(p.relative_to(TEMPLATES).as_posix() for p in TEMPLATES.rglob("*.html"))
+    assert len(on_disk) > 40
+    assert warm_up(spec) == len(on_disk)
+
+    # after the warm-up, rendering a page loads nothing from disk: every template is in the cache
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"template loaded after the warm-up: {args[1:2]}")
+
+    monkeypatch.setattr(jinja2.FileSystemLoader, "get_source", refuse)
+    for name in on_disk:
+        templates.env.get_template(name)
