@@ -129,7 +129,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> tuple[list[Impo
             else:
                 base = node.module or ""
             targets = _resolve(known, base, [a.name for a in node.names])
-        elif isinstance(node, ast.Call) and _is_import_module(node.func):
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).rpartition(".")[2] == "import_module":
             arg = node.args[0] if node.args else None
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 targets = [arg.value]
@@ -140,12 +140,6 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> tuple[list[Impo
             if t == "webapp" or t.startswith("webapp."):
                 found.append(Import(name, t, path, line))
     return found, dynamic
-
-
-def _is_import_module(func: ast.expr) -> bool:
-    return (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
-        isinstance(func, ast.Name) and func.id == "import_module"
-    )
 
 
 def domain_of(module: str) -> str | None:
