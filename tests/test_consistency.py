@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,14 +68,12 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     patch = pytest.MonkeyPatch()
     patch.setattr(metrics_daily, "today_in", lambda spec: demo_today(spec))
     app = create_app(Settings(database_url=url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
-    clients: dict[str, TestClient] = {}
-    for key, email, _name, roles in content.DEMO_USERS:
-        c = TestClient(app)
-        c.__enter__()
-        clients[roles[0] if key != "labeler2" else key] = login(c, email, content.DEMO_PASSWORD)
-    yield Demo(spec, run_id, clients)  # type: ignore[arg-type]
-    for c in clients.values():
-        c.__exit__(None, None, None)
+    with ExitStack() as stack:
+        clients: dict[str, TestClient] = {}
+        for key, email, _name, roles in content.DEMO_USERS:
+            client = stack.enter_context(TestClient(app))
+            clients[roles[0] if key != "labeler2" else key] = login(client, email, content.DEMO_PASSWORD)
+        yield Demo(spec, run_id, clients)
     app.state.engine.dispose()
     patch.undo()
 

@@ -59,15 +59,12 @@ def private_uses(source: str, filename: str = "<source>") -> list[str]:
                     bound.add(alias.asname or alias.name)
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            chain = [node.attr]
-            value = node.value
-            while isinstance(value, ast.Attribute):
-                chain.append(value.attr)
-                value = value.value
-            if isinstance(value, ast.Name) and value.id in bound and _private(node.attr):
-                dotted = ".".join([value.id, *reversed(chain)])
-                found.append(f"{filename}:{node.lineno}: {dotted}")
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in bound:
+                found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
         elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("getattr", "setattr", "hasattr"):
             obj, name = (node.args + [None, None])[:2]
             private = isinstance(name, ast.Constant) and isinstance(name.value, str) and _private(name.value)
