@@ -92,12 +92,14 @@ def test_every_success_answer_has_a_named_shape_in_the_document(app: Any) -> Non
     assert vague == []
 
 
-def test_every_error_status_has_the_error_body(app: Any) -> None:
+def test_the_document_is_the_json_api_only_and_every_error_has_the_error_body(app: Any) -> None:
     doc = TestClient(app).get(OPENAPI_URL).json()
+    assert len(doc["paths"]) > 20 and [p for p in doc["paths"] if not p.startswith("/api/v1/")] == []
     error = doc["components"]["schemas"]["Error"]
     assert error["required"] == ["detail"]
     for path, ops in doc["paths"].items():
         for method, op in ops.items():
+            assert {"401", "403"} <= set(op["responses"]), op["operationId"]
             for status, response in op["responses"].items():
                 if status.startswith("4"):
                     schema = response["content"][JSON]["schema"]

@@ -180,10 +180,7 @@ def test_alert_states(demo: Demo) -> None:
     firing = sum(a["state"] == "firing" for a in api.values())
     assert re.search(rf'<div class="value">{firing}</div><div class="label">alerts firing', page)
     home = _home_cards(demo.page("support_lead", "/"))
-    if firing:
-        assert f"{firing} alert{'s' if firing != 1 else ''} firing" in home
-    else:
-        assert "No alerts firing" in home
+    assert (f"{firing} alert{'s' if firing != 1 else ''} firing" if firing else "No alerts firing") in home
 
 
 def test_hallucination_counts(demo: Demo) -> None:

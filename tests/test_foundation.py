@@ -128,7 +128,6 @@ class TestUsersAndTokensCli:
     def test_create_user_from_stdin_then_token_then_sign_in(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         db_url = f"sqlite:///{tmp_path / 'cli.db'}"
         monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
-        settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
         runner = CliRunner()
         r = runner.invoke(
             cli_app, ["users", "create", "--email", "Ops@Example.test", "--role", "admin", "--role", "pm"],
@@ -142,7 +141,7 @@ class TestUsersAndTokensCli:
         assert token.startswith("dd_")
         listed = runner.invoke(cli_app, ["tokens", "list"]).output
         assert token not in listed and token[:10] in listed and "ingest" in listed
-        app = create_app(settings)
+        app = create_app(Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
         with TestClient(app) as c:
             login(c, "ops@example.test", "a-long-password")
             assert c.get("/").status_code == 200
@@ -184,12 +183,8 @@ class TestWordDiff:
 
     def test_one_word_replaced(self) -> None:
         segs = word_diff("Your refund is on its way.", "Your credit is on its way.")
-        assert segs == [
-            Segment("equal", "Your "),
-            Segment("delete", "refund"),
-            Segment("insert", "credit"),
-            Segment("equal", " is on its way."),
-        ]
+        assert segs == [Segment("equal", "Your "), Segment("delete", "refund"), Segment("insert", "credit"),
+                        Segment("equal", " is on its way.")]
         assert changed_words(segs) == (1, 1)
 
     def test_both_sides_rebuild_exactly(self) -> None:

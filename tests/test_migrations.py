@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +12,10 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 
+from tests.conftest import BACKENDS, PG_URL
 from webapp.db import make_engine
 from webapp.migrations_runner import current_heads, upgrade
 from webapp.models import metadata
-
-PG_URL = os.environ.get("DRAFTDESK_TEST_DATABASE_URL", "").strip()
-BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 
 
 @pytest.fixture(params=BACKENDS)
