@@ -16,9 +16,18 @@ from typer.testing import CliRunner
 from tests.test_safe_input import DEPTH_400K, alias_bomb
 from webapp import cli
 from webapp.domains import domain_modules
+from webapp.safe_input import MAX_DEPTH
 
 ROOT = Path(__file__).resolve().parent.parent
-ENTRY = "from webapp.cli import main; main()"
+# `draftdesk ARGS`; at its exit, print the exit code and the heavy modules it loaded
+PROBE = (
+    "import sys\n"
+    "from webapp.cli import main\n"
+    "try:\n    main()\n"
+    "except SystemExit as e:\n"
+    "    heavy = ('sqlmodel', 'sqlalchemy', 'fastapi', 'pandas', 'plotly', 'webapp.main')\n"
+    "    print(e.code, sorted(m for m in heavy if m in sys.modules))\n"
+)
 
 
 def _registered() -> tuple[dict[str, str], dict[str, str]]:
@@ -71,41 +80,26 @@ def test_an_unknown_command_is_a_usage_error() -> None:
     assert out.exit_code == 2 and "No such command" in out.output
 
 
-def _run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "DRAFTDESK_MODE": "dev", "DRAFTDESK_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db"}
-    return subprocess.run([sys.executable, "-c", ENTRY, *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-
-
 def test_hostile_files_are_refused_by_the_whole_command_with_file_line(tmp_path: Path) -> None:
-    nested = "[" * DEPTH_400K + "]" * DEPTH_400K
+    """Exit 2 naming FILE:LINE, before the database layer or the web app is even loaded."""
+    nested = "[" * DEPTH_400K + "]" * DEPTH_400K  # a 400 kB file
+    assert len(alias_bomb().encode()) <= 355
+    deep = f"Refused: nesting deeper than {MAX_DEPTH} levels"
     cases = {
-        "bomb.yaml": (alias_bomb(), "bomb.yaml:7: Refused: YAML alias *d expands to"),
-        "deep.jsonl": ('{"id": "deep", "x": ' + nested + "}\n", "deep.jsonl:1: Refused: nesting deeper than"),
-        "deep.yaml": ("- id: deep\n  x: " + nested + "\n", "deep.yaml:2: Refused: nesting deeper than"),
+        # *d stands for 11 111 nodes, over the per-alias limit; it first appears on line 7.
+        "bomb.yaml": (alias_bomb(), "bomb.yaml:7: Refused: YAML alias *d expands to 11111 nodes"),
+        "deep.jsonl": ('{"id": "ok"}\n{"id": "deep", "x": ' + nested + "}\n", f"deep.jsonl:2: {deep}"),
+        "deep.yaml": ("- id: deep\n  x: " + nested + "\n", f"deep.yaml:2: {deep}"),
     }
+    db = f"sqlite:///{tmp_path}/cli.db"
+    env = {"PATH": "/usr/bin:/bin", "DRAFTDESK_MODE": "dev", "DRAFTDESK_DATABASE_URL": db}
     for name, (text, message) in cases.items():
         path = tmp_path / name
         path.write_text(text)
-        done = _run("import", "dataset", str(path), tmp_path=tmp_path)
-        assert done.returncode == 2, (name, done.stderr)
+        args = [sys.executable, "-c", PROBE, "import", "dataset", str(path)]
+        done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        assert done.stdout.strip() == "2 []", (name, done.stdout + done.stderr)
         assert done.stderr.startswith(f"{path.parent}/{message}"), done.stderr
+        assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
     # Refused before the database was opened: it was not even created.
     assert not (tmp_path / "cli.db").exists()
-
-
-def test_refusing_a_file_loads_neither_the_database_layer_nor_the_web_app(tmp_path: Path) -> None:
-    path = tmp_path / "bomb.yaml"
-    path.write_text(alias_bomb())
-    probe = (
-        "import sys\n"
-        "from webapp.cli import main\n"
-        "try:\n    main()\n"
-        "except SystemExit as e:\n"
-        "    heavy = sorted(m for m in ('sqlmodel', 'sqlalchemy', 'fastapi', 'pandas', 'plotly', 'webapp.main') if m in sys.modules)\n"
-        "    print(e.code, heavy)\n"
-    )
-    env = {"PATH": "/usr/bin:/bin", "DRAFTDESK_DATABASE_URL": f"sqlite:///{tmp_path}/cli.db"}
-    done = subprocess.run(
-        [sys.executable, "-c", probe, "import", "dataset", str(path)], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
-    )
-    assert done.stdout.strip() == "2 []", done.stdout + done.stderr

@@ -1,10 +1,7 @@
-"""Every figure, the same everywhere: over the seeded demo, the home page, /metrics, /gates/pilot,
-/gates/production, /runs/{run}/checks, /grading and the JSON API show the same pass rate, streaks,
-alert states, hallucination counts and grading progress.
-
-The demo (seeded once per session, see tests/conftest.py DemoTemplate) is copied once per module
-and database; "today" is the demo's today, so the pilot window is over whatever the machine's
-clock says.
+"""Every figure, the same everywhere: over the seeded demo (copied once per module and database; "today"
+is the demo's, so its pilot window is over whatever the clock says), the home page, /metrics, both gates,
+/runs/{run}/checks, /grading and the JSON API show the same pass rate, streaks, alerts, hallucination
+counts and grading progress.
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +51,10 @@ class Demo:
         assert r.status_code == 200, (url, r.status_code, r.text[:300])
         return r.json()
 
+    def criteria(self, gate: str) -> dict[str, Any]:
+        """Return a gate's criteria for the demo run by key, as the API reports them."""
+        return {c["key"]: c for c in self.api("pm", f"/api/v1/gates/{gate}?run={RUN}")["criteria"]}
+
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, demo_template: DemoTemplate) -> Iterator[Demo]:
@@ -66,14 +68,12 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     patch = pytest.MonkeyPatch()
     patch.setattr(metrics_daily, "today_in", lambda spec: demo_today(spec))
     app = create_app(Settings(database_url=url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
-    clients: dict[str, TestClient] = {}
-    for key, email, _name, roles in content.DEMO_USERS:
-        c = TestClient(app)
-        c.__enter__()
-        clients[roles[0] if key != "labeler2" else key] = login(c, email, content.DEMO_PASSWORD)
-    yield Demo(spec, run_id, clients)  # type: ignore[arg-type]
-    for c in clients.values():
-        c.__exit__(None, None, None)
+    with ExitStack() as stack:
+        clients: dict[str, TestClient] = {}
+        for key, email, _name, roles in content.DEMO_USERS:
+            client = stack.enter_context(TestClient(app))
+            clients[roles[0] if key != "labeler2" else key] = login(client, email, content.DEMO_PASSWORD)
+        yield Demo(spec, run_id, clients)
     app.state.engine.dispose()
     patch.undo()
 
@@ -131,12 +131,9 @@ def test_automated_check_pass_rate(demo: Demo) -> None:
     # the gate's threshold, written the same way on the checks page (not "80%" there and "80.0%" here)
     required = units.percent(demo.spec.gates.pilot.automated_pass_rate)
     assert cells[2].startswith(f"≥ {required}") and f"{required} pilot gate" in checks
-    pilot_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/pilot?run={RUN}")["criteria"]}
-    assert pilot_api["automated_checks"]["value"] == pytest.approx(rate)
-    assert pilot_api["automated_checks"]["measured"].startswith(measured)
-    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
-    part = {p["key"]: p for p in production_api["full_eval_set"]["parts"]}["automated_checks"]
-    assert part["value"] == pytest.approx(rate) and part["measured"].startswith(measured)
+    parts = {p["key"]: p for p in demo.criteria("production")["full_eval_set"]["parts"]}
+    for criterion in (demo.criteria("pilot")["automated_checks"], parts["automated_checks"]):
+        assert criterion["value"] == pytest.approx(rate) and criterion["measured"].startswith(measured)
 
 
 def test_business_day_streaks(demo: Demo) -> None:
@@ -165,9 +162,9 @@ def test_business_day_streaks(demo: Demo) -> None:
     cells = _criterion_cells(demo.page("pm", f"/gates/production?run={RUN}"), "pilot_targets")
     assert cells[1].startswith(f"longest streak {gate['longest']} business days") and f"current {gate['current']}" in cells[1]
     assert gate_scope in cells[1]
-    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
-    assert production_api["pilot_targets"]["value"] == gate["longest"]
-    missed = [e["label"][-10:] for e in production_api["pilot_targets"]["evidence"]]
+    targets = demo.criteria("production")["pilot_targets"]
+    assert targets["value"] == gate["longest"]
+    missed = [e["label"][-10:] for e in targets["evidence"]]
     assert missed == [d["day"] for d in gate["missed_days"]]
 
 
@@ -183,10 +180,7 @@ def test_alert_states(demo: Demo) -> None:
     firing = sum(a["state"] == "firing" for a in api.values())
     assert re.search(rf'<div class="value">{firing}</div><div class="label">alerts firing', page)
     home = _home_cards(demo.page("support_lead", "/"))
-    if firing:
-        assert f"{firing} alert{'s' if firing != 1 else ''} firing" in home
-    else:
-        assert "No alerts firing" in home
+    assert (f"{firing} alert{'s' if firing != 1 else ''} firing" if firing else "No alerts firing") in home
 
 
 def test_hallucination_counts(demo: Demo) -> None:
@@ -202,7 +196,7 @@ def test_hallucination_counts(demo: Demo) -> None:
     assert sum(int(c[column]) for c in cells if c[column] != "—") == confirmed
 
     assert _criterion_cells(demo.page("pm", f"/gates/production?run={RUN}"), "no_hallucinations")[1].startswith(f"{confirmed} confirmed")
-    production_api = {c["key"]: c for c in demo.api("pm", f"/api/v1/gates/production?run={RUN}")["criteria"]}
+    production_api = demo.criteria("production")
     assert production_api["no_hallucinations"]["value"] == confirmed
     # the plan's weekly target: the gate's pilot weeks add up to the same confirmed reports
     assert sum(p["value"] for p in production_api["no_hallucinations"]["parts"]) == confirmed

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from html import unescape
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.conftest import SPEC_PATH, TEST_SECRET, DemoTemplate, login
 from webapp.config import Settings
+from webapp.demo.content import DEMO_PASSWORD, DEMO_USERS
 from webapp.links import rule_for
 from webapp.main import create_app
 
@@ -21,73 +23,63 @@ from webapp.main import create_app
 pytestmark = pytest.mark.slow
 
 
-DEMO_PASSWORD = "demo-password"
-ROLE_EMAILS = {
-    "labeler": "agent.rivera@demo.draftdesk",
-    "lead": "lead.chen@demo.draftdesk",
-    "pm": "pm.novak@demo.draftdesk",
-    "support_lead": "support.haddad@demo.draftdesk",
-    "ml_lead": "ml.ito@demo.draftdesk",
-    "admin": "admin@demo.draftdesk",
-}
+ROLE_EMAILS = {roles[0]: email for key, email, _, roles in DEMO_USERS if key != "labeler2"}
 # Links that change state or leave the page tree are not followed.
 SKIP_PREFIXES = ("/static/", "/api/", "/logout", "/login")
-PER_PATTERN = 3
 HREF = re.compile(r"""<a\b[^>]*?\bhref="([^"#][^"]*)\"""", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
-def demo_db(tmp_path_factory: pytest.TempPathFactory, demo_template: DemoTemplate) -> str:
-    """A copy of the seeded demo (SQLite: what links a page shows does not depend on the backend)."""
-    return demo_template.copy("sqlite", tmp_path_factory.mktemp("crawl"))
-
-
-@pytest.fixture(scope="module")
-def demo_app(demo_db: str) -> Iterator[FastAPI]:
-    app = create_app(
-        Settings(database_url=demo_db, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
-    )
+def demo_app(tmp_path_factory: pytest.TempPathFactory, demo_template: DemoTemplate) -> Iterator[FastAPI]:
+    """The app over a copy of the seeded demo (SQLite: the links shown do not depend on the backend)."""
+    db = demo_template.copy("sqlite", tmp_path_factory.mktemp("crawl"))
+    app = create_app(Settings(database_url=db, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
     yield app
     app.state.engine.dispose()
 
 
-def _pattern(app: FastAPI, path: str) -> str:
-    """Return the route template a path matches (so the crawl visits a few of each kind)."""
-    rule = rule_for(app, path)
-    return rule.path if rule else path
+def crawl(
+    client: TestClient, app: FastAPI, start: Iterable[str],
+    *, per_pattern: int, max_pages: int, max_depth: int = 999,
+) -> Iterator[tuple[str, str, httpx.Response]]:
+    """Yield (url, the page linking to it, its answer) breadth-first from `start`, following the links of each
+    page that is not a 403 (to `max_depth`), at most `per_pattern` links to each route."""
+    queue = deque((url, "(start)", 0) for url in start)
+    seen = {url for url, _, _ in queue}
+    counts: dict[str, int] = {}
+    for _ in range(max_pages):
+        if not queue:
+            return
+        url, source, depth = queue.popleft()
+        r = client.get(url, follow_redirects=True)
+        yield url, source, r
+        if r.status_code == 403 or depth >= max_depth or "text/html" not in r.headers.get("content-type", ""):
+            continue
+        for href in HREF.findall(r.text):
+            target = unescape(href)
+            parts = urlsplit(target)
+            if parts.scheme or parts.netloc or not parts.path.startswith("/"):
+                continue
+            if parts.path.startswith(SKIP_PREFIXES):
+                continue
+            rule = rule_for(app, parts.path)  # the route a path matches: visit a few of each kind
+            key = rule.path if rule else parts.path
+            if target not in seen and counts.get(key, 0) < per_pattern:
+                counts[key] = counts.get(key, 0) + 1
+                seen.add(target)
+                queue.append((target, url, depth + 1))
 
 
 @pytest.mark.parametrize("role", sorted(ROLE_EMAILS))
 def test_no_visible_link_leads_to_403(demo_app: FastAPI, role: str) -> None:
     with TestClient(demo_app) as client:
         login(client, ROLE_EMAILS[role], DEMO_PASSWORD)
-        seen: set[str] = set()
-        per_pattern: dict[str, int] = {}
-        queue: deque[tuple[str, str]] = deque([("/", "(start)")])
         forbidden: list[str] = []
         pages = 0
-        while queue and pages < 400:
-            url, source = queue.popleft()
-            r = client.get(url, follow_redirects=True)
+        for url, source, r in crawl(client, demo_app, ["/"], per_pattern=3, max_pages=400):
             pages += 1
+            assert r.status_code < 500, f"{url} -> {r.status_code}"
             if r.status_code == 403:
                 forbidden.append(f"{url} (linked from {source})")
-                continue
-            assert r.status_code < 500, f"{url} -> {r.status_code}"
-            if "text/html" not in r.headers.get("content-type", ""):
-                continue
-            for href in HREF.findall(r.text):
-                target = unescape(href)
-                parts = urlsplit(target)
-                if parts.scheme or parts.netloc or not parts.path.startswith("/"):
-                    continue
-                if parts.path.startswith(SKIP_PREFIXES) or target in seen:
-                    continue
-                key = _pattern(demo_app, parts.path)
-                if per_pattern.get(key, 0) >= PER_PATTERN:
-                    continue
-                per_pattern[key] = per_pattern.get(key, 0) + 1
-                seen.add(target)
-                queue.append((target, url))
         assert pages > 10, "the crawl reached too few pages to mean anything"
         assert forbidden == [], f"{role} sees links to pages that answer 403:\n" + "\n".join(forbidden)

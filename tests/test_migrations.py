@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +12,10 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 
+from tests.conftest import BACKENDS, PG_URL
 from webapp.db import make_engine
 from webapp.migrations_runner import current_heads, upgrade
 from webapp.models import metadata
-
-PG_URL = os.environ.get("DRAFTDESK_TEST_DATABASE_URL", "").strip()
-BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 
 
 @pytest.fixture(params=BACKENDS)
@@ -41,6 +38,7 @@ def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 def test_upgrade_head_matches_the_models(empty_db_url: str) -> None:
     upgrade(empty_db_url)
+    upgrade(empty_db_url)  # idempotent: a second run finds nothing to do
     engine = make_engine(empty_db_url)
     try:
         with engine.connect() as conn:
@@ -52,11 +50,6 @@ def test_upgrade_head_matches_the_models(empty_db_url: str) -> None:
         assert {t.name for t in metadata.sorted_tables} <= tables
     finally:
         engine.dispose()
-
-
-def test_upgrade_is_idempotent(empty_db_url: str) -> None:
-    upgrade(empty_db_url)
-    upgrade(empty_db_url)  # a second run finds nothing to do
 
 
 def test_migrated_regression_suite_is_append_only(empty_db_url: str) -> None:

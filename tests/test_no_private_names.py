@@ -1,16 +1,8 @@
-"""No private name of a third-party module is used anywhere in the product or its benchmarks.
+"""No private name (`_x`, dunders aside) of a third-party module is used in webapp/, prompt_evaluator/
+or benchmarks/: importing one, `x._name` or `getattr(x, "_name")` on a name a third-party import bound.
 
-A private name (a module or attribute starting with `_`) is an implementation detail its library
-may change in any release; code built on psycopg's and SQLAlchemy's internals had to be pinned and
-re-checked on every upgrade (issue 26). Every .py file under webapp/, prompt_evaluator/ and
-benchmarks/ is parsed with `ast` and fails on:
-- an import of a third-party module or submodule with a part starting with `_`
-  (`import psycopg._queries`, `from psycopg._preparing import Prepare`), or of such a name from a
-  third-party module (`from sqlalchemy.sql import _typing`);
-- `x._name` (also deeper, `x.y._name`) or `getattr(x, "_name")` where `x` is a name bound by a
-  third-party import (a module, or a name imported from one).
-Dunder names (`__version__`) are public. The standard library and the repository's own modules
-are not third-party.
+Private names are implementation details a library may change in any release; code built on psycopg's
+and SQLAlchemy's internals had to be pinned and re-checked on every upgrade (issue 26).
 """
 
 from __future__ import annotations
@@ -67,27 +59,17 @@ def private_uses(source: str, filename: str = "<source>") -> list[str]:
                     bound.add(alias.asname or alias.name)
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            chain = [node.attr]
-            value = node.value
-            while isinstance(value, ast.Attribute):
-                chain.append(value.attr)
-                value = value.value
-            if isinstance(value, ast.Name) and value.id in bound and _private(node.attr):
-                dotted = ".".join([value.id, *reversed(chain)])
-                found.append(f"{filename}:{node.lineno}: {dotted}")
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("getattr", "setattr", "hasattr")
-            and len(node.args) >= 2
-            and isinstance(node.args[0], ast.Name)
-            and node.args[0].id in bound
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-            and _private(node.args[1].value)
-        ):
-            found.append(f"{filename}:{node.lineno}: {node.func.id}({node.args[0].id}, {node.args[1].value!r})")
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in bound:
+                found.append(f"{filename}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("getattr", "setattr", "hasattr"):
+            obj, name = (node.args + [None, None])[:2]
+            private = isinstance(name, ast.Constant) and isinstance(name.value, str) and _private(name.value)
+            if private and isinstance(obj, ast.Name) and obj.id in bound:
+                found.append(f"{filename}:{node.lineno}: {ast.unparse(node.func)}({obj.id}, {name.value!r})")
     return sorted(set(found), key=lambda f: (f.split(":")[0], int(f.split(":")[1]), f))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,25 +32,20 @@ BROWSE_TIMEOUT_S = 5.0
 
 @contextmanager
 def _server(db_url: str) -> Iterator[tuple[uvicorn.Server, int]]:
-    settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
-    app = create_app(settings)
+    app = create_app(Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    _wait_for(lambda: server.started, "the server to start")
+    wait_for(lambda: server.started, timeout=15, what="the server to start")
     try:
         yield server, port
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         app.state.engine.dispose()
-
-
-def _wait_for(condition: Callable[[], object], what: str, timeout_s: float = 15.0) -> None:
-    wait_for(condition, timeout=timeout_s, what=what)
 
 
 class SlowPost(threading.Thread):
@@ -93,10 +88,11 @@ def test_slow_request_bodies_do_not_hold_up_other_clients(tmp_path: Path, sqlite
         for client in slow:
             client.start()
         try:
-            # Each slow request's headers are in and the application has been called for it (one
-            # task per request in uvicorn), and every one has started sending its body.
-            _wait_for(lambda: len(server.server_state.tasks) >= SLOW_CLIENTS, "the slow requests to be taken in")
-            _wait_for(lambda: all(c.bytes_sent > 0 for c in slow), "the slow bodies to start")
+            # Each slow request's headers are in and the application has been called for it, and every
+            # one has started sending its body.
+            tasks = server.server_state.tasks  # one per request the application has been called for
+            wait_for(lambda: len(tasks) >= SLOW_CLIENTS, timeout=15, what="the slow requests to be taken in")
+            wait_for(lambda: all(c.bytes_sent > 0 for c in slow), timeout=15, what="the slow bodies to start")
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=BROWSE_TIMEOUT_S) as browser:
                 for _ in range(3):
                     page = browser.get("/login")
