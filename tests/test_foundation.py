@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
+import pydantic
 import pytest
 import yaml
 from fastapi import FastAPI
@@ -25,7 +26,7 @@ from webapp.main import create_app
 from webapp.spec import EvalSpec, SpecError, load_spec
 from webapp.templating import templates
 from webapp.textdiff import Segment, changed_words, word_diff
-from webapp.warmup import warm_up
+from webapp.warmup import build_routes, warm_up
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -237,3 +238,23 @@ def test_warm_up_compiles_every_template(spec: EvalSpec, monkeypatch: pytest.Mon
     monkeypatch.setattr(jinja2.FileSystemLoader, "get_source", refuse)
     for name in on_disk:
         templates.env.get_template(name)
+
+
+@pytest.mark.parametrize("warmed", [True, False])
+def test_warm_up_builds_every_route(settings: Settings, monkeypatch: pytest.MonkeyPatch, warmed: bool) -> None:
+    """FastAPI builds a router's routes (their parameters' pydantic models) on the first request reaching it."""
+    app = create_app(settings)
+    if warmed:
+        assert build_routes(app) == 404
+    built: list[type] = []
+    init = pydantic.TypeAdapter.__init__
+
+    def counting(self: pydantic.TypeAdapter, *args: object, **kwargs: object) -> None:  # type: ignore[type-arg]
+        built.append(type(self))
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(pydantic.TypeAdapter, "__init__", counting)
+    with TestClient(app) as client:
+        assert client.get("/login").status_code == 200
+        assert client.get("/api/v1/metrics/daily").status_code == 401
+    assert (built == []) is warmed  # not warmed: the first requests built the routes (the test can fail)
