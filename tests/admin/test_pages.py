@@ -30,6 +30,7 @@ def kb_line(aid: str, status: str = "current", **extra: object) -> str:
 
 
 class TestAccess:
+    # (posts without a CSRF token are refused: tests/test_route_security.py, for every route)
     @pytest.mark.parametrize("role", ["labeler", "lead", "pm", "support_lead"])
     def test_other_roles_get_403_everywhere(self, client_as: Callable[..., TestClient], role: str) -> None:
         c = client_as(role)
@@ -38,16 +39,12 @@ class TestAccess:
         for url in ADMIN_POSTS:
             assert c.post(url).status_code == 403, url
 
-    def test_admin_pages_load(self, client_as: Callable[..., TestClient]) -> None:
-        # (posts without a CSRF token: tests/test_route_security.py, for every route)
-        c = client_as("admin")
-        for url in ADMIN_GETS:
-            assert c.get(url).status_code == 200, url
-
 
 class TestUsers:
-    def test_create_with_roles_and_deactivate(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+    def test_pages_load_then_create_and_deactivate(self, session: Session, client_as: Callable[..., TestClient]) -> None:
         admin = client_as("admin")
+        for url in ADMIN_GETS:
+            assert admin.get(url).status_code == 200, url
         r = admin.post(
             "/admin/users",
             data={"email": "new.agent@example.test", "name": "New <Agent>", "password": "a-long-password", "role": ["labeler", "lead"]},
