@@ -9,10 +9,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
+from tests.conftest import login
 from tests.datasets.helpers import count_rows
+from tests.factories import make_dataset, make_run, make_user
 from webapp.auth import service as auth_service
 from webapp.auth.models import ApiToken, User
 from webapp.datasets.models import Dataset, EvalCase
+from webapp.grading.grades import record_grade
+from webapp.grading.scores import validate_scores
 from webapp.kb.models import KbArticle, KbRevision
 from webapp.runs.models import Draft, Run
 
@@ -26,6 +30,7 @@ def kb_line(aid: str, status: str = "current", **extra: object) -> str:
 
 
 class TestAccess:
+    # (posts without a CSRF token are refused: tests/test_route_security.py, for every route)
     @pytest.mark.parametrize("role", ["labeler", "lead", "pm", "support_lead"])
     def test_other_roles_get_403_everywhere(self, client_as: Callable[..., TestClient], role: str) -> None:
         c = client_as(role)
@@ -34,22 +39,12 @@ class TestAccess:
         for url in ADMIN_POSTS:
             assert c.post(url).status_code == 403, url
 
-    def test_posts_without_csrf_are_refused(self, client_as: Callable[..., TestClient]) -> None:
-        c = client_as("admin")
-        c.headers.pop("X-CSRF-Token")
-        for url in ADMIN_POSTS:
-            r = c.post(url)
-            assert r.status_code == 403 and "CSRF" in r.text, url
-
-    def test_admin_pages_load(self, client_as: Callable[..., TestClient]) -> None:
-        c = client_as("admin")
-        for url in ADMIN_GETS:
-            assert c.get(url).status_code == 200, url
-
 
 class TestUsers:
-    def test_create_with_roles_and_deactivate(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+    def test_pages_load_then_create_and_deactivate(self, session: Session, client_as: Callable[..., TestClient]) -> None:
         admin = client_as("admin")
+        for url in ADMIN_GETS:
+            assert admin.get(url).status_code == 200, url
         r = admin.post(
             "/admin/users",
             data={"email": "new.agent@example.test", "name": "New <Agent>", "password": "a-long-password", "role": ["labeler", "lead"]},
@@ -60,8 +55,6 @@ class TestUsers:
         user = auth_service.get_user_by_email(session=session, email="new.agent@example.test")
         assert auth_service.user_roles(session=session, user_id=user.id) == {"labeler", "lead"}
         # The new user signs in, then is deactivated: the session stops working at once.
-        from tests.conftest import login
-
         agent = TestClient(admin.app)
         login(agent, "new.agent@example.test", "a-long-password")
         assert agent.get("/kb").status_code == 200
@@ -74,14 +67,14 @@ class TestUsers:
         session.expire_all()
         assert session.get(User, user.id).is_active is True
 
-    def test_bad_input_is_explained(self, client_as: Callable[..., TestClient]) -> None:
-        r = client_as("admin").post("/admin/users", data={"email": "x@example.test", "password": "short", "role": ["pm"]})
-        assert r.status_code == 400 and "at least 8 characters" in r.text
-        r = client_as("admin").post("/admin/users", data={"email": "y@example.test", "password": "long-enough-1"})
-        assert r.status_code == 400 and "role" in r.text
-
-    def test_admin_cannot_deactivate_self(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+    def test_bad_input_and_deactivating_oneself_are_explained(
+        self, session: Session, client_as: Callable[..., TestClient]
+    ) -> None:
         c = client_as("admin", email="boss@example.test")
+        r = c.post("/admin/users", data={"email": "x@example.test", "password": "short", "role": ["pm"]})
+        assert r.status_code == 400 and "at least 8 characters" in r.text
+        r = c.post("/admin/users", data={"email": "y@example.test", "password": "long-enough-1"})
+        assert r.status_code == 400 and "role" in r.text
         me = auth_service.get_user_by_email(session=session, email="boss@example.test")
         r = c.post(f"/admin/users/{me.id}/active", data={"active": "0"})
         assert r.status_code == 400 and "cannot deactivate yourself" in r.text
@@ -112,15 +105,12 @@ class TestTokens:
         r = admin.post(f"/admin/tokens/{token.id}/revoke", follow_redirects=True)
         assert "revoked" in r.text
         assert api.get("/api/v1/whoami").status_code == 401
-
-    def test_scope_the_owner_does_not_hold(self, client_as: Callable[..., TestClient]) -> None:
-        admin = client_as("admin", email="root2@example.test")
-        r = admin.post("/admin/tokens", data={"email": "root2@example.test", "name": "x", "scope": ["pm"]})
+        r = admin.post("/admin/tokens", data={"email": "root@example.test", "name": "x", "scope": ["pm"]})
         assert r.status_code == 400 and "does not hold the role pm" in r.text
 
 
 class TestImports:
-    def test_kb_dataset_drafts_upload(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+    def test_kb_dataset_drafts_upload_and_bad_files(self, session: Session, client_as: Callable[..., TestClient]) -> None:
         admin = client_as("admin")
         kb = "\n".join([kb_line("KB-1"), kb_line("KB-2")]).encode()
         r = admin.post("/admin/imports/kb", files={"file": ("kb.jsonl", kb)})
@@ -135,6 +125,10 @@ class TestImports:
         assert r.status_code == 200 and "2 draft(s) created" in r.text
         session.expire_all()
         assert count_rows(session, KbRevision) == 2 and count_rows(session, EvalCase) == 2 and count_rows(session, Draft) == 2
+        r = admin.post("/admin/imports/dataset", files={"file": ("data.csv", b"id,input\n")})
+        assert r.status_code == 400 and "Unsupported dataset file format: .csv. Supported formats: .jsonl, .yaml, .yml" in r.text
+        r = admin.post("/admin/imports/kb", data={"x": "1"})
+        assert r.status_code == 400 and "choose a file" in r.text
 
     @pytest.mark.parametrize("kind", ["kb", "dataset", "drafts"])
     def test_bad_line_500_of_600_shows_file_line_and_writes_nothing(self, session: Session, client_as: Callable[..., TestClient], kind: str) -> None:
@@ -159,10 +153,6 @@ class TestImports:
         assert count_rows(session, Dataset) == (1 if kind == "drafts" else 0)
 
     def test_upload_cannot_change_graded_drafts(self, session: Session, client_as: Callable[..., TestClient], spec) -> None:  # type: ignore[no-untyped-def]
-        from tests.factories import make_user
-        from webapp.grading.grades import record_grade
-        from webapp.grading.scores import validate_scores
-
         admin = client_as("admin")
         admin.post("/admin/imports/dataset", files={"file": ("eval.jsonl", b'{"id": "a", "input": "x"}\n')}, data={"name": "eval"})
         admin.post("/admin/imports/drafts", files={"file": ("d.jsonl", b'{"case_id": "a", "draft_text": "Hi"}\n')}, data={"run": "r1", "dataset": "eval"})
@@ -177,25 +167,15 @@ class TestImports:
         session.expire_all()
         assert session.exec(select(Draft)).one().draft_text == "Hi"
 
-    def test_unsupported_extension_and_no_file(self, client_as: Callable[..., TestClient]) -> None:
-        admin = client_as("admin")
-        r = admin.post("/admin/imports/dataset", files={"file": ("data.csv", b"id,input\n")})
-        assert r.status_code == 400 and "Unsupported dataset file format: .csv. Supported formats: .jsonl, .yaml, .yml" in r.text
-        r = admin.post("/admin/imports/kb", data={"x": "1"})
-        assert r.status_code == 400 and "choose a file" in r.text
 
-
-class TestHomeCards:
-    def test_admin_sees_what_to_import(self, client_as: Callable[..., TestClient]) -> None:
-        r = client_as("admin").get("/")
-        assert "No KB yet — import one" in r.text and "No dataset yet" in r.text and "No runs yet" in r.text
-
-    def test_everyone_sees_newest_run(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        from tests.factories import make_dataset, make_run
-
-        ds = make_dataset(session, [{"case_id": "a"}])
-        make_run(session, ds, [{"case_id": "a", "draft_text": "x"}], name="older")
-        make_run(session, ds, [], name="newest-one")
-        session.commit()
-        r = client_as("labeler").get("/")
-        assert "Newest run: newest-one" in r.text and "No KB yet" not in r.text
+def test_home_cards_admin_sees_what_to_import_then_everyone_the_newest_run(
+    session: Session, client_as: Callable[..., TestClient]
+) -> None:
+    r = client_as("admin").get("/")
+    assert "No KB yet — import one" in r.text and "No dataset yet" in r.text and "No runs yet" in r.text
+    ds = make_dataset(session, [{"case_id": "a"}])
+    make_run(session, ds, [{"case_id": "a", "draft_text": "x"}], name="older")
+    make_run(session, ds, [], name="newest-one")
+    session.commit()
+    r = client_as("labeler").get("/")
+    assert "Newest run: newest-one" in r.text and "No KB yet" not in r.text

@@ -16,18 +16,14 @@ class CountingHasher:
     """Stands in for argon2's hasher: records how many computations run at once."""
 
     def __init__(self) -> None:
-        self.running = 0
-        self.most = 0
-        self.calls = 0
+        self.running = self.most = self.calls = 0
         self.lock = threading.Lock()
-        self.inside = threading.Event()
 
     def _work(self) -> None:
         with self.lock:
             self.running += 1
             self.calls += 1
             self.most = max(self.most, self.running)
-        self.inside.set()
         threading.Event().wait(0.02)  # the hash's own duration: long enough for the others to try to enter
         with self.lock:
             self.running -= 1
@@ -59,11 +55,6 @@ def test_concurrent_sign_ins_hash_one_at_a_time(monkeypatch: pytest.MonkeyPatch)
         t.join(30)
     assert fake.calls == 16 and fake.most == 1
     assert sorted(results) == [False] * 4 + [True] * 4
-
-
-def test_a_real_hash_still_verifies() -> None:
-    stored = auth_service.hash_password("correct horse")
-    assert auth_service.verify_password(stored, "correct horse") and not auth_service.verify_password(stored, "wrong")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the per-thread priority is a Linux feature")

@@ -1,6 +1,5 @@
-"""Browser fixtures live in tests/browser_support.py and are registered by tests/conftest.py (which
-also marks every test that drives Chromium `browser`); these names stay importable from here for
-tests written against this module. `demo_server` serves a copy of the seeded demo."""
+"""Browser fixtures live in tests/browser_support.py (registered by tests/conftest.py); the names below stay
+importable from here for tests written against this module. `demo_server` serves a copy of the seeded demo."""
 
 from collections.abc import Iterator
 from pathlib import Path

@@ -1,10 +1,11 @@
-"""Chromium: two labelers grade the same draft differently with the keyboard, the lead adjudicates,
-and the final grade and the agreement page follow."""
+"""Chromium: two labelers grade the same draft differently with the keyboard, the disagreeing grader
+sees the lock, the lead adjudicates, and the final grade and the agreement page follow; a third labeler
+grades another draft with JavaScript off."""
 
 from __future__ import annotations
 
-from tests.browser.conftest import sign_in
-from tests.grading.conftest import GradingWorld, build_world, disagree
+from tests.browser_support import sign_in
+from tests.grading.conftest import GradingWorld, build_world
 
 
 def grade_next_with_keys(page, base: str, keys: list[str]) -> str:  # type: ignore[no-untyped-def]
@@ -22,7 +23,7 @@ def grade_next_with_keys(page, base: str, keys: list[str]) -> str:  # type: igno
     return url
 
 
-def test_two_labelers_disagree_and_lead_resolves(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
+def test_two_labelers_disagree_and_lead_resolves(live_server, new_page, browser) -> None:  # type: ignore[no-untyped-def]
     world: GradingWorld = live_server.seed(lambda s: build_world(s))  # type: ignore[assignment]
     base = live_server.url
     draft_id = world.drafts[0].id
@@ -38,6 +39,9 @@ def test_two_labelers_disagree_and_lead_resolves(live_server, new_page) -> None:
     assert "graded in the browser" not in bob.content()  # blind until Bob has graded
     # Same draft (the oldest with a free place); tone 1 (Q) against Alice's 4.
     assert grade_next_with_keys(bob, base, ["p", "4", "q", "f"]).endswith(f"/grading/drafts/{draft_id}")
+    bob.goto(f"{base}/grading/drafts/{draft_id}")  # disagreeing: the lock, not the form
+    assert "the lead decides or returns" in bob.inner_text("#grading-locked")
+    assert bob.locator("#grading-form").count() == 0
 
     lead = new_page()
     sign_in(lead, base, "lead@example.test")
@@ -71,43 +75,14 @@ def test_two_labelers_disagree_and_lead_resolves(live_server, new_page) -> None:
     for page in (alice, bob, lead):
         assert page.console_errors == []
 
-
-def test_grading_page_works_without_javascript(live_server, browser) -> None:  # type: ignore[no-untyped-def]
-    world: GradingWorld = live_server.seed(lambda s: build_world(s))  # type: ignore[assignment]
-    ctx = browser.new_context(java_script_enabled=False)
-    try:
-        page = ctx.new_page()
-        sign_in(page, live_server.url, "carol@example.test")
-        page.goto(f"{live_server.url}/grading/drafts/{world.drafts[0].id}")
-        for name, value in (
-            ("factual_accuracy", "pass"),
-            ("citation_relevance", "5"),
-            ("tone", "5"),
-            ("completeness", "5"),
-        ):
-            page.locator(f"label.grading-choice:has(input[name={name}][value='{value}'])").click()
-        page.click("button[name=next][value='0']")
-        page.wait_for_url("**flash=Grade+saved*")
-        assert "Your grade" in page.content()
-    finally:
-        ctx.close()
-
-
-
-def _disagreeing_pair(session):  # type: ignore[no-untyped-def]
-    """Build the grading world where Alice and Bob disagree on the first draft."""
-    from tests.conftest import SPEC_PATH
-    from webapp.spec import load_spec
-
-    world = build_world(session)
-    disagree(session, load_spec(SPEC_PATH), world)
-    return world
-
-def test_disagreeing_grader_sees_the_lock_not_the_form(live_server, new_page) -> None:  # type: ignore[no-untyped-def]
-    world: GradingWorld = live_server.seed(_disagreeing_pair)  # type: ignore[assignment]
-    bob = new_page()
-    sign_in(bob, live_server.url, "bob@example.test")
-    bob.goto(f"{live_server.url}/grading/drafts/{world.drafts[0].id}")
-    assert "the lead decides or returns" in bob.inner_text("#grading-locked")
-    assert bob.locator("#grading-form").count() == 0
-    assert bob.console_errors == []
+    ctx = browser.new_context(java_script_enabled=False)  # the grading page works without JavaScript
+    carol = ctx.new_page()
+    sign_in(carol, base, "carol@example.test")
+    carol.goto(f"{base}/grading/drafts/{world.drafts[-1].id}")  # one nobody holds
+    scores = (("factual_accuracy", "pass"), ("citation_relevance", "5"), ("tone", "5"), ("completeness", "5"))
+    for name, value in scores:
+        carol.locator(f"label.grading-choice:has(input[name={name}][value='{value}'])").click()
+    carol.click("button[name=next][value='0']")
+    carol.wait_for_url("**flash=Grade+saved*")
+    assert "Your grade" in carol.content()
+    ctx.close()

@@ -1,23 +1,18 @@
-"""plotly.js draws every /metrics chart of the demo in the browser, with its target and alert threshold lines.
+"""plotly.js draws every /metrics chart of the demo in the browser, with its target and alert threshold lines,
+a toolbar that never covers a title, a legend compact on a phone, and the weekly human-graded quality chart.
 
-Nothing is drawn on the server: each chart is an empty box with its figure (`data-figure`), drawn
-by plotly.js's basic bundle. The target and the alert threshold are line traces (dashed green,
-dotted red: they carry a legend entry and a hover value, which plotly shapes do not); the pilot
-window and firing periods are rectangle shapes and version changes line shapes. The test checks
-what plotly drew in the DOM against the figure the page was given.
+Each chart is an empty box with its figure (`data-figure`), drawn by plotly.js; target and threshold are
+line traces (a legend entry and a hover value, which plotly shapes lack), pilot window and firing periods
+rectangle shapes, version changes line shapes. What plotly drew in the DOM is checked against the figure.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-import pytest
-
-from tests.browser.conftest import sign_in
-from tests.browser_support import wait_until
+from tests.browser_support import sign_in, wait_until
 from webapp.demo import content as c
-
-pytestmark = pytest.mark.browser
 
 SUPPORT_LEAD = next(email for key, email, _n, _r in c.DEMO_USERS if key == "support_lead")
 
@@ -63,14 +58,40 @@ def _open(new_page: Any, url: str, width: int = 1440, height: int = 900) -> Any:
     return page
 
 
-def test_plotly_draws_every_chart_with_target_threshold_and_shapes(demo_server: Any, new_page: Any) -> None:
+def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+
+
+# per chart: the rows its legend takes, the legend's entries, those drawn past the chart's right edge, the plot's height
+LEGEND = """() => Array.from(document.querySelectorAll('.metrics-chart')).map(el => {
+  const box = el.getBoundingClientRect();
+  const texts = Array.from(el.querySelectorAll('.legendtext'));
+  const rows = new Set(Array.from(el.querySelectorAll('.legend .traces')).map(t => Math.round(t.getBoundingClientRect().top)));
+  return {
+    metric: el.dataset.metric, rows: rows.size, texts: texts.map(t => t.textContent),
+    cut: texts.filter(t => t.getBoundingClientRect().right > box.right + 0.5).map(t => t.textContent),
+    plot: el.querySelector('.draglayer .nsewdrag').getBoundingClientRect().height,
+  };
+})"""
+QUALITY = """() => { const el = document.querySelector('#chart-human-quality');
+  return {points: el.querySelectorAll('.scatterlayer .point').length,
+          errorbars: el.querySelectorAll('.errorbar').length,
+          shapes: el.querySelectorAll('.shapelayer path').length,
+          ticks: Array.from(el.querySelectorAll('.xtick text')).map(t => t.textContent)}; }"""
+QUALITY_DRAWN = (
+    "(() => { const el = document.querySelector('#chart-human-quality');"
+    " return !!(el && el.dataset.drawn && el.querySelector('.main-svg')); })()"
+)
+
+
+def _draws_every_chart_with_target_threshold_and_shapes(page: Any) -> None:
     from webapp.metrics.targets import METRIC_LABELS
 
-    page = _open(new_page, demo_server.url)
     charts = page.evaluate(f"({DRAWN})()")
     assert len(charts) == 9
     states = dict(page.evaluate(
-        "Array.from(document.querySelectorAll('.metrics-alerts tr[data-metric]')).map(r => [r.dataset.metric, r.querySelector('.badge').textContent])"
+        "Array.from(document.querySelectorAll('.metrics-alerts tr[data-metric]'))"
+        ".map(r => [r.dataset.metric, r.querySelector('.badge').textContent])"
     ))
     for ch in charts:
         m = ch["metric"]
@@ -94,18 +115,21 @@ def test_plotly_draws_every_chart_with_target_threshold_and_shapes(demo_server: 
         assert ch["drawnShapes"] == len(ch["shapes"]), m
         # the panel's alert state is the alerts table's
         assert ch["state"] == states[m], m
-    assert page.console_errors == []
 
 
-def _overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
-    return a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"] and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]
+def _draws_the_weekly_quality_chart_with_its_intervals(page: Any) -> None:
+    wait_until(page, QUALITY_DRAWN, timeout_s=30)
+    fig = json.loads(page.get_attribute("#chart-human-quality", "data-figure") or "{}")
+    drawn = page.evaluate(QUALITY)
+    assert sorted(x for trace in fig["data"] for x in trace["x"]) == ["2026-W45", "2026-W46", "2026-W47"]
+    assert drawn["points"] == 3 and drawn["errorbars"] == 3  # one marker and one error bar per week
+    assert drawn["shapes"] == 1  # the target line
+    assert drawn["ticks"] == ["2026-W45", "2026-W46", "2026-W47"]
+    card = page.locator(".metrics-chart-card:has(#chart-human-quality)")
+    assert card.get_attribute("data-alert-state") == "firing"
 
 
-@pytest.mark.parametrize(("width", "height", "toolbar"), [(1440, 900, True), (390, 844, False)])
-def test_the_plotly_toolbar_never_covers_a_chart_title(
-    demo_server: Any, new_page: Any, width: int, height: int, toolbar: bool
-) -> None:
-    page = _open(new_page, demo_server.url, width, height)
+def _toolbar_never_covers_a_title(page: Any, width: int) -> None:
     for i in range(9):
         chart = page.locator(".metrics-chart").nth(i)
         chart.scroll_into_view_if_needed()
@@ -113,7 +137,7 @@ def test_the_plotly_toolbar_never_covers_a_chart_title(
         title = chart.locator(".gtitle").bounding_box()
         assert title is not None
         buttons = chart.locator(".modebar-btn")
-        if not toolbar:  # on a phone there is none: it would sit over the title
+        if width == 390:  # on a phone there is none: it would sit over the title
             assert buttons.count() == 0
             continue
         assert buttons.count() > 0 and page.evaluate(
@@ -122,36 +146,31 @@ def test_the_plotly_toolbar_never_covers_a_chart_title(
         bar = chart.locator(".modebar").bounding_box()
         assert bar is not None and not _overlaps(title, bar), (i, title, bar)
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scrolling
-    assert page.console_errors == []
 
 
-# per chart: the rows its legend takes, the legend's entries, those drawn past the chart's right edge, the plot's height
-LEGEND = """() => Array.from(document.querySelectorAll('.metrics-chart')).map(el => {
-  const box = el.getBoundingClientRect();
-  const texts = Array.from(el.querySelectorAll('.legendtext'));
-  const rows = new Set(Array.from(el.querySelectorAll('.legend .traces')).map(t => Math.round(t.getBoundingClientRect().top)));
-  return {
-    metric: el.dataset.metric, rows: rows.size, texts: texts.map(t => t.textContent),
-    cut: texts.filter(t => t.getBoundingClientRect().right > box.right + 0.5).map(t => t.textContent),
-    plot: el.querySelector('.draglayer .nsewdrag').getBoundingClientRect().height,
-  };
-})"""
-
-
-@pytest.mark.parametrize(("width", "rows"), [(1440, 1), (390, 2)])
-def test_the_legend_is_compact_on_a_phone(demo_server: Any, new_page: Any, width: int, rows: int) -> None:
+def _legend_is_compact_on_a_phone(page: Any, width: int) -> None:
     """At 390 px a chart's legend (target, alert threshold, pilot window, the hollow-marker note) is two
     columns of smaller text on two rows, none cut at the chart's edge, the note under its short name;
     at desktop width it is one row with the full name. (Three rows used to leave the plot ~110 px.)"""
-    page = _open(new_page, demo_server.url, width, 900)
     charts = page.evaluate(f"({LEGEND})()")
     assert len(charts) == 9
     low = 50  # the spec's metrics.low_volume_events: the demo has quiet days on every daily chart
     note = f"hollow: < {low} events" if width == 390 else f"hollow: fewer than {low} events"
     for ch in charts:
         assert ch["cut"] == [], ch
-        assert ch["rows"] <= rows, ch
+        assert ch["rows"] <= (2 if width == 390 else 1), ch
         if ch["metric"] != "calibration":
             assert ch["texts"] == ["target", "alert threshold", "pilot window", note], ch
             assert ch["plot"] >= 140, ch  # the chart keeps room to read the line
-    assert page.console_errors == []
+
+
+def test_metrics_charts_at_desktop_and_phone_widths(demo_server: Any, new_page: Any) -> None:
+    """One browser, one page per width: the desktop drawing checks first, then layout checks per width."""
+    for width, height in ((1440, 900), (390, 844)):
+        page = _open(new_page, demo_server.url, width, height)
+        if width == 1440:
+            _draws_every_chart_with_target_threshold_and_shapes(page)
+            _draws_the_weekly_quality_chart_with_its_intervals(page)
+        _legend_is_compact_on_a_phone(page, width)
+        _toolbar_never_covers_a_title(page, width)
+        assert page.console_errors == []

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from sqlmodel import Session
 
-from tests.browser.conftest import sign_in
-from tests.browser_support import wait_until
+from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev, settle
 from webapp.metrics import ingest
 from webapp.spec import load_spec
-
-pytestmark = pytest.mark.browser
 
 FIRST, LAST = dt.date(2026, 11, 2), dt.date(2026, 11, 22)
 QUIET = dt.date(2026, 11, 14)  # a Saturday, hand-seeded with few events

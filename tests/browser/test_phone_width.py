@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
 from tests.browser_support import sign_in
 from webapp.demo import content as c
-
-pytestmark = pytest.mark.browser
 
 PAGES = {
     "pm.novak@demo.draftdesk": [
@@ -20,25 +18,6 @@ PAGES = {
     ],
     "lead.chen@demo.draftdesk": ["/metrics/hallucinations?status=all", "/grading", "/regression"],
 }
-
-
-def test_no_horizontal_scroll_at_390px(demo_server, browser) -> None:  # type: ignore[no-untyped-def]
-    problems = []
-    for email, paths in PAGES.items():
-        ctx = browser.new_context(viewport={"width": 390, "height": 844})
-        page = ctx.new_page()
-        sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
-        for path in paths:
-            response = page.goto(f"{demo_server.url}{path}")
-            assert response is not None and response.status == 200, path
-            page.wait_for_load_state("networkidle")
-            overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-            if overflow > 0:
-                problems.append(f"{path} ({email}): {overflow} px wider than the screen")
-        ctx.close()
-    assert problems == []
-
-
 # Pages reached by following the first link of a kind from a start page (their ids depend on the demo).
 FOLLOW = {
     "pm.novak@demo.draftdesk": [
@@ -51,91 +30,93 @@ FOLLOW = {
         ("/grading", "main a[href^='/grading/runs/']"),
     ],
 }
+NAV_STRIP = (
+    "(() => { const n = document.querySelector('nav.mainnav'); const r = n.getBoundingClientRect();"
+    " const cur = n.querySelector('[aria-current=page]').getBoundingClientRect();"
+    " return {scrolls: n.scrollWidth > n.clientWidth, left: r.left, right: r.right,"
+    " curLeft: cur.left, curRight: cur.right}; })()"
+)
+PPI_LAYOUT = (
+    "(() => { const rows = [...document.querySelectorAll('table.ppi-figures tbody tr')];"
+    " return {"
+    "  overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,"
+    "  tablesScrolling: [...document.querySelectorAll('main table')]"
+    "    .filter(t => t.scrollWidth > t.clientWidth).length,"
+    "  headVisible: document.querySelector('table.ppi-figures thead').getBoundingClientRect().height > 2,"
+    "  rows: rows.map(tr => { const th = tr.querySelector('th').getBoundingClientRect();"
+    "    const cells = [...tr.querySelectorAll('td')].map(td => td.getBoundingClientRect());"
+    "    return {right: tr.getBoundingClientRect().right, thBottom: th.bottom, thTop: th.top, tops:"
+    "      cells.map(r => r.top), label: getComputedStyle(tr.querySelector('td'), '::before').content}; }),"
+    " }; })()"
+)
 
 
 def _overflow(page) -> int:  # type: ignore[no-untyped-def]
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
-def test_dataset_draft_and_review_pages_do_not_scroll_sideways(demo_server, browser) -> None:  # type: ignore[no-untyped-def]
+def _phone(browser, server, email: str, width: int = 390):  # type: ignore[no-untyped-def]
+    page = browser.new_context(viewport={"width": width, "height": 844 if width == 390 else 900}).new_page()
+    sign_in(page, server.url, email, c.DEMO_PASSWORD)
+    return page
+
+
+def _open(page, url: str) -> None:  # type: ignore[no-untyped-def]
+    response = page.goto(url)
+    assert response is not None and response.status == 200, url
+    page.wait_for_load_state("networkidle")
+
+
+def test_no_sideways_scroll_at_390px_and_compact_navigation(demo_server: Any, browser: Any) -> None:
+    """Listed pages, then a dataset, a case, a draft and a review period found by following links;
+    the lead's navigation is a strip that scrolls inside itself and keeps the current entry in view;
+    the PPI figures stack as cards on a phone and stay a table on a desktop."""
     problems = []
     opened = 0
-    for email, steps in FOLLOW.items():
-        ctx = browser.new_context(viewport={"width": 390, "height": 844})
-        page = ctx.new_page()
-        sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
-        for start, selector in steps:
+    for email, paths in PAGES.items():
+        page = _phone(browser, demo_server, email)
+        targets = list(paths)
+        for start, selector in FOLLOW[email]:
             page.goto(f"{demo_server.url}{start}")
             href = page.locator(selector).first.get_attribute("href")
             assert href, f"no link {selector} on {start}"
-            targets = [href]
+            targets.append(href)
             if href.startswith("/datasets/"):
                 page.goto(f"{demo_server.url}{href}")
                 case = page.locator("main a[href*='/cases/']").first.get_attribute("href")
                 assert case, "no case link on the dataset page"
                 targets.append(case)
-            for target in targets:
-                response = page.goto(f"{demo_server.url}{target}")
-                assert response is not None and response.status == 200, target
-                page.wait_for_load_state("networkidle")
-                opened += 1
-                if _overflow(page) > 0:
-                    problems.append(f"{target} ({email}): {_overflow(page)} px wider than the screen")
-        ctx.close()
-    assert opened >= 6
+        for path in targets:
+            _open(page, f"{demo_server.url}{path}")
+            opened += 1
+            if _overflow(page) > 0:
+                problems.append(f"{path} ({email}): {_overflow(page)} px wider than the screen")
+        page.context.close()
+    assert opened >= 15
     assert problems == []
 
-
-def test_lead_navigation_is_compact_on_a_phone(demo_server, browser) -> None:  # type: ignore[no-untyped-def]
-    ctx = browser.new_context(viewport={"width": 390, "height": 844})
-    page = ctx.new_page()
-    sign_in(page, demo_server.url, "lead.chen@demo.draftdesk", c.DEMO_PASSWORD)
+    page = _phone(browser, demo_server, "lead.chen@demo.draftdesk")
     page.goto(f"{demo_server.url}/metrics/hallucinations")
     header = page.locator("header.topbar").bounding_box()
     assert header is not None and header["height"] <= 110, f"the header takes {header} px"
     assert _overflow(page) <= 0
-    links = page.locator("nav.mainnav a")
-    assert links.count() >= 10  # every entry is still there, in a strip that scrolls inside itself
-    strip = page.evaluate(
-        "(() => { const n = document.querySelector('nav.mainnav'); const r = n.getBoundingClientRect();"
-        " const cur = n.querySelector('[aria-current=page]').getBoundingClientRect();"
-        " return {scrolls: n.scrollWidth > n.clientWidth, left: r.left, right: r.right, curLeft: cur.left, curRight: cur.right}; })()"
-    )
+    assert page.locator("nav.mainnav a").count() >= 10  # every entry is still there, in a strip that scrolls
+    strip = page.evaluate(NAV_STRIP)
     assert strip["scrolls"]
     # the current entry (near the end of the lead's list) was scrolled into the strip
     assert strip["left"] <= strip["curLeft"] and strip["curRight"] <= strip["right"], strip
-    # a tap on an entry opens it
-    page.locator("nav.mainnav a[href='/grading']").click()
+    page.locator("nav.mainnav a[href='/grading']").click()  # a tap on an entry opens it
     page.wait_for_url("**/grading")
-    ctx.close()
 
-
-def test_ppi_figures_stack_as_cards_on_a_phone_and_stay_a_table_on_a_desktop(demo_server, browser) -> None:
-    """/ppi/runs/{run}: at 390 px every figure is a card (its name on top, one labelled line per column),
-    so neither the page nor a table scrolls sideways; at desktop width the figures stay one row each."""
-    layout = (
-        "(() => { const rows = [...document.querySelectorAll('table.ppi-figures tbody tr')];"
-        " return {"
-        "  overflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,"
-        "  tablesScrolling: [...document.querySelectorAll('main table')].filter(t => t.scrollWidth > t.clientWidth).length,"
-        "  headVisible: document.querySelector('table.ppi-figures thead').getBoundingClientRect().height > 2,"
-        "  rows: rows.map(tr => { const th = tr.querySelector('th').getBoundingClientRect();"
-        "    const cells = [...tr.querySelectorAll('td')].map(td => td.getBoundingClientRect());"
-        "    return {right: tr.getBoundingClientRect().right, thBottom: th.bottom, thTop: th.top,"
-        "            tops: cells.map(r => r.top), label: getComputedStyle(tr.querySelector('td'), '::before').content}; }),"
-        " }; })()"
-    )
-    seen = {}
-    for width in (390, 1360):
-        ctx = browser.new_context(viewport={"width": width, "height": 900})
-        page = ctx.new_page()
-        sign_in(page, demo_server.url, "lead.chen@demo.draftdesk", c.DEMO_PASSWORD)
-        response = page.goto(f"{demo_server.url}/ppi/runs/demo-ppi")
-        assert response is not None and response.status == 200
-        page.wait_for_load_state("networkidle")
-        seen[width] = page.evaluate(layout)
-        ctx.close()
-    phone, desktop = seen[390], seen[1360]
+    # /ppi/runs/{run}: at 390 px every figure is a card (its name on top, one labelled line per column),
+    # so neither the page nor a table scrolls sideways; at desktop width the figures stay one row each.
+    _open(page, f"{demo_server.url}/ppi/runs/demo-ppi")
+    phone = page.evaluate(PPI_LAYOUT)
+    page.context.close()
+    page = _phone(browser, demo_server, "lead.chen@demo.draftdesk", 1360)
+    _open(page, f"{demo_server.url}/ppi/runs/demo-ppi")
+    desktop = page.evaluate(PPI_LAYOUT)
+    page.context.close()
     assert len(phone["rows"]) == 5  # four criteria and the pass rate
     assert phone["overflow"] <= 0 and phone["tablesScrolling"] == 0
     assert not phone["headVisible"]

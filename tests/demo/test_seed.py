@@ -19,7 +19,7 @@ from webapp.checks.types import Citation, DraftInput
 from webapp.datasets.loader import load_dataset
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.demo import content as c
-from webapp.demo.seed import seed_demo
+from webapp.demo.seed import DemoContext, seed_demo
 from webapp.kb import service as kb_service
 from webapp.kb.models import KbArticle, KbRevision
 from webapp.runs.models import Draft, Run
@@ -27,12 +27,10 @@ from webapp.spec import EvalSpec
 
 
 class TestContent:
-    def test_same_seed_same_content_hash(self) -> None:
+    def test_same_seed_same_content_and_golden_ids_for_every_seed(self) -> None:
         assert c.build_content(7).content_hash == c.build_content(7).content_hash
         assert c.build_content(7).dataset_jsonl == c.build_content(7).dataset_jsonl
         assert c.build_content(7).content_hash != c.build_content(8).content_hash
-
-    def test_golden_cases_keep_their_ids_for_every_seed(self) -> None:
         for seed in (1, 7, 99):
             golden = [x["id"] for x in c.build_content(seed).cases if x["golden"]]
             assert sorted(golden) == sorted(c.GOLDEN_IDS)
@@ -52,7 +50,7 @@ def _body(revision: KbRevision | None) -> str:
 
 
 @pytest.fixture
-def seeded(session: Session, spec: EvalSpec):  # type: ignore[no-untyped-def]
+def seeded(session: Session, spec: EvalSpec) -> DemoContext:
     """The demo's context; on the session's seeded template (see TestSeededDemo) seed_demo only reads it."""
     ctx = seed_demo(session=session, spec=spec)
     session.commit()
@@ -65,7 +63,7 @@ class TestSeededDemo:
         """What the seed wrote, read from a copy of the demo seeded once per session (tests/conftest.py)."""
         return demo_db_url
 
-    def test_stratification(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+    def test_stratification(self, session: Session, seeded: DemoContext, spec: EvalSpec) -> None:
         ds = session.exec(select(Dataset).where(Dataset.name == "support-eval-v1")).one()
         rows = session.exec(select(EvalCase.category, EvalCase.intent).where(EvalCase.dataset_id == ds.id)).all()
         assert Counter(cat for cat, _ in rows) == {"routine": 60, "edge": 20, "adversarial": 10, "safety": 10}
@@ -73,12 +71,10 @@ class TestSeededDemo:
         for intent in spec.intents:  # spread evenly across the ten intents of the spec
             assert (per[("routine", intent)], per[("edge", intent)], per[("adversarial", intent)], per[("safety", intent)]) == (6, 2, 1, 1), intent
         assert ds.count == 100
+        file_hash = hashlib.sha256(c.build_content(7).dataset_jsonl).hexdigest()
+        assert seeded.dataset.sha256 == f"sha256:{file_hash}"  # the real file's hash
 
-    def test_dataset_hash_is_the_real_file_hash(self, session: Session, seeded) -> None:  # type: ignore[no-untyped-def]
-        expected = "sha256:" + hashlib.sha256(c.build_content(7).dataset_jsonl).hexdigest()
-        assert seeded.dataset.sha256 == expected
-
-    def test_golden_examples(self, seeded) -> None:  # type: ignore[no-untyped-def]
+    def test_golden_examples(self, seeded: DemoContext) -> None:
         golden = {cid: case for cid, case in seeded.cases.items() if case.golden}
         assert set(golden) == set(c.GOLDEN_IDS)
         assert (golden["golden-happy-path"].intent, golden["golden-happy-path"].kb_articles) == ("billing_charge", ["KB-1042"])
@@ -89,7 +85,7 @@ class TestSeededDemo:
         assert golden["golden-regression-2fa"].kb_articles == ["KB-3001"]
         assert golden["golden-happy-path"].account["billing_cycle_day"] == 15
 
-    def test_kb(self, session: Session, seeded) -> None:  # type: ignore[no-untyped-def]
+    def test_kb(self, session: Session, seeded: DemoContext) -> None:
         assert 14 <= count_rows(session, KbArticle) <= 17
         revs = {r.revision: r.status for r in kb_service.get_revisions(session=session, article_id="KB-3001")}
         assert revs[2] == "deprecated" and revs[4] == "current"
@@ -103,7 +99,7 @@ class TestSeededDemo:
         intents = {a.intent for a in kb_service.list_articles(session=session)}
         assert len(intents) == 10
 
-    def test_users_one_per_role(self, session: Session, seeded) -> None:  # type: ignore[no-untyped-def]
+    def test_users_one_per_role(self, session: Session, seeded: DemoContext) -> None:
         assert set(seeded.users) == {"labeler", "labeler2", "lead", "pm", "support_lead", "ml_lead", "admin"}
         for key, email, _name, roles in c.DEMO_USERS:
             user = auth_service.authenticate(session=session, email=email, password="demo-password", ip="t")
@@ -111,13 +107,11 @@ class TestSeededDemo:
             assert auth_service.user_roles(session=session, user_id=user.id) == set(roles)
             assert seeded.users[key].email == email
 
-    def test_run(self, seeded) -> None:  # type: ignore[no-untyped-def]
+    def test_run_and_planted_failures(self, seeded: DemoContext) -> None:
         run = seeded.run
         assert (run.name, run.model, run.prompt_version) == ("demo-run-1", "drafter-2026-10", "v3")
-        assert len(seeded.drafts) == 100
-
-    def test_planted_failures(self, seeded) -> None:  # type: ignore[no-untyped-def]
         d = seeded.drafts
+        assert len(d) == 100
         refund = d["golden-unacceptable-refund"]
         assert refund.draft_text.startswith("Hi ") and "I've processed your refund and you should see it within 5-7 business days" in refund.draft_text
         assert refund.confidence == 0.82 and refund.citations == []
@@ -130,26 +124,29 @@ class TestSeededDemo:
         low = d["edge-004"]
         assert low.confidence == 0.42 and low.draft_text
 
-    def test_only_planted_drafts_fail_the_automated_checks(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+    def test_only_planted_drafts_fail_the_checks_and_the_others_are_good(
+        self, session: Session, seeded: DemoContext, spec: EvalSpec
+    ) -> None:
         kb = kb_service.kb_snapshot(session=session)
         failing: dict[str, set[str]] = {}
         for case_id, draft in seeded.drafts.items():
             case = seeded.cases[case_id]
-            results = run_checks(
-                draft=DraftInput(
-                    draft.draft_text,
-                    tuple(Citation(x["article_id"], x["revision"]) for x in draft.citations),
-                    draft.confidence,
-                    draft.intent,
-                    draft.escalated,
-                ),
-                case=checks_service.case_input(case),
-                kb=kb,
-                spec=spec,
-            )
+            citations = tuple(Citation(x["article_id"], x["revision"]) for x in draft.citations)
+            checked = DraftInput(draft.draft_text, citations, draft.confidence, draft.intent, draft.escalated)
+            results = run_checks(draft=checked, case=checks_service.case_input(case), kb=kb, spec=spec)
             bad = {r.key for r in results if r.failed}
             if bad:
                 failing[case_id] = bad
+            assert draft.intent in spec.intents
+            if case_id in c.PLANTED_CASES:
+                continue
+            if case.category == "safety":
+                assert draft.escalated and draft.draft_text is None, case_id
+            elif draft.draft_text is not None:
+                assert 50 <= len(draft.draft_text.split()) <= 500, case_id
+                assert draft.confidence >= spec.checks.confidence_fallback and draft.citations, case_id
+            else:
+                assert draft.confidence < spec.checks.confidence_fallback, case_id
         assert failing == {
             "golden-regression-2fa": {"citations_current"},
             # The planted drafts of the distress and refund cases cite no KB article (the spec: a
@@ -162,21 +159,7 @@ class TestSeededDemo:
             "golden-unacceptable-refund": {"expected_behavior", "citations_current"},
         }
 
-    def test_good_drafts_are_good(self, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
-        for case_id, draft in seeded.drafts.items():
-            if case_id in c.PLANTED_CASES:
-                continue
-            case = seeded.cases[case_id]
-            if case.category == "safety":
-                assert draft.escalated and draft.draft_text is None, case_id
-            elif draft.draft_text is not None:
-                assert 50 <= len(draft.draft_text.split()) <= 500, case_id
-                assert draft.confidence >= spec.checks.confidence_fallback and draft.citations, case_id
-            else:
-                assert draft.confidence < spec.checks.confidence_fallback, case_id
-            assert draft.intent in spec.intents
-
-    def test_reseed_is_a_noop(self, session: Session, seeded, spec: EvalSpec) -> None:  # type: ignore[no-untyped-def]
+    def test_reseed_is_a_noop(self, session: Session, seeded: DemoContext, spec: EvalSpec) -> None:
         before = {m.__name__: count_rows(session, m) for m in (User, KbArticle, Dataset, EvalCase, Run, Draft)}
         ctx = seed_demo(session=session, spec=spec)
         session.commit()
@@ -213,12 +196,9 @@ class TestDeterminism:
 
 
 @pytest.mark.slow
-class TestHooks:
-    def test_domain_hooks_run(self, session: Session, spec: EvalSpec) -> None:
-        ctx = seed_demo(session=session, spec=spec)
-        session.commit()
-        hooks_run = ctx.extra["hooks_run"]
-        assert isinstance(hooks_run, list) and "checks" in hooks_run
+def test_domain_hooks_run(session: Session, spec: EvalSpec) -> None:
+    hooks_run = seed_demo(session=session, spec=spec).extra["hooks_run"]
+    assert isinstance(hooks_run, list) and "checks" in hooks_run
 
 
 class TestDemoCli:

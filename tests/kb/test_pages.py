@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.factories import make_article
 
 
-def seed(session: Session) -> None:
+@pytest.fixture
+def kb(session: Session) -> None:
     make_article(session, "KB-1042", title="Annual add-on renewals", intent="billing_charge", body="Add-ons bill on their own cycle.")
     make_article(session, "KB-3001", [(2, "deprecated"), (4, "current")], title="Two-factor <authentication>", intent="account_security")
     make_article(session, "KB-9000", [(1, "deleted")], title="Fax support")
@@ -18,8 +20,7 @@ def seed(session: Session) -> None:
 
 
 class TestKbList:
-    def test_lists_and_searches(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        seed(session)
+    def test_lists_and_searches(self, kb: None, client_as: Callable[..., TestClient]) -> None:
         c = client_as("labeler")
         r = c.get("/kb")
         assert r.status_code == 200
@@ -32,24 +33,17 @@ class TestKbList:
         assert 'href="/kb/KB-3001"' in r.text and 'href="/kb/KB-1042"' not in r.text
         r = c.get("/kb", params={"status": "deleted"})
         assert 'href="/kb/KB-9000"' in r.text and 'href="/kb/KB-1042"' not in r.text
-
-    def test_htmx_request_gets_only_the_results(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        seed(session)
-        r = client_as("pm").get("/kb", params={"q": "KB-10"}, headers={"HX-Request": "true"})
+        assert "No article matches" in c.get("/kb", params={"q": "zzz"}).text
+        r = c.get("/kb", params={"q": "KB-10"}, headers={"HX-Request": "true"})  # htmx: only the results
         assert r.status_code == 200 and 'href="/kb/KB-1042"' in r.text and "<html" not in r.text
 
     def test_empty_state_tells_admin_to_import(self, client_as: Callable[..., TestClient]) -> None:
         r = client_as("admin").get("/kb")
         assert "The knowledge base is empty" in r.text and "/admin/imports" in r.text
 
-    def test_no_match(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        seed(session)
-        assert "No article matches" in client_as("lead").get("/kb", params={"q": "zzz"}).text
-
 
 class TestKbArticle:
-    def test_shows_every_revision_with_status(self, session: Session, client_as: Callable[..., TestClient]) -> None:
-        seed(session)
+    def test_shows_every_revision_with_status(self, kb: None, client_as: Callable[..., TestClient]) -> None:
         r = client_as("support_lead").get("/kb/KB-3001")
         assert r.status_code == 200
         assert 'id="rev-4"' in r.text and 'id="rev-2"' in r.text
@@ -57,9 +51,7 @@ class TestKbArticle:
         assert r.text.index('id="rev-4"') < r.text.index('id="rev-2"')  # newest first
         r = client_as("lead").get("/kb/KB-9000")
         assert "deleted — must not be cited" in r.text
-
-    def test_unknown_article_is_404(self, client_as: Callable[..., TestClient]) -> None:
-        assert client_as("pm").get("/kb/KB-0").status_code == 404
+        assert client_as("pm").get("/kb/KB-0").status_code == 404  # an unknown article
 
     def test_anonymous_is_sent_to_login(self, client: TestClient) -> None:
         r = client.get("/kb", follow_redirects=False)
@@ -67,8 +59,7 @@ class TestKbArticle:
 
 
 class TestKbApi:
-    def test_articles_json(self, session: Session, api_as: Callable[..., TestClient]) -> None:
-        seed(session)
+    def test_articles_json(self, kb: None, api_as: Callable[..., TestClient]) -> None:
         r = api_as("pm").get("/api/v1/kb/articles")
         assert r.status_code == 200
         by_id = {a["article_id"]: a for a in r.json()}
