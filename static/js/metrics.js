@@ -3,9 +3,14 @@
 // pilot window and firing shading, version markers).
 //
 // Both this file and plotly.js's basic bundle are `defer` scripts, run in order once the page is
-// parsed, so the charts are drawn before DOMContentLoaded. Each chart's `data-drawn` counts its
-// draws and is set once plotly has finished drawing it; the `metrics-charts-drawn` performance
-// mark is set when every chart of the first visit is drawn (tests and benchmarks wait on these).
+// parsed. The charts are drawn one at a time, those in view first (Grafana draws the panels in view
+// first the same way): on a laptop the first chart sits below the fold, and drawing all eleven in
+// one go held the page for about a second. Between two charts the browser gets its turn (scrolling,
+// clicks), and before each one the next chart is chosen again, so a chart scrolled into view jumps
+// the queue. Each chart's `data-drawn` counts its draws and is set once plotly has finished drawing
+// it. Performance marks (tests and benchmarks wait on these): `metrics-view-drawn` once every chart
+// in view at the first visit is drawn (at once when none is), `metrics-charts-drawn` once every
+// chart is.
 //
 // On a narrow screen (a phone) plotly's toolbar is not shown: it would sit over the chart's title,
 // and zooming by touch works without it; double-tap resets the axes. The legend is compact there:
@@ -35,27 +40,59 @@
     return { data: data, layout: Object.assign({}, fig.layout, { legend: legend }) };
   }
 
-  function draw(root) {
-    var pending = [];
-    // the daily metric charts, and the weekly human-graded quality chart (its own class: it is no daily metric)
-    root.querySelectorAll(".metrics-chart[data-figure], .quality-chart[data-figure]").forEach(function (el) {
-      var source = el.getAttribute("data-figure");
-      if (el.__drawnFrom === source) { return; }  // already shows this figure
-      el.__drawnFrom = source;
+  var CHARTS = ".metrics-chart[data-figure], .quality-chart[data-figure]";
+  var queue = [];        // chart elements waiting to be drawn, in page order
+  var pumping = false;
+
+  function mark(name) {
+    if (window.performance && performance.mark) { performance.mark(name); }
+  }
+
+  function inView(el) {
+    var r = el.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight && r.width > 0;
+  }
+
+  // draw the next chart (one in view first), then give the browser its turn before the one after
+  function pump(done) {
+    queue = queue.filter(function (el) { return el.isConnected; });  // swapped out by htmx meanwhile
+    if (!queue.length) { pumping = false; done(); return; }
+    var i = queue.findIndex(inView);
+    var el = queue.splice(i < 0 ? 0 : i, 1)[0];
+    var source = el.getAttribute("data-figure");
+    el.__drawnFrom = source;
+    var next = function () { setTimeout(function () { pump(done); }, 0); };
+    var failed = function (err) { console.error("chart " + el.id + " not drawn", err); next(); };
+    try {
       var fig = fitted(JSON.parse(source));
-      pending.push(window.Plotly.newPlot(el, fig.data, fig.layout, config()).then(function () {
+      window.Plotly.newPlot(el, fig.data, fig.layout, config()).then(function () {
         el.dataset.drawn = String(Number(el.dataset.drawn || 0) + 1);
-      }));
+        el.dispatchEvent(new CustomEvent("metrics:chart-drawn", { bubbles: true }));
+        next();
+      }, failed);
+    } catch (err) { failed(err); }  // one bad figure leaves the others drawn
+  }
+
+  // queue the charts under `root` that do not show their figure yet; `done` runs once the queue is empty
+  function draw(root, done) {
+    root.querySelectorAll(CHARTS).forEach(function (el) {
+      if (el.__drawnFrom !== el.getAttribute("data-figure") && queue.indexOf(el) < 0) { queue.push(el); }
     });
-    return Promise.all(pending);
+    // started after the current task: the page's own start (htmx, DOMContentLoaded) does not wait for a chart
+    if (!pumping) { pumping = true; setTimeout(function () { pump(done || function () {}); }, 0); }
   }
 
   if (!window.Plotly) { return; }  // plotly.js did not load: the table and alerts still give the numbers
   // plotly.js has been parsed and run (it is the defer script before this one): benchmarks read it
-  if (window.performance && performance.mark) { performance.mark("metrics-plotly-ready"); }
-  draw(document).then(function () {
-    if (window.performance && performance.mark) { performance.mark("metrics-charts-drawn"); }
-  });
+  mark("metrics-plotly-ready");
+  var firstView = Array.prototype.filter.call(document.querySelectorAll(CHARTS), inView);
+  function viewDrawn() { return firstView.every(function (el) { return el.dataset.drawn; }); }
+  if (viewDrawn()) { mark("metrics-view-drawn"); } else {
+    document.addEventListener("metrics:chart-drawn", function onDrawn() {
+      if (viewDrawn()) { mark("metrics-view-drawn"); document.removeEventListener("metrics:chart-drawn", onDrawn); }
+    });
+  }
+  draw(document, function () { mark("metrics-charts-drawn"); });
   document.addEventListener("htmx:afterSettle", function () { draw(document); });
   // Back or Forward to a pushed URL: htmx puts the page back (settled at once), with new chart elements
   document.addEventListener("htmx:historyRestore", function () { draw(document); });

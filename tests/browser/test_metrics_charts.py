@@ -164,6 +164,35 @@ def _legend_is_compact_on_a_phone(page: Any, width: int) -> None:
             assert ch["plot"] >= 140, ch  # the chart keeps room to read the line
 
 
+# recorded from the page's start: the order charts are drawn in, and a scroll to the last chart once
+# the HTML is parsed, before the deferred scripts run (readyState "interactive" comes before them)
+SCROLLED_TO_THE_END = """
+window.__drawnOrder = [];
+document.addEventListener('metrics:chart-drawn', e => window.__drawnOrder.push(e.target.id));
+document.addEventListener('readystatechange', () => {
+  if (document.readyState === 'interactive') document.getElementById('chart-calibration').scrollIntoView();
+});
+"""
+
+
+def _draws_the_charts_in_view_first(new_page: Any, url: str) -> None:
+    """A visitor at the last chart when the scripts run sees the charts in view drawn first, then the rest."""
+    page = new_page()
+    sign_in(page, url, SUPPORT_LEAD, c.DEMO_PASSWORD)
+    page.add_init_script(SCROLLED_TO_THE_END)
+    page.goto(f"{url}/metrics")
+    wait_until(page, f"({ALL_DRAWN})() && performance.getEntriesByName('metrics-charts-drawn').length === 1", timeout_s=30)
+    in_view = page.evaluate("""() => Array.from(document.querySelectorAll('.metrics-chart, .quality-chart'))
+        .filter(el => { const r = el.getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0; }).map(el => el.id)""")
+    order = page.evaluate("window.__drawnOrder")
+    assert "chart-calibration" in in_view and "chart-accept_rate" not in in_view
+    assert sorted(order) == sorted(set(order)) and len(order) == 10  # each chart drawn once
+    assert set(order[: len(in_view)]) == set(in_view), order  # the ones in view before any other
+    view, every = (page.evaluate(f"performance.getEntriesByName('{m}')[0].startTime")
+                   for m in ("metrics-view-drawn", "metrics-charts-drawn"))
+    assert view < every
+
+
 def test_metrics_charts_at_desktop_and_phone_widths(demo_server: Any, new_page: Any) -> None:
     """One browser, one page per width: the desktop drawing checks first, then layout checks per width."""
     for width, height in ((1440, 900), (390, 844)):
@@ -174,3 +203,4 @@ def test_metrics_charts_at_desktop_and_phone_widths(demo_server: Any, new_page: 
         _legend_is_compact_on_a_phone(page, width)
         _toolbar_never_covers_a_title(page, width)
         assert page.console_errors == []
+    _draws_the_charts_in_view_first(new_page, demo_server.url)

@@ -42,7 +42,8 @@ def _seed(session: Session) -> None:
 _DRAWN = """(want) => {
   if (document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, .htmx-added')) return false;
   const el = document.getElementById('chart-accept_rate');
-  return !!(el && el.data && el.querySelector('.main-svg') && el.data[0].x.length === want);
+  const all = Array.from(document.querySelectorAll('.metrics-chart')).every(c => c.dataset.drawn);  // one at a time
+  return all && !!(el && el.data && el.querySelector('.main-svg') && el.data[0].x.length === want);
 }"""
 
 
