@@ -200,41 +200,30 @@ class TestHumanGrading:
 
 
 class TestGoldenFactual:
-    def test_citation_check_failure_fails_even_before_grading_and_is_named(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(7, "golden-regression-2fa", golden=True, results=res(citations_current="fail"))])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.evidence[0].detail == "fails Citations current: citations_current fail"
-        assert r.summary == "golden-regression-2fa fails Citations current"
-        assert "factual" not in r.summary.lower()
-
-    def test_human_factual_fail_fails(self, spec) -> None:
-        bad = FinalGradeFacts("fail", 4, 4, 4)
-        facts = PilotFacts(1, "r", 100, [DraftFacts(8, "golden-refund", golden=True, results=res(), final_grade=bad)])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.summary == "golden-refund fails Factual accuracy (final human grade)"
-
-    def test_ungraded_golden_is_incomplete_and_all_good_passes(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=res(), final_grade=None)])
-        assert golden_factual(facts, spec).status == "incomplete"
-        facts.drafts[0] = DraftFacts(1, "g1", golden=True, results=res(), final_grade=GOOD)
-        assert golden_factual(facts, spec).status == "pass"
-
-    def test_any_failed_check_fails_a_golden_draft(self, spec) -> None:
-        # One rule with `draftdesk check`: a length failure on a golden draft fails it here too.
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=res(length="fail"), final_grade=GOOD)])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.summary == "g1 fails Length"
-
-    def test_unchecked_golden_is_incomplete_even_when_graded(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=None, final_grade=GOOD)])
-        r = golden_factual(facts, spec)
-        assert r.status == "incomplete" and r.evidence[0].detail == "not checked yet"
-
-    def test_golden_draft_no_check_applied_to_fails(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=NONE_APPLY, needs_grade=False)])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.summary == "g1 fails No check applied"
-
+    @pytest.mark.parametrize(
+        ("draft", "status", "summary", "detail"),
+        [
+            # A failed citation check fails even before grading, and is not called a factual failure.
+            (DraftFacts(7, "golden-regression-2fa", golden=True, results=res(citations_current="fail")), "fail",
+             "golden-regression-2fa fails Citations current", "fails Citations current: citations_current fail"),
+            (DraftFacts(8, "golden-refund", golden=True, results=res(), final_grade=FinalGradeFacts("fail", 4, 4, 4)),
+             "fail", "golden-refund fails Factual accuracy (final human grade)", None),
+            # One rule with `draftdesk check`: a length failure on a golden draft fails it here too.
+            (DraftFacts(1, "g1", golden=True, results=res(length="fail"), final_grade=GOOD), "fail", "g1 fails Length", None),
+            (DraftFacts(1, "g1", golden=True, results=NONE_APPLY, needs_grade=False), "fail", "g1 fails No check applied", None),
+            (DraftFacts(1, "g1", golden=True, results=res(), final_grade=None), "incomplete", None, None),
+            # Unchecked is incomplete even when graded.
+            (DraftFacts(1, "g1", golden=True, results=None, final_grade=GOOD), "incomplete", None, "not checked yet"),
+            (DraftFacts(1, "g1", golden=True, results=res(), final_grade=GOOD), "pass", None, None),
+        ],
+    )
+    def test_one_golden_draft(self, spec, draft, status, summary, detail) -> None:  # type: ignore[no-untyped-def]
+        r = golden_factual(PilotFacts(1, "r", 100, [draft]), spec)
+        assert r.status == status
+        if summary is not None:
+            assert r.summary == summary
+        if detail is not None:
+            assert r.evidence[0].detail == detail
 
     def test_golden_example_missing_from_the_run_fails_and_is_named(self, spec) -> None:
         cases = set_of(0, golden=("g-ok", "g-absent"))
