@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from tests.alerts.conftest import bad_accept_days
+from tests.alerts.conftest import DAY1, bad_accept_days, queue_bad_days
 from tests.factories import make_dataset, make_run, make_user
 from tests.metrics.conftest import ev, load
 from webapp.alerts import channels, messages, transitions
@@ -26,7 +26,6 @@ from webapp.regression.models import RegressionAlert
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
-DAY1 = dt.date(2026, 11, 3)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -44,7 +43,7 @@ class TestMetricTransitions:
     def test_resolved_is_sent_only_to_channels_that_want_it(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         keen = channels.add_channel(session=session, name="keen", kind="file", target="/tmp/unused.jsonl")
         quiet = channels.add_channel(session=session, name="quiet", kind="file", target="/tmp/unused2.jsonl", send_resolved=False)
-        load(session, spec, bad_accept_days(DAY1))
+        load(session, spec, bad_accept_days())
         alerts_outbox.record_transitions(session=session, spec=spec)
         # a good day (4 of 4 accepted): the accept rate is back above 0.65, the alert resolves
         load(session, spec, [ev(DAY1 + dt.timedelta(days=3), h) for h in range(9, 13)])
@@ -57,7 +56,7 @@ class TestMetricTransitions:
         assert quiet.id not in by_channel
 
     def test_matches_the_metrics_alert_history(self, session, spec) -> None:  # type: ignore[no-untyped-def]
-        load(session, spec, bad_accept_days(DAY1, n=4))
+        load(session, spec, bad_accept_days(n=4))
         result = alerts_outbox.record_transitions(session=session, spec=spec)
         history = [
             (a.metric, t.day.isoformat()) for a in metrics_alert_states.alerts(session=session, spec=spec) for t in a.history if t.to_state == "firing"
@@ -77,7 +76,7 @@ class TestMetricTransitions:
         assert "Value 9.00 s vs threshold 6.00 s" in slack
 
     def test_history_before_any_channel_is_recorded_not_sent(self, session, spec) -> None:  # type: ignore[no-untyped-def]
-        load(session, spec, bad_accept_days(DAY1))
+        load(session, spec, bad_accept_days())
         first = alerts_outbox.record_transitions(session=session, spec=spec)
         assert len(first.transitions) == 1 and first.messages == []
         session.commit()
@@ -201,8 +200,7 @@ class TestChannels:
 
     def test_remove_drops_queued_messages(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         channels.add_channel(session=session, name="gone", kind="file", target="/tmp/unused.jsonl")
-        load(session, spec, bad_accept_days(DAY1))
-        alerts_outbox.record_transitions(session=session, spec=spec)
+        queue_bad_days(session, spec)
         channels.remove_channel(session=session, ref="gone")
         session.commit()
         assert _items(session) == []
@@ -252,7 +250,7 @@ class TestEvaluatorLease:
     def test_two_processes_run_once_queue_one_message(self, db_url, session, spec, tmp_path) -> None:  # type: ignore[no-untyped-def]
         log = tmp_path / "notifications.jsonl"
         channels.add_channel(session=session, name="log", kind="file", target=str(log))
-        load(session, spec, bad_accept_days(DAY1))
+        load(session, spec, bad_accept_days())
         session.commit()
         script = (
             "import sys, json\n"
