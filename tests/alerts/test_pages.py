@@ -27,7 +27,9 @@ def _deliveries_in_three_states(session, spec, receiver) -> None:  # type: ignor
 
 
 class TestChannelsPage:
-    def test_shows_last_deliveries_sent_retrying_given_up(self, client_as, session, spec, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+    def test_page_and_api_show_last_deliveries_sent_retrying_given_up(  # type: ignore[no-untyped-def]
+        self, client_as, api_as, session, spec, engine, receiver
+    ) -> None:
         _deliveries_in_three_states(session, spec, receiver)
         report = delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET)
         assert (len(report.sent), len(report.retrying), len(report.failed)) == (1, 1, 1)
@@ -39,10 +41,6 @@ class TestChannelsPage:
         assert ">sent<" in html and "retrying" in html and "next attempt" in html
         assert "given up" in html and "gave up (permanent error) after 1 attempts: HTTP 404" in html
         assert "Accept rate" in html and "50.0% vs threshold 65.0%" in html
-
-    def test_api_lists_channels_with_deliveries(self, api_as, session, spec, engine, receiver) -> None:  # type: ignore[no-untyped-def]
-        _deliveries_in_three_states(session, spec, receiver)
-        delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET)
         r = api_as("admin").get("/api/v1/alerts/channels")
         assert r.status_code == 200
         states = {c["name"]: c["deliveries"][0]["state"] for c in r.json()}

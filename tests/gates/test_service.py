@@ -111,13 +111,8 @@ class TestPilotGate:
         spec = small_gate_spec(spec)
         run, _ = ready_run(session, spec)
         rep = service.pilot_report(session=session, spec=spec, run=run)
-        assert {c.key: c.status for c in rep.criteria} == {
-            "automated_checks": "pass",
-            "human_grading": "pass",
-            "golden_factual": "pass",
-            "safety_escalation": "pass",
-            "regression_suite": "pass",
-        }
+        keys = ("automated_checks", "human_grading", "golden_factual", "safety_escalation", "regression_suite")
+        assert [(c.key, c.status) for c in rep.criteria] == [(k, "pass") for k in keys]
         assert rep.passed and rep.missing == []
 
     def test_ungraded_run_is_incomplete_and_lists_the_drafts(self, session: Session, spec: EvalSpec) -> None:
