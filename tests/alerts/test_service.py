@@ -162,7 +162,6 @@ class TestRegressionAndHallucination:
         assert "wrong refund window" in hal["rule"]
         assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
 
-
     def test_sampled_drop_says_its_interval(self, session: Session, spec: EvalSpec) -> None:
         ds = make_dataset(session, [])
         run = make_run(session, ds, name="nightly")

@@ -243,7 +243,7 @@ def _draft_of(session: Session, run: Any, case_id: str) -> Any:
     ).one()
 
 
-def pilot_events(spec: EvalSpec, bad_days: set[dt.date]) -> list[dict[str, Any]]:
+def pilot_events(spec: EvalSpec, bad_days: frozenset[dt.date]) -> list[dict[str, Any]]:
     """Ten events a day over the pilot; escalation within baseline (1 of 10 at 8% baseline)."""
     out = []
     day = spec.online_metrics.pilot.start
@@ -257,7 +257,9 @@ def pilot_events(spec: EvalSpec, bad_days: set[dt.date]) -> list[dict[str, Any]]
 
 
 class TestProductionGate:
-    def _ready(self, session: Session, spec: EvalSpec, bad_days: set[dt.date]) -> Any:
+    def _ready(self, session: Session, spec: EvalSpec, bad_days: frozenset[dt.date] = frozenset()) -> Any:
+        """With small_gate_spec: a ready run, the pilot's events, a survey round; returns (spec, run, a later day)."""
+        spec = small_gate_spec(spec)
         run, _ = ready_run(session, spec)
         events = pilot_events(spec, bad_days)
         for i in range(0, len(events), 1000):
@@ -267,12 +269,10 @@ class TestProductionGate:
         for n, h in enumerate(["yes", "yes", "no", "yes", "no", "yes", "no", "neutral"], start=1):
             survey_service.record_answer(session=session, agent_id=f"a{n}", helpful=h)
         session.flush()
-        return run
+        return spec, run, spec.online_metrics.pilot.end + dt.timedelta(days=3)
 
     def test_ten_business_days_on_target_passes(self, session: Session, spec: EvalSpec) -> None:
-        spec = small_gate_spec(spec)
-        run = self._ready(session, spec, set())
-        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        spec, run, after = self._ready(session, spec)
         rep = service.production_report(session=session, spec=spec, run=run, today=after)
         by_key = {c.key: c for c in rep.criteria}
         # The pilot (Mon 2 Nov - Fri 13 Nov 2026) has 10 business days, all on target.
@@ -283,9 +283,7 @@ class TestProductionGate:
         assert rep.passed
 
     def test_a_new_round_with_one_helpful_answer_does_not_pass_the_survey(self, session: Session, spec: EvalSpec) -> None:
-        spec = small_gate_spec(spec)
-        run = self._ready(session, spec, set())  # round "pilot": 4 helpful, 3 not, 1 neutral
-        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        spec, run, after = self._ready(session, spec)  # round "pilot": 4 helpful, 3 not, 1 neutral
         survey_service.open_round(session=session, name="week 3")
         survey_service.record_answer(session=session, agent_id="a1", helpful="yes")
         rep = service.production_report(session=session, spec=spec, run=run, today=after)
@@ -296,11 +294,8 @@ class TestProductionGate:
         assert not rep.passed
 
     def test_nine_business_days_then_a_weekend_fails(self, session: Session, spec: EvalSpec) -> None:
-        spec = small_gate_spec(spec)
         # Monday 2 Nov misses (50% rejected); Tue 3 - Fri 6, weekend, Mon 9 - Fri 13 = 9 business days.
-        bad = {dt.date(2026, 11, 2)}
-        run = self._ready(session, spec, bad)
-        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        spec, run, after = self._ready(session, spec, frozenset({dt.date(2026, 11, 2)}))
         crit = service.production_report(session=session, spec=spec, run=run, today=after).criteria[0]
         assert crit.value == 9 and crit.status == "fail"
         assert crit.evidence[0].label == "Mon 2026-11-02"
