@@ -136,17 +136,19 @@ class TestNoData:
         assert item["state"] == "firing" and item["value"] == pytest.approx(7.0)
 
 
+def _pass_rate_drop(session: Session, fingerprint: str, message: str, **evidence: object) -> None:
+    """A pass-rate-drop regression alert on a run named nightly."""
+    run = make_run(session, make_dataset(session, []), name="nightly")
+    assert run.id is not None
+    session.add(RegressionAlert(run_id=run.id, kind="pass_rate_drop", fingerprint=fingerprint, message=message,
+                                evidence=evidence))
+
+
 class TestRegressionAndHallucination:
     def test_regression_alert_and_confirmed_report_are_sent_once(self, session, spec, client_as) -> None:  # type: ignore[no-untyped-def]
         user = make_user(session, email="u@example.test", roles=["lead"])
-        ds = make_dataset(session, [])
-        run = make_run(session, ds, name="nightly")
-        session.add(
-            RegressionAlert(
-                run_id=run.id, kind="pass_rate_drop", fingerprint="f", message="Pass rate of run nightly is 80.0%, down 10.0 points",
-                evidence={"pass_rate": 0.8, "baseline_pass_rate": 0.9, "drop": 0.1, "threshold": 0.05},
-            )
-        )
+        _pass_rate_drop(session, "f", "Pass rate of run nightly is 80.0%, down 10.0 points",
+                        pass_rate=0.8, baseline_pass_rate=0.9, drop=0.1, threshold=0.05)
         channels.add_channel(session=session, name="lead", kind="file", target="/tmp/unused.jsonl", topics=["regression", "hallucination"])
         load(session, spec, [ev(DAY1, 9, event_id="bad-1", intent="billing_charge", plan="pro")])
         report = metrics_reports.report_hallucination(session=session, event_id="bad-1", note="wrong refund window", reported_by=user.id)
@@ -163,16 +165,9 @@ class TestRegressionAndHallucination:
         assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
 
     def test_sampled_drop_says_its_interval(self, session: Session, spec: EvalSpec) -> None:
-        ds = make_dataset(session, [])
-        run = make_run(session, ds, name="nightly")
-        assert run.id is not None
-        session.add(
-            RegressionAlert(
-                run_id=run.id, kind="pass_rate_drop", fingerprint="f:sample", message="Run nightly against baseline base: ...",
-                evidence={"method": "sample", "difference": -0.072, "low": -0.11, "high": -0.055, "drop": 0.072, "threshold": 0.05,
-                          "interval_text": "pass rate -7.2 points [-11.0, -5.5]"},
-            )
-        )
+        _pass_rate_drop(session, "f:sample", "Run nightly against baseline base: ...", method="sample",
+                        difference=-0.072, low=-0.11, high=-0.055, drop=0.072, threshold=0.05,
+                        interval_text="pass rate -7.2 points [-11.0, -5.5]")
         session.commit()
         (item,) = transitions.regression_items(session=session, spec=spec)
         assert item["value_text"] == "pass rate -7.2 points [-11.0, -5.5]"
