@@ -71,7 +71,6 @@ def test_run_once_evaluates_and_delivers(monkeypatch, db_url, session, spec, tmp
     r = _invoke(monkeypatch, db_url, "channels", "add", "--name", "log", "--kind", "file", "--path", str(log))
     assert r.exit_code == 0, r.output
     load(session, spec, bad_accept_days())
-    session.commit()
     r = _invoke(monkeypatch, db_url, "run-once")
     assert r.exit_code == 0, r.output
     assert "evaluated: 1 new transitions, 1 messages queued" in r.output

@@ -114,8 +114,7 @@ class TestChannelsPage:
 class TestBackgroundWorker:
     def test_serve_lifespan_evaluates_and_delivers(self, db_url, session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
         alerts_channels.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
-        load(session, spec, bad_accept_days())  # stored by a bulk import: no request hook ran
-        session.commit()
+        load(session, spec, bad_accept_days())  # stored (and committed) by a bulk import: no request hook ran
         settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, base_url=BASE_URL,
                             background_jobs=True, alerts_interval_seconds=0.2)
         app = create_app(settings)
@@ -130,7 +129,6 @@ class TestBackgroundWorker:
     def test_without_background_jobs_nothing_is_sent(self, app, db_url, session, spec, receiver, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         alerts_channels.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
         load(session, spec, bad_accept_days())
-        session.commit()
         started: list[object] = []
 
         async def recorded(app_: object) -> None:

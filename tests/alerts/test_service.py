@@ -245,7 +245,6 @@ class TestEvaluatorLease:
         log = tmp_path / "notifications.jsonl"
         channels.add_channel(session=session, name="log", kind="file", target=str(log))
         load(session, spec, bad_accept_days())
-        session.commit()
         script = (
             "import sys, json\n"
             "from webapp.db import make_engine\nfrom webapp.spec import load_spec\n"
