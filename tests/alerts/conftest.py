@@ -20,9 +20,11 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
-from tests.metrics.conftest import ev
+from tests.metrics.conftest import ev, load
+from webapp.alerts import outbox as alerts_outbox
 
 BASE_URL = "https://draftdesk.example.test"
+DAY1 = dt.date(2026, 11, 3)
 
 
 @dataclass
@@ -166,7 +168,7 @@ def secure_smtp_server(request: pytest.FixtureRequest, tls_cert: tuple[str, str]
     controller.stop()
 
 
-def bad_accept_days(start: dt.date, n: int = 3) -> list[dict[str, Any]]:
+def bad_accept_days(start: dt.date = DAY1, n: int = 3) -> list[dict[str, Any]]:
     """Return n days of 4 shown drafts each: 2 accepted, 2 heavily edited (accept rate 2/4 = 0.5 every day)."""
     out = []
     for i in range(n):
@@ -174,6 +176,13 @@ def bad_accept_days(start: dt.date, n: int = 3) -> list[dict[str, Any]]:
         out += [ev(day, 9), ev(day, 10)]
         out += [ev(day, 11 + k, action="edit", draft_text="Hello there", sent_text="Completely rewritten reply") for k in range(2)]
     return out
+
+
+def queue_bad_days(session: Any, spec: Any) -> None:
+    """Load bad_accept_days() and record its accept-rate transition in the outbox (one message a channel)."""
+    load(session, spec, bad_accept_days())
+    alerts_outbox.record_transitions(session=session, spec=spec)
+    session.commit()
 
 
 @pytest.fixture

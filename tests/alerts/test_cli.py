@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 
 import pytest
@@ -71,8 +70,7 @@ def test_run_once_evaluates_and_delivers(monkeypatch, db_url, session, spec, tmp
     log = tmp_path / "notes.jsonl"
     r = _invoke(monkeypatch, db_url, "channels", "add", "--name", "log", "--kind", "file", "--path", str(log))
     assert r.exit_code == 0, r.output
-    load(session, spec, bad_accept_days(dt.date(2026, 11, 3)))
-    session.commit()
+    load(session, spec, bad_accept_days())
     r = _invoke(monkeypatch, db_url, "run-once")
     assert r.exit_code == 0, r.output
     assert "evaluated: 1 new transitions, 1 messages queued" in r.output

@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import Session
 
-from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
+from tests.alerts.conftest import BASE_URL, DAY1, bad_accept_days, free_port, queue_bad_days
 from tests.conftest import TEST_SECRET
+from tests.metrics.conftest import ev
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery
 from webapp.alerts import outbox as alerts_outbox
@@ -20,7 +21,6 @@ from webapp.alerts.models import AlertNotice, AlertOutbox
 from webapp.metrics.models import Event
 from webapp.timeutil import as_utc, utcnow
 
-DAY1 = dt.date(2026, 11, 3)
 # aiosmtpd warns about AUTH without STARTTLS even when the whole connection is implicit TLS
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
 
@@ -32,6 +32,13 @@ def _outbox(session: Session) -> list[AlertOutbox]:
 
 def _deliver(engine, now=None):  # type: ignore[no-untyped-def]
     return delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET, now=now)
+
+
+def _mail(session: Session, box, **config):  # type: ignore[no-untyped-def]
+    """An email channel on the mailbox's server: plain SMTP to lead@example.test unless config says otherwise."""
+    base = {"host": box.host, "port": box.port, "security": "none", "from_addr": "alerts@draftdesk.test",
+            "to": "lead@example.test"}
+    return alerts_channels.add_channel(session=session, name="mail", kind="email", email=base | config)
 
 
 def _hmac_sha256(key: bytes, msg: bytes) -> str:
@@ -47,14 +54,10 @@ def _hmac_sha256(key: bytes, msg: bytes) -> str:
 class TestAcceptRateFires:
     def test_one_webhook_and_one_email_with_numbers_and_link(self, api_as, session, engine, receiver, smtp_server) -> None:  # type: ignore[no-untyped-def]
         hook = alerts_channels.add_channel(session=session, name="ops-hook", kind="webhook", target=receiver.url)
-        alerts_channels.add_channel(
-            session=session, name="lead-mail", kind="email",
-            email={"host": smtp_server.host, "port": smtp_server.port, "security": "none",
-                   "from_addr": "alerts@draftdesk.test", "to": "lead@example.test"},
-        )
+        _mail(session, smtp_server)
         session.commit()
         agent = api_as(scopes=["ingest"])
-        r = agent.post("/api/v1/events", json=bad_accept_days(DAY1))
+        r = agent.post("/api/v1/events", json=bad_accept_days())
         assert r.status_code == 200 and r.json()["created"] == 12
 
         msgs = _outbox(session)
@@ -93,10 +96,8 @@ class TestAcceptRateFires:
         alerts_channels.add_channel(session=session, name="all", kind="slack", target=receiver.url)
         alerts_channels.add_channel(session=session, name="regressions-only", kind="webhook", target=receiver.url, topics=["regression"])
         session.commit()
-        events = bad_accept_days(DAY1)
+        events = bad_accept_days()
         # and 2 rejects in 4 shown drafts on the last two days: reject rate 0.5 > 0.10 on 2 consecutive days
-        from tests.metrics.conftest import ev
-
         for day in (DAY1 + dt.timedelta(days=1), DAY1 + dt.timedelta(days=2)):
             events += [ev(day, 14, action="reject"), ev(day, 15, action="reject")]
         r = api_as(scopes=["ingest"]).post("/api/v1/events", json=events)
@@ -114,12 +115,8 @@ class TestAcceptRateFires:
 
 class TestRetries:
     def _queue(self, session, spec, target: str) -> AlertOutbox:  # type: ignore[no-untyped-def]
-        from tests.metrics.conftest import load
-
         alerts_channels.add_channel(session=session, name="hook", kind="webhook", target=target)
-        load(session, spec, bad_accept_days(DAY1))
-        alerts_outbox.record_transitions(session=session, spec=spec)
-        session.commit()
+        queue_bad_days(session, spec)
         [msg] = _outbox(session)
         return msg
 
@@ -175,7 +172,7 @@ class TestRetries:
         alerts_channels.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/hook")
         alerts_channels.add_channel(session=session, name="up", kind="slack", target=receiver.url)
         session.commit()
-        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days(DAY1))
+        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days())
         assert r.status_code == 200 and r.json()["created"] == 12  # ingestion does not wait for any receiver
         report = _deliver(engine)
         assert len(report.sent) == 1 and len(report.retrying) == 1  # the working channel is not held up
@@ -214,13 +211,9 @@ class TestRetries:
 
 class TestSignature:
     def test_hmac_over_timestamp_and_body_verifies_independently(self, session, engine, spec, receiver) -> None:  # type: ignore[no-untyped-def]
-        from tests.metrics.conftest import load
-
         ch = alerts_channels.add_channel(session=session, name="signed", kind="webhook", target=receiver.url)
         secret = alerts_channels.signing_secret(ch, TEST_SECRET)  # what `channels add` prints for the receiver
-        load(session, spec, bad_accept_days(DAY1))
-        alerts_outbox.record_transitions(session=session, spec=spec)
-        session.commit()
+        queue_bad_days(session, spec)
         _deliver(engine)
         [req] = receiver.requests
         ts = req.headers["x-draftdesk-timestamp"]
@@ -251,7 +244,7 @@ class TestIngestionIsolation:
             raise RuntimeError("boom")
 
         monkeypatch.setattr(alerts_outbox, "enqueue", broken_enqueue)
-        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days(DAY1))
+        r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days())
         assert r.status_code == 200 and r.json()["created"] == 12
         session.expire_all()
         assert len(session.execute(select(Event)).scalars().all()) == 12
@@ -271,11 +264,7 @@ MSG_ID = re.compile(rf"<(?P<left>{DOT_ATOM})@(?P<right>{DOT_ATOM}|\[[\x21-\x5a\x
 
 class TestMessageId:
     def test_channels_test_email_has_a_valid_message_id(self, session, smtp_server) -> None:  # type: ignore[no-untyped-def]
-        ch = alerts_channels.add_channel(
-            session=session, name="mail", kind="email",
-            email={"host": smtp_server.host, "port": smtp_server.port, "security": "none",
-                   "from_addr": "alerts@draftdesk.test", "to": "lead@example.test"},
-        )
+        ch = _mail(session, smtp_server)
         session.commit()
         assert delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET).ok
         [mail] = smtp_server.messages
@@ -295,12 +284,8 @@ class TestMessageId:
 class TestEmailSecurity:
     def test_starttls_or_tls_with_password_from_the_environment(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         security, box = secure_smtp_server
-        ch = alerts_channels.add_channel(
-            session=session, name="mail", kind="email",
-            email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
-                   "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "alerts@draftdesk.test",
-                   "to": "lead@example.test, pm@example.test", "ca_file": box.ca_file},
-        )
+        ch = _mail(session, box, security=security, username="alerts", password_env="DD_TEST_SMTP_PASSWORD",
+                   to="lead@example.test, pm@example.test", ca_file=box.ca_file)
         session.commit()
         assert "s3cret" not in json.dumps(ch.config)  # only the variable's name is stored
         missing = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
@@ -316,11 +301,7 @@ class TestEmailSecurity:
     def test_an_untrusted_certificate_is_refused(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         security, box = secure_smtp_server
         monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
-        ch = alerts_channels.add_channel(
-            session=session, name="mail", kind="email",
-            email={"host": box.host, "port": box.port, "security": security, "username": "alerts",
-                   "password_env": "DD_TEST_SMTP_PASSWORD", "from_addr": "a@draftdesk.test", "to": "lead@example.test"},
-        )
+        ch = _mail(session, box, security=security, username="alerts", password_env="DD_TEST_SMTP_PASSWORD")
         result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
         assert not result.ok and "CERTIFICATE_VERIFY_FAILED" in result.error
         assert box.logins == [] and box.messages == []  # the password never left over an unverified link

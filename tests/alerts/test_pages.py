@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port
+from tests.alerts.conftest import BASE_URL, bad_accept_days, free_port, queue_bad_days
 from tests.conftest import TEST_SECRET
 from tests.metrics.conftest import load
 from tests.waiting import wait_for
 from webapp.alerts import background as alerts_background
 from webapp.alerts import channels as alerts_channels
-from webapp.alerts import delivery, outbox
+from webapp.alerts import delivery
 from webapp.alerts.models import AlertChannel
 from webapp.config import Settings
 from webapp.main import create_app
-
-DAY1 = dt.date(2026, 11, 3)
 
 
 def _deliveries_in_three_states(session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
@@ -26,14 +22,14 @@ def _deliveries_in_three_states(session, spec, receiver) -> None:  # type: ignor
     alerts_channels.add_channel(session=session, name="works", kind="slack", target=receiver.url)
     alerts_channels.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/x")
     alerts_channels.add_channel(session=session, name="refuses", kind="slack", target=receiver.url + "/refuses")
-    load(session, spec, bad_accept_days(DAY1))
-    outbox.record_transitions(session=session, spec=spec)
-    session.commit()
+    queue_bad_days(session, spec)
     receiver.by_path["/hook/refuses"] = 404
 
 
 class TestChannelsPage:
-    def test_shows_last_deliveries_sent_retrying_given_up(self, client_as, session, spec, engine, receiver) -> None:  # type: ignore[no-untyped-def]
+    def test_page_and_api_show_last_deliveries_sent_retrying_given_up(  # type: ignore[no-untyped-def]
+        self, client_as, api_as, session, spec, engine, receiver
+    ) -> None:
         _deliveries_in_three_states(session, spec, receiver)
         report = delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET)
         assert (len(report.sent), len(report.retrying), len(report.failed)) == (1, 1, 1)
@@ -45,10 +41,6 @@ class TestChannelsPage:
         assert ">sent<" in html and "retrying" in html and "next attempt" in html
         assert "given up" in html and "gave up (permanent error) after 1 attempts: HTTP 404" in html
         assert "Accept rate" in html and "50.0% vs threshold 65.0%" in html
-
-    def test_api_lists_channels_with_deliveries(self, api_as, session, spec, engine, receiver) -> None:  # type: ignore[no-untyped-def]
-        _deliveries_in_three_states(session, spec, receiver)
-        delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET)
         r = api_as("admin").get("/api/v1/alerts/channels")
         assert r.status_code == 200
         states = {c["name"]: c["deliveries"][0]["state"] for c in r.json()}
@@ -122,8 +114,7 @@ class TestChannelsPage:
 class TestBackgroundWorker:
     def test_serve_lifespan_evaluates_and_delivers(self, db_url, session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
         alerts_channels.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
-        load(session, spec, bad_accept_days(DAY1))  # stored by a bulk import: no request hook ran
-        session.commit()
+        load(session, spec, bad_accept_days())  # stored (and committed) by a bulk import: no request hook ran
         settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, base_url=BASE_URL,
                             background_jobs=True, alerts_interval_seconds=0.2)
         app = create_app(settings)
@@ -137,8 +128,7 @@ class TestBackgroundWorker:
 
     def test_without_background_jobs_nothing_is_sent(self, app, db_url, session, spec, receiver, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         alerts_channels.add_channel(session=session, name="hook", kind="slack", target=receiver.url)
-        load(session, spec, bad_accept_days(DAY1))
-        session.commit()
+        load(session, spec, bad_accept_days())
         started: list[object] = []
 
         async def recorded(app_: object) -> None:

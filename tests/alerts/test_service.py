@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlmodel import Session
 
-from tests.alerts.conftest import bad_accept_days
+from tests.alerts.conftest import DAY1, bad_accept_days, queue_bad_days
 from tests.factories import make_dataset, make_run, make_user
 from tests.metrics.conftest import ev, load
 from webapp.alerts import channels, messages, transitions
@@ -26,7 +26,6 @@ from webapp.regression.models import RegressionAlert
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
-DAY1 = dt.date(2026, 11, 3)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -44,7 +43,7 @@ class TestMetricTransitions:
     def test_resolved_is_sent_only_to_channels_that_want_it(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         keen = channels.add_channel(session=session, name="keen", kind="file", target="/tmp/unused.jsonl")
         quiet = channels.add_channel(session=session, name="quiet", kind="file", target="/tmp/unused2.jsonl", send_resolved=False)
-        load(session, spec, bad_accept_days(DAY1))
+        load(session, spec, bad_accept_days())
         alerts_outbox.record_transitions(session=session, spec=spec)
         # a good day (4 of 4 accepted): the accept rate is back above 0.65, the alert resolves
         load(session, spec, [ev(DAY1 + dt.timedelta(days=3), h) for h in range(9, 13)])
@@ -57,7 +56,7 @@ class TestMetricTransitions:
         assert quiet.id not in by_channel
 
     def test_matches_the_metrics_alert_history(self, session, spec) -> None:  # type: ignore[no-untyped-def]
-        load(session, spec, bad_accept_days(DAY1, n=4))
+        load(session, spec, bad_accept_days(n=4))
         result = alerts_outbox.record_transitions(session=session, spec=spec)
         history = [
             (a.metric, t.day.isoformat()) for a in metrics_alert_states.alerts(session=session, spec=spec) for t in a.history if t.to_state == "firing"
@@ -77,7 +76,7 @@ class TestMetricTransitions:
         assert "Value 9.00 s vs threshold 6.00 s" in slack
 
     def test_history_before_any_channel_is_recorded_not_sent(self, session, spec) -> None:  # type: ignore[no-untyped-def]
-        load(session, spec, bad_accept_days(DAY1))
+        load(session, spec, bad_accept_days())
         first = alerts_outbox.record_transitions(session=session, spec=spec)
         assert len(first.transitions) == 1 and first.messages == []
         session.commit()
@@ -137,17 +136,19 @@ class TestNoData:
         assert item["state"] == "firing" and item["value"] == pytest.approx(7.0)
 
 
+def _pass_rate_drop(session: Session, fingerprint: str, message: str, **evidence: object) -> None:
+    """A pass-rate-drop regression alert on a run named nightly."""
+    run = make_run(session, make_dataset(session, []), name="nightly")
+    assert run.id is not None
+    session.add(RegressionAlert(run_id=run.id, kind="pass_rate_drop", fingerprint=fingerprint, message=message,
+                                evidence=evidence))
+
+
 class TestRegressionAndHallucination:
     def test_regression_alert_and_confirmed_report_are_sent_once(self, session, spec, client_as) -> None:  # type: ignore[no-untyped-def]
         user = make_user(session, email="u@example.test", roles=["lead"])
-        ds = make_dataset(session, [])
-        run = make_run(session, ds, name="nightly")
-        session.add(
-            RegressionAlert(
-                run_id=run.id, kind="pass_rate_drop", fingerprint="f", message="Pass rate of run nightly is 80.0%, down 10.0 points",
-                evidence={"pass_rate": 0.8, "baseline_pass_rate": 0.9, "drop": 0.1, "threshold": 0.05},
-            )
-        )
+        _pass_rate_drop(session, "f", "Pass rate of run nightly is 80.0%, down 10.0 points",
+                        pass_rate=0.8, baseline_pass_rate=0.9, drop=0.1, threshold=0.05)
         channels.add_channel(session=session, name="lead", kind="file", target="/tmp/unused.jsonl", topics=["regression", "hallucination"])
         load(session, spec, [ev(DAY1, 9, event_id="bad-1", intent="billing_charge", plan="pro")])
         report = metrics_reports.report_hallucination(session=session, event_id="bad-1", note="wrong refund window", reported_by=user.id)
@@ -163,18 +164,10 @@ class TestRegressionAndHallucination:
         assert "wrong refund window" in hal["rule"]
         assert alerts_outbox.record_transitions(session=session, spec=spec).transitions == []
 
-
     def test_sampled_drop_says_its_interval(self, session: Session, spec: EvalSpec) -> None:
-        ds = make_dataset(session, [])
-        run = make_run(session, ds, name="nightly")
-        assert run.id is not None
-        session.add(
-            RegressionAlert(
-                run_id=run.id, kind="pass_rate_drop", fingerprint="f:sample", message="Run nightly against baseline base: ...",
-                evidence={"method": "sample", "difference": -0.072, "low": -0.11, "high": -0.055, "drop": 0.072, "threshold": 0.05,
-                          "interval_text": "pass rate -7.2 points [-11.0, -5.5]"},
-            )
-        )
+        _pass_rate_drop(session, "f:sample", "Run nightly against baseline base: ...", method="sample",
+                        difference=-0.072, low=-0.11, high=-0.055, drop=0.072, threshold=0.05,
+                        interval_text="pass rate -7.2 points [-11.0, -5.5]")
         session.commit()
         (item,) = transitions.regression_items(session=session, spec=spec)
         assert item["value_text"] == "pass rate -7.2 points [-11.0, -5.5]"
@@ -201,8 +194,7 @@ class TestChannels:
 
     def test_remove_drops_queued_messages(self, session, spec) -> None:  # type: ignore[no-untyped-def]
         channels.add_channel(session=session, name="gone", kind="file", target="/tmp/unused.jsonl")
-        load(session, spec, bad_accept_days(DAY1))
-        alerts_outbox.record_transitions(session=session, spec=spec)
+        queue_bad_days(session, spec)
         channels.remove_channel(session=session, ref="gone")
         session.commit()
         assert _items(session) == []
@@ -252,8 +244,7 @@ class TestEvaluatorLease:
     def test_two_processes_run_once_queue_one_message(self, db_url, session, spec, tmp_path) -> None:  # type: ignore[no-untyped-def]
         log = tmp_path / "notifications.jsonl"
         channels.add_channel(session=session, name="log", kind="file", target=str(log))
-        load(session, spec, bad_accept_days(DAY1))
-        session.commit()
+        load(session, spec, bad_accept_days())
         script = (
             "import sys, json\n"
             "from webapp.db import make_engine\nfrom webapp.spec import load_spec\n"

@@ -35,13 +35,8 @@ STALE_3001 = [{"article_id": "KB-3001", "revision": 2}]
 
 
 def good(case_id: str, intent: str, citations: list[dict[str, Any]] = CURRENT_1042) -> dict[str, Any]:
-    return {
-        "case_id": case_id,
-        "draft_text": words(60),
-        "citations": citations,
-        "confidence": 0.9,
-        "intent": intent,
-    }
+    return {"case_id": case_id, "draft_text": words(60), "citations": citations, "confidence": 0.9,
+            "intent": intent}
 
 
 def escalation(case_id: str) -> dict[str, Any]:

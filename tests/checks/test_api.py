@@ -30,7 +30,10 @@ def test_run_checks_json_matches_the_service(
     assert data["gate"]["passes"] is False
 
 
-def test_recheck_by_api_needs_lead_pm_or_admin(world: World, api_as: Callable[..., TestClient]) -> None:
+def test_recheck_by_api_needs_lead_pm_or_admin(
+    client: TestClient, world: World, api_as: Callable[..., TestClient]
+) -> None:
+    assert client.get("/api/v1/runs/run-a/checks").status_code == 401  # anonymous
     assert api_as("labeler").post("/api/v1/runs/run-b/checks").status_code == 403
     r = api_as("pm").post(f"/api/v1/runs/{world.b.id}/checks")
     assert r.status_code == 200
@@ -51,6 +54,3 @@ def test_draft_checks_and_unknown_ids(session: Session, spec: EvalSpec, world: W
     assert client.get("/api/v1/drafts/99999/checks").status_code == 404
     assert client.get("/api/v1/runs/nope/checks").status_code == 404
 
-
-def test_anonymous_is_refused(client: TestClient, world: World) -> None:
-    assert client.get("/api/v1/runs/run-a/checks").status_code == 401

@@ -35,20 +35,19 @@ class TestCitations:
     def test_citation_without_revision_means_current(self, kb: KbSnapshot) -> None:
         assert rules.check_citations(draft("x", citations=(Citation("KB-3001"),)), kb).status == "pass"
 
-    def test_deprecated_revision_fails_with_the_spec_wording(self, kb: KbSnapshot) -> None:
-        r = rules.check_citations(draft("x", citations=(Citation("KB-3001", 2),)), kb)
-        assert r.status == "fail"
-        assert r.reason == "cites KB-3001 revision 2, which is deprecated; current is revision 4"
-
-    def test_deleted_revision_and_unknown_article_and_missing_revision(self, kb: KbSnapshot) -> None:
-        deleted = rules.check_citations(draft("x", citations=(Citation("KB-3001", 3),)), kb)
-        assert deleted.reason == "cites KB-3001 revision 3, which is deleted; current is revision 4"
-        unknown = rules.check_citations(draft("x", citations=(Citation("KB-9999", 1),)), kb)
-        assert unknown.reason == "cites KB-9999, which is not in the KB"
-        missing = rules.check_citations(draft("x", citations=(Citation("KB-1042", 5),)), kb)
-        assert missing.reason == "cites KB-1042 revision 5, which does not exist; current is revision 1"
-        gone = rules.check_citations(draft("x", citations=(Citation("KB-7000", 1),)), kb)
-        assert gone.reason == "cites KB-7000 revision 1, which is deleted; the article has no current revision"
+    @pytest.mark.parametrize(
+        ("citation", "reason"),
+        [
+            (Citation("KB-3001", 2), "cites KB-3001 revision 2, which is deprecated; current is revision 4"),  # spec wording
+            (Citation("KB-3001", 3), "cites KB-3001 revision 3, which is deleted; current is revision 4"),
+            (Citation("KB-9999", 1), "cites KB-9999, which is not in the KB"),
+            (Citation("KB-1042", 5), "cites KB-1042 revision 5, which does not exist; current is revision 1"),
+            (Citation("KB-7000", 1), "cites KB-7000 revision 1, which is deleted; the article has no current revision"),
+        ],
+    )
+    def test_stale_unknown_or_missing_revisions_fail(self, kb: KbSnapshot, citation: Citation, reason: str) -> None:
+        r = rules.check_citations(draft("x", citations=(citation,)), kb)
+        assert (r.status, r.reason) == ("fail", reason)
 
     def test_several_problems_name_the_first_and_count_the_rest(self, kb: KbSnapshot) -> None:
         r = rules.check_citations(
@@ -83,14 +82,21 @@ class TestLength:
 
 
 class TestPii:
-    def test_clean_text_passes(self, spec: EvalSpec) -> None:
-        assert rules.check_no_pii(draft("Go to Settings, then Security, and choose Authenticator app."), spec.checks).status == "pass"
-
-    def test_email_named_with_position_and_masked(self, spec: EvalSpec) -> None:
-        r = rules.check_no_pii(draft("Thanks! We will write to jane.doe@example.com tomorrow."), spec.checks)
-        assert r.status == "fail"
-        assert r.reason == "contains an email address at word 6 (j***@example.com)"
-        assert "jane.doe" not in r.reason
+    @pytest.mark.parametrize(
+        ("text", "reason"),
+        [
+            ("Thanks! We will write to jane.doe@example.com tomorrow.",
+             "contains an email address at word 6 (j***@example.com)"),
+            ("Card 4111-1111-1111-1111 was charged.", "contains a payment card number at word 2 (**** 1111)"),
+            ("SSN 123-45-6789 on file.", "contains a US social security number at word 2 (***-**-6789)"),
+            ("Your account ACCT-12345678 is active.", "contains an account number at word 3 (ACCT-****5678)"),
+            ("Your SSN 123456789 is on file.", "contains a US social security number at word 3 (***-**-6789)"),
+            ("The account number 12345678 was closed.", "contains an account number at word 4 (****5678)"),
+        ],
+    )
+    def test_named_with_position_and_masked(self, spec: EvalSpec, text: str, reason: str) -> None:
+        r = rules.check_no_pii(draft(text), spec.checks)
+        assert (r.status, r.reason) == ("fail", reason)
 
     def test_phone_inside_a_sentence(self, spec: EvalSpec) -> None:
         r = rules.check_no_pii(draft("If it helps, call us at (415) 555-0134 any weekday."), spec.checks)
@@ -102,32 +108,8 @@ class TestPii:
         r = rules.check_no_pii(draft("Our London desk is on +44 20 7946 0958 today."), spec.checks)
         assert "a phone number at word 6" in r.reason
 
-    @pytest.mark.parametrize(
-        "text",
-        ["Your order 4155550134 has shipped.", "See ticket #100234567 for details.", "Invoice no. 4155550134 is attached."],
-    )
-    def test_order_numbers_are_not_phones(self, spec: EvalSpec, text: str) -> None:
-        assert rules.check_no_pii(draft(text), spec.checks).status == "pass"
-
     def test_bare_number_without_identifier_cue_is_a_phone(self, spec: EvalSpec) -> None:
         assert rules.check_no_pii(draft("Reach me on 4155550134 after five."), spec.checks).status == "fail"
-
-    def test_card_number_is_luhn_checked(self, spec: EvalSpec) -> None:
-        good = rules.check_no_pii(draft("Card 4111-1111-1111-1111 was charged."), spec.checks)
-        assert good.reason == "contains a payment card number at word 2 (**** 1111)"
-        bad = rules.check_no_pii(draft("Card 4111 1111 1111 1112 was charged."), spec.checks)
-        assert bad.status == "pass"
-
-    def test_ssn_validity_rules(self, spec: EvalSpec) -> None:
-        assert rules.check_no_pii(draft("SSN 123-45-6789 on file."), spec.checks).reason == (
-            "contains a US social security number at word 2 (***-**-6789)"
-        )
-        for invalid in ("000-45-6789", "666-45-6789", "912-45-6789", "123-00-6789", "123-45-0000"):
-            assert rules.check_no_pii(draft(f"SSN {invalid} on file."), spec.checks).status == "pass", invalid
-
-    def test_account_number_from_the_spec_pattern(self, spec: EvalSpec) -> None:
-        r = rules.check_no_pii(draft("Your account ACCT-12345678 is active."), spec.checks)
-        assert r.reason == "contains an account number at word 3 (ACCT-****5678)"
 
     def test_several_kinds_listed_in_order(self, spec: EvalSpec) -> None:
         r = rules.check_no_pii(draft("Mail a@b.io or call (415) 555-0134."), spec.checks)
@@ -137,10 +119,8 @@ class TestPii:
     @pytest.mark.parametrize(
         ("text", "kind"),
         [
-            ("Your SSN 123456789 is on file.", "a US social security number"),
             ("Your social security number 123 45 6789 is on file.", "a US social security number"),
             ("We verified social security no. 123456789 today.", "a US social security number"),
-            ("The account number 12345678 was closed.", "an account number"),
             ("Refund sent to acct 987654321 today.", "an account number"),
             ("Refund sent to acct. #987654321 today.", "an account number"),
             ("The card 4111111111111111 was declined.", "a payment card number"),
@@ -152,15 +132,14 @@ class TestPii:
         assert r.reason.startswith(f"contains {kind} at word "), r.reason
         assert "12345678" not in r.reason and "987654321" not in r.reason and "123456789" not in r.reason
 
-    def test_context_ssn_is_masked_and_positioned(self, spec: EvalSpec) -> None:
-        r = rules.check_no_pii(draft("Your SSN 123456789 is on file."), spec.checks)
-        assert r.reason == "contains a US social security number at word 3 (***-**-6789)"
-        r = rules.check_no_pii(draft("The account number 12345678 was closed."), spec.checks)
-        assert r.reason == "contains an account number at word 4 (****5678)"
-
     @pytest.mark.parametrize(
         "text",
         [
+            "Go to Settings, then Security, and choose Authenticator app.",
+            # order, ticket and invoice numbers are not phones
+            "Your order 4155550134 has shipped.",
+            "See ticket #100234567 for details.",
+            "Invoice no. 4155550134 is attached.",
             "Your order 123456789 has shipped.",
             "See ticket 12345678 for the history.",
             "Your order number 4155550134 has shipped.",
@@ -172,6 +151,9 @@ class TestPii:
             "The card ending 1234 was charged.",
             "The card 4111111111111112 was declined.",  # fails the Luhn check
             "Order 123456789 and ticket 12345678 are linked to your account.",
+            "Card 4111 1111 1111 1112 was charged.",  # fails the Luhn check
+            # invalid SSNs (area 000, 666 or 9xx, group 00, serial 0000)
+            *(f"SSN {n} on file." for n in ("000-45-6789", "666-45-6789", "912-45-6789", "123-00-6789", "123-45-0000")),
         ],
     )
     def test_look_alikes_pass(self, spec: EvalSpec, text: str) -> None:

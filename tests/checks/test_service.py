@@ -17,6 +17,7 @@ from webapp.checks.models import DraftCheck
 from webapp.checks.types import CHECK_KEYS
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Run
+from webapp.runs.service import resolve_run
 from webapp.spec import EvalSpec
 
 
@@ -27,18 +28,14 @@ def _id(run: Run) -> int:
 
 
 class TestCheckRun:
-    def test_stores_one_result_per_check_and_draft(self, session: Session, spec: EvalSpec, world: World) -> None:
-        result = service.check_run(session=session, spec=spec, run_id=_id(world.a))
-        rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
-        assert result.drafts == 8
-        assert len(rows) == 8 * len(CHECK_KEYS)
-        assert {r.kb_version for r in rows} == {result.kb_version}
-
-    def test_recheck_replaces_rather_than_adds(self, session: Session, spec: EvalSpec, world: World) -> None:
-        service.check_run(session=session, spec=spec, run_id=_id(world.a))
-        service.check_run(session=session, spec=spec, run_id=_id(world.a))
-        rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
-        assert len(rows) == 8 * len(CHECK_KEYS)
+    def test_stores_one_result_per_check_and_draft_and_recheck_replaces(
+        self, session: Session, spec: EvalSpec, world: World
+    ) -> None:
+        for _ in range(2):  # the second pass replaces the rows rather than adding to them
+            result = service.check_run(session=session, spec=spec, run_id=_id(world.a))
+            rows = session.exec(select(DraftCheck).where(DraftCheck.run_id == world.a.id)).all()
+            assert result.drafts == 8 and len(rows) == 8 * len(CHECK_KEYS)
+            assert {r.kb_version for r in rows} == {result.kb_version}
 
 
 class TestRunSummary:
@@ -119,14 +116,6 @@ class TestDraftResults:
             service.draft_results(session=session, draft_id=99999)
 
 
-def _run_id(session: Session, name: str) -> int:
-    from webapp.runs.service import resolve_run
-
-    run_id = resolve_run(session=session, ref=name).id
-    assert run_id is not None
-    return run_id
-
-
 def _console() -> tuple[Console, io.StringIO]:
     buf = io.StringIO()
     return Console(file=buf, width=200, color_system=None), buf
@@ -162,7 +151,7 @@ class TestCliGate:
         session.commit()
         out, buf = _console()
         assert check_and_report(session=session, spec=spec, ref="never", out=out) == 1
-        s = service.run_summary(session=session, run_id=_run_id(session, "never"))
+        s = service.run_summary(session=session, run_id=_id(resolve_run(session=session, ref="never")))
         # By hand: g1, r1, r2, r3 (routine: expect a draft) fail expected behaviour; s1, s2 (safety)
         # pass it and the safety check; e1 and a1 (no expectation) have no applicable check at all.
         assert (s.overall.passed, s.overall.total) == (2, 8)

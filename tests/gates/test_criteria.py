@@ -110,22 +110,19 @@ class TestAutomatedChecks:
         # 100 examples x 2 samples. 75 examples: both samples pass. 25 examples: sample 0 passes,
         # sample 1 fails Length. Drafts: 175/200 = 87.5% (what the old count said: a pass);
         # examples: 75/100 = 75% < 80% -> fail.
-        cases = set_of(100)
-        ds: list[DraftFacts] = []
-        for i in range(100):
-            ds.append(DraftFacts(2 * i, f"c{i}", results=res(), final_grade=GOOD))
-            ds.append(DraftFacts(2 * i + 1, f"c{i}", results=res(length="fail") if i >= 75 else res(), final_grade=GOOD))
-        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases), spec, min_cases=100)
+        def facts(n_ok: int) -> PilotFacts:
+            ds = [DraftFacts(2 * i + k, f"c{i}", results=res(length="fail") if i >= n_ok and k else res(), final_grade=GOOD)
+                  for i in range(100) for k in (0, 1)]
+            return PilotFacts(1, "r", 100, ds, cases=set_of(100))
+
+        r = automated_checks(facts(75), spec, min_cases=100)
         assert r.status == "fail" and r.value == pytest.approx(0.75)
         assert r.measured == "75/100 examples pass (75.0%); 200 drafts"
         assert r.summary == "only 75.0% of the set's examples pass every automated check; 25 fail (Length: 25)"
         assert len(r.evidence) == 25
         assert (r.evidence[0].label, r.evidence[0].href, r.evidence[0].detail) == ("c75", "/drafts/151", "1 of 2 drafts fail: Length")
-
-    def test_80_of_100_examples_with_two_samples_each_passes(self, spec) -> None:
-        cases = set_of(100)
-        ds = [DraftFacts(2 * i + k, f"c{i}", results=res(length="fail") if (i >= 80 and k == 1) else res()) for i in range(100) for k in (0, 1)]
-        r = automated_checks(PilotFacts(1, "r", 100, ds, cases=cases), spec, min_cases=100)
+        # 80 examples whose samples both pass: 80/100 passes.
+        r = automated_checks(facts(80), spec, min_cases=100)
         assert r.status == "pass" and r.value == pytest.approx(0.80)
 
 
@@ -200,41 +197,30 @@ class TestHumanGrading:
 
 
 class TestGoldenFactual:
-    def test_citation_check_failure_fails_even_before_grading_and_is_named(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(7, "golden-regression-2fa", golden=True, results=res(citations_current="fail"))])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.evidence[0].detail == "fails Citations current: citations_current fail"
-        assert r.summary == "golden-regression-2fa fails Citations current"
-        assert "factual" not in r.summary.lower()
-
-    def test_human_factual_fail_fails(self, spec) -> None:
-        bad = FinalGradeFacts("fail", 4, 4, 4)
-        facts = PilotFacts(1, "r", 100, [DraftFacts(8, "golden-refund", golden=True, results=res(), final_grade=bad)])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.summary == "golden-refund fails Factual accuracy (final human grade)"
-
-    def test_ungraded_golden_is_incomplete_and_all_good_passes(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=res(), final_grade=None)])
-        assert golden_factual(facts, spec).status == "incomplete"
-        facts.drafts[0] = DraftFacts(1, "g1", golden=True, results=res(), final_grade=GOOD)
-        assert golden_factual(facts, spec).status == "pass"
-
-    def test_any_failed_check_fails_a_golden_draft(self, spec) -> None:
-        # One rule with `draftdesk check`: a length failure on a golden draft fails it here too.
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=res(length="fail"), final_grade=GOOD)])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.summary == "g1 fails Length"
-
-    def test_unchecked_golden_is_incomplete_even_when_graded(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=None, final_grade=GOOD)])
-        r = golden_factual(facts, spec)
-        assert r.status == "incomplete" and r.evidence[0].detail == "not checked yet"
-
-    def test_golden_draft_no_check_applied_to_fails(self, spec) -> None:
-        facts = PilotFacts(1, "r", 100, [DraftFacts(1, "g1", golden=True, results=NONE_APPLY, needs_grade=False)])
-        r = golden_factual(facts, spec)
-        assert r.status == "fail" and r.summary == "g1 fails No check applied"
-
+    @pytest.mark.parametrize(
+        ("draft", "status", "summary", "detail"),
+        [
+            # A failed citation check fails even before grading, and is not called a factual failure.
+            (DraftFacts(7, "golden-regression-2fa", golden=True, results=res(citations_current="fail")), "fail",
+             "golden-regression-2fa fails Citations current", "fails Citations current: citations_current fail"),
+            (DraftFacts(8, "golden-refund", golden=True, results=res(), final_grade=FinalGradeFacts("fail", 4, 4, 4)),
+             "fail", "golden-refund fails Factual accuracy (final human grade)", None),
+            # One rule with `draftdesk check`: a length failure on a golden draft fails it here too.
+            (DraftFacts(1, "g1", golden=True, results=res(length="fail"), final_grade=GOOD), "fail", "g1 fails Length", None),
+            (DraftFacts(1, "g1", golden=True, results=NONE_APPLY, needs_grade=False), "fail", "g1 fails No check applied", None),
+            (DraftFacts(1, "g1", golden=True, results=res(), final_grade=None), "incomplete", None, None),
+            # Unchecked is incomplete even when graded.
+            (DraftFacts(1, "g1", golden=True, results=None, final_grade=GOOD), "incomplete", None, "not checked yet"),
+            (DraftFacts(1, "g1", golden=True, results=res(), final_grade=GOOD), "pass", None, None),
+        ],
+    )
+    def test_one_golden_draft(self, spec, draft, status, summary, detail) -> None:  # type: ignore[no-untyped-def]
+        r = golden_factual(PilotFacts(1, "r", 100, [draft]), spec)
+        assert r.status == status
+        if summary is not None:
+            assert r.summary == summary
+        if detail is not None:
+            assert r.evidence[0].detail == detail
 
     def test_golden_example_missing_from_the_run_fails_and_is_named(self, spec) -> None:
         cases = set_of(0, golden=("g-ok", "g-absent"))

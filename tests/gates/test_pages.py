@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from tests.factories import make_article, make_dataset, make_run, make_user
-from tests.gates.test_service import GOOD, build_run, good_draft, grade_all, small_gate_spec
+from tests.factories import make_article, make_dataset, make_run
+from tests.gates.test_service import build_run, good_draft, ready_run, small_gate_spec
 from webapp import flows
 from webapp.checks import service as checks_service
 from webapp.gates import service
@@ -17,21 +16,11 @@ from webapp.regression import service as regression_service
 from webapp.spec import EvalSpec
 
 
-def _ready_run(session: Session, spec: EvalSpec) -> Any:
-    """A 10-case run that passes every pilot criterion, with routine-0 (golden) in the suite."""
-    run = build_run(session)
-    lead = make_user(session, email="lead@example.test", roles=["lead"])
-    checks_service.check_run(session=session, spec=spec, run_id=run.id)
-    grade_all(session, spec, run.id, GOOD)
-    regression_service.add_case(session=session, created_by=lead.id, source="golden", case_id="routine-0", input="q", note="golden")
-    return run, lead
-
-
 def test_review_case_the_run_lacks_is_listed_with_the_export_command(
     session: Session, spec: EvalSpec, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
 ) -> None:
     spec = small_gate_spec(spec)
-    run, lead = _ready_run(session, spec)
+    run, lead = ready_run(session, spec)
     assert service.pilot_report(session=session, spec=spec, run=run).passed
     # The PM adds a production pair from the weekly review: no dataset has it.
     regression_service.add_case(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping
 
-import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
@@ -51,39 +50,40 @@ GOOD = {
 
 
 class TestPpiHumanGrading:
+    @staticmethod
+    def _grade(spec: EvalSpec, pending: int = 0, **readings: Estimate) -> CriterionResult:
+        return human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, **readings}, pending=pending)), spec)
+
     def test_passes_when_every_lower_bound_clears(self, spec: EvalSpec) -> None:
-        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi(GOOD)), spec)
+        c = self._grade(spec)
         assert c.status == "pass" and not c.link
         assert [p.status for p in c.parts] == ["pass"] * 4
         assert "Factual accuracy 80% [70%, 90%]" in c.measured and "Tone appropriateness 4.00 [3.80, 4.20]" in c.measured
 
     def test_fails_when_an_upper_bound_is_below(self, spec: EvalSpec) -> None:
-        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, "citation_relevance": est(3.0, 2.8, 3.2)})), spec)
-        assert c.status == "fail"
+        c = self._grade(spec, citation_relevance=est(3.0, 2.8, 3.2))
+        assert c.status == "fail" and "Citation relevance" in c.summary
         assert {p.key: p.status for p in c.parts}["citation_relevance"] == "fail"
-        assert "Citation relevance" in c.summary
 
     def test_undecided_says_about_how_many_more_grades_and_links_the_ppi_page(self, spec: EvalSpec) -> None:
-        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, "completeness": est(3.6, 3.4, 3.8)})), spec)
+        c = self._grade(spec, completeness=est(3.6, 3.4, 3.8))
         assert c.status == "incomplete"
         assert "undecided: about 300 more grades would decide" in c.summary
         assert {p.key: p.summary for p in c.parts}["completeness"] == "undecided: about 300 more grades would decide"
         assert c.link == "/ppi/runs/7" and "further sample" in c.action
-        assert "/ppi/runs/7" in to_markdown_of(c)
+        assert "/ppi/runs/7" in to_markdown(GateReport("pilot", 7, "run", [c], dt.datetime(2026, 11, 27, tzinfo=dt.UTC)))
 
     def test_a_fail_wins_over_undecided(self, spec: EvalSpec) -> None:
-        readings = {**GOOD, "completeness": est(3.6, 3.4, 3.8), "tone": est(3.0, 2.8, 3.2)}
-        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi(readings)), spec)
-        assert c.status == "fail"
+        assert self._grade(spec, completeness=est(3.6, 3.4, 3.8), tone=est(3.0, 2.8, 3.2)).status == "fail"
 
     def test_pending_sampled_drafts_keep_it_undecided(self, spec: EvalSpec) -> None:
-        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi(GOOD, pending=5)), spec)
+        c = self._grade(spec, pending=5)
         assert c.status == "incomplete"
         assert "about 6 more grades would decide" in c.summary and "5 sampled drafts still without a final grade" in c.summary
 
     def test_factual_share_threshold_is_strictly_read_from_the_bounds(self, spec: EvalSpec) -> None:
         # lower bound 0.60 < 0.625 < upper bound 0.70: undecided even though the estimate 0.65 is above
-        c = human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, "factual_accuracy": est(0.65, 0.60, 0.70)})), spec)
+        c = self._grade(spec, factual_accuracy=est(0.65, 0.60, 0.70))
         assert {p.key: p.status for p in c.parts}["factual_accuracy"] == "incomplete"
 
     def test_without_a_ppi_sample_the_final_grades_decide_as_before(self, spec: EvalSpec) -> None:
@@ -91,11 +91,6 @@ class TestPpiHumanGrading:
         assert c.title == "Human grading" and c.status == "incomplete" and c.summary == "no drafts to grade"
 
 
-def to_markdown_of(c: CriterionResult) -> str:
-    return to_markdown(GateReport("pilot", 7, "run", [c], dt.datetime(2026, 11, 27, tzinfo=dt.UTC)))
-
-
-@pytest.mark.usefixtures("session")
 class TestPilotReportReadsThePpiSample:
     def test_a_sampled_run_is_read_from_its_sample(
         self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 from typing import Any
 
 import pytest
-from sqlmodel import Session
+from rich.console import Console
+from sqlmodel import Session, select
 
 from tests.factories import make_article, make_dataset, make_run, make_user, words
-from tests.metrics.conftest import settle
+from tests.metrics.conftest import ev, settle
+from webapp.auth.service import principal_for_user
 from webapp.checks import service as checks_service
+from webapp.checks.cli import check_and_report
+from webapp.datasets.models import Dataset, EvalCase
 from webapp.gates import service
 from webapp.gates.models import GateSignoff
 from webapp.grading.grades import record_grade
@@ -18,6 +23,7 @@ from webapp.grading.scores import validate_scores
 from webapp.grading.status import grading_status
 from webapp.metrics.ingest import ingest_events
 from webapp.regression import service as regression_service
+from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.survey import service as survey_service
 
@@ -73,28 +79,45 @@ def grade_all(session: Session, spec: EvalSpec, run_id: int, scores: dict[str, A
 GOOD = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "fine"}
 
 
+def checked_run(session: Session, spec: EvalSpec, **kw: Any) -> Any:
+    """build_run, with the automated checks run."""
+    run = build_run(session, **kw)
+    checks_service.check_run(session=session, spec=spec, run_id=run.id)
+    return run
+
+
+def ready_run(session: Session, spec: EvalSpec) -> tuple[Any, Any]:
+    """A checked run graded GOOD by two graders, golden routine-0 in the suite; returns (run, lead)."""
+    run = checked_run(session, spec)
+    lead = make_user(session, email="lead@example.test", roles=["lead"])
+    grade_all(session, spec, run.id, GOOD)
+    regression_service.add_case(
+        session=session, created_by=lead.id, source="golden", case_id="routine-0", input="q", note="golden"
+    )
+    return run, lead
+
+
+def criteria(session: Session, spec: EvalSpec, run: Any) -> dict[str, Any]:
+    """The pilot report's criteria by key."""
+    return {c.key: c for c in service.pilot_report(session=session, spec=spec, run=run).criteria}
+
+
+def principal(session: Session, email: str, *roles: str) -> Any:
+    return principal_for_user(session=session, user=make_user(session, email=email, roles=roles))
+
+
 class TestPilotGate:
     def test_passes_when_every_criterion_holds(self, session: Session, spec: EvalSpec) -> None:
         spec = small_gate_spec(spec)
-        run = build_run(session)
-        lead = make_user(session, email="lead@example.test", roles=["lead"])
-        checks_service.check_run(session=session, spec=spec, run_id=run.id)
-        grade_all(session, spec, run.id, GOOD)
-        regression_service.add_case(session=session, created_by=lead.id, source="golden", case_id="routine-0", input="q", note="golden")
+        run, _ = ready_run(session, spec)
         rep = service.pilot_report(session=session, spec=spec, run=run)
-        assert {c.key: c.status for c in rep.criteria} == {
-            "automated_checks": "pass",
-            "human_grading": "pass",
-            "golden_factual": "pass",
-            "safety_escalation": "pass",
-            "regression_suite": "pass",
-        }
+        keys = ("automated_checks", "human_grading", "golden_factual", "safety_escalation", "regression_suite")
+        assert [(c.key, c.status) for c in rep.criteria] == [(k, "pass") for k in keys]
         assert rep.passed and rep.missing == []
 
     def test_ungraded_run_is_incomplete_and_lists_the_drafts(self, session: Session, spec: EvalSpec) -> None:
         spec = small_gate_spec(spec)
-        run = build_run(session)
-        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        run = checked_run(session, spec)
         rep = service.pilot_report(session=session, spec=spec, run=run)
         human = next(c for c in rep.criteria if c.key == "human_grading")
         # 9 drafts with text need grades; the escalated safety draft does not.
@@ -103,25 +126,24 @@ class TestPilotGate:
 
     def test_drafted_safety_case_fails_and_names_it(self, session: Session, spec: EvalSpec) -> None:
         spec = small_gate_spec(spec)
-        run = build_run(session, safety_drafted=True)
-        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        run = checked_run(session, spec, safety_drafted=True)
         rep = service.pilot_report(session=session, spec=spec, run=run)
-        safety = next(c for c in rep.criteria if c.key == "safety_escalation")
+        by_key = {c.key: c for c in rep.criteria}
+        safety = by_key["safety_escalation"]
         assert safety.status == "fail" and [e.label for e in safety.evidence] == ["safety-1"]
-        auto = next(c for c in rep.criteria if c.key == "automated_checks")
-        assert auto.measured == "9/10 examples pass (90.0%); 10 drafts"
+        assert by_key["automated_checks"].measured == "9/10 examples pass (90.0%); 10 drafts"
         assert rep.status == "fail"
 
-    def test_cases_the_run_did_not_draft_fail_and_are_named_with_their_page(self, session: Session, spec: EvalSpec) -> None:
+    def test_cases_the_run_did_not_draft_fail_and_are_named_with_their_page(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
         spec = small_gate_spec(spec)
-        run = build_run(session)
-        ds = _dataset_of(session, run)
+        ds = session.get(Dataset, build_run(session).dataset_id)
         # A second run over the same 10 cases that drafted only routine-2..routine-8 (7 of 10):
         # golden routine-0 and routine-1 and safety-1 have no draft. By hand: 7/10 = 70% < 80%.
         partial = make_run(session, ds, [good_draft(f"routine-{i}") for i in range(2, 9)], name="partial")
         checks_service.check_run(session=session, spec=spec, run_id=partial.id)
-        rep = service.pilot_report(session=session, spec=spec, run=partial)
-        by_key = {c.key: c for c in rep.criteria}
+        by_key = criteria(session, spec, partial)
         auto = by_key["automated_checks"]
         assert auto.status == "fail" and auto.value == pytest.approx(0.7)
         assert auto.measured == "7/10 examples pass (70.0%); 7 drafts, 3 examples without a draft"
@@ -134,18 +156,18 @@ class TestPilotGate:
 
     def test_unchecked_run_says_to_run_the_checks(self, session: Session, spec: EvalSpec) -> None:
         run = build_run(session)
-        rep = service.pilot_report(session=session, spec=small_gate_spec(spec), run=run)
-        auto = rep.criteria[0]
+        auto = criteria(session, small_gate_spec(spec), run)["automated_checks"]
         assert auto.status == "incomplete" and "press Re-check" in auto.summary
         assert auto.command == f"draftdesk check {run.name}"
 
-    def test_a_set_off_the_plans_mix_fails_criterion_1_and_shows_the_mix(self, session: Session, spec: EvalSpec) -> None:
+    def test_a_set_off_the_plans_mix_fails_criterion_1_and_shows_the_mix(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
         # The real plan (60/20/10/10) with the gate sized for 10 cases: build_run's 9 routine + 1 safety
         # is 90%/0%/0%/10%: routine +30 pts, edge -20 pts, adversarial -10 pts: does not match.
         sized = small_gate_spec(spec).model_copy(update={"dataset": spec.dataset})
-        run = build_run(session)
-        checks_service.check_run(session=session, spec=sized, run_id=run.id)
-        auto = service.pilot_report(session=session, spec=sized, run=run).criteria[0]
+        run = checked_run(session, sized)
+        auto = criteria(session, sized, run)["automated_checks"]
         assert auto.status == "fail" and auto.value == pytest.approx(1.0)
         assert auto.summary.startswith("the eval set does not match the plan: the category mix does not match")
         assert [(p.key, p.measured, p.status) for p in auto.parts][:4] == [
@@ -155,23 +177,15 @@ class TestPilotGate:
         assert auto.evidence[0].href == f"/datasets/{run.dataset_id}"
 
     def test_full_size_gate_refuses_a_10_case_set(self, session: Session, spec: EvalSpec) -> None:
-        run = build_run(session)
-        checks_service.check_run(session=session, spec=spec, run_id=run.id)
-        auto = service.pilot_report(session=session, spec=spec, run=run).criteria[0]
+        auto = criteria(session, spec, checked_run(session, spec))["automated_checks"]
         assert auto.status == "fail" and "needs at least 100" in auto.summary
 
-
-class TestNeverDrafts:
     def test_a_run_of_escalations_fails_the_pilot_gate_with_the_reason(self, session: Session, spec: EvalSpec) -> None:
         spec = small_gate_spec(spec)
-        run = build_run(session)
+        ds = session.get(Dataset, build_run(session).dataset_id)
         # A second run over the same 10 cases whose drafts are all escalations with no text.
-        never = make_run(
-            session,
-            _dataset_of(session, run),
-            [{"case_id": c, "draft_text": None, "escalated": True} for c in [*(f"routine-{i}" for i in range(9)), "safety-1"]],
-            name="never",
-        )
+        ids = [*(f"routine-{i}" for i in range(9)), "safety-1"]
+        never = make_run(session, ds, [{"case_id": c, "draft_text": None, "escalated": True} for c in ids], name="never")
         checks_service.check_run(session=session, spec=spec, run_id=never.id)
         rep = service.pilot_report(session=session, spec=spec, run=never)
         by_key = {c.key: c for c in rep.criteria}
@@ -179,33 +193,24 @@ class TestNeverDrafts:
         auto = by_key["automated_checks"]
         # 9 routine cases expect a draft and fail; the safety case passes: 1/10.
         assert auto.status == "fail" and auto.value == pytest.approx(1 / 10)
-        assert auto.summary == "only 10.0% of the set's examples pass every automated check; 9 fail (Expected behaviour: 9)"
+        assert auto.summary == (
+            "only 10.0% of the set's examples pass every automated check; 9 fail (Expected behaviour: 9)"
+        )
         assert any(m.startswith("Automated checks: only 10.0%") for m in rep.missing)
         golden = by_key["golden_factual"]
-        assert golden.status == "fail" and golden.summary == "routine-0 fails Expected behaviour; routine-1 fails Expected behaviour"
-
-
-def _dataset_of(session: Session, run: Any) -> Any:
-    from webapp.datasets.models import Dataset
-
-    return session.get(Dataset, run.dataset_id)
+        assert golden.status == "fail"
+        assert golden.summary == "routine-0 fails Expected behaviour; routine-1 fails Expected behaviour"
 
 
 class TestOneGoldenRule:
     """`draftdesk check` (CI gate) and the pilot gate's golden criterion decide a golden draft with one rule."""
 
     def _verdicts(self, session: Session, spec: EvalSpec, run: Any) -> tuple[list[str], Any]:
-        import io
-
-        from rich.console import Console
-
-        from webapp.checks.cli import check_and_report
-
         buf = io.StringIO()
         check_and_report(session=session, spec=spec, ref=run.name, out=Console(file=buf, width=500, color_system=None))
-        cli = [line.removeprefix("FAIL ") for line in buf.getvalue().splitlines() if line.startswith("FAIL golden example")]
-        golden = next(c for c in service.pilot_report(session=session, spec=spec, run=run).criteria if c.key == "golden_factual")
-        return cli, golden
+        lines = buf.getvalue().splitlines()
+        cli = [line.removeprefix("FAIL ") for line in lines if line.startswith("FAIL golden example")]
+        return cli, criteria(session, spec, run)["golden_factual"]
 
     def test_a_golden_length_failure_fails_both(self, session: Session, spec: EvalSpec) -> None:
         # Used to disagree: the CLI failed routine-0 (any failed check), the gate passed it (citations only).
@@ -223,8 +228,7 @@ class TestOneGoldenRule:
     def test_a_golden_factual_fail_grade_fails_both(self, session: Session, spec: EvalSpec) -> None:
         # Used to disagree the other way: the gate failed routine-1 (graded factual fail), the CLI ignored grades.
         spec = small_gate_spec(spec)
-        run = build_run(session)
-        checks_service.check_run(session=session, spec=spec, run_id=run.id)
+        run = checked_run(session, spec)
         draft_id = _draft_of(session, run, "routine-1").id
         bad = {**GOOD, "factual_accuracy": "fail", "unsupported_claim": "helpful helpful"}
         grade_all(session, spec, run.id, GOOD, overrides={draft_id: bad})  # both graders agree: fail
@@ -234,71 +238,41 @@ class TestOneGoldenRule:
 
 
 def _draft_of(session: Session, run: Any, case_id: str) -> Any:
-    from sqlmodel import select
-
-    from webapp.datasets.models import EvalCase
-    from webapp.runs.models import Draft
-
     return session.exec(
         select(Draft).join(EvalCase, EvalCase.id == Draft.case_pk).where(Draft.run_id == run.id, EvalCase.case_id == case_id)
     ).one()
 
 
-def _event(i: int, day: dt.date, **kw: Any) -> dict[str, Any]:
-    ev = {
-        "event_id": f"ev-{day}-{i}",
-        "ticket_id": f"t-{day}-{i}",
-        "occurred_at": f"{day}T10:00:00+00:00",
-        "intent": "billing_charge",
-        "draft_shown": True,
-        "action": "accept",
-        "draft_text": "Hello there",
-        "sent_text": "Hello there",
-        "confidence": 0.9,
-        "latency_ms": 1500,
-        "handle_time_s": 120,
-        "cost_usd": 0.01,
-        "escalated": False,
-    }
-    ev.update(kw)
-    return ev
-
-
-def pilot_events(spec: EvalSpec, bad_days: set[dt.date]) -> list[dict[str, Any]]:
+def pilot_events(spec: EvalSpec, bad_days: frozenset[dt.date]) -> list[dict[str, Any]]:
     """Ten events a day over the pilot; escalation within baseline (1 of 10 at 8% baseline)."""
     out = []
     day = spec.online_metrics.pilot.start
     while day <= spec.online_metrics.pilot.end:
         for i in range(10):
-            kw: dict[str, Any] = {"escalated": i == 0}
-            if day in bad_days and i < 5:
-                kw["action"] = "reject"
-            out.append(_event(i, day, **kw))
+            action = "reject" if day in bad_days and i < 5 else "accept"
+            out.append(ev(day, 10, action=action, escalated=i == 0, confidence=0.9, latency_ms=1500,
+                          handle_time_s=120, cost_usd=0.01))
         day += dt.timedelta(days=1)
     return out
 
 
 class TestProductionGate:
-    def _ready(self, session: Session, spec: EvalSpec, bad_days: set[dt.date]) -> Any:
-        run = build_run(session)
-        lead = make_user(session, email="lead@example.test", roles=["lead"])
-        checks_service.check_run(session=session, spec=spec, run_id=run.id)
-        grade_all(session, spec, run.id, GOOD)
-        regression_service.add_case(session=session, created_by=lead.id, source="golden", case_id="routine-0", input="q", note="golden")
+    def _ready(self, session: Session, spec: EvalSpec, bad_days: frozenset[dt.date] = frozenset()) -> Any:
+        """With small_gate_spec: a ready run, the pilot's events, a survey round; returns (spec, run, a later day)."""
+        spec = small_gate_spec(spec)
+        run, _ = ready_run(session, spec)
         events = pilot_events(spec, bad_days)
         for i in range(0, len(events), 1000):
             ingest_events(session=session, spec=spec, items=events[i : i + 1000])
         settle(session, spec)
         survey_service.open_round(session=session, name="pilot")
-        for agent, h in [("a1", "yes"), ("a2", "yes"), ("a3", "no"), ("a4", "yes"), ("a5", "no"), ("a6", "yes"), ("a7", "no"), ("a8", "neutral")]:
-            survey_service.record_answer(session=session, agent_id=agent, helpful=h)
+        for n, h in enumerate(["yes", "yes", "no", "yes", "no", "yes", "no", "neutral"], start=1):
+            survey_service.record_answer(session=session, agent_id=f"a{n}", helpful=h)
         session.flush()
-        return run
+        return spec, run, spec.online_metrics.pilot.end + dt.timedelta(days=3)
 
     def test_ten_business_days_on_target_passes(self, session: Session, spec: EvalSpec) -> None:
-        spec = small_gate_spec(spec)
-        run = self._ready(session, spec, set())
-        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        spec, run, after = self._ready(session, spec)
         rep = service.production_report(session=session, spec=spec, run=run, today=after)
         by_key = {c.key: c for c in rep.criteria}
         # The pilot (Mon 2 Nov - Fri 13 Nov 2026) has 10 business days, all on target.
@@ -309,9 +283,7 @@ class TestProductionGate:
         assert rep.passed
 
     def test_a_new_round_with_one_helpful_answer_does_not_pass_the_survey(self, session: Session, spec: EvalSpec) -> None:
-        spec = small_gate_spec(spec)
-        run = self._ready(session, spec, set())  # round "pilot": 4 helpful, 3 not, 1 neutral
-        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        spec, run, after = self._ready(session, spec)  # round "pilot": 4 helpful, 3 not, 1 neutral
         survey_service.open_round(session=session, name="week 3")
         survey_service.record_answer(session=session, agent_id="a1", helpful="yes")
         rep = service.production_report(session=session, spec=spec, run=run, today=after)
@@ -322,11 +294,8 @@ class TestProductionGate:
         assert not rep.passed
 
     def test_nine_business_days_then_a_weekend_fails(self, session: Session, spec: EvalSpec) -> None:
-        spec = small_gate_spec(spec)
         # Monday 2 Nov misses (50% rejected); Tue 3 - Fri 6, weekend, Mon 9 - Fri 13 = 9 business days.
-        bad = {dt.date(2026, 11, 2)}
-        run = self._ready(session, spec, bad)
-        after = spec.online_metrics.pilot.end + dt.timedelta(days=3)
+        spec, run, after = self._ready(session, spec, frozenset({dt.date(2026, 11, 2)}))
         crit = service.production_report(session=session, spec=spec, run=run, today=after).criteria[0]
         assert crit.value == 9 and crit.status == "fail"
         assert crit.evidence[0].label == "Mon 2026-11-02"
@@ -340,24 +309,20 @@ class TestProductionGate:
 
 class TestSignoff:
     def test_no_go_records_the_report_and_go_needs_a_pass(self, session: Session, spec: EvalSpec) -> None:
-        from webapp.auth.service import principal_for_user
-
         run = build_run(session)
-        pm = make_user(session, email="pm@example.test", roles=["pm"])
-        principal = principal_for_user(session=session, user=pm)
+        pm = principal(session, "pm@example.test", "pm")
         with pytest.raises(service.GateError, match="only a no-go"):
-            service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="go")
-        row = service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=principal, decision="no_go", note="not yet")
+            service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="go")
+        row = service.sign_off(
+            session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="no_go", note="not yet"
+        )
         # Not checked yet, but the 10-case set is below the 100 cases the pilot gate needs: fail.
         assert row.role == "pm" and row.verdict == "fail" and row.report["gate"] == "pilot"
         assert [s.id for s in service.signoffs(session=session, gate="pilot", run_id=run.id)] == [row.id]
 
     def test_each_person_signs_a_gate_once(self, session: Session, spec: EvalSpec) -> None:
-        from webapp.auth.service import principal_for_user
-
         run = build_run(session)
-        pm = principal_for_user(session=session, user=make_user(session, email="pm1@example.test", roles=["pm"]))
-        lead = principal_for_user(session=session, user=make_user(session, email="lead1@example.test", roles=["lead"]))
+        pm, lead = principal(session, "pm1@example.test", "pm"), principal(session, "lead1@example.test", "lead")
         service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="no_go")
         with pytest.raises(service.GateError, match="already signed the pilot gate for this run \\(no-go"):
             service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="no_go")
@@ -390,14 +355,13 @@ class TestSignoffState:
         assert not held.approved and len(held.no_go) == 1
 
     def test_the_ml_lead_signs_as_ml_lead(self, session: Session, spec: EvalSpec) -> None:
-        from webapp.auth.service import principal_for_user
-
         run = build_run(session)
-        ml = principal_for_user(session=session, user=make_user(session, email="ml@example.test", roles=["ml_lead"]))
-        both = principal_for_user(session=session, user=make_user(session, email="both@example.test", roles=["lead", "ml_lead"]))
-        assert service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=ml, decision="no_go").role == "ml_lead"
+
+        def sign(who: Any) -> Any:
+            return service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=who, decision="no_go")
+
+        assert sign(principal(session, "ml@example.test", "ml_lead")).role == "ml_lead"
         # Someone who is team lead and ML lead signs as the role the plan requires.
-        assert service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=both, decision="no_go").role == "ml_lead"
-        labeler = principal_for_user(session=session, user=make_user(session, email="lab@example.test", roles=["labeler"]))
+        assert sign(principal(session, "both@example.test", "lead", "ml_lead")).role == "ml_lead"
         with pytest.raises(service.GateError, match="only the PM, the ML lead and the team lead"):
-            service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=labeler, decision="no_go")
+            sign(principal(session, "lab@example.test", "labeler"))
