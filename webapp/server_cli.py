@@ -44,7 +44,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         from webapp.ops.backup import BackupError, backup_before_migrating
         from webapp.ops.logs import logging_config
         from webapp.spec import SpecError
-        from webapp.warmup import warm_up
+        from webapp.warmup import warm
 
         try:
             settings = Settings(background_jobs=background and not separate_jobs, separate_jobs=separate_jobs)
@@ -58,7 +58,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         if taken is not None:
             typer.echo(f"backup before applying migrations: {taken}")
         upgrade(settings.database_url)
-        warm_up(settings.eval_spec)  # templates compiled before the first request, not during it
+        warm(app_)  # routes built, templates compiled before the first request, not during it
         if workers > 1:
             app_.state.engine.dispose()
             # uvicorn's workers build their app from the environment: pass the background choice on

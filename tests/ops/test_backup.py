@@ -100,9 +100,12 @@ def test_libpq_password_in_the_environment_and_default_file_names(tmp_path: Path
 
 
 def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], Any]:
-    """Run `draftdesk serve` with uvicorn replaced; return the ports it would have served and the result."""
+    """Run `draftdesk serve` with uvicorn replaced; return the ports it would have served and the result.
+
+    uvicorn would get the app warmed up (webapp/warmup.py): its link rules are read, its routes built.
+    """
     served: list[int] = []
-    monkeypatch.setattr(serving, "run", lambda app, **kw: served.append(kw["port"]))
+    monkeypatch.setattr(serving, "run", lambda app, **kw: served.append(kw["port"]) if app.state.link_rules else None)
     env = {"DRAFTDESK_DATABASE_URL": url, "DRAFTDESK_SECRET_KEY": TEST_SECRET}
     env["DRAFTDESK_BACKUP_DIR"] = str(backup_dir)
     return served, CliRunner().invoke(cli.app, ["serve", "--port", "8123", "--no-background"], env=env)
