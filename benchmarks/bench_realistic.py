@@ -366,10 +366,13 @@ def check_database(url: str, tally: Tally, places: int) -> dict[str, int]:
 
 
 def _first_error(logged: str) -> str:
-    """Return the log line before the first traceback (what the server was doing)."""
-    lines = logged.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("Traceback"))
-    return lines[at - 1][:160] if at else ""
+    """Return what the first traceback's log record says (JSON lines: its logger and message)."""
+    line = next(line for line in logged.splitlines() if "Traceback" in line)
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line[:160]
+    return f"{record.get('logger')}: {record.get('message')}"[:160]
 
 
 def pct(values: list[float], q: int) -> float:

@@ -3,6 +3,7 @@ labels, word diffs, link checks, htmx fragments and the template warm-up."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,13 +14,16 @@ import yaml
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session
 from typer.testing import CliRunner
 
 from tests.conftest import SPEC_PATH, TEST_SECRET, login
 from webapp.auth.service import Principal
 from webapp.cli import app as cli_app
 from webapp.config import DEFAULT_SECRET_KEY, ConfigError, Settings
-from webapp.db import make_engine
+from webapp.db import begin_write, make_engine
 from webapp.labels import humanize
 from webapp.links import can_open, rule_for
 from webapp.main import create_app
@@ -121,6 +125,38 @@ def test_sqlite_engine_uses_wal_foreign_keys_and_busy_timeout(tmp_path: Path) ->
         assert conn.execute(text("PRAGMA foreign_keys")).scalar() == 1
         assert conn.execute(text("PRAGMA busy_timeout")).scalar() == 30000
     engine.dispose()
+
+
+@pytest.mark.parametrize("immediate", [True, False])
+def test_begin_write_keeps_a_read_then_write_from_failing_on_sqlite(tmp_path: Path, immediate: bool) -> None:
+    """A transaction that read before another connection wrote cannot write after it, unless it began IMMEDIATE."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'w.db'}")
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE t (x INTEGER)"))
+    with Session(engine) as reader:
+        if immediate:
+            begin_write(reader)
+        with reader.begin_nested():  # as the alert outbox reads, then writes (a savepoint opens the transaction)
+            reader.execute(text("SELECT count(*) FROM t")).scalar()
+            other = threading.Thread(target=lambda: _insert(engine, 1))
+            other.start()
+            if not immediate:
+                other.join()  # it has written and committed; with the write lock held it would wait for ours
+            if immediate:
+                reader.execute(text("INSERT INTO t VALUES (2)"))
+            else:
+                with pytest.raises(OperationalError, match="database is locked"):
+                    reader.execute(text("INSERT INTO t VALUES (2)"))
+        reader.commit()
+        other.join()
+    with engine.connect() as conn:
+        assert sorted(conn.execute(text("SELECT x FROM t")).scalars()) == ([1, 2] if immediate else [1])
+    engine.dispose()
+
+
+def _insert(engine: Engine, x: int) -> None:
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO t VALUES (:x)"), {"x": x})
 
 
 class TestUsersAndTokensCli:

@@ -112,6 +112,22 @@ def _end(session: Session, *, commit: bool) -> None:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
+def begin_write(session: Session) -> None:
+    """On SQLite, open the session's transaction with BEGIN IMMEDIATE (the write lock from its first statement).
+
+    A transaction SQLite opened for a read cannot take the write lock once another connection has
+    written since: its first write fails at once with "database is locked", whatever the busy
+    timeout. One that starts with the lock waits for it instead. No-op on PostgreSQL, or when a
+    transaction is already open.
+    """
+    if session.get_bind().dialect.name != "sqlite":
+        return
+    conn = session.connection()
+    dbapi = conn.connection.dbapi_connection
+    if dbapi is not None and not getattr(dbapi, "in_transaction", True):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 @contextmanager
 def session_scope(engine: Engine) -> Iterator[Session]:
     """One transaction for a CLI command or a script: commit on success, roll back on error."""

@@ -16,6 +16,7 @@ for their first pages); `serve` pays it before it listens instead. Tests do not 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -67,10 +68,19 @@ def open_database(app: FastAPI) -> None:
 
 
 def warm(app: FastAPI) -> None:
-    """Do all of it for `app`: what `serve` calls before it listens."""
+    """Do all of it for `app`, then freeze what it made: what `serve` calls before it listens.
+
+    The process then holds ~280,000 objects the garbage collector tracks (modules, routes, models,
+    templates), and each of Python's full collections walked them all: 150 ms during which every
+    request waited (the realistic benchmark's 250 ms batch page with the server 4 ms on every other
+    request around it). `gc.freeze()` moves them to a permanent generation that collections skip
+    (what the Python documentation advises for a server's start-up objects).
+    """
     build_routes(app)
     open_database(app)
     warm_up(app.state.spec)
+    gc.collect()
+    gc.freeze()
 
 
 def create_warm_app() -> FastAPI:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,9 +103,10 @@ def test_libpq_password_in_the_environment_and_default_file_names(tmp_path: Path
 def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], Any]:
     """Run `draftdesk serve` with uvicorn replaced; return the ports it would have served and the result.
 
-    uvicorn would get the app warmed up (webapp/warmup.py): its link rules are read, its routes built.
+    uvicorn would get the app warmed up (webapp/warmup.py): link rules read, routes built, objects frozen.
     """
     served: list[int] = []
+    monkeypatch.setattr(gc, "freeze", lambda: served.append("frozen"))  # not the test process's own objects
     monkeypatch.setattr(serving, "run", lambda app, **kw: served.append(kw["port"]) if app.state.link_rules else None)
     env = {"DRAFTDESK_DATABASE_URL": url, "DRAFTDESK_SECRET_KEY": TEST_SECRET}
     env["DRAFTDESK_BACKUP_DIR"] = str(backup_dir)
@@ -114,7 +116,7 @@ def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
 class TestServeBacksUpBeforeMigrating:
     def _served(self, url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         served, out = _serve(url, backup_dir, monkeypatch)
-        assert out.exit_code == 0 and served == [8123], out.output
+        assert out.exit_code == 0 and served == ["frozen", 8123], out.output
         return out.output
 
     def test_only_when_migrations_are_pending_on_a_database_with_tables(

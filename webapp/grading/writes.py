@@ -19,6 +19,8 @@ from contextlib import contextmanager
 
 from sqlmodel import Session
 
+from webapp.db import begin_write
+
 _ACTIVE = "grading_write_section"
 
 
@@ -33,11 +35,7 @@ def write_section(session: Session) -> Iterator[None]:
         return
     session.info[_ACTIVE] = True
     try:
-        if session.get_bind().dialect.name == "sqlite":
-            conn = session.connection()
-            dbapi = conn.connection.dbapi_connection
-            if dbapi is not None and not getattr(dbapi, "in_transaction", True):
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
+        begin_write(session)
         try:
             yield
         except BaseException:

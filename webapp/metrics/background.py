@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from webapp import flows
-from webapp.db import session_scope
+from webapp.db import begin_write, session_scope
 from webapp.metrics import stale
 from webapp.spec import EvalSpec
 
@@ -33,12 +33,17 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
             if not stale.try_rebuilder_lock(session):
                 return done
             days = stale.rebuild_stale(session=session, spec=spec)
-            if not days and done:
-                # the ingestion requests left the alert evaluation to this pass (flows.after_ingest)
+        if days:
+            done += days
+            continue
+        if done:
+            # the ingestion requests left the alert evaluation to this pass (flows.after_ingest); it
+            # reads, then writes the outbox: on SQLite it holds the write lock from the start, or
+            # the events written meanwhile would refuse its write ("database is locked")
+            with session_scope(engine) as session:
+                begin_write(session)
                 flows.after_metrics_changed(session=session, spec=spec)
-        if not days:
-            return done
-        done += days
+        return done
 
 
 async def run(app: Any) -> None:
