@@ -91,9 +91,12 @@ def pass_rate_difference(*, session: Session, spec: EvalSpec) -> DifferenceLooku
     return lookup
 
 
-def pass_rate_readings(*, session: Session, spec: EvalSpec) -> list[PassRateDifference]:
-    """Return the sampled pass-rate difference of every run with a sample whose baseline has one (the alerts page)."""
-    return ppi_report.baseline_differences(session=session, spec=spec)
+def pass_rate_readings(*, session: Session, spec: EvalSpec, baseline_id: int | None = None) -> list[PassRateDifference]:
+    """Return the sampled pass-rate difference of every run with a sample whose baseline has one (the alerts page).
+
+    With `baseline_id`: only the runs measured against that baseline.
+    """
+    return ppi_report.baseline_differences(session=session, spec=spec, baseline_id=baseline_id)
 
 
 def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
@@ -237,7 +240,7 @@ def after_sample_graded(*, session: Session, spec: EvalSpec, run_id: int) -> lis
         if reading is not None:
             readings.append(reading)
     if run is not None and run.is_baseline:
-        readings += [r for r in pass_rate_readings(session=session, spec=spec) if r.baseline_id == run_id]
+        readings += pass_rate_readings(session=session, spec=spec, baseline_id=run_id)
     for reading in readings:
         alert = regression_service.raise_sampled_drop(session=session, reading=reading)
         if alert is not None:

@@ -344,8 +344,11 @@ def _pass_sample(spec: EvalSpec, stored: StoredSample, keep: np.ndarray) -> Samp
     )
 
 
-def baseline_differences(*, session: Session, spec: EvalSpec) -> list[PassRateDifference]:
-    """Return the sampled pass-rate difference of every run with a sample whose baseline has one, newest run first."""
+def baseline_differences(*, session: Session, spec: EvalSpec, baseline_id: int | None = None) -> list[PassRateDifference]:
+    """Return the sampled pass-rate difference of every run with a sample whose baseline has one, newest run first.
+
+    With `baseline_id`, only the runs measured against that baseline (their differences alone are computed).
+    """
     run_ids = session.exec(
         select(Run.id)
         .where(col(Run.id).in_(select(PpiDraw.run_id).distinct()))
@@ -355,7 +358,7 @@ def baseline_differences(*, session: Session, spec: EvalSpec) -> list[PassRateDi
     for run_id in run_ids:
         assert run_id is not None
         baseline = baseline_for(session=session, run_id=run_id)
-        if baseline is None or baseline.id == run_id:
+        if baseline is None or baseline.id == run_id or (baseline_id is not None and baseline.id != baseline_id):
             continue
         reading = pass_rate_difference(session=session, spec=spec, run_id=run_id, baseline_id=stored_id(baseline.id))
         if reading is not None:
