@@ -5,12 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
-import os
 import secrets
-import sys
-import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,33 +21,6 @@ from webapp.db import stored_id
 from webapp.timeutil import as_utc, utcnow
 
 _hasher = PasswordHasher()
-# Argon2 runs in one thread per process, at a lower CPU priority. Each hash takes ~0.1 s of CPU on
-# 4 lanes (threads, created by the hashing thread and so sharing its priority); ten people signing
-# in within the same seconds (the realistic benchmark's 9 a.m.) otherwise ran 40 hashing threads on
-# 2 cores at the pages' priority, and every page of the people already working waited behind them
-# (the login page's p95 was 0.4 s). Queued and niced, the sign-ins take turns and the pages go
-# first; a flood of sign-in attempts cannot starve the pages either.
-HASHING_NICENESS = 10
-
-
-def _lower_priority() -> None:
-    """Lower the hashing thread's CPU priority (Linux sets it per thread; elsewhere it stays as is)."""
-    if sys.platform.startswith("linux"):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), HASHING_NICENESS)
-
-
-def _hashing_thread() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="argon2", initializer=_lower_priority)
-
-
-def _after_fork_in_child() -> None:
-    """A forked child has no copy of the parent's hashing thread: give it its own."""
-    global _HASHING
-    _HASHING = _hashing_thread()
-
-
-_HASHING = _hashing_thread()
-os.register_at_fork(after_in_child=_after_fork_in_child)
 TOKEN_PREFIX = "dd_"
 
 
@@ -87,14 +56,14 @@ def sha256_hex(value: str) -> str:
 
 
 def hash_password(password: str) -> str:
-    """Hash a password with Argon2id (in the hashing thread, see _HASHING)."""
-    return _HASHING.submit(lambda: _hasher.hash(password)).result()
+    """Hash a password with Argon2id."""
+    return _hasher.hash(password)
 
 
 def verify_password(password_hash: str, password: str) -> bool:
-    """Check a password against its Argon2 hash (in the hashing thread, see _HASHING)."""
+    """Check a password against its Argon2 hash."""
     try:
-        return _HASHING.submit(lambda: _hasher.verify(password_hash, password)).result()
+        return _hasher.verify(password_hash, password)
     except (VerificationError, InvalidHashError):
         return False
 
@@ -173,7 +142,7 @@ def authenticate(*, session: Session, email: str, password: str, ip: str) -> Use
 def _dummy_hash() -> str:
     """Return a hash to check unknown emails against (made on first use: hashing takes ~0.2 s, and
     every command line start would pay it at import)."""
-    return _HASHING.submit(lambda: _hasher.hash("not-a-real-password")).result()
+    return _hasher.hash("not-a-real-password")
 
 
 # --- web sessions -------------------------------------------------------------------------------
