@@ -58,8 +58,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         if taken is not None:
             typer.echo(f"backup before applying migrations: {taken}")
         upgrade(settings.database_url)
-        warm(app_)  # routes built, templates compiled before the first request, not during it
-        if workers > 1:
+        if workers == 1:
+            warm(app_)  # before the first request, not during it (each of N workers warms its own app)
+        else:
             app_.state.engine.dispose()
             # uvicorn's workers build their app from the environment: pass the background choice on
             # (the database lease lets one of them evaluate alerts at a time).

@@ -187,7 +187,7 @@ def dashboard_context(
         "pilot_in_range": pilot[0] <= end and pilot[1] >= start,
         "quality_weeks": quality_weeks,
         "quality_figure": charts.to_json(quality_fig),
-        "quality_target": quality_weeks[0].target if quality_weeks else spec.gates.pilot.human_mean_above,
+        "quality_target": spec.gates.pilot.human_mean_above,  # each week's target (ppi.production.quality_target)
         "quality_firing": [w for w in quality_weeks if w.below_target],
         # the plan's "0 per week" target, over the ISO weeks of the range (the daily alert stays above)
         "hallucination_weeks": weekly.weekly_hallucinations(
