@@ -15,6 +15,7 @@ from webapp.ppi.report import run_report
 from webapp.ppi.service import redraw_from_rows
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
+from webapp.timeutil import as_utc
 
 
 @pytest.fixture
@@ -48,5 +49,9 @@ def test_demo_weeks_and_ppi_run(session: Session, spec: EvalSpec) -> None:
     tone = report.figures["tone"].estimate
     assert tone is not None and tone.low < tone.estimate < tone.high
     assert tone.judge_alone > tone.estimate  # the demo's judge is kinder than its people
-    # Sampled before grading: no individual grade exists on this run.
-    assert session.exec(select(Grade).where(col(Grade.draft_id).in_([d.draft_id for d in draws]))).first() is None
+    # Sampled before grading: the graders graded drawn drafts only, after the draw, two alike per final grade
+    # (the batch page's "grades in" and "final" agree with the PPI page's graded count).
+    grades = session.exec(select(Grade).where(col(Grade.draft_id).in_([d.draft_id for d in draws]))).all()
+    drawn = {d.draft_id for d in draws if d.drawn}
+    assert {g.draft_id for g in grades} <= drawn and len(grades) == 2 * report.graded
+    assert min(as_utc(g.created_at) for g in grades) >= max(as_utc(d.created_at) for d in draws)

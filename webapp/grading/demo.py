@@ -31,7 +31,8 @@ def _claim(text: str, word: str = "refund") -> str:
     return sentences[0] if sentences else text
 
 
-def _scores(spec: EvalSpec, values: dict[str, Any], draft: Draft, rationale: str) -> Scores:
+def demo_scores(spec: EvalSpec, values: dict[str, Any], draft: Draft, rationale: str) -> Scores:
+    """Return a grader's scores of a draft; a factual fail quotes the draft's promise as the unsupported claim."""
     data = {**values, "rationale": rationale}
     if values["factual_accuracy"] == "fail":
         data["unsupported_claim"] = _claim(draft.draft_text or "")
@@ -83,7 +84,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             spec=spec,
             draft_id=_id(draft),
             grader_id=_id(alice),
-            scores=_scores(spec, base, draft, "Checked each claim against the cited articles."),
+            scores=demo_scores(spec, base, draft, "Checked each claim against the cited articles."),
             now=when,
         )
         record_grade(
@@ -91,7 +92,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             spec=spec,
             draft_id=_id(draft),
             grader_id=_id(bob),
-            scores=_scores(spec, other, draft, "Graded against the rubric guidance."),
+            scores=demo_scores(spec, other, draft, "Graded against the rubric guidance."),
             now=when + dt.timedelta(hours=2),
         )
         after_grading(session=session, spec=spec, draft_id=_id(draft))
@@ -107,7 +108,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             spec=spec,
             adjudication_id=_id(adj),
             lead_id=_id(lead),
-            scores=_scores(spec, scores_of(pick), draft, "Adjudicated."),
+            scores=demo_scores(spec, scores_of(pick), draft, "Adjudicated."),
             note="Read both rationales; the KB supports this grade.",
             now=start + dt.timedelta(days=18),
         )

@@ -3,8 +3,9 @@ and three production weeks (prod-2026-W45..W47) for the weekly quality chart on 
 
 Deterministic: the judge's scores, the human grades and the sample's seed all come from ctx.rng.
 The judge is kinder than the people (+0.4 on tone and completeness), so the page shows the bias
-it removes. The human grades are planted as final grades (as if agreed by two graders); a few
-drawn drafts are left ungraded, so the page shows figures as provisional.
+it removes. Two labelers grade each drawn draft alike (through the grading service, so the batch
+pages count their grades and the agreement makes the final grade); a few drawn drafts are left
+ungraded, so the page shows figures as provisional.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Callable, Sequence
 from sqlmodel import Session, col, select
 
 from webapp.demo.context import DemoContext
-from webapp.grading.models import FinalGrade
+from webapp.grading.demo import demo_scores
+from webapp.grading.grades import record_grade
 from webapp.ppi.production import create_week_run, week_of
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores, run_sample
 from webapp.runs.models import Draft, Run
@@ -42,10 +44,13 @@ def plant_judged_sample(
     citation_bias: float,
     budget: float,
     ungraded: int,
+    spec: EvalSpec,
+    graders: tuple[int, int],
     now: dt.datetime | None = None,
 ) -> None:
-    """Give each draft a latent quality, the (kinder) judge's scores of it, draw the sample, and plant the
-    human final grades of the drawn drafts but the first `ungraded` (left waiting: figures provisional)."""
+    """Give each draft a latent quality, the (kinder) judge's scores of it, draw the sample, and have the two
+    graders grade the drawn drafts but the first `ungraded` alike (their agreement is the final grade; the
+    others wait: figures provisional)."""
     qualities: dict[int, float] = {}
     scores = []
     for d in drafts:
@@ -63,19 +68,26 @@ def plant_judged_sample(
     record_judge_scores(session=session, run_id=run_id, judge_version=JUDGE_VERSION, scores=scores)
     draw_sample(session=session, run_id=run_id, budget=budget, judge_version=JUDGE_VERSION, seed=rng.randrange(2**31 - 1), now=now)
     drawn = [s.draft_id for s in run_sample(session=session, run_id=run_id) or [] if s.drawn]
+    by_id = {d.id: d for d in drafts}
     for draft_id in drawn[ungraded:]:
         q = qualities[draft_id]
-        session.add(
-            FinalGrade(
-                draft_id=draft_id,
-                factual_accuracy="pass" if q + rng.gauss(0, 0.6) > 2.6 else "fail",
-                citation_relevance=_clip(q + rng.gauss(0, 0.6)),
-                tone=_clip(q + rng.gauss(0, 0.5)),
-                completeness=_clip(q + rng.gauss(0, 0.6)),
-                source="agreement",
-            )
-        )
+        values = {
+            "factual_accuracy": "pass" if q + rng.gauss(0, 0.6) > 2.6 else "fail",
+            "citation_relevance": int(_clip(q + rng.gauss(0, 0.6))),
+            "tone": int(_clip(q + rng.gauss(0, 0.5))),
+            "completeness": int(_clip(q + rng.gauss(0, 0.6))),
+        }
+        scores = demo_scores(spec, values, by_id[draft_id], "Graded against the rubric guidance.")
+        for grader_id in graders:
+            record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores, now=now)
     session.flush()
+
+
+def _graders(ctx: DemoContext) -> tuple[int, int]:
+    """The two labelers who grade the demo's samples."""
+    a, b = ctx.users["labeler"].id, ctx.users["labeler2"].id
+    assert a is not None and b is not None
+    return a, b
 
 
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
@@ -108,7 +120,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     assert run.id is not None
     plant_judged_sample(
         session=session, rng=rng, run_id=run.id, drafts=drafts, quality=lambda: rng.gauss(3.7, 0.8),
-        citation_bias=0.2, budget=BUDGET, ungraded=LEFT_UNGRADED,
+        citation_bias=0.2, budget=BUDGET, ungraded=LEFT_UNGRADED, spec=spec, graders=_graders(ctx),
     )
     seed_production_weeks(session=session, spec=spec, ctx=ctx)
 
@@ -140,7 +152,7 @@ def seed_production_weeks(*, session: Session, spec: EvalSpec, ctx: DemoContext)
         drafts = session.exec(select(Draft).where(Draft.run_id == run_id).order_by(col(Draft.id))).all()
         plant_judged_sample(
             session=session, rng=rng, run_id=run_id, drafts=drafts, quality=lambda level=level: rng.gauss(level, 0.7),
-            citation_bias=0.3, budget=PRODUCTION_BUDGET, ungraded=ungraded, now=made_at,
+            citation_bias=0.3, budget=PRODUCTION_BUDGET, ungraded=ungraded, spec=spec, graders=_graders(ctx), now=made_at,
         )
         labels.append(week.label)
     return labels
