@@ -12,7 +12,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from webapp.spec import EvalSpec, load_spec
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = PROJECT_ROOT / "data"
+# Read-only files the app serves or loads (templates/, static/, data/*.yaml, the npm packages' JS).
+# A source checkout (./dev, an editable install) reads them where they are in the repository; an
+# installed wheel carries copies in webapp/_bundled, laid out the same way, made by setup.py at build
+# time (docs/deployment.md, "Installing"), since site-packages has no repository around the package.
+BUNDLED_DIR = Path(__file__).resolve().parent / "_bundled"
+INSTALLED = BUNDLED_DIR.is_dir()
+ASSET_ROOT = BUNDLED_DIR if INSTALLED else PROJECT_ROOT
+# Writable files (the default SQLite database, backups, the demo's database): the repository's data/
+# in a checkout; installed, the working directory's data/ (the service's WorkingDirectory), never
+# site-packages.
+DATA_DIR = Path.cwd().resolve() / "data" if INSTALLED else PROJECT_ROOT / "data"
 DEFAULT_SECRET_KEY = "draftdesk-insecure-development-key"
 
 
@@ -35,7 +45,7 @@ class Settings(BaseSettings):
         description="signs CSRF tokens and alert webhooks; **refused** at start-up in production mode "
         "when left at its default (a development key)",
     )
-    spec: Path = Field(default=DATA_DIR / "eval_spec.yaml", description="the evaluation plan (YAML)")
+    spec: Path = Field(default=ASSET_ROOT / "data" / "eval_spec.yaml", description="the evaluation plan (YAML)")
     mode: Literal["production", "demo", "dev"] = Field(
         default="production",
         description="`production` (the default, and `serve`'s) refuses the default secret key; `demo` (set by "
@@ -55,7 +65,7 @@ class Settings(BaseSettings):
     )
     login_window_minutes: int = Field(default=15, description="the window (minutes) of the failed sign-in limit")
     evaluator_prices: Path = Field(
-        default=DATA_DIR / "model_prices.yaml",
+        default=ASSET_ROOT / "data" / "model_prices.yaml",
         description="USD per million tokens per model, for the cost the evaluator reports (a missing file: no cost)",
     )
     base_url: str = Field(

@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from webapp import api_docs, csp, errors, static_assets
-from webapp.config import PROJECT_ROOT, Settings
+from webapp.config import ASSET_ROOT, Settings
 from webapp.db import make_engine
 from webapp.domains import domain_modules
 from webapp.headers import SecurityHeaders
@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_route(api_docs.DOCS_URL, api_reference, include_in_schema=False)
 
     app.include_router(static_assets.router)
-    app.mount("/static", StaticFiles(directory=str(PROJECT_ROOT / "static")), name="static")
+    app.mount("/static", StaticFiles(directory=str(ASSET_ROOT / "static")), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> RedirectResponse:

@@ -19,11 +19,11 @@ from pathlib import Path
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from webapp.config import PROJECT_ROOT
+from webapp.config import ASSET_ROOT
 
 router = APIRouter()
 
-NODE_MODULES = PROJECT_ROOT / "node_modules"
+NODE_MODULES = ASSET_ROOT / "node_modules"
 VENDOR_FILES: dict[str, Path] = {
     "htmx.min.js": NODE_MODULES / "htmx.org" / "dist" / "htmx.min.js",
     "plotly-basic.min.js": NODE_MODULES / "plotly.js-basic-dist-min" / "plotly-basic.min.js",

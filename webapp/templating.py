@@ -11,7 +11,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 
 from webapp import links
-from webapp.config import PROJECT_ROOT
+from webapp.config import ASSET_ROOT
 from webapp.labels import humanize
 from webapp.metrics import units
 from webapp.navigation import current_href, nav_for
@@ -31,7 +31,7 @@ def _context(request: Request) -> dict[str, Any]:
     }
 
 
-templates = Jinja2Templates(directory=str(PROJECT_ROOT / "templates"), context_processors=[_context])
+templates = Jinja2Templates(directory=str(ASSET_ROOT / "templates"), context_processors=[_context])
 # Templates are code: a restart loads edits. Checking every template's file time on every render
 # was about 4% of the grading page's server time.
 templates.env.auto_reload = False
