@@ -379,3 +379,63 @@ class TestInterruptedBackupLeavesNoFileUnderItsName:
         with pytest.raises(BackupError, match=rf"; no backup was written to {final}$"):
             ops_backup.backup(db_url, final)
         assert leftovers(final.parent) == []
+
+
+# --- backups apart from the data ----------------------------------------------------------------
+
+
+def _db_backup(url: str, *, backup_dir: Path, mode: str, output: Path | None = None) -> Any:
+    env = {"DRAFTDESK_DATABASE_URL": url, "DRAFTDESK_MODE": mode, "DRAFTDESK_SECRET_KEY": TEST_SECRET}
+    env["DRAFTDESK_BACKUP_DIR"] = str(backup_dir)
+    args = ["db", "backup", *(["--output", str(output)] if output else [])]
+    return CliRunner().invoke(cli.app, args, env=env)
+
+
+class TestBackupFolderApartFromTheData:
+    @pytest.fixture
+    def data_url(self, tmp_path: Path) -> str:
+        (tmp_path / "data").mkdir()
+        url = f"sqlite:///{tmp_path / 'data' / 'draftdesk.db'}"
+        upgrade(url)
+        return url
+
+    def test_production_refuses_a_folder_inside_the_database_folder(self, data_url: str, tmp_path: Path) -> None:
+        inside = tmp_path / "data" / "backups"
+        out = _db_backup(data_url, backup_dir=inside, mode="production")
+        assert out.exit_code == 2, out.output
+        assert f"backup folder {inside} is inside the database's folder {tmp_path / 'data'}" in " ".join(out.output.split())
+        assert not inside.exists()
+        # --output into the database's own folder: the same.
+        out = _db_backup(data_url, backup_dir=tmp_path / "elsewhere", mode="production", output=tmp_path / "data" / "b.sqlite3")
+        assert out.exit_code == 2 and "inside the database's folder" in out.output, out.output
+        assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["draftdesk.db"]
+
+    def test_production_warns_about_the_same_filesystem_and_backs_up(self, data_url: str, tmp_path: Path) -> None:
+        elsewhere = tmp_path / "elsewhere"
+        out = _db_backup(data_url, backup_dir=elsewhere, mode="production")
+        assert out.exit_code == 0, out.output
+        assert "warning: backup folder" in out.output and "is on the same filesystem as the database" in out.output
+        (written,) = elsewhere.iterdir()
+        assert f"backupwritten:{written}" in "".join(out.output.split())  # rich wraps long paths
+
+    def test_dev_mode_and_postgresql_are_not_checked(self, data_url: str, tmp_path: Path) -> None:
+        inside = tmp_path / "data" / "backups"
+        out = _db_backup(data_url, backup_dir=inside, mode="dev")
+        assert out.exit_code == 0 and "warning" not in out.output, out.output
+        assert len(list(inside.iterdir())) == 1
+        pg = "postgresql+psycopg://u@127.0.0.1/dd"
+        assert ops_backup.check_backup_dir(database_url=pg, backup_dir=tmp_path, mode="production") is None
+
+    def test_another_filesystem_is_quiet(self, data_url: str, tmp_path: Path) -> None:
+        other = Path("/dev/shm")  # tmpfs on Linux: another filesystem than the test's temporary folder
+        assert other.stat().st_dev != tmp_path.stat().st_dev
+        assert ops_backup.check_backup_dir(database_url=data_url, backup_dir=other / "dd-backups", mode="production") is None
+
+    def test_serve_only_warns_since_its_backup_undoes_a_migration(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+        upgrade(url, "0005_grading_queue")
+        served, out = _serve(url, tmp_path / "backups", monkeypatch)
+        assert out.exit_code == 0 and served == ["frozen", 8123], out.output
+        assert "warning: backup folder" in out.output and "inside the database's folder" in out.output
+        (taken,) = (tmp_path / "backups").iterdir()
+        assert f"backup before applying migrations: {taken}" in out.output
