@@ -78,6 +78,7 @@ def test_backup_then_restore_into_a_fresh_database_gives_every_table_equal_never
     path = ops_backup.backup(demo_db_url, tmp_path / "backups" / "one")
     assert path.stat().st_size > 0
     assert [p.name for p in path.parent.iterdir()] == ["one"]  # no temporary file left beside it
+    assert path.stat().st_mode & 0o777 == 0o600  # password hashes inside: the owner's alone
     with pytest.raises(BackupError, match="not empty .* restore into a new, empty database"):
         ops_backup.restore(demo_db_url, path)
     ops_backup.restore(fresh_url, path)

@@ -198,6 +198,7 @@ def backup(database_url: str, output: Path) -> Path:
                 _backup_sqlite(sqlite_path(database_url), temporary)
             else:
                 _backup_postgresql(database_url, temporary)
+            temporary.chmod(0o600)  # every user's password hash is in it, whatever the umask
     except BackupError as exc:
         raise BackupError(f"{exc}; no backup was written to {output}") from None
     except OSError as exc:
