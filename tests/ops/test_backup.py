@@ -103,6 +103,10 @@ def test_backup_and_restore_errors_name_the_file_or_the_missing_pg_dump(
         ops_backup.backup(db_url, tmp_path / "taken")
     with pytest.raises(BackupError, match="nope: no such backup file"):
         ops_backup.restore(db_url, tmp_path / "nope")
+    if PG_URL:  # the PostgreSQL client tools are there: a server that does not answer is named, no traceback
+        with pytest.raises(BackupError, match=r"(?s)^database: cannot read it \(.*\); no backup was written to .*x\.dump$"):
+            ops_backup.backup("postgresql+psycopg://u:secret@127.0.0.1:1/none", tmp_path / "x.dump")
+        assert not (tmp_path / "x.dump").exists()
     monkeypatch.setenv("PATH", str(tmp_path))  # no pg_dump there
     with pytest.raises(BackupError, match="pg_dump not found on PATH: install PostgreSQL's client tools"):
         ops_backup.backup("postgresql+psycopg://u:secret@127.0.0.1:1/none", tmp_path / "x.dump")
