@@ -206,6 +206,8 @@ def backup(database_url: str, output: Path) -> Path:
         raise BackupError(f"{exc}; no backup was written to {output}") from None
     except OSError as exc:
         raise BackupError(f"{output}: cannot write the backup ({exc.strerror or exc}); no backup was written to {output}") from None
+    except sqlite3.Error as exc:
+        raise BackupError(f"database: cannot read it ({exc}); no backup was written to {output}") from None
     return output
 
 
@@ -427,7 +429,10 @@ def restore(database_url: str, source: Path) -> None:
     if is_sqlite_url(database_url):
         # Before table_names, whose connection would create the very -wal/-shm files looked for.
         _refuse_busy_sqlite_target(sqlite_path(database_url))
-    existing = table_names(database_url)
+    try:
+        existing = table_names(database_url)
+    except DBAPIError as exc:
+        raise BackupError(f"database: cannot open it ({str(exc.orig).strip()}); nothing was restored") from None
     if existing:
         raise BackupError(
             f"database: not empty ({len(existing)} tables, e.g. {sorted(existing)[0]}); restore into a new, empty database"
@@ -439,8 +444,8 @@ def restore(database_url: str, source: Path) -> None:
             _restore_postgresql(database_url, source)
     except BackupError as exc:
         raise BackupError(f"{exc}; the database was not changed") from None
-    except OSError as exc:
-        raise BackupError(f"{source}: cannot restore it ({exc.strerror or exc}); the database was not changed") from None
+    except (OSError, sqlite3.Error) as exc:
+        raise BackupError(f"{source}: cannot restore it ({getattr(exc, 'strerror', None) or exc}); the database was not changed") from None
 
 
 def pending_migrations(database_url: str) -> bool:
