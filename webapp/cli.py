@@ -134,13 +134,17 @@ def db_upgrade(revision: str = typer.Argument("head", help="Target revision")) -
 def db_backup(
     output: Path = typer.Option(None, "--output", help="Backup file (default: DRAFTDESK_BACKUP_DIR/draftdesk-<UTC time>.sqlite3|.dump)"),
 ) -> None:
-    """Back up the database: SQLite's online backup, or pg_dump's custom format for PostgreSQL."""
-    from webapp.cli_support import console, fail, load_settings
-    from webapp.ops.backup import BackupError, backup, default_backup_path
+    """Back up the database (SQLite's online backup, or pg_dump's custom format), verified before it takes its name."""
+    from webapp.cli_support import console, err_console, fail, load_settings
+    from webapp.ops.backup import BackupError, backup, check_backup_dir, default_backup_path
 
     settings = load_settings()
+    target = output or default_backup_path(settings.database_url, settings.backup_dir)
     try:
-        path = backup(settings.database_url, output or default_backup_path(settings.database_url, settings.backup_dir))
+        warning = check_backup_dir(database_url=settings.database_url, backup_dir=target.parent, mode=settings.mode)
+        if warning:
+            err_console.print(f"warning: {warning}", highlight=False, markup=False, soft_wrap=True)
+        path = backup(settings.database_url, target)
     except BackupError as exc:
         fail(str(exc))
     console.print(f"backup written: {path}")
@@ -148,7 +152,7 @@ def db_backup(
 
 @db_app.command("restore")
 def db_restore(path: Path = typer.Argument(..., help="A file written by `db backup`")) -> None:
-    """Restore a backup into the configured database, which must be new and empty."""
+    """Restore a verified backup into the configured database, which must be new and empty (all or nothing)."""
     from webapp.cli_support import console, fail, load_settings
     from webapp.ops.backup import BackupError, restore
 

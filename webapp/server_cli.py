@@ -41,7 +41,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         from webapp.config import ConfigError, Settings
         from webapp.main import create_app
         from webapp.migrations_runner import upgrade
-        from webapp.ops.backup import BackupError, backup_before_migrating
+        from webapp.ops.backup import BackupError, backup_before_migrating, check_backup_dir
         from webapp.ops.logs import logging_config
         from webapp.spec import SpecError
         from webapp.warmup import warm
@@ -52,6 +52,11 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         except (ConfigError, SpecError) as exc:
             fail(str(exc))
         try:
+            placement = check_backup_dir(
+                database_url=settings.database_url, backup_dir=settings.backup_dir, mode=settings.mode, strict=False
+            )
+            if placement:
+                typer.echo(f"warning: {placement}", err=True)
             taken = backup_before_migrating(settings.database_url, settings.backup_dir)
         except BackupError as exc:
             fail(f"{exc}; no migration was applied (serve backs up first)", code=1)
