@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import ipaddress
 import logging
 import secrets
 
@@ -69,6 +70,27 @@ def secure_cookies_over_plain_http(request: Request) -> bool:
     if not request.app.state.settings.cookie_secure or request.url.scheme != "http":
         return False
     return request.headers.get("x-forwarded-proto", "").strip().lower() != "https"
+
+
+def _loopback_host(host: str | None) -> bool:
+    """Tell whether a browser treats this host as trustworthy: localhost, 127.0.0.0/8 or ::1."""
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def plain_http_notice_due(request: Request) -> bool:
+    """Tell whether the login page should warn that signing in cannot work here (Secure cookies over HTTP).
+
+    Not on a loopback address: Chromium and Firefox count http://127.0.0.1 and http://localhost as
+    secure and keep Secure cookies there, so a developer's or an SSH tunnel's sign-in works.
+    """
+    return secure_cookies_over_plain_http(request) and not _loopback_host(request.url.hostname)
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from fastapi import FastAPI
@@ -122,7 +122,7 @@ class TestSignOutEverywhere:
 
 
 @pytest.fixture(autouse=True)
-def _no_clock(app: FastAPI):  # type: ignore[no-untyped-def]
+def _no_clock(app: FastAPI) -> Iterator[None]:
     """Leave the app's clock as it was (a test may set app.state.clock)."""
     yield
     if hasattr(app.state, "clock"):

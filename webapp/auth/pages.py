@@ -16,7 +16,7 @@ from webapp.security import (
     SECURE_COOKIES_OVER_HTTP,
     SESSION_COOKIE,
     new_csrf_seed,
-    secure_cookies_over_plain_http,
+    plain_http_notice_due,
 )
 from webapp.templating import render
 
@@ -41,7 +41,7 @@ def _login_context(request: Request, *, next: str | None, email: str, error: str
         "next": _safe_next(next),
         "email": email,
         "error": error,
-        "plain_http_notice": notice if secure_cookies_over_plain_http(request) else None,
+        "plain_http_notice": notice if plain_http_notice_due(request) else None,
     }
 
 
