@@ -48,7 +48,7 @@ from webapp.demo.seed import seed_demo  # noqa: E402
 from webapp.grading.models import Grade  # noqa: E402
 from webapp.migrations_runner import upgrade  # noqa: E402
 from webapp.runs.models import Draft, Run  # noqa: E402
-from webapp.security import CSRF_COOKIE, csrf_token_for  # noqa: E402
+from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for  # noqa: E402
 
 SECRET = "bench-grading-secret-key-0123456789abcdef"
 PASSWORD = "bench-password"
@@ -187,7 +187,7 @@ def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float
 
 
 def _csrf(c: httpx.Client) -> str:
-    return csrf_token_for(SECRET, c.cookies[CSRF_COOKIE])
+    return csrf_token_for(SECRET, c.cookies[CSRF_COOKIE], c.cookies.get(SESSION_COOKIE))
 
 
 def free_port() -> int:

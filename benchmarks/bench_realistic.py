@@ -70,7 +70,7 @@ from webapp.grading.models import Grade  # noqa: E402
 from webapp.metrics.models import Event  # noqa: E402
 from webapp.migrations_runner import upgrade  # noqa: E402
 from webapp.runs.models import Draft, Run  # noqa: E402
-from webapp.security import CSRF_COOKIE, csrf_token_for  # noqa: E402
+from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for  # noqa: E402
 
 SECRET = "bench-realistic-" + "k" * 48
 PASSWORD = "bench-password"
@@ -200,7 +200,7 @@ async def timed(tally: Tally, kind: str, client: httpx.AsyncClient, method: str,
 
 
 def csrf(client: httpx.AsyncClient) -> str:
-    return csrf_token_for(SECRET, client.cookies[CSRF_COOKIE])
+    return csrf_token_for(SECRET, client.cookies[CSRF_COOKIE], client.cookies.get(SESSION_COOKIE))
 
 
 async def sign_in(tally: Tally, client: httpx.AsyncClient, email: str) -> bool:

@@ -27,7 +27,7 @@ from webapp.config import Settings
 from webapp.db import make_engine
 from webapp.main import create_app
 from webapp.models import metadata
-from webapp.security import CSRF_COOKIE, csrf_token_for
+from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
 from webapp.spec import EvalSpec, load_spec
 
 # Cheap Argon2 parameters for the many users tests create (hashes carry their own parameters, so
@@ -260,12 +260,12 @@ def client(app) -> Iterator[TestClient]:  # type: ignore[no-untyped-def]
 def login(client: TestClient, email: str, password: str = DEFAULT_PASSWORD) -> TestClient:
     """Sign the client in through the login form; afterwards it sends the CSRF header on every call."""
     client.get("/login")
-    token = csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE])
+    token = csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE], client.cookies.get(SESSION_COOKIE))
     r = client.post(
         "/login", data={"email": email, "password": password, "csrf_token": token}, follow_redirects=False
     )
     assert r.status_code == 303, r.text
-    client.headers["X-CSRF-Token"] = csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE])
+    client.headers["X-CSRF-Token"] = csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE], client.cookies.get(SESSION_COOKIE))
     return client
 
 
@@ -273,7 +273,7 @@ def csrf_for(client: TestClient) -> str:
     """Return the CSRF token that matches the client's cookie (for form posts)."""
     if CSRF_COOKIE not in client.cookies:
         client.get("/login")
-    return csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE])
+    return csrf_token_for(TEST_SECRET, client.cookies[CSRF_COOKIE], client.cookies.get(SESSION_COOKIE))
 
 
 @pytest.fixture

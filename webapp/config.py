@@ -57,11 +57,23 @@ class Settings(BaseSettings):
         "mode, off in demo and dev; `0` turns it off, e.g. for a trial over plain HTTP (was "
         "`DRAFTDESK_COOKIE_SECURE`, default off)",
     )
-    session_hours: int = Field(default=12, description="hours a sign-in lasts")
+    session_hours: int = Field(default=12, description="hours a sign-in lasts at most")
+    session_idle_minutes: int = Field(
+        default=60,
+        ge=1,
+        description="a sign-in ends after this many minutes without a request (the idle timeout). See "
+        "[Security](security.md)",
+    )
     login_max_failures: int = Field(
         default=5,
-        description="failed sign-ins of one email within the window before its sign-in is refused for a while "
-        "(four times as many from one address)",
+        description="failed sign-ins of one email from one address within the window before that address's "
+        "sign-in to that email is refused for a while (four times as many from one address to any emails)",
+    )
+    login_account_max_failures: int = Field(
+        default=50,
+        ge=1,
+        description="failed sign-ins of one email from all addresses within the window before it is refused from "
+        "every address that has not signed it in before (the per-account ceiling). See [Security](security.md)",
     )
     login_window_minutes: int = Field(default=15, description="the window (minutes) of the failed sign-in limit")
     evaluator_prices: Path = Field(
@@ -86,10 +98,11 @@ class Settings(BaseSettings):
         default=30.0, description="seconds between two background passes of alert evaluation and delivery"
     )
     forwarded_allow_ips: str = Field(
-        default="127.0.0.1",
-        description="the reverse proxy's address(es), comma-separated (or `*`): only from them is "
-        "`X-Forwarded-For` believed, so the sign-in limiter counts each client's own address; the default is "
-        "a proxy on the same host. See [Deployment](deployment.md)",
+        default="",
+        description="the reverse proxy's address(es), comma-separated (or `*`): only from them are "
+        "`X-Forwarded-For` and `X-Forwarded-Proto` believed, so the sign-in limiter counts each client's own "
+        "address. Empty (the default): no proxy is trusted, set it when one runs in front. "
+        "See [Deployment](deployment.md)",
     )
     backup_dir: Path = Field(
         default=DATA_DIR / "backups",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -9,9 +10,9 @@ from fastapi import Depends, HTTPException, Request
 from webapp.auth import service as auth_service
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
+from webapp.security import SESSION_COOKIE
 from webapp.spec import EvalSpec
-
-SESSION_COOKIE = "dd_session"
+from webapp.timeutil import utcnow
 
 
 class NotAuthenticated(HTTPException):
@@ -19,6 +20,12 @@ class NotAuthenticated(HTTPException):
 
     def __init__(self) -> None:
         super().__init__(status_code=401, detail="authentication required", headers={"WWW-Authenticate": "Bearer"})
+
+
+def request_now(request: Request) -> dt.datetime:
+    """Return the time a request is judged at: `app.state.clock()` when a test set one, else the clock."""
+    clock = getattr(request.app.state, "clock", None)
+    return clock() if clock is not None else utcnow()
 
 
 def optional_principal(request: Request, session: SessionDep) -> Principal | None:
@@ -35,7 +42,12 @@ def optional_principal(request: Request, session: SessionDep) -> Principal | Non
     else:
         token = request.cookies.get(SESSION_COOKIE)
         if token:
-            principal = auth_service.principal_from_session_token(session=session, token=token)
+            principal = auth_service.principal_from_session_token(
+                session=session,
+                token=token,
+                idle_minutes=request.app.state.settings.session_idle_minutes,
+                now=request_now(request),
+            )
     request.state.principal = principal
     return principal
 

@@ -6,10 +6,11 @@ more, `--workers N` is passed to uvicorn's own `workers=` (uvicorn starts and re
 gunicorn is not a dependency, so it is not the documented way; uvicorn alone is enough.
 
 Behind a TLS reverse proxy the client's address is in `X-Forwarded-For`: uvicorn's proxy-headers
-support reads it only from the addresses in `forwarded_allow_ips` (DRAFTDESK_FORWARDED_ALLOW_IPS,
-default 127.0.0.1: a proxy on the same host), so the sign-in limiter counts each client's
-failures under its own address instead of one shared bucket for the proxy. A client connecting
-directly cannot forge the header: its address is not in the list.
+support reads it only from the addresses in `forwarded_allow_ips` (DRAFTDESK_FORWARDED_ALLOW_IPS),
+so the sign-in limiter counts each client's failures under its own address instead of one shared
+bucket for the proxy. A client connecting directly cannot forge the header: its address is not in
+the list. The default is empty (issue #33): no proxy is trusted until the operator names it, since
+trusting 127.0.0.1 by default let anything on the host (or a misrouted port) choose its address.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def uvicorn_options(
     options: dict[str, Any] = {
         "host": host,
         "port": port,
-        "proxy_headers": True,
+        # nothing to trust: uvicorn's proxy middleware is left out (an empty list would also trust no one)
+        "proxy_headers": bool(forwarded_allow_ips.strip()),
         "forwarded_allow_ips": forwarded_allow_ips,
         # One JSON line per request comes from webapp.ops.logs.RequestLog, not uvicorn's text access log;
         # log_config (webapp.ops.logs.logging_config) is applied by uvicorn in each worker process.

@@ -64,7 +64,9 @@ def open_database(app: FastAPI) -> None:
     compiles the session lookup: 0.2-0.3 s on PostgreSQL that the first signed-in page paid.
     """
     with Session(app.state.engine) as session:
-        auth_service.principal_from_session_token(session=session, token="warm-up")
+        auth_service.principal_from_session_token(
+            session=session, token="warm-up", idle_minutes=app.state.settings.session_idle_minutes
+        )
 
 
 def warm(app: FastAPI) -> None:

@@ -22,7 +22,7 @@ from tests.waiting import wait_for
 from webapp.db import make_engine
 from webapp.grading.models import Grade
 from webapp.migrations_runner import upgrade
-from webapp.security import CSRF_COOKIE, csrf_token_for
+from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
 
 DRAFTDESK = str(Path(sys.executable).with_name("draftdesk"))
 
@@ -95,7 +95,7 @@ def _sign_in(base: str, email: str, password: str = DEFAULT_PASSWORD) -> tuple[h
 
 
 def _csrf(c: httpx.Client) -> str:
-    return csrf_token_for(TEST_SECRET, c.cookies[CSRF_COOKIE])
+    return csrf_token_for(TEST_SECRET, c.cookies[CSRF_COOKIE], c.cookies.get(SESSION_COOKIE))
 
 
 def _next(c: httpx.Client, run_id: int) -> str:

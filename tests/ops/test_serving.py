@@ -65,23 +65,25 @@ def test_uvicorn_gets_proxy_headers_and_the_allowed_proxies() -> None:
     assert options["forwarded_allow_ips"] == "10.0.0.5"
     assert options["workers"] == 3
     assert "workers" not in uvicorn_options(host="h", port=1, forwarded_allow_ips="127.0.0.1")
-    # by default a proxy on the same host is trusted
-    assert Settings(mode="dev").forwarded_allow_ips == "127.0.0.1"
+    # by default no proxy is trusted (issue #33): uvicorn's proxy-headers middleware is left out
+    assert Settings(mode="dev").forwarded_allow_ips == ""
+    assert uvicorn_options(host="h", port=1, forwarded_allow_ips="")["proxy_headers"] is False
 
 
-@pytest.mark.parametrize(("allowed", "shared"), [("127.0.0.1", False), ("10.9.9.9", True)])
+@pytest.mark.parametrize(("allowed", "shared"), [("127.0.0.1", False), ("10.9.9.9", True), (None, True)])
 def test_clients_behind_an_allowed_proxy_do_not_share_a_sign_in_bucket(
-    db_url: str, allowed: str, shared: bool
+    db_url: str, allowed: str | None, shared: bool
 ) -> None:
     """With login_max_failures=1 an address is blocked after 4 failures (4 x the per-email limit).
 
     The proxy (127.0.0.1 here) is trusted: client A's four failures block A only, and client B's
     first failure is answered 401. When the proxy is not in the allowed list, uvicorn ignores the
-    header and both clients are the proxy's one address: B is blocked by A's failures (429).
+    header and both clients are the proxy's one address: B is blocked by A's failures (429). The
+    default (None here: the setting left alone) trusts no proxy, not even one on the same host.
     """
-    settings = Settings(
-        database_url=db_url, mode="dev", secret_key=TEST_SECRET, login_max_failures=1, forwarded_allow_ips=allowed
-    )
+    settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, login_max_failures=1)
+    if allowed is not None:
+        settings = settings.model_copy(update={"forwarded_allow_ips": allowed})
     with running(settings) as base:
         statuses = [failed_sign_in(base, "203.0.113.1", f"a{i}@example.test") for i in range(4)]
         assert statuses == [401] * 4

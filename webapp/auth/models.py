@@ -45,6 +45,8 @@ class WebSession(SQLModel, table=True):
     user_id: int = Field(foreign_key="app_user.id", index=True, ondelete="CASCADE")
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     expires_at: dt.datetime = Field(sa_type=aware_datetime_type())
+    # the last request seen (to the minute): a session idle for DRAFTDESK_SESSION_IDLE_MINUTES ends
+    last_seen_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     ip: str = Field(default="", max_length=64)
 
 

@@ -1,16 +1,23 @@
-"""Login and logout pages."""
+"""Login and logout pages, and signing out everywhere."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import RedirectResponse, Response
 
 from webapp.auth import service
+from webapp.auth.service import Principal
+from webapp.config import Settings
 from webapp.db import SessionDep
-from webapp.deps import SESSION_COOKIE, optional_principal
-from webapp.security import new_csrf_seed
+from webapp.deps import ANY_ROLE, optional_principal, require_role
+from webapp.security import (
+    SECURE_COOKIES_OVER_HTTP,
+    SESSION_COOKIE,
+    new_csrf_seed,
+    plain_http_notice_due,
+)
 from webapp.templating import render
 
 router = APIRouter()
@@ -23,8 +30,27 @@ def _safe_next(target: str | None) -> str:
 
 
 def client_ip(request: Request) -> str:
-    """Return the caller's address (the proxy is trusted to set the socket peer)."""
+    """Return the caller's address (behind a proxy in DRAFTDESK_FORWARDED_ALLOW_IPS, the client's it reports)."""
     return request.client.host if request.client else "unknown"
+
+
+def _login_context(request: Request, *, next: str | None, email: str, error: str | None) -> dict[str, object]:
+    """What the login page shows; over plain HTTP with Secure cookies, why signing in cannot work."""
+    notice = SECURE_COOKIES_OVER_HTTP[0].upper() + SECURE_COOKIES_OVER_HTTP[1:] + "."
+    return {
+        "next": _safe_next(next),
+        "email": email,
+        "error": error,
+        "plain_http_notice": notice if plain_http_notice_due(request) else None,
+    }
+
+
+def _login_limits(settings: Settings) -> service.LoginLimits:
+    return service.LoginLimits(
+        max_failures=settings.login_max_failures,
+        account_max_failures=settings.login_account_max_failures,
+        window_minutes=settings.login_window_minutes,
+    )
 
 
 @router.get("/login", name="login_page")
@@ -32,7 +58,7 @@ def login_page(request: Request, session: SessionDep, next: str = "/") -> Respon
     """Show the login form (public); a signed-in user goes straight on."""
     if optional_principal(request, session):
         return RedirectResponse(_safe_next(next), status_code=303)
-    return render(request, "auth/login.html", {"next": _safe_next(next), "error": None, "email": ""})
+    return render(request, "auth/login.html", _login_context(request, next=next, email="", error=None))
 
 
 @router.post("/login")
@@ -44,21 +70,18 @@ def login(
     next: Annotated[str, Form()] = "/",
 ) -> Response:
     """Check credentials, open a session, and redirect (public; rate-limited per account and address)."""
-    settings = request.app.state.settings
+    settings: Settings = request.app.state.settings
     ip = client_ip(request)
-    ctx = {"next": _safe_next(next), "email": email}
-    if service.login_blocked(
-        session=session,
-        email=email,
-        ip=ip,
-        max_failures=settings.login_max_failures,
-        window_minutes=settings.login_window_minutes,
-    ):
+    try:
+        user = service.sign_in(
+            session=session, email=email, password=password, ip=ip, limits=_login_limits(settings)
+        )
+    except service.LoginBlocked:
         msg = f"Too many failed sign-ins. Try again in {settings.login_window_minutes} minutes."
-        return render(request, "auth/login.html", {**ctx, "error": msg}, status_code=429)
-    user = service.authenticate(session=session, email=email, password=password, ip=ip)
+        return render(request, "auth/login.html", _login_context(request, next=next, email=email, error=msg), status_code=429)
     if user is None:
-        return render(request, "auth/login.html", {**ctx, "error": "Wrong email or password."}, status_code=401)
+        ctx = _login_context(request, next=next, email=email, error="Wrong email or password.")
+        return render(request, "auth/login.html", ctx, status_code=401)
     token = service.start_session(session=session, user=user, hours=settings.session_hours, ip=ip)
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(
@@ -75,12 +98,27 @@ def login(
     return response
 
 
+def _signed_out(request: Request) -> Response:
+    """Send the browser to the login page without its session cookie, with a fresh CSRF seed."""
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    request.state.csrf_seed = new_csrf_seed()
+    return response
+
+
 @router.post("/logout")
 def logout(request: Request, session: SessionDep) -> Response:
     """End the session (public: signing out needs no role, only the CSRF token)."""
     token = request.cookies.get(SESSION_COOKIE)
     if token:
         service.end_session(session=session, token=token)
-    response = RedirectResponse("/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/")
-    return response
+    return _signed_out(request)
+
+
+@router.post("/logout/everywhere", name="logout_everywhere")
+def logout_everywhere(
+    request: Request, session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))
+) -> Response:
+    """End every session of the signed-in user, in every browser (any role, for themselves only)."""
+    service.end_all_sessions(session=session, user_id=principal.user_id)
+    return _signed_out(request)

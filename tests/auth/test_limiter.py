@@ -1,0 +1,154 @@
+"""The sign-in limiter: race-safe counting, per (account, address), and the per-account ceiling (issue #33)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from tests.conftest import TEST_SECRET
+from tests.factories import DEFAULT_PASSWORD, make_user
+from webapp.auth import service
+from webapp.auth.models import LoginAttempt, User
+from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
+
+PM = "pm@example.test"
+ATTACKER = ("203.0.113.66", 40000)
+PM_DESK = ("198.51.100.7", 40000)
+
+
+@pytest.fixture
+def pm(session: Session) -> User:
+    user = make_user(session, email=PM, roles=["pm"])
+    session.commit()
+    return user
+
+
+@contextmanager
+def client_from(app: FastAPI, address: tuple[str, int]) -> Iterator[TestClient]:
+    """A browser connecting from `address`, with the login page's CSRF cookie."""
+    with TestClient(app, client=address) as c:
+        c.get("/login")
+        yield c
+
+
+def try_password(c: TestClient, password: str, email: str = PM) -> tuple[int, str]:
+    """Post the login form; return the answer's status and text."""
+    token = csrf_token_for(TEST_SECRET, c.cookies[CSRF_COOKIE], c.cookies.get(SESSION_COOKIE))
+    data = {"email": email, "password": password, "csrf_token": token}
+    r = c.post("/login", data=data, follow_redirects=False)
+    return r.status_code, r.text
+
+
+def failed_attempts(session: Session) -> int:
+    query = select(func.count()).select_from(LoginAttempt).where(col(LoginAttempt.success).is_(False))
+    return session.exec(query).one()
+
+
+class TestConcurrentWrongPasswords:
+    def test_twenty_at_once_get_at_most_five_password_checks(
+        self, app: FastAPI, session: Session, pm: User
+    ) -> None:
+        """20 browsers from one address post a wrong password at the same moment: 5 are checked, 15 refused."""
+        barrier = threading.Barrier(20)
+        statuses: list[int] = []
+        lock = threading.Lock()
+
+        def attempt() -> None:
+            with client_from(app, ATTACKER) as c:
+                barrier.wait(timeout=60)
+                status, _ = try_password(c, "wrong-password")
+            with lock:
+                statuses.append(status)
+
+        threads = [threading.Thread(target=attempt) for _ in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        # a 401 is a wrong password that was checked; a 429 one refused before any check
+        assert sorted(statuses) == [401] * 5 + [429] * 15
+        session.expire_all()
+        assert failed_attempts(session) == 5
+
+    def test_service_checks_at_most_five_passwords_among_twenty_sessions(
+        self, engine: Engine, pm: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The same race at the service: each thread its own transaction, counted calls of the real verifier."""
+        checked: list[str] = []
+        real_verify = service.verify_password
+
+        def counting_verify(password_hash: str, password: str) -> bool:
+            checked.append(password)
+            return real_verify(password_hash, password)
+
+        monkeypatch.setattr(service, "verify_password", counting_verify)
+        limits = service.LoginLimits(max_failures=5, account_max_failures=50, window_minutes=15)
+        barrier = threading.Barrier(20)
+        outcomes: list[str] = []
+
+        def attempt() -> None:
+            barrier.wait(timeout=60)
+            with Session(engine) as s:
+                try:
+                    user = service.sign_in(session=s, email=PM, password="wrong", ip="10.1.1.1", limits=limits)
+                    outcomes.append("checked" if user is None else "signed in")
+                except service.LoginBlocked:
+                    outcomes.append("blocked")
+                s.commit()
+
+        threads = [threading.Thread(target=attempt) for _ in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert sorted(outcomes) == ["blocked"] * 15 + ["checked"] * 5
+        assert len(checked) == 5
+
+
+class TestPerAddressLock:
+    def test_an_attacker_locks_out_only_their_own_address(self, app: FastAPI, pm: User) -> None:
+        with client_from(app, ATTACKER) as attacker:
+            assert [try_password(attacker, f"guess-{i}")[0] for i in range(5)] == [401] * 5
+            status, text = try_password(attacker, DEFAULT_PASSWORD)  # even the right password: not checked
+            assert status == 429 and "Too many failed sign-ins" in text
+        with client_from(app, PM_DESK) as desk:
+            status, text = try_password(desk, DEFAULT_PASSWORD)
+            assert status == 303, text
+            assert desk.get("/", follow_redirects=False).status_code == 200
+
+    def test_an_address_trying_many_accounts_meets_its_ceiling(self, app: FastAPI, pm: User) -> None:
+        """Four times the per-account limit, over any accounts, from one address (password spraying)."""
+        with client_from(app, ATTACKER) as attacker:
+            statuses = [try_password(attacker, "Spring2026!", email=f"u{i}@example.test")[0] for i in range(21)]
+        assert statuses == [401] * 20 + [429]
+
+
+class TestPerAccountCeiling:
+    LIMITS = service.LoginLimits(max_failures=2, account_max_failures=4, window_minutes=15)
+
+    def attempt(self, session: Session, ip: str, password: str) -> str:
+        try:
+            user = service.sign_in(session=session, email=PM, password=password, ip=ip, limits=self.LIMITS)
+        except service.LoginBlocked:
+            return "blocked"
+        finally:
+            session.commit()
+        return "wrong" if user is None else "signed in"
+
+    def test_guessing_from_many_addresses_stops_at_the_ceiling_but_not_for_known_addresses(
+        self, session: Session, pm: User
+    ) -> None:
+        assert self.attempt(session, "198.51.100.7", DEFAULT_PASSWORD) == "signed in"  # the PM's desk, known
+        guesses = [self.attempt(session, ip, "guess") for ip in ("10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.2")]
+        assert guesses == ["wrong"] * 4
+        # 4 failures in the window: a new address is refused without a check, even with the right password
+        assert self.attempt(session, "10.0.0.3", DEFAULT_PASSWORD) == "blocked"
+        # the address the PM signed in from before still may
+        assert self.attempt(session, "198.51.100.7", DEFAULT_PASSWORD) == "signed in"
