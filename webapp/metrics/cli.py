@@ -39,6 +39,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         rare_collections,
         read_records,
     )
+    from webapp.metrics.watermark import pruned_before
     from webapp.timeutil import utcnow
 
     if not path.exists():
@@ -60,7 +61,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         task = progress.add_task("importing events", total=_count_records(path))
         loader = Loader(session)
         ids = FirstLines(path)
-        validator = Validator(path, tz=spec.tz, received_at=received)
+        validator = Validator(path, tz=spec.tz, received_at=received, pruned_before=pruned_before(session))
         file_error = ""
         try:
             for batch in read_records(path):
