@@ -137,6 +137,7 @@ class TestRebuildAfterPrune:
         # the routine `draftdesk metrics rebuild`
         out = CliRunner().invoke(cli.app, ["metrics", "rebuild"], env={"DRAFTDESK_DATABASE_URL": db_url})
         assert out.exit_code == 0, out.output
+        assert "days before the retention watermark 2026-11-17 kept as they were" in " ".join(out.output.split())
         assert _figures(session, spec) == EXPECTED
         assert _aggregate_rows(session) == before
         # the service call too, and a day after the watermark is still rebuilt from its events
