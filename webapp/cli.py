@@ -170,19 +170,21 @@ def db_prune() -> None:
     from webapp.cli_support import console, load_settings
     from webapp.db import make_engine
     from webapp.migrations_runner import upgrade
-    from webapp.ops.retention import Retention, prune_database
+    from webapp.ops.retention import Retention, prune_database, retention_line
 
     settings = load_settings()
     upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
     try:
-        report = prune_database(engine, Retention.from_settings(settings))
+        report = prune_database(engine, Retention.from_settings(settings), tz=settings.eval_spec.tz)
     finally:
         engine.dispose()
     console.print(
         f"pruned {report.sessions} expired sessions, {report.login_attempts} sign-in attempts, "
         f"{report.outbox} delivered alert messages, {report.events} events"
+        + (f" in {len(report.event_batches)} batches" if len(report.event_batches) > 1 else "")
     )
+    console.print(retention_line(report.pruned_before))
 
 
 def main() -> None:

@@ -302,7 +302,11 @@ class TestAlerts:
 
 
 class TestReaders:
-    def test_streaks_skip_weekends_holidays_and_empty_days(self, session: Session, spec: EvalSpec) -> None:
+    def test_streaks_skip_weekends_holidays_and_empty_days(
+        self, session: Session, spec: EvalSpec, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # the days run to 2 December: ingest them as of 3 December (events more than a day ahead are refused)
+        monkeypatch.setattr("webapp.metrics.ingest.utcnow", lambda: dt.datetime(2026, 12, 3, 12, tzinfo=dt.UTC))
         def good_day(day: str, bad: bool = False) -> list[dict]:
             # 9 accepted drafts + 1 suppressed escalation: escalation 10% (within 8% +/- 2 points)
             out = [ev(day, action="accept", latency_ms=1000, handle_time_s=100, cost_usd=0.01) for _ in range(9)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
@@ -18,7 +19,7 @@ from webapp.config import Settings
 from webapp.db import stored_id
 from webapp.main import create_app
 from webapp.metrics.models import Event, HallucinationReport
-from webapp.ops.retention import Retention, prune
+from webapp.ops.retention import Retention, prune_database
 from webapp.reviews.models import ReviewItem, ReviewSample
 
 NOW = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
@@ -72,25 +73,27 @@ def remaining(session: Session) -> dict[str, list[str]]:
     }
 
 
-def test_each_rule_deletes_what_it_should_and_nothing_else(session: Session) -> None:
+def test_each_rule_deletes_what_it_should_and_nothing_else(session: Session, engine: Engine) -> None:
     seed(session)
     # By default events are kept forever.
     assert Settings(mode="dev").event_retention_days == 0
-    report = prune(session=session, retention=Retention(), now=NOW)
-    session.commit()
+    report = prune_database(engine, Retention(), now=NOW)
     assert (report.sessions, report.login_attempts, report.outbox, report.events) == (2, 3, 2, 0)
+    assert report.pruned_before is None
     assert len(remaining(session)["events"]) == 5
-    report = prune(session=session, retention=Retention(login_attempt_days=30, outbox_days=30, event_days=10), now=NOW)
-    session.commit()
+    session.rollback()
+    report = prune_database(engine, Retention(login_attempt_days=30, outbox_days=30, event_days=10), now=NOW)
     assert (report.sessions, report.login_attempts, report.outbox, report.events) == (0, 0, 0, 2)
+    assert report.pruned_before == dt.date(2026, 11, 17)  # 10 days before NOW's day (UTC)
     assert remaining(session) == {
         "sessions": ["2"],
         "attempts": ["a3@example.test", "a4@example.test"],
         "outbox": ["k2", "k3", "k4"],
         "events": ["e-new", "e-old-reported", "e-old-reviewed"],
     }
+    session.rollback()
     # A second pass finds nothing more.
-    again = prune(session=session, retention=Retention(event_days=10), now=NOW)
+    again = prune_database(engine, Retention(event_days=10), now=NOW)
     assert (again.sessions, again.login_attempts, again.outbox, again.events) == (0, 0, 0, 0)
 
 
@@ -102,12 +105,18 @@ def test_db_prune_command_uses_the_settings(session: Session, db_url: str) -> No
         for row in session.exec(select(model)):
             if getattr(row, field) is not None:
                 setattr(row, field, getattr(row, field) + shift)
+    for event in session.exec(select(Event)):
+        event.day = event.occurred_at.astimezone(dt.UTC).date()  # the spec's time zone is UTC
     session.commit()
     env = {"DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_EVENT_RETENTION_DAYS": "10", "DRAFTDESK_OUTBOX_RETENTION_DAYS": "40"}
     out = CliRunner().invoke(cli.app, ["db", "prune"], env=env)
     assert out.exit_code == 0, out.output
     # outbox kept 40 days: only the one sent 45 days ago goes.
-    assert "pruned 2 expired sessions, 3 sign-in attempts, 1 delivered alert messages, 2 events" in " ".join(out.output.split())
+    printed = " ".join(out.output.split())
+    assert "pruned 2 expired sessions, 3 sign-in attempts, 1 delivered alert messages, 2 events" in printed
+    # and where the retention watermark stands: 10 days before today
+    cutoff = (dt.datetime.now(dt.UTC) - dt.timedelta(days=10)).date()
+    assert f"retention watermark: pruned_before {cutoff.isoformat()}" in printed
 
 
 def test_the_server_prunes_at_start_up_when_background_jobs_run(session: Session, db_url: str) -> None:

@@ -250,7 +250,11 @@ class TestAlertRule:
     ) -> None:
         assert quality(high - 0.3, high - 0.6, high, pending=pending, sampled=sampled).below_target is fires
 
-    def test_the_alert_goes_through_the_ledger_and_outbox(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
+    def test_the_alert_goes_through_the_ledger_and_outbox(
+        self, session: Session, spec: EvalSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # week 49 runs to 6 December: ingest it as of 7 December (events more than a day ahead are refused)
+        monkeypatch.setattr("webapp.metrics.ingest.utcnow", lambda: dt.datetime(2026, 12, 7, 12, tzinfo=dt.UTC))
         alerts_channels.add_channel(session=session, name="quality", kind="file", target=str(tmp_path / "n.jsonl"), topics=["human_quality"])
         alerts_channels.add_channel(session=session, name="online", kind="file", target=str(tmp_path / "m.jsonl"), topics=["metrics"])
         graded_week(session, spec, LOW)  # 2.5 [1.94, 3.06]: below 3.5

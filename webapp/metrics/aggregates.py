@@ -12,9 +12,11 @@ from sqlalchemy import bindparam, delete, func, select, text
 from sqlmodel import Session, col
 
 from webapp.db import table_of
+from webapp.metrics import watermark
+from webapp.metrics.event_input import WINDOW_START
 from webapp.metrics.models import ALL, NONE, DailyAggregate, Event, StaleDay
 from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc
+from webapp.timeutil import as_utc, utcnow
 
 CALIBRATION_BINS = 10
 SEGMENT_DIMS: tuple[str, ...] = ("intent", "plan", "agent_id")
@@ -25,6 +27,9 @@ ROLLUPS: tuple[tuple[str, ...], ...] = ((), ("intent",), ("plan",), ("agent_id",
 # rebuilds of one day are serialized, so a rebuild that started later (and read more events)
 # writes last, while rebuilds of different days proceed in parallel. Ingestion takes no lock.
 PG_AGGREGATE_LOCK_KEY = 7_305_501
+
+# The first day an event in the sane window can fall on, in any time zone.
+READ_FIRST_DAY = WINDOW_START.date() - dt.timedelta(days=1)
 
 RAW_COLUMNS = (
     "day",
@@ -254,9 +259,13 @@ def rebuild_days(
     `computed` its compute_aggregates(); they are used only when the stored count confirms that
     the frame is all there is, else the events are read back.
     """
-    days = sorted(set(days))
+    asked = set(days)
+    # the retention guard: days before the watermark keep their figures (see watermark.py)
+    days = watermark.days_open_to_rebuild(session, asked)
     if not days:
         return 0
+    if len(days) < len(asked):
+        frame = computed = None  # they hold events of closed days too
     session.flush()
     lock_days(session, days)
     records = None
@@ -297,14 +306,17 @@ def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
         session.execute(e.update().where(e.c.id == bindparam("b_id")).values(day=bindparam("b_day")), chunk)
     # the marks standing for events read here: rebuilt below, whatever their day
     marks = list(session.execute(select(col(StaleDay.id))).scalars())
-    session.execute(delete(table_of(DailyAggregate)))
+    # the retention guard: the figures of days before the watermark stay as they are (watermark.py)
+    floor = watermark.pruned_before(session)
+    daily = table_of(DailyAggregate)
+    session.execute(delete(daily) if floor is None else delete(daily).where(daily.c.day >= floor))
     for chunk in chunks(marks, 1000):
         session.execute(delete(StaleDay).where(col(StaleDay.id).in_(chunk)))
-    bounds = session.execute(select(func.min(e.c.day), func.max(e.c.day))).one()
-    if bounds[0] is None:
-        return 0
-    all_days = [bounds[0] + dt.timedelta(days=i) for i in range((bounds[1] - bounds[0]).days + 1)]
-    return rebuild_days(session=session, spec=spec, days=all_days)
+    # the days with events, not every day between the first and the last (a stray day decades away
+    # would make millions of empty days to lock and read)
+    with_events = select(e.c.day).distinct() if floor is None else select(e.c.day).where(e.c.day >= floor).distinct()
+    days = [_as_date(d) for d in session.execute(with_events).scalars()]
+    return rebuild_days(session=session, spec=spec, days=days)
 
 
 def chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
@@ -313,10 +325,31 @@ def chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield seq[i : i + size]
 
 
+# Readers (the metrics page, the alerts, the alert pass) evaluate from the first day with events to
+# the last: at most this many days back from the last, so that a history of any length stays within
+# daily_metrics' ten-year range.
+READ_HISTORY_DAYS = 3650
+
+
 def event_days(session: Session) -> tuple[dt.date, dt.date] | None:
-    """Return the first and last day with events, or None."""
+    """Return the first and last day with events that readers evaluate, or None.
+
+    Only days in the sane window count (from 2000 to two days after today's UTC date, the furthest
+    a day can be ahead in any time zone when events may be a day ahead) and at most
+    READ_HISTORY_DAYS before the last: a stored row outside it (written before the window was
+    enforced, or by hand) never drags every reader's range out of bounds (issue 33).
+    """
     e = col(Event.day)
+    lowest = READ_FIRST_DAY
+    highest = utcnow().date() + dt.timedelta(days=2)
     # two queries: SQLite answers a lone min() or max() from the index, but not both in one
-    first = session.execute(select(func.min(e))).scalar_one()
-    last = session.execute(select(func.max(e))).scalar_one()
-    return (first, last) if first is not None else None
+    last = session.execute(select(func.max(e)).where(e >= lowest, e <= highest)).scalar_one()
+    if last is None:
+        return None
+    last = _as_date(last)
+    first = session.execute(select(func.min(e)).where(e >= max(lowest, last - dt.timedelta(days=READ_HISTORY_DAYS)))).scalar_one()
+    return _as_date(first), last
+
+
+def _as_date(value: dt.date | str) -> dt.date:
+    return value if isinstance(value, dt.date) else dt.date.fromisoformat(value)

@@ -2,7 +2,8 @@
 
 Validation is pydantic's compiled validator of the API's own model (`EventIn.model_validate_json`
 per JSON line, `TypeAdapter(list[EventIn])` per CSV batch), so the API and the import refuse the
-same records; every bad record is named as `FILE:LINE: field: reason`. Rows go to SQLite
+same records, and the same window (`EventWindow`: before 2000, more than a day ahead, or before the
+retention watermark); every bad record is named as `FILE:LINE: field: reason`. Rows go to SQLite
 through a prepared executemany, to PostgreSQL through psycopg's `cursor.copy()` (`COPY ... FROM
 STDIN`), straight into metric_event until a batch meets a stored event_id, then into a temporary
 staging table followed by `INSERT ... SELECT ... ON CONFLICT (event_id) DO NOTHING`.
@@ -16,7 +17,7 @@ import contextlib
 import csv
 import datetime as dt
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from webapp.metrics.event_input import (
     EVENT_COLUMNS,
     OCCURRED_POS,
     EventIn,
+    EventWindow,
     event_row,
     validation_errors,
 )
@@ -152,16 +154,20 @@ def _validate(path: Path, records: list[tuple[int, Any]]) -> tuple[list[EventIn]
 class Validator:
     """Turn raw record batches into insert rows and aggregation columns (no state: batches may run anywhere)."""
 
-    def __init__(self, path: Path, *, tz: dt.tzinfo, received_at: dt.datetime) -> None:
+    def __init__(
+        self, path: Path, *, tz: dt.tzinfo, received_at: dt.datetime, pruned_before: dt.date | None = None
+    ) -> None:
         self.path = path
         self.tz = tz
         self.received = received_at
+        self.window = EventWindow(now=received_at, tz=tz, pruned_before=pruned_before)
 
     def chunk(self, records: list[tuple[int, Any]], *, keep_rows: bool = True) -> Chunk:
         """Validate one batch; rows and aggregation columns are built only when it and the file so far are clean."""
         events, lines, errors = _validate(self.path, records)
-        out = Chunk(errors=errors, records=len(records), lines=lines)
         values = [ev.__dict__ for ev in events]  # the validated fields, without attribute look-ups
+        errors = self._window_errors(values, lines, errors)
+        out = Chunk(errors=errors, records=len(records), lines=lines)
         out.ids = [v["event_id"] for v in values]
         if errors or not keep_rows:
             return out
@@ -173,6 +179,19 @@ class Validator:
         frame["has_sent"] = [v["sent_text"] is not None for v in values]
         out.frame = frame.reindex(columns=list(RAW_COLUMNS))
         return out
+
+    def _window_errors(self, values: Sequence[Mapping[str, Any]], lines: list[int], errors: list[str]) -> list[str]:
+        """Add an error for each event outside the window to the batch's errors, keeping them in line order."""
+        check = self.window.error
+        refused = []
+        for v, line_no in zip(values, lines, strict=True):
+            fe = check(v["occurred_at"])
+            if fe is not None:
+                refused.append(f"{self.path}:{line_no}: {fe.field}: {fe.reason}")
+        if not refused:
+            return errors
+        prefix = len(str(self.path)) + 1
+        return sorted([*errors, *refused], key=lambda e: int(e[prefix:].split(":", 1)[0]))
 
 
 class FirstLines:

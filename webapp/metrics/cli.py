@@ -39,6 +39,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         rare_collections,
         read_records,
     )
+    from webapp.metrics.watermark import pruned_before
     from webapp.timeutil import utcnow
 
     if not path.exists():
@@ -60,7 +61,7 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         task = progress.add_task("importing events", total=_count_records(path))
         loader = Loader(session)
         ids = FirstLines(path)
-        validator = Validator(path, tz=spec.tz, received_at=received)
+        validator = Validator(path, tz=spec.tz, received_at=received, pruned_before=pruned_before(session))
         file_error = ""
         try:
             for batch in read_records(path):
@@ -142,8 +143,11 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Recompute every event's day and all daily aggregates (after changing the time zone, minor-edit limit or intents)."""
         from webapp.cli_support import cli_session, load_settings
         from webapp.metrics.aggregates import rebuild_all
+        from webapp.metrics.watermark import pruned_before
 
         settings = load_settings()
         with cli_session(settings) as session:
             n = rebuild_all(session=session, spec=settings.eval_spec)
-        typer.echo(f"{n} aggregate rows rebuilt")
+            mark = pruned_before(session)
+        kept = f"; days before the retention watermark {mark} kept as they were (their events were pruned)" if mark else ""
+        typer.echo(f"{n} aggregate rows rebuilt{kept}")

@@ -34,6 +34,12 @@ NUL_REASON = "must not contain the NUL character (\\u0000)"
 # time zone exist (a time within a day of year 1 or 9999 would overflow when converted).
 EARLIEST = dt.datetime(1, 1, 2, tzinfo=dt.UTC)
 LATEST = dt.datetime(9999, 12, 30, tzinfo=dt.UTC)
+# The sane window (issue 33): an event before 2000 or more than a day ahead of the clock is a broken
+# clock or a typo, never a real ticket; one such event used to drag every reader's history back to
+# its day (year 364: 600,000 days, refused by every range check, so / and /metrics answered 422).
+# A day of slack ahead of the server's clock covers clocks that run fast and any time zone.
+WINDOW_START = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+FUTURE_SLACK = dt.timedelta(days=1)
 
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=NO_NUL)]
 Label = Annotated[str | None, Field(default=None, max_length=100, pattern=NO_NUL)]
@@ -98,6 +104,57 @@ def validation_errors(exc: ValidationError, *, skip: int = 0) -> list[FieldError
             field, _, msg = msg[len("Value error, ") :].partition(": ")
         out.append(FieldError(field or "(event)", msg.removeprefix("Value error, ")))
     return out
+
+
+class EventWindow:
+    """The instants an event may occur at: in the sane window, and on a day the retention watermark left open.
+
+    Built once per batch or import (`now` is the time of receipt, `pruned_before` the stored
+    watermark); `error` is two comparisons per event, so it runs in the validation loop of the API
+    and of the import alike. Refusals name the field `occurred_at`, the value and the bound.
+    """
+
+    __slots__ = ("latest", "lowest", "pruned_before", "tz", "watermark_start")
+
+    def __init__(self, *, now: dt.datetime, tz: dt.tzinfo, pruned_before: dt.date | None = None) -> None:
+        self.latest = now + FUTURE_SLACK
+        self.tz = tz
+        self.pruned_before = pruned_before
+        # the first instant of the watermark's day in the spec's time zone: an event is on an earlier
+        # day exactly when it occurred before this instant
+        self.watermark_start = (
+            None if pruned_before is None else dt.datetime.combine(pruned_before, dt.time(0), tzinfo=tz)
+        )
+        self.lowest = WINDOW_START if self.watermark_start is None else max(WINDOW_START, self.watermark_start)
+
+    def error(self, occurred: dt.datetime) -> FieldError | None:
+        """Return why an event that occurred at `occurred` is refused, or None when it is accepted."""
+        if occurred < self.lowest:
+            if occurred < WINDOW_START:
+                return window_error(occurred, now=self.latest - FUTURE_SLACK)
+            day = occurred.astimezone(self.tz).date()
+            return FieldError(
+                "occurred_at",
+                f"{occurred.isoformat()} is on {day}, before the retention watermark {self.pruned_before}: "
+                "the events of earlier days were pruned and their daily figures are final",
+            )
+        if occurred > self.latest:
+            return window_error(occurred, now=self.latest - FUTURE_SLACK)
+        return None
+
+
+def window_error(occurred: dt.datetime, *, now: dt.datetime) -> FieldError | None:
+    """Return why `occurred` is outside the sane window [2000-01-01T00:00Z, now + 1 day], or None."""
+    if occurred < WINDOW_START:
+        return FieldError(
+            "occurred_at", f"{occurred.isoformat()} is before 2000-01-01T00:00:00Z (events are accepted from 2000 on)"
+        )
+    if occurred > now + FUTURE_SLACK:
+        return FieldError(
+            "occurred_at",
+            f"{occurred.isoformat()} is more than one day after the server's time {now.replace(microsecond=0).isoformat()}",
+        )
+    return None
 
 
 def normalized_edit_distance(draft: str, sent: str) -> float:

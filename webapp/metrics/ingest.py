@@ -1,5 +1,8 @@
 """Batch ingestion (POST /api/v1/events and its service call): validate, insert idempotently, mark days stale.
 
+Events outside the sane window (before 2000, more than a day ahead) or dated before the retention
+watermark are refused per event, as invalid with the field `occurred_at` (event_input.EventWindow).
+
 A batch sent as JSON (`ingest_body`) is validated in one call of pydantic's compiled validator on
 the raw bytes (`TypeAdapter(list[EventIn]).validate_json`: parsing and validation in one pass, no
 Python objects for the JSON). Only a batch that fails it takes the slow path, which parses the
@@ -33,11 +36,13 @@ from webapp.metrics.event_input import (
     EVENT_COLUMNS,
     MAX_BATCH,
     EventIn,
+    EventWindow,
     FieldError,
     event_row,
     validation_errors,
 )
 from webapp.metrics.models import Event, StaleDay
+from webapp.metrics.watermark import pruned_before
 from webapp.safe_input import InputLimitError, loads_json
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
@@ -160,14 +165,22 @@ def ingest_events(*, session: Session, spec: EvalSpec, items: Sequence[Any]) -> 
 def _store(
     session: Session, spec: EvalSpec, events: Iterable[tuple[int, EventIn]], results: list[ItemResult | None]
 ) -> list[ItemResult]:
-    """Build the rows of the valid events, store them, and fill in each one's result (created or duplicate)."""
+    """Build the rows of the valid events, store them, and fill in each one's result (created, duplicate, invalid).
+
+    An event outside the sane window or before the retention watermark is invalid (field `occurred_at`).
+    """
     tz = spec.tz
     received = utcnow()
+    window = EventWindow(now=received, tz=tz, pruned_before=pruned_before(session))
     rows: list[tuple[Any, ...]] = []
     seen: set[str] = set()
     for i, ev in events:
         v = ev.__dict__  # the validated fields, without 21 attribute look-ups per event
         event_id = v["event_id"]
+        refused = window.error(v["occurred_at"])
+        if refused is not None:
+            results[i] = ItemResult(i, event_id, "invalid", [refused])
+            continue
         if event_id in seen:
             results[i] = ItemResult(i, event_id, "duplicate")
             continue

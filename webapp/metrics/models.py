@@ -134,3 +134,18 @@ class HallucinationDecision(SQLModel, table=True):
     decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     undoes: int | None = Field(default=None)  # id of the decision this one reverts
 
+
+
+class RetentionWatermark(SQLModel, table=True):
+    """The retention watermark: events of days before `pruned_before` may have been pruned (one row, id 1).
+
+    Set by the prune (webapp/ops/retention.py) before it deletes, and only ever moved forward. The
+    daily figures of days before it are final: no rebuild touches them, and events dated before it
+    are refused at ingestion (see webapp/metrics/watermark.py).
+    """
+
+    __tablename__: ClassVar[str] = "metric_retention_watermark"
+
+    id: int = Field(default=1, primary_key=True)
+    pruned_before: dt.date
+    updated_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

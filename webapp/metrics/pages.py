@@ -23,6 +23,7 @@ from webapp.metrics import (
     hallucinations,
     units,
     versions,
+    watermark,
     weekly,
 )
 from webapp.metrics import calibration as metrics_calibration
@@ -166,6 +167,7 @@ def dashboard_context(
         "end": end,
         "updating": metrics_daily.updating_days(session=session, start=start, end=end),
         "rebuild_interval": REBUILD_INTERVAL_S,
+        "pruned_before": watermark.pruned_before(session),  # the retention footnote
         "filters": filters,
         "query": _query(start, end, filters),
         "days": days,

@@ -6,12 +6,21 @@
 - Alert outbox rows delivered (status "sent") more than DRAFTDESK_OUTBOX_RETENTION_DAYS ago
   (default 30). Pending and failed messages are never pruned: they still need attention. The
   ledger of notified transitions (alert_notice) is kept, so nothing is notified twice.
-- Production events that occurred more than DRAFTDESK_EVENT_RETENTION_DAYS ago; 0 (the default)
-  keeps them forever. An event a review item or a hallucination report refers to is kept (it is
-  the evidence of that decision). The daily aggregates are kept, so the metrics page's trends and
-  the gates still see those days; what is lost is the events themselves (drafts and messages,
-  narrow segment breakdowns, the drill-down to single events). A later `metrics rebuild` of a
-  pruned day would recompute it from the events that remain.
+- Production events of days before a cut-off day, DRAFTDESK_EVENT_RETENTION_DAYS before today in the
+  spec's time zone; 0 (the default) keeps them forever. Whole days go (an event of the cut-off day
+  is kept, so an event is kept at least that many days and at most one more): a day is either
+  complete or closed. An event a review item or a hallucination report refers to is kept (it is
+  the evidence of that decision). The daily aggregates are kept, so the metrics page's trends, the
+  alerts and the gates still see those days; what is lost is the events themselves (drafts and
+  messages, narrow segment breakdowns, the drill-down to single events).
+
+Events (issue 33): before deleting any, the pass moves the retention watermark `pruned_before` to
+its cut-off day and commits it (webapp/metrics/watermark.py). From then on no rebuild touches a
+day before the watermark (`metrics rebuild` used to recompute pruned days from the few events left,
+erasing their figures) and an event dated before it is refused at ingestion. Then the events go in
+batches of at most PRUNE_BATCH_ROWS, each batch its own short transaction: one delete of a month
+of events would hold SQLite's only write lock for seconds while graders save. An interrupted pass
+leaves complete batches deleted and the watermark set, which is consistent: the next pass goes on.
 """
 
 from __future__ import annotations
@@ -29,8 +38,9 @@ from sqlmodel import Session, col
 from webapp.alerts.models import AlertOutbox
 from webapp.auth.models import LoginAttempt, WebSession
 from webapp.config import Settings
-from webapp.db import session_scope, table_of
+from webapp.db import begin_write, session_scope, table_of
 from webapp.metrics.models import Event, HallucinationReport
+from webapp.metrics.watermark import advance_pruned_before, pruned_before
 from webapp.reviews.models import ReviewItem
 from webapp.timeutil import utcnow
 
@@ -55,12 +65,20 @@ class Retention:
 
 @dataclass(frozen=True)
 class PruneReport:
-    """Rows deleted by one pass, by kind."""
+    """Rows deleted by one pass, by kind; the events' batches; the retention watermark after the pass."""
 
     sessions: int
     login_attempts: int
     outbox: int
     events: int
+    event_batches: tuple[int, ...] = ()
+    pruned_before: dt.date | None = None
+
+
+# Most events deleted per transaction: 0.12-0.18 s of SQLite's write lock per batch (60,000 events
+# with 1 KB of texts each, measured on the 2-core development machine), instead of about a second
+# for one delete of all 60,000 (1.06 s, measured alike).
+PRUNE_BATCH_ROWS = 10_000
 
 
 def _deleted(conn: Connection, statement: object) -> int:
@@ -68,7 +86,7 @@ def _deleted(conn: Connection, statement: object) -> int:
 
 
 def prune(*, session: Session, retention: Retention, now: dt.datetime | None = None) -> PruneReport:
-    """Delete what the retention rules allow, in the session's transaction; return the counts."""
+    """Delete expired sessions, old sign-in attempts and delivered alert messages in the session's transaction (no events)."""
     now = now or utcnow()
     conn = session.connection()
     sessions = _deleted(conn, delete(WebSession).where(col(WebSession.expires_at) < now))
@@ -82,35 +100,74 @@ def prune(*, session: Session, retention: Retention, now: dt.datetime | None = N
             col(AlertOutbox.sent_at) < now - dt.timedelta(days=retention.outbox_days),
         ),
     )
-    events = 0
-    if retention.event_days > 0:
-        event = table_of(Event)
-        reviewed = exists(select(1).where(col(ReviewItem.event_id) == event.c.event_id))
-        reported = exists(select(1).where(col(HallucinationReport.event_id) == event.c.event_id))
-        events = _deleted(
-            conn,
-            delete(event).where(
-                event.c.occurred_at < now - dt.timedelta(days=retention.event_days), ~reviewed, ~reported
-            ),
-        )
-    return PruneReport(sessions, attempts, outbox, events)
+    return PruneReport(sessions, attempts, outbox, 0)
 
 
-def prune_database(engine: Engine, retention: Retention) -> PruneReport:
-    """Prune in one transaction of its own."""
+def event_cutoff(*, retention: Retention, now: dt.datetime, tz: dt.tzinfo) -> dt.date | None:
+    """Return the first day whose events are kept (None: events are kept forever)."""
+    if retention.event_days <= 0:
+        return None
+    return (now - dt.timedelta(days=retention.event_days)).astimezone(tz).date()
+
+
+def delete_event_batch(*, session: Session, before: dt.date, limit: int = PRUNE_BATCH_ROWS) -> int:
+    """Delete at most `limit` events of days before `before` that no review or report cites; return how many."""
+    event = table_of(Event)
+    reviewed = exists(select(1).where(col(ReviewItem.event_id) == event.c.event_id))
+    reported = exists(select(1).where(col(HallucinationReport.event_id) == event.c.event_id))
+    batch = select(event.c.id).where(event.c.day < before, ~reviewed, ~reported).limit(limit)
+    return _deleted(session.connection(), delete(event).where(event.c.id.in_(batch)))
+
+
+def prune_database(
+    engine: Engine,
+    retention: Retention,
+    *,
+    tz: dt.tzinfo = dt.UTC,
+    now: dt.datetime | None = None,
+    batch: int = PRUNE_BATCH_ROWS,
+) -> PruneReport:
+    """Prune: the small tables and the watermark in one transaction, then the events a batch per transaction."""
+    now = now or utcnow()
+    cutoff = event_cutoff(retention=retention, now=now, tz=tz)
     with session_scope(engine) as session:
-        return prune(session=session, retention=retention)
+        begin_write(session)
+        small = prune(session=session, retention=retention, now=now)
+        # committed before any event goes: from here on no rebuild reopens those days
+        mark = advance_pruned_before(session=session, day=cutoff) if cutoff else pruned_before(session)
+    batches: list[int] = []
+    while cutoff is not None:
+        with session_scope(engine) as session:
+            begin_write(session)
+            n = delete_event_batch(session=session, before=cutoff, limit=batch)
+        batches.append(n)
+        if n < batch:
+            break
+    return PruneReport(
+        small.sessions, small.login_attempts, small.outbox, sum(batches), tuple(b for b in batches if b), mark
+    )
+
+
+def retention_line(mark: dt.date | None) -> str:
+    """Say where the retention watermark stands, as `db prune` prints it."""
+    if mark is None:
+        return "retention watermark: none (no events pruned; every day can be rebuilt)"
+    return (
+        f"retention watermark: pruned_before {mark.isoformat()} (daily figures of earlier days are final; "
+        "events dated before it are refused)"
+    )
 
 
 async def run(app: Any) -> None:
     """Prune at start-up and then every PRUNE_INTERVAL_SECONDS until cancelled (the deletes run in a thread).
 
-    Several processes may prune at once: each delete is idempotent, so no lease is needed.
+    Several processes may prune at once: each delete is idempotent and the watermark only moves
+    forward, so no lease is needed.
     """
     retention = Retention.from_settings(app.state.settings)
     while True:
         try:
-            report = await asyncio.to_thread(prune_database, app.state.engine, retention)
+            report = await asyncio.to_thread(prune_database, app.state.engine, retention, tz=app.state.spec.tz)
             log.info("retention: pruned %s", report)
         except Exception:
             log.exception("retention: pruning failed; trying again in %s s", PRUNE_INTERVAL_SECONDS)
