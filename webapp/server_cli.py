@@ -36,13 +36,15 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         ),
     ) -> None:
         """Back up and apply pending migrations, then serve the dashboard with uvicorn (alert jobs in the background)."""
+        import logging
+
         from webapp import serving
         from webapp.cli_support import fail
         from webapp.config import ConfigError, Settings
         from webapp.main import create_app
         from webapp.migrations_runner import upgrade
         from webapp.ops.backup import BackupError, backup_before_migrating, check_backup_dir
-        from webapp.ops.logs import logging_config
+        from webapp.ops.logs import JsonFormatter, logging_config
         from webapp.spec import SpecError
         from webapp.warmup import warm
 
@@ -56,7 +58,11 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 database_url=settings.database_url, backup_dir=settings.backup_dir, mode=settings.mode, strict=False
             )
             if placement:
-                typer.echo(f"warning: {placement}", err=True)
+                # A JSON log line like every other line serve writes on stderr (log collectors parse them).
+                record = logging.makeLogRecord(
+                    {"name": "webapp.ops.backup", "levelname": "WARNING", "levelno": logging.WARNING, "msg": placement}
+                )
+                typer.echo(JsonFormatter().format(record), err=True)
             taken = backup_before_migrating(settings.database_url, settings.backup_dir)
         except BackupError as exc:
             fail(f"{exc}; no migration was applied (serve backs up first)", code=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import json
 import os
 import shutil
 import signal
@@ -466,6 +467,9 @@ class TestBackupFolderApartFromTheData:
         upgrade(url, "0005_grading_queue")
         served, out = _serve(url, tmp_path / "backups", monkeypatch)
         assert out.exit_code == 0 and served == ["frozen", 8123], out.output
-        assert "warning: backup folder" in out.output and "inside the database's folder" in out.output
+        # The warning is a JSON log line, like everything serve writes on stderr.
+        (warning,) = [json.loads(line) for line in out.output.splitlines() if line.startswith("{")]
+        assert warning["level"] == "WARNING" and warning["logger"] == "webapp.ops.backup"
+        assert warning["message"].startswith("backup folder") and "inside the database's folder" in warning["message"]
         (taken,) = (tmp_path / "backups").iterdir()
         assert f"backup before applying migrations: {taken}" in out.output
