@@ -6,12 +6,13 @@ refused when the channel is saved (naming the field) and again at send time for 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlmodel import Session
 
@@ -45,7 +46,7 @@ def attackers_server() -> Iterator[Mailbox]:
 
 
 @pytest.mark.parametrize("env", ["DRAFTDESK_SECRET_KEY", "DRAFTDESK_DATABASE_URL", "HOME", "DRAFTDESK_SMTP_", "DRAFTDESK_SMTP_x-y"])
-def test_the_page_refuses_a_password_variable_outside_the_prefix(client_as, session: Session, attackers_server: Mailbox, env: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_refuses_a_password_variable_outside_the_prefix(client_as: Callable[..., TestClient], session: Session, attackers_server: Mailbox, env: str) -> None:
     form = FORM | {"smtp_host": attackers_server.host, "smtp_port": str(attackers_server.port), "security": "starttls",
                    "password_env": env}
     r = client_as("admin").post("/admin/alerts/channels", data=form)
@@ -54,7 +55,7 @@ def test_the_page_refuses_a_password_variable_outside_the_prefix(client_as, sess
     assert session.execute(select(AlertChannel)).scalars().all() == []
 
 
-def test_a_login_without_tls_is_refused(client_as, session: Session, attackers_server: Mailbox) -> None:  # type: ignore[no-untyped-def]
+def test_a_login_without_tls_is_refused(client_as: Callable[..., TestClient], session: Session, attackers_server: Mailbox) -> None:
     form = FORM | {"smtp_host": attackers_server.host, "smtp_port": str(attackers_server.port), "security": "none",
                    "password_env": "DRAFTDESK_SMTP_PASSWORD"}
     r = client_as("admin").post("/admin/alerts/channels", data=form)
@@ -70,7 +71,7 @@ def test_a_login_without_tls_is_refused(client_as, session: Session, attackers_s
 @pytest.mark.parametrize(("env", "security", "field"), [("DRAFTDESK_SECRET_KEY", "none", "password_env"),
                                                          ("DRAFTDESK_SMTP_PASSWORD", "none", "security")])
 def test_a_channel_stored_before_the_rules_never_sends_the_value(
-    client_as, session: Session, attackers_server: Mailbox, monkeypatch: pytest.MonkeyPatch, env: str, security: str, field: str  # type: ignore[no-untyped-def]
+    client_as: Callable[..., TestClient], session: Session, attackers_server: Mailbox, monkeypatch: pytest.MonkeyPatch, env: str, security: str, field: str
 ) -> None:
     monkeypatch.setenv(env, SECRET)
     ch = AlertChannel(name="old-mail", kind="email", target="", topics=["all"], config={

@@ -6,11 +6,12 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlmodel import Session
 
@@ -87,7 +88,7 @@ class TestAtSave:
         # the operator's setting lets them through
         assert alerts_channels.add_channel(session=session, name="h", kind="slack", target=url, allow_private_targets=True).id
 
-    def test_the_admin_page_refuses_them(self, client_as, session: Session) -> None:  # type: ignore[no-untyped-def]
+    def test_the_admin_page_refuses_them(self, client_as: Callable[..., TestClient], session: Session) -> None:
         r = client_as("admin").post("/admin/alerts/channels", data={"name": "meta", "kind": "webhook", "url": PRIVATE_URLS[2]})
         assert r.status_code == 400 and "url: 169.254.169.254 is a loopback, private, link-local" in r.text
         assert session.execute(select(AlertChannel)).scalars().all() == []
@@ -141,7 +142,7 @@ class TestWhatIsReported:
         assert closed.error == not_http.error == "could not connect to 127.0.0.1"
         assert closed.status is None and not_http.status is None
 
-    def test_the_test_button_reports_the_refusal_without_sending(self, client_as, session: Session, receiver: Receiver) -> None:  # type: ignore[no-untyped-def]
+    def test_the_test_button_reports_the_refusal_without_sending(self, client_as: Callable[..., TestClient], session: Session, receiver: Receiver) -> None:
         ch = _hook(session, receiver.url)
         r = client_as("admin").post(f"/admin/alerts/channels/{ch.id}/test")
         assert r.status_code == 200 and 'class="flash error"' in r.text

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.exc import IntegrityError
@@ -19,10 +19,10 @@ from webapp.gates.models import GateSignoff
 BOTH = "pm-and-ml@example.test"
 
 
-def post_together(clients: list[TestClient], run_name: str) -> list[httpx.Response]:
+def post_together(clients: list[TestClient], run_name: str) -> list[Any]:
     """Post the same no-go sign-off from every client at the same moment (one thread each)."""
     barrier = threading.Barrier(len(clients))
-    answers: list[httpx.Response | None] = [None] * len(clients)
+    answers: list[Any] = [None] * len(clients)
 
     def worker(i: int, c: TestClient) -> None:
         barrier.wait()
