@@ -228,7 +228,7 @@ def create_token(
     if created_by is not None and created_by != user.id and as_other:
         raise AuthError(
             f"scope: a token you mint for {user.email} may carry only {' or '.join(EXTRA_SCOPES)}, not the role "
-            f"{', '.join(as_other)} (role tokens are made by their owner or with the command draftdesk tokens create)"
+            f"{', '.join(as_other)} (a role token for another person is made at the command line: draftdesk tokens create)"
         )
     if not name.strip():
         raise AuthError("name: a token needs a name")
