@@ -97,6 +97,12 @@ class Settings(BaseSettings):
     alerts_interval_seconds: float = Field(
         default=30.0, description="seconds between two background passes of alert evaluation and delivery"
     )
+    alerts_allow_private_targets: bool = Field(
+        default=False,
+        description="let webhook and Slack alert channels post to loopback, private and link-local addresses "
+        "(an in-house receiver); off, such targets are refused when saved and at every send. See "
+        "[Security](security.md)",
+    )
     forwarded_allow_ips: str = Field(
         default="",
         description="the reverse proxy's address(es), comma-separated (or `*`): only from them are "

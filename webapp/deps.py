@@ -80,9 +80,13 @@ class RoleCheck:
             if not self.roles:
                 raise HTTPException(status_code=403, detail=f"this call needs a token with the scope '{self.scope}'")
         if self.roles and not principal.has_role(*self.roles):
-            raise HTTPException(
-                status_code=403, detail=f"this page needs the role {' or '.join(sorted(self.roles))}"
-            )
+            detail = f"this page needs the role {' or '.join(sorted(self.roles))}"
+            if principal.via == "token" and principal.scopes & self.roles:
+                detail += (
+                    "; this token's role scopes do not act: it was minted by someone other than its owner "
+                    "(such a token carries only ingest or metrics), or its owner no longer holds the role"
+                )
+            raise HTTPException(status_code=403, detail=detail)
         return principal
 
     def __repr__(self) -> str:

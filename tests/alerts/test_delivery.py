@@ -31,7 +31,7 @@ def _outbox(session: Session) -> list[AlertOutbox]:
 
 
 def _deliver(engine, now=None):  # type: ignore[no-untyped-def]
-    return delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET, now=now)
+    return delivery.deliver_due(engine=engine, base_url=BASE_URL, secret_key=TEST_SECRET, allow_private_targets=True, now=now)
 
 
 def _mail(session: Session, box, **config):  # type: ignore[no-untyped-def]
@@ -53,7 +53,7 @@ def _hmac_sha256(key: bytes, msg: bytes) -> str:
 
 class TestAcceptRateFires:
     def test_one_webhook_and_one_email_with_numbers_and_link(self, api_as, session, engine, receiver, smtp_server) -> None:  # type: ignore[no-untyped-def]
-        hook = alerts_channels.add_channel(session=session, name="ops-hook", kind="webhook", target=receiver.url)
+        hook = alerts_channels.add_channel(session=session, name="ops-hook", kind="webhook", target=receiver.url, allow_private_targets=True)
         _mail(session, smtp_server)
         session.commit()
         agent = api_as(scopes=["ingest"])
@@ -93,8 +93,8 @@ class TestAcceptRateFires:
         assert len(_outbox(session)) == 2
 
     def test_transitions_of_one_batch_are_grouped_per_channel(self, api_as, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
-        alerts_channels.add_channel(session=session, name="all", kind="slack", target=receiver.url)
-        alerts_channels.add_channel(session=session, name="regressions-only", kind="webhook", target=receiver.url, topics=["regression"])
+        alerts_channels.add_channel(session=session, name="all", kind="slack", target=receiver.url, allow_private_targets=True)
+        alerts_channels.add_channel(session=session, name="regressions-only", kind="webhook", target=receiver.url, topics=["regression"], allow_private_targets=True)
         session.commit()
         events = bad_accept_days()
         # and 2 rejects in 4 shown drafts on the last two days: reject rate 0.5 > 0.10 on 2 consecutive days
@@ -115,7 +115,7 @@ class TestAcceptRateFires:
 
 class TestRetries:
     def _queue(self, session, spec, target: str) -> AlertOutbox:  # type: ignore[no-untyped-def]
-        alerts_channels.add_channel(session=session, name="hook", kind="webhook", target=target)
+        alerts_channels.add_channel(session=session, name="hook", kind="webhook", target=target, allow_private_targets=True)
         queue_bad_days(session, spec)
         [msg] = _outbox(session)
         return msg
@@ -169,15 +169,15 @@ class TestRetries:
         assert as_utc(msg.next_attempt_at) - now == dt.timedelta(seconds=120)
 
     def test_receiver_down_keeps_retrying_then_gives_up_after_24h(self, api_as, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
-        alerts_channels.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/hook")
-        alerts_channels.add_channel(session=session, name="up", kind="slack", target=receiver.url)
+        alerts_channels.add_channel(session=session, name="down", kind="webhook", target=f"http://127.0.0.1:{free_port()}/hook", allow_private_targets=True)
+        alerts_channels.add_channel(session=session, name="up", kind="slack", target=receiver.url, allow_private_targets=True)
         session.commit()
         r = api_as(scopes=["ingest"]).post("/api/v1/events", json=bad_accept_days())
         assert r.status_code == 200 and r.json()["created"] == 12  # ingestion does not wait for any receiver
         report = _deliver(engine)
         assert len(report.sent) == 1 and len(report.retrying) == 1  # the working channel is not held up
         down = next(m for m in _outbox(session) if m.status == "pending")
-        assert down.attempts == 1 and "ConnectError" in down.last_error
+        assert down.attempts == 1 and down.last_error == "could not connect to 127.0.0.1"
         now = as_utc(down.next_attempt_at)
         for _ in range(60):
             _deliver(engine, now)
@@ -200,7 +200,7 @@ class TestRetries:
         fresh = make_engine(db_url)  # a restarted process
         try:
             later = now + dt.timedelta(seconds=delivery.CLAIM_S + 1)
-            report = delivery.deliver_due(engine=fresh, base_url=BASE_URL, secret_key=TEST_SECRET, now=later)
+            report = delivery.deliver_due(engine=fresh, base_url=BASE_URL, secret_key=TEST_SECRET, allow_private_targets=True, now=later)
         finally:
             fresh.dispose()
         assert report.sent == [msg.id]
@@ -211,7 +211,7 @@ class TestRetries:
 
 class TestSignature:
     def test_hmac_over_timestamp_and_body_verifies_independently(self, session, engine, spec, receiver) -> None:  # type: ignore[no-untyped-def]
-        ch = alerts_channels.add_channel(session=session, name="signed", kind="webhook", target=receiver.url)
+        ch = alerts_channels.add_channel(session=session, name="signed", kind="webhook", target=receiver.url, allow_private_targets=True)
         secret = alerts_channels.signing_secret(ch, TEST_SECRET)  # what `channels add` prints for the receiver
         queue_bad_days(session, spec)
         _deliver(engine)
@@ -266,7 +266,7 @@ class TestMessageId:
     def test_channels_test_email_has_a_valid_message_id(self, session, smtp_server) -> None:  # type: ignore[no-untyped-def]
         ch = _mail(session, smtp_server)
         session.commit()
-        assert delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET).ok
+        assert delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET, allow_private_targets=True).ok
         [mail] = smtp_server.messages
         found = MSG_ID.fullmatch(mail["Message-ID"].strip())
         assert found is not None, mail["Message-ID"]
@@ -284,14 +284,14 @@ class TestMessageId:
 class TestEmailSecurity:
     def test_starttls_or_tls_with_password_from_the_environment(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         security, box = secure_smtp_server
-        ch = _mail(session, box, security=security, username="alerts", password_env="DD_TEST_SMTP_PASSWORD",
+        ch = _mail(session, box, security=security, username="alerts", password_env="DRAFTDESK_SMTP_TEST_PASSWORD",
                    to="lead@example.test, pm@example.test", ca_file=box.ca_file)
         session.commit()
         assert "s3cret" not in json.dumps(ch.config)  # only the variable's name is stored
-        missing = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
-        assert not missing.ok and "DD_TEST_SMTP_PASSWORD" in missing.error
-        monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
-        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        missing = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET, allow_private_targets=True)
+        assert not missing.ok and "DRAFTDESK_SMTP_TEST_PASSWORD" in missing.error
+        monkeypatch.setenv("DRAFTDESK_SMTP_TEST_PASSWORD", "s3cret-from-env")
+        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET, allow_private_targets=True)
         assert result.ok, result.error
         assert box.logins == [("alerts", "s3cret-from-env")]
         [mail] = box.messages
@@ -300,9 +300,9 @@ class TestEmailSecurity:
 
     def test_an_untrusted_certificate_is_refused(self, session, secure_smtp_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]
         security, box = secure_smtp_server
-        monkeypatch.setenv("DD_TEST_SMTP_PASSWORD", "s3cret-from-env")
-        ch = _mail(session, box, security=security, username="alerts", password_env="DD_TEST_SMTP_PASSWORD")
-        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET)
+        monkeypatch.setenv("DRAFTDESK_SMTP_TEST_PASSWORD", "s3cret-from-env")
+        ch = _mail(session, box, security=security, username="alerts", password_env="DRAFTDESK_SMTP_TEST_PASSWORD")
+        result = delivery.send_test(ch, base_url=BASE_URL, secret_key=TEST_SECRET, allow_private_targets=True)
         assert not result.ok and "CERTIFICATE_VERIFY_FAILED" in result.error
         assert box.logins == [] and box.messages == []  # the password never left over an unverified link
 
@@ -314,7 +314,7 @@ class TestChannelsApart:
 
     def test_slow_receivers_are_served_side_by_side(self, session, engine, receiver) -> None:  # type: ignore[no-untyped-def]
         for name in ("a", "b"):
-            alerts_channels.add_channel(session=session, name=name, kind="slack", target=f"{receiver.url}/{name}")
+            alerts_channels.add_channel(session=session, name=name, kind="slack", target=f"{receiver.url}/{name}", allow_private_targets=True)
         # the receiver answers neither until both are in flight: served one after the other, both fail
         receiver.together = {"/hook/a", "/hook/b"}
         alerts_outbox.enqueue(session=session, items=[self._item(1)])
@@ -323,7 +323,7 @@ class TestChannelsApart:
         assert len(report.sent) == 2 and sorted(r.path for r in receiver.requests) == ["/hook/a", "/hook/b"]
 
     def test_a_failing_receiver_keeps_its_other_messages_for_the_next_pass(self, session, engine) -> None:  # type: ignore[no-untyped-def]
-        alerts_channels.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/")
+        alerts_channels.add_channel(session=session, name="down", kind="slack", target=f"http://127.0.0.1:{free_port()}/", allow_private_targets=True)
         alerts_outbox.enqueue(session=session, items=[self._item(1)])
         alerts_outbox.enqueue(session=session, items=[self._item(2)])
         session.commit()

@@ -324,7 +324,7 @@ class TestSignoff:
         run = build_run(session)
         pm, lead = principal(session, "pm1@example.test", "pm"), principal(session, "lead1@example.test", "lead")
         service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="no_go")
-        with pytest.raises(service.GateError, match="already signed the pilot gate for this run \\(no-go"):
+        with pytest.raises(service.GateError, match="already signed the pilot gate for this run as PM \\(no-go"):
             service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=pm, decision="no_go")
         # Another person, or the same person on the other gate, still signs.
         service.sign_off(session=session, spec=spec, gate="pilot", run=run, principal=lead, decision="no_go")

@@ -99,7 +99,7 @@ REVEAL_SECONDS = 120
 
 def _tokens_page(request: Request, session: Session, *, error: str | None = None, form: dict[str, Any] | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:
     ctx = {
-        "tokens": auth_service.list_tokens(session=session),
+        "tokens": service.token_rows(session=session),
         "users": auth_service.list_users(session=session),
         "scopes": ROLES + EXTRA_SCOPES,
         "error": error,
@@ -130,7 +130,9 @@ def admin_tokens_create(
     if user is None:
         return _tokens_page(request, session, error=f"email: no user {email!r}", form=form, status_code=400)
     try:
-        token, plain = auth_service.create_token(session=session, user=user, name=name, scopes=scope or None)
+        token, plain = auth_service.create_token(
+            session=session, user=user, name=name, scopes=scope or None, created_by=principal.user_id
+        )
     except AuthError as exc:
         session.rollback()
         return _tokens_page(request, session, error=str(exc), form=form, status_code=400)

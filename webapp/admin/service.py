@@ -9,10 +9,27 @@ from sqlalchemy import func
 from sqlmodel import Session, col, delete, select
 
 from webapp.auth.models import ApiToken, User, WebSession
-from webapp.auth.service import AuthError
+from webapp.auth.service import AuthError, list_tokens
 from webapp.datasets.models import Dataset
 from webapp.kb.models import KbArticle
 from webapp.runs.models import Run
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """An API token on the tokens page: its owner and who minted it (None: not recorded)."""
+
+    token: ApiToken
+    owner: User
+    creator: User | None
+
+
+def token_rows(*, session: Session) -> list[TokenRow]:
+    """List every API token with its owner and its creator, newest first."""
+    rows = list_tokens(session=session)
+    creator_ids = {t.created_by for t, _ in rows if t.created_by is not None}
+    creators = {u.id: u for u in session.exec(select(User).where(col(User.id).in_(creator_ids)))} if creator_ids else {}
+    return [TokenRow(t, owner, creators.get(t.created_by)) for t, owner in rows]
 
 
 def set_user_active(*, session: Session, user_id: int, active: bool, acting_user_id: int) -> User:

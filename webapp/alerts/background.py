@@ -45,6 +45,7 @@ def run_pass(
     holder: str,
     lease_ttl_s: float,
     now: dt.datetime | None = None,
+    allow_private_targets: bool = False,
 ) -> PassReport:
     """Evaluate (only while holding the lease), then deliver what is due."""
     now = now or utcnow()
@@ -54,7 +55,8 @@ def run_pass(
         with session_scope(engine) as session:
             result = outbox.record_transitions(session=session, spec=spec, now=now)
             transitions, queued = len(result.transitions), len(result.messages)
-    report = delivery.deliver_due(engine=engine, base_url=base_url, secret_key=secret_key, now=now)
+    report = delivery.deliver_due(engine=engine, base_url=base_url, secret_key=secret_key, now=now,
+                                  allow_private_targets=allow_private_targets)
     return PassReport(evaluated, transitions, queued, report)
 
 
@@ -75,6 +77,7 @@ async def run(app: Any) -> None:
                     secret_key=settings.secret_key,
                     holder=holder,
                     lease_ttl_s=3 * interval,
+                    allow_private_targets=settings.alerts_allow_private_targets,
                 )
             except Exception:
                 log.exception("alerts: background pass failed; trying again in %s s", interval)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from typing import Any
 from urllib.parse import urlsplit
@@ -11,6 +12,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlmodel import Session, col
 
+from webapp.alerts import targets
 from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertOutbox
 from webapp.db import id_from_ref, table_of
 from webapp.spec import METRIC_NAMES
@@ -19,6 +21,13 @@ from webapp.spec import METRIC_NAMES
 # "human_quality": the production weeks' human-graded quality alert (not in "metrics", the online metrics' group).
 GROUP_TOPICS: tuple[str, ...] = (TOPIC_ALL, "metrics", "no_data", "regression", "hallucination", "human_quality")
 SECURITY_MODES: tuple[str, ...] = ("starttls", "tls", "none")
+# The only environment variables an email channel may read its SMTP password from. An admin names
+# the variable; without the fixed prefix they could name DRAFTDESK_SECRET_KEY or the database URL,
+# point the channel at their own server and read the value in its AUTH exchange. The operator puts
+# the password there (e.g. DRAFTDESK_SMTP_PASSWORD); no Settings field starts with smtp_, so the
+# prefix holds no other configuration.
+SMTP_PASSWORD_ENV_PREFIX = "DRAFTDESK_SMTP_"
+_ENV_NAME = re.compile(r"[A-Z0-9_]+")
 
 
 class AlertsError(ValueError):
@@ -30,11 +39,28 @@ def valid_topics() -> tuple[str, ...]:
     return GROUP_TOPICS + METRIC_NAMES
 
 
-def _check_url(url: str) -> str:
+def _check_url(url: str, *, allow_private_targets: bool) -> str:
     parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
         raise AlertsError(f"url: must be an http(s) URL, not {url!r}")
+    if not allow_private_targets:
+        try:
+            targets.check_saved_host(parts.hostname)
+        except targets.TargetRefused as exc:
+            raise AlertsError(str(exc)) from None
     return url.strip()
+
+
+def check_password_env(name: str, security: str) -> str | None:
+    """Return why an SMTP password may not be read from this variable or sent this way, or None when it may."""
+    if not (name.startswith(SMTP_PASSWORD_ENV_PREFIX) and len(name) > len(SMTP_PASSWORD_ENV_PREFIX) and _ENV_NAME.fullmatch(name)):
+        return (
+            f"password_env: must name a variable starting with {SMTP_PASSWORD_ENV_PREFIX} "
+            f"(e.g. {SMTP_PASSWORD_ENV_PREFIX}PASSWORD, set by the operator), not {name!r}"
+        )
+    if security == "none":
+        return "security: a login needs starttls or tls; with none the password would cross the network in clear"
+    return None
 
 
 def add_channel(
@@ -46,8 +72,13 @@ def add_channel(
     topics: list[str] | None = None,
     send_resolved: bool = True,
     email: dict[str, Any] | None = None,
+    allow_private_targets: bool = False,
 ) -> AlertChannel:
-    """Create a channel after checking its settings; each field error names the field."""
+    """Create a channel after checking its settings; each field error names the field.
+
+    A webhook or Slack URL that is a non-public address literal or `localhost` is refused unless
+    `allow_private_targets` (the operator's setting); delivery checks the resolved addresses again.
+    """
     name = name.strip()
     if not name:
         raise AlertsError("name: required")
@@ -63,7 +94,7 @@ def add_channel(
         raise AlertsError(f"topics: unknown {', '.join(unknown)} (choose from {', '.join(valid_topics())})")
     config: dict[str, Any] = {}
     if kind in ("slack", "webhook"):
-        target = _check_url(target)
+        target = _check_url(target, allow_private_targets=allow_private_targets)
     elif kind == "file":
         if not target.strip():
             raise AlertsError("path: required for a file channel")
@@ -112,6 +143,8 @@ def _email_config(raw: dict[str, Any]) -> dict[str, Any]:
     password_env = str(raw.get("password_env") or "").strip()
     if username and not password_env:
         raise AlertsError("password_env: name the environment variable holding the SMTP password")
+    if password_env and (refusal := check_password_env(password_env, security)):
+        raise AlertsError(refusal)
     return {
         "host": host,
         "port": port,

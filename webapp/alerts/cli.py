@@ -26,7 +26,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         smtp_port: int = typer.Option(0, "--smtp-port", help="Default 587 (starttls), 465 (tls), 25 (none)"),
         security: str = typer.Option("starttls", "--security", help="starttls | tls | none"),
         username: str = typer.Option("", "--username", help="SMTP user"),
-        password_env: str = typer.Option("", "--password-env", help="Environment variable holding the SMTP password"),
+        password_env: str = typer.Option("", "--password-env", help="Environment variable holding the SMTP password (its name starts with DRAFTDESK_SMTP_)"),
         from_addr: str = typer.Option("", "--from", help="Sender address"),
         to: str = typer.Option("", "--to", help="Recipients, comma-separated"),
         ca_file: str = typer.Option("", "--ca-file", help="CA bundle to verify the SMTP server (default: system CAs)"),
@@ -40,7 +40,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         try:
             with cli_session(settings) as session:
                 ch = alerts_channels.add_channel(session=session, name=name, kind=kind, target=url or path, topics=topic,
-                                         send_resolved=send_resolved, email=email if kind == "email" else None)
+                                         send_resolved=send_resolved, email=email if kind == "email" else None,
+                                         allow_private_targets=settings.alerts_allow_private_targets)
                 console.print(f"channel {ch.id} {ch.name} ({ch.kind}) added", highlight=False)
                 if ch.kind == "webhook":
                     typer.echo(f"signing secret: {alerts_channels.signing_secret(ch, settings.secret_key)}")
@@ -81,7 +82,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                 ch = alerts_channels.get_channel(session=session, ref=channel)
         except alerts_channels.AlertsError as exc:
             fail(str(exc))
-        result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key)
+        result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key,
+                                    allow_private_targets=settings.alerts_allow_private_targets)
         if result.ok:
             console.print(f"test message delivered to {ch.name}" + (f" (HTTP {result.status})" if result.status else ""))
         else:
@@ -113,7 +115,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         holder = holder_id()
         try:
             report = run_pass(engine=engine, spec=settings.eval_spec, base_url=settings.base_url,
-                              secret_key=settings.secret_key, holder=holder, lease_ttl_s=300)
+                              secret_key=settings.secret_key, holder=holder, lease_ttl_s=300,
+                              allow_private_targets=settings.alerts_allow_private_targets)
         finally:
             release_lease(engine=engine, holder=holder)  # the next cron run may evaluate at once
             engine.dispose()

@@ -14,6 +14,7 @@ import datetime as dt
 import email.utils
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -32,13 +33,14 @@ from sqlalchemy import select, update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from webapp.alerts import messages
-from webapp.alerts.channels import sign, signing_secret
+from webapp.alerts import messages, targets
+from webapp.alerts.channels import check_password_env, sign, signing_secret
 from webapp.alerts.models import AlertChannel, AlertOutbox
 from webapp.db import stored_id, table_of
 from webapp.retry_policy import backoff, is_transient_status, wait_after
 from webapp.timeutil import as_utc, utcnow
 
+log = logging.getLogger(__name__)
 GIVE_UP_AFTER = dt.timedelta(hours=24)
 # 30 s doubling, capped at 1 h, each wait in [50%, 100%] of its step
 BACKOFF = backoff(base=30.0, cap=3600.0)
@@ -75,18 +77,43 @@ def parse_retry_after(value: str | None, now: dt.datetime) -> float | None:
     return max(0.0, (when - now).total_seconds())
 
 
-def _http(url: str, body: bytes, headers: dict[str, str]) -> SendResult:
+def _http(url: str, body: bytes, headers: dict[str, str], *, allow_private: bool) -> SendResult:
+    """Post to a webhook/Slack URL at an address checked now (see webapp.alerts.targets).
+
+    The answer is reported by its status alone: an answer's body, or which way a connection failed
+    (refused, timed out, reset), would tell an admin what listens where on the server's network.
+    """
+    target = httpx.URL(url)
+    host = target.host
     try:
-        with httpx.Client(timeout=HTTP_TIMEOUT_S) as client:
-            r = client.post(url, content=body, headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers})
-    except httpx.HTTPError as exc:
-        return SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
+        resolved = targets.resolve(host, target.port or (443 if target.scheme == "https" else 80), allow_private=allow_private)
+    except targets.TargetRefused as exc:
+        return SendResult(False, None, str(exc), permanent=True)
+    except OSError:
+        return SendResult(False, None, f"could not connect to {host}")
+    request_headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, "Host": target.netloc.decode("ascii"), **headers}
+    # the TLS server name (and the certificate check) stays the URL's name when the request goes to its address
+    extensions = {"sni_hostname": host} if target.scheme == "https" else {}
+    for address in resolved.addresses:
+        try:
+            with httpx.Client(timeout=HTTP_TIMEOUT_S, follow_redirects=False) as client:
+                r = client.post(target.copy_with(host=address), content=body, headers=request_headers, extensions=extensions)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            continue  # the name's next address, as a browser would
+        except httpx.HTTPError as exc:
+            log.info("alerts: %s answered no HTTP (%s)", host, exc.__class__.__name__)
+            break
+        return _http_answer(r)
+    return SendResult(False, None, f"could not connect to {host}")
+
+
+def _http_answer(r: httpx.Response) -> SendResult:
     if 200 <= r.status_code < 300:
         return SendResult(True, r.status_code)
     return SendResult(
         False,
         r.status_code,
-        f"HTTP {r.status_code}: {r.text[:300]}",
+        f"HTTP {r.status_code}",
         retry_after_s=parse_retry_after(r.headers.get("Retry-After"), utcnow()),
         permanent=not is_transient_status(r.status_code),
     )
@@ -109,6 +136,10 @@ def _email(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: s
     password = ""
     if cfg.get("username"):
         env = cfg.get("password_env", "")
+        # again at send time: a channel saved before these rules must not mail the server's secrets either
+        refusal = check_password_env(env, cfg.get("security", ""))
+        if refusal:
+            return SendResult(False, None, refusal, permanent=True)
         if env not in os.environ:
             return SendResult(False, None, f"environment variable {env} (SMTP password) is not set")
         password = os.environ[env]
@@ -154,17 +185,20 @@ def _file(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: st
     return SendResult(True)
 
 
-def send(channel: AlertChannel, payload: dict[str, Any], key: str, *, base_url: str, secret_key: str) -> SendResult:
+def send(
+    channel: AlertChannel, payload: dict[str, Any], key: str, *, base_url: str, secret_key: str,
+    allow_private_targets: bool = False,
+) -> SendResult:
     """Send one message to one channel (no database access); never raises for a receiver's failure."""
     if channel.kind == "slack":
         body = json.dumps(messages.slack_body(payload, base_url)).encode()
-        return _http(channel.target, body, {"Idempotency-Key": key})
+        return _http(channel.target, body, {"Idempotency-Key": key}, allow_private=allow_private_targets)
     if channel.kind == "webhook":
         body = messages.webhook_body(payload, base_url, key)
         ts = str(int(time.time()))
         secret = signing_secret(channel, secret_key)
         headers = {"Idempotency-Key": key, "X-DraftDesk-Timestamp": ts, "X-DraftDesk-Signature": sign(secret, ts, body)}
-        return _http(channel.target, body, headers)
+        return _http(channel.target, body, headers, allow_private=allow_private_targets)
     if channel.kind == "email":
         return _email(channel, payload, key, base_url)
     if channel.kind == "file":
@@ -195,10 +229,11 @@ def test_payload(channel: AlertChannel) -> dict[str, Any]:
     }
 
 
-def send_test(channel: AlertChannel, *, base_url: str, secret_key: str) -> SendResult:
+def send_test(channel: AlertChannel, *, base_url: str, secret_key: str, allow_private_targets: bool = False) -> SendResult:
     """Send a test message to a channel now (not through the outbox) and return the answer."""
     payload = test_payload(channel)
-    return send(channel, payload, payload["items"][0]["key"], base_url=base_url, secret_key=secret_key)
+    return send(channel, payload, payload["items"][0]["key"], base_url=base_url, secret_key=secret_key,
+                allow_private_targets=allow_private_targets)
 
 
 # --- the worker pass ---------------------------------------------------------------------------------
@@ -251,6 +286,7 @@ def deliver_due(
     secret_key: str,
     now: dt.datetime | None = None,
     limit: int = 50,
+    allow_private_targets: bool = False,
 ) -> DeliveryReport:
     """Claim due messages, send them (channels side by side), and record sent / retry at / given up."""
     now = now or utcnow()
@@ -268,7 +304,7 @@ def deliver_due(
     # One thread per channel: a slow or hanging receiver (up to its timeout per message) delays only its own messages.
     with ThreadPoolExecutor(max_workers=min(8, len(by_channel) or 1)) as pool:
         futures = [
-            pool.submit(_deliver_channel, engine, items, token, now, base_url, secret_key, report)
+            pool.submit(_deliver_channel, engine, items, token, now, base_url, secret_key, report, allow_private_targets)
             for items in by_channel.values()
         ]
         for f in futures:
@@ -284,10 +320,12 @@ def _deliver_channel(
     base_url: str,
     secret_key: str,
     report: DeliveryReport,
+    allow_private_targets: bool,
 ) -> None:
     for i, (msg, channel) in enumerate(items):
         try:
-            result = send(channel, msg.payload, msg.idempotency_key, base_url=base_url, secret_key=secret_key)
+            result = send(channel, msg.payload, msg.idempotency_key, base_url=base_url, secret_key=secret_key,
+                          allow_private_targets=allow_private_targets)
         except Exception as exc:  # a bug in one channel must not stop the others
             result = SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
         _record(engine, msg, token, result, now, report)

@@ -122,7 +122,8 @@ def channels_create(
         email = {"host": smtp_host, "port": smtp_port or None, "security": security, "username": username,
                  "password_env": password_env, "from_addr": from_addr, "to": to}
         ch = alerts_channels.add_channel(session=session, name=name, kind=kind, target=url, topics=topic,
-                                 send_resolved=bool(send_resolved), email=email if kind == "email" else None)
+                                 send_resolved=bool(send_resolved), email=email if kind == "email" else None,
+                                 allow_private_targets=request.app.state.settings.alerts_allow_private_targets)
     except alerts_channels.AlertsError as exc:
         session.rollback()
         return _page(request, session, error=str(exc), form=form, status_code=400)
@@ -137,7 +138,8 @@ def channels_test(request: Request, channel_id: int, session: SessionDep, princi
     except alerts_channels.AlertsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
     settings = request.app.state.settings
-    result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key)
+    result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key,
+                                allow_private_targets=settings.alerts_allow_private_targets)
     if result.ok:
         status = f" (HTTP {result.status})" if result.status and ch.kind != "email" else ""
         return _redirect_with_flash(request, text=f"Test message delivered to {ch.name}{status}.")

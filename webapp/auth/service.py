@@ -307,9 +307,14 @@ def end_all_sessions(*, session: Session, user_id: int) -> int:
 
 
 def create_token(
-    *, session: Session, user: User, name: str, scopes: Iterable[str] | None = None
+    *, session: Session, user: User, name: str, scopes: Iterable[str] | None = None, created_by: int | None = None
 ) -> tuple[ApiToken, str]:
-    """Create an API token; return the row and the plain token, which is never stored or shown again."""
+    """Create an API token; return the row and the plain token, which is never stored or shown again.
+
+    `created_by` is the signed-in user minting it (None: the operator's command line). A token minted
+    for someone else carries only the non-role scopes (ingest, metrics): an admin must not be able to
+    sign gates, grade or approve as another person through a token they hold.
+    """
     assert user.id is not None
     held = user_roles(session=session, user_id=user.id)
     wanted = sorted(set(scopes)) if scopes else sorted(held)
@@ -320,6 +325,12 @@ def create_token(
     not_held = [s for s in wanted if s in ROLES and s not in held]
     if not_held:
         raise AuthError(f"scope: {user.email} does not hold the role {', '.join(not_held)}")
+    as_other = [s for s in wanted if s in ROLES]
+    if created_by is not None and created_by != user.id and as_other:
+        raise AuthError(
+            f"scope: a token you mint for {user.email} may carry only {' or '.join(EXTRA_SCOPES)}, not the role "
+            f"{', '.join(as_other)} (a role token for another person is made at the command line: draftdesk tokens create)"
+        )
     if not name.strip():
         raise AuthError("name: a token needs a name")
     plain = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -329,6 +340,7 @@ def create_token(
         prefix=plain[:10],
         token_hash=sha256_hex(plain),
         scopes=" ".join(wanted),
+        created_by=created_by,
     )
     session.add(token)
     session.flush()
@@ -347,6 +359,7 @@ _TOKEN_USER = (
         col(ApiToken.scopes),
         col(ApiToken.last_used_at),
         col(ApiToken.revoked_at),
+        col(ApiToken.created_by),
         col(User.id),
         col(User.email),
         col(User.name),
@@ -365,10 +378,12 @@ def principal_from_api_token(*, session: Session, token: str) -> Principal | Non
     rows: Any = conn.execute(_TOKEN_USER, {"token_hash": sha256_hex(token)}).all()
     if not rows:
         return None
-    token_id, scope_text, last_used_at, revoked_at, user_id, email, name, is_active, _ = rows[0]
+    token_id, scope_text, last_used_at, revoked_at, created_by, user_id, email, name, is_active, _ = rows[0]
     if revoked_at is not None or not is_active:
         return None
     held = frozenset(r[-1] for r in rows if r[-1] is not None)
+    if created_by is not None and created_by != user_id:
+        held = frozenset()  # minted by someone else: no role of the owner's acts through it (create_token)
     scopes = frozenset(scope_text.split())
     now = utcnow()
     # at most once a minute: the update locks the token's row until the request commits, which

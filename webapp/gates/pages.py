@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from sqlmodel import Session
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
@@ -15,6 +16,8 @@ from webapp.deps import SpecDep, require_role
 from webapp.gates import service
 from webapp.gates.report import to_markdown
 from webapp.runs.deps import RunDep, run_or_404
+from webapp.runs.models import Run
+from webapp.spec import EvalSpec
 from webapp.templating import render
 
 router = APIRouter()
@@ -41,6 +44,14 @@ def gate_page(
     rep = service.report(session=session, spec=spec, gate=gate, run=run)
     if format == "markdown":
         return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
+    return _report_page(request, session, spec, gate=gate, run=run, principal=principal, error=request.query_params.get("error"))
+
+
+def _report_page(
+    request: Request, session: Session, spec: EvalSpec, *, gate: str, run: Run, principal: Principal,
+    error: str | None = None, status_code: int = 200,
+) -> HTMLResponse:
+    rep = service.report(session=session, spec=spec, gate=gate, run=run)
     signed = service.signoffs(session=session, gate=gate, run_id=stored_id(run.id))
     users = {u.id: u for u in (session.get(User, s.user_id) for s in signed) if u}
     return render(
@@ -56,14 +67,16 @@ def gate_page(
             "can_sign": principal.has_role(*SIGNERS),
             "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
             "just_signed": request.query_params.get("signed") == "1",
-            "error": request.query_params.get("error"),
+            "error": error,
         },
+        status_code=status_code,
     )
 
 
 @router.post("/gates/{gate}/signoff")
 def gate_signoff(
     gate: Literal["pilot", "production"],
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     run: Annotated[str, Form()],
@@ -75,6 +88,9 @@ def gate_signoff(
     r = run_or_404(session, run)
     try:
         service.sign_off(session=session, spec=spec, gate=gate, run=r, principal=principal, decision=decision, note=note)
+    except service.SignoffConflict as exc:
+        # 409 with the page itself: a replayed form or the loser of simultaneous posts sees who signed
+        return _report_page(request, session, spec, gate=gate, run=r, principal=principal, error=str(exc), status_code=409)
     except service.GateError as exc:
         return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&error={quote(str(exc))}", status_code=303)
     return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&signed=1#signoff", status_code=303)

@@ -6,9 +6,11 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
+from webapp.db import begin_write, stored_id
 from webapp.gates import criteria, facts
 from webapp.gates.models import GateSignoff
 from webapp.gates.report import GateReport
@@ -23,6 +25,10 @@ GATES: tuple[str, ...] = ("pilot", "production")
 
 class GateError(ValueError):
     """A gate request that cannot be honoured; the message names the field."""
+
+
+class SignoffConflict(GateError):
+    """This person already signed this gate for this run (pages answer 409)."""
 
 
 def today_in(spec: EvalSpec) -> dt.date:
@@ -106,19 +112,18 @@ def sign_off(
     role = signing_role(principal, spec)
     if role is None:
         raise GateError("role: only the PM, the ML lead and the team lead sign off a gate")
-    earlier = signoff_by(session=session, gate=gate, run_id=run.id, user_id=principal.user_id)  # type: ignore[arg-type]
+    # SQLite: take the write lock before the check, so simultaneous sign-offs queue and each sees the
+    # one before it. PostgreSQL: the unique index decides between two that passed the check together.
+    begin_write(session)
+    earlier = signoff_by(session=session, gate=gate, run_id=stored_id(run.id), user_id=principal.user_id)
     if earlier is not None:
-        said = "go" if earlier.decision == "go" else "no-go"
-        raise GateError(
-            f"signoff: you already signed the {gate} gate for this run ({said}, "
-            f"{as_utc(earlier.signed_at):%Y-%m-%d %H:%M} UTC); each person signs a gate once"
-        )
+        raise _already_signed(gate, earlier)
     rep = report(session=session, spec=spec, gate=gate, run=run)
     if decision == "go" and not rep.passed:
         raise GateError(f"decision: the {gate} gate does not pass ({rep.status}); only a no-go can be signed")
     row = GateSignoff(
         gate=gate,
-        run_id=run.id,  # type: ignore[arg-type]
+        run_id=stored_id(run.id),
         user_id=principal.user_id,
         role=role,
         verdict=rep.status,
@@ -126,9 +131,27 @@ def sign_off(
         note=note.strip(),
         report=rep.to_dict(),
     )
-    session.add(row)
-    session.flush()
+    try:
+        with session.begin_nested():  # a savepoint: the loser of a race keeps a usable transaction
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        winner = signoff_by(session=session, gate=gate, run_id=stored_id(run.id), user_id=principal.user_id)
+        if winner is None:  # some other constraint failed: not a double sign-off
+            raise
+        raise _already_signed(gate, winner) from None
     return row
+
+
+def _already_signed(gate: str, earlier: GateSignoff) -> SignoffConflict:
+    said = "go" if earlier.decision == "go" else "no-go"
+    return SignoffConflict(
+        f"signoff: you already signed the {gate} gate for this run as {_ROLE_NAMES.get(earlier.role, earlier.role)} "
+        f"({said}, {as_utc(earlier.signed_at):%Y-%m-%d %H:%M} UTC); each person signs a gate once, in one role"
+    )
+
+
+_ROLE_NAMES = {"pm": "PM", "ml_lead": "ML lead", "lead": "team lead"}
 
 
 def signoff_by(*, session: Session, gate: str, run_id: int, user_id: int) -> GateSignoff | None:

@@ -1,7 +1,7 @@
 """auth: a web session's last request (the idle timeout)
 
 Revision ID: 0018_sessions_limits
-Revises: 0015_retention_watermark
+Revises: 0017_signoff_tokens
 Create Date: 2026-11-28 04:00:00
 """
 from collections.abc import Sequence
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0018_sessions_limits'
-down_revision: str | None = '0015_retention_watermark'
+down_revision: str | None = '0017_signoff_tokens'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
