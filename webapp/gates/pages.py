@@ -12,6 +12,7 @@ from webapp.auth.models import User
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.gates import service
 from webapp.gates.report import to_markdown
 from webapp.runs.deps import RunDep, run_or_404
@@ -43,7 +44,7 @@ def gate_page(
         return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
     signed = service.signoffs(session=session, gate=gate, run_id=stored_id(run.id))
     users = {u.id: u for u in (session.get(User, s.user_id) for s in signed) if u}
-    return render(
+    return consume_flash(request, render(
         request,
         "gates/report.html",
         {
@@ -56,14 +57,15 @@ def gate_page(
             "can_sign": principal.has_role(*SIGNERS),
             "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
             "just_signed": request.query_params.get("signed") == "1",
-            "error": request.query_params.get("error"),
+            "error": flash_context(request)["error"],
         },
-    )
+    ))
 
 
 @router.post("/gates/{gate}/signoff")
 def gate_signoff(
     gate: Literal["pilot", "production"],
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     run: Annotated[str, Form()],
@@ -76,5 +78,5 @@ def gate_signoff(
     try:
         service.sign_off(session=session, spec=spec, gate=gate, run=r, principal=principal, decision=decision, note=note)
     except service.GateError as exc:
-        return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&error={quote(str(exc))}", status_code=303)
+        return redirect_with_flash(request, f"/gates/{gate}?run={quote(r.name)}", text=str(exc), kind="error")
     return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&signed=1#signoff", status_code=303)
