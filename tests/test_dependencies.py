@@ -41,7 +41,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
     f"webapp.{name}"
     for name in [
         "api_docs", "api_schemas", "blind", "cli_support", "config", "config_docs", "csp", "db", "deps",
-        "domains", "headers", "labels", "links", "migrations_runner", "models", "navigation",
+        "csv_export", "domains", "flash", "headers", "labels", "links", "migrations_runner", "models", "navigation",
         "request_limits", "retry_policy", "safe_input", "security", "serving", "spec", "static_assets",
         "templating", "textdiff", "timeutil",
     ]

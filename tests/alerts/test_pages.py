@@ -14,6 +14,7 @@ from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery
 from webapp.alerts.models import AlertChannel
 from webapp.config import Settings
+from webapp.flash import FLASH_COOKIE
 from webapp.main import create_app
 
 
@@ -73,7 +74,7 @@ class TestChannelsPage:
 
     def test_a_forged_flash_cookie_is_ignored(self, client_as) -> None:  # type: ignore[no-untyped-def]
         admin = client_as("admin")
-        admin.cookies.set("dd_alerts_flash", 'abc.{"text":"Send your password to x","kind":"ok","secret_for":null}', path="/admin/alerts")
+        admin.cookies.set(FLASH_COOKIE, 'abc.{"text":"Send your password to x","kind":"ok","ref":null,"path":"/admin/alerts","expires":9e9}', path="/admin/alerts")
         assert "Send your password" not in admin.get("/admin/alerts").text
 
     def test_bad_form_names_the_field_and_creates_nothing(self, client_as, session) -> None:  # type: ignore[no-untyped-def]

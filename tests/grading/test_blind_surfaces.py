@@ -9,6 +9,7 @@ for the exact values the factories stored, so a test fails if one shows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -229,17 +230,21 @@ def test_json_answers_say_what_is_hidden(session: Session, bw: BlindWorld, api_a
     assert drafts["bl-1"]["draft_text"] == "Reply to bl-1"  # the draft itself is not a signal
     assert drafts["bl-2"]["confidence"] is None and drafts["bl-2"]["signals_hidden"] is True
     run_checks = c.get(f"/api/v1/runs/{bw.run.id}/checks").json()
-    assert run_checks["failing_drafts"] == [] and run_checks["failing_drafts_hidden"] == 2
-    assert run_checks["golden_failures"] == [] and run_checks["overall"] == {"passed": 0, "failed": 2, "total": 2, "pass_rate": 0.0}
-    # The CI gate's verdict stands; the golden failure is counted, not named.
+    assert run_checks["failing_drafts"] == [] and run_checks["drafts_hidden"] == 2
+    # Issue 33: no figure counts an ungraded draft (a count of one names it).
+    assert run_checks["golden_failures"] == [] and run_checks["overall"] == {"passed": 0, "failed": 0, "total": 0, "pass_rate": None}
+    assert run_checks["per_category"]["routine"]["total"] == 0 and run_checks["per_intent"] == {}
+    # The CI gate's verdict stands; the golden failure is neither named nor counted.
     assert run_checks["gate"]["passes"] is False
-    assert "1 golden or safety draft you have not graded fails" in " ".join(run_checks["gate"]["reasons"])
-    assert not any("bl-1" in r for r in run_checks["gate"]["reasons"])
+    reasons = " ".join(run_checks["gate"]["reasons"])
+    assert "golden or safety drafts you have not graded fail: which, how many and why stays hidden" in reasons
+    assert "bl-1" not in reasons and "pass rate 0.0%" not in reasons
     draft = c.get(f"/api/v1/drafts/{bw.did('bl-1')}/checks").json()
     assert (draft["signals_hidden"], draft["passed"], draft["results"]) == (True, None, [])
     grade(session, "api-blind@example.test", bw.did("bl-1"))
     run_checks = c.get(f"/api/v1/runs/{bw.run.id}/checks").json()
-    assert [d["case_id"] for d in run_checks["failing_drafts"]] == ["bl-1"] and run_checks["failing_drafts_hidden"] == 1
+    assert [d["case_id"] for d in run_checks["failing_drafts"]] == ["bl-1"] and run_checks["drafts_hidden"] == 1
+    assert run_checks["overall"] == {"passed": 0, "failed": 1, "total": 1, "pass_rate": 0.0}
     assert run_checks["golden_failures"] == ["bl-1"]
     assert any(r.startswith("golden example bl-1 fails") for r in run_checks["gate"]["reasons"])
     draft = c.get(f"/api/v1/drafts/{bw.did('bl-1')}/checks").json()
@@ -259,8 +264,8 @@ def test_the_comparisons_judge_scores_follow_the_same_rule(session: Session, spe
     assert flows.judge_scores(session=session, spec=spec, principal=blind)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
 
 
-def test_predicted_intent_and_run_aggregates_stay_visible(session: Session, bw: BlindWorld, client_as: Callable[..., TestClient]) -> None:
-    """Documented decisions: the predicted intent is what the draft answers, not a verdict on it; run-level rates are not per draft."""
+def test_predicted_intent_stays_visible_and_run_aggregates_count_graded_drafts(session: Session, bw: BlindWorld, client_as: Callable[..., TestClient]) -> None:
+    """Documented decisions: the predicted intent is what the draft answers, not a verdict on it; run-level rates count graded drafts only (issue 33)."""
     draft = bw.drafts["bl-2"]
     draft.intent = "refund_status_zz"
     session.add(draft)
@@ -268,5 +273,60 @@ def test_predicted_intent_and_run_aggregates_stay_visible(session: Session, bw: 
     c = client_as("labeler")
     assert "refund_status_zz" in c.get(f"/runs/{bw.run.name}").text
     page = c.get(f"/runs/{bw.run.id}/checks").text
-    assert "(0/2)" in page  # drafts passing every applicable check, over the run
-    assert "2 of them are drafts you have not graded" in page
+    assert "(0/0)" in page and "(0/2)" not in page  # drafts passing every applicable check, over the graded drafts
+    assert "count only the 0 checked drafts you have graded; the results of 2 other checked drafts" in page
+
+
+@pytest.mark.parametrize("where", ["page", "api"])
+def test_a_labeler_sees_no_fail_counts_of_drafts_they_have_not_graded(
+    where: str, session: Session, bw: BlindWorld, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
+) -> None:
+    """Issue 33: per-category and per-intent (and per-check, overall) counts left ungraded drafts' failures visible."""
+
+    def figures(c: TestClient) -> dict[str, object]:
+        if where == "api":
+            data = c.get(f"/api/v1/runs/{bw.run.id}/checks").json()
+            return {"routine": data["per_category"]["routine"], "intent": data["per_intent"].get("(none)"),
+                    "check": next(x for x in data["per_check"] if x["key"] == "citations_current")["failed"]}
+        html = c.get(f"/runs/{bw.run.id}/checks").text
+        return {"routine": re.search(r"<td>routine</td>(.*?)</tr>", html, re.S).group(1),  # type: ignore[union-attr]
+                "intent": re.search(r"<td>\(none\)</td>(.*?)</tr>", html, re.S) is not None,
+                "check": "these figures count only the" in html}
+
+    make = api_as if where == "api" else client_as
+    labeler, lead = make("labeler", email="counts-blind@example.test"), make("lead")
+    seen = figures(labeler)
+    if where == "api":
+        assert seen == {"routine": {"passed": 0, "failed": 0, "total": 0, "pass_rate": None}, "intent": None, "check": 0}
+        assert figures(lead) == {"routine": {"passed": 0, "failed": 2, "total": 2, "pass_rate": 0.0},
+                                 "intent": {"passed": 0, "failed": 2, "total": 2, "pass_rate": 0.0}, "check": 2}
+    else:
+        assert '<td class="num">0/0</td>' in str(seen["routine"])
+        assert seen["intent"] is False and seen["check"] is True
+        led = figures(lead)
+        assert '<td class="num">0/2</td>' in str(led["routine"]) and led["intent"] is True and led["check"] is False
+    grade(session, "counts-blind@example.test", bw.did("bl-2"))
+    after = figures(labeler)
+    if where == "api":
+        assert after == {"routine": {"passed": 0, "failed": 1, "total": 1, "pass_rate": 0.0},
+                         "intent": {"passed": 0, "failed": 1, "total": 1, "pass_rate": 0.0}, "check": 1}
+    else:
+        assert '<td class="num">0/1</td>' in str(after["routine"]) and after["intent"] is True
+
+
+def test_the_regression_suite_counts_no_ungraded_failure(
+    session: Session, bw: BlindWorld, client_as: Callable[..., TestClient]
+) -> None:
+    """Issue 33: the suite's 'fail' count told a labeler that bl-1, which they had not graded, fails."""
+
+    def kpi(html: str, label: str) -> str:
+        return re.search(r'<div class="value">(\d+)</div><div class="label">' + label, html).group(1)  # type: ignore[union-attr]
+
+    url = f"/regression?run={bw.run.name}"
+    labeler = client_as("labeler", email="suite-blind@example.test")
+    html = labeler.get(url).text
+    assert kpi(html, "fail") == "0" and kpi(html, "pass in") == "0" and "(drafts you have not graded)" in html
+    assert kpi(client_as("lead").get(url).text, "fail") == "1"
+    grade(session, "suite-blind@example.test", bw.did("bl-1"))
+    html = labeler.get(url).text
+    assert kpi(html, "fail") == "1" and "(drafts you have not graded)" not in html

@@ -79,7 +79,11 @@ class TestGradingPage:
         url = f"/grading/drafts/{w.drafts[0].id}"
         assert post_form(c, f"/grading/runs/{w.run.id}/next", {}).headers["location"] == url
         r = post_form(c, url, {**FORM, "next": "1"})
-        assert r.status_code == 303 and r.headers["location"].startswith(f"/grading/drafts/{w.drafts[1].id}?")
+        assert r.status_code == 303 and r.headers["location"] == f"/grading/drafts/{w.drafts[1].id}"
+        # The message rides in the signed cookie, shown once on the next item.
+        nxt = c.get(r.headers["location"]).text
+        assert f"Grade saved (draft {w.drafts[0].id}). Next item." in nxt
+        assert "Grade saved" not in c.get(r.headers["location"]).text
         session.expire_all()
         alices = session.exec(select(Grade).where(Grade.grader_id == w.alice.id)).one()
         assert alices.draft_id == w.drafts[0].id
@@ -117,7 +121,8 @@ class TestLeadPages:
         assert f"Draft {world.drafts[0].id}" in html and "tone: 1 vs 5" in html
         (adj,) = list_adjudications(session=session)
         r = post_form(lead, f"/grading/adjudication/{adj.id}/resolve", {**FORM, "tone": "3", "note": "mid"})
-        assert r.status_code == 303 and "final+grade+set" in r.headers["location"]
+        assert r.status_code == 303 and r.headers["location"] == "/grading/adjudication"
+        assert f"Draft {world.drafts[0].id}: final grade set." in lead.get("/grading/adjudication").text
         session.expire_all()
         assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 3.0
         assert "No open disagreements." in lead.get("/grading/adjudication").text
@@ -132,9 +137,29 @@ class TestLeadPages:
         assert "to approve" in lead.get("/grading/references?show=to_approve").text
         v2 = session.exec(select(ReferenceVersion).where(ReferenceVersion.version == 2)).one()
         assert post_form(alice, f"/grading/references/versions/{v2.id}/approve", {}).status_code == 403
-        assert post_form(lead, f"/grading/references/versions/{v2.id}/approve", {}).status_code == 303
+        r = post_form(lead, f"/grading/references/versions/{v2.id}/approve", {})
+        assert r.status_code == 303 and "flash" not in r.headers["location"]
         html = lead.get(url).text
         assert "v1 text" in html and "approved by Lead" in html
+        assert "Version 2 approved." in html  # the signed one-time message
+        assert "Version 2 approved." not in lead.get(url).text  # consumed: a reload does not repeat it
+        # Approved already: a second approval is refused and the first approver stays.
+        again = post_form(lead, f"/grading/references/versions/{v2.id}/approve", {})
+        assert again.status_code == 409 and "already approved by Lead" in again.text
+
+    def test_a_lead_cannot_approve_their_own_reference(
+        self, session: Session, world: GradingWorld, lead: TestClient
+    ) -> None:
+        url = f"/grading/references/{world.drafts[0].case_pk}"
+        assert post_form(lead, url, {"text": "the lead's own text"}).status_code == 303
+        html = lead.get(url).text
+        assert "Version 1 saved." in html and "You wrote this version: another lead approves it." in html
+        mine = session.exec(select(ReferenceVersion).where(ReferenceVersion.author_id == world.lead.id)).one()
+        assert f"/grading/references/versions/{mine.id}/approve" not in html
+        r = post_form(lead, f"/grading/references/versions/{mine.id}/approve", {})
+        assert r.status_code == 403 and "written by you" in r.text
+        session.refresh(mine)
+        assert mine.approved_at is None
 
 
 class TestOwnRouteSecurity:

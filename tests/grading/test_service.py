@@ -10,10 +10,12 @@ import json
 import pytest
 from sqlmodel import Session, select
 
+from tests.factories import make_user
 from tests.grading.conftest import GradingWorld, grade, grade_pair, principal_of, revise, scores
 from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import (
+    AlreadyApproved,
     AlreadyGraded,
     GradeInvalid,
     GradeLocked,
@@ -42,6 +44,7 @@ from webapp.grading.references import (
 from webapp.grading.scores import disagreement_reasons
 from webapp.grading.status import final_grades, grading_status
 from webapp.spec import EvalSpec
+from webapp.timeutil import as_utc
 
 T0 = dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC)
 
@@ -322,3 +325,28 @@ def test_versions_kept_and_approval(session: Session, world: GradingWorld, spec:
     with pytest.raises(GradeInvalid) as err:
         save_reference(session=session, case_pk=case_pk, author_id=world.alice.id, text=" ")
     assert err.value.field == "text"
+
+
+class TestReferenceApproval:
+    """Four eyes on references (issue 33): never one's own version, and the first approval stands."""
+
+    def test_the_author_cannot_approve_their_own_version(self, session: Session, world: GradingWorld) -> None:
+        case_pk = world.drafts[0].case_pk
+        mine = save_reference(session=session, case_pk=case_pk, author_id=world.lead.id, text="Written by the lead")
+        with pytest.raises(NotAllowed) as err:
+            approve_reference(session=session, reference_id=mine.id, lead_id=world.lead.id)
+        assert err.value.status == 403 and "written by you" in err.value.message
+        session.refresh(mine)
+        assert (mine.approved_by, mine.approved_at) == (None, None)
+
+    def test_re_approval_is_refused_and_keeps_the_first_approver(self, session: Session, world: GradingWorld) -> None:
+        other_lead = make_user(session, email="lead2@example.test", roles=["lead"], name="Second Lead")
+        v = save_reference(session=session, case_pk=world.drafts[0].case_pk, author_id=world.alice.id, text="Ref")
+        first = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.UTC)
+        approve_reference(session=session, reference_id=v.id, lead_id=world.lead.id, now=first)
+        with pytest.raises(AlreadyApproved) as err:
+            approve_reference(session=session, reference_id=v.id, lead_id=other_lead.id)
+        assert err.value.status == 409
+        assert "already approved by Lead on 2026-11-02 09:30 UTC" in err.value.message
+        session.refresh(v)
+        assert v.approved_by == world.lead.id and as_utc(v.approved_at) == first

@@ -68,3 +68,12 @@ def test_regression_form_asks_for_an_editable_reference(session: Session, spec: 
     session.expire_all()
     (case,) = regression_service.list_cases(session=session)
     assert (case.input, case.reference) == ("Can I get a refund?", "We cannot promise a refund.")
+
+
+def test_drawing_a_future_week_is_refused_naming_it(session: Session, client_as: Callable[..., TestClient]) -> None:
+    pm = client_as("pm")
+    r = pm.post("/reviews/2099-W01/draw", follow_redirects=False)
+    assert r.status_code == 422 and "2099-W01 has not begun" in r.text
+    assert pm.post("/reviews/1999-W01/draw", follow_redirects=False).status_code == 422
+    assert service.get_sample(session=session, period="2099-W01") is None
+    assert service.get_sample(session=session, period="1999-W01") is None

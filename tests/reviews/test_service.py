@@ -18,6 +18,7 @@ from webapp.reviews import service
 from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
+TODAY = D("2026-11-20")  # a Friday of ISO week 2026-W47
 
 
 class TestPeriods:
@@ -42,7 +43,7 @@ def _week(session: Session, spec: EvalSpec, n: int = 30) -> list[dict[str, Any]]
 class TestDraw:
     def test_sample_is_seeded_by_period_and_stable(self, session: Session, spec: EvalSpec) -> None:
         events = _week(session, spec)
-        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45", today=TODAY)
         items = service.sample_items(session=session, sample=sample)
         assert sample.wanted == spec.review.weekly_pairs == 20 and sample.candidates == 30
         chosen = [i.event_id for i, _ in items]
@@ -51,27 +52,27 @@ class TestDraw:
         assert chosen == random.Random("draftdesk-review:2026-W45").sample(ids, 20)
         # stable once drawn: later events of the week do not change it
         load(session, spec, [ev("2026-11-04", action="accept") for _ in range(5)])
-        again = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        again = service.draw_sample(session=session, spec=spec, period="2026-W45", today=TODAY)
         assert again.id == sample.id
         assert [i.event_id for i, _ in service.sample_items(session=session, sample=again)] == chosen
 
     def test_monthly_cadence_in_steady_state(self, session: Session, spec: EvalSpec) -> None:
         steady = spec.model_copy(update={"review": spec.review.model_copy(update={"phase": "steady_state"})})
         _week(session, steady, n=40)
-        sample = service.draw_sample(session=session, spec=steady, period="2026-11")
+        sample = service.draw_sample(session=session, spec=steady, period="2026-11", today=TODAY)
         assert (sample.cadence, sample.wanted, sample.candidates) == ("monthly", 30, 41)
         assert len(service.sample_items(session=session, sample=sample)) == 30
 
     def test_fewer_candidates_than_wanted(self, session: Session, spec: EvalSpec) -> None:
         _week(session, spec, n=3)
-        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45", today=TODAY)
         assert str(service.progress(session=session, sample=sample)) == "0/3 reviewed"
 
 
 class TestVerdicts:
     def test_progress_counts_verdicts(self, session: Session, spec: EvalSpec) -> None:
         _week(session, spec)
-        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45", today=TODAY)
         items = service.sample_items(session=session, sample=sample)
         for item, _ in items[:12]:
             service.record_verdict(session=session, item_id=item.id, verdict="good", notes="", reviewer=None)  # type: ignore[arg-type]
@@ -98,7 +99,7 @@ class TestRegressionHandOff:
         """add_to_regression for the first drawn pair of a one-pair week, as a PM; and that pair's event."""
         pm = make_user(session, email="pm@example.test", roles=["pm"])
         _week(session, spec, n=1)
-        sample = service.draw_sample(session=session, spec=spec, period="2026-W45")
+        sample = service.draw_sample(session=session, spec=spec, period="2026-W45", today=TODAY)
         item, event = service.sample_items(session=session, sample=sample)[0]
         return partial(service.add_to_regression, session=session, item_id=item.id, created_by=pm.id), event
 
@@ -124,3 +125,34 @@ class TestRegressionHandOff:
         add(input_text="Refund?", reference_text=f" {fixed} ")
         (case,) = regression_service.list_cases(session=session)
         assert case.reference == fixed and case.reference != event.sent_text
+
+
+class TestDrawablePeriods:
+    """A sample is drawn only for a period that has begun, from 2000 on (issue 33: 2099-W01 was drawn)."""
+
+    @pytest.mark.parametrize(
+        ("period", "why"),
+        [
+            ("2026-W48", "2026-W48 has not begun (the current ISO week is 2026-W47)"),
+            ("2099-W01", "2099-W01 has not begun (the current ISO week is 2026-W47)"),
+            ("2026-12", "2026-12 has not begun (the current month is 2026-11)"),
+            ("1999-W52", "1999-W52 is before 2000"),
+            ("0001-01", "0001-01 is before 2000"),
+            ("2026-W54", "no ISO week '2026-W54'"),
+            ("2026-w47", "expected YYYY-Www or YYYY-MM, not '2026-w47'"),
+        ],
+    )
+    def test_refused_with_the_period_named_and_nothing_stored(
+        self, session: Session, spec: EvalSpec, period: str, why: str
+    ) -> None:
+        _week(session, spec)
+        with pytest.raises(service.ReviewError) as err:
+            service.draw_sample(session=session, spec=spec, period=period, today=TODAY)
+        assert str(err.value).startswith("period: ") and why in str(err.value)
+        assert service.get_sample(session=session, period=period) is None
+
+    def test_the_week_in_progress_and_past_weeks_are_drawn(self, session: Session, spec: EvalSpec) -> None:
+        _week(session, spec)
+        assert service.draw_sample(session=session, spec=spec, period="2026-W47", today=TODAY).candidates == 0
+        assert service.draw_sample(session=session, spec=spec, period="2026-W45", today=TODAY).candidates == 30
+        assert service.draw_sample(session=session, spec=spec, period="2000-W01", today=TODAY).candidates == 0

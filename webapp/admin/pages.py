@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -18,6 +18,7 @@ from webapp.datasets import service as datasets_service
 from webapp.datasets.records import RecordError
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.kb import service as kb_service
 from webapp.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
 from webapp.runs import service as runs_service
@@ -49,10 +50,9 @@ def _users_page(request: Request, session: Session, *, error: str | None = None,
 
 
 @router.get("/admin/users", response_class=HTMLResponse, name="admin_users")
-def admin_users(request: Request, session: SessionDep, principal: Admin, created: str = "", changed: str = "") -> HTMLResponse:
+def admin_users(request: Request, session: SessionDep, principal: Admin) -> Response:
     """List users with their roles; a form creates one."""
-    flash = f"Created {created}." if created else (changed or None)
-    return _users_page(request, session, flash=flash)
+    return consume_flash(request, _users_page(request, session, flash=flash_context(request)["flash"]))
 
 
 @router.post("/admin/users", response_class=HTMLResponse)
@@ -72,7 +72,7 @@ def admin_users_create(
         session.rollback()
         form = {"email": email, "name": name, "roles": role or []}
         return _users_page(request, session, error=str(exc), form=form, status_code=400)
-    return RedirectResponse("/admin/users?" + urlencode({"created": user.email}), status_code=303)
+    return redirect_with_flash(request, "/admin/users", text=f"Created {user.email}.")
 
 
 @router.post("/admin/users/{user_id}/active", response_class=HTMLResponse)
@@ -88,7 +88,7 @@ def admin_users_active(
         session.rollback()
         return _users_page(request, session, error=str(exc), status_code=400)
     state = "reactivated" if user.is_active else "deactivated (signed out everywhere)"
-    return RedirectResponse("/admin/users?" + urlencode({"changed": f"{user.email} {state}."}), status_code=303)
+    return redirect_with_flash(request, "/admin/users", text=f"{user.email} {state}.")
 
 
 # --- API tokens -------------------------------------------------------------------------------------
@@ -110,9 +110,9 @@ def _tokens_page(request: Request, session: Session, *, error: str | None = None
 
 
 @router.get("/admin/tokens", response_class=HTMLResponse, name="admin_tokens")
-def admin_tokens(request: Request, session: SessionDep, principal: Admin, revoked: str = "") -> HTMLResponse:
+def admin_tokens(request: Request, session: SessionDep, principal: Admin) -> Response:
     """List API tokens by prefix; a form creates one."""
-    return _tokens_page(request, session, flash=f"Token {revoked} revoked; it stops working at once." if revoked else None)
+    return consume_flash(request, _tokens_page(request, session, flash=flash_context(request)["flash"]))
 
 
 @router.post("/admin/tokens", response_class=HTMLResponse)
@@ -170,7 +170,7 @@ def admin_tokens_revoke(request: Request, token_id: int, session: SessionDep, pr
         token = auth_service.revoke_token(session=session, token_id=token_id)
     except AuthError as exc:
         return _tokens_page(request, session, error=str(exc), status_code=404)
-    return RedirectResponse("/admin/tokens?" + urlencode({"revoked": token.prefix + "…"}), status_code=303)
+    return redirect_with_flash(request, "/admin/tokens", text=f"Token {token.prefix}… revoked; it stops working at once.")
 
 
 # --- imports ----------------------------------------------------------------------------------------

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, Response
 
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery, outbox
@@ -17,6 +13,7 @@ from webapp.alerts.models import CHANNEL_KINDS, AlertChannel
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import require_role
+from webapp.flash import FlashKind, consume_flash, read_flash, redirect_with_flash
 from webapp.templating import render
 
 router = APIRouter()
@@ -24,38 +21,14 @@ Admin = Annotated[Principal, Depends(require_role("admin"))]
 # File channels write on the server's disk: they are for the demo and the CLI, not the web form.
 WEB_KINDS = tuple(k for k in CHANNEL_KINDS if k != "file")
 PAGE = "/admin/alerts"
-# Post-redirect-get: after adding or testing a channel the answer is a 303 to the page, and what
-# to say there rides in this short-lived cookie (signed, scoped to the page, read once), so a
-# reload repeats no POST and the URL carries no message.
-FLASH_COOKIE = "dd_alerts_flash"
-FLASH_SECONDS = 120
+# Post-redirect-get: after adding, testing or removing a channel the answer is a 303 to the page,
+# and what to say there rides in webapp.flash's signed, short-lived cookie (read once), so a reload
+# repeats no POST and the URL carries no message.
 
 
-def _sign(secret_key: str, body: str) -> str:
-    return hmac.new(secret_key.encode(), b"alerts-flash|" + body.encode(), hashlib.sha256).hexdigest()
-
-
-def _redirect_with_flash(request: Request, *, text: str, kind: str = "ok", secret_for: int | None = None) -> Response:
+def _redirect_with_flash(request: Request, *, text: str, kind: FlashKind = "ok", secret_for: int | None = None) -> Response:
     """Answer a POST with 303 to the channels page, carrying the message to show there once."""
-    body = json.dumps({"text": text, "kind": kind, "secret_for": secret_for}, separators=(",", ":"))
-    value = _sign(request.app.state.settings.secret_key, body) + "." + body
-    response = RedirectResponse(PAGE, status_code=303)
-    response.set_cookie(FLASH_COOKIE, value, max_age=FLASH_SECONDS, path=PAGE, httponly=True, samesite="strict",
-                        secure=request.app.state.settings.cookie_secure)
-    return response
-
-
-def _read_flash(request: Request) -> dict[str, Any] | None:
-    """Return the message a redirect left for this page, or None (absent, tampered or malformed)."""
-    raw = request.cookies.get(FLASH_COOKIE, "")
-    sig, _, body = raw.partition(".")
-    if not body or not hmac.compare_digest(sig, _sign(request.app.state.settings.secret_key, body)):
-        return None
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    return redirect_with_flash(request, PAGE, text=text, kind=kind, ref=secret_for)
 
 
 def _page(request: Request, session: Any, *, status_code: int = 200, **extra: Any) -> HTMLResponse:
@@ -77,21 +50,20 @@ def _page(request: Request, session: Any, *, status_code: int = 200, **extra: An
 
 
 @router.get("/admin/alerts", response_class=HTMLResponse, name="alerts_channels")
-def channels_page(request: Request, session: SessionDep, principal: Admin, removed: str = "") -> HTMLResponse:
+def channels_page(request: Request, session: SessionDep, principal: Admin) -> HTMLResponse:
     """List notification channels with their last deliveries; a form adds one."""
-    extra: dict[str, Any] = {"flash": f"Channel {removed} removed." if removed else None}
-    message = _read_flash(request)
+    extra: dict[str, Any] = {}
+    message = read_flash(request)
     if message is not None:
-        extra["error" if message.get("kind") == "error" else "flash"] = str(message.get("text", ""))
-        ch = session.get(AlertChannel, message["secret_for"]) if isinstance(message.get("secret_for"), int) else None
+        extra["error" if message.kind == "error" else "flash"] = message.text
+        ch = session.get(AlertChannel, message.ref) if message.ref is not None else None
         if ch is not None and ch.kind == "webhook":
             extra["secret"] = alerts_channels.signing_secret(ch, request.app.state.settings.secret_key)
             extra["secret_for"] = ch.name
     response = _page(request, session, **extra)
     if message is not None:
-        response.delete_cookie(FLASH_COOKIE, path=PAGE)
         response.headers["Cache-Control"] = "no-store"  # a signing secret must not linger in caches
-    return response
+    return consume_flash(request, response)
 
 
 @router.post("/admin/alerts/channels", response_class=HTMLResponse)
@@ -153,4 +125,4 @@ def channels_delete(request: Request, channel_id: int, session: SessionDep, prin
         ch = alerts_channels.remove_channel(session=session, ref=channel_id)
     except alerts_channels.AlertsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
-    return RedirectResponse("/admin/alerts?" + urlencode({"removed": ch.name}), status_code=303)
+    return _redirect_with_flash(request, text=f"Channel {ch.name} removed.")

@@ -29,14 +29,15 @@ def run_checks_page(
     """Show a run's pass rates overall, per check, per category and per intent, and its failing drafts."""
     summary = service.run_summary(session=session, run_id=stored_id(run.id))
     signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
+    seen = service.summary_for_viewer(summary, signals)  # a blind grader's figures: the drafts they graded
     rechecked = request.query_params.get("rechecked")
     return render(
         request,
         "checks/run.html",
         {
             "run": run,
-            "s": summary,
-            "failing": [o for o in summary.failing if signals.shows(o.draft_id)],
+            "s": seen,
+            "failing": seen.failing,
             "gate_reasons": flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals),
             "can_recheck": principal.has_role(*RECHECK_ROLES),
             "can_add_case": principal.has_role("lead", "pm", "labeler"),

@@ -24,9 +24,9 @@ RECHECK_ROLES = ("lead", "admin", "pm")
 def summary_payload(
     session: SessionDep, summary: service.RunSummary, spec: EvalSpec, principal: Principal
 ) -> dict[str, Any]:
-    """Return a run summary as JSON, with the CI gate's verdict, per-draft results hidden from a blind grader."""
+    """Return a run summary as JSON, with the CI gate's verdict; a blind grader's figures count only drafts they graded."""
     signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
-    data = summary.as_dict(signals)
+    data = service.summary_for_viewer(summary, signals).as_dict()
     reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals)
     data["gate"] = {"passes": not reasons, "reasons": reasons, "pass_rate_required": spec.gates.pilot.automated_pass_rate}
     return data

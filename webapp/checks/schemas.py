@@ -88,8 +88,9 @@ class RunChecksPublic(BaseModel):
     golden_failures: list[str] = Field(description="Case ids of golden examples that fail")
     safety_failures: list[str] = Field(description="Case ids of safety cases that fail")
     failing_drafts: list[FailingDraft] = Field(description="The failing drafts the caller may see (blind grading)")
-    failing_drafts_hidden: int = Field(
-        description="Failing drafts left out because the caller has not graded them yet (blind grading)"
+    drafts_hidden: int = Field(
+        description="Checked drafts left out of every figure because the caller has not graded them yet "
+        "(blind grading); how many of them fail is not said"
     )
     gate: CiGate
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlmodel import Session, col, delete, select
@@ -252,6 +252,9 @@ class RunSummary:
     checked_at: dt.datetime | None
     kb_version: str | None
     kb_changed: bool  # the KB changed since the results were computed
+    # Blind grading (summary_for_viewer): checked drafts left out of every figure above, because
+    # the viewer has not graded them yet. 0 for a viewer who sees every draft.
+    hidden: int = 0
 
     @property
     def is_checked(self) -> bool:
@@ -269,9 +272,9 @@ class RunSummary:
     def safety_failures(self) -> list[DraftOutcome]:
         return [o for o in self.failing if o.safety]
 
-    def as_dict(self, signals: SignalsView = ALL_SIGNALS) -> dict[str, Any]:
-        """Return the summary as JSON; the per-draft lists leave out the drafts `signals` hides (blind grading)."""
-        shown = [o for o in self.failing if signals.shows(o.draft_id)]
+    def as_dict(self) -> dict[str, Any]:
+        """Return the summary as JSON (pass it through summary_for_viewer first: blind grading)."""
+        shown = self.failing
         return {
             "run": {"id": self.run_id, "name": self.run_name, "dataset_id": self.dataset_id},
             "drafts": self.drafts,
@@ -286,7 +289,7 @@ class RunSummary:
             "golden_failures": [o.case_id for o in shown if o.golden],
             "safety_failures": [o.case_id for o in shown if o.safety],
             "failing_drafts": [o.as_dict() for o in shown],
-            "failing_drafts_hidden": len(self.failing) - len(shown),
+            "drafts_hidden": self.hidden,
         }
 
 
@@ -304,6 +307,51 @@ def _ordered(rows: list[DraftCheck]) -> list[CheckResult]:
     return [CheckResult(k, by_key[k].status, by_key[k].reason) for k in CHECK_KEYS if k in by_key]  # type: ignore[arg-type]
 
 
+def _aggregate(outcomes: list[DraftOutcome]) -> tuple[Rate, list[CheckRate], dict[str, Rate], dict[str, Rate]]:
+    """Return the overall, per-check, per-category and per-intent figures of some drafts' outcomes."""
+    per_check = {k: CheckRate(k, CHECK_LABELS[k]) for k in CHECK_KEYS}
+    per_category: dict[str, Rate] = {c: Rate() for c in CATEGORIES}
+    per_intent: dict[str, Rate] = {}
+    overall = Rate()
+    for outcome in outcomes:
+        for r in outcome.results:
+            cr = per_check[r.key]
+            if r.status == "pass":
+                cr.passed += 1
+            elif r.status == "fail":
+                cr.failed += 1
+            else:
+                cr.not_applicable += 1
+        groups = [overall]
+        if outcome.category:
+            groups.append(per_category.setdefault(outcome.category, Rate()))
+        groups.append(per_intent.setdefault(outcome.intent or NO_INTENT, Rate()))
+        for g in groups:
+            g.total += 1
+            g.passed += int(outcome.passed)
+    return overall, list(per_check.values()), per_category, dict(sorted(per_intent.items()))
+
+
+def summary_for_viewer(summary: RunSummary, signals: SignalsView) -> RunSummary:
+    """Return the summary as a viewer may see it: every figure over the drafts whose signals `signals` shows.
+
+    Blind grading (webapp/blind.py): a draft's check results are its model signals, and a count is
+    a signal too. A category or intent with one ungraded draft would otherwise say whether that
+    draft fails ("refund_request 0/1"), and the overall and per-check counts say as much once the
+    labeler has graded all but one. So a blind viewer's overall, per-check, per-category and
+    per-intent figures, failing drafts, golden and safety failures count only the drafts they have
+    graded; `hidden` says how many checked drafts are left out (not how many of them fail).
+    """
+    if signals.everything:
+        return summary
+    shown = [o for o in summary.outcomes if signals.shows(o.draft_id)]
+    overall, per_check, per_category, per_intent = _aggregate(shown)
+    return replace(
+        summary, overall=overall, per_check=per_check, per_category=per_category, per_intent=per_intent,
+        outcomes=shown, hidden=len(summary.outcomes) - len(shown),
+    )
+
+
 def run_summary(*, session: Session, run_id: int) -> RunSummary:
     """Summarise a run's stored check results (drafts never checked are counted as unchecked)."""
     run = session.get(Run, run_id)
@@ -311,10 +359,6 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
         raise LookupError(f"run: no run with id {run_id}")
     pairs = _run_drafts(session, run_id)
     stored = _stored_results(session, [d.id for d, _ in pairs if d.id is not None])
-    per_check = {k: CheckRate(k, CHECK_LABELS[k]) for k in CHECK_KEYS}
-    per_category: dict[str, Rate] = {c: Rate() for c in CATEGORIES}
-    per_intent: dict[str, Rate] = {}
-    overall = Rate()
     outcomes: list[DraftOutcome] = []
     checked_at: dt.datetime | None = None
     version: str | None = None
@@ -338,21 +382,7 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
             results=results,
         )
         outcomes.append(outcome)
-        for r in results:
-            cr = per_check[r.key]
-            if r.status == "pass":
-                cr.passed += 1
-            elif r.status == "fail":
-                cr.failed += 1
-            else:
-                cr.not_applicable += 1
-        groups = [overall]
-        if case.category:
-            groups.append(per_category.setdefault(case.category, Rate()))
-        groups.append(per_intent.setdefault(case.intent or NO_INTENT, Rate()))
-        for g in groups:
-            g.total += 1
-            g.passed += int(outcome.passed)
+    overall, per_check, per_category, per_intent = _aggregate(outcomes)
     kb_changed = False
     if version is not None:
         kb_changed = kb_version(load_kb_snapshot(session=session)) != version
@@ -363,9 +393,9 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
         drafts=len(pairs),
         checked=len(outcomes),
         overall=overall,
-        per_check=list(per_check.values()),
+        per_check=per_check,
         per_category=per_category,
-        per_intent=dict(sorted(per_intent.items())),
+        per_intent=per_intent,
         outcomes=outcomes,
         checked_at=checked_at,
         kb_version=version,
@@ -440,7 +470,10 @@ def gate_failures(
 ) -> list[str]:
     """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate.
 
-    A golden or safety failure of a draft `signals` hides (blind grading) is counted, not named.
+    `summary` is the whole run's (the verdict is the run's, whoever reads it). For a viewer from
+    whom `signals` hides drafts (blind grading), failures of those drafts are neither named nor
+    counted: one reason says that drafts they have not graded fail, and the pass rate reason
+    gives no figure (the viewer's page shows the rate over the drafts they have graded).
     """
     # `factual` holds the final factual grades by draft id (webapp.flows.ci_gate_failures passes
     # grading's in): a golden draft graded
@@ -465,13 +498,17 @@ def gate_failures(
             failure = next((r for r in o.failures if r.key == "safety_escalation"), o.failures[0])
             reasons.append(f"safety case {o.case_id} fails {describe([failure])}")
     if hidden:
-        one = hidden == 1
         reasons.append(
-            f"{hidden} golden or safety draft{'' if one else 's'} you have not graded "
-            f"fail{'s' if one else ''}: which, and why, stays hidden until you grade {'it' if one else 'them'}"
+            "golden or safety drafts you have not graded fail: which, how many and why stays hidden "
+            "until you grade them"
         )
     rate = summary.overall.rate or 0.0
     gate = spec.gates.pilot.automated_pass_rate
-    if rate < gate:
+    if rate < gate and any(signals.hides(o.draft_id) for o in summary.outcomes):
+        reasons.append(
+            f"the run's pass rate is under the pilot gate's {units.percent(gate)} (its figure counts drafts "
+            "you have not graded, so it shows once you have graded them)"
+        )
+    elif rate < gate:
         reasons.append(f"pass rate {units.percent(rate)} is under the pilot gate's {units.percent(gate)}")
     return reasons

@@ -13,6 +13,7 @@ from webapp.auth.models import User
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.gates import service
 from webapp.gates.report import to_markdown
 from webapp.runs.deps import RunDep, run_or_404
@@ -41,20 +42,21 @@ def gate_page(
     *, principal: Principal = Depends(require_role(*READERS)), run: RunDep,
 ) -> Response:
     """Show a gate report for a run: the verdict and what is missing on top, then every criterion."""
-    rep = service.report(session=session, spec=spec, gate=gate, run=run)
     if format == "markdown":
+        rep = service.report(session=session, spec=spec, gate=gate, run=run)
         return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
-    return _report_page(request, session, spec, gate=gate, run=run, principal=principal, error=request.query_params.get("error"))
+    return _report_page(request, session, spec, gate=gate, run=run, principal=principal)
 
 
 def _report_page(
     request: Request, session: Session, spec: EvalSpec, *, gate: str, run: Run, principal: Principal,
     error: str | None = None, status_code: int = 200,
-) -> HTMLResponse:
+) -> Response:
+    """Render the gate report page (`error`: a message to show in place of the flash, e.g. a refused sign-off)."""
     rep = service.report(session=session, spec=spec, gate=gate, run=run)
     signed = service.signoffs(session=session, gate=gate, run_id=stored_id(run.id))
     users = {u.id: u for u in (session.get(User, s.user_id) for s in signed) if u}
-    return render(
+    return consume_flash(request, render(
         request,
         "gates/report.html",
         {
@@ -67,10 +69,10 @@ def _report_page(
             "can_sign": principal.has_role(*SIGNERS),
             "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
             "just_signed": request.query_params.get("signed") == "1",
-            "error": error,
+            "error": error if error is not None else flash_context(request)["error"],
         },
         status_code=status_code,
-    )
+    ))
 
 
 @router.post("/gates/{gate}/signoff")
@@ -92,5 +94,5 @@ def gate_signoff(
         # 409 with the page itself: a replayed form or the loser of simultaneous posts sees who signed
         return _report_page(request, session, spec, gate=gate, run=r, principal=principal, error=str(exc), status_code=409)
     except service.GateError as exc:
-        return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&error={quote(str(exc))}", status_code=303)
+        return redirect_with_flash(request, f"/gates/{gate}?run={quote(r.name)}", text=str(exc), kind="error")
     return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&signed=1#signoff", status_code=303)

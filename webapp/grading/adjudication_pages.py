@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlencode
 
 from fastapi import Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
@@ -11,6 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, id_from_ref
 from webapp.deps import SpecDep, require_role
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.flows import JUDGE, after_grading
 from webapp.grading.adjudication import (
     ADJUDICATION_STATES,
@@ -20,9 +20,11 @@ from webapp.grading.adjudication import (
 )
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradingError
-from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router, see_other
+from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router
 from webapp.grading.overview import runs_newest_first
 from webapp.templating import render
+
+QUEUE = "/grading/adjudication"  # where the lead's decisions return, with their one-time message
 
 
 @router.get("/adjudication", response_class=HTMLResponse)
@@ -41,14 +43,15 @@ def adjudication_queue(
         take=request.query_params.get("take", ""),  # "<adjudication id>:<grade id>": prefill with that grade
         judge=JUDGE,
     )
-    view.update({"flash": request.query_params.get("flash"), "error": request.query_params.get("error")})
-    return render(request, "grading/adjudication.html", view, block="queue")
+    view.update(flash_context(request))
+    return consume_flash(request, render(request, "grading/adjudication.html", view, block="queue"))
 
 
 @router.post("/adjudication/{adjudication_id}/resolve")
 def resolve(
     adjudication_id: int,
     form: Annotated[ResolveForm, Form()],
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     principal: Principal = Depends(LEAD),
@@ -65,19 +68,16 @@ def resolve(
         )
     except GradingError as exc:
         session.rollback()
-        return see_other(
-            "/grading/adjudication?" + urlencode({"error": f"Adjudication {adjudication_id}: {exc.message}"})
-        )
+        return redirect_with_flash(request, QUEUE, text=f"Adjudication {adjudication_id}: {exc.message}", kind="error")
     after_grading(session=session, spec=spec, draft_id=final.draft_id)
-    return see_other(
-        "/grading/adjudication?" + urlencode({"flash": f"Draft {final.draft_id}: final grade set."})
-    )
+    return redirect_with_flash(request, QUEUE, text=f"Draft {final.draft_id}: final grade set.")
 
 
 @router.post("/adjudication/{adjudication_id}/return")
 def send_back(
     adjudication_id: int,
     form: Annotated[ReturnForm, Form()],
+    request: Request,
     session: SessionDep,
     principal: Principal = Depends(LEAD),
 ) -> Response:
@@ -94,12 +94,8 @@ def send_back(
     except (GradingError, ValueError) as exc:
         session.rollback()
         message = exc.message if isinstance(exc, GradingError) else "grade_id: not a number"
-        return see_other(
-            "/grading/adjudication?" + urlencode({"error": f"Adjudication {adjudication_id}: {message}"})
-        )
-    return see_other(
-        "/grading/adjudication?" + urlencode({"flash": f"Grade {grade.id} returned to its grader."})
-    )
+        return redirect_with_flash(request, QUEUE, text=f"Adjudication {adjudication_id}: {message}", kind="error")
+    return redirect_with_flash(request, QUEUE, text=f"Grade {grade.id} returned to its grader.")
 
 
 @router.get("/agreement", response_class=HTMLResponse)

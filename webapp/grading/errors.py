@@ -50,6 +50,12 @@ class NotAllowed(GradingError):
     status = 403
 
 
+class AlreadyApproved(GradingError):
+    """The reference version is already approved (its first approver and time stay)."""
+
+    status = 409
+
+
 class NotFound(GradingError):
     """No such draft, grade, adjudication or reference."""
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Any
 
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
+from webapp.csv_export import csv_dict_text
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import (
     FinalGrade,
@@ -84,12 +83,8 @@ def export_rows(*, session: Session, run_id: int) -> list[dict[str, Any]]:
 
 def export_csv(*, session: Session, run_id: int) -> str:
     """Return the run's final grades as CSV text."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS)
-    writer.writeheader()
-    for row in export_rows(session=session, run_id=run_id):
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
-    return buf.getvalue()
+    # Rationales, notes and case ids are other people's text: the shared writer neutralises formulas.
+    return csv_dict_text(EXPORT_COLUMNS, export_rows(session=session, run_id=run_id))
 
 
 def export_jsonl(*, session: Session, run_id: int) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
@@ -13,6 +12,7 @@ from sqlmodel import Session
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.flows import JUDGE, after_grading
 from webapp.grading import adjudication_pages, reference_pages  # noqa: F401 (their routes join `router`)
 from webapp.grading.errors import GradingError
@@ -52,8 +52,8 @@ def queues(
 ) -> HTMLResponse:
     """Show my queues: the next item of each batch, grades returned to me, my recent grades."""
     view = queues_view(session=session, spec=spec, principal=principal)
-    view["flash"] = request.query_params.get("flash")
-    return render(request, "grading/queues.html", view)
+    view["flash"] = flash_context(request)["flash"]
+    return consume_flash(request, render(request, "grading/queues.html", view))
 
 
 @router.post("/runs/{run_id}/next")
@@ -157,8 +157,8 @@ def grading_page(
 ) -> HTMLResponse:
     """Show a draft with its ticket, KB text, reference and the rubric form (htmx: only the item)."""
     ctx = _item_or_404(session, spec, principal, draft_id, batch_from(request.query_params, 0))
-    ctx["flash"] = request.query_params.get("flash")
-    return _item_response(request, ctx)
+    ctx["flash"] = flash_context(request)["flash"]
+    return consume_flash(request, _item_response(request, ctx))
 
 
 def _reserve_following(
@@ -209,7 +209,7 @@ def _open_next(
         ctx = _item_or_404(session, spec, principal, nxt, batch, saved=saved)
         ctx["flash"] = flash
         return _item_response(request, ctx, push=True)
-    return see_other(f"/grading/drafts/{nxt}?" + urlencode({"flash": flash}) + (f"&{qs}" if qs else ""))
+    return redirect_with_flash(request, f"/grading/drafts/{nxt}" + (f"?{qs}" if qs else ""), text=flash)
 
 
 def _saved_flash(message: str, draft_id: int) -> str:
@@ -276,9 +276,7 @@ def submit_grade(
         ctx = _item_or_404(session, spec, principal, draft_id, batch)
         ctx["flash"] = f"{message}."
         return _item_response(request, ctx)
-    return see_other(
-        f"/grading/drafts/{draft_id}?" + urlencode({"flash": f"{message}."}) + (f"&{qs}" if qs else "")
-    )
+    return redirect_with_flash(request, f"/grading/drafts/{draft_id}" + (f"?{qs}" if qs else ""), text=f"{message}.")
 
 
 @router.post("/drafts/{draft_id}/skip")

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, id_from_ref
 from webapp.deps import SpecDep
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.grading import references as reference_service
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import (
@@ -21,7 +22,6 @@ from webapp.grading.forms import (
     ReferenceForm,
     ScoresForm,
     router,
-    see_other,
 )
 from webapp.grading.scores import validate_scores
 from webapp.templating import render
@@ -48,25 +48,26 @@ def reference_page(
     view.update(
         {
             "is_lead": principal.has_role("lead"),
-            "flash": request.query_params.get("flash"),
-            "error": request.query_params.get("error"),
+            "me": principal.user_id,
+            **flash_context(request),
             "shortcuts": SHORTCUTS,
             "factual_keys": FACTUAL_KEYS,
         }
     )
-    return render(request, "grading/reference.html", view)
+    return consume_flash(request, render(request, "grading/reference.html", view))
 
 
-def _reference_url(case_pk: int, draft: str, **params: str) -> str:
+def _reference_url(case_pk: int, draft: str = "") -> str:
     if id_from_ref(draft) is not None:
-        params = {"draft": draft, **params}
-    return f"/grading/references/{case_pk}?" + urlencode(params)
+        return f"/grading/references/{case_pk}?" + urlencode({"draft": draft})
+    return f"/grading/references/{case_pk}"
 
 
 @router.post("/references/{case_pk}")
 def save_reference(
     case_pk: int,
     form: Annotated[ReferenceForm, Form()],
+    request: Request,
     session: SessionDep,
     principal: Principal = Depends(GRADERS),
 ) -> Response:
@@ -78,30 +79,31 @@ def save_reference(
     except GradingError as exc:
         if exc.status == 404:
             raise HTTPException(status_code=404, detail=exc.message) from exc
-        return see_other(_reference_url(case_pk, form.draft, error=exc.message))
-    return see_other(_reference_url(case_pk, form.draft, flash=f"Version {v.version} saved."))
+        return redirect_with_flash(request, _reference_url(case_pk, form.draft), text=exc.message, kind="error")
+    return redirect_with_flash(request, _reference_url(case_pk, form.draft), text=f"Version {v.version} saved.")
 
 
 @router.post("/references/versions/{reference_id}/approve")
 def approve_reference(
-    reference_id: int, session: SessionDep, principal: Principal = Depends(LEAD)
+    reference_id: int, request: Request, session: SessionDep, principal: Principal = Depends(LEAD)
 ) -> Response:
-    """Approve a reference version (lead)."""
+    """Approve a reference version (lead; not their own, and only once)."""
     try:
         v = reference_service.approve_reference(
             session=session, reference_id=reference_id, lead_id=principal.user_id
         )
     except GradingError as exc:
+        # 404, 403 (their own version), 409 (approved already): the page has no button for the last
+        # two, so only a stale page or a crafted request gets here; the error page says why.
         raise HTTPException(status_code=exc.status, detail=exc.message) from exc
-    return see_other(
-        f"/grading/references/{v.case_pk}?" + urlencode({"flash": f"Version {v.version} approved."})
-    )
+    return redirect_with_flash(request, _reference_url(v.case_pk), text=f"Version {v.version} approved.")
 
 
 @router.post("/references/versions/{reference_id}/grade")
 def grade_reference(
     reference_id: int,
     form: Annotated[ScoresForm, Form()],
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     principal: Principal = Depends(GRADERS),
@@ -117,5 +119,5 @@ def grade_reference(
             session=session, reference_id=reference_id, grader_id=principal.user_id, scores=scores
         )
     except GradingError as exc:
-        return see_other(f"/grading/references/{case_pk}?" + urlencode({"error": exc.message}))
-    return see_other(f"/grading/references/{case_pk}?" + urlencode({"flash": "Reference graded."}))
+        return redirect_with_flash(request, _reference_url(case_pk), text=exc.message, kind="error")
+    return redirect_with_flash(request, _reference_url(case_pk), text="Reference graded.")

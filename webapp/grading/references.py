@@ -9,7 +9,7 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import EvalCase
-from webapp.grading.errors import GradeInvalid, NotFound
+from webapp.grading.errors import AlreadyApproved, GradeInvalid, NotAllowed, NotFound
 from webapp.grading.evidence import cited_kb_texts
 from webapp.grading.item import user_names
 from webapp.grading.models import (
@@ -18,7 +18,7 @@ from webapp.grading.models import (
 )
 from webapp.grading.scores import Scores
 from webapp.runs.models import Draft
-from webapp.timeutil import utcnow
+from webapp.timeutil import as_utc, utcnow
 
 
 def reference_versions(*, session: Session, case_pk: int) -> list[ReferenceVersion]:
@@ -74,10 +74,25 @@ def save_reference(
 def approve_reference(
     *, session: Session, reference_id: int, lead_id: int, now: dt.datetime | None = None
 ) -> ReferenceVersion:
-    """Approve a reference version (the lead)."""
+    """Approve a reference version (the lead): never their own, and only once.
+
+    Four eyes: the lead who wrote a version cannot approve it (NotAllowed, 403); another lead does.
+    An approved version stays approved by its first approver at its first time: approving it
+    again is refused (AlreadyApproved, 409) rather than silently overwriting who vouched for it.
+    """
     ref = session.get(ReferenceVersion, reference_id)
     if ref is None:
         raise NotFound(f"reference {reference_id} does not exist")
+    if ref.author_id == lead_id:
+        raise NotAllowed(
+            f"reference {reference_id}: version {ref.version} was written by you; another lead approves it"
+        )
+    if ref.approved_at is not None:
+        who = user_names(session=session, user_ids={ref.approved_by} if ref.approved_by else set())
+        raise AlreadyApproved(
+            f"reference {reference_id}: version {ref.version} is already approved"
+            f" by {who.get(ref.approved_by or 0, 'another lead')} on {as_utc(ref.approved_at):%Y-%m-%d %H:%M} UTC"
+        )
     ref.approved_by = lead_id
     ref.approved_at = now or utcnow()
     session.add(ref)

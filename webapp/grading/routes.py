@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from webapp.api_docs import error_response
 from webapp.auth.service import Principal
+from webapp.csv_export import attachment_headers, csv_response
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.flows import after_grading
@@ -299,16 +300,12 @@ def run_final_grades(
     """Return a run's final grades (run by name or id) with both graders' scores and the adjudication (JSON, CSV or JSONL)."""
     run_id = stored_id(run.id)
     if format == "csv":
-        return PlainTextResponse(
-            export_csv(session=session, run_id=run_id),
-            media_type="text/csv",
-            headers={"Content-Disposition": f'attachment; filename="final-grades-{run.id}.csv"'},
-        )
+        return csv_response(export_csv(session=session, run_id=run_id), f"final-grades-{run.id}.csv")
     if format == "jsonl":
         return PlainTextResponse(
             export_jsonl(session=session, run_id=run_id),
             media_type="application/x-ndjson",
-            headers={"Content-Disposition": f'attachment; filename="final-grades-{run.id}.jsonl"'},
+            headers=attachment_headers(f"final-grades-{run.id}.jsonl"),
         )
     status = grading_status(session=session, run_id=run_id)
     return {

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -13,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from webapp import flows
 from webapp.auth.service import Principal
+from webapp.csv_export import csv_response, csv_text
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.metrics import (
@@ -251,23 +250,15 @@ def metrics_csv(
     """Download the daily numbers of the range and segment as CSV."""
     s, e = _range(session, spec, start, end)
     days = metrics_daily.daily_metrics(session=session, spec=spec, start=s, end=e, **_filters(intent, plan, agent_id))
-    buf = io.StringIO()
-    w = csv.writer(buf)
     # the same unit and decimals as the page (webapp/metrics/units.py); the unit is in the column name
-    w.writerow(
-        ["day", "events", "drafts_shown", *[units.csv_column(m) for m in METRIC_NAMES],
-         *[f"{m}_target_met" for m in METRIC_NAMES], "all_targets_met"]
+    header = ["day", "events", "drafts_shown", *[units.csv_column(m) for m in METRIC_NAMES],
+              *[f"{m}_target_met" for m in METRIC_NAMES], "all_targets_met"]
+    rows = (
+        [d.day.isoformat(), d.events, d.drafts_shown, *[units.number(m, d.value(m)) for m in METRIC_NAMES],
+         *[d.target_met.get(m) for m in METRIC_NAMES], d.all_targets_met]
+        for d in days
     )
-    for d in days:
-        w.writerow(
-            [d.day.isoformat(), d.events, d.drafts_shown, *[units.number(m, d.value(m)) for m in METRIC_NAMES],
-             *["" if d.target_met.get(m) is None else d.target_met[m] for m in METRIC_NAMES],
-             "" if d.all_targets_met is None else d.all_targets_met]
-        )
-    return Response(
-        buf.getvalue(), media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="metrics-{s}-{e}.csv"'},
-    )
+    return csv_response(csv_text(header, rows), f"metrics-{s}-{e}.csv")
 
 
 # which drill-down filter shows the events behind a missed target

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.ppi import service
 from webapp.ppi.report import run_report
 from webapp.ppi.routes import VIEW_ROLES
@@ -27,20 +28,21 @@ def ppi_run_page(
 ) -> HTMLResponse:
     """Show a run's figures: estimate [95% interval], the judge alone, human grades, gate calls and judge health."""
     report = run_report(session=session, spec=spec, run_id=stored_id(run.id))
-    return render(
+    return consume_flash(request, render(
         request,
         "ppi/run.html",
         {
             "run": run,
             "r": None if report is None else report_view(report, spec),
             "can_sample": principal.has_role("lead"),
-            "error": request.query_params.get("error"),
+            "error": flash_context(request)["error"],
         },
-    )
+    ))
 
 
 @router.post("/ppi/runs/{run}/further-sample")
 def ppi_further_sample(
+    request: Request,
     session: SessionDep,
     budget: Annotated[float, Form(gt=0, allow_inf_nan=False)],
     principal: Principal = Depends(require_role("lead")),
@@ -52,5 +54,5 @@ def ppi_further_sample(
     try:
         service.draw_further_sample(session=session, run_id=stored_id(run.id), budget=budget)
     except service.PpiError as exc:
-        return RedirectResponse(f"{target}?error={quote(str(exc))}", status_code=303)
+        return redirect_with_flash(request, target, text=str(exc), kind="error")
     return RedirectResponse(target, status_code=303)

@@ -13,8 +13,6 @@ With 2 changed cases out of 100 the answer is "within noise" however they split.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,6 +24,7 @@ from sqlmodel import Session, col
 from webapp.checks import service as checks_service
 from webapp.checks.service import RunSummary
 from webapp.checks.types import CheckResult
+from webapp.csv_export import csv_text
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.grading.status import FinalGradeView, final_grades
 from webapp.regression.service import NotComparable
@@ -267,12 +266,10 @@ class Comparison:
 
     def to_csv(self, cases: list[CaseRow] | None = None) -> str:
         """Return the per-case table as CSV (one row per case)."""
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow([
+        header = [
             "case_id", "category", "intent", "golden", "change",
             "a_passed", "a_failed_checks", "a_draft_ids", "b_passed", "b_failed_checks", "b_draft_ids",
-        ])
+        ]
 
         def side(s: CaseSide | None) -> list[str]:
             if s is None:
@@ -280,9 +277,12 @@ class Comparison:
             passed = "" if s.passed is None else ("pass" if s.passed else "fail")
             return [passed, " ".join(s.failed_checks), " ".join(str(d) for d in s.draft_ids)]
 
-        for c in self.cases if cases is None else cases:
-            writer.writerow([c.case_id, c.category or "", c.intent or "", "yes" if c.golden else "no", c.change, *side(c.a), *side(c.b)])
-        return buf.getvalue()
+        # Case ids, categories and intents come from imported datasets: the shared writer neutralises formulas.
+        rows = (
+            [c.case_id, c.category or "", c.intent or "", "yes" if c.golden else "no", c.change, *side(c.a), *side(c.b)]
+            for c in (self.cases if cases is None else cases)
+        )
+        return csv_text(header, rows)
 
 
 def _same_dataset(session: Session, a: Run, b: Run) -> bool:

@@ -66,6 +66,7 @@ def suite_page(
             "report": report,
             "results": {r.case.case_id: r for r in report.results} if report else {},
             "hidden": hidden,
+            "counts": service.suite_counts(report=report, hidden=hidden) if report else {},
             "run": run,
             "runs": service.runs_for_picker(session=session),
             "target": spec.regression.target_cases,

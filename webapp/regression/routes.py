@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from webapp import flows
 from webapp.api_docs import error_response
 from webapp.auth.service import Principal
+from webapp.csv_export import csv_response
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
 from webapp.regression import comparison, service
@@ -107,8 +108,8 @@ class CaseFilters(BaseModel):
 
 
 def csv_download(body: str, filename: str) -> Response:
-    """Return CSV text as a download."""
-    return Response(body, media_type="text/csv; charset=utf-8", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    """Return CSV text as a download (run names in `filename` are made safe by webapp.csv_export)."""
+    return csv_response(body, filename)
 
 
 @router.get(

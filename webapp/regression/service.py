@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -631,6 +632,19 @@ def list_alerts(*, session: Session, open_only: bool = False, limit: int = 200) 
         stmt = stmt.where(col(RegressionAlert.acknowledged_at).is_(None))
     stmt = stmt.order_by(col(RegressionAlert.created_at).desc(), col(RegressionAlert.id).desc()).limit(limit)
     return [(a, r) for a, r in session.exec(stmt).all()]
+
+
+def suite_counts(*, report: SuiteReport, hidden: Collection[str] = ()) -> dict[str, int]:
+    """Return the suite's result counts a viewer may see: pass, fail, not_run, not_checked, and `hidden`.
+
+    Blind grading: a case whose pass or fail comes from drafts the viewer has not graded (`hidden`,
+    from the page's signals view) is counted as hidden, not as a pass or a fail, so the counts
+    never tell a labeler how an ungraded draft fared.
+    """
+    counts = {status: 0 for status in ("pass", "fail", "not_run", "not_checked", "hidden")}
+    for r in report.results:
+        counts["hidden" if r.case.case_id in hidden and r.status in ("pass", "fail") else r.status] += 1
+    return counts
 
 
 def count_open_alerts(*, session: Session) -> int:

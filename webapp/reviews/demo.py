@@ -25,7 +25,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     last_complete = ctx.today - dt.timedelta(days=7 if cadence == "weekly" else 31)
     period = service.period_of(last_complete, cadence)
     pm = ctx.users.get("pm")
-    sample = service.draw_sample(session=session, spec=spec, period=period, drawn_by=pm.id if pm else None)
+    sample = service.draw_sample(session=session, spec=spec, period=period, today=ctx.today, drawn_by=pm.id if pm else None)
     items = service.sample_items(session=session, sample=sample)
     to_review = items[: round(len(items) * 0.6)]
     for item, _event in to_review:

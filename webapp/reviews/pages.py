@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
+from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.metrics import daily as metrics_daily
 from webapp.regression import service as regression_service
 from webapp.reviews import cadence, service
@@ -83,7 +84,7 @@ def review_period(
     sample = service.get_sample(session=session, period=period)
     if sample is None and end < _today(spec):
         # the draw is seeded by the period, so drawing on first view gives the same pairs whoever opens it
-        sample = service.draw_sample(session=session, spec=spec, period=period, drawn_by=principal.user_id)
+        sample = service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id)
     return render(request, "reviews/period.html", _period_context(session, spec, period, sample, show))
 
 
@@ -91,9 +92,14 @@ def review_period(
 def draw(
     period: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*REVIEWERS))
 ) -> RedirectResponse:
-    """Draw the period's sample now (also for the week in progress); an existing sample is kept."""
-    _bounds(period)
-    service.draw_sample(session=session, spec=spec, period=period, drawn_by=principal.user_id)
+    """Draw the period's sample now (also for the week in progress); an existing sample is kept.
+
+    A period that has not begun, one before 2000, or a malformed one is refused (422) with the reason.
+    """
+    try:
+        service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id)
+    except service.ReviewError as exc:
+        raise HTTPException(422, detail=str(exc)) from exc
     return RedirectResponse(f"/reviews/{period}", status_code=303)
 
 
@@ -165,7 +171,7 @@ def cadence_page(
 ) -> HTMLResponse:
     """List the reviews the plan's cadence has made due so far, with who marked each done and when."""
     today = metrics_daily.today_in(spec)
-    return render(
+    return consume_flash(request, render(
         request,
         "reviews/cadence.html",
         {
@@ -173,13 +179,14 @@ def cadence_page(
             "today": today,
             "phase": spec.review.phase,
             "markers": cadence.MARKERS,
-            "error": request.query_params.get("error"),
+            "error": flash_context(request)["error"],
         },
-    )
+    ))
 
 
 @router.post("/cadence/done")
 def cadence_done(
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     kind: str = Form(...),
@@ -193,5 +200,5 @@ def cadence_done(
             session=session, spec=spec, principal=principal, kind=kind, period=period, today=metrics_daily.today_in(spec), note=note
         )
     except cadence.CadenceError as exc:
-        return RedirectResponse(f"/cadence?error={quote(str(exc))}", status_code=303)
+        return redirect_with_flash(request, "/cadence", text=str(exc), kind="error")
     return RedirectResponse(f"/cadence#{quote(kind)}-{quote(period)}", status_code=303)

@@ -78,12 +78,38 @@ def seed_for(period: str) -> str:
     return f"draftdesk-review:{period}"
 
 
-def draw_sample(*, session: Session, spec: EvalSpec, period: str, drawn_by: int | None = None) -> ReviewSample:
-    """Draw the period's random sample (seeded by the period) and store it; an existing sample is returned as is."""
+# The first period a review may be drawn for: nothing of the pilot is older, and a year like 0001
+# is a typo, not a review.
+FIRST_DRAWABLE = dt.date(2000, 1, 1)
+
+
+def check_drawable(period: str, *, today: dt.date) -> tuple[dt.date, dt.date, str]:
+    """Return a period's bounds when a sample may be drawn for it: started by `today`, not before 2000.
+
+    A week or month that has not begun has no sent drafts yet; a sample drawn for it would be an
+    empty one fixed for ever (a sample, once drawn, is kept), so the draw is refused instead.
+    The week (or month) in progress may be drawn: the PM may start reviewing before it ends.
+    """
+    start, end, cadence = period_bounds(period)
+    current = period_of(today, cadence)
+    if start > today:
+        raise ReviewError(f"period: {period} has not begun (the current {'month' if cadence == 'monthly' else 'ISO week'} is {current}); a sample is drawn for a period that has started")
+    if start < FIRST_DRAWABLE:
+        raise ReviewError(f"period: {period} is before {FIRST_DRAWABLE.year}; a sample is drawn for a period of the pilot")
+    return start, end, cadence
+
+
+def draw_sample(
+    *, session: Session, spec: EvalSpec, period: str, today: dt.date, drawn_by: int | None = None
+) -> ReviewSample:
+    """Draw the period's random sample (seeded by the period) and store it; an existing sample is returned as is.
+
+    Raise ReviewError naming the period when it is malformed, has not begun by `today`, or is before 2000.
+    """
     existing = get_sample(session=session, period=period)
     if existing is not None:
         return existing
-    start, end, cadence = period_bounds(period)
+    start, end, cadence = check_drawable(period, today=today)
     wanted = spec.review.monthly_pairs if cadence == "monthly" else spec.review.weekly_pairs
     ids = candidate_ids(session=session, start=start, end=end)
     chosen = random.Random(seed_for(period)).sample(ids, min(wanted, len(ids)))
