@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, func, text, true
 from sqlmodel import Field, SQLModel
 
 from webapp.timeutil import aware_datetime_type, utcnow
@@ -23,6 +23,8 @@ class Event(SQLModel, table=True):
         UniqueConstraint("event_id", name="uq_metric_event_event_id"),
         Index("ix_metric_event_day_intent", "day", "intent"),
         Index("ix_metric_event_day_agent", "day", "agent_id"),
+        # the events not yet merged into their day's stored aggregates: few, found without a scan
+        Index("ix_metric_event_pending_day", "day", postgresql_where=text("pending"), sqlite_where=text("pending")),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -48,6 +50,9 @@ class Event(SQLModel, table=True):
     escalated: bool
     edit_distance: float | None = None
     received_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    # True until the rebuild merges the event into its day's aggregates (aggregates.merge_pending);
+    # a server default, so every writer (the API's COPY, the file import) stores new events as pending.
+    pending: bool = Field(default=True, sa_column_kwargs={"server_default": true()})
 
 
 class DailyAggregate(SQLModel, table=True):
@@ -97,6 +102,11 @@ class StaleDay(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     day: dt.date = Field(index=True)
+    # When the mark was written (its events' transaction, by the database's clock): how long the
+    # day's figures have lagged, shown as "updating since" (API, /metrics, home card).
+    created_at: dt.datetime = Field(
+        default_factory=utcnow, sa_type=aware_datetime_type(), sa_column_kwargs={"server_default": func.now()}
+    )
 
 
 class HallucinationReport(SQLModel, table=True):
