@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 # under 200 events/s (issue 26's benchmark); at 10 s each pass still showed as a spike of slow
 # saves every 10 s. 30 s is the alert evaluation's own default interval (alerts_interval_seconds).
 REBUILD_INTERVAL_S = 30.0
+# The job's name in job_run, /healthz and Prometheus.
+JOB = "metrics_rebuild"
 
 
 def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
@@ -46,12 +49,19 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
         return done
 
 
-async def run(app: Any) -> None:
-    """Loop until cancelled: one rebuild pass every REBUILD_INTERVAL_S, in a thread (the database calls block)."""
+async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+    """Loop until cancelled: one rebuild pass every REBUILD_INTERVAL_S, in a thread (the database calls block).
+
+    After each pass `record(JOB, REBUILD_INTERVAL_S, error)` stores how it went (webapp/jobs.py).
+    """
     engine = app.state.engine
     while True:
+        error: BaseException | None = None
         try:
             await asyncio.to_thread(rebuild_pass, engine=engine, spec=app.state.spec)
-        except Exception:
+        except Exception as exc:
+            error = exc
             log.exception("metrics: rebuilding stale days failed; trying again in %s s", REBUILD_INTERVAL_S)
+        if record is not None:
+            await asyncio.to_thread(record, JOB, REBUILD_INTERVAL_S, error)
         await asyncio.sleep(REBUILD_INTERVAL_S)
