@@ -30,6 +30,16 @@ a `bench-run` of 77 x --copies drafts and the bench users.
 
     .venv/bin/python benchmarks/bench_realistic.py [--seconds 60] [--think 3,8] [--port 8107]
         [--pg-url postgresql+psycopg://postgres@127.0.0.1:5432/scratch] [--skip-sqlite]
+        [--jobs-inside] [--day-events 50000]
+
+--day-events N pre-loads N events for today with the bulk loader (`draftdesk import events`), so
+the busy hour runs on top of a busy day, and first times the metrics rebuild pass on that day:
+the full recompute of the day (what every pass did before issue 33) against the merge of one
+pass's new events (REBUILD_INTERVAL_S of --events-per-second). The issue-33 run:
+`--jobs-inside --day-events 50000` (the default topology: one `serve`, jobs inside).
+
+The server runs this checkout's code (`python -m webapp.cli serve`), not whichever package the
+`draftdesk` script was installed from.
 
 A quick run: `--seconds 15 --think 0.3,0.8` (ten times the pace of real graders).
 """
@@ -67,6 +77,9 @@ from webapp.db import make_engine, session_scope  # noqa: E402
 from webapp.demo import content as demo_content  # noqa: E402
 from webapp.demo.seed import seed_demo  # noqa: E402
 from webapp.grading.models import Grade  # noqa: E402
+from webapp.metrics import aggregates, ingest, stale  # noqa: E402
+from webapp.metrics.background import REBUILD_INTERVAL_S  # noqa: E402
+from webapp.metrics.cli import import_events  # noqa: E402
 from webapp.metrics.models import Event  # noqa: E402
 from webapp.migrations_runner import upgrade  # noqa: E402
 from webapp.runs.models import Draft, Run  # noqa: E402
@@ -123,6 +136,53 @@ def prepare(url: str, *, graders: int, copies: int) -> tuple[int, str, int]:
         engine.dispose()
 
 
+def preload_day(url: str, n: int) -> Path:
+    """Import `n` events dated earlier today (the spec's time zone) with the bulk loader, as `draftdesk import events` does."""
+    spec = Settings(database_url=url, mode="dev", secret_key=SECRET).eval_spec
+    now = dt.datetime.now(dt.UTC)
+    midnight = now.astimezone(spec.tz).replace(hour=0, minute=0, second=0, microsecond=0)
+    span = max(60.0, (now - midnight).total_seconds() - 120)  # up to two minutes ago
+    rng = random.Random(5)
+    path = Path(tempfile.mkdtemp(prefix="bench_realistic_day_")) / "day.jsonl"
+    with path.open("w") as out:
+        for k in range(0, n, 1000):
+            events, _ = event_batch(k, min(1000, n - k), rng, prefix="pre")
+            for e in events:
+                e["occurred_at"] = (midnight + dt.timedelta(seconds=rng.uniform(0, span))).isoformat()
+                out.write(json.dumps(e) + "\n")
+    os.environ["DRAFTDESK_DATABASE_URL"] = url  # the import command reads its database from the environment
+    try:
+        import_events(path, quiet=True)
+    finally:
+        del os.environ["DRAFTDESK_DATABASE_URL"]
+    return path
+
+
+def time_rebuild_pass(url: str, *, new_events: int) -> tuple[float, float]:
+    """Return the seconds of a full recompute of today (every pass before issue 33) and of one pass merging `new_events`."""
+    spec = Settings(database_url=url, mode="dev", secret_key=SECRET).eval_spec
+    today = dt.datetime.now(dt.UTC).astimezone(spec.tz).date()
+    engine = make_engine(url)
+    rng = random.Random(6)
+    try:
+        with session_scope(engine) as session:
+            t0 = time.perf_counter()
+            aggregates.rebuild_days(session=session, spec=spec, days=[today])
+            full = time.perf_counter() - t0
+        with session_scope(engine) as session:
+            for k in range(0, new_events, 500):
+                events, _ = event_batch(k, min(500, new_events - k), rng, prefix="pass")
+                ingest.ingest_events(session=session, spec=spec, items=events)
+        with session_scope(engine) as session:
+            t0 = time.perf_counter()
+            while stale.rebuild_stale(session=session, spec=spec):
+                pass
+            merge = time.perf_counter() - t0
+        return full, merge
+    finally:
+        engine.dispose()
+
+
 def reset_postgres(url: str) -> None:
     """Empty the scratch PostgreSQL database (drop and recreate the public schema)."""
     engine = make_engine(url)
@@ -152,11 +212,13 @@ def start_server(
         "DRAFTDESK_BACKUP_DIR": tempfile.mkdtemp(prefix="bench_realistic_backups_"),  # not the project's data/
     }
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
-    cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    # this checkout's code (the `draftdesk` script imports the package it was installed from)
+    draftdesk = [sys.executable, "-m", "webapp.cli"]
+    cmd = [*draftdesk, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     if jobs_process:
         cmd.append("--separate-jobs")
     out = log.open("wb")
-    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -165,7 +227,7 @@ def start_server(
             if httpx.get(f"http://127.0.0.1:{port}/login", timeout=2).status_code == 200:
                 procs = [proc]
                 if jobs_process:  # after serve has migrated the database, as the jobs unit starts after serve's
-                    procs.append(subprocess.Popen([str(ROOT / ".venv/bin/draftdesk"), "jobs"], env=env, stdout=out, stderr=subprocess.STDOUT))
+                    procs.append(subprocess.Popen([*draftdesk, "jobs"], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT))
                 return procs, log
         except httpx.HTTPError:
             time.sleep(0.3)
@@ -256,12 +318,12 @@ async def grader(base: str, email: str, run_id: int, bounds: tuple[float, float]
             draft_id = int(m.group(1))
 
 
-def event_batch(k: int, size: int, rng: random.Random) -> tuple[list[dict[str, object]], list[str]]:
+def event_batch(k: int, size: int, rng: random.Random, prefix: str = "rb") -> tuple[list[dict[str, object]], list[str]]:
     """Return the k-th batch of production events (all of today) and their ids."""
     now = dt.datetime.now(dt.UTC)
     events, ids = [], []
     for i in range(size):
-        eid = f"rb-{k}-{i}"
+        eid = f"{prefix}-{k}-{i}"
         action = ACTIONS[rng.randrange(5)]
         draft = "Thanks for reaching out, the charge is the monthly renewal of your plan."
         events.append({
@@ -389,10 +451,19 @@ def load_average() -> str:
 def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[float, float]) -> bool:
     """Prepare the database, start serve, run the load, print the figures; return whether every target is met."""
     run_id, token, places = prepare(url, graders=args.graders, copies=args.copies)
+    day = ""
+    if args.day_events:
+        t0 = time.perf_counter()
+        preload_day(url, args.day_events)
+        per_pass = int(args.events_per_second * REBUILD_INTERVAL_S)
+        full, merge = time_rebuild_pass(url, new_events=per_pass)
+        day = f", on a day pre-loaded with {args.day_events} events"
+        print(f"\n== {label}: {args.day_events} events of today imported in {time.perf_counter() - t0:.1f} s; rebuild pass on that day: "
+              f"full recompute {full:.2f} s (every pass before issue 33), merge of one pass's {per_pass} new events {merge:.2f} s")
     procs, log = start_server(url, args.port, label, args.workers, jobs_process=not args.jobs_inside)
     try:
         print(f"\n== {label} ({'serve with its jobs inside' if args.jobs_inside else 'serve --separate-jobs + draftdesk jobs'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
-              f"in batches of {args.event_batch}, a PM on /metrics; {args.seconds:g} s; load average before: {load_average()}")
+              f"in batches of {args.event_batch}, a PM on /metrics{day}; {args.seconds:g} s; load average before: {load_average()}")
         cpu0 = time.process_time()
         tally, elapsed = asyncio.run(load(f"http://127.0.0.1:{args.port}", run_id, token, args, bounds))
         client_cpu = time.process_time() - cpu0
@@ -443,6 +514,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8107)
     parser.add_argument("--pg-url", default="", help="a scratch PostgreSQL database this script may wipe")
     parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument("--day-events", type=int, default=0, help="pre-load this many events of today (bulk loader) and time the rebuild pass")
     args = parser.parse_args()
     low, high = (float(x) for x in args.think.split(","))
     print(f"bench_realistic: {os.cpu_count()} CPU cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
