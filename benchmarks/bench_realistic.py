@@ -38,7 +38,7 @@ the full recompute of the day (what every pass did before issue 33) against the 
 pass's new events (REBUILD_INTERVAL_S of --events-per-second). The issue-33 run:
 `--jobs-inside --day-events 50000` (the default topology: one `serve`, jobs inside).
 
-The server runs this checkout's code (`python -m webapp.cli serve`), not whichever package the
+The server runs this checkout's code (`webapp.cli:main` imported from it), not whichever package the
 `draftdesk` script was installed from.
 
 A quick run: `--seconds 15 --think 0.3,0.8` (ten times the pace of real graders).
@@ -159,25 +159,28 @@ def preload_day(url: str, n: int) -> Path:
 
 
 def time_rebuild_pass(url: str, *, new_events: int) -> tuple[float, float]:
-    """Return the seconds of a full recompute of today (every pass before issue 33) and of one pass merging `new_events`."""
+    """Return the seconds of a full recompute of today (every pass before issue 33) and of one pass merging `new_events` (best of 3)."""
     spec = Settings(database_url=url, mode="dev", secret_key=SECRET).eval_spec
     today = dt.datetime.now(dt.UTC).astimezone(spec.tz).date()
     engine = make_engine(url)
     rng = random.Random(6)
     try:
-        with session_scope(engine) as session:
-            t0 = time.perf_counter()
-            aggregates.rebuild_days(session=session, spec=spec, days=[today])
-            full = time.perf_counter() - t0
-        with session_scope(engine) as session:
-            for k in range(0, new_events, 500):
-                events, _ = event_batch(k, min(500, new_events - k), rng, prefix="pass")
-                ingest.ingest_events(session=session, spec=spec, items=events)
-        with session_scope(engine) as session:
-            t0 = time.perf_counter()
-            while stale.rebuild_stale(session=session, spec=spec):
-                pass
-            merge = time.perf_counter() - t0
+        # best of three of each: the machine may be shared, and the figure wanted is the pass's own cost
+        full = merge = float("inf")
+        for attempt in range(3):
+            with session_scope(engine) as session:
+                t0 = time.perf_counter()
+                aggregates.rebuild_days(session=session, spec=spec, days=[today])
+                full = min(full, time.perf_counter() - t0)
+            with session_scope(engine) as session:
+                for k in range(0, new_events, 500):
+                    events, _ = event_batch(k, min(500, new_events - k), rng, prefix=f"pass{attempt}")
+                    ingest.ingest_events(session=session, spec=spec, items=events)
+            with session_scope(engine) as session:
+                t0 = time.perf_counter()
+                while stale.rebuild_stale(session=session, spec=spec):
+                    pass
+                merge = min(merge, time.perf_counter() - t0)
         return full, merge
     finally:
         engine.dispose()
@@ -213,7 +216,7 @@ def start_server(
     }
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
     # this checkout's code (the `draftdesk` script imports the package it was installed from)
-    draftdesk = [sys.executable, "-m", "webapp.cli"]
+    draftdesk = [sys.executable, "-c", "from webapp.cli import main; main()"]
     cmd = [*draftdesk, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     if jobs_process:
         cmd.append("--separate-jobs")
@@ -455,11 +458,13 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
     if args.day_events:
         t0 = time.perf_counter()
         preload_day(url, args.day_events)
-        per_pass = int(args.events_per_second * REBUILD_INTERVAL_S)
-        full, merge = time_rebuild_pass(url, new_events=per_pass)
+        print(f"\n== {label}: {args.day_events} events of today imported in {time.perf_counter() - t0:.1f} s; "
+              f"rebuild pass on that day (best of 3; the full recompute is what every pass did before issue 33):")
+        # a 50,000-event day's busiest hour brings ~5,000 events (~170 a pass); this load brings rate x 30 s a pass
+        for per_pass in sorted({170, int(args.events_per_second * REBUILD_INTERVAL_S)}):
+            full, merge = time_rebuild_pass(url, new_events=per_pass)
+            print(f"   full recompute of the day {full:.3f} s; merge of one pass's {per_pass} new events {merge:.3f} s")
         day = f", on a day pre-loaded with {args.day_events} events"
-        print(f"\n== {label}: {args.day_events} events of today imported in {time.perf_counter() - t0:.1f} s; rebuild pass on that day: "
-              f"full recompute {full:.2f} s (every pass before issue 33), merge of one pass's {per_pass} new events {merge:.2f} s")
     procs, log = start_server(url, args.port, label, args.workers, jobs_process=not args.jobs_inside)
     try:
         print(f"\n== {label} ({'serve with its jobs inside' if args.jobs_inside else 'serve --separate-jobs + draftdesk jobs'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "

@@ -192,7 +192,7 @@ def lagging_days(
     if not since:
         return {}
     e = table_of(Event).c
-    stmt = select(e.day, func.count()).where(e.day.in_(sorted(since)), e.pending).group_by(e.day)
+    stmt = select(e.day, func.count()).where(e.day.in_(sorted(since)), aggregates.PENDING).group_by(e.day)
     for d in SEGMENT_DIMS:
         if segment[d] is not None:
             stmt = stmt.where(e[d] == segment[d])
