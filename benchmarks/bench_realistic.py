@@ -23,20 +23,20 @@ once (target 0 lost, 0 double everywhere).
 
 The server is `draftdesk serve` with the settings a team sets (DRAFTDESK_DATABASE_URL,
 DRAFTDESK_SECRET_KEY, production mode; DRAFTDESK_SECURE_COOKIES=false because this runs over
-plain HTTP on 127.0.0.1) and its default workers, laid out as docs/deployment.md gives a team whose
-assistant posts events: `serve --separate-jobs` and `draftdesk jobs` beside it (--jobs-inside: one
-`serve` with its jobs inside, the demo's layout). The database is a fresh copy of the demo with
-a `bench-run` of 77 x --copies drafts and the bench users.
+plain HTTP on 127.0.0.1) and its default workers, in the default topology of docs/deployment.md
+(issue 33): one `serve` with its jobs inside (--separate-jobs: `serve --separate-jobs` and
+`draftdesk jobs` beside it, the option; --jobs-inside, the default, is still accepted).
+The database is a fresh copy of the demo with a `bench-run` of 77 x --copies drafts and the bench users.
 
     .venv/bin/python benchmarks/bench_realistic.py [--seconds 60] [--think 3,8] [--port 8107]
         [--pg-url postgresql+psycopg://postgres@127.0.0.1:5432/scratch] [--skip-sqlite]
-        [--jobs-inside] [--day-events 50000]
+        [--separate-jobs] [--day-events 50000]
 
 --day-events N pre-loads N events for today with the bulk loader (`draftdesk import events`), so
 the busy hour runs on top of a busy day, and first times the metrics rebuild pass on that day:
 the full recompute of the day (what every pass did before issue 33) against the merge of one
-pass's new events (REBUILD_INTERVAL_S of --events-per-second). The issue-33 run:
-`--jobs-inside --day-events 50000` (the default topology: one `serve`, jobs inside).
+pass's new events (REBUILD_INTERVAL_S of --events-per-second, and the ~170 of a 50,000-event day's
+busy hour). The issue-33 run: `--day-events 50000` (in the default topology: one `serve`, jobs inside).
 
 The server runs this checkout's code (`webapp.cli:main` imported from it), not whichever package the
 `draftdesk` script was installed from.
@@ -465,9 +465,9 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
             full, merge = time_rebuild_pass(url, new_events=per_pass)
             print(f"   full recompute of the day {full:.3f} s; merge of one pass's {per_pass} new events {merge:.3f} s")
         day = f", on a day pre-loaded with {args.day_events} events"
-    procs, log = start_server(url, args.port, label, args.workers, jobs_process=not args.jobs_inside)
+    procs, log = start_server(url, args.port, label, args.workers, jobs_process=args.separate_jobs)
     try:
-        print(f"\n== {label} ({'serve with its jobs inside' if args.jobs_inside else 'serve --separate-jobs + draftdesk jobs'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
+        print(f"\n== {label} ({'serve --separate-jobs + draftdesk jobs' if args.separate_jobs else 'serve with its jobs inside'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
               f"in batches of {args.event_batch}, a PM on /metrics{day}; {args.seconds:g} s; load average before: {load_average()}")
         cpu0 = time.process_time()
         tally, elapsed = asyncio.run(load(f"http://127.0.0.1:{args.port}", run_id, token, args, bounds))
@@ -511,7 +511,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--graders", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers (uvicorn worker processes)")
-    parser.add_argument("--jobs-inside", action="store_true", help="one serve process with its background jobs inside (no `draftdesk jobs`)")
+    parser.add_argument("--jobs-inside", action="store_true", help="one serve process with its jobs inside (the default since issue 33)")
+    parser.add_argument("--separate-jobs", action="store_true", help="serve --separate-jobs with `draftdesk jobs` beside it")
     parser.add_argument("--think", default="3,8", help="think time range in seconds, MIN,MAX (graders and the PM)")
     parser.add_argument("--events-per-second", type=float, default=200.0)
     parser.add_argument("--event-batch", type=int, default=20)

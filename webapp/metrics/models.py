@@ -60,9 +60,9 @@ class Event(SQLModel, table=True):
 class DailyAggregate(SQLModel, table=True):
     """Sums and counts of one day's events for one segment ("*" = all values of that dimension).
 
-    Rebuilt from the raw events of a day after events of that day arrive (the day is marked in
-    StaleDay until then, and readers compute stale days from the raw events), so what readers
-    see always equals a recomputation from raw events. Full (intent, plan, agent) combinations are not
+    Brought up to date after events of that day arrive (the day is marked in StaleDay until
+    then, and readers flag it): the rows aggregate exactly the day's events that are not pending,
+    the new events are merged in by aggregates.merge_pending, and a full recompute gives the same. Full (intent, plan, agent) combinations are not
     stored (see aggregates.ROLLUPS): such narrow queries are computed from the raw events directly.
     """
 

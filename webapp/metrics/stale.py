@@ -17,9 +17,14 @@ Why this is exact under concurrency (PostgreSQL, READ COMMITTED; SQLite has one 
 - A mark commits atomically with its events, so an event is either behind a mark or already in
   the stored aggregate.
 - A rebuild reads the marks first, then (under the day's advisory lock, so rebuilds of one day run
-  one after the other) the raw events, and deletes exactly the marks it read: every event behind
-  those marks was committed before the raw read. A mark committed later survives, and its day is
-  rebuilt again.
+  one after the other) the days' pending events, merges them and marks them merged, and deletes
+  exactly the marks it read: every event behind those marks was committed before the pending
+  read. A mark committed later survives, and its day is merged again (its events, if that read
+  already took them, are no longer pending: nothing is counted twice).
+
+Issue 33: the rebuild merges the new events into the stored rows (aggregates.merge_pending), so
+its cost follows the events that arrived since the last pass, not the size of their days; readers
+flag the days whose figures lag (daily.lagging_days, from the marks' created_at).
 """
 
 from __future__ import annotations
