@@ -143,3 +143,28 @@ class TestMergeEqualsFullRecompute:
         assert aggregates.merge_pending(session=session, spec=spec, days=[D("2026-11-02")]) == []
         assert stored(session) == before
         assert before[("2026-11-02", ALL, ALL, ALL)]["n_events"] == 6
+
+
+class TestFullRecomputeMarksWhatItRead:
+    def test_the_import_path_marks_its_events_merged_so_the_next_pass_adds_nothing_twice(
+        self, session: Session, spec: EvalSpec
+    ) -> None:
+        # as `draftdesk import events`: stored events (pending) aggregated from the rows in memory
+        load(session, spec, [ev("2026-11-02") for _ in range(4)], rebuild=False)
+        frame = aggregates.raw_frame(session, days=[D("2026-11-02")])
+        assert aggregates.rebuild_days(session=session, spec=spec, days=[D("2026-11-02")], frame=frame) > 0
+        e = table_of(Event).c
+        assert session.execute(select(func.count()).where(e.pending)).scalar_one() == 0
+        load(session, spec, [ev("2026-11-02")])  # a later batch, merged by the pass
+        assert stored(session)[("2026-11-02", ALL, ALL, ALL)]["n_events"] == 5
+        assert_same(stored(session), full_recompute(session, spec))
+
+    def test_a_frame_that_is_not_every_event_of_its_days_is_read_back(self, session: Session, spec: EvalSpec) -> None:
+        load(session, spec, [ev("2026-11-02") for _ in range(3)])
+        load(session, spec, [ev("2026-11-02"), ev("2026-11-02")], rebuild=False)
+        partial = aggregates.raw_frame(session, days=[D("2026-11-02")], pending_only=True)
+        aggregates.rebuild_days(session=session, spec=spec, days=[D("2026-11-02")], frame=partial)
+        assert stored(session)[("2026-11-02", ALL, ALL, ALL)]["n_events"] == 5
+        # the marks' pass finds nothing pending: the day is not counted again
+        assert stale.rebuild_stale(session=session, spec=spec) == [D("2026-11-02")]
+        assert stored(session)[("2026-11-02", ALL, ALL, ALL)]["n_events"] == 5
