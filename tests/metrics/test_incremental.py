@@ -8,12 +8,15 @@ import random
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+import pytest
+from sqlalchemy import event, func, select
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from tests.metrics.conftest import ev, load
-from webapp.db import table_of
-from webapp.metrics import aggregates, stale
+from tests.conftest import PG_URL
+from tests.metrics.conftest import ev, load, settle
+from webapp.db import make_engine, table_of
+from webapp.metrics import aggregates, ingest, stale
 from webapp.metrics.models import ALL, DailyAggregate, Event
 from webapp.spec import EvalSpec
 
@@ -168,3 +171,39 @@ class TestFullRecomputeMarksWhatItRead:
         # the marks' pass finds nothing pending: the day is not counted again
         assert stale.rebuild_stale(session=session, spec=spec) == [D("2026-11-02")]
         assert stored(session)[("2026-11-02", ALL, ALL, ALL)]["n_events"] == 5
+
+
+if PG_URL:  # on SQLite a rebuild holds the only write lock: no batch commits during it
+
+    @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+    def test_a_batch_committed_during_the_merge_stays_out_of_its_sums_and_its_p95(
+        db_url: str, engine: Engine, session: Session, spec: EvalSpec
+    ) -> None:
+        load(session, spec, [ev("2026-11-02", latency_ms=1000), ev("2026-11-02", latency_ms=2000)])
+        load(session, spec, [ev("2026-11-02", latency_ms=3000)], rebuild=False)
+        committed: list[str] = []
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _meanwhile(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+            # just before the p95's read, another batch commits an outlier for the same day
+            if "latency_ms" in statement and "has_sent" not in statement and not committed:
+                committed.append(statement)
+                other_engine = make_engine(db_url)
+                with Session(other_engine) as other:
+                    ingest.ingest_events(session=other, spec=spec, items=[ev("2026-11-02", latency_ms=900_000)])
+                    other.commit()
+                other_engine.dispose()
+
+        try:
+            assert stale.rebuild_stale(session=session, spec=spec) == [D("2026-11-02")]
+            session.commit()
+        finally:
+            event.remove(engine, "before_cursor_execute", _meanwhile)
+        assert committed
+        day = stored(session)[("2026-11-02", ALL, ALL, ALL)]
+        assert (day["n_events"], day["lat_n"]) == (3, 3)
+        assert day["lat_p95_s"] == float(np.percentile([1.0, 2.0, 3.0], 95))  # not the 900 s outlier
+        settle(session, spec)  # the next pass takes the outlier in
+        session.commit()
+        day = stored(session)[("2026-11-02", ALL, ALL, ALL)]
+        assert day["n_events"] == 4 and day["lat_p95_s"] == float(np.percentile([1.0, 2.0, 3.0, 900.0], 95))

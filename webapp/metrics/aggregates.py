@@ -351,11 +351,13 @@ def merge_pending(*, session: Session, spec: EvalSpec, days: Iterable[dt.date]) 
         key = tuple(r[:_KEY])
         old = rows.get(key)
         rows[key] = r if old is None else _added(old, r)
+    # marked merged first: the p95 read below takes exactly the merged events (on PostgreSQL each
+    # statement sees the batches committed before it, and those stay pending, outside the sums)
+    _mark_merged(session, pending["id"].tolist())
     p95 = latency_p95(session, changed)
     for r in new:
         rows[tuple(r[:_KEY])][_P95] = p95.get(tuple(r[:_KEY]))
     _replace_days(session, changed, [_insert_tuple(r) for r in rows.values()])
-    _mark_merged(session, pending["id"].tolist())
     return changed
 
 
@@ -393,7 +395,7 @@ def _stored_records(session: Session, days: Sequence[dt.date]) -> dict[RowKey, l
 
 
 def latency_p95(session: Session, days: Sequence[dt.date]) -> dict[RowKey, float]:
-    """Return the latency p95 (seconds) of every stored segment of `days` with a latency, from their events.
+    """Return the latency p95 (seconds) of every stored segment of `days` with a latency, from their merged events.
 
     The same values and the same quantile as aggregate_frame (shown drafts' latencies, linear
     interpolation), so a merged day's p95 equals a full recompute's. One read per day, answered
@@ -403,7 +405,7 @@ def latency_p95(session: Session, days: Sequence[dt.date]) -> dict[RowKey, float
     out: dict[RowKey, float] = {}
     for day in days:
         stmt = select(e.intent, e.plan, e.agent_id, e.latency_ms).where(
-            e.day == day, e.draft_shown.is_(True), e.latency_ms.is_not(None)
+            e.day == day, e.draft_shown.is_(True), e.latency_ms.is_not(None), e.pending.is_(False)
         )
         df = pd.DataFrame.from_records(_fetch(session, stmt), columns=[*SEGMENT_DIMS, "latency_ms"])
         if df.empty:

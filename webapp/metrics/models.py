@@ -26,7 +26,7 @@ class Event(SQLModel, table=True):
         # the events not yet merged into their day's stored aggregates: few, found without a scan
         Index("ix_metric_event_pending_day", "day", postgresql_where=text("pending"), sqlite_where=text("pending")),
         # covers the rebuild's read of a day's latencies for its p95 (aggregates.latency_p95): no row is read
-        Index("ix_metric_event_day_latency", "day", "draft_shown", "latency_ms", "intent", "plan", "agent_id"),
+        Index("ix_metric_event_day_latency", "day", "draft_shown", "latency_ms", "intent", "plan", "agent_id", "pending"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

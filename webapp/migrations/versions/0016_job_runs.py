@@ -10,7 +10,7 @@ Create Date: 2026-11-28 04:00:00
   stale: their aggregates are dropped and their events set pending, so the first pass after the
   upgrade rebuilds them whole (merging onto nothing is a full recompute). On SQLite changing the
   column's default copies the table once.
-- ix_metric_event_day_latency: covers the read of a day's latencies (the merged day's p95).
+- ix_metric_event_day_latency: covers the read of a day's merged latencies (the merged day's p95).
 - metric_stale_day.created_at: when the mark was written (marks already there: the upgrade's time).
 """
 from collections.abc import Sequence
@@ -53,7 +53,7 @@ def upgrade() -> None:
         postgresql_where=sa.text('pending'), sqlite_where=sa.text('pending'),
     )
     op.create_index(
-        'ix_metric_event_day_latency', 'metric_event', ['day', 'draft_shown', 'latency_ms', 'intent', 'plan', 'agent_id'], unique=False
+        'ix_metric_event_day_latency', 'metric_event', ['day', 'draft_shown', 'latency_ms', 'intent', 'plan', 'agent_id', 'pending'], unique=False
     )
     # SQLite cannot ADD COLUMN with CURRENT_TIMESTAMP as its default: the (small) table is copied
     with op.batch_alter_table('metric_stale_day', schema=None, recreate='always') as batch_op:
