@@ -23,13 +23,23 @@ once (target 0 lost, 0 double everywhere).
 
 The server is `draftdesk serve` with the settings a team sets (DRAFTDESK_DATABASE_URL,
 DRAFTDESK_SECRET_KEY, production mode; DRAFTDESK_SECURE_COOKIES=false because this runs over
-plain HTTP on 127.0.0.1) and its default workers, laid out as docs/deployment.md gives a team whose
-assistant posts events: `serve --separate-jobs` and `draftdesk jobs` beside it (--jobs-inside: one
-`serve` with its jobs inside, the demo's layout). The database is a fresh copy of the demo with
-a `bench-run` of 77 x --copies drafts and the bench users.
+plain HTTP on 127.0.0.1) and its default workers, in the default topology of docs/deployment.md
+(issue 33): one `serve` with its jobs inside (--separate-jobs: `serve --separate-jobs` and
+`draftdesk jobs` beside it, the option; --jobs-inside, the default, is still accepted).
+The database is a fresh copy of the demo with a `bench-run` of 77 x --copies drafts and the bench users.
 
     .venv/bin/python benchmarks/bench_realistic.py [--seconds 60] [--think 3,8] [--port 8107]
         [--pg-url postgresql+psycopg://postgres@127.0.0.1:5432/scratch] [--skip-sqlite]
+        [--separate-jobs] [--day-events 50000]
+
+--day-events N pre-loads N events for today with the bulk loader (`draftdesk import events`), so
+the busy hour runs on top of a busy day, and first times the metrics rebuild pass on that day:
+the full recompute of the day (what every pass did before issue 33) against the merge of one
+pass's new events (REBUILD_INTERVAL_S of --events-per-second, and the ~170 of a 50,000-event day's
+busy hour). The issue-33 run: `--day-events 50000` (in the default topology: one `serve`, jobs inside).
+
+The server runs this checkout's code (`webapp.cli:main` imported from it), not whichever package the
+`draftdesk` script was installed from.
 
 A quick run: `--seconds 15 --think 0.3,0.8` (ten times the pace of real graders).
 """
@@ -67,6 +77,9 @@ from webapp.db import make_engine, session_scope  # noqa: E402
 from webapp.demo import content as demo_content  # noqa: E402
 from webapp.demo.seed import seed_demo  # noqa: E402
 from webapp.grading.models import Grade  # noqa: E402
+from webapp.metrics import aggregates, ingest, stale  # noqa: E402
+from webapp.metrics.background import REBUILD_INTERVAL_S  # noqa: E402
+from webapp.metrics.cli import import_events  # noqa: E402
 from webapp.metrics.models import Event  # noqa: E402
 from webapp.migrations_runner import upgrade  # noqa: E402
 from webapp.runs.models import Draft, Run  # noqa: E402
@@ -123,6 +136,56 @@ def prepare(url: str, *, graders: int, copies: int) -> tuple[int, str, int]:
         engine.dispose()
 
 
+def preload_day(url: str, n: int) -> Path:
+    """Import `n` events dated earlier today (the spec's time zone) with the bulk loader, as `draftdesk import events` does."""
+    spec = Settings(database_url=url, mode="dev", secret_key=SECRET).eval_spec
+    now = dt.datetime.now(dt.UTC)
+    midnight = now.astimezone(spec.tz).replace(hour=0, minute=0, second=0, microsecond=0)
+    span = max(60.0, (now - midnight).total_seconds() - 120)  # up to two minutes ago
+    rng = random.Random(5)
+    path = Path(tempfile.mkdtemp(prefix="bench_realistic_day_")) / "day.jsonl"
+    with path.open("w") as out:
+        for k in range(0, n, 1000):
+            events, _ = event_batch(k, min(1000, n - k), rng, prefix="pre")
+            for e in events:
+                e["occurred_at"] = (midnight + dt.timedelta(seconds=rng.uniform(0, span))).isoformat()
+                out.write(json.dumps(e) + "\n")
+    os.environ["DRAFTDESK_DATABASE_URL"] = url  # the import command reads its database from the environment
+    try:
+        import_events(path, quiet=True)
+    finally:
+        del os.environ["DRAFTDESK_DATABASE_URL"]
+    return path
+
+
+def time_rebuild_pass(url: str, *, new_events: int) -> tuple[float, float]:
+    """Return the seconds of a full recompute of today (every pass before issue 33) and of one pass merging `new_events` (best of 3)."""
+    spec = Settings(database_url=url, mode="dev", secret_key=SECRET).eval_spec
+    today = dt.datetime.now(dt.UTC).astimezone(spec.tz).date()
+    engine = make_engine(url)
+    rng = random.Random(6)
+    try:
+        # best of three of each: the machine may be shared, and the figure wanted is the pass's own cost
+        full = merge = float("inf")
+        for attempt in range(3):
+            with session_scope(engine) as session:
+                t0 = time.perf_counter()
+                aggregates.rebuild_days(session=session, spec=spec, days=[today])
+                full = min(full, time.perf_counter() - t0)
+            with session_scope(engine) as session:
+                for k in range(0, new_events, 500):
+                    events, _ = event_batch(k, min(500, new_events - k), rng, prefix=f"pass{attempt}")
+                    ingest.ingest_events(session=session, spec=spec, items=events)
+            with session_scope(engine) as session:
+                t0 = time.perf_counter()
+                while stale.rebuild_stale(session=session, spec=spec):
+                    pass
+                merge = min(merge, time.perf_counter() - t0)
+        return full, merge
+    finally:
+        engine.dispose()
+
+
 def reset_postgres(url: str) -> None:
     """Empty the scratch PostgreSQL database (drop and recreate the public schema)."""
     engine = make_engine(url)
@@ -152,11 +215,13 @@ def start_server(
         "DRAFTDESK_BACKUP_DIR": tempfile.mkdtemp(prefix="bench_realistic_backups_"),  # not the project's data/
     }
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
-    cmd = [str(ROOT / ".venv/bin/draftdesk"), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    # this checkout's code (the `draftdesk` script imports the package it was installed from)
+    draftdesk = [sys.executable, "-c", "from webapp.cli import main; main()"]
+    cmd = [*draftdesk, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     if jobs_process:
         cmd.append("--separate-jobs")
     out = log.open("wb")
-    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -165,7 +230,7 @@ def start_server(
             if httpx.get(f"http://127.0.0.1:{port}/login", timeout=2).status_code == 200:
                 procs = [proc]
                 if jobs_process:  # after serve has migrated the database, as the jobs unit starts after serve's
-                    procs.append(subprocess.Popen([str(ROOT / ".venv/bin/draftdesk"), "jobs"], env=env, stdout=out, stderr=subprocess.STDOUT))
+                    procs.append(subprocess.Popen([*draftdesk, "jobs"], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT))
                 return procs, log
         except httpx.HTTPError:
             time.sleep(0.3)
@@ -256,12 +321,12 @@ async def grader(base: str, email: str, run_id: int, bounds: tuple[float, float]
             draft_id = int(m.group(1))
 
 
-def event_batch(k: int, size: int, rng: random.Random) -> tuple[list[dict[str, object]], list[str]]:
+def event_batch(k: int, size: int, rng: random.Random, prefix: str = "rb") -> tuple[list[dict[str, object]], list[str]]:
     """Return the k-th batch of production events (all of today) and their ids."""
     now = dt.datetime.now(dt.UTC)
     events, ids = [], []
     for i in range(size):
-        eid = f"rb-{k}-{i}"
+        eid = f"{prefix}-{k}-{i}"
         action = ACTIONS[rng.randrange(5)]
         draft = "Thanks for reaching out, the charge is the monthly renewal of your plan."
         events.append({
@@ -389,10 +454,21 @@ def load_average() -> str:
 def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[float, float]) -> bool:
     """Prepare the database, start serve, run the load, print the figures; return whether every target is met."""
     run_id, token, places = prepare(url, graders=args.graders, copies=args.copies)
-    procs, log = start_server(url, args.port, label, args.workers, jobs_process=not args.jobs_inside)
+    day = ""
+    if args.day_events:
+        t0 = time.perf_counter()
+        preload_day(url, args.day_events)
+        print(f"\n== {label}: {args.day_events} events of today imported in {time.perf_counter() - t0:.1f} s; "
+              f"rebuild pass on that day (best of 3; the full recompute is what every pass did before issue 33):")
+        # a 50,000-event day's busiest hour brings ~5,000 events (~170 a pass); this load brings rate x 30 s a pass
+        for per_pass in sorted({170, int(args.events_per_second * REBUILD_INTERVAL_S)}):
+            full, merge = time_rebuild_pass(url, new_events=per_pass)
+            print(f"   full recompute of the day {full:.3f} s; merge of one pass's {per_pass} new events {merge:.3f} s")
+        day = f", on a day pre-loaded with {args.day_events} events"
+    procs, log = start_server(url, args.port, label, args.workers, jobs_process=args.separate_jobs)
     try:
-        print(f"\n== {label} ({'serve with its jobs inside' if args.jobs_inside else 'serve --separate-jobs + draftdesk jobs'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
-              f"in batches of {args.event_batch}, a PM on /metrics; {args.seconds:g} s; load average before: {load_average()}")
+        print(f"\n== {label} ({'serve --separate-jobs + draftdesk jobs' if args.separate_jobs else 'serve with its jobs inside'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
+              f"in batches of {args.event_batch}, a PM on /metrics{day}; {args.seconds:g} s; load average before: {load_average()}")
         cpu0 = time.process_time()
         tally, elapsed = asyncio.run(load(f"http://127.0.0.1:{args.port}", run_id, token, args, bounds))
         client_cpu = time.process_time() - cpu0
@@ -435,7 +511,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--graders", type=int, default=10)
     parser.add_argument("--workers", type=int, default=1, help="serve --workers (uvicorn worker processes)")
-    parser.add_argument("--jobs-inside", action="store_true", help="one serve process with its background jobs inside (no `draftdesk jobs`)")
+    parser.add_argument("--jobs-inside", action="store_true", help="one serve process with its jobs inside (the default since issue 33)")
+    parser.add_argument("--separate-jobs", action="store_true", help="serve --separate-jobs with `draftdesk jobs` beside it")
     parser.add_argument("--think", default="3,8", help="think time range in seconds, MIN,MAX (graders and the PM)")
     parser.add_argument("--events-per-second", type=float, default=200.0)
     parser.add_argument("--event-batch", type=int, default=20)
@@ -443,6 +520,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8107)
     parser.add_argument("--pg-url", default="", help="a scratch PostgreSQL database this script may wipe")
     parser.add_argument("--skip-sqlite", action="store_true")
+    parser.add_argument("--day-events", type=int, default=0, help="pre-load this many events of today (bulk loader) and time the rebuild pass")
     args = parser.parse_args()
     low, high = (float(x) for x in args.think.split(","))
     print(f"bench_realistic: {os.cpu_count()} CPU cores, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

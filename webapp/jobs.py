@@ -1,13 +1,16 @@
-"""The background jobs: each domain's `background.run(app)` (metrics rebuild, alert evaluation and
-delivery) and the retention job.
+"""The background jobs: each domain's `background.run(app, record)` (metrics rebuild, alert evaluation
+and delivery) and the retention job, each pass recorded in the job_run table.
 
-They run inside `draftdesk serve` by default, or as their own process, `draftdesk jobs`, beside
-`serve --separate-jobs` (the team deployment in docs/deployment.md). Decision (issue 26): the
-metrics rebuild re-aggregates a day's events with pandas (0.4 s at 12,000 events today, ~1.7 s
-at 50,000), and inside the web process the requests it overlaps wait for the GIL: in the
-realistic benchmark the slowest saves fell on the rebuild passes. A second process is the
-standard answer (Langfuse runs a web and a worker container the same way); one process stays
-the default for a demo or a small team.
+Decision (issue 33): the default topology is one process: the jobs run inside `draftdesk serve`.
+The metrics rebuild merges only the events that arrived since its last pass (webapp/metrics/aggregates.py,
+merge_pending), so a pass costs in proportion to the new events, not to the day: at 50,000 events a
+day it no longer holds the GIL for seconds beside the page requests (benchmarks/bench_realistic.py
+--day-events 50000, docs/benchmarks.md). `draftdesk jobs` beside `serve --separate-jobs` stays an
+option (docs/deployment.md, "Topology"): several web workers, or jobs on another host.
+
+Every pass ends with a record (record_pass: last success, or last error) in its own transaction,
+so `/healthz` and Prometheus see a job that fails or that no process runs any more
+(webapp/ops/jobruns.py).
 """
 
 from __future__ import annotations
@@ -15,18 +18,42 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy.engine import Engine
+
+from webapp.db import session_scope
 from webapp.domains import domain_modules
-from webapp.ops import retention
+from webapp.ops import jobruns, retention
+from webapp.timeutil import utcnow
 
 log = logging.getLogger(__name__)
+
+# What a job calls after each pass: its name, its period in seconds, and the error it failed with (or None).
+Record = Callable[[str, float, BaseException | None], None]
+
+
+def recorder(engine: Engine, *, clock: Callable[[], Any] = utcnow) -> Record:
+    """Return the function the jobs call after each pass: it stores the pass in job_run (never raises)."""
+
+    def record(job: str, period_s: float, error: BaseException | None) -> None:
+        message = None if error is None else f"{type(error).__name__}: {error}"
+        try:
+            with session_scope(engine) as session:
+                jobruns.record_pass(session=session, job=job, period_s=period_s, now=clock(), error=message)
+        except Exception:
+            # the database is down, say: the job's own error is logged already, and /healthz says why
+            log.exception("jobs: could not record the %s pass", job)
+
+    return record
 
 
 def start_jobs(app: Any) -> list[asyncio.Task[None]]:
     """Start every background job of `app` (its engine, spec and settings) on the running loop."""
-    tasks = [asyncio.create_task(m.run(app)) for m in domain_modules("background")]
-    tasks.append(asyncio.create_task(retention.run(app)))
+    record = recorder(app.state.engine)
+    tasks = [asyncio.create_task(m.run(app, record)) for m in domain_modules("background")]
+    tasks.append(asyncio.create_task(retention.run(app, record)))
     return tasks
 
 

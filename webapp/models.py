@@ -1,4 +1,4 @@
-"""Import every domain's models so that SQLModel.metadata holds the whole schema."""
+"""Import every domain's models (and ops', the job runs) so that SQLModel.metadata holds the whole schema."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from webapp.domains import domain_modules
 def load_all_models() -> type[SQLModel]:
     """Import webapp.<domain>.models for every domain that has one; return SQLModel (its metadata is full)."""
     domain_modules("models")
+    domain_modules("models", ("ops",))  # the job runs (webapp/ops/models.py): not a domain, but a table
     return SQLModel
 
 

@@ -30,12 +30,14 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         port: int = typer.Option(8000, "--port"),
         workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes (one is enough for a team)"),
         access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log every request (JSON lines on stderr)"),
-        background: bool = typer.Option(True, "--background/--no-background", help="Run alert evaluation and delivery"),
+        background: bool = typer.Option(
+            True, "--background/--no-background", help="Run the background jobs (metrics rebuild, alerts, retention) in this process"
+        ),
         separate_jobs: bool = typer.Option(
             False, "--separate-jobs", help="Run no background job: a `draftdesk jobs` process beside this one runs them"
         ),
     ) -> None:
-        """Back up and apply pending migrations, then serve the dashboard with uvicorn (alert jobs in the background)."""
+        """Back up and apply pending migrations, then serve the dashboard with uvicorn, its background jobs inside (the default topology)."""
         import logging
 
         from webapp import serving

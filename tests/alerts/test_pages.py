@@ -132,7 +132,7 @@ class TestBackgroundWorker:
         load(session, spec, bad_accept_days())
         started: list[object] = []
 
-        async def recorded(app_: object) -> None:
+        async def recorded(app_: object, record: object = None) -> None:  # record: webapp/jobs.py's pass recorder
             started.append(app_)
 
         # The worker is started (or not) when the app starts: record it instead of waiting to see whether it sends.

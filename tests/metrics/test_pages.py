@@ -74,7 +74,8 @@ class TestMetricsPage:
         # two more events on 3 Nov, posted under `serve`: stale until the rebuilder's next pass
         load(session, spec, [ev("2026-11-03", cost_usd=0.05), ev("2026-11-03", cost_usd=0.05)], rebuild=False)
         page = sl.get("/metrics?start=2026-11-01&end=2026-11-05")
-        assert "Updating 2026-11-03: new events are added to the figures within 30 s" in page.text
+        assert "Updating 2026-11-03 (2 new events since " in page.text
+        assert "UTC): new events are added to the figures within 30 s" in page.text
         assert _figures(page.text)["cost_per_draft"]["data"][0]["y"] == [None, 0.09, 0.01, 0.01, None]  # the stored day
         settle(session, spec)
         session.commit()

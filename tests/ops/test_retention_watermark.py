@@ -161,6 +161,20 @@ class TestRebuildAfterPrune:
         assert _aggregate_rows(session) == before
         assert session.execute(select(func.count()).select_from(StaleDay)).scalar_one() == 0
 
+    def test_the_merge_leaves_a_pruned_days_pending_event_out(self, session: Session, engine: Engine, spec: EvalSpec) -> None:
+        # an event stored (pending) just before the prune set the watermark: the merge must not add it
+        _seed(session, spec)
+        before = _aggregate_rows(session)
+        prune_database(engine, KEEP, now=NOW, batch=10)
+        at = dt.datetime.combine(D16, dt.time(12), dt.UTC)
+        session.add(Event(event_id="raced-the-prune", ticket_id="t", occurred_at=at, day=D16, draft_shown=True,
+                          action="accept", draft_text="x", sent_text="x", escalated=False, pending=True))  # fmt: skip
+        session.add(StaleDay(day=D16))
+        session.commit()
+        stale.rebuild_stale(session=session, spec=spec)
+        session.commit()
+        assert _aggregate_rows(session) == before
+
     def test_days_open_to_rebuild(self, session: Session) -> None:
         assert days_open_to_rebuild(session, [D20, D10, D16, D20]) == [D10, D16, D20]
         advance_pruned_before(session=session, day=D16)

@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,9 @@ from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
 
 log = logging.getLogger(__name__)
+
+# The job's name in job_run, /healthz and Prometheus.
+JOB = "alerts"
 
 
 def holder_id() -> str:
@@ -60,14 +64,18 @@ def run_pass(
     return PassReport(evaluated, transitions, queued, report)
 
 
-async def run(app: Any) -> None:
-    """Loop until cancelled: one pass every alerts_interval_seconds, in a thread (the database calls block)."""
+async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+    """Loop until cancelled: one pass every alerts_interval_seconds, in a thread (the database calls block).
+
+    After each pass `record(JOB, interval, error)` stores how it went (webapp/jobs.py).
+    """
     settings = app.state.settings
     interval = float(settings.alerts_interval_seconds)
     holder = holder_id()
     engine = app.state.engine
     try:
         while True:
+            error: BaseException | None = None
             try:
                 await asyncio.to_thread(
                     run_pass,
@@ -79,8 +87,11 @@ async def run(app: Any) -> None:
                     lease_ttl_s=3 * interval,
                     allow_private_targets=settings.alerts_allow_private_targets,
                 )
-            except Exception:
+            except Exception as exc:
+                error = exc
                 log.exception("alerts: background pass failed; trying again in %s s", interval)
+            if record is not None:
+                await asyncio.to_thread(record, JOB, interval, error)
             await asyncio.sleep(interval)
     finally:
         await asyncio.to_thread(outbox.release_lease, engine=engine, holder=holder)

@@ -48,6 +48,15 @@ class DayMetrics:
     versions: dict[str, dict[str, int]] | None = field(default=None, repr=False)
     # [[count, sum of confidence, accepted], ...] per confidence bin (see calibration_from_days)
     calib: list[list[float]] | None = field(default=None, repr=False)
+    # Set while the day's stored figures lag its events: when the oldest waiting batch was stored
+    # (its stale mark's time), and how many of the segment's events the figures above leave out.
+    updating_since: dt.datetime | None = None
+    pending_events: int = 0
+
+    @property
+    def updating(self) -> bool:
+        """Tell whether events of this day are not yet in its figures (the next rebuild pass adds them)."""
+        return self.updating_since is not None
 
     @property
     def all_targets_met(self) -> bool | None:
@@ -70,6 +79,9 @@ class DayMetrics:
             out[m] = self.value(m)
         out["target_met"] = dict(self.target_met)
         out["all_targets_met"] = self.all_targets_met
+        out["updating"] = self.updating
+        out["updating_since"] = self.updating_since.isoformat() if self.updating_since else None
+        out["pending_events"] = self.pending_events
         return out
 
 
@@ -90,7 +102,7 @@ def _aggregate_rows(
     Days whose events arrived since their last rebuild (`updating_days`) show the figures of that
     rebuild: `serve`'s rebuilder brings them up to date within REBUILD_INTERVAL_S (see stale.py).
     """
-    if tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in aggregates.ROLLUPS:
+    if _computed_from_raw(segment):
         return stale.frame_rows(aggregates.raw_frame(session, start=start, end=end, segment=segment), spec)
     t = table_of(DailyAggregate).c
     stmt = select(table_of(DailyAggregate)).where(
@@ -146,12 +158,51 @@ def daily_metrics(
     segment = segment_filter(intent, plan, agent_id)
     rows = {r["day"]: r for r in _aggregate_rows(session, spec, start, end, segment)}
     confirmed = _confirmed_counts(session, start, end, segment)
+    lagging = lagging_days(session=session, start=start, end=end, segment=segment)
     out: list[DayMetrics] = []
     day = start
     while day <= end:
-        out.append(_day_metrics(day, rows.get(day), confirmed.get(day, 0), spec))
+        dm = _day_metrics(day, rows.get(day), confirmed.get(day, 0), spec)
+        if day in lagging:
+            dm.updating_since, dm.pending_events = lagging[day]
+        out.append(dm)
         day += dt.timedelta(days=1)
     return out
+
+
+def lagging_days(
+    *,
+    session: Session,
+    start: dt.date | None = None,
+    end: dt.date | None = None,
+    segment: dict[str, str | None] | None = None,
+) -> dict[dt.date, tuple[dt.datetime, int]]:
+    """Return the days (of [start, end] when given) whose stored figures lag their events: since when, and how many of the segment's events wait.
+
+    Decision (issue 33): the figures stay those of the last rebuild pass (internally consistent:
+    every rate over the same events), flagged, with the count of the events they leave out, so a
+    day never reads as "no events" while its events wait (at most one pass, REBUILD_INTERVAL_S).
+    A day lags while some of the segment's events are pending (a mark whose events a full rebuild
+    already took does not count); segments computed from the raw events (not stored) never lag.
+    """
+    segment = segment or segment_filter(None, None, None)
+    if _computed_from_raw(segment):
+        return {}
+    since = stale.updating_since(session, start=start, end=end)
+    if not since:
+        return {}
+    e = table_of(Event).c
+    stmt = select(e.day, func.count()).where(e.day.in_(sorted(since)), aggregates.PENDING).group_by(e.day)
+    for d in SEGMENT_DIMS:
+        if segment[d] is not None:
+            stmt = stmt.where(e[d] == segment[d])
+    waiting = {stale.as_date(d): int(n) for d, n in session.execute(stmt)}
+    return {day: (t, waiting[day]) for day, t in since.items() if waiting.get(day)}
+
+
+def _computed_from_raw(segment: dict[str, str | None]) -> bool:
+    """Tell whether a segment's figures are computed from the raw events (no stored rollup holds it)."""
+    return tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in aggregates.ROLLUPS
 
 
 def _day_metrics(day: dt.date, r: dict[str, Any] | None, confirmed: int, spec: EvalSpec) -> DayMetrics:

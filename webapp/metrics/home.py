@@ -6,7 +6,7 @@ from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.home.cards import HomeCard
-from webapp.metrics import alert_states, targets
+from webapp.metrics import alert_states, daily, targets
 from webapp.metrics import reports as metrics_reports
 from webapp.spec import EvalSpec
 
@@ -16,18 +16,19 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     cards: list[HomeCard] = []
     if principal.has_role("support_lead", "pm"):
         firing = [a for a in alert_states.alerts(session=session, spec=spec) if a.state == "firing"]
+        lag = _lag_note(session)
         if firing:
             names = ", ".join(targets.METRIC_LABELS.get(a.metric, a.metric).lower() for a in firing)
             cards.append(
                 HomeCard(
                     title=f"{len(firing)} alert{'s' if len(firing) != 1 else ''} firing",
-                    body=f"Off target beyond the alert threshold: {names}.",
+                    body=f"Off target beyond the alert threshold: {names}.{lag}",
                     href="/metrics", action="Open metrics", count=len(firing), tone="alert",
                 )
             )
         else:
             cards.append(
-                HomeCard(title="No alerts firing", body="Every online metric is inside its alert threshold.",
+                HomeCard(title="No alerts firing", body=f"Every online metric is inside its alert threshold.{lag}",
                          href="/metrics", action="Open metrics", count=0, tone="ok")
             )
     if principal.has_role("lead"):
@@ -41,3 +42,12 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
                 )
             )
     return cards
+
+
+def _lag_note(session: Session) -> str:
+    """Say which days' figures (and so the alerts on them) lag their events, and since when; empty when none."""
+    lagging = daily.lagging_days(session=session)
+    if not lagging:
+        return ""
+    parts = [f"{d.isoformat()} (+{n} events since {t.strftime('%H:%M:%S')} UTC)" for d, (t, n) in sorted(lagging.items())]
+    return f" Figures updating: {', '.join(parts)}."

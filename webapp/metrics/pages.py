@@ -164,7 +164,8 @@ def dashboard_context(
     return {
         "start": start,
         "end": end,
-        "updating": metrics_daily.updating_days(session=session, start=start, end=end),
+        # the days of the range whose figures lag their events (their own events, whatever the segment)
+        "updating": [d for d in days if d.updating],
         "rebuild_interval": REBUILD_INTERVAL_S,
         "pruned_before": watermark.pruned_before(session),  # the retention footnote
         "filters": filters,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -52,6 +53,9 @@ class DayMetricsPublic(BaseModel):
     cost_per_draft: float | None
     target_met: dict[str, bool | None] = Field(description="Per metric: met its target (null without data)")
     all_targets_met: bool | None
+    updating: bool = Field(description="Events of this day arrived after its figures were computed; the next rebuild pass adds them")
+    updating_since: dt.datetime | None = Field(description="When the oldest of those events was stored (null when not updating)")
+    pending_events: int = Field(description="How many of the segment's events the figures leave out (0 when not updating)")
 
 
 class StreakWindow(BaseModel):

@@ -17,9 +17,14 @@ Why this is exact under concurrency (PostgreSQL, READ COMMITTED; SQLite has one 
 - A mark commits atomically with its events, so an event is either behind a mark or already in
   the stored aggregate.
 - A rebuild reads the marks first, then (under the day's advisory lock, so rebuilds of one day run
-  one after the other) the raw events, and deletes exactly the marks it read: every event behind
-  those marks was committed before the raw read. A mark committed later survives, and its day is
-  rebuilt again.
+  one after the other) the days' pending events, merges them and marks them merged, and deletes
+  exactly the marks it read: every event behind those marks was committed before the pending
+  read. A mark committed later survives, and its day is merged again (its events, if that read
+  already took them, are no longer pending: nothing is counted twice).
+
+Issue 33: the rebuild merges the new events into the stored rows (aggregates.merge_pending), so
+its cost follows the events that arrived since the last pass, not the size of their days; readers
+flag the days whose figures lag (daily.lagging_days, from the marks' created_at).
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ import datetime as dt
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, select, text
 from sqlmodel import Session, col
 
 from webapp.metrics import aggregates
 from webapp.metrics.models import StaleDay
 from webapp.spec import EvalSpec
+from webapp.timeutil import as_utc
 
 # Days rebuilt per transaction by rebuild_stale: bounds the memory and the time the day locks are held.
 REBUILD_CHUNK_DAYS = 31
@@ -49,10 +55,26 @@ def stale_days(session: Session, *, start: dt.date | None = None, end: dt.date |
         stmt = stmt.where(col(StaleDay.day) >= start)
     if end is not None:
         stmt = stmt.where(col(StaleDay.day) <= end)
-    return {_as_date(d) for d in session.execute(stmt).scalars()}
+    return {as_date(d) for d in session.execute(stmt).scalars()}
 
 
-def _as_date(value: dt.date | str) -> dt.date:
+def updating_since(session: Session, *, start: dt.date | None = None, end: dt.date | None = None) -> dict[dt.date, dt.datetime]:
+    """Return the days (within [start, end] when given) whose stored aggregates may lag, each with its oldest mark's time."""
+    stmt = select(col(StaleDay.day), func.min(col(StaleDay.created_at))).group_by(col(StaleDay.day))
+    if start is not None:
+        stmt = stmt.where(col(StaleDay.day) >= start)
+    if end is not None:
+        stmt = stmt.where(col(StaleDay.day) <= end)
+    return {as_date(d): _as_datetime(t) for d, t in session.execute(stmt)}
+
+
+def _as_datetime(value: dt.datetime | str) -> dt.datetime:
+    # SQLite hands back an aggregate's timestamp as text (min() loses the column's type)
+    return as_utc(value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(value))
+
+
+def as_date(value: dt.date | str) -> dt.date:
+    """Return a day as a date (SQLite hands back ISO text where a query loses the column's type)."""
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(value)
 
 
@@ -67,15 +89,27 @@ def frame_rows(df: pd.DataFrame, spec: EvalSpec) -> list[dict[str, Any]]:
     return rows
 
 
+def days_to_rebuild(marked: set[dt.date], *, max_days: int | None = None) -> list[dt.date]:
+    """Choose which marked days this call brings up to date: the oldest first, a chunk at a time.
+
+    The one place the rebuild's days are chosen (a guard on which days may be rewritten belongs here).
+    """
+    return sorted(marked)[: max_days or REBUILD_CHUNK_DAYS]
+
+
 def rebuild_stale(*, session: Session, spec: EvalSpec, max_days: int | None = None) -> list[dt.date]:
-    """Rebuild the aggregates of stale days (a chunk of days per call) and clear their marks; return the days."""
+    """Merge the new events of stale days (a chunk of days per call) into their aggregates and clear their marks; return the days.
+
+    The cost follows the new events (aggregates.merge_pending), not the size of their days.
+    """
     marks = session.execute(select(col(StaleDay.id), col(StaleDay.day)).order_by(col(StaleDay.day), col(StaleDay.id))).all()
     if not marks:
         return []
-    days = sorted({_as_date(d) for _, d in marks})[: max_days or REBUILD_CHUNK_DAYS]
+    marked = {as_date(d) for _, d in marks}
+    days = days_to_rebuild(marked, max_days=max_days)
     chosen = set(days)
-    ids = [i for i, d in marks if _as_date(d) in chosen]
-    aggregates.rebuild_days(session=session, spec=spec, days=days)
+    ids = [i for i, d in marks if as_date(d) in chosen]
+    aggregates.merge_pending(session=session, spec=spec, days=days)
     for chunk in aggregates.chunks(ids, 1000):
         session.execute(delete(StaleDay).where(col(StaleDay.id).in_(chunk)))
     session.flush()

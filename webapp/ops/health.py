@@ -1,10 +1,17 @@
-"""`/livez` (the process answers) and `/healthz` (and it can reach its database), for a load balancer or an orchestrator.
+"""`/livez` (the process answers) and `/healthz` (and it can reach its database, and how its jobs do), for a load balancer or an orchestrator.
 
 Both answer without signing in: a load balancer, a container orchestrator or an uptime checker
 holds no session or token, and the answers carry nothing private (a status, and on failure the
 kind of database error, never its message, which may name hosts or users). A failing `/healthz`
 should take the process out of rotation; a failing `/livez` should restart it. `/livez` touches
 no database, so a database outage does not restart every process in a loop.
+
+Jobs (issue 33): `/healthz` names every background job that has recorded a pass (job_run) with
+`ok` or `stalled` (no success for three of its periods, webapp/ops/jobruns.py), and its status is
+`degraded` while one is stalled. Decision: a stalled job still answers 200, because the pages
+work without it and taking the only process out of rotation would stop the graders too; a
+monitor that reads only status codes asks `/healthz?strict=true`, which answers 503 while a job
+is stalled. Prometheus has the same facts as `draftdesk_job_last_success_timestamp_seconds`.
 """
 
 from __future__ import annotations
@@ -13,6 +20,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session
+
+from webapp.ops import jobruns
+from webapp.timeutil import utcnow
 
 router = APIRouter(include_in_schema=False)
 
@@ -24,12 +35,20 @@ async def livez() -> dict[str, str]:
 
 
 @router.get("/healthz")
-def healthz(request: Request) -> JSONResponse:
-    """Answer 200 when `SELECT 1` runs on the database, else 503 with the reason; no login."""
+def healthz(request: Request, strict: bool = False) -> JSONResponse:
+    """Answer 200 when the database answers (degraded while a job is stalled; 503 then if strict), else 503 with the reason; no login."""
     try:
-        with request.app.state.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
+        with Session(request.app.state.engine) as session:
+            session.execute(text("SELECT 1"))
+            states = jobruns.job_states(session=session, now=utcnow())
     except (SQLAlchemyError, OSError) as exc:
         reason = f"database unreachable ({type(exc).__name__})"
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
-    return JSONResponse({"status": "ok"})
+    body: dict[str, object] = {"status": "ok"}
+    if states:
+        body["jobs"] = {s.job: "stalled" if s.stalled else "ok" for s in states}
+    stalled = [s.job for s in states if s.stalled]
+    if stalled:
+        body["status"] = "degraded"
+        body["reason"] = f"no success for {jobruns.STALL_PERIODS} periods: {', '.join(stalled)}"
+    return JSONResponse(body, status_code=503 if stalled and strict else 200)

@@ -6,6 +6,10 @@
   series stays small; `/static` for static files, `unmatched` for paths no route matched.
 - `draftdesk_alert_outbox_messages{status}`: alert messages waiting (`pending`) or given up
   (`failed`), counted in the database at each scrape (the same in every process).
+- `draftdesk_job_last_success_timestamp_seconds{job}`: when each background job (metrics_rebuild,
+  alerts, retention) last succeeded, Unix seconds (0: never), and `draftdesk_job_failures{job}`,
+  its failed passes since then, both read from job_run at each scrape (any process's passes).
+  Alert on `time() - draftdesk_job_last_success_timestamp_seconds > 3 * period`.
 
 Who may read it: an API token with the `metrics` scope (what a Prometheus scraper is given: it can
 read this and nothing else) or an admin (session or token). Decision: the counters name every
@@ -35,6 +39,8 @@ from webapp.alerts.models import AlertOutbox
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import require_scope
+from webapp.ops import jobruns
+from webapp.timeutil import utcnow
 
 METRICS_PATH = "/-/metrics"
 SCOPE = "metrics"
@@ -62,6 +68,15 @@ class AppMetrics:
         self.outbox = Gauge(
             "draftdesk_alert_outbox_messages", "Alert messages waiting or given up, by status", ("status",), registry=self.registry
         )
+        self.job_success = Gauge(
+            "draftdesk_job_last_success_timestamp_seconds",
+            "When each background job last succeeded (Unix seconds; 0: never)",
+            ("job",),
+            registry=self.registry,
+        )
+        self.job_failures = Gauge(
+            "draftdesk_job_failures", "Failed passes of each background job since its last success", ("job",), registry=self.registry
+        )
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request (called by webapp.ops.logs.RequestLog)."""
@@ -86,4 +101,7 @@ def prometheus_metrics(
     counts: dict[str, int] = {status: n for status, n in rows}
     for status in OUTBOX_STATUSES:
         metrics.outbox.labels(status).set(counts.get(status, 0))
+    for job in jobruns.job_states(session=session, now=utcnow()):
+        metrics.job_success.labels(job.job).set(job.last_success_at.timestamp() if job.last_success_at else 0)
+        metrics.job_failures.labels(job.job).set(job.failures)
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,8 @@ from webapp.reviews.models import ReviewItem
 from webapp.timeutil import utcnow
 
 log = logging.getLogger(__name__)
+# The job's name in job_run, /healthz and Prometheus.
+JOB = "retention"
 
 # How often the server prunes (the first pass runs at start-up).
 PRUNE_INTERVAL_SECONDS = 3600.0
@@ -158,7 +161,7 @@ def retention_line(mark: dt.date | None) -> str:
     )
 
 
-async def run(app: Any) -> None:
+async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
     """Prune at start-up and then every PRUNE_INTERVAL_SECONDS until cancelled (the deletes run in a thread).
 
     Several processes may prune at once: each delete is idempotent and the watermark only moves
@@ -166,9 +169,13 @@ async def run(app: Any) -> None:
     """
     retention = Retention.from_settings(app.state.settings)
     while True:
+        error: BaseException | None = None
         try:
             report = await asyncio.to_thread(prune_database, app.state.engine, retention, tz=app.state.spec.tz)
             log.info("retention: pruned %s", report)
-        except Exception:
+        except Exception as exc:
+            error = exc
             log.exception("retention: pruning failed; trying again in %s s", PRUNE_INTERVAL_SECONDS)
+        if record is not None:  # webapp/jobs.py stores how the pass went (job_run)
+            await asyncio.to_thread(record, JOB, PRUNE_INTERVAL_SECONDS, error)
         await asyncio.sleep(PRUNE_INTERVAL_SECONDS)

@@ -1,7 +1,7 @@
 """security: one gate sign-off per person (unique gate, run, user) and who minted each API token
 
 Revision ID: 0017_signoff_tokens
-Revises: 0015_retention_watermark
+Revises: 0016_job_runs
 Create Date: 2026-11-28 03:40:00
 
 Sign-offs stored twice by one person before this revision (a double post or a race) keep their
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0017_signoff_tokens'
-down_revision: str | None = '0015_retention_watermark'
+down_revision: str | None = '0016_job_runs'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,91 @@
+"""Days whose stored figures lag their events say so (API, /metrics, home card) until the rebuild pass."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from tests.conftest import SPEC_PATH, TEST_SECRET
+from tests.metrics.conftest import ev
+from webapp.config import Settings
+from webapp.main import create_app
+from webapp.metrics.background import rebuild_pass
+from webapp.spec import EvalSpec
+from webapp.timeutil import utcnow
+
+
+@pytest.fixture
+def settings(db_url: str) -> Settings:
+    # as under `serve`: the ingesting request leaves the rebuild to the background pass (run by hand here)
+    return Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, separate_jobs=True)
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[object]:
+    application = create_app(settings)
+    yield application
+    application.state.engine.dispose()
+
+
+def daily(reader: TestClient, start: str, end: str, **segment: str) -> list[dict[str, object]]:
+    r = reader.get("/api/v1/metrics/daily", params={"start": start, "end": end, **segment})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_a_day_with_events_not_yet_in_its_figures_is_flagged_until_the_pass(
+    app: object, api_as: Callable[..., TestClient], client_as: Callable[..., TestClient], spec: EvalSpec
+) -> None:
+    agent = api_as(scopes=["ingest"])
+    reader = api_as("support_lead")
+    before = utcnow().replace(microsecond=0) - dt.timedelta(seconds=1)
+    r = agent.post("/api/v1/events", json=[ev("2026-11-02"), ev("2026-11-02", action="reject"), ev("2026-11-03", intent="plan_change")])
+    assert r.status_code == 200 and r.json()["created"] == 3
+    days = daily(reader, "2026-11-01", "2026-11-03")
+    assert [d["updating"] for d in days] == [False, True, True]
+    assert [d["pending_events"] for d in days] == [0, 2, 1]
+    assert days[0]["updating_since"] is None
+    since = dt.datetime.fromisoformat(str(days[1]["updating_since"]))
+    assert before <= since <= utcnow() + dt.timedelta(seconds=1)
+    # the figures are those of the last pass (none yet), beside the count that says events wait
+    assert days[1]["events"] == 0 and days[1]["accept_rate"] is None
+    # a segment counts its own waiting events; a segment without any is not updating
+    billing = daily(reader, "2026-11-02", "2026-11-03", intent="billing_charge")
+    assert [(d["updating"], d["pending_events"]) for d in billing] == [(True, 2), (False, 0)]
+
+    page = client_as("support_lead").get("/metrics", params={"start": "2026-11-01", "end": "2026-11-03"})
+    assert page.status_code == 200
+    assert "Updating 2026-11-02 (2 new events since" in page.text and "2026-11-03 (1 new event since" in page.text
+    assert "+2 updating" in page.text
+    home = client_as("support_lead").get("/")
+    assert "Figures updating: 2026-11-02 (+2 events since" in home.text
+
+    engine = app.state.engine  # type: ignore[attr-defined]
+    assert rebuild_pass(engine=engine, spec=spec) == [dt.date(2026, 11, 2), dt.date(2026, 11, 3)]
+    days = daily(reader, "2026-11-01", "2026-11-03")
+    assert [(d["events"], d["updating"], d["pending_events"], d["updating_since"]) for d in days] == [
+        (0, False, 0, None),
+        (2, False, 0, None),
+        (1, False, 0, None),
+    ]
+    assert days[1]["accept_rate"] == 0.5 and days[1]["reject_rate"] == 0.5
+    page = client_as("support_lead").get("/metrics", params={"start": "2026-11-01", "end": "2026-11-03"})
+    assert "Updating 2026-11-0" not in page.text and "updating</span>" not in page.text
+    assert "Figures updating" not in client_as("support_lead").get("/").text
+
+
+def test_a_mark_whose_events_a_full_rebuild_took_does_not_flag_the_day(
+    app: object, api_as: Callable[..., TestClient], session: Session, spec: EvalSpec
+) -> None:
+    from webapp.metrics import aggregates
+
+    agent = api_as(scopes=["ingest"])
+    assert agent.post("/api/v1/events", json=[ev("2026-11-02")]).json()["created"] == 1
+    aggregates.rebuild_days(session=session, spec=spec, days=[dt.date(2026, 11, 2)])  # `draftdesk metrics rebuild`
+    session.commit()
+    (day,) = daily(api_as("pm"), "2026-11-02", "2026-11-02")
+    assert (day["events"], day["updating"], day["pending_events"]) == (1, False, 0)
