@@ -22,13 +22,26 @@ GRADED = 40
 REFUND_CASE = "golden-unacceptable-refund"
 
 
-def _claim(text: str, word: str = "refund") -> str:
-    """Return the sentence of the draft that makes the promise (a grader quotes it)."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
-    for s in sentences:
-        if word in s.lower():
-            return s
-    return sentences[0] if sentences else text
+# A reply's opening courtesy ("Thanks for reaching out.", "Sorry you are having trouble..."): never the claim a
+# grader quotes as unsupported, and neither is the salutation line ("Hi Dana,").
+_COURTESY = re.compile(r"^(hi|hello|dear|thanks|thank you|happy to help|glad to help|good question|let me help|sorry|we are sorry|i'm sorry)\b", re.I)
+# A sentence that declines ("I am not able to issue or promise a refund") states the policy: not a fabrication.
+_DECLINES = re.compile(r"\b(not able to|cannot|can't|unable to)\b", re.I)
+# The refund promise the demo plants ("I've processed your refund", "I have started the refund").
+_PROMISE = re.compile(r"\b(started|processed|issued)\b[^.]*\brefund\b", re.I)
+
+
+def _claim(text: str) -> str:
+    """Return the sentence of the draft a grader quotes as unsupported, in the draft's own words: the refund promise
+    when there is one, else the first sentence stating a checkable fact (a figure, a menu path, an article); never
+    the greeting, a courtesy or a sentence declining (which states the policy)."""
+    _salutation, blank, body = text.partition("\n\n")
+    if not blank:
+        body = text
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body) if s.strip()]
+    facts = [s for s in sentences if not _COURTESY.match(s) and not _DECLINES.search(s) and "\n" not in s] or [body.strip()]
+    promise = next((s for s in facts if _PROMISE.search(s)), None)
+    return promise or next((s for s in facts if re.search(r"\d|>|KB-", s)), facts[0])
 
 
 def demo_scores(spec: EvalSpec, values: dict[str, Any], draft: Draft, rationale: str) -> Scores:

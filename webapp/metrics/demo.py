@@ -40,10 +40,14 @@ PLANS = ["free", "pro", "team"]
 
 
 def _edit(text: str, rng: Any, heavy: bool) -> str:
+    """Return what the agent sent after editing the draft: always different from the draft (an "edit" is a change;
+    drafts without a phrase in SWAPS get a greeting), more so when `heavy`."""
     for old, new in SWAPS:
         if old in text:
             text = text.replace(old, new, 1)
             break
+    else:
+        text = f"Hi there, {text[:1].lower()}{text[1:]}"
     if heavy:
         text += " Let me know if there is anything else I can do; I have also added a note to your account so the team knows the background."
     return text
@@ -134,17 +138,20 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     confirmed = next(e for e in events if e["occurred_at"].startswith(pilot_day.isoformat()) and e["intent"] == "refund_request" and e["draft_shown"])
     lead = ctx.users.get("lead")
     agent = ctx.users.get("labeler")
+    # Each report quotes the draft's own words (a test holds the demo to it) and names the article that contradicts them.
     report = metrics_reports.report_hallucination(
         session=session, event_id=confirmed["event_id"], reported_by=agent.id if agent else None,
-        note="Draft says refunds arrive in 5 to 10 business days; the KB says 3 to 5.",
+        note="The draft says \"I have started the refund and it will reach your card in 5 to 10 business days\"; "
+        "KB-5001 says agents cannot issue or promise refunds (the billing team decides).",
         citations=[{"article_id": "KB-5001", "revision": 1}],
     )
     metrics_reports.apply_decision(session=session, report=report, decision="confirmed", decided_by=lead.id if lead else None,
-                           note="Checked against KB-3005: the refund timing is wrong.")
+                           note="Checked against KB-5001: the draft promises a refund an agent cannot give.")
     recent = next(e for e in reversed(events) if e["intent"] == "plan_change" and e["draft_shown"])
     metrics_reports.report_hallucination(
         session=session, event_id=recent["event_id"], reported_by=agent.id if agent else None,
-        note="The draft mentions a 'Team plan' discount that I can't find in the KB.",
+        note="The draft says \"the price difference is prorated on your next invoice\"; KB-2011 says a downgrade "
+        "takes effect at the end of the billing period, and I can't find proration of plan changes in the KB.",
     )
     session.flush()
     ctx.extra["metrics_range"] = (start, end)
