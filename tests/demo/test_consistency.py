@@ -78,11 +78,10 @@ def test_an_edited_draft_differs_from_what_was_sent(session: Session) -> None:
 
 
 def test_a_reviewed_pair_with_a_refund_promise_is_not_good_and_notes_match_the_pair(session: Session) -> None:
-    pairs = session.exec(
-        select(ReviewItem.id, ReviewItem.verdict, ReviewItem.notes, Event.draft_text, Event.sent_text)
-        .join(Event, col(Event.event_id) == ReviewItem.event_id)
-        .where(col(ReviewItem.verdict).is_not(None))
+    rows = session.exec(
+        select(ReviewItem, Event).join(Event, col(Event.event_id) == ReviewItem.event_id).where(col(ReviewItem.verdict).is_not(None))
     ).all()
+    pairs = [(item.id, item.verdict, item.notes, event.draft_text, event.sent_text) for item, event in rows]
     promising = [p for p in pairs if REFUND_PROMISE.search(p[3] or "")]
     assert promising, "the reviewed sample has no draft with a refund promise"
     for item_id, verdict, notes, _draft, _sent in promising:
