@@ -29,7 +29,7 @@ RUN_AXE = """async (tags) => {
 }"""
 
 # The pages each role lives on. `{name}` parts are found by following the first link on the page named
-# in LINKS whose path matches the pattern (the demo's ids are not fixed).
+# in LINKS whose path matches the pattern (or the nth such link; the demo's ids are not fixed).
 PAGES: dict[str, tuple[str, ...]] = {
     "labeler": ("/", "/grading", "{batch}", "{grading_item}", "/runs", "/kb", "{kb_article}", "/datasets"),
     "lead": (
@@ -39,12 +39,12 @@ PAGES: dict[str, tuple[str, ...]] = {
         "{gate_pilot}", "{gate_production}", "/ppi/runs/demo-ppi", "/survey", "/kb", "/datasets", "{dataset}",
         "{dataset_case}", "/evaluator/runs", "/cadence",
     ),
-    "pm": ("/", "/reviews", "{review_week}", "/metrics", "{gate_pilot}", "{gate_production}", "/survey", "/cadence"),
-    "support_lead": ("/", "/reviews", "{review_week}", "/metrics", "/metrics/hallucinations", "{gate_pilot}", "/survey", "/cadence"),
+    "pm": ("/", "/reviews", "{review_week}", "{earlier_review_week}", "/metrics", "{gate_pilot}", "{gate_production}", "/survey", "/cadence"),
+    "support_lead": ("/", "/reviews", "{review_week}", "{earlier_review_week}", "/metrics", "/metrics/hallucinations", "{gate_pilot}", "/survey", "/cadence"),
     "ml_lead": ("/", "/evaluator/runs", "/ppi/runs/demo-ppi", "{gate_production}", "/runs", "/cadence"),
     "admin": ("/", "/admin", "/admin/users", "/admin/tokens", "/admin/imports", "/admin/alerts", "/cadence"),
 }
-LINKS: dict[str, tuple[str, str]] = {
+LINKS: dict[str, tuple[str, str] | tuple[str, str, int]] = {
     "batch": ("/grading", r"^/grading/runs/\d+$"),
     "grading_item": ("{batch}", r"^/grading/drafts/\d+"),
     "kb_article": ("/kb", r"^/kb/[^/?]+$"),
@@ -56,6 +56,7 @@ LINKS: dict[str, tuple[str, str]] = {
     "gate_pilot": ("/gates", r"^/gates/pilot(\?|$)"),
     "gate_production": ("/gates", r"^/gates/production(\?|$)"),
     "review_week": ("/reviews", r"^/reviews/\d{4}-W\d{2}$"),
+    "earlier_review_week": ("/reviews", r"^/reviews/\d{4}-W\d{2}$", 1),  # the demo's reviewed week (verdict badges)
 }
 
 
@@ -71,12 +72,12 @@ def _resolve(page: Any, base: str, path: str, found: dict[str, str]) -> str:
     if path == name:
         return path
     if name not in found:
-        parent, pattern = LINKS[name]
+        parent, pattern, *nth = LINKS[name]
         page.goto(f"{base}{_resolve(page, base, parent, found)}")
         hrefs = page.eval_on_selector_all("a[href^='/']", "els => els.map(e => e.getAttribute('href'))")
-        match = next((h for h in hrefs if re.match(pattern, h.split("#")[0])), None)
-        assert match, f"no link matching {pattern} on {parent}"
-        found[name] = match.split("#")[0]
+        matches = list(dict.fromkeys(h.split("#")[0] for h in hrefs if re.match(pattern, h.split("#")[0])))
+        assert len(matches) > (nth[0] if nth else 0), f"no link {nth} matching {pattern} on {parent}: {matches}"
+        found[name] = matches[nth[0] if nth else 0]
     return found[name]
 
 
