@@ -10,7 +10,7 @@ from webapp.demo import content as c
 from webapp.ppi.demo import RUN_NAME
 
 
-def test_the_ml_lead_walks_from_the_nav_to_the_intervals_and_the_gate_agrees(demo_server, new_page) -> None:  # type: ignore[no-untyped-def]
+def test_the_ml_lead_walks_from_the_nav_to_the_intervals_and_the_gate_agrees(demo_server, new_page) -> None:
     email = next(e for key, e, _n, _r in c.DEMO_USERS if key == "ml_lead")
     page = new_page()
     sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)

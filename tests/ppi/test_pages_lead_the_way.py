@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -25,7 +26,7 @@ def db_url(demo_db_url: str) -> str:
     return demo_db_url
 
 
-def _figures(api_as: Clients) -> dict[str, dict]:  # type: ignore[type-arg]
+def _figures(api_as: Clients) -> dict[str, dict[str, Any]]:
     answer = api_as("ml_lead").get(f"/api/v1/ppi/runs/{RUN_NAME}")
     assert answer.status_code == 200
     return {f["key"]: f for f in answer.json()["figures"]}
