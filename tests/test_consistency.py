@@ -169,7 +169,8 @@ def test_business_day_streaks(demo: Demo) -> None:
 
 
 def test_alert_states(demo: Demo) -> None:
-    """The metrics page's alert list, its 'alerts firing' count, the home card and GET /api/v1/alerts agree."""
+    """The metrics page's alert list, its 'alerts firing' count, the home card, GET /api/v1/alerts and the weekly
+    human-graded quality alert (GET /api/v1/ppi/production-weeks) agree: the quality alert counts once, whatever its weeks."""
     api = {a["metric"]: a for a in demo.api("support_lead", "/api/v1/alerts")}
     page = demo.page("support_lead", "/metrics")
     shown = dict(re.findall(r'<tr data-metric="([a-z_0-9]+)">.*?metrics-state-([a-z]+)', page, re.S))
@@ -177,8 +178,10 @@ def test_alert_states(demo: Demo) -> None:
     for m, a in api.items():
         row = _plain(_between(page, f'<tr data-metric="{m}">', "</tr>"))
         assert row.startswith(a["rule"]) and units.text(m, a["value"]) in row
-    firing = sum(a["state"] == "firing" for a in api.values())
-    assert re.search(rf'<div class="value">{firing}</div><div class="label">alerts firing', page)
+    quality = [w["week"] for w in demo.api("support_lead", "/api/v1/ppi/production-weeks") if w["below_target"]]
+    firing = sum(a["state"] == "firing" for a in api.values()) + (1 if quality else 0)
+    assert quality, "the demo's week 2026-W46 fires, so the human-quality alert is counted"
+    assert re.search(rf'<div class="value">{firing}</div><div class="label">alerts? firing', page)
     home = _home_cards(demo.page("support_lead", "/"))
     assert (f"{firing} alert{'s' if firing != 1 else ''} firing" if firing else "No alerts firing") in home
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from pydantic import BaseModel, Field
 from sqlalchemy import bindparam, func
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
@@ -31,7 +32,9 @@ from webapp.grading import evidence as grading_evidence
 from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
 from webapp.grading.models import FinalGrade, Grade
+from webapp.metrics import alert_states
 from webapp.metrics import stale as metrics_stale
+from webapp.metrics.targets import METRIC_LABELS
 from webapp.ppi import charts as ppi_charts
 from webapp.ppi import production as ppi_production
 from webapp.ppi import report as ppi_report
@@ -163,6 +166,48 @@ def production_quality(
     """Return the production weeks overlapping start..end with their quality estimates, and their chart (metrics may not import ppi)."""
     weeks = ppi_production.weekly_quality(session=session, spec=spec, start=start, end=end)
     return weeks, ppi_charts.quality_figure(weeks, ppi_production.quality_target(spec))
+
+
+class FiringAlertsView(BaseModel):
+    """The alerts firing now: the online metrics' alert rules and the weekly human-graded quality alert."""
+
+    metrics: list[str] = Field(description="Labels of the online-metric alerts firing")
+    quality_weeks: list[str] = Field(description="ISO weeks whose human-graded quality alert fires (upper bound below the target)")
+
+    @property
+    def count(self) -> int:
+        """Return how many alerts fire: each online-metric rule, and the human-graded quality alert once (whatever its weeks)."""
+        return len(self.metrics) + (1 if self.quality_weeks else 0)
+
+    @property
+    def names(self) -> list[str]:
+        """Return what fires, for a sentence: 'deflection rate', 'human-graded quality (2026-W46)'."""
+        quality = [f"human-graded quality ({', '.join(self.quality_weeks)})"] if self.quality_weeks else []
+        return [m.lower() for m in self.metrics] + quality
+
+
+def count_firing(
+    *, metric_alerts: Sequence[alert_states.AlertStatus], quality_weeks: Sequence[ppi_production.WeekQuality]
+) -> FiringAlertsView:
+    """Return the alerts firing among these: the one count home's card and /metrics' "alerts firing" show.
+
+    Decision: the human-graded quality alert is one alert rule, like each online metric's, so it
+    counts once however many weeks fire; the weeks are named. Home passes every metric alert (all
+    traffic) and every production week; /metrics passes the range's and segment's metric alerts and
+    the weeks its quality panel shows, so its count matches the panel's "alert: firing".
+    """
+    return FiringAlertsView(
+        metrics=[METRIC_LABELS.get(a.metric, a.metric) for a in metric_alerts if a.state == "firing"],
+        quality_weeks=[w.week for w in quality_weeks if w.below_target],
+    )
+
+
+def firing_alerts(*, session: Session, spec: EvalSpec) -> FiringAlertsView:
+    """Return the alerts firing now over all traffic: every online-metric rule and every production week."""
+    return count_firing(
+        metric_alerts=alert_states.alerts(session=session, spec=spec),
+        quality_weeks=ppi_production.weekly_quality(session=session, spec=spec),
+    )
 
 
 # ======== metrics → aggregates and alerts after a batch ========

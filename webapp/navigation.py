@@ -24,7 +24,7 @@ NAV: tuple[NavItem, ...] = (
     NavItem("Agreement", "/grading/agreement"),
     NavItem("Runs", "/runs", also=("/drafts", "/ppi")),  # a draft's page (/drafts/12) and a run's PPI page are part of its run
     NavItem("Regression", "/regression"),
-    NavItem("Evaluator", "/evaluator/runs"),
+    NavItem("Evaluator & judge", "/evaluator/runs"),  # prompt-evaluator runs and the judge's runs with their intervals (ML lead)
     NavItem("Datasets", "/datasets"),
     NavItem("KB", "/kb"),
     NavItem("Metrics", "/metrics"),

@@ -3,10 +3,12 @@
 Hand-worked values (threshold "> 3.5", factual accuracy as a pass share: (3.5 - 1)/(5 - 1) = 0.625):
 - tone 4.00 [3.80, 4.20]: lower bound 3.80 clears 3.5 -> pass.
 - citation relevance 3.00 [2.80, 3.20]: upper bound 3.20 below 3.5 -> fail.
-- completeness 3.60 [3.40, 3.80] with 100 grades: distance to 3.5 is 0.10, half-width 0.20;
-  the half-width falls to 0.10 after 100 x (0.20 / 0.10)^2 = 400 grades -> about 300 more.
-- with 5 sampled drafts still ungraded, tone 4.00 [3.80, 4.20] stays undecided: its own K is
-  max(1, ceil(100 x (0.20 / 0.50)^2 - 100)) = 1, plus the 5 pending -> about 6 more.
+- completeness 3.60 [3.40, 3.80], 100 graded of 1,000 drafts: undecided (the interval straddles 3.5).
+  se = 0.40 / 3.92 = 0.10204, t(99) = 1.98422; S^2 = se^2 / (1/100 - 1/1000) = 1.15692; t^2 S^2 = 4.55489;
+  graded drafts needed m = 1 / (0.10^2 / 4.55489 + 1/1000) = 312.95 -> 313: about 213 more drafts to draw
+  (webapp.ppi.report.drafts_to_decide; the PPI page shows the same count), 208 while 5 drawn drafts wait.
+- with 5 sampled drafts still ungraded, tone 4.00 [3.80, 4.20] is a provisional pass, not "undecided";
+  the criterion stays incomplete until they are graded.
 """
 
 from __future__ import annotations
@@ -68,18 +70,27 @@ class TestPpiHumanGrading:
     def test_undecided_says_about_how_many_more_grades_and_links_the_ppi_page(self, spec: EvalSpec) -> None:
         c = self._grade(spec, completeness=est(3.6, 3.4, 3.8))
         assert c.status == "incomplete"
-        assert "undecided: about 300 more grades would decide" in c.summary
-        assert {p.key: p.summary for p in c.parts}["completeness"] == "undecided: about 300 more grades would decide"
+        assert c.summary.startswith("Completeness undecided: about 213 more drafts to draw would decide;")
+        assert {p.key: p.summary for p in c.parts}["completeness"] == (
+            "undecided: the interval straddles the threshold; about 213 more drafts to draw would decide"
+        )
+        assert {p.key: p.status for p in c.parts}["tone"] == "pass"
         assert c.link == "/ppi/runs/7" and "further sample" in c.action
         assert "/ppi/runs/7" in to_markdown(GateReport("pilot", 7, "run", [c], dt.datetime(2026, 11, 27, tzinfo=dt.UTC)))
 
     def test_a_fail_wins_over_undecided(self, spec: EvalSpec) -> None:
         assert self._grade(spec, completeness=est(3.6, 3.4, 3.8), tone=est(3.0, 2.8, 3.2)).status == "fail"
 
-    def test_pending_sampled_drafts_keep_it_undecided(self, spec: EvalSpec) -> None:
+    def test_pending_sampled_drafts_make_it_provisional_not_undecided(self, spec: EvalSpec) -> None:
         c = self._grade(spec, pending=5)
-        assert c.status == "incomplete"
-        assert "about 6 more grades would decide" in c.summary and "5 sampled drafts still without a final grade" in c.summary
+        assert c.status == "incomplete" and "undecided" not in c.summary
+        assert c.summary.startswith("provisional, 5 sampled drafts still without a final grade; each interval lies on one side")
+        assert all(p.status == "pass" and "(provisional" in p.summary for p in c.parts)
+        assert "Grade the sampled drafts" in c.action
+        c = self._grade(spec, pending=5, completeness=est(3.6, 3.4, 3.8))
+        assert "Completeness undecided: about 208 more drafts to draw would decide" in c.summary
+        # a provisional fail does not fail the gate: the 5 grades to come may lift it
+        assert self._grade(spec, pending=5, tone=est(3.0, 2.8, 3.2)).status == "incomplete"
 
     def test_factual_share_threshold_is_strictly_read_from_the_bounds(self, spec: EvalSpec) -> None:
         # lower bound 0.60 < 0.625 < upper bound 0.70: undecided even though the estimate 0.65 is above

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from fastapi.testclient import TestClient
@@ -13,7 +14,15 @@ from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import Estimate, estimate_mean, make_sample
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
-from webapp.ppi.report import FIGURE_RANGE, GateCall, gate_call, run_report, within_range
+from webapp.ppi.report import (
+    FIGURE_RANGE,
+    GateCall,
+    drafts_to_decide,
+    gate_call,
+    judge_gap,
+    run_report,
+    within_range,
+)
 from webapp.ppi.service import draw_sample
 from webapp.runs.models import Draft, Run
 from webapp.spec import EvalSpec
@@ -99,15 +108,27 @@ def estimate(value: float, low: float, high: float, n: int = 100) -> Estimate:
 
 
 class TestGateCall:
-    def test_pass_fail_undecided(self) -> None:
+    """The undecided rule and "about K more drafts", against hand-worked numbers.
+
+    estimate(3.6, 3.4, 3.8) has se = 0.1 from n = 100 graded of N = 1,000 drafts, df = 99 (t = 1.98422).
+    Spread per grade: S^2 = se^2 / (1/n - 1/N) = 0.01 / 0.009 = 1.11111; t^2 S^2 = 3.93713 x 1.11111 = 4.37459.
+    Distance to 3.5: d = 0.1. Graded drafts needed: m = 1 / (d^2 / (t^2 S^2) + 1/N) = 1 / (0.0022859 + 0.001) = 304.3,
+    so 305; K = 305 - 100 graded = 205 more drafts to draw (198 when 7 drawn drafts still wait for their grades).
+    """
+
+    def test_undecided_only_when_the_interval_straddles_the_threshold(self) -> None:
         assert gate_call(estimate(4.0, 3.8, 4.2), 3.5).verdict == "pass"
         assert gate_call(estimate(3.0, 2.8, 3.2), 3.5).verdict == "fail"
-        call = gate_call(estimate(3.6, 3.4, 3.8, n=100), 3.5)
-        # half-width 0.2 must shrink to 0.1: n x (0.2/0.1)^2 = 400 grades, 300 more.
-        assert call.verdict == "undecided" and call.more_grades == 300
-        call = gate_call(estimate(4.0, 3.8, 4.2), 3.5, pending=7)  # pending grades keep it undecided
-        assert call.verdict == "undecided" and call.more_grades == 7 + 1
+        assert gate_call(estimate(3.6, 3.4, 3.8), 3.5) == GateCall("undecided", 205)
         assert gate_call(None, 3.5).verdict == "undecided"  # no estimate
+
+    def test_pending_grades_make_it_provisional_not_undecided(self) -> None:
+        # the demo's factual accuracy: 97.2% [78.8%, 100%] against 62.5% with 3 drawn drafts ungraded
+        # read "undecided: about 4 more"; the interval clears the threshold: a provisional pass.
+        assert gate_call(estimate(0.972, 0.788, 1.0, n=22), 0.625, pending=3) == GateCall("pass", None, provisional=True)
+        assert gate_call(estimate(3.0, 2.8, 3.2), 3.5, pending=3) == GateCall("fail", None, provisional=True)
+        # drafts already drawn count towards the 305 graded drafts needed: 305 - 100 - 7 = 198
+        assert gate_call(estimate(3.6, 3.4, 3.8), 3.5, pending=7) == GateCall("undecided", 198, provisional=True)
 
     def test_a_bound_at_the_threshold_is_not_above_it(self) -> None:
         assert gate_call(estimate(3.6, 3.5, 3.7), 3.5).verdict == "undecided"
@@ -115,14 +136,27 @@ class TestGateCall:
         assert gate_call(estimate(3.4, 3.3, 3.5), 3.5).verdict == "fail"
         assert gate_call(estimate(3.4, 3.3, 3.5000001), 3.5).verdict == "undecided"
 
-    def test_more_grades_than_the_run_has_left_are_not_promised(self) -> None:
-        # 100 grades, half-width 0.25, estimate 0.0625 above 3.5: 100 x (0.25 / 0.0625)^2 = 1,600 grades
-        # would decide, 1,500 more (binary-exact values, worked out by hand)
-        near = estimate(3.5625, 3.3125, 3.8125)
-        assert gate_call(near, 3.5).more_grades == 1500
-        assert gate_call(near, 3.5, undrawn=2000).more_grades == 1500
-        # a run with 1,000 drafts not yet drawn cannot give 1,500 more grades: no count is promised
-        assert gate_call(near, 3.5, undrawn=1000) == GateCall("undecided", None)
+    def test_k_is_drafts_to_draw_and_never_more_than_the_run_has_left(self) -> None:
+        near = estimate(3.6, 3.4, 3.8)
+        assert drafts_to_decide(near, 3.5) == 205
+        # an estimate on the threshold: only grading every draft (the exact mean) decides: 1,000 - 100 = 900
+        assert drafts_to_decide(estimate(3.5, 3.3, 3.7), 3.5) == 900
+        # the drafts the run has left to draw cap it (never "no count" for an undecided figure)
+        assert drafts_to_decide(near, 3.5, undrawn=150) == 150
+        # far enough that the drafts already drawn and waiting for grades should decide: 0 more to draw
+        # (d = 0.19: m = 1 / (0.0361 / 4.37459 + 0.001) = 108.1 -> 109 <= 100 graded + 10 pending)
+        assert drafts_to_decide(estimate(3.69, 3.49, 3.89), 3.5, pending=10) == 0
+        # every draft graded: the interval is the mean itself, nothing to draw
+        assert drafts_to_decide(estimate(3.6, 3.6, 3.6, n=1000), 3.5) is None
+
+    def test_k_uses_the_standard_error_not_bounds_cut_to_the_range(self) -> None:
+        # cutting [3.4, 3.8] to [3.4, 3.7] (say, a top of the scale) must not change K
+        assert drafts_to_decide(replace(estimate(3.6, 3.4, 3.8), high=3.7), 3.5) == 205
+
+    def test_judge_gap_is_the_bias_over_the_run_in_the_units_of_the_bias_removed(self) -> None:
+        # two graded drafts: judge - human = +1 on a draft drawn for sure (pi = 1) and -1 on one drawn at pi = 0.25,
+        # which stands for 4 drafts: (1 x 1 + 4 x -1) / (1 + 4) = -0.6 (the plain mean would say 0)
+        assert judge_gap(np.array([1.0, -1.0]), np.array([1.0, 0.25])) == -0.6
 
     def test_intervals_are_cut_to_what_the_figure_can_be(self) -> None:
         # the demo's factual accuracy read "97% [79%, 116%]"

@@ -9,6 +9,7 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.evaluator import service
+from webapp.ppi import report as ppi_report
 from webapp.templating import render
 
 router = APIRouter()
@@ -19,8 +20,9 @@ VIEW_ROLES = ("lead", "pm", "ml_lead", "admin")
 def evaluator_runs(
     request: Request, session: SessionDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
 ) -> HTMLResponse:
-    """List the runs recorded by prompt-evaluator --record."""
-    return render(request, "evaluator/list.html", {"runs": service.list_evaluator_runs(session=session)})
+    """List the runs recorded by prompt-evaluator --record, and the Draft Desk runs the PPI judge scored (links to their intervals)."""
+    ctx = {"runs": service.list_evaluator_runs(session=session), "judge_runs": ppi_report.judge_runs(session=session)}
+    return render(request, "evaluator/list.html", ctx)
 
 
 @router.get("/evaluator/runs/{run_id}", response_class=HTMLResponse, name="evaluator_run")

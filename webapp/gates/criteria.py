@@ -142,8 +142,9 @@ class PpiCriterionFacts:
     low: float | None
     high: float | None
     verdict: Literal["pass", "fail", "undecided"]
-    more_grades: int | None  # undecided: about how many more grades would decide (None: unknown)
+    more_grades: int | None  # undecided: about how many further drafts to draw would decide (webapp.ppi.report.drafts_to_decide)
     share: bool = False  # the figure is a share (factual accuracy), shown in percent
+    provisional: bool = False  # drawn drafts still wait for their final grades: the verdict may change
 
 
 @dataclass(frozen=True)
@@ -337,14 +338,33 @@ def _ppi_figure(c: PpiCriterionFacts) -> str:
     return f"{c.estimate:.2f} [{c.low:.2f}, {c.high:.2f}]"
 
 
+def _more(k: int | None) -> str:
+    """Return ': about K more drafts to draw would decide' (the PPI page's words), or '' when unknown."""
+    if k is None:
+        return ""
+    if k == 0:
+        return ": grading the drafts already drawn should decide"
+    return f": about {_n(k, 'more draft')} to draw would decide"
+
+
+def _ppi_reading(c: PpiCriterionFacts) -> str:
+    """Return one criterion's reading: which bound decides it, or that the interval straddles the threshold."""
+    if c.verdict == "undecided":
+        return "undecided: the interval straddles the threshold" + _more(c.more_grades).replace(":", ";", 1)
+    return "lower bound clears the threshold" if c.verdict == "pass" else "upper bound at or below the threshold"
+
+
 def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
     """Criterion 2 on a run with a PPI sample: each criterion's 95% interval against the threshold.
 
     A criterion passes when its lower bound clears the threshold, fails when its upper bound is
     below it, and is otherwise undecided (the gate says incomplete) with about how many more
     human grades would decide it; the whole criterion fails when any criterion fails, passes
-    when all pass. Decision: the "about K more" of the criterion is the largest K of the
-    undecided criteria, the grades after which all of them would be expected to be decided.
+    when all pass. "Undecided" means the interval straddles the threshold; each undecided
+    criterion names its own "about K more drafts" (webapp.ppi.report.drafts_to_decide, the count
+    the PPI page shows too). While sampled drafts wait for their final grades every reading is
+    provisional and the criterion stays incomplete, whatever the bounds say (a pass on part of a
+    sample is not the sample's pass). A fail on final figures wins.
     """
     g = spec.gates.pilot
     names = {c.key: c.name for c in spec.rubric.criteria}
@@ -352,23 +372,23 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
     for c in ppi.criteria:
         st: Verdict = "incomplete" if c.verdict == "undecided" else c.verdict
         threshold = f"lower bound > {c.threshold:.1%}" if c.share else f"lower bound > {c.threshold:g}"
-        if c.verdict == "undecided":
-            summary = "undecided" + (f": about {c.more_grades} more grades would decide" if c.more_grades else "")
-        else:
-            summary = "lower bound clears the threshold" if c.verdict == "pass" else "upper bound below the threshold"
+        summary = _ppi_reading(c) + (" (provisional: sampled drafts still to grade)" if c.provisional else "")
         parts.append(CriterionResult(c.key, names.get(c.key, c.key), st, _ppi_figure(c), threshold, summary, c.estimate))
-    undecided = [c for c in ppi.criteria if c.verdict == "undecided"]
+    undecided = [(c, p.title) for c, p in zip(ppi.criteria, parts, strict=True) if c.verdict == "undecided"]
     action = ""
-    if any(p.status == "fail" for p in parts):
+    if not ppi.pending and any(p.status == "fail" for p in parts):
         status: Verdict = "fail"
-        summary = "upper bound below the threshold: " + ", ".join(p.title for p in parts if p.status == "fail")
-    elif not parts or undecided:
+        summary = "upper bound at or below the threshold: " + ", ".join(p.title for p in parts if p.status == "fail")
+    elif not parts or undecided or ppi.pending:
         status = "incomplete"
-        known = [c.more_grades for c in undecided if c.more_grades]
-        summary = f"undecided: about {max(known)} more grades would decide" if known else "undecided"
+        summary = "; ".join(f"{title} undecided" + _more(c.more_grades) for c, title in undecided)
+        summary = summary or "each interval lies on one side of its threshold"
         if ppi.pending:
-            summary += f" ({_n(ppi.pending, 'sampled draft')} still without a final grade)"
-        action = "Draw a further sample (the button on the run's PPI page) to decide it."
+            summary = f"provisional, {_n(ppi.pending, 'sampled draft')} still without a final grade; " + summary
+        if any(c.more_grades for c, _ in undecided):
+            action = "Draw a further sample (the button on the run's PPI page; team leads draw it) to decide it."
+        else:
+            action = "Grade the sampled drafts still without a final grade (the run's grading queue), then read the intervals again."
     else:
         status = "pass"
         summary = "every criterion's lower bound clears the threshold"

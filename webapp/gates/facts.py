@@ -110,6 +110,7 @@ def ppi_criterion(
         call.verdict,
         call.more_grades,
         share=key == "factual_accuracy",
+        provisional=call.provisional,
     )
 
 

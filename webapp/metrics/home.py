@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from webapp import flows
 from webapp.auth.service import Principal
 from webapp.home.cards import HomeCard
-from webapp.metrics import alert_states, daily, targets
+from webapp.metrics import daily
 from webapp.metrics import reports as metrics_reports
 from webapp.spec import EvalSpec
 
@@ -15,20 +16,20 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     """Return what is waiting in online metrics for this principal."""
     cards: list[HomeCard] = []
     if principal.has_role("support_lead", "pm"):
-        firing = [a for a in alert_states.alerts(session=session, spec=spec) if a.state == "firing"]
+        firing = flows.firing_alerts(session=session, spec=spec)  # the count /metrics shows too
         lag = _lag_note(session)
-        if firing:
-            names = ", ".join(targets.METRIC_LABELS.get(a.metric, a.metric).lower() for a in firing)
+        if firing.count:
             cards.append(
                 HomeCard(
-                    title=f"{len(firing)} alert{'s' if len(firing) != 1 else ''} firing",
-                    body=f"Off target beyond the alert threshold: {names}.{lag}",
-                    href="/metrics", action="Open metrics", count=len(firing), tone="alert",
+                    title=f"{firing.count} alert{'s' if firing.count != 1 else ''} firing",
+                    body=f"Off target beyond the alert threshold: {', '.join(firing.names)}.{lag}",
+                    href="/metrics", action="Open metrics", count=firing.count, tone="alert",
                 )
             )
         else:
             cards.append(
-                HomeCard(title="No alerts firing", body=f"Every online metric is inside its alert threshold.{lag}",
+                HomeCard(title="No alerts firing",
+                         body=f"Every online metric is inside its alert threshold, and no week's human-graded quality is below its target.{lag}",
                          href="/metrics", action="Open metrics", count=0, tone="ok")
             )
     if principal.has_role("lead"):

@@ -176,7 +176,8 @@ def dashboard_context(
         "figures": {m: charts.to_json(fig) for m, fig in built.items()},
         "alerts": alert_list,
         "alert_by_metric": by_metric,
-        "firing": [a for a in alert_list if a.state == "firing"],
+        # one count with home's card: the online metrics' alerts and the weekly human-graded quality alert
+        "firing": flows.count_firing(metric_alerts=alert_list, quality_weeks=quality_weeks),
         "changes": changes,
         "calibration": cal,
         "calibration_figure": charts.to_json(cal_figure),

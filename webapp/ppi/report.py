@@ -8,11 +8,14 @@ the same interval.
 Decisions:
 - Labelled = drawn drafts with a final grade. Drawn drafts still waiting for their grades are
   left out of the estimate (and counted as "pending"): the figures are provisional until the
-  sample is fully graded, and the gate stays undecided while any drawn draft is pending.
+  sample is fully graded (the page says so next to each verdict), and the gate's human-grading
+  criterion stays incomplete while any drawn draft is pending. "Undecided" means only that the
+  interval straddles the threshold.
 - Tickets: drafts of the same case (several samples) form one cluster.
-- The gate's "about K more grades": the interval's half-width shrinks as 1/sqrt(n); K is the
-  number of further grades after which the half-width would equal the distance from the estimate
-  to the threshold, at the current standard error per grade. It is a guide, not a promise.
+- The gate's and the page's "about K more drafts would decide" is one function,
+  `drafts_to_decide`: further drafts to draw beyond those already drawn (graded or pending),
+  with the interval about the run's own drafts (it shrinks to width 0 when every draft is
+  graded). It is a guide, not a promise.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from typing import Literal
+from urllib.parse import quote
 
 import numpy as np
+from scipy import special
+from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -39,6 +45,7 @@ from webapp.ppi.estimator import (
     make_sample,
 )
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
+from webapp.ppi.schemas import JudgeRunView
 from webapp.ppi.service import SCALE_CRITERIA
 from webapp.regression.service import PassRateDifference, baseline_for
 from webapp.runs.models import Draft, Run
@@ -69,7 +76,7 @@ class Figure:
     key: str
     estimate: Estimate | None  # None while no drawn draft has a final grade
     agreement: float | None  # judge vs human on the labelled drafts: share equal (0/1) or within 1 point
-    mean_gap: float | None  # judge minus human on the labelled drafts
+    mean_gap: float | None  # judge minus human on the labelled drafts, 1/pi-weighted (judge_gap)
 
     @property
     def low_lambda(self) -> bool:
@@ -213,9 +220,24 @@ def figure_of(spec: EvalSpec, stored: StoredSample, key: str) -> Figure:
         except EstimatorError:
             estimate = None
         gap = f[labelled] - y[labelled]
-        mean_gap = float(gap.mean())
+        mean_gap = judge_gap(gap, stored.pi[labelled])
         agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
     return Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
+
+
+def judge_gap(gap: np.ndarray, pi: np.ndarray) -> float:
+    """Return the judge's bias over the run's drafts, estimated from the graded ones: the 1/pi-weighted mean of judge minus human.
+
+    Decision (the two "bias" figures of a criterion): the judge-health table shows this weighted
+    mean, not the plain mean of the graded drafts, so that it answers the same question as the
+    interval table's "bias removed" (judge alone minus the estimate) in the same units. With
+    lambda = 1 the two are equal (the estimate is the judge's mean plus this weighted mean of
+    human minus judge); with lambda below 1 the estimate keeps only lambda of the judge's scores
+    and the page says why they differ. A plain mean would over-count the drafts the sampler drew
+    often (forced drafts, pi = 1) and differ for no reason the reader can see.
+    """
+    weights = 1.0 / pi
+    return float((weights * gap).sum() / weights.sum())
 
 
 def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
@@ -241,33 +263,91 @@ class GateCall:
     """The gate's reading of one figure against its threshold."""
 
     verdict: Verdict
-    more_grades: int | None  # about how many more grades would decide (undecided only; None: none would)
+    # undecided only: about how many further drafts to draw (beyond those already drawn) would decide;
+    # 0: grading the drafts already drawn should decide; None: no estimate to work from
+    more_grades: int | None
+    provisional: bool = False  # drawn drafts still wait for their final grades: the figure may move
 
 
 def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0, undrawn: int | None = None) -> GateCall:
-    """Pass when the lower bound clears the threshold, fail when the upper bound is below it, else undecided.
+    """Pass when the lower bound clears the threshold, fail when the upper bound is at or below it, else undecided.
 
-    `undrawn`: the run's drafts no sample has drawn yet. When about K more grades would decide but
-    K is more than that, no further sample of this run can (an estimate sitting on the threshold
-    asked for 13,842,336 more grades of a 60-draft week): the count is left out (None).
+    The verdict reads the interval alone: "undecided" means the interval straddles the threshold.
+    While drawn drafts wait for their final grades (`pending`), the verdict is provisional (said
+    next to the figure; the gate stays incomplete until they are graded). An undecided figure
+    carries K = `drafts_to_decide(...)`, the one count the PPI page and the gate both show.
     """
     if estimate is None:
-        return GateCall("undecided", None)
+        return GateCall("undecided", None, provisional=pending > 0)
     # The plan says "above 3.5": a lower bound equal to the threshold does not clear it, and an
     # upper bound at the threshold already rules "above" out.
-    if pending == 0 and estimate.low > threshold:
-        return GateCall("pass", None)
-    if pending == 0 and estimate.high <= threshold:
-        return GateCall("fail", None)
+    if estimate.low > threshold:
+        return GateCall("pass", None, provisional=pending > 0)
+    if estimate.high <= threshold:
+        return GateCall("fail", None, provisional=pending > 0)
+    return GateCall("undecided", drafts_to_decide(estimate, threshold, pending=pending, undrawn=undrawn), provisional=pending > 0)
+
+
+def drafts_to_decide(estimate: Estimate, threshold: float, *, pending: int = 0, undrawn: int | None = None) -> int | None:
+    """Return about how many further drafts to draw, beyond those already drawn, for the interval to clear the threshold.
+
+    The interval is about the run's own N drafts, so its half-width is t * S * sqrt(1/n - 1/N)
+    with n graded drafts (finite-population correction): S, the spread per grade, comes from the
+    estimate's standard error (S^2 = se^2 / (1/n - 1/N)) and t from its degrees of freedom (not
+    from the interval's bounds, which may be cut to what the figure can be). The half-width falls
+    below the distance d = |estimate - threshold| once the graded drafts number more than
+    m = 1 / (d^2 / (t S)^2 + 1/N); the drafts already drawn (graded or `pending`) count towards m,
+    so K = ceil(m) - n - pending, at least 0 (0: grading the drawn drafts should decide). m never
+    exceeds N (grading every draft gives the exact mean), so K never exceeds the undrawn drafts;
+    `undrawn` caps it all the same. It assumes the estimate stays where it is: a guide, not a promise.
+    None when the estimate has no spread left (every draft graded) or no drafts.
+    """
+    n, big_n = estimate.n_labels, estimate.n_drafts
+    if estimate.se <= 0 or n <= 0 or big_n <= n:
+        return None
+    t = float(special.stdtrit(estimate.df, 0.5 + estimate.confidence / 2))
+    spread2 = estimate.se**2 / (1 / n - 1 / big_n)
     distance = abs(estimate.estimate - threshold)
-    half = estimate.high - estimate.estimate
-    if distance == 0 or half == 0:
-        return GateCall("undecided", None)
-    needed = estimate.n_labels * (half / distance) ** 2
-    more = max(1, math.ceil(needed - estimate.n_labels))
-    if undrawn is not None and more > undrawn:
-        return GateCall("undecided", None)
-    return GateCall("undecided", more + pending)
+    needed = 1 / (distance**2 / (t * t * spread2) + 1 / big_n)
+    more = max(0, math.ceil(needed - 1e-9) - n - pending)
+    left = undrawn if undrawn is not None else big_n - n - pending
+    return min(more, max(left, 0))
+
+
+# --- the judge's runs, for the evaluator page and the ML lead ---------------------------------------------
+
+
+def judge_runs(*, session: Session) -> list[JudgeRunView]:
+    """Return every run the PPI judge scored, newest first, with its sample's counts (drawn, graded) and its intervals page.
+
+    Aggregates only (no ORM rows, no estimates): the evaluator page lists them on every visit.
+    """
+    j, d, f, r = table_of(PpiJudgeScore).c, table_of(PpiDraw).c, table_of(FinalGrade).c, table_of(Run).c
+    judged = session.execute(
+        sa_select(j.run_id, r.name, func.max(j.judge_version), func.count(func.distinct(j.draft_id)))
+        .join(table_of(Run), r.id == j.run_id)
+        .group_by(j.run_id, r.name, r.created_at)
+        .order_by(r.created_at.desc(), j.run_id.desc())
+    ).all()
+    if not judged:
+        return []
+    drawn_ids = sa_select(d.run_id, d.draft_id).where(d.drawn.is_(True)).distinct().subquery()
+    drawn = dict(session.execute(sa_select(drawn_ids.c.run_id, func.count()).group_by(drawn_ids.c.run_id)).all())
+    graded = dict(session.execute(
+        sa_select(drawn_ids.c.run_id, func.count())
+        .join(table_of(FinalGrade), f.draft_id == drawn_ids.c.draft_id)
+        .group_by(drawn_ids.c.run_id)
+    ).all())
+    rounds = dict(session.execute(sa_select(d.run_id, func.max(d.round)).group_by(d.run_id)).all())
+    versions = dict(session.execute(sa_select(d.run_id, func.min(d.judge_version)).where(d.round == 1).group_by(d.run_id)).all())
+    return [
+        JudgeRunView(
+            run_id=int(run_id), run_name=str(name), judge_version=str(versions.get(run_id, version)), judged=int(count),
+            drawn=int(drawn.get(run_id, 0)), graded=int(graded.get(run_id, 0)), rounds=int(rounds.get(run_id, 0)),
+            href=f"/ppi/runs/{quote(str(name), safe='')}",
+        )
+        for run_id, name, version, count in judged
+    ]
 
 
 # --- the regression alert: a run's pass rate against its baseline's ---------------------------------------

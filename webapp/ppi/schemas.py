@@ -25,7 +25,11 @@ class IntervalPublic(BaseModel):
 class GatePublic(BaseModel):
     threshold: float
     verdict: Literal["pass", "fail", "undecided"]
-    more_grades: int | None = Field(description="About how many more grades would decide (undecided only)")
+    more_grades: int | None = Field(
+        description="Undecided only: about how many further drafts to draw, beyond those already drawn, would decide "
+        "(0: grading the drafts already drawn should; the gate shows the same count)"
+    )
+    provisional: bool = Field(default=False, description="Drawn drafts still wait for their final grades: the verdict may change")
 
 
 class FigurePublic(BaseModel):
@@ -34,7 +38,12 @@ class FigurePublic(BaseModel):
     unit: Literal["share", "grade"]
     interval: IntervalPublic | None
     agreement: float | None = Field(description="Judge and human agree on the graded drafts (within 1 point on 1-5)")
-    judge_minus_human: float | None
+    judge_minus_human: float | None = Field(
+        description="The judge's bias over the run's drafts from the graded ones (1/pi-weighted mean of judge minus human)"
+    )
+    bias_matches_gap: bool = Field(
+        default=False, description="interval.bias equals judge_minus_human (every lambda is 1); otherwise lambda < 1 explains the gap"
+    )
     low_lambda_warning: bool
     gate: GatePublic | None
 
@@ -107,3 +116,21 @@ class WeekQualityPublic(BaseModel):
     high: float | None
     target: float
     below_target: bool = Field(description="The alert: a final week whose 95% upper bound is below the target")
+
+
+class JudgeRunView(BaseModel):
+    """A Draft Desk run the PPI judge scored: its sample's state and the page with its intervals."""
+
+    run_id: int
+    run_name: str
+    judge_version: str
+    judged: int = Field(description="Drafts the judge scored")
+    drawn: int = Field(description="Drafts the sample drew for human grading (0: no sample yet)")
+    graded: int = Field(description="Drawn drafts with a final grade")
+    rounds: int
+    href: str = Field(description="The run's intervals page")
+
+    @property
+    def pending(self) -> int:
+        """Return how many drawn drafts still wait for their final grade."""
+        return self.drawn - self.graded

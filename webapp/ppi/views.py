@@ -48,7 +48,7 @@ def _estimate_view(e: Estimate | None) -> dict[str, Any] | None:
 
 
 def _gate_view(call: GateCall, threshold: float) -> dict[str, Any]:
-    return {"threshold": threshold, "verdict": call.verdict, "more_grades": call.more_grades}
+    return {"threshold": threshold, "verdict": call.verdict, "more_grades": call.more_grades, "provisional": call.provisional}
 
 
 def report_view(report: RunReport, spec: EvalSpec) -> dict[str, Any]:
@@ -68,6 +68,8 @@ def report_view(report: RunReport, spec: EvalSpec) -> dict[str, Any]:
                 "interval": _estimate_view(fig.estimate),
                 "agreement": fig.agreement,
                 "judge_minus_human": fig.mean_gap,
+                # the interval's "bias removed" equals judge_minus_human when every lambda is 1 (report.judge_gap)
+                "bias_matches_gap": fig.estimate is not None and all(lam == 1.0 for lam in fig.estimate.lambdas),
                 "low_lambda_warning": fig.low_lambda,
                 "gate": gate,
             }

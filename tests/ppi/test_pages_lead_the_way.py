@@ -1,0 +1,107 @@
+"""Issue 34 item 4 on the demo: the PPI page and the gate agree on undecided / provisional and on K; the ML lead
+finds the judge's runs; the two bias figures agree in one unit; home and /metrics count the human-quality alert."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session, select
+
+from webapp import flows
+from webapp.gates import service as gates_service
+from webapp.ppi.demo import RUN_NAME
+from webapp.runs.models import Run
+from webapp.spec import EvalSpec
+
+Clients = Callable[..., TestClient]
+
+
+@pytest.fixture
+def db_url(demo_db_url: str) -> str:
+    """The demo seeded once per test session (tests/conftest.py), on each backend."""
+    return demo_db_url
+
+
+def _figures(api_as: Clients) -> dict[str, dict[str, Any]]:
+    answer = api_as("ml_lead").get(f"/api/v1/ppi/runs/{RUN_NAME}")
+    assert answer.status_code == 200
+    return {f["key"]: f for f in answer.json()["figures"]}
+
+
+def test_undecided_means_straddling_and_the_page_and_gate_give_the_same_k(
+    session: Session, spec: EvalSpec, api_as: Clients, client_as: Clients
+) -> None:
+    figures = _figures(api_as)
+    gates = {k: f["gate"] for k, f in figures.items() if f["gate"] is not None}
+    # factual accuracy 97.2% [78.8%, 100%] against 62.5% with 3 drawn drafts ungraded: a provisional pass, not "undecided"
+    factual = gates["factual_accuracy"]
+    assert factual["verdict"] == "pass" and factual["provisional"] and factual["more_grades"] is None
+    undecided = {k: g for k, g in gates.items() if g["verdict"] == "undecided"}
+    assert undecided, "the demo keeps some criteria undecided"
+    for key, g in undecided.items():
+        i = figures[key]["interval"]
+        assert i["low"] <= g["threshold"] < i["high"], key  # undecided only when the interval straddles the threshold
+        # every undecided criterion gives K, drafts to draw beyond the 25 drawn, at most the 52 left
+        assert isinstance(g["more_grades"], int) and 1 <= g["more_grades"] <= 77 - 25, key
+    page = client_as("ml_lead").get(f"/ppi/runs/{RUN_NAME}").text
+    run = session.exec(select(Run).where(Run.name == RUN_NAME)).one()
+    report = gates_service.pilot_report(session=session, spec=spec, run=run)
+    human = next(c for c in report.criteria if c.key == "human_grading")
+    parts = {p.key: p for p in human.parts}
+    gate_page = client_as("ml_lead").get(f"/gates/pilot?run={RUN_NAME}").text
+    for key, g in undecided.items():
+        words = f"about {g['more_grades']} more drafts to draw would decide"
+        assert words in page and words in parts[key].summary and words in gate_page, key
+    assert "provisional" in page and "provisional" in parts["factual_accuracy"].summary
+    assert parts["factual_accuracy"].status == "pass" and human.status == "incomplete"
+    assert human.summary.startswith("provisional, 3 sampled drafts still without a final grade")
+
+
+def test_the_ml_lead_finds_the_judge_runs_and_the_intervals(client_as: Clients) -> None:
+    ml = client_as("ml_lead")
+    home = ml.get("/").text
+    assert re.search(r'<a href="/evaluator/runs"[^>]*>Evaluator &amp; judge</a>', home)
+    evaluator = ml.get("/evaluator/runs").text
+    # the judge scored 77 + 3 x 60 = 257 drafts of four runs: each is listed with its intervals page
+    for name, judged in ((RUN_NAME, 77), ("prod-2026-W45", 60), ("prod-2026-W46", 60), ("prod-2026-W47", 60)):
+        row = re.search(rf'<tr data-run="{name}">(.*?)</tr>', evaluator, re.S)
+        assert row is not None, name
+        assert f'href="/ppi/runs/{name}"' in row.group(1) and f">{judged}</td>" in row.group(1)
+    assert "No evaluator run recorded yet" not in evaluator
+    assert f'href="/ppi/runs/{RUN_NAME}"' in ml.get(f"/runs/{RUN_NAME}").text
+    # the ML lead may not draw a further sample; the page says who can, and the lead gets the button
+    ppi_page = ml.get(f"/ppi/runs/{RUN_NAME}").text
+    assert f'action="/ppi/runs/{RUN_NAME}/further-sample"' not in ppi_page
+    assert "Team leads draw it" in ppi_page and "ask a lead" in ppi_page
+    assert f'action="/ppi/runs/{RUN_NAME}/further-sample"' in client_as("lead").get(f"/ppi/runs/{RUN_NAME}").text
+
+
+def test_the_two_bias_figures_agree_in_one_unit(api_as: Clients, client_as: Clients) -> None:
+    figures = _figures(api_as)
+    for key, f in figures.items():
+        i = f["interval"]
+        assert i is not None and f["bias_matches_gap"], key  # the demo's sample is small: lambda 1 everywhere
+        assert f["judge_minus_human"] == pytest.approx(i["bias"], abs=1e-9), key
+    page = client_as("ml_lead").get(f"/ppi/runs/{RUN_NAME}").text
+    factual = figures["factual_accuracy"]["interval"]["bias"] * 100
+    # shares in points in both tables (it read "-3.7 points" beside "+0.00")
+    assert page.count(f"{factual:+.1f} points") == 2
+    tone = figures["tone"]["interval"]["bias"]
+    assert page.count(f"{tone:+.2f}") >= 2
+
+
+def test_alerts_firing_counts_the_human_quality_alert(session: Session, spec: EvalSpec, client_as: Clients) -> None:
+    firing = flows.firing_alerts(session=session, spec=spec)
+    # the demo's week 2026-W46 is below the target on its final sample; no online metric alert fires
+    assert firing.quality_weeks == ["2026-W46"] and firing.metrics == [] and firing.count == 1
+    lead = client_as("support_lead")
+    home = lead.get("/").text
+    assert "1 alert firing" in home and "human-graded quality (2026-W46)" in home and "No alerts firing" not in home
+    metrics = lead.get("/metrics").text
+    kpi = re.search(r'<div class="kpi" id="alerts-firing"><div class="value">(\d+)</div>', metrics)
+    assert kpi is not None and int(kpi.group(1)) == firing.count
+    assert 'data-alert-state="firing"' in metrics
