@@ -53,11 +53,11 @@ class TestAgainstPpiPy:
     def test_lambda_one_equals_ppi_py_and_student_t_widens_it(self, seed: int, n_labels: int) -> None:
         judge, human, drawn, pi = uniform_run(seed, n_labels=n_labels)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
-        est = estimate_mean(sample, lam=1.0, quantile_kind="normal", joint=False)
+        est = estimate_mean(sample, lam=1.0, quantile_kind="normal", joint=False, estimand="superpopulation")
         low, high = ppi_py_interval(judge, human, drawn, lam=1)
         assert abs(est.low - low) < TOL and abs(est.high - high) < TOL
         assert abs(est.estimate - (low + high) / 2) < TOL
-        t = estimate_mean(sample, lam=1.0, joint=False)  # the default Student t quantile
+        t = estimate_mean(sample, lam=1.0, joint=False, estimand="superpopulation")  # the default Student t quantile
         ratio = stats.t.ppf(0.975, n_labels - 1) / stats.norm.ppf(0.975)
         assert t.df == n_labels - 1
         assert abs((t.high - t.low) - ratio * (high - low)) < TOL
@@ -67,7 +67,7 @@ class TestAgainstPpiPy:
     def test_tuned_lambda_equals_ppi_py(self, seed: int) -> None:
         judge, human, drawn, pi = uniform_run(seed, bias=1.0)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
-        est = estimate_mean(sample, lam="pooled", quantile_kind="normal", joint=False)
+        est = estimate_mean(sample, lam="pooled", quantile_kind="normal", joint=False, estimand="superpopulation")
         low, high = ppi_py_interval(judge, human, drawn)
         assert abs(est.low - low) < TOL and abs(est.high - high) < TOL
         assert abs(est.lambdas[0] - ppi_py_lambda(judge, human, drawn)) < TOL
@@ -75,7 +75,7 @@ class TestAgainstPpiPy:
 
     def test_lambda_zero_is_the_human_only_interval(self) -> None:
         judge, human, drawn, pi = uniform_run(7)
-        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=0.0, quantile_kind="normal")
+        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=0.0, quantile_kind="normal", estimand="superpopulation")
         y = human[drawn]
         half = stats.norm.ppf(0.975) * y.std() / math.sqrt(y.shape[0])
         assert abs(est.low - (y.mean() - half)) < TOL and abs(est.high - (y.mean() + half)) < TOL
@@ -91,7 +91,7 @@ class TestCrossFit:
         judge, human, drawn, pi = uniform_run(10, n_labels=200, bias=0.8)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
         fold = folds(sample, seed=5)
-        est = estimate_mean(sample, seed=5, quantile_kind="normal", joint=False)
+        est = estimate_mean(sample, seed=5, quantile_kind="normal", joint=False, estimand="superpopulation")
         for k in (0, 1):
             other = fold != k
             assert abs(est.lambdas[k] - ppi_py_lambda(judge[other], human[other], drawn[other])) < TOL
@@ -105,7 +105,7 @@ class TestCrossFit:
     def test_joint_variance_adds_the_covariance_of_the_drawn_drafts(self) -> None:
         judge, human, drawn, pi = uniform_run(18, n_drafts=300, n_labels=150, bias=0.8)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
-        est = estimate_mean(sample, lam=0.5)
+        est = estimate_mean(sample, lam=0.5, estimand="superpopulation")
         g, n_all, n = 0.5 * judge, 300, 150
         r = human[drawn] - g[drawn]
         # var(g)/N + var(r)/n + 2 cov_drawn(g - mean_all(g), r - rbar) / (N n)
@@ -139,7 +139,7 @@ class TestUnequalProbabilities:
         human = np.array([3.0, np.nan, 5.0, 1.0, np.nan])
         drawn = np.array([True, False, True, True, False])
         pi = np.array([0.5, 0.4, 1.0, 0.25, 0.6])
-        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0)
+        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=1.0, estimand="superpopulation")
         # residuals Y - f: -1, 0, -1 -> weighted mean (2*-1 + 1*0 + 4*-1)/7 = -6/7; judge mean 18/5.
         assert abs(est.estimate - (18 / 5 - 6 / 7)) < TOL
         judge_var = np.sum((judge - 3.6) ** 2) / 25
@@ -148,8 +148,9 @@ class TestUnequalProbabilities:
         rect_var = np.sum(d**2 * centred**2)
         cross = 2 * np.sum(np.array([0.4, 1.4, -1.6]) / 5 * d * centred)  # drawn f 4, 5, 2 less 3.6, over N
         assert abs(est.se - math.sqrt(judge_var + rect_var + cross)) < TOL
-        assert est.df == 2
-        assert abs(est.high - est.estimate - stats.t.ppf(0.975, 2) * est.se) < TOL
+        # Kish: (2 + 1 + 4)^2 / (4 + 1 + 16) = 49/21 effective drafts; df = 49/21 - 1 = 4/3.
+        assert abs(est.df - 4 / 3) < TOL
+        assert abs(est.high - est.estimate - stats.t.ppf(0.975, 4 / 3) * est.se) < TOL
 
     def test_the_drawn_count_does_not_enter_the_estimate_under_uniform_pi(self) -> None:
         judge, human, drawn, _ = uniform_run(12, n_labels=90)
@@ -163,7 +164,7 @@ class TestClusters:
         # Four drafts on two tickets, all drawn, pi = 1, lambda = 0: the human-only mean of 1, 3, 2, 6.
         human = np.array([1.0, 3.0, 2.0, 6.0])
         sample = make_sample(judge=np.zeros(4), human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=["a", "a", "b", "b"])
-        est = estimate_mean(sample, lam=0.0)
+        est = estimate_mean(sample, lam=0.0, estimand="superpopulation")
         # influence (y - 3)/4 summed per ticket: a -> (-2 + 0)/4, b -> (-1 + 3)/4.
         assert abs(est.se - math.sqrt((0.5) ** 2 + (0.5) ** 2)) < TOL
         assert est.df == 1
@@ -175,8 +176,8 @@ class TestClusters:
         judge = truth + 0.5 + rng.normal(0, 0.3, 400)
         drawn = np.isin(ticket, rng.choice(100, 30, replace=False))
         kwargs = dict(judge=judge, human=np.where(drawn, truth, np.nan), drawn=drawn, pi=np.full(400, 0.3))
-        clustered = estimate_mean(make_sample(**kwargs, cluster=ticket), lam=1.0)
-        naive = estimate_mean(make_sample(**kwargs), lam=1.0)
+        clustered = estimate_mean(make_sample(**kwargs, cluster=ticket), lam=1.0, estimand="superpopulation")
+        naive = estimate_mean(make_sample(**kwargs), lam=1.0, estimand="superpopulation")
         assert clustered.se > 1.5 * naive.se
         assert clustered.df == 29
 
@@ -188,7 +189,7 @@ class TestDifference:
         ones = np.ones(3, bool)
         a = make_sample(judge=np.zeros(3), human=human_a, drawn=ones, pi=np.ones(3))
         b = make_sample(judge=np.zeros(3), human=human_b, drawn=ones, pi=np.ones(3))
-        diff = estimate_difference(a, b, a_cluster_keys=["t1", "t2", "t3"], b_cluster_keys=["t1", "t2", "t3"], lam=0.0)
+        diff = estimate_difference(a, b, a_cluster_keys=["t1", "t2", "t3"], b_cluster_keys=["t1", "t2", "t3"], lam=0.0, estimand="superpopulation")
         assert abs(diff.estimate - 1.0) < TOL
         # paired: per-ticket differences 1, 0, 2 -> influence (d - 1)/3 -> se = sqrt(2)/3.
         assert abs(diff.se - math.sqrt(2) / 3) < TOL
@@ -208,11 +209,11 @@ class TestPassRateAndInput:
         # Ten drafts, all drawn (pi = 1), judge 1 everywhere, humans fail two: residuals 0 x8, -1 x2.
         human = np.array([1.0] * 8 + [0.0] * 2)
         sample = make_sample(judge=np.ones(10), human=human, drawn=np.ones(10, bool), pi=np.ones(10))
-        est = estimate_mean(sample, lam=1.0)
+        est = estimate_mean(sample, lam=1.0, estimand="superpopulation")
         assert abs(est.estimate - 0.8) < TOL
         # sum (r - rbar)^2 = 8 * 0.2^2 + 2 * 0.8^2 = 1.6; guarded: (1.6 + 2) / (10 * 12); judge part 0.
         assert abs(est.se - math.sqrt(3.6 / 120)) < TOL
-        unguarded = estimate_mean(sample, lam=1.0, guard=False)
+        unguarded = estimate_mean(sample, lam=1.0, guard=False, estimand="superpopulation")
         assert abs(unguarded.se - math.sqrt(1.6 / 100)) < TOL
 
     def test_all_pass_needs_every_criterion(self) -> None:
