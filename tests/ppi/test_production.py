@@ -218,7 +218,7 @@ class TestWeeklyQuality:
         # the estimator called directly on the rows, the overall figure worked out here from the grades
         human = np.array([(5.0 if fa == "pass" else 1.0) + c + t + comp for fa, c, t, comp in MIXED]) / 4
         judge = np.full(4, (5 + 4 + 4 + 4) / 4)
-        direct = estimate_mean(make_sample(judge=judge, human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=stored.tickets), seed=stored.seed)
+        direct = estimate_mean(make_sample(judge=judge, human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=stored.tickets), seed=stored.seed, estimand="superpopulation")
         weeks = weekly_quality(session=session, spec=spec)
         fig = quality_figure(weeks, 3.5)
         final, provisional = fig["data"]

@@ -469,13 +469,15 @@ def estimate_difference(
     b_seed: int | None = None,
     joint: bool = True,
     guard: bool | None = None,
-    estimand: Estimand = "run",
+    estimand: Estimand = "superpopulation",
 ) -> Difference:
     """Return the estimate of mean(A) - mean(B) where both runs drafted replies to the same cases.
 
     Influence values of both runs are summed per shared ticket (the keys) and differenced before
     squaring, so what the two runs share (the same hard tickets) cancels out of the variance.
-    With the run estimand (default) it is the difference of the two runs' own means.
+    Decision: the default estimand is the superpopulation (does the change make drafts worse),
+    not the two runs' own drafts: see `webapp.ppi.report.pass_rate_difference`. With
+    `estimand="run"` it is the difference of the two runs' own means (width 0 for two censuses).
     """
     ka, kb = np.asarray(a_cluster_keys), np.asarray(b_cluster_keys)
     if ka.shape[0] != a.n_drafts or kb.shape[0] != b.n_drafts:
