@@ -208,6 +208,7 @@ class TestWeeklyQuality:
         assert listed["week"] == W47 and listed["estimate"] == pytest.approx(2.5)
         assert listed["high"] == pytest.approx(2.5 + HALF) and listed["below_target"] is True
         assert listed["provisional"] is False and listed["target"] == 3.5
+        assert listed["estimand"] == "superpopulation"  # issue 34: a week's interval is about drafts like the week's
         assert api_as("labeler").get(WEEKS_API).status_code == 403
 
     def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
@@ -407,4 +408,5 @@ class TestMetricsPage:
         assert by_name["provisional (grades pending)"]["x"] == ["2026-W48"]
         assert '<tr data-week="2026-W47">' in page.text and "alert: below target" in page.text
         assert "1 grade pending" in page.text
+        assert "about drafts like the week's (superpopulation)" in page.text
         assert f"<strong>{e.estimate:.2f}</strong> [{e.low:.2f}, {e.high:.2f}]" in page.text

@@ -344,4 +344,5 @@ def week_view(w: WeekQuality) -> dict[str, object]:
         "drafts": w.drafts, "sampled": w.sampled, "drawn": w.drawn, "graded": w.graded, "pending": w.pending,
         "provisional": w.provisional, "estimate": None if e is None else e.estimate, "low": None if e is None else e.low,
         "high": None if e is None else e.high, "target": w.target, "below_target": w.below_target,
+        "estimand": WEEK_ESTIMAND,
     }

@@ -30,8 +30,8 @@ from webapp.db import stored_id, table_of
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import (
     LOW_LAMBDA_WARNING,
-    Estimate,
     Estimand,
+    Estimate,
     EstimatorError,
     Sample,
     all_pass,
