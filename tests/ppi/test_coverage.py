@@ -43,14 +43,25 @@ class TestSimulation:
 
 class TestReducedCoverage:
     @pytest.mark.parametrize(
-        ("bias", "drafts", "budget"),
-        [(1.0, 300, 30), (0.3, 300, 150), (1.0, 3000, 60), (0.3, 3000, 100)],
+        ("bias", "drafts", "budget", "forced"),
+        [(1.0, 300, 30, 0), (0.3, 300, 150, 0), (1.0, 3000, 60, 0), (0.3, 3000, 100, 0), (1.0, 300, 10, 200)],
     )
-    def test_intervals_cover_the_truth(self, bias: float, drafts: int, budget: int) -> None:
-        row = coverage_row(World(bias=bias), budget=budget, drafts=drafts, runs=400, seed=7)
+    def test_intervals_cover_each_runs_own_mean(self, bias: float, drafts: int, budget: int, forced: int) -> None:
+        # The forced setting varies most from run to run (about 10 drafts drawn): 1,500 runs of it (cheap at N = 300).
+        runs = 1500 if forced else 400
+        row = coverage_row(World(bias=bias), budget=budget, drafts=drafts, runs=runs, seed=7, forced=forced)
         # 400 runs: a true 95% coverage falls below 92.5% with probability about 1%.
         assert row.mean_coverage >= 0.925
         assert row.pass_coverage >= 0.925
+
+    def test_forced_drafts_are_drawn_with_certainty_and_the_budget_spread_over_the_rest(self) -> None:
+        sim = simulate(np.random.default_rng(5), World(bias=0.3), runs=300, drafts=300, budget=10, forced=200)
+        assert np.all(sim.drawn[:, :200]) and np.all(sim.pi[:, :200] == 1.0) and np.all(sim.pi[:, 200:] == 0.1)
+        assert abs(sim.drawn[:, 200:].sum(axis=1).mean() - 10) < 0.6 and np.all(sim.drawn[:, 200:].sum(axis=1) >= 2)
+
+    def test_the_superpopulation_option_is_still_measured_against_its_own_truth(self) -> None:
+        row = coverage_row(World(bias=0.3), budget=100, drafts=3000, runs=400, seed=8, estimand="superpopulation")
+        assert row.mean_coverage >= 0.925 and row.pass_coverage >= 0.925
 
     def test_a_biased_judge_alone_would_not_cover(self) -> None:
         world = World(bias=1.0)

@@ -208,6 +208,7 @@ class TestWeeklyQuality:
         assert listed["week"] == W47 and listed["estimate"] == pytest.approx(2.5)
         assert listed["high"] == pytest.approx(2.5 + HALF) and listed["below_target"] is True
         assert listed["provisional"] is False and listed["target"] == 3.5
+        assert listed["estimand"] == "superpopulation"  # issue 34: a week's interval is about drafts like the week's
         assert api_as("labeler").get(WEEKS_API).status_code == 403
 
     def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
@@ -218,7 +219,7 @@ class TestWeeklyQuality:
         # the estimator called directly on the rows, the overall figure worked out here from the grades
         human = np.array([(5.0 if fa == "pass" else 1.0) + c + t + comp for fa, c, t, comp in MIXED]) / 4
         judge = np.full(4, (5 + 4 + 4 + 4) / 4)
-        direct = estimate_mean(make_sample(judge=judge, human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=stored.tickets), seed=stored.seed)
+        direct = estimate_mean(make_sample(judge=judge, human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=stored.tickets), seed=stored.seed, estimand="superpopulation")
         weeks = weekly_quality(session=session, spec=spec)
         fig = quality_figure(weeks, 3.5)
         final, provisional = fig["data"]
@@ -407,4 +408,5 @@ class TestMetricsPage:
         assert by_name["provisional (grades pending)"]["x"] == ["2026-W48"]
         assert '<tr data-week="2026-W47">' in page.text and "alert: below target" in page.text
         assert "1 grade pending" in page.text
+        assert "about drafts like the week's (superpopulation)" in page.text
         assert f"<strong>{e.estimate:.2f}</strong> [{e.low:.2f}, {e.high:.2f}]" in page.text

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
@@ -101,6 +102,36 @@ class TestRunReport:
         session.commit()
         report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
         assert report is not None and report.pending == 1 and report.graded == report.drawn - 1
+
+
+class TestAboutThisRun:
+    """Issue 34: a run's figures are about its own drafts, and the page and the API say so."""
+
+    def test_a_run_graded_whole_reads_its_exact_mean_and_the_gate_decides(
+        self, session: Session, spec: EvalSpec, api_as: Clients, client_as: Clients
+    ) -> None:
+        run, drafts = build_run(session, n=20, golden=0)
+        # budget 20 of 20: every draft gets pi = 1 and is drawn
+        draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=4)  # type: ignore[arg-type]
+        assert all(d.pi == 1.0 and d.drawn for d in session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id)))
+        for k, d in enumerate(drafts):  # tone: 14 fours and 6 threes, (56 + 18) / 20 = 3.70
+            tone = 3.0 if k % 10 in (1, 4, 7) else 4.0
+            session.add(FinalGrade(draft_id=d.id, factual_accuracy="pass", citation_relevance=4, tone=tone, completeness=4, source="agreement"))  # type: ignore[arg-type]
+        session.commit()
+        report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        assert report is not None
+        tone = report.figures["tone"].estimate
+        assert tone is not None and tone.estimand == "run"
+        assert tone.estimate == pytest.approx(3.70, abs=1e-12) and tone.low == tone.high == tone.estimate
+        assert gate_call(tone, spec.gates.pilot.human_mean_above).verdict == "pass"  # 3.70 > 3.5: decided
+        answer = api_as("pm").get(f"/api/v1/ppi/runs/{run.name}")
+        api_tone = next(f for f in answer.json()["figures"] if f["key"] == "tone")
+        assert api_tone["interval"]["estimand"] == "run" and api_tone["interval"]["about"] == "about this run's 20 drafts"
+        assert api_tone["gate"]["verdict"] == "pass"
+        page = client_as("lead").get(f"/ppi/runs/{run.name}")
+        assert page.status_code == 200
+        assert "<strong>3.70</strong> [3.70, 3.70]" in page.text
+        assert "about this run's 20 drafts" in page.text
 
 
 def estimate(value: float, low: float, high: float, n: int = 100) -> Estimate:

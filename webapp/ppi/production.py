@@ -35,7 +35,7 @@ from sqlmodel import Session, col, select
 
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
-from webapp.ppi.estimator import Estimate
+from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
 from webapp.ppi.report import OVERALL, figure_of, stored_sample
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
@@ -284,6 +284,14 @@ class WeekQuality:
         return not self.provisional and self.estimate is not None and self.estimate.high < self.target
 
 
+WEEK_ESTIMAND: Estimand = "superpopulation"
+"""What a week's interval is about. Decision (issue 34): the superpopulation, unlike a run page's
+figures. The weekly figure watches the assistant over time (is quality drifting?), a question about
+the drafts it writes, not only the ones of one week; and a capped week's run is a uniform
+subsample of the week, so its drafts are not the week's anyway. Read this way a week of four fully
+graded drafts at 3.25 is not, on its own, proof that quality fell below 3.5."""
+
+
 def quality_target(spec: EvalSpec) -> float:
     """Return the target of overall human-graded quality: the plan's "average above 3.5/5 across all four dimensions"."""
     return float(spec.gates.pilot.human_mean_above)
@@ -308,7 +316,7 @@ def weekly_quality(
         if (start is not None and iso.end < start) or (end is not None and iso.start > end):
             continue
         stored = stored_sample(session=session, run_id=row.run_id)
-        estimate = None if stored is None else figure_of(spec, stored, OVERALL).estimate
+        estimate = None if stored is None else figure_of(spec, stored, OVERALL, estimand=WEEK_ESTIMAND).estimate
         out.append(
             WeekQuality(
                 week=row.week,
@@ -336,4 +344,5 @@ def week_view(w: WeekQuality) -> dict[str, object]:
         "drafts": w.drafts, "sampled": w.sampled, "drawn": w.drawn, "graded": w.graded, "pending": w.pending,
         "provisional": w.provisional, "estimate": None if e is None else e.estimate, "low": None if e is None else e.low,
         "high": None if e is None else e.high, "target": w.target, "below_target": w.below_target,
+        "estimand": WEEK_ESTIMAND,
     }

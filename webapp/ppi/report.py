@@ -36,6 +36,7 @@ from webapp.db import stored_id, table_of
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import (
     LOW_LAMBDA_WARNING,
+    Estimand,
     Estimate,
     EstimatorError,
     Sample,
@@ -206,8 +207,11 @@ def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
     )
 
 
-def figure_of(spec: EvalSpec, stored: StoredSample, key: str) -> Figure:
-    """Return one figure of a stored sample: its estimate (cut to the figure's range), agreement and judge gap."""
+def figure_of(spec: EvalSpec, stored: StoredSample, key: str, *, estimand: Estimand = "run") -> Figure:
+    """Return one figure of a stored sample: its estimate (cut to the figure's range), agreement and judge gap.
+
+    The estimand is the run's own drafts (issue 34) unless told otherwise (webapp/ppi/estimator.py).
+    """
     f = _values(spec, key, stored.judge_rows)
     labelled = stored.labelled
     y = np.where(labelled, _values(spec, key, stored.human_rows), np.nan)
@@ -216,7 +220,7 @@ def figure_of(spec: EvalSpec, stored: StoredSample, key: str) -> Figure:
     if labelled.sum() >= 2:
         try:
             sample = make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi, cluster=stored.tickets)
-            estimate = within_range(estimate_mean(sample, seed=stored.seed), *FIGURE_RANGE[key])
+            estimate = within_range(estimate_mean(sample, seed=stored.seed, estimand=estimand), *FIGURE_RANGE[key])
         except EstimatorError:
             estimate = None
         gap = f[labelled] - y[labelled]
@@ -368,6 +372,10 @@ def pass_rate_difference(
     - The interval is cut to [-100, +100] points (what a difference of two shares can be); the
       coverage is unchanged.
     - No case in common: None (the checks' rule applies, as for runs without a sample).
+    - Estimand (issue 34): the superpopulation, unlike the run page's figures. A drop between two
+      runs asks whether the change makes the assistant worse (would it drop again on new drafts of
+      these cases), not what these two sets of drafts scored: two fully graded runs differ by
+      chance alone, and reading that difference as exact would confirm drops that are noise.
     """
     a = stored_sample(session=session, run_id=run_id)
     b = stored_sample(session=session, run_id=baseline_id)
@@ -390,6 +398,7 @@ def pass_rate_difference(
                 b_cluster_keys=b.tickets[in_b],
                 seed=a.seed,
                 b_seed=b.seed,
+                estimand="superpopulation",
             )
             estimate, low, high = diff.estimate, max(diff.low, -1.0), min(diff.high, 1.0)
         except EstimatorError:

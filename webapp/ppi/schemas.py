@@ -20,6 +20,10 @@ class IntervalPublic(BaseModel):
     human_grades: int
     drafts: int
     worth_human_grades: float = Field(description="Human-only grades that would give an interval this narrow")
+    estimand: Literal["run", "superpopulation"] = Field(
+        description="What the interval is about: the run's own drafts (width 0 once all are graded) or drafts like these"
+    )
+    about: str = Field(description="The estimand as the page labels it, e.g. \"about this run's 100 drafts\"")
 
 
 class GatePublic(BaseModel):
@@ -116,6 +120,9 @@ class WeekQualityPublic(BaseModel):
     high: float | None
     target: float
     below_target: bool = Field(description="The alert: a final week whose 95% upper bound is below the target")
+    estimand: Literal["run", "superpopulation"] = Field(
+        description="What the interval is about: a week's figure is about drafts like the week's (superpopulation)"
+    )
 
 
 class JudgeRunView(BaseModel):

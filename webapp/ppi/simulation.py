@@ -5,8 +5,12 @@ scale, the judge's grade is q + bias + noise rounded to the same scale (so a +1.
 already says 5 cannot say more, as a real one). The pass rate is the share of drafts graded at
 or above the pass threshold (3, the rubric's): one criterion stands for "all four pass", since
 the estimator sees only a 0/1 label and a 0/1 judge call either way. Drafts are drawn with
-Bernoulli(pi = n/N), as the sampler does, so the number graded varies from run to run.
-The truth is the superpopulation figure, worked out exactly from the normal distribution.
+Bernoulli(pi = n/N), as the sampler does, so the number graded varies from run to run; with
+`forced` drafts, those are drawn with pi = 1 and the budget is spread over the others (the
+sampler's rule: forced drafts come on top of the budget).
+The truth (issue 34) is each simulated run's own figure, the mean over its N drafts of the human
+grade (or pass), which every simulated draft has; `estimand="superpopulation"` measures against
+the superpopulation figure instead, worked out exactly from the normal distribution.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special
+
+from webapp.ppi.estimator import Estimand
 
 SCALE = np.arange(1, 6, dtype=np.float64)
 
@@ -67,15 +73,19 @@ class SimulatedRuns:
     pi: NDArray[np.float64]
 
 
-def simulate(rng: np.random.Generator, world: World, *, runs: int, drafts: int, budget: int) -> SimulatedRuns:
-    """Draw `runs` independent runs; each draft is drawn for human grading with pi = budget/drafts."""
+def simulate(
+    rng: np.random.Generator, world: World, *, runs: int, drafts: int, budget: int, forced: int = 0
+) -> SimulatedRuns:
+    """Draw `runs` independent runs; the first `forced` drafts get pi = 1, the others pi = budget/(drafts - forced)."""
     q = rng.normal(world.mean, world.sd, (runs, drafts))
     human = to_scale(q)
     judge = to_scale(q + world.bias + rng.normal(0.0, world.judge_noise, (runs, drafts)))
-    pi = np.full((runs, drafts), budget / drafts)
+    pi = np.full((runs, drafts), budget / (drafts - forced))
+    pi[:, :forced] = 1.0
     drawn = rng.random((runs, drafts)) < pi
-    # A run in which fewer than two drafts were drawn has no interval; draw it again (rare at n >= 30).
-    while np.any(short := drawn.sum(axis=1) < 2):
+    # A run in which fewer than two sampled (not forced) drafts were drawn has no interval for the
+    # drafts it did not draw; draw it again (rare at n >= 10).
+    while np.any(short := drawn[:, forced:].sum(axis=1) < 2):
         drawn[short] = rng.random((int(short.sum()), drafts)) < pi[short]
     return SimulatedRuns(human=human, judge=judge, drawn=drawn, pi=pi)
 
@@ -104,6 +114,7 @@ class CoverageRow:
     budget: int
     drafts: int
     runs: int
+    forced: int
     mean_coverage: float
     pass_coverage: float
     mean_width: float
@@ -111,8 +122,21 @@ class CoverageRow:
     mean_lambda: float
 
 
-def coverage_row(world: World, *, budget: int, drafts: int, runs: int, seed: int, chunk: int = 500) -> CoverageRow:
-    """Simulate `runs` runs and return how often the mean's and the pass rate's intervals hold the truth."""
+def coverage_row(
+    world: World,
+    *,
+    budget: int,
+    drafts: int,
+    runs: int,
+    seed: int,
+    chunk: int = 500,
+    forced: int = 0,
+    estimand: Estimand = "run",
+) -> CoverageRow:
+    """Simulate `runs` runs and return how often the mean's and the pass rate's intervals hold the truth.
+
+    The truth is each run's own mean (estimand "run") or the superpopulation figure.
+    """
     from webapp.ppi.estimator import estimate_mean_batch
 
     rng = np.random.default_rng(seed)
@@ -120,13 +144,18 @@ def coverage_row(world: World, *, budget: int, drafts: int, runs: int, seed: int
     widths_mean: list[float] = []
     widths_pass: list[float] = []
     lambdas: list[float] = []
-    truth_mean, truth_pass = true_mean(world), true_pass_rate(world)
     done = 0
     while done < runs:
         size = min(chunk, runs - done)
-        sim = simulate(rng, world, runs=size, drafts=drafts, budget=budget)
-        m = estimate_mean_batch(sim.judge, sim.human, sim.drawn, sim.pi, seed=seed)
-        p = estimate_mean_batch(passes(sim.judge, world), passes(sim.human, world), sim.drawn, sim.pi, seed=seed)
+        sim = simulate(rng, world, runs=size, drafts=drafts, budget=budget, forced=forced)
+        if estimand == "run":
+            truth_mean, truth_pass = sim.human.mean(axis=1), passes(sim.human, world).mean(axis=1)
+        else:
+            truth_mean, truth_pass = np.full(size, true_mean(world)), np.full(size, true_pass_rate(world))
+        m = estimate_mean_batch(sim.judge, sim.human, sim.drawn, sim.pi, seed=seed, estimand=estimand)
+        p = estimate_mean_batch(
+            passes(sim.judge, world), passes(sim.human, world), sim.drawn, sim.pi, seed=seed, estimand=estimand
+        )
         hits_mean += int(np.sum((m.low <= truth_mean) & (truth_mean <= m.high)))
         hits_pass += int(np.sum((p.low <= truth_pass) & (truth_pass <= p.high)))
         widths_mean.append(float(np.sum(m.high - m.low)))
@@ -138,6 +167,7 @@ def coverage_row(world: World, *, budget: int, drafts: int, runs: int, seed: int
         budget=budget,
         drafts=drafts,
         runs=runs,
+        forced=forced,
         mean_coverage=hits_mean / runs,
         pass_coverage=hits_pass / runs,
         mean_width=sum(widths_mean) / runs,
@@ -183,13 +213,14 @@ def width_row(world: World, *, drafts: int, budget: int, human_only: int, runs: 
 
     rng = np.random.default_rng(seed)
     sim = simulate(rng, world, runs=runs, drafts=drafts, budget=budget)
-    m = estimate_mean_batch(sim.judge, sim.human, sim.drawn, sim.pi, seed=seed)
-    p = estimate_mean_batch(passes(sim.judge, world), passes(sim.human, world), sim.drawn, sim.pi, seed=seed)
+    sp: Estimand = "superpopulation"  # the width comparison of issue 27 is about the superpopulation figure
+    m = estimate_mean_batch(sim.judge, sim.human, sim.drawn, sim.pi, seed=seed, estimand=sp)
+    p = estimate_mean_batch(passes(sim.judge, world), passes(sim.human, world), sim.drawn, sim.pi, seed=seed, estimand=sp)
     # Human-only grading: lambda = 0 on its own sample of `human_only` drafts (the judge is ignored).
     alone = simulate(rng, world, runs=runs, drafts=max(drafts, human_only), budget=human_only)
-    hm = estimate_mean_batch(alone.judge, alone.human, alone.drawn, alone.pi, lam=0.0)
+    hm = estimate_mean_batch(alone.judge, alone.human, alone.drawn, alone.pi, lam=0.0, estimand=sp)
     hp = estimate_mean_batch(
-        passes(alone.judge, world), passes(alone.human, world), alone.drawn, alone.pi, lam=0.0
+        passes(alone.judge, world), passes(alone.human, world), alone.drawn, alone.pi, lam=0.0, estimand=sp
     )
     return WidthRow(
         drafts=drafts,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webapp.ppi.estimator import Estimate
+from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.report import FIGURES, GateCall, RunReport, gate_call
 from webapp.spec import EvalSpec
 
@@ -28,6 +28,13 @@ def gate_threshold(spec: EvalSpec, key: str) -> float | None:
     return None
 
 
+def estimand_label(estimand: Estimand, drafts: int) -> str:
+    """Return what an interval is about, as the pages say it (issue 34)."""
+    if estimand == "run":
+        return f"about this run's {drafts} draft{'' if drafts == 1 else 's'}"
+    return "about drafts like these (superpopulation)"
+
+
 def _estimate_view(e: Estimate | None) -> dict[str, Any] | None:
     if e is None:
         return None
@@ -44,6 +51,8 @@ def _estimate_view(e: Estimate | None) -> dict[str, Any] | None:
         "human_grades": e.n_labels,
         "drafts": e.n_drafts,
         "worth_human_grades": e.effective_labels,
+        "estimand": e.estimand,
+        "about": estimand_label(e.estimand, e.n_drafts),
     }
 
 
