@@ -185,9 +185,12 @@ class TestGateCall:
         assert drafts_to_decide(replace(estimate(3.6, 3.4, 3.8), high=3.7), 3.5) == 205
 
     def test_judge_gap_is_the_bias_over_the_run_in_the_units_of_the_bias_removed(self) -> None:
-        # two graded drafts: judge - human = +1 on a draft drawn for sure (pi = 1) and -1 on one drawn at pi = 0.25,
-        # which stands for 4 drafts: (1 x 1 + 4 x -1) / (1 + 4) = -0.6 (the plain mean would say 0)
-        assert judge_gap(np.array([1.0, -1.0]), np.array([1.0, 0.25])) == -0.6
+        # three drafts: A graded, drawn for sure (pi = 1), judge 4, human 3 (judge - human = +1); B graded, drawn at
+        # pi = 0.25, judge 2, human 3 (-1); C not drawn, judge 4. B stands for v = 0.75/0.25 = 3 undrawn drafts and A for
+        # none, so the undrawn C gets judge + B's residual: 4 + 1 = 5. Estimate (3 + 3 + 5)/3 = 11/3, judge alone
+        # (4 + 2 + 4)/3 = 10/3: the bias is 10/3 - 11/3 = -1/3 (the plain mean of the graded gaps would say 0)
+        sample = make_sample(judge=[4.0, 2.0, 4.0], human=[3.0, 3.0, np.nan], drawn=[True, True, False], pi=[1.0, 0.25, 0.25])
+        assert judge_gap(sample) == pytest.approx(-1 / 3, abs=1e-12)
 
     def test_intervals_are_cut_to_what_the_figure_can_be(self) -> None:
         # the demo's factual accuracy read "97% [79%, 116%]"

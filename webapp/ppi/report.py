@@ -224,24 +224,23 @@ def figure_of(spec: EvalSpec, stored: StoredSample, key: str, *, estimand: Estim
         except EstimatorError:
             estimate = None
         gap = f[labelled] - y[labelled]
-        mean_gap = judge_gap(gap, stored.pi[labelled])
+        mean_gap = judge_gap(make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi), seed=stored.seed, estimand=estimand)
         agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
     return Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
 
 
-def judge_gap(gap: np.ndarray, pi: np.ndarray) -> float:
-    """Return the judge's bias over the run's drafts, estimated from the graded ones: the 1/pi-weighted mean of judge minus human.
+def judge_gap(sample: Sample, *, seed: int = 0, estimand: Estimand = "run") -> float:
+    """Return the judge's bias over the run's drafts, estimated from the graded ones: the judge-alone mean minus the lambda = 1 estimate.
 
-    Decision (the two "bias" figures of a criterion): the judge-health table shows this weighted
-    mean, not the plain mean of the graded drafts, so that it answers the same question as the
-    interval table's "bias removed" (judge alone minus the estimate) in the same units. With
-    lambda = 1 the two are equal (the estimate is the judge's mean plus this weighted mean of
-    human minus judge); with lambda below 1 the estimate keeps only lambda of the judge's scores
-    and the page says why they differ. A plain mean would over-count the drafts the sampler drew
-    often (forced drafts, pi = 1) and differ for no reason the reader can see.
+    Decision (the two "bias" figures of a criterion): the judge-health table shows the bias the
+    estimate removes when it keeps the judge's scores whole (lambda = 1), computed by the same
+    estimator and estimand as the interval table's "bias removed" (judge alone minus the
+    estimate), so both are in the same units and equal whenever lambda is 1. With lambda below 1
+    the estimate keeps only lambda of the judge's scores and the page says why they differ. A plain
+    mean of the graded drafts would over-count the drafts the sampler drew often (forced drafts,
+    pi = 1) and leave out what the graded drafts say of the undrawn ones.
     """
-    weights = 1.0 / pi
-    return float((weights * gap).sum() / weights.sum())
+    return estimate_mean(sample, lam=1.0, seed=seed, estimand=estimand).bias
 
 
 def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
