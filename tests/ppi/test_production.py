@@ -137,6 +137,47 @@ class TestCreateWeekRun:
         assert event_ids_of_run(session, made.run.id) == [stored[k] for k in picked]  # type: ignore[arg-type]
         assert len(set(picked)) == 5
 
+    def test_ids_first_keeps_the_same_drafts_and_loads_only_those(self, session: Session, spec: EvalSpec) -> None:
+        """A seeded week of 400 events with a draft (plus drafts-less and neighbouring ones), capped at 30.
+
+        The kept drafts are those of the earlier rule (every row of the week in id order, then
+        numpy's default_rng(seed).choice over their positions), and only the 30 kept events are
+        loaded as ORM rows (counted with SQLAlchemy's instance "load" event).
+        """
+        from sqlalchemy import event as sa_event
+
+        events = [
+            ev(f"2026-11-{16 + k % 7:02d}", k % 24, event_id=f"w-{k:03d}", ticket_id=f"t-{k % 350:03d}") for k in range(400)
+        ]
+        events += [ev("2026-11-18", 3, event_id=f"nodraft-{k}", ticket_id=f"n-{k}", draft_shown=False, action=None,
+                      draft_text=None, sent_text="Hi") for k in range(20)]
+        events += [ev("2026-11-15", 5, event_id=f"before-{k}", ticket_id=f"b-{k}") for k in range(20)]
+        load(session, spec, events)
+        session.commit()
+        # The earlier rule, on the stored rows: the week's events with a draft, in id order.
+        in_week = list(session.exec(
+            select(Event.event_id)
+            .where(col(Event.day) >= dt.date(2026, 11, 16), col(Event.day) <= dt.date(2026, 11, 22),
+                   col(Event.draft_text).is_not(None), Event.draft_text != "")
+            .order_by(col(Event.id))
+        ).all())
+        assert len(in_week) == 400
+        picked = sorted(int(k) for k in np.random.default_rng(77).choice(400, size=30, replace=False))
+        session.expunge_all()
+        loaded: list[str] = []
+
+        def count(target: Event, _context: object) -> None:
+            loaded.append(target.event_id)
+
+        sa_event.listen(Event, "load", count)
+        try:
+            made = create_week_run(session=session, week=W47, budget=5, cap=30, seed=77)
+        finally:
+            sa_event.remove(Event, "load", count)
+        assert event_ids_of_run(session, made.run.id) == [in_week[k] for k in picked]  # type: ignore[arg-type]
+        assert (made.week.events_with_draft, made.week.drafts_taken) == (400, 30)
+        assert sorted(loaded) == sorted(in_week[k] for k in picked)
+
     def test_empty_week_bad_input_or_taken_name_is_refused(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
         with pytest.raises(PpiError, match=r"^week: no production event with a draft in 2026-W40"):

@@ -11,7 +11,9 @@ Decisions (docs/ppi.md, "Production weeks"):
   judge grades every draft of a run: a busier week's drafts are drawn uniformly at random without
   replacement (numpy `default_rng(cap_seed).choice`, events in id order), and the seed is stored.
   A uniform subsample of the week is itself a random sample of the week's drafts, so the estimate
-  still stands for the whole week.
+  still stands for the whole week. The week's event ids are selected first and only the kept
+  events are loaded as rows (`kept_positions` over the ids in id order: the same draw as when
+  every row was loaded, so a stored seed keeps its drafts).
 - What the agent sent is not copied into the case or the draft: graders grade the draft blind,
   as in an eval run.
 - A week that has its run is reported, never made twice (one `ppi_production_week` row per week).
@@ -27,10 +29,11 @@ import hashlib
 import re
 import secrets
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from sqlalchemy import ColumnElement
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import Dataset, EvalCase
@@ -96,15 +99,35 @@ class WeekRun:
     run: Run
 
 
-def week_events(*, session: Session, week: IsoWeek) -> list[Event]:
-    """Return the week's production events that had a draft, in id order."""
-    return list(
-        session.exec(
-            select(Event)
-            .where(col(Event.day) >= week.start, col(Event.day) <= week.end, col(Event.draft_text).is_not(None), Event.draft_text != "")
-            .order_by(col(Event.id))
-        ).all()
-    )
+def _week_filter(week: IsoWeek) -> tuple[ColumnElement[bool], ...]:
+    """The week's production events that had a draft (the event's `day`, Monday to Sunday)."""
+    return (col(Event.day) >= week.start, col(Event.day) <= week.end, col(Event.draft_text).is_not(None), col(Event.draft_text) != "")
+
+
+def week_event_ids(*, session: Session, week: IsoWeek) -> list[int]:
+    """Return the ids of the week's production events that had a draft, in id order (ids only: no row is loaded)."""
+    return list(session.exec(select(Event.id).where(*_week_filter(week)).order_by(col(Event.id))).all())  # type: ignore[arg-type]
+
+
+# Ids per IN list when loading the kept events (well under SQLite's and psycopg's parameter limits).
+_ID_CHUNK = 500
+
+
+def events_by_id(*, session: Session, ids: Sequence[int]) -> list[Event]:
+    """Load exactly these events as ORM rows, in id order."""
+    out: list[Event] = []
+    ordered = sorted(ids)
+    for k in range(0, len(ordered), _ID_CHUNK):
+        chunk = ordered[k : k + _ID_CHUNK]
+        out.extend(session.exec(select(Event).where(col(Event.id).in_(chunk)).order_by(col(Event.id))).all())
+    return out
+
+
+def kept_positions(total: int, *, cap: int, seed: int) -> list[int]:
+    """Return the positions (in id order) of the events a week's run keeps: all, or `cap` drawn uniformly with the seed."""
+    if total <= cap:
+        return list(range(total))
+    return sorted(int(k) for k in np.random.default_rng(seed).choice(total, size=cap, replace=False))
 
 
 def _short(intent: str | None) -> str | None:
@@ -143,17 +166,15 @@ def create_week_run(
         raise PpiError(f"week: a run named {name} exists already and is not this week's production run; rename it first")
     if session.exec(select(Dataset.id).where(Dataset.name == name)).first() is not None:
         raise PpiError(f"week: a dataset named {name} exists already and is not this week's production cases; rename it first")
-    events = week_events(session=session, week=iso)
-    if not events:
+    # Ids first, then only the kept rows: a week of 350,000 events is 350,000 integers, not ORM rows.
+    ids = week_event_ids(session=session, week=iso)
+    if not ids:
         raise PpiError(f"week: no production event with a draft in {iso.label} ({iso.start} – {iso.end})")
     if seed is None:
         seed = secrets.randbelow(SEED_LIMIT)
     elif not 0 <= seed < SEED_LIMIT:
         raise PpiError(f"seed: must lie in 0..{SEED_LIMIT - 1}")
-    taken = events
-    if len(events) > cap:
-        picked = np.random.default_rng(seed).choice(len(events), size=cap, replace=False)
-        taken = [events[k] for k in sorted(int(k) for k in picked)]
+    taken = events_by_id(session=session, ids=[ids[k] for k in kept_positions(len(ids), cap=cap, seed=seed)])
     stamp = now or utcnow()
     by_ticket: dict[str, list[Event]] = {}
     for e in taken:
@@ -171,7 +192,7 @@ def create_week_run(
         dataset_id=dataset.id,
         model=_most_common([e.model_version for e in taken]),
         prompt_version=_most_common([e.prompt_version for e in taken]),
-        notes=f"Production drafts of {iso.label} ({len(taken)} of {len(events)} events with a draft).",
+        notes=f"Production drafts of {iso.label} ({len(taken)} of {len(ids)} events with a draft).",
         source=PRODUCTION_SOURCE,
         created_at=stamp,
     )
@@ -214,7 +235,7 @@ def create_week_run(
     row = PpiProductionWeek(
         week=iso.label,
         run_id=run.id,
-        events_with_draft=len(events),
+        events_with_draft=len(ids),
         drafts_taken=len(taken),
         cap=cap,
         cap_seed=seed,
