@@ -246,9 +246,16 @@ class ProductionGateSpec(_Strict):
     survey_min_responses: int = Field(default=8, ge=1)  # the pilot's 8 agents
 
 
+HumanGradingReading = Literal["plan", "intervals"]
+
+
 class GatesSpec(_Strict):
     pilot: PilotGateSpec
     production: ProductionGateSpec
+    # How the gates' human-grading criteria read a run with a PPI sample: "plan" (the plan's way:
+    # every graded example counts, the observed averages against the thresholds, pass/fail) or
+    # "intervals" (each criterion's 95% interval: pass/fail/undecided on its bounds). Issue 34.
+    human_grading: HumanGradingReading = "plan"
     # Roles whose "go" a gate decision needs ("results reviewed by PM and ML lead before deploy").
     signoff_roles: list[Literal["pm", "ml_lead", "lead"]] = Field(default_factory=lambda: ["pm", "ml_lead"], min_length=1)
 
