@@ -17,9 +17,12 @@ Decisions (docs/ppi.md, "Production weeks"):
 - What the agent sent is not copied into the case or the draft: graders grade the draft blind,
   as in an eval run.
 - A week that has its run is reported, never made twice (one `ppi_production_week` row per week).
-- The figure charted is overall quality: the mean of the four criteria per draft (factual accuracy
-  pass = 5, fail = 1, the gate's scores), against the plan's "human grading average above 3.5/5
-  across all four rubric dimensions" (`gates.pilot.human_mean_above`).
+- Each rubric criterion is estimated as the pilot gate reads it (factual accuracy as the average
+  with pass = 5, fail = 1, the gate's scores) against the team's target for it
+  (`team_targets.weekly_human_quality`). Issue 34: the plan sets no weekly production quality
+  target (its "average above 3.5" is the pilot gate's, over an eval run), so the target is the
+  team's, a setting of its plan file, labelled "the team's target" wherever shown. Overall
+  quality (the mean of the four per draft) is shown beside them, without a target.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import re
 import secrets
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sqlalchemy import ColumnElement
@@ -40,7 +43,7 @@ from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
-from webapp.ppi.report import OVERALL, figure_of, stored_sample
+from webapp.ppi.report import OVERALL, StoredSample, figure_of, stored_sample
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
 from webapp.spec import EvalSpec
@@ -273,8 +276,23 @@ def draw_week_sample(
 
 
 @dataclass(frozen=True)
+class WeekCriterion:
+    """One rubric criterion of a week, as the pilot gate reads it (factual accuracy: pass = 5, fail = 1), against the team's target."""
+
+    key: str
+    name: str
+    estimate: Estimate | None  # None until two drawn drafts have final grades
+    target: float  # the team's target (spec: team_targets.weekly_human_quality), on the same 1-5 reading
+
+    @property
+    def below(self) -> bool:
+        """Tell whether the criterion's 95% upper bound is below the team's target (strictly)."""
+        return self.estimate is not None and self.estimate.high < self.target
+
+
+@dataclass(frozen=True)
 class WeekQuality:
-    """One production week's human-graded overall quality: the estimate with its 95% interval, and the sample's state."""
+    """One production week's human-graded quality: overall and per criterion with 95% intervals, and the sample's state."""
 
     week: str
     start: dt.date
@@ -286,8 +304,8 @@ class WeekQuality:
     drawn: int
     graded: int
     pending: int
-    estimate: Estimate | None  # None until two drawn drafts have final grades
-    target: float
+    estimate: Estimate | None  # overall quality (mean of the four criteria); None until two drawn drafts have final grades
+    criteria: tuple[WeekCriterion, ...] = ()
 
     @property
     def provisional(self) -> bool:
@@ -295,19 +313,54 @@ class WeekQuality:
         return not self.sampled or self.pending > 0
 
     @property
+    def below_criteria(self) -> list[WeekCriterion]:
+        """Return the criteria whose final 95% upper bound is below the team's target (none while provisional)."""
+        return [] if self.provisional else [c for c in self.criteria if c.below]
+
+    @property
     def below_target(self) -> bool:
-        """Tell whether the week's alert fires: a final estimate whose 95% upper bound is below the target.
+        """Tell whether the week's alert fires: a final week with a criterion whose 95% upper bound is below its target.
 
         Decision: only final weeks fire (pending grades leave the interval built on a part of the
         sample, which is no longer a random one), and only strictly below: an upper bound equal to
         the target still allows the target.
         """
-        return not self.provisional and self.estimate is not None and self.estimate.high < self.target
+        return bool(self.below_criteria)
+
+    @property
+    def above_targets(self) -> bool:
+        """Tell whether a final week has every criterion's 95% lower bound above its team's target."""
+        return (
+            not self.provisional and bool(self.criteria)
+            and all(c.estimate is not None and c.estimate.low > c.target for c in self.criteria)
+        )
 
 
-def quality_target(spec: EvalSpec) -> float:
-    """Return the target of overall human-graded quality: the plan's "average above 3.5/5 across all four dimensions"."""
-    return float(spec.gates.pilot.human_mean_above)
+def quality_targets(spec: EvalSpec) -> dict[str, float]:
+    """Return the team's weekly targets per criterion (team_targets.weekly_human_quality; not the plan's)."""
+    return dict(spec.team_targets.weekly_human_quality)
+
+
+def _on_gate_scale(spec: EvalSpec, key: str, e: Estimate | None) -> Estimate | None:
+    """Return a criterion's estimate as the pilot gate reads it: factual accuracy's pass share as the pass/fail scores' average."""
+    if e is None or key != "factual_accuracy":
+        return e
+    g = spec.gates.pilot
+    lo, span = g.factual_fail_score, g.factual_pass_score - g.factual_fail_score
+    return replace(e, estimate=lo + span * e.estimate, low=lo + span * e.low, high=lo + span * e.high, se=span * e.se)
+
+
+def week_criteria(spec: EvalSpec, stored: StoredSample | None) -> tuple[WeekCriterion, ...]:
+    """Return each rubric criterion's figure of a week's sample against the team's target."""
+    targets = quality_targets(spec)
+    return tuple(
+        WeekCriterion(
+            c.key, c.name,
+            None if stored is None else _on_gate_scale(spec, c.key, figure_of(spec, stored, c.key).estimate),
+            targets[c.key],
+        )
+        for c in spec.rubric.criteria
+    )
 
 
 def weekly_quality(
@@ -318,9 +371,8 @@ def weekly_quality(
     end: dt.date | None = None,
     skip: Collection[str] = (),
 ) -> list[WeekQuality]:
-    """Return each production week's overall-quality estimate, oldest first (weeks overlapping start..end, not in skip)."""
+    """Return each production week's quality estimates, oldest first (weeks overlapping start..end, not in skip)."""
     stmt = select(PpiProductionWeek, Run.name).join(Run, col(Run.id) == PpiProductionWeek.run_id).order_by(col(PpiProductionWeek.week))
-    target = quality_target(spec)
     out = []
     for row, name in session.exec(stmt).all():
         iso = parse_week(row.week)
@@ -343,7 +395,7 @@ def weekly_quality(
                 graded=0 if stored is None else stored.graded,
                 pending=0 if stored is None else stored.pending,
                 estimate=estimate,
-                target=target,
+                criteria=week_criteria(spec, stored),
             )
         )
     return out
@@ -356,5 +408,13 @@ def week_view(w: WeekQuality) -> dict[str, object]:
         "week": w.week, "start": w.start.isoformat(), "end": w.end.isoformat(), "run_name": w.run_name,
         "drafts": w.drafts, "sampled": w.sampled, "drawn": w.drawn, "graded": w.graded, "pending": w.pending,
         "provisional": w.provisional, "estimate": None if e is None else e.estimate, "low": None if e is None else e.low,
-        "high": None if e is None else e.high, "target": w.target, "below_target": w.below_target,
+        "high": None if e is None else e.high, "below_target": w.below_target,
+        "criteria": [
+            {
+                "key": c.key, "name": c.name, "estimate": None if c.estimate is None else c.estimate.estimate,
+                "low": None if c.estimate is None else c.estimate.low, "high": None if c.estimate is None else c.estimate.high,
+                "team_target": c.target, "below_target": c in w.below_criteria,
+            }
+            for c in w.criteria
+        ],
     }
