@@ -120,8 +120,13 @@ class TestOnASampledRun:
         assert c.title == "Human grading (the plan's reading: averages of the graded drafts)"
         page = client_as("pm").get(f"/gates/pilot?run={run.name}").text
         assert "the plan&#39;s reading" in page and "95% intervals" not in page
+        # the intervals page says it uses intervals and that the gate does not
+        ppi_page = client_as("lead").get(f"/ppi/runs/{run.name}").text
+        assert "This page uses 95% intervals; the pilot gate does not." in ppi_page
         app.state.spec = with_reading(spec, "intervals")
         page = client_as("pm").get(f"/gates/pilot?run={run.name}").text
         assert "Human grading (PPI, 95% intervals)" in page
+        ppi_page = client_as("lead").get(f"/ppi/runs/{run.name}").text
+        assert "This page uses 95% intervals, and so does the pilot gate" in ppi_page
         rep = gates_service.pilot_report(session=session, spec=with_reading(spec, "intervals"), run=run)
         assert next(c for c in rep.criteria if c.key == "human_grading").title.startswith("Human grading (PPI")

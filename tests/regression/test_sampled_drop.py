@@ -380,3 +380,8 @@ class TestThePlansAlertIsAlwaysEvaluated:
         new = flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
         methods = sorted(str(a.evidence.get("method", "checks")) for a in new)
         assert [a.kind for a in new] == ["pass_rate_drop", "pass_rate_drop"] and methods == ["checks", "sample"]
+
+    def test_the_alerts_page_says_the_interval_alert_is_additional(self, client_as: Callable[..., TestClient]) -> None:
+        page = client_as("lead").get("/regression/alerts").text
+        assert "(the plan&#39;s alert, always evaluated)" in page or "(the plan's alert, always evaluated)" in page
+        assert "never replaces the plan" in page
