@@ -14,8 +14,10 @@ fail, while the interval 3.50 [3.10, 3.90] is undecided.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
@@ -87,7 +89,7 @@ class TestTheSettingReadsTheSameGrades:
         plan = human_grading(facts(GRADES, est(3.75, 3.30, 4.20), pending=2), spec)
         assert plan.status == "incomplete" and plan.summary.startswith("2 sampled drafts have no final grade yet")
 
-    def test_a_bad_value_is_refused_naming_the_key(self, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    def test_a_bad_value_is_refused_naming_the_key(self, tmp_path: Path) -> None:
         from webapp.spec import SpecError
 
         bad = tmp_path / "spec.yaml"
@@ -98,7 +100,7 @@ class TestTheSettingReadsTheSameGrades:
 
 class TestOnASampledRun:
     def test_the_gate_page_reads_the_plans_way_by_default_and_intervals_when_set(
-        self, session: Session, spec: EvalSpec, app, client_as: Callable[..., TestClient]  # type: ignore[no-untyped-def]
+        self, session: Session, spec: EvalSpec, app: FastAPI, client_as: Callable[..., TestClient]
     ) -> None:
         run, _ = build_run(session, n=60, golden=0)
         draw_sample(session=session, run_id=run.id, budget=10, judge_version=JUDGE, seed=3)  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
@@ -101,7 +102,7 @@ class TestPpiHumanGrading:
 
 class TestPilotReportReadsThePpiSample:
     def test_a_sampled_run_is_read_from_its_sample(
-        self, session: Session, spec: EvalSpec, app, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]  # type: ignore[no-untyped-def]
+        self, session: Session, spec: EvalSpec, app: FastAPI, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
     ) -> None:
         app.state.spec = spec
         run, _ = build_run(session, n=60, golden=0)

@@ -289,6 +289,27 @@ class TestWeeklyQuality:
         [target] = fig["layout"]["shapes"]
         assert (target["y0"], target["y1"]) == (3.5, 3.5) and target["name"].startswith("the team's target: above 3.5 (every criterion)")
 
+    @pytest.mark.parametrize(
+        ("targets", "message"),
+        [
+            ("    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 3.5\n", "missing a target for 'completeness'"),
+            ("    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 3.5\n    completeness: 3.5\n    speed: 3\n", "'speed' is not a rubric criterion"),
+            ("    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 7\n    completeness: 3.5\n", "the target of 'tone' must lie within 1..5"),
+        ],
+    )
+    def test_a_bad_team_target_is_refused_naming_the_key(self, tmp_path: Path, targets: str, message: str) -> None:
+        from tests.conftest import SPEC_PATH
+        from webapp.spec import SpecError, load_spec
+
+        text = SPEC_PATH.read_text()
+        shipped = "    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 3.5\n    completeness: 3.5\n"
+        assert text.count(shipped) == 1
+        bad = tmp_path / "spec.yaml"
+        bad.write_text(text.replace(shipped, targets))
+        with pytest.raises(SpecError, match=r"key 'team_targets.weekly_human_quality'") as err:
+            load_spec(bad)
+        assert message in str(err.value)
+
     def test_the_targets_are_the_teams_setting_per_criterion(self, session: Session, spec: EvalSpec) -> None:
         """LOW read as the gate reads it: factual 1 + 4 x 0.5 = 3.0, citation 2.25, tone 2.5, completeness 2.25 (all drawn)."""
         graded_week(session, spec, LOW)

@@ -129,9 +129,12 @@ class TestDrawSample:
         for k, d in enumerate(old_drafts):  # one draft per case, in case order
             s = scores[d.id]  # type: ignore[index]
             gap = 2.0 if category_of(k) == "edge" else 0.0
-            low = {c: max(1.0, getattr(s, c) - gap) for c in ("citation_relevance", "tone", "completeness")}
             fa = s.factual_accuracy
-            session.add(FinalGrade(draft_id=s.draft_id, factual_accuracy=fa, source="agreement", **low))
+            session.add(FinalGrade(
+                draft_id=s.draft_id, factual_accuracy=fa, source="agreement",
+                citation_relevance=max(1.0, s.citation_relevance - gap), tone=max(1.0, s.tone - gap),
+                completeness=max(1.0, s.completeness - gap),
+            ))
         session.flush()
         run, _ = build_run(session, n=200, name="now", dataset_name="new")
         summary = draw_sample(session=session, run_id=run.id, budget=40, judge_version=JUDGE, seed=3)  # type: ignore[arg-type]

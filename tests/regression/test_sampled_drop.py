@@ -332,6 +332,7 @@ class TestThePlansAlertIsAlwaysEvaluated:
         )
         draw_sample(session=session, run_id=run.id, budget=len(drafts), judge_version=JUDGE, seed=seed)  # type: ignore[arg-type]
         for d in drafts:
+            assert d.id is not None
             session.add(FinalGrade(draft_id=d.id, factual_accuracy="pass", citation_relevance=5, tone=5, completeness=5, source="agreement"))
         session.flush()
         return run
