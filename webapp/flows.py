@@ -165,7 +165,7 @@ def production_quality(
 ) -> tuple[list[ppi_production.WeekQuality], dict[str, Any]]:
     """Return the production weeks overlapping start..end with their quality estimates, and their chart (metrics may not import ppi)."""
     weeks = ppi_production.weekly_quality(session=session, spec=spec, start=start, end=end)
-    return weeks, ppi_charts.quality_figure(weeks, ppi_production.quality_target(spec))
+    return weeks, ppi_charts.quality_figure(weeks, ppi_production.quality_targets(spec))
 
 
 class FiringAlertsView(BaseModel):

@@ -246,9 +246,16 @@ class ProductionGateSpec(_Strict):
     survey_min_responses: int = Field(default=8, ge=1)  # the pilot's 8 agents
 
 
+HumanGradingReading = Literal["plan", "intervals"]
+
+
 class GatesSpec(_Strict):
     pilot: PilotGateSpec
     production: ProductionGateSpec
+    # How the gates' human-grading criteria read a run with a PPI sample: "plan" (the plan's way:
+    # every graded example counts, the observed averages against the thresholds, pass/fail) or
+    # "intervals" (each criterion's 95% interval: pass/fail/undecided on its bounds). Issue 34.
+    human_grading: HumanGradingReading = "plan"
     # Roles whose "go" a gate decision needs ("results reviewed by PM and ML lead before deploy").
     signoff_roles: list[Literal["pm", "ml_lead", "lead"]] = Field(default_factory=lambda: ["pm", "ml_lead"], min_length=1)
 
@@ -278,6 +285,34 @@ class MetricsViewSpec(_Strict):
     low_volume_events: int = Field(default=50, ge=1)
 
 
+def _default_weekly_targets() -> dict[str, float]:
+    return dict.fromkeys(RUBRIC_COLUMNS, 3.5)
+
+
+class TeamTargetsSpec(_Strict):
+    """Targets the team set for itself, beyond the plan (pages label them "the team's target")."""
+
+    # Production weeks' human-graded quality, per rubric criterion as the pilot gate reads it
+    # (factual accuracy: the average with pass = gates.pilot.factual_pass_score, fail =
+    # factual_fail_score; the others: the 1-5 average). The weekly `human_quality` alert fires for
+    # a final week when a criterion's 95% upper bound is below its target here.
+    weekly_human_quality: dict[str, float] = Field(default_factory=_default_weekly_targets)
+
+    @field_validator("weekly_human_quality")
+    @classmethod
+    def _every_criterion(cls, v: dict[str, float]) -> dict[str, float]:
+        unknown = [k for k in v if k not in RUBRIC_COLUMNS]
+        if unknown:
+            raise ValueError(f"{', '.join(map(repr, unknown))} is not a rubric criterion; the rubric's keys are {_rubric_columns_text()}")
+        missing = [k for k in RUBRIC_COLUMNS if k not in v]
+        if missing:
+            raise ValueError(f"missing a target for {', '.join(map(repr, missing))}: give one per rubric criterion")
+        bad = [k for k, t in v.items() if not 1 <= t <= 5]
+        if bad:
+            raise ValueError(f"the target of {bad[0]!r} must lie within 1..5 (the gate's scale)")
+        return v
+
+
 class EvalSpec(_Strict):
     version: int
     timezone: str = "UTC"
@@ -292,6 +327,7 @@ class EvalSpec(_Strict):
     review: ReviewSpec
     alerts: AlertsSpec = Field(default_factory=AlertsSpec)
     metrics: MetricsViewSpec = Field(default_factory=MetricsViewSpec)
+    team_targets: TeamTargetsSpec = Field(default_factory=TeamTargetsSpec)
 
     @field_validator("timezone")
     @classmethod

@@ -121,9 +121,10 @@ def _draws_the_weekly_quality_chart_with_its_intervals(page: Any) -> None:
     wait_until(page, QUALITY_DRAWN, timeout_s=30)
     fig = json.loads(page.get_attribute("#chart-human-quality", "data-figure") or "{}")
     drawn = page.evaluate(QUALITY)
-    assert sorted(x for trace in fig["data"] for x in trace["x"]) == ["2026-W45", "2026-W46", "2026-W47"]
-    assert drawn["points"] == 3 and drawn["errorbars"] == 3  # one marker and one error bar per week
-    assert drawn["shapes"] == 1  # the target line
+    assert sorted({x for trace in fig["data"] for x in trace["x"]}) == ["2026-W45", "2026-W46", "2026-W47"]
+    # one marker and one error bar per criterion and week (four criteria, side by side)
+    assert len(fig["data"]) == 4 and drawn["points"] == drawn["errorbars"] == sum(len(t["x"]) for t in fig["data"]) == 12
+    assert drawn["shapes"] == 1  # the team's target line (3.5 for every criterion)
     assert drawn["ticks"] == ["2026-W45", "2026-W46", "2026-W47"]
     card = page.locator(".metrics-chart-card:has(#chart-human-quality)")
     assert card.get_attribute("data-alert-state") == "firing"

@@ -1,4 +1,5 @@
-"""The pilot gate's human-grading criterion on a run with a PPI sample: read from the 95% intervals.
+"""The pilot gate's human-grading criterion on a run with a PPI sample, read from the 95% intervals (the spec's
+`gates.human_grading: intervals`, a team's choice; the plan's reading is tests/gates/test_human_grading_reading.py).
 
 Hand-worked values (threshold "> 3.5", factual accuracy as a pass share: (3.5 - 1)/(5 - 1) = 0.625):
 - tone 4.00 [3.80, 4.20]: lower bound 3.80 clears 3.5 -> pass.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping
 
+import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
@@ -27,6 +30,12 @@ from webapp.gates.report import CriterionResult, GateReport, to_markdown
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.service import draw_sample
 from webapp.spec import EvalSpec
+
+
+@pytest.fixture
+def spec(spec: EvalSpec) -> EvalSpec:
+    """The project's spec with the interval reading chosen (`gates.human_grading: intervals`)."""
+    return spec.model_copy(update={"gates": spec.gates.model_copy(update={"human_grading": "intervals"})})
 
 
 def est(estimate: float, low: float, high: float, n: int = 100) -> Estimate:
@@ -104,8 +113,9 @@ class TestPpiHumanGrading:
 
 class TestPilotReportReadsThePpiSample:
     def test_a_sampled_run_is_read_from_its_sample(
-        self, session: Session, spec: EvalSpec, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
+        self, session: Session, spec: EvalSpec, app: FastAPI, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]
     ) -> None:
+        app.state.spec = spec
         run, _ = build_run(session, n=60, golden=0)
         plain, _ = build_run(session, n=5, name="run-2", dataset_name="other")
         draw_sample(session=session, run_id=run.id, budget=10, judge_version=JUDGE, seed=3)  # type: ignore[arg-type]

@@ -31,11 +31,12 @@ from webapp.ppi.charts import quality_figure
 from webapp.ppi.estimator import Estimate, estimate_mean, make_sample
 from webapp.ppi.models import PpiProductionWeek
 from webapp.ppi.production import (
+    WeekCriterion,
     WeekQuality,
     create_week_run,
     draw_week_sample,
     parse_week,
-    quality_target,
+    quality_targets,
     resolve_week,
     weekly_quality,
 )
@@ -137,6 +138,47 @@ class TestCreateWeekRun:
         assert event_ids_of_run(session, made.run.id) == [stored[k] for k in picked]  # type: ignore[arg-type]
         assert len(set(picked)) == 5
 
+    def test_ids_first_keeps_the_same_drafts_and_loads_only_those(self, session: Session, spec: EvalSpec) -> None:
+        """A seeded week of 400 events with a draft (plus drafts-less and neighbouring ones), capped at 30.
+
+        The kept drafts are those of the earlier rule (every row of the week in id order, then
+        numpy's default_rng(seed).choice over their positions), and only the 30 kept events are
+        loaded as ORM rows (counted with SQLAlchemy's instance "load" event).
+        """
+        from sqlalchemy import event as sa_event
+
+        events = [
+            ev(f"2026-11-{16 + k % 7:02d}", k % 24, event_id=f"w-{k:03d}", ticket_id=f"t-{k % 350:03d}") for k in range(400)
+        ]
+        events += [ev("2026-11-18", 3, event_id=f"nodraft-{k}", ticket_id=f"n-{k}", draft_shown=False, action=None,
+                      draft_text=None, sent_text="Hi") for k in range(20)]
+        events += [ev("2026-11-15", 5, event_id=f"before-{k}", ticket_id=f"b-{k}") for k in range(20)]
+        load(session, spec, events)
+        session.commit()
+        # The earlier rule, on the stored rows: the week's events with a draft, in id order.
+        in_week = list(session.exec(
+            select(Event.event_id)
+            .where(col(Event.day) >= dt.date(2026, 11, 16), col(Event.day) <= dt.date(2026, 11, 22),
+                   col(Event.draft_text).is_not(None), Event.draft_text != "")
+            .order_by(col(Event.id))
+        ).all())
+        assert len(in_week) == 400
+        picked = sorted(int(k) for k in np.random.default_rng(77).choice(400, size=30, replace=False))
+        session.expunge_all()
+        loaded: list[str] = []
+
+        def count(target: Event, _context: object) -> None:
+            loaded.append(target.event_id)
+
+        sa_event.listen(Event, "load", count)
+        try:
+            made = create_week_run(session=session, week=W47, budget=5, cap=30, seed=77)
+        finally:
+            sa_event.remove(Event, "load", count)
+        assert event_ids_of_run(session, made.run.id) == [in_week[k] for k in picked]  # type: ignore[arg-type]
+        assert (made.week.events_with_draft, made.week.drafts_taken) == (400, 30)
+        assert sorted(loaded) == sorted(in_week[k] for k in picked)
+
     def test_empty_week_bad_input_or_taken_name_is_refused(self, session: Session, spec: EvalSpec) -> None:
         load(session, spec, week_events())
         with pytest.raises(PpiError, match=r"^week: no production event with a draft in 2026-W40"):
@@ -184,16 +226,23 @@ def graded_week(session: Session, spec: EvalSpec, grades: list[tuple[str, int, i
     return run_id
 
 
-def quality(estimate: float, low: float, high: float, *, pending: int = 0, sampled: bool = True) -> WeekQuality:
+def quality(estimate: float, low: float, high: float, *, pending: int = 0, sampled: bool = True, target: float = 3.5) -> WeekQuality:
+    """A week whose tone has this estimate (the other criteria well above 3.5), against a team's target for tone."""
     e = Estimate(estimate, low, high, 0.1, 10, 0.95, (1.0,), estimate, 0.1, 20, 50)
-    return WeekQuality(W47, dt.date(2026, 11, 16), dt.date(2026, 11, 22), 1, "prod-2026-W47", 50, sampled, 20, 20 - pending, pending, e, 3.5)
+    high_e = Estimate(4.5, 4.2, 4.8, 0.1, 10, 0.95, (1.0,), 4.5, 0.1, 20, 50)
+    criteria = (
+        WeekCriterion("factual_accuracy", "Factual accuracy", high_e, 3.5),
+        WeekCriterion("tone", "Tone appropriateness", e, target),
+    )
+    return WeekQuality(W47, dt.date(2026, 11, 16), dt.date(2026, 11, 22), 1, "prod-2026-W47", 50, sampled, 20, 20 - pending, pending, high_e, criteria)
 
 
 class TestWeeklyQuality:
     def test_the_estimate_is_the_hand_worked_mean_and_interval(
         self, session: Session, spec: EvalSpec, api_as: Clients
     ) -> None:
-        assert quality_target(spec) == spec.gates.pilot.human_mean_above == 3.5  # the plan's human average
+        # the team's targets (its plan file's team_targets), one per criterion: not the plan's
+        assert quality_targets(spec) == {"factual_accuracy": 3.5, "citation_relevance": 3.5, "tone": 3.5, "completeness": 3.5}
         graded_week(session, spec, LOW)
         [week] = weekly_quality(session=session, spec=spec)
         assert week.estimate is not None and not week.provisional
@@ -207,8 +256,13 @@ class TestWeeklyQuality:
         [listed] = answer.json()
         assert listed["week"] == W47 and listed["estimate"] == pytest.approx(2.5)
         assert listed["high"] == pytest.approx(2.5 + HALF) and listed["below_target"] is True
-        assert listed["provisional"] is False and listed["target"] == 3.5
+        assert listed["provisional"] is False and "target" not in listed  # overall quality has no target
         assert listed["estimand"] == "superpopulation"  # issue 34: a week's interval is about drafts like the week's
+        crits = {c["key"]: c for c in listed["criteria"]}
+        assert set(crits) == {"factual_accuracy", "citation_relevance", "tone", "completeness"}
+        assert all(c["team_target"] == 3.5 for c in crits.values())
+        # LOW's citation relevance 2, 3, 2, 2: mean 2.25, all four drawn; its upper bound is far below 3.5
+        assert crits["citation_relevance"]["estimate"] == pytest.approx(2.25) and crits["citation_relevance"]["below_target"] is True
         assert api_as("labeler").get(WEEKS_API).status_code == 403
 
     def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
@@ -216,22 +270,65 @@ class TestWeeklyQuality:
         graded_week(session, spec, LOW, week="2026-W48", pending=1)
         stored = stored_sample(session=session, run_id=run_id)
         assert stored is not None
-        # the estimator called directly on the rows, the overall figure worked out here from the grades
-        human = np.array([(5.0 if fa == "pass" else 1.0) + c + t + comp for fa, c, t, comp in MIXED]) / 4
-        judge = np.full(4, (5 + 4 + 4 + 4) / 4)
-        direct = estimate_mean(make_sample(judge=judge, human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=stored.tickets), seed=stored.seed, estimand="superpopulation")
+        # the estimator called directly on the rows: MIXED's tone grades 3, 4, 3, 3 against the judge's 4
+        human = np.array([t for _, _, t, _ in MIXED], dtype=float)
+        direct = estimate_mean(make_sample(judge=np.full(4, 4.0), human=human, drawn=np.ones(4, bool), pi=np.ones(4), cluster=stored.tickets), seed=stored.seed, estimand="superpopulation")
+        assert direct.estimate == pytest.approx(3.25)
         weeks = weekly_quality(session=session, spec=spec)
-        fig = quality_figure(weeks, 3.5)
-        final, provisional = fig["data"]
-        assert final["x"] == [W47] and final["y"] == [pytest.approx(direct.estimate, abs=1e-12)]
-        assert final["error_y"]["array"] == [pytest.approx(direct.high - direct.estimate, abs=1e-12)]
-        assert final["error_y"]["arrayminus"] == [pytest.approx(direct.estimate - direct.low, abs=1e-12)]
-        assert direct.estimate == pytest.approx(3.25) and direct.high == pytest.approx(3.25 + HALF)
-        # the week with a grade pending is drawn hollow, marked provisional
-        assert provisional["x"] == ["2026-W48"] and provisional["marker"]["symbol"] == "circle-open"
-        assert "provisional" in provisional["name"]
+        fig = quality_figure(weeks, quality_targets(spec))
+        by_name = {t["name"]: t for t in fig["data"]}
+        assert list(by_name) == ["Factual accuracy", "Citation relevance", "Tone appropriateness", "Completeness"]
+        tone = by_name["Tone appropriateness"]
+        assert tone["x"] == [W47, "2026-W48"] and tone["y"][0] == pytest.approx(direct.estimate, abs=1e-12)
+        assert tone["error_y"]["array"][0] == pytest.approx(direct.high - direct.estimate, abs=1e-12)
+        assert tone["error_y"]["arrayminus"][0] == pytest.approx(direct.estimate - direct.low, abs=1e-12)
+        # factual accuracy as the gate reads it: MIXED passes 2 of 4, so 1 + 4 x 0.5 = 3.0
+        assert by_name["Factual accuracy"]["y"][0] == pytest.approx(3.0)
+        # the week with a grade pending is drawn hollow (provisional)
+        assert tone["marker"]["symbol"] == ["diamond", "diamond-open"]
+        assert fig["layout"]["scattermode"] == "group"
         [target] = fig["layout"]["shapes"]
-        assert (target["y0"], target["y1"]) == (3.5, 3.5)
+        assert (target["y0"], target["y1"]) == (3.5, 3.5) and target["name"].startswith("the team's target: above 3.5 (every criterion)")
+
+    @pytest.mark.parametrize(
+        ("targets", "message"),
+        [
+            ("    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 3.5\n", "missing a target for 'completeness'"),
+            ("    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 3.5\n    completeness: 3.5\n    speed: 3\n", "'speed' is not a rubric criterion"),
+            ("    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 7\n    completeness: 3.5\n", "the target of 'tone' must lie within 1..5"),
+        ],
+    )
+    def test_a_bad_team_target_is_refused_naming_the_key(self, tmp_path: Path, targets: str, message: str) -> None:
+        from tests.conftest import SPEC_PATH
+        from webapp.spec import SpecError, load_spec
+
+        text = SPEC_PATH.read_text()
+        shipped = "    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 3.5\n    completeness: 3.5\n"
+        assert text.count(shipped) == 1
+        bad = tmp_path / "spec.yaml"
+        bad.write_text(text.replace(shipped, targets))
+        with pytest.raises(SpecError, match=r"key 'team_targets.weekly_human_quality'") as err:
+            load_spec(bad)
+        assert message in str(err.value)
+
+    def test_the_targets_are_the_teams_setting_per_criterion(self, session: Session, spec: EvalSpec) -> None:
+        """LOW read as the gate reads it: factual 1 + 4 x 0.5 = 3.0, citation 2.25, tone 2.5, completeness 2.25 (all drawn)."""
+        graded_week(session, spec, LOW)
+        [week] = weekly_quality(session=session, spec=spec)
+        figures = {c.key: c.estimate.estimate for c in week.criteria if c.estimate}
+        assert figures == pytest.approx({"factual_accuracy": 3.0, "citation_relevance": 2.25, "tone": 2.5, "completeness": 2.25})
+        # completeness (2, 3, 3, 1) spreads wider than citation (2, 3, 2, 2) and tone (3, 3, 2, 2): its upper bound reaches 3.5
+        assert week.below_target and [c.key for c in week.below_criteria] == ["citation_relevance", "tone"]
+        # a team that sets its targets lower (here 1.5, below every lower bound) gets no alert
+        lower = spec.model_copy(update={"team_targets": spec.team_targets.model_copy(update={"weekly_human_quality": dict.fromkeys(figures, 1.5)})})
+        [week] = weekly_quality(session=session, spec=lower)
+        assert not week.below_target and [c.target for c in week.criteria] == [1.5] * 4
+        assert week.above_targets == all(c.estimate is not None and c.estimate.low > 1.5 for c in week.criteria)
+        # only tone's target raised to 4.5: only tone alerts
+        one = dict.fromkeys(figures, 1.0) | {"tone": 4.5}
+        tone_only = spec.model_copy(update={"team_targets": spec.team_targets.model_copy(update={"weekly_human_quality": one})})
+        [week] = weekly_quality(session=session, spec=tone_only)
+        assert [c.key for c in week.below_criteria] == ["tone"]
 
     def test_overall_quality_counts_factual_pass_5_and_fail_1(self, session: Session, spec: EvalSpec) -> None:
         # one week graded all "pass, 5, 5, 5" but one "fail, 5, 5, 5": (5+5+5+5)/4 = 5 three times, (1+5+5+5)/4 = 4
@@ -265,7 +362,11 @@ class TestAlertRule:
         quality_items = [t for t in result.transitions if t["kind"] == "human_quality"]
         assert [t["key"] for t in quality_items] == ["human_quality:2026-W47:firing"]
         item = quality_items[0]
-        assert item["value"] == pytest.approx(2.5 + HALF) and item["threshold"] == 3.5 and item["op"] == "<"
+        w47 = weekly_quality(session=session, spec=spec)[0]
+        worst = min((c for c in w47.criteria if c.estimate), key=lambda c: c.estimate.high - c.target)  # type: ignore[union-attr]
+        assert worst.estimate is not None and item["value"] == pytest.approx(worst.estimate.high) and item["op"] == "<"
+        assert item["threshold"] == 3.5 and item["threshold_text"] == "above 3.5 (the team's target)"
+        assert "a criterion's 95% interval lies below the team's target" in item["rule"]
         assert item["days"][0] == "2026-11-16" and item["days"][-1] == "2026-11-22"
         assert item["path"] == "/metrics?start=2026-11-16&end=2026-11-22#quality-weekly"
         [message] = [m for m in result.messages if m.payload["items"][0]["kind"] == "human_quality"]
@@ -401,12 +502,14 @@ class TestMetricsPage:
         fig = json.loads(html.unescape(m.group(1)))
         weeks = {w.week: w for w in weekly_quality(session=session, spec=spec)}
         by_name = {t["name"]: t for t in fig["data"]}
-        below = by_name["interval below target: alert"]
-        e = weeks[W47].estimate
-        assert e is not None and below["x"] == [W47] and below["y"] == [pytest.approx(e.estimate, abs=1e-12)]
-        assert below["y"] == [pytest.approx(2.5)] and below["error_y"]["array"] == [pytest.approx(HALF)]
-        assert by_name["provisional (grades pending)"]["x"] == ["2026-W48"]
-        assert '<tr data-week="2026-W47">' in page.text and "alert: below target" in page.text
-        assert "1 grade pending" in page.text
+        citation = next(c for c in weeks[W47].criteria if c.key == "citation_relevance")
+        e = citation.estimate
+        assert e is not None and by_name["Citation relevance"]["x"][0] == W47
+        assert by_name["Citation relevance"]["y"][0] == pytest.approx(e.estimate, abs=1e-12) == pytest.approx(2.25)
+        # below the team's target: drawn in the alert colour
+        assert by_name["Citation relevance"]["marker"]["color"][0] == "#b42318"
+        assert '<tr data-week="2026-W47">' in page.text and "alert: below the team's target" in page.text
+        assert "1 grade pending" in page.text and "the team's targets" in page.text
+        assert "the team's target &gt; 3.5" in page.text
+        assert f"<strong>{e.estimate:.2f}</strong> [{e.low:.2f}, {e.high:.2f}] <span class=\"badge fail\">below</span>" in page.text
         assert "about drafts like the week's (superpopulation)" in page.text
-        assert f"<strong>{e.estimate:.2f}</strong> [{e.low:.2f}, {e.high:.2f}]" in page.text

@@ -129,9 +129,12 @@ class TestDrawSample:
         for k, d in enumerate(old_drafts):  # one draft per case, in case order
             s = scores[d.id]  # type: ignore[index]
             gap = 2.0 if category_of(k) == "edge" else 0.0
-            low = {c: max(1.0, getattr(s, c) - gap) for c in ("citation_relevance", "tone", "completeness")}
             fa = s.factual_accuracy
-            session.add(FinalGrade(draft_id=s.draft_id, factual_accuracy=fa, source="agreement", **low))
+            session.add(FinalGrade(
+                draft_id=s.draft_id, factual_accuracy=fa, source="agreement",
+                citation_relevance=max(1.0, s.citation_relevance - gap), tone=max(1.0, s.tone - gap),
+                completeness=max(1.0, s.completeness - gap),
+            ))
         session.flush()
         run, _ = build_run(session, n=200, name="now", dataset_name="new")
         summary = draw_sample(session=session, run_id=run.id, budget=40, judge_version=JUDGE, seed=3)  # type: ignore[arg-type]
@@ -160,3 +163,43 @@ class TestFurtherSample:
         assert all(sample[d].pi == second[d].combined_pi for d in first)
         assert drawn_draft_ids(session=session, run_id=run.id) == {d for d, s in sample.items() if s.drawn}  # type: ignore[arg-type]
 
+
+
+class TestLaterRoundsKeepRoundOnesDesign:
+    def test_a_suite_changed_after_round_one_does_not_change_round_two(self, session: Session) -> None:
+        from webapp.datasets.models import EvalCase
+        from webapp.regression.models import RegressionCase
+
+        run, drafts = build_run(session, n=100)
+        draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=5)  # type: ignore[arg-type]
+        first = {r.draft_id: (r.stratum, r.forced) for r in rows_of(session, run.id)}  # type: ignore[arg-type]
+        # After reading round one's grades, people add five routine cases to the regression suite
+        # and re-label one routine case as safety: recomputed, all six would now be forced.
+        user = make_user(session, email="lead@example.com", roles=["lead"])
+        routine = [d for d in drafts if category_of(int(_case_id(session, d.id).rsplit("-", 1)[1])) == "routine"][:6]  # type: ignore[arg-type]
+        for d in routine[:5]:
+            session.add(RegressionCase(case_id=_case_id(session, d.id), input="x", note="from round one", source="grading", created_by=user.id))  # type: ignore[arg-type]
+        relabelled = session.get(EvalCase, routine[5].case_pk)
+        assert relabelled is not None
+        relabelled.category = "safety"
+        session.add(relabelled)
+        session.flush()
+        assert all(not first[d.id][1] and first[d.id][0] == "routine" for d in routine)  # type: ignore[index]
+        summary = draw_further_sample(session=session, run_id=run.id, budget=10, seed=6)  # type: ignore[arg-type]
+        second = {r.draft_id: (r.stratum, r.forced) for r in rows_of(session, run.id, 2)}  # type: ignore[arg-type]
+        assert second == first
+        assert summary.forced == sum(f for _, f in first.values()) == 22
+        # Round two's pi of the six stays below 1: they are not forced in the second round either.
+        pis = {r.draft_id: r.pi for r in rows_of(session, run.id, 2)}  # type: ignore[arg-type]
+        assert all(pis[d.id] < 1 for d in routine)  # type: ignore[index]
+
+
+def _case_id(session: Session, draft_id: int) -> str:
+    from webapp.datasets.models import EvalCase
+    from webapp.runs.models import Draft
+
+    draft = session.get(Draft, draft_id)
+    assert draft is not None
+    case = session.get(EvalCase, draft.case_pk)
+    assert case is not None
+    return case.case_id

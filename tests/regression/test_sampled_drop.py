@@ -308,3 +308,81 @@ class TestPageAndApi:
     def test_wrong_role_gets_403(self, path: str, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]) -> None:
         client = api_as("labeler") if path.startswith("/api") else client_as("labeler")
         assert client.get(path).status_code == 403
+
+
+class TestThePlansAlertIsAlwaysEvaluated:
+    """Issue 34: the checks' pass-rate drop (the plan's alert) fires whatever the human sample's interval says."""
+
+    @staticmethod
+    def _checked_sampled_run(session: Session, ds: Dataset, name: str, *, failing: int, seed: int) -> Run:
+        """A run of one draft per case, the first `failing` too short to pass the checks; all drawn, every grade a pass."""
+        from tests.checks.conftest import good
+        from tests.factories import words
+
+        cases = session.exec(select(EvalCase).where(EvalCase.dataset_id == ds.id).order_by(col(EvalCase.position))).all()
+        run = make_run(
+            session, ds,
+            [{**good(c.case_id, "billing_charge"), "draft_text": words(10 if k < failing else 60)} for k, c in enumerate(cases)],
+            name=name,
+        )
+        drafts = session.exec(select(Draft).where(Draft.run_id == run.id).order_by(col(Draft.id))).all()
+        record_judge_scores(
+            session=session, run_id=run.id, judge_version=JUDGE,  # type: ignore[arg-type]
+            scores=[JudgeScoreIn(d.id, *_grade(True)) for d in drafts],  # type: ignore[arg-type]
+        )
+        draw_sample(session=session, run_id=run.id, budget=len(drafts), judge_version=JUDGE, seed=seed)  # type: ignore[arg-type]
+        for d in drafts:
+            assert d.id is not None
+            session.add(FinalGrade(draft_id=d.id, factual_accuracy="pass", citation_relevance=5, tone=5, completeness=5, source="agreement"))
+        session.flush()
+        return run
+
+    def test_a_six_point_checks_drop_fires_though_the_interval_sees_no_drop(self, session: Session, spec: EvalSpec) -> None:
+        from tests.factories import make_article
+        from webapp.checks import service as checks_service
+
+        make_article(session, "KB-1042", ((1, "current"),))
+        ds = dataset(session, 50)
+        # Checks: baseline 45/50 = 90%, run 42/50 = 84%: 6 points down, more than the plan's 5.
+        base = self._checked_sampled_run(session, ds, "base", failing=5, seed=3)
+        run = self._checked_sampled_run(session, ds, "new", failing=8, seed=4)
+        service.mark_baseline(session=session, run_id=base.id)  # type: ignore[arg-type]
+        session.commit()
+        checks_service.check_run(session=session, spec=spec, run_id=base.id)  # type: ignore[arg-type]
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        assert checks_service.run_summary(session=session, run_id=run.id).overall.rate == pytest.approx(0.84)  # type: ignore[arg-type]
+        # Every human grade passes in both runs: the sample sees no drop at all.
+        reading = pass_rate_difference(session=session, spec=spec, run_id=run.id, baseline_id=base.id)  # type: ignore[arg-type]
+        assert reading is not None and reading.estimate is not None and abs(reading.estimate) < TOL
+        assert reading.verdict != "drop"
+        new = flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        (alert,) = new
+        assert alert.kind == "pass_rate_drop" and alert.evidence.get("method") != "sample"
+        assert alert.evidence["drop"] == pytest.approx(0.06)
+        assert "down 6.0 points" in alert.message
+
+    def test_both_alerts_fire_when_both_readings_drop(self, session: Session, spec: EvalSpec) -> None:
+        from tests.factories import make_article
+        from webapp.checks import service as checks_service
+
+        make_article(session, "KB-1042", ((1, "current"),))
+        ds = dataset(session, 50)
+        base = self._checked_sampled_run(session, ds, "base", failing=0, seed=3)
+        run = self._checked_sampled_run(session, ds, "new", failing=15, seed=4)
+        # The run's human grades fail factual accuracy on 15 drafts too: -30 points in the sample.
+        for d in session.exec(select(Draft).where(Draft.run_id == run.id).order_by(col(Draft.id))).all()[:15]:
+            grade = session.exec(select(FinalGrade).where(FinalGrade.draft_id == d.id)).one()
+            grade.factual_accuracy = "fail"
+            session.add(grade)
+        service.mark_baseline(session=session, run_id=base.id)  # type: ignore[arg-type]
+        session.commit()
+        checks_service.check_run(session=session, spec=spec, run_id=base.id)  # type: ignore[arg-type]
+        checks_service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        new = flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        methods = sorted(str(a.evidence.get("method", "checks")) for a in new)
+        assert [a.kind for a in new] == ["pass_rate_drop", "pass_rate_drop"] and methods == ["checks", "sample"]
+
+    def test_the_alerts_page_says_the_interval_alert_is_additional(self, client_as: Callable[..., TestClient]) -> None:
+        page = client_as("lead").get("/regression/alerts").text
+        assert "(the plan&#39;s alert, always evaluated)" in page or "(the plan's alert, always evaluated)" in page
+        assert "never replaces the plan" in page

@@ -259,10 +259,11 @@ HUMAN_QUALITY = "human_quality"
 
 
 def human_quality_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
-    """Return the weekly human-graded quality alert's transitions: firing for a week whose 95% upper bound is below target.
+    """Return the weekly human-graded quality alert's transitions: firing for a week with a criterion below the team's target.
 
-    A week fires once its sample is fully graded and the interval's upper bound is below the target
-    (webapp/ppi/production.py, `WeekQuality.below_target`). It resolves when a further sample and
+    A week fires once its sample is fully graded and a criterion's 95% upper bound is below the
+    team's target for it (spec `team_targets.weekly_human_quality`; webapp/ppi/production.py,
+    `WeekQuality.below_target`). It resolves when a further sample and
     its grades lift the upper bound to the target or above. Each week fires and resolves at most
     once (the ledger's keys are per week).
     """
@@ -271,8 +272,7 @@ def human_quality_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
     done = {key.split(":")[1] for key in recorded if key.endswith(":resolved")}
     out: list[dict[str, Any]] = []
     for w in ppi_production.weekly_quality(session=session, spec=spec, skip=done):
-        e = w.estimate
-        if e is None or w.provisional:
+        if w.provisional or not any(c.estimate is not None for c in w.criteria):
             continue
         firing_key = f"{HUMAN_QUALITY}:{w.week}:firing"
         if w.below_target:
@@ -282,20 +282,27 @@ def human_quality_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
         else:
             continue
         days = [(w.start + dt.timedelta(days=i)).isoformat() for i in range(7)]
+        # The criterion furthest below its target names the figure; resolved: the lowest margin left.
+        shown = [c for c in w.criteria if c.estimate is not None]
+        worst = min(shown, key=lambda c: (c.estimate.high if c.estimate else 0.0) - c.target)
+        e = worst.estimate
+        assert e is not None
+        below = ", ".join(f"{c.name} (upper bound {c.estimate.high:.2f} < {c.target:g})" for c in w.below_criteria if c.estimate)
         out.append(
             {
                 "key": key,
                 "kind": HUMAN_QUALITY,
                 "topic": HUMAN_QUALITY,
                 "state": state,
-                "alert": "Human-graded quality (weekly sample)",
-                "rule": f"{w.week}: the 95% interval of overall quality lies below the target (upper bound < {w.target:g})",
+                "alert": "Human-graded quality (weekly sample, the team's target)",
+                "rule": f"{w.week}: a criterion's 95% interval lies below the team's target: {below}"
+                if below else f"{w.week}: every criterion's 95% upper bound is at or above the team's target",
                 "window": f"ISO week {w.week}",
                 "value": e.high,
-                "threshold": w.target,
+                "threshold": worst.target,
                 "op": "<",
-                "value_text": f"{e.estimate:.2f} [{e.low:.2f}, {e.high:.2f}] from {w.graded} human grades of {w.drafts} drafts",
-                "threshold_text": f"above {w.target:g}",
+                "value_text": f"{worst.name} {e.estimate:.2f} [{e.low:.2f}, {e.high:.2f}] from {w.graded} human grades of {w.drafts} drafts",
+                "threshold_text": f"above {worst.target:g} (the team's target)",
                 "days": days,
                 "segment": SEGMENT_ALL,
                 "path": _metrics_path(w.start, w.end) + "#quality-weekly",

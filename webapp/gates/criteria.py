@@ -404,16 +404,25 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
 def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     """Criterion 2: the human final grades average above the threshold on each rubric criterion.
 
-    A run with a PPI sample is read from its intervals instead (human_grading_ppi).
+    The plan's reading (the spec's `gates.human_grading: plan`, the default): every graded example
+    counts and the observed averages meet the threshold or not. Without a PPI sample every draft
+    that needs a grade needs its final grade first; with one, the drafts people were given (the
+    drawn ones) do, and drafts nobody was asked to grade wait for nothing. Decision: the average
+    is the plain mean of the graded drafts, unweighted, as the plan writes it, though the sample
+    grades every safety, adversarial, golden and regression draft (forced). A team that sets
+    `human_grading: intervals` reads a run with a PPI sample from its intervals instead
+    (human_grading_ppi).
     """
-    if facts.ppi is not None:
+    if facts.ppi is not None and spec.gates.human_grading == "intervals":
         return human_grading_ppi(facts.ppi, spec)
     g = spec.gates.pilot
     above = g.human_mean_above
     rubric = spec.rubric
     needed = [d for d in facts.drafts if d.needs_grade]
     graded = [d for d in needed if d.final_grade is not None]
-    ungraded = [d for d in needed if d.final_grade is None]
+    # With a PPI sample, only the drawn drafts were given to people: the rest are not waited for.
+    ungraded = [d for d in needed if d.final_grade is None] if facts.ppi is None else []
+    waiting = len(ungraded) if facts.ppi is None else facts.ppi.pending
     parts: list[CriterionResult] = []
     for crit in rubric.criteria:
         values: list[float] = []
@@ -425,7 +434,7 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
             else:
                 values.append(float(getattr(fg, crit.key)))
         mean = sum(values) / len(values) if values else None
-        if mean is None or ungraded:
+        if mean is None or waiting:
             st: Verdict = "incomplete"
         else:
             st = "pass" if mean > above + EPS else "fail"
@@ -434,6 +443,11 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     if not needed:
         status: Verdict = "incomplete"
         summary = "no drafts to grade"
+    elif facts.ppi is not None and not graded:
+        status, summary = "incomplete", "no sampled draft has a final grade yet"
+    elif facts.ppi is not None and waiting:
+        status = "incomplete"
+        summary = f"{_n(waiting, 'sampled draft')} {'has' if waiting == 1 else 'have'} no final grade yet"
     elif ungraded:
         status = "incomplete"
         summary = f"{len(ungraded)} of {_n(len(needed), 'draft')} have no final grade yet"
@@ -445,8 +459,13 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     evidence = [_draft_ev(d, "no final grade") for d in ungraded]
     low_drafts = [d for d in graded if d.final_grade and d.final_grade.factual_accuracy == "fail"]
     evidence += [_draft_ev(d, "final grade: factual fail") for d in low_drafts]
+    title = "Human grading"
+    if facts.ppi is not None:
+        # Say which question the figures answer: the graded drafts' own averages, not an interval.
+        title = "Human grading (the plan's reading: averages of the graded drafts)"
+        summary += f"; {_n(len(graded), 'graded draft')} of {len(needed)}, every graded draft counts"
     return CriterionResult(
-        "human_grading", "Human grading", status, measured, f"each criterion > {above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
+        "human_grading", title, status, measured, f"each criterion > {above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
         summary, None, evidence, parts,
     )
 

@@ -190,7 +190,7 @@ def dashboard_context(
         "pilot_in_range": pilot[0] <= end and pilot[1] >= start,
         "quality_weeks": quality_weeks,
         "quality_figure": charts.to_json(quality_fig),
-        "quality_target": spec.gates.pilot.human_mean_above,  # each week's target (ppi.production.quality_target)
+        "quality_targets": spec.team_targets.weekly_human_quality,  # the team's targets (ppi.production.quality_targets)
         "quality_firing": [w for w in quality_weeks if w.below_target],
         # the plan's "0 per week" target, over the ISO weeks of the range (the daily alert stays above)
         "hallucination_weeks": weekly.weekly_hallucinations(

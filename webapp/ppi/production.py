@@ -11,13 +11,18 @@ Decisions (docs/ppi.md, "Production weeks"):
   judge grades every draft of a run: a busier week's drafts are drawn uniformly at random without
   replacement (numpy `default_rng(cap_seed).choice`, events in id order), and the seed is stored.
   A uniform subsample of the week is itself a random sample of the week's drafts, so the estimate
-  still stands for the whole week.
+  still stands for the whole week. The week's event ids are selected first and only the kept
+  events are loaded as rows (`kept_positions` over the ids in id order: the same draw as when
+  every row was loaded, so a stored seed keeps its drafts).
 - What the agent sent is not copied into the case or the draft: graders grade the draft blind,
   as in an eval run.
 - A week that has its run is reported, never made twice (one `ppi_production_week` row per week).
-- The figure charted is overall quality: the mean of the four criteria per draft (factual accuracy
-  pass = 5, fail = 1, the gate's scores), against the plan's "human grading average above 3.5/5
-  across all four rubric dimensions" (`gates.pilot.human_mean_above`).
+- Each rubric criterion is estimated as the pilot gate reads it (factual accuracy as the average
+  with pass = 5, fail = 1, the gate's scores) against the team's target for it
+  (`team_targets.weekly_human_quality`). Issue 34: the plan sets no weekly production quality
+  target (its "average above 3.5" is the pilot gate's, over an eval run), so the target is the
+  team's, a setting of its plan file, labelled "the team's target" wherever shown. Overall
+  quality (the mean of the four per draft) is shown beside them, without a target.
 """
 
 from __future__ import annotations
@@ -27,17 +32,18 @@ import hashlib
 import re
 import secrets
 from collections import Counter
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
+from sqlalchemy import ColumnElement
 from sqlmodel import Session, col, select
 
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
-from webapp.ppi.report import OVERALL, figure_of, stored_sample
+from webapp.ppi.report import OVERALL, StoredSample, figure_of, stored_sample
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
 from webapp.spec import EvalSpec
@@ -96,15 +102,35 @@ class WeekRun:
     run: Run
 
 
-def week_events(*, session: Session, week: IsoWeek) -> list[Event]:
-    """Return the week's production events that had a draft, in id order."""
-    return list(
-        session.exec(
-            select(Event)
-            .where(col(Event.day) >= week.start, col(Event.day) <= week.end, col(Event.draft_text).is_not(None), Event.draft_text != "")
-            .order_by(col(Event.id))
-        ).all()
-    )
+def _week_filter(week: IsoWeek) -> tuple[ColumnElement[bool], ...]:
+    """The week's production events that had a draft (the event's `day`, Monday to Sunday)."""
+    return (col(Event.day) >= week.start, col(Event.day) <= week.end, col(Event.draft_text).is_not(None), col(Event.draft_text) != "")
+
+
+def week_event_ids(*, session: Session, week: IsoWeek) -> list[int]:
+    """Return the ids of the week's production events that had a draft, in id order (ids only: no row is loaded)."""
+    return list(session.exec(select(Event.id).where(*_week_filter(week)).order_by(col(Event.id))).all())  # type: ignore[arg-type]
+
+
+# Ids per IN list when loading the kept events (well under SQLite's and psycopg's parameter limits).
+_ID_CHUNK = 500
+
+
+def events_by_id(*, session: Session, ids: Sequence[int]) -> list[Event]:
+    """Load exactly these events as ORM rows, in id order."""
+    out: list[Event] = []
+    ordered = sorted(ids)
+    for k in range(0, len(ordered), _ID_CHUNK):
+        chunk = ordered[k : k + _ID_CHUNK]
+        out.extend(session.exec(select(Event).where(col(Event.id).in_(chunk)).order_by(col(Event.id))).all())
+    return out
+
+
+def kept_positions(total: int, *, cap: int, seed: int) -> list[int]:
+    """Return the positions (in id order) of the events a week's run keeps: all, or `cap` drawn uniformly with the seed."""
+    if total <= cap:
+        return list(range(total))
+    return sorted(int(k) for k in np.random.default_rng(seed).choice(total, size=cap, replace=False))
 
 
 def _short(intent: str | None) -> str | None:
@@ -143,17 +169,15 @@ def create_week_run(
         raise PpiError(f"week: a run named {name} exists already and is not this week's production run; rename it first")
     if session.exec(select(Dataset.id).where(Dataset.name == name)).first() is not None:
         raise PpiError(f"week: a dataset named {name} exists already and is not this week's production cases; rename it first")
-    events = week_events(session=session, week=iso)
-    if not events:
+    # Ids first, then only the kept rows: a week of 350,000 events is 350,000 integers, not ORM rows.
+    ids = week_event_ids(session=session, week=iso)
+    if not ids:
         raise PpiError(f"week: no production event with a draft in {iso.label} ({iso.start} – {iso.end})")
     if seed is None:
         seed = secrets.randbelow(SEED_LIMIT)
     elif not 0 <= seed < SEED_LIMIT:
         raise PpiError(f"seed: must lie in 0..{SEED_LIMIT - 1}")
-    taken = events
-    if len(events) > cap:
-        picked = np.random.default_rng(seed).choice(len(events), size=cap, replace=False)
-        taken = [events[k] for k in sorted(int(k) for k in picked)]
+    taken = events_by_id(session=session, ids=[ids[k] for k in kept_positions(len(ids), cap=cap, seed=seed)])
     stamp = now or utcnow()
     by_ticket: dict[str, list[Event]] = {}
     for e in taken:
@@ -171,7 +195,7 @@ def create_week_run(
         dataset_id=dataset.id,
         model=_most_common([e.model_version for e in taken]),
         prompt_version=_most_common([e.prompt_version for e in taken]),
-        notes=f"Production drafts of {iso.label} ({len(taken)} of {len(events)} events with a draft).",
+        notes=f"Production drafts of {iso.label} ({len(taken)} of {len(ids)} events with a draft).",
         source=PRODUCTION_SOURCE,
         created_at=stamp,
     )
@@ -214,7 +238,7 @@ def create_week_run(
     row = PpiProductionWeek(
         week=iso.label,
         run_id=run.id,
-        events_with_draft=len(events),
+        events_with_draft=len(ids),
         drafts_taken=len(taken),
         cap=cap,
         cap_seed=seed,
@@ -252,8 +276,23 @@ def draw_week_sample(
 
 
 @dataclass(frozen=True)
+class WeekCriterion:
+    """One rubric criterion of a week, as the pilot gate reads it (factual accuracy: pass = 5, fail = 1), against the team's target."""
+
+    key: str
+    name: str
+    estimate: Estimate | None  # None until two drawn drafts have final grades
+    target: float  # the team's target (spec: team_targets.weekly_human_quality), on the same 1-5 reading
+
+    @property
+    def below(self) -> bool:
+        """Tell whether the criterion's 95% upper bound is below the team's target (strictly)."""
+        return self.estimate is not None and self.estimate.high < self.target
+
+
+@dataclass(frozen=True)
 class WeekQuality:
-    """One production week's human-graded overall quality: the estimate with its 95% interval, and the sample's state."""
+    """One production week's human-graded quality: overall and per criterion with 95% intervals, and the sample's state."""
 
     week: str
     start: dt.date
@@ -265,8 +304,8 @@ class WeekQuality:
     drawn: int
     graded: int
     pending: int
-    estimate: Estimate | None  # None until two drawn drafts have final grades
-    target: float
+    estimate: Estimate | None  # overall quality (mean of the four criteria); None until two drawn drafts have final grades
+    criteria: tuple[WeekCriterion, ...] = ()
 
     @property
     def provisional(self) -> bool:
@@ -274,14 +313,27 @@ class WeekQuality:
         return not self.sampled or self.pending > 0
 
     @property
+    def below_criteria(self) -> list[WeekCriterion]:
+        """Return the criteria whose final 95% upper bound is below the team's target (none while provisional)."""
+        return [] if self.provisional else [c for c in self.criteria if c.below]
+
+    @property
     def below_target(self) -> bool:
-        """Tell whether the week's alert fires: a final estimate whose 95% upper bound is below the target.
+        """Tell whether the week's alert fires: a final week with a criterion whose 95% upper bound is below its target.
 
         Decision: only final weeks fire (pending grades leave the interval built on a part of the
         sample, which is no longer a random one), and only strictly below: an upper bound equal to
         the target still allows the target.
         """
-        return not self.provisional and self.estimate is not None and self.estimate.high < self.target
+        return bool(self.below_criteria)
+
+    @property
+    def above_targets(self) -> bool:
+        """Tell whether a final week has every criterion's 95% lower bound above its team's target."""
+        return (
+            not self.provisional and bool(self.criteria)
+            and all(c.estimate is not None and c.estimate.low > c.target for c in self.criteria)
+        )
 
 
 WEEK_ESTIMAND: Estimand = "superpopulation"
@@ -292,9 +344,31 @@ subsample of the week, so its drafts are not the week's anyway. Read this way a 
 graded drafts at 3.25 is not, on its own, proof that quality fell below 3.5."""
 
 
-def quality_target(spec: EvalSpec) -> float:
-    """Return the target of overall human-graded quality: the plan's "average above 3.5/5 across all four dimensions"."""
-    return float(spec.gates.pilot.human_mean_above)
+def quality_targets(spec: EvalSpec) -> dict[str, float]:
+    """Return the team's weekly targets per criterion (team_targets.weekly_human_quality; not the plan's)."""
+    return dict(spec.team_targets.weekly_human_quality)
+
+
+def _on_gate_scale(spec: EvalSpec, key: str, e: Estimate | None) -> Estimate | None:
+    """Return a criterion's estimate as the pilot gate reads it: factual accuracy's pass share as the pass/fail scores' average."""
+    if e is None or key != "factual_accuracy":
+        return e
+    g = spec.gates.pilot
+    lo, span = g.factual_fail_score, g.factual_pass_score - g.factual_fail_score
+    return replace(e, estimate=lo + span * e.estimate, low=lo + span * e.low, high=lo + span * e.high, se=span * e.se)
+
+
+def week_criteria(spec: EvalSpec, stored: StoredSample | None) -> tuple[WeekCriterion, ...]:
+    """Return each rubric criterion's figure of a week's sample against the team's target."""
+    targets = quality_targets(spec)
+    return tuple(
+        WeekCriterion(
+            c.key, c.name,
+            None if stored is None else _on_gate_scale(spec, c.key, figure_of(spec, stored, c.key, estimand=WEEK_ESTIMAND).estimate),
+            targets[c.key],
+        )
+        for c in spec.rubric.criteria
+    )
 
 
 def weekly_quality(
@@ -305,9 +379,8 @@ def weekly_quality(
     end: dt.date | None = None,
     skip: Collection[str] = (),
 ) -> list[WeekQuality]:
-    """Return each production week's overall-quality estimate, oldest first (weeks overlapping start..end, not in skip)."""
+    """Return each production week's quality estimates, oldest first (weeks overlapping start..end, not in skip)."""
     stmt = select(PpiProductionWeek, Run.name).join(Run, col(Run.id) == PpiProductionWeek.run_id).order_by(col(PpiProductionWeek.week))
-    target = quality_target(spec)
     out = []
     for row, name in session.exec(stmt).all():
         iso = parse_week(row.week)
@@ -330,7 +403,7 @@ def weekly_quality(
                 graded=0 if stored is None else stored.graded,
                 pending=0 if stored is None else stored.pending,
                 estimate=estimate,
-                target=target,
+                criteria=week_criteria(spec, stored),
             )
         )
     return out
@@ -343,6 +416,14 @@ def week_view(w: WeekQuality) -> dict[str, object]:
         "week": w.week, "start": w.start.isoformat(), "end": w.end.isoformat(), "run_name": w.run_name,
         "drafts": w.drafts, "sampled": w.sampled, "drawn": w.drawn, "graded": w.graded, "pending": w.pending,
         "provisional": w.provisional, "estimate": None if e is None else e.estimate, "low": None if e is None else e.low,
-        "high": None if e is None else e.high, "target": w.target, "below_target": w.below_target,
+        "high": None if e is None else e.high, "below_target": w.below_target,
+        "criteria": [
+            {
+                "key": c.key, "name": c.name, "estimate": None if c.estimate is None else c.estimate.estimate,
+                "low": None if c.estimate is None else c.estimate.low, "high": None if c.estimate is None else c.estimate.high,
+                "team_target": c.target, "below_target": c in w.below_criteria,
+            }
+            for c in w.criteria
+        ],
         "estimand": WEEK_ESTIMAND,
     }

@@ -17,6 +17,11 @@ Rules (issue 27), and the decisions where it was silent:
   the seed is stored, so anyone can redraw the same sample from the stored rows.
 - A second sample (to settle an undecided gate) draws again, independently, with its own pi2;
   a draft is then graded when either draw took it, with combined pi = 1 - (1 - pi1)(1 - pi2).
+- Later rounds keep round one's design (issue 34): each draft's stratum and forced flag are read
+  from round one's stored rows (`frozen_design`), never recomputed from the regression suite or
+  the case categories, which people change after reading round one's grades. A draft that became
+  a regression case after round one stays unforced (its pi is not suddenly 1, which would mix two
+  designs in one estimate); one that left the suite stays forced.
 """
 
 from __future__ import annotations
@@ -34,6 +39,19 @@ PRIOR_STRENGTH = 5.0  # grades' worth of the overall mean each cell of the error
 
 class SamplerError(ValueError):
     """Raised for a sample that cannot be drawn; the message names the field."""
+
+
+@dataclass(frozen=True)
+class FrozenDesign:
+    """One draft's part of round one's design: its stratum and whether it was forced (pi = 1)."""
+
+    stratum: str
+    forced: bool
+
+
+def frozen_design(stored: Mapping[int, FrozenDesign], draft_ids: Iterable[int]) -> list[FrozenDesign]:
+    """Return round one's stored design for each draft, in the given order; KeyError names a draft round one lacks."""
+    return [stored[d] for d in draft_ids]
 
 
 def inclusion_probabilities(

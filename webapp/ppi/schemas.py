@@ -104,6 +104,18 @@ class ProductionWeekPublic(BaseModel):
     budget: float
 
 
+class WeekCriterionPublic(BaseModel):
+    """One rubric criterion of a production week, as the pilot gate reads it (factual accuracy: pass 5, fail 1)."""
+
+    key: str
+    name: str
+    estimate: float | None = Field(description="PPI estimate (1-5); None until two drawn drafts have final grades")
+    low: float | None
+    high: float | None
+    team_target: float = Field(description="The team's target (team_targets.weekly_human_quality), not the plan's")
+    below_target: bool = Field(description="Final week and the 95% upper bound is below the team's target")
+
+
 class WeekQualityPublic(BaseModel):
     week: str
     start: str
@@ -115,11 +127,11 @@ class WeekQualityPublic(BaseModel):
     graded: int
     pending: int
     provisional: bool
-    estimate: float | None = Field(description="Overall quality (mean of the four criteria, 1-5), PPI estimate")
+    estimate: float | None = Field(description="Overall quality (mean of the four criteria, 1-5), PPI estimate; no target")
     low: float | None
     high: float | None
-    target: float
-    below_target: bool = Field(description="The alert: a final week whose 95% upper bound is below the target")
+    below_target: bool = Field(description="The alert: a final week with a criterion whose 95% upper bound is below the team's target")
+    criteria: list[WeekCriterionPublic] = Field(description="Each rubric criterion as the pilot gate reads it, against the team's target")
     estimand: Literal["run", "superpopulation"] = Field(
         description="What the interval is about: a week's figure is about drafts like the week's (superpopulation)"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,10 +19,12 @@ from webapp.ppi.models import PpiDraw, PpiErrorModel, PpiJudgeScore
 from webapp.ppi.sampler import (
     FORCED_STRATA,
     ErrorModel,
+    FrozenDesign,
     GradedExample,
     combined_pi,
     draw,
     fit_error_model,
+    frozen_design,
     inclusion_probabilities,
 )
 from webapp.regression.models import RegressionCase
@@ -270,7 +272,7 @@ def draw_further_sample(
         raise PpiError("run: this run has no sample yet; draw the first one")
     first = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id, PpiDraw.round == 1)).first()
     assert first is not None
-    facts = _draft_facts(session=session, run_id=run_id, judge_version=first.judge_version)
+    facts = _as_in_round_one(session, run_id, _draft_facts(session=session, run_id=run_id, judge_version=first.judge_version))
     model = None
     if first.error_model_id is not None:
         stored = session.get(PpiErrorModel, first.error_model_id)
@@ -294,6 +296,22 @@ def draw_further_sample(
         model_id=first.error_model_id,
         now=now,
     )
+
+
+def _as_in_round_one(session: Session, run_id: int, facts: list[DraftFacts]) -> list[DraftFacts]:
+    """Return the drafts with round one's stored stratum and forced flag (webapp.ppi.sampler.frozen_design).
+
+    The regression suite and the case categories change after people read round one's grades (a
+    graded draft is added to the suite); recomputing "forced" from them would change the design
+    mid-sample, so a later round keeps round one's, as stored in its rows.
+    """
+    rows = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id, PpiDraw.round == 1)).all()
+    stored = {r.draft_id: FrozenDesign(r.stratum, r.forced) for r in rows}
+    try:
+        designs = frozen_design(stored, [f.draft_id for f in facts])
+    except KeyError as exc:
+        raise PpiError(f"run: draft {exc.args[0]} was not in the run's first sample; draw a new sample for a changed run") from None
+    return [replace(f, stratum=d.stratum, forced=d.forced) for f, d in zip(facts, designs, strict=True)]
 
 
 def _seed(seed: int | None) -> int:

@@ -497,9 +497,10 @@ def raise_alerts_for_run(
 ) -> list[RegressionAlert]:
     """Raise the run's regression alerts (golden examples failing, pass-rate drop from baseline); return the new ones.
 
-    `difference` reads the pass-rate difference from the two runs' judge + human samples (the
-    PPI domain, above this one, supplies it through webapp.flows); when it gives none, the drop is
-    the checks' point figures, as before. Notifying is webapp.flows' job
+    The plan's drop alert reads the automated checks' pass rates and is evaluated on every checked
+    run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
+    PPI domain, above this one, supplies it through webapp.flows); a confirmed drop there raises
+    an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is webapp.flows' job
     (flows.raise_regression_alerts), which calls this.
     """
     summary = checks_service.run_summary(session=session, run_id=run_id)
@@ -548,17 +549,19 @@ def raise_alerts_for_run(
             )
             if alert:
                 new.append(alert)
-    # Overall pass rate against the baseline of the same dataset: from the two runs' judge + human
-    # samples when both have one (an interval, read by `PassRateDifference.verdict`), else the checks.
+    # Overall pass rate against the baseline of the same dataset. The plan's alert (the automated
+    # checks' pass rate more than N points below the baseline's) is always evaluated; when both runs
+    # have a judge + human sample, the interval-confirmed drop in human grades is a second alert
+    # beside it (its own fingerprint), never a replacement (issue 34).
     baseline = baseline_for(session=session, run_id=run_id)
     if baseline is not None and baseline.id != run_id:
+        if summary.overall.rate is not None:
+            alert = _raise_checks_drop(session, spec, run, baseline, summary)
+            if alert:
+                new.append(alert)
         reading = difference(run_id=run_id, baseline_id=stored_id(baseline.id)) if difference is not None else None
         if reading is not None:
             alert = raise_sampled_drop(session=session, reading=reading)
-            if alert:
-                new.append(alert)
-        elif summary.overall.rate is not None:
-            alert = _raise_checks_drop(session, spec, run, baseline, summary)
             if alert:
                 new.append(alert)
     return new
