@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
@@ -26,6 +27,20 @@ def db_url(demo_db_url: str) -> str:
     return demo_db_url
 
 
+@pytest.fixture
+def intervals_spec(spec: EvalSpec) -> EvalSpec:
+    """The gate reading the intervals (`gates.human_grading: intervals`, a team's choice): K on the gate is the
+    interval reading's (the plan's default reading has no "undecided"; tests/gates/test_human_grading_reading.py)."""
+    return spec.model_copy(update={"gates": spec.gates.model_copy(update={"human_grading": "intervals"})})
+
+
+@pytest.fixture
+def app(app: FastAPI, intervals_spec: EvalSpec) -> FastAPI:
+    """The app serving the pages with that spec."""
+    app.state.spec = intervals_spec
+    return app
+
+
 def _figures(api_as: Clients) -> dict[str, dict[str, Any]]:
     answer = api_as("ml_lead").get(f"/api/v1/ppi/runs/{RUN_NAME}")
     assert answer.status_code == 200
@@ -33,7 +48,7 @@ def _figures(api_as: Clients) -> dict[str, dict[str, Any]]:
 
 
 def test_undecided_means_straddling_and_the_page_and_gate_give_the_same_k(
-    session: Session, spec: EvalSpec, api_as: Clients, client_as: Clients
+    session: Session, intervals_spec: EvalSpec, api_as: Clients, client_as: Clients
 ) -> None:
     figures = _figures(api_as)
     gates = {k: f["gate"] for k, f in figures.items() if f["gate"] is not None}
@@ -49,7 +64,7 @@ def test_undecided_means_straddling_and_the_page_and_gate_give_the_same_k(
         assert isinstance(g["more_grades"], int) and 1 <= g["more_grades"] <= 77 - 25, key
     page = client_as("ml_lead").get(f"/ppi/runs/{RUN_NAME}").text
     run = session.exec(select(Run).where(Run.name == RUN_NAME)).one()
-    report = gates_service.pilot_report(session=session, spec=spec, run=run)
+    report = gates_service.pilot_report(session=session, spec=intervals_spec, run=run)
     human = next(c for c in report.criteria if c.key == "human_grading")
     parts = {p.key: p for p in human.parts}
     gate_page = client_as("ml_lead").get(f"/gates/pilot?run={RUN_NAME}").text
