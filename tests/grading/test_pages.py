@@ -127,6 +127,37 @@ class TestLeadPages:
         assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 3.0
         assert "No open disagreements." in lead.get("/grading/adjudication").text
 
+    def test_take_a_scores_opens_the_prefilled_form_and_a_pass_with_a_claim_is_refused(
+        self, session: Session, spec: EvalSpec, world: GradingWorld, lead: TestClient
+    ) -> None:
+        """"Take A's scores" links to the form itself (so it is scrolled into view, with a cue), and a
+        final 'pass' still carrying A's unsupported claim is refused naming the field, nothing saved."""
+        a = grade(session, spec, world, world.alice, factual="fail")
+        grade(session, spec, world, world.bob, factual="pass")
+        session.commit()
+        (adj,) = list_adjudications(session=session)
+        html = lead.get("/grading/adjudication").text
+        assert f"take={adj.id}%3A{a.id}#adjudication-{adj.id}-resolve" in html
+        taken = lead.get(f"/grading/adjudication?status=open&take={adj.id}:{a.id}").text
+        assert f'id="adjudication-{adj.id}-resolve"' in taken and "grading-taken" in taken
+        assert "Prefilled with A’s scores" in taken
+        assert "We will refund you 200 dollars." in taken  # A's claim is in the prefilled form
+        r = post_form(
+            lead, f"/grading/adjudication/{adj.id}/resolve",
+            {**FORM, "unsupported_claim": "We will refund you 200 dollars.", "note": "B is right"},
+        )
+        assert r.status_code == 303
+        page_after = lead.get(r.headers["location"]).text
+        assert f"Adjudication {adj.id}: Unsupported claim: a factual &#39;pass&#39; cannot keep an unsupported claim" in page_after
+        session.expire_all()
+        assert world.drafts[0].id not in final_grades(session=session, run_id=world.run.id)
+        (still,) = list_adjudications(session=session)
+        assert still.status == "open"
+        # cleared claim: accepted
+        r = post_form(lead, f"/grading/adjudication/{adj.id}/resolve", {**FORM, "note": "B is right"})
+        session.expire_all()
+        assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].factual_accuracy == "pass"
+
     def test_references_write_and_approve(
         self, session: Session, world: GradingWorld, lead: TestClient, client_as: Callable[..., TestClient]
     ) -> None:
