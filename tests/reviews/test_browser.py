@@ -7,8 +7,8 @@ from sqlmodel import Session
 
 from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
-from tests.waiting import wait_for
 from tests.metrics.conftest import ev, settle
+from tests.waiting import wait_for
 from webapp.metrics.ingest import ingest_events
 from webapp.reviews import service
 from webapp.spec import EvalSpec

@@ -23,7 +23,6 @@ from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
-
 MIN_TIMED_SECONDS = 1.0  # a grade written faster than this was not timed by a person (see grading_pace)
 
 
