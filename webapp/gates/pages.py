@@ -32,6 +32,19 @@ def gates_index(request: Request, session: SessionDep, principal: Principal = De
     return render(request, "gates/index.html", {"runs": service.runs_for_gates(session=session)})
 
 
+def run_or_none(session: SessionDep, run: str | None = None) -> Run | None:
+    """Return the run the query parameter `run` names (404 when it names none), or None without the parameter."""
+    return None if run is None else run_or_404(session, run)
+
+
+def newest_gate_url(*, session: Session, gate: str, format: str) -> str | None:
+    """Return the gate page of the newest launch candidate (the gates index's first run), or None without runs."""
+    runs = service.runs_for_gates(session=session)
+    if not runs:
+        return None
+    return f"/gates/{gate}?run={quote(runs[0].name, safe='')}" + ("&format=markdown" if format == "markdown" else "")
+
+
 @router.get("/gates/{gate}", response_class=HTMLResponse)
 def gate_page(
     gate: Literal["pilot", "production"],
@@ -39,9 +52,17 @@ def gate_page(
     session: SessionDep,
     spec: SpecDep,
     format: Literal["html", "markdown"] = "html",
-    *, principal: Principal = Depends(require_role(*READERS)), run: RunDep,
+    *, principal: Principal = Depends(require_role(*READERS)),
+    run: Annotated[Run | None, Depends(run_or_none)],
 ) -> Response:
-    """Show a gate report for a run: the verdict and what is missing on top, then every criterion."""
+    """Show a gate report for a run: the verdict and what is missing on top, then every criterion.
+
+    Without `?run=` (a bookmark, a typed URL) the newest run's report opens, as on the gates index,
+    rather than a bare 422; with no run at all, the gates index ("No runs yet") explains how to add one.
+    """
+    if run is None:
+        url = newest_gate_url(session=session, gate=gate, format=format)
+        return RedirectResponse(url or "/gates", status_code=303)
     if format == "markdown":
         rep = service.report(session=session, spec=spec, gate=gate, run=run)
         return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
