@@ -16,7 +16,7 @@ from webapp.deps import SpecDep, require_role
 from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.gates import service
 from webapp.gates.report import to_markdown
-from webapp.runs.deps import RunDep, run_or_404
+from webapp.runs.deps import run_or_404
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
 from webapp.templating import render
