@@ -102,6 +102,20 @@ class TestGradingPage:
         assert "ALICE-SECRET-RATIONALE" in bob.get(url).text
 
 
+def test_batch_done_message_is_shown_once_and_not_carried_in_the_url(
+    session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
+) -> None:
+    """"Nothing left for you in this batch" rides in the one-time signed flash: no ?done=1, a reload drops it."""
+    for i in range(len(world.drafts)):
+        grade(session, spec, world, world.alice, i)
+    session.commit()
+    alice = client_as("labeler", email="alice@example.test")
+    r = post_form(alice, f"/grading/runs/{world.run.id}/next", {})
+    assert r.status_code == 303 and r.headers["location"] == f"/grading/runs/{world.run.id}"
+    assert "Nothing left for you in this batch. Thank you!" in alice.get(r.headers["location"]).text
+    assert "Nothing left for you in this batch" not in alice.get(r.headers["location"]).text
+
+
 class TestLeadPages:
     def test_adjudication_resolve_via_form(
         self, session: Session, spec: EvalSpec, world: GradingWorld, lead: TestClient

@@ -20,6 +20,7 @@ from webapp.runs.deps import run_or_404
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
 from webapp.templating import render
+from webapp.timeutil import as_utc
 
 router = APIRouter()
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
@@ -89,7 +90,8 @@ def _report_page(
             "signoff_state": service.signoff_state(spec=spec, signed=signed),
             "can_sign": principal.has_role(*SIGNERS),
             "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
-            "just_signed": request.query_params.get("signed") == "1",
+            # the sign-off's confirmation, shown in the sign-off section the redirect scrolls to
+            "signoff_flash": flash_context(request)["flash"],
             "error": error if error is not None else flash_context(request)["error"],
         },
         status_code=status_code,
@@ -116,4 +118,10 @@ def gate_signoff(
         return _report_page(request, session, spec, gate=gate, run=r, principal=principal, error=str(exc), status_code=409)
     except service.GateError as exc:
         return redirect_with_flash(request, f"/gates/{gate}?run={quote(r.name)}", text=str(exc), kind="error")
-    return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&signed=1#signoff", status_code=303)
+    # The confirmation rides in the one-time signed flash (a reload does not repeat it), not in the URL.
+    mine = next(x for x in service.signoffs(session=session, gate=gate, run_id=stored_id(r.id)) if x.user_id == principal.user_id)
+    text = (
+        f"Signed: your {'go' if mine.decision == 'go' else 'no-go'} on the {gate} gate for {r.name} is recorded "
+        f"({as_utc(mine.signed_at):%Y-%m-%d %H:%M} UTC), with the report as it was then."
+    )
+    return redirect_with_flash(request, f"/gates/{gate}?run={quote(r.name)}#signoff", text=text)
