@@ -30,6 +30,7 @@ from tests.grading.conftest import (
 from webapp import cli as root
 from webapp.auth.models import ROLES, User
 from webapp.datasets.models import EvalCase
+from webapp.db import stored_id
 from webapp.demo.context import DemoContext
 from webapp.deps import RoleCheck
 from webapp.grading import cli as grading_cli
@@ -164,13 +165,14 @@ class TestLeadPages:
         page_after = lead.get(r.headers["location"]).text
         assert f"Adjudication {adj.id}: Unsupported claim: a factual &#39;pass&#39; cannot keep an unsupported claim" in page_after
         session.expire_all()
-        assert world.drafts[0].id not in final_grades(session=session, run_id=world.run.id)
+        run_id, draft_id = stored_id(world.run.id), stored_id(world.drafts[0].id)
+        assert draft_id not in final_grades(session=session, run_id=run_id)
         (still,) = list_adjudications(session=session)
         assert still.status == "open"
         # cleared claim: accepted
         r = post_form(lead, f"/grading/adjudication/{adj.id}/resolve", {**FORM, "note": "B is right"})
         session.expire_all()
-        assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].factual_accuracy == "pass"
+        assert final_grades(session=session, run_id=run_id)[draft_id].factual_accuracy == "pass"
 
     def test_references_write_and_approve(
         self, session: Session, world: GradingWorld, lead: TestClient, client_as: Callable[..., TestClient]
