@@ -56,7 +56,18 @@
     if (!details) return;
     details.open = true;
     const first = details.querySelector("input[name=reason]");
-    if (first) first.focus();
+    if (first) first.focus({ preventScroll: true });
+    // The whole form, down to "Skip and next", must be on screen, not just its first reason.
+    const button = details.querySelector("button[type=submit]");
+    if (button) button.scrollIntoView({ block: "nearest", behavior: "instant" });
+  }
+
+  function focusAtEnd(el) {
+    // N / C continue the text: the caret goes after what is already written, not before it.
+    if (!el) return;
+    el.focus();
+    const end = el.value.length;
+    el.setSelectionRange(end, end);
   }
 
   function setUp(root) {
@@ -114,8 +125,8 @@
       return;
     }
     if (!form) return;
-    if (key === "n") { ev.preventDefault(); form.elements.namedItem("rationale").focus(); return; }
-    if (key === "c") { ev.preventDefault(); form.elements.namedItem("unsupported_claim").focus(); return; }
+    if (key === "n") { ev.preventDefault(); focusAtEnd(form.elements.namedItem("rationale")); return; }
+    if (key === "c") { ev.preventDefault(); focusAtEnd(form.elements.namedItem("unsupported_claim")); return; }
     const input = form.querySelector('input[data-key="' + CSS.escape(key) + '"]');
     if (!input) return;
     ev.preventDefault();

@@ -1,9 +1,12 @@
 // Weekly draft-vs-sent review: j/k move between pairs, 1..n give a verdict, n opens the notes,
 // and "One pair at a time" shows only the current pair (remembered in this browser).
+// A verdict key saves the pair and keeps it current (j moves on): "3, then n to say why" must put the
+// note on the pair just judged, never on the next one. A note typed while the save is in flight
+// survives the swap of the pair (value, caret and focus are carried over to the new form).
 (() => {
   const MODE_KEY = "draftdesk.reviews.oneAtATime";
   let current = 0;
-  let advanceFrom = null; // id of the pair whose verdict came from a key: move on once it is saved
+  let typing = null; // the notes being typed in a pair that an htmx swap replaces: {id, value, caret}
 
   const items = () => Array.from(document.querySelectorAll("#reviews-pairs .reviews-item"));
 
@@ -30,7 +33,6 @@
     const radios = item.querySelectorAll("input[name=verdict]");
     if (n < 1 || n > radios.length) return;
     radios[n - 1].checked = true;
-    advanceFrom = item.id;
     item.querySelector("form[hx-post$='/verdict']").requestSubmit();
   }
 
@@ -58,17 +60,27 @@
     } else if (/^[1-9]$/.test(ev.key)) { verdict(Number(ev.key)); ev.preventDefault(); }
   });
 
-  // A saved verdict swaps the pair in place: keep it current, and move on when a key gave it.
+  // A saved verdict swaps the pair in place: remember notes being typed in it.
+  document.addEventListener("htmx:beforeSwap", (ev) => {
+    const target = ev.detail.target;
+    const active = document.activeElement;
+    if (target && target.classList?.contains("reviews-item") && active?.name === "notes" && target.contains(active)) {
+      typing = { id: target.id, value: active.value, caret: active.selectionStart ?? active.value.length };
+    }
+  });
+
+  // Keep the swapped pair current, and give back the notes being typed, on the same pair.
   document.addEventListener("htmx:afterSettle", () => {
     const all = items();
     if (!all.length) return;
-    if (advanceFrom) {
-      const index = all.findIndex((el) => el.id === advanceFrom);
-      advanceFrom = null;
-      const saved = index >= 0 && !all[index].querySelector(".flash.error");
-      show(saved ? index + 1 : Math.max(index, 0));
-    } else {
-      show(current, false);
+    show(current, false);
+    if (!typing) return;
+    const notes = document.getElementById(typing.id)?.querySelector("input[name=notes]");
+    if (notes) {
+      notes.value = typing.value;
+      notes.focus();
+      notes.setSelectionRange(typing.caret, typing.caret);
     }
+    typing = null;
   });
 })();

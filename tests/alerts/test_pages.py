@@ -11,7 +11,7 @@ from tests.metrics.conftest import load
 from tests.waiting import wait_for
 from webapp.alerts import background as alerts_background
 from webapp.alerts import channels as alerts_channels
-from webapp.alerts import delivery
+from webapp.alerts import delivery, outbox
 from webapp.alerts.models import AlertChannel
 from webapp.config import Settings
 from webapp.flash import FLASH_COOKIE
@@ -96,12 +96,24 @@ class TestChannelsPage:
         assert r.status_code == 303 and r.headers["location"] == "/admin/alerts"
         page = admin.get("/admin/alerts")
         assert "Test message delivered to hook (HTTP 200)" in page.text
+        assert page.text.count("Test message delivered to hook") == 1  # one banner, not two
+        # the card lists the delivered test instead of "Nothing sent yet"; the other channel has sent nothing
+        start = page.text.index("hook <span")
+        hook_card = page.text[start:page.text.index("</section>", start)]
+        assert "Nothing sent yet" not in hook_card and "Test message" in hook_card and ">sent<" in hook_card
+        assert page.text.count("Nothing sent yet") == 1
         assert receiver.requests[0].json()["items"][0]["alert"] == "Test message"
         admin.get("/admin/alerts")  # a reload sends nothing again
         assert len(receiver.requests) == 1
         r = admin.post(f"/admin/alerts/channels/{bad.id}/test")  # the client follows the 303
         assert r.status_code == 200 and r.url.path == "/admin/alerts"
         assert 'class="flash error"' in r.text and "Test message to gone failed: could not connect to 127.0.0.1" in r.text
+        assert r.text.count("Test message to gone failed") == 1
+        start = r.text.index("gone <span")
+        gone_card = r.text[start:r.text.index("</section>", start)]
+        assert "given up" in gone_card and "Nothing sent yet" not in r.text
+        # a test is never queued for the worker: nothing pending
+        assert outbox.outbox_counts(session=session).get("pending", 0) == 0
 
     def test_remove(self, client_as, session) -> None:  # type: ignore[no-untyped-def]
         ch = alerts_channels.add_channel(session=session, name="old", kind="slack", target="https://x.test/")

@@ -7,8 +7,10 @@ from __future__ import annotations
 from sqlmodel import select
 
 from tests.browser_support import sign_in, wait_until
-from tests.grading.conftest import GradingWorld, build_world
+from tests.conftest import SPEC_PATH
+from tests.grading.conftest import GradingWorld, build_world, grade
 from webapp.grading.models import Grade, GradingSkip
+from webapp.spec import load_spec
 
 MARK = "window.__ddNoReload"
 
@@ -108,4 +110,50 @@ def test_keyboard_only_grading_with_skip_and_previous(live_server, new_page) -> 
     # Reload: the full page of whatever the URL says.
     page.reload()
     assert shown(page) == d[5] and page.evaluate(MARK) is None
+    assert page.console_errors == []
+
+
+IN_VIEW = (
+    "(() => { const r = document.querySelector(%r).getBoundingClientRect();"
+    " return r.top >= 0 && r.bottom <= window.innerHeight; })()"
+)
+
+
+def test_n_continues_the_rationale_k_shows_skip_and_next_and_every_score_has_its_key(  # type: ignore[no-untyped-def]
+    live_server, new_page
+) -> None:
+    """N puts the caret after the rationale already written; after K, "Skip and next" is on screen;
+    citation relevance shows its key badges like the other criteria."""
+    def seed(session):  # type: ignore[no-untyped-def]
+        w = build_world(session, n_drafts=3)
+        grade(session, load_spec(SPEC_PATH), w, w.alice, rationale="The refund")  # her grade, to revise
+        return w
+
+    world: GradingWorld = live_server.seed(seed)  # type: ignore[assignment]
+    page = new_page()
+    page.set_viewport_size({"width": 1360, "height": 700})
+    sign_in(page, live_server.url, "alice@example.test")
+    page.goto(f"{live_server.url}/grading/drafts/{world.drafts[0].id}")
+    page.wait_for_selector("#grading-form")
+
+    # every score of every scale carries its key, citation relevance (keys 1-5) included
+    for key in ("citation_relevance", "tone", "completeness"):
+        assert page.locator(f"#grading-form input[name={key}] + .grading-score kbd").count() == 5, key
+    assert page.locator("#grading-form input[name=citation_relevance] + .grading-score kbd").all_inner_texts() == [
+        "1", "2", "3", "4", "5"
+    ]
+
+    assert page.input_value("#grading-form textarea[name=rationale]") == "The refund"
+    page.keyboard.press("n")  # into the saved rationale: carry on where it ends
+    page.keyboard.type(" is not in the KB.")
+    assert page.input_value("#grading-form textarea[name=rationale]") == "The refund is not in the KB."
+    page.keyboard.press("Escape")
+
+    page.goto(f"{live_server.url}/grading/drafts/{world.drafts[1].id}")  # one she has not graded: it can be skipped
+    page.wait_for_selector("#grading-skip")
+    page.keyboard.press("k")
+    wait_until(page, "document.getElementById('grading-skip').open")
+    wait_until(page, IN_VIEW % "#grading-skip-form button[type=submit]")
+    assert page.evaluate("document.activeElement.name") == "reason"
+    page.screenshot(path="/tmp/i5_grading_skip.png")
     assert page.console_errors == []

@@ -16,7 +16,13 @@ PAGES = {
         "/gates/pilot?run=demo-run-1",
         "/metrics",
     ],
-    "lead.chen@demo.draftdesk": ["/metrics/hallucinations?status=all", "/grading", "/regression"],
+    "lead.chen@demo.draftdesk": [
+        "/metrics/hallucinations?status=all", "/grading", "/regression",
+        # a returned grade's "returned: <comment>" badge (814 px before the grading phone rules)
+        "/grading/adjudication?status=rework", "/grading/adjudication?status=open",
+    ],
+    # a draft the labeler has graded: the model signals' check badges (438 px before)
+    "agent.rivera@demo.draftdesk": ["/grading/drafts/1"],
 }
 # Pages reached by following the first link of a kind from a start page (their ids depend on the demo).
 FOLLOW = {
@@ -29,6 +35,7 @@ FOLLOW = {
         ("/datasets", "main a[href^='/datasets/']"),
         ("/grading", "main a[href^='/grading/runs/']"),
     ],
+    "agent.rivera@demo.draftdesk": [],
 }
 NAV_STRIP = (
     "(() => { const n = document.querySelector('nav.mainnav'); const r = n.getBoundingClientRect();"
@@ -88,6 +95,10 @@ def test_no_sideways_scroll_at_390px_and_compact_navigation(demo_server: Any, br
                 targets.append(case)
         for path in targets:
             _open(page, f"{demo_server.url}{path}")
+            if path.startswith("/grading/drafts/"):  # the graded draft shows its model signals, badges and all
+                assert page.locator(".grading-meta .badge").count() >= 3, path
+            if "status=rework" in path:
+                assert page.locator(".grading-side .badge", has_text="returned:").count() >= 1, path
             opened += 1
             if _overflow(page) > 0:
                 problems.append(f"{path} ({email}): {_overflow(page)} px wider than the screen")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
@@ -70,3 +71,27 @@ def test_gate_page_shows_the_sets_mix_against_the_plan(session: Session, client_
     assert "↳ Routine cases</td><td>9 (90.0%)</td><td>60% ± 5 pts</td>" in page
     assert "↳ Safety cases</td><td>1 (10.0%)</td><td>10% ± 5 pts</td>" in page
     assert "↳ Intents (the plan&#39;s top 10)</td><td>all 10 labelled cases in the top 10</td>" in page
+
+
+def test_gate_without_run_opens_the_newest_run(session: Session, client_as: Callable[..., TestClient]) -> None:
+    """`/gates/production` without `?run=` opens the newest launch candidate's report (not a bare 422);
+    a production-week run is no candidate; with no run at all, the gates index explains how to add one."""
+    pm = client_as("pm")
+    empty = pm.get("/gates/production", follow_redirects=False)
+    assert empty.status_code == 303 and empty.headers["location"] == "/gates"
+    assert "No runs yet" in pm.get("/gates/production").text
+    ds = make_dataset(session, [dict(case_id="c1")])
+    t = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
+    make_run(session, ds, name="older", created_at=t)
+    make_run(session, ds, name="newer one", created_at=t + dt.timedelta(days=1))
+    make_run(session, ds, name="week-2026-W47", source=service.PRODUCTION_SOURCE, created_at=t + dt.timedelta(days=2))
+    session.commit()
+    for gate in ("production", "pilot"):
+        r = pm.get(f"/gates/{gate}", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/gates/{gate}?run=newer%20one"
+        page = pm.get(f"/gates/{gate}")
+        assert page.status_code == 200 and "newer one" in page.text
+    md = pm.get("/gates/pilot?format=markdown", follow_redirects=False)
+    assert md.headers["location"] == "/gates/pilot?run=newer%20one&format=markdown"
+    assert pm.get("/gates/pilot?run=no-such-run").status_code == 404
+    assert client_as("labeler").get("/gates/production", follow_redirects=False).status_code == 403

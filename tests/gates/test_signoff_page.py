@@ -22,6 +22,10 @@ def test_signing_confirms_and_hides_the_form_for_that_person(
     assert r.status_code == 200
     assert "Signed: your no-go on the pilot gate for run-1 is recorded" in r.text
     assert 'class="stack gate-sign-form"' not in r.text and "You signed this gate on" in r.text
+    # the confirmation rides in the one-time flash, not the URL: a reload does not repeat it
+    assert "signed=" not in str(r.url) and r.url.path == "/gates/pilot"
+    reload = pm.get(str(r.url))
+    assert "Signed: your no-go" not in reload.text and "You signed this gate on" in reload.text
     assert "&lt;b&gt;not yet&lt;/b&gt;" in r.text and "<b>not yet</b>" not in r.text
     # A second post (a replayed form) is refused and says why.
     again = pm.post("/gates/pilot/signoff", data={"run": run.name, "decision": "no_go"})

@@ -30,6 +30,7 @@ from tests.grading.conftest import (
 from webapp import cli as root
 from webapp.auth.models import ROLES, User
 from webapp.datasets.models import EvalCase
+from webapp.db import stored_id
 from webapp.demo.context import DemoContext
 from webapp.deps import RoleCheck
 from webapp.grading import cli as grading_cli
@@ -102,6 +103,20 @@ class TestGradingPage:
         assert "ALICE-SECRET-RATIONALE" in bob.get(url).text
 
 
+def test_batch_done_message_is_shown_once_and_not_carried_in_the_url(
+    session: Session, spec: EvalSpec, world: GradingWorld, client_as: Callable[..., TestClient]
+) -> None:
+    """"Nothing left for you in this batch" rides in the one-time signed flash: no ?done=1, a reload drops it."""
+    for i in range(len(world.drafts)):
+        grade(session, spec, world, world.alice, i)
+    session.commit()
+    alice = client_as("labeler", email="alice@example.test")
+    r = post_form(alice, f"/grading/runs/{world.run.id}/next", {})
+    assert r.status_code == 303 and r.headers["location"] == f"/grading/runs/{world.run.id}"
+    assert "Nothing left for you in this batch. Thank you!" in alice.get(r.headers["location"]).text
+    assert "Nothing left for you in this batch" not in alice.get(r.headers["location"]).text
+
+
 class TestLeadPages:
     def test_adjudication_resolve_via_form(
         self, session: Session, spec: EvalSpec, world: GradingWorld, lead: TestClient
@@ -126,6 +141,38 @@ class TestLeadPages:
         session.expire_all()
         assert final_grades(session=session, run_id=world.run.id)[world.drafts[0].id].tone == 3.0
         assert "No open disagreements." in lead.get("/grading/adjudication").text
+
+    def test_take_a_scores_opens_the_prefilled_form_and_a_pass_with_a_claim_is_refused(
+        self, session: Session, spec: EvalSpec, world: GradingWorld, lead: TestClient
+    ) -> None:
+        """"Take A's scores" links to the form itself (so it is scrolled into view, with a cue), and a
+        final 'pass' still carrying A's unsupported claim is refused naming the field, nothing saved."""
+        a = grade(session, spec, world, world.alice, factual="fail")
+        grade(session, spec, world, world.bob, factual="pass")
+        session.commit()
+        (adj,) = list_adjudications(session=session)
+        html = lead.get("/grading/adjudication").text
+        assert f"take={adj.id}%3A{a.id}#adjudication-{adj.id}-resolve" in html
+        taken = lead.get(f"/grading/adjudication?status=open&take={adj.id}:{a.id}").text
+        assert f'id="adjudication-{adj.id}-resolve"' in taken and "grading-taken" in taken
+        assert "Prefilled with A’s scores" in taken
+        assert "We will refund you 200 dollars." in taken  # A's claim is in the prefilled form
+        r = post_form(
+            lead, f"/grading/adjudication/{adj.id}/resolve",
+            {**FORM, "unsupported_claim": "We will refund you 200 dollars.", "note": "B is right"},
+        )
+        assert r.status_code == 303
+        page_after = lead.get(r.headers["location"]).text
+        assert f"Adjudication {adj.id}: Unsupported claim: a factual &#39;pass&#39; cannot keep an unsupported claim" in page_after
+        session.expire_all()
+        run_id, draft_id = stored_id(world.run.id), stored_id(world.drafts[0].id)
+        assert draft_id not in final_grades(session=session, run_id=run_id)
+        (still,) = list_adjudications(session=session)
+        assert still.status == "open"
+        # cleared claim: accepted
+        r = post_form(lead, f"/grading/adjudication/{adj.id}/resolve", {**FORM, "note": "B is right"})
+        session.expire_all()
+        assert final_grades(session=session, run_id=run_id)[draft_id].factual_accuracy == "pass"
 
     def test_references_write_and_approve(
         self, session: Session, world: GradingWorld, lead: TestClient, client_as: Callable[..., TestClient]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run
+from webapp.auth.service import Principal
+from webapp.runs.home import home_cards
 from webapp.runs.models import Run
 from webapp.runs.service import list_drafts
+from webapp.spec import EvalSpec
 
 
 def seed(session: Session) -> Run:
@@ -127,3 +131,21 @@ class TestRunsApi:
             for path in (f"/api/v1/runs/{ref}/drafts", f"/api/v1/runs/{ref}/regression", f"/runs/{ref}"):
                 r = pm.get(path)
                 assert r.status_code == 404, (path, r.status_code)
+
+
+def test_home_newest_run_card_names_the_newest_run_without_a_count_badge(session: Session, spec: EvalSpec) -> None:
+    """The card names the run created last (any source, a later-recorded one included) and carries no badge:
+    the number of runs is not a number of things waiting."""
+    pm = Principal(user_id=1, email="pm@example.test", name="PM", roles=frozenset({"pm"}))
+    ds = make_dataset(session, [dict(case_id="c1")])
+    t = dt.datetime(2026, 11, 20, 9, tzinfo=dt.UTC)
+    make_run(session, ds, name="first", created_at=t)
+    make_run(session, ds, name="second", created_at=t + dt.timedelta(days=2))
+    session.commit()
+    (card,) = home_cards(session=session, principal=pm, spec=spec)
+    assert card.title == "Newest run: second" and card.count is None
+    assert "One of 2 runs" in card.body and "2026-11-22 09:00 UTC" in card.body
+    make_run(session, ds, name="third", created_at=t + dt.timedelta(days=3))
+    session.commit()
+    (card,) = home_cards(session=session, principal=pm, spec=spec)
+    assert card.title == "Newest run: third" and card.count is None and "One of 3 runs" in card.body

@@ -229,11 +229,30 @@ def test_payload(channel: AlertChannel) -> dict[str, Any]:
     }
 
 
-def send_test(channel: AlertChannel, *, base_url: str, secret_key: str, allow_private_targets: bool = False) -> SendResult:
-    """Send a test message to a channel now (not through the outbox) and return the answer."""
+def send_test(
+    channel: AlertChannel, *, base_url: str, secret_key: str, allow_private_targets: bool = False,
+    session: Session | None = None,
+) -> SendResult:
+    """Send a test message to a channel now (not through the outbox) and return the answer.
+
+    With a `session`, the test is also recorded (flushed) among the channel's deliveries, sent or given
+    up after its one attempt, so the channel's card shows it rather than "Nothing sent yet" right after a
+    delivered test. It is never retried: the worker sends only pending messages.
+    """
     payload = test_payload(channel)
-    return send(channel, payload, payload["items"][0]["key"], base_url=base_url, secret_key=secret_key,
-                allow_private_targets=allow_private_targets)
+    key = payload["items"][0]["key"]
+    result = send(channel, payload, key, base_url=base_url, secret_key=secret_key,
+                  allow_private_targets=allow_private_targets)
+    if session is not None:
+        now = utcnow()
+        session.add(AlertOutbox(
+            channel_id=stored_id(channel.id), idempotency_key=key, payload=payload,
+            status="sent" if result.ok else "failed", attempts=1, next_attempt_at=now,
+            last_status=result.status, last_error="" if result.ok else result.error, created_at=now,
+            sent_at=now if result.ok else None,
+        ))
+        session.flush()
+    return result
 
 
 # --- the worker pass ---------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def channels_test(request: Request, channel_id: int, session: SessionDep, princi
         raise HTTPException(404, detail=str(exc)) from exc
     settings = request.app.state.settings
     result = delivery.send_test(ch, base_url=settings.base_url, secret_key=settings.secret_key,
-                                allow_private_targets=settings.alerts_allow_private_targets)
+                                allow_private_targets=settings.alerts_allow_private_targets, session=session)
     if result.ok:
         status = f" (HTTP {result.status})" if result.status and ch.kind != "email" else ""
         return _redirect_with_flash(request, text=f"Test message delivered to {ch.name}{status}.")

@@ -16,10 +16,11 @@ from webapp.deps import SpecDep, require_role
 from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.gates import service
 from webapp.gates.report import to_markdown
-from webapp.runs.deps import RunDep, run_or_404
+from webapp.runs.deps import run_or_404
 from webapp.runs.models import Run
 from webapp.spec import EvalSpec
 from webapp.templating import render
+from webapp.timeutil import as_utc
 
 router = APIRouter()
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
@@ -32,6 +33,19 @@ def gates_index(request: Request, session: SessionDep, principal: Principal = De
     return render(request, "gates/index.html", {"runs": service.runs_for_gates(session=session)})
 
 
+def run_or_none(session: SessionDep, run: str | None = None) -> Run | None:
+    """Return the run the query parameter `run` names (404 when it names none), or None without the parameter."""
+    return None if run is None else run_or_404(session, run)
+
+
+def newest_gate_url(*, session: Session, gate: str, format: str) -> str | None:
+    """Return the gate page of the newest launch candidate (the gates index's first run), or None without runs."""
+    runs = service.runs_for_gates(session=session)
+    if not runs:
+        return None
+    return f"/gates/{gate}?run={quote(runs[0].name, safe='')}" + ("&format=markdown" if format == "markdown" else "")
+
+
 @router.get("/gates/{gate}", response_class=HTMLResponse)
 def gate_page(
     gate: Literal["pilot", "production"],
@@ -39,9 +53,17 @@ def gate_page(
     session: SessionDep,
     spec: SpecDep,
     format: Literal["html", "markdown"] = "html",
-    *, principal: Principal = Depends(require_role(*READERS)), run: RunDep,
+    *, principal: Principal = Depends(require_role(*READERS)),
+    run: Annotated[Run | None, Depends(run_or_none)],
 ) -> Response:
-    """Show a gate report for a run: the verdict and what is missing on top, then every criterion."""
+    """Show a gate report for a run: the verdict and what is missing on top, then every criterion.
+
+    Without `?run=` (a bookmark, a typed URL) the newest run's report opens, as on the gates index,
+    rather than a bare 422; with no run at all, the gates index ("No runs yet") explains how to add one.
+    """
+    if run is None:
+        url = newest_gate_url(session=session, gate=gate, format=format)
+        return RedirectResponse(url or "/gates", status_code=303)
     if format == "markdown":
         rep = service.report(session=session, spec=spec, gate=gate, run=run)
         return PlainTextResponse(to_markdown(rep, str(request.base_url).rstrip("/")), media_type="text/markdown")
@@ -68,7 +90,8 @@ def _report_page(
             "signoff_state": service.signoff_state(spec=spec, signed=signed),
             "can_sign": principal.has_role(*SIGNERS),
             "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
-            "just_signed": request.query_params.get("signed") == "1",
+            # the sign-off's confirmation, shown in the sign-off section the redirect scrolls to
+            "signoff_flash": flash_context(request)["flash"],
             "error": error if error is not None else flash_context(request)["error"],
         },
         status_code=status_code,
@@ -95,4 +118,10 @@ def gate_signoff(
         return _report_page(request, session, spec, gate=gate, run=r, principal=principal, error=str(exc), status_code=409)
     except service.GateError as exc:
         return redirect_with_flash(request, f"/gates/{gate}?run={quote(r.name)}", text=str(exc), kind="error")
-    return RedirectResponse(f"/gates/{gate}?run={quote(r.name)}&signed=1#signoff", status_code=303)
+    # The confirmation rides in the one-time signed flash (a reload does not repeat it), not in the URL.
+    mine = next(x for x in service.signoffs(session=session, gate=gate, run_id=stored_id(r.id)) if x.user_id == principal.user_id)
+    text = (
+        f"Signed: your {'go' if mine.decision == 'go' else 'no-go'} on the {gate} gate for {r.name} is recorded "
+        f"({as_utc(mine.signed_at):%Y-%m-%d %H:%M} UTC), with the report as it was then."
+    )
+    return redirect_with_flash(request, f"/gates/{gate}?run={quote(r.name)}#signoff", text=text)

@@ -21,7 +21,7 @@ from webapp.grading.models import (
     Grade,
 )
 from webapp.grading.outcome import upsert_final
-from webapp.grading.scores import FACTUAL_KEY, Scores, scores_of, validate_scores
+from webapp.grading.scores import FACTUAL_KEY, Scores, refuse_claim_on_pass, scores_of, validate_scores
 from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import utcnow
@@ -41,7 +41,11 @@ def decide_adjudication(
     """Resolve a disagreement from the lead's raw scores (the page's form or the API's JSON), checked against the rubric.
 
     The one path of the adjudication page and the API; each calls webapp.flows.after_grading after it.
+    A final 'pass' that still carries an unsupported claim is refused (naming the field) rather than
+    having the claim dropped silently: it is most often grader A's claim left in the form after
+    "Take A's scores" and a change of mind, and the lead must say which of the two they mean.
     """
+    refuse_claim_on_pass(data)
     scores = validate_scores(spec=spec, data=data)
     return resolve_adjudication(
         session=session, spec=spec, adjudication_id=adjudication_id, lead_id=lead_id, scores=scores, note=note

@@ -12,7 +12,7 @@ from sqlmodel import Session
 from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep
-from webapp.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.flash import consume_flash, flash_context, redirect_with_flash, set_flash
 from webapp.flows import JUDGE, after_grading
 from webapp.grading import adjudication_pages, reference_pages  # noqa: F401 (their routes join `router`)
 from webapp.grading.errors import GradingError
@@ -45,6 +45,8 @@ from webapp.spec import EvalSpec
 from webapp.templating import is_htmx, render, templates
 from webapp.timeutil import as_utc
 
+# Shown once on the batch page when the grader asks for the next draft and none is left for them.
+BATCH_DONE = "Nothing left for you in this batch. Thank you!"
 
 @router.get("", response_class=HTMLResponse)
 def queues(
@@ -60,6 +62,7 @@ def queues(
 def take_next(
     run_id: int,
     form: Annotated[BatchForm, Form()],
+    request: Request,
     session: SessionDep,
     spec: SpecDep,
     principal: Principal = Depends(GRADERS),
@@ -69,7 +72,7 @@ def take_next(
     draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     qs = batch.query_string()
     if draft is None:
-        return see_other(f"/grading/runs/{run_id}?done=1" + (f"&{qs}" if qs else ""))
+        return redirect_with_flash(request, f"/grading/runs/{run_id}" + (f"?{qs}" if qs else ""), text=BATCH_DONE)
     return see_other(f"/grading/drafts/{draft.id}" + (f"?{qs}" if qs else ""))
 
 
@@ -85,8 +88,8 @@ def batch_overview(
     )
     if view is None:
         raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
-    view["done"] = request.query_params.get("done") == "1"
-    return render(request, "grading/batch.html", view)
+    view.update(flash_context(request))  # "nothing left" rides in the one-time flash, not in the URL
+    return consume_flash(request, render(request, "grading/batch.html", view))
 
 
 def _item_or_404(
@@ -201,10 +204,12 @@ def _open_next(
     """
     qs = batch.query_string()
     if nxt is None:
-        done = f"/grading/runs/{batch.run_id}?done=1" + (f"&{qs}" if qs else "")
+        done = f"/grading/runs/{batch.run_id}" + (f"?{qs}" if qs else "")
         if is_htmx(request):
-            return Response(status_code=204, headers={"HX-Location": done})
-        return see_other(done)
+            answer = Response(status_code=204, headers={"HX-Location": done})
+            set_flash(request, answer, done, text=BATCH_DONE)
+            return answer
+        return redirect_with_flash(request, done, text=BATCH_DONE)
     if is_htmx(request):
         ctx = _item_or_404(session, spec, principal, nxt, batch, saved=saved)
         ctx["flash"] = flash

@@ -23,6 +23,8 @@ from webapp.runs.models import Draft
 from webapp.spec import EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
+MIN_TIMED_SECONDS = 1.0  # a grade written faster than this was not timed by a person (see grading_pace)
+
 
 @dataclass(frozen=True)
 class Pace:
@@ -40,7 +42,11 @@ def grading_pace(
     """Return today's (UTC) grades and median seconds per grade, per grader who graded today.
 
     A grade's time runs from when the grader could start it, the later of its reservation and the
-    grader's previous grade, to its submission; revisions are not counted.
+    grader's previous grade, to its submission; revisions are not counted. Times under
+    MIN_TIMED_SECONDS are left out of the median (the grade still counts for the day): nobody reads
+    and grades a draft in under a second, so such grades were written by a script (demo seeding, an
+    import, a bulk API call), and a "median 0 s per grade" would describe the script, not the grader.
+    With no timed grade the median is None and the page shows none.
     """
     now = now or utcnow()
     midnight = dt.datetime.combine(now.date(), dt.time(), tzinfo=dt.UTC)
@@ -70,7 +76,8 @@ def grading_pace(
     }
     out = []
     for grader_id, values in durations.items():
-        known = [v for v in values if v == v]  # NaN: no reservation and no earlier grade to start from
+        # NaN: no reservation and no earlier grade to start from; under a second: not a human's time
+        known = [v for v in values if v == v and v >= MIN_TIMED_SECONDS]
         out.append(
             Pace(
                 grader_id=grader_id,

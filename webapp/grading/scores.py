@@ -79,6 +79,18 @@ def validate_scores(*, spec: EvalSpec, data: dict[str, Any], require_rationale: 
     )
 
 
+def refuse_claim_on_pass(data: dict[str, Any]) -> None:
+    """Refuse a factual 'pass' that still quotes an unsupported claim (the two contradict each other)."""
+    factual = str(data.get(FACTUAL_KEY) or "").strip().lower()
+    claim = str(data.get("unsupported_claim") or "").strip()
+    if factual == "pass" and claim:
+        raise GradeInvalid(
+            "unsupported_claim: a factual 'pass' cannot keep an unsupported claim; clear the claim"
+            " or grade factual accuracy 'fail'",
+            field="unsupported_claim",
+        )
+
+
 def check_claim_in_draft(draft_text: str | None, scores: Scores) -> None:
     """A quoted claim must come from the draft, so the lead can find it (whitespace and case forgiven)."""
     if scores.unsupported_claim and draft_text:

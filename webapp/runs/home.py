@@ -10,6 +10,7 @@ from webapp.auth.service import Principal
 from webapp.home.cards import HomeCard
 from webapp.runs import service
 from webapp.spec import EvalSpec
+from webapp.timeutil import as_utc
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:
@@ -27,10 +28,13 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
                 )
             ]
         return [HomeCard("No runs yet", "When a run of the drafting assistant is imported, it shows up here.", "/runs", action="See runs")]
+    # list_runs is newest first (created_at, then id): every source counts, a production week's run too.
+    # No count badge: on a card a badge means things waiting, and the number of runs is not that.
     newest = runs[0]
     r = newest.run
+    others = f" One of {len(runs)} runs (all on /runs)." if len(runs) > 1 else ""
     body = (
         f"{r.model or 'unknown model'}, prompt {r.prompt_version or '—'}: {newest.drafts} drafts "
-        f"({newest.escalated} escalated, {newest.fallbacks} fallbacks)."
+        f"({newest.escalated} escalated, {newest.fallbacks} fallbacks), created {as_utc(r.created_at):%Y-%m-%d %H:%M} UTC.{others}"
     )
-    return [HomeCard(f"Newest run: {r.name}", body, f"/runs/{quote(r.name, safe='')}", action="Open run", count=len(runs))]
+    return [HomeCard(f"Newest run: {r.name}", body, f"/runs/{quote(r.name, safe='')}", action="Open run")]
