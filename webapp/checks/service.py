@@ -19,7 +19,7 @@ from typing import Any
 from sqlmodel import Session, col, delete, select
 
 from webapp.blind import ALL_SIGNALS, SignalsView
-from webapp.checks.examples import ExampleTally, example_status, tally_examples
+from webapp.checks.examples import ExampleStatus, ExampleTally, example_status, tally_examples
 from webapp.checks.models import DraftCheck
 from webapp.checks.rules import (
     CHECK_LABELS,
@@ -352,7 +352,7 @@ def _aggregate(outcomes: list[DraftOutcome]) -> tuple[Rate, list[CheckRate], dic
 def _tally(case_drafts: dict[str, tuple[int, ...]], outcomes: list[DraftOutcome], total: int) -> ExampleTally:
     """Count the examples of a set of `total` the way the pilot gate does, from each case's drafts and their outcomes."""
     results = {o.draft_id: o.results for o in outcomes}
-    statuses = [example_status([results.get(d) for d in ids]) for ids in case_drafts.values()]
+    statuses: list[ExampleStatus] = [example_status([results.get(d) for d in ids]) for ids in case_drafts.values()]
     return tally_examples(statuses, total=total)
 
 

@@ -146,7 +146,7 @@ def import_dataset(
 
 def _default_behaviors(spec: EvalSpec | None) -> dict[str, str]:
     """Return what a case of each category expects when it states no expected_behavior (the spec's checks)."""
-    return dict(spec.checks.expected_behavior_by_category) if spec is not None else {}
+    return {str(k): str(v) for k, v in spec.checks.expected_behavior_by_category.items()} if spec is not None else {}
 
 
 def _golden_warnings(loaded: list[LoadedCase], typed: list[dict], spec: EvalSpec | None) -> list[CaseWarning]:
