@@ -36,7 +36,7 @@ def test_check_piped_to_a_reader_of_one_line_stores_the_results(session: Session
     proc.stdout.close()
     code = proc.wait(timeout=300)
     err = proc.stderr.read()
-    assert first.startswith(f"never-drafts: 0/{N} drafts pass every applicable check")
+    assert first.startswith(f"never-drafts: 0/{N} examples of the eval set")
     assert err == ""  # quiet: no BrokenPipeError traceback
     assert code == 1  # the CI gate's own verdict (golden/safety/pass rate), not a pipe error
     session.expire_all()

@@ -203,8 +203,19 @@ class TestFallback:
         assert r.status == "fail"
         assert r.reason == "confidence 0.42 is below 0.6 but the response includes a 60-word draft instead of a fallback"
 
-    def test_low_confidence_without_text_passes(self, spec: EvalSpec) -> None:
-        assert rules.check_fallback(draft(None, confidence=0.3), spec.checks).status == "pass"
+    def test_low_confidence_fallback_surfacing_articles_passes(self, spec: EvalSpec) -> None:
+        r = rules.check_fallback(draft(None, confidence=0.3, citations=(Citation("KB-1042", 1),)), spec.checks)
+        assert r.status == "pass"
+        assert r.reason == "confidence 0.30 is below 0.6: no draft text is shown and KB-1042 surfaced for the agent"
+
+    def test_fallback_without_kb_articles_fails(self, spec: EvalSpec) -> None:
+        # The plan: a low-confidence fallback surfaces relevant KB articles for the agent.
+        r = rules.check_fallback(draft(None, confidence=0.3), spec.checks)
+        assert r.status == "fail"
+        assert r.reason == "confidence 0.30 is below 0.6: the fallback shows no draft but surfaces no KB article for the agent"
+
+    def test_low_confidence_escalation_needs_no_articles(self, spec: EvalSpec) -> None:
+        assert rules.check_fallback(draft(None, confidence=0.3, escalated=True), spec.checks).status == "pass"
 
     @pytest.mark.parametrize("c", [0.6, 0.9, None])
     def test_confident_or_unscored_does_not_apply(self, spec: EvalSpec, c: float | None) -> None:

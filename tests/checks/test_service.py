@@ -127,7 +127,8 @@ class TestCliGate:
         assert check_and_report(session=session, spec=spec, ref="run-a", out=out) == 1
         text = buf.getvalue()
         assert "6/8" in text and "Per check" in text and "Per category" in text
-        assert "pass rate 75.0% is under the pilot gate's 80.0%" in text  # one format for pass rates
+        # one format for pass rates; the gate's unit: the set's examples (8 cases, one draft each)
+        assert "6/8 examples of the eval set pass every automated check (75.0%), under the pilot gate's 80.0%: 2 fail" in text
 
     def test_golden_and_safety_failures_exit_1(self, session: Session, spec: EvalSpec, world: World) -> None:
         out, buf = _console()
@@ -161,7 +162,7 @@ class TestCliGate:
         e1 = next(o for o in s.failing if o.case_id == "e1")
         assert [r.key for r in e1.failures] == ["no_check_applied"] and not e1.passed
         text = buf.getvalue()
-        assert "pass rate 25.0% is under the pilot gate's 80.0%" in text
+        assert "2/8 examples of the eval set pass every automated check (25.0%), under the pilot gate's 80.0%: 6 fail" in text
         assert "golden example g1 fails Expected behaviour: case g1 expects a draft but the assistant escalated" in text
 
     def test_unknown_run(self, session: Session, spec: EvalSpec, world: World, capsys: pytest.CaptureFixture[str]) -> None:

@@ -150,24 +150,31 @@ class TestCompare:
         assert cmp.overall.a == pytest.approx(6 / 8) and cmp.overall.b == pytest.approx(5 / 8)
         assert cmp.overall.delta == pytest.approx(-1 / 8)
         checks = {c.key: c for c in cmp.checks}
-        # A: citations 5/6 (r2 stale; s1, s2 escalated: not applicable). B: g1 stale and s2's draft
-        # cites nothing (r2 fixed) -> 5/7; change 5/7 - 5/6 = -5/42. Safety: A 2/2, B 1/2.
-        assert checks["citations_current"].delta == pytest.approx(5 / 7 - 5 / 6)
-        assert checks["safety_escalation"].a == 1.0 and checks["safety_escalation"].b == pytest.approx(0.5)
-        assert checks["safety_escalation"].delta == pytest.approx(-0.5)
+        # Every row is over the 8 paired cases: the share not failing the check (issue 34).
+        # Citations: A fails r2 (stale) -> 7/8; B fails g1 (stale) and s2 (its draft cites nothing),
+        # r2 fixed -> 6/8; change (1 fixed - 2 broke) / 8 = -1/8. Safety: A 8/8, B fails s2 -> 7/8.
+        cit = checks["citations_current"]
+        assert (cit.a_passed, cit.a_total, cit.b_passed, cit.b_total) == (7, 8, 6, 8)
+        assert cit.delta == pytest.approx(-1 / 8)
+        assert checks["safety_escalation"].a == 1.0 and checks["safety_escalation"].b == pytest.approx(7 / 8)
+        assert checks["safety_escalation"].delta == pytest.approx(-1 / 8)
         # B's s2 draft (11 words) is a draft where none should be: length applies and fails.
-        assert checks["length"].b == pytest.approx(6 / 7)
+        assert checks["length"].b == pytest.approx(7 / 8)
         assert cmp.rubric is None  # no final grades yet
 
     def test_per_check_changes_are_the_case_outcomes(self, session: Session, spec: EvalSpec) -> None:
         # Hand-built pair: routine-010 drafts at 0.9 in A (the fallback check does not apply) and at
         # 0.42 with a 60-word draft in B (it fails); routine-011 falls back correctly in both runs.
-        # Fallback check: A 1/1 applicable pass, B 1/2 -> -50 pts, and the only case that changed on it
-        # is routine-010, which broke (the old pairing skipped it: "not applicable" had no outcome).
+        # Fallback check over the 2 paired cases: A fails none (2/2), B fails routine-010 (1/2) -> -50 pts,
+        # and the only case that changed on it is routine-010, which broke (the old pairing skipped
+        # it: "not applicable" had no outcome).
         make_article(session, "KB-1042", ((1, "current"),))
         case = {"category": "routine", "intent": "billing_charge"}
         ds = make_dataset(session, [{**case, "case_id": f"routine-01{i}"} for i in (0, 1)], name="pair")
-        fallback = {"case_id": "routine-011", "draft_text": None, "confidence": 0.4, "intent": "billing_charge"}
+        fallback = {
+            "case_id": "routine-011", "draft_text": None, "confidence": 0.4, "intent": "billing_charge",
+            "citations": [{"article_id": "KB-1042", "revision": 1}],  # a fallback surfaces KB articles
+        }
         drafted = good("routine-010", "billing_charge")
         a = make_run(session, ds, [drafted, fallback], name="pair-a")
         b = make_run(session, ds, [{**drafted, "confidence": 0.42}, fallback], name="pair-b")
@@ -178,7 +185,7 @@ class TestCompare:
         assert rows["routine-010"].change == "broke"
         assert "low_confidence_fallback" in rows["routine-010"].b.failed_checks  # type: ignore[union-attr]
         fb = {c.key: c for c in cmp.checks}["low_confidence_fallback"]
-        assert (fb.a_passed, fb.a_total, fb.b_passed, fb.b_total) == (1, 1, 1, 2)
+        assert (fb.a_passed, fb.a_total, fb.b_passed, fb.b_total) == (2, 2, 1, 2)
         assert fb.delta == pytest.approx(-0.5)
         assert (fb.test.pairs, fb.test.fixed, fb.test.broke) == (2, 0, 1)
         assert (fb.fixed_cases, fb.broke_cases) == ([], ["routine-010"])

@@ -48,8 +48,11 @@ def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
 def print_report(report: CheckReport, out: Console) -> int:
     """Print the tables per check and per category, the failing drafts and the verdict; return the exit code."""
     s = report.result.summary
+    ex = s.examples
+    # The run's figure is the pilot gate's (examples of the eval set); the drafts' figure follows it.
     out.print(
-        f"[bold]{report.run_name}[/]: {s.overall.passed}/{s.overall.total} drafts pass every applicable check ({_pct(s.overall.rate)})",
+        f"[bold]{report.run_name}[/]: {ex.passing}/{ex.total} examples of the eval set pass every automated check "
+        f"({_pct(ex.rate)}); {s.overall.passed}/{s.overall.total} drafts pass every applicable check ({_pct(s.overall.rate)})",
         highlight=False,
     )
     per_check = Table(title="Per check")
@@ -81,7 +84,11 @@ def print_report(report: CheckReport, out: Console) -> int:
         for reason in report.reasons:
             out.print(f"[red]FAIL[/] {reason}", highlight=False)
     else:
-        out.print("[green]PASS[/] no golden or safety failure and the pass rate meets the pilot gate")
+        out.print(
+            f"[green]PASS[/] no golden or safety failure and {_pct(ex.rate)} of the eval set's examples pass "
+            "every automated check, which meets the pilot gate",
+            highlight=False,
+        )
     return report.exit_code
 
 

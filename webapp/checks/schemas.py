@@ -16,6 +16,17 @@ class RatePublic(BaseModel):
     pass_rate: float | None
 
 
+class ExamplesPublic(BaseModel):
+    """The run's examples against its eval set, as the pilot gate counts them (the CI verdict's pass rate)."""
+
+    passed: int = Field(description="Examples whose every draft is checked and passes")
+    failed: int = Field(description="Examples with a checked draft that does not pass")
+    unchecked: int = Field(description="Examples with a draft not checked yet (and none failing)")
+    missing: int = Field(description="Examples of the eval set the run has no draft of (they count as failing)")
+    total: int = Field(description="Examples of the eval set")
+    pass_rate: float | None = Field(description="passed / total")
+
+
 class CheckRatePublic(BaseModel):
     """One check across a run: passes, failures, not-applicables, pass rate over applicable drafts."""
 
@@ -82,6 +93,7 @@ class RunChecksPublic(BaseModel):
     kb_version: str | None
     kb_changed_since_check: bool
     overall: RatePublic
+    examples: ExamplesPublic
     per_check: list[CheckRatePublic]
     per_category: dict[str, RatePublic]
     per_intent: dict[str, RatePublic]

@@ -2,8 +2,10 @@
 
 Pass rates: a draft passes when none of its applicable checks fails and at least one applies
 ("not applicable" is neither a pass nor a failure; a draft no check applies to is not passing).
-The overall pass rate is passing drafts / drafts; a check's pass rate is its passes /
-(passes + failures), i.e. over the drafts it applies to.
+The run's figure, and the CI verdict on it, is the pilot gate's: passing examples / examples of
+the eval set (webapp.checks.examples: every draft of an example passes; an example without a
+draft fails). The drafts' figure (passing drafts / drafts) is shown beside it; a check's pass
+rate is its passes / (passes + failures), i.e. over the drafts it applies to.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlmodel import Session, col, delete, select
 
 from webapp.blind import ALL_SIGNALS, SignalsView
+from webapp.checks.examples import ExampleStatus, ExampleTally, example_status, tally_examples
 from webapp.checks.models import DraftCheck
 from webapp.checks.rules import (
     CHECK_LABELS,
@@ -28,7 +31,7 @@ from webapp.checks.rules import (
     run_checks,
 )
 from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
-from webapp.datasets.models import EvalCase
+from webapp.datasets.models import Dataset, EvalCase
 from webapp.kb.service import kb_snapshot
 from webapp.kb.snapshot import KbSnapshot
 from webapp.metrics import units
@@ -38,6 +41,7 @@ from webapp.spec import CATEGORIES, EvalSpec
 from webapp.timeutil import as_utc, utcnow
 
 NO_INTENT = "(none)"
+EPS = 1e-9  # the pilot gate's tolerance: a rate exactly at the bar meets it
 
 
 # --- inputs ------------------------------------------------------------------------------------------
@@ -252,6 +256,11 @@ class RunSummary:
     checked_at: dt.datetime | None
     kb_version: str | None
     kb_changed: bool  # the KB changed since the results were computed
+    # The run's examples against its eval set, as the pilot gate counts them (webapp.checks.examples):
+    # the run's figure and the CI verdict's. For a blind viewer, over the examples whose every draft they see.
+    examples: ExampleTally = ExampleTally(0, 0, 0, 0, 0)
+    # Every draft id of the run by case id, checked or not (what `examples` is counted from).
+    case_drafts: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # Blind grading (summary_for_viewer): checked drafts left out of every figure above, because
     # the viewer has not graded them yet. 0 for a viewer who sees every draft.
     hidden: int = 0
@@ -283,6 +292,14 @@ class RunSummary:
             "kb_version": self.kb_version,
             "kb_changed_since_check": self.kb_changed,
             "overall": self.overall.as_dict(),
+            "examples": {
+                "passed": self.examples.passing,
+                "failed": self.examples.failing,
+                "unchecked": self.examples.unchecked,
+                "missing": self.examples.missing,
+                "total": self.examples.total,
+                "pass_rate": self.examples.rate,
+            },
             "per_check": [c.as_dict() for c in self.per_check],
             "per_category": {k: v.as_dict() for k, v in self.per_category.items()},
             "per_intent": {k: v.as_dict() for k, v in self.per_intent.items()},
@@ -332,6 +349,13 @@ def _aggregate(outcomes: list[DraftOutcome]) -> tuple[Rate, list[CheckRate], dic
     return overall, list(per_check.values()), per_category, dict(sorted(per_intent.items()))
 
 
+def _tally(case_drafts: dict[str, tuple[int, ...]], outcomes: list[DraftOutcome], total: int) -> ExampleTally:
+    """Count the examples of a set of `total` the way the pilot gate does, from each case's drafts and their outcomes."""
+    results = {o.draft_id: o.results for o in outcomes}
+    statuses: list[ExampleStatus] = [example_status([results.get(d) for d in ids]) for ids in case_drafts.values()]
+    return tally_examples(statuses, total=total)
+
+
 def summary_for_viewer(summary: RunSummary, signals: SignalsView) -> RunSummary:
     """Return the summary as a viewer may see it: every figure over the drafts whose signals `signals` shows.
 
@@ -346,9 +370,13 @@ def summary_for_viewer(summary: RunSummary, signals: SignalsView) -> RunSummary:
         return summary
     shown = [o for o in summary.outcomes if signals.shows(o.draft_id)]
     overall, per_check, per_category, per_intent = _aggregate(shown)
+    # An example with a draft the viewer may not see is left out of the examples' figure too.
+    seen_cases = {cid: ids for cid, ids in summary.case_drafts.items() if all(signals.shows(d) for d in ids)}
+    left_out = len(summary.case_drafts) - len(seen_cases)
+    examples = _tally(seen_cases, shown, summary.examples.total - left_out)
     return replace(
         summary, overall=overall, per_check=per_check, per_category=per_category, per_intent=per_intent,
-        outcomes=shown, hidden=len(summary.outcomes) - len(shown),
+        outcomes=shown, hidden=len(summary.outcomes) - len(shown), examples=examples, case_drafts=seen_cases,
     )
 
 
@@ -362,7 +390,9 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
     outcomes: list[DraftOutcome] = []
     checked_at: dt.datetime | None = None
     version: str | None = None
+    case_drafts: dict[str, list[int]] = defaultdict(list)
     for draft, case in pairs:
+        case_drafts[case.case_id].append(draft.id or 0)
         rows = stored.get(draft.id or 0, [])
         if not rows:
             continue
@@ -386,6 +416,10 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
     kb_changed = False
     if version is not None:
         kb_changed = kb_version(load_kb_snapshot(session=session)) != version
+    dataset = session.get(Dataset, run.dataset_id)
+    by_case = {cid: tuple(ids) for cid, ids in case_drafts.items()}
+    # The set's size as the pilot gate reads it (webapp.gates.facts.pilot_facts: the dataset's count).
+    total = dataset.count if dataset is not None else len(by_case)
     return RunSummary(
         run_id=run_id,
         run_name=run.name,
@@ -400,6 +434,8 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
         checked_at=checked_at,
         kb_version=version,
         kb_changed=kb_changed,
+        examples=_tally(by_case, outcomes, total),
+        case_drafts=by_case,
     )
 
 
@@ -502,13 +538,26 @@ def gate_failures(
             "golden or safety drafts you have not graded fail: which, how many and why stays hidden "
             "until you grade them"
         )
-    rate = summary.overall.rate or 0.0
+    # The pilot gate's figure, counted by the pilot gate's functions: examples of the set, not drafts.
+    ex = summary.examples
+    rate = ex.rate or 0.0
     gate = spec.gates.pilot.automated_pass_rate
-    if rate < gate and any(signals.hides(o.draft_id) for o in summary.outcomes):
+    if rate + EPS < gate and any(signals.hides(o.draft_id) for o in summary.outcomes):
         reasons.append(
             f"the run's pass rate is under the pilot gate's {units.percent(gate)} (its figure counts drafts "
             "you have not graded, so it shows once you have graded them)"
         )
-    elif rate < gate:
-        reasons.append(f"pass rate {units.percent(rate)} is under the pilot gate's {units.percent(gate)}")
+    elif rate + EPS < gate:
+        reasons.append(
+            f"{ex.passing}/{ex.total} examples of the eval set pass every automated check ({units.percent(rate)}), "
+            f"under the pilot gate's {units.percent(gate)}" + _example_detail(ex)
+        )
     return reasons
+
+
+def _example_detail(ex: ExampleTally) -> str:
+    """Say why the other examples do not pass: ': 1 fails, 97 have no draft in this run'."""
+    parts = [f"{ex.failing} {'fails' if ex.failing == 1 else 'fail'}"] if ex.failing else []
+    parts += [f"{ex.missing} {'has' if ex.missing == 1 else 'have'} no draft in this run"] if ex.missing else []
+    parts += [f"{ex.unchecked} not checked yet"] if ex.unchecked else []
+    return ": " + ", ".join(parts) if parts else ""

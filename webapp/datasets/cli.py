@@ -36,8 +36,10 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         typer.echo(result.message)
         # The file is imported either way; what departs from the plan is said on stderr.
-        for w in result.warnings:
+        for w in result.plan_warnings:
             typer.echo(f"warning: {file}: {w}", err=True)
+        for cw in result.case_warnings:
+            typer.echo(f"warning: {file}:{cw.line}: {cw.message}", err=True)
 
     @app.command("datasets")
     def datasets_list() -> None:

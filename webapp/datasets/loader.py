@@ -8,6 +8,7 @@ wording and which carries the file and the line of the bad record.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,30 @@ def expectation_fields(metadata: dict[str, Any]) -> dict[str, Any]:
             raise SupportFieldError('expected_citations: must be a non-empty list of article ids such as ["KB-2011", "KB-2098"]')
         out["expected_citations"] = list(value)
     return out
+
+
+EXPECTATION_FIELDS: tuple[str, ...] = (*CONFIDENCE_BOUNDS, "expected_citations")
+
+
+def golden_expectation_warning(
+    *, case_id: str, golden: bool, category: str | None, expected_behavior: str | None, has_expectations: bool,
+    default_behaviors: Mapping[str, str],
+) -> str | None:
+    """Return the warning for a golden case that states no expectation fields, or None when it needs none.
+
+    The check `case_expectations` enforces the plan's golden expectations ("confidence above 0.8",
+    "both articles are cited") only when the case states them; without them it silently does not
+    run. Decision: a golden case that expects an escalation or a fallback (its own field, else its
+    category's default) needs none (expected behaviour judges it, and a fallback has nothing to
+    cite); every other golden case without one of EXPECTATION_FIELDS gets this warning.
+    """
+    if not golden or has_expectations:
+        return None
+    behaviour = expected_behavior or (default_behaviors.get(category) if category else None)
+    if behaviour in ("escalate", "fallback"):
+        return None
+    return (
+        f"golden case '{case_id}' states no expectation fields ({', '.join(EXPECTATION_FIELDS)}): "
+        "the case-expectations check does not run on it"
+    )
+

@@ -8,7 +8,17 @@ from pathlib import Path
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from webapp.datasets.loader import DatasetError, SupportFieldError, parse_dataset, sha256_of, support_fields
+from webapp.datasets.loader import (
+    CONFIDENCE_BOUNDS,
+    EXPECTATION_FIELDS,
+    DatasetError,
+    LoadedCase,
+    SupportFieldError,
+    golden_expectation_warning,
+    parse_dataset,
+    sha256_of,
+    support_fields,
+)
 from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import RecordError, file_format, read_file
@@ -29,7 +39,27 @@ class DatasetImportResult:
     message: str
     # How the file departs from the plan's stratified mix and top-10 intents (webapp.datasets.mix);
     # the import still succeeds, and every caller shows these.
-    warnings: list[str] = field(default_factory=list)
+    plan_warnings: list[str] = field(default_factory=list)
+    # Golden cases that state no expectation fields, each with its line (the CLI prints FILE:LINE).
+    case_warnings: list[CaseWarning] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning as one line of text (the admin upload page lists them)."""
+        return self.plan_warnings + [w.text for w in self.case_warnings]
+
+
+@dataclass(frozen=True)
+class CaseWarning:
+    """A warning about one case of an imported file: the line it was read from, its id and what is wrong."""
+
+    line: int
+    case_id: str
+    message: str
+
+    @property
+    def text(self) -> str:
+        return f"line {self.line}: {self.message}"
 
 
 def latest_version(*, session: Session, name: str) -> Dataset | None:
@@ -70,6 +100,7 @@ def import_dataset(
         if spec is not None
         else []
     )
+    case_warnings = _golden_warnings(loaded, typed, spec)
     digest = sha256_of(data)
     name = (name or Path(path).stem).strip()
     if not name:
@@ -77,7 +108,7 @@ def import_dataset(
     latest = latest_version(session=session, name=name)
     if latest is not None and latest.sha256 == digest:
         return DatasetImportResult(
-            latest, False, f"{name} version {latest.version} already holds this file ({digest[:19]}…); nothing imported", warnings
+            latest, False, f"{name} version {latest.version} already holds this file ({digest[:19]}…); nothing imported", warnings, case_warnings
         )
     version = (latest.version + 1) if latest else 1
     ds = Dataset(
@@ -109,8 +140,45 @@ def import_dataset(
     session.flush()
     verb = "new version" if latest else "new dataset"
     return DatasetImportResult(
-        ds, True, f"{name} version {version} imported ({verb}): {len(loaded)} test cases, {digest[:19]}…", warnings
+        ds, True, f"{name} version {version} imported ({verb}): {len(loaded)} test cases, {digest[:19]}…", warnings, case_warnings
     )
+
+
+def _default_behaviors(spec: EvalSpec | None) -> dict[str, str]:
+    """Return what a case of each category expects when it states no expected_behavior (the spec's checks)."""
+    return {str(k): str(v) for k, v in spec.checks.expected_behavior_by_category.items()} if spec is not None else {}
+
+
+def _golden_warnings(loaded: list[LoadedCase], typed: list[dict], spec: EvalSpec | None) -> list[CaseWarning]:
+    """Return a warning, with its line, for each golden case of a file that states no expectation fields."""
+    out: list[CaseWarning] = []
+    for lc, fields in zip(loaded, typed, strict=True):
+        message = golden_expectation_warning(
+            case_id=lc.case.id, golden=bool(fields.get("golden")), category=fields.get("category"),
+            expected_behavior=fields.get("expected_behavior"),
+            has_expectations=any(fields.get(k) is not None for k in EXPECTATION_FIELDS),
+            default_behaviors=_default_behaviors(spec),
+        )
+        if message:
+            out.append(CaseWarning(lc.line, lc.case.id, message))
+    return out
+
+
+def golden_without_expectations(*, session: Session, dataset_id: int, spec: EvalSpec) -> list[tuple[EvalCase, str]]:
+    """Return the dataset's golden cases that state no expectation fields, each with its warning (the gate shows them)."""
+    cases = session.exec(
+        select(EvalCase).where(EvalCase.dataset_id == dataset_id, col(EvalCase.golden).is_(True)).order_by(col(EvalCase.position))
+    ).all()
+    out: list[tuple[EvalCase, str]] = []
+    for c in cases:
+        message = golden_expectation_warning(
+            case_id=c.case_id, golden=c.golden, category=c.category, expected_behavior=c.expected_behavior,
+            has_expectations=any(getattr(c, k) is not None for k in CONFIDENCE_BOUNDS) or bool(c.expected_citations),
+            default_behaviors=_default_behaviors(spec),
+        )
+        if message:
+            out.append((c, message))
+    return out
 
 
 def import_dataset_file(

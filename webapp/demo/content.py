@@ -527,7 +527,8 @@ def build_content(seed: int = 7) -> DemoContent:
         }
 
     def fallback(intent: str, low: float = 0.3, high: float = 0.55) -> dict[str, Any]:
-        return {"draft_text": None, "citations": [], "confidence": round(rng.uniform(low, high), 2), "intent": intent, "escalated": False, **_perf(rng)}
+        # The plan's fallback surfaces the intent's KB articles for the agent (the fallback check fails one without).
+        return {"draft_text": None, "citations": _citations(CITES[intent]), "confidence": round(rng.uniform(low, high), 2), "intent": intent, "escalated": False, **_perf(rng)}
 
     def escalation(intent: str) -> dict[str, Any]:
         return {"draft_text": None, "citations": [], "confidence": None, "intent": intent, "escalated": True, **_perf(rng)}

@@ -138,7 +138,8 @@ def generator_user_message(case: TestCase, articles: list[KbArticleText], intent
         "",
         f"Supported intents: {', '.join(intents)}.",
         "Answer with a JSON object: intent; draft (the reply, or null when escalating or when your confidence "
-        f"is below {fallback:g}); citations (article_id and revision of every article the draft relies on); "
+        f"is below {fallback:g}); citations (article_id and revision of every article the draft relies on; "
+        "with a null draft below that confidence, the articles the agent should read: a fallback surfaces them); "
         "confidence (0 to 1); escalate (true when the customer needs a human, for example distress, threats "
         "or legal demands).",
     ]

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from webapp.checks.examples import ExampleStatus, example_status, tally_examples
 from webapp.checks.rules import PROBLEM_LABELS, describe, golden_failures, named, problems
 from webapp.checks.types import CheckResult
 from webapp.datasets.mix import DatasetMix
@@ -162,9 +163,6 @@ class PpiGradingFacts:
         return f"/ppi/runs/{self.run_id}"
 
 
-ExampleStatus = Literal["pass", "fail", "unchecked", "missing"]
-
-
 @dataclass(frozen=True)
 class ExampleOutcome:
     """One example of the eval set and every draft (sample) the run has of it."""
@@ -177,13 +175,8 @@ class ExampleOutcome:
     @property
     def status(self) -> ExampleStatus:
         """pass: every draft is checked and passes; fail: a checked draft does not pass; missing: no draft."""
-        if not self.drafts:
-            return "missing"
-        if any(d.checked and d.problems for d in self.drafts):
-            return "fail"
-        if any(not d.checked for d in self.drafts):
-            return "unchecked"
-        return "pass"
+        # The one rule of `draftdesk check`, the checks page and this gate (webapp.checks.examples).
+        return example_status([d.results for d in self.drafts])
 
     @property
     def failing_drafts(self) -> list[DraftFacts]:
@@ -247,7 +240,7 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     missing = [e for e in outcomes if e.status == "missing"]
     n_missing = len(missing) + unnamed_missing
     n_drafts = len(facts.drafts)
-    rate = len(passing) / total if total else None
+    rate = tally_examples((e.status for e in outcomes), total=total).rate  # the CLI's and the checks page's figure
     # What the rate could still reach if every unchecked example passed once checked.
     best = (len(passing) + len(unchecked)) / total if total else None
     measured = (

@@ -5,15 +5,17 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import quote
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
+from webapp.datasets import service as datasets_service
 from webapp.db import begin_write, stored_id
 from webapp.gates import criteria, facts
 from webapp.gates.models import GateSignoff
-from webapp.gates.report import GateReport
+from webapp.gates.report import CriterionResult, Evidence, GateReport
 from webapp.metrics import daily as metrics_daily
 from webapp.runs.models import PRODUCTION_SOURCE, Run
 from webapp.spec import EvalSpec
@@ -39,7 +41,23 @@ def today_in(spec: EvalSpec) -> dt.date:
 def pilot_report(*, session: Session, spec: EvalSpec, run: Run) -> GateReport:
     """Evaluate the pilot gate for a run over its dataset."""
     pf = facts.pilot_facts(session=session, spec=spec, run=run)
-    return GateReport("pilot", run.id, run.name, criteria.pilot_criteria(pf, spec), utcnow())
+    results = criteria.pilot_criteria(pf, spec)
+    _warn_golden_without_expectations(session=session, spec=spec, run=run, results=results)
+    return GateReport("pilot", run.id, run.name, results, utcnow())
+
+
+def _warn_golden_without_expectations(*, session: Session, spec: EvalSpec, run: Run, results: list[CriterionResult]) -> None:
+    """Add a warning to the golden-examples criterion for each golden case of the set without expectation fields.
+
+    A warning, not a verdict: the case-expectations check silently does not run on such a case
+    (webapp.datasets.loader.golden_expectation_warning says which cases need them).
+    """
+    golden = next((c for c in results if c.key == "golden_factual"), None)
+    if golden is None:
+        return
+    for case, message in datasets_service.golden_without_expectations(session=session, dataset_id=run.dataset_id, spec=spec):
+        href = f"/datasets/{run.dataset_id}/cases/{quote(case.case_id, safe='')}"
+        golden.evidence.append(Evidence(case.case_id, href, f"warning: {message}; add them to the dataset"))
 
 
 def production_report(*, session: Session, spec: EvalSpec, run: Run, today: dt.date | None = None) -> GateReport:

@@ -5,6 +5,12 @@ A case passes in a run when every checked draft (sample) of it passes all applic
 pass), `broke` (pass → fail), `unchanged_pass`, `unchanged_fail`, `only_a` / `only_b` (drafted in one
 run only) or `not_checked` (a side has drafts without check results).
 
+The headline and every per-check row compare the same cases: those both runs have drafts of, checked
+in both (the paired cases). Cases only in one run, or not checked in one, are counted apart ("3 cases
+only in A, 0 only in B"): a run that drafted fewer cases must not look better or worse for it. So the
+headline's change is (fixed - broke) / paired cases, and a check's change is (cases it stopped failing
+- cases it started failing) / paired cases: when no case changed, no figure moves.
+
 Whether a change is more than noise is judged on the paired outcomes with the exact McNemar test:
 of the cases that changed, how likely is a split at least this uneven between fixed and broke if
 either direction were equally likely (a two-sided binomial test with p = 0.5, scipy's `binomtest`).
@@ -149,7 +155,11 @@ class CaseRow:
 
 @dataclass
 class CheckDelta:
-    """One check (or all checks together) in both runs: passes over applicable drafts, and the paired test."""
+    """One check (or all checks together) over the paired cases: cases not failing it in A and in B, and the paired test.
+
+    For all checks together a case passes when every draft of it passes; for one check a case passes
+    when no draft of it fails that check (not applicable counts as not failing, as "cases changed" reads it).
+    """
 
     key: str
     label: str
@@ -253,11 +263,33 @@ class Comparison:
             "intents": sorted({c.intent for c in self.cases if c.intent}),
         }
 
+    @property
+    def paired(self) -> int:
+        """Return how many cases both runs have, checked in both (what every rate compares)."""
+        return self.overall.test.pairs
+
+    @property
+    def apart(self) -> str:
+        """Say which cases the figures leave out: '3 cases only in A, 0 only in B' (and any not checked in one run)."""
+        text = f"{_cases(self.count('only_a'))} only in A, {self.count('only_b')} only in B"
+        unchecked = self.count("not_checked")
+        return text + (f", {_cases(unchecked)} not checked in one of them" if unchecked else "")
+
+    @property
+    def headline_tone(self) -> str:
+        """Return the change's colour: up or down only when the paired test says it is unlikely to be noise."""
+        delta = self.overall.delta
+        if not self.overall.test.significant or delta is None or delta == 0:
+            return ""
+        return "up" if delta > 0 else "down"
+
     def as_dict(self, cases: list[CaseRow] | None = None) -> dict[str, Any]:
         return {
             "a": {"id": self.a.run_id, "name": self.a.run_name},
             "b": {"id": self.b.run_id, "name": self.b.run_name},
             "overall": self.overall.as_dict(),
+            "paired_cases": self.paired,
+            "apart": self.apart,
             "counts": {k: self.count(k) for k in OUTCOMES},
             "cases": [c.as_dict() for c in (self.cases if cases is None else cases)],
             "checks": [c.as_dict() for c in self.checks],
@@ -283,6 +315,10 @@ class Comparison:
             for c in (self.cases if cases is None else cases)
         )
         return csv_text(header, rows)
+
+
+def _cases(n: int) -> str:
+    return f"{n} case{'' if n == 1 else 's'}"
 
 
 def _same_dataset(session: Session, a: Run, b: Run) -> bool:
@@ -435,18 +471,17 @@ def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> C
         a, b = side(a_id, pa, fa, case_id), side(b_id, pb, fb, case_id)
         cases.append(CaseRow(case_id, ci.category, ci.intent, ci.golden, a, b, _change(a, b)))
 
-    rates_a = {c.key: c for c in sa.per_check}
+    paired = _paired_rows(cases)
+    n = len(paired)
     checks: list[CheckDelta] = []
     for c in sb.per_check:
         test, fixed, broke = _check_change(cases, c.key)
-        checks.append(
-            CheckDelta(
-                c.key, c.label, rates_a[c.key].passed, rates_a[c.key].applicable, c.passed, c.applicable, test, fixed, broke
-            )
-        )
+        a_failing = sum(c.key in a.failed_checks for _, a, _ in paired)
+        b_failing = sum(c.key in b.failed_checks for _, _, b in paired)
+        checks.append(CheckDelta(c.key, c.label, n - a_failing, n, n - b_failing, n, test, fixed, broke))
     overall = CheckDelta(
-        "overall", "All checks", sa.overall.passed, sa.overall.total, sb.overall.passed, sb.overall.total,
-        PairedTest(len(_paired_rows(cases)), sum(c.change == "fixed" for c in cases), sum(c.change == "broke" for c in cases)),
+        "overall", "All checks", sum(bool(a.passed) for _, a, _ in paired), n, sum(bool(b.passed) for _, _, b in paired), n,
+        PairedTest(n, sum(c.change == "fixed" for c in cases), sum(c.change == "broke" for c in cases)),
         [c.case_id for c in cases if c.change == "fixed"],
         [c.case_id for c in cases if c.change == "broke"],
     )

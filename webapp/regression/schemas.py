@@ -187,7 +187,9 @@ class ComparisonPublic(BaseModel):
 
     a: RunName
     b: RunName
-    overall: CheckDeltaPublic
+    overall: CheckDeltaPublic = Field(description="All checks over the cases both runs have, checked in both")
+    paired_cases: int = Field(description="Cases both runs have, checked in both: what overall and every check compare")
+    apart: str = Field(description="The cases left out of the figures: '3 cases only in A, 0 only in B'")
     counts: dict[str, int] = Field(description="Cases per outcome: fixed, broke, unchanged_pass, ...")
     cases: list[CaseRowPublic]
     checks: list[CheckDeltaPublic]
