@@ -9,6 +9,7 @@ import random
 import re
 from collections.abc import Callable
 from contextlib import contextmanager
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.routing import APIRoute
@@ -72,6 +73,24 @@ class TestGradingPage:
         assert "Unsupported claim: a factual" in r.text and "unsupported_claim:" not in r.text
         assert "my long &lt;thoughts&gt;" in r.text
         assert re.search(r'value="fail"\s+checked', r.text)
+
+    def test_a_filter_with_url_characters_survives_save_and_next(
+        self, session: Session, world: GradingWorld, client_as: Callable[..., TestClient]
+    ) -> None:
+        # issue 36: the filter was joined raw into the URL, so an intent with & # + % broke save-and-next
+        w, c = world, client_as("labeler", email="alice@example.test")
+        odd = "billing & refunds #2 +50%"
+        for case in session.exec(select(EvalCase)).all():
+            case.intent = odd
+            session.add(case)
+        session.commit()
+        r = post_form(c, f"/grading/runs/{w.run.id}/next", {"intent": odd})
+        first = urlsplit(r.headers["location"])
+        assert first.path == f"/grading/drafts/{w.drafts[0].id}" and parse_qs(first.query) == {"intent": [odd]}
+        r = post_form(c, r.headers["location"], {**FORM, "next": "1", "intent": odd})
+        nxt = urlsplit(r.headers["location"])
+        assert r.status_code == 303 and nxt.path == f"/grading/drafts/{w.drafts[1].id}"
+        assert parse_qs(nxt.query) == {"intent": [odd]}
 
     def test_form_post_saves_opens_next_and_a_revision_shows_in_history(
         self, session: Session, world: GradingWorld, client_as: Callable[..., TestClient]

@@ -11,6 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlencode
 
 from sqlalchemy import bindparam, delete, func, update
 from sqlalchemy import case as sql_case
@@ -50,17 +51,21 @@ class BatchFilter:
     draft_intent: str | None = None
 
     def query_string(self) -> str:
-        """Return the filter as a URL query string (without the run)."""
-        parts = []
+        """Return the filter as a URL query string (without the run), every value percent-encoded.
+
+        An intent or category may hold `&`, `#`, `+` or `%` (they are free text in the dataset):
+        joined raw, such a value broke save-and-next's link back to the filtered batch.
+        """
+        pairs: list[tuple[str, str]] = []
         if self.category:
-            parts.append(f"category={self.category}")
+            pairs.append(("category", self.category))
         if self.intent:
-            parts.append(f"intent={self.intent}")
+            pairs.append(("intent", self.intent))
         if self.draft_intent:
-            parts.append(f"draft_intent={self.draft_intent}")
+            pairs.append(("draft_intent", self.draft_intent))
         if self.golden is not None:
-            parts.append(f"golden={'1' if self.golden else '0'}")
-        return "&".join(parts)
+            pairs.append(("golden", "1" if self.golden else "0"))
+        return urlencode(pairs)
 
     @property
     def shape(self) -> tuple[bool, bool, bool, bool | None]:
