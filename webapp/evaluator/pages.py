@@ -1,4 +1,8 @@
-"""Pages of recorded prompt-evaluator runs: the list, and a run's statistics, judge scores and agreement."""
+"""Page of a recorded prompt-evaluator run: its statistics, judge scores and agreement.
+
+The list of runs (/evaluator/runs) is in webapp/ppi/pages.py: it also lists the runs the PPI judge
+scored, and ppi sits above evaluator in the layers (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
@@ -9,20 +13,10 @@ from webapp.auth.service import Principal
 from webapp.db import SessionDep
 from webapp.deps import SpecDep, require_role
 from webapp.evaluator import service
-from webapp.ppi import report as ppi_report
 from webapp.templating import render
 
 router = APIRouter()
 VIEW_ROLES = ("lead", "pm", "ml_lead", "admin")
-
-
-@router.get("/evaluator/runs", response_class=HTMLResponse, name="evaluator_runs")
-def evaluator_runs(
-    request: Request, session: SessionDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
-) -> HTMLResponse:
-    """List the runs recorded by prompt-evaluator --record, and the Draft Desk runs the PPI judge scored (links to their intervals)."""
-    ctx = {"runs": service.list_evaluator_runs(session=session), "judge_runs": ppi_report.judge_runs(session=session)}
-    return render(request, "evaluator/list.html", ctx)
 
 
 @router.get("/evaluator/runs/{run_id}", response_class=HTMLResponse, name="evaluator_run")

@@ -11,15 +11,30 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.auth.service import Principal
 from webapp.db import SessionDep, stored_id
 from webapp.deps import SpecDep, require_role
+from webapp.evaluator import service as evaluator_service
+from webapp.evaluator.pages import VIEW_ROLES as EVALUATOR_VIEW_ROLES
 from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.ppi import service
-from webapp.ppi.report import run_report
+from webapp.ppi.report import judge_runs, run_report
 from webapp.ppi.routes import VIEW_ROLES
 from webapp.ppi.views import report_view
 from webapp.runs.deps import RunDep
 from webapp.templating import render
 
 router = APIRouter()
+
+
+@router.get("/evaluator/runs", response_class=HTMLResponse, name="evaluator_runs")
+def evaluator_runs(
+    request: Request, session: SessionDep, principal: Principal = Depends(require_role(*EVALUATOR_VIEW_ROLES))
+) -> HTMLResponse:
+    """List the runs recorded by prompt-evaluator --record, and the Draft Desk runs the PPI judge scored (links to their intervals).
+
+    Here rather than in webapp/evaluator/pages.py: the page shows both domains' runs, and only ppi
+    (above evaluator in the layers) may read both.
+    """
+    ctx = {"runs": evaluator_service.list_evaluator_runs(session=session), "judge_runs": judge_runs(session=session)}
+    return render(request, "evaluator/list.html", ctx)
 
 
 @router.get("/ppi/runs/{run}", response_class=HTMLResponse)
