@@ -24,11 +24,15 @@ REFUND_CASE = "golden-unacceptable-refund"
 
 # A reply's opening courtesy ("Thanks for reaching out.", "Sorry you are having trouble..."): never the claim a
 # grader quotes as unsupported, and neither is the salutation line ("Hi Dana,").
-_COURTESY = re.compile(r"^(hi|hello|dear|thanks|thank you|happy to help|glad to help|good question|let me help|sorry|we are sorry|i'm sorry)\b", re.I)
+_COURTESY = re.compile(
+    r"^(hi|hello|dear|thanks|thank you|happy to help|glad to help|good question|let me help|sorry|we are sorry|i'm sorry"
+    r"|i am sorry|anything else)\b",
+    re.I,
+)
 # A sentence that declines ("I am not able to issue or promise a refund") states the policy: not a fabrication.
 _DECLINES = re.compile(r"\b(not able to|cannot|can't|unable to)\b", re.I)
-# The refund promise the demo plants ("I've processed your refund", "I have started the refund").
-_PROMISE = re.compile(r"\b(started|processed|issued)\b[^.]*\brefund\b", re.I)
+# The refund promise the demo plants ("I've processed your refund", "I have started the refund", "We will refund ...").
+_PROMISE = re.compile(r"\b(started|processed|issued|will)\b[^.]*\brefund", re.I)
 
 
 def _claim(text: str) -> str:
