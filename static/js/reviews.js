@@ -69,11 +69,9 @@
     }
   });
 
-  // Keep the swapped pair current, and give back the notes being typed, on the same pair.
-  document.addEventListener("htmx:afterSettle", () => {
-    const all = items();
-    if (!all.length) return;
-    show(current, false);
+  // Give back the notes being typed, on the same pair, as soon as the new pair is in the page (afterSwap runs
+  // in the swap's own task: no keystroke can land on the page body between the swap and the focus).
+  document.addEventListener("htmx:afterSwap", () => {
     if (!typing) return;
     const notes = document.getElementById(typing.id)?.querySelector("input[name=notes]");
     if (notes) {
@@ -82,5 +80,10 @@
       notes.setSelectionRange(typing.caret, typing.caret);
     }
     typing = null;
+  });
+
+  // Keep the swapped pair current.
+  document.addEventListener("htmx:afterSettle", () => {
+    if (items().length) show(current, false);
   });
 })();

@@ -88,6 +88,7 @@ def test_verdict_key_then_n_puts_the_note_on_the_judged_pair(live_server, new_pa
     items = page.locator("#reviews-pairs .reviews-item")
     page.keyboard.press("3")  # Major issue on pair 1 ...
     page.keyboard.press("n")  # ... and at once: say why
+    wait_until(page, "document.activeElement && document.activeElement.name === 'notes'")
     assert page.evaluate("document.activeElement.closest('.reviews-item').id") == items.nth(0).get_attribute("id")
     page.keyboard.type("promises a refund")
     page.wait_for_selector("#reviews-pairs .reviews-item.reviews-verdict-major_issue")
