@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import uvicorn
@@ -62,9 +63,9 @@ def live_server(tmp_path: Path, sqlite_template: Path) -> Iterator[LiveServer]:
 
 
 @contextmanager
-def serve(db_url: str) -> Iterator[LiveServer]:
-    """Serve the app over `db_url` on a free loopback port while the block runs."""
-    settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH)
+def serve(db_url: str, *, mode: Literal["dev", "production"] = "dev") -> Iterator[LiveServer]:
+    """Serve the app over `db_url` on a free loopback port while the block runs (`mode`: production marks cookies Secure)."""
+    settings = Settings(database_url=db_url, mode=mode, secret_key=TEST_SECRET, spec=SPEC_PATH)
     app = create_app(settings)
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from sqlmodel import Session
 
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, _free_port
-from tests.conftest import SPEC_PATH, TEST_SECRET
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, serve
 from tests.factories import DEFAULT_PASSWORD, make_user
-from tests.waiting import wait_for
-from webapp.config import Settings
 from webapp.db import make_engine
-from webapp.main import create_app
 
 ADVICE = "open it over HTTPS or set DRAFTDESK_SECURE_COOKIES=0"
 # a name that is not loopback to the browser (which drops Secure cookies over plain HTTP) but reaches this host
@@ -36,18 +30,8 @@ def production_server(tmp_path: Path, sqlite_template: Path, monkeypatch: pytest
         make_user(session, email="pm@example.test", roles=["pm"])
         session.commit()
     engine.dispose()
-    app = create_app(Settings(database_url=db_url, mode="production", secret_key=TEST_SECRET, spec=SPEC_PATH))
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started, timeout=15, what="the production server to start", interval=0.05)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        app.state.engine.dispose()
+    with serve(db_url, mode="production") as server:
+        yield int(server.url.rsplit(":", 1)[1])
 
 
 def sign_in_text(port: int, host: str) -> tuple[str, str, str]:
