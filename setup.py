@@ -3,7 +3,7 @@
 The templates, static files, data/*.yaml and the two front-end files of the npm packages live at the
 repository's top, outside the `webapp` package, and the JS is installed by `npm install` (never
 committed). Building a wheel (`pip install .`, `pip wheel .`) copies them into webapp/_bundled/ with
-the repository's layout, where webapp/config.py (ASSET_ROOT) finds them when the package is installed.
+the repository's layout, where webapp/core/config.py (ASSET_ROOT) finds them when the package is installed.
 An editable install (`pip install -e`, ./dev setup) copies nothing: it reads the repository itself.
 The build fails, naming the file, when the npm packages are not installed (run ./dev setup first):
 a wheel without htmx would start and then serve pages that do nothing.
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent
 BUNDLE = "_bundled"
 TREES = ("templates", "static")
 FILES = ("data/eval_spec.yaml", "data/model_prices.yaml")
-# The npm packages' files webapp/static_assets.py serves (VENDOR_FILES); tests/ops/test_packaging.py
+# The npm packages' files webapp/web/static_assets.py serves (VENDOR_FILES); tests/ops/test_packaging.py
 # serves each from a built wheel, so a file added there and not here fails.
 VENDOR = (
     "node_modules/htmx.org/dist/htmx.min.js",

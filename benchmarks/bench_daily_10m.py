@@ -81,10 +81,10 @@ def main() -> None:
     from sqlalchemy import func, select, text
     from sqlmodel import Session
 
+    from webapp.app.main import create_app
     from webapp.auth import service as auth_service
-    from webapp.config import Settings
-    from webapp.db import make_engine
-    from webapp.main import create_app
+    from webapp.core.config import Settings
+    from webapp.core.db import make_engine
     from webapp.metrics import aggregates
     from webapp.metrics import daily as metrics_daily
     from webapp.metrics import reports as metrics_reports

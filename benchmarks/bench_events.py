@@ -101,9 +101,9 @@ def _fresh_database(url: str) -> None:
     """Drop and recreate the schema (migrated, plus tables not yet in a migration)."""
     from sqlalchemy import text
 
-    from webapp.db import make_engine
-    from webapp.migrations_runner import upgrade
-    from webapp.models import metadata
+    from webapp.core.db import make_engine
+    from webapp.core.migrations_runner import upgrade
+    from webapp.core.models import metadata
 
     if url.startswith("sqlite:///"):
         db = Path(url[len("sqlite:///") :])
@@ -123,7 +123,7 @@ def plain_load(path: Path, url: str) -> int:
     """Load the file the plain way (reference): json.loads, Levenshtein ratio, day; executemany or COPY."""
     import Levenshtein
 
-    from webapp.config import Settings
+    from webapp.core.config import Settings
     from webapp.metrics.event_input import EVENT_COLUMNS
 
     tz = Settings(database_url=url).eval_spec.tz
@@ -221,10 +221,10 @@ def main() -> None:
     from fastapi.testclient import TestClient
     from sqlmodel import Session
 
+    from webapp.app.main import create_app
     from webapp.auth import service as auth_service
-    from webapp.config import Settings
-    from webapp.db import make_engine
-    from webapp.main import create_app
+    from webapp.core.config import Settings
+    from webapp.core.db import make_engine
     from webapp.metrics import aggregates
     from webapp.metrics import daily as metrics_daily
 

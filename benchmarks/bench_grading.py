@@ -41,14 +41,14 @@ from lean_http import LeanClient  # noqa: E402
 
 from webapp.auth import service as auth_service  # noqa: E402
 from webapp.auth.models import User  # noqa: E402
-from webapp.config import Settings  # noqa: E402
-from webapp.db import make_engine, session_scope  # noqa: E402
+from webapp.core.config import Settings  # noqa: E402
+from webapp.core.db import make_engine, session_scope  # noqa: E402
+from webapp.core.migrations_runner import upgrade  # noqa: E402
+from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for  # noqa: E402
 from webapp.demo import content as demo_content  # noqa: E402
 from webapp.demo.seed import seed_demo  # noqa: E402
 from webapp.grading.models import Grade  # noqa: E402
-from webapp.migrations_runner import upgrade  # noqa: E402
 from webapp.runs.models import Draft, Run  # noqa: E402
-from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for  # noqa: E402
 
 SECRET = "bench-grading-secret-key-0123456789abcdef"
 PASSWORD = "bench-password"
@@ -134,7 +134,7 @@ def in_process(url: str, run_id: int, rounds: int = 60) -> dict[str, tuple[float
     """
     from fastapi.testclient import TestClient
 
-    from webapp.main import create_app
+    from webapp.app.main import create_app
 
     app = create_app(Settings(database_url=url, mode="dev", secret_key=SECRET))
     statements = [0, 0]  # statements, round trips (one per statement, and one per COMMIT)

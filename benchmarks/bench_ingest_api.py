@@ -167,8 +167,8 @@ def main() -> None:
     from sqlmodel import Session
 
     from webapp.auth import service as auth_service
-    from webapp.config import Settings
-    from webapp.db import make_engine
+    from webapp.core.config import Settings
+    from webapp.core.db import make_engine
     from webapp.metrics import aggregates, background, stale
     from webapp.metrics import daily as metrics_daily
     from webapp.metrics.models import DailyAggregate, Event

@@ -38,7 +38,7 @@ the full recompute of the day (what every pass did before issue 33) against the 
 pass's new events (REBUILD_INTERVAL_S of --events-per-second, and the ~170 of a 50,000-event day's
 busy hour). The issue-33 run: `--day-events 50000` (in the default topology: one `serve`, jobs inside).
 
-The server runs this checkout's code (`webapp.cli:main` imported from it), not whichever package the
+The server runs this checkout's code (`webapp.app.cli:main` imported from it), not whichever package the
 `draftdesk` script was installed from.
 
 A quick run: `--seconds 15 --think 0.3,0.8` (ten times the pace of real graders).
@@ -72,8 +72,10 @@ sys.path.insert(0, str(ROOT))
 
 from webapp.auth import service as auth_service  # noqa: E402
 from webapp.auth.models import User  # noqa: E402
-from webapp.config import Settings  # noqa: E402
-from webapp.db import make_engine, session_scope  # noqa: E402
+from webapp.core.config import Settings  # noqa: E402
+from webapp.core.db import make_engine, session_scope  # noqa: E402
+from webapp.core.migrations_runner import upgrade  # noqa: E402
+from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for  # noqa: E402
 from webapp.demo import content as demo_content  # noqa: E402
 from webapp.demo.seed import seed_demo  # noqa: E402
 from webapp.grading.models import Grade  # noqa: E402
@@ -81,9 +83,7 @@ from webapp.metrics import aggregates, ingest, stale  # noqa: E402
 from webapp.metrics.background import REBUILD_INTERVAL_S  # noqa: E402
 from webapp.metrics.cli import import_events  # noqa: E402
 from webapp.metrics.models import Event  # noqa: E402
-from webapp.migrations_runner import upgrade  # noqa: E402
 from webapp.runs.models import Draft, Run  # noqa: E402
-from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for  # noqa: E402
 
 SECRET = "bench-realistic-" + "k" * 48
 PASSWORD = "bench-password"
@@ -216,7 +216,7 @@ def start_server(
     }
     log = Path(tempfile.gettempdir()) / f"bench_realistic_serve_{port}_{label.lower()}.log"
     # this checkout's code (the `draftdesk` script imports the package it was installed from)
-    draftdesk = [sys.executable, "-c", "from webapp.cli import main; main()"]
+    draftdesk = [sys.executable, "-c", "from webapp.app.cli import main; main()"]
     cmd = [*draftdesk, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     if jobs_process:
         cmd.append("--separate-jobs")

@@ -38,7 +38,7 @@ def main() -> None:
     from bench_events import _fresh_database
     from bench_ingest_api import _free_port
 
-    from webapp import static_assets
+    from webapp.web import static_assets
 
     tmp = Path(tempfile.mkdtemp(prefix="dd_bench_static_"))
     url = f"sqlite:///{tmp / 'bench.db'}"

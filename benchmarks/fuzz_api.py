@@ -25,9 +25,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.conftest import SPEC_PATH, TEST_SECRET  # noqa: E402
 from tests.fuzz_support import CALLERS, api_operations, demo_target, fuzz_operation  # noqa: E402
-from webapp.db import make_engine  # noqa: E402
-from webapp.models import metadata  # noqa: E402
-from webapp.spec import load_spec  # noqa: E402
+from webapp.core.db import make_engine  # noqa: E402
+from webapp.core.models import metadata  # noqa: E402
+from webapp.core.spec import load_spec  # noqa: E402
 
 
 def fresh_schema(url: str) -> None:

@@ -24,9 +24,9 @@ from sqlmodel import Session
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD
 from tests.waiting import wait_for
-from webapp.config import Settings
-from webapp.db import make_engine
-from webapp.main import create_app
+from webapp.app.main import create_app
+from webapp.core.config import Settings
+from webapp.core.db import make_engine
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update", "--no-first-run"]

@@ -22,13 +22,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from tests.factories import DEFAULT_PASSWORD, make_user
+from webapp.app.main import create_app
 from webapp.auth import service as auth_service
-from webapp.config import Settings
-from webapp.db import make_engine
-from webapp.main import create_app
-from webapp.models import metadata
-from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
-from webapp.spec import EvalSpec, load_spec
+from webapp.core.config import Settings
+from webapp.core.db import make_engine
+from webapp.core.models import metadata
+from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
+from webapp.core.spec import EvalSpec, load_spec
 
 # Cheap Argon2 parameters for the many users tests create (hashes carry their own parameters, so
 # verification is unchanged; production keeps argon2-cffi's defaults).
@@ -82,7 +82,7 @@ def _stamp_head(url: str) -> None:
     nothing to do and CLI tests can open their real session on the test database."""
     from alembic import command
 
-    from webapp.migrations_runner import alembic_config
+    from webapp.core.migrations_runner import alembic_config
 
     command.stamp(alembic_config(url), "head")
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from sqlmodel import Session
 
+from webapp.app.main import create_app
 from webapp.auth import service as auth_service
 from webapp.auth.models import ROLES
-from webapp.config import Settings
-from webapp.main import create_app
-from webapp.spec import EvalSpec
+from webapp.core.config import Settings
+from webapp.core.spec import EvalSpec
 
 INVALID_TOKEN = "dd_invalid-token-that-matches-nothing"
 # Who calls: one token per role, an agent's `ingest` token, a token with every role, nobody, a bad token.
@@ -56,7 +56,7 @@ def api_operations(app: Any) -> list[Any]:
     """Load the app's OpenAPI document with schemathesis; return its operations."""
     import schemathesis
 
-    from webapp.api_docs import OPENAPI_URL
+    from webapp.web.api_docs import OPENAPI_URL
 
     loaded = schemathesis.openapi.from_asgi(OPENAPI_URL, app)
     return [result.ok() for result in loaded.get_all_operations()]

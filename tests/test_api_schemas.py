@@ -11,11 +11,11 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 from tests.test_route_security import _routes
-from webapp.api_docs import API_PREFIX, OPENAPI_URL
-from webapp.config import Settings
-from webapp.main import create_app
+from webapp.app.main import create_app
+from webapp.core.config import Settings
+from webapp.core.spec import METRIC_NAMES
 from webapp.metrics.schemas import DayMetricsPublic
-from webapp.spec import METRIC_NAMES
+from webapp.web.api_docs import API_PREFIX, OPENAPI_URL
 
 JSON = "application/json"
 

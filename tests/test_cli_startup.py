@@ -14,18 +14,18 @@ import typer
 from typer.testing import CliRunner
 
 from tests.test_safe_input import DEPTH_400K, alias_bomb
-from webapp import cli
-from webapp.domains import domain_modules
-from webapp.safe_input import MAX_DEPTH
+from webapp.app import cli
+from webapp.core.domains import domain_modules
+from webapp.core.safe_input import MAX_DEPTH
 
 ROOT = Path(__file__).resolve().parent.parent
 # `draftdesk ARGS`; at its exit, print the exit code and the heavy modules it loaded
 PROBE = (
     "import sys\n"
-    "from webapp.cli import main\n"
+    "from webapp.app.cli import main\n"
     "try:\n    main()\n"
     "except SystemExit as e:\n"
-    "    heavy = ('sqlmodel', 'sqlalchemy', 'fastapi', 'pandas', 'plotly', 'webapp.main')\n"
+    "    heavy = ('sqlmodel', 'sqlalchemy', 'fastapi', 'pandas', 'plotly', 'webapp.app.main')\n"
     "    print(e.code, sorted(m for m in heavy if m in sys.modules))\n"
 )
 

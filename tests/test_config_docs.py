@@ -6,19 +6,19 @@ import re
 
 import pytest
 
-from webapp import config_docs
-from webapp.config import PROJECT_ROOT, Settings
+from webapp.core import config_docs
+from webapp.core.config import PROJECT_ROOT, Settings
 
 
 def test_the_committed_page_is_what_the_generator_writes_with_every_setting_once() -> None:
     page = config_docs.DOC.read_text(encoding="utf-8")
-    assert config_docs.render(page) == page, "docs/configuration.md is out of date: run .venv/bin/python -m webapp.config_docs"
+    assert config_docs.render(page) == page, "docs/configuration.md is out of date: run .venv/bin/python -m webapp.core.config_docs"
     assert config_docs.main(["--check"]) == 0
     rows = re.findall(r"^\| `(DRAFTDESK_[A-Z_]+)` \| (.*?) \| (.+) \|$", page, flags=re.M)
     documented = [name for name, _, _ in rows]
     assert documented == [f"DRAFTDESK_{name.upper()}" for name in Settings.model_fields]
     by_name = {name: (default, meaning) for name, default, meaning in rows}
-    # defaults worked out by hand from webapp/config.py
+    # defaults worked out by hand from webapp/core/config.py
     assert by_name["DRAFTDESK_DATABASE_URL"][0] == "`sqlite:///data/draftdesk.db`"
     assert by_name["DRAFTDESK_SPEC"][0] == "`data/eval_spec.yaml`"
     assert by_name["DRAFTDESK_SECURE_COOKIES"][0] == "unset"  # None: decided by the mode

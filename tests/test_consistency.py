@@ -18,15 +18,15 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, DemoTemplate, login
-from webapp.config import Settings
-from webapp.db import make_engine
+from webapp.app.main import create_app
+from webapp.core.config import Settings
+from webapp.core.db import make_engine
+from webapp.core.spec import METRIC_NAMES, EvalSpec, load_spec
 from webapp.demo import content
 from webapp.demo.seed import demo_today
-from webapp.main import create_app
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import units
 from webapp.runs.service import resolve_run
-from webapp.spec import METRIC_NAMES, EvalSpec, load_spec
 
 # Each test here takes more than a few seconds (see docs/development.md: running subsets).
 pytestmark = pytest.mark.slow

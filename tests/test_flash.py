@@ -1,7 +1,7 @@
 """One-time messages ride in a signed, short-lived cookie, never in the URL (issue 33, "?flash=").
 
 A crafted link (`/grading/adjudication?flash=...`) made the app say anything in its own voice;
-now pages read only webapp.flash's signed cookie, consumed on read.
+now pages read only webapp.web.flash's signed cookie, consumed on read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlmodel import Session
 
 from tests.conftest import TEST_SECRET
 from tests.grading.conftest import GradingWorld, build_world, post_form
-from webapp.flash import FLASH_COOKIE, Flash, encode_flash
+from webapp.web.flash import FLASH_COOKIE, Flash, encode_flash
 
 CRAFTED = "Your session expired: sign in again at evil.example"
 

@@ -20,17 +20,17 @@ from sqlmodel import Session
 from typer.testing import CliRunner
 
 from tests.conftest import SPEC_PATH, TEST_SECRET, login
+from webapp.app.cli import app as cli_app
+from webapp.app.main import create_app
+from webapp.app.warmup import build_routes, warm_up
 from webapp.auth.service import Principal
-from webapp.cli import app as cli_app
-from webapp.config import DEFAULT_SECRET_KEY, ConfigError, Settings
-from webapp.db import begin_write, make_engine
-from webapp.labels import humanize
-from webapp.links import can_open, rule_for
-from webapp.main import create_app
-from webapp.spec import EvalSpec, SpecError, load_spec
-from webapp.templating import templates
-from webapp.textdiff import Segment, changed_words, word_diff
-from webapp.warmup import build_routes, warm_up
+from webapp.core.config import DEFAULT_SECRET_KEY, ConfigError, Settings
+from webapp.core.db import begin_write, make_engine
+from webapp.core.labels import humanize
+from webapp.core.spec import EvalSpec, SpecError, load_spec
+from webapp.core.textdiff import Segment, changed_words, word_diff
+from webapp.web.links import can_open, rule_for
+from webapp.web.templating import templates
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -86,8 +86,8 @@ class TestSpec:
             load_spec(bad)
 
     def test_rubric_columns_are_the_grade_tables_columns(self) -> None:
+        from webapp.core.spec import RUBRIC_COLUMNS
         from webapp.grading.models import FinalGrade, Grade, ReferenceGrade
-        from webapp.spec import RUBRIC_COLUMNS
 
         for table in (Grade, FinalGrade, ReferenceGrade):
             assert set(RUBRIC_COLUMNS) <= set(table.model_fields), table.__name__
@@ -196,7 +196,7 @@ class TestUsersAndTokensCli:
 
 
 def test_id_from_ref_takes_ascii_digits_within_the_id_range_only() -> None:
-    from webapp.db import MAX_ID, id_from_ref
+    from webapp.core.db import MAX_ID, id_from_ref
 
     assert id_from_ref("42") == 42 and id_from_ref(" 7 ") == 7 and id_from_ref(5) == 5
     assert id_from_ref(str(2**63 - 1)) == MAX_ID == 9223372036854775807

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, DemoTemplate
 from tests.fuzz_support import CALLERS, FuzzTarget, api_operations, demo_target, fuzz_operation
 from tests.test_route_security import _routes
-from webapp.api_docs import OPENAPI_URL
-from webapp.spec import EvalSpec
+from webapp.core.spec import EvalSpec
+from webapp.web.api_docs import OPENAPI_URL
 
 # Each test here takes more than a few seconds (see docs/development.md: running subsets).
 pytestmark = pytest.mark.slow

@@ -12,9 +12,9 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from tests.metrics.conftest import ev
-from webapp.csp import POLICY
-from webapp.request_limits import DEFAULT_BODY_LIMIT, EVENTS_BODY_LIMIT, UPLOAD_BODY_LIMIT
-from webapp.safe_input import MAX_DEPTH
+from webapp.core.safe_input import MAX_DEPTH
+from webapp.web.csp import POLICY
+from webapp.web.request_limits import DEFAULT_BODY_LIMIT, EVENTS_BODY_LIMIT, UPLOAD_BODY_LIMIT
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 

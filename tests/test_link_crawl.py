@@ -14,10 +14,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from tests.conftest import SPEC_PATH, TEST_SECRET, DemoTemplate, login
-from webapp.config import Settings
+from webapp.app.main import create_app
+from webapp.core.config import Settings
 from webapp.demo.content import DEMO_PASSWORD, DEMO_USERS
-from webapp.links import rule_for
-from webapp.main import create_app
+from webapp.web.links import rule_for
 
 # Each test here takes more than a few seconds (see docs/development.md: running subsets).
 pytestmark = pytest.mark.slow

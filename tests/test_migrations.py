@@ -13,9 +13,9 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 
 from tests.conftest import BACKENDS, PG_URL
-from webapp.db import make_engine
-from webapp.migrations_runner import current_heads, upgrade
-from webapp.models import metadata
+from webapp.core.db import make_engine
+from webapp.core.migrations_runner import current_heads, upgrade
+from webapp.core.models import metadata
 
 
 @pytest.fixture(params=BACKENDS)

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from tests import test_link_crawl as link_crawl
 from tests.conftest import login
 from webapp.demo.content import DEMO_PASSWORD
-from webapp.navigation import NAV, current_href
+from webapp.web.navigation import NAV, current_href
 
 ROLE_EMAILS = {r: e for r, e in link_crawl.ROLE_EMAILS.items() if r != "ml_lead"}
 NAV_BLOCK = re.compile(r'<nav class="mainnav"[^>]*>(.*?)</nav>', re.S)

@@ -105,7 +105,7 @@ def test_private_names_of_third_party_modules_are_found(source: str, expected: l
     [
         "import os\nos._exit(0)\n",  # the standard library is not third-party
         "from collections import _x\n",
-        "from webapp import _helpers\nfrom webapp.db import _end\n",  # the repository's own
+        "from webapp import _helpers\nfrom webapp.core.db import _end\n",  # the repository's own
         "from . import _sibling\n",
         "import lean_http\nlean_http._x\n",  # a benchmark's helper module
         "import sqlalchemy\nsqlalchemy.__version__\n",  # dunders are public

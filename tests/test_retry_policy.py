@@ -7,7 +7,7 @@ import random
 import pytest
 from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_attempt
 
-from webapp.retry_policy import TransientError, asked_or, backoff, is_transient_status, wait_after
+from webapp.core.retry_policy import TransientError, asked_or, backoff, is_transient_status, wait_after
 
 
 def test_transient_statuses() -> None:

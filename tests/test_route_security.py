@@ -9,9 +9,9 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
+from webapp.app.main import create_app
 from webapp.auth.models import ROLES
-from webapp.deps import RoleCheck
-from webapp.main import create_app
+from webapp.web.deps import RoleCheck
 
 PUBLIC = {("GET", "/favicon.ico"), ("GET", "/login"), ("POST", "/login"), ("POST", "/logout"), ("GET", "/healthz"), ("GET", "/livez"), ("GET", "/static/vendor/{name}")}
 
@@ -43,7 +43,7 @@ def _concrete(path: str) -> str:
 
 @pytest.fixture(scope="module")
 def all_routes(spec):  # type: ignore[no-untyped-def]
-    from webapp.config import Settings
+    from webapp.core.config import Settings
 
     app = create_app(Settings(database_url="sqlite://", mode="dev", secret_key="x" * 32))
     return _routes(app)

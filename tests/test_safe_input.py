@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.datasets.helpers import invoke
+from webapp.core.safe_input import MAX_ALIAS_TOTAL, MAX_DEPTH, InputLimitError, load_yaml, loads_json
 from webapp.datasets.records import RecordError, read_records
-from webapp.safe_input import MAX_ALIAS_TOTAL, MAX_DEPTH, InputLimitError, load_yaml, loads_json
 
 DEPTH_400K = 200_000  # 200 000 "[" and 200 000 "]": a 400 kB file
 
@@ -72,8 +72,8 @@ def test_kb_drafts_and_model_answer_readers_refuse_bombs_and_depth() -> None:
 
 
 def test_spec_and_rubric_refuse_bombs_with_file_line(tmp_path: Path) -> None:
+    from webapp.core.spec import SpecError, load_spec
     from webapp.evaluator.rubric import RubricError, load_rubric
-    from webapp.spec import SpecError, load_spec
 
     spec = tmp_path / "spec.yaml"
     spec.write_text("targets:\n" + "\n".join("  " + line for line in alias_bomb().splitlines()) + "\n")

@@ -21,8 +21,8 @@ import uvicorn
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.waiting import wait_for
-from webapp.config import Settings
-from webapp.main import create_app
+from webapp.app.main import create_app
+from webapp.core.config import Settings
 
 SLOW_CLIENTS = 4  # more than the 2 the admission limit let in
 BODY = b"email=slow%40example.test&password=" + b"x" * 600

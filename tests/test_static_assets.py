@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from webapp import static_assets
+from webapp.web import static_assets
 
 DECODE = {"gzip": gzip.decompress, None: lambda b: b}
 
@@ -83,7 +83,7 @@ def test_accept_encoding_parsing() -> None:
 def test_plotly_is_the_basic_bundle_from_its_npm_package() -> None:
     import json
 
-    from webapp.config import PROJECT_ROOT
+    from webapp.core.config import PROJECT_ROOT
 
     package = json.loads((PROJECT_ROOT / "package.json").read_text())
     assert "plotly.js-basic-dist-min" in package["dependencies"]

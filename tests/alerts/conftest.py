@@ -190,7 +190,7 @@ def settings(db_url: str):  # type: ignore[no-untyped-def]
     """The test settings with a public base URL for links; the fake receivers listen on loopback, so private
     targets are allowed (tests/alerts/test_targets.py checks they are refused without the setting)."""
     from tests.conftest import SPEC_PATH, TEST_SECRET
-    from webapp.config import Settings
+    from webapp.core.config import Settings
 
     return Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, base_url=BASE_URL,
                     alerts_allow_private_targets=True)

@@ -17,7 +17,7 @@ from webapp.alerts.models import AlertChannel, AlertOutbox
 
 
 def _invoke(monkeypatch: pytest.MonkeyPatch, db_url: str, *args: str):  # type: ignore[no-untyped-def]
-    from webapp.cli import app as cli_app
+    from webapp.app.cli import app as cli_app
 
     monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
     monkeypatch.setenv("DRAFTDESK_MODE", "dev")

@@ -18,8 +18,8 @@ from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery
 from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts.models import AlertNotice, AlertOutbox
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.metrics.models import Event
-from webapp.timeutil import as_utc, utcnow
 
 # aiosmtpd warns about AUTH without STARTTLS even when the whole connection is implicit TLS
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS:UserWarning")
@@ -195,7 +195,7 @@ class TestRetries:
         token, ids = delivery.claim_due(engine=engine, now=now)  # a worker claims ... and dies before sending
         assert ids == [msg.id]
         assert _deliver(engine, now).sent == []  # the claim holds while it is valid
-        from webapp.db import make_engine
+        from webapp.core.db import make_engine
 
         fresh = make_engine(db_url)  # a restarted process
         try:

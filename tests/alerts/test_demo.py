@@ -10,8 +10,8 @@ from sqlmodel import Session
 
 from tests.datasets.helpers import invoke
 from webapp.alerts import demo as alerts_demo
+from webapp.core.spec import EvalSpec
 from webapp.metrics import alert_states as metrics_alert_states
-from webapp.spec import EvalSpec
 
 
 def test_demo_prints_where_notifications_go_and_writes_them(

@@ -13,9 +13,9 @@ from webapp.alerts import background as alerts_background
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery, outbox
 from webapp.alerts.models import AlertChannel
-from webapp.config import Settings
-from webapp.flash import FLASH_COOKIE
-from webapp.main import create_app
+from webapp.app.main import create_app
+from webapp.core.config import Settings
+from webapp.web.flash import FLASH_COOKIE
 
 
 def _deliveries_in_three_states(session, spec, receiver) -> None:  # type: ignore[no-untyped-def]
@@ -144,7 +144,7 @@ class TestBackgroundWorker:
         load(session, spec, bad_accept_days())
         started: list[object] = []
 
-        async def recorded(app_: object, record: object = None) -> None:  # record: webapp/jobs.py's pass recorder
+        async def recorded(app_: object, record: object = None) -> None:  # record: webapp/app/jobs.py's pass recorder
             started.append(app_)
 
         # The worker is started (or not) when the app starts: record it instead of waiting to see whether it sends.

@@ -19,12 +19,12 @@ from tests.metrics.conftest import ev, load
 from webapp.alerts import channels, messages, transitions
 from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts.models import AlertNotice, AlertOutbox
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.metrics import alert_states as metrics_alert_states
 from webapp.metrics import reports as metrics_reports
 from webapp.metrics.models import Event
 from webapp.regression.models import RegressionAlert
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc, utcnow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,7 +202,7 @@ class TestChannels:
 
 _LEASE_SCRIPT = """
 import sys, json
-from webapp.db import make_engine
+from webapp.core.db import make_engine
 from webapp.alerts import channels
 from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts import transitions
@@ -247,7 +247,7 @@ class TestEvaluatorLease:
         load(session, spec, bad_accept_days())
         script = (
             "import sys, json\n"
-            "from webapp.db import make_engine\nfrom webapp.spec import load_spec\n"
+            "from webapp.core.db import make_engine\nfrom webapp.core.spec import load_spec\n"
             "from webapp.alerts.background import run_pass\n"
             "engine = make_engine(sys.argv[1])\n"
             f"r = run_pass(engine=engine, spec=load_spec({str(ROOT / 'data' / 'eval_spec.yaml')!r}), base_url='http://x', "

@@ -20,7 +20,7 @@ from tests.conftest import SPEC_PATH, TEST_SECRET
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery, targets
 from webapp.alerts.models import AlertChannel
-from webapp.config import Settings
+from webapp.core.config import Settings
 
 PRIVATE_URLS = [
     "http://127.0.0.1:8080/hook",

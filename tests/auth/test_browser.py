@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, serve
 from tests.factories import DEFAULT_PASSWORD, make_user
-from webapp.db import make_engine
+from webapp.core.db import make_engine
 
 ADVICE = "open it over HTTPS or set DRAFTDESK_SECURE_COOKIES=0"
 # a name that is not loopback to the browser (which drops Secure cookies over plain HTTP) but reaches this host

@@ -16,7 +16,7 @@ from tests.conftest import TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD, make_user
 from webapp.auth import service
 from webapp.auth.models import LoginAttempt, User
-from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
+from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
 
 PM = "pm@example.test"
 ATTACKER = ("203.0.113.66", 40000)

@@ -11,10 +11,10 @@ from sqlmodel import Session
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD, make_user
-from webapp import security
-from webapp.config import Settings
-from webapp.main import create_app
-from webapp.security import CSRF_COOKIE, csrf_token_for
+from webapp.app.main import create_app
+from webapp.core import security
+from webapp.core.config import Settings
+from webapp.core.security import CSRF_COOKIE, csrf_token_for
 
 ADVICE = "open it over HTTPS or set DRAFTDESK_SECURE_COOKIES=0"
 
@@ -48,11 +48,11 @@ def test_plain_http_with_secure_cookies_says_what_is_wrong(
     production: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     security._warn_plain_http.cache_clear()
-    with caplog.at_level(logging.WARNING, logger="webapp.security"):
+    with caplog.at_level(logging.WARNING, logger="webapp.core.security"):
         page, status, text = sign_in_over(production, "http://192.0.2.10:8000", caplog)
     assert ADVICE in page and 'id="plain-http-notice"' in page
     assert status == 403 and ADVICE in text and "marks cookies Secure" in text
-    warnings = [r for r in caplog.records if r.name == "webapp.security" and ADVICE in r.getMessage()]
+    warnings = [r for r in caplog.records if r.name == "webapp.core.security" and ADVICE in r.getMessage()]
     assert len(warnings) == 1
 
 

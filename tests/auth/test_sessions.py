@@ -13,8 +13,8 @@ from sqlmodel import Session, select
 from tests.conftest import TEST_SECRET, login
 from tests.factories import make_user
 from webapp.auth.models import WebSession
-from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
-from webapp.timeutil import as_utc, utcnow
+from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
+from webapp.core.timeutil import as_utc, utcnow
 
 PM = "pm@example.test"
 

@@ -9,8 +9,8 @@ from sqlmodel import select
 from tests.browser_support import sign_in, wait_until
 from tests.conftest import SPEC_PATH
 from tests.grading.conftest import GradingWorld, build_world, grade
+from webapp.core.spec import load_spec
 from webapp.grading.models import Grade, GradingSkip
-from webapp.spec import load_spec
 
 MARK = "window.__ddNoReload"
 

@@ -9,8 +9,8 @@ from sqlmodel import Session
 from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev, settle
+from webapp.core.spec import load_spec
 from webapp.metrics import ingest
-from webapp.spec import load_spec
 
 
 def _seed(session: Session) -> None:

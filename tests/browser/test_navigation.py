@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from tests.browser_support import sign_in
 from webapp.demo import content as c
-from webapp.navigation import NAV
+from webapp.web.navigation import NAV
 
 _ALL = {"labeler", "lead", "pm", "support_lead", "ml_lead", "admin"}
 # Who should see each entry, written out here (the app derives it from the routes' role checks).

@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from tests.checks.conftest import World
 from webapp.checks import service
-from webapp.spec import EvalSpec
+from webapp.core.spec import EvalSpec
 
 
 def test_run_checks_json_matches_the_service(

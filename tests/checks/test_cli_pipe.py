@@ -28,7 +28,7 @@ def test_check_piped_to_a_reader_of_one_line_stores_the_results(session: Session
     # tests/conftest.py stamps every test database at head: the CLI's own upgrade finds nothing to do.
     env = {**os.environ, "DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_MODE": "dev", "COLUMNS": "80"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from webapp.cli import main; main()", "check", "never-drafts"],
+        [sys.executable, "-c", "from webapp.app.cli import main; main()", "check", "never-drafts"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert proc.stdout is not None and proc.stderr is not None

@@ -22,9 +22,9 @@ from tests.factories import make_article, make_dataset, make_run
 from webapp.checks import service
 from webapp.checks.examples import example_status, tally_examples
 from webapp.checks.types import CheckResult
+from webapp.core.spec import EvalSpec
 from webapp.gates import service as gates_service
 from webapp.runs.service import resolve_run
-from webapp.spec import EvalSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 PASS = CheckResult("length", "pass", "ok")
@@ -60,7 +60,7 @@ def test_cli_fails_a_run_that_drafted_3_of_100_cases(session: Session, db_url: s
     _three_of_hundred(session)
     env = {**os.environ, "DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_MODE": "dev", "COLUMNS": "400"}
     proc = subprocess.run(
-        [sys.executable, "-c", "from webapp.cli import main; main()", "check", "three-of-100"],
+        [sys.executable, "-c", "from webapp.app.cli import main; main()", "check", "three-of-100"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -14,10 +14,10 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from webapp.checks import service as checks_service
+from webapp.core.spec import EvalSpec
 from webapp.gates import service as gates_service
 from webapp.metrics import units
 from webapp.runs.service import resolve_run
-from webapp.spec import EvalSpec
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run, words
 from webapp.checks import service as checks_service
+from webapp.core.spec import EvalSpec
 from webapp.datasets import service as datasets_service
 from webapp.datasets.loader import DatasetError, SupportFieldError, expectation_fields
-from webapp.spec import EvalSpec
 
 
 class TestFields:

@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from tests.checks.conftest import World
 from webapp.checks import service
-from webapp.spec import EvalSpec
+from webapp.core.spec import EvalSpec
 
 
 def test_unchecked_run_page_offers_recheck_to_lead_only(world: World, client_as: Callable[..., TestClient]) -> None:

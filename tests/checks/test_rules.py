@@ -7,8 +7,8 @@ import pytest
 from tests.factories import words
 from webapp.checks import rules
 from webapp.checks.types import CHECK_KEYS, CaseInput, Citation, DraftInput
+from webapp.core.spec import EvalSpec
 from webapp.kb.snapshot import KbSnapshot
-from webapp.spec import EvalSpec
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from webapp.checks import service
 from webapp.checks.cli import check_and_report
 from webapp.checks.models import DraftCheck
 from webapp.checks.types import CHECK_KEYS
+from webapp.core.spec import EvalSpec
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Run
 from webapp.runs.service import resolve_run
-from webapp.spec import EvalSpec
 
 
 def _id(run: Run) -> int:
@@ -177,7 +177,7 @@ def test_cli_command_exit_codes(db_url: str, session: Session, world: World, mon
     """The `draftdesk check` command itself, on its own session: 1 for run-a, 2 for an unknown run."""
     from typer.testing import CliRunner
 
-    from webapp import cli as root
+    from webapp.app import cli as root
 
     session.commit()
     monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)

@@ -11,7 +11,7 @@ from sqlalchemy import func
 from sqlmodel import select
 from typer.testing import CliRunner
 
-from webapp.cli import app as cli_app
+from webapp.app.cli import app as cli_app
 
 
 def invoke(monkeypatch: pytest.MonkeyPatch, db_url: str, args: list[str]):  # type: ignore[no-untyped-def]
@@ -19,7 +19,7 @@ def invoke(monkeypatch: pytest.MonkeyPatch, db_url: str, args: list[str]):  # ty
     monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
     monkeypatch.setenv("DRAFTDESK_MODE", "dev")
     # The test database is made with create_all, not migrations; skip the CLI's upgrade step.
-    monkeypatch.setattr("webapp.migrations_runner.upgrade", lambda *a, **k: None)
+    monkeypatch.setattr("webapp.core.migrations_runner.upgrade", lambda *a, **k: None)
     return CliRunner().invoke(cli_app, args)
 
 

@@ -21,9 +21,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.factories import make_run
+from webapp.core.spec import EvalSpec
 from webapp.datasets import service
 from webapp.gates import service as gates_service
-from webapp.spec import EvalSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [
@@ -56,7 +56,7 @@ def test_cli_names_file_and_line_on_stderr(session: Session, db_url: str, tmp_pa
     path.write_bytes(jsonl(CASES))
     env = {**os.environ, "DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_MODE": "dev"}
     proc = subprocess.run(
-        [sys.executable, "-c", "from webapp.cli import main; main()", "import", "dataset", str(path)],
+        [sys.executable, "-c", "from webapp.app.cli import main; main()", "import", "dataset", str(path)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

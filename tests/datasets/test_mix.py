@@ -14,10 +14,10 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from tests.factories import make_dataset
+from webapp.core.spec import EvalSpec
 from webapp.datasets import service
 from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import EvalCase
-from webapp.spec import EvalSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ class TestImportWarns:
         path.write_bytes(jsonl(ALL_ROUTINE))
         env = {**os.environ, "DRAFTDESK_DATABASE_URL": db_url, "DRAFTDESK_MODE": "dev"}
         proc = subprocess.run(
-            [sys.executable, "-c", "from webapp.cli import main; main()", "import", "dataset", str(path)],
+            [sys.executable, "-c", "from webapp.app.cli import main; main()", "import", "dataset", str(path)],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
         )
         assert proc.returncode == 0, proc.stderr

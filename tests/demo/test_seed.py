@@ -16,6 +16,7 @@ from webapp.auth.models import User
 from webapp.checks import service as checks_service
 from webapp.checks.rules import run_checks
 from webapp.checks.types import Citation, DraftInput
+from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import load_dataset
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.demo import content as c
@@ -23,7 +24,6 @@ from webapp.demo.seed import DemoContext, seed_demo
 from webapp.kb import service as kb_service
 from webapp.kb.models import KbArticle, KbRevision
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 
 class TestContent:
@@ -171,8 +171,8 @@ class TestSeededDemo:
 @pytest.mark.slow
 class TestDeterminism:
     def test_same_seed_same_database_content(self, session: Session, spec: EvalSpec, tmp_path: Path) -> None:
-        from webapp.db import make_engine
-        from webapp.models import metadata
+        from webapp.core.db import make_engine
+        from webapp.core.models import metadata
 
         seed_demo(session=session, spec=spec, hooks=False)
         session.commit()

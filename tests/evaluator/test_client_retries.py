@@ -1,4 +1,4 @@
-"""The model client's retries (tenacity, webapp.retry_policy) against the fake server; waits are recorded, never slept."""
+"""The model client's retries (tenacity, webapp.core.retry_policy) against the fake server; waits are recorded, never slept."""
 
 from __future__ import annotations
 

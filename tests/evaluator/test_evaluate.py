@@ -307,7 +307,7 @@ def test_draftdesk_evaluate_dataset(
     fake: FakeOpenAI, dataset: Path, prompt_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`draftdesk evaluate-dataset` is the same command."""
-    from webapp.cli import app as draftdesk
+    from webapp.app.cli import app as draftdesk
 
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)  # the base URL from the environment

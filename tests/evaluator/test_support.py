@@ -16,13 +16,13 @@ from tests.factories import make_article, make_user
 from webapp.auth.service import Principal
 from webapp.checks.models import DraftCheck
 from webapp.checks.types import CHECK_KEYS
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
 from webapp.evaluator.rubric import load_rubric
 from webapp.evaluator.service import evaluator_report
 from webapp.grading.models import FinalGrade, Grade
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 KB = [
     {"article_id": "KB-1042", "revision": 2, "title": "Add-ons (old)", "body": "Old add-on billing text.", "status": "deprecated", "effective_date": "2025-01-01", "intent": "billing_charge"},
@@ -128,7 +128,7 @@ def test_bad_support_field_or_kb_file_exits_2(
 def record_env(db_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """Point the command at the test database (built by create_all: the migration step is skipped)."""
     monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
-    monkeypatch.setattr("webapp.migrations_runner.upgrade", lambda *a, **k: None)
+    monkeypatch.setattr("webapp.core.migrations_runner.upgrade", lambda *a, **k: None)
     return db_url
 
 
@@ -236,7 +236,7 @@ def test_run_page_api_roles_and_blind_judge_scores(
     assert pm_client.get(f"/evaluator/runs/{ev.artifact_run_id}").status_code == 200
     assert pm_client.get("/evaluator/runs/9999").status_code == 404
 
-    # The lead adjudicates and sees every signal (webapp.blind); blind graders (labelers) cannot open the page.
+    # The lead adjudicates and sees every signal (webapp.core.blind); blind graders (labelers) cannot open the page.
     page = client_as("lead").get(url).text
     assert "fake rationale" in page
     assert "hidden until you grade it" not in page
@@ -252,7 +252,7 @@ def test_run_page_api_roles_and_blind_judge_scores(
         assert case["per_flag_stats"] == by_case[case["test_case_id"]]["per_flag_stats"]
     assert len(body["judge_scores"]) == 4
     assert all(j["scores"] is not None for j in body["judge_scores"])
-    lead = api_as("lead").get(api_url).json()  # the lead is never blind (webapp.blind)
+    lead = api_as("lead").get(api_url).json()  # the lead is never blind (webapp.core.blind)
     assert lead["hidden_drafts"] == 0
     assert lead["overall_metric_stats"] == doc["overall_metric_stats"]
     assert all(j["scores"] is not None for j in lead["judge_scores"])

@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.evaluator.conftest import index_entry
+from webapp.core.spec import EvalSpec
 from webapp.evaluator.artifact_models import JournalEntry, Sample, SampleTokens
 from webapp.evaluator.artifacts import (
     Journal,
@@ -29,7 +30,6 @@ from webapp.evaluator.judge_validation import parse_judge
 from webapp.evaluator.preparation import EvaluationError, prepare_resume
 from webapp.evaluator.rubric import RubricError, builtin_names, judge_schema, load_rubric
 from webapp.evaluator.service import judge_human_agreement
-from webapp.spec import EvalSpec
 
 
 def hashed(slug: str, case_id: str) -> str:

@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 from webapp.checks.types import CHECK_KEYS, CheckResult
+from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import dataset_mix
 from webapp.gates.criteria import (
     CaseFacts,
@@ -28,7 +29,6 @@ from webapp.gates.criteria import (
     survey_net_positive,
 )
 from webapp.gates.report import GateReport, combine, to_markdown
-from webapp.spec import EvalSpec
 
 GOOD = FinalGradeFacts("pass", 4, 4, 4)
 

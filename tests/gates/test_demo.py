@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
+from webapp.core.spec import EvalSpec
 from webapp.gates import service
 from webapp.runs.service import resolve_run
-from webapp.spec import EvalSpec
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from tests.conftest import SPEC_PATH
 from tests.ppi.conftest import JUDGE, build_run
+from webapp.core.spec import EvalSpec, load_spec
 from webapp.gates import service as gates_service
 from webapp.gates.criteria import DraftFacts, FinalGradeFacts, PilotFacts, PpiGradingFacts, human_grading
 from webapp.gates.facts import ppi_criterion
@@ -30,7 +31,6 @@ from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.models import PpiDraw
 from webapp.ppi.service import draw_sample
-from webapp.spec import EvalSpec, load_spec
 
 
 def with_reading(spec: EvalSpec, reading: str) -> EvalSpec:
@@ -90,7 +90,7 @@ class TestTheSettingReadsTheSameGrades:
         assert plan.status == "incomplete" and plan.summary.startswith("2 sampled drafts have no final grade yet")
 
     def test_a_bad_value_is_refused_naming_the_key(self, tmp_path: Path) -> None:
-        from webapp.spec import SpecError
+        from webapp.core.spec import SpecError
 
         bad = tmp_path / "spec.yaml"
         bad.write_text(SPEC_PATH.read_text().replace("human_grading: plan", "human_grading: bounds"))

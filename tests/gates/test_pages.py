@@ -10,11 +10,11 @@ from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run
 from tests.gates.test_service import build_run, good_draft, ready_run, small_gate_spec
-from webapp import flows
+from webapp.app import flows
 from webapp.checks import service as checks_service
+from webapp.core.spec import EvalSpec
 from webapp.gates import service
 from webapp.regression import service as regression_service
-from webapp.spec import EvalSpec
 
 
 def test_review_case_the_run_lacks_is_listed_with_the_export_command(

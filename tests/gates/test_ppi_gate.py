@@ -23,13 +23,13 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.ppi.conftest import JUDGE, build_run
+from webapp.core.spec import EvalSpec
 from webapp.gates import service as gates_service
 from webapp.gates.criteria import PilotFacts, PpiGradingFacts, human_grading
 from webapp.gates.facts import ppi_criterion
 from webapp.gates.report import CriterionResult, GateReport, to_markdown
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.service import draw_sample
-from webapp.spec import EvalSpec
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from tests.metrics.conftest import ev, settle
 from webapp.auth.service import principal_for_user
 from webapp.checks import service as checks_service
 from webapp.checks.cli import check_and_report
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.gates import service
 from webapp.gates.models import GateSignoff
@@ -24,7 +25,6 @@ from webapp.grading.status import grading_status
 from webapp.metrics.ingest import ingest_events
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
 from webapp.survey import service as survey_service
 
 

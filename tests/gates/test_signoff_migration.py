@@ -7,9 +7,9 @@ from sqlmodel import Session, col, select
 from tests.factories import make_user
 from tests.gates.test_service import build_run
 from tests.test_migrations import empty_db_url  # noqa: F401  (the fixture: a new database on each backend)
-from webapp.db import make_engine
+from webapp.core.db import make_engine
+from webapp.core.migrations_runner import upgrade
 from webapp.gates.models import GateSignoff
-from webapp.migrations_runner import upgrade
 
 
 def test_upgrade_keeps_each_persons_first_signoff(empty_db_url: str) -> None:  # noqa: F811

@@ -14,11 +14,11 @@ from tests.conftest import csrf_for
 from tests.factories import make_article, make_dataset, make_run, make_user
 from webapp.auth.models import User
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
 from webapp.grading.grades import record_grade, revise_grade
 from webapp.grading.models import Grade
 from webapp.grading.scores import validate_scores
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 DRAFT_TEXT = "Thanks for reaching out. You can reset your password from the sign-in page. We will refund you 200 dollars."
 # The grading form's fields as a browser posts them.

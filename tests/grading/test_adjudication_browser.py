@@ -8,7 +8,7 @@ from sqlmodel import Session
 from tests.browser_support import sign_in, wait_until
 from tests.conftest import SPEC_PATH
 from tests.grading.conftest import GradingWorld, build_world, grade
-from webapp.spec import load_spec
+from webapp.core.spec import load_spec
 
 pytestmark = pytest.mark.browser
 

@@ -10,9 +10,9 @@ from sklearn.metrics import cohen_kappa_score
 from sqlmodel import Session
 
 from tests.grading.conftest import GradingWorld, grade
+from webapp.core.spec import EvalSpec
 from webapp.grading.agreement import agreement_report
 from webapp.grading.stats import cohen_kappa, exact_agreement
-from webapp.spec import EvalSpec
 
 
 class TestCohenKappa:

@@ -11,8 +11,8 @@ from httpx import Response
 from sqlmodel import Session
 
 from tests.grading.conftest import DRAFT_TEXT, GradingWorld
+from webapp.core.spec import EvalSpec
 from webapp.grading.agreement import agreement_report
-from webapp.spec import EvalSpec
 
 GOOD = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "ok"}
 

@@ -1,6 +1,6 @@
 """Blind means blind (#11): every page and API route a labeler can open hides a draft's model signals until they grade it.
 
-One rule (webapp.blind.signals_visible, applied through grading's signals_view): a principal
+One rule (webapp.core.blind.signals_visible, applied through grading's signals_view): a principal
 holding `labeler` and none of lead, pm, admin, support_lead sees a draft's confidence (and the
 raw output carrying it), judge scores and check results only once they have graded that draft,
 or when the spec's `grading.show_model_signals_before_grading` is true. Each surface is asked
@@ -20,17 +20,17 @@ from sqlmodel import Session, col, select
 
 from tests.factories import make_dataset, make_judge_score, make_run, make_user
 from tests.grading.conftest import principal_of
-from webapp import flows
+from webapp.app import flows
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
 from webapp.auth.service import Principal
-from webapp.blind import SignalsView, is_blind, signals_visible
 from webapp.checks.models import DraftCheck
+from webapp.core.blind import SignalsView, is_blind, signals_visible
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import Grade
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 # What the factories store, written as each surface prints it: confidence with `num` (2 digits) on
 # pages and in full in JSON; the raw output's marker; each draft's check reason.

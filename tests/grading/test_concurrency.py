@@ -10,12 +10,12 @@ from typing import Any
 from sqlmodel import Session, func, select
 
 from tests.grading.conftest import GradingWorld, scores
-from webapp.db import make_engine
+from webapp.core.db import make_engine
+from webapp.core.spec import EvalSpec
 from webapp.grading.errors import AlreadyGraded, NoPlaceLeft
 from webapp.grading.grades import record_grade
 from webapp.grading.models import Adjudication, FinalGrade, Grade, GradingSlot
 from webapp.grading.queue import BatchFilter, next_item
-from webapp.spec import EvalSpec
 
 
 def run_together(db_url: str, jobs: list[Callable[[Session], Any]]) -> list[Any]:

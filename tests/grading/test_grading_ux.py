@@ -17,9 +17,10 @@ from sqlmodel import Session, select
 
 from tests.factories import make_judge_score
 from tests.grading.conftest import FORM, HX, GradingWorld, build_world, grade, post_form
+from webapp.app.flows import JUDGE
 from webapp.auth.models import User
 from webapp.checks.models import DraftCheck
-from webapp.flows import JUDGE
+from webapp.core.spec import EvalSpec
 from webapp.grading import pages
 from webapp.grading.adjudication import highlight, list_adjudications
 from webapp.grading.errors import AlreadyGraded, GradeInvalid
@@ -30,7 +31,6 @@ from webapp.grading.models import Grade, GradingSkip, GradingSlot
 from webapp.grading.progress import grading_pace
 from webapp.grading.queue import BatchFilter, claim_slot, next_item, skip_counts, skip_draft
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
 
 
 def batch(w: GradingWorld) -> BatchFilter:
@@ -378,7 +378,7 @@ def test_reserving_a_place_on_a_draft_being_graded_does_not_wait(
     other (deadlock on PostgreSQL); FOR NO KEY UPDATE does not block the foreign-key check."""
     from sqlalchemy import text
 
-    from webapp.db import make_engine
+    from webapp.core.db import make_engine
 
     x = ids(world)[0]
     engine_a, engine_b = make_engine(db_url), make_engine(db_url)

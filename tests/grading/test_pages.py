@@ -28,12 +28,12 @@ from tests.grading.conftest import (
     post_form,
     principal_of,
 )
-from webapp import cli as root
+from webapp.app import cli as root
 from webapp.auth.models import ROLES, User
+from webapp.core.db import stored_id
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
-from webapp.db import stored_id
 from webapp.demo.context import DemoContext
-from webapp.deps import RoleCheck
 from webapp.grading import cli as grading_cli
 from webapp.grading import demo, pages, routes
 from webapp.grading.adjudication import list_adjudications, return_grade
@@ -42,7 +42,7 @@ from webapp.grading.models import Grade, ReferenceVersion
 from webapp.grading.references import save_reference
 from webapp.grading.status import final_grades, grading_status
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
+from webapp.web.deps import RoleCheck
 
 
 @pytest.fixture

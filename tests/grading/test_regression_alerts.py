@@ -6,9 +6,9 @@ import pytest
 from sqlmodel import Session, select
 
 from tests.grading.conftest import GradingWorld, grade
-from webapp.flows import after_grading
+from webapp.app.flows import after_grading
+from webapp.core.spec import EvalSpec
 from webapp.regression.models import RegressionAlert
-from webapp.spec import EvalSpec
 
 
 @pytest.mark.parametrize(("draft_index", "alerts"), [(0, 1), (1, 0)], ids=["golden", "not golden"])

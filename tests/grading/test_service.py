@@ -12,6 +12,8 @@ from sqlmodel import Session, select
 
 from tests.factories import make_user
 from tests.grading.conftest import GradingWorld, grade, grade_pair, principal_of, revise, scores
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import (
@@ -43,8 +45,6 @@ from webapp.grading.references import (
 )
 from webapp.grading.scores import disagreement_reasons
 from webapp.grading.status import final_grades, grading_status
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc
 
 T0 = dt.datetime(2026, 11, 16, 9, 0, tzinfo=dt.UTC)
 

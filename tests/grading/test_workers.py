@@ -19,10 +19,10 @@ from tests.conftest import TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD
 from tests.grading.conftest import FORM, HX, GradingWorld, build_world
 from tests.waiting import wait_for
-from webapp.db import make_engine
+from webapp.core.db import make_engine
+from webapp.core.migrations_runner import upgrade
+from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
 from webapp.grading.models import Grade
-from webapp.migrations_runner import upgrade
-from webapp.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
 
 DRAFTDESK = str(Path(sys.executable).with_name("draftdesk"))
 

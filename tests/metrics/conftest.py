@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlmodel import Session
 
+from webapp.core.spec import EvalSpec
 from webapp.metrics import ingest, stale
-from webapp.spec import EvalSpec
 
 _ids = itertools.count(1)
 

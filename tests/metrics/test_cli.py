@@ -16,9 +16,9 @@ from sqlmodel import Session
 from typer.testing import CliRunner
 
 from tests.metrics.conftest import ev, load
+from webapp.core.spec import EvalSpec
 from webapp.metrics import bulkload, daily
 from webapp.metrics.models import Event
-from webapp.spec import EvalSpec
 
 Import = Callable[..., Result]
 
@@ -26,7 +26,7 @@ Import = Callable[..., Result]
 @pytest.fixture
 def import_events(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Import:
     """Run `draftdesk import events FILE [options]` on the test database."""
-    from webapp.cli import app as cli_app
+    from webapp.app.cli import app as cli_app
 
     monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
     monkeypatch.setenv("DRAFTDESK_MODE", "dev")

@@ -20,10 +20,10 @@ from tests.conftest import PG_URL, SPEC_PATH, TEST_SECRET
 from tests.factories import make_user
 from tests.metrics.conftest import ev, load
 from webapp.auth import service as auth_service
+from webapp.core.spec import EvalSpec
 from webapp.metrics import aggregates, daily, ingest, stale
 from webapp.metrics import background as background_job
 from webapp.metrics.models import DailyAggregate, Event
-from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
 DAYS = ["2026-11-02", "2026-11-03", "2026-11-04"]
@@ -42,8 +42,8 @@ def _event(i: int) -> dict[str, Any]:
 
 def _post_batches(db_url: str, token: str, ids: list[int], background: bool, out: Any) -> None:
     """In a child process: post the events in batches of 40 through the API; report what was created."""
-    from webapp.config import Settings
-    from webapp.main import create_app
+    from webapp.app.main import create_app
+    from webapp.core.config import Settings
 
     settings = Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, background_jobs=background)
     app = create_app(settings)

@@ -8,13 +8,13 @@ import random
 from sqlmodel import Session
 
 from tests.factories import make_user
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
 from webapp.metrics import alert_states, reports, versions
 from webapp.metrics import demo as metrics_demo
 from webapp.metrics import streaks as metrics_streaks
 from webapp.reviews import demo as reviews_demo
 from webapp.reviews import service as reviews
-from webapp.spec import EvalSpec
 
 
 def test_demo_hooks(session: Session, spec: EvalSpec) -> None:

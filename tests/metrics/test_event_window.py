@@ -16,12 +16,12 @@ from sqlmodel import Session, col
 from typer.testing import CliRunner
 
 from tests.metrics.conftest import ev, load
-from webapp import cli
 from webapp.alerts import outbox as alerts_outbox
+from webapp.app import cli
+from webapp.core.spec import EvalSpec
 from webapp.metrics.aggregates import rebuild_all
 from webapp.metrics.event_input import WINDOW_START, window_error
 from webapp.metrics.models import DailyAggregate, Event
-from webapp.spec import EvalSpec
 
 
 def _stored_ids(session: Session) -> set[str]:

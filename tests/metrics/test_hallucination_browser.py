@@ -8,8 +8,8 @@ from sqlmodel import Session
 from tests.browser_support import sign_in
 from tests.factories import make_article, make_user
 from tests.metrics.conftest import ev, load
+from webapp.core.spec import EvalSpec
 from webapp.metrics import reports
-from webapp.spec import EvalSpec
 
 pytestmark = pytest.mark.browser
 

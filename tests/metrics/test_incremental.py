@@ -15,10 +15,10 @@ from sqlmodel import Session, col
 
 from tests.conftest import PG_URL
 from tests.metrics.conftest import ev, load, settle
-from webapp.db import make_engine, table_of
+from webapp.core.db import make_engine, table_of
+from webapp.core.spec import EvalSpec
 from webapp.metrics import aggregates, ingest, stale
 from webapp.metrics.models import ALL, DailyAggregate, Event
-from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
 INTENTS = ["billing_charge", "password_reset", "shipping_delay", None]

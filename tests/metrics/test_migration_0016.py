@@ -6,11 +6,11 @@ from sqlalchemy import text
 from sqlmodel import Session, select
 
 from tests.test_migrations import empty_db_url  # noqa: F401  (the fixture: an empty SQLite file or PostgreSQL database)
-from webapp.db import make_engine
+from webapp.core.db import make_engine
+from webapp.core.migrations_runner import upgrade
+from webapp.core.spec import EvalSpec
 from webapp.metrics import stale
 from webapp.metrics.models import ALL, DailyAggregate
-from webapp.migrations_runner import upgrade
-from webapp.spec import EvalSpec
 
 EVENT = (
     "INSERT INTO metric_event (event_id, ticket_id, occurred_at, day, intent, draft_shown, action, escalated, received_at) "

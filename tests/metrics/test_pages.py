@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load, settle
+from webapp.core.spec import EvalSpec
 from webapp.metrics import reports
 from webapp.metrics.models import HallucinationReport
-from webapp.spec import EvalSpec
 
 HTMX = {"HX-Request": "true"}
 

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
+from webapp.core.spec import EvalSpec
 from webapp.metrics import (
     aggregates,
     alert_states,
@@ -25,7 +26,6 @@ from webapp.metrics import (
 )
 from webapp.metrics.daily import DayMetrics
 from webapp.metrics.models import DailyAggregate, Event
-from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
 

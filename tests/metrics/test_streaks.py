@@ -25,9 +25,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
+from webapp.core.spec import EvalSpec
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import streaks as metrics_streaks
-from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
 TODAY = D("2026-11-30")  # after the pilot: its window is the whole pilot

@@ -11,11 +11,11 @@ from sqlmodel import Session
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.metrics.conftest import ev
-from webapp.config import Settings
-from webapp.main import create_app
+from webapp.app.main import create_app
+from webapp.core.config import Settings
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.metrics.background import rebuild_pass
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
-from webapp.db import stored_id
+from webapp.core.db import stored_id
+from webapp.core.spec import EvalSpec
 from webapp.gates.criteria import HallucinationFacts, no_confirmed_hallucinations
 from webapp.metrics import reports, weekly
-from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
 

@@ -24,11 +24,12 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 from tests.conftest import PG_URL, TEST_SECRET
-from webapp import cli, serving
-from webapp.db import make_engine
-from webapp.migrations_runner import alembic_config, upgrade
+from webapp.app import cli
+from webapp.core.db import make_engine
+from webapp.core.migrations_runner import alembic_config, upgrade
 from webapp.ops import backup as ops_backup
 from webapp.ops.backup import BackupError
+from webapp.web import serving
 
 
 @contextmanager
@@ -124,7 +125,7 @@ def test_libpq_password_in_the_environment_and_default_file_names(tmp_path: Path
 def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int | str], Any]:
     """Run `draftdesk serve` with uvicorn replaced; return the ports it would have served and the result.
 
-    uvicorn would get the app warmed up (webapp/warmup.py): link rules read, routes built, objects frozen.
+    uvicorn would get the app warmed up (webapp/app/warmup.py): link rules read, routes built, objects frozen.
     """
     served: list[int | str] = []
     monkeypatch.setattr(gc, "freeze", lambda: served.append("frozen"))  # not the test process's own objects
@@ -317,7 +318,7 @@ def fake_pg_dump(folder: Path, then: str) -> dict[str, str]:
 # The child process copies the database, cuts the copy in half, then is killed (SIGKILL: no clean-up).
 SQLITE_KILLED_MIDWAY = """
 import os, signal, sys
-from webapp import cli
+from webapp.app import cli
 from webapp.ops import backup as ops_backup
 real_copy = ops_backup._copy_sqlite
 def copy_and_die(source, target):

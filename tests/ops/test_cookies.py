@@ -8,10 +8,10 @@ from sqlmodel import Session
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD, make_user
-from webapp.config import Settings
-from webapp.deps import SESSION_COOKIE
-from webapp.main import create_app
-from webapp.security import CSRF_COOKIE, csrf_token_for
+from webapp.app.main import create_app
+from webapp.core.config import Settings
+from webapp.core.security import CSRF_COOKIE, csrf_token_for
+from webapp.web.deps import SESSION_COOKIE
 
 
 def set_cookies(settings: Settings) -> dict[str, str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from webapp.db import make_engine
+from webapp.core.db import make_engine
 
 
 def test_both_answer_ok_without_a_login_and_healthz_is_503_with_a_reason_when_the_database_is_unreachable(

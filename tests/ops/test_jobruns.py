@@ -13,13 +13,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
-from webapp import jobs
-from webapp.config import Settings
-from webapp.main import create_app
+from webapp.app import jobs
+from webapp.app.main import create_app
+from webapp.core.config import Settings
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.metrics import background as metrics_background
 from webapp.ops import jobruns
 from webapp.ops.models import JobRun
-from webapp.timeutil import as_utc, utcnow
 
 T0 = dt.datetime(2026, 11, 28, 9, 0, tzinfo=dt.UTC)
 

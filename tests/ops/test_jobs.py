@@ -17,12 +17,12 @@ from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.factories import make_user
 from tests.metrics.conftest import ev
 from tests.waiting import wait_for
+from webapp.app.main import create_app
 from webapp.auth import service as auth_service
-from webapp.config import Settings
-from webapp.main import create_app
+from webapp.core.config import Settings
+from webapp.core.spec import EvalSpec
 from webapp.metrics import stale
 from webapp.metrics.models import DailyAggregate
-from webapp.spec import EvalSpec
 
 DRAFTDESK = str(Path(sys.executable).with_name("draftdesk"))
 

@@ -19,7 +19,8 @@ from types import ModuleType
 
 import pytest
 
-from webapp import config, static_assets
+from webapp.core import config
+from webapp.web import static_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,11 +98,11 @@ PROBE = r"""
 import json, sys
 from pathlib import Path
 from fastapi.testclient import TestClient
-import webapp, webapp.config as config
-from webapp.config import Settings
+import webapp, webapp.core.config as config
+from webapp.core.config import Settings
 from webapp.evaluator.rubric import builtin_names
-from webapp.main import create_app
-from webapp.migrations_runner import upgrade
+from webapp.app.main import create_app
+from webapp.core.migrations_runner import upgrade
 
 url = "sqlite:///" + sys.argv[1]
 upgrade(url)

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlmodel import Session
 
 from webapp.alerts.models import AlertChannel, AlertOutbox
-from webapp.db import stored_id
+from webapp.core.db import stored_id
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

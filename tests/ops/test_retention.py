@@ -12,12 +12,12 @@ from typer.testing import CliRunner
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.factories import make_user
 from tests.waiting import wait_for
-from webapp import cli
 from webapp.alerts.models import AlertChannel, AlertOutbox
+from webapp.app import cli
+from webapp.app.main import create_app
 from webapp.auth.models import LoginAttempt, WebSession
-from webapp.config import Settings
-from webapp.db import stored_id
-from webapp.main import create_app
+from webapp.core.config import Settings
+from webapp.core.db import stored_id
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.ops.retention import Retention, prune_database
 from webapp.reviews.models import ReviewItem, ReviewSample

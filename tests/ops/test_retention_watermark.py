@@ -26,8 +26,9 @@ from sqlmodel import Session, col
 from typer.testing import CliRunner
 
 from tests.metrics.conftest import ev, load
-from webapp import cli
-from webapp.db import table_of
+from webapp.app import cli
+from webapp.core.db import table_of
+from webapp.core.spec import EvalSpec
 from webapp.metrics import stale
 from webapp.metrics.aggregates import rebuild_all
 from webapp.metrics.daily import daily_metrics
@@ -35,7 +36,6 @@ from webapp.metrics.ingest import ingest_events
 from webapp.metrics.models import DailyAggregate, Event, HallucinationReport, StaleDay
 from webapp.metrics.watermark import advance_pruned_before, days_open_to_rebuild, pruned_before
 from webapp.ops.retention import Retention, prune_database
-from webapp.spec import EvalSpec
 
 NOW = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
 CUTOFF = dt.date(2026, 11, 17)

@@ -14,12 +14,12 @@ from sqlmodel import Session, select
 
 from tests.conftest import TEST_SECRET
 from tests.waiting import wait_for
+from webapp.app.main import create_app
 from webapp.auth.models import LoginAttempt
-from webapp.config import Settings
-from webapp.db import make_engine
-from webapp.main import create_app
-from webapp.security import CSRF_COOKIE, csrf_token_for
-from webapp.serving import uvicorn_options
+from webapp.core.config import Settings
+from webapp.core.db import make_engine
+from webapp.core.security import CSRF_COOKIE, csrf_token_for
+from webapp.web.serving import uvicorn_options
 
 
 def free_port() -> int:

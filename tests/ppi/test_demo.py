@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session, col, select
 
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.demo.seed import seed_demo
 from webapp.grading.models import Grade
 from webapp.metrics.models import Event
@@ -14,8 +16,6 @@ from webapp.ppi.production import weekly_quality
 from webapp.ppi.report import run_report
 from webapp.ppi.service import redraw_from_rows
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 
 from tests.evaluator.fake_openai import FakeOpenAI
 from tests.factories import make_article, make_dataset, make_run, make_user
+from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.evaluator.cache import ResponseCache
 from webapp.evaluator.client import ChatClient
@@ -30,7 +31,6 @@ from webapp.ppi.judge_pass import (
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
 from webapp.ppi.service import JudgeScoreIn, PpiError, draw_sample
 from webapp.runs.models import Draft, Run
-from webapp.timeutil import utcnow
 
 RUBRIC = load_rubric("support-draft")
 MODEL = "judge-model-1"

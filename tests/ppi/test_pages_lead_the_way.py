@@ -12,11 +12,11 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from webapp import flows
+from webapp.app import flows
+from webapp.core.spec import EvalSpec
 from webapp.gates import service as gates_service
 from webapp.ppi.demo import RUN_NAME
 from webapp.runs.models import Run
-from webapp.spec import EvalSpec
 
 Clients = Callable[..., TestClient]
 

@@ -23,6 +23,7 @@ from tests.metrics.conftest import ev, load
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import outbox as alerts_outbox
 from webapp.alerts.models import AlertChannel, AlertNotice, AlertOutbox
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
 from webapp.gates.service import runs_for_gates
 from webapp.grading.models import FinalGrade
@@ -44,7 +45,6 @@ from webapp.ppi.report import stored_sample
 from webapp.ppi.service import JudgeScoreIn, PpiError, draw_sample, record_judge_scores, run_sample
 from webapp.regression.service import latest_run_id
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 JUDGE = "judge-prod"
 W47 = "2026-W47"  # Monday 2026-11-16 to Sunday 2026-11-22
@@ -300,7 +300,7 @@ class TestWeeklyQuality:
     )
     def test_a_bad_team_target_is_refused_naming_the_key(self, tmp_path: Path, targets: str, message: str) -> None:
         from tests.conftest import SPEC_PATH
-        from webapp.spec import SpecError, load_spec
+        from webapp.core.spec import SpecError, load_spec
 
         text = SPEC_PATH.read_text()
         shipped = "    factual_accuracy: 3.5\n    citation_relevance: 3.5\n    tone: 3.5\n    completeness: 3.5\n"
@@ -435,7 +435,7 @@ class TestCli:
     def test_creates_then_reports_and_the_sample_uses_the_stored_budget(
         self, monkeypatch: pytest.MonkeyPatch, db_url: str, session: Session, spec: EvalSpec
     ) -> None:
-        from webapp.cli import app as cli_app
+        from webapp.app.cli import app as cli_app
 
         monkeypatch.setenv("DRAFTDESK_DATABASE_URL", db_url)
         monkeypatch.setenv("DRAFTDESK_MODE", "dev")

@@ -9,11 +9,11 @@ from sqlmodel import Session, col, select
 
 from tests.factories import make_user
 from tests.ppi.conftest import JUDGE, build_run
+from webapp.core.spec import EvalSpec
 from webapp.grading.plan import planned_drafts
 from webapp.grading.queue import BatchFilter, batch_counts, batch_drafts_stmt, next_item
 from webapp.ppi.models import PpiDraw
 from webapp.ppi.service import draw_further_sample, draw_sample
-from webapp.spec import EvalSpec
 
 GRADE = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "ok"}
 

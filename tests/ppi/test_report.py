@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
 from tests.ppi.conftest import JUDGE, build_run
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import Estimate, estimate_mean, make_sample
@@ -26,7 +27,6 @@ from webapp.ppi.report import (
 )
 from webapp.ppi.service import draw_sample
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 Clients = Callable[..., TestClient]
 

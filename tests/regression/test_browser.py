@@ -9,7 +9,7 @@ from tests.browser_support import sign_in
 from tests.checks.conftest import build_world
 from tests.factories import make_user
 from webapp.checks import service as checks_service
-from webapp.spec import EvalSpec
+from webapp.core.spec import EvalSpec
 
 pytestmark = pytest.mark.browser
 

@@ -25,8 +25,8 @@ from sqlmodel import Session
 from tests.checks.conftest import good
 from tests.factories import make_article, make_dataset, make_run, words
 from webapp.checks import service as checks_service
+from webapp.core.spec import EvalSpec
 from webapp.regression import comparison
-from webapp.spec import EvalSpec
 
 
 def ok(cid: str) -> dict:

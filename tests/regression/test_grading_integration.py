@@ -7,9 +7,9 @@ from sqlmodel import Session
 
 from tests.checks.conftest import World
 from webapp.checks import service as checks_service
+from webapp.core.spec import EvalSpec
 from webapp.grading.models import FinalGrade
 from webapp.regression import comparison, service
-from webapp.spec import EvalSpec
 
 
 def _ids(session: Session, run_id: int) -> dict[str, int]:

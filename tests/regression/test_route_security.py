@@ -10,13 +10,13 @@ from __future__ import annotations
 from fastapi.routing import APIRoute
 
 from tests.test_route_security import _routes as app_routes
+from webapp.app.main import create_app
 from webapp.checks import pages as checks_pages
 from webapp.checks import routes as checks_routes
-from webapp.config import Settings
-from webapp.deps import RoleCheck
-from webapp.main import create_app
+from webapp.core.config import Settings
 from webapp.regression import pages as regression_pages
 from webapp.regression import routes as regression_routes
+from webapp.web.deps import RoleCheck
 
 
 def test_every_route_is_checked_and_walked_by_the_app_wide_tests() -> None:

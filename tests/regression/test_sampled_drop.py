@@ -18,7 +18,8 @@ from scipy import stats
 from sqlmodel import Session, col, select
 
 from tests.factories import make_dataset, make_run
-from webapp import flows
+from webapp.app import flows
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import Difference, Sample, all_pass, estimate_difference, make_sample
@@ -28,7 +29,6 @@ from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores
 from webapp.regression import service
 from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 JUDGE = "judge-v1"
 TOL = 1e-12

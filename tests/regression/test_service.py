@@ -11,14 +11,14 @@ from sqlmodel import Session, col, select
 
 from tests.checks.conftest import World, good
 from tests.factories import make_article, make_dataset, make_run, words
-from webapp import flows
+from webapp.app import flows
 from webapp.checks import service as checks_service
+from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import load_dataset
 from webapp.datasets.models import EvalCase
 from webapp.regression import comparison, service
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
 
 
 def _check_and_alert(session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:

@@ -11,10 +11,10 @@ from sqlmodel import Session
 
 from tests.checks.conftest import World
 from tests.factories import make_dataset, make_run
-from webapp import flows
+from webapp.app import flows
 from webapp.checks import service as checks_service
+from webapp.core.spec import EvalSpec
 from webapp.regression import service
-from webapp.spec import EvalSpec
 
 MakeClient = Callable[..., TestClient]
 

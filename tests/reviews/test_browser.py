@@ -9,9 +9,9 @@ from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev, settle
 from tests.waiting import wait_for
+from webapp.core.spec import EvalSpec
 from webapp.metrics.ingest import ingest_events
 from webapp.reviews import service
-from webapp.spec import EvalSpec
 
 pytestmark = pytest.mark.browser
 

@@ -11,9 +11,9 @@ from sqlmodel import Session
 
 from tests.factories import make_user
 from webapp.auth.service import principal_for_user
+from webapp.core.spec import EvalSpec
 from webapp.metrics import daily as metrics_daily
 from webapp.reviews import cadence
-from webapp.spec import EvalSpec
 
 
 def _phase(spec: EvalSpec, phase: str) -> EvalSpec:

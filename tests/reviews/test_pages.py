@@ -8,9 +8,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
+from webapp.core.spec import EvalSpec
 from webapp.regression import service as regression_service
 from webapp.reviews import service
-from webapp.spec import EvalSpec
 
 
 def _first_item(session: Session):  # type: ignore[no-untyped-def]

@@ -13,9 +13,9 @@ from sqlmodel import Session
 
 from tests.factories import make_user
 from tests.metrics.conftest import ev, load
+from webapp.core.spec import EvalSpec
 from webapp.regression import service as regression_service
 from webapp.reviews import service
-from webapp.spec import EvalSpec
 
 D = dt.date.fromisoformat
 TODAY = D("2026-11-20")  # a Friday of ISO week 2026-W47

@@ -10,10 +10,10 @@ from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
 from webapp.runs.home import home_cards
 from webapp.runs.models import Run
 from webapp.runs.service import list_drafts
-from webapp.spec import EvalSpec
 
 
 def seed(session: Session) -> Run:

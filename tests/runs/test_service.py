@@ -11,15 +11,15 @@ from sqlmodel import Session
 from tests.conftest import SPEC_PATH
 from tests.datasets.helpers import count_rows, invoke, write_jsonl
 from tests.factories import make_dataset, make_run, make_user
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import get_user_by_email
+from webapp.core.spec import load_spec
 from webapp.datasets.models import Dataset
 from webapp.datasets.records import RecordError
 from webapp.grading.grades import record_grade
 from webapp.grading.scores import validate_scores
 from webapp.runs import service
 from webapp.runs.models import Draft, Run
-from webapp.spec import load_spec
 
 
 def draft(case_id: str, **extra: object) -> dict:

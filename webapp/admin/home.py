@@ -6,8 +6,8 @@ from sqlmodel import Session
 
 from webapp.admin import service
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
 from webapp.home.cards import HomeCard
-from webapp.spec import EvalSpec
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

@@ -9,20 +9,20 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, Uplo
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
-from webapp import flows
 from webapp.admin import service
+from webapp.app import flows
 from webapp.auth import service as auth_service
 from webapp.auth.models import EXTRA_SCOPES, ROLES
 from webapp.auth.service import AuthError, Principal
+from webapp.core.db import SessionDep
 from webapp.datasets import service as datasets_service
 from webapp.datasets.records import RecordError
-from webapp.db import SessionDep
-from webapp.deps import SpecDep, require_role
-from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.kb import service as kb_service
-from webapp.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
 from webapp.runs import service as runs_service
-from webapp.templating import render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.web.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
+from webapp.web.templating import render
 
 router = APIRouter()
 Admin = Annotated[Principal, Depends(require_role("admin"))]

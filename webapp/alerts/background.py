@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from webapp.alerts import delivery, outbox
-from webapp.db import session_scope
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
+from webapp.core.db import session_scope
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def run_pass(
 async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
     """Loop until cancelled: one pass every alerts_interval_seconds, in a thread (the database calls block).
 
-    After each pass `record(JOB, interval, error)` stores how it went (webapp/jobs.py).
+    After each pass `record(JOB, interval, error)` stores how it went (webapp/app/jobs.py).
     """
     settings = app.state.settings
     interval = float(settings.alerts_interval_seconds)

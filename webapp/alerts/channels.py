@@ -14,8 +14,8 @@ from sqlmodel import Session, col
 
 from webapp.alerts import targets
 from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertOutbox
-from webapp.db import id_from_ref, table_of
-from webapp.spec import METRIC_NAMES
+from webapp.core.db import id_from_ref, table_of
+from webapp.core.spec import METRIC_NAMES
 
 # Topics a channel may subscribe to, besides each metric's name.
 # "human_quality": the production weeks' human-graded quality alert (not in "metrics", the online metrics' group).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from webapp.cli_support import cli_session, console, fail, load_settings
+from webapp.core.cli_support import cli_session, console, fail, load_settings
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -106,8 +106,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Evaluate alerts once (if no other process holds the evaluator lease) and deliver what is due."""
         from webapp.alerts.background import holder_id, run_pass
         from webapp.alerts.outbox import release_lease
-        from webapp.db import make_engine
-        from webapp.migrations_runner import upgrade
+        from webapp.core.db import make_engine
+        from webapp.core.migrations_runner import upgrade
 
         settings = load_settings()
         upgrade(settings.database_url)

@@ -1,7 +1,7 @@
 """Sending outbox messages: claims with a lease, retries with backoff and jitter, Retry-After, give-up after 24 h.
 
 The retry policy (which answers are transient, the backoff) is the shared one of
-`webapp.retry_policy`; the schedule itself is kept in the outbox, so a retry survives a restart.
+`webapp.core.retry_policy`; the schedule itself is kept in the outbox, so a retry survives a restart.
 
 At least once: a message is claimed (committed) before it is sent and marked sent only after the
 receiver accepted it; a worker that dies in between leaves a claim that expires, and the message is
@@ -36,9 +36,9 @@ from sqlmodel import Session, col
 from webapp.alerts import messages, targets
 from webapp.alerts.channels import check_password_env, sign, signing_secret
 from webapp.alerts.models import AlertChannel, AlertOutbox
-from webapp.db import stored_id, table_of
-from webapp.retry_policy import backoff, is_transient_status, wait_after
-from webapp.timeutil import as_utc, utcnow
+from webapp.core.db import stored_id, table_of
+from webapp.core.retry_policy import backoff, is_transient_status, wait_after
+from webapp.core.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 GIVE_UP_AFTER = dt.timedelta(hours=24)

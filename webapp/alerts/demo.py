@@ -9,9 +9,9 @@ from sqlmodel import Session, col
 
 from webapp.alerts import channels, outbox
 from webapp.alerts.models import AlertChannel
-from webapp.config import DATA_DIR
+from webapp.core.config import DATA_DIR
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
-from webapp.spec import EvalSpec
 
 DEMO_CHANNEL = "Demo log"
 DEMO_LOG_NAME = "demo-notifications.jsonl"

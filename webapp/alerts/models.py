@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 CHANNEL_KINDS: tuple[str, ...] = ("slack", "webhook", "email", "file")
 # What a channel may subscribe to: "all", one metric's alert (by metric name), "no_data", "regression", "hallucination",

@@ -29,9 +29,9 @@ from webapp.alerts.transitions import (
     no_data_items,
     regression_items,
 )
-from webapp.db import stored_id, table_of
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc, utcnow
+from webapp.core.db import stored_id, table_of
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery, outbox
 from webapp.alerts.models import CHANNEL_KINDS, AlertChannel
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import require_role
-from webapp.flash import FlashKind, consume_flash, read_flash, redirect_with_flash
-from webapp.templating import render
+from webapp.core.db import SessionDep
+from webapp.web.deps import require_role
+from webapp.web.flash import FlashKind, consume_flash, read_flash, redirect_with_flash
+from webapp.web.templating import render
 
 router = APIRouter()
 Admin = Annotated[Principal, Depends(require_role("admin"))]
@@ -22,7 +22,7 @@ Admin = Annotated[Principal, Depends(require_role("admin"))]
 WEB_KINDS = tuple(k for k in CHANNEL_KINDS if k != "file")
 PAGE = "/admin/alerts"
 # Post-redirect-get: after adding, testing or removing a channel the answer is a 303 to the page,
-# and what to say there rides in webapp.flash's signed, short-lived cookie (read once), so a reload
+# and what to say there rides in webapp.web.flash's signed, short-lived cookie (read once), so a reload
 # repeats no POST and the URL carries no message.
 
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends
 from webapp.alerts import outbox
 from webapp.alerts.schemas import ChannelPublic
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import require_role
+from webapp.core.db import SessionDep
+from webapp.web.deps import require_role
 
 router = APIRouter(tags=["alerts"])
 

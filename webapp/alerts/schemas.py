@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from webapp.api_schemas import Timestamp
+from webapp.web.api_schemas import Timestamp
 
 
 class DeliveryPublic(BaseModel):

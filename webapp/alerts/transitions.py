@@ -15,6 +15,8 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from webapp.alerts.models import AlertNotice
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.metrics import aggregates as metrics_aggregates
 from webapp.metrics import alert_states as metrics_alert_states
 from webapp.metrics import daily as metrics_daily
@@ -24,8 +26,6 @@ from webapp.metrics.models import Event, HallucinationReport
 from webapp.ppi import production as ppi_production
 from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Run
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc
 
 SEGMENT_ALL = "all traffic"
 

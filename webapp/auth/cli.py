@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from webapp.auth import service
-from webapp.cli_support import cli_session, console, fail, read_password_from_stdin_or_prompt
+from webapp.core.cli_support import cli_session, console, fail, read_password_from_stdin_or_prompt
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 Role = Literal["labeler", "lead", "pm", "support_lead", "ml_lead", "admin"]
 ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "ml_lead", "admin")

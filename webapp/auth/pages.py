@@ -9,16 +9,16 @@ from fastapi.responses import RedirectResponse, Response
 
 from webapp.auth import service
 from webapp.auth.service import Principal
-from webapp.config import Settings
-from webapp.db import SessionDep
-from webapp.deps import ANY_ROLE, optional_principal, require_role
-from webapp.security import (
+from webapp.core.config import Settings
+from webapp.core.db import SessionDep
+from webapp.core.security import (
     SECURE_COOKIES_OVER_HTTP,
     SESSION_COOKIE,
     new_csrf_seed,
     plain_http_notice_due,
 )
-from webapp.templating import render
+from webapp.web.deps import ANY_ROLE, optional_principal, require_role
+from webapp.web.templating import render
 
 router = APIRouter()
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends
 from webapp.auth.models import EXTRA_SCOPES
 from webapp.auth.schemas import WhoamiPublic
 from webapp.auth.service import Principal
-from webapp.deps import ANY_ROLE, RoleCheck
+from webapp.web.deps import ANY_ROLE, RoleCheck
 
 router = APIRouter(tags=["auth"])
 

@@ -17,8 +17,8 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
 from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
-from webapp.db import begin_write, is_sqlite, stored_id
-from webapp.timeutil import as_utc, utcnow
+from webapp.core.db import begin_write, is_sqlite, stored_id
+from webapp.core.timeutil import as_utc, utcnow
 
 _hasher = PasswordHasher()
 TOKEN_PREFIX = "dd_"

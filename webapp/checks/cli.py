@@ -9,12 +9,12 @@ from rich.console import Console
 from rich.table import Table
 from sqlmodel import Session
 
-from webapp import flows
+from webapp.app import flows
 from webapp.checks import service
 from webapp.checks.rules import PROBLEM_LABELS
-from webapp.cli_support import cli_session, console, load_settings
+from webapp.core.cli_support import cli_session, console, load_settings
+from webapp.core.spec import EvalSpec
 from webapp.runs.cli import run_or_exit
-from webapp.spec import EvalSpec
 
 
 def _pct(value: float | None) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from webapp import flows
+from webapp.app import flows
 from webapp.checks import service
-from webapp.db import stored_id
+from webapp.core.db import stored_id
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
-from webapp.spec import EvalSpec
 
 
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:

@@ -8,7 +8,7 @@ from typing import ClassVar
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 
 class DraftCheck(SQLModel, table=True):

@@ -5,16 +5,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.checks.routes import RECHECK_ROLES
 from webapp.checks.rules import PROBLEM_LABELS
-from webapp.db import SessionDep, stored_id
-from webapp.deps import ANY_ROLE, SpecDep, require_role
+from webapp.core.db import SessionDep, stored_id
 from webapp.runs.deps import RunDep
 from webapp.runs.service import DraftNotFound
-from webapp.templating import is_htmx, render
+from webapp.web.deps import ANY_ROLE, SpecDep, require_role
+from webapp.web.templating import is_htmx, render
 
 router = APIRouter()
 

@@ -6,15 +6,15 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
 from webapp.checks.schemas import DraftChecksPublic, RecheckPublic, RunChecksPublic
-from webapp.db import SessionDep, stored_id
-from webapp.deps import ANY_ROLE, SpecDep, require_role
+from webapp.core.db import SessionDep, stored_id
+from webapp.core.spec import EvalSpec
 from webapp.runs.deps import RunDep
 from webapp.runs.service import DraftNotFound
-from webapp.spec import EvalSpec
+from webapp.web.deps import ANY_ROLE, SpecDep, require_role
 
 router = APIRouter(tags=["checks"])
 

@@ -20,8 +20,8 @@ from stdnum import luhn
 from stdnum.us import ssn as us_ssn
 
 from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
+from webapp.core.spec import ChecksSpec, EvalSpec
 from webapp.kb.snapshot import KbSnapshot
-from webapp.spec import ChecksSpec, EvalSpec
 
 CHECK_LABELS: dict[str, str] = {
     "citations_current": "Citations current",

@@ -18,7 +18,6 @@ from typing import Any
 
 from sqlmodel import Session, col, delete, select
 
-from webapp.blind import ALL_SIGNALS, SignalsView
 from webapp.checks.examples import ExampleStatus, ExampleTally, example_status, tally_examples
 from webapp.checks.models import DraftCheck
 from webapp.checks.rules import (
@@ -31,14 +30,15 @@ from webapp.checks.rules import (
     run_checks,
 )
 from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
+from webapp.core.blind import ALL_SIGNALS, SignalsView
+from webapp.core.spec import CATEGORIES, EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.kb.service import kb_snapshot
 from webapp.kb.snapshot import KbSnapshot
 from webapp.metrics import units
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import DraftNotFound
-from webapp.spec import CATEGORIES, EvalSpec
-from webapp.timeutil import as_utc, utcnow
 
 NO_INTENT = "(none)"
 EPS = 1e-9  # the pilot gate's tolerance: a rate exactly at the bar meets it
@@ -119,7 +119,7 @@ class RunCheckSummary:
 def check_run(*, session: Session, spec: EvalSpec, run_id: int) -> RunCheckSummary:
     """Check every draft of a run against the KB as it is now and replace its stored results.
 
-    Callers then call webapp.flows.after_run_checked, which raises the run's regression alerts.
+    Callers then call webapp.app.flows.after_run_checked, which raises the run's regression alerts.
     """
     run = session.get(Run, run_id)
     if run is None:
@@ -359,7 +359,7 @@ def _tally(case_drafts: dict[str, tuple[int, ...]], outcomes: list[DraftOutcome]
 def summary_for_viewer(summary: RunSummary, signals: SignalsView) -> RunSummary:
     """Return the summary as a viewer may see it: every figure over the drafts whose signals `signals` shows.
 
-    Blind grading (webapp/blind.py): a draft's check results are its model signals, and a count is
+    Blind grading (webapp/core/blind.py): a draft's check results are its model signals, and a count is
     a signal too. A category or intent with one ungraded draft would otherwise say whether that
     draft fails ("refund_request 0/1"), and the overall and per-check counts say as much once the
     labeler has graded all but one. So a blind viewer's overall, per-check, per-category and
@@ -511,7 +511,7 @@ def gate_failures(
     counted: one reason says that drafts they have not graded fail, and the pass rate reason
     gives no figure (the viewer's page shows the rate over the drafts they have graded).
     """
-    # `factual` holds the final factual grades by draft id (webapp.flows.ci_gate_failures passes
+    # `factual` holds the final factual grades by draft id (webapp.app.flows.ci_gate_failures passes
     # grading's in): a golden draft graded
     # "fail" fails here as it does on the pilot gate, through the same rules.golden_failures.
     reasons: list[str] = []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from webapp.cli_support import cli_session, load_settings
+from webapp.core.cli_support import cli_session, load_settings
 from webapp.datasets.records import RecordError, read_file, read_records
 
 

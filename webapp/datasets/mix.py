@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
+from webapp.core.spec import CATEGORIES, EvalSpec
 from webapp.datasets.models import EvalCase
-from webapp.spec import CATEGORIES, EvalSpec
 
 MIX_TOLERANCE_POINTS = 5.0
 EPS = 1e-9

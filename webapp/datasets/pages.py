@@ -6,11 +6,11 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
+from webapp.core.db import SessionDep, stored_id
 from webapp.datasets import service
 from webapp.datasets.mix import mix_of_dataset
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
-from webapp.templating import render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.templating import render
 
 router = APIRouter()
 DATASET_ROLES = ("lead", "pm", "admin", "labeler")

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from webapp.safe_input import InputLimitError, compose_yaml, construct_yaml, loads_json, yaml_error_line
+from webapp.core.safe_input import InputLimitError, compose_yaml, construct_yaml, loads_json, yaml_error_line
 
 SUPPORTED_FORMATS: tuple[str, ...] = (".jsonl", ".yaml", ".yml")
 

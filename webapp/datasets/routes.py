@@ -7,12 +7,12 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from webapp.auth.service import Principal
+from webapp.core.db import SessionDep
+from webapp.core.timeutil import as_utc
 from webapp.datasets import service
 from webapp.datasets.pages import DATASET_ROLES
 from webapp.datasets.schemas import DatasetPublic
-from webapp.db import SessionDep
-from webapp.deps import require_role
-from webapp.timeutil import as_utc
+from webapp.web.deps import require_role
 
 router = APIRouter(tags=["datasets"])
 

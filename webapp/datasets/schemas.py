@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from webapp.api_schemas import Timestamp
 from webapp.datasets.models import DatasetBase
+from webapp.web.api_schemas import Timestamp
 
 
 class DatasetPublic(DatasetBase):

@@ -8,6 +8,8 @@ from pathlib import Path
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from webapp.core.db import id_from_ref, stored_id
+from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import (
     CONFIDENCE_BOUNDS,
     EXPECTATION_FIELDS,
@@ -22,8 +24,6 @@ from webapp.datasets.loader import (
 from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import RecordError, file_format, read_file
-from webapp.db import id_from_ref, stored_id
-from webapp.spec import EvalSpec
 
 
 class DatasetNotFound(LookupError):

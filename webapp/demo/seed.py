@@ -11,17 +11,17 @@ import random
 
 from sqlmodel import Session, col, select
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth import service as auth_service
+from webapp.core.domains import domain_modules
+from webapp.core.spec import EvalSpec
 from webapp.datasets import service as datasets_service
 from webapp.datasets.models import EvalCase
 from webapp.demo import content as c
 from webapp.demo.context import DEMO_HOOK_DOMAINS, DemoContext
-from webapp.domains import domain_modules
 from webapp.kb import service as kb_service
 from webapp.runs import service as runs_service
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 
 class DemoHookError(RuntimeError):

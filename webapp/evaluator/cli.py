@@ -22,8 +22,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from webapp.cli_support import cli_session, guard_stdout, load_settings
-from webapp.config import Settings
+from webapp.core.cli_support import cli_session, guard_stdout, load_settings
+from webapp.core.config import Settings
 from webapp.evaluator.aggregation import index_entry
 from webapp.evaluator.artifact_models import DatasetEvaluation, Execution, TestCaseResult
 from webapp.evaluator.artifacts import update_index
@@ -211,7 +211,7 @@ def run_command(options: EvalOptions, *, resume: str | None = None, record: bool
                 if rec.checks_run:
                     # imported here, by the one step that reacts across domains: `--help` and every run that
                     # records nothing skip loading alerts, PPI, pandas and scipy (~1.8 s; issue 36 item 7)
-                    from webapp import flows
+                    from webapp.app import flows
 
                     flows.after_run_checked(session=session, spec=settings.eval_spec, run_id=rec.run_pk)
         except RecordError as exc:

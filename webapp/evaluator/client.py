@@ -1,7 +1,7 @@
 """Chat Completions through the official `openai` SDK: concurrency limit, retries, cache, usage and cost.
 
 The SDK's own retries are switched off (max_retries=0) so that one place decides, with tenacity
-and the shared policy of `webapp.retry_policy`: 429, 5xx, 408/409/425, timeouts and connection
+and the shared policy of `webapp.core.retry_policy`: 429, 5xx, 408/409/425, timeouts and connection
 errors are retried with exponential backoff and jitter, waiting what `Retry-After` asks when it
 asks; a 429 also halves how many requests may be in flight (raised again one at a time as calls
 succeed), so a rate-limited run slows down instead of failing.
@@ -24,9 +24,9 @@ import openai
 from openai.types.chat import ChatCompletion
 from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type, stop_after_attempt
 
+from webapp.core.retry_policy import TransientError, asked_or, backoff, is_transient_status
+from webapp.core.safe_input import load_yaml
 from webapp.evaluator.cache import ResponseCache, cache_key
-from webapp.retry_policy import TransientError, asked_or, backoff, is_transient_status
-from webapp.safe_input import load_yaml
 
 MAX_WAIT_S = 120.0
 

@@ -9,9 +9,9 @@ from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 
+from webapp.core.safe_input import loads_json
 from webapp.evaluator.artifact_models import JudgeVerdict
 from webapp.evaluator.rubric import Rubric, judge_schema
-from webapp.safe_input import loads_json
 
 _VALIDATORS: dict[str, Validator] = {}
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Column, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 
 class EvaluatorRun(SQLModel, table=True):

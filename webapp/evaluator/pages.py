@@ -10,10 +10,10 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import SpecDep, require_role
+from webapp.core.db import SessionDep
 from webapp.evaluator import service
-from webapp.templating import render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.templating import render
 
 router = APIRouter()
 VIEW_ROLES = ("lead", "pm", "ml_lead", "admin")

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, load_dataset
 from webapp.evaluator import stats as st
 from webapp.evaluator.artifact_models import (
@@ -31,7 +32,6 @@ from webapp.evaluator.artifact_models import (
 from webapp.evaluator.artifacts import JOURNAL, MAIN_ARTIFACT, Journal, JournalError, read_json
 from webapp.evaluator.rubric import Rubric, RubricError, load_rubric
 from webapp.evaluator.support import KbContext, KbLoadError, validate_support_cases
-from webapp.spec import EvalSpec
 
 JUDGE_TEMPERATURE = 0.0
 TEMPERATURE_RANGE = (0.0, 2.0)  # what the Chat Completions API accepts

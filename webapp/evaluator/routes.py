@@ -8,11 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import SpecDep, require_role
+from webapp.core.db import SessionDep
 from webapp.evaluator import service
 from webapp.evaluator.pages import VIEW_ROLES
 from webapp.evaluator.schemas import EvaluatorReportPublic
+from webapp.web.deps import SpecDep, require_role
 
 router = APIRouter(tags=["evaluator"])
 

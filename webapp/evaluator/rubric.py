@@ -15,8 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from webapp.checks.types import CHECK_KEYS
+from webapp.core.safe_input import InputLimitError, load_yaml
 from webapp.datasets.loader import sha256_of
-from webapp.safe_input import InputLimitError, load_yaml
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "rubrics"
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"

@@ -12,6 +12,8 @@ from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
 from webapp.checks.service import check_run
+from webapp.core.spec import Criterion, EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, support_fields
 from webapp.datasets.models import EvalCase
 from webapp.datasets.service import import_dataset_file
@@ -21,8 +23,6 @@ from webapp.grading.evidence import signals_view
 from webapp.grading.status import final_grades
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import RunNotFound, resolve_run
-from webapp.spec import Criterion, EvalSpec
-from webapp.timeutil import as_utc
 
 
 class RecordError(ValueError):
@@ -395,7 +395,7 @@ def evaluator_report(
     metric_names = [m["name"] for m in ev.metrics]
     warnings = [(c.case_id, c.metrics[m]) for c in cases for m in metric_names if m in c.metrics and c.metrics[m].high_variance]
     finals = final_grades(session=session, run_id=_pk(run.id))
-    # Blind grading, the rule of every page (webapp.blind): a blind viewer sees the judge's
+    # Blind grading, the rule of every page (webapp.core.blind): a blind viewer sees the judge's
     # scores of the drafts they have graded only.
     signals = signals_view(session=session, spec=spec, principal=principal, run_id=_pk(run.id))
     judge_rows: list[JudgeRow] = []

@@ -13,13 +13,13 @@ from sqlmodel import Session, select
 
 from webapp.checks.rules import run_checks
 from webapp.checks.types import CaseInput, CheckResult, Citation, DraftInput
+from webapp.core.safe_input import loads_json
+from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import SupportFieldError, TestCase, support_fields
 from webapp.datasets.records import RecordError
 from webapp.kb.models import KbArticle, KbRevision
 from webapp.kb.service import kb_snapshot, parse_kb
 from webapp.kb.snapshot import KbSnapshot
-from webapp.safe_input import loads_json
-from webapp.spec import EvalSpec
 
 DRAFT_SCHEMA: dict[str, Any] = {
     "type": "object",

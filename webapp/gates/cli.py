@@ -7,7 +7,7 @@ import json
 import typer
 from rich.table import Table
 
-from webapp.cli_support import cli_session, console, load_settings
+from webapp.core.cli_support import cli_session, console, load_settings
 from webapp.gates import service
 from webapp.gates.report import to_markdown
 from webapp.runs.cli import run_or_exit

@@ -24,11 +24,11 @@ from typing import Literal
 from webapp.checks.examples import ExampleStatus, example_status, tally_examples
 from webapp.checks.rules import PROBLEM_LABELS, describe, golden_failures, named, problems
 from webapp.checks.types import CheckResult
+from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import DatasetMix
 from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
 from webapp.metrics import units
 from webapp.metrics.weekly import weekly_counts
-from webapp.spec import EvalSpec
 
 EPS = 1e-9
 

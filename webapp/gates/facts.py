@@ -15,6 +15,7 @@ from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
 from webapp.checks.rules import is_safety_trigger
+from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.gates.criteria import (
@@ -41,7 +42,6 @@ from webapp.ppi.report import gate_call, run_report
 from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 from webapp.survey import service as survey_service
 
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 # One sign-off per person per gate and run, enforced by the database: two requests that pass the
 # service's "already signed?" check at the same moment (PostgreSQL) cannot both store a row, and a

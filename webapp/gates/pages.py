@@ -11,16 +11,16 @@ from sqlmodel import Session
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
-from webapp.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.core.db import SessionDep, stored_id
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.gates import service
 from webapp.gates.report import to_markdown
 from webapp.runs.deps import run_or_404
 from webapp.runs.models import Run
-from webapp.spec import EvalSpec
-from webapp.templating import render
-from webapp.timeutil import as_utc
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.web.templating import render
 
 router = APIRouter()
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")

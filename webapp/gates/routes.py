@@ -7,11 +7,11 @@ from typing import Literal
 from fastapi import APIRouter, Depends
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import SpecDep, require_role
+from webapp.core.db import SessionDep
 from webapp.gates import service
 from webapp.gates.schemas import GateReportPublic
 from webapp.runs.deps import RunDep
+from webapp.web.deps import SpecDep, require_role
 
 router = APIRouter(tags=["gates"])
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")

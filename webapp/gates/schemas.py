@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from webapp.api_schemas import Timestamp
 from webapp.gates.report import CriterionResult, Verdict
+from webapp.web.api_schemas import Timestamp
 
 
 class GateRun(BaseModel):

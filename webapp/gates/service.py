@@ -11,15 +11,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
+from webapp.core.db import begin_write, stored_id
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets import service as datasets_service
-from webapp.db import begin_write, stored_id
 from webapp.gates import criteria, facts
 from webapp.gates.models import GateSignoff
 from webapp.gates.report import CriterionResult, Evidence, GateReport
 from webapp.metrics import daily as metrics_daily
 from webapp.runs.models import PRODUCTION_SOURCE, Run
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc, utcnow
 
 Gate = Literal["pilot", "production"]
 GATES: tuple[str, ...] = ("pilot", "production")

@@ -10,6 +10,8 @@ from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.errors import GradeInvalid, GradeLocked, NotFound
 from webapp.grading.evidence import JudgeLookup, cited_kb_texts, model_signals
@@ -23,8 +25,6 @@ from webapp.grading.models import (
 from webapp.grading.outcome import upsert_final
 from webapp.grading.scores import FACTUAL_KEY, Scores, refuse_claim_on_pass, scores_of, validate_scores
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 
 def list_adjudications(*, session: Session, status: str | None = "open") -> list[Adjudication]:
@@ -40,7 +40,7 @@ def decide_adjudication(
 ) -> FinalGrade:
     """Resolve a disagreement from the lead's raw scores (the page's form or the API's JSON), checked against the rubric.
 
-    The one path of the adjudication page and the API; each calls webapp.flows.after_grading after it.
+    The one path of the adjudication page and the API; each calls webapp.app.flows.after_grading after it.
     A final 'pass' that still carries an unsupported claim is refused (naming the field) rather than
     having the claim dropped silently: it is most often grader A's claim left in the form after
     "Take A's scores" and a change of mind, and the lead must say which of the two they mean.

@@ -7,11 +7,9 @@ from typing import Annotated
 from fastapi import Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
+from webapp.app.flows import JUDGE, after_grading
 from webapp.auth.service import Principal
-from webapp.db import SessionDep, id_from_ref
-from webapp.deps import SpecDep, require_role
-from webapp.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.flows import JUDGE, after_grading
+from webapp.core.db import SessionDep, id_from_ref
 from webapp.grading.adjudication import (
     ADJUDICATION_STATES,
     adjudication_queue_view,
@@ -22,7 +20,9 @@ from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router
 from webapp.grading.overview import runs_newest_first
-from webapp.templating import render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.web.templating import render
 
 QUEUE = "/grading/adjudication"  # where the lead's decisions return, with their one-time message
 

@@ -9,6 +9,8 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
+from webapp.core.spec import Criterion, EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.grading.models import (
     FinalGrade,
     Grade,
@@ -17,8 +19,6 @@ from webapp.grading.models import (
 from webapp.grading.scores import disagreement_reasons, scores_of
 from webapp.grading.stats import cohen_kappa, exact_agreement
 from webapp.runs.models import Draft
-from webapp.spec import Criterion, EvalSpec
-from webapp.timeutil import as_utc
 
 
 def _labels(criterion: Criterion) -> list[Any]:

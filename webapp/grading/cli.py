@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from webapp.cli_support import cli_session, console, fail, load_settings
-from webapp.db import stored_id
+from webapp.core.cli_support import cli_session, console, fail, load_settings
+from webapp.core.db import stored_id
 from webapp.grading.agreement import agreement_report
 from webapp.grading.export import export_csv, export_jsonl, export_rows
 from webapp.grading.status import grading_status

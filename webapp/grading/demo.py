@@ -8,15 +8,15 @@ from typing import Any
 
 from sqlmodel import Session
 
+from webapp.app.flows import after_grading
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
-from webapp.flows import after_grading
 from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
 from webapp.grading.grades import grades_visible_to, record_grade
 from webapp.grading.references import approve_reference, save_reference
 from webapp.grading.scores import SCALE_KEYS, Scores, scores_of, validate_scores
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
 
 GRADED = 40
 REFUND_CASE = "golden-unacceptable-refund"

@@ -12,14 +12,14 @@ from sqlalchemy.engine import Result
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
-from webapp.blind import SignalsView, signals_visible
 from webapp.checks.models import DraftCheck
-from webapp.db import table_of
+from webapp.core.blind import SignalsView, signals_visible
+from webapp.core.db import table_of
+from webapp.core.spec import EvalSpec
 from webapp.grading.models import Grade
 from webapp.grading.reads import Item, run_all
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
 
 _KB = table_of(KbRevision)
 _CHECKS = table_of(DraftCheck)
@@ -109,7 +109,7 @@ class JudgeLookup:
     """Where a draft's judge verdict is read: a statement with a `draft_id` parameter returning (scores, rationale).
 
     Grading cannot import the evaluator (it sits above grading): whoever shows signals passes the
-    lookup in (webapp.flows.JUDGE). Without one, the signals have no judge.
+    lookup in (webapp.app.flows.JUDGE). Without one, the signals have no judge.
     """
 
     stmt: Any
@@ -152,7 +152,7 @@ def signals_view(
     run_id: int | None = None,
     draft_ids: Collection[int] = (),
 ) -> SignalsView:
-    """Return which drafts' model signals the viewer sees (webapp.blind's rule, with the drafts they have graded).
+    """Return which drafts' model signals the viewer sees (webapp.core.blind's rule, with the drafts they have graded).
 
     Looks only at the run `run_id` or the drafts `draft_ids`; asks the database nothing when the
     rule shows the viewer everything (a sighted role, or the spec shows signals before grading).

@@ -8,7 +8,8 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
-from webapp.csv_export import csv_dict_text
+from webapp.core.csv_export import csv_dict_text
+from webapp.core.timeutil import as_utc
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import (
     FinalGrade,
@@ -16,7 +17,6 @@ from webapp.grading.models import (
 )
 from webapp.grading.scores import scores_of
 from webapp.runs.models import Draft
-from webapp.timeutil import as_utc
 
 EXPORT_COLUMNS = [
     "draft_id",

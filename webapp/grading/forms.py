@@ -8,9 +8,9 @@ from fastapi import APIRouter
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 
-from webapp.deps import require_role
 from webapp.grading.queue import BatchFilter
 from webapp.grading.scores import GRADER_ROLES, SCALE_KEYS
+from webapp.web.deps import require_role
 
 # One router for every grading page: pages.py, adjudication_pages.py and reference_pages.py add to it
 # (the app takes webapp.grading.pages.router, and pages.py imports the other two).

@@ -14,7 +14,9 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.grading.errors import AlreadyGraded, GradeLocked, GradesHidden, NoPlaceLeft, NotAllowed, NotFound
 from webapp.grading.models import (
     Adjudication,
@@ -26,8 +28,6 @@ from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignor
 from webapp.grading.reads import run_all
 from webapp.grading.scores import Scores, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 ADJUDICATIONS = table_of(Adjudication)
 CHANGES = table_of(GradeChange)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
 from webapp.grading.adjudication import list_adjudications
 from webapp.grading.grades import returned_grades
 from webapp.grading.progress import waiting_for_grader
 from webapp.grading.references import references_to_approve
 from webapp.grading.scores import GRADER_ROLES
 from webapp.home.cards import HomeCard
-from webapp.spec import EvalSpec
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

@@ -1,7 +1,7 @@
 """The grading page's item: a draft with its case, KB, reference, the grades the caller may see, and the queue around it.
 
 Every grading page and every save-and-next builds this, so it reads with prebuilt Core
-statements (tables from webapp.db.table_of) and returns rows, not ORM objects; it writes only to reserve
+statements (tables from webapp.core.db.table_of) and returns rows, not ORM objects; it writes only to reserve
 the grader's next draft, in a short committed write section (webapp.grading.writes).
 """
 
@@ -17,7 +17,9 @@ from sqlmodel import Session
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.grading.evidence import (
     JudgeLookup,
     kb_read,
@@ -47,8 +49,6 @@ from webapp.grading.reads import Item, run_all
 from webapp.grading.scores import scores_of
 from webapp.grading.writes import write_section
 from webapp.runs.models import Run
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc, utcnow
 
 _RUNS = table_of(Run)
 _REFERENCES = table_of(ReferenceVersion)

@@ -11,7 +11,9 @@ from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, select
 
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
@@ -19,12 +21,10 @@ from webapp.grading.models import (
 )
 from webapp.grading.reads import run_all
 from webapp.grading.scores import FACTUAL_KEY, all_reasons
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 
 def upsert_final(session: Session, draft_id: int, values: dict[str, Any]) -> FinalGrade:
-    """Set the draft's final grade (insert or update) and return it; callers run webapp.flows.after_grading afterwards.
+    """Set the draft's final grade (insert or update) and return it; callers run webapp.app.flows.after_grading afterwards.
 
     The same upsert as a final grade by agreement (evaluate_draft), run now rather than deferred.
     """

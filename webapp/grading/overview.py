@@ -7,6 +7,8 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.grades import returned_grades
 from webapp.grading.models import Grade, GradingSlot
@@ -14,8 +16,6 @@ from webapp.grading.progress import batch_progress, grading_pace, waiting_for_gr
 from webapp.grading.queue import BatchFilter, batch_drafts_stmt, skip_counts
 from webapp.grading.status import grading_status
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 
 def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> dict[str, Any]:

@@ -9,11 +9,11 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 from sqlmodel import Session
 
+from webapp.app.flows import JUDGE, after_grading
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import SpecDep
-from webapp.flash import consume_flash, flash_context, redirect_with_flash, set_flash
-from webapp.flows import JUDGE, after_grading
+from webapp.core.db import SessionDep
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.grading import adjudication_pages, reference_pages  # noqa: F401 (their routes join `router`)
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import (
@@ -41,9 +41,9 @@ from webapp.grading.queue import (
 )
 from webapp.grading.scores import validate_scores
 from webapp.grading.writes import write_section
-from webapp.spec import EvalSpec
-from webapp.templating import is_htmx, render, templates
-from webapp.timeutil import as_utc
+from webapp.web.deps import SpecDep
+from webapp.web.flash import consume_flash, flash_context, redirect_with_flash, set_flash
+from webapp.web.templating import is_htmx, render, templates
 
 # Shown once on the batch page when the grader asks for the next draft and none is left for them.
 BATCH_DONE = "Nothing left for you in this batch. Thank you!"

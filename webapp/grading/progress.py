@@ -12,6 +12,8 @@ from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
@@ -20,8 +22,6 @@ from webapp.grading.models import (
 )
 from webapp.grading.queue import BatchFilter, batch_counts, batch_where, gradable
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc, utcnow
 
 MIN_TIMED_SECONDS = 1.0  # a grade written faster than this was not timed by a person (see grading_pace)
 

@@ -1,7 +1,7 @@
 """Grading batches, reservations (places) and each grader's next item, and skips.
 
 The statements every grading page and save-and-next run are built once per batch shape (which
-filters are set) with bind parameters, and executed as Core statements (tables from webapp.db.table_of).
+filters are set) with bind parameters, and executed as Core statements (tables from webapp.core.db.table_of).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
+from webapp.core.db import table_of
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import EvalCase
-from webapp.db import table_of
 from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
 from webapp.grading.models import Grade, GradingPlan, GradingSkip, GradingSlot
 from webapp.grading.reads import Item, run_all
 from webapp.runs.models import Draft
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc, utcnow
 
 DRAFTS = table_of(Draft)
 CASES = table_of(EvalCase)

@@ -9,9 +9,7 @@ from fastapi import Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep, id_from_ref
-from webapp.deps import SpecDep
-from webapp.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.core.db import SessionDep, id_from_ref
 from webapp.grading import references as reference_service
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import (
@@ -24,7 +22,9 @@ from webapp.grading.forms import (
     router,
 )
 from webapp.grading.scores import validate_scores
-from webapp.templating import render
+from webapp.web.deps import SpecDep
+from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.web.templating import render
 
 
 @router.get("/references", response_class=HTMLResponse)

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.errors import AlreadyApproved, GradeInvalid, NotAllowed, NotFound
 from webapp.grading.evidence import cited_kb_texts
@@ -18,7 +19,6 @@ from webapp.grading.models import (
 )
 from webapp.grading.scores import Scores
 from webapp.runs.models import Draft
-from webapp.timeutil import as_utc, utcnow
 
 
 def reference_versions(*, session: Session, case_pk: int) -> list[ReferenceVersion]:

@@ -8,12 +8,11 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
-from webapp.api_docs import error_response
+from webapp.app.flows import after_grading
 from webapp.auth.service import Principal
-from webapp.csv_export import attachment_headers, csv_response
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
-from webapp.flows import after_grading
+from webapp.core.csv_export import attachment_headers, csv_response
+from webapp.core.db import SessionDep, stored_id
+from webapp.core.timeutil import as_utc
 from webapp.grading.adjudication import decide_adjudication, list_adjudications, return_grade
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradeInvalid, GradingError
@@ -33,7 +32,8 @@ from webapp.grading.schemas import (
 from webapp.grading.scores import GRADER_ROLES, validate_scores
 from webapp.grading.status import grading_status
 from webapp.runs.deps import RunDep
-from webapp.timeutil import as_utc
+from webapp.web.api_docs import error_response
+from webapp.web.deps import SpecDep, require_role
 
 router = APIRouter(tags=["grading"])
 

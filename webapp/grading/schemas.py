@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from webapp.api_schemas import Timestamp
+from webapp.web.api_schemas import Timestamp
 
 
 class GradePublic(BaseModel):

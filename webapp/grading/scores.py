@@ -6,12 +6,12 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from webapp.core.spec import RUBRIC_COLUMNS, EvalSpec
 from webapp.grading.errors import GradeInvalid
 from webapp.grading.models import (
     Grade,
     ReferenceGrade,
 )
-from webapp.spec import RUBRIC_COLUMNS, EvalSpec
 
 GRADER_ROLES = ("labeler", "lead")
 

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
+from webapp.core.timeutil import as_utc
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
 )
 from webapp.grading.queue import gradable
 from webapp.runs.models import Draft
-from webapp.timeutil import as_utc
 
 
 @dataclass(frozen=True)

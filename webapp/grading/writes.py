@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from sqlmodel import Session
 
-from webapp.db import begin_write
+from webapp.core.db import begin_write
 
 _ACTIVE = "grading_write_section"
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
-from webapp.domains import domain_modules
-from webapp.spec import EvalSpec
+from webapp.core.domains import domain_modules
+from webapp.core.spec import EvalSpec
 
 CARD_DOMAINS = ("grading", "checks", "regression", "metrics", "reviews", "gates", "runs", "admin")
 

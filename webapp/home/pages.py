@@ -6,10 +6,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import ANY_ROLE, SpecDep, require_role
+from webapp.core.db import SessionDep
 from webapp.home.cards import home_cards
-from webapp.templating import render
+from webapp.web.deps import ANY_ROLE, SpecDep, require_role
+from webapp.web.templating import render
 
 router = APIRouter()
 

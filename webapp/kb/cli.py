@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from webapp.cli_support import cli_session
+from webapp.core.cli_support import cli_session
 from webapp.datasets.records import RecordError, read_file
 from webapp.kb import service
 

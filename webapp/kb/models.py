@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 from sqlalchemy import Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 RevisionStatus = Literal["current", "deprecated", "deleted"]
 REVISION_STATUSES: tuple[str, ...] = ("current", "deprecated", "deleted")

@@ -6,11 +6,11 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import ANY_ROLE, require_role
+from webapp.core.db import SessionDep
 from webapp.kb import service
 from webapp.kb.models import REVISION_STATUSES
-from webapp.templating import render
+from webapp.web.deps import ANY_ROLE, require_role
+from webapp.web.templating import render
 
 router = APIRouter()
 

@@ -7,10 +7,10 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import ANY_ROLE, require_role
+from webapp.core.db import SessionDep
 from webapp.kb import service
 from webapp.kb.schemas import ArticlePublic
+from webapp.web.deps import ANY_ROLE, require_role
 
 router = APIRouter(tags=["kb"])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from webapp.api_schemas import Day
+from webapp.web.api_schemas import Day
 
 
 class RevisionPublic(BaseModel):

@@ -11,12 +11,12 @@ import pandas as pd
 from sqlalchemy import Select, bindparam, delete, func, select, text, update
 from sqlmodel import Session, col
 
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.metrics import watermark
 from webapp.metrics.event_input import WINDOW_START
 from webapp.metrics.models import ALL, NONE, DailyAggregate, Event, StaleDay
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc, utcnow
 
 CALIBRATION_BINS = 10
 SEGMENT_DIMS: tuple[str, ...] = ("intent", "plan", "agent_id")

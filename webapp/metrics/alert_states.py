@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlmodel import Session
 
+from webapp.core.spec import AlertRule, EvalSpec
 from webapp.metrics import aggregates, units
 from webapp.metrics.daily import DayMetrics, daily_metrics
 from webapp.metrics.targets import METRIC_LABELS, alert_breached, alert_threshold
-from webapp.spec import AlertRule, EvalSpec
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from webapp import flows
-from webapp.db import begin_write, session_scope
+from webapp.app import flows
+from webapp.core.db import begin_write, session_scope
+from webapp.core.spec import EvalSpec
 from webapp.metrics import stale
-from webapp.spec import EvalSpec
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
 async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
     """Loop until cancelled: one rebuild pass every REBUILD_INTERVAL_S, in a thread (the database calls block).
 
-    After each pass `record(JOB, REBUILD_INTERVAL_S, error)` stores how it went (webapp/jobs.py).
+    After each pass `record(JOB, REBUILD_INTERVAL_S, error)` stores how it went (webapp/app/jobs.py).
     """
     engine = app.state.engine
     while True:

@@ -28,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
-from webapp.db import table_of
+from webapp.core.db import table_of
 from webapp.metrics.aggregates import RAW_COLUMNS
 from webapp.metrics.event_input import (
     DAY_POS,

@@ -8,13 +8,13 @@ from typing import Any
 
 import plotly.io as pio
 
+from webapp.core.spec import METRIC_NAMES, EvalSpec
 from webapp.metrics import units
 from webapp.metrics.alert_states import AlertStatus
 from webapp.metrics.calibration import Calibration
 from webapp.metrics.daily import DayMetrics
 from webapp.metrics.targets import METRIC_LABELS, alert_threshold_value, target_lines
 from webapp.metrics.versions import VersionChange
-from webapp.spec import METRIC_NAMES, EvalSpec
 
 RATE_METRICS = frozenset(m for m in METRIC_NAMES if units.unit(m) is units.PERCENT)
 _HALF_DAY = dt.timedelta(hours=12)

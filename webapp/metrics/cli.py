@@ -29,7 +29,8 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     """
     import pandas as pd
 
-    from webapp.cli_support import cli_session, fail, load_settings
+    from webapp.core.cli_support import cli_session, fail, load_settings
+    from webapp.core.timeutil import utcnow
     from webapp.metrics.aggregates import compute_aggregates, rebuild_days
     from webapp.metrics.bulkload import (
         EventsFileError,
@@ -40,7 +41,6 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
         read_records,
     )
     from webapp.metrics.watermark import pruned_before
-    from webapp.timeutil import utcnow
 
     if not path.exists():
         fail(f"{path}: file not found")
@@ -141,7 +141,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @metrics_app.command("rebuild")
     def rebuild_cmd() -> None:
         """Recompute every event's day and all daily aggregates (after changing the time zone, minor-edit limit or intents)."""
-        from webapp.cli_support import cli_session, load_settings
+        from webapp.core.cli_support import cli_session, load_settings
         from webapp.metrics.aggregates import rebuild_all
         from webapp.metrics.watermark import pruned_before
 

@@ -14,13 +14,13 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.spec import METRIC_NAMES, EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.metrics import aggregates, stale
 from webapp.metrics.aggregates import SEGMENT_DIMS
 from webapp.metrics.models import ALL, DailyAggregate, Event, HallucinationReport
 from webapp.metrics.targets import check_target, target_rule
-from webapp.spec import METRIC_NAMES, EvalSpec
-from webapp.timeutil import utcnow
 
 
 class MetricsError(ValueError):

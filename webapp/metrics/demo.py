@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlmodel import Session
 
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
 from webapp.metrics import ingest, stale
 from webapp.metrics import reports as metrics_reports
-from webapp.spec import EvalSpec
 
 DRAFTS: dict[str, str] = {
     "billing_charge": "Thanks for reaching out. The charge you saw on {d} is the monthly renewal of your plan. You can see every invoice under Settings > Billing, and you can change the billing date there too.",

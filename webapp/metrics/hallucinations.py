@@ -16,12 +16,12 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
+from webapp.core.textdiff import Segment, word_diff
 from webapp.kb.models import KbRevision
 from webapp.kb.service import CitedRevision
 from webapp.metrics.daily import MetricsError
 from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
 from webapp.metrics.reports import apply_decision
-from webapp.textdiff import Segment, word_diff
 
 DECISION_LABELS = {"confirmed": "confirmed", "dismissed": "dismissed", "pending": "back to pending"}
 

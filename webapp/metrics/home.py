@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
 from webapp.home.cards import HomeCard
 from webapp.metrics import daily
 from webapp.metrics import reports as metrics_reports
-from webapp.spec import EvalSpec
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

@@ -30,7 +30,10 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.safe_input import InputLimitError, loads_json
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.metrics.event_input import (
     DAY_POS,
     EVENT_COLUMNS,
@@ -43,9 +46,6 @@ from webapp.metrics.event_input import (
 )
 from webapp.metrics.models import Event, StaleDay
 from webapp.metrics.watermark import pruned_before
-from webapp.safe_input import InputLimitError, loads_json
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 # One compiled validator for a whole batch sent as JSON bytes.
 _BATCH = TypeAdapter(list[EventIn])

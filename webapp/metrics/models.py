@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, func, text, true
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 # Segment value meaning "every value" in the aggregate table, and the stored stand-in for "no value".
 ALL = "*"

@@ -9,11 +9,11 @@ from urllib.parse import parse_qsl, urlsplit
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.csv_export import csv_response, csv_text
-from webapp.db import SessionDep
-from webapp.deps import SpecDep, require_role
+from webapp.core.csv_export import csv_response, csv_text
+from webapp.core.db import SessionDep
+from webapp.core.spec import METRIC_NAMES, EvalSpec
 from webapp.metrics import (
     aggregates,
     alert_states,
@@ -31,8 +31,8 @@ from webapp.metrics import reports as metrics_reports
 from webapp.metrics import streaks as metrics_streaks
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics.background import REBUILD_INTERVAL_S
-from webapp.spec import METRIC_NAMES, EvalSpec
-from webapp.templating import is_htmx, render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.templating import is_htmx, render
 
 router = APIRouter()
 

@@ -9,10 +9,9 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import SpecDep, require_role, require_scope
+from webapp.core.db import SessionDep
 from webapp.metrics import alert_states, ingest
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -25,7 +24,8 @@ from webapp.metrics.schemas import (
     IngestPublic,
     StreaksReportPublic,
 )
-from webapp.request_limits import EVENTS_BODY_LIMIT, raw_json_body
+from webapp.web.deps import SpecDep, require_role, require_scope
+from webapp.web.request_limits import EVENTS_BODY_LIMIT, raw_json_body
 
 router = APIRouter(tags=["metrics"])
 

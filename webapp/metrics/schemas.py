@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from webapp.api_schemas import Day
+from webapp.web.api_schemas import Day
 
 
 class EventError(BaseModel):

@@ -36,10 +36,10 @@ import pandas as pd
 from sqlalchemy import delete, func, select, text
 from sqlmodel import Session, col
 
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.metrics import aggregates
 from webapp.metrics.models import StaleDay
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc
 
 # Days rebuilt per transaction by rebuild_stale: bounds the memory and the time the day locks are held.
 REBUILD_CHUNK_DAYS = 31

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlmodel import Session
 
+from webapp.core.spec import EvalSpec
 from webapp.metrics import daily
 from webapp.metrics.aggregates import SEGMENT_DIMS
 from webapp.metrics.daily import DayMetrics, daily_metrics, segment_filter
-from webapp.spec import EvalSpec
 
 
 @dataclass

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
+from webapp.core.spec import EvalSpec
 from webapp.metrics import aggregates
 from webapp.metrics.daily import DayMetrics, daily_metrics
-from webapp.spec import EvalSpec
 
 
 @dataclass(frozen=True)

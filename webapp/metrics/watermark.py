@@ -25,9 +25,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.timeutil import utcnow
 from webapp.metrics.models import RetentionWatermark
-from webapp.timeutil import utcnow
 
 # The watermark table holds one row, with this id.
 WATERMARK_ID = 1

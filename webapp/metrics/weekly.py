@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from sqlmodel import Session
 
+from webapp.core.spec import EvalSpec
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics.targets import check_target, target_rule
-from webapp.spec import EvalSpec
 
 METRIC = "hallucination_reports"
 

@@ -7,8 +7,8 @@ from logging.config import fileConfig
 import sqlmodel
 from alembic import context
 
-from webapp.db import make_engine
-from webapp.models import metadata
+from webapp.core.db import make_engine
+from webapp.core.models import metadata
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logger", True):
@@ -19,7 +19,7 @@ def _url() -> str:
     url = config.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from webapp.config import Settings
+    from webapp.core.config import Settings
 
     return Settings(mode="dev").database_url
 

@@ -50,8 +50,8 @@ from sqlalchemy import inspect, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from webapp.db import make_engine
-from webapp.migrations_runner import alembic_config
+from webapp.core.db import make_engine
+from webapp.core.migrations_runner import alembic_config
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 # The user tables of a PostgreSQL database, named as pg_dump names them in its COPY lines.

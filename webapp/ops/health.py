@@ -22,8 +22,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
+from webapp.core.timeutil import utcnow
 from webapp.ops import jobruns
-from webapp.timeutil import utcnow
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,6 +1,6 @@
 """Job runs: record each background job pass, and tell which jobs have stopped succeeding.
 
-Every pass of every job (webapp/jobs.py) ends with record_pass, in its own transaction, in
+Every pass of every job (webapp/app/jobs.py) ends with record_pass, in its own transaction, in
 whichever process ran it; /healthz and Prometheus (/-/metrics) read the rows back, so a web process
 reports on jobs run by a separate `draftdesk jobs` process too.
 
@@ -20,9 +20,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
 
-from webapp.db import table_of
+from webapp.core.db import table_of
+from webapp.core.timeutil import as_utc
 from webapp.ops.models import JobRun
-from webapp.timeutil import as_utc
 
 STALL_PERIODS = 3
 # Enough of an error's message to recognise it; the rest is in the log.

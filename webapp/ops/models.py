@@ -8,13 +8,13 @@ from typing import ClassVar
 from sqlalchemy import Column, Text
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 
 class JobRun(SQLModel, table=True):
     """One background job (metrics rebuild, alerts, retention): how its passes went, shared by every process.
 
-    One row per job, written after every pass by whichever process ran it (webapp/jobs.py), so a web
+    One row per job, written after every pass by whichever process ran it (webapp/app/jobs.py), so a web
     process reports on jobs that run in a separate `draftdesk jobs` process too. The job's period is
     stored with it: the reader judges "no success for three periods" without knowing the job.
     """

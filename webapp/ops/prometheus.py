@@ -37,10 +37,10 @@ from sqlmodel import col
 
 from webapp.alerts.models import AlertOutbox
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import require_scope
+from webapp.core.db import SessionDep
+from webapp.core.timeutil import utcnow
 from webapp.ops import jobruns
-from webapp.timeutil import utcnow
+from webapp.web.deps import require_scope
 
 METRICS_PATH = "/-/metrics"
 SCOPE = "metrics"

@@ -38,12 +38,12 @@ from sqlmodel import Session, col
 
 from webapp.alerts.models import AlertOutbox
 from webapp.auth.models import LoginAttempt, WebSession
-from webapp.config import Settings
-from webapp.db import begin_write, session_scope, table_of
+from webapp.core.config import Settings
+from webapp.core.db import begin_write, session_scope, table_of
+from webapp.core.timeutil import utcnow
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.metrics.watermark import advance_pruned_before, pruned_before
 from webapp.reviews.models import ReviewItem
-from webapp.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 # The job's name in job_run, /healthz and Prometheus.
@@ -176,6 +176,6 @@ async def run(app: Any, record: Callable[[str, float, BaseException | None], Non
         except Exception as exc:
             error = exc
             log.exception("retention: pruning failed; trying again in %s s", PRUNE_INTERVAL_SECONDS)
-        if record is not None:  # webapp/jobs.py stores how the pass went (job_run)
+        if record is not None:  # webapp/app/jobs.py stores how the pass went (job_run)
             await asyncio.to_thread(record, JOB, PRUNE_INTERVAL_SECONDS, error)
         await asyncio.sleep(PRUNE_INTERVAL_SECONDS)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from webapp.cli_support import cli_session, fail, load_settings
-from webapp.timeutil import utcnow
+from webapp.core.cli_support import cli_session, fail, load_settings
+from webapp.core.timeutil import utcnow
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

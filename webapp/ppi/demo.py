@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 
 from sqlmodel import Session, col, select
 
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
 from webapp.grading.demo import demo_scores
 from webapp.grading.grades import record_grade
 from webapp.ppi.production import create_week_run, week_of
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores, run_sample
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 RUN_NAME = "demo-ppi"
 JUDGE_VERSION = "demo-judge-2026-11"

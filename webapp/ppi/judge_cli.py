@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from webapp.cli_support import cli_session, load_settings
+from webapp.core.cli_support import cli_session, load_settings
 
 if TYPE_CHECKING:
     from webapp.evaluator.client import ChatClient
@@ -113,7 +113,7 @@ def judge_run(
 
 
 def _run_with_progress(plan: JudgePlan, client: ChatClient, database_url: str, console: Console, *, quiet: bool) -> JudgeOutcome:
-    from webapp.db import make_engine, session_scope
+    from webapp.core.db import make_engine, session_scope
     from webapp.evaluator.execution import run_async
     from webapp.ppi.judge_pass import judge_drafts, store_judgements
 

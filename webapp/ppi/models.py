@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import DDL, JSON, Column, UniqueConstraint, event, inspect
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 
 class PpiJudgeScore(SQLModel, table=True):
@@ -27,6 +27,14 @@ class PpiJudgeScore(SQLModel, table=True):
     completeness: float
     # Every call made for this draft: [{"request": {...}, "response": "...", "model": "..."}, ...]
     raw_calls: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # The judge's signals for the learned predictor (issue 35), None for a single-call pass made before it:
+    # {"calls": [{four criteria}, ...] the primary judge's parsed calls (failed calls are not here),
+    #  "second": {four criteria} | None the second judge's answer,
+    #  "expected": {four criteria as floats; factual = P(pass)} | None the log-prob expectation of the first call}
+    # The four columns above are the primary judge's first parsed call: the single-score estimate reads them.
+    signals: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    calls: int = 1  # judge calls made for this draft (every call of both judges, failed ones included)
+    cost_usd: float | None = None  # what those calls cost, when the judge configuration gives prices
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 
 

@@ -9,17 +9,17 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
+from webapp.core.db import SessionDep, stored_id
 from webapp.evaluator import service as evaluator_service
 from webapp.evaluator.pages import VIEW_ROLES as EVALUATOR_VIEW_ROLES
-from webapp.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.ppi import service
 from webapp.ppi.report import judge_runs, run_report
 from webapp.ppi.routes import VIEW_ROLES
 from webapp.ppi.views import report_view
 from webapp.runs.deps import RunDep
-from webapp.templating import render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.web.templating import render
 
 router = APIRouter()
 

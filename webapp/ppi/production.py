@@ -39,6 +39,8 @@ import numpy as np
 from sqlalchemy import ColumnElement
 from sqlmodel import Session, col, select
 
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimand, Estimate
@@ -46,8 +48,6 @@ from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
 from webapp.ppi.report import OVERALL, StoredSample, figure_of, stored_sample
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 RUN_PREFIX = "prod-"

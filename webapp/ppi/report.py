@@ -31,8 +31,9 @@ from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
+from webapp.core.db import stored_id, table_of
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
-from webapp.db import stored_id, table_of
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import (
     LOW_LAMBDA_WARNING,
@@ -50,7 +51,6 @@ from webapp.ppi.schemas import JudgeRunView
 from webapp.ppi.service import SCALE_CRITERIA
 from webapp.regression.service import PassRateDifference, baseline_for
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")
 # What a figure can be: a share (factual accuracy, pass rate) lies in [0, 1], a rubric score in [1, 5].

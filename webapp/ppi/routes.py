@@ -7,10 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
-from webapp.api_docs import error_response
 from webapp.auth.service import Principal
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
+from webapp.core.db import SessionDep, stored_id
 from webapp.ppi import production, service
 from webapp.ppi.report import run_report
 from webapp.ppi.schemas import (
@@ -24,6 +22,8 @@ from webapp.ppi.schemas import (
 )
 from webapp.ppi.views import report_view
 from webapp.runs.deps import RunDep
+from webapp.web.api_docs import error_response
+from webapp.web.deps import SpecDep, require_role
 
 router = APIRouter(tags=["ppi"])
 # Labelers never see the judge's figures of a run they grade (blind grading).

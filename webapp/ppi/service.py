@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade, Grade
 from webapp.grading.plan import add_to_plan
@@ -29,7 +30,6 @@ from webapp.ppi.sampler import (
 )
 from webapp.regression.models import RegressionCase
 from webapp.runs.models import Draft, Run
-from webapp.timeutil import utcnow
 
 CRITERIA: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness")
 SCALE_CRITERIA: tuple[str, ...] = ("citation_relevance", "tone", "completeness")

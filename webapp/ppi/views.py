@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from webapp.core.spec import EvalSpec
 from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.report import FIGURES, GateCall, RunReport, gate_call
-from webapp.spec import EvalSpec
 
 TITLES = {
     "factual_accuracy": "Factual accuracy (pass share)",

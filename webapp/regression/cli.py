@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from webapp.auth.service import get_user_by_email
-from webapp.cli_support import cli_session, console, fail
+from webapp.core.cli_support import cli_session, console, fail
 from webapp.regression import service
 from webapp.runs.cli import run_or_exit
 

@@ -30,13 +30,13 @@ from sqlmodel import Session, col
 from webapp.checks import service as checks_service
 from webapp.checks.service import RunSummary
 from webapp.checks.types import CheckResult
-from webapp.csv_export import csv_text
+from webapp.core.csv_export import csv_text
+from webapp.core.spec import EvalSpec
+from webapp.core.textdiff import Segment, word_diff
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.grading.status import FinalGradeView, final_grades
 from webapp.regression.service import NotComparable
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
-from webapp.textdiff import Segment, word_diff
 
 # A paired change with an exact p-value below this is reported as unlikely to be noise.
 SIGNIFICANCE_LEVEL = 0.05
@@ -545,7 +545,7 @@ def case_pair(
     """Return one case's drafts in both runs side by side, with the judge's scores `judge` lets the viewer see.
 
     The judge's scores belong to the evaluator, beside the chain: the caller passes them in
-    (webapp.flows.judge_scores, which keeps them hidden from blind graders).
+    (webapp.app.flows.judge_scores, which keeps them hidden from blind graders).
     """
     ra, rb = _comparable_runs(session, a_id, b_id)
     info, drafts = _drafted_cases(session, (a_id, b_id))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from webapp.db import stored_id
+from webapp.core.db import stored_id
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
 from webapp.regression import service
-from webapp.spec import EvalSpec
 
 
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:

@@ -6,10 +6,10 @@ from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.checks.rules import PROBLEM_LABELS
+from webapp.core.spec import EvalSpec
 from webapp.home.cards import HomeCard
 from webapp.regression import service
 from webapp.regression.models import RegressionAlert
-from webapp.spec import EvalSpec
 
 ALERT_ROLES = frozenset({"pm", "lead"})
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import DDL, JSON, Column, Text, UniqueConstraint, event, inspect
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 
 class RegressionCaseBase(SQLModel):

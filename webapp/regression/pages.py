@@ -9,12 +9,12 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.checks import service as checks_service
 from webapp.checks.rules import CHECK_LABELS
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
+from webapp.core.db import SessionDep, stored_id
+from webapp.core.spec import EvalSpec
 from webapp.regression import comparison, service
 from webapp.regression.routes import (
     ACK_ROLES,
@@ -26,8 +26,8 @@ from webapp.regression.routes import (
 )
 from webapp.runs.deps import RunDep, run_or_404
 from webapp.runs.service import DraftNotFound, RunNotFound, resolve_run
-from webapp.spec import EvalSpec
-from webapp.templating import is_htmx, render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.templating import is_htmx, render
 
 router = APIRouter()
 

@@ -7,12 +7,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
-from webapp import flows
-from webapp.api_docs import error_response
+from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.csv_export import csv_response
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
+from webapp.core.csv_export import csv_response
+from webapp.core.db import SessionDep, stored_id
 from webapp.regression import comparison, service
 from webapp.regression.models import RegressionCase
 from webapp.regression.schemas import (
@@ -26,6 +24,8 @@ from webapp.regression.schemas import (
 )
 from webapp.runs.deps import RunDep, run_or_404
 from webapp.runs.models import Run
+from webapp.web.api_docs import error_response
+from webapp.web.deps import SpecDep, require_role
 
 router = APIRouter(tags=["regression"])
 
@@ -108,7 +108,7 @@ class CaseFilters(BaseModel):
 
 
 def csv_download(body: str, filename: str) -> Response:
-    """Return CSV text as a download (run names in `filename` are made safe by webapp.csv_export)."""
+    """Return CSV text as a download (run names in `filename` are made safe by webapp.core.csv_export)."""
     return csv_response(body, filename)
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from webapp.api_schemas import Timestamp
 from webapp.regression.models import RegressionCaseBase
+from webapp.web.api_schemas import Timestamp
 
 
 class RegressionCasePublic(RegressionCaseBase):

@@ -12,13 +12,13 @@ from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
 from webapp.checks.rules import describe, golden_failures, named
+from webapp.core.db import stored_id
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.datasets.models import Dataset, EvalCase
-from webapp.db import stored_id
 from webapp.grading.status import FinalGradeView, final_grades
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 Source = Literal["golden", "run", "grading", "review"]
 SOURCES: tuple[str, ...] = ("golden", "run", "grading", "review")
@@ -499,8 +499,8 @@ def raise_alerts_for_run(
 
     The plan's drop alert reads the automated checks' pass rates and is evaluated on every checked
     run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
-    PPI domain, above this one, supplies it through webapp.flows); a confirmed drop there raises
-    an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is webapp.flows' job
+    PPI domain, above this one, supplies it through webapp.app.flows); a confirmed drop there raises
+    an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is webapp.app.flows' job
     (flows.raise_regression_alerts), which calls this.
     """
     summary = checks_service.run_summary(session=session, run_id=run_id)

@@ -28,9 +28,9 @@ from sqlmodel import Session, col, select
 
 from webapp.auth.models import User
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
 from webapp.metrics.streaks import is_business_day
 from webapp.reviews.models import CadenceReview
-from webapp.spec import EvalSpec
 
 KINDS: dict[str, str] = {
     "metrics_daily": "Daily review of online metrics and agent feedback",

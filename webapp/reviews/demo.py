@@ -7,11 +7,11 @@ import re
 
 from sqlmodel import Session
 
-from webapp.db import stored_id
+from webapp.core.db import stored_id
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
 from webapp.reviews import cadence, service
 from webapp.reviews.models import CadenceReview
-from webapp.spec import EvalSpec
 
 # The verdict drawn for a pair (weights 7:2:1) and the index of its note (one draw among as many notes as each
 # verdict had when the demo's figures were written, so every later hook draws the same numbers). The note then

@@ -10,15 +10,15 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import SpecDep, require_role
-from webapp.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.core.db import SessionDep
+from webapp.core.spec import EvalSpec
 from webapp.metrics import daily as metrics_daily
 from webapp.regression import service as regression_service
 from webapp.reviews import cadence, service
 from webapp.reviews.models import ReviewItem, ReviewSample
-from webapp.spec import EvalSpec
-from webapp.templating import is_htmx, render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
+from webapp.web.templating import is_htmx, render
 
 router = APIRouter()
 

@@ -12,12 +12,12 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics.models import Event
 from webapp.regression import service as regression_service
 from webapp.reviews.models import ReviewItem, ReviewSample
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
 
 VERDICTS: dict[str, str] = {"good": "Good", "minor_issue": "Minor issue", "major_issue": "Major issue"}
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")

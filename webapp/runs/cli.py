@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from sqlmodel import Session
 
-from webapp import flows
-from webapp.cli_support import cli_session, fail
+from webapp.app import flows
+from webapp.core.cli_support import cli_session, fail
 from webapp.datasets.records import RecordError, read_file
 from webapp.runs import service
 from webapp.runs.models import Run

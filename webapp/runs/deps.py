@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException
 from sqlmodel import Session
 
-from webapp.db import SessionDep
+from webapp.core.db import SessionDep
 from webapp.runs.models import Run
 from webapp.runs.service import RunNotFound, resolve_run
 

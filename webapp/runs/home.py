@@ -7,10 +7,10 @@ from urllib.parse import quote
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import as_utc
 from webapp.home.cards import HomeCard
 from webapp.runs import service
-from webapp.spec import EvalSpec
-from webapp.timeutil import as_utc
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from webapp.timeutil import aware_datetime_type, utcnow
+from webapp.core.timeutil import aware_datetime_type, utcnow
 
 # Run.source of a run made from one ISO week of production drafts (webapp/ppi/production.py): it is
 # not a candidate for the launch gates or the regression suite, which read eval-dataset runs.

@@ -6,15 +6,15 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from starlette.convertors import Convertor, register_url_convertor
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
+from webapp.core.db import SessionDep, stored_id
 from webapp.datasets import service as datasets_service
-from webapp.db import SessionDep, stored_id
-from webapp.deps import ANY_ROLE, SpecDep, require_role
 from webapp.kb import service as kb_service
 from webapp.runs import service
 from webapp.runs.deps import RunDep
-from webapp.templating import render
+from webapp.web.deps import ANY_ROLE, SpecDep, require_role
+from webapp.web.templating import render
 
 router = APIRouter()
 RUN_ROLES = ANY_ROLE

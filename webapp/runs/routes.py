@@ -6,13 +6,13 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
-from webapp import flows
+from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.db import SessionDep, stored_id
-from webapp.deps import ANY_ROLE, SpecDep, require_role
+from webapp.core.db import SessionDep, stored_id
 from webapp.runs import service
 from webapp.runs.deps import RunDep
 from webapp.runs.schemas import RunDraftsPublic, RunPublic
+from webapp.web.deps import ANY_ROLE, SpecDep, require_role
 
 router = APIRouter(tags=["runs"])
 

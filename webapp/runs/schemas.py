@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from webapp.api_schemas import Timestamp
 from webapp.runs.models import DraftBase, RunBase
+from webapp.web.api_schemas import Timestamp
 
 
 class DatasetRef(BaseModel):

@@ -10,12 +10,12 @@ from typing import Any
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
 
+from webapp.core.db import id_from_ref, stored_id
+from webapp.core.timeutil import as_utc
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
-from webapp.db import id_from_ref, stored_id
 from webapp.runs.models import Draft, Run
-from webapp.timeutil import as_utc
 
 
 class RunNotFound(LookupError):
@@ -167,7 +167,7 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
 GRADED_FIELDS = ("draft_text", "citations")
 
 # How many grades each of these drafts has (drafts without grades may be left out). Grades belong to
-# the grading domain, above runs: webapp.flows.import_drafts passes grading's count in.
+# the grading domain, above runs: webapp.app.flows.import_drafts passes grading's count in.
 GradeCounts = Callable[[Session, list[int]], dict[int, int]]
 
 
@@ -225,7 +225,7 @@ def import_drafts(
 ) -> DraftImportResult:
     """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
 
-    `grade_counts` says which drafts have grades (webapp.flows.import_drafts passes grading's).
+    `grade_counts` says which drafts have grades (webapp.app.flows.import_drafts passes grading's).
 
     Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
-from webapp.spec import EvalSpec
 from webapp.survey import service
 
 COMMENTS = {

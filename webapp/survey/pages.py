@@ -13,11 +13,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep, stored_id
-from webapp.deps import SpecDep, require_role
-from webapp.spec import EvalSpec
+from webapp.core.db import SessionDep, stored_id
+from webapp.core.spec import EvalSpec
 from webapp.survey import service
-from webapp.templating import render
+from webapp.web.deps import SpecDep, require_role
+from webapp.web.templating import render
 
 router = APIRouter()
 READERS = ("support_lead", "pm", "lead", "ml_lead", "admin")

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, Field
 
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.deps import require_role, require_scope
+from webapp.core.db import SessionDep
 from webapp.survey import service
 from webapp.survey.schemas import SurveyAnswerPublic, SurveyCountsPublic
+from webapp.web.deps import require_role, require_scope
 
 router = APIRouter(tags=["survey"])
 READERS = ("support_lead", "pm", "lead", "ml_lead", "admin")

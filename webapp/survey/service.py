@@ -8,9 +8,9 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from webapp.db import stored_id
+from webapp.core.db import stored_id
+from webapp.core.timeutil import utcnow
 from webapp.survey.models import HELPFUL_CHOICES, SurveyAnswer, SurveyRound
-from webapp.timeutil import utcnow
 
 
 class SurveyError(ValueError):

@@ -4,7 +4,7 @@ Revision ID: 0016_job_runs
 Revises: 0015_retention_watermark
 Create Date: 2026-11-28 04:00:00
 
-- job_run: one row per background job, written after each pass (webapp/jobs.py).
+- job_run: one row per background job, written after each pass (webapp/app/jobs.py).
 - metric_event.pending: true until the rebuild merges the event into its day's aggregates.
   Events already stored are in their aggregates (false), except those of days still marked
   stale: their aggregates are dropped and their events set pending, so the first pass after the

@@ -19,7 +19,7 @@ from pathlib import Path
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import Response
 
-from webapp.config import ASSET_ROOT
+from webapp.core.config import ASSET_ROOT
 
 router = APIRouter()
 

@@ -9,14 +9,14 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from webapp.spec import EvalSpec, load_spec
+from webapp.core.spec import EvalSpec, load_spec
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Read-only files the app serves or loads (templates/, static/, data/*.yaml, the npm packages' JS).
 # A source checkout (./dev, an editable install) reads them where they are in the repository; an
 # installed wheel carries copies in webapp/_bundled, laid out the same way, made by setup.py at build
 # time (docs/deployment.md, "Installing"), since site-packages has no repository around the package.
-BUNDLED_DIR = Path(__file__).resolve().parent / "_bundled"
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "_bundled"
 INSTALLED = BUNDLED_DIR.is_dir()
 ASSET_ROOT = BUNDLED_DIR if INSTALLED else PROJECT_ROOT
 # Writable files (the default SQLite database, backups, the demo's database): the repository's data/

@@ -13,21 +13,22 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from webapp import api_docs, csp, errors, static_assets
-from webapp.config import ASSET_ROOT, Settings
-from webapp.db import make_engine
-from webapp.domains import domain_modules
-from webapp.headers import SecurityHeaders
-from webapp.jobs import start_jobs, stop_jobs
+from webapp.app import errors
+from webapp.app.jobs import start_jobs, stop_jobs
+from webapp.core.config import ASSET_ROOT, Settings
+from webapp.core.db import make_engine
+from webapp.core.domains import domain_modules
+from webapp.core.security import csrf_protect
 from webapp.ops import health, prometheus
 from webapp.ops.logs import RequestLog
 from webapp.ops.prometheus import AppMetrics
-from webapp.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
-from webapp.security import csrf_protect
-from webapp.templating import is_htmx, templates
+from webapp.web import api_docs, csp, static_assets
+from webapp.web.headers import SecurityHeaders
+from webapp.web.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
+from webapp.web.templating import is_htmx, templates
 
 # Each domain's pages.py (HTML) and routes.py (JSON API under /api/v1) hold a module-level
-# `router`; they are included in the order of webapp.domains.DOMAINS.
+# `router`; they are included in the order of webapp.core.domains.DOMAINS.
 
 
 @asynccontextmanager

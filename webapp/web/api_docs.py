@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from webapp.api_schemas import ErrorPublic
+from webapp.web.api_schemas import ErrorPublic
 
 API_PREFIX = "/api/v1"
 OPENAPI_URL = "/api/openapi.json"
@@ -22,7 +22,7 @@ DOCS_URL = "/api/docs"
 
 
 def error_schemas() -> dict[str, Any]:
-    """Return the JSON schema of the error body (webapp.api_schemas.ErrorPublic) as named components."""
+    """Return the JSON schema of the error body (webapp.web.api_schemas.ErrorPublic) as named components."""
     schema = ErrorPublic.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = schema.pop("$defs", {})
     return {**defs, "Error": {**schema, "title": "Error"}}

@@ -11,8 +11,8 @@ from starlette.requests import cookie_parser
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from webapp import csp
-from webapp.security import CSRF_COOKIE
+from webapp.core.security import CSRF_COOKIE
+from webapp.web import csp
 
 _DEFAULTS = (
     ("X-Content-Type-Options", "nosniff"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-APP = "webapp.warmup:create_warm_app"  # each worker builds and warms its app (webapp/warmup.py)
+APP = "webapp.app.warmup:create_warm_app"  # each worker builds and warms its app (webapp/app/warmup.py)
 
 
 def uvicorn_options(

@@ -4,7 +4,7 @@ No inline script, no eval, no inline style attribute. One style exception, an ex
 *empty* `<style>` element plotly.js creates and then fills through the CSSOM (`insertRule`, which
 CSP does not govern) with its own rules (the toolbar's position and looks, hover labels). The
 hash of the empty text allows that element and nothing an attacker could write into one.
-plotly.js's basic bundle (webapp/static_assets.py) injects no other style text, and needs no eval.
+plotly.js's basic bundle (webapp/web/static_assets.py) injects no other style text, and needs no eval.
 htmx is configured (meta `htmx-config` in base.html) to inject no indicator style and never to eval.
 """
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from webapp.db import session_scope
-from webapp.domains import domain_modules
+from webapp.core.db import session_scope
+from webapp.core.domains import domain_modules
+from webapp.core.timeutil import utcnow
 from webapp.ops import jobruns, retention
-from webapp.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 

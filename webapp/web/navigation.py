@@ -1,4 +1,4 @@
-"""The navigation bar: an entry is shown to whoever its target route admits (webapp.links decides)."""
+"""The navigation bar: an entry is shown to whoever its target route admits (webapp.web.links decides)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 
 from webapp.auth.service import Principal
-from webapp.links import can_open
+from webapp.web.links import can_open
 
 
 @dataclass(frozen=True)

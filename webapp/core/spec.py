@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from webapp.safe_input import InputLimitError, load_yaml
+from webapp.core.safe_input import InputLimitError, load_yaml
 
 Category = Literal["routine", "edge", "adversarial", "safety"]
 CATEGORIES: tuple[str, ...] = ("routine", "edge", "adversarial", "safety")

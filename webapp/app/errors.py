@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, Response
 from sqlalchemy.exc import DataError
 
 from webapp.auth import service as auth_service
+from webapp.core.safe_input import InputLimitError
 from webapp.datasets import records
 from webapp.datasets import service as datasets_service
 from webapp.evaluator import service as evaluator_service
@@ -25,7 +26,6 @@ from webapp.metrics import daily as metrics_daily
 from webapp.regression import service as regression_service
 from webapp.reviews import service as reviews_service
 from webapp.runs import service as runs_service
-from webapp.safe_input import InputLimitError
 from webapp.survey import service as survey_service
 
 # (error class, status): service errors by domain. A LookupError means "no such thing". The app
@@ -51,7 +51,7 @@ OUT_OF_RANGE = "a number in the request is out of range for the database"
 
 
 def _respond(request: Request, status: int, detail: str) -> Response:
-    from webapp.templating import templates
+    from webapp.web.templating import templates
 
     if request.url.path.startswith("/api/"):
         return JSONResponse({"detail": detail}, status_code=status)

@@ -2,7 +2,7 @@
 
 This module is imported by every command before it does anything, so it imports nothing heavy at
 the top (no SQLModel, pydantic settings or FastAPI): a command that refuses bad input can do so
-before those load (see webapp/cli.py for why start-up time matters).
+before those load (see webapp/app/cli.py for why start-up time matters).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rich.console import Console
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-    from webapp.config import Settings
+    from webapp.core.config import Settings
 
 console = Console()
 err_console = Console(stderr=True)
@@ -27,7 +27,7 @@ err_console = Console(stderr=True)
 
 def load_settings() -> Settings:
     """Return settings from the environment; the CLI is an operator's tool, so dev mode is allowed."""
-    from webapp.config import Settings
+    from webapp.core.config import Settings
 
     mode = os.environ.get("DRAFTDESK_MODE", "dev")
     return Settings(mode=mode)  # type: ignore[arg-type]
@@ -36,8 +36,8 @@ def load_settings() -> Settings:
 @contextmanager
 def cli_session(settings: Settings | None = None) -> Iterator[Session]:
     """Open one transaction on the configured database (migrated first)."""
-    from webapp.db import make_engine, session_scope
-    from webapp.migrations_runner import upgrade
+    from webapp.core.db import make_engine, session_scope
+    from webapp.core.migrations_runner import upgrade
 
     settings = settings or load_settings()
     upgrade(settings.database_url)

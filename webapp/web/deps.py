@@ -9,10 +9,10 @@ from fastapi import Depends, HTTPException, Request
 
 from webapp.auth import service as auth_service
 from webapp.auth.service import Principal
-from webapp.db import SessionDep
-from webapp.security import SESSION_COOKIE
-from webapp.spec import EvalSpec
-from webapp.timeutil import utcnow
+from webapp.core.db import SessionDep
+from webapp.core.security import SESSION_COOKIE
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
 
 
 class NotAuthenticated(HTTPException):

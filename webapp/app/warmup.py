@@ -4,7 +4,7 @@ FastAPI builds an included router's routes (each route's dependency tree and the
 of its parameters) on the first request that reaches the router: about 1 s of CPU for our ~110
 routes, paid by whoever came first (the first events batch after a start took 0.3 s on a quiet
 machine, 4 s on a busy one, and every request beside it waited for the interpreter); the link
-rules every signed-in page reads (webapp/links.py) walk the routes once more, and the first
+rules every signed-in page reads (webapp/web/links.py) walk the routes once more, and the first
 statement a process sends sets up the database dialect (the first /grading after a start took
 190 ms on SQLite, 300-370 ms on PostgreSQL, then 22 and 43 ms). Jinja
 compiles a template on its first render (40 ms or more each; 54 templates), and plotly's JSON
@@ -22,13 +22,13 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
+from webapp.app.main import create_app
 from webapp.auth import service as auth_service
-from webapp.links import link_rules
-from webapp.main import create_app
+from webapp.core.spec import METRIC_NAMES, EvalSpec
 from webapp.metrics import calibration, charts
 from webapp.metrics.daily import DayMetrics
-from webapp.spec import METRIC_NAMES, EvalSpec
-from webapp.templating import templates
+from webapp.web.links import link_rules
+from webapp.web.templating import templates
 
 WARM_UP_PATH = "/-/warm-up/no-such-page"
 

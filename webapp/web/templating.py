@@ -10,12 +10,12 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from jinja2.runtime import Context
 
-from webapp import links
-from webapp.config import ASSET_ROOT
-from webapp.labels import humanize
+from webapp.core.config import ASSET_ROOT
+from webapp.core.labels import humanize
+from webapp.core.security import csrf_token
 from webapp.metrics import units
-from webapp.navigation import current_href, nav_for
-from webapp.security import csrf_token
+from webapp.web import links
+from webapp.web.navigation import current_href, nav_for
 
 
 def _context(request: Request) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """`draftdesk serve`, `draftdesk jobs` and `draftdesk demo`: run the web app (for a team, or with the demo data) and its jobs.
 
-They live here, not in a domain's cli.py, because serving is no domain's business; webapp/cli.py
-maps both names to this module (CLI_MODULES). How the server runs is in webapp/serving.py.
+They live here, not in a domain's cli.py, because serving is no domain's business; webapp/app/cli.py
+maps both names to this module (CLI_MODULES). How the server runs is in webapp/web/serving.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from webapp.config import DATA_DIR
+from webapp.core.config import DATA_DIR
 
 DEMO_DB = DATA_DIR / "demo.db"
 
@@ -40,15 +40,15 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Back up and apply pending migrations, then serve the dashboard with uvicorn, its background jobs inside (the default topology)."""
         import logging
 
-        from webapp import serving
-        from webapp.cli_support import fail
-        from webapp.config import ConfigError, Settings
-        from webapp.main import create_app
-        from webapp.migrations_runner import upgrade
+        from webapp.app.main import create_app
+        from webapp.app.warmup import warm
+        from webapp.core.cli_support import fail
+        from webapp.core.config import ConfigError, Settings
+        from webapp.core.migrations_runner import upgrade
+        from webapp.core.spec import SpecError
         from webapp.ops.backup import BackupError, backup_before_migrating, check_backup_dir
         from webapp.ops.logs import JsonFormatter, logging_config
-        from webapp.spec import SpecError
-        from webapp.warmup import warm
+        from webapp.web import serving
 
         try:
             settings = Settings(background_jobs=background and not separate_jobs, separate_jobs=separate_jobs)
@@ -96,13 +96,13 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         import asyncio
         import logging.config
 
-        from webapp.cli_support import fail
-        from webapp.config import ConfigError, Settings
-        from webapp.jobs import run_jobs
-        from webapp.main import create_app
+        from webapp.app.jobs import run_jobs
+        from webapp.app.main import create_app
+        from webapp.core.cli_support import fail
+        from webapp.core.config import ConfigError, Settings
+        from webapp.core.spec import SpecError
         from webapp.ops.backup import pending_migrations, table_names
         from webapp.ops.logs import logging_config
-        from webapp.spec import SpecError
 
         try:
             settings = Settings(background_jobs=True)
@@ -136,11 +136,11 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
                     path.write_bytes(data)
                     typer.echo(f"wrote {path}")
             return
-        from webapp.config import ConfigError, Settings
-        from webapp.db import make_engine, session_scope
+        from webapp.core.config import ConfigError, Settings
+        from webapp.core.db import make_engine, session_scope
+        from webapp.core.migrations_runner import upgrade
+        from webapp.core.spec import SpecError
         from webapp.demo.seed import DemoHookError, is_seeded, seed_demo
-        from webapp.migrations_runner import upgrade
-        from webapp.spec import SpecError
 
         url = demo_database_url()
         if url.startswith("sqlite:///"):
@@ -181,7 +181,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             return
         import uvicorn
 
-        from webapp.main import create_app
+        from webapp.app.main import create_app
 
         typer.echo(f"serving the demo on http://{host}:{port}  (Ctrl+C to stop)")
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

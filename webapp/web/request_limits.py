@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fastapi import HTTPException, Request
 
-from webapp.safe_input import InputLimitError, check_depth
+from webapp.core.safe_input import InputLimitError, check_depth
 
 MB = 1024 * 1024
 DEFAULT_BODY_LIMIT = 1 * MB

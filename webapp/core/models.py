@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import SQLModel
 
-from webapp.domains import domain_modules
+from webapp.core.domains import domain_modules
 
 
 def load_all_models() -> type[SQLModel]:

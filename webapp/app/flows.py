@@ -23,10 +23,11 @@ from sqlmodel import Session, col, select
 
 from webapp.alerts import outbox as alerts_outbox
 from webapp.auth.service import Principal
-from webapp.blind import ALL_SIGNALS, SignalsView
 from webapp.checks import service as checks_service
+from webapp.core.blind import ALL_SIGNALS, SignalsView
+from webapp.core.db import stored_id, table_of
+from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
-from webapp.db import stored_id, table_of
 from webapp.evaluator.models import EvaluatorJudgeScore
 from webapp.grading import evidence as grading_evidence
 from webapp.grading import status as grading_status
@@ -45,7 +46,6 @@ from webapp.regression.models import RegressionAlert
 from webapp.regression.service import DifferenceLookup, PassRateDifference
 from webapp.runs import service as runs_service
 from webapp.runs.models import Draft, Run
-from webapp.spec import EvalSpec
 
 # ======== runs, checks, regression, evaluator, metrics → alerts ========
 
@@ -125,7 +125,7 @@ def ci_gate_failures(
 def signals_view(
     *, session: Session, spec: EvalSpec, principal: Principal | None, run_id: int | None = None, draft_ids: Collection[int] = ()
 ) -> SignalsView:
-    """Return which drafts' model signals the viewer sees (webapp.blind's rule; grading knows what they graded)."""
+    """Return which drafts' model signals the viewer sees (webapp.core.blind's rule; grading knows what they graded)."""
     return grading_evidence.signals_view(session=session, spec=spec, principal=principal, run_id=run_id, draft_ids=draft_ids)
 
 

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
 from webapp.auth.service import Principal
-from webapp.deps import RoleCheck
+from webapp.web.deps import RoleCheck
 
 
 @dataclass(frozen=True)

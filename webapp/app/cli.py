@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import typer
 from typer.core import TyperGroup
 
-from webapp.domains import domain_modules
+from webapp.core.domains import domain_modules
 
 # Top-level command -> the domain whose cli.py registers it (or a key of CLI_MODULES), in the order `--help` lists them.
 COMMANDS: dict[str, str] = {
@@ -55,14 +55,14 @@ IMPORT_COMMANDS: dict[str, str] = {
 
 
 # Command modules that are not a domain's cli.py: running the server is no domain's business, so
-# `serve`, `jobs` and `demo` live in webapp/server_cli.py, where a newcomer looks for them.
+# `serve`, `jobs` and `demo` live in webapp/app/server_cli.py, where a newcomer looks for them.
 CLI_MODULES: tuple[str, ...] = ("server",)
 
 
 def cli_module(name: str) -> ModuleType:
-    """Import the command module named in COMMANDS: webapp/server_cli.py ("server"), or webapp.<domain>.cli."""
+    """Import the command module named in COMMANDS: webapp/app/server_cli.py ("server"), or webapp.<domain>.cli."""
     if name == "server":
-        from webapp import server_cli
+        from webapp.app import server_cli
 
         return server_cli
     (module,) = domain_modules("cli", [name])
@@ -122,8 +122,8 @@ app.add_typer(import_app, name="import")
 @db_app.command("upgrade")
 def db_upgrade(revision: str = typer.Argument("head", help="Target revision")) -> None:
     """Apply pending migrations to the configured database."""
-    from webapp.cli_support import console, load_settings
-    from webapp.migrations_runner import upgrade
+    from webapp.core.cli_support import console, load_settings
+    from webapp.core.migrations_runner import upgrade
 
     settings = load_settings()
     upgrade(settings.database_url, revision)
@@ -135,7 +135,7 @@ def db_backup(
     output: Path = typer.Option(None, "--output", help="Backup file (default: DRAFTDESK_BACKUP_DIR/draftdesk-<UTC time>.sqlite3|.dump)"),
 ) -> None:
     """Back up the database (SQLite's online backup, or pg_dump's custom format), verified before it takes its name."""
-    from webapp.cli_support import console, err_console, fail, load_settings
+    from webapp.core.cli_support import console, err_console, fail, load_settings
     from webapp.ops.backup import BackupError, backup, check_backup_dir, default_backup_path
 
     settings = load_settings()
@@ -153,7 +153,7 @@ def db_backup(
 @db_app.command("restore")
 def db_restore(path: Path = typer.Argument(..., help="A file written by `db backup`")) -> None:
     """Restore a verified backup into the configured database, which must be new and empty (all or nothing)."""
-    from webapp.cli_support import console, fail, load_settings
+    from webapp.core.cli_support import console, fail, load_settings
     from webapp.ops.backup import BackupError, restore
 
     settings = load_settings()
@@ -167,9 +167,9 @@ def db_restore(path: Path = typer.Argument(..., help="A file written by `db back
 @db_app.command("prune")
 def db_prune() -> None:
     """Delete expired sessions, old sign-in attempts, delivered alert messages and (per setting) old events."""
-    from webapp.cli_support import console, load_settings
-    from webapp.db import make_engine
-    from webapp.migrations_runner import upgrade
+    from webapp.core.cli_support import console, load_settings
+    from webapp.core.db import make_engine
+    from webapp.core.migrations_runner import upgrade
     from webapp.ops.retention import Retention, prune_database, retention_line
 
     settings = load_settings()
@@ -189,7 +189,7 @@ def db_prune() -> None:
 
 def main() -> None:
     """Entry point of the `draftdesk` console script."""
-    from webapp.cli_support import guard_stdout
+    from webapp.core.cli_support import guard_stdout
 
     guard_stdout()
     app()

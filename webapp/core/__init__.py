@@ -1,0 +1,1 @@
+"""Infrastructure without HTTP: settings, the database, the spec, security primitives, shared helpers."""
