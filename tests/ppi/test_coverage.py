@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from benchmarks.ppi_signals_world import SignalsWorld, judge_calls, measure_difference, measure_one_run, single_call_kappa
+from benchmarks.ppi_signals_world import (
+    SignalsWorld,
+    judge_calls,
+    measure_difference,
+    measure_one_run,
+    single_call_kappa,
+)
 from benchmarks.ppi_world import (
     World,
     coverage_row,
