@@ -131,6 +131,7 @@ def signals_table(runs: int) -> bool:
     tallies = measure_one_run(world, runs=runs, drafts=SIGNALS_DRAFTS, budget=SIGNALS_BUDGET, seed=351)
     ok = _signals_line("mean, learned predictor", tallies["mean"], TARGET_WORTH)
     ok &= _signals_line("mean, one call of A", tallies["mean 1 call"], None)
+    ok &= _signals_line("mean, A's 5-call mean alone", tallies["mean 5 calls"], None)
     ok &= _signals_line("pass rate, learned predictor", tallies["pass"], None)
     ok &= _signals_line("pass rate, one call of A", tallies["pass 1 call"], None)
     diff = measure_difference(world, runs=runs, drafts=SIGNALS_DRAFTS, budget=SIGNALS_BUDGET, seed=352)

@@ -190,9 +190,13 @@ def _sample(run: SignalsRun, judge: NDArray[np.float64], human: NDArray[np.float
 
 
 def measure_one_run(world: SignalsWorld, *, runs: int, drafts: int, budget: int, seed: int) -> dict[str, Tally]:
-    """Return tallies of the run's own mean and pass rate: learned predictor ("mean", "pass") and one call of A ("mean 1 call", "pass 1 call")."""
+    """Return tallies of the run's own mean and pass rate.
+
+    Keys: the learned predictor ("mean", "pass"), one call of A as the one score ("mean 1 call",
+    "pass 1 call") and the mean of A's calls as the one score ("mean 5 calls").
+    """
     rng = np.random.default_rng(seed)
-    tallies = {key: Tally() for key in ("mean", "pass", "mean 1 call", "pass 1 call")}
+    tallies = {key: Tally() for key in ("mean", "pass", "mean 1 call", "pass 1 call", "mean 5 calls")}
     for i in range(runs):
         run = simulate_run(rng, world, drafts=drafts, budget=budget)
         passed = (run.human >= world.pass_threshold).astype(np.float64)
@@ -202,6 +206,7 @@ def measure_one_run(world: SignalsWorld, *, runs: int, drafts: int, budget: int,
             ("pass", run.pass_signals(world.pass_threshold), passed),
             ("mean 1 call", one_call, run.human),
             ("pass 1 call", (one_call >= world.pass_threshold).astype(np.float64), passed),
+            ("mean 5 calls", run.calls_a.mean(axis=1), run.human),
         )
         for key, judge, human in readings:
             est = estimate_mean(_sample(run, judge, human), seed=i)
