@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED_DRAFTS, EXIT_USAGE = 0, 1, 2
 API_KEY_SETTING = "OPENAI_API_KEY"
+SECOND_API_KEY_SETTING = "SECOND_JUDGE_API_KEY"  # the second judge's key when its provider differs (else OPENAI_API_KEY)
+DEFAULT_CALLS = 5  # primary judge calls per draft: with a second judge, 6 calls per draft (issue 35: at most 7)
 
 
 def _err(message: str) -> typer.Exit:
@@ -39,7 +41,22 @@ def judge_run(
     rubric: str = typer.Option("support-draft", "--rubric", help="Built-in rubric or a YAML file with the four criteria"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible API URL (else OPENAI_BASE_URL)"),
     concurrency: int = typer.Option(8, "--concurrency", help="Requests in flight at most"),
-    seed: int | None = typer.Option(None, "--seed", help="Seed sent with every judge call (part of the judge version)"),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Seed of the judge calls: call i sends seed + i (part of the judge version)"
+    ),
+    judge_calls: int = typer.Option(DEFAULT_CALLS, "--judge-calls", help="Calls of the judge per draft (1: one call at temperature 0)"),
+    judge_temperature: float | None = typer.Option(
+        None, "--judge-temperature", help="Temperature of the judge's calls (default 0.7 with several calls, 0 with one)"
+    ),
+    second_judge_model: str | None = typer.Option(
+        None, "--second-judge-model", help="A second judge model, same rubric, called once per draft (default: none)"
+    ),
+    second_judge_base_url: str | None = typer.Option(
+        None, "--second-judge-base-url", help=f"The second judge's API URL when its provider differs (key: ${SECOND_API_KEY_SETTING})"
+    ),
+    judge_logprobs: bool | None = typer.Option(
+        None, "--judge-logprobs/--no-judge-logprobs", help="Ask log-probs on the first call (default: on with several calls)"
+    ),
     cache: bool = typer.Option(False, "--cache", help="Reuse cached answers even without --seed"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the answer cache"),
     cache_dir: Path | None = typer.Option(
@@ -52,6 +69,8 @@ def judge_run(
         raise _err("--cache and --no-cache cannot be combined")
     if concurrency < 1:
         raise _err("--concurrency must be at least 1")
+    if second_judge_base_url and not second_judge_model:
+        raise _err("--second-judge-base-url: give --second-judge-model too")
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     api_key = os.environ.get(API_KEY_SETTING) or None
     if api_key is None and url is None:
@@ -64,20 +83,23 @@ def judge_run(
     from webapp.evaluator.cache import ResponseCache, default_cache_dir
     from webapp.evaluator.client import ChatClient, LlmConfigError, load_prices
     from webapp.evaluator.rubric import RubricError, load_rubric
-    from webapp.ppi.judge_pass import plan_judge_pass
+    from webapp.ppi.judge_pass import JudgeSetup, plan_judge_pass
     from webapp.ppi.service import PpiError
 
     console = Console()
     settings = load_settings()
     try:
+        setup = JudgeSetup.of(
+            calls=judge_calls, temperature=judge_temperature, second_model=second_judge_model, logprobs=judge_logprobs
+        )
         loaded = load_rubric(rubric)
         prices = load_prices(settings.evaluator_prices)
         with cli_session(settings) as session:
-            plan = plan_judge_pass(session=session, run_ref=run, model=judge_model, rubric=loaded, seed=seed)
+            plan = plan_judge_pass(session=session, run_ref=run, model=judge_model, rubric=loaded, seed=seed, setup=setup)
     except RubricError as exc:
         raise _err(f"--rubric: {exc}") from exc
     except (PpiError, ValueError) as exc:
-        raise _err(str(exc)) from exc
+        raise _err(_as_flag(str(exc))) from exc
     console.print(
         f"run [bold]{plan.run_name}[/]: {plan.gradable} gradable draft(s), {plan.already_scored} already scored by "
         f"judge {plan.version!r}; [bold]{len(plan.requests)}[/] to judge",
@@ -87,18 +109,24 @@ def judge_run(
     if not plan.requests:
         console.print("nothing to do: every gradable draft has a score from this judge version", highlight=False)
         raise typer.Exit(EXIT_OK)
-    client = ChatClient(
-        base_url=url,
-        api_key=api_key,
-        concurrency=concurrency,
-        cache=None if no_cache else ResponseCache(default_cache_dir(cache_dir)),
-        # As evaluate-dataset: answers are written, and read back only with --cache or --seed, so a
-        # rerun after a bad answer asks the judge again.
-        reuse_cache=cache or seed is not None,
-        prices=prices,
-    )
+    def make_client(endpoint: str | None, key: str | None) -> ChatClient:
+        return ChatClient(
+            base_url=endpoint,
+            api_key=key,
+            concurrency=concurrency,
+            cache=None if no_cache else ResponseCache(default_cache_dir(cache_dir)),
+            # As evaluate-dataset: answers are written, and read back only with --cache or --seed, so a
+            # rerun after a bad answer asks the judge again.
+            reuse_cache=cache or seed is not None,
+            prices=prices,
+        )
+
+    client = make_client(url, api_key)
+    second = None
+    if second_judge_base_url:
+        second = make_client(second_judge_base_url, os.environ.get(SECOND_API_KEY_SETTING) or api_key)
     try:
-        outcome = _run_with_progress(plan, client, settings.database_url, console, quiet=quiet)
+        outcome = _run_with_progress(plan, client, second, settings.database_url, console, quiet=quiet)
     except LlmConfigError as exc:
         raise _err(f"the API refused the judge: {exc}. Scores finished before it are stored; rerun to go on") from exc
     except (PpiError, IntegrityError) as exc:
@@ -108,11 +136,29 @@ def judge_run(
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the scores finished so far are stored; rerun to go on", highlight=False)
         raise typer.Exit(EXIT_FAILED_DRAFTS) from None
-    _summary(console, plan, outcome, client)
+    _summary(console, plan, outcome, [client] if second is None else [client, second])
     raise typer.Exit(EXIT_FAILED_DRAFTS if outcome.failures else EXIT_OK)
 
 
-def _run_with_progress(plan: JudgePlan, client: ChatClient, database_url: str, console: Console, *, quiet: bool) -> JudgeOutcome:
+_FLAGS = {
+    "judge_calls:": "--judge-calls:",
+    "judge_temperature:": "--judge-temperature:",
+    "second_judge_model:": "--second-judge-model:",
+    "judge_model:": "--judge-model:",
+}
+
+
+def _as_flag(message: str) -> str:
+    """Name the command's flag where the service names its field (judge_calls: -> --judge-calls:)."""
+    for field, flag in _FLAGS.items():
+        if message.startswith(field):
+            return flag + message[len(field) :]
+    return message
+
+
+def _run_with_progress(
+    plan: JudgePlan, client: ChatClient, second: ChatClient | None, database_url: str, console: Console, *, quiet: bool
+) -> JudgeOutcome:
     from webapp.core.db import make_engine, session_scope
     from webapp.evaluator.execution import run_async
     from webapp.ppi.judge_pass import judge_drafts, store_judgements
@@ -142,9 +188,11 @@ def _run_with_progress(plan: JudgePlan, client: ChatClient, database_url: str, c
 
     async def main() -> JudgeOutcome:
         try:
-            return await judge_drafts(plan=plan, client=client, store=store, on_done=on_done)
+            return await judge_drafts(plan=plan, client=client, store=store, on_done=on_done, second_client=second)
         finally:
             await client.close()
+            if second is not None:
+                await second.close()
 
     try:
         with progress:
@@ -153,9 +201,12 @@ def _run_with_progress(plan: JudgePlan, client: ChatClient, database_url: str, c
         engine.dispose()
 
 
-def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, client: ChatClient) -> None:
-    s = client.stats
-    cost = f"${s.cost_usd:.4f}{'' if s.cost_known else '+'}"
+def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, clients: list[ChatClient]) -> None:
+    api_calls = sum(c.stats.api_calls for c in clients)
+    cache_hits = sum(c.stats.cache_hits for c in clients)
+    retries = sum(c.stats.retries for c in clients)
+    spent = sum(c.stats.cost_usd for c in clients)
+    cost = f"${spent:.4f}{'' if all(c.stats.cost_known for c in clients) else '+'}"
     console.print(
         f"judged {len(outcome.scored)} of {len(plan.requests)} draft(s) of run {plan.run_name!r}; "
         f"{len(outcome.failures)} failed; {plan.already_scored} were already scored",
@@ -165,10 +216,11 @@ def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, client: C
     for f in outcome.failures:
         console.print(f"  draft {f.draft_id} (case {f.case_id}): {f.error}", highlight=False, soft_wrap=True, markup=False)
     console.print(
-        f"{s.api_calls} API call(s), {s.cache_hits} from cache, {s.retries} retried; cost {cost}; "
-        f"cache: {client.cache_report()}",
+        f"{api_calls} API call(s), {cache_hits} from cache, {retries} retried; cost {cost}; "
+        f"cache: {clients[0].cache_report()}",
         highlight=False,
     )
+    console.print(per_draft_line(plan, outcome), highlight=False, soft_wrap=True, markup=False)
     console.print(f"judge version: {plan.version}", highlight=False, soft_wrap=True, markup=False)
     if outcome.failures:
         console.print("rerun the command to judge the failed drafts again (scored drafts are skipped)", highlight=False)
@@ -176,3 +228,20 @@ def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, client: C
         console.print(
             "every gradable draft is scored: draw the sample with this judge version (docs/ppi.md)", highlight=False
         )
+
+
+def per_draft_line(plan: JudgePlan, outcome: JudgeOutcome) -> str:
+    """Say what the judge costs per draft: the calls of the setup, the calls made and the dollars per scored draft."""
+    setup = plan.setup
+    parts = f"{setup.calls} judge call(s)" + (f" + 1 second judge ({setup.second_model})" if setup.second_model else "")
+    line = f"per draft: {setup.calls_per_draft()} calls ({parts}, temperature {setup.temperature:g})"
+    if not outcome.scored:
+        return line
+    made = sum(s.calls for s in outcome.scored) / len(outcome.scored)
+    costs = [s.cost_usd for s in outcome.scored]
+    known = [c for c in costs if c is not None]
+    if len(known) == len(costs):
+        dollars = f"${sum(known) / len(known):.5f} per draft"
+    else:
+        dollars = "cost per draft unknown (a judge model has no price in DRAFTDESK_EVALUATOR_PRICES)"
+    return f"{line}; {made:.2f} calls made per scored draft; {dollars}"
