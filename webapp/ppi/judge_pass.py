@@ -5,20 +5,23 @@ Steps, each a function the command line (`prompt-evaluator judge-run`) and the t
 1. `plan_judge_pass` finds the run, the frozen judge version, and the drafts still to judge: the
    run's gradable drafts (the set the sampler samples: escalations and fallbacks have no text and
    are left out) less those already scored under that version. It builds each draft's request.
-2. `judge_drafts` sends the requests through the evaluator's `ChatClient` (its concurrency limit,
-   answer cache and tenacity retries), parses each answer against the rubric's schema, and hands
-   every finished batch to a `store` callback; one draft's bad answer or failed call is reported
-   with its draft id and stops nothing else.
+2. `judge_drafts` makes each draft's calls (webapp/ppi/judge_calls.py: the setup's k calls of the
+   primary judge, the second judge's one) through the evaluator's `ChatClient` (its concurrency
+   limit, answer cache and tenacity retries), parses each answer against the rubric's schema, and
+   hands every finished batch to a `store` callback; one draft's bad answers or failed calls are
+   reported with its draft id and stop nothing else.
 3. `store_judgements` writes a batch with `record_judge_scores` (all or nothing per batch).
 
 Decisions (see docs/ppi.md, "The judge pass"):
 
 - **Judge version.** `"<model> <rubric name> sha256:<16 hex>"`, the hash taken over everything
   that decides the judge's answer besides the draft: the rubric's instructions (from its file, so
-  its content hash is in them), the answer schema, the temperature (0), the seed, and the layout
-  of the user message built here (`layout_fingerprint`: a fixed example rendered by the same code). Changing the model, the rubric
-  file or the seed gives a new version, and so new scores beside the old ones, never a silent mix.
-- **Per draft, not per run.** A draft is stored whole (its four criteria and its raw call) or not
+  its content hash is in them), the answer schema, the temperature, the seed, the layout of the
+  user message built here (`layout_fingerprint`: a fixed example rendered by the same code), and
+  the setup (calls per draft, second judge, log-probs). Changing the model, the rubric file, the
+  seed or the setup gives a new version, and so new scores beside the old ones, never a silent
+  mix. The single-call setup adds nothing to the hash: its version is the one made before issue 35.
+- **Per draft, not per run.** A draft is stored whole (its four criteria and its raw calls) or not
   at all; the others are stored in batches as they finish, so an interrupted or partly failed
   pass keeps what it finished and a rerun judges only what is missing. The sampler refuses a run
   while any gradable draft lacks a score, so a partial pass cannot be sampled by mistake.
