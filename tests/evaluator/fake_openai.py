@@ -178,6 +178,44 @@ class FakeOpenAI:
 
     async def _answer(self, request: Request) -> Response:
         body = await request.json()
+        refused = self._refusal(request, body)
+        if isinstance(refused, Response):
+            return refused
+        if refused:  # held: no request is answered before release()
+            while not self._released.is_set():
+                await asyncio.sleep(0.005)  # polls the condition
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        messages = body.get("messages", [])
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        schema_info = (body.get("response_format") or {}).get("json_schema") or {}
+        is_judge = schema_info.get("name", "").startswith("judge_")
+        h = _digest(body.get("model"), messages, body.get("seed"), body.get("temperature"))
+        if is_judge and body.get("seed") is None and (body.get("temperature") or 0) > 0:
+            with self._lock:
+                self._repeats[h] += 1
+                h = _digest(h, self._repeats[h])
+        self.by_kind["judge" if is_judge else "generator"] += 1
+        self.served_at.append(time.monotonic())
+        if len(self.requests) < 10_000:
+            self.requests.append(body)
+        content = self._judge_content(body, h) if is_judge else self._generator_content(body, h, text)
+        if isinstance(content, Response):
+            return content
+        if len(self.answered) < 10_000:
+            self.answered.append((body, content))
+        usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        if is_judge and body.get("logprobs") and self.logprobs_enabled:
+            choice["logprobs"] = {"content": token_logprobs(content, schema_info.get("schema", {}))}
+        return JSONResponse(
+            {"id": f"chatcmpl-{h[:12]}", "object": "chat.completion", "created": 1_700_000_000,
+             "model": body.get("model", "fake"), "choices": [choice], "usage": usage}
+        )  # fmt: skip
+
+    def _refusal(self, request: Request, body: dict[str, Any]) -> Response | bool:
+        """Count the call; return the error answer it gets (bad key, script, 503, 429), else whether it is held."""
         if request.headers.get("authorization") == "Bearer bad-key":
             self.by_kind["401"] += 1
             return JSONResponse({"error": {"message": "Incorrect API key provided"}}, status_code=401)
@@ -206,55 +244,32 @@ class FakeOpenAI:
                 status_code=429,
                 headers={"Retry-After": f"{self.retry_after:g}"},
             )
-        if held:
-            while not self._released.is_set():
-                await asyncio.sleep(0.005)  # polls the condition; no request is answered before release()
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        return held
+
+    @staticmethod
+    def _user(body: dict[str, Any]) -> str:
         messages = body.get("messages", [])
-        text = "\n".join(str(m.get("content", "")) for m in messages)
-        user = str(messages[-1].get("content", "")) if messages else ""
-        rf = body.get("response_format") or {}
-        schema_info = rf.get("json_schema") or {}
-        name = schema_info.get("name", "")
-        h = _digest(body.get("model"), messages, body.get("seed"), body.get("temperature"))
-        is_judge = name.startswith("judge_")
-        if is_judge and body.get("seed") is None and (body.get("temperature") or 0) > 0:
-            with self._lock:
-                self._repeats[h] += 1
-                h = _digest(h, self._repeats[h])
-        kind = "judge" if is_judge else "generator"
-        self.by_kind[kind] += 1
-        self.served_at.append(time.monotonic())
-        if len(self.requests) < 10_000:
-            self.requests.append(body)
-        if is_judge:
-            if "[[judge-500]]" in user:
-                return JSONResponse({"error": {"message": "judge exploded"}}, status_code=500)
-            if "[[judge-notjson]]" in user or f"[[judge-notjson-seed={body.get('seed')}]]" in user:
-                content = "I think this output is quite good, 4 out of 5."
-            else:
-                content = json.dumps(
-                    _answer_for_schema(schema_info.get("schema", {}), h, drop_first_int="[[judge-missing]]" in user)
-                )
-        else:
-            if "[[gen-500]]" in user:
-                return JSONResponse({"error": {"message": "generator exploded"}}, status_code=500)
-            if name == "support_draft":
-                content = "not a draft" if "[[draft-bad]]" in user else json.dumps(_support_draft(h, text))
-            else:
-                content = f"Generated answer {h[:12]} for: {user[:60]}"
-        if len(self.answered) < 10_000:
-            self.answered.append((body, content))
-        usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        if is_judge and body.get("logprobs") and self.logprobs_enabled:
-            choice["logprobs"] = {"content": token_logprobs(content, schema_info.get("schema", {}))}
-        return JSONResponse(
-            {"id": f"chatcmpl-{h[:12]}", "object": "chat.completion", "created": 1_700_000_000,
-             "model": body.get("model", "fake"), "choices": [choice], "usage": usage}
-        )  # fmt: skip
+        return str(messages[-1].get("content", "")) if messages else ""
+
+    def _judge_content(self, body: dict[str, Any], h: str) -> str | Response:
+        """The judge's answer to a request (or the error its markers ask for)."""
+        user = self._user(body)
+        if "[[judge-500]]" in user:
+            return JSONResponse({"error": {"message": "judge exploded"}}, status_code=500)
+        if "[[judge-notjson]]" in user or f"[[judge-notjson-seed={body.get('seed')}]]" in user:
+            return "I think this output is quite good, 4 out of 5."
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema", {})
+        return json.dumps(_answer_for_schema(schema, h, drop_first_int="[[judge-missing]]" in user))
+
+    def _generator_content(self, body: dict[str, Any], h: str, text: str) -> str | Response:
+        """The generator's answer to a request (or the error its markers ask for)."""
+        user = self._user(body)
+        if "[[gen-500]]" in user:
+            return JSONResponse({"error": {"message": "generator exploded"}}, status_code=500)
+        name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+        if name == "support_draft":
+            return "not a draft" if "[[draft-bad]]" in user else json.dumps(_support_draft(h, text))
+        return f"Generated answer {h[:12]} for: {user[:60]}"
 
     def start(self, port: int = 0) -> FakeOpenAI:
         """Start serving on 127.0.0.1 (a free port unless given) in a background thread."""

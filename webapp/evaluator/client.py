@@ -402,7 +402,7 @@ class ChatClient:
             self.stats.cost_usd += cost
         tokens = _token_logprobs(resp.choices[0]) if logprobs else None
         if self.cache is not None:
-            entry: dict[str, Any] = {"content": content, "prompt_tokens": pt, "completion_tokens": ct}
+            entry: dict[str, object] = {"content": content, "prompt_tokens": pt, "completion_tokens": ct}
             if logprobs:
                 entry["logprobs"] = None if tokens is None else [[t.token, t.logprob, [list(a) for a in t.top]] for t in tokens]
                 entry["logprobs_absent"] = tokens is None
@@ -410,7 +410,7 @@ class ChatClient:
         return Answer(content, pt, ct, False, logprobs=tokens)
 
 
-def _token_logprobs(choice: Any) -> list[TokenLogprob] | None:
+def _token_logprobs(choice: object) -> list[TokenLogprob] | None:
     """Return a choice's token log-probs (None when the endpoint gave none)."""
     content = getattr(getattr(choice, "logprobs", None), "content", None)
     if not content:

@@ -10,6 +10,7 @@ Heavy modules (the openai SDK, SQLModel, the services) load when the command run
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,8 +21,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from webapp.core.cli_support import cli_session, load_settings
 
 if TYPE_CHECKING:
+    from webapp.core.config import Settings
     from webapp.evaluator.client import ChatClient
-    from webapp.ppi.judge_pass import JudgeOutcome, JudgePlan
+    from webapp.ppi.judge_pass import JudgeOutcome, JudgePlan, JudgeSetup
     from webapp.ppi.service import JudgeScoreIn
 
 EXIT_OK, EXIT_FAILED_DRAFTS, EXIT_USAGE = 0, 1, 2
@@ -78,12 +80,7 @@ def judge_run(
             f"{API_KEY_SETTING} is not set: the judge calls the OpenAI API with it "
             "(set it, or give --base-url for an endpoint that needs no key)"
         )
-    from sqlalchemy.exc import IntegrityError
-
-    from webapp.evaluator.cache import ResponseCache, default_cache_dir
-    from webapp.evaluator.client import ChatClient, LlmConfigError, load_prices
-    from webapp.evaluator.rubric import RubricError, load_rubric
-    from webapp.ppi.judge_pass import JudgeSetup, plan_judge_pass
+    from webapp.ppi.judge_pass import JudgeSetup
     from webapp.ppi.service import PpiError
 
     console = Console()
@@ -92,14 +89,9 @@ def judge_run(
         setup = JudgeSetup.of(
             calls=judge_calls, temperature=judge_temperature, second_model=second_judge_model, logprobs=judge_logprobs
         )
-        loaded = load_rubric(rubric)
-        prices = load_prices(settings.evaluator_prices)
-        with cli_session(settings) as session:
-            plan = plan_judge_pass(session=session, run_ref=run, model=judge_model, rubric=loaded, seed=seed, setup=setup)
-    except RubricError as exc:
-        raise _err(f"--rubric: {exc}") from exc
-    except (PpiError, ValueError) as exc:
+    except PpiError as exc:
         raise _err(_as_flag(str(exc))) from exc
+    plan = _plan(settings, run=run, model=judge_model, rubric=rubric, seed=seed, setup=setup)
     console.print(
         f"run [bold]{plan.run_name}[/]: {plan.gradable} gradable draft(s), {plan.already_scored} already scored by "
         f"judge {plan.version!r}; [bold]{len(plan.requests)}[/] to judge",
@@ -109,24 +101,71 @@ def judge_run(
     if not plan.requests:
         console.print("nothing to do: every gradable draft has a score from this judge version", highlight=False)
         raise typer.Exit(EXIT_OK)
-    def make_client(endpoint: str | None, key: str | None) -> ChatClient:
-        return ChatClient(
-            base_url=endpoint,
-            api_key=key,
-            concurrency=concurrency,
-            cache=None if no_cache else ResponseCache(default_cache_dir(cache_dir)),
-            # As evaluate-dataset: answers are written, and read back only with --cache or --seed, so a
-            # rerun after a bad answer asks the judge again.
-            reuse_cache=cache or seed is not None,
-            prices=prices,
-        )
-
-    client = make_client(url, api_key)
+    options = _ClientOptions(concurrency, cache, no_cache, cache_dir, reuse=cache or seed is not None)
+    client = _client(settings, options, url, api_key)
     second = None
     if second_judge_base_url:
-        second = make_client(second_judge_base_url, os.environ.get(SECOND_API_KEY_SETTING) or api_key)
+        second = _client(settings, options, second_judge_base_url, os.environ.get(SECOND_API_KEY_SETTING) or api_key)
+    outcome = _judge(plan, client, second, settings.database_url, console, quiet=quiet)
+    _summary(console, plan, outcome, [client] if second is None else [client, second])
+    raise typer.Exit(EXIT_FAILED_DRAFTS if outcome.failures else EXIT_OK)
+
+
+def _plan(settings: Settings, *, run: str, model: str, rubric: str, seed: int | None, setup: JudgeSetup) -> JudgePlan:
+    """Load the rubric and plan the pass; a bad flag or run exits 2 naming it."""
+    from webapp.evaluator.client import load_prices
+    from webapp.evaluator.rubric import RubricError, load_rubric
+    from webapp.ppi.judge_pass import plan_judge_pass
+    from webapp.ppi.service import PpiError
+
     try:
-        outcome = _run_with_progress(plan, client, second, settings.database_url, console, quiet=quiet)
+        loaded = load_rubric(rubric)
+        load_prices(settings.evaluator_prices)  # a broken prices file is refused before any call
+        with cli_session(settings) as session:
+            return plan_judge_pass(session=session, run_ref=run, model=model, rubric=loaded, seed=seed, setup=setup)
+    except RubricError as exc:
+        raise _err(f"--rubric: {exc}") from exc
+    except (PpiError, ValueError) as exc:
+        raise _err(_as_flag(str(exc))) from exc
+
+
+@dataclass(frozen=True)
+class _ClientOptions:
+    concurrency: int
+    cache: bool
+    no_cache: bool
+    cache_dir: Path | None
+    reuse: bool
+
+
+def _client(settings: Settings, options: _ClientOptions, url: str | None, api_key: str | None) -> ChatClient:
+    """The evaluator's client for one endpoint, with the answer cache and the prices."""
+    from webapp.evaluator.cache import ResponseCache, default_cache_dir
+    from webapp.evaluator.client import ChatClient, load_prices
+
+    return ChatClient(
+        base_url=url,
+        api_key=api_key,
+        concurrency=options.concurrency,
+        cache=None if options.no_cache else ResponseCache(default_cache_dir(options.cache_dir)),
+        # As evaluate-dataset: answers are written, and read back only with --cache or --seed, so a
+        # rerun after a bad answer asks the judge again.
+        reuse_cache=options.reuse,
+        prices=load_prices(settings.evaluator_prices),
+    )
+
+
+def _judge(
+    plan: JudgePlan, client: ChatClient, second: ChatClient | None, database_url: str, console: Console, *, quiet: bool
+) -> JudgeOutcome:
+    """Run the pass; a refused endpoint or batch exits 2, Ctrl-C exits 1, each saying what is kept."""
+    from sqlalchemy.exc import IntegrityError
+
+    from webapp.evaluator.client import LlmConfigError
+    from webapp.ppi.service import PpiError
+
+    try:
+        return _run_with_progress(plan, client, second, database_url, console, quiet=quiet)
     except LlmConfigError as exc:
         raise _err(f"the API refused the judge: {exc}. Scores finished before it are stored; rerun to go on") from exc
     except (PpiError, IntegrityError) as exc:
@@ -136,8 +175,6 @@ def judge_run(
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the scores finished so far are stored; rerun to go on", highlight=False)
         raise typer.Exit(EXIT_FAILED_DRAFTS) from None
-    _summary(console, plan, outcome, [client] if second is None else [client, second])
-    raise typer.Exit(EXIT_FAILED_DRAFTS if outcome.failures else EXIT_OK)
 
 
 _FLAGS = {
