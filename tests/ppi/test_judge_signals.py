@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -38,6 +39,10 @@ def second_fake() -> Iterator[FakeOpenAI]:
     server = FakeOpenAI().start()
     yield server
     server.stop()
+
+
+class Interrupted(Exception):
+    """Stands for Ctrl-C (a real KeyboardInterrupt inside asyncio.run may also reach pytest's own handler)."""
 
 
 def parsed(content: str) -> CriterionScores:
@@ -113,9 +118,9 @@ class TestSeveralCalls:
 
         def stop_after_first_batch() -> None:
             stores["n"] += 1
-            raise KeyboardInterrupt
+            raise Interrupted  # as Ctrl-C does: judge_drafts keeps what was stored and stops the rest
 
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(Interrupted):
             run_pass(session, fake, plan, batch=1, after_store=stop_after_first_batch)
         kept = stored(session, run)
         assert 1 <= len(kept) < 4
@@ -223,6 +228,47 @@ class TestLogprobs:
         assert score_distributions(tokens[:-1], content) is None
         merged = [*tokens[:13], TokenLogprob('": 5', -0.1, ()), *tokens[15:]]
         assert score_distributions(merged, content) is None
+        # a token carrying the space before the digit (" 5") is the score token too
+        spaced = [*tokens[:13], TokenLogprob(" 5", math.log(0.5), ((" 5", math.log(0.5)), (" 4", math.log(0.5)))), *tokens[15:]]
+        found = score_distributions(spaced, content)
+        assert found is not None and found["tone"] == pytest.approx({4: 0.5, 5: 0.5})
+
+    def test_a_cached_answer_without_log_probs_is_asked_again_when_they_are_wanted(
+        self, session: Session, fake: FakeOpenAI, tmp_path: Path
+    ) -> None:
+        run = build(session)
+        cache = ResponseCache(tmp_path / "cache")
+        run_pass(session, fake, plan_for(session), client=ChatClient(base_url=fake.base_url, api_key="k", cache=cache))
+        assert fake.calls == 4  # one call per draft, no log-probs: 4 answers cached
+        with_logprobs = JudgeSetup.of(calls=1, logprobs=True)  # the same requests (same cache keys), log-probs asked
+        client = ChatClient(base_url=fake.base_url, api_key="k", cache=cache)
+        plan = plan_for(session, setup=with_logprobs)
+        run_pass(session, fake, plan, client=client)
+        assert fake.calls == 8 and client.stats.cache_hits == 0  # cached without log-probs: asked again
+        rows = [r for r in stored(session, run).values() if r.judge_version == plan.version]
+        assert len(rows) == 4 and all(r.signals is not None and r.signals["expected"] is not None for r in rows)
+
+    def test_the_cache_gives_log_probs_back_and_remembers_an_endpoint_without_them(self, fake: FakeOpenAI, tmp_path: Path) -> None:
+        cache = ResponseCache(tmp_path / "cache")
+        fmt = judge_response_format(RUBRIC)
+        messages = [{"role": "user", "content": "judge this"}]
+
+        async def ask(model: str) -> tuple[bool, bool]:
+            client = ChatClient(base_url=fake.base_url, api_key="k", cache=cache)
+            try:
+                answer = await client.complete(model=model, messages=messages, temperature=0.0, seed=None, sample_index=0,
+                                               response_format=fmt, top_logprobs=5)  # fmt: skip
+            finally:
+                await client.close()
+            return answer.cached, answer.logprobs is not None
+
+        assert asyncio.run(ask("m1")) == (False, True)
+        assert asyncio.run(ask("m1")) == (True, True)  # read back with its log-probs
+        fake.logprobs_enabled = False
+        assert asyncio.run(ask("m2")) == (False, False)
+        calls = fake.calls
+        assert asyncio.run(ask("m2")) == (True, False)  # the endpoint gave none: the cached answer is used
+        assert fake.calls == calls
 
 
 class TestVersionAndSingleCall:
