@@ -7,7 +7,18 @@ it misbehave on purpose:
 - `[[gen-500]]` in the user message of a generator request: HTTP 500 every time;
 - `[[judge-500]]` / `[[judge-notjson]]` / `[[judge-missing]]` in a judge request's text: HTTP 500,
   a non-JSON answer, or JSON without the rubric's first metric;
+- `[[judge-notjson-seed=N]]`: a non-JSON answer to the judge request sent with seed N only (one call of
+  several made for a draft, each with its own seed);
 - `[[draft-bad]]` in a support-draft request: an answer that is not the draft form.
+
+A judge request at a temperature above 0 without a seed gets a different answer each time it is
+repeated (the repeat count is part of the answer's hash), as a sampling model would; with a seed
+(or at temperature 0) the same request gets the same answer.
+
+`logprobs: true` in a judge request gets the answer's tokens with log-probabilities (unless
+`logprobs_enabled` is False, as for endpoints that give none). Each integer score token v of a
+scale lo..hi has the alternatives v: 0.6, v - 1: 0.25, v + 1: 0.15 (an alternative off the scale
+gives its share to v), all times 0.9, plus a space token with 0.1: `score_alternatives` is the rule.
 
 `rate_limit_first = N` answers the first N requests with 429 and `Retry-After: retry_after`;
 `unavailable_first = N` answers the next N with 503 (no Retry-After); `script` lists (status, headers)
@@ -23,6 +34,8 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -83,6 +96,38 @@ def _support_draft(h: str, text: str) -> dict[str, Any]:
     }
 
 
+def score_alternatives(value: int, lo: int, hi: int) -> list[tuple[str, float]]:
+    """Return the fake's top log-probs at a score token: (token, probability) with v first, then v - 1, v + 1, a space."""
+    probs = {value: 0.6}
+    for other, p in ((value - 1, 0.25), (value + 1, 0.15)):
+        if lo <= other <= hi:
+            probs[other] = p
+        else:
+            probs[value] += p
+    return [(str(v), 0.9 * p) for v, p in probs.items()] + [(" ", 0.1)]
+
+
+_TOKEN = re.compile(r"\d|[A-Za-z_]+|\s+|[^\w\s]")
+
+
+def token_logprobs(content: str, schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the answer's tokens as the API gives them with `logprobs: true` (score tokens with alternatives)."""
+    scales: dict[int, tuple[int, int]] = {}
+    for name, prop in schema.get("properties", {}).items():
+        if prop.get("type") == "integer":
+            m = re.search(f'"{re.escape(name)}": (\\d)', content)
+            if m:
+                scales[m.start(1)] = (prop.get("minimum", 1), prop.get("maximum", 5))
+    out: list[dict[str, Any]] = []
+    for m in _TOKEN.finditer(content):
+        token = m.group(0)
+        scale = scales.get(m.start())
+        top = [(token, 1.0)] if scale is None else score_alternatives(int(token), *scale)
+        alternatives = [{"token": t, "logprob": math.log(p), "bytes": list(t.encode())} for t, p in top]
+        out.append({"token": token, "logprob": alternatives[0]["logprob"], "bytes": list(token.encode()), "top_logprobs": alternatives})
+    return out
+
+
 class FakeOpenAI:
     """The fake server's state and app; `start()` runs it in a thread on 127.0.0.1."""
 
@@ -100,6 +145,8 @@ class FakeOpenAI:
         self.calls = 0
         self.in_flight = 0  # requests received and not yet answered
         self.by_kind: Counter[str] = Counter()
+        self.logprobs_enabled = True
+        self._repeats: Counter[str] = Counter()
         self.rate_limited_at: list[float] = []
         self.served_at: list[float] = []
         self.requests: list[dict[str, Any]] = []  # bodies of answered requests, for assertions
@@ -131,6 +178,44 @@ class FakeOpenAI:
 
     async def _answer(self, request: Request) -> Response:
         body = await request.json()
+        refused = self._refusal(request, body)
+        if isinstance(refused, Response):
+            return refused
+        if refused:  # held: no request is answered before release()
+            while not self._released.is_set():
+                await asyncio.sleep(0.005)  # polls the condition
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        messages = body.get("messages", [])
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        schema_info = (body.get("response_format") or {}).get("json_schema") or {}
+        is_judge = schema_info.get("name", "").startswith("judge_")
+        h = _digest(body.get("model"), messages, body.get("seed"), body.get("temperature"))
+        if is_judge and body.get("seed") is None and (body.get("temperature") or 0) > 0:
+            with self._lock:
+                self._repeats[h] += 1
+                h = _digest(h, self._repeats[h])
+        self.by_kind["judge" if is_judge else "generator"] += 1
+        self.served_at.append(time.monotonic())
+        if len(self.requests) < 10_000:
+            self.requests.append(body)
+        content = self._judge_content(body, h) if is_judge else self._generator_content(body, h, text)
+        if isinstance(content, Response):
+            return content
+        if len(self.answered) < 10_000:
+            self.answered.append((body, content))
+        usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        if is_judge and body.get("logprobs") and self.logprobs_enabled:
+            choice["logprobs"] = {"content": token_logprobs(content, schema_info.get("schema", {}))}
+        return JSONResponse(
+            {"id": f"chatcmpl-{h[:12]}", "object": "chat.completion", "created": 1_700_000_000,
+             "model": body.get("model", "fake"), "choices": [choice], "usage": usage}
+        )  # fmt: skip
+
+    def _refusal(self, request: Request, body: dict[str, Any]) -> Response | bool:
+        """Count the call; return the error answer it gets (bad key, script, 503, 429), else whether it is held."""
         if request.headers.get("authorization") == "Bearer bad-key":
             self.by_kind["401"] += 1
             return JSONResponse({"error": {"message": "Incorrect API key provided"}}, status_code=401)
@@ -159,49 +244,32 @@ class FakeOpenAI:
                 status_code=429,
                 headers={"Retry-After": f"{self.retry_after:g}"},
             )
-        if held:
-            while not self._released.is_set():
-                await asyncio.sleep(0.005)  # polls the condition; no request is answered before release()
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        return held
+
+    @staticmethod
+    def _user(body: dict[str, Any]) -> str:
         messages = body.get("messages", [])
-        text = "\n".join(str(m.get("content", "")) for m in messages)
-        user = str(messages[-1].get("content", "")) if messages else ""
-        rf = body.get("response_format") or {}
-        schema_info = rf.get("json_schema") or {}
-        name = schema_info.get("name", "")
-        h = _digest(body.get("model"), messages, body.get("seed"), body.get("temperature"))
-        is_judge = name.startswith("judge_")
-        kind = "judge" if is_judge else "generator"
-        self.by_kind[kind] += 1
-        self.served_at.append(time.monotonic())
-        if len(self.requests) < 10_000:
-            self.requests.append(body)
-        if is_judge:
-            if "[[judge-500]]" in user:
-                return JSONResponse({"error": {"message": "judge exploded"}}, status_code=500)
-            if "[[judge-notjson]]" in user:
-                content = "I think this output is quite good, 4 out of 5."
-            else:
-                content = json.dumps(
-                    _answer_for_schema(schema_info.get("schema", {}), h, drop_first_int="[[judge-missing]]" in user)
-                )
-        else:
-            if "[[gen-500]]" in user:
-                return JSONResponse({"error": {"message": "generator exploded"}}, status_code=500)
-            if name == "support_draft":
-                content = "not a draft" if "[[draft-bad]]" in user else json.dumps(_support_draft(h, text))
-            else:
-                content = f"Generated answer {h[:12]} for: {user[:60]}"
-        if len(self.answered) < 10_000:
-            self.answered.append((body, content))
-        usage = {"prompt_tokens": len(text) // 4 + 1, "completion_tokens": len(content) // 4 + 1}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        return JSONResponse(
-            {"id": f"chatcmpl-{h[:12]}", "object": "chat.completion", "created": 1_700_000_000,
-             "model": body.get("model", "fake"), "choices": [choice], "usage": usage}
-        )  # fmt: skip
+        return str(messages[-1].get("content", "")) if messages else ""
+
+    def _judge_content(self, body: dict[str, Any], h: str) -> str | Response:
+        """The judge's answer to a request (or the error its markers ask for)."""
+        user = self._user(body)
+        if "[[judge-500]]" in user:
+            return JSONResponse({"error": {"message": "judge exploded"}}, status_code=500)
+        if "[[judge-notjson]]" in user or f"[[judge-notjson-seed={body.get('seed')}]]" in user:
+            return "I think this output is quite good, 4 out of 5."
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema", {})
+        return json.dumps(_answer_for_schema(schema, h, drop_first_int="[[judge-missing]]" in user))
+
+    def _generator_content(self, body: dict[str, Any], h: str, text: str) -> str | Response:
+        """The generator's answer to a request (or the error its markers ask for)."""
+        user = self._user(body)
+        if "[[gen-500]]" in user:
+            return JSONResponse({"error": {"message": "generator exploded"}}, status_code=500)
+        name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
+        if name == "support_draft":
+            return "not a draft" if "[[draft-bad]]" in user else json.dumps(_support_draft(h, text))
+        return f"Generated answer {h[:12]} for: {user[:60]}"
 
     def start(self, port: int = 0) -> FakeOpenAI:
         """Start serving on 127.0.0.1 (a free port unless given) in a background thread."""

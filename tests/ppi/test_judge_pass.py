@@ -23,6 +23,7 @@ from webapp.grading.models import ReferenceVersion
 from webapp.ppi.judge_pass import (
     JudgeOutcome,
     JudgePlan,
+    JudgeSetup,
     judge_drafts,
     judge_version,
     plan_judge_pass,
@@ -63,7 +64,8 @@ def build(session: Session, *, bad_case: str | None = None) -> Run:
     ]
     run = make_run(session, ds, drafts, name="jp-run")
     lead = make_user(session, email="lead@example.com", roles=["lead"])
-    pk = dict(session.exec(select(EvalCase.case_id, EvalCase.id).where(EvalCase.dataset_id == ds.id)).all())
+    pk = {c: i for c, i in session.exec(select(EvalCase.case_id, EvalCase.id).where(EvalCase.dataset_id == ds.id)) if i is not None}
+    assert lead.id is not None
     for case, v, text, approved in [
         ("c2", 2, "Approved reference for c2", True), ("c2", 1, "Older approved reference", True),
         ("c2", 3, "Unapproved edit for c2", False), ("c3", 1, "Unapproved reference for c3", False),
@@ -82,7 +84,14 @@ def gradable_ids(session: Session, run: Run) -> list[int]:
 
 
 def run_pass(
-    session: Session, fake: FakeOpenAI, plan: JudgePlan, *, batch: int = 2, client: ChatClient | None = None
+    session: Session,
+    fake: FakeOpenAI,
+    plan: JudgePlan,
+    *,
+    batch: int = 2,
+    client: ChatClient | None = None,
+    second_client: ChatClient | None = None,
+    after_store: Callable[[], None] = lambda: None,
 ) -> JudgeOutcome:
     """Run a planned pass through the service with the evaluator's client; store batches in the test's session."""
     client = client or ChatClient(base_url=fake.base_url, api_key="k", concurrency=3, backoff_base=0.001)
@@ -90,12 +99,15 @@ def run_pass(
     def store(scores: list[JudgeScoreIn]) -> None:
         store_judgements(session=session, plan=plan, scores=scores)
         session.commit()
+        after_store()
 
     async def go() -> JudgeOutcome:
         try:
-            return await judge_drafts(plan=plan, client=client, store=store, batch=batch)
+            return await judge_drafts(plan=plan, client=client, store=store, batch=batch, second_client=second_client)
         finally:
             await client.close()
+            if second_client is not None:
+                await second_client.close()
 
     return asyncio.run(go())
 
@@ -105,8 +117,10 @@ def stored(session: Session, run: Run) -> dict[int, PpiJudgeScore]:
     return {s.draft_id: s for s in session.exec(select(PpiJudgeScore).where(PpiJudgeScore.run_id == run.id))}
 
 
-def plan_for(session: Session, run_ref: str = "jp-run", model: str = MODEL) -> JudgePlan:
-    return plan_judge_pass(session=session, run_ref=run_ref, model=model, rubric=RUBRIC)
+def plan_for(
+    session: Session, run_ref: str = "jp-run", model: str = MODEL, *, setup: JudgeSetup | None = None, seed: int | None = None
+) -> JudgePlan:
+    return plan_judge_pass(session=session, run_ref=run_ref, model=model, rubric=RUBRIC, setup=setup, seed=seed)
 
 
 class TestPlan:
@@ -302,8 +316,10 @@ class TestCommand:
         run = build(session)
         result = judge_cli("jp-run")
         assert result.exit_code == 0, result.output
-        version = judge_version(model=MODEL, rubric=RUBRIC)
+        # the defaults: 5 calls at temperature 0.7, log-probs on the first, no second judge
+        version = judge_version(model=MODEL, rubric=RUBRIC, setup=JudgeSetup(calls=5, temperature=0.7, logprobs=True))
         assert "4 gradable draft(s), 0 already scored" in result.output
+        assert "per draft: 5 calls (5 judge call(s), temperature 0.7); 5.00 calls made per scored draft" in result.output
         assert "judged 4 of 4 draft(s) of run 'jp-run'; 0 failed" in result.output
         assert f"judge version: {version}" in result.output
         rows = stored(session, run)
@@ -322,8 +338,10 @@ class TestCommand:
         result = judge_cli("jp-run")
         assert result.exit_code == 1, result.output
         bad = session.exec(select(Draft.id).where(Draft.run_id == run.id, col(Draft.draft_text).contains("[[judge-notjson]]"))).one()
-        assert f"draft {bad} (case c4): the judge's answer is not JSON" in result.output
+        assert f"draft {bad} (case c4): none of the 5 judge calls gave a score: call 1: the judge's answer is not JSON" in result.output
         assert "judged 3 of 4" in result.output
+        one = judge_cli("jp-run", "--judge-calls", "1")  # the single-call judge: the one call's reason
+        assert one.exit_code == 1 and f"draft {bad} (case c4): the judge's answer is not JSON" in one.output
         assert bad not in stored(session, run)
 
     def test_unknown_run_bad_rubric_and_refused_or_missing_key_exit_2_naming_them(

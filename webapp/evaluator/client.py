@@ -70,14 +70,24 @@ def load_prices(path: Path) -> dict[str, Price]:
     return out
 
 
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One token of an answer with its log-probability and the most likely alternatives at its place."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
 @dataclass
 class Answer:
-    """One model answer: its text, token usage, and whether it came from the cache."""
+    """One model answer: its text, token usage, whether it came from the cache, and its tokens' log-probs when asked."""
 
     content: str
     prompt_tokens: int
     completion_tokens: int
     cached: bool
+    logprobs: list[TokenLogprob] | None = None
 
 
 @dataclass
@@ -227,16 +237,25 @@ class ChatClient:
         """Tell whether this request's answer would come from the cache."""
         return self.cache is not None and self.reuse_cache and cache_key(**request) in self.cache
 
-    def cached_answer(self, **request: Any) -> Answer | None:
-        """Return the cached answer of a request (None when absent or when reuse is off)."""
+    def cached_answer(self, top_logprobs: int | None = None, **request: Any) -> Answer | None:
+        """Return the cached answer of a request (None when absent or when reuse is off).
+
+        The cache key does not hold `top_logprobs` (asking for log-probs does not change the answer):
+        a request asking for them takes a cached answer only when it was stored with them, or stored
+        from an endpoint that gives none (`logprobs_absent`).
+        """
         if self.cache is None or not self.reuse_cache:
             return None
         key = cache_key(**request)
         hit = self.cache.get(key)
         if hit is None:
             return None
+        logprobs = _logprobs_from_json(hit.get("logprobs"))
+        if top_logprobs is not None and logprobs is None and not hit.get("logprobs_absent"):
+            return None  # cached before log-probs were asked for: ask again (the answer is rewritten with them)
         self.cache.touch(key)
-        return Answer(hit["content"], int(hit.get("prompt_tokens", 0)), int(hit.get("completion_tokens", 0)), True)
+        tokens = (int(hit.get("prompt_tokens", 0)), int(hit.get("completion_tokens", 0)))
+        return Answer(hit["content"], *tokens, True, logprobs=logprobs if top_logprobs is not None else None)
 
     def cache_report(self) -> str:
         """Say how this invocation used the cache: "reused N of M", "fresh" (not read) or "off" (--no-cache)."""
@@ -258,11 +277,15 @@ class ChatClient:
         priority: int = 1,
         repeat: int = 0,
         on_start: Callable[[], None] | None = None,
+        top_logprobs: int | None = None,
     ) -> Answer:
         """Return the model's answer to the messages, from the cache or the API; raise LlmCallError.
 
         Lower `priority` numbers are sent first when calls queue for a place; `on_start` is called
         once, when the answer is found in the cache or the first attempt gets its place.
+        `top_logprobs` (0-20) asks for the answer's token log-probabilities with that many
+        alternatives per token (`logprobs: true`); the answer's `logprobs` is None when the endpoint
+        gives none.
         """
         request: dict[str, Any] = {
             "model": model,
@@ -275,7 +298,7 @@ class ChatClient:
         if repeat:
             request["repeat"] = repeat
         self.stats.requests += 1
-        cached = self.cached_answer(**request)
+        cached = self.cached_answer(top_logprobs, **request)
         if cached is not None:
             self.stats.cache_hits += 1
             if on_start is not None:
@@ -286,6 +309,9 @@ class ChatClient:
             kwargs["seed"] = seed
         if response_format is not None:
             kwargs["response_format"] = response_format
+        if top_logprobs is not None:
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = top_logprobs
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_attempts),
             wait=asked_or(self.backoff, most=MAX_WAIT_S),
@@ -302,7 +328,7 @@ class ChatClient:
             resp = await retrying(attempt)
         except RetryError as exc:
             raise LlmCallError(f"{exc.last_attempt.exception()} (gave up after {self.max_attempts} attempts)") from None
-        return self._accept(resp, model, request)
+        return self._accept(resp, model, request, logprobs=top_logprobs is not None)
 
     async def _attempt(
         self, kwargs: dict[str, Any], model: str, priority: int, on_start: Callable[[], None] | None
@@ -357,7 +383,7 @@ class ChatClient:
         finally:
             self.stats.retries_waiting -= 1
 
-    def _accept(self, resp: Any, model: str, request: dict[str, Any]) -> Answer:
+    def _accept(self, resp: Any, model: str, request: dict[str, Any], *, logprobs: bool = False) -> Answer:
         if not resp.choices:
             raise LlmCallError("the answer has no choices")
         content = resp.choices[0].message.content
@@ -374,9 +400,36 @@ class ChatClient:
             self.stats.cost_known = False
         else:
             self.stats.cost_usd += cost
+        tokens = _token_logprobs(resp.choices[0]) if logprobs else None
         if self.cache is not None:
-            self.cache.put(cache_key(**request), {"content": content, "prompt_tokens": pt, "completion_tokens": ct})
-        return Answer(content, pt, ct, False)
+            entry: dict[str, object] = {"content": content, "prompt_tokens": pt, "completion_tokens": ct}
+            if logprobs:
+                entry["logprobs"] = None if tokens is None else [[t.token, t.logprob, [list(a) for a in t.top]] for t in tokens]
+                entry["logprobs_absent"] = tokens is None
+            self.cache.put(cache_key(**request), entry)
+        return Answer(content, pt, ct, False, logprobs=tokens)
+
+
+def _token_logprobs(choice: object) -> list[TokenLogprob] | None:
+    """Return a choice's token log-probs (None when the endpoint gave none)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [
+        TokenLogprob(t.token, float(t.logprob), tuple((a.token, float(a.logprob)) for a in (t.top_logprobs or ())))
+        for t in content
+    ]
+
+
+def _logprobs_from_json(raw: object) -> list[TokenLogprob] | None:
+    """Read the token log-probs a cache entry stores as [token, logprob, [[alt, logprob], ...]] lists."""
+    if not isinstance(raw, list):
+        return None
+    out: list[TokenLogprob] = []
+    for item in raw:
+        token, logprob, top = item
+        out.append(TokenLogprob(str(token), float(logprob), tuple((str(a), float(p)) for a, p in top)))
+    return out
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -2,8 +2,10 @@
 and three production weeks (prod-2026-W45..W47) for the weekly quality chart on /metrics.
 
 Deterministic: the judge's scores, the human grades and the sample's seed all come from ctx.rng.
-The judge is kinder than the people (+0.4 on tone and completeness), so the page shows the bias
-it removes. Two labelers grade each drawn draft alike (through the grading service, so the batch
+The judge pass is planted as `prompt-evaluator judge-run` stores it with its defaults and a second
+judge (5 calls at temperature 0.7, a second judge, log-prob expectations, calls and cost per
+draft), in the world webapp/ppi/demo_judge.py describes. The judge is kinder than the people (+0.4
+on tone and completeness), so the page shows the bias it removes. Two labelers grade each drawn draft alike (through the grading service, so the batch
 pages count their grades and the agreement makes the final grade); a few drawn drafts are left
 ungraded, so the page shows figures as provisional.
 """
@@ -20,6 +22,7 @@ from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
 from webapp.grading.demo import demo_scores
 from webapp.grading.grades import record_grade
+from webapp.ppi.demo_judge import PlantedDraft, plant_draft
 from webapp.ppi.production import create_week_run, week_of
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores, run_sample
 from webapp.runs.models import Draft, Run
@@ -28,10 +31,6 @@ RUN_NAME = "demo-ppi"
 JUDGE_VERSION = "demo-judge-2026-11"
 BUDGET = 25
 LEFT_UNGRADED = 3
-
-
-def _clip(x: float) -> float:
-    return float(min(5.0, max(1.0, round(x))))
 
 
 def plant_judged_sample(
@@ -48,38 +47,30 @@ def plant_judged_sample(
     graders: tuple[int, int],
     now: dt.datetime | None = None,
 ) -> None:
-    """Give each draft a latent quality, the (kinder) judge's scores of it, draw the sample, and have the two
-    graders grade the drawn drafts but the first `ungraded` alike (their agreement is the final grade; the
-    others wait: figures provisional)."""
-    qualities: dict[int, float] = {}
+    """Give each draft a latent quality, the judges' signals of it (webapp/ppi/demo_judge.py), draw the sample, and
+    have the two graders grade the drawn drafts but the first `ungraded` alike (their agreement is the final grade;
+    the others wait: figures provisional)."""
+    planted: dict[int, PlantedDraft] = {}
     scores = []
     for d in drafts:
         assert d.id is not None
-        q = quality()
-        qualities[d.id] = q
-        judged = {
-            "factual_accuracy": "pass" if q + rng.gauss(0.3, 0.6) > 2.4 else "fail",
-            "citation_relevance": _clip(q + rng.gauss(citation_bias, 0.6)),
-            "tone": _clip(q + rng.gauss(0.4, 0.5)),
-            "completeness": _clip(q + rng.gauss(0.4, 0.6)),
-        }
-        call = {"model": "demo-judge", "request": {"draft_id": d.id}, "response": judged}
-        scores.append(JudgeScoreIn(draft_id=d.id, raw_calls=[call], **judged))
+        p = plant_draft(rng, draft_id=d.id, quality=quality(), citation_bias=citation_bias)
+        planted[d.id] = p
+        scores.append(
+            JudgeScoreIn(
+                draft_id=d.id, raw_calls=[dict(r) for r in p.raw_calls], signals=p.signals(), calls=len(p.raw_calls),
+                cost_usd=p.cost_usd, **p.calls[0],
+            )
+        )  # fmt: skip
     record_judge_scores(session=session, run_id=run_id, judge_version=JUDGE_VERSION, scores=scores)
     draw_sample(session=session, run_id=run_id, budget=budget, judge_version=JUDGE_VERSION, seed=rng.randrange(2**31 - 1), now=now)
     drawn = [s.draft_id for s in run_sample(session=session, run_id=run_id) or [] if s.drawn]
     by_id = {d.id: d for d in drafts}
     for draft_id in drawn[ungraded:]:
-        q = qualities[draft_id]
-        values = {
-            "factual_accuracy": "pass" if q + rng.gauss(0, 0.6) > 2.6 else "fail",
-            "citation_relevance": int(_clip(q + rng.gauss(0, 0.6))),
-            "tone": int(_clip(q + rng.gauss(0, 0.5))),
-            "completeness": int(_clip(q + rng.gauss(0, 0.6))),
-        }
-        scores = demo_scores(spec, values, by_id[draft_id], "Graded against the rubric guidance.")
+        values = planted[draft_id].human()
+        scores_in = demo_scores(spec, values, by_id[draft_id], "Graded against the rubric guidance.")
         for grader_id in graders:
-            record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores, now=now)
+            record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores_in, now=now)
     session.flush()
 
 
@@ -128,10 +119,11 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
 # --- production weeks --------------------------------------------------------------------------------
 
 # (ISO week offset from the pilot's first week, the planted quality of its drafts, drawn drafts left ungraded)
-# Week 0 (the pilot's first week): good drafts, fully graded: above the target.
+# Week 0 (the pilot's first week): good drafts, fully graded: above the target (level 4.4: with the noisier single
+# call of the 5-call judge, each lower bound clears 3.5).
 # Week 1 (the model change): worse drafts, fully graded: the interval lies below the target, the alert fires.
 # Week 2: good again, three drawn drafts still ungraded: provisional.
-PRODUCTION_WEEKS: tuple[tuple[int, float, int], ...] = ((0, 4.0, 0), (1, 2.6, 0), (2, 3.9, 3))
+PRODUCTION_WEEKS: tuple[tuple[int, float, int], ...] = ((0, 4.4, 0), (1, 2.6, 0), (2, 3.9, 3))
 PRODUCTION_CAP = 60  # drafts judged per demo week (the setting's default is 1000; the demo keeps seeding quick)
 PRODUCTION_BUDGET = 25
 

@@ -10,6 +10,7 @@ Heavy modules (the openai SDK, SQLModel, the services) load when the command run
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,12 +21,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from webapp.core.cli_support import cli_session, load_settings
 
 if TYPE_CHECKING:
+    from webapp.core.config import Settings
     from webapp.evaluator.client import ChatClient
-    from webapp.ppi.judge_pass import JudgeOutcome, JudgePlan
+    from webapp.ppi.judge_pass import JudgeOutcome, JudgePlan, JudgeSetup
     from webapp.ppi.service import JudgeScoreIn
 
 EXIT_OK, EXIT_FAILED_DRAFTS, EXIT_USAGE = 0, 1, 2
 API_KEY_SETTING = "OPENAI_API_KEY"
+SECOND_API_KEY_SETTING = "SECOND_JUDGE_API_KEY"  # the second judge's key when its provider differs (else OPENAI_API_KEY)
+DEFAULT_CALLS = 5  # primary judge calls per draft: with a second judge, 6 calls per draft (issue 35: at most 7)
 
 
 def _err(message: str) -> typer.Exit:
@@ -39,7 +43,22 @@ def judge_run(
     rubric: str = typer.Option("support-draft", "--rubric", help="Built-in rubric or a YAML file with the four criteria"),
     base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible API URL (else OPENAI_BASE_URL)"),
     concurrency: int = typer.Option(8, "--concurrency", help="Requests in flight at most"),
-    seed: int | None = typer.Option(None, "--seed", help="Seed sent with every judge call (part of the judge version)"),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Seed of the judge calls: call i sends seed + i (part of the judge version)"
+    ),
+    judge_calls: int = typer.Option(DEFAULT_CALLS, "--judge-calls", help="Calls of the judge per draft (1: one call at temperature 0)"),
+    judge_temperature: float | None = typer.Option(
+        None, "--judge-temperature", help="Temperature of the judge's calls (default 0.7 with several calls, 0 with one)"
+    ),
+    second_judge_model: str | None = typer.Option(
+        None, "--second-judge-model", help="A second judge model, same rubric, called once per draft (default: none)"
+    ),
+    second_judge_base_url: str | None = typer.Option(
+        None, "--second-judge-base-url", help=f"The second judge's API URL when its provider differs (key: ${SECOND_API_KEY_SETTING})"
+    ),
+    judge_logprobs: bool | None = typer.Option(
+        None, "--judge-logprobs/--no-judge-logprobs", help="Ask log-probs on the first call (default: on with several calls)"
+    ),
     cache: bool = typer.Option(False, "--cache", help="Reuse cached answers even without --seed"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the answer cache"),
     cache_dir: Path | None = typer.Option(
@@ -52,6 +71,8 @@ def judge_run(
         raise _err("--cache and --no-cache cannot be combined")
     if concurrency < 1:
         raise _err("--concurrency must be at least 1")
+    if second_judge_base_url and not second_judge_model:
+        raise _err("--second-judge-base-url: give --second-judge-model too")
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     api_key = os.environ.get(API_KEY_SETTING) or None
     if api_key is None and url is None:
@@ -59,25 +80,18 @@ def judge_run(
             f"{API_KEY_SETTING} is not set: the judge calls the OpenAI API with it "
             "(set it, or give --base-url for an endpoint that needs no key)"
         )
-    from sqlalchemy.exc import IntegrityError
-
-    from webapp.evaluator.cache import ResponseCache, default_cache_dir
-    from webapp.evaluator.client import ChatClient, LlmConfigError, load_prices
-    from webapp.evaluator.rubric import RubricError, load_rubric
-    from webapp.ppi.judge_pass import plan_judge_pass
+    from webapp.ppi.judge_pass import JudgeSetup
     from webapp.ppi.service import PpiError
 
     console = Console()
     settings = load_settings()
     try:
-        loaded = load_rubric(rubric)
-        prices = load_prices(settings.evaluator_prices)
-        with cli_session(settings) as session:
-            plan = plan_judge_pass(session=session, run_ref=run, model=judge_model, rubric=loaded, seed=seed)
-    except RubricError as exc:
-        raise _err(f"--rubric: {exc}") from exc
-    except (PpiError, ValueError) as exc:
-        raise _err(str(exc)) from exc
+        setup = JudgeSetup.of(
+            calls=judge_calls, temperature=judge_temperature, second_model=second_judge_model, logprobs=judge_logprobs
+        )
+    except PpiError as exc:
+        raise _err(_as_flag(str(exc))) from exc
+    plan = _plan(settings, run=run, model=judge_model, rubric=rubric, seed=seed, setup=setup)
     console.print(
         f"run [bold]{plan.run_name}[/]: {plan.gradable} gradable draft(s), {plan.already_scored} already scored by "
         f"judge {plan.version!r}; [bold]{len(plan.requests)}[/] to judge",
@@ -87,18 +101,71 @@ def judge_run(
     if not plan.requests:
         console.print("nothing to do: every gradable draft has a score from this judge version", highlight=False)
         raise typer.Exit(EXIT_OK)
-    client = ChatClient(
+    options = _ClientOptions(concurrency, cache, no_cache, cache_dir, reuse=cache or seed is not None)
+    client = _client(settings, options, url, api_key)
+    second = None
+    if second_judge_base_url:
+        second = _client(settings, options, second_judge_base_url, os.environ.get(SECOND_API_KEY_SETTING) or api_key)
+    outcome = _judge(plan, client, second, settings.database_url, console, quiet=quiet)
+    _summary(console, plan, outcome, [client] if second is None else [client, second])
+    raise typer.Exit(EXIT_FAILED_DRAFTS if outcome.failures else EXIT_OK)
+
+
+def _plan(settings: Settings, *, run: str, model: str, rubric: str, seed: int | None, setup: JudgeSetup) -> JudgePlan:
+    """Load the rubric and plan the pass; a bad flag or run exits 2 naming it."""
+    from webapp.evaluator.client import load_prices
+    from webapp.evaluator.rubric import RubricError, load_rubric
+    from webapp.ppi.judge_pass import plan_judge_pass
+    from webapp.ppi.service import PpiError
+
+    try:
+        loaded = load_rubric(rubric)
+        load_prices(settings.evaluator_prices)  # a broken prices file is refused before any call
+        with cli_session(settings) as session:
+            return plan_judge_pass(session=session, run_ref=run, model=model, rubric=loaded, seed=seed, setup=setup)
+    except RubricError as exc:
+        raise _err(f"--rubric: {exc}") from exc
+    except (PpiError, ValueError) as exc:
+        raise _err(_as_flag(str(exc))) from exc
+
+
+@dataclass(frozen=True)
+class _ClientOptions:
+    concurrency: int
+    cache: bool
+    no_cache: bool
+    cache_dir: Path | None
+    reuse: bool
+
+
+def _client(settings: Settings, options: _ClientOptions, url: str | None, api_key: str | None) -> ChatClient:
+    """The evaluator's client for one endpoint, with the answer cache and the prices."""
+    from webapp.evaluator.cache import ResponseCache, default_cache_dir
+    from webapp.evaluator.client import ChatClient, load_prices
+
+    return ChatClient(
         base_url=url,
         api_key=api_key,
-        concurrency=concurrency,
-        cache=None if no_cache else ResponseCache(default_cache_dir(cache_dir)),
+        concurrency=options.concurrency,
+        cache=None if options.no_cache else ResponseCache(default_cache_dir(options.cache_dir)),
         # As evaluate-dataset: answers are written, and read back only with --cache or --seed, so a
         # rerun after a bad answer asks the judge again.
-        reuse_cache=cache or seed is not None,
-        prices=prices,
+        reuse_cache=options.reuse,
+        prices=load_prices(settings.evaluator_prices),
     )
+
+
+def _judge(
+    plan: JudgePlan, client: ChatClient, second: ChatClient | None, database_url: str, console: Console, *, quiet: bool
+) -> JudgeOutcome:
+    """Run the pass; a refused endpoint or batch exits 2, Ctrl-C exits 1, each saying what is kept."""
+    from sqlalchemy.exc import IntegrityError
+
+    from webapp.evaluator.client import LlmConfigError
+    from webapp.ppi.service import PpiError
+
     try:
-        outcome = _run_with_progress(plan, client, settings.database_url, console, quiet=quiet)
+        return _run_with_progress(plan, client, second, database_url, console, quiet=quiet)
     except LlmConfigError as exc:
         raise _err(f"the API refused the judge: {exc}. Scores finished before it are stored; rerun to go on") from exc
     except (PpiError, IntegrityError) as exc:
@@ -108,11 +175,27 @@ def judge_run(
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the scores finished so far are stored; rerun to go on", highlight=False)
         raise typer.Exit(EXIT_FAILED_DRAFTS) from None
-    _summary(console, plan, outcome, client)
-    raise typer.Exit(EXIT_FAILED_DRAFTS if outcome.failures else EXIT_OK)
 
 
-def _run_with_progress(plan: JudgePlan, client: ChatClient, database_url: str, console: Console, *, quiet: bool) -> JudgeOutcome:
+_FLAGS = {
+    "judge_calls:": "--judge-calls:",
+    "judge_temperature:": "--judge-temperature:",
+    "second_judge_model:": "--second-judge-model:",
+    "judge_model:": "--judge-model:",
+}
+
+
+def _as_flag(message: str) -> str:
+    """Name the command's flag where the service names its field (judge_calls: -> --judge-calls:)."""
+    for field, flag in _FLAGS.items():
+        if message.startswith(field):
+            return flag + message[len(field) :]
+    return message
+
+
+def _run_with_progress(
+    plan: JudgePlan, client: ChatClient, second: ChatClient | None, database_url: str, console: Console, *, quiet: bool
+) -> JudgeOutcome:
     from webapp.core.db import make_engine, session_scope
     from webapp.evaluator.execution import run_async
     from webapp.ppi.judge_pass import judge_drafts, store_judgements
@@ -142,9 +225,11 @@ def _run_with_progress(plan: JudgePlan, client: ChatClient, database_url: str, c
 
     async def main() -> JudgeOutcome:
         try:
-            return await judge_drafts(plan=plan, client=client, store=store, on_done=on_done)
+            return await judge_drafts(plan=plan, client=client, store=store, on_done=on_done, second_client=second)
         finally:
             await client.close()
+            if second is not None:
+                await second.close()
 
     try:
         with progress:
@@ -153,9 +238,12 @@ def _run_with_progress(plan: JudgePlan, client: ChatClient, database_url: str, c
         engine.dispose()
 
 
-def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, client: ChatClient) -> None:
-    s = client.stats
-    cost = f"${s.cost_usd:.4f}{'' if s.cost_known else '+'}"
+def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, clients: list[ChatClient]) -> None:
+    api_calls = sum(c.stats.api_calls for c in clients)
+    cache_hits = sum(c.stats.cache_hits for c in clients)
+    retries = sum(c.stats.retries for c in clients)
+    spent = sum(c.stats.cost_usd for c in clients)
+    cost = f"${spent:.4f}{'' if all(c.stats.cost_known for c in clients) else '+'}"
     console.print(
         f"judged {len(outcome.scored)} of {len(plan.requests)} draft(s) of run {plan.run_name!r}; "
         f"{len(outcome.failures)} failed; {plan.already_scored} were already scored",
@@ -165,10 +253,11 @@ def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, client: C
     for f in outcome.failures:
         console.print(f"  draft {f.draft_id} (case {f.case_id}): {f.error}", highlight=False, soft_wrap=True, markup=False)
     console.print(
-        f"{s.api_calls} API call(s), {s.cache_hits} from cache, {s.retries} retried; cost {cost}; "
-        f"cache: {client.cache_report()}",
+        f"{api_calls} API call(s), {cache_hits} from cache, {retries} retried; cost {cost}; "
+        f"cache: {clients[0].cache_report()}",
         highlight=False,
     )
+    console.print(per_draft_line(plan, outcome), highlight=False, soft_wrap=True, markup=False)
     console.print(f"judge version: {plan.version}", highlight=False, soft_wrap=True, markup=False)
     if outcome.failures:
         console.print("rerun the command to judge the failed drafts again (scored drafts are skipped)", highlight=False)
@@ -176,3 +265,20 @@ def _summary(console: Console, plan: JudgePlan, outcome: JudgeOutcome, client: C
         console.print(
             "every gradable draft is scored: draw the sample with this judge version (docs/ppi.md)", highlight=False
         )
+
+
+def per_draft_line(plan: JudgePlan, outcome: JudgeOutcome) -> str:
+    """Say what the judge costs per draft: the calls of the setup, the calls made and the dollars per scored draft."""
+    setup = plan.setup
+    parts = f"{setup.calls} judge call(s)" + (f" + 1 second judge ({setup.second_model})" if setup.second_model else "")
+    line = f"per draft: {setup.calls_per_draft()} calls ({parts}, temperature {setup.temperature:g})"
+    if not outcome.scored:
+        return line
+    made = sum(s.calls for s in outcome.scored) / len(outcome.scored)
+    costs = [s.cost_usd for s in outcome.scored]
+    known = [c for c in costs if c is not None]
+    if len(known) == len(costs):
+        dollars = f"${sum(known) / len(known):.5f} per draft"
+    else:
+        dollars = "cost per draft unknown (a judge model has no price in DRAFTDESK_EVALUATOR_PRICES)"
+    return f"{line}; {made:.2f} calls made per scored draft; {dollars}"

@@ -5,20 +5,23 @@ Steps, each a function the command line (`prompt-evaluator judge-run`) and the t
 1. `plan_judge_pass` finds the run, the frozen judge version, and the drafts still to judge: the
    run's gradable drafts (the set the sampler samples: escalations and fallbacks have no text and
    are left out) less those already scored under that version. It builds each draft's request.
-2. `judge_drafts` sends the requests through the evaluator's `ChatClient` (its concurrency limit,
-   answer cache and tenacity retries), parses each answer against the rubric's schema, and hands
-   every finished batch to a `store` callback; one draft's bad answer or failed call is reported
-   with its draft id and stops nothing else.
+2. `judge_drafts` makes each draft's calls (webapp/ppi/judge_calls.py: the setup's k calls of the
+   primary judge, the second judge's one) through the evaluator's `ChatClient` (its concurrency
+   limit, answer cache and tenacity retries), parses each answer against the rubric's schema, and
+   hands every finished batch to a `store` callback; one draft's bad answers or failed calls are
+   reported with its draft id and stop nothing else.
 3. `store_judgements` writes a batch with `record_judge_scores` (all or nothing per batch).
 
 Decisions (see docs/ppi.md, "The judge pass"):
 
 - **Judge version.** `"<model> <rubric name> sha256:<16 hex>"`, the hash taken over everything
   that decides the judge's answer besides the draft: the rubric's instructions (from its file, so
-  its content hash is in them), the answer schema, the temperature (0), the seed, and the layout
-  of the user message built here (`layout_fingerprint`: a fixed example rendered by the same code). Changing the model, the rubric
-  file or the seed gives a new version, and so new scores beside the old ones, never a silent mix.
-- **Per draft, not per run.** A draft is stored whole (its four criteria and its raw call) or not
+  its content hash is in them), the answer schema, the temperature, the seed, the layout of the
+  user message built here (`layout_fingerprint`: a fixed example rendered by the same code), and
+  the setup (calls per draft, second judge, log-probs). Changing the model, the rubric file, the
+  seed or the setup gives a new version, and so new scores beside the old ones, never a silent
+  mix. The single-call setup adds nothing to the hash: its version is the one made before issue 35.
+- **Per draft, not per run.** A draft is stored whole (its four criteria and its raw calls) or not
   at all; the others are stored in batches as they finish, so an interrupted or partly failed
   pass keeps what it finished and a rerun judges only what is missing. The sampler refuses a run
   while any gradable draft lacks a score, so a partial pass cannot be sampled by mistake.
@@ -46,13 +49,13 @@ from sqlmodel import Session, col, select
 
 from webapp.datasets.loader import TestCase
 from webapp.datasets.models import EvalCase
-from webapp.evaluator.client import ChatClient, LlmCallError, LlmConfigError
-from webapp.evaluator.judge_validation import parse_judge
-from webapp.evaluator.preparation import JUDGE_TEMPERATURE
+from webapp.evaluator.client import ChatClient
 from webapp.evaluator.rubric import Rubric, judge_instructions, judge_response_format
 from webapp.evaluator.support import KbArticleText, KbContext, kb_from_database
 from webapp.grading.models import ReferenceVersion
 from webapp.kb.models import KbRevision
+from webapp.ppi.judge_calls import MAX_MODEL_LENGTH, JudgeFailure, JudgeSetup, JudgeTarget, judge_one_draft
+from webapp.ppi.judge_signals import REQUIRED_SCALES
 from webapp.ppi.service import (
     CRITERIA,
     JudgeScoreIn,
@@ -64,14 +67,6 @@ from webapp.ppi.service import (
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import RunNotFound, resolve_run
 
-# The scales the PPI tables and the estimator expect of each criterion.
-REQUIRED_SCALES: dict[str, tuple[int, int]] = {
-    "factual_accuracy": (0, 1),
-    "citation_relevance": (1, 5),
-    "tone": (1, 5),
-    "completeness": (1, 5),
-}
-MAX_MODEL_LENGTH = 150  # the version column holds 200 characters
 STORE_BATCH = 25  # drafts per transaction while the pass runs
 
 
@@ -88,19 +83,26 @@ def check_rubric(rubric: Rubric) -> None:
             )
 
 
-def judge_version(*, model: str, rubric: Rubric, seed: int | None = None) -> str:
-    """Return the frozen judge version: the model, the rubric's name and a hash of all that shapes the judge's answers."""
+def judge_version(*, model: str, rubric: Rubric, seed: int | None = None, setup: JudgeSetup | None = None) -> str:
+    """Return the frozen judge version: the model, the rubric's name and a hash of all that shapes the judge's answers.
+
+    The setup (calls, temperature, second judge, log-probs) is in the hash; the single-call judge's
+    setup adds nothing to it, so its version is the one it had before issue 35.
+    """
     model = model.strip()
     if not model:
         raise PpiError("judge_model: name the judge model")
     if len(model) > MAX_MODEL_LENGTH:
         raise PpiError(f"judge_model: at most {MAX_MODEL_LENGTH} characters")
-    frozen = {
+    setup = setup or JudgeSetup()
+    if setup.second_model == model:
+        raise PpiError("second_judge_model: give another model than the judge model (more calls of one model: judge_calls)")
+    frozen: dict[str, object] = {
         "layout": layout_fingerprint(),
         "instructions": judge_instructions(rubric),
         "response_format": judge_response_format(rubric),
-        "temperature": JUDGE_TEMPERATURE,
         "seed": seed,
+        **setup.frozen(),
     }
     digest = hashlib.sha256(json.dumps(frozen, sort_keys=True).encode()).hexdigest()
     return f"{model} {rubric.name[:30]} sha256:{digest[:16]}"
@@ -160,19 +162,10 @@ class JudgePlan:
     rubric: Rubric
     seed: int | None
     version: str
+    setup: JudgeSetup
     gradable: int
     already_scored: int
     requests: list[JudgeRequest] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class JudgeFailure:
-    """A draft the judge pass could not score, and why (its raw answer when there was one)."""
-
-    draft_id: int
-    case_id: str
-    error: str
-    raw: str | None = None
 
 
 @dataclass
@@ -184,11 +177,18 @@ class JudgeOutcome:
 
 
 def plan_judge_pass(
-    *, session: Session, run_ref: str | int, model: str, rubric: Rubric, seed: int | None = None
+    *,
+    session: Session,
+    run_ref: str | int,
+    model: str,
+    rubric: Rubric,
+    seed: int | None = None,
+    setup: JudgeSetup | None = None,
 ) -> JudgePlan:
     """Return the plan of a judge pass over a run: its version and the requests of the gradable drafts not yet scored."""
     check_rubric(rubric)
-    version = judge_version(model=model, rubric=rubric, seed=seed)
+    setup = setup or JudgeSetup()
+    version = judge_version(model=model, rubric=rubric, seed=seed, setup=setup)
     try:
         run = resolve_run(session=session, ref=run_ref)
     except RunNotFound as exc:
@@ -206,6 +206,7 @@ def plan_judge_pass(
         rubric=rubric,
         seed=seed,
         version=version,
+        setup=setup,
         gradable=len(rows),
         already_scored=len(rows) - len(todo),
     )
@@ -304,17 +305,6 @@ def judge_user_message(
     return "\n\n".join(parts)
 
 
-def score_from_answer(content: str, rubric: Rubric) -> dict[str, Any]:
-    """Parse the judge's answer into the four stored criteria; raise ValueError saying what does not fit."""
-    data = parse_judge(content, rubric)
-    return {
-        "factual_accuracy": "pass" if data["factual_accuracy"] == 1 else "fail",
-        "citation_relevance": float(data["citation_relevance"]),
-        "tone": float(data["tone"]),
-        "completeness": float(data["completeness"]),
-    }
-
-
 async def judge_drafts(
     *,
     plan: JudgePlan,
@@ -322,14 +312,16 @@ async def judge_drafts(
     store: Callable[[list[JudgeScoreIn]], None],
     on_done: Callable[[int, bool], None] = lambda draft_id, ok: None,
     batch: int = STORE_BATCH,
+    second_client: ChatClient | None = None,
 ) -> JudgeOutcome:
     """Judge every planned draft concurrently; hand finished scores to `store` in batches; return scores and failures.
 
-    A refused endpoint (bad key, unknown model) raises LlmConfigError at once, after storing what finished.
+    Each draft gets the setup's calls (webapp/ppi/judge_calls.py), all through the evaluator's client;
+    the second judge's call goes through `second_client` when its endpoint differs. A refused
+    endpoint (bad key, unknown model) raises LlmConfigError at once, after storing what finished.
     """
     outcome = JudgeOutcome()
     pending: list[JudgeScoreIn] = []
-    response_format = judge_response_format(plan.rubric)
 
     def flush() -> None:
         if pending:
@@ -339,44 +331,13 @@ async def judge_drafts(
             outcome.scored.extend(done)
 
     async def one(req: JudgeRequest) -> None:
-        request = {
-            "model": plan.model,
-            "messages": req.messages,
-            "temperature": JUDGE_TEMPERATURE,
-            "seed": plan.seed,
-            "response_format": response_format,
-        }
-        try:
-            answer = await client.complete(
-                model=plan.model,
-                messages=req.messages,
-                temperature=JUDGE_TEMPERATURE,
-                seed=plan.seed,
-                sample_index=0,
-                response_format=response_format,
-                priority=0,
-            )
-        except LlmConfigError:
-            raise
-        except LlmCallError as exc:
-            outcome.failures.append(JudgeFailure(req.draft_id, req.case_id, f"the judge call failed: {exc}"))
+        target = JudgeTarget(req.draft_id, req.case_id, req.messages, plan.model, plan.rubric, plan.seed, plan.setup)
+        judged = await judge_one_draft(target, client=client, second_client=second_client or client)
+        if isinstance(judged, JudgeFailure):
+            outcome.failures.append(judged)
             on_done(req.draft_id, False)
             return
-        try:
-            scores = score_from_answer(answer.content, plan.rubric)
-        except ValueError as exc:
-            outcome.failures.append(JudgeFailure(req.draft_id, req.case_id, str(exc), raw=answer.content))
-            on_done(req.draft_id, False)
-            return
-        call = {
-            "model": plan.model,
-            "request": request,
-            "response": answer.content,
-            "cached": answer.cached,
-            "prompt_tokens": answer.prompt_tokens,
-            "completion_tokens": answer.completion_tokens,
-        }
-        pending.append(JudgeScoreIn(draft_id=req.draft_id, raw_calls=[call], **scores))
+        pending.append(judged)
         if len(pending) >= batch:
             flush()
         on_done(req.draft_id, True)

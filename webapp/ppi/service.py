@@ -16,6 +16,7 @@ from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade, Grade
 from webapp.grading.plan import add_to_plan
+from webapp.ppi.judge_signals import JudgeSignals, check_signals
 from webapp.ppi.models import PpiDraw, PpiErrorModel, PpiJudgeScore
 from webapp.ppi.sampler import (
     FORCED_STRATA,
@@ -51,7 +52,12 @@ def overall_score(factual_accuracy: str, citation_relevance: float, tone: float,
 
 @dataclass(frozen=True)
 class JudgeScoreIn:
-    """The judge's verdict on one draft, as the judge pass hands it over."""
+    """The judge's verdict on one draft, as the judge pass hands it over.
+
+    The four criteria are the primary judge's first parsed call; `signals` holds every parsed call,
+    the second judge and the log-prob expectation (webapp/ppi/judge_signals.py), `calls` the calls
+    made (failed ones included) and `cost_usd` their cost (None when a model has no price).
+    """
 
     draft_id: int
     factual_accuracy: str
@@ -59,6 +65,9 @@ class JudgeScoreIn:
     tone: float
     completeness: float
     raw_calls: list[dict[str, Any]] = field(default_factory=list)
+    signals: JudgeSignals | None = None
+    calls: int = 1
+    cost_usd: float | None = None
 
 
 def record_judge_scores(
@@ -88,6 +97,7 @@ def record_judge_scores(
             value = float(getattr(s, name))
             if not scale[0] <= value <= scale[1]:
                 raise PpiError(f"{where}.{name}: {value} is outside {scale[0]}-{scale[1]}")
+        _check_judge_extras(s, where, scale)
     now = utcnow()
     for s in scores:
         session.add(
@@ -100,11 +110,27 @@ def record_judge_scores(
                 tone=float(s.tone),
                 completeness=float(s.completeness),
                 raw_calls=list(s.raw_calls),
+                signals=dict(s.signals) if s.signals is not None else None,
+                calls=s.calls,
+                cost_usd=s.cost_usd,
                 created_at=now,
             )
         )
     session.flush()
     return len(scores)
+
+
+def _check_judge_extras(s: JudgeScoreIn, where: str, scale: tuple[int, int]) -> None:
+    """Refuse signals off their scales, fewer than one call, or a negative cost; the message names the field."""
+    if s.calls < 1:
+        raise PpiError(f"{where}.calls: at least 1, got {s.calls}")
+    if s.cost_usd is not None and not (s.cost_usd >= 0 and np.isfinite(s.cost_usd)):
+        raise PpiError(f"{where}.cost_usd: a cost of 0 or more, got {s.cost_usd}")
+    if s.signals is not None:
+        try:
+            check_signals(s.signals, f"{where}.signals", scale)
+        except ValueError as exc:
+            raise PpiError(str(exc)) from None
 
 
 def judge_scores(*, session: Session, run_id: int, judge_version: str) -> dict[int, PpiJudgeScore]:
