@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from webapp.ppi.judge_runs import RunAgreement
 from webapp.ppi.production import WeekQuality
 from webapp.ppi.schemas import EstimatePublic, FigurePublic
 
+Json = dict[str, object]  # a plotly figure or part of one, JSON-ready
 COLORS = {"value": "#2456c7", "provisional": "#8a94a6", "target": "#17803d", "alert": "#b42318"}
 SERIES = ("#2456c7", "#7a3fb0", "#0f766e", "#a15c07")  # one per criterion, in rubric order
 SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 
 
-def _criterion_trace(weeks: list[WeekQuality], k: int) -> dict[str, Any] | None:
+def _criterion_trace(weeks: list[WeekQuality], k: int) -> Json | None:
     """Return the scatter trace of the k-th criterion over the weeks that have its estimate."""
     shown = [(w, w.criteria[k]) for w in weeks if k < len(w.criteria) and w.criteria[k].estimate is not None]
     if not shown:
@@ -58,7 +58,7 @@ def _criterion_trace(weeks: list[WeekQuality], k: int) -> dict[str, Any] | None:
     }
 
 
-def quality_figure(weeks: list[WeekQuality], targets: dict[str, float]) -> dict[str, Any]:
+def quality_figure(weeks: list[WeekQuality], targets: dict[str, float]) -> Json:
     """Return the plotly figure (a JSON-ready dict): per week each criterion's estimate with error bars to its 95% bounds."""
     x = [w.week for w in weeks]
     n = max((len(w.criteria) for w in weeks), default=0)
@@ -97,7 +97,6 @@ def quality_figure(weeks: list[WeekQuality], targets: dict[str, float]) -> dict[
 
 # --- the run's forest plot and the judge's agreement across runs (issue 35 item 4) --------------------------
 
-Json = dict[str, object]
 KINDS = (("single", "single score", "#2456c7", "circle"), ("learned", "learned predictor", "#7a3fb0", "diamond"))
 SHARES = ("factual_accuracy", "pass_rate")
 
