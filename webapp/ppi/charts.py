@@ -192,10 +192,10 @@ def agreement_figure(history: list[RunAgreement], titles: dict[str, str]) -> Jso
         })
     layout: Json = {
         "height": 320,
-        "margin": {"l": 55, "r": 10, "t": 10, "b": 110},
+        "margin": {"l": 55, "r": 10, "t": 10, "b": 90},
         "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": x, "title": {"text": "run (oldest first)"}},
         "yaxis": {"range": [0, 1.02], "tickformat": ".0%", "title": {"text": "judge agrees with people"}},
-        "legend": {"orientation": "h", "y": -0.45, "font": {"size": 10}},
+        "legend": {"orientation": "h", "y": -0.32, "font": {"size": 10}},
         "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
         "font": {"family": "system-ui, sans-serif", "color": "#1d2430"},
     }
