@@ -11,9 +11,9 @@
    N = 3000 and N = 300, mean and pass rate; and the human-only grades PPI's interval is worth.
    Target (issue 27): at N >= 3000 the PPI interval for the mean is no wider than human-only at 300.
 
-The world (webapp/ppi/simulation.py): latent quality ~ Normal(3.6, 1), human grade its rounding to
+The world (benchmarks/ppi_world.py): latent quality ~ Normal(3.6, 1), human grade its rounding to
 1-5, judge grade the rounding of quality + bias + noise; pass = grade >= 3; drafts drawn with
-Bernoulli(n/N). The estimator is the batch form, checked equal to the one used by the pages
+Bernoulli(n/N). The estimator is the batch form (benchmarks/ppi_batch.py), checked equal to the one used by the pages
 (tests/ppi/test_estimator.py::TestBatch).
 Usage: `.venv/bin/python benchmarks/bench_ppi_coverage.py [--runs 2000] [--width-runs 1000]`.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from webapp.ppi.simulation import World, coverage_row, judge_noise_for_kappa, width_row  # noqa: E402
+from benchmarks.ppi_world import World, coverage_row, judge_noise_for_kappa, width_row  # noqa: E402
 
 TARGET_COVERAGE = 0.935
 BUDGETS = (30, 60, 100, 150)

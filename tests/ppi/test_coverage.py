@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from webapp.ppi.simulation import (
+from benchmarks.ppi_world import (
     World,
     coverage_row,
     grade_probabilities,

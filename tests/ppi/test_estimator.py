@@ -9,6 +9,7 @@ import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
+from benchmarks.ppi_batch import estimate_mean_batch
 from webapp.ppi.estimator import (
     Estimand,
     EstimatorError,
@@ -16,7 +17,6 @@ from webapp.ppi.estimator import (
     all_pass,
     estimate_difference,
     estimate_mean,
-    estimate_mean_batch,
     folds,
     make_sample,
     pooled_lambda,

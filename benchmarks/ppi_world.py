@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from benchmarks.ppi_batch import estimate_mean_batch
 from webapp.ppi.estimator import Estimand
 
 SCALE = np.arange(1, 6, dtype=np.float64)
@@ -137,7 +138,7 @@ def coverage_row(
 
     The truth is each run's own mean (estimand "run") or the superpopulation figure.
     """
-    from webapp.ppi.estimator import estimate_mean_batch
+
 
     rng = np.random.default_rng(seed)
     hits_mean = hits_pass = 0
@@ -209,7 +210,7 @@ class WidthRow:
 
 def width_row(world: World, *, drafts: int, budget: int, human_only: int, runs: int, seed: int) -> WidthRow:
     """Simulate runs and compare PPI's interval widths with human-only grading of `human_only` drafts."""
-    from webapp.ppi.estimator import estimate_mean_batch
+
 
     rng = np.random.default_rng(seed)
     sim = simulate(rng, world, runs=runs, drafts=drafts, budget=budget)
