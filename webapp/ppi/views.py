@@ -42,7 +42,7 @@ def estimate_public(e: Estimate | None) -> EstimatePublic | None:
         estimate=e.estimate, low=e.low, high=e.high, se=e.se, df=e.df, confidence=e.confidence, judge_alone=e.judge_alone,
         bias=e.bias, lambdas=list(e.lambdas), human_grades=e.n_labels, drafts=e.n_drafts,
         worth_human_grades=e.effective_labels, estimand=e.estimand, about=estimand_label(e.estimand, e.n_drafts),
-        predictor=getattr(e, "predictor", "judge"), r_squared=getattr(e, "r_squared", None),  # TEMP until i35-estimator merges
+        predictor=e.predictor, r_squared=e.r_squared,
     )
 
 
