@@ -117,7 +117,9 @@ def _forest_trace(figures: list[FigurePublic], kind: str, name: str, color: str,
             "type": "data", "symmetric": False, "color": color, "thickness": 1.5, "width": 4,
             "array": [e.high - e.estimate for _, _, e in shown], "arrayminus": [e.estimate - e.low for _, _, e in shown],
         },
-        "marker": {"size": 9, "color": color, "symbol": symbol},
+        # filled: the estimate the gate uses; hollow: the other one
+        "marker": {"size": 9, "color": color, "line": {"width": 2, "color": color},
+                   "symbol": [symbol if (kind == "learned") == f.uses_learned else symbol + "-open" for _, f, _ in shown]},
         "customdata": [[f.title, e.low, e.high, e.worth_human_grades if math.isfinite(e.worth_human_grades) else None,
                         " · the gate uses this one" if (kind == "learned") == f.uses_learned else ""] for _, f, e in shown],
         "hovertemplate": "%{customdata[0]} (" + name + "): %{x:" + fmt + "} [%{customdata[1]:" + fmt + "}, %{customdata[2]:"
@@ -158,16 +160,18 @@ def forest_figure(figures: list[FigurePublic]) -> Json:
     rows = max(len(shares), len(grades), 1)
 
     def y_axis(panel: list[FigurePublic]) -> Json:
-        return {"tickvals": list(range(len(panel))), "ticktext": [f.title for f in panel], "range": [rows - 0.5, -0.5],
-                "automargin": True, "fixedrange": True}
+        # short names ("Factual accuracy", not "... (pass share)"): the right panel's names sit between the panels
+        return {"tickvals": list(range(len(panel))), "ticktext": [f.title.split(" (")[0] for f in panel],
+                "range": [rows - 0.5, -0.5], "automargin": True, "fixedrange": True, "zeroline": False}
 
     layout: Json = {
         "height": 120 + 60 * rows,
         "margin": {"l": 10, "r": 10, "t": 10, "b": 70},
         "grid": {"rows": 1, "columns": 2},
-        "xaxis": {"domain": [0, 0.47], "range": [1, 5], "title": {"text": "grade (1–5)"}, "hoverformat": ".2f"},
+        "xaxis": {"domain": [0, 0.45], "range": [0.9, 5.1], "title": {"text": "grade (1–5)"}, "hoverformat": ".2f", "zeroline": False},
         "yaxis": y_axis(grades),
-        "xaxis2": {"domain": [0.62, 1], "range": [0, 1], "tickformat": ".0%", "title": {"text": "share"}, "hoverformat": ".0%"},
+        "xaxis2": {"domain": [0.62, 1], "range": [-0.03, 1.03], "tickformat": ".0%", "title": {"text": "share"}, "hoverformat": ".0%",
+                   "zeroline": False},
         "yaxis2": {**y_axis(shares), "anchor": "x2"},
         "shapes": shapes,
         "legend": {"orientation": "h", "y": -0.35, "font": {"size": 11}},

@@ -59,7 +59,7 @@ class FigurePublic(BaseModel):
         description="The judge's bias over the run's drafts from the graded ones (1/pi-weighted mean of judge minus human)"
     )
     bias_matches_gap: bool = Field(
-        default=False, description="interval.bias equals judge_minus_human (every lambda is 1); otherwise lambda < 1 explains the gap"
+        default=False, description="interval.bias equals judge_minus_human (every lambda is 1 and the single score is used); otherwise lambda < 1 or the learned predictor explains the gap"
     )
     low_lambda_warning: bool
     gate: GatePublic | None

@@ -64,8 +64,9 @@ def figure_public(report: RunReport, fig: Figure, spec: EvalSpec) -> FigurePubli
         interval=estimate_public(fig.estimate),
         agreement=fig.agreement,
         judge_minus_human=fig.mean_gap,
-        # the interval's "bias removed" equals judge_minus_human when every lambda is 1 (report.judge_gap)
-        bias_matches_gap=fig.estimate is not None and all(lam == 1.0 for lam in fig.estimate.lambdas),
+        # the interval's "bias removed" equals judge_minus_human when every lambda is 1 (report.judge_gap) and the
+        # estimate is the single score's (the learned predictor removes its own predictions' bias, not the judge's)
+        bias_matches_gap=fig.estimate is not None and not fig.uses_learned and all(lam == 1.0 for lam in fig.estimate.lambdas),
         low_lambda_warning=fig.low_lambda,
         gate=gate,
         single=estimate_public(fig.single),
