@@ -96,6 +96,7 @@ class TestLearnedEstimate:
         assert body["judge_cost"] == {"calls_per_draft": 6.0, "usd_per_draft": pytest.approx(0.012)}
         api = next(f for f in body["figures"] if f["key"] == "tone")
         assert api["uses_learned"] is True and api["signals_note"] is None
+        assert api["bias_matches_gap"] is False  # the learned predictor removes its own bias, not the judge's
         assert api["interval"] == api["learned"]
         assert api["single"]["worth_human_grades"] == pytest.approx(tone.single.effective_labels)
         assert api["learned"]["worth_human_grades"] == pytest.approx(again.effective_labels)
