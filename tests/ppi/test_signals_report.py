@@ -16,9 +16,10 @@ from webapp.gates.facts import ppi_facts
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import estimate_mean, make_sample
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
-from webapp.ppi.report import run_report
+from webapp.ppi.production import WEEK_ESTIMAND
+from webapp.ppi.report import figure_of, run_report, stored_sample
 from webapp.ppi.service import draw_sample
-from webapp.ppi.signals import PAYS_FACTOR, pays
+from webapp.ppi.signals import OVERALL, PAYS_FACTOR, figure_values, pays, signal_matrix
 from webapp.runs.models import Run
 
 Clients = Callable[..., TestClient]
@@ -186,3 +187,25 @@ class TestWithoutSignals:
         rows = table.split("<tr>")[2:]
         assert 'data-label="Tone">100.0%' in rows[0] and 'data-label="Tone">0.0%' in rows[1]
         assert client_as("labeler").get("/evaluator/runs").status_code == 403
+
+
+class TestWeeklyOverall:
+    def test_the_weekly_overall_figure_is_chosen_the_same_way(self, session: Session, spec: EvalSpec) -> None:
+        """The weekly chart's figure (production.weekly_quality reads figure_of(OVERALL, superpopulation).estimate)."""
+        run, calls, _, _ = signal_run(session, informative=True)
+        stored = stored_sample(session=session, run_id=run.id)  # type: ignore[arg-type]
+        assert stored is not None
+        overall = figure_of(spec, stored, OVERALL, estimand=WEEK_ESTIMAND)
+        assert overall.single is not None and overall.learned is not None
+        assert overall.learned.estimand == "superpopulation" and overall.columns == ("calls_mean", "calls_sd", "second")
+        assert overall.uses_learned == pays(overall.single, overall.learned)
+        assert overall.estimate is (overall.learned if overall.uses_learned else overall.single)
+        # each call's overall score is (factual points + the three scales) / 4 from that call's criteria: the calls' mean
+        # column is the mean of those, so with factual and two scales fixed it moves by tone / 4 around the first call's
+        ids = stored.ids
+        judge_overall = figure_values(spec, OVERALL, stored.judge_rows)
+        means = np.array([calls[i].mean() for i in ids])
+        firsts = np.array([calls[i][0] for i in ids])
+        matrix = signal_matrix(spec, OVERALL, stored.signals)
+        assert matrix is not None
+        np.testing.assert_allclose(matrix.values[:, 0], judge_overall + (means - firsts) / 4, atol=1e-12)
