@@ -10,12 +10,19 @@
    mixes of bias and noise; PPI with 150 human grades against human-only grading of 300, at
    N = 3000 and N = 300, mean and pass rate; and the human-only grades PPI's interval is worth.
    Target (issue 27): at N >= 3000 the PPI interval for the mean is no wider than human-only at 300.
+3. Several signals (issue 35, benchmarks/ppi_signals_world.py): judge A called 5 times, half of its
+   error changing from call to call, judge B sharing a third of A's lasting error, one call of A at
+   quadratic kappa 0.62 (measured with scikit-learn and printed); n = 150 drawn from N = 2,400; the
+   learned predictor (cross-fitted ridge) against the single-call estimate. Targets: median worth
+   of the mean >= 300 human-only grades; coverage of the mean, the pass rate and a two-run
+   difference >= 93.5% over 2,000 runs each; with noise signals worth >= 0.8 x n, coverage >= 93.5%.
 
 The world (benchmarks/ppi_world.py): latent quality ~ Normal(3.6, 1), human grade its rounding to
 1-5, judge grade the rounding of quality + bias + noise; pass = grade >= 3; drafts drawn with
 Bernoulli(n/N). The estimator is the batch form (benchmarks/ppi_batch.py), checked equal to the one used by the pages
 (tests/ppi/test_estimator.py::TestBatch).
-Usage: `.venv/bin/python benchmarks/bench_ppi_coverage.py [--runs 2000] [--width-runs 1000]`.
+Usage: `nice .venv/bin/python benchmarks/bench_ppi_coverage.py [--runs 2000] [--width-runs 1000]
+[--signals-runs 2000] [--only signals]`.
 """
 
 from __future__ import annotations
@@ -28,6 +35,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.ppi_signals_world import (  # noqa: E402
+    SignalsWorld,
+    Tally,
+    lasting_sd_for_kappa,
+    measure_difference,
+    measure_one_run,
+    single_call_kappa,
+)
 from benchmarks.ppi_world import World, coverage_row, judge_noise_for_kappa, width_row  # noqa: E402
 
 TARGET_COVERAGE = 0.935
@@ -37,6 +52,10 @@ BIASES = (0.3, 1.0)
 FORCED = ((300, 200, 10), (1000, 600, 15))  # (N, forced drafts, budget of sampled drafts)
 KAPPA = 0.63
 KAPPA_BIASES = (0.3, 0.6, 0.8, 0.9, 1.0)
+SIGNALS_KAPPA = 0.62
+SIGNALS_DRAFTS, SIGNALS_BUDGET = 2400, 150
+TARGET_WORTH = 300
+TARGET_NOISE_WORTH = 0.8 * SIGNALS_BUDGET
 
 
 def coverage_table(runs: int) -> bool:
@@ -87,15 +106,60 @@ def width_table(runs: int) -> None:
     print("worth = median number of human-only grades giving the same standard error as PPI's interval")
 
 
+def _signals_line(name: str, tally: Tally, worth_target: float | None) -> bool:
+    good = tally.coverage >= TARGET_COVERAGE and (worth_target is None or tally.median_worth >= worth_target)
+    worth = f"{tally.median_worth:>6.0f}" if tally.worth else f"{'':>6}"
+    r2 = f"{tally.median_r_squared:>6.2f}" if tally.r_squared else f"{'':>6}"
+    target = f">= {worth_target:.0f}" if worth_target is not None else ""
+    print(f"{name:<32} | {tally.coverage:>8.1%} | {worth} {target:>7} | {r2}{'' if good else '  BELOW TARGET'}", flush=True)
+    return good
+
+
+def signals_table(runs: int) -> bool:
+    """Print the several-signals table; return whether every target was met."""
+    from sklearn.metrics import cohen_kappa_score
+
+    lasting = lasting_sd_for_kappa(SIGNALS_KAPPA)
+    world = SignalsWorld(lasting_sd=lasting)
+    human, call = single_call_kappa(world, seed=99)
+    kappa = cohen_kappa_score(human.astype(int), call.astype(int), weights="quadratic")
+    print(
+        f"\nSeveral signals: n = {SIGNALS_BUDGET} of N = {SIGNALS_DRAFTS}, {runs} runs each; one call of A:"
+        f" quadratic kappa {kappa:.3f} (scikit-learn), lasting error sd {lasting:.3f} (= the changing part's)"
+    )
+    print(f"{'figure':<32} | {'coverage':>8} | {'worth':>6} {'target':>7} | {'R^2':>6}")
+    tallies = measure_one_run(world, runs=runs, drafts=SIGNALS_DRAFTS, budget=SIGNALS_BUDGET, seed=351)
+    ok = _signals_line("mean, learned predictor", tallies["mean"], TARGET_WORTH)
+    ok &= _signals_line("mean, one call of A", tallies["mean 1 call"], None)
+    ok &= _signals_line("mean, A's 5-call mean alone", tallies["mean 5 calls"], None)
+    ok &= _signals_line("pass rate, learned predictor", tallies["pass"], None)
+    ok &= _signals_line("pass rate, one call of A", tallies["pass 1 call"], None)
+    diff = measure_difference(world, runs=runs, drafts=SIGNALS_DRAFTS, budget=SIGNALS_BUDGET, seed=352)
+    ok &= _signals_line("two-run difference, mean", diff["difference mean"], None)
+    ok &= _signals_line("two-run difference, pass rate", diff["difference pass"], None)
+    noise = SignalsWorld(lasting_sd=lasting, noise=True)
+    noisy = measure_one_run(noise, runs=runs, drafts=SIGNALS_DRAFTS, budget=SIGNALS_BUDGET, seed=353)
+    ok &= _signals_line("noise signals, mean", noisy["mean"], TARGET_NOISE_WORTH)
+    ok &= _signals_line("noise signals, pass rate", noisy["pass"], TARGET_NOISE_WORTH)
+    print("worth = median number of human-only grades giving the same standard error; coverage of each run's own figure")
+    print("(the difference: of the superpopulation difference, estimate_difference's default)")
+    return ok
+
+
 def main() -> None:
     """Run both tables and exit non-zero when the coverage target is missed."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--width-runs", type=int, default=1000)
+    parser.add_argument("--signals-runs", type=int, default=2000)
+    parser.add_argument("--only", choices=("signals",), default=None, help="run only the several-signals table")
     args = parser.parse_args()
     start = time.perf_counter()
-    covered = coverage_table(args.runs)
-    width_table(args.width_runs)
+    covered = True
+    if args.only is None:
+        covered = coverage_table(args.runs)
+        width_table(args.width_runs)
+    covered &= signals_table(args.signals_runs)
     print(f"\n{time.perf_counter() - start:.0f} s")
     sys.exit(0 if covered else 1)
 

@@ -144,10 +144,11 @@ class TestCrossFitting:
 
 
 class TestNoiseSignals:
-    def test_interval_no_wider_than_one_and_a_quarter_human_only_and_coverage_holds(self) -> None:
+    @pytest.mark.parametrize("n_labels", [60, 100])
+    def test_interval_no_wider_than_one_and_a_quarter_human_only_and_coverage_holds(self, n_labels: int) -> None:
         runs, hits, ratios = 150, 0, []
         for seed in range(runs):
-            signals, human, drawn, pi, groups, truth = signal_run(1000 + seed, n_drafts=600, n_labels=100, noise=True)
+            signals, human, drawn, pi, groups, truth = signal_run(1000 + seed, n_drafts=600, n_labels=n_labels, noise=True)
             est = estimate_mean(make_sample(judge=signals, human=human, drawn=drawn, pi=pi, groups=groups), seed=seed)
             human_only = estimate_mean(make_sample(judge=signals[:, 0], human=human, drawn=drawn, pi=pi), lam=0.0)
             ratios.append((est.high - est.low) / (human_only.high - human_only.low))
@@ -168,7 +169,9 @@ class TestFrozenPredictor:
         z = (raw - model.center) / model.scale
         ref = Ridge(alpha=model.penalty).fit(z, truth, sample_weight=w / w.sum() * 300)
         assert np.allclose(model.coef, ref.coef_, atol=1e-8) and abs(model.intercept - ref.intercept_) < 1e-8
-        assert np.allclose(model.predict(signals, labels), ref.predict(z), atol=1e-8)
+        assert np.allclose(model.predict(signals, labels), np.clip(ref.predict(z), truth.min(), truth.max()), atol=1e-8)
+        far = signals[:3] + np.array([[50.0, 50.0, 0.0]])  # far outside the fit: clipped to the grades it saw
+        assert np.allclose(model.predict(far, labels[:3]), truth.max(), atol=0)
         gcv = []
         sw = np.sqrt(w / w.sum() * 300)
         zc = (z - np.average(z, axis=0, weights=w)) * sw[:, None]

@@ -93,7 +93,12 @@ human-only one (tests/ppi/test_predictor.py::TestNoiseSignals, before the centri
 predictor's out-of-fold R^2 with the human grades (1/pi-weighted), `Estimate.predictor` its name.
 The fold models are treated as fixed, as lambda is: each drawn draft's prediction comes from a
 model that did not see its label, so the rectifier is unbiased; the variance ignores the
-dependence between fold models, as Cross-PPI's does.
+dependence between fold models, as Cross-PPI's does. Below 60 human grades lambda is 1 as for one
+column, so nothing shrinks a poor predictor there. Measured (noise signals, N = 600, 200-300
+runs): at n = 20 the interval's width is a median 1.09 x the human-only one (max 1.47), at
+n = 40 1.04 x (max 1.36), at n >= 60 at most 1.06 x; falling back to the first column alone
+below 60 was worse (median 1.42 x at n = 20), and so was tuning lambda there (it narrowed noise
+intervals but widened informative ones and lost coverage), so neither is done.
 """
 
 from __future__ import annotations
