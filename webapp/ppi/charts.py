@@ -12,16 +12,20 @@ criterion below its target is drawn in the alert colour.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import math
 
+from webapp.ppi.judge_runs import RunAgreement
 from webapp.ppi.production import WeekQuality
+from webapp.ppi.schemas import EstimatePublic, FigurePublic
 
+Json = dict[str, object]  # a plotly figure or part of one, JSON-ready
 COLORS = {"value": "#2456c7", "provisional": "#8a94a6", "target": "#17803d", "alert": "#b42318"}
 SERIES = ("#2456c7", "#7a3fb0", "#0f766e", "#a15c07")  # one per criterion, in rubric order
 SYMBOLS = ("circle", "square", "diamond", "triangle-up")
 
 
-def _criterion_trace(weeks: list[WeekQuality], k: int) -> dict[str, Any] | None:
+def _criterion_trace(weeks: list[WeekQuality], k: int) -> Json | None:
     """Return the scatter trace of the k-th criterion over the weeks that have its estimate."""
     shown = [(w, w.criteria[k]) for w in weeks if k < len(w.criteria) and w.criteria[k].estimate is not None]
     if not shown:
@@ -54,7 +58,7 @@ def _criterion_trace(weeks: list[WeekQuality], k: int) -> dict[str, Any] | None:
     }
 
 
-def quality_figure(weeks: list[WeekQuality], targets: dict[str, float]) -> dict[str, Any]:
+def quality_figure(weeks: list[WeekQuality], targets: dict[str, float]) -> Json:
     """Return the plotly figure (a JSON-ready dict): per week each criterion's estimate with error bars to its 95% bounds."""
     x = [w.week for w in weeks]
     n = max((len(w.criteria) for w in weeks), default=0)
@@ -89,3 +93,119 @@ def quality_figure(weeks: list[WeekQuality], targets: dict[str, float]) -> dict[
         "font": {"family": "system-ui, sans-serif", "color": "#1d2430"},
     }
     return {"data": traces, "layout": layout}
+
+
+# --- the run's forest plot and the judge's agreement across runs (issue 35 item 4) --------------------------
+
+KINDS = (("single", "single score", "#2456c7", "circle"), ("learned", "learned predictor", "#7a3fb0", "diamond"))
+SHARES = ("factual_accuracy", "pass_rate")
+
+
+def _forest_trace(figures: list[FigurePublic], kind: str, name: str, color: str, symbol: str, axis: str) -> Json | None:
+    """Return one kind's (single or learned) markers with 95% error bars on one panel; None when no figure has that estimate."""
+    rows = [(i, f, getattr(f, kind)) for i, f in enumerate(figures) if getattr(f, kind) is not None]
+    shown = [(i, f, e) for i, f, e in rows if isinstance(e, EstimatePublic)]
+    if not shown:
+        return None
+    offset = 0.15 if kind == "single" else -0.15
+    fmt = ".0%" if figures[0].key in SHARES else ".2f"
+    return {
+        "type": "scatter", "mode": "markers", "name": name, "legendgroup": kind, "showlegend": axis == "",
+        "xaxis": "x" + axis, "yaxis": "y" + axis,
+        "x": [e.estimate for _, _, e in shown], "y": [i + offset for i, _, _ in shown],
+        "error_x": {
+            "type": "data", "symmetric": False, "color": color, "thickness": 1.5, "width": 4,
+            "array": [e.high - e.estimate for _, _, e in shown], "arrayminus": [e.estimate - e.low for _, _, e in shown],
+        },
+        # filled: the estimate the gate uses; hollow: the other one
+        "marker": {"size": 9, "color": color, "line": {"width": 2, "color": color},
+                   "symbol": [symbol if (kind == "learned") == f.uses_learned else symbol + "-open" for _, f, _ in shown]},
+        "customdata": [[f.title, e.low, e.high, e.worth_human_grades if math.isfinite(e.worth_human_grades) else None,
+                        " · the gate uses this one" if (kind == "learned") == f.uses_learned else ""] for _, f, e in shown],
+        "hovertemplate": "%{customdata[0]} (" + name + "): %{x:" + fmt + "} [%{customdata[1]:" + fmt + "}, %{customdata[2]:"
+        + fmt + "}] · worth %{customdata[3]:.0f} human-only grades%{customdata[4]}<extra></extra>",
+    }
+
+
+def _threshold_shapes(figures: list[FigurePublic], axis: str, first: bool) -> list[Json]:
+    """Return a short dashed line at each figure's gate threshold, across that figure's row only."""
+    shapes: list[Json] = []
+    for i, f in enumerate(figures):
+        if f.gate is None:
+            continue
+        shapes.append({
+            "type": "line", "xref": "x" + axis, "yref": "y" + axis, "x0": f.gate.threshold, "x1": f.gate.threshold,
+            "y0": i - 0.4, "y1": i + 0.4, "line": {"color": COLORS["alert"], "dash": "dash", "width": 2},
+            "showlegend": first and not shapes, "name": "the gate's threshold",
+        })
+    return shapes
+
+
+def forest_figure(figures: list[FigurePublic]) -> Json:
+    """Return the forest plot: each figure's estimate with its 95% interval, single score and learned predictor side by side, and the gate's threshold.
+
+    Two panels, because the figures have two scales: shares (factual accuracy, pass rate) on the
+    left, 1-5 grades on the right.
+    """
+    shares = [f for f in figures if f.key in SHARES]
+    grades = [f for f in figures if f.key not in SHARES]
+    traces: list[Json] = []
+    shapes: list[Json] = []
+    for panel, axis in ((grades, ""), (shares, "2")):
+        for kind, name, color, symbol in KINDS:
+            t = _forest_trace(panel, kind, name, color, symbol, axis)
+            if t is not None:
+                traces.append(t)
+        shapes += _threshold_shapes(panel, axis, first=axis == "")
+    rows = max(len(shares), len(grades), 1)
+
+    def y_axis(panel: list[FigurePublic]) -> Json:
+        # short names ("Factual accuracy", not "... (pass share)"): the right panel's names sit between the panels
+        return {"tickvals": list(range(len(panel))), "ticktext": [f.title.split(" (")[0] for f in panel],
+                "range": [rows - 0.5, -0.5], "automargin": True, "fixedrange": True, "zeroline": False}
+
+    layout: Json = {
+        "height": 120 + 60 * rows,
+        "margin": {"l": 10, "r": 10, "t": 10, "b": 70},
+        "grid": {"rows": 1, "columns": 2},
+        "xaxis": {"domain": [0, 0.45], "range": [0.9, 5.1], "title": {"text": "grade (1–5)"}, "hoverformat": ".2f", "zeroline": False},
+        "yaxis": y_axis(grades),
+        "xaxis2": {"domain": [0.62, 1], "range": [-0.03, 1.03], "tickformat": ".0%", "title": {"text": "share"}, "hoverformat": ".0%",
+                   "zeroline": False},
+        "yaxis2": {**y_axis(shares), "anchor": "x2"},
+        "shapes": shapes,
+        "legend": {"orientation": "h", "y": -0.35, "font": {"size": 11}},
+        "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+        "font": {"family": "system-ui, sans-serif", "color": "#1d2430"},
+    }
+    return {"data": traces, "layout": layout}
+
+
+def agreement_figure(history: list[RunAgreement], titles: dict[str, str]) -> Json:
+    """Return the chart of the judge's agreement with people per figure across runs (x: run, oldest first)."""
+    x = [h.run_name for h in history]
+    traces: list[Json] = []
+    for k, (key, title) in enumerate(titles.items()):
+        points = [(h.run_name, h.agreement.get(key), h.graded, h.judge_version) for h in history]
+        traces.append({
+            "type": "scatter", "mode": "lines+markers", "name": title, "x": [p[0] for p in points], "y": [p[1] for p in points],
+            "line": {"color": SERIES[k % len(SERIES)] if k < len(SERIES) else "#1d2430", "width": 1.5},
+            "marker": {"size": 7, "symbol": SYMBOLS[k % len(SYMBOLS)]},
+            "customdata": [[p[2], p[3]] for p in points],
+            "hovertemplate": "%{x} · " + title + ": %{y:.0%} agree · %{customdata[0]} graded drafts · judge %{customdata[1]}<extra></extra>",
+        })
+    layout: Json = {
+        "height": 320,
+        "margin": {"l": 55, "r": 10, "t": 10, "b": 90},
+        "xaxis": {"type": "category", "categoryorder": "array", "categoryarray": x, "title": {"text": "run (oldest first)"}},
+        "yaxis": {"range": [0, 1.02], "tickformat": ".0%", "title": {"text": "judge agrees with people"}},
+        "legend": {"orientation": "h", "y": -0.32, "font": {"size": 10}},
+        "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+        "font": {"family": "system-ui, sans-serif", "color": "#1d2430"},
+    }
+    return {"data": traces, "layout": layout}
+
+
+def to_json(figure: Json) -> str:
+    """Serialize a figure for the page's data-figure attribute (plain floats, strings and None)."""
+    return json.dumps(figure, allow_nan=False)

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
+from webapp.core.spec import EvalSpec
 from webapp.evaluator import service as evaluator_service
 from webapp.evaluator.pages import VIEW_ROLES as EVALUATOR_VIEW_ROLES
-from webapp.ppi import service
-from webapp.ppi.report import judge_runs, run_report
+from webapp.ppi import charts, service
+from webapp.ppi.judge_runs import RunAgreement, agreement_history, judge_runs
+from webapp.ppi.report import run_report
 from webapp.ppi.routes import VIEW_ROLES
-from webapp.ppi.views import report_view
+from webapp.ppi.schemas import JudgeRunView, RunReportPublic
+from webapp.ppi.views import TITLES, report_public
 from webapp.runs.deps import RunDep
+from webapp.runs.models import Run
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.web.templating import render
@@ -24,35 +30,64 @@ from webapp.web.templating import render
 router = APIRouter()
 
 
+@dataclass(frozen=True)
+class JudgeRunsView:
+    """The judge's runs on the evaluator list page, and its agreement with people across them (chart JSON and table)."""
+
+    runs: list[JudgeRunView]
+    agreement: list[RunAgreement]
+    agreement_figure: str | None  # plotly figure JSON; None with fewer than 2 runs to compare
+    titles: dict[str, str]
+
+
+def judge_runs_view(*, session: Session, spec: EvalSpec) -> JudgeRunsView:
+    """Return the judge's runs and its agreement per figure across the graded ones (oldest first)."""
+    runs = judge_runs(session=session)
+    history = agreement_history(session=session, spec=spec, runs=runs)
+    figure = charts.to_json(charts.agreement_figure(history, TITLES)) if len(history) >= 2 else None
+    return JudgeRunsView(runs=runs, agreement=history, agreement_figure=figure, titles=TITLES)
+
+
 @router.get("/evaluator/runs", response_class=HTMLResponse, name="evaluator_runs")
 def evaluator_runs(
-    request: Request, session: SessionDep, principal: Principal = Depends(require_role(*EVALUATOR_VIEW_ROLES))
+    request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*EVALUATOR_VIEW_ROLES))
 ) -> HTMLResponse:
     """List the runs recorded by prompt-evaluator --record, and the Draft Desk runs the PPI judge scored (links to their intervals).
 
     Here rather than in webapp/evaluator/pages.py: the page shows both domains' runs, and only ppi
-    (above evaluator in the layers) may read both.
+    (above evaluator in the layers) may read both. It also charts the judge's agreement with
+    people per figure across the judged runs (the ML lead's drift watch, webapp/ppi/judge_runs.py).
     """
-    ctx = {"runs": evaluator_service.list_evaluator_runs(session=session), "judge_runs": judge_runs(session=session)}
+    ctx = {"runs": evaluator_service.list_evaluator_runs(session=session), "judge": judge_runs_view(session=session, spec=spec)}
     return render(request, "evaluator/list.html", ctx)
+
+
+@dataclass(frozen=True)
+class RunIntervalsView:
+    """The run's intervals page: the report (the API's model), the forest plot's JSON, and what the viewer may do."""
+
+    run: Run
+    r: RunReportPublic | None
+    forest_figure: str | None
+    can_sample: bool
+    error: str | None
 
 
 @router.get("/ppi/runs/{run}", response_class=HTMLResponse)
 def ppi_run_page(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
 ) -> HTMLResponse:
-    """Show a run's figures: estimate [95% interval], the judge alone, human grades, gate calls and judge health."""
+    """Show a run's figures: estimate [95% interval], the judge alone, human grades, gate calls, judge health and what the signals bought."""
     report = run_report(session=session, spec=spec, run_id=stored_id(run.id))
-    return consume_flash(request, render(
-        request,
-        "ppi/run.html",
-        {
-            "run": run,
-            "r": None if report is None else report_view(report, spec),
-            "can_sample": principal.has_role("lead"),
-            "error": flash_context(request)["error"],
-        },
-    ))
+    public = None if report is None else report_public(report, spec)
+    view = RunIntervalsView(
+        run=run,
+        r=public,
+        forest_figure=None if public is None else charts.to_json(charts.forest_figure(public.figures)),
+        can_sample=principal.has_role("lead"),
+        error=flash_context(request)["error"],
+    )
+    return consume_flash(request, render(request, "ppi/run.html", {"view": view}))
 
 
 @router.post("/ppi/runs/{run}/further-sample")

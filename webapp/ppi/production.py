@@ -45,8 +45,10 @@ from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
-from webapp.ppi.report import OVERALL, StoredSample, figure_of, stored_sample
+from webapp.ppi.report import StoredSample, figure_of, stored_sample
+from webapp.ppi.schemas import WeekCriterionPublic, WeekQualityPublic
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
+from webapp.ppi.signals import OVERALL
 from webapp.runs.models import PRODUCTION_SOURCE, Draft, Run
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
@@ -409,21 +411,22 @@ def weekly_quality(
     return out
 
 
-def week_view(w: WeekQuality) -> dict[str, object]:
+def week_view(w: WeekQuality) -> WeekQualityPublic:
     """Return a week's figures as the API and the metrics page's table give them."""
     e = w.estimate
-    return {
-        "week": w.week, "start": w.start.isoformat(), "end": w.end.isoformat(), "run_name": w.run_name,
-        "drafts": w.drafts, "sampled": w.sampled, "drawn": w.drawn, "graded": w.graded, "pending": w.pending,
-        "provisional": w.provisional, "estimate": None if e is None else e.estimate, "low": None if e is None else e.low,
-        "high": None if e is None else e.high, "below_target": w.below_target,
-        "criteria": [
-            {
-                "key": c.key, "name": c.name, "estimate": None if c.estimate is None else c.estimate.estimate,
-                "low": None if c.estimate is None else c.estimate.low, "high": None if c.estimate is None else c.estimate.high,
-                "team_target": c.target, "below_target": c in w.below_criteria,
-            }
+    below = {c.key for c in w.below_criteria}
+    return WeekQualityPublic(
+        week=w.week, start=w.start.isoformat(), end=w.end.isoformat(), run_name=w.run_name,
+        drafts=w.drafts, sampled=w.sampled, drawn=w.drawn, graded=w.graded, pending=w.pending,
+        provisional=w.provisional, estimate=None if e is None else e.estimate, low=None if e is None else e.low,
+        high=None if e is None else e.high, below_target=w.below_target,
+        criteria=[
+            WeekCriterionPublic(
+                key=c.key, name=c.name, estimate=None if c.estimate is None else c.estimate.estimate,
+                low=None if c.estimate is None else c.estimate.low, high=None if c.estimate is None else c.estimate.high,
+                team_target=c.target, below_target=c.key in below,
+            )
             for c in w.criteria
         ],
-        "estimand": WEEK_ESTIMAND,
-    }
+        estimand=WEEK_ESTIMAND,
+    )

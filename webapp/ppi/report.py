@@ -21,13 +21,11 @@ Decisions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import quote
 
 import numpy as np
 from scipy import special
-from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -41,48 +39,59 @@ from webapp.ppi.estimator import (
     Estimate,
     EstimatorError,
     Sample,
-    all_pass,
     estimate_difference,
     estimate_mean,
     make_sample,
 )
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
-from webapp.ppi.schemas import JudgeRunView
-from webapp.ppi.service import SCALE_CRITERIA
+from webapp.ppi.signals import (
+    FIGURE_RANGE,
+    DraftSignals,
+    SignalMatrix,
+    call_to_call_share,
+    call_values,
+    choose,
+    error_correlation,
+    figure_values,
+    parse_signals,
+    signal_matrix,
+    within_range,
+)
 from webapp.regression.service import PassRateDifference, baseline_for
 from webapp.runs.models import Draft, Run
 
 FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")
-# What a figure can be: a share (factual accuracy, pass rate) lies in [0, 1], a rubric score in [1, 5].
-FIGURE_RANGE: dict[str, tuple[float, float]] = {
-    "factual_accuracy": (0.0, 1.0), "citation_relevance": (1.0, 5.0), "tone": (1.0, 5.0),
-    "completeness": (1.0, 5.0), "pass_rate": (0.0, 1.0), "overall": (1.0, 5.0),
-}
-
-
-def within_range(estimate: Estimate, lowest: float, highest: float) -> Estimate:
-    """Return the estimate with its interval cut to what the figure can be (97% [79%, 116%] -> [79%, 100%]).
-
-    Cutting an interval to the values the quantity can take keeps every true value it covered, so
-    the coverage is unchanged; the estimate itself is left as computed.
-    """
-    return replace(estimate, low=max(estimate.low, lowest), high=min(estimate.high, highest))
 Verdict = Literal["pass", "fail", "undecided"]
 
 
 @dataclass(frozen=True)
 class Figure:
-    """One rubric figure of a run: the PPI estimate and what the page says about it."""
+    """One rubric figure of a run: the PPI estimate the gate uses, the two it was chosen from, and what the page says about it."""
 
     key: str
-    estimate: Estimate | None  # None while no drawn draft has a final grade
+    estimate: Estimate | None  # what the gate uses: `learned` when it pays, else `single` (signals.choose); None without grades
     agreement: float | None  # judge vs human on the labelled drafts: share equal (0/1) or within 1 point
     mean_gap: float | None  # judge minus human on the labelled drafts, 1/pi-weighted (judge_gap)
+    single: Estimate | None = None  # from the first call's score alone (today's estimate)
+    learned: Estimate | None = None  # from the learned predictor on the signal matrix; None without signals
+    uses_learned: bool = False
+    note: str | None = None  # "the extra signals do not pay here (...)" when learned exists but does not pay
+    columns: tuple[str, ...] = ()  # the signal matrix's columns (signals.Column)
+    call_share: float | None = None  # share of the judge's error that changes from call to call
+    error_corr: float | None = None  # correlation of the two judges' errors against the human grade
 
     @property
     def low_lambda(self) -> bool:
         """Tell whether the judge is trusted little (lambda < 0.3): it barely helps this figure."""
         return self.estimate is not None and min(self.estimate.lambdas) < LOW_LAMBDA_WARNING
+
+
+@dataclass(frozen=True)
+class JudgeCost:
+    """What the judge cost per draft: calls (both judges, failed ones included) and dollars (None without prices)."""
+
+    calls_per_draft: float
+    usd_per_draft: float | None
 
 
 @dataclass(frozen=True)
@@ -98,27 +107,7 @@ class RunReport:
     judge_version: str
     seed: int
     figures: dict[str, Figure]
-
-
-OVERALL = "overall"  # the mean of the four criteria per draft (factual pass/fail as the gate's 5/1): the weekly chart's figure
-
-
-def _values(spec: EvalSpec, key: str, rows: list[tuple[str, float, float, float]]) -> np.ndarray:
-    """Return the per-draft value of a figure from (factual, citation, tone, completeness) tuples."""
-    factual = np.array([r[0] == "pass" for r in rows], dtype=np.float64)
-    if key == "factual_accuracy":
-        return factual
-    if key == "pass_rate":
-        by_key = {c.key: c for c in spec.rubric.criteria}
-        thresholds = [float(by_key[k].pass_threshold or 0) for k in SCALE_CRITERIA]
-        scales = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float64)
-        return all_pass(factual, scales, thresholds)
-    if key == OVERALL:
-        pilot = spec.gates.pilot
-        points = np.where(factual == 1.0, float(pilot.factual_pass_score), float(pilot.factual_fail_score))
-        scales = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float64).reshape(len(rows), 3)
-        return (points + scales.sum(axis=1)) / 4.0
-    return np.array([r[1 + SCALE_CRITERIA.index(key)] for r in rows], dtype=np.float64)
+    cost: JudgeCost | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +124,10 @@ class StoredSample:
     seed: int  # the first round's (it also seeds the cross-fitting folds)
     judge_version: str
     rounds: int
+    signals: tuple[DraftSignals | None, ...] = ()  # per draft (signals.parse_signals); () when not read
+    intents: np.ndarray | None = None  # the case's intent per draft ("" without one): the predictor's groups
+    calls: np.ndarray | None = None  # judge calls per draft (column `calls`)
+    costs: tuple[float | None, ...] = ()  # dollars per draft (column `cost_usd`)
 
     @property
     def n_drawn(self) -> int:
@@ -150,6 +143,30 @@ class StoredSample:
     def pending(self) -> int:
         """Return how many drawn drafts still wait for their final grade."""
         return self.n_drawn - self.graded
+
+    def cost(self) -> JudgeCost | None:
+        """Return the judge's cost per draft (dollars only when every draft has its price)."""
+        if self.calls is None or not self.ids:
+            return None
+        dollars = None if any(c is None for c in self.costs) or not self.costs else sum(c or 0.0 for c in self.costs) / len(self.ids)
+        return JudgeCost(calls_per_draft=float(self.calls.mean()), usd_per_draft=dollars)
+
+
+_JudgeRow = tuple[tuple[str, float, float, float], DraftSignals | None, int, float | None]
+
+
+def _judge_rows(session: Session, run_id: int, judge_version: str) -> dict[int, _JudgeRow]:
+    """Return per draft the judge's first-call row, its parsed signals, its calls and its cost."""
+    j = table_of(PpiJudgeScore).c
+    rows = session.execute(
+        sa_select(j.draft_id, j.factual_accuracy, j.citation_relevance, j.tone, j.completeness, j.signals, j.calls, j.cost_usd).where(
+            j.run_id == run_id, j.judge_version == judge_version
+        )
+    )
+    return {
+        int(r[0]): ((str(r[1]), float(r[2]), float(r[3]), float(r[4])), parse_signals(r[5]), int(r[6]), None if r[7] is None else float(r[7]))
+        for r in rows
+    }
 
 
 def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
@@ -172,15 +189,8 @@ def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
         latest_pi[draft_id] = float(combined_pi)
         drawn[draft_id] = drawn.get(draft_id, False) or bool(was_drawn)
     ids = sorted(latest_pi)
-    j, f = table_of(PpiJudgeScore).c, table_of(FinalGrade).c
-    judge = {
-        int(r[0]): (str(r[1]), float(r[2]), float(r[3]), float(r[4]))
-        for r in session.execute(
-            sa_select(j.draft_id, j.factual_accuracy, j.citation_relevance, j.tone, j.completeness).where(
-                j.run_id == run_id, j.judge_version == judge_version
-            )
-        )
-    }
+    f = table_of(FinalGrade).c
+    judge = _judge_rows(session, run_id, str(judge_version))
     run_drafts = select(Draft.id).where(Draft.run_id == run_id)
     finals = {
         int(r[0]): (str(r[1]), float(r[2]), float(r[3]), float(r[4]))
@@ -188,45 +198,97 @@ def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
             sa_select(f.draft_id, f.factual_accuracy, f.citation_relevance, f.tone, f.completeness).where(f.draft_id.in_(run_drafts))
         )
     }
-    tickets = dict(
-        session.exec(
-            select(Draft.id, EvalCase.case_id).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(Draft.run_id == run_id)
+    cases = {
+        stored_id(i): (str(case), intent or "")
+        for i, case, intent in session.exec(
+            select(Draft.id, EvalCase.case_id, EvalCase.intent).join(EvalCase, col(EvalCase.id) == Draft.case_pk).where(Draft.run_id == run_id)
         ).all()
-    )
+    }
     return StoredSample(
         ids=ids,
-        judge_rows=[judge[d] for d in ids],
+        judge_rows=[judge[d][0] for d in ids],
         human_rows=[finals.get(d, ("fail", 0.0, 0.0, 0.0)) for d in ids],
         drawn=np.array([drawn[d] for d in ids]),
         labelled=np.array([drawn[d] and d in finals for d in ids]),
         pi=np.array([latest_pi[d] for d in ids]),
-        tickets=np.array([tickets[d] for d in ids]),
+        tickets=np.array([cases[d][0] for d in ids]),
         seed=int(seed),
         judge_version=str(judge_version),
         rounds=max(int(r[1]) for r in draws),
+        signals=tuple(judge[d][1] for d in ids),
+        intents=np.array([cases[d][1] for d in ids]),
+        calls=np.array([judge[d][2] for d in ids], dtype=np.int64),
+        costs=tuple(judge[d][3] for d in ids),
     )
 
 
+def _bounded(sample: Sample, stored: StoredSample, key: str, estimand: Estimand) -> Estimate | None:
+    """Return the sample's estimate cut to the figure's range, or None when the estimator cannot give one."""
+    try:
+        return within_range(estimate_mean(sample, seed=stored.seed, estimand=estimand), *FIGURE_RANGE[key])
+    except EstimatorError:
+        return None
+
+
+def learned_estimate(
+    spec: EvalSpec, stored: StoredSample, key: str, *, estimand: Estimand = "run"
+) -> tuple[Estimate | None, SignalMatrix | None]:
+    """Return the learned-predictor estimate of a figure from its signal matrix (groups: the case's intent), and the matrix.
+
+    (None, None) when the run has no learned predictor (signals.signal_matrix).
+    """
+    matrix = signal_matrix(spec, key, stored.signals) if stored.signals else None
+    if matrix is None:
+        return None, None
+    labelled = stored.labelled
+    y = np.where(labelled, figure_values(spec, key, stored.human_rows), np.nan)
+    sample = make_sample(judge=matrix.values, human=y, drawn=labelled, pi=stored.pi, cluster=stored.tickets, groups=stored.intents)
+    return _bounded(sample, stored, key, estimand), matrix
+
+
+def signal_health(spec: EvalSpec, stored: StoredSample, key: str) -> tuple[float | None, float | None]:
+    """Return (share of judge error changing call to call, the two judges' error correlation) on the graded drafts."""
+    graded = [i for i in np.flatnonzero(stored.labelled) if stored.signals and stored.signals[i] is not None]
+    if not graded:
+        return None, None
+    sigs = [s for s in (stored.signals[i] for i in graded) if s is not None]
+    human = figure_values(spec, key, [stored.human_rows[i] for i in graded])
+    share = call_to_call_share(call_values(spec, key, sigs), human)
+    with_second = [k for k, s in enumerate(sigs) if s.second is not None]
+    first = figure_values(spec, key, [sigs[k].calls[0] for k in with_second])
+    second = figure_values(spec, key, [r for r in (sigs[k].second for k in with_second) if r is not None])
+    return share, error_correlation(first, second, human[with_second])
+
+
+def agreement_of(spec: EvalSpec, stored: StoredSample, key: str) -> float | None:
+    """Return the share of graded drafts on which the judge's first call and people agree (equal 0/1, or within 1 point)."""
+    labelled = stored.labelled
+    if labelled.sum() < 2:
+        return None
+    gap = figure_values(spec, key, stored.judge_rows)[labelled] - figure_values(spec, key, stored.human_rows)[labelled]
+    return float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
+
+
 def figure_of(spec: EvalSpec, stored: StoredSample, key: str, *, estimand: Estimand = "run") -> Figure:
-    """Return one figure of a stored sample: its estimate (cut to the figure's range), agreement and judge gap.
+    """Return one figure of a stored sample: the single-score and learned estimates (cut to the figure's range), the one the gate uses, agreement and judge gap.
 
     The estimand is the run's own drafts (issue 34) unless told otherwise (webapp/ppi/estimator.py).
     """
-    f = _values(spec, key, stored.judge_rows)
+    f = figure_values(spec, key, stored.judge_rows)
     labelled = stored.labelled
-    y = np.where(labelled, _values(spec, key, stored.human_rows), np.nan)
-    estimate = None
-    agreement = mean_gap = None
-    if labelled.sum() >= 2:
-        try:
-            sample = make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi, cluster=stored.tickets)
-            estimate = within_range(estimate_mean(sample, seed=stored.seed, estimand=estimand), *FIGURE_RANGE[key])
-        except EstimatorError:
-            estimate = None
-        gap = f[labelled] - y[labelled]
-        mean_gap = judge_gap(make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi), seed=stored.seed, estimand=estimand)
-        agreement = float(np.mean(np.abs(gap) < (0.5 if key in ("factual_accuracy", "pass_rate") else 1.5)))
-    return Figure(key=key, estimate=estimate, agreement=agreement, mean_gap=mean_gap)
+    y = np.where(labelled, figure_values(spec, key, stored.human_rows), np.nan)
+    if labelled.sum() < 2:
+        return Figure(key=key, estimate=None, agreement=None, mean_gap=None)
+    single = _bounded(make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi, cluster=stored.tickets), stored, key, estimand)
+    mean_gap = judge_gap(make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi), seed=stored.seed, estimand=estimand)
+    learned, matrix = learned_estimate(spec, stored, key, estimand=estimand)
+    choice = choose(single, learned)
+    share, corr = signal_health(spec, stored, key)
+    return Figure(
+        key=key, estimate=choice.estimate, agreement=agreement_of(spec, stored, key), mean_gap=mean_gap,
+        single=single, learned=learned, uses_learned=choice.uses_learned, note=choice.note,
+        columns=() if matrix is None else matrix.columns, call_share=share, error_corr=corr,
+    )
 
 
 def judge_gap(sample: Sample, *, seed: int = 0, estimand: Estimand = "run") -> float:
@@ -258,6 +320,7 @@ def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | 
         judge_version=stored.judge_version,
         seed=stored.seed,
         figures={key: figure_of(spec, stored, key) for key in FIGURES},
+        cost=stored.cost(),
     )
 
 
@@ -315,42 +378,6 @@ def drafts_to_decide(estimate: Estimate, threshold: float, *, pending: int = 0, 
     more = max(0, math.ceil(needed - 1e-9) - n - pending)
     left = undrawn if undrawn is not None else big_n - n - pending
     return min(more, max(left, 0))
-
-
-# --- the judge's runs, for the evaluator page and the ML lead ---------------------------------------------
-
-
-def judge_runs(*, session: Session) -> list[JudgeRunView]:
-    """Return every run the PPI judge scored, newest first, with its sample's counts (drawn, graded) and its intervals page.
-
-    Aggregates only (no ORM rows, no estimates): the evaluator page lists them on every visit.
-    """
-    j, d, f, r = table_of(PpiJudgeScore).c, table_of(PpiDraw).c, table_of(FinalGrade).c, table_of(Run).c
-    judged = session.execute(
-        sa_select(j.run_id, r.name, func.max(j.judge_version), func.count(func.distinct(j.draft_id)))
-        .join(table_of(Run), r.id == j.run_id)
-        .group_by(j.run_id, r.name, r.created_at)
-        .order_by(r.created_at.desc(), j.run_id.desc())
-    ).all()
-    if not judged:
-        return []
-    drawn_ids = sa_select(d.run_id, d.draft_id).where(d.drawn.is_(True)).distinct().subquery()
-    drawn = dict(session.execute(sa_select(drawn_ids.c.run_id, func.count()).group_by(drawn_ids.c.run_id)).all())
-    graded = dict(session.execute(
-        sa_select(drawn_ids.c.run_id, func.count())
-        .join(table_of(FinalGrade), f.draft_id == drawn_ids.c.draft_id)
-        .group_by(drawn_ids.c.run_id)
-    ).all())
-    rounds = dict(session.execute(sa_select(d.run_id, func.max(d.round)).group_by(d.run_id)).all())
-    versions = dict(session.execute(sa_select(d.run_id, func.min(d.judge_version)).where(d.round == 1).group_by(d.run_id)).all())
-    return [
-        JudgeRunView(
-            run_id=int(run_id), run_name=str(name), judge_version=str(versions.get(run_id, version)), judged=int(count),
-            drawn=int(drawn.get(run_id, 0)), graded=int(graded.get(run_id, 0)), rounds=int(rounds.get(run_id, 0)),
-            href=f"/ppi/runs/{quote(str(name), safe='')}",
-        )
-        for run_id, name, version, count in judged
-    ]
 
 
 # --- the regression alert: a run's pass rate against its baseline's ---------------------------------------
@@ -424,8 +451,8 @@ def _pass_sample(spec: EvalSpec, stored: StoredSample, keep: np.ndarray) -> Samp
     human_rows = [r for r, k in zip(stored.human_rows, keep, strict=True) if k]
     labelled = stored.labelled[keep]
     return make_sample(
-        judge=_values(spec, "pass_rate", judge_rows),
-        human=np.where(labelled, _values(spec, "pass_rate", human_rows), np.nan),
+        judge=figure_values(spec, "pass_rate", judge_rows),
+        human=np.where(labelled, figure_values(spec, "pass_rate", human_rows), np.nan),
         drawn=labelled,
         pi=stored.pi[keep],
         cluster=stored.tickets[keep],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
@@ -15,12 +14,12 @@ from webapp.ppi.schemas import (
     FurtherSampleIn,
     ProductionWeekIn,
     ProductionWeekPublic,
-    RunIntervalsPublic,
+    RunReportPublic,
     SampleIn,
     SamplePublic,
     WeekQualityPublic,
 )
-from webapp.ppi.views import report_view
+from webapp.ppi.views import report_public
 from webapp.runs.deps import RunDep
 from webapp.web.api_docs import error_response
 from webapp.web.deps import SpecDep, require_role
@@ -30,15 +29,15 @@ router = APIRouter(tags=["ppi"])
 VIEW_ROLES = ("lead", "pm", "support_lead", "ml_lead", "admin")  # ml_lead: reads the gate pages that link here, and judge health
 
 
-@router.get("/ppi/runs/{run}", response_model=RunIntervalsPublic, responses={404: error_response("No such run, or the run has no sample")})
+@router.get("/ppi/runs/{run}", response_model=RunReportPublic, responses={404: error_response("No such run, or the run has no sample")})
 def api_run_intervals(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
-) -> dict[str, Any]:
-    """Return the run's rubric figures with 95% intervals (judge on every draft, people on the sample)."""
+) -> RunReportPublic:
+    """Return the run's rubric figures with 95% intervals (judge on every draft, people on the sample), and what the judge's signals bought."""
     report = run_report(session=session, spec=spec, run_id=stored_id(run.id))
     if report is None:
         raise HTTPException(status_code=404, detail="run: this run has no human-grading sample")
-    return report_view(report, spec)
+    return report_public(report, spec)
 
 
 @router.post(
@@ -49,7 +48,7 @@ def api_run_intervals(
 )
 def api_draw_sample(
     body: SampleIn, session: SessionDep, principal: Principal = Depends(require_role("lead")), *, run: RunDep
-) -> dict[str, Any]:
+) -> SamplePublic:
     """Draw the run's human-grading sample before any grade (pi, draws and seed stored, append-only)."""
     try:
         summary = service.draw_sample(
@@ -57,7 +56,7 @@ def api_draw_sample(
         )
     except service.PpiError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
-    return dataclasses.asdict(summary)
+    return SamplePublic.model_validate(dataclasses.asdict(summary))
 
 
 @router.post(
@@ -68,22 +67,23 @@ def api_draw_sample(
 )
 def api_draw_further_sample(
     body: FurtherSampleIn, session: SessionDep, principal: Principal = Depends(require_role("lead")), *, run: RunDep
-) -> dict[str, Any]:
+) -> SamplePublic:
     """Draw a further sample to settle an undecided gate (combined pi = 1 - (1 - pi1)(1 - pi2))."""
     try:
         summary = service.draw_further_sample(session=session, run_id=stored_id(run.id), budget=body.budget, seed=body.seed)
     except service.PpiError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
-    return dataclasses.asdict(summary)
+    return SamplePublic.model_validate(dataclasses.asdict(summary))
 
 
-def _week_view(made: production.WeekRun) -> dict[str, Any]:
+def _week_view(made: production.WeekRun) -> ProductionWeekPublic:
+    """Return the week's run as the API answers it."""
     row = made.week
-    return {
-        "created": made.created, "week": row.week, "run_id": row.run_id, "run_name": made.run.name,
-        "events_with_draft": row.events_with_draft, "drafts_taken": row.drafts_taken, "cap": row.cap,
-        "cap_seed": row.cap_seed, "budget": row.budget,
-    }
+    return ProductionWeekPublic(
+        created=made.created, week=row.week, run_id=row.run_id, run_name=made.run.name,
+        events_with_draft=row.events_with_draft, drafts_taken=row.drafts_taken, cap=row.cap,
+        cap_seed=row.cap_seed, budget=row.budget,
+    )
 
 
 @router.post(
@@ -96,7 +96,7 @@ def _week_view(made: production.WeekRun) -> dict[str, Any]:
 def api_production_week(
     body: ProductionWeekIn, request: Request, response: Response, session: SessionDep,
     principal: Principal = Depends(require_role("lead")),
-) -> dict[str, Any]:
+) -> ProductionWeekPublic:
     """Turn one ISO week of production drafts into a run (at most the configured cap, drawn uniformly); idempotent."""
     try:
         made = production.create_week_run(
@@ -113,6 +113,6 @@ def api_production_week(
 @router.get("/ppi/production-weeks", response_model=list[WeekQualityPublic])
 def api_production_weeks(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
-) -> list[dict[str, Any]]:
+) -> list[WeekQualityPublic]:
     """Return each production week's human-graded overall quality with its 95% interval, oldest first."""
     return [production.week_view(w) for w in production.weekly_quality(session=session, spec=spec)]

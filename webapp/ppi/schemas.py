@@ -7,7 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 
-class IntervalPublic(BaseModel):
+class EstimatePublic(BaseModel):
+    """One PPI estimate with its 95% interval (the API's `interval`, `single` and `learned`)."""
+
     estimate: float
     low: float
     high: float
@@ -24,9 +26,18 @@ class IntervalPublic(BaseModel):
         description="What the interval is about: the run's own drafts (width 0 once all are graded) or drafts like these"
     )
     about: str = Field(description="The estimand as the page labels it, e.g. \"about this run's 100 drafts\"")
+    predictor: str = Field(default="judge", description="What stood in for the human grade: \"judge\" (one score) or the learned predictor")
+    r_squared: float | None = Field(
+        default=None, description="The learned predictor's out-of-fold R-squared with the human grades (None for one score)"
+    )
+
+
+IntervalPublic = EstimatePublic  # the name before issue 36
 
 
 class GatePublic(BaseModel):
+    """The gate's reading of one figure against its threshold."""
+
     threshold: float
     verdict: Literal["pass", "fail", "undecided"]
     more_grades: int | None = Field(
@@ -37,6 +48,8 @@ class GatePublic(BaseModel):
 
 
 class FigurePublic(BaseModel):
+    """One rubric figure: the estimate the gate uses (`interval`), the two it was chosen from, judge health and what the signals bought."""
+
     key: str
     title: str
     unit: Literal["share", "grade"]
@@ -46,13 +59,39 @@ class FigurePublic(BaseModel):
         description="The judge's bias over the run's drafts from the graded ones (1/pi-weighted mean of judge minus human)"
     )
     bias_matches_gap: bool = Field(
-        default=False, description="interval.bias equals judge_minus_human (every lambda is 1); otherwise lambda < 1 explains the gap"
+        default=False, description="interval.bias equals judge_minus_human (every lambda is 1 and the single score is used); otherwise lambda < 1 or the learned predictor explains the gap"
     )
     low_lambda_warning: bool
     gate: GatePublic | None
+    single: EstimatePublic | None = Field(default=None, description="The single-score estimate (the judge's first call)")
+    learned: EstimatePublic | None = Field(
+        default=None, description="The learned-predictor estimate from the judge's signals; None when the run has no signals"
+    )
+    uses_learned: bool = Field(
+        default=False, description="`interval` (what the gate uses) is the learned estimate: its worth is >= 1.2 x the human "
+        "grades and >= the single score's"
+    )
+    signals_note: str | None = Field(default=None, description="Why the gate uses the single-score estimate although signals exist")
+    signal_columns: list[str] = Field(default_factory=list, description="The learned predictor's signals: calls_mean, calls_sd, second, expected")
+    call_to_call_share: float | None = Field(
+        default=None, description="Share of the judge's error that changes from call to call: mean within-draft variance of the "
+        "calls / variance of the first call's error against the human grade (graded drafts with >= 2 calls)"
+    )
+    judges_error_correlation: float | None = Field(
+        default=None, description="Correlation of (first call - human) and (second judge - human) on the graded drafts"
+    )
 
 
-class RunIntervalsPublic(BaseModel):
+class JudgeCostPublic(BaseModel):
+    """What the judge cost per draft of the run."""
+
+    calls_per_draft: float = Field(description="Judge calls per draft, both judges, failed calls included")
+    usd_per_draft: float | None = Field(description="Dollars per draft; None when the judge configuration gives no prices")
+
+
+class RunReportPublic(BaseModel):
+    """A run's rubric figures with 95% intervals, the sample's counts and the judge's cost."""
+
     run_id: int
     drafts: int
     drawn: int
@@ -62,6 +101,10 @@ class RunIntervalsPublic(BaseModel):
     judge_version: str
     seed: int
     figures: list[FigurePublic]
+    judge_cost: JudgeCostPublic | None = None
+
+
+RunIntervalsPublic = RunReportPublic  # the name before issue 36
 
 
 class SampleIn(BaseModel):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from webapp.core.spec import EvalSpec
 from webapp.ppi.estimator import Estimand, Estimate
-from webapp.ppi.report import FIGURES, GateCall, RunReport, gate_call
+from webapp.ppi.report import FIGURES, Figure, GateCall, RunReport, gate_call
+from webapp.ppi.schemas import EstimatePublic, FigurePublic, GatePublic, JudgeCostPublic, RunReportPublic
 
 TITLES = {
     "factual_accuracy": "Factual accuracy (pass share)",
@@ -35,62 +34,63 @@ def estimand_label(estimand: Estimand, drafts: int) -> str:
     return "about drafts like these (superpopulation)"
 
 
-def _estimate_view(e: Estimate | None) -> dict[str, Any] | None:
+def estimate_public(e: Estimate | None) -> EstimatePublic | None:
+    """Return an estimate as the API and the page give it (None stays None)."""
     if e is None:
         return None
-    return {
-        "estimate": e.estimate,
-        "low": e.low,
-        "high": e.high,
-        "se": e.se,
-        "df": e.df,
-        "confidence": e.confidence,
-        "judge_alone": e.judge_alone,
-        "bias": e.bias,
-        "lambdas": list(e.lambdas),
-        "human_grades": e.n_labels,
-        "drafts": e.n_drafts,
-        "worth_human_grades": e.effective_labels,
-        "estimand": e.estimand,
-        "about": estimand_label(e.estimand, e.n_drafts),
-    }
+    return EstimatePublic(
+        estimate=e.estimate, low=e.low, high=e.high, se=e.se, df=e.df, confidence=e.confidence, judge_alone=e.judge_alone,
+        bias=e.bias, lambdas=list(e.lambdas), human_grades=e.n_labels, drafts=e.n_drafts,
+        worth_human_grades=e.effective_labels, estimand=e.estimand, about=estimand_label(e.estimand, e.n_drafts),
+        predictor=e.predictor, r_squared=e.r_squared,
+    )
 
 
-def _gate_view(call: GateCall, threshold: float) -> dict[str, Any]:
-    return {"threshold": threshold, "verdict": call.verdict, "more_grades": call.more_grades, "provisional": call.provisional}
+def gate_public(call: GateCall, threshold: float) -> GatePublic:
+    """Return the gate's reading of a figure."""
+    return GatePublic(threshold=threshold, verdict=call.verdict, more_grades=call.more_grades, provisional=call.provisional)
 
 
-def report_view(report: RunReport, spec: EvalSpec) -> dict[str, Any]:
-    """Return the report as plain data (the API answer; the page renders the same)."""
-    figures = []
-    for key in FIGURES:
-        fig = report.figures[key]
-        threshold = gate_threshold(spec, key)
-        gate = None
-        if threshold is not None:
-            gate = _gate_view(gate_call(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn), threshold)
-        figures.append(
-            {
-                "key": key,
-                "title": TITLES[key],
-                "unit": "share" if key in ("factual_accuracy", "pass_rate") else "grade",
-                "interval": _estimate_view(fig.estimate),
-                "agreement": fig.agreement,
-                "judge_minus_human": fig.mean_gap,
-                # the interval's "bias removed" equals judge_minus_human when every lambda is 1 (report.judge_gap)
-                "bias_matches_gap": fig.estimate is not None and all(lam == 1.0 for lam in fig.estimate.lambdas),
-                "low_lambda_warning": fig.low_lambda,
-                "gate": gate,
-            }
-        )
-    return {
-        "run_id": report.run_id,
-        "drafts": report.drafts,
-        "drawn": report.drawn,
-        "graded": report.graded,
-        "pending": report.pending,
-        "rounds": report.rounds,
-        "judge_version": report.judge_version,
-        "seed": report.seed,
-        "figures": figures,
-    }
+def figure_public(report: RunReport, fig: Figure, spec: EvalSpec) -> FigurePublic:
+    """Return one figure as the API and the page give it."""
+    threshold = gate_threshold(spec, fig.key)
+    gate = None
+    if threshold is not None:
+        gate = gate_public(gate_call(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn), threshold)
+    return FigurePublic(
+        key=fig.key,
+        title=TITLES[fig.key],
+        unit="share" if fig.key in ("factual_accuracy", "pass_rate") else "grade",
+        interval=estimate_public(fig.estimate),
+        agreement=fig.agreement,
+        judge_minus_human=fig.mean_gap,
+        # the interval's "bias removed" equals judge_minus_human when every lambda is 1 (report.judge_gap) and the
+        # estimate is the single score's (the learned predictor removes its own predictions' bias, not the judge's)
+        bias_matches_gap=fig.estimate is not None and not fig.uses_learned and all(lam == 1.0 for lam in fig.estimate.lambdas),
+        low_lambda_warning=fig.low_lambda,
+        gate=gate,
+        single=estimate_public(fig.single),
+        learned=estimate_public(fig.learned),
+        uses_learned=fig.uses_learned,
+        signals_note=fig.note,
+        signal_columns=list(fig.columns),
+        call_to_call_share=fig.call_share,
+        judges_error_correlation=fig.error_corr,
+    )
+
+
+def report_public(report: RunReport, spec: EvalSpec) -> RunReportPublic:
+    """Return the report as the API answers it (the page renders the same model)."""
+    cost = report.cost
+    return RunReportPublic(
+        run_id=report.run_id,
+        drafts=report.drafts,
+        drawn=report.drawn,
+        graded=report.graded,
+        pending=report.pending,
+        rounds=report.rounds,
+        judge_version=report.judge_version,
+        seed=report.seed,
+        figures=[figure_public(report, report.figures[key], spec) for key in FIGURES],
+        judge_cost=None if cost is None else JudgeCostPublic(calls_per_draft=cost.calls_per_draft, usd_per_draft=cost.usd_per_draft),
+    )
