@@ -16,7 +16,7 @@ from webapp.datasets.models import EvalCase
 from webapp.grading.errors import GradeInvalid, GradeLocked, NotFound
 from webapp.grading.evidence import JudgeLookup, cited_kb_texts, model_signals
 from webapp.grading.grades import add_history, grades_visible_to, lock_draft
-from webapp.grading.item import user_names
+from webapp.grading.item_reads import user_names
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,

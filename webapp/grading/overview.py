@@ -13,7 +13,8 @@ from webapp.datasets.models import EvalCase
 from webapp.grading.grades import returned_grades
 from webapp.grading.models import Grade, GradingSlot
 from webapp.grading.progress import batch_progress, grading_pace, waiting_for_grader
-from webapp.grading.queue import BatchFilter, batch_drafts_stmt, skip_counts
+from webapp.grading.queue import BatchFilter, batch_drafts_stmt
+from webapp.grading.skips import skip_counts
 from webapp.grading.status import grading_status
 from webapp.runs.models import Draft, Run
 

@@ -12,7 +12,7 @@ from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.errors import AlreadyApproved, GradeInvalid, NotAllowed, NotFound
 from webapp.grading.evidence import cited_kb_texts
-from webapp.grading.item import user_names
+from webapp.grading.item_reads import user_names
 from webapp.grading.models import (
     ReferenceGrade,
     ReferenceVersion,
