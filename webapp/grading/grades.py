@@ -25,7 +25,7 @@ from webapp.grading.models import (
 )
 from webapp.grading.outcome import evaluate_draft
 from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignore
-from webapp.grading.scores import Scores, check_claim_in_draft, scores_of
+from webapp.grading.scores import Scores, ScoreValues, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 
 ADJUDICATIONS = table_of(Adjudication)
@@ -71,7 +71,7 @@ def add_history(
     grade: Grade,
     by: int,
     action: str,
-    before: dict[str, object] | None,
+    before: ScoreValues | None,
     comment: str | None,
     now: dt.datetime,
 ) -> None:

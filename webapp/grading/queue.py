@@ -35,7 +35,7 @@ SLOTS = table_of(GradingSlot)
 GRADES = table_of(Grade)
 SKIPS = table_of(GradingSkip)
 PLAN = table_of(GradingPlan)
-# Any select of drafts (ORM or Core) narrowed by the helpers below, which keep its columns.
+# A select of drafts (ORM or Core) narrowed by the helpers below, which keep its columns.
 S = TypeVar("S", bound=Select)  # a bare Select: any columns
 
 

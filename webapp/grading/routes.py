@@ -223,7 +223,7 @@ def agreement(
     principal: Principal = Depends(require_role("lead", "pm")),
 ) -> AgreementPublic:
     """Return agreement per criterion, grader pair, grader and ISO week (the agreement page's numbers)."""
-    return AgreementPublic.model_validate(agreement_report(session=session, spec=spec, run_id=run_id))
+    return agreement_report(session=session, spec=spec, run_id=run_id)
 
 
 @router.get(
