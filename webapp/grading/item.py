@@ -11,7 +11,7 @@ template reads `draft`, `own`, `counts`... as before, and every one of them is t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from markupsafe import Markup
 from sqlmodel import Session
@@ -48,13 +48,14 @@ from webapp.grading.queue import (
 )
 from webapp.grading.scores import scores_of
 from webapp.grading.writes import write_section
+from webapp.web.page_view import PageView
 
 # What the rubric form shows: a grade's scores, or what the grader typed (text as posted).
 FormValues = Mapping[str, object]
 
 
 @dataclass(frozen=True)
-class GradingItemView:
+class GradingItemView(PageView):
     """Everything the grading page shows for one draft, and the page's own state (flash, errors, typed values)."""
 
     draft: ItemDraft
@@ -103,9 +104,7 @@ class GradingItemView:
 
     def context(self) -> dict[str, object]:
         """Return the template's names: the view's fields and its query string."""
-        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["batch_qs"] = self.batch_qs
-        return out
+        return {**super().context(), "batch_qs": self.batch_qs}
 
 
 def reserve_upcoming(

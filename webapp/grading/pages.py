@@ -53,9 +53,8 @@ def queues(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
 ) -> HTMLResponse:
     """Show my queues: the next item of each batch, grades returned to me, my recent grades."""
-    view = queues_view(session=session, spec=spec, principal=principal)
-    view["flash"] = flash_context(request)["flash"]
-    return consume_flash(request, render(request, "grading/queues.html", view))
+    view = replace(queues_view(session=session, spec=spec, principal=principal), flash=flash_context(request)["flash"])
+    return consume_flash(request, render(request, "grading/queues.html", view.context()))
 
 
 @router.post("/runs/{run_id}/next")
@@ -88,8 +87,9 @@ def batch_overview(
     )
     if view is None:
         raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
-    view.update(flash_context(request))  # "nothing left" rides in the one-time flash, not in the URL
-    return consume_flash(request, render(request, "grading/batch.html", view))
+    flash = flash_context(request)  # "nothing left" rides in the one-time flash, not in the URL
+    view = replace(view, flash=flash["flash"], error=flash["error"])
+    return consume_flash(request, render(request, "grading/batch.html", view.context()))
 
 
 def _item_or_404(

@@ -25,7 +25,6 @@ from webapp.grading.schemas import (
     DecisionPublic,
     DraftGradesPublic,
     FinalGradePublic,
-    FinalGradeRow,
     FinalGradesPublic,
     GradeChangePublic,
     GradePublic,
@@ -257,5 +256,4 @@ def run_final_grades(
             headers=attachment_headers(f"final-grades-{run.id}.jsonl"),
         )
     status = grading_status(session=session, run_id=run_id)
-    items = [FinalGradeRow.model_validate(row) for row in export_rows(session=session, run_id=run_id)]
-    return FinalGradesPublic(run_id=run_id, counts=status.counts, items=items)
+    return FinalGradesPublic(run_id=run_id, counts=status.counts, items=export_rows(session=session, run_id=run_id))
