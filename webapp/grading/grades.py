@@ -263,15 +263,20 @@ def _record(
     if slot_grade is not None or grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
     conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
-    # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
-    grade = Grade(id=grade_id, **values)
+    grade = _join_created(session, Grade(id=grade_id, **values), now)
+    outcome = evaluate_draft(session=session, spec=spec, draft_id=draft_id, now=now)
+    return grade, draft, outcome
+
+
+def _join_created(session: Session, grade: Grade, now: dt.datetime) -> Grade:
+    """Add the grade just inserted to the session as if loaded (no SELECT back), and its "create" to the history."""
     make_transient_to_detached(grade)
     session.add(grade)
-    conn.execute(
+    session.connection().execute(
         _ADD_CHANGE,
         {
-            "grade_id": grade_id,
-            "changed_by": grader_id,
+            "grade_id": grade.id,
+            "changed_by": grade.grader_id,
             "action": "create",
             "before": None,
             "after": scores_of(grade),
@@ -279,8 +284,7 @@ def _record(
             "changed_at": now,
         },
     )
-    outcome = evaluate_draft(session=session, spec=spec, draft_id=draft_id, now=now)
-    return grade, draft, outcome
+    return grade
 
 
 def revise_grade(

@@ -252,12 +252,7 @@ def grading_item(
         show_others=seen.see_all,
         others_folded=seen.own is None,
         signals=model_signals(
-            session=session,
-            spec=spec,
-            draft_id=draft_id,
-            confidence=head.draft.confidence,
-            has_graded=seen.own is not None,
-            judge=judge,
+            session=session, spec=spec, draft_id=draft_id, confidence=head.draft.confidence, has_graded=seen.own is not None, judge=judge
         ),
         history=outcome.history,
         adjudication=outcome.adjudication if seen.see_all else None,

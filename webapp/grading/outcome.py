@@ -137,19 +137,7 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
         # Only the revision of a grade the lead returned (status "rework") may dissolve a disagreement.
         return "in_adjudication"
     if not reasons:
-        n = len(grades)
-        final = {
-            "draft_id": draft_id,
-            FACTUAL_KEY: "pass" if all(g.factual_accuracy == "pass" for g in grades) else "fail",
-            "citation_relevance": sum(g.citation_relevance for g in grades) / n,
-            "tone": sum(g.tone for g in grades) / n,
-            "completeness": sum(g.completeness for g in grades) / n,
-            "source": "agreement",
-            "decided_by": None,
-            "note": None,
-            "decided_at": now,
-        }
-        conn.execute(_upsert_stmt(dialect, _FINALS.name), final)
+        conn.execute(_upsert_stmt(dialect, _FINALS.name), _agreed_final(draft_id, grades, now))
         if adjudication in ("open", "rework"):
             # the reworked grades now agree: no decision needed
             conn.execute(_DISSOLVE, {"d": draft_id, "at": now})
@@ -165,6 +153,22 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     }
     conn.execute(_upsert_stmt(dialect, _ADJUDICATIONS.name), opened)
     return "in_adjudication"
+
+
+def _agreed_final(draft_id: int, grades: list[Grade], now: dt.datetime) -> dict[str, object]:
+    """Return the final grade of agreeing grades: factual pass only if all pass, the mean of each scale."""
+    n = len(grades)
+    return {
+        "draft_id": draft_id,
+        FACTUAL_KEY: "pass" if all(g.factual_accuracy == "pass" for g in grades) else "fail",
+        "citation_relevance": sum(g.citation_relevance for g in grades) / n,
+        "tone": sum(g.tone for g in grades) / n,
+        "completeness": sum(g.completeness for g in grades) / n,
+        "source": "agreement",
+        "decided_by": None,
+        "note": None,
+        "decided_at": now,
+    }
 
 
 def _expire_loaded(session: Session, draft_id: int) -> None:
