@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
-from sqlalchemy.engine import Row
 from sqlalchemy.sql import Executable
 from sqlmodel import Session
 
@@ -129,18 +128,10 @@ class JudgeLookup:
 
     stmt: Executable
 
-    def read(self, draft_id: int) -> tuple[Executable, dict[str, int]]:
-        """The statement and parameters for one draft."""
-        return (self.stmt, {"draft_id": draft_id})
-
-    @staticmethod
-    def verdict(row: Row[dict[str, object] | None, str | None] | None) -> JudgeVerdict | None:
-        """The verdict from the statement's row (None: no judge ran on the draft)."""
-        return JudgeVerdict(scores=row[0], rationale=row[1]) if row is not None else None
-
     def verdict_of(self, session: Session, draft_id: int) -> JudgeVerdict | None:
         """Return the judge's verdict on the draft (None: no judge ran on it)."""
-        return self.verdict(session.connection().execute(self.stmt, {"draft_id": draft_id}).first())
+        row = session.connection().execute(self.stmt, {"draft_id": draft_id}).first()
+        return JudgeVerdict(scores=row.scores, rationale=row.rationale) if row is not None else None
 
 
 @dataclass(frozen=True)
