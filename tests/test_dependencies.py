@@ -73,6 +73,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
             "headers",
             "links",
             "navigation",
+            "page_view",
             "request_limits",
             "serving",
             "static_assets",

@@ -65,7 +65,7 @@ class TestAgreementReport:
             (("pass", 3, 2, 5), ("pass", 3, 4, 5)),
         ]
         self._grade_pairs(session, spec, w, pairs)
-        report = agreement_report(session=session, spec=spec, run_id=w.run.id)
+        report = agreement_report(session=session, spec=spec, run_id=w.run.id).model_dump()
         assert report["n_pairs"] == 4
         # Pair 1 agrees; 2 (factual), 3 (2 vs 3 threshold), 4 (2 vs 4) disagree.
         assert report["disagreement_rate"] == pytest.approx(0.75)

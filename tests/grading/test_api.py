@@ -131,6 +131,6 @@ def test_same_numbers_as_service(
     body = api_as("pm").get("/api/v1/grading/agreement").json()
     session.expire_all()
     assert body["n_pairs"] == 3
-    rate = agreement_report(session=session, spec=spec)["disagreement_rate"]
+    rate = agreement_report(session=session, spec=spec).disagreement_rate
     assert body["disagreement_rate"] == rate == 1 / 3
     assert alice.get("/api/v1/grading/agreement").status_code == 403

@@ -26,10 +26,11 @@ from webapp.grading.adjudication import highlight, list_adjudications
 from webapp.grading.errors import AlreadyGraded, GradeInvalid
 from webapp.grading.evidence import cited_kb_texts, model_signals
 from webapp.grading.grades import lock_draft
-from webapp.grading.item import previous_draft
+from webapp.grading.item_reads import previous_draft
 from webapp.grading.models import Grade, GradingSkip, GradingSlot
 from webapp.grading.progress import grading_pace
-from webapp.grading.queue import BatchFilter, claim_slot, next_item, skip_counts, skip_draft
+from webapp.grading.queue import BatchFilter, claim_slot, next_item
+from webapp.grading.skips import skip_counts, skip_draft
 from webapp.runs.models import Draft
 
 

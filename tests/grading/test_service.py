@@ -216,7 +216,7 @@ class TestGradeLockDuringAdjudication:
         actions = [c.action for c in session.exec(select(GradeChange).where(GradeChange.grade_id == gb.id))]
         assert actions == ["create", "return", "revise"]
         # Agreement statistics still use the first, blind submissions: tone 2 vs 4 disagree.
-        report = agreement_report(session=session, spec=spec, run_id=world.run.id)
+        report = agreement_report(session=session, spec=spec, run_id=world.run.id).model_dump()
         tone = next(c for c in report["criteria"] if c["key"] == "tone")
         assert (report["n_pairs"], report["disagreement_rate"], tone["exact_agreement"]) == (1, 1.0, 0.0)
 

@@ -20,6 +20,7 @@ from webapp.grading.grades import record_grade
 from webapp.grading.scores import validate_scores
 from webapp.runs import service
 from webapp.runs.models import Draft, Run
+from webapp.runs.schemas import DraftPublic
 
 
 def draft(case_id: str, **extra: object) -> dict:
@@ -183,7 +184,7 @@ class TestQueries:
         assert [r.case.case_id for r in service.list_drafts(session=session, run_id=run.id, category="safety")] == ["b"]
         d, c, r = service.get_draft(session=session, draft_id=service.list_drafts(session=session, run_id=run.id)[0].draft.id)
         assert (c.case_id, r.name) == ("a", "r1")
-        pub = service.draft_public(d, c)
+        pub = DraftPublic.of(d, c).model_dump()
         assert pub["case_id"] == "a" and pub["id"] == d.id and pub["draft_text"] == "x"
 
     def test_intent_is_the_cases_and_draft_intent_the_drafts(self, session: Session) -> None:

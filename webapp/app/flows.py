@@ -300,11 +300,10 @@ _JUDGE = core_select(table_of(EvaluatorJudgeScore).c.scores, table_of(EvaluatorJ
 )
 
 
-# The grading pages read judge verdicts through it (with their other reads); the run comparison through `judge_scores`.
+# The grading pages read judge verdicts through it (JudgeLookup.verdict_of); the run comparison through `judge_scores`.
 JUDGE = grading_evidence.JudgeLookup(stmt=_JUDGE)
 
 
 def judge_verdict(session: Session, draft_id: int) -> JudgeVerdict | None:
     """Return the evaluator's judge verdict on a draft (None when no judge ran on it): the one read of judge scores here."""
-    stmt, params = JUDGE.read(draft_id)
-    return JUDGE.verdict(session.connection().execute(stmt, params).first())
+    return JUDGE.verdict_of(session, draft_id)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -14,17 +15,25 @@ from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.errors import GradeInvalid, GradeLocked, NotFound
-from webapp.grading.evidence import JudgeLookup, cited_kb_texts, model_signals
+from webapp.grading.evidence import CitedKbText, JudgeLookup, ModelSignals, cited_kb_texts, model_signals
 from webapp.grading.grades import add_history, grades_visible_to, lock_draft
-from webapp.grading.item import user_names
+from webapp.grading.item_reads import user_names
 from webapp.grading.models import (
     Adjudication,
     FinalGrade,
     Grade,
 )
 from webapp.grading.outcome import upsert_final
-from webapp.grading.scores import FACTUAL_KEY, Scores, refuse_claim_on_pass, scores_of, validate_scores
+from webapp.grading.scores import (
+    FACTUAL_KEY,
+    Scores,
+    ScoreValues,
+    refuse_claim_on_pass,
+    scores_of,
+    validate_scores,
+)
 from webapp.runs.models import Draft
+from webapp.web.page_view import PageView
 
 
 def list_adjudications(*, session: Session, status: str | None = "open") -> list[Adjudication]:
@@ -36,7 +45,7 @@ def list_adjudications(*, session: Session, status: str | None = "open") -> list
 
 
 def decide_adjudication(
-    *, session: Session, spec: EvalSpec, adjudication_id: int, lead_id: int, data: dict[str, Any], note: str
+    *, session: Session, spec: EvalSpec, adjudication_id: int, lead_id: int, data: Mapping[str, object], note: str
 ) -> FinalGrade:
     """Resolve a disagreement from the lead's raw scores (the page's form or the API's JSON), checked against the rubric.
 
@@ -164,6 +173,63 @@ def highlight(text: str, claims: list[tuple[str, str]]) -> list[tuple[str, str |
     return out
 
 
+@dataclass(frozen=True)
+class AdjudicationItem:
+    """One disagreement as the lead reads it: the draft, its case, every grade (lettered), and what the graders saw."""
+
+    adj: Adjudication
+    draft: Draft
+    case: EvalCase | None
+    grades: list[Grade]
+    letters: dict[int | None, str]  # grade id -> A, B (3, 4... beyond two graders)
+    final: FinalGrade | None
+    cited: list[CitedKbText]
+    segments: list[tuple[str, str | None]]  # the draft's text, the graders' quoted claims marked by letter
+    prefill: ScoreValues  # the grade "Take A's scores" copied into the final-grade form (empty: none)
+    taken_from: str | None
+    signals: ModelSignals | None
+
+
+@dataclass(frozen=True)
+class AdjudicationQueueView(PageView):
+    """The disagreements in one state, the counts per state, and the names the page shows."""
+
+    items: list[AdjudicationItem]
+    status: str
+    counts: dict[str, int]
+    users: dict[int, str]
+    flash: str | None = None
+    error: str | None = None
+
+
+def _adjudication_item(
+    *, session: Session, spec: EvalSpec, principal: Principal, adj: Adjudication, take: str, judge: JudgeLookup | None
+) -> AdjudicationItem | None:
+    """Read one disagreement with everything the graders saw (None when its draft is gone)."""
+    draft = session.get(Draft, adj.draft_id)
+    if draft is None:
+        return None
+    grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
+    letters = {g.id: "AB"[i] if i < 2 else str(i + 1) for i, g in enumerate(grades)}
+    claims = [(g.unsupported_claim, letters[g.id]) for g in grades if g.unsupported_claim]
+    taken = next((g for g in grades if take == f"{adj.id}:{g.id}"), None)
+    return AdjudicationItem(
+        adj=adj,
+        draft=draft,
+        case=session.get(EvalCase, draft.case_pk),
+        grades=grades,
+        letters=letters,
+        final=session.exec(select(FinalGrade).where(FinalGrade.draft_id == adj.draft_id)).first(),
+        cited=cited_kb_texts(session=session, citations=draft.citations),
+        segments=highlight(draft.draft_text or "", claims),
+        prefill=scores_of(taken) if taken is not None else {},
+        taken_from=letters[taken.id] if taken is not None else None,
+        signals=model_signals(
+            session=session, spec=spec, draft_id=adj.draft_id, confidence=draft.confidence, has_graded=True, judge=judge
+        ),
+    )
+
+
 def adjudication_queue_view(
     *,
     session: Session,
@@ -172,61 +238,29 @@ def adjudication_queue_view(
     status: str,
     take: str = "",
     judge: JudgeLookup | None = None,
-) -> dict[str, Any]:
+) -> AdjudicationQueueView:
     """Return the disagreements in a state with everything the graders saw, both grades, and the counts per state.
 
     `take` ("<adjudication id>:<grade id>") prefills the final-grade form with that grade.
     """
-    items = []
+    items: list[AdjudicationItem] = []
     user_ids: set[int] = set()
     for adj in list_adjudications(session=session, status=status):
-        draft = session.get(Draft, adj.draft_id)
-        if draft is None:
+        item = _adjudication_item(session=session, spec=spec, principal=principal, adj=adj, take=take, judge=judge)
+        if item is None:
             continue
-        case = session.get(EvalCase, draft.case_pk)
-        grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
-        final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == adj.draft_id)).first()
-        letters = {g.id: "AB"[i] if i < 2 else str(i + 1) for i, g in enumerate(grades)}
-        claims = [(g.unsupported_claim, letters[g.id]) for g in grades if g.unsupported_claim]
-        prefill: dict[str, Any] = {}
-        taken_from = None
-        for g in grades:
-            user_ids.add(g.grader_id)
-            if take == f"{adj.id}:{g.id}":
-                prefill = scores_of(g)
-                taken_from = letters[g.id]
-        if final is not None and final.decided_by:
-            user_ids.add(final.decided_by)
+        user_ids.update(g.grader_id for g in item.grades)
+        if item.final is not None and item.final.decided_by:
+            user_ids.add(item.final.decided_by)
         if adj.resolved_by:
             user_ids.add(adj.resolved_by)
-        items.append(
-            {
-                "adj": adj,
-                "draft": draft,
-                "case": case,
-                "grades": grades,
-                "letters": letters,
-                "final": final,
-                "cited": cited_kb_texts(session=session, citations=draft.citations),
-                "segments": highlight(draft.draft_text or "", claims),
-                "prefill": prefill,
-                "taken_from": taken_from,
-                "signals": model_signals(
-                    session=session,
-                    spec=spec,
-                    draft_id=adj.draft_id,
-                    confidence=draft.confidence,
-                    has_graded=True,
-                    judge=judge,
-                ),
-            }
-        )
+        items.append(item)
     counts = dict(
         session.exec(select(Adjudication.status, func.count()).group_by(col(Adjudication.status))).all()
     )
-    return {
-        "items": items,
-        "status": status,
-        "counts": {s: int(counts.get(s, 0)) for s in ADJUDICATION_STATES},
-        "users": user_names(session=session, user_ids=user_ids),
-    }
+    return AdjudicationQueueView(
+        items=items,
+        status=status,
+        counts={s: int(counts.get(s, 0)) for s in ADJUDICATION_STATES},
+        users=user_names(session=session, user_ids=user_ids),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import Depends, Form, Request
@@ -43,8 +44,9 @@ def adjudication_queue(
         take=request.query_params.get("take", ""),  # "<adjudication id>:<grade id>": prefill with that grade
         judge=JUDGE,
     )
-    view.update(flash_context(request))
-    return consume_flash(request, render(request, "grading/adjudication.html", view, block="queue"))
+    flash = flash_context(request)
+    view = replace(view, flash=flash["flash"], error=flash["error"])
+    return consume_flash(request, render(request, "grading/adjudication.html", view.context(), block="queue"))
 
 
 @router.post("/adjudication/{adjudication_id}/resolve")

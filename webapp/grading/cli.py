@@ -56,4 +56,4 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             if run:
                 run_id = run_or_exit(session=session, ref=run).id
             report = agreement_report(session=session, spec=load_settings().eval_spec, run_id=run_id)
-        console.print_json(json.dumps(report))
+        console.print_json(report.model_dump_json())

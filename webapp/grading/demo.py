@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 from typing import Any
 
@@ -56,12 +57,33 @@ def demo_scores(spec: EvalSpec, values: dict[str, Any], draft: Draft, rationale:
     return validate_scores(spec=spec, data=data)
 
 
+def _pair_scores(rng: random.Random, spec: EvalSpec, *, disagree: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Return two graders' scores of one draft: close to each other, or (disagree) apart on one criterion."""
+    base: dict[str, Any] = {
+        "factual_accuracy": "pass" if rng.random() < 0.85 else "fail",
+        "citation_relevance": rng.randint(3, 5),
+        "tone": rng.randint(3, 5),
+        "completeness": rng.randint(3, 5),
+    }
+    other = dict(base)
+    for key in SCALE_KEYS:
+        if rng.random() < 0.3:
+            other[key] = max(spec.rubric.criterion(key).pass_threshold or 3, min(5, other[key] + rng.choice((-1, 1))))
+    if disagree:
+        kind = rng.choice(("factual", "scale"))
+        if kind == "factual":
+            other["factual_accuracy"] = "fail" if base["factual_accuracy"] == "pass" else "pass"
+        else:
+            key = rng.choice(SCALE_KEYS)
+            other[key] = 1 if base[key] >= 3 else 5
+    return base, other
+
+
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Plant about 40 double-graded drafts, several disagreements (some adjudicated) and golden references."""
     rng = ctx.rng
-    alice, bob, lead = ctx.users["labeler"], ctx.users["labeler2"], ctx.users["lead"]
-    cases = ctx.cases
-    position = cases_by_pk(cases)
+    alice, bob = ctx.users["labeler"], ctx.users["labeler2"]
+    position = cases_by_pk(ctx.cases)
     gradable = sorted(
         (d for d in ctx.drafts.values() if d.draft_text and not d.escalated),
         key=lambda d: (position.get(d.case_pk, 0), d.id),
@@ -74,50 +96,30 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     disagree_at = set(rng.sample(range(len(chosen)), k=min(8, len(chosen))))
     for i, draft in enumerate(chosen):
         when = start + dt.timedelta(hours=i * 11 + rng.randint(0, 5))
-        base = {
-            "factual_accuracy": "pass" if rng.random() < 0.85 else "fail",
-            "citation_relevance": rng.randint(3, 5),
-            "tone": rng.randint(3, 5),
-            "completeness": rng.randint(3, 5),
-        }
-        other = dict(base)
-        for key in SCALE_KEYS:
-            if rng.random() < 0.3:
-                other[key] = max(
-                    spec.rubric.criterion(key).pass_threshold or 3, min(5, other[key] + rng.choice((-1, 1)))
-                )
-        if i in disagree_at:
-            kind = rng.choice(("factual", "scale"))
-            if kind == "factual":
-                other["factual_accuracy"] = "fail" if base["factual_accuracy"] == "pass" else "pass"
-            else:
-                key = rng.choice(SCALE_KEYS)
-                other[key] = 1 if base[key] >= 3 else 5
+        base, other = _pair_scores(rng, spec, disagree=i in disagree_at)
         if draft is refund:
             base["factual_accuracy"] = other["factual_accuracy"] = "fail"
             base["completeness"], other["completeness"] = 3, 3
-        record_grade(
-            session=session,
-            spec=spec,
-            draft_id=_id(draft),
-            grader_id=_id(alice),
-            scores=demo_scores(spec, base, draft, "Checked each claim against the cited articles."),
-            now=when,
-        )
-        record_grade(
-            session=session,
-            spec=spec,
-            draft_id=_id(draft),
-            grader_id=_id(bob),
-            scores=demo_scores(spec, other, draft, "Graded against the rubric guidance."),
-            now=when + dt.timedelta(hours=2),
-        )
+        for grader, values, rationale, at in (
+            (alice, base, "Checked each claim against the cited articles.", when),
+            (bob, other, "Graded against the rubric guidance.", when + dt.timedelta(hours=2)),
+        ):
+            scores = demo_scores(spec, values, draft, rationale)
+            record_grade(session=session, spec=spec, draft_id=_id(draft), grader_id=_id(grader), scores=scores, now=at)
         after_grading(session=session, spec=spec, draft_id=_id(draft))
-    # The lead settles a few disagreements and sends one grade back; the rest wait in the queue.
+    _settle_some(session=session, spec=spec, ctx=ctx, start=start)
+    _golden_references(session=session, ctx=ctx, start=start)
+    ctx.extra["grading_open_adjudications"] = len(list_adjudications(session=session, status="open"))
+    session.flush()
+
+
+def _settle_some(*, session: Session, spec: EvalSpec, ctx: DemoContext, start: dt.datetime) -> None:
+    """The lead settles a few disagreements and sends one grade back; the rest wait in the queue."""
+    lead = ctx.users["lead"]
     adjudications = list_adjudications(session=session, status="open")
     for adj in adjudications[:3]:
         grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))
-        pick = grades[rng.randrange(len(grades))]
+        pick = grades[ctx.rng.randrange(len(grades))]
         draft = session.get(Draft, adj.draft_id)
         assert draft is not None
         resolve_adjudication(
@@ -141,8 +143,12 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             comment="Please re-read the scoring guidance for this criterion and grade again.",
             now=start + dt.timedelta(days=19),
         )
-    # References for the golden cases: written by the labelers, the first ones approved by the lead.
-    golden = sorted((c for c in cases.values() if c.golden), key=lambda c: c.position)
+
+
+def _golden_references(*, session: Session, ctx: DemoContext, start: dt.datetime) -> None:
+    """References for the golden cases: written by the labelers, the first ones approved by the lead."""
+    alice, bob, lead = ctx.users["labeler"], ctx.users["labeler2"], ctx.users["lead"]
+    golden = sorted((c for c in ctx.cases.values() if c.golden), key=lambda c: c.position)
     for n, case in enumerate(golden):
         author = alice if n % 2 == 0 else bob
         text = (
@@ -154,9 +160,6 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
             approve_reference(
                 session=session, reference_id=_id(v), lead_id=_id(lead), now=start + dt.timedelta(days=1)
             )
-    ctx.extra["grading_open_adjudications"] = len(list_adjudications(session=session, status="open"))
-    session.flush()
-
 
 def _id(row: Any) -> int:
     """Return a stored row's id (the demo only passes rows it has flushed)."""

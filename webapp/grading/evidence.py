@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
-from sqlalchemy.engine import Result
+from sqlalchemy.sql import Executable
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
@@ -17,7 +16,6 @@ from webapp.core.blind import SignalsView, signals_visible
 from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
 from webapp.grading.models import Grade
-from webapp.grading.reads import Item, run_all
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Draft
 
@@ -35,12 +33,23 @@ _DRAFT_CHECKS = (
 )
 
 
+@dataclass(frozen=True)
+class KbText:
+    """A KB revision as the grading page reads it."""
+
+    article_id: str
+    revision: int
+    title: str | None
+    body: str | None
+    status: str
+
+
 @dataclass
 class CitedKbText:
     """A KB revision a draft cites, with its text and status, as the grader reads it beside the draft."""
 
     article_id: str
-    revision: int | None
+    revision: object  # the KB's revision number, else what the citation says (None: it names none)
     title: str | None
     body: str | None
     status: str | None  # None: that revision is not in the KB
@@ -52,41 +61,46 @@ class CitedKbText:
         return self.status != "current"
 
 
-def cited_kb_texts(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedKbText]:
-    """Return the KB revisions the citations name (the current one when no revision is given), in one query."""
-    read = kb_read(citations)
-    rows = run_all(session, read)[0] if read is not None else ()
-    return kb_texts_from(citations, rows)
+# A draft's citations as stored (a JSON column): objects with an article_id and perhaps a revision.
+Citations = Sequence[Mapping[str, object]]
 
 
-def kb_read(citations: list[dict[str, Any]] | None) -> Item | None:
-    """The statement cited_kb_texts runs (None when nothing is cited), to run with others (webapp.grading.reads)."""
-    articles = sorted({str(c.get("article_id", "")) for c in citations or []})
-    return (_REVISIONS, {"articles": articles}) if articles else None
+def _revision_number(value: object) -> int | None:
+    """Return a citation's revision as a number (None when it names none, or something that is not one)."""
+    if isinstance(value, int | float | str):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            return None
+    return None
 
 
-def kb_texts_from(citations: list[dict[str, Any]] | None, rows: Iterable[Any]) -> list[CitedKbText]:
-    """Return cited_kb_texts' answer from the rows of kb_read's statement."""
+def cited_kb_texts(*, session: Session, citations: Citations | None) -> list[CitedKbText]:
+    """Return the KB revisions the citations name (the current one when no revision is given), in one query.
+
+    Asks nothing when nothing is cited.
+    """
     citations = citations or []
-    revs: dict[tuple[str, int], Any] = {}
-    current: dict[str, Any] = {}
-    for rev in rows:
+    articles = sorted({str(c.get("article_id", "")) for c in citations})
+    rows = session.connection().execute(_REVISIONS, {"articles": articles}).all() if articles else []
+    revs: dict[tuple[str, int], KbText] = {}
+    current: dict[str, KbText] = {}
+    for row in rows:
+        rev = KbText(row.article_id, row.revision, row.title, row.body, row.status)
         revs[(rev.article_id, rev.revision)] = rev
         if rev.status == "current":
             current[rev.article_id] = rev
     out: list[CitedKbText] = []
     for c in citations:
         article = str(c.get("article_id", ""))
-        number = c.get("revision")
-        try:
-            rev = revs.get((article, int(number))) if number is not None else current.get(article)
-        except (TypeError, ValueError):
-            rev = None
+        named = c.get("revision")
+        number = _revision_number(named)
+        rev = current.get(article) if named is None else revs.get((article, number)) if number is not None else None
         now_current = current.get(article)
         out.append(
             CitedKbText(
                 article_id=article,
-                revision=rev.revision if rev else number,
+                revision=rev.revision if rev else named,
                 title=rev.title if rev else None,
                 body=rev.body if rev else None,
                 status=rev.status if rev else None,
@@ -100,7 +114,7 @@ def kb_texts_from(citations: list[dict[str, Any]] | None, rows: Iterable[Any]) -
 class JudgeVerdict:
     """The LLM judge's scores and rationale for a draft (the evaluator records them; grading only shows them)."""
 
-    scores: dict[str, Any] | None
+    scores: dict[str, object] | None  # a JSON column: criterion -> score
     rationale: str | None
 
 
@@ -112,16 +126,21 @@ class JudgeLookup:
     lookup in (webapp.app.flows.JUDGE). Without one, the signals have no judge.
     """
 
-    stmt: Any
+    stmt: Executable
 
-    def read(self, draft_id: int) -> Item:
-        """The statement and parameters for one draft."""
-        return (self.stmt, {"draft_id": draft_id})
-
-    @staticmethod
-    def verdict(row: Any) -> JudgeVerdict | None:
-        """The verdict from the statement's row (None: no judge ran on the draft)."""
+    def verdict_of(self, session: Session, draft_id: int) -> JudgeVerdict | None:
+        """Return the judge's verdict on the draft (None: no judge ran on it)."""
+        row = session.connection().execute(self.stmt, {"draft_id": draft_id}).first()
         return JudgeVerdict(scores=row.scores, rationale=row.rationale) if row is not None else None
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """An automated check's result on a draft."""
+
+    key: str
+    status: str
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -129,9 +148,9 @@ class ModelSignals:
     """What the machine thinks of a draft: its confidence, the LLM judge's scores, the automated checks."""
 
     confidence: float | None
-    judge_scores: dict[str, Any] | None
+    judge_scores: dict[str, object] | None
     judge_rationale: str | None
-    checks: list[Any]  # rows: key, status, reason
+    checks: list[CheckRow]
 
     @property
     def checks_passed(self) -> int:
@@ -169,6 +188,12 @@ def signals_view(
     return SignalsView.for_viewer(spec=spec, principal=principal, graded=graded)
 
 
+def draft_checks(*, session: Session, draft_id: int) -> list[CheckRow]:
+    """Return the automated checks' results on the draft, by check key."""
+    rows = session.connection().execute(_DRAFT_CHECKS, {"draft_id": draft_id})
+    return [CheckRow(key=r.key, status=r.status, reason=r.reason) for r in rows]
+
+
 def model_signals(
     *,
     session: Session,
@@ -178,30 +203,17 @@ def model_signals(
     has_graded: bool,
     judge: JudgeLookup | None = None,
 ) -> ModelSignals | None:
-    """Return the draft's model signals on the grading screen, or None while blind grading hides them (before the grader submits)."""
-    reads = signals_reads(spec=spec, draft_id=draft_id, has_graded=has_graded, judge=judge)
-    if reads is None:
-        return None
-    return signals_from(run_all(session, *reads), confidence=confidence, judge=judge)
+    """Return the draft's model signals on the grading screen, or None while blind grading hides them (before the grader submits).
 
-
-def signals_reads(
-    *, spec: EvalSpec, draft_id: int, has_graded: bool, judge: JudgeLookup | None = None
-) -> list[Item] | None:
-    """The statements model_signals runs (None while blind grading hides the signals), to send with others."""
+    Two reads when shown (the checks, the judge's verdict when a lookup is given), none when hidden.
+    """
     if not signals_visible(spec=spec, principal=None, has_graded=has_graded, grading=True):
         return None
-    return [(_DRAFT_CHECKS, {"draft_id": draft_id}), *([judge.read(draft_id)] if judge is not None else [])]
-
-
-def signals_from(
-    results: Sequence[Result[Any]], *, confidence: float | None, judge: JudgeLookup | None = None
-) -> ModelSignals:
-    """Return model_signals' answer from the results of signals_reads' statements."""
-    verdict = JudgeLookup.verdict(results[1].first()) if judge is not None else None
+    checks = draft_checks(session=session, draft_id=draft_id)
+    verdict = judge.verdict_of(session, draft_id) if judge is not None else None
     return ModelSignals(
         confidence=confidence,
         judge_scores=verdict.scores if verdict else None,
         judge_rationale=verdict.rationale if verdict else None,
-        checks=list(results[0].all()),
+        checks=checks,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -15,6 +14,7 @@ from webapp.grading.models import (
     FinalGrade,
     Grade,
 )
+from webapp.grading.schemas import FinalGradeRow
 from webapp.grading.scores import scores_of
 from webapp.runs.models import Draft
 
@@ -47,10 +47,10 @@ EXPORT_COLUMNS = [
 ]
 
 
-def export_rows(*, session: Session, run_id: int) -> list[dict[str, Any]]:
+def export_rows(*, session: Session, run_id: int) -> list[FinalGradeRow]:
     """Return one row per finally graded draft of a run: the final grade, both graders' scores, the adjudication."""
     users = {u.id: u.email for u in session.exec(select(User))}
-    rows: list[dict[str, Any]] = []
+    rows: list[FinalGradeRow] = []
     stmt = (
         select(FinalGrade, Draft, EvalCase)
         .join(Draft, col(Draft.id) == FinalGrade.draft_id)
@@ -60,7 +60,7 @@ def export_rows(*, session: Session, run_id: int) -> list[dict[str, Any]]:
     )
     for final, draft, case in session.exec(stmt):
         grades = list(session.exec(select(Grade).where(Grade.draft_id == draft.id).order_by(col(Grade.id))))
-        row: dict[str, Any] = {
+        row: dict[str, object] = {
             "draft_id": draft.id,
             "case_id": case.case_id,
             "category": case.category,
@@ -77,18 +77,18 @@ def export_rows(*, session: Session, run_id: int) -> list[dict[str, Any]]:
             row[f"grader_{i}"] = users.get(g.grader_id)
             for key, value in scores_of(g).items():
                 row[f"grader_{i}_{key}"] = value
-        rows.append({c: row.get(c) for c in EXPORT_COLUMNS})
+        rows.append(FinalGradeRow.model_validate({c: row.get(c) for c in EXPORT_COLUMNS}))
     return rows
 
 
 def export_csv(*, session: Session, run_id: int) -> str:
     """Return the run's final grades as CSV text."""
     # Rationales, notes and case ids are other people's text: the shared writer neutralises formulas.
-    return csv_dict_text(EXPORT_COLUMNS, export_rows(session=session, run_id=run_id))
+    return csv_dict_text(EXPORT_COLUMNS, [row.model_dump() for row in export_rows(session=session, run_id=run_id)])
 
 
 def export_jsonl(*, session: Session, run_id: int) -> str:
     """Return the run's final grades as JSON Lines."""
     return "".join(
-        json.dumps(row, ensure_ascii=False) + "\n" for row in export_rows(session=session, run_id=run_id)
+        json.dumps(row.model_dump(), ensure_ascii=False) + "\n" for row in export_rows(session=session, run_id=run_id)
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from fastapi import APIRouter
 from fastapi.responses import RedirectResponse
@@ -28,7 +28,7 @@ SHORTCUTS: dict[str, list[str]] = {
 FACTUAL_KEYS = {"pass": "p", "fail": "x"}
 
 
-def batch_from(params: Any, run_id: int) -> BatchFilter:
+def batch_from(params: Mapping[str, str], run_id: int) -> BatchFilter:
     """Return the batch filter named by query parameters or form fields (`intent`: the case's; `draft_intent`: the draft's)."""
     golden_raw = (params.get("golden") or "").strip()
     return BatchFilter(
@@ -68,7 +68,7 @@ class ScoresForm(BaseModel):
     rationale: str = ""
     unsupported_claim: str = ""
 
-    def scores_data(self) -> dict[str, Any]:
+    def scores_data(self) -> dict[str, str | None]:
         """Return the raw scores for validate_scores."""
         return {k: getattr(self, k) or None for k in ("factual_accuracy", *SCALE_KEYS)} | {
             "rationale": self.rationale,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
-from sqlalchemy import bindparam, exists, insert, update
+from sqlalchemy import ColumnElement, ScalarSelect, Table, bindparam, exists, insert, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.sql import Executable
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
@@ -25,8 +25,7 @@ from webapp.grading.models import (
 )
 from webapp.grading.outcome import evaluate_draft
 from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignore
-from webapp.grading.reads import run_all
-from webapp.grading.scores import Scores, check_claim_in_draft, scores_of
+from webapp.grading.scores import Scores, ScoreValues, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 
 ADJUDICATIONS = table_of(Adjudication)
@@ -68,7 +67,13 @@ _ADD_CHANGE = insert(CHANGES)
 
 
 def add_history(
-    session: Session, grade: Grade, by: int, action: str, before: Any, comment: str | None, now: dt.datetime
+    session: Session,
+    grade: Grade,
+    by: int,
+    action: str,
+    before: ScoreValues | None,
+    comment: str | None,
+    now: dt.datetime,
 ) -> None:
     """Add a change of a grade to its history (the scores after it, and before it unless it is the first)."""
     assert grade.id is not None
@@ -121,7 +126,18 @@ _LOCK_DRAFT = (
 )
 
 
-def lock_draft(session: Session, draft_id: int) -> Any:
+@dataclass(frozen=True)
+class LockedDraft:
+    """The draft whose row a grade's transaction locked: what saving the grade needs of it."""
+
+    id: int
+    run_id: int
+    case_pk: int
+    draft_text: str | None
+    confidence: float | None
+
+
+def lock_draft(session: Session, draft_id: int) -> LockedDraft | None:
     """Lock the draft's row for this transaction so grades of one draft are evaluated one at a time.
 
     PostgreSQL takes a row lock (FOR NO KEY UPDATE); SQLite ignores it, but there the first write of a
@@ -131,10 +147,11 @@ def lock_draft(session: Session, draft_id: int) -> Any:
     drafts X and Y while each reserves the other's draft would deadlock; NO KEY UPDATE still
     serialises the grades of one draft but lets those reservations through.
     """
-    return session.connection().execute(_LOCK_DRAFT, {"draft_id": draft_id}).first()
+    row = session.connection().execute(_LOCK_DRAFT, {"draft_id": draft_id}).first()
+    return LockedDraft(*row) if row is not None else None
 
 
-def _mine(column: Any, table: Any) -> Any:
+def _mine(column: ColumnElement[int], table: Table) -> ScalarSelect[int]:
     return (
         core_select(column)
         .where(table.c.draft_id == bindparam("draft_id"), table.c.grader_id == bindparam("grader_id"))
@@ -159,7 +176,7 @@ _TAKE_SLOT = (
 
 
 @lru_cache(maxsize=8)
-def _insert_if_reserved_stmt(dialect: str, columns: tuple[str, ...]) -> Any:
+def _insert_if_reserved_stmt(dialect: str, columns: tuple[str, ...]) -> Executable:
     """The grade, inserted only where the grader holds an unused place and the lead has not resolved the draft.
 
     (Parameters are named v_<column>: an INSERT may not reuse a column's name for its own.)
@@ -205,7 +222,7 @@ def _record(
     grader_id: int,
     scores: Scores,
     now: dt.datetime | None = None,
-) -> tuple[Grade, Any, str]:
+) -> tuple[Grade, LockedDraft, str]:
     """record_grade, returning the locked draft's row (id, run_id, case_pk, draft_text, confidence) and the draft's outcome too."""
     now = now or utcnow()
     values = {
@@ -219,21 +236,15 @@ def _record(
     # The lock first, then what the grade needs to know and the grade itself where the grader
     # holds a place, as most saves do. Where the checks below refuse it, the write section rolls
     # the insert back.
-    locked, before, inserted = run_all(
-        session,
-        (_LOCK_DRAFT, {"draft_id": draft_id}),
-        (_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}),
-        (
-            _insert_if_reserved_stmt(session.get_bind().dialect.name, tuple(values)),
-            {f"v_{k}": v for k, v in values.items()},
-        ),
-    )
-    draft = locked.first()
+    draft = lock_draft(session, draft_id)
+    conn = session.connection()
+    before = conn.execute(_BEFORE_GRADE, {"draft_id": draft_id, "grader_id": grader_id}).one()
+    inserted = _insert_if_reserved_stmt(session.get_bind().dialect.name, tuple(values))
+    grade_id: int | None = conn.execute(inserted, {f"v_{k}": v for k, v in values.items()}).scalar()
     if draft is None:
         raise NotFound(f"draft {draft_id} does not exist")
     check_claim_in_draft(draft.draft_text, scores)
-    slot_id, slot_grade, existing, adjudication = tuple(before.one())
-    grade_id = inserted.scalar()
+    slot_id, slot_grade, existing, adjudication = before
     if existing is not None:
         raise AlreadyGraded(f"you already graded draft {draft_id}; revise grade {existing} instead")
     if adjudication == "resolved":
@@ -251,17 +262,21 @@ def _record(
             grade_id = insert_ignore(session, GRADES, values)
     if slot_grade is not None or grade_id is None:
         raise AlreadyGraded(f"you already graded draft {draft_id}")
-    conn = session.connection()
     conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
-    # The new grade joins the session as if loaded (no SELECT back): it is what was just inserted.
-    grade = Grade(id=grade_id, **values)
+    grade = _join_created(session, Grade(id=grade_id, **values), now)
+    outcome = evaluate_draft(session=session, spec=spec, draft_id=draft_id, now=now)
+    return grade, draft, outcome
+
+
+def _join_created(session: Session, grade: Grade, now: dt.datetime) -> Grade:
+    """Add the grade just inserted to the session as if loaded (no SELECT back), and its "create" to the history."""
     make_transient_to_detached(grade)
     session.add(grade)
-    conn.execute(
+    session.connection().execute(
         _ADD_CHANGE,
         {
-            "grade_id": grade_id,
-            "changed_by": grader_id,
+            "grade_id": grade.id,
+            "changed_by": grade.grader_id,
             "action": "create",
             "before": None,
             "after": scores_of(grade),
@@ -269,8 +284,7 @@ def _record(
             "changed_at": now,
         },
     )
-    outcome = evaluate_draft(session=session, spec=spec, draft_id=draft_id, now=now)
-    return grade, draft, outcome
+    return grade
 
 
 def revise_grade(

@@ -1,158 +1,110 @@
 """The grading page's item: a draft with its case, KB, reference, the grades the caller may see, and the queue around it.
 
-Every grading page and every save-and-next builds this, so it reads with prebuilt Core
-statements (tables from webapp.core.db.table_of) and returns rows, not ORM objects; it writes only to reserve
-the grader's next draft, in a short committed write section (webapp.grading.writes).
+`grading_item` builds one `GradingItemView` from named reads (webapp.grading.item_reads, the
+outcome's and the queue's readers). It writes only to reserve the grader's next draft, in a short
+committed write section (webapp.grading.writes).
+
+The page renders the view's fields as the template's names (`GradingItemView.context`): the
+template reads `draft`, `own`, `counts`... as before, and every one of them is typed here.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from types import SimpleNamespace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
-from sqlalchemy import bindparam, func
-from sqlalchemy import select as core_select
+from markupsafe import Markup
 from sqlmodel import Session
 
-from webapp.auth.models import User
 from webapp.auth.service import Principal
-from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
-from webapp.grading.evidence import (
-    JudgeLookup,
-    kb_read,
-    kb_texts_from,
-    model_signals,
-    signals_from,
-    signals_reads,
+from webapp.grading.evidence import CitedKbText, JudgeLookup, ModelSignals, cited_kb_texts, model_signals
+from webapp.grading.grades import lock_reason, sees_all_grades
+from webapp.grading.item_reads import (
+    ItemCase,
+    ItemDraft,
+    ItemHead,
+    Place,
+    RunRef,
+    ShownReference,
+    history_of,
+    item_head,
+    places_of,
+    previous_draft,
+    shown_reference,
+    user_names,
 )
-from webapp.grading.grades import ADJUDICATIONS, CHANGES, lock_reason, sees_all_grades
-from webapp.grading.models import ReferenceVersion
-from webapp.grading.outcome import ADJUDICATION_OF, FINAL_OF, GRADES_OF
+from webapp.grading.models import Adjudication, FinalGrade, Grade, GradeChange
+from webapp.grading.outcome import adjudication_of, final_of, grades_of
 from webapp.grading.queue import (
-    CASES,
-    DRAFTS,
-    GRADES,
-    SLOTS,
+    BatchCounts,
     BatchFilter,
     Held,
-    counts_from,
-    counts_read,
-    held_from,
-    held_read,
+    batch_counts,
+    held_next,
     needs_extension,
     reserve_next,
 )
-from webapp.grading.reads import Item, run_all
 from webapp.grading.scores import scores_of
 from webapp.grading.writes import write_section
-from webapp.runs.models import Run
+from webapp.web.page_view import PageView
 
-_RUNS = table_of(Run)
-_REFERENCES = table_of(ReferenceVersion)
-_USERS = table_of(User)
-
-_DRAFT = bindparam("draft_id")
-_ITEM = (
-    core_select(
-        DRAFTS.c.id,
-        DRAFTS.c.run_id,
-        DRAFTS.c.case_pk,
-        DRAFTS.c.draft_text,
-        DRAFTS.c.citations,
-        DRAFTS.c.confidence,
-        CASES.c.case_id,
-        CASES.c.category,
-        CASES.c.golden,
-        CASES.c.input,
-        CASES.c.conversation,
-        CASES.c.account,
-        CASES.c.reference,
-        _RUNS.c.name.label("run_name"),
-    )
-    .join(CASES, CASES.c.id == DRAFTS.c.case_pk)
-    .join(_RUNS, _RUNS.c.id == DRAFTS.c.run_id)
-    .where(DRAFTS.c.id == _DRAFT)
-)
-_SLOTS_OF = core_select(SLOTS.c.grader_id, SLOTS.c.grade_id, SLOTS.c.expires_at).where(
-    SLOTS.c.draft_id == _DRAFT
-)
-_HISTORY_ALL = (
-    core_select(CHANGES)
-    .join(GRADES, GRADES.c.id == CHANGES.c.grade_id)
-    .where(GRADES.c.draft_id == _DRAFT)
-    .order_by(CHANGES.c.changed_at, CHANGES.c.id)
-)
-_HISTORY_OWN = _HISTORY_ALL.where(GRADES.c.grader_id == bindparam("grader_id"))
-# The latest approved version of the case's reference, else its latest version.
-_REFERENCE = (
-    core_select(
-        _REFERENCES,
-        # its author's display name comes along: most grading pages name nobody else
-        core_select(func.coalesce(func.nullif(_USERS.c.name, ""), _USERS.c.email))  # as user_names
-        .where(_USERS.c.id == _REFERENCES.c.author_id)
-        .scalar_subquery()
-        .label("author_name"),
-    )
-    .where(_REFERENCES.c.case_pk == bindparam("case_pk"))
-    .order_by(_REFERENCES.c.approved_at.is_(None), _REFERENCES.c.version.desc())
-    .limit(1)
-)
-_OTHER = GRADES.alias("other")
-# "Previous": the grader's last grade (not of this draft), how many grades its draft has, and its adjudication.
-_PREVIOUS = (
-    core_select(
-        GRADES.c.draft_id,
-        GRADES.c.status,
-        core_select(func.count()).where(_OTHER.c.draft_id == GRADES.c.draft_id).scalar_subquery(),
-        core_select(ADJUDICATIONS.c.status)
-        .where(ADJUDICATIONS.c.draft_id == GRADES.c.draft_id)
-        .scalar_subquery(),
-    )
-    .where(GRADES.c.grader_id == bindparam("grader_id"), GRADES.c.draft_id != _DRAFT)
-    .order_by(GRADES.c.created_at.desc(), GRADES.c.id.desc())
-    .limit(1)
-)
-_NAMES = core_select(_USERS.c.id, _USERS.c.name, _USERS.c.email).where(
-    _USERS.c.id.in_(bindparam("ids", expanding=True))
-)
+# What the rubric form shows: a grade's scores, or what the grader typed (text as posted).
+FormValues = Mapping[str, object]
 
 
-def previous_draft(*, session: Session, spec: EvalSpec, grader_id: int, exclude_draft: int) -> int | None:
-    """Return the draft of the grader's last grade while it may still be revised (its draft waits for other grades).
+@dataclass(frozen=True)
+class GradingItemView(PageView):
+    """Everything the grading page shows for one draft, and the page's own state (flash, errors, typed values)."""
 
-    Only the most recent grade counts ("Previous" is an undo, not a history browser); once the
-    draft has all its grades it is evaluated (agreed, or locked in adjudication) and is no longer offered.
-    """
-    (result,) = run_all(session, previous_read(grader_id=grader_id, exclude_draft=exclude_draft))
-    return previous_from(spec=spec, row=result.first())
+    draft: ItemDraft
+    case: ItemCase
+    run: RunRef
+    batch: BatchFilter
+    cited: list[CitedKbText]
+    reference: ShownReference | None
+    own: Grade | None
+    others: list[Grade]
+    show_others: bool
+    others_folded: bool  # a lead who grades the draft too can keep it blind: others' grades start folded
+    signals: ModelSignals | None  # shown only once the caller has graded the draft (blind), unless the spec says
+    history: list[GradeChange]
+    adjudication: Adjudication | None
+    final: FinalGrade | None
+    locked: str | None  # why the caller may not change a grade now
+    has_place: bool
+    reservation: Place | None
+    counts: BatchCounts
+    upcoming: int | None
+    previous: int | None
+    users: dict[int, str]
+    values: FormValues
+    saved_draft_id: int | None = None
+    saved_signals: ModelSignals | None = None
+    # the page's state, set by webapp.grading.pages
+    flash: str | None = None
+    error: str | None = None
+    error_field: str | None = None
+    skip_error: str | None = None
+    skip_values: Mapping[str, str] | None = None
+    htmx_fragment: bool = False
+    blank_rubric: Markup | None = None
 
+    @property
+    def batch_qs(self) -> str:
+        """Return the batch's filters as a query string (links back to the batch and to the next item)."""
+        return self.batch.query_string()
 
-def previous_read(*, grader_id: int, exclude_draft: int) -> Item:
-    """previous_draft's statement, to run with others (webapp.grading.reads)."""
-    return (_PREVIOUS, {"grader_id": grader_id, "draft_id": exclude_draft})
+    @property
+    def draft_url(self) -> str:
+        """Return the page's URL (pushed into the history when save-and-next swaps it in)."""
+        qs = self.batch_qs
+        return f"/grading/drafts/{self.draft.id}" + (f"?{qs}" if qs else "")
 
-
-def previous_from(*, spec: EvalSpec, row: Any) -> int | None:
-    """Return previous_draft's answer from the row of previous_read's statement."""
-    if row is None or row.status != "submitted":
-        return None
-    draft_id, status, n, adjudication = tuple(row)
-    if int(n) >= spec.grading.graders_per_draft:
-        return None
-    if lock_reason(draft_id=draft_id, adjudication_status=adjudication, grade_status=status) is not None:
-        return None
-    return int(draft_id)
-
-
-def user_names(*, session: Session, user_ids: set[int]) -> dict[int, str]:
-    """Return the display names (name, else email) of the users."""
-    if not user_ids:
-        return {}
-    rows = session.connection().execute(_NAMES, {"ids": sorted(user_ids)})
-    return {int(u.id): (u.name or u.email) for u in rows}
+    def context(self) -> dict[str, object]:
+        """Return the template's names: the view's fields and its query string."""
+        return {**super().context(), "batch_qs": self.batch_qs}
 
 
 def reserve_upcoming(
@@ -183,6 +135,80 @@ def reserve_upcoming(
         )
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What of the draft's grades and places the caller sees (blind grading) and may do."""
+
+    own: Grade | None
+    others: list[Grade]
+    see_all: bool
+    slot: Place | None
+    has_place: bool
+
+
+def _seen(*, spec: EvalSpec, principal: Principal, grades: list[Grade], places: list[Place]) -> _Seen:
+    """Apply blind grading to the grades and find the caller's place (a draft has graders_per_draft of them)."""
+    me = principal.user_id
+    own = next((g for g in grades if g.grader_id == me), None)
+    see_all = sees_all_grades(principal=principal, has_own_grade=own is not None)
+    others = [g for g in grades if g.grader_id != me] if see_all else []
+    now = utcnow()
+    slot = next((x for x in places if x.grader_id == me), None)
+    live = [x for x in places if x.grade_id is not None or (x.expires_at is not None and as_utc(x.expires_at) > now)]
+    has_place = own is not None or slot is not None or len(live) < spec.grading.graders_per_draft
+    return _Seen(own=own, others=others, see_all=see_all, slot=slot, has_place=has_place)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """The draft's adjudication, final grade and history, as far as the caller may see them."""
+
+    adjudication: Adjudication | None
+    final: FinalGrade | None
+    history: list[GradeChange]
+
+
+def _outcome(*, session: Session, draft_id: int, seen: _Seen, me: int, graded: bool) -> _Outcome:
+    """Read the outcome: nothing for a draft nobody graded; the final grade and all history only for who sees all."""
+    if not graded:
+        return _Outcome(adjudication=None, final=None, history=[])
+    adjudication = adjudication_of(session=session, draft_id=draft_id)
+    final: FinalGrade | None = None
+    history: list[GradeChange] = []
+    if seen.see_all:
+        final = final_of(session=session, draft_id=draft_id)
+        history = history_of(session=session, draft_id=draft_id)
+    elif seen.own is not None:
+        history = history_of(session=session, draft_id=draft_id, grader_id=me)
+    return _Outcome(adjudication=adjudication, final=final, history=history)
+
+
+def _locked(*, draft_id: int, own: Grade | None, adjudication: Adjudication | None) -> str | None:
+    """Return why the caller may not change a grade now (resolved, or a disagreement the lead holds: the lock rule)."""
+    status = adjudication.status if adjudication is not None else None
+    if own is not None:
+        return lock_reason(draft_id=draft_id, adjudication_status=status, grade_status=own.status)
+    if status == "resolved":
+        return "this draft has been adjudicated; grades can no longer change"
+    return None
+
+
+def _names(
+    *, session: Session, principal: Principal, seen: _Seen, outcome: _Outcome, reference: ShownReference | None
+) -> dict[int, str]:
+    """Return the names the page shows (own and visible grades, history, reference author, decider).
+
+    The caller's and the reference author's are known already; the others are read, in one query.
+    """
+    known = {principal.user_id: principal.name or principal.email}
+    if reference is not None:
+        known[reference.author_id] = reference.author_name or "?"
+    wanted = {g.grader_id for g in seen.others} | {h.changed_by for h in outcome.history}
+    if outcome.final is not None and outcome.final.decided_by:
+        wanted.add(outcome.final.decided_by)
+    return {**known, **user_names(session=session, user_ids=wanted - known.keys())}
+
+
 def grading_item(
     *,
     session: Session,
@@ -192,7 +218,7 @@ def grading_item(
     filters: BatchFilter,
     judge: JudgeLookup | None = None,
     saved: tuple[int, float | None] | None = None,
-) -> dict[str, Any] | None:
+) -> GradingItemView | None:
     """Return what the grading page shows for a draft (None when it does not exist).
 
     `filters` narrow the grader's batch; its run is the draft's, whatever `filters.run_id` says.
@@ -205,143 +231,62 @@ def grading_item(
 
     `saved` (draft id, confidence) is the draft a save-and-next just graded: its model signals come too.
     """
-    me = principal.user_id
-    # The reads come in two lists: what the draft id alone tells, then what the draft's row tells
-    # (its run, case and citations). A save's signals of the draft just graded join the first.
-    saved_reads = (
-        signals_reads(spec=spec, draft_id=saved[0], has_graded=True, judge=judge)
-        if saved is not None
-        else None
-    ) or []
-    first = run_all(
-        session,
-        (_ITEM, {"draft_id": draft_id}),
-        (GRADES_OF, {"draft_id": draft_id}),
-        (_SLOTS_OF, {"draft_id": draft_id}),
-        previous_read(grader_id=me, exclude_draft=draft_id),
-        *saved_reads,
-    )
-    row: Any = first[0].first()
-    if row is None:
+    head = item_head(session=session, draft_id=draft_id)
+    if head is None:
         return None
-    batch = replace(filters, run_id=row.run_id)
-    draft = SimpleNamespace(
-        id=row.id,
-        run_id=row.run_id,
-        case_pk=row.case_pk,
-        draft_text=row.draft_text,
-        citations=row.citations or [],
-        confidence=row.confidence,
-    )
-    case = SimpleNamespace(
-        id=row.case_pk,
-        case_id=row.case_id,
-        category=row.category,
-        golden=row.golden,
-        input=row.input,
-        conversation=row.conversation,
-        account=row.account,
-        reference=row.reference,
-    )
-    grades: list[Any] = list(first[1].all())
-    own = next((g for g in grades if g.grader_id == me), None)
-    see_all = sees_all_grades(principal=principal, has_own_grade=own is not None)
-    others = [g for g in grades if g.grader_id != me] if see_all else []
-    now = utcnow()
-    slots: list[Any] = list(first[2].all())
-    slot = next((x for x in slots if x.grader_id == me), None)
-    live = [
-        x
-        for x in slots
-        if x.grade_id is not None or (x.expires_at is not None and as_utc(x.expires_at) > now)
-    ]
-    has_place = own is not None or slot is not None or len(live) < spec.grading.graders_per_draft
-    second: list[Item] = [
-        counts_read(session=session, spec=spec, batch=batch, grader_id=me),
-        (_REFERENCE, {"case_pk": draft.case_pk}),
-    ]
-    kb = kb_read(draft.citations)
-    if kb is not None:
-        second.append(kb)
-    if slot is not None:
-        second.append(held_read(session=session, spec=spec, grader_id=me, batch=batch, exclude=(draft_id,)))
-    if grades:  # a draft nobody graded has no outcome and no history
-        second.append((ADJUDICATION_OF, {"draft_id": draft_id}))
-        if see_all:
-            second += [(FINAL_OF, {"draft_id": draft_id}), (_HISTORY_ALL, {"draft_id": draft_id})]
-        elif own is not None:
-            second.append((_HISTORY_OWN, {"draft_id": draft_id, "grader_id": me}))
-    results = iter(run_all(session, *second))
-    counts = counts_from(spec=spec, row=next(results).one())
-    reference: Any = next(results).first()
-    cited = kb_texts_from(draft.citations, next(results) if kb is not None else ())
-    held = held_from(next(results).first()) if slot is not None else None
-    adjudication: Any = next(results).first() if grades else None
-    final: Any = next(results).first() if grades and see_all else None
-    history: list[Any] = list(next(results).all()) if grades and (see_all or own is not None) else []
-    status = adjudication.status if adjudication is not None else None
-    # Why the caller may not change a grade now (resolved, or a disagreement the lead holds: the lock rule).
-    locked: str | None = None
-    if own is not None:
-        locked = lock_reason(draft_id=draft_id, adjudication_status=status, grade_status=own.status)
-    elif status == "resolved":
-        locked = "this draft has been adjudicated; grades can no longer change"
-    upcoming = None
-    if slot is not None:
-        upcoming = reserve_upcoming(
-            session=session, spec=spec, grader_id=me, batch=batch, draft_id=draft_id, held=held
-        )
-    # The names the page shows (own and visible grades, history, reference author, decider): the
-    # caller's and the author's are known already, others are read.
-    known = {me: principal.name or principal.email}
-    if reference is not None:
-        known[reference.author_id] = reference.author_name or "?"
-    user_ids = {g.grader_id for g in others} | {h.changed_by for h in history}
-    if final is not None and final.decided_by:
-        user_ids.add(final.decided_by)
-    users = {**known, **user_names(session=session, user_ids=user_ids - known.keys())}
-    qs = batch.query_string()
-    extra: dict[str, Any] = {}
-    if saved is not None:
-        extra = {
-            "saved_draft_id": saved[0],
-            "saved_signals": signals_from(first[4:], confidence=saved[1], judge=judge)
-            if saved_reads
-            else None,
-        }
-    return {
-        "draft": draft,
-        "case": case,
-        "run": SimpleNamespace(id=row.run_id, name=row.run_name),
-        "batch": batch,
-        "batch_qs": qs,
-        "cited": cited,
-        "reference": reference,
-        "own": own,
-        "others": others,
-        "show_others": see_all,
-        # A lead who grades the draft too can keep it blind: others' grades start folded away.
-        "others_folded": own is None,
-        # Shown only once the caller has graded the draft (blind), so a new item reads nothing for them.
-        "signals": model_signals(
-            session=session,
-            spec=spec,
-            draft_id=draft_id,
-            confidence=draft.confidence,
-            has_graded=own is not None,
-            judge=judge,
+    me = principal.user_id
+    batch = replace(filters, run_id=head.draft.run_id)
+    grades = grades_of(session=session, draft_id=draft_id)
+    seen = _seen(spec=spec, principal=principal, grades=grades, places=places_of(session=session, draft_id=draft_id))
+    reference = shown_reference(session=session, case_pk=head.draft.case_pk)
+    outcome = _outcome(session=session, draft_id=draft_id, seen=seen, me=me, graded=bool(grades))
+    return GradingItemView(
+        draft=head.draft,
+        case=head.case,
+        run=head.run,
+        batch=batch,
+        cited=cited_kb_texts(session=session, citations=head.draft.citations),
+        reference=reference,
+        own=seen.own,
+        others=seen.others,
+        show_others=seen.see_all,
+        others_folded=seen.own is None,
+        signals=model_signals(
+            session=session, spec=spec, draft_id=draft_id, confidence=head.draft.confidence, has_graded=seen.own is not None, judge=judge
         ),
-        "history": history,
-        "adjudication": adjudication if see_all else None,
-        "final": final,
-        "locked": locked,
-        "has_place": has_place,
-        "reservation": slot if slot is not None and slot.grade_id is None else None,
-        "counts": counts,
-        "upcoming": upcoming,
-        "previous": previous_from(spec=spec, row=first[3].first()),
-        "users": users,
-        "values": scores_of(own) if own is not None else {},
-        "draft_url": f"/grading/drafts/{draft_id}" + (f"?{qs}" if qs else ""),
-        **extra,
-    }
+        history=outcome.history,
+        adjudication=outcome.adjudication if seen.see_all else None,
+        final=outcome.final,
+        locked=_locked(draft_id=draft_id, own=seen.own, adjudication=outcome.adjudication),
+        has_place=seen.has_place,
+        reservation=seen.slot if seen.slot is not None and seen.slot.grade_id is None else None,
+        counts=batch_counts(session=session, spec=spec, batch=batch, grader_id=me),
+        upcoming=_upcoming(session=session, spec=spec, head=head, batch=batch, me=me, slot=seen.slot),
+        previous=previous_draft(session=session, spec=spec, grader_id=me, exclude_draft=draft_id),
+        users=_names(session=session, principal=principal, seen=seen, outcome=outcome, reference=reference),
+        values=scores_of(seen.own) if seen.own is not None else {},
+        saved_draft_id=saved[0] if saved is not None else None,
+        saved_signals=_saved_signals(session=session, spec=spec, saved=saved, judge=judge),
+    )
+
+
+def _upcoming(
+    *, session: Session, spec: EvalSpec, head: ItemHead, batch: BatchFilter, me: int, slot: Place | None
+) -> int | None:
+    """Reserve the grader's next draft while they read this one, only in a grading flow (they hold a place here)."""
+    if slot is None:
+        return None
+    held = held_next(session=session, spec=spec, grader_id=me, batch=batch, exclude=(head.draft.id,))
+    return reserve_upcoming(session=session, spec=spec, grader_id=me, batch=batch, draft_id=head.draft.id, held=held)
+
+
+def _saved_signals(
+    *, session: Session, spec: EvalSpec, saved: tuple[int, float | None] | None, judge: JudgeLookup | None
+) -> ModelSignals | None:
+    """Return the model signals of the draft a save-and-next just graded (the grader has graded it: not blind)."""
+    if saved is None:
+        return None
+    return model_signals(
+        session=session, spec=spec, draft_id=saved[0], confidence=saved[1], has_graded=True, judge=judge
+    )
+

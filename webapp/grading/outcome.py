@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
 
 from sqlalchemy import bindparam, delete, func, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql import Executable
 from sqlmodel import Session, select
 
 from webapp.core.db import table_of
@@ -19,11 +20,10 @@ from webapp.grading.models import (
     FinalGrade,
     Grade,
 )
-from webapp.grading.reads import run_all
 from webapp.grading.scores import FACTUAL_KEY, all_reasons
 
 
-def upsert_final(session: Session, draft_id: int, values: dict[str, Any]) -> FinalGrade:
+def upsert_final(session: Session, draft_id: int, values: Mapping[str, object]) -> FinalGrade:
     """Set the draft's final grade (insert or update) and return it; callers run webapp.app.flows.after_grading afterwards.
 
     The same upsert as a final grade by agreement (evaluate_draft), run now rather than deferred.
@@ -56,6 +56,26 @@ _DRAFT = bindparam("draft_id")
 GRADES_OF = core_select(_GRADES).where(_GRADES.c.draft_id == _DRAFT).order_by(_GRADES.c.id)
 ADJUDICATION_OF = core_select(_ADJUDICATIONS).where(_ADJUDICATIONS.c.draft_id == _DRAFT)
 FINAL_OF = core_select(_FINALS).where(_FINALS.c.draft_id == _DRAFT)
+
+
+def grades_of(*, session: Session, draft_id: int) -> list[Grade]:
+    """Return the draft's grades, oldest first, as detached rows (read with Core, nothing enters the session)."""
+    rows = session.connection().execute(GRADES_OF, {"draft_id": draft_id}).mappings()
+    return [Grade(**row) for row in rows]
+
+
+def adjudication_of(*, session: Session, draft_id: int) -> Adjudication | None:
+    """Return the draft's adjudication (None when its grades never disagreed), detached."""
+    row = session.connection().execute(ADJUDICATION_OF, {"draft_id": draft_id}).mappings().first()
+    return Adjudication(**row) if row is not None else None
+
+
+def final_of(*, session: Session, draft_id: int) -> FinalGrade | None:
+    """Return the draft's final grade (None while it has none), detached."""
+    row = session.connection().execute(FINAL_OF, {"draft_id": draft_id}).mappings().first()
+    return FinalGrade(**row) if row is not None else None
+
+
 # (a write's parameters may not share a column's name: "d", not "draft_id")
 _DISSOLVE = (
     update(_ADJUDICATIONS)
@@ -67,7 +87,7 @@ _DROP_FINAL = delete(_FINALS).where(_FINALS.c.draft_id == bindparam("d"))
 
 
 @lru_cache(maxsize=4)
-def _upsert_stmt(dialect: str, table_name: str) -> Any:
+def _upsert_stmt(dialect: str, table_name: str) -> Executable:
     """INSERT ... ON CONFLICT (draft_id) DO UPDATE of the final grade or the adjudication (one row per draft)."""
     table = {t.name: t for t in (_FINALS, _ADJUDICATIONS)}[table_name]
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
@@ -92,20 +112,15 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     expired, so that it is read again.
     """
     now = now or utcnow()
-    (short,) = run_all(session, (_SHORT_OF_GRADES, {"draft_id": draft_id}))
-    n_grades, n_returned, status = tuple(short.one())
+    n_grades, n_returned, status = session.connection().execute(_SHORT_OF_GRADES, {"draft_id": draft_id}).one()
     if status == "resolved":
         return "final"
     if not n_returned and n_grades < spec.grading.graders_per_draft:
         return "needs_grades"
-    params = {"draft_id": draft_id}
-    adjudication_result, grades_result, final_result = run_all(
-        session, (ADJUDICATION_OF, params), (GRADES_OF, params), (FINAL_OF, params)
-    )
-    adjudication_row: Any = adjudication_result.first()
-    adjudication: str | None = adjudication_row.status if adjudication_row is not None else None
-    grades: list[Any] = list(grades_result.all())
-    has_final = final_result.first() is not None
+    adjudication_row = adjudication_of(session=session, draft_id=draft_id)
+    adjudication = adjudication_row.status if adjudication_row is not None else None
+    grades = grades_of(session=session, draft_id=draft_id)
+    has_final = final_of(session=session, draft_id=draft_id) is not None
     if adjudication == "resolved":
         return "final"
     _expire_loaded(session, draft_id)
@@ -122,19 +137,7 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
         # Only the revision of a grade the lead returned (status "rework") may dissolve a disagreement.
         return "in_adjudication"
     if not reasons:
-        n = len(grades)
-        final = {
-            "draft_id": draft_id,
-            FACTUAL_KEY: "pass" if all(g.factual_accuracy == "pass" for g in grades) else "fail",
-            "citation_relevance": sum(g.citation_relevance for g in grades) / n,
-            "tone": sum(g.tone for g in grades) / n,
-            "completeness": sum(g.completeness for g in grades) / n,
-            "source": "agreement",
-            "decided_by": None,
-            "note": None,
-            "decided_at": now,
-        }
-        conn.execute(_upsert_stmt(dialect, _FINALS.name), final)
+        conn.execute(_upsert_stmt(dialect, _FINALS.name), _agreed_final(draft_id, grades, now))
         if adjudication in ("open", "rework"):
             # the reworked grades now agree: no decision needed
             conn.execute(_DISSOLVE, {"d": draft_id, "at": now})
@@ -150,6 +153,22 @@ def evaluate_draft(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     }
     conn.execute(_upsert_stmt(dialect, _ADJUDICATIONS.name), opened)
     return "in_adjudication"
+
+
+def _agreed_final(draft_id: int, grades: list[Grade], now: dt.datetime) -> dict[str, object]:
+    """Return the final grade of agreeing grades: factual pass only if all pass, the mean of each scale."""
+    n = len(grades)
+    return {
+        "draft_id": draft_id,
+        FACTUAL_KEY: "pass" if all(g.factual_accuracy == "pass" for g in grades) else "fail",
+        "citation_relevance": sum(g.citation_relevance for g in grades) / n,
+        "tone": sum(g.tone for g in grades) / n,
+        "completeness": sum(g.completeness for g in grades) / n,
+        "source": "agreement",
+        "decided_by": None,
+        "note": None,
+        "decided_at": now,
+    }
 
 
 def _expire_loaded(session: Session, draft_id: int) -> None:

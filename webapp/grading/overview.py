@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
+from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.grades import returned_grades
 from webapp.grading.models import Grade, GradingSlot
-from webapp.grading.progress import batch_progress, grading_pace, waiting_for_grader
-from webapp.grading.queue import BatchFilter, batch_drafts_stmt, skip_counts
-from webapp.grading.status import grading_status
+from webapp.grading.progress import BatchProgress, Pace, batch_progress, grading_pace, waiting_for_grader
+from webapp.grading.queue import BatchFilter, batch_drafts_stmt
+from webapp.grading.skips import skip_counts
+from webapp.grading.status import GradingStatus, grading_status
 from webapp.runs.models import Draft, Run
+from webapp.web.page_view import PageView
 
 
-def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> dict[str, Any]:
+@dataclass(frozen=True)
+class QueuesView(PageView):
+    """My queues: each run's batch with its progress, grades returned to me, my recent grades and places, my pace."""
+
+    batches: list[tuple[Run, BatchProgress]]
+    returned: list[Grade]
+    mine: list[Grade]
+    held: list[GradingSlot]
+    waiting: int
+    my_pace: Pace | None
+    team_pace: list[Pace] | None  # the lead sees everyone's pace; a labeler only their own
+    flash: str | None = None
+
+
+def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> QueuesView:
     """Return my queues: each run's batch with its progress, grades returned to me, my recent grades and my pace."""
     me = principal.user_id
     runs = session.exec(select(Run).order_by(col(Run.created_at).desc(), col(Run.id).desc())).all()
@@ -37,16 +54,15 @@ def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> di
             col(GradingSlot.expires_at) > utcnow(),
         )
     ).all()
-    return {
-        "batches": [(r, p) for r, p in batches if p.drafts],
-        "returned": returned_grades(session=session, grader_id=me),
-        "mine": list(mine),
-        "held": list(held),
-        "waiting": waiting_for_grader(session=session, spec=spec, grader_id=me),
-        "my_pace": next(iter(grading_pace(session=session, grader_ids=[me])), None),
-        # The lead sees everyone's pace; a labeler only their own.
-        "team_pace": grading_pace(session=session) if principal.has_role("lead") else None,
-    }
+    return QueuesView(
+        batches=[(r, p) for r, p in batches if p.drafts],
+        returned=returned_grades(session=session, grader_id=me),
+        mine=list(mine),
+        held=list(held),
+        waiting=waiting_for_grader(session=session, spec=spec, grader_id=me),
+        my_pace=next(iter(grading_pace(session=session, grader_ids=[me])), None),
+        team_pace=grading_pace(session=session) if principal.has_role("lead") else None,
+    )
 
 
 # Drafts listed per page of a batch. A run of 1,500 drafts listed whole took ~240 ms to render
@@ -54,9 +70,33 @@ def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> di
 PAGE_SIZE = 100
 
 
+@dataclass(frozen=True)
+class BatchView(PageView):
+    """A batch: its progress overall and per grader, the filters it offers, and where each draft of a page stands."""
+
+    run: Run
+    batch: BatchFilter
+    progress: BatchProgress
+    status: GradingStatus | None  # the state column is the lead's, for the rows of this page only
+    rows: list[tuple[Draft, EvalCase]]
+    page: int
+    pages: int
+    total: int
+    first_row: int
+    own: dict[int, Grade]  # the viewer's grades of the page's drafts
+    count_by_draft: dict[int, int]
+    categories: list[str]
+    intents: list[str]  # the case's intent (the dataset's label)
+    draft_intents: list[str]  # the intent the assistant predicted for the draft
+    is_lead: bool
+    skips: dict[int, int]
+    flash: str | None = None
+    error: str | None = None
+
+
 def batch_view(
     *, session: Session, spec: EvalSpec, principal: Principal, batch: BatchFilter, page: int = 1
-) -> dict[str, Any] | None:
+) -> BatchView | None:
     """Return a batch: its progress overall and per grader, the filters it offers, and where each draft of a page stands.
 
     None when the run does not exist. `page` counts from 1; a page past the last shows the last.
@@ -69,7 +109,7 @@ def batch_view(
     pages = max(1, -(-total // PAGE_SIZE))
     page = min(max(1, page), pages)
     rows = list(session.exec(batch_drafts_stmt(batch).limit(PAGE_SIZE).offset((page - 1) * PAGE_SIZE)).all())
-    ids = [d.id for d, _ in rows]
+    ids = [stored_id(d.id) for d, _ in rows]
     own = {
         g.draft_id: g
         for g in session.exec(
@@ -86,26 +126,24 @@ def batch_view(
         select(Draft.intent).where(Draft.run_id == batch.run_id, col(Draft.intent).is_not(None)).distinct()
     ).all()
     is_lead = principal.has_role("lead")
-    return {
-        "run": run,
-        "batch": batch,
-        "progress": progress,
-        # the state column is the lead's, for the rows of this page only
-        "status": grading_status(session=session, run_id=batch.run_id, only=[i for i in ids if i is not None]) if is_lead else None,
-        "rows": rows,
-        "page": page,
-        "pages": pages,
-        "total": total,
-        "first_row": (page - 1) * PAGE_SIZE + 1,
-        "own": own,
-        "count_by_draft": count_by_draft,
-        "categories": sorted({c for c, _ in labels if c}),
-        # `intent` filters by the case's intent (the dataset's label); `draft_intent` by the draft's predicted one.
-        "intents": sorted({i for _, i in labels if i}),
-        "draft_intents": sorted({i for i in draft_intents if i}),
-        "is_lead": is_lead,
-        "skips": skip_counts(session=session, draft_ids=[i for i in ids if i is not None]) if is_lead else {},
-    }
+    return BatchView(
+        run=run,
+        batch=batch,
+        progress=progress,
+        status=grading_status(session=session, run_id=batch.run_id, only=ids) if is_lead else None,
+        rows=[(d, c) for d, c in rows],
+        page=page,
+        pages=pages,
+        total=total,
+        first_row=(page - 1) * PAGE_SIZE + 1,
+        own=own,
+        count_by_draft=count_by_draft,
+        categories=sorted({c for c, _ in labels if c}),
+        intents=sorted({i for _, i in labels if i}),
+        draft_intents=sorted({i for i in draft_intents if i}),
+        is_lead=is_lead,
+        skips=skip_counts(session=session, draft_ids=ids) if is_lead else {},
+    )
 
 
 def runs_newest_first(*, session: Session) -> list[Run]:

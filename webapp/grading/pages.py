@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from dataclasses import replace
+from typing import Annotated
 
 from fastapi import Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
@@ -28,18 +29,17 @@ from webapp.grading.forms import (
     see_other,
 )
 from webapp.grading.grades import save_grade
-from webapp.grading.item import grading_item, reserve_upcoming
+from webapp.grading.item import GradingItemView, grading_item, reserve_upcoming
 from webapp.grading.overview import batch_view, queues_view
 from webapp.grading.queue import (
-    SKIP_REASONS,
     BatchFilter,
     draft_basics,
     held_drafts,
     next_item,
     reserve_next,
-    skip_draft,
 )
 from webapp.grading.scores import validate_scores
+from webapp.grading.skips import SKIP_REASONS, skip_draft
 from webapp.grading.writes import write_section
 from webapp.web.deps import SpecDep
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash, set_flash
@@ -53,9 +53,8 @@ def queues(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
 ) -> HTMLResponse:
     """Show my queues: the next item of each batch, grades returned to me, my recent grades."""
-    view = queues_view(session=session, spec=spec, principal=principal)
-    view["flash"] = flash_context(request)["flash"]
-    return consume_flash(request, render(request, "grading/queues.html", view))
+    view = replace(queues_view(session=session, spec=spec, principal=principal), flash=flash_context(request)["flash"])
+    return consume_flash(request, render(request, "grading/queues.html", view.context()))
 
 
 @router.post("/runs/{run_id}/next")
@@ -88,8 +87,9 @@ def batch_overview(
     )
     if view is None:
         raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
-    view.update(flash_context(request))  # "nothing left" rides in the one-time flash, not in the URL
-    return consume_flash(request, render(request, "grading/batch.html", view))
+    flash = flash_context(request)  # "nothing left" rides in the one-time flash, not in the URL
+    view = replace(view, flash=flash["flash"], error=flash["error"])
+    return consume_flash(request, render(request, "grading/batch.html", view.context()))
 
 
 def _item_or_404(
@@ -100,9 +100,9 @@ def _item_or_404(
     filters: BatchFilter,
     *,
     saved: tuple[int, float | None] | None = None,
-) -> dict[str, Any]:
-    """Return the grading item's template context (404 when the draft does not exist)."""
-    ctx = grading_item(
+) -> GradingItemView:
+    """Return the grading item's view (404 when the draft does not exist)."""
+    view = grading_item(
         session=session,
         spec=spec,
         draft_id=draft_id,
@@ -111,18 +111,9 @@ def _item_or_404(
         judge=JUDGE,
         saved=saved,
     )
-    if ctx is None:
+    if view is None:
         raise HTTPException(status_code=404, detail=f"draft {draft_id} does not exist")
-    ctx.update(
-        {
-            "shortcuts": SHORTCUTS,
-            "factual_keys": FACTUAL_KEYS,
-            "skip_reasons": SKIP_REASONS,
-            "as_utc": as_utc,
-            "blank_rubric": _blank_rubric(spec),
-        }
-    )
-    return ctx
+    return replace(view, blank_rubric=_blank_rubric(spec))
 
 
 _blank_rubric_cache: tuple[EvalSpec, Markup] | None = None
@@ -133,20 +124,29 @@ def _blank_rubric(spec: EvalSpec) -> Markup:
     global _blank_rubric_cache
     cached = _blank_rubric_cache
     if cached is None or cached[0] is not spec:
-        macros: Any = templates.env.get_template("grading/_rubric.html").module
-        cached = (spec, Markup(macros.rubric_fields(spec, {}, SHORTCUTS, FACTUAL_KEYS, None, compact=True)))
+        rubric_fields = vars(templates.env.get_template("grading/_rubric.html").module)["rubric_fields"]
+        cached = (spec, Markup(rubric_fields(spec, {}, SHORTCUTS, FACTUAL_KEYS, None, compact=True)))
         _blank_rubric_cache = cached
     return cached[1]
 
 
+# The grading page's fixed names beside its view: keyboard shortcuts, skip reasons, the time helper.
+_ITEM_CONSTANTS: dict[str, object] = {
+    "shortcuts": SHORTCUTS,
+    "factual_keys": FACTUAL_KEYS,
+    "skip_reasons": SKIP_REASONS,
+    "as_utc": as_utc,
+}
+
+
 def _item_response(
-    request: Request, ctx: dict[str, Any], *, push: bool = False, status_code: int = 200
+    request: Request, view: GradingItemView, *, push: bool = False, status_code: int = 200
 ) -> HTMLResponse:
     """Render the grading page, or for htmx only the item, pushing its URL when it is a new draft."""
     headers = {"Vary": "HX-Request"}
     if push and is_htmx(request):
-        headers["HX-Push-Url"] = ctx["draft_url"]
-    ctx["htmx_fragment"] = is_htmx(request)
+        headers["HX-Push-Url"] = view.draft_url
+    ctx = {**_ITEM_CONSTANTS, **replace(view, htmx_fragment=is_htmx(request)).context()}
     return render(request, "grading/draft.html", ctx, block="item", status_code=status_code, headers=headers)
 
 
@@ -159,9 +159,9 @@ def grading_page(
     principal: Principal = Depends(GRADERS),
 ) -> HTMLResponse:
     """Show a draft with its ticket, KB text, reference and the rubric form (htmx: only the item)."""
-    ctx = _item_or_404(session, spec, principal, draft_id, batch_from(request.query_params, 0))
-    ctx["flash"] = flash_context(request)["flash"]
-    return consume_flash(request, _item_response(request, ctx))
+    view = _item_or_404(session, spec, principal, draft_id, batch_from(request.query_params, 0))
+    view = replace(view, flash=flash_context(request)["flash"])
+    return consume_flash(request, _item_response(request, view))
 
 
 def _reserve_following(
@@ -211,9 +211,8 @@ def _open_next(
             return answer
         return redirect_with_flash(request, done, text=BATCH_DONE)
     if is_htmx(request):
-        ctx = _item_or_404(session, spec, principal, nxt, batch, saved=saved)
-        ctx["flash"] = flash
-        return _item_response(request, ctx, push=True)
+        view = _item_or_404(session, spec, principal, nxt, batch, saved=saved)
+        return _item_response(request, replace(view, flash=flash), push=True)
     return redirect_with_flash(request, f"/grading/drafts/{nxt}" + (f"?{qs}" if qs else ""), text=flash)
 
 
@@ -261,9 +260,9 @@ def submit_grade(
         # Keep everything the grader typed: the item comes back with their values and the error
         # (200 for htmx, which swaps only successful answers; the URL stays on this draft).
         session.rollback()
-        ctx = _item_or_404(session, spec, principal, draft_id, batch)
-        ctx.update({"values": data, "error": exc.message, "error_field": exc.field, "flash": None})
-        return _item_response(request, ctx, status_code=200 if is_htmx(request) else exc.status)
+        view = _item_or_404(session, spec, principal, draft_id, batch)
+        view = replace(view, values=data, error=exc.message, error_field=exc.field, flash=None)
+        return _item_response(request, view, status_code=200 if is_htmx(request) else exc.status)
     message = "Grade saved" if saved.created else "Grade revised"
     qs = batch.query_string()
     if following:
@@ -278,9 +277,8 @@ def submit_grade(
             (draft_id, saved.confidence),
         )
     if is_htmx(request):
-        ctx = _item_or_404(session, spec, principal, draft_id, batch)
-        ctx["flash"] = f"{message}."
-        return _item_response(request, ctx)
+        view = _item_or_404(session, spec, principal, draft_id, batch)
+        return _item_response(request, replace(view, flash=f"{message}."))
     return redirect_with_flash(request, f"/grading/drafts/{draft_id}" + (f"?{qs}" if qs else ""), text=f"{message}.")
 
 
@@ -311,9 +309,9 @@ def skip(
         if exc.status == 404:
             raise HTTPException(status_code=404, detail=exc.message) from exc
         session.rollback()
-        ctx = _item_or_404(session, spec, principal, draft_id, batch)
-        ctx.update({"skip_error": exc.message, "flash": None, "skip_values": form.model_dump()})
-        return _item_response(request, ctx, status_code=200 if is_htmx(request) else exc.status)
+        view = _item_or_404(session, spec, principal, draft_id, batch)
+        view = replace(view, skip_error=exc.message, flash=None, skip_values=form.model_dump())
+        return _item_response(request, view, status_code=200 if is_htmx(request) else exc.status)
     return _open_next(
         request,
         session,

@@ -7,25 +7,26 @@ filters are set) with bind parameters, and executed as Core statements (tables f
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+import enum
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Literal, TypeVar
 from urllib.parse import urlencode
 
-from sqlalchemy import bindparam, delete, func, update
+from sqlalchemy import ColumnElement, Select, Table, bindparam, delete, func, update
 from sqlalchemy import case as sql_case
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql import Executable
 from sqlmodel import Session, col, select
+from sqlmodel.sql.expression import Select as OrmSelect
 
 from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import EvalCase
-from webapp.grading.errors import AlreadyGraded, GradeInvalid, NotFound
 from webapp.grading.models import Grade, GradingPlan, GradingSkip, GradingSlot
-from webapp.grading.reads import Item, run_all
 from webapp.runs.models import Draft
 
 DRAFTS = table_of(Draft)
@@ -34,6 +35,8 @@ SLOTS = table_of(GradingSlot)
 GRADES = table_of(Grade)
 SKIPS = table_of(GradingSkip)
 PLAN = table_of(GradingPlan)
+# A select of drafts (ORM or Core) narrowed by the helpers below, which keep its columns.
+S = TypeVar("S", bound=Select)  # a bare Select: any columns
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class BatchFilter:
         """Return which filters are set (the key of the prebuilt statements)."""
         return (bool(self.category), bool(self.intent), bool(self.draft_intent), self.golden)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, int | str | None]:
         """Return the bind parameters of the prebuilt statements."""
         return {
             "run_id": self.run_id,
@@ -87,11 +90,11 @@ _DRAFT_BASICS = core_select(DRAFTS.c.run_id, DRAFTS.c.confidence).where(DRAFTS.c
 
 def draft_basics(*, session: Session, draft_id: int) -> tuple[int, float | None] | None:
     """Return the draft's run and confidence (None when the draft does not exist), without loading the draft."""
-    row: Any = session.connection().execute(_DRAFT_BASICS, {"draft_id": draft_id}).first()
+    row = session.connection().execute(_DRAFT_BASICS, {"draft_id": draft_id}).first()
     return (int(row.run_id), row.confidence) if row is not None else None
 
 
-def gradable(stmt: Any) -> Any:
+def gradable(stmt: S) -> S:
     """Keep only drafts with something to grade (escalations and fallbacks carry no draft text), and
     in a run with a grading plan (a PPI sample) only the drafts the sample drew."""
     in_plan = core_select(col(GradingPlan.draft_id)).where(col(GradingPlan.draft_id) == Draft.id).exists()
@@ -99,23 +102,23 @@ def gradable(stmt: Any) -> Any:
     return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False), in_plan | ~planned_run)
 
 
-def batch_where(stmt: Any, batch: BatchFilter, *, join_case: bool = True) -> Any:
+def batch_where(stmt: S, batch: BatchFilter, *, join_case: bool = True) -> S:
     """Narrow an ORM select of drafts to the batch's gradable drafts (joining the case when needed)."""
     if join_case or batch.category or batch.intent or batch.golden is not None:
         stmt = stmt.join(EvalCase, col(EvalCase.id) == Draft.case_pk)
-    stmt = gradable(stmt.where(Draft.run_id == batch.run_id))
+    stmt = gradable(stmt.where(col(Draft.run_id) == batch.run_id))
     if batch.category:
-        stmt = stmt.where(EvalCase.category == batch.category)
+        stmt = stmt.where(col(EvalCase.category) == batch.category)
     if batch.intent:
-        stmt = stmt.where(EvalCase.intent == batch.intent)
+        stmt = stmt.where(col(EvalCase.intent) == batch.intent)
     if batch.draft_intent:
-        stmt = stmt.where(Draft.intent == batch.draft_intent)
+        stmt = stmt.where(col(Draft.intent) == batch.draft_intent)
     if batch.golden is not None:
         stmt = stmt.where(col(EvalCase.golden).is_(batch.golden))
     return stmt
 
 
-def batch_drafts_stmt(batch: BatchFilter) -> Any:
+def batch_drafts_stmt(batch: BatchFilter) -> OrmSelect[Draft, EvalCase]:
     """Return a select of (Draft, EvalCase) in the batch, oldest first (case position, sample, id)."""
     stmt = batch_where(select(Draft, EvalCase), batch)
     rank = core_select(col(GradingPlan.rank)).where(col(GradingPlan.draft_id) == Draft.id).scalar_subquery()
@@ -125,7 +128,7 @@ def batch_drafts_stmt(batch: BatchFilter) -> Any:
 Shape = tuple[bool, bool, bool, bool | None]
 
 
-def _planned_ok() -> Any:
+def _planned_ok() -> ColumnElement[bool]:
     """True for a draft in its run's grading plan (a PPI sample drew it), or for any draft of a run without a plan.
 
     Both lookups use grading_plan's indexes (primary key draft_id, index on run_id).
@@ -135,7 +138,7 @@ def _planned_ok() -> Any:
     return in_plan | ~planned_run
 
 
-def _in_batch(stmt: Any, shape: Shape, *, join_case: bool = True) -> Any:
+def _in_batch(stmt: S, shape: Shape, *, join_case: bool = True) -> S:
     """The Core twin of batch_where, with bind parameters instead of values."""
     category, intent, draft_intent, golden = shape
     if join_case or category or intent or golden is not None:
@@ -164,7 +167,7 @@ _QUEUE_ORDER = (func.coalesce(_PLAN_RANK, CASES.c.position), DRAFTS.c.sample_ind
 
 
 @lru_cache(maxsize=64)
-def counts_stmt(shape: Shape) -> Any:
+def counts_stmt(shape: Shape) -> Select[int, int, int]:
     """(drafts, grades in counted up to graders_per_draft each, the grader's grades) of the batch, in one aggregate."""
     per_draft = (
         _in_batch(
@@ -191,7 +194,7 @@ def counts_stmt(shape: Shape) -> Any:
 
 
 @lru_cache(maxsize=64)
-def held_stmt(shape: Shape) -> Any:
+def held_stmt(shape: Shape) -> Select[int, dt.datetime | None]:
     """The first two drafts of the batch the grader holds a reservation of (no grade yet), with their expiry.
 
     Two: a save-and-next moves on to the first and shows the second as the one after it.
@@ -210,7 +213,7 @@ def held_stmt(shape: Shape) -> Any:
 
 
 @lru_cache(maxsize=128)
-def candidates_stmt(shape: Shape, skipped: bool) -> Any:
+def candidates_stmt(shape: Shape, skipped: bool) -> Select[int]:
     """Drafts of the batch with a free place where the grader has none, in queue order (50 at most).
 
     skipped=False leaves out the drafts the grader skipped; skipped=True returns only those.
@@ -259,41 +262,26 @@ def batch_counts(*, session: Session, spec: EvalSpec, batch: BatchFilter, grader
 
     `mine` counts the grades of `grader_id` (0: nobody).
     """
-    (result,) = run_all(
-        session, counts_read(session=session, spec=spec, batch=batch, grader_id=grader_id)
-    )
-    return counts_from(spec=spec, row=result.one())
-
-
-def counts_read(
-    *, session: Session, spec: EvalSpec, batch: BatchFilter, grader_id: int = 0
-) -> Item:
-    """Return batch_counts' statement, to run with others (webapp.grading.reads)."""
-    params = {**batch.params(), "grader_id": grader_id, "n": spec.grading.graders_per_draft}
-    return (counts_stmt(batch.shape), params)
-
-
-def counts_from(*, spec: EvalSpec, row: Any) -> BatchCounts:
-    """Return batch_counts' answer from the row of counts_read's statement."""
-    drafts, done, mine = tuple(row)
     n = spec.grading.graders_per_draft
+    params = {**batch.params(), "grader_id": grader_id, "n": n}
+    drafts, done, mine = session.connection().execute(counts_stmt(batch.shape), params).one()
     return BatchCounts(
         drafts=int(drafts), grades_done=int(done), grades_needed=int(drafts) * n, mine=int(mine)
     )
 
 
 @lru_cache(maxsize=8)
-def _insert_ignore_stmt(dialect: str, table_name: str) -> Any:
+def _insert_ignore_stmt(dialect: str, table_name: str) -> Executable:
     table = {t.name: t for t in (SLOTS, GRADES)}[table_name]
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     # RETURNING tells apart "inserted" and "did nothing" on both drivers (rowcount is not reliable with it).
     return insert(table).on_conflict_do_nothing().returning(table.c.id)
 
 
-def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> int | None:
+def insert_ignore(session: Session, table: Table, values: Mapping[str, object]) -> int | None:
     """INSERT ... ON CONFLICT DO NOTHING into grading_slot or grade; the new row's id, or None when it did nothing."""
     stmt = _insert_ignore_stmt(session.get_bind().dialect.name, table.name)
-    return run_all(session, (stmt, values))[0].scalar()
+    return session.connection().execute(stmt, values).scalar()
 
 
 _RELEASE_EXPIRED = delete(SLOTS).where(SLOTS.c.grade_id.is_(None), SLOTS.c.expires_at < bindparam("now"))
@@ -414,31 +402,25 @@ def held_next(
 
 
 Held = tuple[int, dt.datetime | None]
-NOT_READ: Any = object()  # a `held` argument the caller has not read
+
+
+class _NotRead(enum.Enum):
+    """A `held` argument the caller has not read (reserve_next reads it)."""
+
+    TOKEN = 0
+
+
+NOT_READ: Literal[_NotRead.TOKEN] = _NotRead.TOKEN
 
 
 def held_drafts(
     *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
 ) -> list[Held]:
     """Return the first two drafts of the batch the grader holds unsaved (not in `exclude`), in queue order."""
-    (result,) = run_all(
-        session, held_read(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
-    )
-    return [held for row in result if (held := held_from(row)) is not None]
-
-
-def held_read(
-    *, session: Session, spec: EvalSpec, grader_id: int, batch: BatchFilter, exclude: Collection[int] = ()
-) -> Item:
-    """Return held_next's statement, to run with others (webapp.grading.reads)."""
     # An empty expanding IN would be "NOT IN ()", which both databases read as true.
     params = {**batch.params(), "grader_id": grader_id, "exclude": list(exclude) or [-1]}
-    return (held_stmt(batch.shape), params)
-
-
-def held_from(row: Any) -> Held | None:
-    """Return held_next's answer from the row of held_read's statement."""
-    return (int(row.id), row.expires_at) if row is not None else None
+    rows = session.connection().execute(held_stmt(batch.shape), params).all()
+    return [(int(row.id), row.expires_at) for row in rows]
 
 
 def reserve_next(
@@ -449,7 +431,7 @@ def reserve_next(
     batch: BatchFilter,
     exclude: Collection[int] = (),
     now: dt.datetime | None = None,
-    held: Held | None = NOT_READ,
+    held: Held | None | _NotRead = NOT_READ,
 ) -> int | None:
     """Do what next_item does and return only the draft's id (the grading page pre-reserves with it).
 
@@ -457,7 +439,7 @@ def reserve_next(
     """
     now = now or utcnow()
     window = dt.timedelta(minutes=spec.grading.reservation_minutes)
-    if held is NOT_READ:
+    if isinstance(held, _NotRead):
         held = held_next(session=session, spec=spec, grader_id=grader_id, batch=batch, exclude=exclude)
     conn = session.connection()
     if held is not None:
@@ -488,58 +470,3 @@ def reserve_next(
                 if insert_ignore(session, SLOTS, values) is not None:
                     return int(draft_id)
     return None
-
-
-# Reasons a grader may give for skipping a draft (key -> label); "other" needs a few words.
-SKIP_REASONS: dict[str, str] = {
-    "domain": "needs domain knowledge",
-    "kb_missing": "KB missing",
-    "unclear_ticket": "unclear ticket",
-    "other": "other",
-}
-
-
-def skip_draft(
-    *,
-    session: Session,
-    draft_id: int,
-    grader_id: int,
-    reason: str,
-    detail: str = "",
-    now: dt.datetime | None = None,
-) -> GradingSkip:
-    """Record that the grader skips the draft (with a reason) and give back their reservation."""
-    reason = (reason or "").strip()
-    if reason not in SKIP_REASONS:
-        raise GradeInvalid(
-            f"reason: choose one of {', '.join(SKIP_REASONS)} (got {reason!r})", field="reason"
-        )
-    detail = (detail or "").strip()
-    if reason == "other" and not detail:
-        raise GradeInvalid("detail: say in a few words why you skip this draft", field="detail")
-    if len(detail) > 500:
-        raise GradeInvalid("detail: at most 500 characters", field="detail")
-    if session.get(Draft, draft_id) is None:
-        raise NotFound(f"draft {draft_id} does not exist")
-    graded = select(Grade.id).where(Grade.draft_id == draft_id, Grade.grader_id == grader_id)
-    if session.exec(graded).first() is not None:
-        raise AlreadyGraded(f"you already graded draft {draft_id}; there is nothing to skip")
-    release_reservation(session=session, draft_id=draft_id, grader_id=grader_id)
-    row = GradingSkip(
-        draft_id=draft_id, grader_id=grader_id, reason=reason, detail=detail, skipped_at=now or utcnow()
-    )
-    session.add(row)
-    session.flush()
-    return row
-
-
-def skip_counts(*, session: Session, draft_ids: Collection[int]) -> dict[int, int]:
-    """Return how many times each draft was skipped (drafts never skipped are absent)."""
-    if not draft_ids:
-        return {}
-    rows = session.exec(
-        select(GradingSkip.draft_id, func.count())
-        .where(col(GradingSkip.draft_id).in_(list(draft_ids)))
-        .group_by(col(GradingSkip.draft_id))
-    )
-    return {int(d): int(n) for d, n in rows}

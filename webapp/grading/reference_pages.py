@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -33,7 +34,7 @@ def references(
 ) -> HTMLResponse:
     """List test cases with their reference responses: missing, waiting for approval, approved."""
     view = reference_service.references_view(session=session, show=request.query_params.get("show", "all"))
-    return render(request, "grading/references.html", view)
+    return render(request, "grading/references.html", view.context())
 
 
 @router.get("/references/{case_pk}", response_class=HTMLResponse)
@@ -45,16 +46,12 @@ def reference_page(
     view = reference_service.reference_view(session=session, case_pk=case_pk, draft_id=id_from_ref(raw))
     if view is None:
         raise HTTPException(status_code=404, detail=f"test case {case_pk} does not exist")
-    view.update(
-        {
-            "is_lead": principal.has_role("lead"),
-            "me": principal.user_id,
-            **flash_context(request),
-            "shortcuts": SHORTCUTS,
-            "factual_keys": FACTUAL_KEYS,
-        }
+    flash = flash_context(request)
+    view = replace(
+        view, is_lead=principal.has_role("lead"), me=principal.user_id, flash=flash["flash"], error=flash["error"]
     )
-    return consume_flash(request, render(request, "grading/reference.html", view))
+    ctx = {**view.context(), "shortcuts": SHORTCUTS, "factual_keys": FACTUAL_KEYS}
+    return consume_flash(request, render(request, "grading/reference.html", ctx))
 
 
 def _reference_url(case_pk: int, draft: str = "") -> str:

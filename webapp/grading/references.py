@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -11,14 +11,15 @@ from sqlmodel import Session, col, select
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.errors import AlreadyApproved, GradeInvalid, NotAllowed, NotFound
-from webapp.grading.evidence import cited_kb_texts
-from webapp.grading.item import user_names
+from webapp.grading.evidence import CitedKbText, cited_kb_texts
+from webapp.grading.item_reads import user_names
 from webapp.grading.models import (
     ReferenceGrade,
     ReferenceVersion,
 )
 from webapp.grading.scores import Scores
 from webapp.runs.models import Draft
+from webapp.web.page_view import PageView
 
 
 def reference_versions(*, session: Session, case_pk: int) -> list[ReferenceVersion]:
@@ -147,7 +148,26 @@ def grade_reference(
 # The reference pages' views
 
 
-def references_view(*, session: Session, show: str = "all", limit: int = 500) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ReferenceRow:
+    """A test case on the references list: its latest reference version and where that stands."""
+
+    case: EvalCase
+    latest: ReferenceVersion | None
+    state: str  # missing | to approve | approved
+    has_approved: bool  # some version of it is approved
+
+
+@dataclass(frozen=True)
+class ReferencesView(PageView):
+    """Test cases with the state of their reference (the first `limit` rows of `total`)."""
+
+    rows: list[ReferenceRow]
+    total: int
+    show: str
+
+
+def references_view(*, session: Session, show: str = "all", limit: int = 500) -> ReferencesView:
     """Return test cases with the state of their reference: missing, to approve, approved (show: all, to_approve, golden)."""
     latest: dict[int, ReferenceVersion] = {}
     approved: set[int] = set()
@@ -156,7 +176,7 @@ def references_view(*, session: Session, show: str = "all", limit: int = 500) ->
         if v.approved_at is not None:
             approved.add(v.case_pk)
     cases = session.exec(select(EvalCase).order_by(col(EvalCase.dataset_id).desc(), col(EvalCase.position)))
-    rows = []
+    rows: list[ReferenceRow] = []
     for case in cases:
         v = latest.get(case.id) if case.id is not None else None
         state = "missing" if v is None else "approved" if v.approved_at is not None else "to approve"
@@ -164,11 +184,28 @@ def references_view(*, session: Session, show: str = "all", limit: int = 500) ->
             continue
         if show == "golden" and not case.golden:
             continue
-        rows.append({"case": case, "latest": v, "state": state, "has_approved": case.id in approved})
-    return {"rows": rows[:limit], "total": len(rows), "show": show}
+        rows.append(ReferenceRow(case=case, latest=v, state=state, has_approved=case.id in approved))
+    return ReferencesView(rows=rows[:limit], total=len(rows), show=show)
 
 
-def reference_view(*, session: Session, case_pk: int, draft_id: int | None = None) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class ReferenceView(PageView):
+    """A case's reference editor: the case, the draft it was opened from, the KB beside it, versions and their grades."""
+
+    case: EvalCase
+    draft: Draft | None
+    kb: list[CitedKbText]
+    versions: list[ReferenceVersion]
+    ref_grades: dict[int, list[ReferenceGrade]]  # reference version id -> its grades
+    users: dict[int, str]
+    # the page's state, set by webapp.grading.reference_pages
+    is_lead: bool = False
+    me: int = 0
+    flash: str | None = None
+    error: str | None = None
+
+
+def reference_view(*, session: Session, case_pk: int, draft_id: int | None = None) -> ReferenceView | None:
     """Return a case's reference editor: the case, the draft it was opened from, the KB beside it, versions and grades.
 
     The KB is the draft's cited revisions, else the case's articles (current). None when the case does not exist.
@@ -193,14 +230,14 @@ def reference_view(*, session: Session, case_pk: int, draft_id: int | None = Non
             ref_grades.setdefault(rg.reference_id, []).append(rg)
     user_ids = {v.author_id for v in versions} | {v.approved_by for v in versions if v.approved_by}
     user_ids |= {rg.grader_id for grades in ref_grades.values() for rg in grades}
-    return {
-        "case": case,
-        "draft": draft,
-        "kb": kb,
-        "versions": versions,
-        "ref_grades": ref_grades,
-        "users": user_names(session=session, user_ids=user_ids),
-    }
+    return ReferenceView(
+        case=case,
+        draft=draft,
+        kb=kb,
+        versions=versions,
+        ref_grades=ref_grades,
+        users=user_names(session=session, user_ids=user_ids),
+    )
 
 
 def reference_case_of(*, session: Session, reference_id: int) -> int | None:

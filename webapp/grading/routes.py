@@ -2,32 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel
 
 from webapp.app.flows import after_grading
 from webapp.auth.service import Principal
 from webapp.core.csv_export import attachment_headers, csv_response
 from webapp.core.db import SessionDep, stored_id
-from webapp.core.timeutil import as_utc
 from webapp.grading.adjudication import decide_adjudication, list_adjudications, return_grade
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradeInvalid, GradingError
 from webapp.grading.export import export_csv, export_jsonl, export_rows
 from webapp.grading.grades import grade_history, grades_visible_to, record_grade, revise_grade
-from webapp.grading.models import Adjudication, Grade
 from webapp.grading.queue import BatchFilter, next_item
 from webapp.grading.schemas import (
+    AdjudicationPublic,
     AdjudicationsPublic,
     AgreementPublic,
     DecisionPublic,
     DraftGradesPublic,
+    FinalGradePublic,
     FinalGradesPublic,
+    GradeChangePublic,
     GradePublic,
     ReservedPublic,
+    ResolvedPublic,
+    ReturnedPublic,
 )
 from webapp.grading.scores import GRADER_ROLES, validate_scores
 from webapp.grading.status import grading_status
@@ -48,46 +51,13 @@ def http_error(exc: GradingError) -> HTTPException:
     return HTTPException(status_code=exc.status, detail=exc.message)
 
 
-def grade_public(grade: Grade) -> dict[str, Any]:
-    """Return a grade as JSON."""
-    return {
-        "id": grade.id,
-        "draft_id": grade.draft_id,
-        "grader_id": grade.grader_id,
-        "factual_accuracy": grade.factual_accuracy,
-        "citation_relevance": grade.citation_relevance,
-        "tone": grade.tone,
-        "completeness": grade.completeness,
-        "rationale": grade.rationale,
-        "unsupported_claim": grade.unsupported_claim,
-        "status": grade.status,
-        "return_comment": grade.return_comment,
-        "created_at": as_utc(grade.created_at).isoformat(),
-        "updated_at": as_utc(grade.updated_at).isoformat(),
-    }
-
-
-def adjudication_public(adj: Adjudication) -> dict[str, Any]:
-    """Return an adjudication as JSON (the caller is the lead)."""
-    return {
-        "id": adj.id,
-        "draft_id": adj.draft_id,
-        "status": adj.status,
-        "reasons": adj.reasons,
-        "note": adj.note,
-        "opened_at": as_utc(adj.opened_at).isoformat(),
-        "resolved_at": as_utc(adj.resolved_at).isoformat() if adj.resolved_at else None,
-        "resolved_by": adj.resolved_by,
-    }
-
-
 class ScoresIn(BaseModel):
     # Scores are checked by the service against the spec's rubric (ranges come from the spec file),
     # so they arrive untyped here and a bad one gets a 422 naming its field.
-    factual_accuracy: Any = None
-    citation_relevance: Any = None
-    tone: Any = None
-    completeness: Any = None
+    factual_accuracy: object = None
+    citation_relevance: object = None
+    tone: object = None
+    completeness: object = None
     rationale: str = ""
     unsupported_claim: str | None = None
 
@@ -114,7 +84,7 @@ class AdjudicationIn(ScoresIn):
 )
 def create_grade(
     body: GradeIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
-) -> dict[str, Any]:
+) -> GradePublic:
     """Record the caller's grade of a draft (409 if they already graded it; PUT revises)."""
     try:
         scores = validate_scores(spec=spec, data=body.model_dump())
@@ -124,7 +94,7 @@ def create_grade(
     except GradingError as exc:
         raise http_error(exc) from exc
     after_grading(session=session, spec=spec, draft_id=grade.draft_id)
-    return grade_public(grade)
+    return GradePublic.of(grade)
 
 
 @router.put(
@@ -134,7 +104,7 @@ def create_grade(
 )
 def update_grade(
     grade_id: int, body: ScoresIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)
-) -> dict[str, Any]:
+) -> GradePublic:
     """Revise the caller's own grade (kept in the history) until the draft is adjudicated."""
     try:
         scores = validate_scores(spec=spec, data=body.model_dump())
@@ -144,35 +114,24 @@ def update_grade(
     except GradingError as exc:
         raise http_error(exc) from exc
     after_grading(session=session, spec=spec, draft_id=grade.draft_id)
-    return grade_public(grade)
+    return GradePublic.of(grade)
 
 
 @router.get("/drafts/{draft_id}/grades", response_model=DraftGradesPublic)
 def draft_grades(
     draft_id: int, session: SessionDep, principal: Principal = Depends(GRADERS)
-) -> dict[str, Any]:
+) -> DraftGradesPublic:
     """Return every grade of a draft (403 while the caller has not graded it, unless lead)."""
     try:
         grades = grades_visible_to(session=session, draft_id=draft_id, principal=principal)
     except GradingError as exc:
         raise http_error(exc) from exc
     history = grade_history(session=session, draft_id=draft_id, principal=principal)
-    return {
-        "draft_id": draft_id,
-        "grades": [grade_public(g) for g in grades],
-        "history": [
-            {
-                "grade_id": h.grade_id,
-                "action": h.action,
-                "changed_by": h.changed_by,
-                "changed_at": as_utc(h.changed_at).isoformat(),
-                "before": h.before,
-                "after": h.after,
-                "comment": h.comment,
-            }
-            for h in history
-        ],
-    }
+    return DraftGradesPublic(
+        draft_id=draft_id,
+        grades=[GradePublic.of(g) for g in grades],
+        history=[GradeChangePublic.of(h) for h in history],
+    )
 
 
 @router.post(
@@ -190,7 +149,7 @@ def take_next(
     *,
     principal: Principal = Depends(GRADERS),
     run: RunDep,
-) -> Response:
+) -> ReservedPublic | Response:
     """Reserve the caller's next draft of a run, by name or id (204 when none is left); `intent` is the case's, `draft_intent` the draft's."""
     batch = BatchFilter(
         run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent, golden=golden
@@ -198,7 +157,7 @@ def take_next(
     draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     if draft is None:
         return Response(status_code=204)  # no body: a 204 carries none
-    return JSONResponse({"draft_id": draft.id, "reserved_minutes": spec.grading.reservation_minutes})
+    return ReservedPublic(draft_id=stored_id(draft.id), reserved_minutes=spec.grading.reservation_minutes)
 
 
 @router.get("/adjudications", response_model=AdjudicationsPublic)
@@ -206,14 +165,14 @@ def adjudications(
     session: SessionDep,
     status: Literal["open", "rework", "resolved", "dissolved", "all"] = Query("open"),
     principal: Principal = Depends(LEAD),
-) -> dict[str, Any]:
+) -> AdjudicationsPublic:
     """List adjudications by status, with both grades side by side."""
     items = list_adjudications(session=session, status=None if status == "all" else status)
-    out = []
-    for adj in items:
-        grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal)
-        out.append({**adjudication_public(adj), "grades": [grade_public(g) for g in grades]})
-    return {"status": status, "items": out}
+    out = [
+        AdjudicationPublic.of(adj, grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal))
+        for adj in items
+    ]
+    return AdjudicationsPublic(status=status, items=out)
 
 
 @router.post(
@@ -227,7 +186,7 @@ def decide(
     session: SessionDep,
     spec: SpecDep,
     principal: Principal = Depends(LEAD),
-) -> dict[str, Any]:
+) -> ResolvedPublic | ReturnedPublic:
     """Resolve an adjudication with a final grade and note, or return one grade for rework."""
     try:
         if body.action == "return":
@@ -240,7 +199,7 @@ def decide(
                 lead_id=principal.user_id,
                 comment=body.comment,
             )
-            return {"action": "return", "grade": grade_public(grade)}
+            return ReturnedPublic(action="return", grade=GradePublic.of(grade))
         final = decide_adjudication(
             session=session,
             spec=spec,
@@ -252,18 +211,7 @@ def decide(
     except GradingError as exc:
         raise http_error(exc) from exc
     after_grading(session=session, spec=spec, draft_id=final.draft_id)
-    return {
-        "action": "resolve",
-        "final": {
-            "draft_id": final.draft_id,
-            "factual_accuracy": final.factual_accuracy,
-            "citation_relevance": final.citation_relevance,
-            "tone": final.tone,
-            "completeness": final.completeness,
-            "source": final.source,
-            "note": final.note,
-        },
-    }
+    return ResolvedPublic(action="resolve", final=FinalGradePublic.of(final))
 
 
 @router.get("/grading/agreement", response_model=AgreementPublic)
@@ -272,7 +220,7 @@ def agreement(
     spec: SpecDep,
     run_id: int | None = None,
     principal: Principal = Depends(require_role("lead", "pm")),
-) -> dict[str, Any]:
+) -> AgreementPublic:
     """Return agreement per criterion, grader pair, grader and ISO week (the agreement page's numbers)."""
     return agreement_report(session=session, spec=spec, run_id=run_id)
 
@@ -296,7 +244,7 @@ def run_final_grades(
     *,
     principal: Principal = Depends(require_role("lead", "pm")),
     run: RunDep,
-) -> Any:
+) -> FinalGradesPublic | Response:
     """Return a run's final grades (run by name or id) with both graders' scores and the adjudication (JSON, CSV or JSONL)."""
     run_id = stored_id(run.id)
     if format == "csv":
@@ -308,8 +256,4 @@ def run_final_grades(
             headers=attachment_headers(f"final-grades-{run.id}.jsonl"),
         )
     status = grading_status(session=session, run_id=run_id)
-    return {
-        "run_id": run_id,
-        "counts": status.counts,
-        "items": export_rows(session=session, run_id=run_id),
-    }
+    return FinalGradesPublic(run_id=run_id, counts=status.counts, items=export_rows(session=session, run_id=run_id))

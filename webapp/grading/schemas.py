@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from webapp.core.timeutil import as_utc
+from webapp.grading.models import Adjudication, FinalGrade, Grade, GradeChange
 from webapp.web.api_schemas import Timestamp
 
 
@@ -26,6 +28,26 @@ class GradePublic(BaseModel):
     created_at: Timestamp
     updated_at: Timestamp
 
+    @classmethod
+    def of(cls, grade: Grade) -> GradePublic:
+        """Return the grade as the API answers it."""
+        assert grade.id is not None
+        return cls(
+            id=grade.id,
+            draft_id=grade.draft_id,
+            grader_id=grade.grader_id,
+            factual_accuracy=grade.factual_accuracy,
+            citation_relevance=grade.citation_relevance,
+            tone=grade.tone,
+            completeness=grade.completeness,
+            rationale=grade.rationale,
+            unsupported_claim=grade.unsupported_claim,
+            status=grade.status,
+            return_comment=grade.return_comment,
+            created_at=as_utc(grade.created_at).isoformat(),
+            updated_at=as_utc(grade.updated_at).isoformat(),
+        )
+
 
 class GradeChangePublic(BaseModel):
     """An entry of a grade's history: who changed it, when, and its scores before and after."""
@@ -34,9 +56,22 @@ class GradeChangePublic(BaseModel):
     action: str
     changed_by: int
     changed_at: Timestamp
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
+    before: dict[str, object] | None  # JSON column: the scores before the change
+    after: dict[str, object] | None  # JSON column: the scores after it
     comment: str | None
+
+    @classmethod
+    def of(cls, change: GradeChange) -> GradeChangePublic:
+        """Return the history entry as the API answers it."""
+        return cls(
+            grade_id=change.grade_id,
+            action=change.action,
+            changed_by=change.changed_by,
+            changed_at=as_utc(change.changed_at).isoformat(),
+            before=change.before,
+            after=change.after,
+            comment=change.comment,
+        )
 
 
 class DraftGradesPublic(BaseModel):
@@ -67,6 +102,22 @@ class AdjudicationPublic(BaseModel):
     resolved_by: int | None
     grades: list[GradePublic]
 
+    @classmethod
+    def of(cls, adj: Adjudication, grades: list[Grade]) -> AdjudicationPublic:
+        """Return the adjudication with the grades the lead sees, as the API answers it."""
+        assert adj.id is not None
+        return cls(
+            id=adj.id,
+            draft_id=adj.draft_id,
+            status=adj.status,
+            reasons=adj.reasons,
+            note=adj.note,
+            opened_at=as_utc(adj.opened_at).isoformat(),
+            resolved_at=as_utc(adj.resolved_at).isoformat() if adj.resolved_at else None,
+            resolved_by=adj.resolved_by,
+            grades=[GradePublic.of(g) for g in grades],
+        )
+
 
 class AdjudicationsPublic(BaseModel):
     """Adjudications in one status (or all)."""
@@ -85,6 +136,19 @@ class FinalGradePublic(BaseModel):
     completeness: float
     source: str
     note: str | None
+
+    @classmethod
+    def of(cls, final: FinalGrade) -> FinalGradePublic:
+        """Return the final grade as the API answers it."""
+        return cls(
+            draft_id=final.draft_id,
+            factual_accuracy=final.factual_accuracy,
+            citation_relevance=final.citation_relevance,
+            tone=final.tone,
+            completeness=final.completeness,
+            source=final.source,
+            note=final.note,
+        )
 
 
 class ResolvedPublic(BaseModel):

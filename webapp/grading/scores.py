@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypedDict
 
 from webapp.core.spec import RUBRIC_COLUMNS, EvalSpec
 from webapp.grading.errors import GradeInvalid
@@ -17,8 +18,22 @@ GRADER_ROLES = ("labeler", "lead")
 
 SCALE_KEYS = tuple(k for k, kind in RUBRIC_COLUMNS.items() if kind == "scale")
 FACTUAL_KEY = "factual_accuracy"
+# A grade's scores and rationale by column: the rubric's criteria, rationale and unsupported_claim.
+ScoreValues = dict[str, str | int | None]
 
 # Scores
+
+
+class ScoreColumns(TypedDict):
+    """Validated scores by column of the grade tables."""
+
+    factual_accuracy: str
+    citation_relevance: int
+    tone: int
+    completeness: int
+    rationale: str
+    unsupported_claim: str | None
+
 
 
 @dataclass(frozen=True)
@@ -32,12 +47,19 @@ class Scores:
     rationale: str = ""
     unsupported_claim: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the scores as a plain dict (for history and exports)."""
-        return asdict(self)
+    def as_dict(self) -> ScoreColumns:
+        """Return the scores by column (for inserts, history and exports)."""
+        return ScoreColumns(
+            factual_accuracy=self.factual_accuracy,
+            citation_relevance=self.citation_relevance,
+            tone=self.tone,
+            completeness=self.completeness,
+            rationale=self.rationale,
+            unsupported_claim=self.unsupported_claim,
+        )
 
 
-def validate_scores(*, spec: EvalSpec, data: dict[str, Any], require_rationale: bool = False) -> Scores:
+def validate_scores(*, spec: EvalSpec, data: Mapping[str, object], require_rationale: bool = False) -> Scores:
     """Check raw scores against the spec's rubric; raise GradeInvalid naming the first bad field."""
     factual = str(data.get(FACTUAL_KEY) or "").strip().lower()
     if factual not in ("pass", "fail"):
@@ -79,7 +101,7 @@ def validate_scores(*, spec: EvalSpec, data: dict[str, Any], require_rationale: 
     )
 
 
-def refuse_claim_on_pass(data: dict[str, Any]) -> None:
+def refuse_claim_on_pass(data: Mapping[str, object]) -> None:
     """Refuse a factual 'pass' that still quotes an unsupported claim (the two contradict each other)."""
     factual = str(data.get(FACTUAL_KEY) or "").strip().lower()
     claim = str(data.get("unsupported_claim") or "").strip()
@@ -103,7 +125,7 @@ def check_claim_in_draft(draft_text: str | None, scores: Scores) -> None:
             )
 
 
-def scores_of(grade: Grade | ReferenceGrade) -> dict[str, Any]:
+def scores_of(grade: Grade | ReferenceGrade) -> ScoreValues:
     """Return a grade's scores and rationale as a plain dict."""
     return {
         FACTUAL_KEY: grade.factual_accuracy,
@@ -115,22 +137,27 @@ def scores_of(grade: Grade | ReferenceGrade) -> dict[str, Any]:
     }
 
 
-def disagreement_reasons(*, spec: EvalSpec, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def _score(scores: Mapping[str, object], key: str) -> int | float:
+    """Return a scale's score from a grade's scores (a number: grades store whole numbers, final grades means)."""
+    value = scores[key]
+    assert isinstance(value, int | float), f"{key}: not a score: {value!r}"
+    return value
+
+
+def disagreement_reasons(*, spec: EvalSpec, a: Mapping[str, object], b: Mapping[str, object]) -> list[str]:
     """Return why two grades disagree under the spec's rules (empty when they agree)."""
     rules = spec.grading.disagreement
     reasons: list[str] = []
     if a[FACTUAL_KEY] != b[FACTUAL_KEY]:
         reasons.append(f"{FACTUAL_KEY}: {a[FACTUAL_KEY]} vs {b[FACTUAL_KEY]}")
     for criterion in spec.rubric.scales:
-        x, y = a[criterion.key], b[criterion.key]
+        x, y = _score(a, criterion.key), _score(b, criterion.key)
+        threshold = criterion.pass_threshold
+        assert threshold is not None  # every scale has one (webapp.core.spec)
         if abs(x - y) >= rules.scale_difference:
             reasons.append(f"{criterion.key}: {x} vs {y} differ by {abs(x - y)}")
-        elif rules.opposite_sides_of_threshold and (x >= criterion.pass_threshold) != (
-            y >= criterion.pass_threshold
-        ):
-            reasons.append(
-                f"{criterion.key}: {x} vs {y} on opposite sides of the pass threshold {criterion.pass_threshold}"
-            )
+        elif rules.opposite_sides_of_threshold and (x >= threshold) != (y >= threshold):
+            reasons.append(f"{criterion.key}: {x} vs {y} on opposite sides of the pass threshold {threshold}")
     return reasons
 
 

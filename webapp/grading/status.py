@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, col, select
 
+from webapp.core.db import stored_id
 from webapp.core.timeutil import as_utc
 from webapp.grading.models import (
     Adjudication,
@@ -77,7 +78,7 @@ def grading_status(*, session: Session, run_id: int, only: list[int] | None = No
     stmt = gradable(select(Draft.id).where(Draft.run_id == run_id))
     if only is not None:
         stmt = stmt.where(col(Draft.id).in_(only))
-    draft_ids = list(session.exec(stmt))
+    draft_ids = [stored_id(d) for d in session.exec(stmt)]
     finals = set(session.exec(select(FinalGrade.draft_id).where(col(FinalGrade.draft_id).in_(draft_ids))))
     adjudicating = set(
         session.exec(

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from starlette.convertors import Convertor, register_url_convertor
 
 from webapp.app import flows
 from webapp.auth.service import Principal
+from webapp.core.blind import SignalsView
 from webapp.core.db import SessionDep, stored_id
 from webapp.datasets import service as datasets_service
+from webapp.datasets.models import Dataset, EvalCase
 from webapp.kb import service as kb_service
+from webapp.kb.service import CitedRevision
 from webapp.runs import service
 from webapp.runs.deps import RunDep
+from webapp.runs.models import Draft, Run
 from webapp.web.deps import ANY_ROLE, SpecDep, require_role
+from webapp.web.page_view import PageView
 from webapp.web.templating import render
 
 router = APIRouter()
@@ -37,12 +44,42 @@ class RunRefConvertor(Convertor[str]):
 register_url_convertor("runref", RunRefConvertor())
 
 
+@dataclass(frozen=True)
+class RunsListView(PageView):
+    """Every run, newest first, with its dataset and draft counts."""
+
+    runs: list[service.RunRow]
+
+
 @router.get("/runs", response_class=HTMLResponse, name="runs_list")
 def runs_list(
     request: Request, session: SessionDep, principal: Principal = Depends(require_role(*RUN_ROLES))
 ) -> HTMLResponse:
     """List runs, newest first."""
-    return render(request, "runs/list.html", {"runs": service.list_runs(session=session)})
+    return render(request, "runs/list.html", RunsListView(runs=service.list_runs(session=session)).context())
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """The run page's filters as the URL gives them ("" when unset; golden: "", "yes" or "no")."""
+
+    category: str = ""
+    intent: str = ""  # the case's intent
+    draft_intent: str = ""  # the intent the assistant predicted
+    golden: str = ""
+
+
+@dataclass(frozen=True)
+class RunDetailView(PageView):
+    """A run with its counts, the drafts its filters select, and what the filter menus offer."""
+
+    run: Run
+    summary: service.RunRow
+    signals: SignalsView
+    drafts: list[service.DraftRow]
+    facets: dict[str, list[str]]  # categories and intents of the run's dataset
+    draft_intents: list[str]
+    filters: RunFilters
 
 
 @router.get("/runs/{run:runref}", response_class=HTMLResponse, name="run_detail")
@@ -59,19 +96,31 @@ def run_detail(
     run: RunDep,
 ) -> HTMLResponse:
     """Show a run (by name or id) and its drafts, filterable by the case's category, intent and golden flag and the draft's intent."""
-    summary = service.run_row(session=session, run=run)
-    ctx = {
-        "run": run,
-        "summary": summary,
-        "signals": flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id)),
-        "drafts": service.list_drafts(
-            session=session, run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent, golden=golden
+    run_id = stored_id(run.id)
+    view = RunDetailView(
+        run=run,
+        summary=service.run_row(session=session, run=run),
+        signals=flows.signals_view(session=session, spec=spec, principal=principal, run_id=run_id),
+        drafts=service.list_drafts(
+            session=session, run_id=run_id, category=category, intent=intent, draft_intent=draft_intent, golden=golden
         ),
-        "facets": datasets_service.case_facets(session=session, dataset_id=run.dataset_id),
-        "draft_intents": service.draft_intents(session=session, run_id=stored_id(run.id)),
-        "filters": {"category": category, "intent": intent, "draft_intent": draft_intent, "golden": golden},
-    }
-    return render(request, "runs/detail.html", ctx, block="results")
+        facets=datasets_service.case_facets(session=session, dataset_id=run.dataset_id),
+        draft_intents=service.draft_intents(session=session, run_id=run_id),
+        filters=RunFilters(category=category, intent=intent, draft_intent=draft_intent, golden=golden),
+    )
+    return render(request, "runs/detail.html", view.context(), block="results")
+
+
+@dataclass(frozen=True)
+class DraftDetailView(PageView):
+    """A draft with its case, run and dataset, beside the KB revisions it cites (signals blind until graded)."""
+
+    draft: Draft
+    case: EvalCase
+    run: Run
+    cited: list[CitedRevision]
+    dataset: Dataset
+    signals_hidden: bool
 
 
 @router.get("/drafts/{draft_id}", response_class=HTMLResponse, name="draft_detail")
@@ -90,5 +139,5 @@ def draft_detail(
     cited = kb_service.cited_revisions(session=session, citations=draft.citations)
     dataset = datasets_service.get_dataset(session=session, ref=case.dataset_id)
     hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
-    ctx = {"draft": draft, "case": case, "run": run, "cited": cited, "dataset": dataset, "signals_hidden": hidden}
-    return render(request, "runs/draft.html", ctx)
+    view = DraftDetailView(draft=draft, case=case, run=run, cited=cited, dataset=dataset, signals_hidden=hidden)
+    return render(request, "runs/draft.html", view.context())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Query
 
 from webapp.app import flows
@@ -11,16 +9,16 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
 from webapp.runs import service
 from webapp.runs.deps import RunDep
-from webapp.runs.schemas import RunDraftsPublic, RunPublic
+from webapp.runs.schemas import DraftPublic, RunDraftsPublic, RunPublic
 from webapp.web.deps import ANY_ROLE, SpecDep, require_role
 
 router = APIRouter(tags=["runs"])
 
 
 @router.get("/runs", response_model=list[RunPublic])
-def api_runs(session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))) -> list[dict[str, Any]]:
+def api_runs(session: SessionDep, principal: Principal = Depends(require_role(*ANY_ROLE))) -> list[RunPublic]:
     """List runs, newest first, with dataset and draft counts."""
-    return [service.run_public(s) for s in service.list_runs(session=session)]
+    return [RunPublic.of(s) for s in service.list_runs(session=session)]
 
 
 @router.get("/runs/{run}/drafts", response_model=RunDraftsPublic)
@@ -33,7 +31,7 @@ def api_run_drafts(
     *,
     principal: Principal = Depends(require_role(*ANY_ROLE)),
     run: RunDep,
-) -> dict[str, Any]:
+) -> RunDraftsPublic:
     """Return a run (by name or id) and its drafts (filtered by the case's category and intent, the draft's intent).
 
     Blind grading: a labeler gets no confidence (nor the raw output carrying it) for a draft they have not graded.
@@ -42,7 +40,7 @@ def api_run_drafts(
         session=session, run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent
     )
     signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id))
-    return {
-        "run": service.run_public(service.run_row(session=session, run=run)),
-        "drafts": [service.draft_public(row.draft, row.case, signals_hidden=signals.hides(row.draft.id)) for row in rows],
-    }
+    return RunDraftsPublic(
+        run=RunPublic.of(service.run_row(session=session, run=run)),
+        drafts=[DraftPublic.of(row.draft, row.case, signals_hidden=signals.hides(stored_id(row.draft.id))) for row in rows],
+    )

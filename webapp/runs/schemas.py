@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from webapp.runs.models import DraftBase, RunBase
+from webapp.core.db import stored_id
+from webapp.core.timeutil import as_utc
+from webapp.datasets.models import EvalCase
+from webapp.runs.models import Draft, DraftBase, RunBase
+from webapp.runs.service import RunRow
 from webapp.web.api_schemas import Timestamp
 
 
@@ -26,6 +30,25 @@ class RunPublic(RunBase):
     escalated: int
     fallbacks: int
 
+    @classmethod
+    def of(cls, summary: RunRow) -> RunPublic:
+        """Return a run of the runs list as the API answers it."""
+        r, ds = summary.run, summary.dataset
+        return cls(
+            id=stored_id(r.id),
+            name=r.name,
+            model=r.model,
+            prompt_version=r.prompt_version,
+            notes=r.notes,
+            source=r.source,
+            is_baseline=r.is_baseline,
+            created_at=as_utc(r.created_at).isoformat(),
+            dataset=DatasetRef(id=stored_id(ds.id), name=ds.name, version=ds.version) if ds else None,
+            drafts=summary.drafts,
+            escalated=summary.escalated,
+            fallbacks=summary.fallbacks,
+        )
+
 
 class DraftPublic(DraftBase):
     """A draft with its case's id, category and golden flag."""
@@ -38,6 +61,31 @@ class DraftPublic(DraftBase):
     signals_hidden: bool = Field(
         description="True while blind grading hides the draft's confidence and raw output (null) until the caller grades it"
     )
+
+    @classmethod
+    def of(cls, draft: Draft, case_row: EvalCase, *, signals_hidden: bool = False) -> DraftPublic:
+        """Return a draft as the API answers it: its id, its case id, and every field.
+
+        With `signals_hidden` (blind grading) the confidence and the raw output, which carries it, are null.
+        """
+        return cls(
+            id=stored_id(draft.id),
+            run_id=draft.run_id,
+            case_id=case_row.case_id,
+            sample_index=draft.sample_index,
+            draft_text=draft.draft_text,
+            citations=draft.citations,
+            confidence=None if signals_hidden else draft.confidence,
+            intent=draft.intent,
+            escalated=draft.escalated,
+            latency_ms=draft.latency_ms,
+            cost_usd=draft.cost_usd,
+            raw_output=None if signals_hidden else draft.raw_output,
+            signals_hidden=signals_hidden,
+            category=case_row.category,
+            golden=case_row.golden,
+            created_at=as_utc(draft.created_at).isoformat(),
+        )
 
 
 class RunDraftsPublic(BaseModel):

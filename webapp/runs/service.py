@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, TypeGuard
 
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
 
 from webapp.core.db import id_from_ref, stored_id
-from webapp.core.timeutil import as_utc
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.records import Record, RecordError, file_format, read_jsonl
 from webapp.datasets.service import DatasetNotFound, get_dataset
@@ -49,12 +48,27 @@ DRAFT_FIELDS = (
 )
 
 
+class DraftValues(TypedDict):
+    """A draft's fields as an import file gives them, checked (the columns of Draft it sets)."""
+
+    draft_text: str | None
+    citations: list[dict[str, object]]
+    confidence: float | None
+    intent: str | None
+    escalated: bool
+    latency_ms: int | None
+    cost_usd: float | None
+    raw_output: object  # JSON: the assistant's output as logged
+
+
 @dataclass(frozen=True)
 class DraftRecord:
+    """One record of a drafts file: where it is, which case and sample, and the draft's fields."""
+
     line: int
     case_id: str
     sample_index: int
-    values: dict[str, Any]
+    values: DraftValues
 
 
 @dataclass
@@ -76,8 +90,65 @@ class DraftImportResult:
         )
 
 
-def _num(value: Any) -> bool:
+def _num(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_citations(citations: object, bad: Callable[[str], RecordError]) -> list[dict[str, object]]:
+    """Check a record's citations: a list of {"article_id": text, "revision": whole number >= 1 or null}."""
+    if not isinstance(citations, list):
+        raise bad('citations: must be a list of {"article_id": ..., "revision": ...}')
+    clean: list[dict[str, object]] = []
+    for i, c in enumerate(citations):
+        article = c.get("article_id") if isinstance(c, dict) else None
+        if not isinstance(article, str) or not article.strip():
+            raise bad(f'citations[{i}]: must be an object with "article_id" (a string) and "revision"')
+        rev = c.get("revision")
+        if rev is not None and (isinstance(rev, bool) or not isinstance(rev, int) or rev < 1):
+            raise bad(f"citations[{i}].revision: must be a whole number of at least 1, not {rev!r}")
+        clean.append({"article_id": article, "revision": rev})
+    return clean
+
+
+def _non_negative(d: dict[str, object], key: str, what: str, bad: Callable[[str], RecordError]) -> float | None:
+    """Return the record's `key` (a number of at least 0, or null), else raise naming the field."""
+    value = d.get(key)
+    if value is None:
+        return None
+    if not _num(value) or value < 0:
+        raise bad(f"{key}: must be a number of {what} (0 or more) or null, not {value!r}")
+    return value
+
+
+def _draft_values(d: dict[str, object], bad: Callable[[str], RecordError]) -> DraftValues:
+    """Check the draft's own fields of a record (everything but case_id and sample_index)."""
+    if "draft_text" not in d:
+        raise bad("missing required field: draft_text (null when the assistant fell back or escalated)")
+    text = d["draft_text"]
+    if text is not None and not isinstance(text, str):
+        raise bad("draft_text: must be a string or null")
+    citations = _parse_citations(d.get("citations") or [], bad)
+    conf = d.get("confidence")
+    if conf is not None and not _num(conf):
+        raise bad(f"confidence: must be a number or null, not {conf!r}")
+    intent = d.get("intent")
+    if intent is not None and (not isinstance(intent, str) or len(intent) > 60):
+        raise bad("intent: must be a string of at most 60 characters or null")
+    escalated = d.get("escalated", False)
+    if not isinstance(escalated, bool):
+        raise bad(f"escalated: must be true or false, not {escalated!r}")
+    latency = _non_negative(d, "latency_ms", "milliseconds", bad)
+    cost = _non_negative(d, "cost_usd", "dollars", bad)
+    return DraftValues(
+        draft_text=text,
+        citations=citations,
+        confidence=float(conf) if conf is not None else None,
+        intent=intent,
+        escalated=escalated,
+        latency_ms=round(latency) if latency is not None else None,
+        cost_usd=float(cost) if cost is not None else None,
+        raw_output=d.get("raw_output", d),
+    )
 
 
 def _parse_draft(record: Record, path: str) -> DraftRecord:
@@ -94,49 +165,7 @@ def _parse_draft(record: Record, path: str) -> DraftRecord:
     sample = d.get("sample_index", 0)
     if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
         raise bad(f"sample_index: must be a whole number of at least 0, not {sample!r}")
-    if "draft_text" not in d:
-        raise bad("missing required field: draft_text (null when the assistant fell back or escalated)")
-    text = d["draft_text"]
-    if text is not None and not isinstance(text, str):
-        raise bad("draft_text: must be a string or null")
-    citations = d.get("citations") or []
-    if not isinstance(citations, list):
-        raise bad('citations: must be a list of {"article_id": ..., "revision": ...}')
-    clean: list[dict[str, Any]] = []
-    for i, c in enumerate(citations):
-        if not isinstance(c, dict) or not isinstance(c.get("article_id"), str) or not c["article_id"].strip():
-            raise bad(f'citations[{i}]: must be an object with "article_id" (a string) and "revision"')
-        rev = c.get("revision")
-        if rev is not None and (isinstance(rev, bool) or not isinstance(rev, int) or rev < 1):
-            raise bad(f"citations[{i}].revision: must be a whole number of at least 1, not {rev!r}")
-        clean.append({"article_id": c["article_id"], "revision": rev})
-    conf = d.get("confidence")
-    if conf is not None and not _num(conf):
-        raise bad(f"confidence: must be a number or null, not {conf!r}")
-    intent = d.get("intent")
-    if intent is not None and (not isinstance(intent, str) or len(intent) > 60):
-        raise bad("intent: must be a string of at most 60 characters or null")
-    escalated = d.get("escalated", False)
-    if not isinstance(escalated, bool):
-        raise bad(f"escalated: must be true or false, not {escalated!r}")
-    latency = d.get("latency_ms")
-    if latency is not None and (not _num(latency) or latency < 0):
-        raise bad(f"latency_ms: must be a number of milliseconds (0 or more) or null, not {latency!r}")
-    cost = d.get("cost_usd")
-    if cost is not None and (not _num(cost) or cost < 0):
-        raise bad(f"cost_usd: must be a number of dollars (0 or more) or null, not {cost!r}")
-    raw = d.get("raw_output", d)
-    values = {
-        "draft_text": text,
-        "citations": clean,
-        "confidence": float(conf) if conf is not None else None,
-        "intent": intent,
-        "escalated": escalated,
-        "latency_ms": round(latency) if latency is not None else None,
-        "cost_usd": float(cost) if cost is not None else None,
-        "raw_output": raw,
-    }
-    return DraftRecord(record.line, case_id, sample, values)
+    return DraftRecord(record.line, case_id, sample, _draft_values(d, bad))
 
 
 def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
@@ -163,9 +192,6 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
     return out
 
 
-# What a grader judged: a draft's text and the citations it gives (citation relevance is graded).
-GRADED_FIELDS = ("draft_text", "citations")
-
 # How many grades each of these drafts has (drafts without grades may be left out). Grades belong to
 # the grading domain, above runs: webapp.app.flows.import_drafts passes grading's count in.
 GradeCounts = Callable[[Session, list[int]], dict[int, int]]
@@ -181,12 +207,15 @@ def _refuse_regrading(
     path: str,
     grade_counts: GradeCounts,
 ) -> None:
-    """Raise RecordError when the file changes the text or citations of drafts that already have grades."""
+    """Raise RecordError when the file changes the text or citations of drafts that already have grades.
+
+    Those are what a grader judged (citation relevance is graded): a grade of other text would mislead.
+    """
     changed = {
         stored_id(row.id): dr
         for dr in records
         if (row := existing.get((cases[dr.case_id], dr.sample_index))) is not None
-        and any(getattr(row, k) != dr.values[k] for k in GRADED_FIELDS)
+        and (row.draft_text != dr.values["draft_text"] or row.citations != dr.values["citations"])
     }
     if not changed:
         return
@@ -231,53 +260,18 @@ def import_drafts(
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or
     id; the newest version of a name), or the only dataset there is.
     """
-
-    run_name = run_name.strip()
-    if not run_name:
-        raise RecordError("the run needs a name (--run)", path=path)
-    if len(run_name) > 200:
-        raise RecordError("the run name is longer than 200 characters", path=path)
+    run_name = _checked_run_name(run_name, path)
     records = parse_drafts(data, path=path)
     run = session.exec(select(Run).where(Run.name == run_name)).first()
-    created_run = run is None
-    try:
-        ds = get_dataset(session=session, ref=dataset) if dataset else None
-    except DatasetNotFound as exc:
-        raise RecordError(str(exc), path=path) from exc
-    if run is not None:
-        if ds is not None and ds.id != run.dataset_id:
-            raise RecordError(
-                f"run {run_name!r} is over dataset id {run.dataset_id}, not {ds.name} version {ds.version} (id {ds.id})",
-                path=path,
-            )
-        dataset_id = run.dataset_id
-    else:
-        if ds is None:
-            all_ds = session.exec(select(Dataset)).all()
-            if len(all_ds) != 1:
-                raise RecordError(
-                    f"run {run_name!r} is new: say which dataset it ran over with --dataset NAME "
-                    f"({len(all_ds)} datasets are imported)",
-                    path=path,
-                )
-            ds = all_ds[0]
-        dataset_id = stored_id(ds.id)
-    cases = {
-        c.case_id: stored_id(c.id) for c in session.exec(select(EvalCase).where(col(EvalCase.dataset_id) == dataset_id)).all()
-    }
-    for dr in records:
-        if dr.case_id not in cases:
-            raise RecordError(
-                f"case_id {dr.case_id!r} is not a case of the run's dataset (id {dataset_id})",
-                path=path,
-                line=dr.line,
-            )
+    dataset_id = _dataset_of(session, run, dataset, run_name=run_name, path=path)
+    cases = _case_pks(session, dataset_id, records, path=path)
     existing: dict[tuple[int, int], Draft] = {}
     if run is not None:
         existing = {
             (d.case_pk, d.sample_index): d for d in session.exec(select(Draft).where(Draft.run_id == run.id)).all()
         }
         _refuse_regrading(session, records, cases, existing, run_name=run_name, path=path, grade_counts=grade_counts)
+    created_run = run is None
     if run is None:
         run = Run(
             name=run_name,
@@ -290,19 +284,90 @@ def import_drafts(
         session.add(run)
         session.flush()
     else:
-        changed = False
-        for attr, value in (("model", model), ("prompt_version", prompt_version), ("notes", notes)):
-            if value is not None and getattr(run, attr) != value:
-                setattr(run, attr, value)
-                changed = True
-        if changed:
-            session.add(run)
+        _describe_run(session, run, model=model, prompt_version=prompt_version, notes=notes)
     result = DraftImportResult(run=run, run_created=created_run)
+    _store_drafts(session, stored_id(run.id), records, cases, existing, result)
+    session.flush()
+    return result
+
+
+def _checked_run_name(run_name: str, path: str) -> str:
+    """Return the run's name stripped; refuse an empty or overlong one."""
+    run_name = run_name.strip()
+    if not run_name:
+        raise RecordError("the run needs a name (--run)", path=path)
+    if len(run_name) > 200:
+        raise RecordError("the run name is longer than 200 characters", path=path)
+    return run_name
+
+
+def _dataset_of(session: Session, run: Run | None, dataset: str | None, *, run_name: str, path: str) -> int:
+    """Return the id of the dataset the drafts answer: the run's (which `dataset` must agree with), else `dataset`, else the only one."""
+    try:
+        ds = get_dataset(session=session, ref=dataset) if dataset else None
+    except DatasetNotFound as exc:
+        raise RecordError(str(exc), path=path) from exc
+    if run is not None:
+        if ds is not None and ds.id != run.dataset_id:
+            raise RecordError(
+                f"run {run_name!r} is over dataset id {run.dataset_id}, not {ds.name} version {ds.version} (id {ds.id})",
+                path=path,
+            )
+        return run.dataset_id
+    if ds is None:
+        all_ds = session.exec(select(Dataset)).all()
+        if len(all_ds) != 1:
+            raise RecordError(
+                f"run {run_name!r} is new: say which dataset it ran over with --dataset NAME "
+                f"({len(all_ds)} datasets are imported)",
+                path=path,
+            )
+        ds = all_ds[0]
+    return stored_id(ds.id)
+
+
+def _case_pks(session: Session, dataset_id: int, records: list[DraftRecord], *, path: str) -> dict[str, int]:
+    """Return the dataset's cases (case_id -> primary key); refuse a record whose case is not one of them."""
+    cases = {
+        c.case_id: stored_id(c.id) for c in session.exec(select(EvalCase).where(col(EvalCase.dataset_id) == dataset_id)).all()
+    }
+    for dr in records:
+        if dr.case_id not in cases:
+            raise RecordError(
+                f"case_id {dr.case_id!r} is not a case of the run's dataset (id {dataset_id})",
+                path=path,
+                line=dr.line,
+            )
+    return cases
+
+
+def _describe_run(
+    session: Session, run: Run, *, model: str | None, prompt_version: str | None, notes: str | None
+) -> None:
+    """Update an existing run's model, prompt version and notes where the import names new ones."""
+    changed = False
+    for attr, value in (("model", model), ("prompt_version", prompt_version), ("notes", notes)):
+        if value is not None and getattr(run, attr) != value:
+            setattr(run, attr, value)
+            changed = True
+    if changed:
+        session.add(run)
+
+
+def _store_drafts(
+    session: Session,
+    run_id: int,
+    records: list[DraftRecord],
+    cases: dict[str, int],
+    existing: dict[tuple[int, int], Draft],
+    result: DraftImportResult,
+) -> None:
+    """Add the new drafts, update the changed ones, and count what happened in `result`."""
     for dr in records:
         pk = cases[dr.case_id]
         row = existing.get((pk, dr.sample_index))
         if row is None:
-            session.add(Draft(run_id=run.id, case_pk=pk, sample_index=dr.sample_index, **dr.values))  # type: ignore[arg-type]
+            session.add(Draft(run_id=run_id, case_pk=pk, sample_index=dr.sample_index, **dr.values))
             result.created += 1
         elif all(getattr(row, k) == v for k, v in dr.values.items()):
             result.unchanged += 1
@@ -311,8 +376,6 @@ def import_drafts(
                 setattr(row, k, v)
             session.add(row)
             result.updated += 1
-    session.flush()
-    return result
 
 
 # --- queries ----------------------------------------------------------------------------------------
@@ -348,10 +411,7 @@ def list_runs(*, session: Session, run_id: int | None = None) -> list[RunRow]:
     }
     ds_ids = {r.dataset_id for r in runs}
     datasets = {d.id: d for d in session.exec(select(Dataset).where(col(Dataset.id).in_(ds_ids))).all()} if ds_ids else {}
-    return [
-        RunRow(r, datasets.get(r.dataset_id), *counts.get(r.id, (0, 0, 0)))  # type: ignore[arg-type]
-        for r in runs
-    ]
+    return [RunRow(r, datasets.get(r.dataset_id), *counts.get(stored_id(r.id), (0, 0, 0))) for r in runs]
 
 
 @dataclass
@@ -404,54 +464,6 @@ def get_draft(*, session: Session, draft_id: int) -> tuple[Draft, EvalCase, Run]
     run = session.get(Run, draft.run_id)
     assert case_row is not None and run is not None
     return draft, case_row, run
-
-
-def draft_public(draft: Draft, case_row: EvalCase, *, signals_hidden: bool = False) -> dict[str, Any]:
-    """Return a draft as the JSON API shows it: its id, its case id, and every field.
-
-    With `signals_hidden` (blind grading) the confidence and the raw output, which carries it, are null.
-    """
-    return {
-        "id": draft.id,
-        "run_id": draft.run_id,
-        "case_id": case_row.case_id,
-        "sample_index": draft.sample_index,
-        "draft_text": draft.draft_text,
-        "citations": draft.citations,
-        "confidence": None if signals_hidden else draft.confidence,
-        "intent": draft.intent,
-        "escalated": draft.escalated,
-        "latency_ms": draft.latency_ms,
-        "cost_usd": draft.cost_usd,
-        "raw_output": None if signals_hidden else draft.raw_output,
-        "signals_hidden": signals_hidden,
-        "category": case_row.category,
-        "golden": case_row.golden,
-        "created_at": as_utc(draft.created_at).isoformat(),
-    }
-
-
-def run_public(summary: RunRow) -> dict[str, Any]:
-    """Return a run as the JSON API shows it."""
-    r = summary.run
-    return {
-        "id": r.id,
-        "name": r.name,
-        "model": r.model,
-        "prompt_version": r.prompt_version,
-        "notes": r.notes,
-        "source": r.source,
-        "is_baseline": r.is_baseline,
-        "created_at": as_utc(r.created_at).isoformat(),
-        "dataset": (
-            {"id": summary.dataset.id, "name": summary.dataset.name, "version": summary.dataset.version}
-            if summary.dataset
-            else None
-        ),
-        "drafts": summary.drafts,
-        "escalated": summary.escalated,
-        "fallbacks": summary.fallbacks,
-    }
 
 
 def run_row(*, session: Session, run: Run) -> RunRow:
