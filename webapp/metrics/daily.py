@@ -72,17 +72,6 @@ class DayMetrics:
         """Return the value of one metric."""
         return getattr(self, metric)
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the day as the API shows it."""
-        out: dict[str, Any] = {"day": self.day.isoformat(), "events": self.events, "drafts_shown": self.drafts_shown}
-        for m in METRIC_NAMES:
-            out[m] = self.value(m)
-        out["target_met"] = dict(self.target_met)
-        out["all_targets_met"] = self.all_targets_met
-        out["updating"] = self.updating
-        out["updating_since"] = self.updating_since.isoformat() if self.updating_since else None
-        out["pending_events"] = self.pending_events
-        return out
 
 
 def _ratio(num: float, den: float) -> float | None:
