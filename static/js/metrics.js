@@ -82,6 +82,27 @@
     if (!pumping) { pumping = true; setTimeout(function () { pump(done || function () {}); }, 0); }
   }
 
+  // The latest choice is the one shown. The quick links are other elements than the filter form, so
+  // htmx does not queue their requests behind the form's, and an answer to an earlier request arriving
+  // after a later one's was taken too: its target (#metrics-results) had already been replaced, so its
+  // results went nowhere, but its out-of-band parts (the range error, the quick links) and its URL
+  // did, over the later answer's charts. An answer to any but the latest request of the form and its
+  // links is now dropped before htmx reads it. The listener sits on the requesting element itself: the
+  // answer's events fire there, and a quick link may have left the page (replaced by an answer's
+  // quick links) by then, so they would not reach the document. (Not hx-sync "replace": htmx logs every
+  // aborted request as a console error; not "queue": htmx drops a queued request whose element left.)
+  var latest = null;
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var elt = ev.detail.elt;
+    if (!(elt && elt.closest && elt.closest("form.metrics-filters"))) { return; }
+    var xhr = latest = ev.detail.xhr;
+    elt.addEventListener("htmx:beforeOnLoad", function stale(loaded) {
+      if (loaded.detail.xhr !== xhr) { return; }  // another request of the same element
+      elt.removeEventListener("htmx:beforeOnLoad", stale);
+      if (xhr !== latest) { loaded.preventDefault(); }
+    });
+  });
+
   if (!window.Plotly) { return; }  // plotly.js did not load: the table and alerts still give the numbers
   // plotly.js has been parsed and run (it is the defer script before this one): benchmarks read it
   mark("metrics-plotly-ready");

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+from playwright.sync_api import Route
 from sqlmodel import Session
 
 from tests.browser_support import sign_in, wait_until
 from tests.factories import make_user
 from tests.metrics.conftest import ev, settle
+from tests.waiting import wait_for
 from webapp.core.spec import load_spec
 from webapp.metrics import ingest
 
@@ -120,4 +123,43 @@ def test_support_lead_reads_the_metrics_page(live_server, new_page) -> None:  # 
     page.click("a.metrics-quick-link[data-range='14d']")
     wait_until(page, f"({_DRAWN})(14)")
     assert error.inner_text() == ""
+    assert page.console_errors == []
+
+
+
+@pytest.mark.parametrize("reversed_answer", ["first", "last"])
+def test_the_latest_choice_wins_whatever_order_the_answers_come_in(live_server, new_page, reversed_answer: str) -> None:  # type: ignore[no-untyped-def]
+    """A dates change answered before or after a later quick range's answer: the quick range is shown.
+
+    The flaky step of the test above (it timed out once at 'back to a valid range'): Playwright's fill
+    fires `change` and the test dispatches another, so the form sends a second reversed-range request,
+    queued behind the first; the quick link is another element, so its request was not queued behind
+    it. htmx resolves an answer's target (#metrics-results) when the request is sent: the reversed-range
+    answer arriving first replaced that target, and the quick range's results then went to the detached
+    old one (no charts at all); arriving last, its error and URL went over the quick range's charts.
+    Here both requests are held and let through in either order; static/js/metrics.js drops the
+    earlier request's answer.
+    """
+    live_server.seed(_seed)
+    page = new_page()
+    sign_in(page, live_server.url, "sl@example.test")
+    page.goto(f"{live_server.url}/metrics?start={FIRST}&end={LAST}")
+    wait_until(page, f"({_DRAWN})(21)")
+    held: dict[str, Route] = {}
+    page.route("**/metrics?*", lambda route: held.__setitem__("quick" if "range=14d" in route.request.url else "reversed", route))
+    # the route handler runs while Playwright is called: a short page wait lets it
+    page.fill("input[name=end]", "2026-11-01")
+    wait_for(lambda: page.wait_for_timeout(20) or "reversed" in held, what="the reversed-range request")
+    page.click("a.metrics-quick-link[data-range='14d']")
+    wait_for(lambda: page.wait_for_timeout(20) or "quick" in held, what="the quick range's request")
+    in_flight = {"reversed": "form.metrics-filters.htmx-request", "quick": "a.metrics-quick-link.htmx-request"}
+    for name in ["reversed", "quick"] if reversed_answer == "first" else ["quick", "reversed"]:
+        held[name].continue_()
+        wait_until(page, f"!document.querySelector('{in_flight[name]}')")  # answered and handled
+    page.unroute("**/metrics?*")
+    wait_until(page, f"({_DRAWN})(14)")
+    assert page.locator("#metrics-range-error").inner_text() == ""
+    assert page.input_value("input[name=start]") == "2026-11-09" and page.input_value("input[name=end]") == "2026-11-22"
+    assert page.get_attribute("a.metrics-quick-link[data-range='14d']", "aria-current") == "true"
+    assert page.url.endswith("/metrics?start=2026-11-09&end=2026-11-22")
     assert page.console_errors == []

@@ -164,6 +164,17 @@ class TestReadApi:
         assert "KB-5001 revision 1" in page.text and "not in the KB" in page.text
         bad = agent.post("/api/v1/events/h1/hallucination-reports", json={"citations": [{"article_id": 5}]})
         assert bad.status_code == 422 and bad.json()["detail"][0]["field"] == "citations"
+        # each wrong field named, with what it must be; nothing is stored
+        for body, field, message in [
+            ({"note": 5}, "note", "must be a string"),
+            ({"note": None}, "note", "must be a string"),
+            ({"citations": "KB-5001"}, "citations", "must be a list of {article_id: text, revision: whole number}"),
+            ({"citations": [{"article_id": "KB-5001", "revision": "1"}]}, "citations", "must be a list of {article_id: text, revision: whole number}"),
+        ]:
+            wrong = agent.post("/api/v1/events/h1/hallucination-reports", json=body)
+            assert (wrong.status_code, wrong.json()["detail"]) == (422, [{"field": field, "message": message}]), body
+        no_revision = agent.post("/api/v1/events/h1/hallucination-reports", json={"citations": [{"article_id": "KB-5001"}]})
+        assert no_revision.status_code == 201 and no_revision.json()["note"] == ""
         no_note = lead.post(f"/metrics/hallucinations/{report_id}/decide", data={"decision": "confirmed"}, follow_redirects=False)
         assert no_note.status_code == 422 and "note: say why the report is confirmed" in no_note.text
         done = lead.post(

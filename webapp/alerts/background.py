@@ -10,8 +10,8 @@ import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from webapp.alerts import delivery, outbox
@@ -64,7 +64,7 @@ def run_pass(
     return PassReport(evaluated, transitions, queued, report)
 
 
-async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
     """Loop until cancelled: one pass every alerts_interval_seconds, in a thread (the database calls block).
 
     After each pass `record(JOB, interval, error)` stores how it went (webapp/app/jobs.py).

@@ -6,13 +6,14 @@ import hashlib
 import hmac
 import re
 import secrets
-from typing import Any
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlmodel import Session, col
 
 from webapp.alerts import targets
+from webapp.alerts.items import AlertItem, EmailConfig
 from webapp.alerts.models import CHANNEL_KINDS, TOPIC_ALL, AlertChannel, AlertOutbox
 from webapp.core.db import id_from_ref, table_of
 from webapp.core.spec import METRIC_NAMES
@@ -71,7 +72,7 @@ def add_channel(
     target: str = "",
     topics: list[str] | None = None,
     send_resolved: bool = True,
-    email: dict[str, Any] | None = None,
+    email: Mapping[str, object] | None = None,
     allow_private_targets: bool = False,
 ) -> AlertChannel:
     """Create a channel after checking its settings; each field error names the field.
@@ -92,7 +93,7 @@ def add_channel(
     unknown = [t for t in topics if t not in valid_topics()]
     if unknown:
         raise AlertsError(f"topics: unknown {', '.join(unknown)} (choose from {', '.join(valid_topics())})")
-    config: dict[str, Any] = {}
+    config: EmailConfig | None = None
     if kind in ("slack", "webhook"):
         target = _check_url(target, allow_private_targets=allow_private_targets)
     elif kind == "file":
@@ -106,7 +107,7 @@ def add_channel(
         name=name,
         kind=kind,
         target=target,
-        config=config,
+        config=dict(config) if config else {},
         topics=topics,
         send_resolved=send_resolved,
         secret_nonce=secrets.token_hex(16) if kind == "webhook" else "",
@@ -116,7 +117,8 @@ def add_channel(
     return channel
 
 
-def _email_config(raw: dict[str, Any]) -> dict[str, Any]:
+def _email_config(raw: Mapping[str, object]) -> EmailConfig:
+    """Check an email channel's settings as typed (a form, the CLI); each error names the field."""
     host = str(raw.get("host") or "").strip()
     if not host:
         raise AlertsError("smtp_host: required for an email channel")
@@ -124,8 +126,9 @@ def _email_config(raw: dict[str, Any]) -> dict[str, Any]:
     if security not in SECURITY_MODES:
         raise AlertsError(f"security: must be one of {', '.join(SECURITY_MODES)}, not {security!r}")
     default_port = {"starttls": 587, "tls": 465, "none": 25}[security]
+    port_raw = raw.get("port") or default_port
     try:
-        port = int(raw.get("port") or default_port)
+        port = int(port_raw) if isinstance(port_raw, int | float) else int(str(port_raw))
     except (TypeError, ValueError):
         raise AlertsError(f"smtp_port: must be a number, not {raw.get('port')!r}") from None
     if not 0 < port < 65536:
@@ -133,10 +136,10 @@ def _email_config(raw: dict[str, Any]) -> dict[str, Any]:
     from_addr = str(raw.get("from_addr") or "").strip()
     if "@" not in from_addr:
         raise AlertsError("from: an email address is required")
-    to = raw.get("to") or []
-    if isinstance(to, str):
-        to = [a.strip() for a in to.replace(";", ",").split(",")]
-    to = [a for a in to if a]
+    to_raw = raw.get("to") or []
+    if isinstance(to_raw, str):
+        to_raw = [a.strip() for a in to_raw.replace(";", ",").split(",")]
+    to = [str(a) for a in to_raw if a] if isinstance(to_raw, list | tuple) else []
     if not to or any("@" not in a for a in to):
         raise AlertsError("to: one or more email addresses, separated by commas")
     username = str(raw.get("username") or "").strip()
@@ -197,7 +200,7 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return "v1=" + mac.hexdigest()
 
 
-def matches(channel: AlertChannel, item: dict[str, Any]) -> bool:
+def matches(channel: AlertChannel, item: AlertItem) -> bool:
     """Tell whether a channel receives an item (its topics, and resolved messages only if it wants them)."""
     if item.get("state") == "resolved" and not channel.send_resolved:
         return False

@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
 
 import httpx
 from sqlalchemy import select, update
@@ -35,6 +34,7 @@ from sqlmodel import Session, col
 
 from webapp.alerts import messages, targets
 from webapp.alerts.channels import check_password_env, sign, signing_secret
+from webapp.alerts.items import AlertPayload, email_config, payload_of
 from webapp.alerts.models import AlertChannel, AlertOutbox
 from webapp.core.db import stored_id, table_of
 from webapp.core.retry_policy import backoff, is_transient_status, wait_after
@@ -131,8 +131,8 @@ def message_id(key: str) -> str:
     return f"<{left}@{MSGID_DOMAIN}>"
 
 
-def _email(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: str) -> SendResult:
-    cfg = channel.config
+def _email(channel: AlertChannel, payload: AlertPayload, key: str, base_url: str) -> SendResult:
+    cfg = email_config(channel)
     password = ""
     if cfg.get("username"):
         env = cfg.get("password_env", "")
@@ -172,7 +172,7 @@ def _email(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: s
     return SendResult(True, 250)
 
 
-def _file(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: str) -> SendResult:
+def _file(channel: AlertChannel, payload: AlertPayload, key: str, base_url: str) -> SendResult:
     line = json.dumps({"idempotency_key": key, "channel": channel.name, "text": messages.text(payload, base_url),
                        "items": payload["items"]}, sort_keys=True)
     try:
@@ -186,7 +186,7 @@ def _file(channel: AlertChannel, payload: dict[str, Any], key: str, base_url: st
 
 
 def send(
-    channel: AlertChannel, payload: dict[str, Any], key: str, *, base_url: str, secret_key: str,
+    channel: AlertChannel, payload: AlertPayload, key: str, *, base_url: str, secret_key: str,
     allow_private_targets: bool = False,
 ) -> SendResult:
     """Send one message to one channel (no database access); never raises for a receiver's failure."""
@@ -206,7 +206,7 @@ def send(
     return SendResult(False, None, f"unknown channel kind {channel.kind!r}", permanent=True)
 
 
-def test_payload(channel: AlertChannel) -> dict[str, Any]:
+def test_payload(channel: AlertChannel) -> AlertPayload:
     """Return the message that `channels test` sends."""
     return {
         "items": [
@@ -246,7 +246,7 @@ def send_test(
     if session is not None:
         now = utcnow()
         session.add(AlertOutbox(
-            channel_id=stored_id(channel.id), idempotency_key=key, payload=payload,
+            channel_id=stored_id(channel.id), idempotency_key=key, payload=dict(payload),
             status="sent" if result.ok else "failed", attempts=1, next_attempt_at=now,
             last_status=result.status, last_error="" if result.ok else result.error, created_at=now,
             sent_at=now if result.ok else None,
@@ -343,7 +343,7 @@ def _deliver_channel(
 ) -> None:
     for i, (msg, channel) in enumerate(items):
         try:
-            result = send(channel, msg.payload, msg.idempotency_key, base_url=base_url, secret_key=secret_key,
+            result = send(channel, payload_of(msg), msg.idempotency_key, base_url=base_url, secret_key=secret_key,
                           allow_private_targets=allow_private_targets)
         except Exception as exc:  # a bug in one channel must not stop the others
             result = SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
@@ -369,7 +369,7 @@ def _record(
     engine: Engine, msg: AlertOutbox, token: str, result: SendResult, now: dt.datetime, report: DeliveryReport
 ) -> None:
     attempts = msg.attempts + 1
-    values: dict[str, Any] = {"attempts": attempts, "last_status": result.status, "claimed_until": None, "claim_token": None}
+    values: dict[str, object] = {"attempts": attempts, "last_status": result.status, "claimed_until": None, "claim_token": None}
     if result.ok:
         values |= {"status": "sent", "sent_at": now, "last_error": ""}
         bucket = report.sent

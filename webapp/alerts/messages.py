@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypedDict
 
+from webapp.alerts.items import AlertItem, AlertPayload
+
+# the keys of an item the generic webhook sends (plus its absolute `url`)
+WEBHOOK_ITEM_KEYS = ("key", "kind", "topic", "state", "alert", "rule", "window", "value", "threshold", "op", "days", "segment")
 HEADLINE = {"firing": "FIRING", "resolved": "RESOLVED", "raised": "REGRESSION", "confirmed": "CONFIRMED", "test": "TEST"}
 
 
-def item_url(item: dict[str, Any], base_url: str) -> str:
+def item_url(item: AlertItem, base_url: str) -> str:
     """Return the absolute link of an item's page."""
     return base_url.rstrip("/") + item.get("path", "/")
 
@@ -20,12 +24,12 @@ def days_text(days: list[str]) -> str:
     return f"on {days[0]}" if len(days) == 1 else f"from {days[0]} to {days[-1]}"
 
 
-def item_line(item: dict[str, Any], base_url: str) -> str:
+def item_line(item: AlertItem, base_url: str) -> str:
     """Return one transition as a line of plain text."""
     head = HEADLINE.get(item["state"], item["state"].upper())
     parts = [f"[{head}] {item['alert']}: {item['rule']}"]
-    if item.get("value_text"):
-        parts.append(f"value {item['value_text']} vs threshold {item.get('threshold_text', '')}".rstrip())
+    if value_text := item.get("value_text"):
+        parts.append(f"value {value_text} vs threshold {item.get('threshold_text', '')}".rstrip())
     parts.append(f"window {item['window']}")
     if item.get("days"):
         parts.append(days_text(item["days"]))
@@ -34,7 +38,7 @@ def item_line(item: dict[str, Any], base_url: str) -> str:
     return " | ".join(parts)
 
 
-def subject(payload: dict[str, Any]) -> str:
+def subject(payload: AlertPayload) -> str:
     """Return the one-line summary of a message (email subject, Slack fallback)."""
     items = payload["items"]
     first = items[0]
@@ -43,7 +47,7 @@ def subject(payload: dict[str, Any]) -> str:
     return f"[Draft Desk] {head}: {first['alert']}{more}"
 
 
-def text(payload: dict[str, Any], base_url: str) -> str:
+def text(payload: AlertPayload, base_url: str) -> str:
     """Return the whole message as plain text: a summary line, then one line per transition."""
     lines = [subject(payload)]
     lines += ["- " + item_line(it, base_url) for it in payload["items"]]
@@ -55,23 +59,40 @@ def _mrkdwn(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def slack_body(payload: dict[str, Any], base_url: str) -> dict[str, Any]:
+class SlackText(TypedDict):
+    type: str  # plain_text | mrkdwn
+    text: str
+
+
+class SlackBlock(TypedDict):
+    type: str  # header | section
+    text: SlackText
+
+
+class SlackBody(TypedDict):
+    """A Slack incoming-webhook body (Block Kit): the fallback text and the blocks."""
+
+    text: str
+    blocks: list[SlackBlock]
+
+
+def slack_body(payload: AlertPayload, base_url: str) -> SlackBody:
     """Return a Slack incoming-webhook body: text (fallback) plus one section block per transition."""
-    blocks: list[dict[str, Any]] = [
+    blocks: list[SlackBlock] = [
         {"type": "header", "text": {"type": "plain_text", "text": subject(payload)[:150]}},
     ]
     for it in payload["items"]:
         head = HEADLINE.get(it["state"], it["state"].upper())
         lines = [f"*{head}: {_mrkdwn(it['alert'])}*", _mrkdwn(it["rule"])]
-        if it.get("value_text"):
-            lines.append(f"Value {_mrkdwn(it['value_text'])} vs threshold {_mrkdwn(it.get('threshold_text', ''))}")
+        if value_text := it.get("value_text"):
+            lines.append(f"Value {_mrkdwn(value_text)} vs threshold {_mrkdwn(it.get('threshold_text', ''))}")
         lines.append(f"Window {_mrkdwn(it['window'])}, {days_text(it.get('days', []))}, segment {_mrkdwn(it['segment'])}")
         lines.append(f"<{item_url(it, base_url)}|Open in Draft Desk>")
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)[:3000]}})
     return {"text": text(payload, base_url), "blocks": blocks}
 
 
-def webhook_body(payload: dict[str, Any], base_url: str, idempotency_key: str) -> bytes:
+def webhook_body(payload: AlertPayload, base_url: str, idempotency_key: str) -> bytes:
     """Return the generic webhook's JSON body (the bytes that are signed), the same on every attempt."""
     doc = {
         "version": 1,
@@ -79,12 +100,7 @@ def webhook_body(payload: dict[str, Any], base_url: str, idempotency_key: str) -
         "summary": subject(payload),
         "text": text(payload, base_url),
         "items": [
-            {
-                k: it.get(k)
-                for k in ("key", "kind", "topic", "state", "alert", "rule", "window", "value", "threshold", "op", "days", "segment")
-            }
-            | {"url": item_url(it, base_url)}
-            for it in payload["items"]
+            {k: it.get(k) for k in WEBHOOK_ITEM_KEYS} | {"url": item_url(it, base_url)} for it in payload["items"]
         ],
     }
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()

@@ -11,16 +11,18 @@ import datetime as dt
 import hashlib
 import logging
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, select, update
+from sqlalchemy.dialects.postgresql import Insert as PgInsert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
 from webapp.alerts.channels import list_channels, matches
-from webapp.alerts.models import AlertLease, AlertNotice, AlertOutbox
+from webapp.alerts.items import AlertItem
+from webapp.alerts.models import AlertChannel, AlertLease, AlertNotice, AlertOutbox
 from webapp.alerts.transitions import (
     HUMAN_QUALITY,
     hallucination_items,
@@ -38,11 +40,11 @@ log = logging.getLogger(__name__)
 EVALUATOR_LEASE = "alerts-evaluator"
 
 
-def _insert(session: Session, table: Any) -> Any:
+def _insert(session: Session, table: Table) -> PgInsert | SqliteInsert:
     return (sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert)(table)
 
 
-def _claim_new(session: Session, items: list[dict[str, Any]], now: dt.datetime) -> list[dict[str, Any]]:
+def _claim_new(session: Session, items: list[AlertItem], now: dt.datetime) -> list[AlertItem]:
     """Record items in the ledger; return those not recorded before (concurrent passes claim each key once)."""
     if not items:
         return []
@@ -70,7 +72,7 @@ def idempotency_key(channel_id: int, item_keys: list[str]) -> str:
     return "dd-" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
-def _fired_at(session: Session, item: dict[str, Any]) -> dt.datetime | None:
+def _fired_at(session: Session, item: AlertItem) -> dt.datetime | None:
     """Return when the firing that a resolved item ends was recorded (None if it predates the ledger)."""
     if item["kind"] in ("no_data", HUMAN_QUALITY):
         stmt = select(col(AlertNotice.created_at)).where(col(AlertNotice.key) == item["key"].rsplit(":", 1)[0] + ":firing")
@@ -85,7 +87,7 @@ def _fired_at(session: Session, item: dict[str, Any]) -> dt.datetime | None:
     return as_utc(value) if value is not None else None
 
 
-def enqueue(*, session: Session, items: list[dict[str, Any]], now: dt.datetime | None = None) -> list[AlertOutbox]:
+def enqueue(*, session: Session, items: list[AlertItem], now: dt.datetime | None = None) -> list[AlertOutbox]:
     """Write one outbox message per enabled channel that receives any of the items (grouped).
 
     A "resolved" goes only to channels that existed when the alert fired: a channel is never told
@@ -121,7 +123,7 @@ def enqueue(*, session: Session, items: list[dict[str, Any]], now: dt.datetime |
 class EvaluationResult:
     """What one evaluation pass found and queued."""
 
-    transitions: list[dict[str, Any]]
+    transitions: list[AlertItem]
     messages: list[AlertOutbox]
 
 
@@ -205,13 +207,28 @@ def last_deliveries(*, session: Session, channel_id: int, limit: int = 5) -> lis
     return list(session.execute(stmt).scalars())
 
 
-def channels_with_deliveries(*, session: Session, limit: int = 5) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Delivery:
+    """One message sent (or being sent) to a channel, with its state in words."""
+
+    message: AlertOutbox
+    state: str  # sent | retrying | queued | given up
+
+
+@dataclass(frozen=True)
+class ChannelDeliveries:
+    """A channel with its last deliveries, newest first."""
+
+    channel: AlertChannel
+    deliveries: list[Delivery]
+
+
+def channels_with_deliveries(*, session: Session, limit: int = 5) -> list[ChannelDeliveries]:
     """Return each channel with its last deliveries and their states, as the page and the API show them."""
-    rows = []
-    for ch in list_channels(session=session):
-        msgs = last_deliveries(session=session, channel_id=stored_id(ch.id), limit=limit)
-        rows.append({"channel": ch, "deliveries": [(m, delivery_state(m)) for m in msgs]})
-    return rows
+    return [
+        ChannelDeliveries(ch, [Delivery(m, delivery_state(m)) for m in last_deliveries(session=session, channel_id=stored_id(ch.id), limit=limit)])
+        for ch in list_channels(session=session)
+    ]
 
 
 def delivery_state(msg: AlertOutbox) -> str:

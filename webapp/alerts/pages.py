@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from dataclasses import dataclass, field, fields
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
@@ -31,36 +32,75 @@ def _redirect_with_flash(request: Request, *, text: str, kind: FlashKind = "ok",
     return redirect_with_flash(request, PAGE, text=text, kind=kind, ref=secret_for)
 
 
-def _page(request: Request, session: Any, *, status_code: int = 200, **extra: Any) -> HTMLResponse:
+@dataclass(frozen=True)
+class ChannelForm:
+    """What was typed into the add-channel form, shown again with the error (empty on a first visit)."""
+
+    name: str = ""
+    kind: str = ""
+    url: str = ""
+    topics: list[str] = field(default_factory=lambda: ["all"])
+    send_resolved: bool = True
+    smtp_host: str = ""
+    smtp_port: str = ""
+    security: str = ""
+    username: str = ""
+    password_env: str = ""
+    from_addr: str = ""
+    to: str = ""
+
+
+@dataclass(frozen=True)
+class ChannelsView:
+    """The channels page: each channel with its last deliveries, the outbox counts, the add form."""
+
+    rows: list[outbox.ChannelDeliveries]
+    kinds: tuple[str, ...]
+    topics: tuple[str, ...]
+    counts: dict[str, int]
+    base_url: str
+    background: bool  # this process runs the delivery worker
+    form: ChannelForm = field(default_factory=ChannelForm)
+    error: str | None = None
+    flash: str | None = None  # base.html's banner: what the last action did
+    secret: str | None = None  # a webhook's signing secret, shown once after adding it
+    secret_for: str | None = None
+
+    def context(self) -> dict[str, object]:
+        """Return the view's fields as the template's names."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def channels_view(
+    request: Request, session: SessionDep, *, form: ChannelForm | None = None, error: str | None = None,
+    flash: str | None = None, secret: str | None = None, secret_for: str | None = None,
+) -> ChannelsView:
+    """Build the channels page from the channels, their deliveries and the outbox counts."""
     settings = request.app.state.settings
-    ctx = {
-        "rows": outbox.channels_with_deliveries(session=session),
-        "kinds": WEB_KINDS,
-        "topics": alerts_channels.valid_topics(),
-        "counts": outbox.outbox_counts(session=session),
-        "base_url": settings.base_url,
-        "background": settings.background_jobs or settings.separate_jobs,
-        "form": {},
-        "error": None,
-        "flash": None,
-        "secret": None,
-    }
-    ctx.update(extra)
-    return render(request, "alerts/channels.html", ctx, status_code=status_code)
+    return ChannelsView(
+        rows=outbox.channels_with_deliveries(session=session), kinds=WEB_KINDS, topics=alerts_channels.valid_topics(),
+        counts=outbox.outbox_counts(session=session), base_url=settings.base_url,
+        background=settings.background_jobs or settings.separate_jobs, form=form or ChannelForm(), error=error,
+        flash=flash, secret=secret, secret_for=secret_for,
+    )
+
+
+def _page(request: Request, view: ChannelsView, *, status_code: int = 200) -> HTMLResponse:
+    return render(request, "alerts/channels.html", view.context(), status_code=status_code)
 
 
 @router.get("/admin/alerts", response_class=HTMLResponse, name="alerts_channels")
 def channels_page(request: Request, session: SessionDep, principal: Admin) -> HTMLResponse:
     """List notification channels with their last deliveries; a form adds one."""
-    extra: dict[str, Any] = {}
     message = read_flash(request)
+    error = flash = secret = secret_for = None
     if message is not None:
-        extra["error" if message.kind == "error" else "flash"] = message.text
+        error, flash = (message.text, None) if message.kind == "error" else (None, message.text)
         ch = session.get(AlertChannel, message.ref) if message.ref is not None else None
         if ch is not None and ch.kind == "webhook":
-            extra["secret"] = alerts_channels.signing_secret(ch, request.app.state.settings.secret_key)
-            extra["secret_for"] = ch.name
-    response = _page(request, session, **extra)
+            secret = alerts_channels.signing_secret(ch, request.app.state.settings.secret_key)
+            secret_for = ch.name
+    response = _page(request, channels_view(request, session, error=error, flash=flash, secret=secret, secret_for=secret_for))
     if message is not None:
         response.headers["Cache-Control"] = "no-store"  # a signing secret must not linger in caches
     return consume_flash(request, response)
@@ -85,9 +125,9 @@ def channels_create(
     to: Annotated[str, Form()] = "",
 ) -> Response:
     """Add a channel; a webhook's signing secret is shown on the answer page."""
-    form = {"name": name, "kind": kind, "url": url, "topics": topic or ["all"], "send_resolved": bool(send_resolved),
-            "smtp_host": smtp_host, "smtp_port": smtp_port, "security": security, "username": username,
-            "password_env": password_env, "from_addr": from_addr, "to": to}
+    form = ChannelForm(name=name, kind=kind, url=url, topics=topic or ["all"], send_resolved=bool(send_resolved),
+                       smtp_host=smtp_host, smtp_port=smtp_port, security=security, username=username,
+                       password_env=password_env, from_addr=from_addr, to=to)
     try:
         if kind not in WEB_KINDS:
             raise alerts_channels.AlertsError(f"kind: must be one of {', '.join(WEB_KINDS)}, not {kind!r}")
@@ -98,7 +138,7 @@ def channels_create(
                                  allow_private_targets=request.app.state.settings.alerts_allow_private_targets)
     except alerts_channels.AlertsError as exc:
         session.rollback()
-        return _page(request, session, error=str(exc), form=form, status_code=400)
+        return _page(request, channels_view(request, session, form=form, error=str(exc)), status_code=400)
     return _redirect_with_flash(request, text=f"Channel {ch.name} added.", secret_for=ch.id)
 
 

@@ -2,38 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
 
 from webapp.alerts import outbox
-from webapp.alerts.schemas import ChannelPublic
+from webapp.alerts.items import email_config, payload_of
+from webapp.alerts.schemas import ChannelPublic, DeliveryPublic
 from webapp.auth.service import Principal
-from webapp.core.db import SessionDep
+from webapp.core.db import SessionDep, stored_id
 from webapp.web.deps import require_role
 
 router = APIRouter(tags=["alerts"])
 
 
 @router.get("/alerts/channels", response_model=list[ChannelPublic])
-def get_channels(session: SessionDep, principal: Principal = Depends(require_role("admin"))) -> list[dict[str, Any]]:
+def get_channels(session: SessionDep, principal: Principal = Depends(require_role("admin"))) -> list[ChannelPublic]:
     """List notification channels with their last five deliveries (newest first)."""
-    out = []
-    for row in outbox.channels_with_deliveries(session=session):
-        ch = row["channel"]
-        out.append(
-            {
-                "id": ch.id, "name": ch.name, "kind": ch.kind, "topics": ch.topics, "send_resolved": ch.send_resolved,
-                "target": ch.target or f"smtp://{ch.config.get('host')}:{ch.config.get('port')}",
-                "deliveries": [
-                    {
-                        "id": m.id, "state": state, "attempts": m.attempts, "created_at": m.created_at.isoformat(),
-                        "next_attempt_at": m.next_attempt_at.isoformat() if state in ("retrying", "queued") else None,
-                        "sent_at": m.sent_at.isoformat() if m.sent_at else None, "last_status": m.last_status,
-                        "last_error": m.last_error, "items": [f"{it['alert']}: {it['state']}" for it in m.payload["items"]],
-                    }
-                    for m, state in row["deliveries"]
-                ],
-            }
-        )
-    return out
+    return [_channel_public(row) for row in outbox.channels_with_deliveries(session=session)]
+
+
+def _channel_public(row: outbox.ChannelDeliveries) -> ChannelPublic:
+    ch = row.channel
+    target = ch.target
+    if not target:
+        cfg = email_config(ch)
+        target = f"smtp://{cfg.get('host')}:{cfg.get('port')}"
+    return ChannelPublic(
+        id=stored_id(ch.id), name=ch.name, kind=ch.kind, topics=ch.topics, send_resolved=ch.send_resolved, target=target,
+        deliveries=[_delivery_public(d) for d in row.deliveries],
+    )
+
+
+def _delivery_public(d: outbox.Delivery) -> DeliveryPublic:
+    m = d.message
+    return DeliveryPublic(
+        id=stored_id(m.id), state=d.state, attempts=m.attempts, created_at=m.created_at.isoformat(),
+        next_attempt_at=m.next_attempt_at.isoformat() if d.state in ("retrying", "queued") else None,
+        sent_at=m.sent_at.isoformat() if m.sent_at else None, last_status=m.last_status, last_error=m.last_error,
+        items=[f"{it['alert']}: {it['state']}" for it in payload_of(m)["items"]],
+    )

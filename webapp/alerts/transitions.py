@@ -8,20 +8,21 @@ so that a transition is notified once.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 from urllib.parse import urlencode
 
 from sqlalchemy import select
 from sqlmodel import Session, col
 
+from webapp.alerts.items import AlertItem
 from webapp.alerts.models import AlertNotice
-from webapp.core.spec import EvalSpec
+from webapp.core.spec import AlertRule, EvalSpec
 from webapp.core.timeutil import as_utc
 from webapp.metrics import aggregates as metrics_aggregates
 from webapp.metrics import alert_states as metrics_alert_states
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics import units as metrics_units
+from webapp.metrics.daily import DayMetrics
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.ppi import production as ppi_production
 from webapp.regression.models import RegressionAlert
@@ -38,7 +39,7 @@ def _fmt(metric: str, value: float | None) -> str:
     return metrics_units.text(metric, value)
 
 
-def _window_words(rule: Any) -> str:
+def _window_words(rule: AlertRule) -> str:
     if rule.window == "trailing_mean":
         return f"mean of the trailing {rule.days} days"
     return "1 day" if rule.days == 1 else f"{rule.days} consecutive days"
@@ -48,14 +49,14 @@ def _metrics_path(start: dt.date, end: dt.date) -> str:
     return "/metrics?" + urlencode({"start": start.isoformat(), "end": end.isoformat()})
 
 
-def metric_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+def metric_items(*, session: Session, spec: EvalSpec) -> list[AlertItem]:
     """Return every notifiable transition of the metric alerts (to firing; firing to resolved), over all traffic."""
     bounds = metrics_aggregates.event_days(session)
     if bounds is None:
         return []
     days = metrics_daily.daily_metrics(session=session, spec=spec, start=bounds[0], end=bounds[1])
     data_days = {d.day: d for d in days}
-    out: list[dict[str, Any]] = []
+    out: list[AlertItem] = []
     for status in metrics_alert_states.evaluate_alerts(days, spec):
         rule = status.rule
         op = ">" if rule.op == "above_baseline" else rule.op
@@ -91,7 +92,7 @@ def metric_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
 
 
 def _window_days(
-    metric: str, rule: Any, day: dt.date, state: str, data_days: dict[dt.date, Any], spec: EvalSpec
+    metric: str, rule: AlertRule, day: dt.date, state: str, data_days: dict[dt.date, DayMetrics], spec: EvalSpec
 ) -> list[dt.date]:
     """Return the days behind a transition: the breaching run or trailing window when firing, the day itself when resolved."""
     if state == "resolved":
@@ -112,7 +113,7 @@ def _window_days(
     return sorted(run) or [day]
 
 
-def no_data_items(*, session: Session, spec: EvalSpec, now: dt.datetime) -> list[dict[str, Any]]:
+def no_data_items(*, session: Session, spec: EvalSpec, now: dt.datetime) -> list[AlertItem]:
     """Return the "no data" transition due now: firing after alerts.no_data_hours without events, resolved when they arrive."""
     tz = spec.tz
     pilot_start = dt.datetime.combine(spec.online_metrics.pilot.start, dt.time(), tzinfo=tz).astimezone(dt.UTC)
@@ -126,60 +127,54 @@ def no_data_items(*, session: Session, spec: EvalSpec, now: dt.datetime) -> list
         select(AlertNotice).where(col(AlertNotice.kind) == "no_data").order_by(col(AlertNotice.id).desc()).limit(1)
     ).scalars().first()
     hours = spec.alerts.no_data_hours
-    base = {
-        "kind": "no_data",
-        "topic": "no_data",
-        "alert": "No data",
-        "rule": f"no event received for {hours:g} hours",
-        "window": f"{hours:g} hours",
-        "threshold": hours,
-        "op": ">=",
-        "threshold_text": f"{hours:g} h",
-        "segment": SEGMENT_ALL,
-    }
     if latest is not None and latest.state == "firing":
         since = dt.datetime.fromisoformat(latest.key.split(":", 1)[1].rsplit(":", 1)[0])
         if last is not None and last > since:
             gap = (last - since).total_seconds() / 3600
             day = last.astimezone(tz).date()
-            return [
-                {
-                    **base,
-                    "key": f"no_data:{since.isoformat()}:resolved",
-                    "state": "resolved",
-                    "value": gap,
-                    "value_text": f"{gap:.1f} h without events",
-                    "days": [day.isoformat()],
-                    "path": _metrics_path(day, day),
-                }
-            ]
+            return [_no_data_item(hours, "resolved", since, gap, f"{gap:.1f} h without events", [day])]
         return []
     since = max(last, pilot_start) if last is not None else pilot_start
     gap = (now - since).total_seconds() / 3600
     if gap < hours:
         return []
     first_day, last_day = since.astimezone(tz).date(), now.astimezone(tz).date()
-    return [
-        {
-            **base,
-            "key": f"no_data:{since.isoformat()}:firing",
-            "state": "firing",
-            "value": gap,
-            "value_text": f"{gap:.1f} h since the last event ({since.strftime('%Y-%m-%d %H:%M')} UTC)"
-            if last is not None
-            else f"{gap:.1f} h since the pilot started, no event yet",
-            "days": [(first_day + dt.timedelta(days=i)).isoformat() for i in range((last_day - first_day).days + 1)],
-            "path": _metrics_path(first_day, last_day),
-        }
-    ]
+    text = (
+        f"{gap:.1f} h since the last event ({since.strftime('%Y-%m-%d %H:%M')} UTC)"
+        if last is not None
+        else f"{gap:.1f} h since the pilot started, no event yet"
+    )
+    days = [first_day + dt.timedelta(days=i) for i in range((last_day - first_day).days + 1)]
+    return [_no_data_item(hours, "firing", since, gap, text, days)]
 
 
-def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+def _no_data_item(hours: float, state: str, since: dt.datetime, gap: float, value_text: str, days: list[dt.date]) -> AlertItem:
+    """Return the "no data" item of a silence that began at `since` (firing, or resolved by an event)."""
+    return {
+        "key": f"no_data:{since.isoformat()}:{state}",
+        "kind": "no_data",
+        "topic": "no_data",
+        "state": state,
+        "alert": "No data",
+        "rule": f"no event received for {hours:g} hours",
+        "window": f"{hours:g} hours",
+        "value": gap,
+        "threshold": hours,
+        "op": ">=",
+        "value_text": value_text,
+        "threshold_text": f"{hours:g} h",
+        "days": [d.isoformat() for d in days],
+        "segment": SEGMENT_ALL,
+        "path": _metrics_path(days[0], days[-1]),
+    }
+
+
+def regression_items(*, session: Session, spec: EvalSpec) -> list[AlertItem]:
     """Return every regression alert (golden factual failure, pass-rate drop) as a notifiable item."""
     rows = session.execute(
         select(RegressionAlert, col(Run.name)).join(Run, col(Run.id) == col(RegressionAlert.run_id)).order_by(col(RegressionAlert.id))
     ).all()
-    out = []
+    out: list[AlertItem] = []
     for alert, run_name in rows:
         ev = alert.evidence or {}
         drop, limit = ev.get("drop"), ev.get("threshold")
@@ -212,7 +207,7 @@ def regression_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]
     return out
 
 
-def _regression_value_text(evidence: dict[str, Any], figures: tuple[float, float] | None) -> str:
+def _regression_value_text(evidence: dict[str, object], figures: tuple[float, float] | None) -> str:
     """Say a regression alert's figure: the sampled difference with its interval, the checks' drop, or the golden failure."""
     if figures is None:
         return "golden example fails"
@@ -222,7 +217,7 @@ def _regression_value_text(evidence: dict[str, Any], figures: tuple[float, float
     return f"pass rate down {figures[0] * 100:.1f} points"
 
 
-def hallucination_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+def hallucination_items(*, session: Session, spec: EvalSpec) -> list[AlertItem]:
     """Return every confirmed hallucination report as a notifiable item."""
     rows = session.execute(
         select(HallucinationReport, Event)
@@ -230,7 +225,7 @@ def hallucination_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
         .where(col(HallucinationReport.status) == "confirmed")
         .order_by(col(HallucinationReport.id))
     ).all()
-    out = []
+    out: list[AlertItem] = []
     for report, event in rows:
         parts = [f"{k}={v}" for k, v in (("intent", event.intent), ("plan", event.plan), ("agent", event.agent_id)) if v]
         out.append(
@@ -258,7 +253,7 @@ def hallucination_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
 HUMAN_QUALITY = "human_quality"
 
 
-def human_quality_items(*, session: Session, spec: EvalSpec) -> list[dict[str, Any]]:
+def human_quality_items(*, session: Session, spec: EvalSpec) -> list[AlertItem]:
     """Return the weekly human-graded quality alert's transitions: firing for a week with a criterion below the team's target.
 
     A week fires once its sample is fully graded and a criterion's 95% upper bound is below the
@@ -270,7 +265,7 @@ def human_quality_items(*, session: Session, spec: EvalSpec) -> list[dict[str, A
     recorded = set(session.execute(select(col(AlertNotice.key)).where(col(AlertNotice.kind) == HUMAN_QUALITY)).scalars())
     # a week that fired and resolved has nothing more to send: its estimate is not computed again
     done = {key.split(":")[1] for key in recorded if key.endswith(":resolved")}
-    out: list[dict[str, Any]] = []
+    out: list[AlertItem] = []
     for w in ppi_production.weekly_quality(session=session, spec=spec, skip=done):
         if w.provisional or not any(c.estimate is not None for c in w.criteria):
             continue

@@ -5,32 +5,30 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TypeVar, cast
 
 import pandas as pd
-from sqlalchemy import Select, bindparam, delete, func, select, text, update
+from sqlalchemy import bindparam, delete, func, select, text, update
 from sqlmodel import Session, col
 
 from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
-from webapp.core.timeutil import as_utc, utcnow
+from webapp.core.timeutil import as_utc
 from webapp.metrics import watermark
-from webapp.metrics.event_input import WINDOW_START
+from webapp.metrics.driver_rows import fetch_rows, floats, frame_of, lock_days
+from webapp.metrics.event_days import as_date
+from webapp.metrics.event_days import (
+    event_days as event_days,  # read from here by the pages, the alerts and gates
+)
 from webapp.metrics.models import ALL, NONE, DailyAggregate, Event, StaleDay
+
+T = TypeVar("T")
 
 CALIBRATION_BINS = 10
 SEGMENT_DIMS: tuple[str, ...] = ("intent", "plan", "agent_id")
 # The segments kept per day: everything, each single dimension, and intent x plan. Narrower
 # combinations with an agent (one agent's events are few) are computed from the raw events.
 ROLLUPS: tuple[tuple[str, ...], ...] = ((), ("intent",), ("plan",), ("agent_id",), ("intent", "plan"))
-# First key of the per-day advisory locks (the second is the day's ordinal): on PostgreSQL the
-# rebuilds of one day are serialized, so a rebuild that started later (and read more events)
-# writes last, while rebuilds of different days proceed in parallel. Ingestion takes no lock.
-PG_AGGREGATE_LOCK_KEY = 7_305_501
-
-# The first day an event in the sane window can fall on, in any time zone.
-READ_FIRST_DAY = WINDOW_START.date() - dt.timedelta(days=1)
-
 # The pending events, written as the partial index ix_metric_event_pending_day's own condition (a
 # bare `pending`: SQLite uses a partial index only for a term identical to its WHERE, and
 # SQLAlchemy would write `pending = 1` or `pending IS 1` there).
@@ -103,60 +101,26 @@ def raw_frame(
         if value is not None:
             stmt = stmt.where(e[dim] == value)
     columns = [*RAW_COLUMNS, *(["id", "pending"] if with_ids else [])]
-    df = pd.DataFrame.from_records(_fetch(session, stmt), columns=columns)
+    df = pd.DataFrame.from_records(fetch_rows(session, stmt), columns=columns)
     if not df.empty and not isinstance(df["day"].iloc[0], dt.date):
         df["day"] = pd.to_datetime(df["day"], format="%Y-%m-%d").dt.date  # SQLite hands back ISO text
     return df
-
-
-def _fetch(session: Session, stmt: Select[*tuple[Any, ...]]) -> Sequence[Any]:
-    """Run a select and return its rows as the driver hands them (tuples)."""
-    # The DBAPI cursor skips SQLAlchemy's per-row processing: a million rows load in seconds, not a minute.
-    conn = session.connection()
-    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
-    # bound parameters (filter values come from users); the only non-strings are days, which
-    # SQLite stores as ISO text (as SQLAlchemy binds them)
-    sqlite = conn.dialect.name == "sqlite"
-    values = {k: (v.isoformat() if sqlite and isinstance(v, dt.date) else v) for k, v in compiled.params.items()}
-    order = compiled.positiontup
-    params: Any = [values[k] for k in order] if compiled.positional and order is not None else values
-    # exec_driver_sql keeps the statement visible to SQLAlchemy's events; the rows are fetched
-    # from the driver's cursor, skipping SQLAlchemy's per-row objects
-    result = conn.exec_driver_sql(str(compiled), tuple(params) if isinstance(params, list) else params)
-    try:
-        return result.cursor.fetchall() if result.cursor is not None else []
-    finally:
-        result.close()
-
-
-def _floats(column: object) -> pd.Series:
-    """Return a column as floats, missing values (None) as NaN."""
-    if not isinstance(column, pd.Series):  # a frame's column by name; the stubs also allow a frame
-        raise TypeError(f"expected a column, got {type(column).__name__}")
-    return pd.Series(pd.to_numeric(column, errors="coerce"), index=column.index, dtype=float)
-
-
-def _frame(value: object) -> pd.DataFrame:
-    """Return a groupby result known to be a frame (the stubs allow a scalar or a Series too)."""
-    if not isinstance(value, pd.DataFrame):
-        raise TypeError(f"expected a frame, got {type(value).__name__}")
-    return value
 
 
 def _prepare(df: pd.DataFrame, spec: EvalSpec) -> pd.DataFrame:
     om = spec.online_metrics
     shown = df["draft_shown"].astype(bool)
     action = df["action"]
-    ed = _floats(df["edit_distance"])
+    ed = floats(df["edit_distance"])
     is_edit = action == "edit"
     accept = shown & ((action == "accept") | (is_edit & (ed <= om.minor_edit_limit)))
     ed_ok = shown & ((action == "accept") | is_edit) & df["has_sent"].astype(bool) & ed.notna()
-    ht = _floats(df["handle_time_s"])
+    ht = floats(df["handle_time_s"])
     ht_ok = df["intent"].isin(spec.intents) & ht.notna()
-    lat = _floats(df["latency_ms"]) / 1000.0
+    lat = floats(df["latency_ms"]) / 1000.0
     lat_ok = shown & lat.notna()
-    cost = _floats(df["cost_usd"])
-    conf = _floats(df["confidence"])
+    cost = floats(df["cost_usd"])
+    conf = floats(df["confidence"])
     conf_ok = shown & conf.notna()
     out = pd.DataFrame(
         {
@@ -197,7 +161,7 @@ def aggregate_frame(df: pd.DataFrame, spec: EvalSpec, dims: tuple[str, ...], *, 
     if p.empty:
         return pd.DataFrame(columns=[*keys, *_SUM_COLS, "lat_p95_s", "calib"])
     grouped = p.groupby(keys, sort=True)
-    agg = _frame(grouped[_SUM_COLS].sum())
+    agg = frame_of(grouped[_SUM_COLS].sum())
     # numpy's default percentile (linear interpolation between closest ranks), per group
     agg["lat_p95_s"] = grouped["lat"].quantile(0.95, interpolation="linear")
     cal = p[p["conf_bin"] >= 0]
@@ -205,8 +169,8 @@ def aggregate_frame(df: pd.DataFrame, spec: EvalSpec, dims: tuple[str, ...], *, 
     if cal.empty:
         wide = pd.DataFrame(0.0, index=agg.index, columns=pd.MultiIndex.from_tuples(calib_cols))
     else:
-        cg = _frame(cal.groupby([*keys, "conf_bin"], sort=False).agg(n=("conf", "size"), conf=("conf", "sum"), acc=("conf_acc", "sum")))
-        wide = _frame(cg.unstack("conf_bin"))
+        cg = frame_of(cal.groupby([*keys, "conf_bin"], sort=False).agg(n=("conf", "size"), conf=("conf", "sum"), acc=("conf_acc", "sum")))
+        wide = frame_of(cg.unstack("conf_bin"))
         wide = wide.reindex(columns=pd.MultiIndex.from_tuples(calib_cols)).reindex(agg.index).fillna(0.0)
     agg["calib"] = wide.to_numpy(dtype=float).reshape(-1, CALIBRATION_BINS, 3).tolist()
     agg = agg.reset_index()
@@ -228,22 +192,6 @@ def versions_by_day(df: pd.DataFrame) -> dict[dt.date, dict[str, dict[str, int]]
     return out
 
 
-def lock_days(session: Session, days: Sequence[dt.date]) -> None:
-    """Take the transaction-scoped lock of each day on PostgreSQL (SQLite has one writer at a time anyway).
-
-    Locks are taken in day order, so two rebuilds sharing days cannot deadlock; rebuilds of
-    different days do not wait for each other.
-    """
-    if session.get_bind().dialect.name != "postgresql" or not days:
-        return
-    ordinals = sorted({d.toordinal() for d in days})
-    # unnest keeps the array order, so the locks are taken in ascending day order
-    session.execute(
-        text("SELECT count(pg_advisory_xact_lock(:k, d)) FROM unnest(CAST(:days AS integer[])) AS d"),
-        {"k": PG_AGGREGATE_LOCK_KEY, "days": ordinals},
-    )
-
-
 _AGG_COLUMNS = ["day", *SEGMENT_DIMS, *_SUM_COLS, "lat_p95_s"]
 # A stored row: the aggregate columns, then calib and versions.
 _ROW_COLUMNS = [*_AGG_COLUMNS, "calib", "versions"]
@@ -252,19 +200,25 @@ _P95 = _AGG_COLUMNS.index("lat_p95_s")
 _SUM_POS = [_AGG_COLUMNS.index(c) for c in _SUM_COLS]
 _CALIB = len(_AGG_COLUMNS)
 _VERSIONS = _CALIB + 1
-RowKey = tuple[Any, ...]
+RowKey = tuple[object, ...]  # (day, intent, plan, agent_id)
+# An aggregate record in _ROW_COLUMNS order: the day and segment, the sums (ints and floats), the
+# p95 (float or None), calib (per bin [n, sum of confidence, accepted]) and versions (or None).
+Record = list[object]
+InsertRow = tuple[object, ...]  # a record as the insert writes it (calib and versions as JSON text)
+Calib = list[list[float]]
+Versions = dict[str, dict[str, int]]
 
 
-def aggregate_records(df: pd.DataFrame, spec: EvalSpec) -> list[list[Any]]:
+def aggregate_records(df: pd.DataFrame, spec: EvalSpec) -> list[Record]:
     """Return the aggregate rows (every rollup) of raw events in _ROW_COLUMNS order, calib and versions as objects."""
     if df.empty:
         return []
     prepared = _prepare(df, spec)
     versions = versions_by_day(df)
-    out: list[list[Any]] = []
+    out: list[Record] = []
     for dims in ROLLUPS:
         agg = aggregate_frame(df, spec, dims, prepared=prepared)
-        lists: list[list[Any]] = [agg[c].tolist() for c in _AGG_COLUMNS]
+        lists: list[list[object]] = [agg[c].tolist() for c in _AGG_COLUMNS]
         lists[_P95] = [None if v != v else v for v in lists[_P95]]  # NaN -> NULL
         lists.append(agg["calib"].tolist())
         lists.append([versions.get(d) if not dims else None for d in agg["day"].tolist()])
@@ -272,13 +226,13 @@ def aggregate_records(df: pd.DataFrame, spec: EvalSpec) -> list[list[Any]]:
     return out
 
 
-def _insert_tuple(row: Sequence[Any]) -> tuple[Any, ...]:
+def _insert_tuple(row: Sequence[object]) -> InsertRow:
     """Return a row of aggregate_records as the insert writes it (calib and versions as JSON text)."""
     versions = row[_VERSIONS]
     return (*row[:_CALIB], json.dumps(row[_CALIB]), None if versions is None else json.dumps(versions))
 
 
-def compute_aggregates(df: pd.DataFrame, spec: EvalSpec) -> list[tuple[Any, ...]]:
+def compute_aggregates(df: pd.DataFrame, spec: EvalSpec) -> list[InsertRow]:
     """Return the aggregate rows (every rollup) of raw events, as insert tuples; touches no database."""
     return [_insert_tuple(r) for r in aggregate_records(df, spec)]
 
@@ -289,7 +243,7 @@ def rebuild_days(
     spec: EvalSpec,
     days: Iterable[dt.date],
     frame: pd.DataFrame | None = None,
-    computed: list[tuple[Any, ...]] | None = None,
+    computed: list[InsertRow] | None = None,
 ) -> int:
     """Recompute the aggregate rows of the given days from all their raw events; return how many rows were written.
 
@@ -322,8 +276,8 @@ def rebuild_days(
 
 
 def _frame_records(
-    session: Session, spec: EvalSpec, days: list[dt.date], frame: pd.DataFrame, computed: list[tuple[Any, ...]] | None
-) -> list[tuple[Any, ...]] | None:
+    session: Session, spec: EvalSpec, days: list[dt.date], frame: pd.DataFrame, computed: list[InsertRow] | None
+) -> list[InsertRow] | None:
     """Return the frame's rows when it holds every event of `days`, all of them pending (now marked merged); else None."""
     e = table_of(Event).c
     merged = 0
@@ -372,16 +326,25 @@ def merge_pending(*, session: Session, spec: EvalSpec, days: Iterable[dt.date]) 
     return changed
 
 
-def _added(old: list[Any], new: list[Any]) -> list[Any]:
+def _sum(a: object, b: object) -> int | float:
+    """Add two sums of a record (ints stay ints: the count columns are integers)."""
+    if not (isinstance(a, int | float) and isinstance(b, int | float)):
+        raise TypeError(f"a sum column holds {a!r} and {b!r}")
+    return a + b
+
+
+def _added(old: Record, new: Record) -> Record:
     """Return a stored row plus the new events' row of the same day and segment (the p95 is set apart)."""
     out = list(old)
     for i in _SUM_POS:
-        out[i] = old[i] + new[i]
-    if old[_CALIB] and new[_CALIB]:
-        out[_CALIB] = [[a + b for a, b in zip(x, y, strict=True)] for x, y in zip(old[_CALIB], new[_CALIB], strict=True)]
+        out[i] = _sum(old[i], new[i])
+    # calib and versions as aggregate_records and the stored JSON columns hold them
+    old_calib, new_calib = cast(Calib | None, old[_CALIB]), cast(Calib | None, new[_CALIB])
+    if old_calib and new_calib:
+        out[_CALIB] = [[a + b for a, b in zip(x, y, strict=True)] for x, y in zip(old_calib, new_calib, strict=True)]
     else:
-        out[_CALIB] = old[_CALIB] or new[_CALIB]
-    out[_VERSIONS] = _added_versions(old[_VERSIONS], new[_VERSIONS])
+        out[_CALIB] = old_calib or new_calib
+    out[_VERSIONS] = _added_versions(cast(Versions | None, old[_VERSIONS]), cast(Versions | None, new[_VERSIONS]))
     return out
 
 
@@ -398,7 +361,7 @@ def _added_versions(
     return out
 
 
-def _stored_records(session: Session, days: Sequence[dt.date]) -> dict[RowKey, list[Any]]:
+def _stored_records(session: Session, days: Sequence[dt.date]) -> dict[RowKey, Record]:
     """Return the stored rows of `days` by (day, segment), in _ROW_COLUMNS order."""
     t = table_of(DailyAggregate).c
     stmt = select(*[t[c] for c in _ROW_COLUMNS]).where(t.day.in_(list(days)))
@@ -418,12 +381,12 @@ def latency_p95(session: Session, days: Sequence[dt.date]) -> dict[RowKey, float
         stmt = select(e.intent, e.plan, e.agent_id, e.latency_ms).where(
             e.day == day, e.draft_shown.is_(True), e.latency_ms.is_not(None), e.pending.is_(False)
         )
-        df = pd.DataFrame.from_records(_fetch(session, stmt), columns=[*SEGMENT_DIMS, "latency_ms"])
+        df = pd.DataFrame.from_records(fetch_rows(session, stmt), columns=[*SEGMENT_DIMS, "latency_ms"])
         if df.empty:
             continue
         for dim in SEGMENT_DIMS:
             df[dim] = df[dim].fillna(NONE).astype(str).astype("category")
-        df["lat"] = _floats(df["latency_ms"]) / 1000.0
+        df["lat"] = floats(df["latency_ms"]) / 1000.0
         df["day"] = day
         for dims in ROLLUPS:
             keys = ["day", *dims]
@@ -436,26 +399,32 @@ def latency_p95(session: Session, days: Sequence[dt.date]) -> dict[RowKey, float
     return out
 
 
-def _mark_merged(session: Session, ids: Sequence[Any]) -> None:
+def _mark_merged(session: Session, ids: Sequence[int]) -> None:
     """Mark events as merged into their days' aggregates."""
     e = table_of(Event)
     for chunk in chunks([int(i) for i in ids], 1000):
         session.execute(update(e).where(e.c.id.in_(chunk)).values(pending=False))
 
 
-def _replace_days(session: Session, days: Sequence[dt.date], records: list[tuple[Any, ...]]) -> None:
+def _replace_days(session: Session, days: Sequence[dt.date], records: list[InsertRow]) -> None:
     """Replace the stored rows of `days` by `records` (insert tuples)."""
     table = table_of(DailyAggregate)
     for chunk in chunks(list(days), 500):
         session.execute(delete(table).where(table.c.day.in_(chunk)))
     conn = session.connection()
     if conn.dialect.name == "sqlite":
-        records = [(r[0].isoformat(), *r[1:]) for r in records]  # SQLite stores days as ISO text
+        records = [(_iso(r[0]), *r[1:]) for r in records]  # SQLite stores days as ISO text
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     sql = f"INSERT INTO {table.name} ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
     # plain executemany through the driver: no per-row ORM or type processing
     for chunk in chunks(records, 10_000):
         conn.exec_driver_sql(sql, list(chunk))
+
+
+def _iso(day: object) -> str:
+    if not isinstance(day, dt.date):
+        raise TypeError(f"a record's first column is its day, not {day!r}")
+    return day.isoformat()
 
 
 def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
@@ -477,41 +446,11 @@ def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
     # the days with events, not every day between the first and the last (a stray day decades away
     # would make millions of empty days to lock and read)
     with_events = select(e.c.day).distinct() if floor is None else select(e.c.day).where(e.c.day >= floor).distinct()
-    days = [_as_date(d) for d in session.execute(with_events).scalars()]
+    days = [as_date(d) for d in session.execute(with_events).scalars()]
     return rebuild_days(session=session, spec=spec, days=days)
 
 
-def chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+def chunks(seq: Sequence[T], size: int) -> Iterable[Sequence[T]]:
     """Yield consecutive slices of at most `size` items."""
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
-
-
-# Readers (the metrics page, the alerts, the alert pass) evaluate from the first day with events to
-# the last: at most this many days back from the last, so that a history of any length stays within
-# daily_metrics' ten-year range.
-READ_HISTORY_DAYS = 3650
-
-
-def event_days(session: Session) -> tuple[dt.date, dt.date] | None:
-    """Return the first and last day with events that readers evaluate, or None.
-
-    Only days in the sane window count (from 2000 to two days after today's UTC date, the furthest
-    a day can be ahead in any time zone when events may be a day ahead) and at most
-    READ_HISTORY_DAYS before the last: a stored row outside it (written before the window was
-    enforced, or by hand) never drags every reader's range out of bounds (issue 33).
-    """
-    e = col(Event.day)
-    lowest = READ_FIRST_DAY
-    highest = utcnow().date() + dt.timedelta(days=2)
-    # two queries: SQLite answers a lone min() or max() from the index, but not both in one
-    last = session.execute(select(func.max(e)).where(e >= lowest, e <= highest)).scalar_one()
-    if last is None:
-        return None
-    last = _as_date(last)
-    first = session.execute(select(func.min(e)).where(e >= max(lowest, last - dt.timedelta(days=READ_HISTORY_DAYS)))).scalar_one()
-    return _as_date(first), last
-
-
-def _as_date(value: dt.date | str) -> dt.date:
-    return value if isinstance(value, dt.date) else dt.date.fromisoformat(value)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
 from sqlmodel import Session
 
@@ -17,12 +17,14 @@ from webapp.metrics import aggregates, units
 from webapp.metrics.daily import DayMetrics, daily_metrics
 from webapp.metrics.targets import METRIC_LABELS, alert_breached, alert_threshold
 
+AlertState = Literal["ok", "pending", "firing", "resolved"]
+
 
 @dataclass(frozen=True)
 class Transition:
     day: dt.date
-    from_state: str
-    to_state: str
+    from_state: AlertState
+    to_state: AlertState
     value: float
 
 
@@ -33,7 +35,7 @@ class AlertStatus:
     metric: str
     rule: AlertRule
     threshold: float
-    state: str = "ok"  # ok | pending | firing | resolved
+    state: AlertState = "ok"
     value: float | None = None  # the window value of the last day with data
     last_evaluated: dt.date | None = None
     history: list[Transition] = field(default_factory=list)
@@ -67,23 +69,9 @@ class AlertStatus:
         days = "a day" if self.rule.days == 1 else f"{self.rule.days} consecutive days"
         return f"{label} {limit} on {days}"
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the alert as the API shows it."""
-        return {
-            "metric": self.metric,
-            "rule": self.describe(),
-            "op": self.rule.op,
-            "threshold": self.threshold,
-            "window": self.rule.window,
-            "days": self.rule.days,
-            "state": self.state,
-            "value": self.value,
-            "last_evaluated": self.last_evaluated.isoformat() if self.last_evaluated else None,
-            "history": [
-                {"day": t.day.isoformat(), "from": t.from_state, "to": t.to_state, "value": t.value} for t in self.history
-            ],
-            "firing_periods": [[a.isoformat(), b.isoformat()] for a, b in self.firing_periods],
-        }
+
+# what a state becomes on a day without a breach
+_CLEARED: dict[AlertState, AlertState] = {"firing": "resolved", "pending": "ok"}
 
 
 def evaluate_alert(metric: str, rule: AlertRule, days: list[DayMetrics], spec: EvalSpec) -> AlertStatus:
@@ -103,14 +91,14 @@ def evaluate_alert(metric: str, rule: AlertRule, days: list[DayMetrics], spec: E
             value = _trailing_mean(metric, d.day, rule.days, by_day)
             breach = alert_breached(rule, value, spec)
             full = (d.day - first_data).days >= rule.days - 1
-            new = ("firing" if full else "pending") if breach else None
+            new: AlertState | None = ("firing" if full else "pending") if breach else None
         else:
             value = float(day_value)
             breach = alert_breached(rule, value, spec)
             run = run + 1 if breach else 0
             new = ("firing" if run >= rule.days else "pending") if breach else None
         if new is None:
-            new = {"firing": "resolved", "pending": "ok"}.get(status.state, status.state)
+            new = _CLEARED.get(status.state, status.state)
         if new != status.state:
             status.history.append(Transition(d.day, status.state, new, value))
             status.state = new

@@ -20,7 +20,7 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import pandas as pd
 from psycopg.errors import UniqueViolation
@@ -36,6 +36,7 @@ from webapp.metrics.event_input import (
     EVENT_COLUMNS,
     OCCURRED_POS,
     EventIn,
+    EventRow,
     EventWindow,
     event_row,
     validation_errors,
@@ -58,7 +59,7 @@ IMPORT_GC_THRESHOLDS = (100_000, 50, 100)
 class Chunk:
     """One validated batch: insert rows, aggregation columns, ids and errors."""
 
-    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    rows: list[EventRow] = field(default_factory=list)
     frame: pd.DataFrame | None = None
     errors: list[str] = field(default_factory=list)
     records: int = 0
@@ -87,14 +88,18 @@ class EventsFileError(ValueError):
     """A file that cannot be read as records at all (bad UTF-8, a CSV field over the limit): 'FILE:LINE: why'."""
 
 
-def read_records(path: Path, chunk: int | None = None) -> Iterator[list[tuple[int, Any]]]:
+# A file's record before validation: a JSON line's bytes, or a CSV row by column name.
+RawRecord = bytes | dict[str, str | None]
+
+
+def read_records(path: Path, chunk: int | None = None) -> Iterator[list[tuple[int, RawRecord]]]:
     """Yield lists of (line number, raw record) from a JSONL (bytes per line) or CSV (dict per row) file.
 
     Raise EventsFileError naming the line when the file cannot be read (invalid UTF-8, a CSV field
     over csv's field size limit) instead of letting the reader's exception escape as a traceback.
     """
     chunk = chunk or CHUNK  # read when called, so a test can make batches small
-    batch: list[tuple[int, Any]] = []
+    batch: list[tuple[int, RawRecord]] = []
     if path.suffix.lower() == ".csv":
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
@@ -125,7 +130,7 @@ def read_records(path: Path, chunk: int | None = None) -> Iterator[list[tuple[in
         yield batch
 
 
-def _validate(path: Path, records: list[tuple[int, Any]]) -> tuple[list[EventIn], list[int], list[str]]:
+def _validate(path: Path, records: list[tuple[int, RawRecord]]) -> tuple[list[EventIn], list[int], list[str]]:
     """Validate a batch with pydantic's compiled validator; name each bad line with its errors."""
     is_json = bool(records) and isinstance(records[0][1], bytes)
     if not is_json:
@@ -138,7 +143,7 @@ def _validate(path: Path, records: list[tuple[int, Any]]) -> tuple[list[EventIn]
     events, lines, errors = [], [], []
     for line_no, raw in records:
         try:
-            ev = EventIn.model_validate_json(raw) if is_json else EventIn.model_validate(raw)
+            ev = EventIn.model_validate_json(raw) if isinstance(raw, bytes) else EventIn.model_validate(raw)
         except ValidationError as exc:
             for fe in validation_errors(exc):
                 if fe.reason.startswith("Invalid JSON"):
@@ -162,7 +167,7 @@ class Validator:
         self.received = received_at
         self.window = EventWindow(now=received_at, tz=tz, pruned_before=pruned_before)
 
-    def chunk(self, records: list[tuple[int, Any]], *, keep_rows: bool = True) -> Chunk:
+    def chunk(self, records: list[tuple[int, RawRecord]], *, keep_rows: bool = True) -> Chunk:
         """Validate one batch; rows and aggregation columns are built only when it and the file so far are clean."""
         events, lines, errors = _validate(self.path, records)
         values = [ev.__dict__ for ev in events]  # the validated fields, without attribute look-ups
@@ -180,12 +185,12 @@ class Validator:
         out.frame = frame.reindex(columns=list(RAW_COLUMNS))
         return out
 
-    def _window_errors(self, values: Sequence[Mapping[str, Any]], lines: list[int], errors: list[str]) -> list[str]:
+    def _window_errors(self, values: Sequence[Mapping[str, object]], lines: list[int], errors: list[str]) -> list[str]:
         """Add an error for each event outside the window to the batch's errors, keeping them in line order."""
         check = self.window.error
         refused = []
         for v, line_no in zip(values, lines, strict=True):
-            fe = check(v["occurred_at"])
+            fe = check(cast(dt.datetime, v["occurred_at"]))
             if fe is not None:
                 refused.append(f"{self.path}:{line_no}: {fe.field}: {fe.reason}")
         if not refused:
@@ -217,8 +222,8 @@ _ID_POS = EVENT_COLUMNS.index("event_id")
 _RECEIVED_POS = EVENT_COLUMNS.index("received_at")
 
 
-def _day_then_id(row: tuple[Any, ...]) -> tuple[Any, Any]:
-    return row[DAY_POS], row[_ID_POS]
+def _day_then_id(row: EventRow) -> tuple[dt.date, str]:
+    return cast(dt.date, row[DAY_POS]), cast(str, row[_ID_POS])
 
 
 class Loader:
@@ -238,7 +243,7 @@ class Loader:
             c, d = table_of(Event).c, self.conn.dialect
             self.to_time = c.occurred_at.type.dialect_impl(d).bind_processor(d) or (lambda v: v)
             self.to_day = c.day.type.dialect_impl(d).bind_processor(d) or (lambda v: v)
-            self.days: dict[dt.date, Any] = {}
+            self.days: dict[dt.date, object] = {}  # a day as the SQLite converter binds it
         else:
             # a temporary table: not written to the WAL, gone at commit; no index to maintain. Its
             # buffers must hold one batch (the default 8 MB spills to disk); settable only before
@@ -261,18 +266,18 @@ class Loader:
         self.direct = True
         self.inserted = 0
 
-    def _sqlite_rows(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    def _sqlite_rows(self, rows: list[EventRow]) -> list[EventRow]:
         """Bind times and days as SQLAlchemy stores them in SQLite, in day order (the day indexes fill page by page)."""
         rows.sort(key=_day_then_id)
         to_time, to_day, days = self.to_time, self.to_day, self.days
-        received = to_time(rows[0][_RECEIVED_POS].astimezone(dt.UTC))
+        received = to_time(cast(dt.datetime, rows[0][_RECEIVED_POS]).astimezone(dt.UTC))
         out = []
         for r in rows:
-            day = r[DAY_POS]
+            day = cast(dt.date, r[DAY_POS])
             bound = days.get(day)
             if bound is None:
                 bound = days[day] = to_day(day)
-            out.append((*r[:OCCURRED_POS], to_time(r[OCCURRED_POS].astimezone(dt.UTC)), bound, received))
+            out.append((*r[:OCCURRED_POS], to_time(cast(dt.datetime, r[OCCURRED_POS]).astimezone(dt.UTC)), bound, received))
         return out
 
     def write(self, chunk: Chunk) -> None:

@@ -5,17 +5,102 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from webapp.core.cli_support import fail
+
+if TYPE_CHECKING:  # pandas, the database and the loader load when a command runs (`draftdesk --help` stays quick)
+    import pandas as pd
+    from sqlmodel import Session
+
+    from webapp.core.spec import EvalSpec
+    from webapp.metrics.bulkload import FirstLines, Loader, Validator
 
 
 def _count_records(path: Path) -> int:
     with path.open("rb") as fh:
         n = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
     return max(n - (1 if path.suffix.lower() == ".csv" else 0), 0)
+
+
+@dataclass
+class _FileRead:
+    """What the validate-and-load loop over a file gave: the clean batches' frames, or the errors."""
+
+    frames: list[pd.DataFrame] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    file_error: str = ""
+    records: int = 0
+
+
+def _read_and_load(path: Path, loader: Loader, validator: Validator, ids: FirstLines, progress: Progress, max_errors: int) -> _FileRead:
+    """Validate the file batch by batch and send the clean batches to the loader, until the first
+    max_errors bad records (after one, the rest are only validated: nothing will be kept)."""
+    from webapp.metrics.bulkload import EventsFileError, read_records
+
+    out = _FileRead()
+    task = progress.add_task("importing events", total=_count_records(path))
+    try:
+        for batch in read_records(path):
+            chunk = validator.chunk(batch, keep_rows=not out.errors)
+            out.records += chunk.records
+            ids.check(chunk)
+            progress.advance(task, chunk.records)
+            if chunk.errors or out.errors:
+                out.errors += chunk.errors
+                if len(out.errors) >= max_errors:
+                    break
+                continue
+            if chunk.frame is not None:
+                out.frames.append(chunk.frame)
+            loader.write(chunk)
+    except EventsFileError as exc:
+        out.file_error = str(exc)
+    return out
+
+
+def _refuse(path: Path, read: _FileRead, progress: Progress, max_errors: int) -> None:
+    """Stop the import (nothing is kept: the transaction rolls back) when the file had an error."""
+    if read.file_error:
+        progress.stop()
+        fail(f"{read.file_error}; nothing imported")
+    if read.errors:
+        progress.stop()
+        for e in read.errors[:max_errors]:
+            typer.echo(e, err=True)
+        more = " (first shown)" if len(read.errors) >= max_errors else ""
+        fail(f"{path}: {len(read.errors[:max_errors])} bad record(s){more}; nothing imported")
+
+
+def _aggregate(session: Session, spec: EvalSpec, frames: list[pd.DataFrame], created: int) -> tuple[int, set[dt.date]]:
+    """Rebuild the imported days' aggregates; return how many events the file held and their days.
+
+    A fresh import (nothing was there before) is aggregated from the rows in memory; rebuild_days
+    checks the stored count and reads the days back otherwise.
+    """
+    import pandas as pd
+
+    from webapp.metrics.aggregates import compute_aggregates, rebuild_days
+
+    frame = pd.concat(frames, ignore_index=True) if frames else None
+    frames.clear()
+    n_rows = 0 if frame is None else len(frame)
+    days: set[dt.date] = set() if frame is None else set(frame["day"].unique())
+    whole = frame is not None and created == n_rows
+    computed = None
+    if whole and frame is not None:
+        # a month of days per call: the aggregation's intermediate frames stay small (the months
+        # themselves are slices of the frame, about its size again: 649-696 MiB peak for 1M events)
+        ordered = sorted(days)
+        months = [frame.loc[frame["day"].isin(ordered[i : i + 30])] for i in range(0, len(ordered), 30)]
+        computed = [row for month in months for row in compute_aggregates(month, spec)]
+    rebuild_days(session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed)
+    return n_rows, days
 
 
 def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> dict[str, float]:
@@ -27,19 +112,9 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     validated in forked worker processes and inserted from a second thread; the plain loop is
     simpler and meets the import target (docs/metrics.md).
     """
-    import pandas as pd
-
-    from webapp.core.cli_support import cli_session, fail, load_settings
+    from webapp.core.cli_support import cli_session, load_settings
     from webapp.core.timeutil import utcnow
-    from webapp.metrics.aggregates import compute_aggregates, rebuild_days
-    from webapp.metrics.bulkload import (
-        EventsFileError,
-        FirstLines,
-        Loader,
-        Validator,
-        rare_collections,
-        read_records,
-    )
+    from webapp.metrics.bulkload import FirstLines, Loader, Validator, rare_collections
     from webapp.metrics.watermark import pruned_before
 
     if not path.exists():
@@ -47,9 +122,6 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
     settings = load_settings()
     spec = settings.eval_spec
     t0 = time.perf_counter()
-    errors: list[str] = []
-    frames: list[Any] = []
-    records = 0
     received = utcnow()
     with rare_collections(), contextlib.ExitStack() as stack:
         session = stack.enter_context(cli_session(settings))
@@ -58,70 +130,23 @@ def import_events(path: Path, *, quiet: bool = False, max_errors: int = 20) -> d
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=quiet
             )
         )
-        task = progress.add_task("importing events", total=_count_records(path))
         loader = Loader(session)
         ids = FirstLines(path)
         validator = Validator(path, tz=spec.tz, received_at=received, pruned_before=pruned_before(session))
-        file_error = ""
-        try:
-            for batch in read_records(path):
-                chunk = validator.chunk(batch, keep_rows=not errors)
-                records += chunk.records
-                ids.check(chunk)
-                progress.advance(task, chunk.records)
-                if chunk.errors or errors:
-                    errors += chunk.errors
-                    if len(errors) >= max_errors:
-                        break
-                    continue
-                frames.append(chunk.frame)
-                loader.write(chunk)
-        except EventsFileError as exc:
-            file_error = str(exc)
-        if file_error:
-            progress.stop()
-            fail(f"{file_error}; nothing imported")  # rolls back
-        if errors:
-            progress.stop()
-            for e in errors[:max_errors]:
-                typer.echo(e, err=True)
-            more = " (first shown)" if len(errors) >= max_errors else ""
-            fail(f"{path}: {len(errors[:max_errors])} bad record(s){more}; nothing imported")  # rolls back
+        read = _read_and_load(path, loader, validator, ids, progress, max_errors)
+        _refuse(path, read, progress, max_errors)  # rolls back
         created = loader.finish()
         ids.first.clear()  # the ids are checked; free them before aggregating
         t_load = time.perf_counter() - t0
         agg = progress.add_task("rebuilding daily aggregates", total=None)
-        frame = pd.concat(frames, ignore_index=True) if frames else None
-        del frames
-        n_rows = 0 if frame is None else len(frame)
-        days: set[dt.date] = set() if frame is None else set(frame["day"].unique())
-        # a fresh import (nothing was there before) is aggregated from the rows in memory;
-        # rebuild_days checks the stored count and reads the days back otherwise
-        whole = frame is not None and created == n_rows
-        computed = None
-        if whole and frame is not None:
-            # a month of days per call: the aggregation's intermediate frames stay small (the months
-            # themselves are slices of the frame, about its size again: 649-696 MiB peak for 1M events)
-            ordered = sorted(days)
-            months = [frame.loc[frame["day"].isin(ordered[i : i + 30])] for i in range(0, len(ordered), 30)]
-            computed = [row for month in months for row in compute_aggregates(month, spec)]
-        rebuild_days(
-            session=session, spec=spec, days=days, frame=frame if whole else None, computed=computed
-        )
+        n_rows, days = _aggregate(session, spec, read.frames, created)
         progress.update(agg, total=1, completed=1)
     total = time.perf_counter() - t0
-    stats = {
-        "records": n_rows,
-        "created": created,
-        "duplicates": n_rows - created,
-        "load_s": t_load,
-        "total_s": total,
-    }
     typer.echo(
         f"{path}: {created} events imported, {n_rows - created} already present; "
         f"{len(days)} days aggregated in {total:.1f} s (validated and loaded in {t_load:.1f} s)"
     )
-    return stats
+    return {"records": n_rows, "created": created, "duplicates": n_rows - created, "load_s": t_load, "total_s": total}
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict, cast
 
 from sqlalchemy import func, select
 from sqlmodel import Session, col
@@ -72,17 +72,6 @@ class DayMetrics:
         """Return the value of one metric."""
         return getattr(self, metric)
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the day as the API shows it."""
-        out: dict[str, Any] = {"day": self.day.isoformat(), "events": self.events, "drafts_shown": self.drafts_shown}
-        for m in METRIC_NAMES:
-            out[m] = self.value(m)
-        out["target_met"] = dict(self.target_met)
-        out["all_targets_met"] = self.all_targets_met
-        out["updating"] = self.updating
-        out["updating_since"] = self.updating_since.isoformat() if self.updating_since else None
-        out["pending_events"] = self.pending_events
-        return out
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -94,9 +83,29 @@ def segment_filter(intent: str | None, plan: str | None, agent_id: str | None) -
     return {"intent": intent or None, "plan": plan or None, "agent_id": agent_id or None}
 
 
+class DaySums(TypedDict):
+    """One day's sums for a segment: a stored metric_daily_aggregate row, or the same computed from raw events."""
+
+    day: dt.date
+    n_events: int
+    n_shown: int
+    n_accept: int
+    n_reject: int
+    ed_sum: float
+    ed_n: int
+    n_escalated: int
+    ht_sum: float
+    ht_n: int
+    lat_p95_s: float | None
+    cost_sum: float
+    cost_n: int
+    calib: list[list[float]] | None
+    versions: dict[str, dict[str, int]] | None
+
+
 def _aggregate_rows(
     session: Session, spec: EvalSpec, start: dt.date, end: dt.date, segment: dict[str, str | None]
-) -> list[dict[str, Any]]:
+) -> list[DaySums]:
     """Return one dict of sums per day with events: the stored aggregates, or raw events for segments not stored.
 
     Days whose events arrived since their last rebuild (`updating_days`) show the figures of that
@@ -110,7 +119,8 @@ def _aggregate_rows(
         t.day <= end,
         *[t[d] == (segment[d] if segment[d] is not None else ALL) for d in SEGMENT_DIMS],
     )
-    return [dict(r._mapping) for r in session.execute(stmt)]
+    # the table's columns hold these sums (and more: the segment, the id)
+    return [cast(DaySums, dict(r._mapping)) for r in session.execute(stmt)]
 
 
 def updating_days(*, session: Session, start: dt.date | None = None, end: dt.date | None = None) -> list[dt.date]:
@@ -205,7 +215,7 @@ def _computed_from_raw(segment: dict[str, str | None]) -> bool:
     return tuple(d for d in SEGMENT_DIMS if segment[d] is not None) not in aggregates.ROLLUPS
 
 
-def _day_metrics(day: dt.date, r: dict[str, Any] | None, confirmed: int, spec: EvalSpec) -> DayMetrics:
+def _day_metrics(day: dt.date, r: DaySums | None, confirmed: int, spec: EvalSpec) -> DayMetrics:
     if r is None or int(r["n_events"]) == 0:
         dm = DayMetrics(day, 0, 0, None, None, None, None, None, None, None, None)
     else:

@@ -4,6 +4,7 @@ that fires and resolves, and hallucination reports (one confirmed during the pil
 from __future__ import annotations
 
 import datetime as dt
+import random
 from typing import Any
 
 from sqlmodel import Session
@@ -37,6 +38,7 @@ SWAPS = [("Thanks for reaching out.", "Hi there, thanks for writing in."), ("Hap
          ("Please", "Could you please"), ("We are sorry", "I'm sorry"), ("Sorry", "So sorry")]
 AGENTS = [f"agent-{i:02d}" for i in range(1, 13)]
 PLANS = ["free", "pro", "team"]
+INTENTS = list(DRAFTS)
 
 
 def _edit(text: str, rng: Any, heavy: bool) -> str:
@@ -53,6 +55,78 @@ def _edit(text: str, rng: Any, heavy: bool) -> str:
     return text
 
 
+def _action(rng: random.Random, escalated: bool, suppressed: bool, bad: bool) -> str | None:
+    """Return what the agent did with a draft (None: no draft was shown)."""
+    r = rng.random()
+    reject_p = 0.22 if bad else 0.02
+    if suppressed:
+        return None
+    if escalated:
+        return "escalate"
+    if r < reject_p:
+        return "reject"
+    if r < reject_p + (0.30 if not bad else 0.40):
+        return "edit"
+    return "accept"
+
+
+def _sent(rng: random.Random, action: str | None, draft: str, bad: bool) -> str | None:
+    """Return the reply the agent sent (None when the draft was not used)."""
+    if action == "accept":
+        return draft
+    if action == "edit":
+        return _edit(draft, rng, heavy=rng.random() < (0.5 if bad else 0.12))
+    if action == "reject":
+        return "Thanks for your message. I've checked your account and will follow up shortly with the details."
+    return None
+
+
+def _day_events(rng: random.Random, spec: EvalSpec, day: dt.date, n: int, *, bad: bool, change_day: dt.date) -> list[dict[str, Any]]:
+    """Return one day's events (numbered after the first n): many on a business day, few at weekends."""
+    pilot = spec.online_metrics.pilot
+    business = day.weekday() < 5 and day not in spec.online_metrics.holidays
+    count = rng.randint(180, 240) if business else rng.randint(25, 45)
+    model = "draft-model-2026-10" if day < change_day else "draft-model-2026-11"
+    prompt = "prompt-v3" if day < pilot.start else "prompt-v4"
+    # a fixed share of escalations per day keeps the escalation rate inside its target band
+    escalations = set(rng.sample(range(count), round(count * spec.online_metrics.escalation_baseline)))
+    events: list[dict[str, Any]] = []
+    for k in range(count):
+        n += 1
+        intent = rng.choice(INTENTS) if rng.random() > 0.06 else "other"
+        local = dt.datetime.combine(day, dt.time(rng.randint(7, 19), rng.randint(0, 59)), tzinfo=spec.tz)
+        draft = DRAFTS.get(intent, DRAFTS["billing_charge"]).format(d=day.strftime("%d %B"))
+        customer = CUSTOMER.get(intent, "I have a question about my account.").format(d=day.strftime("%d %B"))
+        escalated = k in escalations
+        suppressed = escalated and rng.random() < 0.6  # safety escalation: no draft shown
+        action = _action(rng, escalated, suppressed, bad)
+        sent = _sent(rng, action, draft, bad)
+        confidence = min(1.0, max(0.0, rng.gauss(0.86 if action in ("accept", "edit") else 0.6, 0.1)))
+        events.append(
+            {
+                "event_id": f"demo-{n:06d}",
+                "ticket_id": f"T-{40000 + n}",
+                "occurred_at": local.isoformat(),
+                "intent": intent,
+                "plan": rng.choice(PLANS),
+                "agent_id": rng.choice(AGENTS),
+                "model_version": model,
+                "prompt_version": prompt,
+                "draft_shown": not suppressed,
+                "action": action,
+                "draft_text": None if suppressed else draft,
+                "sent_text": sent,
+                "customer_message": customer,
+                "confidence": None if suppressed else round(confidence, 3),
+                "latency_ms": None if suppressed else round(rng.lognormvariate(7.4, 0.35) * (1.9 if bad else 1.0)),
+                "handle_time_s": round(rng.gauss(200 if not bad else 320, 45), 1),
+                "cost_usd": round(rng.uniform(0.012, 0.026), 4),
+                "escalated": escalated,
+            }
+        )
+    return events
+
+
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Plant production events, a model change, an alert that fires and resolves, and hallucination reports."""
     rng = ctx.rng
@@ -62,69 +136,10 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     change_day = pilot.start + dt.timedelta(days=7)
     # two bad business days after the model change: reject rate above the alert threshold, then it recovers
     bad_days = [d for d in (change_day + dt.timedelta(days=i) for i in range(1, 8)) if d.weekday() < 5][:2]
-    tz = spec.tz
-    intents = list(DRAFTS)
     events: list[dict[str, Any]] = []
-    n = 0
     day = start
     while day <= end:
-        business = day.weekday() < 5 and day not in spec.online_metrics.holidays
-        count = rng.randint(180, 240) if business else rng.randint(25, 45)
-        bad = day in bad_days
-        model = "draft-model-2026-10" if day < change_day else "draft-model-2026-11"
-        prompt = "prompt-v3" if day < pilot.start else "prompt-v4"
-        # a fixed share of escalations per day keeps the escalation rate inside its target band
-        escalations = set(rng.sample(range(count), round(count * spec.online_metrics.escalation_baseline)))
-        for k in range(count):
-            n += 1
-            intent = rng.choice(intents) if rng.random() > 0.06 else "other"
-            local = dt.datetime.combine(day, dt.time(rng.randint(7, 19), rng.randint(0, 59)), tzinfo=tz)
-            draft = DRAFTS.get(intent, DRAFTS["billing_charge"]).format(d=day.strftime("%d %B"))
-            customer = CUSTOMER.get(intent, "I have a question about my account.").format(d=day.strftime("%d %B"))
-            escalated = k in escalations
-            suppressed = escalated and rng.random() < 0.6  # safety escalation: no draft shown
-            r = rng.random()
-            reject_p = 0.22 if bad else 0.02
-            if suppressed:
-                action = None
-            elif escalated:
-                action = "escalate"
-            elif r < reject_p:
-                action = "reject"
-            elif r < reject_p + (0.30 if not bad else 0.40):
-                action = "edit"
-            else:
-                action = "accept"
-            sent: str | None = None
-            if action == "accept":
-                sent = draft
-            elif action == "edit":
-                sent = _edit(draft, rng, heavy=rng.random() < (0.5 if bad else 0.12))
-            elif action == "reject":
-                sent = "Thanks for your message. I've checked your account and will follow up shortly with the details."
-            confidence = min(1.0, max(0.0, rng.gauss(0.86 if action in ("accept", "edit") else 0.6, 0.1)))
-            events.append(
-                {
-                    "event_id": f"demo-{n:06d}",
-                    "ticket_id": f"T-{40000 + n}",
-                    "occurred_at": local.isoformat(),
-                    "intent": intent,
-                    "plan": rng.choice(PLANS),
-                    "agent_id": rng.choice(AGENTS),
-                    "model_version": model,
-                    "prompt_version": prompt,
-                    "draft_shown": not suppressed,
-                    "action": action,
-                    "draft_text": None if suppressed else draft,
-                    "sent_text": sent,
-                    "customer_message": customer,
-                    "confidence": None if suppressed else round(confidence, 3),
-                    "latency_ms": None if suppressed else round(rng.lognormvariate(7.4, 0.35) * (1.9 if bad else 1.0)),
-                    "handle_time_s": round(rng.gauss(200 if not bad else 320, 45), 1),
-                    "cost_usd": round(rng.uniform(0.012, 0.026), 4),
-                    "escalated": escalated,
-                }
-            )
+        events += _day_events(rng, spec, day, len(events), bad=day in bad_days, change_day=change_day)
         day += dt.timedelta(days=1)
     for i in range(0, len(events), ingest.MAX_BATCH):
         results = ingest.ingest_events(session=session, spec=spec, items=events[i : i + ingest.MAX_BATCH])

@@ -10,7 +10,7 @@ import datetime as dt
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, cast
 
 import Levenshtein
 from pydantic import (
@@ -179,13 +179,19 @@ EDIT_DISTANCE_POS = EVENT_COLUMNS.index("edit_distance")
 OCCURRED_POS = EVENT_COLUMNS.index("occurred_at")
 
 
-def event_row(fields: Mapping[str, Any], tz: dt.tzinfo, received: dt.datetime) -> tuple[Any, ...]:
+# A stored event in EVENT_COLUMNS order, as the inserts and COPY write it (values of mixed types:
+# text, numbers, flags, the occurred and received times, the day).
+EventRow = tuple[object, ...]
+
+
+def event_row(fields: Mapping[str, object], tz: dt.tzinfo, received: dt.datetime) -> EventRow:
     """Return the stored row of a validated event (`EventIn.__dict__`) in EVENT_COLUMNS order.
 
     The edit distance and the calendar day (in the spec's time zone) are computed here, for the
     API and the import alike; `occurred_at` keeps the offset it was sent with.
     """
-    draft, sent = fields["draft_text"], fields["sent_text"]
+    # the fields as EventIn validated them
+    draft, sent = cast(str | None, fields["draft_text"]), cast(str | None, fields["sent_text"])
     ed = normalized_edit_distance(draft, sent) if draft is not None and sent is not None else None
-    occurred = fields["occurred_at"]
+    occurred = cast(dt.datetime, fields["occurred_at"])
     return (*_model_values(fields), ed, occurred, occurred.astimezone(tz).date(), received)

@@ -10,8 +10,8 @@ at once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -53,7 +53,7 @@ class ReportView:
         return bool(self.history)
 
 
-def _cited(citations: list[dict[str, Any]] | None, revisions: dict[tuple[str, int], KbRevision],
+def _cited(citations: Sequence[Mapping[str, object]] | None, revisions: dict[tuple[str, int], KbRevision],
            current: dict[str, KbRevision]) -> list[CitedRevision]:
     out: list[CitedRevision] = []
     for c in citations or []:

@@ -23,7 +23,7 @@ import io
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, LiteralString, NotRequired, TypedDict, cast
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter, ValidationError
@@ -39,6 +39,7 @@ from webapp.metrics.event_input import (
     EVENT_COLUMNS,
     MAX_BATCH,
     EventIn,
+    EventRow,
     EventWindow,
     FieldError,
     event_row,
@@ -46,6 +47,10 @@ from webapp.metrics.event_input import (
 )
 from webapp.metrics.models import Event, StaleDay
 from webapp.metrics.watermark import pruned_before
+
+if TYPE_CHECKING:  # psycopg is imported where PostgreSQL is used
+    import psycopg
+    from psycopg.rows import TupleRow
 
 # One compiled validator for a whole batch sent as JSON bytes.
 _BATCH = TypeAdapter(list[EventIn])
@@ -61,6 +66,22 @@ class BatchError(ValueError):
         self.status, self.field, self.message = status, field, message
 
 
+class FieldErrorJson(TypedDict):
+    field: str
+    reason: str
+
+
+class EventResultJson(TypedDict):
+    """One event's result as the API answers it (schemas.EventResult; written by hand, see answer_json)."""
+
+    index: int
+    event_id: str | None
+    status: Status
+    field: NotRequired[str]
+    reason: NotRequired[str]
+    errors: NotRequired[list[FieldErrorJson]]
+
+
 @dataclass(slots=True)
 class ItemResult:
     index: int
@@ -68,8 +89,8 @@ class ItemResult:
     status: Status
     errors: list[FieldError] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"index": self.index, "event_id": self.event_id, "status": self.status}
+    def as_dict(self) -> EventResultJson:
+        out: EventResultJson = {"index": self.index, "event_id": self.event_id, "status": self.status}
         if self.errors:
             out["field"] = self.errors[0].field
             out["reason"] = self.errors[0].reason
@@ -97,7 +118,7 @@ def ingest_body(*, session: Session, spec: EvalSpec, body: bytes) -> list[ItemRe
     return _store(session, spec, enumerate(events), results)
 
 
-def parse_batch(body: bytes) -> list[Any]:
+def parse_batch(body: bytes) -> list[object]:
     """Parse a body that failed validation as a whole: a JSON array of at most MAX_BATCH items, or BatchError."""
     try:
         items = loads_json(body)
@@ -147,7 +168,7 @@ def _skip_space(doc: str, i: int) -> int:
     return i
 
 
-def ingest_events(*, session: Session, spec: EvalSpec, items: Sequence[Any]) -> list[ItemResult]:
+def ingest_events(*, session: Session, spec: EvalSpec, items: Sequence[object]) -> list[ItemResult]:
     """Validate and store a batch; valid events are kept even when others are invalid; retries create nothing twice."""
     if len(items) > MAX_BATCH:
         raise ValueError(f"a batch holds at most {MAX_BATCH} events, not {len(items)}")
@@ -172,7 +193,7 @@ def _store(
     tz = spec.tz
     received = utcnow()
     window = EventWindow(now=received, tz=tz, pruned_before=pruned_before(session))
-    rows: list[tuple[Any, ...]] = []
+    rows: list[EventRow] = []
     seen: set[str] = set()
     for i, ev in events:
         v = ev.__dict__  # the validated fields, without 21 attribute look-ups per event
@@ -200,12 +221,12 @@ def _store(
 # Per-connection staging table of the API's batches (emptied at every commit; the import uses its own).
 _STAGE = "metric_event_batch"
 # PostgreSQL type of each column type, for binary COPY (text and varchar share a binary format)
-_COPY_TYPES: tuple[tuple[type[sa.types.TypeEngine[Any]], str], ...] = (
+_COPY_TYPES: tuple[tuple[type, str], ...] = (
     (sa.Boolean, "bool"), (sa.Float, "float8"), (sa.DateTime, "timestamptz"), (sa.Date, "date"), (sa.String, "text"),
 )  # fmt: skip
 
 
-def _copy_type(column: sa.Column[Any]) -> str:
+def _copy_type(column: sa.Column[object]) -> str:
     kind = column.type
     if isinstance(kind, sa.TypeDecorator):  # e.g. SQLModel's AutoString: what it stores as
         kind = kind.impl_instance
@@ -221,7 +242,7 @@ def _event_copy_types() -> tuple[str, ...]:
     return tuple(_copy_type(columns[c]) for c in EVENT_COLUMNS)
 
 
-def encode_event_rows(conn: Any, rows: Iterable[tuple[Any, ...]]) -> bytes:
+def encode_event_rows(conn: psycopg.Connection[TupleRow], rows: Iterable[EventRow]) -> bytes:
     """Return event rows (EVENT_COLUMNS order) as the data of a binary `COPY`, sent nowhere yet.
 
     Binary with the column types set, so psycopg formats each row in C without looking up a dumper
@@ -240,14 +261,16 @@ def encode_event_rows(conn: Any, rows: Iterable[tuple[Any, ...]]) -> bytes:
     return buffer.getvalue()
 
 
-def copy_event_data(cur: Any, table: str, data: bytes) -> None:
+def copy_event_data(cur: psycopg.Cursor[TupleRow], table: str, data: bytes) -> None:
     """Send event rows encoded by encode_event_rows to `table`: the one way they reach PostgreSQL
     (the API's batches through store_rows, the file import through bulkload.Loader)."""
-    with cur.copy(f"COPY {table} ({', '.join(EVENT_COLUMNS)}) FROM STDIN (FORMAT BINARY)") as copy:
+    # the table and columns are this module's names, never input
+    statement = cast("LiteralString", f"COPY {table} ({', '.join(EVENT_COLUMNS)}) FROM STDIN (FORMAT BINARY)")
+    with cur.copy(statement) as copy:
         copy.write(data)
 
 
-def store_rows(session: Session, rows: Sequence[tuple[Any, ...]]) -> set[str]:
+def store_rows(session: Session, rows: Sequence[EventRow]) -> set[str]:
     """Insert event rows (EVENT_COLUMNS order), skipping stored event_ids, and mark the created events' days stale.
 
     Return the ids this call created. Both writes are in the session's transaction: the marks
@@ -282,14 +305,14 @@ def store_rows(session: Session, rows: Sequence[tuple[Any, ...]]) -> set[str]:
         return {r[0] for r in cur.fetchall()}
 
 
-def _store_sqlite(session: Session, rows: Sequence[tuple[Any, ...]]) -> set[str]:
+def _store_sqlite(session: Session, rows: Sequence[EventRow]) -> set[str]:
     table = table_of(Event)
     params = [dict(zip(EVENT_COLUMNS, r, strict=True)) for r in rows]
     for p in params:
-        p["occurred_at"] = p["occurred_at"].astimezone(dt.UTC)
+        p["occurred_at"] = cast(dt.datetime, p["occurred_at"]).astimezone(dt.UTC)
     stmt = sqlite_insert(table).on_conflict_do_nothing(index_elements=["event_id"]).returning(table.c.event_id)
     created = {r[0] for r in session.execute(stmt, params)}
-    days = sorted({r[DAY_POS] for r in rows if r[_ID] in created})
+    days = sorted({cast(dt.date, r[DAY_POS]) for r in rows if r[_ID] in created})
     if days:
         session.execute(table_of(StaleDay).insert(), [{"day": d} for d in days])
     return created

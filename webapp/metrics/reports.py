@@ -7,7 +7,7 @@ webapp/metrics/hallucinations.py.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy import func, select
 from sqlmodel import Session, col
@@ -16,15 +16,24 @@ from webapp.metrics.daily import MetricsError
 from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
 
 
+class Citation(TypedDict):
+    """A KB article a reported draft cited, and the revision it cited (None: not known)."""
+
+    article_id: str
+    revision: int | None
+
+
 def report_hallucination(
     *, session: Session, event_id: str, note: str, reported_by: int | None,
-    citations: list[dict[str, Any]] | None = None,
+    citations: list[Citation] | None = None,
 ) -> HallucinationReport:
     """Record an agent's flag of a factual error on an event (pending until the lead decides)."""
     event = session.execute(select(col(Event.id)).where(col(Event.event_id) == event_id)).first()
     if event is None:
         raise MetricsError(f"event_id: no event {event_id!r}")
-    report = HallucinationReport(event_id=event_id, note=note.strip(), reported_by=reported_by, citations=citations)
+    report = HallucinationReport(
+        event_id=event_id, note=note.strip(), reported_by=reported_by, citations=[dict(c) for c in citations] if citations is not None else None
+    )
     session.add(report)
     session.flush()
     return report

@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
-from pydantic import TypeAdapter
+from pydantic import BaseModel, Field, ValidationError
 
 from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.core.db import SessionDep
+from webapp.core.db import SessionDep, stored_id
 from webapp.metrics import alert_states, ingest
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
 from webapp.metrics import streaks as metrics_streaks
+from webapp.metrics.aggregates import SEGMENT_DIMS
 from webapp.metrics.event_input import MAX_BATCH, EventIn
 from webapp.metrics.schemas import (
     AlertStatusPublic,
+    AlertTransition,
     DayMetricsPublic,
     HallucinationReportPublic,
     IngestPublic,
+    MissedDay,
+    StreaksPublic,
     StreaksReportPublic,
+    StreakWindow,
 )
 from webapp.web.deps import SpecDep, require_role, require_scope
 from webapp.web.request_limits import EVENTS_BODY_LIMIT, raw_json_body
@@ -72,11 +76,24 @@ def post_events(
     return Response(ingest.answer_json(results), media_type="application/json")
 
 
-# Serializes the daily objects in one compiled call (FastAPI's generic encoder took 10 ms of the
-# 180-day response's ~25 ms).
-_DAYS_JSON = TypeAdapter(list[dict[str, Any]])
+def _iso(day: dt.date | None) -> str | None:
+    return day.isoformat() if day else None
 
 
+def day_public(d: metrics_daily.DayMetrics) -> DayMetricsPublic:
+    """Return a day's metrics as the API shows them."""
+    return DayMetricsPublic(
+        day=d.day.isoformat(), events=d.events, drafts_shown=d.drafts_shown,
+        accept_rate=d.accept_rate, reject_rate=d.reject_rate, edit_distance=d.edit_distance,
+        escalation_rate=d.escalation_rate, handle_time_s=d.handle_time_s, latency_p95_s=d.latency_p95_s,
+        hallucination_reports=d.hallucination_reports, cost_per_draft=d.cost_per_draft,
+        target_met=dict(d.target_met), all_targets_met=d.all_targets_met, updating=d.updating,
+        updating_since=d.updating_since, pending_events=d.pending_events,
+    )
+
+
+# FastAPI serializes the models to JSON in one pydantic call (its `dump_json` path); the hand-made
+# TypeAdapter over dicts this replaced was there for FastAPI's older generic encoder.
 @router.get("/metrics/daily", response_model=list[DayMetricsPublic])
 def get_daily_metrics(
     session: SessionDep,
@@ -87,7 +104,7 @@ def get_daily_metrics(
     plan: str | None = None,
     agent_id: str | None = None,
     principal: Principal = Depends(require_role(*READERS)),
-) -> Response:
+) -> list[DayMetricsPublic]:
     """Return one object per day of [start, end] with every metric and whether it met its target."""
     try:
         days = metrics_daily.daily_metrics(
@@ -95,7 +112,7 @@ def get_daily_metrics(
         )
     except metrics_daily.MetricsError as exc:
         raise HTTPException(422, detail=[{"field": "end", "message": str(exc)}]) from exc
-    return Response(_DAYS_JSON.dump_json([d.as_dict() for d in days]), media_type="application/json")
+    return [day_public(d) for d in days]
 
 
 @router.get("/metrics/streaks", response_model=StreaksReportPublic)
@@ -108,7 +125,7 @@ def get_streaks(
     plan: str | None = None,
     agent_id: str | None = None,
     principal: Principal = Depends(require_role(*READERS)),
-) -> dict[str, Any]:
+) -> StreaksReportPublic:
     """Return the business-day streaks of the range and segment, and the production gate's (pilot window, all traffic)."""
     try:
         s, e = metrics_daily.default_range(session=session, spec=spec, start=start, end=end)
@@ -117,11 +134,22 @@ def get_streaks(
         )
     except metrics_daily.MetricsError as exc:
         raise HTTPException(422, detail=[{"field": "end", "message": str(exc)}]) from exc
-    return {
-        "range": streaks.as_dict(),
-        "gate": metrics_streaks.pilot_streaks(session=session, spec=spec).as_dict(),
-        "needed": spec.gates.production.consecutive_business_days,
-    }
+    return StreaksReportPublic(
+        range=streaks_public(streaks),
+        gate=streaks_public(metrics_streaks.pilot_streaks(session=session, spec=spec)),
+        needed=spec.gates.production.consecutive_business_days,
+    )
+
+
+def streaks_public(s: metrics_streaks.Streaks) -> StreaksPublic:
+    """Return business-day streaks as the API shows them."""
+    return StreaksPublic(
+        window=StreakWindow(kind="pilot" if s.window == "pilot" else "range", start=_iso(s.window_start), end=_iso(s.window_end)),
+        segment={k: s.segment.get(k) for k in SEGMENT_DIMS}, scope=s.scope_text,
+        current=s.current, current_start=_iso(s.current_start),
+        longest=s.longest, longest_start=_iso(s.longest_start), longest_end=_iso(s.longest_end),
+        missed_days=[MissedDay(day=d.isoformat(), targets=ms) for d, ms in s.missed],
+    )
 
 
 @router.get("/alerts", response_model=list[AlertStatusPublic])
@@ -130,35 +158,60 @@ def get_alerts(
     spec: SpecDep,
     end: dt.date | None = Query(None, description="evaluate up to this day (default: last day with events)"),
     principal: Principal = Depends(require_role(*READERS)),
-) -> list[dict[str, Any]]:
+) -> list[AlertStatusPublic]:
     """List every alert with its state, current window value, transitions and firing periods."""
-    return [a.as_dict() for a in alert_states.alerts(session=session, spec=spec, end=end)]
+    return [alert_public(a) for a in alert_states.alerts(session=session, spec=spec, end=end)]
+
+
+def alert_public(a: alert_states.AlertStatus) -> AlertStatusPublic:
+    """Return an alert's state as the API shows it."""
+    return AlertStatusPublic(
+        metric=a.metric, rule=a.describe(), op=a.rule.op, threshold=a.threshold, window=a.rule.window, days=a.rule.days,
+        state=a.state, value=a.value, last_evaluated=_iso(a.last_evaluated),
+        history=[AlertTransition.model_validate({"day": t.day.isoformat(), "from": t.from_state, "to": t.to_state, "value": t.value})
+                 for t in a.history],
+        firing_periods=[(x.isoformat(), y.isoformat()) for x, y in a.firing_periods],
+    )
+
+
+class CitationIn(BaseModel):
+    """A KB article the reported draft cited (the revision it cited, when known)."""
+
+    article_id: str = Field(strict=True)
+    revision: int | None = Field(None, strict=True)
+
+
+class HallucinationReportIn(BaseModel):
+    """A hallucination report: what is wrong, and the KB articles the draft cited."""
+
+    note: str = Field("", strict=True)
+    citations: list[CitationIn] | None = None
+
+
+def _report_in(payload: dict[str, object]) -> HallucinationReportIn:
+    """Read the body; a wrong field is a 422 naming it (note, or citations)."""
+    try:
+        return HallucinationReportIn.model_validate(payload)
+    except ValidationError as exc:
+        field = str(exc.errors()[0]["loc"][0]) if exc.errors() and exc.errors()[0]["loc"] else "(body)"
+        message = "must be a string" if field == "note" else "must be a list of {article_id: text, revision: whole number}"
+        raise HTTPException(422, detail=[{"field": field, "message": message}]) from None
 
 
 @router.post("/events/{event_id}/hallucination-reports", status_code=201, response_model=HallucinationReportPublic)
 def post_hallucination_report(
     event_id: str,
     session: SessionDep,
-    payload: dict[str, Any] = Body(default_factory=dict),
+    payload: dict[str, object] = Body(default_factory=dict),
     principal: Principal = Depends(require_scope("ingest")),
-) -> dict[str, Any]:
+) -> HallucinationReportPublic:
     """Flag a factual error on an event; it counts once the lead confirms it."""
-    note = payload.get("note", "")
-    if not isinstance(note, str):
-        raise HTTPException(422, detail=[{"field": "note", "message": "must be a string"}])
-    citations = payload.get("citations")
-    if citations is not None and not (
-        isinstance(citations, list)
-        and all(isinstance(c, dict) and isinstance(c.get("article_id"), str) and (c.get("revision") is None or isinstance(c.get("revision"), int)) for c in citations)
-    ):
-        raise HTTPException(
-            422, detail=[{"field": "citations", "message": "must be a list of {article_id: text, revision: whole number}"}]
-        )
+    body = _report_in(payload)
     try:
         report = metrics_reports.report_hallucination(
-            session=session, event_id=event_id, note=note, reported_by=principal.user_id,
-            citations=[{"article_id": c["article_id"], "revision": c.get("revision")} for c in citations] if citations else None,
+            session=session, event_id=event_id, note=body.note, reported_by=principal.user_id,
+            citations=[{"article_id": c.article_id, "revision": c.revision} for c in body.citations] if body.citations else None,
         )
     except metrics_daily.MetricsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
-    return {"id": report.id, "event_id": report.event_id, "status": report.status, "note": report.note}
+    return HallucinationReportPublic(id=stored_id(report.id), event_id=report.event_id, status=report.status, note=report.note)

@@ -30,7 +30,7 @@ flag the days whose figures lag (daily.lagging_days, from the marks' created_at)
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 from sqlalchemy import delete, func, select, text
@@ -40,6 +40,9 @@ from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc
 from webapp.metrics import aggregates
 from webapp.metrics.models import StaleDay
+
+if TYPE_CHECKING:  # daily reads this module
+    from webapp.metrics.daily import DaySums
 
 # Days rebuilt per transaction by rebuild_stale: bounds the memory and the time the day locks are held.
 REBUILD_CHUNK_DAYS = 31
@@ -78,15 +81,16 @@ def as_date(value: dt.date | str) -> dt.date:
     return value if isinstance(value, dt.date) else dt.date.fromisoformat(value)
 
 
-def frame_rows(df: pd.DataFrame, spec: EvalSpec) -> list[dict[str, Any]]:
+def frame_rows(df: pd.DataFrame, spec: EvalSpec) -> list[DaySums]:
     """Aggregate raw events per day over every value of each dimension, as the stored rows read."""
     agg = aggregates.aggregate_frame(df, spec, ())
-    rows: list[dict[str, Any]] = [{str(k): v for k, v in r.items()} for r in agg.to_dict("records")]
+    rows: list[dict[str, object]] = [{str(k): v for k, v in r.items()} for r in agg.to_dict("records")]
     for r in rows:
         r["versions"] = None
         if r["lat_p95_s"] != r["lat_p95_s"]:  # NaN: no latency that day
             r["lat_p95_s"] = None
-    return rows
+    # aggregate_frame's columns are the stored rows' sums
+    return [cast("DaySums", r) for r in rows]
 
 
 def days_to_rebuild(marked: set[dt.date], *, max_days: int | None = None) -> list[dt.date]:

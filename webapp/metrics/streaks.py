@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlmodel import Session
 
@@ -53,20 +52,6 @@ class Streaks:
         """Return the window and the segment, e.g. 'pilot window 2026-11-02 – 2026-11-13, all traffic'."""
         return f"{self.window_text}, {self.segment_text}"
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the streaks as the API shows them."""
-        iso = lambda d: d.isoformat() if d else None  # noqa: E731
-        return {
-            "window": {"kind": self.window, "start": iso(self.window_start), "end": iso(self.window_end)},
-            "segment": {k: self.segment.get(k) for k in SEGMENT_DIMS},
-            "scope": self.scope_text,
-            "current": self.current,
-            "current_start": iso(self.current_start),
-            "longest": self.longest,
-            "longest_start": iso(self.longest_start),
-            "longest_end": iso(self.longest_end),
-            "missed_days": [{"day": d.isoformat(), "targets": ms} for d, ms in self.missed],
-        }
 
 
 def is_business_day(day: dt.date, spec: EvalSpec) -> bool:

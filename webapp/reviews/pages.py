@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 from urllib.parse import quote
 
@@ -13,6 +14,7 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.core.spec import EvalSpec
 from webapp.metrics import daily as metrics_daily
+from webapp.metrics.models import Event
 from webapp.regression import service as regression_service
 from webapp.reviews import cadence, service
 from webapp.reviews.models import ReviewItem, ReviewSample
@@ -41,33 +43,78 @@ def reviews_index(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*REVIEWERS))
 ) -> HTMLResponse:
     """List the review periods (newest first) with their progress; past periods stay browsable."""
-    periods = service.list_periods(session=session, spec=spec, today=_today(spec))
-    return render(request, "reviews/index.html", {"periods": periods, "cadence": spec.review.cadence})
+    view = ReviewsIndexView(periods=service.list_periods(session=session, spec=spec, today=_today(spec)), cadence=spec.review.cadence)
+    return render(request, "reviews/index.html", view.context())
 
 
-def _period_context(
-    session: SessionDep, spec: EvalSpec, period: str, sample: ReviewSample | None, show: str = ""
-) -> dict[str, object]:
+@dataclass(frozen=True)
+class ReviewsIndexView:
+    """The review periods, newest first, with their progress; the spec's cadence."""
+
+    periods: list[service.PeriodSummary]
+    cadence: str
+
+    def context(self) -> dict[str, object]:
+        """Return the view's fields as the template's names."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class ReviewPair:
+    """One sampled pair: the review item, its event, and the draft and sent text as word diffs."""
+
+    item: ReviewItem
+    event: Event
+    draft: list[service.Segment]  # the draft, deletions marked
+    sent: list[service.Segment]  # the sent reply, insertions marked
+
+
+@dataclass(frozen=True)
+class ReviewPeriodView:
+    """A review period: its bounds, its sample and pairs, the progress, and the reviewer's filter."""
+
+    show: str  # "" (every pair) or "unreviewed"
+    unreviewed: int
+    period: str
+    start: dt.date
+    end: dt.date
+    cadence: str
+    complete: bool  # the period is over
+    sample: ReviewSample | None
+    pairs: list[ReviewPair]
+    progress: service.Progress | None
+    candidates: int  # the sent drafts the sample is drawn from
+    verdicts: dict[str, str]
+    limit: float  # the minor-edit limit
+    flash: str | None = None
+
+    def context(self) -> dict[str, object]:
+        """Return the view's fields as the template's names."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _pair(item: ReviewItem, event: Event) -> ReviewPair:
+    return ReviewPair(item, event, *service.word_diff(event.draft_text or "", event.sent_text or ""))
+
+
+def period_view(
+    session: SessionDep, spec: EvalSpec, period: str, sample: ReviewSample | None, show: str = "", *, only_item: int | None = None
+) -> ReviewPeriodView:
+    """Build a period's page from its sample's items (with `only_item`: that pair alone, for an htmx answer)."""
     start, end, cadence = _bounds(period)
     items = service.sample_items(session=session, sample=sample) if sample else []
     unreviewed = sum(1 for i, _ in items if i.verdict is None)
     if show == "unreviewed":
         items = [(i, e) for i, e in items if i.verdict is None]
-    return {
-        "show": show,
-        "unreviewed": unreviewed,
-        "period": period,
-        "start": start,
-        "end": end,
-        "cadence": cadence,
-        "complete": end < _today(spec),
-        "sample": sample,
-        "pairs": [(i, e, *service.word_diff(e.draft_text or "", e.sent_text or "")) for i, e in items],
-        "progress": service.progress(session=session, sample=sample) if sample else None,
-        "candidates": len(service.candidate_ids(session=session, start=start, end=end)) if sample is None else sample.candidates,
-        "verdicts": service.VERDICTS,
-        "limit": spec.online_metrics.minor_edit_limit,
-    }
+    if only_item is not None:
+        items = [(i, e) for i, e in items if i.id == only_item]
+    return ReviewPeriodView(
+        show=show, unreviewed=unreviewed, period=period, start=start, end=end, cadence=cadence,
+        complete=end < _today(spec), sample=sample, pairs=[_pair(i, e) for i, e in items],
+        progress=service.progress(session=session, sample=sample) if sample else None,
+        candidates=len(service.candidate_ids(session=session, start=start, end=end)) if sample is None else sample.candidates,
+        verdicts=service.VERDICTS, limit=spec.online_metrics.minor_edit_limit,
+    )
 
 
 @router.get("/reviews/{period}", response_class=HTMLResponse)
@@ -85,7 +132,7 @@ def review_period(
     if sample is None and end < _today(spec):
         # the draw is seeded by the period, so drawing on first view gives the same pairs whoever opens it
         sample = service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id)
-    return render(request, "reviews/period.html", _period_context(session, spec, period, sample, show))
+    return render(request, "reviews/period.html", period_view(session, spec, period, sample, show).context())
 
 
 @router.post("/reviews/{period}/draw")
@@ -108,10 +155,8 @@ def _item_response(request: Request, session: SessionDep, spec: EvalSpec, item: 
     assert sample is not None
     if not is_htmx(request):
         return RedirectResponse(f"/reviews/{sample.period}#item-{item.id}", status_code=303)
-    ctx = _period_context(session, spec, sample.period, sample)
-    ctx["pairs"] = [p for p in ctx["pairs"] if p[0].id == item.id]  # type: ignore[attr-defined]
-    ctx["flash"] = flash
-    return render(request, "reviews/period.html", ctx, block="pairs", headers={"HX-Trigger": "review-updated"})
+    view = replace(period_view(session, spec, sample.period, sample, only_item=item.id), flash=flash)
+    return render(request, "reviews/period.html", view.context(), block="pairs", headers={"HX-Trigger": "review-updated"})
 
 
 @router.post("/reviews/items/{item_id}/verdict")
@@ -162,7 +207,7 @@ def progress_fragment(
 ) -> HTMLResponse:
     """Return the progress line of a period (refreshed after each verdict)."""
     sample = service.get_sample(session=session, period=period)
-    return render(request, "reviews/period.html", _period_context(session, spec, period, sample), block="progress")
+    return render(request, "reviews/period.html", period_view(session, spec, period, sample).context(), block="progress")
 
 
 @router.get("/cadence", response_class=HTMLResponse)
@@ -171,17 +216,26 @@ def cadence_page(
 ) -> HTMLResponse:
     """List the reviews the plan's cadence has made due so far, with who marked each done and when."""
     today = metrics_daily.today_in(spec)
-    return consume_flash(request, render(
-        request,
-        "reviews/cadence.html",
-        {
-            "due": cadence.due_reviews(session=session, spec=spec, today=today),
-            "today": today,
-            "phase": spec.review.phase,
-            "markers": cadence.MARKERS,
-            "error": flash_context(request)["error"],
-        },
-    ))
+    view = CadenceView(
+        due=cadence.due_reviews(session=session, spec=spec, today=today), today=today, phase=spec.review.phase,
+        markers=cadence.MARKERS, error=flash_context(request)["error"],
+    )
+    return consume_flash(request, render(request, "reviews/cadence.html", view.context()))
+
+
+@dataclass(frozen=True)
+class CadenceView:
+    """The reviews the plan's cadence has made due so far, who may mark each done, and an error to show."""
+
+    due: list[cadence.DueReview]
+    today: dt.date
+    phase: str
+    markers: dict[str, tuple[str, ...]]
+    error: str | None
+
+    def context(self) -> dict[str, object]:
+        """Return the view's fields as the template's names."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @router.post("/cadence/done")

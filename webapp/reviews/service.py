@@ -7,11 +7,11 @@ import difflib
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlmodel import Session, col
 
+from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.metrics import daily as metrics_daily
@@ -54,7 +54,7 @@ def period_bounds(period: str) -> tuple[dt.date, dt.date, str]:
     raise ReviewError(f"period: expected YYYY-Www or YYYY-MM, not {period!r}")
 
 
-def _sent_drafts() -> list[Any]:
+def _sent_drafts() -> list[ColumnElement[bool]]:
     # "Sent drafts": shown drafts the agent accepted or edited and sent, with both texts.
     return [
         col(Event.draft_shown).is_(True),
@@ -64,7 +64,7 @@ def _sent_drafts() -> list[Any]:
     ]
 
 
-def _candidates_stmt(start: dt.date, end: dt.date) -> Any:
+def _candidates_stmt(start: dt.date, end: dt.date) -> Select[str]:
     return select(col(Event.event_id)).where(col(Event.day) >= start, col(Event.day) <= end, *_sent_drafts())
 
 
@@ -120,7 +120,7 @@ def draw_sample(
     session.add(sample)
     session.flush()
     for position, event_id in enumerate(chosen):
-        session.add(ReviewItem(sample_id=sample.id, position=position, event_id=event_id))  # type: ignore[arg-type]
+        session.add(ReviewItem(sample_id=stored_id(sample.id), position=position, event_id=event_id))
     session.flush()
     return sample
 
