@@ -145,6 +145,100 @@ def _most_common(values: list[str | None]) -> str:
     return counted.most_common(1)[0][0] if counted else ""
 
 
+def _check_week_request(*, budget: float, cap: int, seed: int | None) -> int:
+    """Refuse a bad budget, cap or seed (naming the field); return the seed to use (a fresh one when None)."""
+    if not budget > 0 or budget != budget or budget == float("inf"):
+        raise PpiError("budget: must be a positive number (the expected number of drafts people grade)")
+    if cap < 1:
+        raise PpiError("cap: must be at least 1")
+    if seed is None:
+        return secrets.randbelow(SEED_LIMIT)
+    if not 0 <= seed < SEED_LIMIT:
+        raise PpiError(f"seed: must lie in 0..{SEED_LIMIT - 1}")
+    return seed
+
+
+def _refuse_name_taken(session: Session, name: str) -> None:
+    """Refuse a week whose run or dataset name another run or dataset holds."""
+    if session.exec(select(Run.id).where(Run.name == name)).first() is not None:
+        raise PpiError(f"week: a run named {name} exists already and is not this week's production run; rename it first")
+    if session.exec(select(Dataset.id).where(Dataset.name == name)).first() is not None:
+        raise PpiError(f"week: a dataset named {name} exists already and is not this week's production cases; rename it first")
+
+
+def _week_dataset_and_run(
+    session: Session, *, iso: IsoWeek, taken: list[Event], tickets: int, events_with_draft: int, stamp: dt.datetime
+) -> tuple[Dataset, Run]:
+    """Add the week's dataset (one case per ticket) and its run, named after the week."""
+    name = run_name(iso)
+    digest = hashlib.sha256("\n".join(e.event_id for e in taken).encode()).hexdigest()
+    dataset = Dataset(
+        name=name, version=1, sha256=f"sha256:{digest}", format="events", count=tickets,
+        source_path=f"production events {iso.start} – {iso.end}", imported_at=stamp,
+    )
+    session.add(dataset)
+    session.flush()
+    assert dataset.id is not None
+    run = Run(
+        name=name,
+        dataset_id=dataset.id,
+        model=_most_common([e.model_version for e in taken]),
+        prompt_version=_most_common([e.prompt_version for e in taken]),
+        notes=f"Production drafts of {iso.label} ({len(taken)} of {events_with_draft} events with a draft).",
+        source=PRODUCTION_SOURCE,
+        created_at=stamp,
+    )
+    session.add(run)
+    session.flush()
+    return dataset, run
+
+
+def _ticket_case(*, dataset_id: int, position: int, ticket: str, events: list[Event], week: str) -> EvalCase:
+    """Return the case of one ticket: its last customer message, and every one when it was drafted more than once."""
+    first = events[0]
+    messages = [e for e in events if e.customer_message]
+    return EvalCase(
+        dataset_id=dataset_id,
+        position=position,
+        case_id=ticket,
+        input=(messages[-1].customer_message or "") if messages else "",
+        conversation=[
+            {"role": "customer", "at": e.occurred_at.isoformat(), "text": e.customer_message} for e in messages
+        ] if len(messages) > 1 else None,
+        intent=_short(first.intent),
+        extra={"source": "production", "week": week, "events": [e.event_id for e in events], "plan": first.plan},
+    )
+
+
+def _event_draft(*, run_id: int, case_pk: int, sample_index: int, event: Event, stamp: dt.datetime) -> Draft:
+    """Return the draft one production event carried, as a draft of the week's run."""
+    return Draft(
+        run_id=run_id,
+        case_pk=case_pk,
+        sample_index=sample_index,
+        draft_text=event.draft_text,
+        intent=_short(event.intent),
+        confidence=event.confidence,
+        latency_ms=None if event.latency_ms is None else round(event.latency_ms),
+        cost_usd=event.cost_usd,
+        raw_output={"event_id": event.event_id},
+        created_at=stamp,
+    )
+
+
+def _add_cases_and_drafts(
+    session: Session, *, dataset_id: int, run_id: int, by_ticket: dict[str, list[Event]], week: str, stamp: dt.datetime
+) -> None:
+    """Add one case per ticket and one draft per kept event."""
+    for position, (ticket, ticket_events) in enumerate(by_ticket.items()):
+        case = _ticket_case(dataset_id=dataset_id, position=position, ticket=ticket, events=ticket_events, week=week)
+        session.add(case)
+        session.flush()
+        assert case.id is not None
+        for k, e in enumerate(ticket_events):
+            session.add(_event_draft(run_id=run_id, case_pk=case.id, sample_index=k, event=e, stamp=stamp))
+
+
 def create_week_run(
     *,
     session: Session,
@@ -157,96 +251,30 @@ def create_week_run(
 ) -> WeekRun:
     """Turn one ISO week of production drafts into a run (at most `cap` drafts, drawn uniformly when more); idempotent."""
     iso = parse_week(week)
-    if not budget > 0 or budget != budget or budget == float("inf"):
-        raise PpiError("budget: must be a positive number (the expected number of drafts people grade)")
-    if cap < 1:
-        raise PpiError("cap: must be at least 1")
+    chosen_seed = _check_week_request(budget=budget, cap=cap, seed=seed)
     existing = session.exec(select(PpiProductionWeek).where(PpiProductionWeek.week == iso.label)).first()
     if existing is not None:
         run = session.get(Run, existing.run_id)
         assert run is not None
         return WeekRun(created=False, week=existing, run=run)
-    name = run_name(iso)
-    if session.exec(select(Run.id).where(Run.name == name)).first() is not None:
-        raise PpiError(f"week: a run named {name} exists already and is not this week's production run; rename it first")
-    if session.exec(select(Dataset.id).where(Dataset.name == name)).first() is not None:
-        raise PpiError(f"week: a dataset named {name} exists already and is not this week's production cases; rename it first")
+    _refuse_name_taken(session, run_name(iso))
     # Ids first, then only the kept rows: a week of 350,000 events is 350,000 integers, not ORM rows.
     ids = week_event_ids(session=session, week=iso)
     if not ids:
         raise PpiError(f"week: no production event with a draft in {iso.label} ({iso.start} – {iso.end})")
-    if seed is None:
-        seed = secrets.randbelow(SEED_LIMIT)
-    elif not 0 <= seed < SEED_LIMIT:
-        raise PpiError(f"seed: must lie in 0..{SEED_LIMIT - 1}")
-    taken = events_by_id(session=session, ids=[ids[k] for k in kept_positions(len(ids), cap=cap, seed=seed)])
+    taken = events_by_id(session=session, ids=[ids[k] for k in kept_positions(len(ids), cap=cap, seed=chosen_seed)])
     stamp = now or utcnow()
     by_ticket: dict[str, list[Event]] = {}
     for e in taken:
         by_ticket.setdefault(e.ticket_id, []).append(e)
-    digest = hashlib.sha256("\n".join(e.event_id for e in taken).encode()).hexdigest()
-    dataset = Dataset(
-        name=name, version=1, sha256=f"sha256:{digest}", format="events", count=len(by_ticket),
-        source_path=f"production events {iso.start} – {iso.end}", imported_at=stamp,
+    dataset, run = _week_dataset_and_run(
+        session, iso=iso, taken=taken, tickets=len(by_ticket), events_with_draft=len(ids), stamp=stamp
     )
-    session.add(dataset)
-    session.flush()
-    assert dataset.id is not None
-    run = Run(
-        name=name,
-        dataset_id=dataset.id,
-        model=_most_common([e.model_version for e in taken]),
-        prompt_version=_most_common([e.prompt_version for e in taken]),
-        notes=f"Production drafts of {iso.label} ({len(taken)} of {len(ids)} events with a draft).",
-        source=PRODUCTION_SOURCE,
-        created_at=stamp,
-    )
-    session.add(run)
-    session.flush()
-    assert run.id is not None
-    for position, (ticket, ticket_events) in enumerate(by_ticket.items()):
-        first = ticket_events[0]
-        messages = [e for e in ticket_events if e.customer_message]
-        case = EvalCase(
-            dataset_id=dataset.id,
-            position=position,
-            case_id=ticket,
-            input=(messages[-1].customer_message or "") if messages else "",
-            # a ticket drafted more than once: every customer message the events carried, in order
-            conversation=[
-                {"role": "customer", "at": e.occurred_at.isoformat(), "text": e.customer_message} for e in messages
-            ] if len(messages) > 1 else None,
-            intent=_short(first.intent),
-            extra={"source": "production", "week": iso.label, "events": [e.event_id for e in ticket_events], "plan": first.plan},
-        )
-        session.add(case)
-        session.flush()
-        assert case.id is not None
-        for k, e in enumerate(ticket_events):
-            session.add(
-                Draft(
-                    run_id=run.id,
-                    case_pk=case.id,
-                    sample_index=k,
-                    draft_text=e.draft_text,
-                    intent=_short(e.intent),
-                    confidence=e.confidence,
-                    latency_ms=None if e.latency_ms is None else round(e.latency_ms),
-                    cost_usd=e.cost_usd,
-                    raw_output={"event_id": e.event_id},
-                    created_at=stamp,
-                )
-            )
+    assert dataset.id is not None and run.id is not None
+    _add_cases_and_drafts(session, dataset_id=dataset.id, run_id=run.id, by_ticket=by_ticket, week=iso.label, stamp=stamp)
     row = PpiProductionWeek(
-        week=iso.label,
-        run_id=run.id,
-        events_with_draft=len(ids),
-        drafts_taken=len(taken),
-        cap=cap,
-        cap_seed=seed,
-        budget=float(budget),
-        created_by=created_by,
-        created_at=stamp,
+        week=iso.label, run_id=run.id, events_with_draft=len(ids), drafts_taken=len(taken), cap=cap,
+        cap_seed=chosen_seed, budget=float(budget), created_by=created_by, created_at=stamp,
     )
     session.add(row)
     session.flush()
