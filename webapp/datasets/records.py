@@ -11,9 +11,10 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import yaml
+from pydantic import JsonValue
 
 from webapp.core.safe_input import InputLimitError, compose_yaml, construct_yaml, loads_json, yaml_error_line
 
@@ -45,10 +46,10 @@ class Record:
 
     index: int
     line: int
-    data: Any
+    data: JsonValue
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> JsonValue:
     """Turn YAML-only scalars (dates, timestamps) into strings so every value fits a JSON column."""
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -56,7 +57,7 @@ def _jsonable(value: Any) -> Any:
         return [_jsonable(v) for v in value]
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
-    return value
+    return cast(JsonValue, value)  # the safe loader's other scalars: str, int, float, bool, None
 
 
 def read_jsonl(data: bytes, *, path: Path | str) -> list[Record]:

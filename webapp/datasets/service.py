@@ -16,6 +16,7 @@ from webapp.datasets.loader import (
     DatasetError,
     LoadedCase,
     SupportFieldError,
+    SupportFields,
     golden_expectation_warning,
     parse_dataset,
     sha256_of,
@@ -84,7 +85,7 @@ def import_dataset(
     loaded = parse_dataset(data, path=path, fmt=fmt)
     if not loaded:
         raise DatasetError("the dataset holds no test cases", path=path)
-    typed: list[dict] = []
+    typed: list[SupportFields] = []
     for lc in loaded:
         try:
             fields = support_fields(lc.case.metadata)
@@ -149,7 +150,7 @@ def _default_behaviors(spec: EvalSpec | None) -> dict[str, str]:
     return {str(k): str(v) for k, v in spec.checks.expected_behavior_by_category.items()} if spec is not None else {}
 
 
-def _golden_warnings(loaded: list[LoadedCase], typed: list[dict], spec: EvalSpec | None) -> list[CaseWarning]:
+def _golden_warnings(loaded: list[LoadedCase], typed: list[SupportFields], spec: EvalSpec | None) -> list[CaseWarning]:
     """Return a warning, with its line, for each golden case of a file that states no expectation fields."""
     out: list[CaseWarning] = []
     for lc, fields in zip(loaded, typed, strict=True):

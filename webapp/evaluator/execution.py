@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from webapp.datasets.loader import TestCase
 from webapp.evaluator import aggregation
@@ -251,7 +251,7 @@ def planned_calls(p: Prepared, client: ChatClient) -> tuple[int, int]:
     return total, cached
 
 
-def run_async(main: Coroutine[Any, Any, T]) -> T:
+def run_async(main: Coroutine[object, None, T]) -> T:
     """Run a coroutine to completion, on uvloop when it is installed (uvicorn[standard] brings it).
 
     uvloop trims the per-request overhead of the event loop, which shows at high concurrency.
@@ -267,7 +267,9 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
         return loop_runner.run(main)
 
 
-def make_client(options: EvalOptions, prices: dict[str, Price], **kwargs: Any) -> ChatClient:
+def make_client(
+    options: EvalOptions, prices: dict[str, Price], *, max_attempts: int = 6, backoff_base: float = 0.5
+) -> ChatClient:
     """Build the chat client with the run's cache folder (unless --no-cache) and prices."""
     cache = None
     if options.use_cache:
@@ -279,7 +281,8 @@ def make_client(options: EvalOptions, prices: dict[str, Price], **kwargs: Any) -
         cache=cache,
         reuse_cache=reuses_cache(options),
         prices=prices,
-        **kwargs,
+        max_attempts=max_attempts,
+        backoff_base=backoff_base,
     )
 
 
@@ -347,7 +350,7 @@ class _Run:
                 doc.cache = self.rt.client.cache_report()
                 write_artifact(p.run_dir / MAIN_ARTIFACT, doc, pretty=False, durable=False)
 
-    async def abort(self, tasks: list[asyncio.Future[None]]) -> None:
+    async def abort(self, tasks: Sequence[asyncio.Future[None]]) -> None:
         """Cancel the samples in flight, wait for the case files being written, write the document "aborted"."""
         for t in tasks:
             t.cancel()

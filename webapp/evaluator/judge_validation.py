@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
@@ -11,6 +10,7 @@ from jsonschema.validators import validator_for
 
 from webapp.core.safe_input import loads_json
 from webapp.evaluator.artifact_models import JudgeVerdict
+from webapp.evaluator.json_types import JsonObject
 from webapp.evaluator.rubric import Rubric, judge_schema
 
 _VALIDATORS: dict[str, Validator] = {}
@@ -27,7 +27,7 @@ def _judge_validator(rubric: Rubric) -> Validator:
     return validator
 
 
-def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
+def parse_judge(content: str, rubric: Rubric) -> JsonObject:
     """Parse and validate the judge's answer against the rubric's schema; raise ValueError saying why not."""
     try:
         data = loads_json(content)  # a model's answer is untrusted input: depth-limited
@@ -46,8 +46,11 @@ def judge_verdict(content: str, rubric: Rubric) -> JudgeVerdict:
         data = parse_judge(content, rubric)
     except ValueError as exc:
         return JudgeVerdict(status="judge_invalid_response", error=str(exc))
-    return JudgeVerdict(
-        judge_scores={m: data[m] for m in rubric.metric_names},
-        flags={f: bool(data[f]) for f in rubric.judge_flag_names},
-        judge_rationale=data.get("rationale"),
+    # The schema holds the types (integer scores, boolean flags): validating them into the verdict keeps them.
+    return JudgeVerdict.model_validate(
+        {
+            "judge_scores": {m: data[m] for m in rubric.metric_names},
+            "flags": {f: bool(data[f]) for f in rubric.judge_flag_names},
+            "judge_rationale": data.get("rationale"),
+        }
     )

@@ -13,12 +13,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from webapp.core.spec import EvalSpec
-from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, load_dataset
+from webapp.datasets.loader import DatasetError, DatasetMeta, SupportFieldError, TestCase, load_dataset
 from webapp.evaluator import stats as st
 from webapp.evaluator.artifact_models import (
     CaseSelection,
@@ -94,7 +93,7 @@ class Prepared:
 @dataclass(frozen=True)
 class _Inputs:
     cases: list[TestCase]
-    meta: dict[str, Any]
+    meta: DatasetMeta
     rubric: Rubric
     prompt: str
     prompt_hash: str
@@ -226,10 +225,10 @@ def prepare(
     doc = DatasetEvaluation(
         run_id=run_id,
         description=options.description,
-        dataset_path=str(meta["path"]),
-        dataset_hash=str(meta["hash"]),
-        dataset_count=int(meta["count"]),
-        dataset_format=str(meta["format"]),
+        dataset_path=meta["path"],
+        dataset_hash=meta["hash"],
+        dataset_count=meta["count"],
+        dataset_format=meta["format"],
         num_samples_per_case=options.num_samples,
         status="running",
         timestamp_start=utc_timestamp(),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field, JsonValue
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
@@ -15,9 +16,15 @@ from webapp.checks.service import check_run
 from webapp.core.spec import Criterion, EvalSpec
 from webapp.core.timeutil import as_utc
 from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, support_fields
-from webapp.datasets.models import EvalCase
+from webapp.datasets.models import Dataset, EvalCase
 from webapp.datasets.service import import_dataset_file
-from webapp.evaluator.artifact_models import DatasetEvaluation, JudgeSelfAgreement, OutputKind, Sample
+from webapp.evaluator.artifact_models import (
+    DatasetEvaluation,
+    JudgeSelfAgreement,
+    OutputKind,
+    Sample,
+    TestCaseResult,
+)
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
 from webapp.grading.evidence import signals_view
 from webapp.grading.status import final_grades
@@ -63,31 +70,50 @@ def _ts(value: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(value) if value else None
 
 
-def _draft_fields(sample: Sample, output_kind: OutputKind) -> dict[str, Any] | None:
+class _CitationOut(BaseModel):
+    article_id: str
+    revision: int | None = None
+
+
+class _GeneratedDraft(BaseModel):
+    """A structured support draft as the artifact holds it (it fitted DRAFT_SCHEMA when generated)."""
+
+    draft: str | None = None
+    citations: list[_CitationOut] = Field(default_factory=list)
+    confidence: float | None = None
+    intent: JsonValue = None
+    escalate: JsonValue = None
+
+
+def _draft(sample: Sample, output_kind: OutputKind, *, run_id: int, case_pk: int) -> Draft | None:
+    """Return the Draft row of a sample (None when nothing was generated: no draft to grade)."""
     out = sample.generator_output
     if out is None:
         return None
-    if output_kind == "support_draft":
-        if not isinstance(out, dict):
-            return None
-        return {
-            "draft_text": out.get("draft"),
-            "citations": [{"article_id": c["article_id"], "revision": c.get("revision")} for c in out.get("citations", [])],
-            "confidence": out.get("confidence"),
-            "intent": (out.get("intent") or None) and str(out["intent"])[:60],
-            "escalated": bool(out.get("escalate")),
-            "raw_output": out,
-        }
-    return {"draft_text": str(out), "raw_output": {"text": out}}
+    index, cost = sample.sample_index, sample.cost_usd
+    if output_kind != "support_draft":
+        return Draft(
+            run_id=run_id, case_pk=case_pk, sample_index=index, cost_usd=cost, draft_text=str(out), raw_output={"text": out}
+        )
+    if not isinstance(out, dict):
+        return None
+    d = _GeneratedDraft.model_validate(out)
+    return Draft(
+        run_id=run_id,
+        case_pk=case_pk,
+        sample_index=index,
+        cost_usd=cost,
+        draft_text=d.draft,
+        citations=[c.model_dump() for c in d.citations],
+        confidence=d.confidence,
+        intent=str(d.intent)[:60] if d.intent else None,
+        escalated=bool(d.escalate),
+        raw_output=out,
+    )
 
 
-def record_evaluation(
-    *, session: Session, document: DatasetEvaluation, spec: EvalSpec, run_checks: bool = True
-) -> RecordResult:
-    """Store a finished evaluation: dataset (imported or reused), Run + Drafts, statistics, judge scores; run the checks."""
-    run_uuid = document.run_id
-    if session.exec(select(EvaluatorRun).where(EvaluatorRun.artifact_run_id == run_uuid)).first() is not None:
-        raise RecordError(f"--record: run {run_uuid} is already recorded")
+def _import_dataset(session: Session, document: DatasetEvaluation) -> Dataset:
+    """Import the run's dataset file (or find the version already imported); refuse it if it changed since the run."""
     path = Path(document.dataset_path)
     try:
         imported = import_dataset_file(session=session, path=path)
@@ -96,21 +122,28 @@ def record_evaluation(
     dataset = imported.dataset
     if dataset.sha256 != document.dataset_hash:
         raise RecordError(f"--record: {path} changed since the run read it (hash {dataset.sha256[:19]}…); not recorded")
-    cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id)).all()}
-    gen, judge, rubric = document.generator_config, document.judge_config, document.rubric_metadata
-    run = Run(
-        name=f"evaluator-{run_uuid}",
-        dataset_id=_pk(dataset.id),
+    return dataset
+
+
+def _new_run(document: DatasetEvaluation, dataset_id: int) -> Run:
+    """Return the ordinary Run (source "evaluator") the recorded drafts belong to."""
+    gen, rubric = document.generator_config, document.rubric_metadata
+    return Run(
+        name=f"evaluator-{document.run_id}",
+        dataset_id=dataset_id,
         model=gen.model[:200],
         prompt_version=f"{Path(document.system_prompt_path).name} {document.system_prompt_hash[:19]}"[:200],
         notes=(document.description or f"prompt-evaluator run with rubric {rubric.name}"),
         source="evaluator",
     )
-    session.add(run)
-    session.flush()
-    ev = EvaluatorRun(
-        run_id=_pk(run.id),
-        artifact_run_id=run_uuid,
+
+
+def _evaluator_run(document: DatasetEvaluation, run_id: int) -> EvaluatorRun:
+    """Return the run's settings and overall statistics as an EvaluatorRun row."""
+    gen, judge, rubric = document.generator_config, document.judge_config, document.rubric_metadata
+    return EvaluatorRun(
+        run_id=run_id,
+        artifact_run_id=document.run_id,
         status=document.status,
         description=document.description,
         dataset_hash=document.dataset_hash,
@@ -130,6 +163,76 @@ def record_evaluation(
         timestamp_start=_ts(document.timestamp_start),
         timestamp_end=_ts(document.timestamp_end),
     )
+
+
+def _case_statistics(ev_id: int, case_pk: int, result: TestCaseResult) -> list[EvaluatorCaseMetric | EvaluatorCaseFlag]:
+    """Return the per-case metric and flag rows of a test case result."""
+    rows: list[EvaluatorCaseMetric | EvaluatorCaseFlag] = [
+        EvaluatorCaseMetric(
+            evaluator_run_id=ev_id,
+            case_pk=case_pk,
+            case_status=result.status,
+            metric=metric,
+            mean=s.mean,
+            std=s.std,
+            min=s.min,
+            max=s.max,
+            count=s.count,
+            high_variance=s.high_variance,
+        )
+        for metric, s in result.per_metric_stats.items()
+    ]
+    rows += [
+        EvaluatorCaseFlag(
+            evaluator_run_id=ev_id,
+            case_pk=case_pk,
+            flag=flag,
+            true_count=f.true_count,
+            false_count=f.false_count,
+            total_count=f.total_count,
+            true_proportion=f.true_proportion,
+        )
+        for flag, f in result.per_flag_stats.items()
+    ]
+    return rows
+
+
+def _record_samples(session: Session, ev_id: int, run_id: int, case_pk: int, result: TestCaseResult, kind: OutputKind) -> int:
+    """Add one Draft and its judge score per generated sample of a case; return the drafts added."""
+    drafts = 0
+    for sample in result.samples:
+        draft = _draft(sample, kind, run_id=run_id, case_pk=case_pk)
+        if draft is None:
+            continue  # nothing was generated: no draft to grade
+        session.add(draft)
+        session.flush()
+        drafts += 1
+        session.add(
+            EvaluatorJudgeScore(
+                evaluator_run_id=ev_id,
+                draft_id=_pk(draft.id),
+                sample_status=sample.status,
+                scores=sample.judge_scores,
+                flags=sample.flags,
+                rationale=sample.judge_rationale,
+                error=sample.error,
+            )
+        )
+    return drafts
+
+
+def record_evaluation(
+    *, session: Session, document: DatasetEvaluation, spec: EvalSpec, run_checks: bool = True
+) -> RecordResult:
+    """Store a finished evaluation: dataset (imported or reused), Run + Drafts, statistics, judge scores; run the checks."""
+    if session.exec(select(EvaluatorRun).where(EvaluatorRun.artifact_run_id == document.run_id)).first() is not None:
+        raise RecordError(f"--record: run {document.run_id} is already recorded")
+    dataset = _import_dataset(session, document)
+    cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id)).all()}
+    run = _new_run(document, _pk(dataset.id))
+    session.add(run)
+    session.flush()
+    ev = _evaluator_run(document, _pk(run.id))
     session.add(ev)
     session.flush()
     drafts = 0
@@ -137,58 +240,8 @@ def record_evaluation(
         case = cases.get(result.test_case_id)
         if case is None:
             raise RecordError(f"--record: test case {result.test_case_id!r} is not in the imported dataset")
-        for metric, s in result.per_metric_stats.items():
-            session.add(
-                EvaluatorCaseMetric(
-                    evaluator_run_id=_pk(ev.id),
-                    case_pk=_pk(case.id),
-                    case_status=result.status,
-                    metric=metric,
-                    mean=s.mean,
-                    std=s.std,
-                    min=s.min,
-                    max=s.max,
-                    count=s.count,
-                    high_variance=s.high_variance,
-                )
-            )
-        for flag, f in result.per_flag_stats.items():
-            session.add(
-                EvaluatorCaseFlag(
-                    evaluator_run_id=_pk(ev.id),
-                    case_pk=_pk(case.id),
-                    flag=flag,
-                    true_count=f.true_count,
-                    false_count=f.false_count,
-                    total_count=f.total_count,
-                    true_proportion=f.true_proportion,
-                )
-            )
-        for sample in result.samples:
-            fields = _draft_fields(sample, gen.output)
-            if fields is None:
-                continue  # nothing was generated: no draft to grade
-            draft = Draft(
-                run_id=_pk(run.id),
-                case_pk=_pk(case.id),
-                sample_index=sample.sample_index,
-                cost_usd=sample.cost_usd,
-                **fields,
-            )
-            session.add(draft)
-            session.flush()
-            drafts += 1
-            session.add(
-                EvaluatorJudgeScore(
-                    evaluator_run_id=_pk(ev.id),
-                    draft_id=_pk(draft.id),
-                    sample_status=sample.status,
-                    scores=sample.judge_scores,
-                    flags=sample.flags,
-                    rationale=sample.judge_rationale,
-                    error=sample.error,
-                )
-            )
+        session.add_all(_case_statistics(_pk(ev.id), _pk(case.id), result))
+        drafts += _record_samples(session, _pk(ev.id), _pk(run.id), _pk(case.id), result, document.generator_config.output)
     session.flush()
     if run_checks:
         check_run(session=session, spec=spec, run_id=_pk(run.id))
