@@ -11,7 +11,7 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import yaml
 from pydantic import JsonValue
@@ -46,7 +46,7 @@ class Record:
 
     index: int
     line: int
-    data: JsonValue
+    data: Any  # the parsed JSON value, as each import reads it (checked field by field there)
 
 
 def _jsonable(value: object) -> JsonValue:

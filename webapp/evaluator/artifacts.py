@@ -15,8 +15,9 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from pydantic import JsonValue, ValidationError
+from pydantic import ValidationError
 
 from webapp.evaluator.artifact_models import ArtifactModel, IndexEntry, JournalEntry
 from webapp.evaluator.json_types import JsonObject
@@ -99,8 +100,8 @@ def case_file_names(case_ids: Iterable[str]) -> dict[str, str]:
     }
 
 
-def read_json(path: Path) -> JsonValue:
-    """Read a JSON file (any JSON value: the caller validates it into its model)."""
+def read_json(path: Path) -> Any:  # noqa: ANN401 - any JSON value: callers validate it into their model
+    """Read a JSON file."""
     return json.loads(path.read_text(encoding="utf-8"))
 
 

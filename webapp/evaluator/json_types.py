@@ -15,11 +15,8 @@ from pydantic import JsonValue
 JsonObject = dict[str, JsonValue]
 
 
-class ChatMessage(TypedDict):
-    """One Chat Completions message, as the generator and the judge are sent them."""
-
-    role: str
-    content: str
+# One Chat Completions message ({"role": ..., "content": ...}); a plain dict, as the PPI judge builds them too.
+ChatMessage = dict[str, str]
 
 
 class CacheRequest(TypedDict):

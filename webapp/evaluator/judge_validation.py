@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
@@ -10,7 +11,6 @@ from jsonschema.validators import validator_for
 
 from webapp.core.safe_input import loads_json
 from webapp.evaluator.artifact_models import JudgeVerdict
-from webapp.evaluator.json_types import JsonObject
 from webapp.evaluator.rubric import Rubric, judge_schema
 
 _VALIDATORS: dict[str, Validator] = {}
@@ -27,7 +27,7 @@ def _judge_validator(rubric: Rubric) -> Validator:
     return validator
 
 
-def parse_judge(content: str, rubric: Rubric) -> JsonObject:
+def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:  # validated against the rubric's schema
     """Parse and validate the judge's answer against the rubric's schema; raise ValueError saying why not."""
     try:
         data = loads_json(content)  # a model's answer is untrusted input: depth-limited
