@@ -74,7 +74,7 @@ def import_dataset(
     """Import dataset bytes read from `path` in one transaction.
 
     The same bytes as the newest version of that name change nothing (and say so); other bytes
-    become the next version. Any bad record raises DatasetError (FILE:LINE) before a row is written.
+    become the next version. A bad record raises DatasetError (FILE:LINE) before a row is written.
     With `spec` (every caller in the app passes it), the result's warnings say how the file departs
     from the plan's category mix and intents.
     """

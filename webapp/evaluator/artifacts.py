@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -70,7 +71,7 @@ _HASH_LEN = 10
 def case_file_name(case_id: str, *, force_hash: bool = False) -> str:
     """Return the per-case file name: `test_case_<id>.json`, or `test_case_<slug>~<hash>.json`.
 
-    An id made only of `A-Za-z0-9._-` (at most 100 characters) keeps its plain name. Any other id
+    An id made only of `A-Za-z0-9._-` (at most 100 characters) keeps its plain name. Every other id
     gets its slug (each other character replaced by '_', cut at 100 characters) followed by '~' and
     the first 10 hex digits of the SHA-256 of the raw id (UTF-8): "a/b" and "a b" share the slug
     `a_b` but not the hash, and no plain name contains '~', so a hashed name never equals a plain
@@ -164,15 +165,13 @@ def _locked(path: Path) -> Iterator[None]:
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
         return
-    try:
+    if sys.platform == "win32":
         import msvcrt
-    except ImportError:
-        msvcrt = None
-    if msvcrt is not None:
+
         with open(path, "a+b") as lock:
             while True:
                 try:
-                    msvcrt.locking(lock.fileno(), msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+                    msvcrt.locking(lock.fileno(), msvcrt.LK_LOCK, 1)
                     break
                 except OSError:  # LK_LOCK gives up after 10 s; keep waiting
                     continue
@@ -180,7 +179,7 @@ def _locked(path: Path) -> Iterator[None]:
                 yield
             finally:
                 lock.seek(0)
-                msvcrt.locking(lock.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+                msvcrt.locking(lock.fileno(), msvcrt.LK_UNLCK, 1)
         return
     yield from _exclusive_file(path)
 

@@ -1,4 +1,4 @@
-"""The JSON shapes the evaluator sends and stores, typed once (issue 36: no `dict[str, Any]` shapes).
+"""The JSON shapes the evaluator sends and stores, typed once (issue 36: no hand-built untyped dicts).
 
 `JsonObject` is any JSON object (pydantic's recursive `JsonValue`): used where the value really is
 free-form JSON (a rubric's JSON schema, the response_format sent to the API, a test case's

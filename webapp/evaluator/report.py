@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
+from webapp.core.db import stored_id
 from webapp.core.spec import Criterion, EvalSpec
 from webapp.core.timeutil import as_utc
 from webapp.datasets.models import EvalCase
@@ -23,7 +24,7 @@ from webapp.evaluator.artifact_models import JudgeSelfAgreement, Number
 from webapp.evaluator.json_types import JsonObject
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
 from webapp.evaluator.rubric import Metric
-from webapp.evaluator.service import get_evaluator_run, pk_of
+from webapp.evaluator.service import get_evaluator_run
 from webapp.grading.evidence import signals_view
 from webapp.grading.status import FinalGradeView, final_grades
 from webapp.runs.models import Draft, Run
@@ -205,8 +206,8 @@ def judge_rows(
     Blind grading, the rule of every page (webapp.core.blind): a blind viewer sees the judge's
     scores of the drafts they have graded only (`visible`).
     """
-    finals = final_grades(session=session, run_id=pk_of(run.id))
-    signals = signals_view(session=session, spec=spec, principal=principal, run_id=pk_of(run.id))
+    finals = final_grades(session=session, run_id=stored_id(run.id))
+    signals = signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id))
     stmt = (
         select(EvaluatorJudgeScore, Draft)
         .join(Draft, col(Draft.id) == EvaluatorJudgeScore.draft_id)
@@ -215,7 +216,7 @@ def judge_rows(
     )
     rows = [
         JudgeRow(
-            pk_of(draft.id),
+            stored_id(draft.id),
             case_ids.get(draft.case_pk, "?"),
             draft.sample_index,
             js.sample_status,
@@ -223,7 +224,7 @@ def judge_rows(
             js.flags,
             js.rationale,
             js.error,
-            finals.get(pk_of(draft.id)),
+            finals.get(stored_id(draft.id)),
             signals.shows(draft.id),
         )
         for js, draft in session.exec(stmt).all()
@@ -245,8 +246,8 @@ def evaluator_report(
     cases_of_run = session.exec(
         select(EvalCase.id, EvalCase.case_id, EvalCase.position).where(EvalCase.dataset_id == run.dataset_id)
     ).all()
-    case_ids = {pk_of(pk): case_id for pk, case_id, _ in cases_of_run}
-    positions = {pk_of(pk): position for pk, _, position in cases_of_run}
+    case_ids = {stored_id(pk): case_id for pk, case_id, _ in cases_of_run}
+    positions = {stored_id(pk): position for pk, _, position in cases_of_run}
     cases = case_rows(session, ev, case_ids, positions)
     metric_names = [str(m["name"]) for m in ev.metrics]
     judged = judge_rows(session, spec=spec, run=run, ev=ev, case_ids=case_ids, positions=positions, principal=principal)

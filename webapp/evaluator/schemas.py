@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from webapp.core.db import stored_id
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric
 from webapp.evaluator.report import CaseRow, CriterionAgreement, EvaluatorReport, JudgeRow, SelfAgreement
-from webapp.evaluator.service import pk_of
 
 
 class EvaluatorRunRef(BaseModel):
@@ -146,7 +146,7 @@ def report_public(r: EvaluatorReport) -> EvaluatorReportPublic:
     """Return the JSON answer of a run's report (the run page's view; hidden figures null, as on the page)."""
     ev = r.ev
     return EvaluatorReportPublic(
-        run=EvaluatorRunRef(id=pk_of(r.run.id), name=r.run.name, artifact_run_id=ev.artifact_run_id, status=ev.status),
+        run=EvaluatorRunRef(id=stored_id(r.run.id), name=r.run.name, artifact_run_id=ev.artifact_run_id, status=ev.status),
         rubric=RubricRef(name=ev.rubric_name, hash=ev.rubric_hash, metrics=r.metric_names, flags=r.flag_names),
         dataset_hash=ev.dataset_hash,
         generator_model=ev.generator_model,

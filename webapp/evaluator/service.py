@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, JsonValue
 from sqlmodel import Session, col, select
 
 from webapp.checks.service import check_run
+from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, support_fields
 from webapp.datasets.models import Dataset, EvalCase
@@ -51,12 +52,6 @@ class RecordResult:
     evaluator_run_id: int
     drafts: int
     checks_run: bool
-
-
-def pk_of(value: int | None) -> int:
-    # Primary keys are None only before the row is flushed; every row used here was flushed or loaded.
-    assert value is not None, "row not flushed"
-    return value
 
 
 def _ts(value: str | None) -> dt.datetime | None:
@@ -203,7 +198,7 @@ def _record_samples(session: Session, ev_id: int, run_id: int, case_pk: int, res
         session.add(
             EvaluatorJudgeScore(
                 evaluator_run_id=ev_id,
-                draft_id=pk_of(draft.id),
+                draft_id=stored_id(draft.id),
                 sample_status=sample.status,
                 scores=sample.judge_scores,
                 flags=sample.flags,
@@ -222,10 +217,10 @@ def record_evaluation(
         raise RecordError(f"--record: run {document.run_id} is already recorded")
     dataset = _import_dataset(session, document)
     cases = {c.case_id: c for c in session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset.id)).all()}
-    run = _new_run(document, pk_of(dataset.id))
+    run = _new_run(document, stored_id(dataset.id))
     session.add(run)
     session.flush()
-    ev = _evaluator_run(document, pk_of(run.id))
+    ev = _evaluator_run(document, stored_id(run.id))
     session.add(ev)
     session.flush()
     drafts = 0
@@ -233,12 +228,12 @@ def record_evaluation(
         case = cases.get(result.test_case_id)
         if case is None:
             raise RecordError(f"--record: test case {result.test_case_id!r} is not in the imported dataset")
-        session.add_all(_case_statistics(pk_of(ev.id), pk_of(case.id), result))
-        drafts += _record_samples(session, pk_of(ev.id), pk_of(run.id), pk_of(case.id), result, document.generator_config.output)
+        session.add_all(_case_statistics(stored_id(ev.id), stored_id(case.id), result))
+        drafts += _record_samples(session, stored_id(ev.id), stored_id(run.id), stored_id(case.id), result, document.generator_config.output)
     session.flush()
     if run_checks:
-        check_run(session=session, spec=spec, run_id=pk_of(run.id))
-    return RecordResult(pk_of(run.id), run.name, pk_of(ev.id), drafts, run_checks)
+        check_run(session=session, spec=spec, run_id=stored_id(run.id))
+    return RecordResult(stored_id(run.id), run.name, stored_id(ev.id), drafts, run_checks)
 
 
 def list_evaluator_runs(*, session: Session) -> list[tuple[Run, EvaluatorRun]]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
@@ -81,7 +81,7 @@ class CitedRevision:
         return self.found is not None and self.found.status != "current"
 
 
-def cited_revisions(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedRevision]:
+def cited_revisions(*, session: Session, citations: Sequence[Mapping[str, object]] | None) -> list[CitedRevision]:
     """Return each citation with the exact revision it names and its article's current revision (one query)."""
     ids = {str(c.get("article_id", "")) for c in citations or []}
     revisions = list(session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(ids))).all()) if ids else []
@@ -155,31 +155,6 @@ def list_articles(*, session: Session, q: str = "", status: str = "") -> list[Ar
             continue
         out.append(summary)
     return out
-
-
-def articles_public(*, session: Session, q: str = "") -> list[dict[str, Any]]:
-    """Return articles as the JSON API shows them: state, current revision, and every revision."""
-    summaries = list_articles(session=session, q=q)
-    ids = [a.article_id for a in summaries]
-    revisions: dict[str, list[KbRevision]] = {}
-    if ids:
-        stmt = select(KbRevision).where(col(KbRevision.article_id).in_(ids)).order_by(col(KbRevision.revision).desc())
-        for rev in session.exec(stmt).all():
-            revisions.setdefault(rev.article_id, []).append(rev)
-    return [
-        {
-            "article_id": a.article_id,
-            "intent": a.intent,
-            "title": a.title,
-            "status": a.status,
-            "current_revision": a.current_revision,
-            "revisions": [
-                {"revision": r.revision, "title": r.title, "status": r.status, "effective_date": r.effective_date.isoformat()}
-                for r in revisions.get(a.article_id, [])
-            ],
-        }
-        for a in summaries
-    ]
 
 
 def count_articles(*, session: Session) -> int:
@@ -345,21 +320,24 @@ def import_kb(
     session.flush()
     for rec in records:
         row = existing.get((rec.article_id, rec.revision))
-        values: dict[str, Any] = {
-            "title": rec.title,
-            "body": rec.body,
-            "status": rec.status,
-            "effective_date": rec.effective_date,
-        }
+        values = (rec.title, rec.body, rec.status, rec.effective_date)
         if row is None:
-            session.add(KbRevision(article_id=rec.article_id, revision=rec.revision, **values))
+            session.add(
+                KbRevision(
+                    article_id=rec.article_id,
+                    revision=rec.revision,
+                    title=rec.title,
+                    body=rec.body,
+                    status=rec.status,
+                    effective_date=rec.effective_date,
+                )
+            )
             result.created += 1
             continue
-        if original[(rec.article_id, rec.revision)] == tuple(values.values()):
+        if original[(rec.article_id, rec.revision)] == values:
             result.unchanged += 1
             continue
-        for k, v in values.items():
-            setattr(row, k, v)
+        row.title, row.body, row.status, row.effective_date = values
         session.add(row)
         result.updated += 1
     session.flush()
