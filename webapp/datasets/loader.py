@@ -174,53 +174,74 @@ def _str_list(value: JsonValue) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
 
 
+def _category(value: JsonValue) -> str:
+    if value not in CATEGORIES:
+        raise SupportFieldError(f"category: {value!r} is not one of {', '.join(CATEGORIES)}")
+    return str(value)
+
+
+def _intent(value: JsonValue) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SupportFieldError(f"intent: must be a non-empty string, not {value!r}")
+    if len(value) > 60:
+        raise SupportFieldError("intent: must be at most 60 characters")
+    return value
+
+
+def _account(value: JsonValue) -> dict[str, JsonValue]:
+    if not isinstance(value, dict):
+        raise SupportFieldError(f"account: must be an object of account metadata, not {type(value).__name__}")
+    return value
+
+
+def _conversation(value: JsonValue) -> list[JsonValue]:
+    if not isinstance(value, list):
+        raise SupportFieldError(f"conversation: must be a list of messages, not {type(value).__name__}")
+    for i, msg in enumerate(value):
+        if not isinstance(msg, str | dict):
+            raise SupportFieldError(f"conversation[{i}]: must be a message object or a string")
+    return value
+
+
+def _kb_articles(value: JsonValue) -> list[str]:
+    if not _str_list(value):
+        raise SupportFieldError("kb_articles: must be a list of article ids such as [\"KB-1042\"]")
+    return value
+
+
+def _golden(value: JsonValue) -> bool:
+    if not isinstance(value, bool):
+        raise SupportFieldError(f"golden: must be true or false, not {value!r}")
+    return value
+
+
+def _expected_behavior(value: JsonValue) -> str:
+    if value not in EXPECTED_BEHAVIORS:
+        raise SupportFieldError(f"expected_behavior: {value!r} is not one of {', '.join(EXPECTED_BEHAVIORS)}")
+    return str(value)
+
+
 def support_fields(metadata: Mapping[str, JsonValue]) -> SupportFields:
     """Read category, intent, account, conversation, kb_articles, golden, expected_behavior and the expectations from metadata.
 
-    Returns the EvalCase column values for the fields present; raises SupportFieldError naming the
-    field when one has the wrong type or value.
+    Returns the EvalCase column values for the fields present (null counts as absent); raises
+    SupportFieldError naming the field when one has the wrong type or value.
     """
     out: SupportFields = {}
-    if metadata.get("category") is not None:
-        value = metadata["category"]
-        if value not in CATEGORIES:
-            raise SupportFieldError(f"category: {value!r} is not one of {', '.join(CATEGORIES)}")
-        out["category"] = str(value)
-    if metadata.get("intent") is not None:
-        value = metadata["intent"]
-        if not isinstance(value, str) or not value.strip():
-            raise SupportFieldError(f"intent: must be a non-empty string, not {value!r}")
-        if len(value) > 60:
-            raise SupportFieldError("intent: must be at most 60 characters")
-        out["intent"] = value
-    if metadata.get("account") is not None:
-        value = metadata["account"]
-        if not isinstance(value, dict):
-            raise SupportFieldError(f"account: must be an object of account metadata, not {type(value).__name__}")
-        out["account"] = value
-    if metadata.get("conversation") is not None:
-        value = metadata["conversation"]
-        if not isinstance(value, list):
-            raise SupportFieldError(f"conversation: must be a list of messages, not {type(value).__name__}")
-        for i, msg in enumerate(value):
-            if not isinstance(msg, str | dict):
-                raise SupportFieldError(f"conversation[{i}]: must be a message object or a string")
-        out["conversation"] = value
-    if metadata.get("kb_articles") is not None:
-        value = metadata["kb_articles"]
-        if not _str_list(value):
-            raise SupportFieldError("kb_articles: must be a list of article ids such as [\"KB-1042\"]")
-        out["kb_articles"] = value
-    if metadata.get("golden") is not None:
-        value = metadata["golden"]
-        if not isinstance(value, bool):
-            raise SupportFieldError(f"golden: must be true or false, not {value!r}")
-        out["golden"] = value
-    if metadata.get("expected_behavior") is not None:
-        value = metadata["expected_behavior"]
-        if value not in EXPECTED_BEHAVIORS:
-            raise SupportFieldError(f"expected_behavior: {value!r} is not one of {', '.join(EXPECTED_BEHAVIORS)}")
-        out["expected_behavior"] = str(value)
+    if (value := metadata.get("category")) is not None:
+        out["category"] = _category(value)
+    if (value := metadata.get("intent")) is not None:
+        out["intent"] = _intent(value)
+    if (value := metadata.get("account")) is not None:
+        out["account"] = _account(value)
+    if (value := metadata.get("conversation")) is not None:
+        out["conversation"] = _conversation(value)
+    if (value := metadata.get("kb_articles")) is not None:
+        out["kb_articles"] = _kb_articles(value)
+    if (value := metadata.get("golden")) is not None:
+        out["golden"] = _golden(value)
+    if (value := metadata.get("expected_behavior")) is not None:
+        out["expected_behavior"] = _expected_behavior(value)
     return {**out, **expectation_fields(metadata)}
 
 

@@ -26,6 +26,20 @@ def _err(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+def _checked_flags(
+    *, quick: bool, num_samples: int | None, cache: bool, no_cache: bool, case_ids: str | None
+) -> tuple[int | None, list[str] | None]:
+    """Refuse conflicting flags; return the samples per case (2 with --quick) and the --case-ids list."""
+    if quick and num_samples is not None:
+        raise _err("--quick and --num-samples/-n cannot be combined: --quick means 2 samples per case")
+    if cache and no_cache:
+        raise _err("--cache and --no-cache cannot be combined")
+    ids = [i.strip() for i in case_ids.split(",") if i.strip()] if case_ids else None
+    if case_ids is not None and not ids:
+        raise _err("--case-ids: give at least one test case id")
+    return (2 if quick else num_samples), ids
+
+
 def evaluate_dataset(
     dataset: Path | None = typer.Option(None, "--dataset", "-d", help="Dataset file (.yaml, .yml or .jsonl)"),
     system_prompt: Path | None = typer.Option(None, "--system-prompt", "-s", help="System prompt file"),
@@ -54,15 +68,7 @@ def evaluate_dataset(
     description: str = typer.Option("", "--description", help="A note kept with the run in runs/index.json"),
 ) -> None:
     """Evaluate a system prompt over every test case of a dataset, N samples each, scored by an LLM judge."""
-    if quick and num_samples is not None:
-        raise _err("--quick and --num-samples/-n cannot be combined: --quick means 2 samples per case")
-    if cache and no_cache:
-        raise _err("--cache and --no-cache cannot be combined")
-    if quick:
-        num_samples = 2
-    ids = [i.strip() for i in case_ids.split(",") if i.strip()] if case_ids else None
-    if case_ids is not None and not ids:
-        raise _err("--case-ids: give at least one test case id")
+    num_samples, ids = _checked_flags(quick=quick, num_samples=num_samples, cache=cache, no_cache=no_cache, case_ids=case_ids)
     from webapp.evaluator.command import UsageError, run_command
     from webapp.evaluator.preparation import EvalOptions, EvaluationError, check_options
 
@@ -88,16 +94,12 @@ def evaluate_dataset(
         kb=kb,
         description=description,
     )
-    if resume is None:
-        try:
-            check_options(options)  # before anything is read, so the flag is named first
-        except EvaluationError as exc:
-            raise _err(str(exc)) from exc
     try:
-        code = run_command(options, resume=resume, record=record, quiet=quiet)
-    except UsageError as exc:
+        if resume is None:
+            check_options(options)  # before anything is read, so the flag is named first
+        raise typer.Exit(run_command(options, resume=resume, record=record, quiet=quiet))
+    except (EvaluationError, UsageError) as exc:
         raise _err(str(exc)) from exc
-    raise typer.Exit(code)
 
 
 app.command("evaluate-dataset")(evaluate_dataset)

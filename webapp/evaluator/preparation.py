@@ -285,25 +285,11 @@ def _changed(label: str, run_id: str, old: str, new: str) -> EvaluationError:
     )
 
 
-def prepare_resume(
-    run_id: str,
-    *,
-    output_dir: Path,
-    overrides: EvalOptions | None = None,
-    kb_loader_for: Callable[[Path | None], Callable[[], KbContext]] | None = None,
-    spec: EvalSpec | None = None,
-) -> Prepared:
-    """Reload an interrupted run with its own settings; refuse if its dataset, rubric or prompt changed."""
-    run_dir = output_dir / run_id
-    main = run_dir / MAIN_ARTIFACT
-    if not main.is_file():
-        raise EvaluationError(f"--resume: no run {run_id!r} under {output_dir} (no {main.name})")
-    old = read_document(main)
-    if old.status == "completed":
-        raise EvaluationError(f"--resume: run {run_id} already completed; nothing to resume")
+def _resumed_options(old: DatasetEvaluation, output_dir: Path, overrides: EvalOptions | None) -> EvalOptions:
+    """Return the options of an interrupted run: its own settings, with this invocation's endpoint and cache options."""
     sel, gen, judge, rub = old.case_selection, old.generator_config, old.judge_config, old.rubric_metadata
     base = overrides or EvalOptions(dataset=Path(old.dataset_path), system_prompt=Path(old.system_prompt_path))
-    options = EvalOptions(
+    return EvalOptions(
         dataset=Path(old.dataset_path),
         system_prompt=Path(old.system_prompt_path),
         num_samples=old.num_samples_per_case,
@@ -325,6 +311,26 @@ def prepare_resume(
         kb=Path(gen.kb_source) if gen.kb_source not in (None, "database") else None,
         description=old.description,
     )
+
+
+def prepare_resume(
+    run_id: str,
+    *,
+    output_dir: Path,
+    overrides: EvalOptions | None = None,
+    kb_loader_for: Callable[[Path | None], Callable[[], KbContext]] | None = None,
+    spec: EvalSpec | None = None,
+) -> Prepared:
+    """Reload an interrupted run with its own settings; refuse if its dataset, rubric or prompt changed."""
+    run_dir = output_dir / run_id
+    main = run_dir / MAIN_ARTIFACT
+    if not main.is_file():
+        raise EvaluationError(f"--resume: no run {run_id!r} under {output_dir} (no {main.name})")
+    old = read_document(main)
+    if old.status == "completed":
+        raise EvaluationError(f"--resume: run {run_id} already completed; nothing to resume")
+    sel, rub = old.case_selection, old.rubric_metadata
+    options = _resumed_options(old, output_dir, overrides)
     kb_loader = kb_loader_for(options.kb) if kb_loader_for else None
     fresh = prepare(options, kb_loader=kb_loader, spec=spec, run_id=run_id)
     doc = fresh.document

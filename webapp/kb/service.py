@@ -284,11 +284,20 @@ def import_kb(
     records = parse_kb(data, path=path, intents=intents)
     result = KbImportResult()
     ids = sorted({r.article_id for r in records})
-    articles = {a.article_id: a for a in session.exec(select(KbArticle).where(col(KbArticle.article_id).in_(ids))).all()}
     existing = {
         (r.article_id, r.revision): r
         for r in session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(ids))).all()
     }
+    _upsert_articles(session, records, ids, result)
+    original = {key: (r.title, r.body, r.status, r.effective_date) for key, r in existing.items()}
+    _take_current_away(session, records, existing, result)
+    _upsert_revisions(session, records, existing, original, result)
+    return result
+
+
+def _upsert_articles(session: Session, records: list[KbRecord], ids: list[str], result: KbImportResult) -> None:
+    """Create the articles the file introduces; take a record's intent when it states another one."""
+    articles = {a.article_id: a for a in session.exec(select(KbArticle).where(col(KbArticle.article_id).in_(ids))).all()}
     for rec in records:
         art = articles.get(rec.article_id)
         if art is None:
@@ -301,10 +310,13 @@ def import_kb(
             session.add(art)
     session.flush()
 
-    original = {key: (r.title, r.body, r.status, r.effective_date) for key, r in existing.items()}
+
+def _take_current_away(
+    session: Session, records: list[KbRecord], existing: dict[tuple[str, int], KbRevision], result: KbImportResult
+) -> None:
+    """Take "current" away from every stored row that loses it first, so the one-current index holds at every step."""
     in_file = {(r.article_id, r.revision) for r in records}
     new_current = {r.article_id for r in records if r.status == "current"}
-    # First take "current" away from every row that loses it, so the one-current index holds at every step.
     for key, row in existing.items():
         if row.status != "current":
             continue
@@ -318,6 +330,16 @@ def import_kb(
             session.add(row)
             result.demoted.append(f"{row.article_id} r{row.revision}")
     session.flush()
+
+
+def _upsert_revisions(
+    session: Session,
+    records: list[KbRecord],
+    existing: dict[tuple[str, int], KbRevision],
+    original: dict[tuple[str, int], tuple[str, str, str, dt.date]],
+    result: KbImportResult,
+) -> None:
+    """Create the file's new revisions and update the changed ones (`original`: the stored values before the import)."""
     for rec in records:
         row = existing.get((rec.article_id, rec.revision))
         values = (rec.title, rec.body, rec.status, rec.effective_date)
@@ -341,4 +363,3 @@ def import_kb(
         session.add(row)
         result.updated += 1
     session.flush()
-    return result
