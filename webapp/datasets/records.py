@@ -11,12 +11,14 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
-from pydantic import JsonValue
 
 from webapp.core.safe_input import InputLimitError, compose_yaml, construct_yaml, loads_json, yaml_error_line
+
+if TYPE_CHECKING:  # pydantic is not loaded by the readers: `draftdesk import dataset` refuses bad files before it
+    from pydantic import JsonValue
 
 SUPPORTED_FORMATS: tuple[str, ...] = (".jsonl", ".yaml", ".yml")
 
@@ -57,7 +59,7 @@ def _jsonable(value: object) -> JsonValue:
         return [_jsonable(v) for v in value]
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
-    return cast(JsonValue, value)  # the safe loader's other scalars: str, int, float, bool, None
+    return cast("JsonValue", value)  # the safe loader's other scalars: str, int, float, bool, None
 
 
 def read_jsonl(data: bytes, *, path: Path | str) -> list[Record]:
