@@ -103,3 +103,27 @@ def test_hostile_files_are_refused_by_the_whole_command_with_file_line(tmp_path:
         assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
     # Refused before the database was opened: it was not even created.
     assert not (tmp_path / "cli.db").exists()
+
+
+def test_both_helps_load_no_heavy_module() -> None:
+    """`draftdesk --help` (every domain's cli.py) and `prompt-evaluator --help` import no service (issue 36 item 7).
+
+    The time is benchmarks/bench_cli_help.py's; what makes it short is that no command module
+    imports SQLModel, FastAPI, pandas, the openai SDK... at its top.
+    """
+    heavy = ("sqlmodel", "sqlalchemy", "fastapi", "pandas", "scipy", "plotly", "openai", "numpy", "webapp.app.flows")
+    for module in ("webapp.app.cli", "prompt_evaluator.cli"):
+        code = (
+            f"import sys\nsys.argv = ['x', '--help']\nfrom {module} import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert "Usage" in done.stdout, done.stdout + done.stderr
+        assert done.stdout.strip().splitlines()[-1] == "LOADED []", (module, done.stdout[-300:])
+    # The probe can fail: importing a command's service at the top is seen.
+    done = subprocess.run(
+        [sys.executable, "-c", f"import webapp.runs.service, sys; print(sorted(m for m in {heavy!r} if m in sys.modules))"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert "sqlmodel" in done.stdout

@@ -15,8 +15,8 @@ from tests.evaluator.conftest import Evaluate, Evaluated, case_result
 from tests.evaluator.fake_openai import FakeOpenAI
 from webapp.evaluator import stats as st
 from webapp.evaluator.artifact_models import Sample
-from webapp.evaluator.cli import LiveStatus, case_line
 from webapp.evaluator.client import ChatClient, ClientStats
+from webapp.evaluator.command import LiveStatus, case_line
 from webapp.evaluator.execution import Runtime, execute, make_client
 from webapp.evaluator.preparation import EvalOptions, prepare
 

@@ -19,8 +19,8 @@ from webapp.checks.types import CHECK_KEYS
 from webapp.core.spec import EvalSpec
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
+from webapp.evaluator.report import evaluator_report
 from webapp.evaluator.rubric import load_rubric
-from webapp.evaluator.service import evaluator_report
 from webapp.grading.models import FinalGrade, Grade
 from webapp.runs.models import Draft, Run
 

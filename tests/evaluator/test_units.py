@@ -28,8 +28,8 @@ from webapp.evaluator.cache import cache_key
 from webapp.evaluator.client import _Limiter, load_prices, parse_retry_after
 from webapp.evaluator.judge_validation import parse_judge
 from webapp.evaluator.preparation import EvaluationError, prepare_resume
+from webapp.evaluator.report import judge_human_agreement
 from webapp.evaluator.rubric import RubricError, builtin_names, judge_schema, load_rubric
-from webapp.evaluator.service import judge_human_agreement
 
 
 def hashed(slug: str, case_id: str) -> str:

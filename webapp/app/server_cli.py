@@ -11,14 +11,12 @@ from pathlib import Path
 
 import typer
 
-from webapp.core.config import DATA_DIR
-
-DEMO_DB = DATA_DIR / "demo.db"
-
 
 def demo_database_url() -> str:
     """Return the demo database: DRAFTDESK_DATABASE_URL when set, else data/demo.db."""
-    return os.environ.get("DRAFTDESK_DATABASE_URL", "").strip() or f"sqlite:///{DEMO_DB}"
+    from webapp.core.config import DATA_DIR  # loaded by `demo`, not by `--help`
+
+    return os.environ.get("DRAFTDESK_DATABASE_URL", "").strip() or f"sqlite:///{DATA_DIR / 'demo.db'}"
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from webapp.auth import service
 from webapp.core.cli_support import cli_session, console, fail, read_password_from_stdin_or_prompt
 
 
@@ -22,6 +21,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         name: str = typer.Option("", "--name", help="Display name"),
     ) -> None:
         """Create a user; the password is prompted for, or read from standard input when piped."""
+        from webapp.auth import service  # loaded by the command, not by `draftdesk --help`
+
         password = read_password_from_stdin_or_prompt()
         try:
             with cli_session() as session:
@@ -34,6 +35,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @users.command("list")
     def users_list() -> None:
         """List users and their roles."""
+        from webapp.auth import service  # loaded by the command, not by `draftdesk --help`
+
         with cli_session() as session:
             rows = service.list_users(session=session)
         for user, roles in rows:
@@ -46,6 +49,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         scope: list[str] = typer.Option(None, "--scope", help="ingest, or a role the owner holds; default: the owner's roles"),
     ) -> None:
         """Create an API token and print it once."""
+        from webapp.auth import service  # loaded by the command, not by `draftdesk --help`
+
         try:
             with cli_session() as session:
                 user = service.get_user_by_email(session=session, email=email)
@@ -61,6 +66,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @tokens.command("revoke")
     def tokens_revoke(token_id: int = typer.Argument(..., help="Token id from `tokens list`")) -> None:
         """Revoke an API token."""
+        from webapp.auth import service  # loaded by the command, not by `draftdesk --help`
+
         try:
             with cli_session() as session:
                 service.revoke_token(session=session, token_id=token_id)
@@ -71,6 +78,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @tokens.command("list")
     def tokens_list() -> None:
         """List API tokens (prefixes only)."""
+        from webapp.auth import service  # loaded by the command, not by `draftdesk --help`
+
         with cli_session() as session:
             rows = service.list_tokens(session=session)
         for tok, user in rows:

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlmodel import Session
 
-from webapp.app import flows
-from webapp.checks import service
-from webapp.checks.rules import PROBLEM_LABELS
 from webapp.core.cli_support import cli_session, console, load_settings
-from webapp.core.spec import EvalSpec
 from webapp.runs.cli import run_or_exit
+
+if TYPE_CHECKING:  # SQLModel, the spec and the services load when `check` runs, not for `draftdesk --help` (issue 36 item 7)
+    from sqlmodel import Session
+
+    from webapp.checks import service
+    from webapp.core.spec import EvalSpec
 
 
 def _pct(value: float | None) -> str:
@@ -37,6 +39,9 @@ class CheckReport:
 
 def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
     """Check the run named `ref` (results stored, alerts raised) and decide the CI gate; print nothing but an unknown run's error (exit 2)."""
+    from webapp.app import flows
+    from webapp.checks import service
+
     run = run_or_exit(session=session, ref=ref)
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
@@ -47,6 +52,8 @@ def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
 
 def print_report(report: CheckReport, out: Console) -> int:
     """Print the tables per check and per category, the failing drafts and the verdict; return the exit code."""
+    from webapp.checks.rules import PROBLEM_LABELS
+
     s = report.result.summary
     ex = s.examples
     # The run's figure is the pilot gate's (examples of the eval set); the drafts' figure follows it.

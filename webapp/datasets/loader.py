@@ -11,15 +11,45 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictStr, ValidationError, field_validator
 
 from webapp.datasets.records import Record, RecordError, file_format, read_file, read_records
 
 REQUIRED_FIELDS: tuple[str, ...] = ("id", "input")
 OPTIONAL_FIELDS: tuple[str, ...] = ("description", "task", "expected_constraints", "reference")
 KNOWN_FIELDS: frozenset[str] = frozenset(REQUIRED_FIELDS + OPTIONAL_FIELDS)
+
+class DatasetMeta(TypedDict):
+    """The guide's dataset metadata: absolute path, content hash, case count, format."""
+
+    path: str
+    hash: str
+    count: int
+    format: str
+
+
+class Expectations(TypedDict, total=False):
+    """A case's expectations of the response (the `case_expectations` check), as EvalCase columns."""
+
+    expected_confidence_above: float
+    expected_confidence_min: float
+    expected_confidence_max: float
+    expected_citations: list[str]
+
+
+class SupportFields(Expectations, total=False):
+    """The support-specific fields read from a case's metadata, as EvalCase column values."""
+
+    category: str
+    intent: str
+    account: dict[str, JsonValue]
+    conversation: list[JsonValue]
+    kb_articles: list[str]
+    golden: bool
+    expected_behavior: str
+
 
 CATEGORIES: tuple[str, ...] = ("routine", "edge", "adversarial", "safety")
 EXPECTED_BEHAVIORS: tuple[str, ...] = ("draft", "escalate", "fallback")
@@ -41,7 +71,7 @@ class TestCase(BaseModel):
     task: StrictStr | None = None
     expected_constraints: StrictStr | None = None
     reference: StrictStr | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
 
     @field_validator("id", "input")
     @classmethod
@@ -73,7 +103,7 @@ def _to_case(record: Record, *, path: Path | str) -> TestCase:
     fields = {k: v for k, v in data.items() if k in KNOWN_FIELDS and not (k in OPTIONAL_FIELDS and v is None)}
     metadata = {k: v for k, v in data.items() if k not in KNOWN_FIELDS}
     try:
-        return TestCase(**fields, metadata=metadata)
+        return TestCase.model_validate({**fields, "metadata": metadata})
     except ValidationError as exc:
         field = str(exc.errors()[0]["loc"][0]) if exc.errors() and exc.errors()[0]["loc"] else "record"
         raise DatasetError(
@@ -115,12 +145,12 @@ def sha256_of(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def dataset_metadata(data: bytes, *, path: Path, fmt: str, count: int) -> dict[str, Any]:
+def dataset_metadata(data: bytes, *, path: Path, fmt: str, count: int) -> DatasetMeta:
     """Return the guide's metadata dict: absolute path, content hash, case count, format."""
     return {"path": str(path.resolve()), "hash": sha256_of(data), "count": count, "format": fmt}
 
 
-def load_dataset(path: Path) -> tuple[list[TestCase], dict[str, Any]]:
+def load_dataset(path: Path) -> tuple[list[TestCase], DatasetMeta]:
     """Load and validate a dataset file; return its test cases and its metadata (path, hash, count, format)."""
     path = Path(path)
     fmt = _format(path)  # the extension is checked before the file is opened, as in the guide
@@ -140,75 +170,95 @@ class SupportFieldError(ValueError):
     """A support-specific metadata field with the wrong type or value."""
 
 
-def _str_list(value: Any) -> bool:
+def _str_list(value: JsonValue) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
 
 
-def support_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+def _category(value: JsonValue) -> str:
+    if value not in CATEGORIES:
+        raise SupportFieldError(f"category: {value!r} is not one of {', '.join(CATEGORIES)}")
+    return str(value)
+
+
+def _intent(value: JsonValue) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SupportFieldError(f"intent: must be a non-empty string, not {value!r}")
+    if len(value) > 60:
+        raise SupportFieldError("intent: must be at most 60 characters")
+    return value
+
+
+def _account(value: JsonValue) -> dict[str, JsonValue]:
+    if not isinstance(value, dict):
+        raise SupportFieldError(f"account: must be an object of account metadata, not {type(value).__name__}")
+    return value
+
+
+def _conversation(value: JsonValue) -> list[JsonValue]:
+    if not isinstance(value, list):
+        raise SupportFieldError(f"conversation: must be a list of messages, not {type(value).__name__}")
+    for i, msg in enumerate(value):
+        if not isinstance(msg, str | dict):
+            raise SupportFieldError(f"conversation[{i}]: must be a message object or a string")
+    return value
+
+
+def _kb_articles(value: JsonValue) -> list[str]:
+    if not _str_list(value):
+        raise SupportFieldError("kb_articles: must be a list of article ids such as [\"KB-1042\"]")
+    return value
+
+
+def _golden(value: JsonValue) -> bool:
+    if not isinstance(value, bool):
+        raise SupportFieldError(f"golden: must be true or false, not {value!r}")
+    return value
+
+
+def _expected_behavior(value: JsonValue) -> str:
+    if value not in EXPECTED_BEHAVIORS:
+        raise SupportFieldError(f"expected_behavior: {value!r} is not one of {', '.join(EXPECTED_BEHAVIORS)}")
+    return str(value)
+
+
+def support_fields(metadata: Mapping[str, JsonValue]) -> SupportFields:
     """Read category, intent, account, conversation, kb_articles, golden, expected_behavior and the expectations from metadata.
 
-    Returns the EvalCase column values for the fields present; raises SupportFieldError naming the
-    field when one has the wrong type or value.
+    Returns the EvalCase column values for the fields present (null counts as absent); raises
+    SupportFieldError naming the field when one has the wrong type or value.
     """
-    out: dict[str, Any] = {}
-    if metadata.get("category") is not None:
-        value = metadata["category"]
-        if value not in CATEGORIES:
-            raise SupportFieldError(f"category: {value!r} is not one of {', '.join(CATEGORIES)}")
-        out["category"] = value
-    if metadata.get("intent") is not None:
-        value = metadata["intent"]
-        if not isinstance(value, str) or not value.strip():
-            raise SupportFieldError(f"intent: must be a non-empty string, not {value!r}")
-        if len(value) > 60:
-            raise SupportFieldError("intent: must be at most 60 characters")
-        out["intent"] = value
-    if metadata.get("account") is not None:
-        value = metadata["account"]
-        if not isinstance(value, dict):
-            raise SupportFieldError(f"account: must be an object of account metadata, not {type(value).__name__}")
-        out["account"] = value
-    if metadata.get("conversation") is not None:
-        value = metadata["conversation"]
-        if not isinstance(value, list):
-            raise SupportFieldError(f"conversation: must be a list of messages, not {type(value).__name__}")
-        for i, msg in enumerate(value):
-            if not isinstance(msg, str | dict):
-                raise SupportFieldError(f"conversation[{i}]: must be a message object or a string")
-        out["conversation"] = value
-    if metadata.get("kb_articles") is not None:
-        value = metadata["kb_articles"]
-        if not _str_list(value):
-            raise SupportFieldError("kb_articles: must be a list of article ids such as [\"KB-1042\"]")
-        out["kb_articles"] = value
-    if metadata.get("golden") is not None:
-        value = metadata["golden"]
-        if not isinstance(value, bool):
-            raise SupportFieldError(f"golden: must be true or false, not {value!r}")
-        out["golden"] = value
-    if metadata.get("expected_behavior") is not None:
-        value = metadata["expected_behavior"]
-        if value not in EXPECTED_BEHAVIORS:
-            raise SupportFieldError(f"expected_behavior: {value!r} is not one of {', '.join(EXPECTED_BEHAVIORS)}")
-        out["expected_behavior"] = value
-    out.update(expectation_fields(metadata))
-    return out
+    out: SupportFields = {}
+    if (value := metadata.get("category")) is not None:
+        out["category"] = _category(value)
+    if (value := metadata.get("intent")) is not None:
+        out["intent"] = _intent(value)
+    if (value := metadata.get("account")) is not None:
+        out["account"] = _account(value)
+    if (value := metadata.get("conversation")) is not None:
+        out["conversation"] = _conversation(value)
+    if (value := metadata.get("kb_articles")) is not None:
+        out["kb_articles"] = _kb_articles(value)
+    if (value := metadata.get("golden")) is not None:
+        out["golden"] = _golden(value)
+    if (value := metadata.get("expected_behavior")) is not None:
+        out["expected_behavior"] = _expected_behavior(value)
+    return {**out, **expectation_fields(metadata)}
 
 
 CONFIDENCE_BOUNDS: tuple[str, ...] = ("expected_confidence_above", "expected_confidence_min", "expected_confidence_max")
 
 
-def expectation_fields(metadata: dict[str, Any]) -> dict[str, Any]:
+def expectation_fields(metadata: Mapping[str, JsonValue]) -> Expectations:
     """Read a case's expectations (confidence bounds, expected citations); raise SupportFieldError naming the field."""
-    out: dict[str, Any] = {}
+    bounds: dict[str, float] = {}
     for name in CONFIDENCE_BOUNDS:
         value = metadata.get(name)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
             raise SupportFieldError(f"{name}: must be a number from 0 to 1, not {value!r}")
-        out[name] = float(value)
-    above, low, high = (out.get(n) for n in CONFIDENCE_BOUNDS)
+        bounds[name] = float(value)
+    above, low, high = (bounds.get(n) for n in CONFIDENCE_BOUNDS)
     if above is not None and low is not None:
         raise SupportFieldError(
             "expected_confidence_above and expected_confidence_min: give one lower bound, "
@@ -217,6 +267,13 @@ def expectation_fields(metadata: dict[str, Any]) -> dict[str, Any]:
     lower = above if above is not None else low
     if lower is not None and high is not None and (high < lower or (above is not None and high == above)):
         raise SupportFieldError(f"expected_confidence_max: {high:g} leaves no confidence above the lower bound {lower:g}")
+    out: Expectations = {}
+    if above is not None:
+        out["expected_confidence_above"] = above
+    if low is not None:
+        out["expected_confidence_min"] = low
+    if high is not None:
+        out["expected_confidence_max"] = high
     if metadata.get("expected_citations") is not None:
         value = metadata["expected_citations"]
         if not _str_list(value) or not value:

@@ -119,7 +119,7 @@ def dataset_mix(cases: Iterable[tuple[str, str | None, str | None]], spec: EvalS
     """Return the mix of (case_id, category, intent) rows against the spec's plan."""
     rows = list(cases)
     total = len(rows)
-    planned = spec.dataset.categories
+    planned: dict[str, float] = {str(k): v for k, v in spec.dataset.categories.items()}
     counts = {c: 0 for c in CATEGORIES}
     uncategorised: list[str] = []
     off: dict[str, list[str]] = {}
@@ -135,7 +135,7 @@ def dataset_mix(cases: Iterable[tuple[str, str | None, str | None]], spec: EvalS
         elif intent not in supported:
             off.setdefault(intent, []).append(case_id)
     shares = tuple(
-        CategoryShare(c, counts[c], counts[c] / total if total else 0.0, float(planned.get(c, 0.0)))  # type: ignore[call-overload]
+        CategoryShare(c, counts[c], counts[c] / total if total else 0.0, float(planned.get(c, 0.0)))
         for c in CATEGORIES
     )
     return DatasetMix(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from pydantic import JsonValue
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
@@ -45,12 +46,12 @@ class EvalCase(SQLModel, table=True):
     task: str | None = Field(default=None, sa_column=Column(Text))
     expected_constraints: str | None = Field(default=None, sa_column=Column(Text))
     reference: str | None = Field(default=None, sa_column=Column(Text))
-    extra: dict[str, Any] = Field(default_factory=dict, sa_column=Column("metadata", JSON, nullable=False))
+    extra: dict[str, JsonValue] = Field(default_factory=dict, sa_column=Column("metadata", JSON, nullable=False))
     # Support-specific fields read from metadata where present.
     category: str | None = Field(default=None, max_length=20, index=True)
     intent: str | None = Field(default=None, max_length=60, index=True)
-    account: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
-    conversation: list[Any] | None = Field(default=None, sa_column=Column(JSON))
+    account: dict[str, JsonValue] | None = Field(default=None, sa_column=Column(JSON))
+    conversation: list[JsonValue] | None = Field(default=None, sa_column=Column(JSON))
     kb_articles: list[str] | None = Field(default=None, sa_column=Column(JSON))
     golden: bool = False
     expected_behavior: str | None = Field(default=None, max_length=20)  # draft | escalate | fallback

@@ -6,9 +6,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
-from webapp.core.db import SessionDep, stored_id
-from webapp.datasets import service
-from webapp.datasets.mix import mix_of_dataset
+from webapp.core.db import SessionDep
+from webapp.datasets import service, views
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.templating import render
 
@@ -21,7 +20,7 @@ def datasets_list(
     request: Request, session: SessionDep, principal: Principal = Depends(require_role(*DATASET_ROLES))
 ) -> HTMLResponse:
     """List every imported dataset version."""
-    return render(request, "datasets/list.html", {"datasets": service.list_datasets(session=session)})
+    return render(request, "datasets/list.html", vars(views.dataset_list_view(session=session)))
 
 
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse, name="dataset_detail")
@@ -37,20 +36,12 @@ def dataset_detail(
     principal: Principal = Depends(require_role(*DATASET_ROLES)),
 ) -> HTMLResponse:
     """Show a dataset's mix against the plan and its cases, filterable by category, intent and golden."""
+    filters = service.CaseFilter(category=category, intent=intent, golden=golden, q=q)
     try:
-        ds = service.get_dataset(session=session, ref=dataset_id)
+        view = views.dataset_detail_view(session=session, spec=spec, ref=dataset_id, filters=filters)
     except service.DatasetNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    filters = service.CaseFilter(category=category, intent=intent, golden=golden, q=q)
-    ctx = {
-        "dataset": ds,
-        "cases": service.list_cases(session=session, dataset_id=stored_id(ds.id), filters=filters),
-        "facets": service.case_facets(session=session, dataset_id=stored_id(ds.id)),
-        "counts": service.category_counts(session=session, dataset_id=stored_id(ds.id)),
-        "mix": mix_of_dataset(session=session, spec=spec, dataset_id=stored_id(ds.id)),
-        "filters": filters,
-    }
-    return render(request, "datasets/detail.html", ctx, block="results")
+    return render(request, "datasets/detail.html", vars(view), block="results")
 
 
 @router.get("/datasets/{dataset_id}/cases/{case_id}", response_class=HTMLResponse, name="dataset_case")
@@ -63,8 +54,7 @@ def dataset_case(
 ) -> HTMLResponse:
     """Show one case: ticket, conversation, account metadata, KB articles, reference."""
     try:
-        ds = service.get_dataset(session=session, ref=dataset_id)
-        case = service.get_case(session=session, dataset_id=stored_id(ds.id), case_id=case_id)
+        view = views.dataset_case_view(session=session, ref=dataset_id, case_id=case_id)
     except service.DatasetNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(request, "datasets/case.html", {"dataset": ds, "case": case})
+    return render(request, "datasets/case.html", vars(view))

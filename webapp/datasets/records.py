@@ -11,11 +11,14 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
 from webapp.core.safe_input import InputLimitError, compose_yaml, construct_yaml, loads_json, yaml_error_line
+
+if TYPE_CHECKING:  # pydantic is not loaded by the readers: `draftdesk import dataset` refuses bad files before it
+    from pydantic import JsonValue
 
 SUPPORTED_FORMATS: tuple[str, ...] = (".jsonl", ".yaml", ".yml")
 
@@ -45,10 +48,10 @@ class Record:
 
     index: int
     line: int
-    data: Any
+    data: Any  # the parsed JSON value, as each import reads it (checked field by field there)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> JsonValue:
     """Turn YAML-only scalars (dates, timestamps) into strings so every value fits a JSON column."""
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -56,7 +59,7 @@ def _jsonable(value: Any) -> Any:
         return [_jsonable(v) for v in value]
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
-    return value
+    return cast("JsonValue", value)  # the safe loader's other scalars: str, int, float, bool, None
 
 
 def read_jsonl(data: bytes, *, path: Path | str) -> list[Record]:

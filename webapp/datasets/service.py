@@ -16,6 +16,7 @@ from webapp.datasets.loader import (
     DatasetError,
     LoadedCase,
     SupportFieldError,
+    SupportFields,
     golden_expectation_warning,
     parse_dataset,
     sha256_of,
@@ -73,7 +74,7 @@ def import_dataset(
     """Import dataset bytes read from `path` in one transaction.
 
     The same bytes as the newest version of that name change nothing (and say so); other bytes
-    become the next version. Any bad record raises DatasetError (FILE:LINE) before a row is written.
+    become the next version. A bad record raises DatasetError (FILE:LINE) before a row is written.
     With `spec` (every caller in the app passes it), the result's warnings say how the file departs
     from the plan's category mix and intents.
     """
@@ -84,17 +85,7 @@ def import_dataset(
     loaded = parse_dataset(data, path=path, fmt=fmt)
     if not loaded:
         raise DatasetError("the dataset holds no test cases", path=path)
-    typed: list[dict] = []
-    for lc in loaded:
-        try:
-            fields = support_fields(lc.case.metadata)
-        except SupportFieldError as exc:
-            raise DatasetError(f"test case '{lc.case.id}': {exc}", path=path, line=lc.line) from exc
-        typed.append(fields)
-    for lc in loaded:
-        if len(lc.case.id) > 200:
-            raise DatasetError(f"test case id is longer than 200 characters: '{lc.case.id[:40]}…'", path=path, line=lc.line)
-
+    typed = _typed_fields(loaded, path)
     warnings = (
         dataset_mix(((lc.case.id, f.get("category"), f.get("intent")) for lc, f in zip(loaded, typed, strict=True)), spec).warnings()
         if spec is not None
@@ -121,22 +112,7 @@ def import_dataset(
     )
     session.add(ds)
     session.flush()
-    for position, (lc, fields) in enumerate(zip(loaded, typed, strict=True)):
-        c = lc.case
-        session.add(
-            EvalCase(
-                dataset_id=stored_id(ds.id),
-                position=position,
-                case_id=c.id,
-                input=c.input,
-                description=c.description,
-                task=c.task,
-                expected_constraints=c.expected_constraints,
-                reference=c.reference,
-                extra=dict(c.metadata),
-                **fields,
-            )
-        )
+    session.add_all(_eval_cases(stored_id(ds.id), loaded, typed))
     session.flush()
     verb = "new version" if latest else "new dataset"
     return DatasetImportResult(
@@ -144,12 +120,45 @@ def import_dataset(
     )
 
 
+def _typed_fields(loaded: list[LoadedCase], path: str) -> list[SupportFields]:
+    """Return each case's support fields; refuse (FILE:LINE) a bad field or an id longer than 200 characters."""
+    typed: list[SupportFields] = []
+    for lc in loaded:
+        try:
+            typed.append(support_fields(lc.case.metadata))
+        except SupportFieldError as exc:
+            raise DatasetError(f"test case '{lc.case.id}': {exc}", path=path, line=lc.line) from exc
+    for lc in loaded:
+        if len(lc.case.id) > 200:
+            raise DatasetError(f"test case id is longer than 200 characters: '{lc.case.id[:40]}…'", path=path, line=lc.line)
+    return typed
+
+
+def _eval_cases(dataset_id: int, loaded: list[LoadedCase], typed: list[SupportFields]) -> list[EvalCase]:
+    """Return the EvalCase rows of a new dataset version, in file order."""
+    return [
+        EvalCase(
+            dataset_id=dataset_id,
+            position=position,
+            case_id=lc.case.id,
+            input=lc.case.input,
+            description=lc.case.description,
+            task=lc.case.task,
+            expected_constraints=lc.case.expected_constraints,
+            reference=lc.case.reference,
+            extra=dict(lc.case.metadata),
+            **fields,
+        )
+        for position, (lc, fields) in enumerate(zip(loaded, typed, strict=True))
+    ]
+
+
 def _default_behaviors(spec: EvalSpec | None) -> dict[str, str]:
     """Return what a case of each category expects when it states no expected_behavior (the spec's checks)."""
     return {str(k): str(v) for k, v in spec.checks.expected_behavior_by_category.items()} if spec is not None else {}
 
 
-def _golden_warnings(loaded: list[LoadedCase], typed: list[dict], spec: EvalSpec | None) -> list[CaseWarning]:
+def _golden_warnings(loaded: list[LoadedCase], typed: list[SupportFields], spec: EvalSpec | None) -> list[CaseWarning]:
     """Return a warning, with its line, for each golden case of a file that states no expectation fields."""
     out: list[CaseWarning] = []
     for lc, fields in zip(loaded, typed, strict=True):

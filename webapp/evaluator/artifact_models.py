@@ -12,10 +12,11 @@ judge's raw answer only when it did not fit the rubric).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from webapp.evaluator.json_types import JsonObject
 from webapp.evaluator.rubric import Flag, Metric, Rubric
 
 SampleStatus = Literal["completed", "judge_error", "judge_invalid_response", "generation_error", "pending"]
@@ -30,7 +31,7 @@ class ArtifactModel(BaseModel):
 
     model_config = ConfigDict(validate_assignment=True, extra="forbid")
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> JsonObject:
         """Return the plain JSON value written to disk."""
         return self.model_dump(mode="json")
 
@@ -41,8 +42,8 @@ class WithOptionalKeys(ArtifactModel):
     OPTIONAL_KEYS: ClassVar[frozenset[str]] = frozenset()
 
     @model_serializer(mode="wrap")
-    def _omit_unset_optional_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
+    def _omit_unset_optional_keys(self, handler: SerializerFunctionWrapHandler) -> JsonObject:
+        data: JsonObject = handler(self)
         for key in self.OPTIONAL_KEYS - self.model_fields_set:
             data.pop(key, None)
         return data
@@ -145,7 +146,7 @@ class Sample(WithOptionalKeys):
 
     sample_index: int
     status: SampleStatus = "pending"
-    generator_output: str | dict[str, Any] | None = None  # text, or the structured support draft
+    generator_output: str | JsonObject | None = None  # text, or the structured support draft
     judge_scores: dict[str, Number] | None = None
     flags: dict[str, bool] | None = None
     judge_rationale: str | None = None
@@ -171,7 +172,7 @@ class TestCaseResult(ArtifactModel):
     task: str | None
     expected_constraints: str | None
     reference: str | None
-    metadata: dict[str, Any]
+    metadata: JsonObject
     status: CaseStatus = "pending"
     num_samples: int
     samples: list[Sample]

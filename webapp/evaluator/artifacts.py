@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -20,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from webapp.evaluator.artifact_models import ArtifactModel, IndexEntry, JournalEntry
+from webapp.evaluator.json_types import JsonObject
 
 MAIN_ARTIFACT = "dataset_evaluation.json"
 JOURNAL = "samples.jsonl"
@@ -27,7 +29,7 @@ INDEX = "index.json"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def encode_json(data: Any, *, pretty: bool = True) -> str:
+def encode_json(data: object, *, pretty: bool = True) -> str:
     """Return the JSON text of an artifact (compact unless pretty; the indenting encoder is pure Python, slow)."""
     return json.dumps(data, ensure_ascii=False, indent=2 if pretty else None) + "\n"
 
@@ -48,7 +50,7 @@ def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
         raise
 
 
-def write_json_atomic(path: Path, data: Any, *, pretty: bool = True, durable: bool = True) -> None:
+def write_json_atomic(path: Path, data: object, *, pretty: bool = True, durable: bool = True) -> None:
     """Write JSON atomically: a killed process leaves the old file or the new one, never a torn one.
 
     `durable=False` skips the fsync, for files whose loss costs nothing but a repeated call (the cache).
@@ -69,7 +71,7 @@ _HASH_LEN = 10
 def case_file_name(case_id: str, *, force_hash: bool = False) -> str:
     """Return the per-case file name: `test_case_<id>.json`, or `test_case_<slug>~<hash>.json`.
 
-    An id made only of `A-Za-z0-9._-` (at most 100 characters) keeps its plain name. Any other id
+    An id made only of `A-Za-z0-9._-` (at most 100 characters) keeps its plain name. Every other id
     gets its slug (each other character replaced by '_', cut at 100 characters) followed by '~' and
     the first 10 hex digits of the SHA-256 of the raw id (UTF-8): "a/b" and "a b" share the slug
     `a_b` but not the hash, and no plain name contains '~', so a hashed name never equals a plain
@@ -99,7 +101,7 @@ def case_file_names(case_ids: Iterable[str]) -> dict[str, str]:
     }
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:  # noqa: ANN401 - any JSON value: callers validate it into their model
     """Read a JSON file."""
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -163,15 +165,13 @@ def _locked(path: Path) -> Iterator[None]:
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
         return
-    try:
+    if sys.platform == "win32":
         import msvcrt
-    except ImportError:
-        msvcrt = None
-    if msvcrt is not None:
+
         with open(path, "a+b") as lock:
             while True:
                 try:
-                    msvcrt.locking(lock.fileno(), msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined]
+                    msvcrt.locking(lock.fileno(), msvcrt.LK_LOCK, 1)
                     break
                 except OSError:  # LK_LOCK gives up after 10 s; keep waiting
                     continue
@@ -179,7 +179,7 @@ def _locked(path: Path) -> Iterator[None]:
                 yield
             finally:
                 lock.seek(0)
-                msvcrt.locking(lock.fileno(), msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
+                msvcrt.locking(lock.fileno(), msvcrt.LK_UNLCK, 1)
         return
     yield from _exclusive_file(path)
 
@@ -206,17 +206,23 @@ def _exclusive_file(path: Path, *, stale_after: float = 30.0) -> Iterator[None]:
         path.unlink(missing_ok=True)
 
 
+def _index_runs(index_path: Path) -> list[JsonObject]:
+    """Return the entries of an index file (none when it is missing, not JSON, or not an index)."""
+    if not index_path.exists():
+        return []
+    try:
+        data = read_json(index_path)
+    except json.JSONDecodeError:
+        return []
+    runs = data.get("runs", []) if isinstance(data, dict) else []
+    return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
+
+
 def update_index(output_dir: Path, entry: IndexEntry) -> None:
     """Insert or replace this run's entry in <output_dir>/index.json (one entry per run_id)."""
     index_path = output_dir / INDEX
     # A lock file, because two evaluations may finish at once in the same output folder.
     with _locked(output_dir / ".index.lock"):
-        runs: list[dict[str, Any]] = []
-        if index_path.exists():
-            try:
-                runs = list(read_json(index_path).get("runs", []))
-            except (json.JSONDecodeError, AttributeError):
-                runs = []
-        runs = [r for r in runs if r.get("run_id") != entry.run_id]
+        runs = [r for r in _index_runs(index_path) if r.get("run_id") != entry.run_id]
         runs.append(entry.to_json_dict())
         write_json_atomic(index_path, {"runs": runs})

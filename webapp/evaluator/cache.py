@@ -17,9 +17,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import platformdirs
+
+from webapp.evaluator.json_types import CachedAnswer, CacheRequest, ChatMessage, JsonObject
 
 ENV_CACHE_DIR = "PROMPT_EVALUATOR_CACHE_DIR"
 APP_NAME = "prompt-evaluator"
@@ -49,11 +50,11 @@ def parse_age(text: str) -> int:
 def cache_key(
     *,
     model: str,
-    messages: list[dict[str, Any]],
+    messages: list[ChatMessage],
     temperature: float,
     seed: int | None,
     sample_index: int,
-    response_format: dict[str, Any] | None,
+    response_format: JsonObject | None,
     repeat: int = 0,
 ) -> str:
     """Return the sha256 of the request: model, messages, temperature, seed, sample index, response format.
@@ -61,7 +62,7 @@ def cache_key(
     The sample index is part of the key so that the samples of one case stay independent draws
     rather than five copies of the first answer; so is the judge's repeat number (when not 0).
     """
-    payload: dict[str, Any] = {
+    payload: CacheRequest = {
         "model": model,
         "messages": messages,
         "temperature": temperature,
@@ -95,7 +96,7 @@ class ResponseCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> CachedAnswer | None:
         """Return the stored answer ({content, usage, model}) or None."""
         path = self._path(key)
         try:
@@ -103,7 +104,7 @@ class ResponseCache:
         except (OSError, ValueError):  # missing, being replaced on Windows, or torn: a miss
             return None
 
-    def put(self, key: str, answer: dict[str, Any]) -> None:
+    def put(self, key: str, answer: CachedAnswer) -> None:
         """Store a successful answer (errors are never stored, so they are retried next time).
 
         Best effort: a cache that cannot be written costs the call again, it never fails the run.

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
 import httpx2
 import openai
@@ -27,6 +27,7 @@ from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_excepti
 from webapp.core.retry_policy import TransientError, asked_or, backoff, is_transient_status
 from webapp.core.safe_input import load_yaml
 from webapp.evaluator.cache import ResponseCache, cache_key
+from webapp.evaluator.json_types import CachedAnswer, CacheRequest, ChatMessage, JsonObject
 
 MAX_WAIT_S = 120.0
 
@@ -233,11 +234,11 @@ class ChatClient:
         price = self.prices.get(model)
         return price.cost(prompt_tokens, completion_tokens) if price else None
 
-    def is_cached(self, **request: Any) -> bool:
+    def is_cached(self, **request: Unpack[CacheRequest]) -> bool:
         """Tell whether this request's answer would come from the cache."""
         return self.cache is not None and self.reuse_cache and cache_key(**request) in self.cache
 
-    def cached_answer(self, top_logprobs: int | None = None, **request: Any) -> Answer | None:
+    def cached_answer(self, top_logprobs: int | None = None, **request: Unpack[CacheRequest]) -> Answer | None:
         """Return the cached answer of a request (None when absent or when reuse is off).
 
         The cache key does not hold `top_logprobs` (asking for log-probs does not change the answer):
@@ -269,11 +270,11 @@ class ChatClient:
         self,
         *,
         model: str,
-        messages: list[dict[str, Any]],
+        messages: list[ChatMessage],
         temperature: float,
         seed: int | None,
         sample_index: int,
-        response_format: dict[str, Any] | None = None,
+        response_format: JsonObject | None = None,
         priority: int = 1,
         repeat: int = 0,
         on_start: Callable[[], None] | None = None,
@@ -287,7 +288,7 @@ class ChatClient:
         alternatives per token (`logprobs: true`); the answer's `logprobs` is None when the endpoint
         gives none.
         """
-        request: dict[str, Any] = {
+        request: CacheRequest = {
             "model": model,
             "messages": messages,
             "temperature": temperature,
@@ -304,7 +305,7 @@ class ChatClient:
             if on_start is not None:
                 on_start()
             return cached
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+        kwargs: dict[str, object] = {"model": model, "messages": messages, "temperature": temperature}
         if seed is not None:
             kwargs["seed"] = seed
         if response_format is not None:
@@ -331,7 +332,7 @@ class ChatClient:
         return self._accept(resp, model, request, logprobs=top_logprobs is not None)
 
     async def _attempt(
-        self, kwargs: dict[str, Any], model: str, priority: int, on_start: Callable[[], None] | None
+        self, kwargs: dict[str, object], model: str, priority: int, on_start: Callable[[], None] | None
     ) -> ChatCompletion:
         """Send one request with a place in the limiter; raise TransientError for what is worth another attempt."""
         await self.limiter.acquire(priority)
@@ -383,7 +384,7 @@ class ChatClient:
         finally:
             self.stats.retries_waiting -= 1
 
-    def _accept(self, resp: Any, model: str, request: dict[str, Any], *, logprobs: bool = False) -> Answer:
+    def _accept(self, resp: ChatCompletion, model: str, request: CacheRequest, *, logprobs: bool = False) -> Answer:
         if not resp.choices:
             raise LlmCallError("the answer has no choices")
         content = resp.choices[0].message.content
@@ -402,7 +403,7 @@ class ChatClient:
             self.stats.cost_usd += cost
         tokens = _token_logprobs(resp.choices[0]) if logprobs else None
         if self.cache is not None:
-            entry: dict[str, object] = {"content": content, "prompt_tokens": pt, "completion_tokens": ct}
+            entry: CachedAnswer = {"content": content, "prompt_tokens": pt, "completion_tokens": ct}
             if logprobs:
                 entry["logprobs"] = None if tokens is None else [[t.token, t.logprob, [list(a) for a in t.top]] for t in tokens]
                 entry["logprobs_absent"] = tokens is None

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from webapp.datasets.loader import TestCase
 from webapp.evaluator import aggregation
@@ -251,7 +251,7 @@ def planned_calls(p: Prepared, client: ChatClient) -> tuple[int, int]:
     return total, cached
 
 
-def run_async(main: Coroutine[Any, Any, T]) -> T:
+def run_async(main: Coroutine[object, None, T]) -> T:
     """Run a coroutine to completion, on uvloop when it is installed (uvicorn[standard] brings it).
 
     uvloop trims the per-request overhead of the event loop, which shows at high concurrency.
@@ -267,7 +267,9 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
         return loop_runner.run(main)
 
 
-def make_client(options: EvalOptions, prices: dict[str, Price], **kwargs: Any) -> ChatClient:
+def make_client(
+    options: EvalOptions, prices: dict[str, Price], *, max_attempts: int = 6, backoff_base: float = 0.5
+) -> ChatClient:
     """Build the chat client with the run's cache folder (unless --no-cache) and prices."""
     cache = None
     if options.use_cache:
@@ -279,8 +281,95 @@ def make_client(options: EvalOptions, prices: dict[str, Price], **kwargs: Any) -
         cache=cache,
         reuse_cache=reuses_cache(options),
         prices=prices,
-        **kwargs,
+        max_attempts=max_attempts,
+        backoff_base=backoff_base,
     )
+
+
+def _restore_finished(p: Prepared, results: dict[str, TestCaseResult], file_names: dict[str, str]) -> dict[str, int]:
+    """Put the journal's finished samples back, write the files of cases already complete; return samples left per case."""
+    remaining: dict[str, int] = {}
+    for case in p.cases:
+        result = results[case.id]
+        for i in range(p.options.num_samples):
+            done = p.done.get((case.id, i))
+            if done is not None:
+                result.samples[i] = done
+        remaining[case.id] = sum(1 for s in result.samples if s.status == "pending")
+        if remaining[case.id] == 0:
+            aggregation.finish_case(result, p.rubric)
+            write_artifact(p.run_dir / file_names[case.id], result)
+    return remaining
+
+
+class _Run:
+    """One invocation's state while samples finish: the case results, what is left, the journal and writes in flight."""
+
+    def __init__(self, rt: Runtime, on_case: Callable[[TestCaseResult], None]) -> None:
+        p = rt.prepared
+        self.rt, self.p, self.doc, self.on_case = rt, p, p.document, on_case
+        self.results = {r.test_case_id: r for r in p.document.test_case_results}
+        self.file_names = case_file_names(case.id for case in p.cases)
+        self.remaining = _restore_finished(p, self.results, self.file_names)
+        aggregation.finish_document(self.doc, p.rubric)
+        self.doc.status = "running"
+        write_artifact(p.run_dir / MAIN_ARTIFACT, self.doc)
+        self.journal = Journal(p.run_dir / JOURNAL)
+        self.last_write = time.monotonic()
+        self.writes: set[asyncio.Future[None]] = set()
+
+    async def write_off_loop(self, path: Path, text: str) -> None:
+        # Encoding happens here on the loop; the write and its fsync run in a thread so they never
+        # stall calls in flight. Each case file is written once, so no two writes race. Shielded:
+        # a Ctrl-C while the write waits for a thread must not drop it (the case is already
+        # marked completed in the document), and the abort below waits for it.
+        write = asyncio.ensure_future(asyncio.to_thread(write_text_atomic, path, text))
+        self.writes.add(write)
+        write.add_done_callback(self.writes.discard)
+        await asyncio.shield(write)
+
+    async def one(self, case: TestCase, index: int) -> None:
+        """Run one sample, journal it, and finish its case when it was the last one."""
+        p, doc = self.p, self.doc
+        sample = await run_sample(self.rt, case, index)
+        result = self.results[case.id]
+        result.samples[index] = sample
+        self.journal.append(JournalEntry(case_id=case.id, sample=sample))
+        self.remaining[case.id] -= 1
+        if self.remaining[case.id] == 0:
+            aggregation.finish_case(result, p.rubric)
+            self.on_case(result)
+            await self.write_off_loop(p.run_dir / self.file_names[case.id], encode_json(result.to_json_dict()))
+            # The main artifact is rewritten at most once a second while running: it grows with
+            # the run, and the case files already hold each finished case. It is written here on
+            # the loop (compact, no fsync: the final write is durable) so that no snapshot can
+            # land after the final or the aborted one.
+            if time.monotonic() - self.last_write >= ARTIFACT_WRITE_INTERVAL_S:
+                self.last_write = time.monotonic()
+                aggregation.finish_document(doc, p.rubric)
+                doc.cache = self.rt.client.cache_report()
+                write_artifact(p.run_dir / MAIN_ARTIFACT, doc, pretty=False, durable=False)
+
+    async def abort(self, tasks: Sequence[asyncio.Future[None]]) -> None:
+        """Cancel the samples in flight, wait for the case files being written, write the document "aborted"."""
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # every case the document calls completed has its file (a cancelled case's write went on)
+        await asyncio.gather(*self.writes, return_exceptions=True)
+        aggregation.finish_document(self.doc, self.p.rubric, aborted=True)
+        self.doc.cache = self.rt.client.cache_report()
+        write_artifact(self.p.run_dir / MAIN_ARTIFACT, self.doc)
+        self.journal.close()
+
+    def finish(self) -> DatasetEvaluation:
+        """Write the final document (durable) and return it."""
+        self.journal.close()
+        aggregation.finish_document(self.doc, self.p.rubric)
+        self.doc.cache = self.rt.client.cache_report()
+        self.doc.timestamp_end = utc_timestamp()
+        write_artifact(self.p.run_dir / MAIN_ARTIFACT, self.doc)
+        return self.doc
 
 
 async def execute(
@@ -297,86 +386,20 @@ async def execute(
     `on_start` gets the runtime (samples in flight) before the first call. If the task is
     cancelled (Ctrl-C), the document is written with status "aborted" and the cancellation is re-raised.
     """
-    doc = p.document
-    run_dir = p.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
+    p.run_dir.mkdir(parents=True, exist_ok=True)
     rt = Runtime(prepared=p, client=client, on_call=on_call)
     on_start(rt)
-    results = {r.test_case_id: r for r in doc.test_case_results}
-    file_names = case_file_names(case.id for case in p.cases)
-    remaining: dict[str, int] = {}
-    for case in p.cases:
-        result = results[case.id]
-        for i in range(p.options.num_samples):
-            done = p.done.get((case.id, i))
-            if done is not None:
-                result.samples[i] = done
-        remaining[case.id] = sum(1 for s in result.samples if s.status == "pending")
-        if remaining[case.id] == 0:
-            aggregation.finish_case(result, p.rubric)
-            write_artifact(run_dir / file_names[case.id], result)
-    aggregation.finish_document(doc, p.rubric)
-    doc.status = "running"
-    write_artifact(run_dir / MAIN_ARTIFACT, doc)
-    journal = Journal(run_dir / JOURNAL)
-    last_write = time.monotonic()
-
-    writes: set[asyncio.Future[None]] = set()
-
-    async def write_off_loop(path: Path, text: str) -> None:
-        # Encoding happens here on the loop; the write and its fsync run in a thread so they never
-        # stall calls in flight. Each case file is written once, so no two writes race. Shielded:
-        # a Ctrl-C while the write waits for a thread must not drop it (the case is already
-        # marked completed in the document), and the abort below waits for it.
-        write = asyncio.ensure_future(asyncio.to_thread(write_text_atomic, path, text))
-        writes.add(write)
-        write.add_done_callback(writes.discard)
-        await asyncio.shield(write)
-
-    async def one(case: TestCase, index: int) -> None:
-        nonlocal last_write
-        sample = await run_sample(rt, case, index)
-        result = results[case.id]
-        result.samples[index] = sample
-        journal.append(JournalEntry(case_id=case.id, sample=sample))
-        remaining[case.id] -= 1
-        if remaining[case.id] == 0:
-            aggregation.finish_case(result, p.rubric)
-            on_case(result)
-            await write_off_loop(run_dir / file_names[case.id], encode_json(result.to_json_dict()))
-            # The main artifact is rewritten at most once a second while running: it grows with
-            # the run, and the case files already hold each finished case. It is written here on
-            # the loop (compact, no fsync: the final write is durable) so that no snapshot can
-            # land after the final or the aborted one.
-            if time.monotonic() - last_write >= ARTIFACT_WRITE_INTERVAL_S:
-                last_write = time.monotonic()
-                aggregation.finish_document(doc, p.rubric)
-                doc.cache = client.cache_report()
-                write_artifact(run_dir / MAIN_ARTIFACT, doc, pretty=False, durable=False)
-
+    run = _Run(rt, on_case)
     tasks = [
-        asyncio.ensure_future(one(case, i))
+        asyncio.ensure_future(run.one(case, i))
         for case in p.cases
         for i in range(p.options.num_samples)
-        if results[case.id].samples[i].status == "pending"
+        if run.results[case.id].samples[i].status == "pending"
     ]
     try:
         if tasks:
             await asyncio.gather(*tasks)
     except BaseException:  # Ctrl-C (cancellation), a refused key, or a bug: leave valid, resumable artifacts
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        # every case the document calls completed has its file (a cancelled case's write went on)
-        await asyncio.gather(*writes, return_exceptions=True)
-        aggregation.finish_document(doc, p.rubric, aborted=True)
-        doc.cache = client.cache_report()
-        write_artifact(run_dir / MAIN_ARTIFACT, doc)
-        journal.close()
+        await run.abort(tasks)
         raise
-    journal.close()
-    aggregation.finish_document(doc, p.rubric)
-    doc.cache = client.cache_report()
-    doc.timestamp_end = utc_timestamp()
-    write_artifact(run_dir / MAIN_ARTIFACT, doc)
-    return doc
+    return run.finish()

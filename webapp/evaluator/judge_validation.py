@@ -27,7 +27,7 @@ def _judge_validator(rubric: Rubric) -> Validator:
     return validator
 
 
-def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:
+def parse_judge(content: str, rubric: Rubric) -> dict[str, Any]:  # validated against the rubric's schema
     """Parse and validate the judge's answer against the rubric's schema; raise ValueError saying why not."""
     try:
         data = loads_json(content)  # a model's answer is untrusted input: depth-limited
@@ -46,8 +46,11 @@ def judge_verdict(content: str, rubric: Rubric) -> JudgeVerdict:
         data = parse_judge(content, rubric)
     except ValueError as exc:
         return JudgeVerdict(status="judge_invalid_response", error=str(exc))
-    return JudgeVerdict(
-        judge_scores={m: data[m] for m in rubric.metric_names},
-        flags={f: bool(data[f]) for f in rubric.judge_flag_names},
-        judge_rationale=data.get("rationale"),
+    # The schema holds the types (integer scores, boolean flags): validating them into the verdict keeps them.
+    return JudgeVerdict.model_validate(
+        {
+            "judge_scores": {m: data[m] for m in rubric.metric_names},
+            "flags": {f: bool(data[f]) for f in rubric.judge_flag_names},
+            "judge_rationale": data.get("rationale"),
+        }
     )

@@ -8,12 +8,13 @@ Variance warnings are the per-case metric rows with `high_variance` true.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from sqlalchemy import JSON, Column, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
+from webapp.evaluator.json_types import JsonObject
 
 
 class EvaluatorRun(SQLModel, table=True):
@@ -33,13 +34,13 @@ class EvaluatorRun(SQLModel, table=True):
     seed: int | None = None
     num_samples: int
     # [{"name": ..., "scale": {"min": 1, "max": 5}, "description": ...}] and the flag names, in rubric order.
-    metrics: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    metrics: list[JsonObject] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     flags: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
-    overall_metric_stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    overall_flag_stats: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    overall_metric_stats: dict[str, JsonObject] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    overall_flag_stats: dict[str, JsonObject] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     # --judge-repeats K, and the artifact's judge_self_agreement ({repeats, metrics, flags}) when K > 1.
     judge_repeats: int = Field(default=1, sa_column=Column(Integer, nullable=False, server_default="1"))
-    judge_self_agreement: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    judge_self_agreement: JsonObject | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     timestamp_start: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     timestamp_end: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     recorded_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
@@ -89,7 +90,7 @@ class EvaluatorJudgeScore(SQLModel, table=True):
     evaluator_run_id: int = Field(foreign_key="evaluator_run.id", index=True, ondelete="CASCADE")
     draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
     sample_status: str = Field(max_length=24)
-    scores: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
-    flags: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    scores: dict[str, int | float] | None = Field(default=None, sa_column=Column(JSON))
+    flags: dict[str, bool] | None = Field(default=None, sa_column=Column(JSON))
     rationale: str | None = Field(default=None, sa_column=Column(Text))
     error: str | None = Field(default=None, sa_column=Column(Text))

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
-from webapp.evaluator import service
+from webapp.evaluator import report, service
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.templating import render
 
@@ -29,7 +29,7 @@ def evaluator_run(
 ) -> HTMLResponse:
     """Show a recorded run: per-case statistics, variance warnings, judge scores, judge-human agreement."""
     try:
-        report = service.evaluator_report(session=session, spec=spec, ref=run_id, principal=principal)
+        view = report.evaluator_report(session=session, spec=spec, ref=run_id, principal=principal)
     except service.EvaluatorRunNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(request, "evaluator/run.html", {"r": report})
+    return render(request, "evaluator/run.html", {"r": view})

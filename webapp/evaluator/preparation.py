@@ -13,12 +13,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from webapp.core.spec import EvalSpec
-from webapp.datasets.loader import DatasetError, SupportFieldError, TestCase, load_dataset
+from webapp.datasets.loader import DatasetError, DatasetMeta, SupportFieldError, TestCase, load_dataset
 from webapp.evaluator import stats as st
 from webapp.evaluator.artifact_models import (
     CaseSelection,
@@ -94,7 +93,7 @@ class Prepared:
 @dataclass(frozen=True)
 class _Inputs:
     cases: list[TestCase]
-    meta: dict[str, Any]
+    meta: DatasetMeta
     rubric: Rubric
     prompt: str
     prompt_hash: str
@@ -226,10 +225,10 @@ def prepare(
     doc = DatasetEvaluation(
         run_id=run_id,
         description=options.description,
-        dataset_path=str(meta["path"]),
-        dataset_hash=str(meta["hash"]),
-        dataset_count=int(meta["count"]),
-        dataset_format=str(meta["format"]),
+        dataset_path=meta["path"],
+        dataset_hash=meta["hash"],
+        dataset_count=meta["count"],
+        dataset_format=meta["format"],
         num_samples_per_case=options.num_samples,
         status="running",
         timestamp_start=utc_timestamp(),
@@ -286,25 +285,11 @@ def _changed(label: str, run_id: str, old: str, new: str) -> EvaluationError:
     )
 
 
-def prepare_resume(
-    run_id: str,
-    *,
-    output_dir: Path,
-    overrides: EvalOptions | None = None,
-    kb_loader_for: Callable[[Path | None], Callable[[], KbContext]] | None = None,
-    spec: EvalSpec | None = None,
-) -> Prepared:
-    """Reload an interrupted run with its own settings; refuse if its dataset, rubric or prompt changed."""
-    run_dir = output_dir / run_id
-    main = run_dir / MAIN_ARTIFACT
-    if not main.is_file():
-        raise EvaluationError(f"--resume: no run {run_id!r} under {output_dir} (no {main.name})")
-    old = read_document(main)
-    if old.status == "completed":
-        raise EvaluationError(f"--resume: run {run_id} already completed; nothing to resume")
+def _resumed_options(old: DatasetEvaluation, output_dir: Path, overrides: EvalOptions | None) -> EvalOptions:
+    """Return the options of an interrupted run: its own settings, with this invocation's endpoint and cache options."""
     sel, gen, judge, rub = old.case_selection, old.generator_config, old.judge_config, old.rubric_metadata
     base = overrides or EvalOptions(dataset=Path(old.dataset_path), system_prompt=Path(old.system_prompt_path))
-    options = EvalOptions(
+    return EvalOptions(
         dataset=Path(old.dataset_path),
         system_prompt=Path(old.system_prompt_path),
         num_samples=old.num_samples_per_case,
@@ -326,6 +311,26 @@ def prepare_resume(
         kb=Path(gen.kb_source) if gen.kb_source not in (None, "database") else None,
         description=old.description,
     )
+
+
+def prepare_resume(
+    run_id: str,
+    *,
+    output_dir: Path,
+    overrides: EvalOptions | None = None,
+    kb_loader_for: Callable[[Path | None], Callable[[], KbContext]] | None = None,
+    spec: EvalSpec | None = None,
+) -> Prepared:
+    """Reload an interrupted run with its own settings; refuse if its dataset, rubric or prompt changed."""
+    run_dir = output_dir / run_id
+    main = run_dir / MAIN_ARTIFACT
+    if not main.is_file():
+        raise EvaluationError(f"--resume: no run {run_id!r} under {output_dir} (no {main.name})")
+    old = read_document(main)
+    if old.status == "completed":
+        raise EvaluationError(f"--resume: run {run_id} already completed; nothing to resume")
+    sel, rub = old.case_selection, old.rubric_metadata
+    options = _resumed_options(old, output_dir, overrides)
     kb_loader = kb_loader_for(options.kb) if kb_loader_for else None
     fresh = prepare(options, kb_loader=kb_loader, spec=spec, run_id=run_id)
     doc = fresh.document

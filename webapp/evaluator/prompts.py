@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from webapp.datasets.loader import TestCase
+from webapp.evaluator.json_types import ChatMessage
 from webapp.evaluator.preparation import Prepared
 from webapp.evaluator.rubric import judge_instructions
 from webapp.evaluator.support import generator_user_message
 
-Message = dict[str, str]  # {"role": ..., "content": ...}, as Chat Completions takes it
+Message = ChatMessage  # {"role": ..., "content": ...}, as Chat Completions takes it
 
 
 def generator_messages(p: Prepared, case: TestCase) -> list[Message]:

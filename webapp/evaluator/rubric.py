@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from webapp.checks.types import CHECK_KEYS
 from webapp.core.safe_input import InputLimitError, load_yaml
 from webapp.datasets.loader import sha256_of
+from webapp.evaluator.json_types import JsonObject
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "rubrics"
 NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -142,9 +143,9 @@ def load_rubric(ref: str) -> Rubric:
     return Rubric(spec=spec, path=str(path.resolve()), hash=sha256_of(data), builtin=is_builtin, check_flags=checks)
 
 
-def judge_schema(rubric: Rubric) -> dict[str, Any]:
+def judge_schema(rubric: Rubric) -> JsonObject:
     """Return the strict JSON schema of the judge's answer: integer scores in scale, boolean flags, rationale."""
-    props: dict[str, Any] = {}
+    props: JsonObject = {}
     for m in rubric.spec.metrics:
         props[m.name] = {"type": "integer", "minimum": m.scale.min, "maximum": m.scale.max, "description": m.description}
     for f in rubric.spec.flags:
@@ -154,11 +155,11 @@ def judge_schema(rubric: Rubric) -> dict[str, Any]:
 
 
 # Built once per rubric file (keyed by its content hash): a run asks for them on every sample.
-_FORMATS: dict[str, dict[str, Any]] = {}
+_FORMATS: dict[str, JsonObject] = {}
 _INSTRUCTIONS: dict[str, str] = {}
 
 
-def judge_response_format(rubric: Rubric) -> dict[str, Any]:
+def judge_response_format(rubric: Rubric) -> JsonObject:
     """Return the `response_format` asking the judge for the rubric's schema (shared: do not mutate)."""
     cached = _FORMATS.get(rubric.hash)
     if cached is None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
-from webapp.evaluator.service import CriterionAgreement, SelfAgreement
+from webapp.core.db import stored_id
+from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric
+from webapp.evaluator.report import CaseRow, CriterionAgreement, EvaluatorReport, JudgeRow, SelfAgreement
 
 
 class EvaluatorRunRef(BaseModel):
@@ -47,6 +47,15 @@ class FlagStats(BaseModel):
     true_proportion: float | None
 
 
+class OverallMetricStats(BaseModel):
+    """A metric over the run: the mean, lowest and highest of the per-case means."""
+
+    mean_of_means: float | None
+    min_of_means: float | None
+    max_of_means: float | None
+    num_cases: int
+
+
 class CasePublic(BaseModel):
     """One test case's statistics (null while hidden from a grader who has not graded its drafts)."""
 
@@ -72,8 +81,8 @@ class JudgeScorePublic(BaseModel):
     sample_index: int
     status: str
     visible: bool
-    scores: dict[str, Any] | None
-    flags: dict[str, Any] | None
+    scores: dict[str, int | float] | None
+    flags: dict[str, bool] | None
     rationale: str | None
     error: str | None
 
@@ -88,8 +97,8 @@ class EvaluatorReportPublic(BaseModel):
     judge_model: str
     num_samples: int
     hidden_drafts: int = Field(description="Drafts whose judge scores are hidden from the caller")
-    overall_metric_stats: dict[str, Any] | None
-    overall_flag_stats: dict[str, Any] | None
+    overall_metric_stats: dict[str, OverallMetricStats] | None
+    overall_flag_stats: dict[str, FlagStats] | None
     cases: list[CasePublic]
     variance_warnings: list[VarianceWarning]
     judge_scores: list[JudgeScorePublic]
@@ -97,3 +106,64 @@ class EvaluatorReportPublic(BaseModel):
     judge_repeats: int
     judge_self_agreement: list[SelfAgreement]
     graded_drafts: int
+
+
+def _metric(m: EvaluatorCaseMetric) -> MetricStats:
+    return MetricStats(mean=m.mean, std=m.std, min=m.min, max=m.max, count=m.count, high_variance=m.high_variance)
+
+
+def _flag(f: EvaluatorCaseFlag) -> FlagStats:
+    return FlagStats(
+        true_count=f.true_count, false_count=f.false_count, total_count=f.total_count, true_proportion=f.true_proportion
+    )
+
+
+def _case(c: CaseRow) -> CasePublic:
+    return CasePublic(
+        test_case_id=c.case_id,
+        status=c.status,
+        visible=c.visible,
+        per_metric_stats={k: _metric(m) for k, m in c.metrics.items()} if c.visible else None,
+        per_flag_stats={k: _flag(f) for k, f in c.flags.items()} if c.visible else None,
+    )
+
+
+def _judge_score(j: JudgeRow) -> JudgeScorePublic:
+    return JudgeScorePublic(
+        draft_id=j.draft_id,
+        test_case_id=j.case_id,
+        sample_index=j.sample_index,
+        status=j.status,
+        visible=j.visible,
+        scores=j.scores if j.visible else None,
+        flags=j.flags if j.visible else None,
+        rationale=j.rationale if j.visible else None,
+        error=j.error if j.visible else None,
+    )
+
+
+def report_public(r: EvaluatorReport) -> EvaluatorReportPublic:
+    """Return the JSON answer of a run's report (the run page's view; hidden figures null, as on the page)."""
+    ev = r.ev
+    return EvaluatorReportPublic(
+        run=EvaluatorRunRef(id=stored_id(r.run.id), name=r.run.name, artifact_run_id=ev.artifact_run_id, status=ev.status),
+        rubric=RubricRef(name=ev.rubric_name, hash=ev.rubric_hash, metrics=r.metric_names, flags=r.flag_names),
+        dataset_hash=ev.dataset_hash,
+        generator_model=ev.generator_model,
+        judge_model=ev.judge_model,
+        num_samples=ev.num_samples,
+        hidden_drafts=r.hidden_drafts,
+        overall_metric_stats=(
+            {k: OverallMetricStats.model_validate(v) for k, v in ev.overall_metric_stats.items()} if r.overall_visible else None
+        ),
+        overall_flag_stats={k: FlagStats.model_validate(v) for k, v in ev.overall_flag_stats.items()} if r.overall_visible else None,
+        cases=[_case(c) for c in r.cases],
+        variance_warnings=[
+            VarianceWarning(test_case_id=cid, metric=m.metric, **_metric(m).model_dump()) for cid, m in r.warnings
+        ],
+        judge_scores=[_judge_score(j) for j in r.judge_rows],
+        agreement=r.agreement,
+        judge_repeats=ev.judge_repeats,
+        judge_self_agreement=r.self_agreement,
+        graded_drafts=r.graded,
+    )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TypeVar
 
 from webapp.evaluator.artifact_models import (
     FlagAgreement,
@@ -26,6 +26,8 @@ from webapp.evaluator.artifact_models import (
 HIGH_STD = 1.0
 HIGH_STD_SHARE_OF_MEAN = 0.20
 
+
+V = TypeVar("V", int, float, bool)  # a metric's score or a flag's value
 
 def is_high_variance(mean: float | None, std: float | None) -> bool:
     """Tell whether a metric varies too much: std above 1.0 or above 20% of the mean (the guide's rule)."""
@@ -101,7 +103,7 @@ def overall_flag_stats(per_case: Iterable[Mapping[str, FlagStats]], flag_names: 
     }
 
 
-def _agreement_figures(groups: list[list[Any]]) -> tuple[list[tuple[Any, Any]], float | None, float | None]:
+def _agreement_figures(groups: list[list[V]]) -> tuple[list[tuple[V, V]], float | None, float | None]:
     pairs = [(a, b) for g in groups for i, a in enumerate(g) for b in g[i + 1 :]]
     exact = (sum(len(set(g)) == 1 for g in groups) / len(groups)) if groups else None
     pairwise = (sum(a == b for a, b in pairs) / len(pairs)) if pairs else None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
@@ -17,11 +16,12 @@ from webapp.core.safe_input import loads_json
 from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import SupportFieldError, TestCase, support_fields
 from webapp.datasets.records import RecordError
+from webapp.evaluator.json_types import JsonObject
 from webapp.kb.models import KbArticle, KbRevision
 from webapp.kb.service import kb_snapshot, parse_kb
 from webapp.kb.snapshot import KbSnapshot
 
-DRAFT_SCHEMA: dict[str, Any] = {
+DRAFT_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         "intent": {"type": "string", "description": "The ticket's intent, one of the supported intents."},
@@ -44,7 +44,7 @@ DRAFT_SCHEMA: dict[str, Any] = {
     "required": ["intent", "draft", "citations", "confidence", "escalate"],
     "additionalProperties": False,
 }
-DRAFT_RESPONSE_FORMAT: dict[str, Any] = {
+DRAFT_RESPONSE_FORMAT: JsonObject = {
     "type": "json_schema",
     "json_schema": {"name": "support_draft", "strict": True, "schema": DRAFT_SCHEMA},
 }
@@ -161,7 +161,7 @@ class SupportDraft:
     citations: tuple[DraftCitation, ...]
     confidence: float | None
     escalate: bool
-    raw: dict[str, Any]
+    raw: JsonObject
 
     def text_for_judge(self) -> str:
         """Return the structured draft as the judge reads it."""

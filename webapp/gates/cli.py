@@ -8,8 +8,6 @@ import typer
 from rich.table import Table
 
 from webapp.core.cli_support import cli_session, console, load_settings
-from webapp.gates import service
-from webapp.gates.report import to_markdown
 from webapp.runs.cli import run_or_exit
 
 
@@ -19,6 +17,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     app.add_typer(gates, name="gates")
 
     def _run_gate(gate: str, run: str, as_json: bool, as_markdown: bool) -> None:
+        from webapp.gates import service  # these load when a gate command runs, not for `draftdesk --help`
+        from webapp.gates.report import to_markdown
+
         settings = load_settings()
         with cli_session(settings) as session:
             r = run_or_exit(session=session, ref=run)

@@ -8,10 +8,6 @@ from pathlib import Path
 import typer
 
 from webapp.core.cli_support import cli_session, console, fail, load_settings
-from webapp.core.db import stored_id
-from webapp.grading.agreement import agreement_report
-from webapp.grading.export import export_csv, export_jsonl, export_rows
-from webapp.grading.status import grading_status
 from webapp.runs.cli import run_or_exit
 
 
@@ -26,6 +22,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         file: Path = typer.Argument(..., help="File to write (.csv or .jsonl)"),
     ) -> None:
         """Write a run's final grades with both graders' scores and the adjudication as CSV or JSONL."""
+        from webapp.core.db import stored_id  # these load when the command runs, not for `draftdesk --help`
+        from webapp.grading.export import export_csv, export_jsonl, export_rows
+
         suffix = file.suffix.lower()
         if suffix not in (".csv", ".jsonl"):
             fail(f"{file}: the file name must end in .csv or .jsonl")
@@ -43,6 +42,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @grading.command("status")
     def status(run: str = typer.Argument(..., help="Run name or id")) -> None:
         """Print how many drafts of a run need grades, are in adjudication, or have a final grade."""
+        from webapp.core.db import stored_id  # these load when the command runs, not for `draftdesk --help`
+        from webapp.grading.status import grading_status
+
         with cli_session() as session:
             r = run_or_exit(session=session, ref=run)
             counts = grading_status(session=session, run_id=stored_id(r.id)).counts
@@ -51,6 +53,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @grading.command("agreement")
     def agreement(run: str = typer.Option(None, "--run", help="Run name or id (default: all runs)")) -> None:
         """Print the agreement report as JSON (the same numbers as the page and the API)."""
+        from webapp.grading.agreement import agreement_report  # loaded when the command runs
+
         with cli_session() as session:
             run_id = None
             if run:

@@ -8,7 +8,6 @@ import typer
 
 from webapp.core.cli_support import cli_session
 from webapp.datasets.records import RecordError, read_file
-from webapp.kb import service
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -19,6 +18,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Import KB articles and revisions (one transaction; re-import updates revisions in place)."""
         try:
             data = read_file(file)
+            from webapp.kb import service  # SQLModel and the services: loaded by the command, not by --help
+
             with cli_session() as session:
                 result = service.import_kb(session=session, data=data, path=str(file))
         except RecordError as exc:

@@ -7,8 +7,7 @@ from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
-from webapp.kb import service
-from webapp.kb.models import REVISION_STATUSES
+from webapp.kb import service, views
 from webapp.web.deps import ANY_ROLE, require_role
 from webapp.web.templating import render
 
@@ -24,11 +23,7 @@ def kb_list(
     principal: Principal = Depends(require_role(*ANY_ROLE)),
 ) -> HTMLResponse:
     """List KB articles, searchable by id, title or intent, filterable by status."""
-    status = status if status in REVISION_STATUSES else ""
-    articles = service.list_articles(session=session, q=q, status=status)
-    total = service.count_articles(session=session)
-    ctx = {"articles": articles, "q": q, "status": status, "statuses": REVISION_STATUSES, "total": total}
-    return render(request, "kb/list.html", ctx, block="results")
+    return render(request, "kb/list.html", vars(views.kb_list_view(session=session, q=q, status=status)), block="results")
 
 
 @router.get("/kb/{article_id}", response_class=HTMLResponse, name="kb_article")
@@ -37,9 +32,7 @@ def kb_article(
 ) -> HTMLResponse:
     """Show an article with every revision, the current one marked."""
     try:
-        article = service.get_article(session=session, article_id=article_id)
+        view = views.kb_article_view(session=session, article_id=article_id)
     except service.KbNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    revisions = service.get_revisions(session=session, article_id=article_id)
-    state = service.article_state(revisions) if revisions else "deleted"
-    return render(request, "kb/article.html", {"article": article, "revisions": revisions, "state": state})
+    return render(request, "kb/article.html", vars(view))

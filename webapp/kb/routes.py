@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
-from webapp.kb import service
-from webapp.kb.schemas import ArticlePublic
+from webapp.kb.schemas import ArticlePublic, articles_public
 from webapp.web.deps import ANY_ROLE, require_role
 
 router = APIRouter(tags=["kb"])
@@ -18,6 +15,6 @@ router = APIRouter(tags=["kb"])
 @router.get("/kb/articles", response_model=list[ArticlePublic])
 def api_kb_articles(
     session: SessionDep, q: str = "", principal: Principal = Depends(require_role(*ANY_ROLE))
-) -> list[dict[str, Any]]:
+) -> list[ArticlePublic]:
     """List KB articles with their state and every revision's number, title, status and effective date."""
-    return service.articles_public(session=session, q=q)
+    return articles_public(session=session, q=q)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
@@ -81,7 +81,7 @@ class CitedRevision:
         return self.found is not None and self.found.status != "current"
 
 
-def cited_revisions(*, session: Session, citations: list[dict[str, Any]] | None) -> list[CitedRevision]:
+def cited_revisions(*, session: Session, citations: Sequence[Mapping[str, object]] | None) -> list[CitedRevision]:
     """Return each citation with the exact revision it names and its article's current revision (one query)."""
     ids = {str(c.get("article_id", "")) for c in citations or []}
     revisions = list(session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(ids))).all()) if ids else []
@@ -155,31 +155,6 @@ def list_articles(*, session: Session, q: str = "", status: str = "") -> list[Ar
             continue
         out.append(summary)
     return out
-
-
-def articles_public(*, session: Session, q: str = "") -> list[dict[str, Any]]:
-    """Return articles as the JSON API shows them: state, current revision, and every revision."""
-    summaries = list_articles(session=session, q=q)
-    ids = [a.article_id for a in summaries]
-    revisions: dict[str, list[KbRevision]] = {}
-    if ids:
-        stmt = select(KbRevision).where(col(KbRevision.article_id).in_(ids)).order_by(col(KbRevision.revision).desc())
-        for rev in session.exec(stmt).all():
-            revisions.setdefault(rev.article_id, []).append(rev)
-    return [
-        {
-            "article_id": a.article_id,
-            "intent": a.intent,
-            "title": a.title,
-            "status": a.status,
-            "current_revision": a.current_revision,
-            "revisions": [
-                {"revision": r.revision, "title": r.title, "status": r.status, "effective_date": r.effective_date.isoformat()}
-                for r in revisions.get(a.article_id, [])
-            ],
-        }
-        for a in summaries
-    ]
 
 
 def count_articles(*, session: Session) -> int:
@@ -309,11 +284,20 @@ def import_kb(
     records = parse_kb(data, path=path, intents=intents)
     result = KbImportResult()
     ids = sorted({r.article_id for r in records})
-    articles = {a.article_id: a for a in session.exec(select(KbArticle).where(col(KbArticle.article_id).in_(ids))).all()}
     existing = {
         (r.article_id, r.revision): r
         for r in session.exec(select(KbRevision).where(col(KbRevision.article_id).in_(ids))).all()
     }
+    _upsert_articles(session, records, ids, result)
+    original = {key: (r.title, r.body, r.status, r.effective_date) for key, r in existing.items()}
+    _take_current_away(session, records, existing, result)
+    _upsert_revisions(session, records, existing, original, result)
+    return result
+
+
+def _upsert_articles(session: Session, records: list[KbRecord], ids: list[str], result: KbImportResult) -> None:
+    """Create the articles the file introduces; take a record's intent when it states another one."""
+    articles = {a.article_id: a for a in session.exec(select(KbArticle).where(col(KbArticle.article_id).in_(ids))).all()}
     for rec in records:
         art = articles.get(rec.article_id)
         if art is None:
@@ -326,10 +310,13 @@ def import_kb(
             session.add(art)
     session.flush()
 
-    original = {key: (r.title, r.body, r.status, r.effective_date) for key, r in existing.items()}
+
+def _take_current_away(
+    session: Session, records: list[KbRecord], existing: dict[tuple[str, int], KbRevision], result: KbImportResult
+) -> None:
+    """Take "current" away from every stored row that loses it first, so the one-current index holds at every step."""
     in_file = {(r.article_id, r.revision) for r in records}
     new_current = {r.article_id for r in records if r.status == "current"}
-    # First take "current" away from every row that loses it, so the one-current index holds at every step.
     for key, row in existing.items():
         if row.status != "current":
             continue
@@ -343,24 +330,36 @@ def import_kb(
             session.add(row)
             result.demoted.append(f"{row.article_id} r{row.revision}")
     session.flush()
+
+
+def _upsert_revisions(
+    session: Session,
+    records: list[KbRecord],
+    existing: dict[tuple[str, int], KbRevision],
+    original: dict[tuple[str, int], tuple[str, str, str, dt.date]],
+    result: KbImportResult,
+) -> None:
+    """Create the file's new revisions and update the changed ones (`original`: the stored values before the import)."""
     for rec in records:
         row = existing.get((rec.article_id, rec.revision))
-        values: dict[str, Any] = {
-            "title": rec.title,
-            "body": rec.body,
-            "status": rec.status,
-            "effective_date": rec.effective_date,
-        }
+        values = (rec.title, rec.body, rec.status, rec.effective_date)
         if row is None:
-            session.add(KbRevision(article_id=rec.article_id, revision=rec.revision, **values))
+            session.add(
+                KbRevision(
+                    article_id=rec.article_id,
+                    revision=rec.revision,
+                    title=rec.title,
+                    body=rec.body,
+                    status=rec.status,
+                    effective_date=rec.effective_date,
+                )
+            )
             result.created += 1
             continue
-        if original[(rec.article_id, rec.revision)] == tuple(values.values()):
+        if original[(rec.article_id, rec.revision)] == values:
             result.unchanged += 1
             continue
-        for k, v in values.items():
-            setattr(row, k, v)
+        row.title, row.body, row.status, row.effective_date = values
         session.add(row)
         result.updated += 1
     session.flush()
-    return result

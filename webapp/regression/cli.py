@@ -6,9 +6,7 @@ from pathlib import Path
 
 import typer
 
-from webapp.auth.service import get_user_by_email
 from webapp.core.cli_support import cli_session, console, fail
-from webapp.regression import service
 from webapp.runs.cli import run_or_exit
 
 
@@ -23,6 +21,9 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         dataset: int = typer.Option(None, "--dataset-id", help="Dataset id (default: the newest with golden cases)"),
     ) -> None:
         """Append the golden examples of a dataset that are not in the suite yet."""
+        from webapp.auth.service import get_user_by_email  # loaded by the command, not by `draftdesk --help`
+        from webapp.regression import service
+
         with cli_session() as session:
             user = get_user_by_email(session=session, email=by)
             if user is None:
@@ -37,6 +38,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @reg.command("export")
     def export(file: Path = typer.Argument(..., help="JSONL file to write (the dataset format guide's schema)")) -> None:
         """Write the suite as JSONL that `prompt-evaluator evaluate-dataset` and `draftdesk import` read."""
+        from webapp.regression import service  # loaded by the command, not by `draftdesk --help`
+
         with cli_session() as session:
             text = service.export_jsonl(session=session)
         tmp = file.with_name(file.name + ".tmp")
@@ -47,6 +50,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @reg.command("list")
     def list_cases(run: str = typer.Option(None, "--run", help="Show each case's result for this run")) -> None:
         """List the suite's cases, optionally with their results for a run."""
+        from webapp.regression import service  # loaded by the command, not by `draftdesk --help`
+
         with cli_session() as session:
             results = {}
             if run:
@@ -66,6 +71,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         unmark: bool = typer.Option(False, "--unmark", help="Stop the run being the baseline"),
     ) -> None:
         """Mark a run as the baseline of its dataset (or unmark it)."""
+        from webapp.regression import service  # loaded by the command, not by `draftdesk --help`
+
         with cli_session() as session:
             r = run_or_exit(session=session, ref=run)
             if unmark:

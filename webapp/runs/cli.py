@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from sqlmodel import Session
 
-from webapp.app import flows
 from webapp.core.cli_support import cli_session, fail
 from webapp.datasets.records import RecordError, read_file
-from webapp.runs import service
-from webapp.runs.models import Run
-from webapp.runs.service import RunNotFound, resolve_run
+
+if TYPE_CHECKING:  # SQLModel and the services load when a command runs, not for `draftdesk --help` (issue 36 item 7)
+    from sqlmodel import Session
+
+    from webapp.runs.models import Run
 
 
 def run_or_exit(*, session: Session, ref: str | int) -> Run:
@@ -21,6 +22,8 @@ def run_or_exit(*, session: Session, ref: str | int) -> Run:
     The one lookup behind every command that takes a run (RUN or --run): the runs service decides
     what matches, so the pages, the API and the CLI agree on it; an unknown run is bad input (2).
     """
+    from webapp.runs.service import RunNotFound, resolve_run
+
     try:
         return resolve_run(session=session, ref=ref)
     except RunNotFound as exc:
@@ -42,6 +45,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Import a run's drafts (one transaction; the same file again changes nothing)."""
         try:
             data = read_file(file)
+            from webapp.app import flows
+
             with cli_session() as session:
                 result = flows.import_drafts(
                     session=session,
@@ -62,6 +67,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     @app.command("runs")
     def runs_list() -> None:
         """List runs, newest first: name, id, model, prompt version, dataset, drafts."""
+        from webapp.runs import service
+
         with cli_session() as session:
             rows = service.list_runs(session=session)
             lines = [
