@@ -10,22 +10,20 @@ from webapp.checks.types import CHECK_KEYS, CheckResult
 from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import dataset_mix
 from webapp.gates.criteria import (
-    CaseFacts,
-    DraftFacts,
-    FinalGradeFacts,
-    HallucinationFacts,
-    PilotFacts,
-    RegressionFacts,
-    StreakFacts,
-    SurveyFacts,
     automated_checks,
-    full_eval_set,
     golden_factual,
     human_grading,
-    no_confirmed_hallucinations,
-    pilot_online_targets,
     regression_suite,
     safety_escalation,
+)
+from webapp.gates.pilot_facts import CaseFacts, DraftFacts, FinalGradeFacts, PilotFacts, RegressionFacts
+from webapp.gates.production_criteria import (
+    HallucinationFacts,
+    StreakFacts,
+    SurveyFacts,
+    full_eval_set,
+    no_confirmed_hallucinations,
+    pilot_online_targets,
     survey_net_positive,
 )
 from webapp.gates.report import GateReport, combine, to_markdown

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from webapp.alerts import outbox as alerts_outbox
 from webapp.auth.service import Principal
+from webapp.checks import ci_gate
 from webapp.checks import service as checks_service
 from webapp.core.blind import ALL_SIGNALS, SignalsView
 from webapp.core.db import stored_id, table_of
@@ -116,7 +117,7 @@ def ci_gate_failures(
     """
     finals = grading_status.final_grades(session=session, run_id=summary.run_id)
     factual = {draft_id: view.factual_accuracy for draft_id, view in finals.items()}
-    return checks_service.gate_failures(summary=summary, spec=spec, factual=factual, signals=signals)
+    return ci_gate.gate_failures(summary=summary, spec=spec, factual=factual, signals=signals)
 
 
 # --- grading → runs, checks, regression: blind grading on the pages below grading -----------------------

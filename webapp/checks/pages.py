@@ -8,6 +8,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
+from webapp.checks.draft_checks import draft_results
 from webapp.checks.routes import RECHECK_ROLES
 from webapp.checks.rules import PROBLEM_LABELS
 from webapp.core.db import SessionDep, stored_id
@@ -75,7 +76,7 @@ def draft_checks_page(
 ) -> HTMLResponse:
     """Show one draft's check results with reasons (a fragment for htmx, a page without JS; hidden from a blind grader)."""
     try:
-        d = service.draft_results(session=session, draft_id=draft_id)
+        d = draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     return render(

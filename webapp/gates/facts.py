@@ -18,18 +18,16 @@ from webapp.checks.rules import is_safety_trigger
 from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
-from webapp.gates.criteria import (
+from webapp.gates.pilot_facts import (
     CaseFacts,
     DraftFacts,
     FinalGradeFacts,
-    HallucinationFacts,
     PilotFacts,
     PpiCriterionFacts,
     PpiGradingFacts,
     RegressionFacts,
-    StreakFacts,
-    SurveyFacts,
 )
+from webapp.gates.production_criteria import HallucinationFacts, StreakFacts, SurveyFacts
 from webapp.grading import status as grading_status
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports

@@ -104,3 +104,8 @@ def to_markdown(report: GateReport, base_url: str = "") -> str:
                 link = f"[{e.label}]({base_url}{e.href})" if e.href else e.label
                 lines.append(f"- {link}{' — ' + e.detail if e.detail else ''}")
     return "\n".join(lines) + "\n"
+
+
+def plural(count: int, noun: str) -> str:
+    """Return '1 draft' / '3 drafts'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

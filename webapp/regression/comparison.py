@@ -28,6 +28,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col
 
 from webapp.checks import service as checks_service
+from webapp.checks.draft_checks import draft_results
 from webapp.checks.service import RunSummary
 from webapp.checks.types import CheckResult
 from webapp.core.csv_export import csv_text
@@ -532,7 +533,7 @@ def _draft_side(
     return DraftSide(
         run=run,
         draft=draft,
-        checks=checks_service.draft_results(session=session, draft_id=draft.id).results,
+        checks=draft_results(session=session, draft_id=draft.id).results,
         final_grade=finals.get(draft.id),
         judge_scores=scores,
         judge_hidden=hidden,

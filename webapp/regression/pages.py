@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 
 from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.checks import service as checks_service
+from webapp.checks.draft_checks import draft_results
 from webapp.checks.rules import CHECK_LABELS
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
@@ -100,7 +100,7 @@ def run_regression_page(
 def _draft_context(session: SessionDep, spec: EvalSpec, principal: Principal, draft_id: int) -> dict[str, Any]:
     """Return the draft's check results for the form, and whether blind grading hides them from the caller."""
     try:
-        d = checks_service.draft_results(session=session, draft_id=draft_id)
+        d = draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
