@@ -18,7 +18,7 @@ from webapp.checks.types import CHECK_KEYS
 from webapp.core.spec import EvalSpec
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Run
-from webapp.runs.service import resolve_run
+from webapp.runs.service import DraftNotFound, resolve_run
 
 
 def _id(run: Run) -> int:
