@@ -9,6 +9,7 @@ from tests.checks.conftest import World
 from webapp.checks import service as checks_service
 from webapp.core.spec import EvalSpec
 from webapp.grading.models import FinalGrade
+from webapp.regression import alerts as regression_alerts
 from webapp.regression import comparison, service
 
 
@@ -30,13 +31,13 @@ def test_golden_factual_fail_grade_alerts_and_fails_the_suite_case(session: Sess
     # g1 passes every automated check in run A, but the graders found a fabricated claim.
     _grade(session, ids["g1"], "fail", 3, 4, 5)
     session.flush()
-    alerts = service.raise_alerts_for_run(session=session, spec=spec, run_id=world.a.id)
+    alerts = regression_alerts.raise_alerts_for_run(session=session, spec=spec, run_id=world.a.id)
     assert [a.kind for a in alerts] == ["golden_factual"]
     assert "the final human grade is fail" in alerts[0].message
     (g1,) = service.suite_report(session=session, run_id=world.a.id).results
     assert g1.status == "fail" and g1.reason == "Factual accuracy (final human grade): the final grade is fail"
     # Raising again adds nothing.
-    assert service.raise_alerts_for_run(session=session, spec=spec, run_id=world.a.id) == []
+    assert regression_alerts.raise_alerts_for_run(session=session, spec=spec, run_id=world.a.id) == []
 
 
 def test_rubric_means_in_the_comparison(session: Session, spec: EvalSpec, world: World) -> None:

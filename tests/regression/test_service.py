@@ -16,7 +16,7 @@ from webapp.checks import service as checks_service
 from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import load_dataset
 from webapp.datasets.models import EvalCase
-from webapp.regression import comparison, service
+from webapp.regression import alerts, comparison, service
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.runs.models import Draft
 
@@ -232,7 +232,7 @@ class TestAlerts:
         assert drop.evidence["drop"] == pytest.approx(0.125)
         assert "down 12.5 points" in drop.message
         assert _check_and_alert(session, spec, world.b.id) == []  # re-checking raises nothing new
-        assert service.count_open_alerts(session=session) == 2
+        assert alerts.count_open_alerts(session=session) == 2
 
     def test_drop_of_exactly_the_threshold_does_not_alert(self, session: Session, spec: EvalSpec) -> None:
         # 17/20 = 85% -> 16/20 = 80%: exactly 5 points, which is not "more than 5".
@@ -257,10 +257,10 @@ class TestAlerts:
 
     def test_acknowledge(self, session: Session, spec: EvalSpec, world: World) -> None:
         _check_and_alert(session, spec, world.b.id)
-        (alert, _run), = service.list_alerts(session=session, open_only=True)
+        (alert, _run), = alerts.list_alerts(session=session, open_only=True)
         assert alert.kind == "golden_check"  # without a baseline, no pass-rate drop is raised
-        service.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
-        assert service.list_alerts(session=session, open_only=True) == []
+        alerts.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
+        assert alerts.list_alerts(session=session, open_only=True) == []
         assert alert.acknowledged_by == world.user.id
 
 

@@ -49,7 +49,8 @@ from webapp.ppi.estimator import (
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
 from webapp.ppi.schemas import JudgeRunView
 from webapp.ppi.service import SCALE_CRITERIA
-from webapp.regression.service import PassRateDifference, baseline_for
+from webapp.regression.alerts import PassRateDifference
+from webapp.regression.service import baseline_for
 from webapp.runs.models import Draft, Run
 
 FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")

@@ -8,6 +8,7 @@ import typer
 
 from webapp.auth.service import get_user_by_email
 from webapp.core.cli_support import cli_session, console, fail
+from webapp.core.db import stored_id
 from webapp.regression import service
 from webapp.runs.cli import run_or_exit
 
@@ -28,7 +29,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             if user is None:
                 fail(f"--by: no user with email {by!r}")
             try:
-                added = service.seed_golden(session=session, created_by=user.id, dataset_id=dataset)  # type: ignore[arg-type]
+                added = service.seed_golden(session=session, created_by=stored_id(user.id), dataset_id=dataset)
             except service.RegressionError as exc:
                 fail(str(exc))
             total = service.count_cases(session=session)
@@ -51,7 +52,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             results = {}
             if run:
                 r = run_or_exit(session=session, ref=run)
-                results = {x.case_id: x for x in service.run_report(session=session, run_id=r.id)}  # type: ignore[arg-type]
+                results = {x.case_id: x for x in service.run_report(session=session, run_id=stored_id(r.id))}
             lines = []
             for c in service.list_cases(session=session):
                 res = results.get(c.case_id)
@@ -69,8 +70,8 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         with cli_session() as session:
             r = run_or_exit(session=session, ref=run)
             if unmark:
-                service.unmark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+                service.unmark_baseline(session=session, run_id=stored_id(r.id))
             else:
-                service.mark_baseline(session=session, run_id=r.id)  # type: ignore[arg-type]
+                service.mark_baseline(session=session, run_id=stored_id(r.id))
             name = r.name
         console.print(f"{name} is {'no longer' if unmark else 'now'} the baseline")

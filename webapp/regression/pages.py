@@ -15,7 +15,7 @@ from webapp.checks.draft_checks import draft_results
 from webapp.checks.rules import CHECK_LABELS
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
-from webapp.regression import comparison, service
+from webapp.regression import alerts, case_pair, comparison, service
 from webapp.regression.routes import (
     ACK_ROLES,
     ADD_ROLES,
@@ -211,7 +211,7 @@ def compare_case_page(
     """Show one case's drafts in both runs side by side, with a word diff, checks, grades, judge, latency, cost."""
     ra, rb = run_or_404(session, a), run_or_404(session, b)
     try:
-        pair = comparison.case_pair(
+        pair = case_pair.case_pair(
             session=session,
             spec=spec,
             a_id=stored_id(ra.id),
@@ -247,7 +247,7 @@ def alerts_page(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
 ) -> HTMLResponse:
     """List regression alerts, open ones first, with an Acknowledge button for the PM and the lead, and the sampled pass-rate readings."""
-    rows = service.list_alerts(session=session)
+    rows = alerts.list_alerts(session=session)
     rows.sort(key=lambda ar: ar[0].acknowledged_at is not None)
     return render(
         request,
@@ -256,9 +256,9 @@ def alerts_page(
             "rows": rows,
             "can_ack": principal.has_role(*ACK_ROLES),
             "drop": spec.regression.alert_pass_rate_drop,
-            "kind_label": service.alert_kind_label,
+            "kind_label": alerts.alert_kind_label,
             "readings": flows.pass_rate_readings(session=session, spec=spec),
-            "verdict_labels": service.DROP_VERDICT_LABELS,
+            "verdict_labels": alerts.DROP_VERDICT_LABELS,
         },
         block="results",
     )
@@ -270,7 +270,7 @@ def alert_ack(
 ) -> Response:
     """Acknowledge a regression alert."""
     try:
-        service.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
+        alerts.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
     except LookupError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     if is_htmx(request):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
 from webapp.regression.models import RegressionCaseBase
@@ -74,7 +72,7 @@ class RegressionAlertPublic(BaseModel):
     run: str
     kind: str
     message: str
-    evidence: dict[str, Any]
+    evidence: dict[str, object]
     created_at: Timestamp
     acknowledged_by: int | None
     acknowledged_at: Timestamp | None
