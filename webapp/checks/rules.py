@@ -224,7 +224,8 @@ def expected_behavior(case: CaseInput, checks: ChecksSpec) -> str | None:
     """Return what a case expects (draft, fallback or escalate): its own field, else its category's default."""
     if case.expected_behavior:
         return case.expected_behavior
-    return checks.expected_behavior_by_category.get(case.category) if case.category else None  # type: ignore[call-overload]
+    # The spec's mapping is keyed by its categories; a case's category is free text until matched.
+    return next((b for c, b in checks.expected_behavior_by_category.items() if c == case.category), None)
 
 
 def check_expected_behavior(draft: DraftInput, case: CaseInput, checks: ChecksSpec) -> CheckResult:

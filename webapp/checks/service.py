@@ -25,8 +25,9 @@ from webapp.checks.rules import (
     problems,
     run_checks,
 )
-from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
+from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, check_status
 from webapp.core.blind import SignalsView
+from webapp.core.db import stored_id
 from webapp.core.spec import CATEGORIES, EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import Dataset, EvalCase
@@ -126,7 +127,7 @@ def check_run(*, session: Session, spec: EvalSpec, run_id: int) -> RunCheckSumma
         for r in run_checks(draft=draft_input(draft), case=case_input(case), kb=kb, spec=spec):
             session.add(
                 DraftCheck(
-                    draft_id=draft.id,  # type: ignore[arg-type]
+                    draft_id=stored_id(draft.id),
                     run_id=run_id,
                     key=r.key,
                     status=r.status,
@@ -260,7 +261,7 @@ def stored_results(session: Session, draft_ids: list[int]) -> dict[int, list[Dra
 
 def ordered_results(rows: list[DraftCheck]) -> list[CheckResult]:
     by_key = {r.key: r for r in rows}
-    return [CheckResult(k, by_key[k].status, by_key[k].reason) for k in CHECK_KEYS if k in by_key]  # type: ignore[arg-type]
+    return [CheckResult(k, check_status(by_key[k].status), by_key[k].reason) for k in CHECK_KEYS if k in by_key]
 
 
 def _aggregate(outcomes: list[DraftOutcome]) -> tuple[Rate, list[CheckRate], dict[str, Rate], dict[str, Rate]]:

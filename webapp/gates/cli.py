@@ -10,6 +10,7 @@ from rich.table import Table
 from webapp.core.cli_support import cli_session, console, load_settings
 from webapp.gates import service
 from webapp.gates.report import to_markdown
+from webapp.gates.schemas import gate_report_public
 from webapp.runs.cli import run_or_exit
 
 
@@ -24,7 +25,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             r = run_or_exit(session=session, ref=run)
             rep = service.report(session=session, spec=settings.eval_spec, gate=gate, run=r)
         if as_json:
-            print(json.dumps(rep.to_dict(), indent=2, default=str))
+            print(json.dumps(gate_report_public(rep).model_dump(mode="json"), indent=2))
         elif as_markdown:
             print(to_markdown(rep), end="")
         else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Literal
 
 Verdict = Literal["pass", "fail", "incomplete"]
@@ -56,18 +56,6 @@ class GateReport:
         incomplete ones only wait for work), saying what is wrong or missing."""
         open_ = sorted((c for c in self.criteria if c.status != "pass"), key=lambda c: c.status != "fail")
         return [f"{c.title}: {c.summary}" for c in open_]
-
-    def to_dict(self) -> dict[str, object]:
-        """Return the report as JSON-ready data."""
-        return {
-            "gate": self.gate,
-            "run": {"id": self.run_id, "name": self.run_name},
-            "status": self.status,
-            "passed": self.passed,
-            "missing": self.missing,
-            "generated_at": self.generated_at.isoformat(),
-            "criteria": [asdict(c) for c in self.criteria],
-        }
 
 
 def combine(statuses: list[Verdict]) -> Verdict:

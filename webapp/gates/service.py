@@ -18,6 +18,7 @@ from webapp.datasets import service as datasets_service
 from webapp.gates import criteria, facts, production_criteria
 from webapp.gates.models import GateSignoff
 from webapp.gates.report import CriterionResult, Evidence, GateReport
+from webapp.gates.schemas import gate_report_public
 from webapp.metrics import daily as metrics_daily
 from webapp.runs.models import PRODUCTION_SOURCE, Run
 
@@ -147,7 +148,7 @@ def sign_off(
         verdict=rep.status,
         decision=decision,
         note=note.strip(),
-        report=rep.to_dict(),
+        report=gate_report_public(rep).model_dump(mode="json"),
     )
     try:
         with session.begin_nested():  # a savepoint: the loser of a race keeps a usable transaction
