@@ -17,6 +17,7 @@ from webapp.regression.public import alert_public, comparison_public, reading_pu
 from webapp.regression.schemas import (
     AddedCasePublic,
     BaselinePublic,
+    CaseFilters,
     ComparisonPublic,
     RegressionAlertPublic,
     RegressionAlertsPublic,
@@ -91,22 +92,6 @@ def post_case(
     # Said at the moment of adding: the pilot gate of every run without this case stays incomplete.
     notice = service.inclusion_notice(session=session, case_id=case.case_id)
     return AddedCasePublic(**dict(case_public(case)), next_run=notice)
-
-
-class CaseFilters(BaseModel):
-    """Which two runs to compare and which of their cases to list."""
-
-    a: str = Field("", description="Run A (before): name or id")
-    b: str = Field("", description="Run B (after): name or id")
-    category: str = ""
-    intent: str = Field("", description="The case's intent")
-    golden: Literal["", "yes", "no"] = ""
-    outcome: Literal["", "fixed", "broke", "unchanged_pass", "unchanged_fail", "only_a", "only_b", "not_checked"] = ""
-    format: Literal["", "json", "csv"] = ""
-
-    def case_filters(self) -> dict[str, str]:
-        """Return the filters that select cases."""
-        return {"category": self.category, "intent": self.intent, "golden": self.golden, "outcome": self.outcome}
 
 
 def csv_download(body: str, filename: str) -> Response:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -16,6 +17,9 @@ from webapp.core.security import csrf_token
 from webapp.metrics import units
 from webapp.web import links
 from webapp.web.navigation import current_href, nav_for
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def _context(request: Request) -> dict[str, Any]:
@@ -102,3 +106,17 @@ def render(
         html = "".join(template.blocks[block](ctx))
         return HTMLResponse(html, status_code=status_code, headers=headers)
     return templates.TemplateResponse(request, name, context, status_code=status_code, headers=headers)
+
+
+def render_view(
+    request: Request,
+    name: str,
+    view: DataclassInstance,
+    *,
+    block: str | None = None,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    """Render a page from its one typed view model (a dataclass): the template reads the view's fields by name."""
+    context = {f.name: getattr(view, f.name) for f in fields(view)}
+    return render(request, name, context, block=block, status_code=status_code, headers=headers)
