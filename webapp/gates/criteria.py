@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from webapp.checks.examples import tally_examples
 from webapp.checks.rules import PROBLEM_LABELS, describe, named
 from webapp.checks.types import CheckResult
-from webapp.core.spec import EvalSpec
+from webapp.core.spec import Criterion, EvalSpec
 from webapp.datasets.mix import DatasetMix
 from webapp.gates.pilot_facts import (
     EXPORT_COMMAND,
@@ -107,34 +107,44 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     elif rate is not None and rate + EPS >= threshold:
         status, summary = "pass", f"{_pct(rate)} of the set's examples pass every automated check"
     else:
-        parts = [f"{len(failing)} fail"] if failing else []
-        parts += [f"{n_missing} {'has' if n_missing == 1 else 'have'} no draft in this run"] if n_missing else []
-        parts += [f"{len(unchecked)} not checked yet"] if unchecked else []
-        status = "fail"
-        summary = f"only {_pct(rate or 0)} of the set's examples pass every automated check; " + ", ".join(parts)
-        # Say which checks hold the run back (examples failing each), most first.
-        counts: dict[str, int] = {}
-        for e in failing:
-            for r in _problem_union(e.failing_drafts):
-                counts[r.key] = counts.get(r.key, 0) + 1
-        top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
-        if top:
-            summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
-    mix_parts: list[CriterionResult] = []
-    if facts.mix is not None:
-        thr += ", mix and intents as planned"
-        mix_parts = _mix_parts(facts.mix)
-        off_plan = facts.mix.mismatches()
-        if off_plan:
-            # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
-            # an all-routine set would pass 80% far more easily than the planned mix.
-            note = "the eval set does not match the plan: " + "; ".join(off_plan)
-            summary = note if status != "fail" else f"{summary}; {note}"
-            status = "fail"
-            evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + evidence
-            action = command = ""
-    result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence, mix_parts)
+        status, summary = "fail", _why_failing(rate, failing, n_missing=n_missing, n_unchecked=len(unchecked))
+    result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
     result.action, result.command = action, command
+    return _with_mix(result, facts)
+
+
+def _why_failing(rate: float | None, failing: Sequence[ExampleOutcome], *, n_missing: int, n_unchecked: int) -> str:
+    """Say why criterion 1 fails: how many examples fail, lack a draft or wait for checks, and which checks hold it back."""
+    parts = [f"{len(failing)} fail"] if failing else []
+    parts += [f"{n_missing} {'has' if n_missing == 1 else 'have'} no draft in this run"] if n_missing else []
+    parts += [f"{n_unchecked} not checked yet"] if n_unchecked else []
+    summary = f"only {_pct(rate or 0)} of the set's examples pass every automated check; " + ", ".join(parts)
+    # Say which checks hold the run back (examples failing each), most first.
+    counts: dict[str, int] = {}
+    for e in failing:
+        for r in _problem_union(e.failing_drafts):
+            counts[r.key] = counts.get(r.key, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    if top:
+        summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
+    return summary
+
+
+def _with_mix(result: CriterionResult, facts: PilotFacts) -> CriterionResult:
+    """Add the set's mix against the plan to criterion 1: its parts, and a failure when the set is off plan."""
+    if facts.mix is None:
+        return result
+    result.threshold += ", mix and intents as planned"
+    result.parts = _mix_parts(facts.mix)
+    off_plan = facts.mix.mismatches()
+    if off_plan:
+        # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
+        # an all-routine set would pass 80% far more easily than the planned mix.
+        note = "the eval set does not match the plan: " + "; ".join(off_plan)
+        result.summary = note if result.status != "fail" else f"{result.summary}; {note}"
+        result.status = "fail"
+        result.evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + result.evidence
+        result.action = result.command = ""
     return result
 
 
@@ -259,38 +269,8 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     # With a PPI sample, only the drawn drafts were given to people: the rest are not waited for.
     ungraded = [d for d in needed if d.final_grade is None] if facts.ppi is None else []
     waiting = len(ungraded) if facts.ppi is None else facts.ppi.pending
-    parts: list[CriterionResult] = []
-    for crit in rubric.criteria:
-        values: list[float] = []
-        for d in graded:
-            fg = d.final_grade
-            assert fg is not None
-            if crit.kind == "pass_fail":
-                values.append(g.factual_pass_score if fg.factual_accuracy == "pass" else g.factual_fail_score)
-            else:
-                values.append(float(getattr(fg, crit.key)))
-        mean = sum(values) / len(values) if values else None
-        if mean is None or waiting:
-            st: Verdict = "incomplete"
-        else:
-            st = "pass" if mean > above + EPS else "fail"
-        measured = "—" if mean is None else f"{mean:.2f}"
-        parts.append(CriterionResult(crit.key, crit.name, st, measured, f"> {above:g}", "", mean))
-    if not needed:
-        status: Verdict = "incomplete"
-        summary = "no drafts to grade"
-    elif facts.ppi is not None and not graded:
-        status, summary = "incomplete", "no sampled draft has a final grade yet"
-    elif facts.ppi is not None and waiting:
-        status = "incomplete"
-        summary = f"{plural(waiting, 'sampled draft')} {'has' if waiting == 1 else 'have'} no final grade yet"
-    elif ungraded:
-        status = "incomplete"
-        summary = f"{len(ungraded)} of {plural(len(needed), 'draft')} have no final grade yet"
-    else:
-        status = "pass" if all(p.status == "pass" for p in parts) else "fail"
-        low = [p.title for p in parts if p.status == "fail"]
-        summary = "every criterion averages above the threshold" if status == "pass" else f"not above {above:g}: {', '.join(low)}"
+    parts = [_grading_part(crit, graded, spec, waiting=bool(waiting)) for crit in rubric.criteria]
+    status, summary = _grading_status(facts, parts, needed=len(needed), graded=len(graded), ungraded=len(ungraded), above=above)
     measured = " · ".join(f"{p.title} {p.measured}" for p in parts)
     evidence = [_draft_ev(d, "no final grade") for d in ungraded]
     low_drafts = [d for d in graded if d.final_grade and d.final_grade.factual_accuracy == "fail"]
@@ -304,6 +284,41 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
         "human_grading", title, status, measured, f"each criterion > {above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
         summary, None, evidence, parts,
     )
+
+
+def _grading_part(crit: Criterion, graded: Sequence[DraftFacts], spec: EvalSpec, *, waiting: bool) -> CriterionResult:
+    """One rubric criterion's mean final grade over the graded drafts against the threshold (factual: pass/fail scores)."""
+    g = spec.gates.pilot
+    values: list[float] = []
+    for d in graded:
+        fg = d.final_grade
+        assert fg is not None
+        if crit.kind == "pass_fail":
+            values.append(g.factual_pass_score if fg.factual_accuracy == "pass" else g.factual_fail_score)
+        else:
+            values.append(float(getattr(fg, crit.key)))
+    mean = sum(values) / len(values) if values else None
+    st: Verdict = "incomplete" if mean is None or waiting else "pass" if mean > g.human_mean_above + EPS else "fail"
+    measured = "—" if mean is None else f"{mean:.2f}"
+    return CriterionResult(crit.key, crit.name, st, measured, f"> {g.human_mean_above:g}", "", mean)
+
+
+def _grading_status(
+    facts: PilotFacts, parts: list[CriterionResult], *, needed: int, graded: int, ungraded: int, above: float
+) -> tuple[Verdict, str]:
+    """Criterion 2's verdict and summary: incomplete while grades are missing, else pass when every part passes."""
+    waiting = facts.ppi.pending if facts.ppi is not None else ungraded
+    if not needed:
+        return "incomplete", "no drafts to grade"
+    if facts.ppi is not None and not graded:
+        return "incomplete", "no sampled draft has a final grade yet"
+    if facts.ppi is not None and waiting:
+        return "incomplete", f"{plural(waiting, 'sampled draft')} {'has' if waiting == 1 else 'have'} no final grade yet"
+    if ungraded:
+        return "incomplete", f"{ungraded} of {plural(needed, 'draft')} have no final grade yet"
+    if all(p.status == "pass" for p in parts):
+        return "pass", "every criterion averages above the threshold"
+    return "fail", f"not above {above:g}: {', '.join(p.title for p in parts if p.status == 'fail')}"
 
 
 def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:

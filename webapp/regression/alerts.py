@@ -135,49 +135,7 @@ def raise_alerts_for_run(
     summary = checks_service.run_summary(session=session, run_id=run_id)
     run = session.get(Run, run_id)
     assert run is not None
-    new: list[RegressionAlert] = []
-    # Golden examples that fail an automated check (the golden rule, rules.golden_failures), named by check ...
-    for o in summary.outcomes:
-        if not o.golden:
-            continue
-        failures = golden_failures(results=o.results, factual_grade=None)
-        if failures:
-            keys = [r.key for r in failures]
-            alert = _raise(
-                session,
-                run_id,
-                "golden_check",
-                f"golden_check:{o.draft_id}:{','.join(sorted(keys))}",
-                f"Golden example {o.case_id} fails {named(failures)} in run {run.name}: "
-                + "; ".join(r.reason for r in failures)
-                + ".",
-                {"case_id": o.case_id, "draft_id": o.draft_id, "checks": keys, "reasons": [r.reason for r in failures]},
-            )
-            if alert:
-                new.append(alert)
-    # ... and, once graded, the final human grade.
-    grades = final_grades(session=session, run_id=run_id)
-    # Every golden draft of the run, checked or not: a human grade does not wait for the checks.
-    golden_drafts = dict(
-        session.exec(
-            select(Draft.id, EvalCase.case_id)
-            .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
-            .where(Draft.run_id == run_id, col(EvalCase.golden).is_(True))
-        ).all()
-    )
-    for draft_id, case_id in golden_drafts.items():
-        view = grades.get(draft_id) if draft_id is not None else None
-        if view is not None and view.factual_accuracy == "fail":
-            alert = _raise(
-                session,
-                run_id,
-                "golden_factual",
-                f"golden_factual:grade:{case_id}:{draft_id}",
-                f"Golden example {case_id} fails factual accuracy in run {run.name}: the final human grade is fail.",
-                {"case_id": case_id, "draft_id": draft_id, "grade": "factual_accuracy fail"},
-            )
-            if alert:
-                new.append(alert)
+    new = _golden_check_alerts(session, run, summary) + _golden_factual_alerts(session, run)
     # Overall pass rate against the baseline of the same dataset. The plan's alert (the automated
     # checks' pass rate more than N points below the baseline's) is always evaluated; when both runs
     # have a judge + human sample, the interval-confirmed drop in human grades is a second alert
@@ -185,14 +143,55 @@ def raise_alerts_for_run(
     baseline = baseline_for(session=session, run_id=run_id)
     if baseline is not None and baseline.id != run_id:
         if summary.overall.rate is not None:
-            alert = _raise_checks_drop(session, spec, run, baseline, summary)
-            if alert:
-                new.append(alert)
+            new.append(_raise_checks_drop(session, spec, run, baseline, summary))
         reading = difference(run_id=run_id, baseline_id=stored_id(baseline.id)) if difference is not None else None
         if reading is not None:
-            alert = raise_sampled_drop(session=session, reading=reading)
-            if alert:
-                new.append(alert)
+            new.append(raise_sampled_drop(session=session, reading=reading))
+    return [a for a in new if a is not None]
+
+
+def _golden_check_alerts(session: Session, run: Run, summary: checks_service.RunSummary) -> list[RegressionAlert | None]:
+    """Raise `golden_check` for each golden draft failing an automated check (rules.golden_failures), named by check."""
+    new: list[RegressionAlert | None] = []
+    for o in summary.outcomes:
+        failures = golden_failures(results=o.results, factual_grade=None) if o.golden else []
+        if not failures:
+            continue
+        keys = [r.key for r in failures]
+        new.append(_raise(
+            session,
+            stored_id(run.id),
+            "golden_check",
+            f"golden_check:{o.draft_id}:{','.join(sorted(keys))}",
+            f"Golden example {o.case_id} fails {named(failures)} in run {run.name}: " + "; ".join(r.reason for r in failures) + ".",
+            {"case_id": o.case_id, "draft_id": o.draft_id, "checks": keys, "reasons": [r.reason for r in failures]},
+        ))
+    return new
+
+
+def _golden_factual_alerts(session: Session, run: Run) -> list[RegressionAlert | None]:
+    """Raise `golden_factual` for each golden draft whose final human factual grade is fail."""
+    run_id = stored_id(run.id)
+    grades = final_grades(session=session, run_id=run_id)
+    # Every golden draft of the run, checked or not: a human grade does not wait for the checks.
+    golden_drafts = session.exec(
+        select(Draft.id, EvalCase.case_id)
+        .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
+        .where(Draft.run_id == run_id, col(EvalCase.golden).is_(True))
+    ).all()
+    new: list[RegressionAlert | None] = []
+    for draft_id, case_id in dict(golden_drafts).items():
+        view = grades.get(draft_id) if draft_id is not None else None
+        if view is None or view.factual_accuracy != "fail":
+            continue
+        new.append(_raise(
+            session,
+            run_id,
+            "golden_factual",
+            f"golden_factual:grade:{case_id}:{draft_id}",
+            f"Golden example {case_id} fails factual accuracy in run {run.name}: the final human grade is fail.",
+            {"case_id": case_id, "draft_id": draft_id, "grade": "factual_accuracy fail"},
+        ))
     return new
 
 

@@ -5,12 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from sqlmodel import Session
 
 from webapp.auth.service import get_user_by_email
 from webapp.core.cli_support import cli_session, console, fail
 from webapp.core.db import stored_id
 from webapp.regression import service
 from webapp.runs.cli import run_or_exit
+
+
+def suite_lines(*, session: Session, run: str | None) -> list[str]:
+    """Return one tab-separated line per case (id, source, note), with its status and reason in `run` when named."""
+    results: dict[str, service.SuiteResult] = {}
+    if run:
+        r = run_or_exit(session=session, ref=run)
+        results = {x.case_id: x for x in service.run_report(session=session, run_id=stored_id(r.id))}
+    lines = []
+    for c in service.list_cases(session=session):
+        res = results.get(c.case_id)
+        tail = f"\t{res.status}\t{res.reason}" if res else ""
+        lines.append(f"{c.case_id}\t{c.source}\t{c.note}{tail}")
+    return lines
 
 
 def register(app: typer.Typer, import_app: typer.Typer) -> None:
@@ -49,15 +64,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def list_cases(run: str = typer.Option(None, "--run", help="Show each case's result for this run")) -> None:
         """List the suite's cases, optionally with their results for a run."""
         with cli_session() as session:
-            results = {}
-            if run:
-                r = run_or_exit(session=session, ref=run)
-                results = {x.case_id: x for x in service.run_report(session=session, run_id=stored_id(r.id))}
-            lines = []
-            for c in service.list_cases(session=session):
-                res = results.get(c.case_id)
-                tail = f"\t{res.status}\t{res.reason}" if res else ""
-                lines.append(f"{c.case_id}\t{c.source}\t{c.note}{tail}")
+            lines = suite_lines(session=session, run=run)
         for line in lines:
             console.print(line, highlight=False, markup=False)
 
