@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import Field, fields
+from typing import Any, ClassVar, Protocol
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -17,9 +17,6 @@ from webapp.core.security import csrf_token
 from webapp.metrics import units
 from webapp.web import links
 from webapp.web.navigation import current_href, nav_for
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
 
 def _context(request: Request) -> dict[str, Any]:
@@ -108,10 +105,16 @@ def render(
     return templates.TemplateResponse(request, name, context, status_code=status_code, headers=headers)
 
 
+class DataclassView(Protocol):
+    """A page's view model: any dataclass instance."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[object]]]
+
+
 def render_view(
     request: Request,
     name: str,
-    view: DataclassInstance,
+    view: DataclassView,
     *,
     block: str | None = None,
     status_code: int = 200,
