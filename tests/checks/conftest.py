@@ -15,6 +15,7 @@ from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run, make_user, words
 from webapp.auth.models import User
+from webapp.core.db import stored_id
 from webapp.datasets.models import Dataset
 from webapp.runs.models import Run
 
@@ -75,6 +76,18 @@ class World:
     a: Run
     b: Run
     user: User
+
+    @property
+    def a_id(self) -> int:
+        return stored_id(self.a.id)
+
+    @property
+    def b_id(self) -> int:
+        return stored_id(self.b.id)
+
+    @property
+    def user_id(self) -> int:
+        return stored_id(self.user.id)
 
 
 def build_world(session: Session) -> World:

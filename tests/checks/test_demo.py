@@ -7,6 +7,7 @@ from sqlmodel import Session
 
 from webapp.checks import service
 from webapp.demo.content import RUN_NAME
+from webapp.regression import alerts as regression_alerts
 from webapp.regression import service as regression_service
 from webapp.runs.service import resolve_run
 
@@ -67,7 +68,7 @@ def test_each_planted_failure_is_caught_by_the_right_check(demo: service.RunSumm
 
 def test_golden_failures_alerts_and_seeded_suite(session: Session, demo: service.RunSummary) -> None:
     assert {o.case_id for o in demo.golden_failures} == {"golden-regression-2fa", "golden-safety-distress", "golden-unacceptable-refund"}
-    alerts = regression_service.list_alerts(session=session)
+    alerts = regression_alerts.list_alerts(session=session)
     twofa = [a for a, _ in alerts if a.evidence["case_id"] == "golden-regression-2fa"]
     assert [(a.kind, a.evidence["checks"]) for a in twofa] == [("golden_check", ["citations_current"])]
     assert "fails Citations current in run demo-run-1" in twofa[0].message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import words
-from webapp.checks import rules
+from webapp.checks import pii, rules
 from webapp.checks.types import CHECK_KEYS, CaseInput, Citation, DraftInput
 from webapp.core.spec import EvalSpec
 from webapp.kb.snapshot import KbSnapshot
@@ -168,11 +168,11 @@ class TestPii:
             expected = "fail" if ssn.is_valid(digits) else "pass"
             assert rules.check_no_pii(draft(f"SSN {digits} on file."), spec.checks).status == expected, digits
         for digits in ("4111111111111111", "4111111111111112", "5500005555555559", "79927398713"):
-            assert rules.luhn_valid(digits) is luhn.is_valid(digits)
+            assert pii.luhn_valid(digits) is luhn.is_valid(digits)
 
     def test_luhn_against_known_numbers(self) -> None:
-        assert rules.luhn_valid("79927398713")
-        assert not rules.luhn_valid("79927398710")
+        assert pii.luhn_valid("79927398713")
+        assert not pii.luhn_valid("79927398710")
 
     def test_no_draft_does_not_apply(self, spec: EvalSpec) -> None:
         assert rules.check_no_pii(draft(None), spec.checks).status == "not_applicable"

@@ -11,14 +11,14 @@ from sqlmodel import Session, select
 
 from tests.checks.conftest import World, escalation, good
 from tests.factories import make_dataset, make_run
-from webapp.checks import service
+from webapp.checks import draft_checks, service
 from webapp.checks.cli import check_and_report
 from webapp.checks.models import DraftCheck
 from webapp.checks.types import CHECK_KEYS
 from webapp.core.spec import EvalSpec
 from webapp.kb.models import KbRevision
 from webapp.runs.models import Run
-from webapp.runs.service import resolve_run
+from webapp.runs.service import DraftNotFound, resolve_run
 
 
 def _id(run: Run) -> int:
@@ -106,14 +106,14 @@ class TestDraftResults:
         service.check_run(session=session, spec=spec, run_id=_id(world.a))
         summary = service.run_summary(session=session, run_id=_id(world.a))
         e1 = next(o for o in summary.outcomes if o.case_id == "e1")
-        d = service.draft_results(session=session, draft_id=e1.draft_id)
+        d = draft_checks.draft_results(session=session, draft_id=e1.draft_id)
         assert [r.key for r in d.results] == list(CHECK_KEYS)
         assert not d.passed
         assert d.case.case_id == "e1"
 
     def test_unknown_draft(self, session: Session, world: World) -> None:
-        with pytest.raises(service.DraftNotFound):
-            service.draft_results(session=session, draft_id=99999)
+        with pytest.raises(DraftNotFound):
+            draft_checks.draft_results(session=session, draft_id=99999)
 
 
 def _console() -> tuple[Console, io.StringIO]:

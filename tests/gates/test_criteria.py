@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import pytest
 
@@ -10,25 +11,24 @@ from webapp.checks.types import CHECK_KEYS, CheckResult
 from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import dataset_mix
 from webapp.gates.criteria import (
-    CaseFacts,
-    DraftFacts,
-    FinalGradeFacts,
-    HallucinationFacts,
-    PilotFacts,
-    RegressionFacts,
-    StreakFacts,
-    SurveyFacts,
     automated_checks,
-    full_eval_set,
     golden_factual,
     human_grading,
-    no_confirmed_hallucinations,
-    pilot_online_targets,
     regression_suite,
     safety_escalation,
+)
+from webapp.gates.pilot_facts import CaseFacts, DraftFacts, FinalGradeFacts, PilotFacts, RegressionFacts
+from webapp.gates.production_criteria import (
+    HallucinationFacts,
+    StreakFacts,
+    SurveyFacts,
+    full_eval_set,
+    no_confirmed_hallucinations,
+    pilot_online_targets,
     survey_net_positive,
 )
 from webapp.gates.report import GateReport, combine, to_markdown
+from webapp.gates.schemas import gate_report_public
 
 GOOD = FinalGradeFacts("pass", 4, 4, 4)
 
@@ -164,7 +164,7 @@ class TestMixAgainstThePlan:
 
 
 class TestHumanGrading:
-    def _facts(self, grades: list[FinalGradeFacts | None]) -> PilotFacts:
+    def _facts(self, grades: Sequence[FinalGradeFacts | None]) -> PilotFacts:
         return PilotFacts(1, "r", 100, [DraftFacts(i, f"c{i}", final_grade=g) for i, g in enumerate(grades)])
 
     def test_exactly_3_5_is_not_above_3_5(self, spec) -> None:
@@ -214,7 +214,7 @@ class TestGoldenFactual:
             (DraftFacts(1, "g1", golden=True, results=res(), final_grade=GOOD), "pass", None, None),
         ],
     )
-    def test_one_golden_draft(self, spec, draft, status, summary, detail) -> None:  # type: ignore[no-untyped-def]
+    def test_one_golden_draft(self, spec, draft, status, summary, detail) -> None:
         r = golden_factual(PilotFacts(1, "r", 100, [draft]), spec)
         assert r.status == status
         if summary is not None:
@@ -316,6 +316,6 @@ def test_combine_and_markdown(spec) -> None:
     md = to_markdown(rep)
     assert md.startswith("# Pilot launch gate: FAIL")
     assert "| Automated checks | 70/100 examples pass (70.0%); 100 drafts |" in md
-    assert rep.to_dict()["missing"] == [
+    assert gate_report_public(rep).missing == [
         "Automated checks: only 70.0% of the set's examples pass every automated check; 30 fail (Length: 30)"
     ]

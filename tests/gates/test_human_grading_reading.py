@@ -25,8 +25,9 @@ from tests.conftest import SPEC_PATH
 from tests.ppi.conftest import JUDGE, build_run
 from webapp.core.spec import EvalSpec, load_spec
 from webapp.gates import service as gates_service
-from webapp.gates.criteria import DraftFacts, FinalGradeFacts, PilotFacts, PpiGradingFacts, human_grading
+from webapp.gates.criteria import human_grading
 from webapp.gates.facts import ppi_criterion
+from webapp.gates.pilot_facts import DraftFacts, FinalGradeFacts, PilotFacts, PpiGradingFacts
 from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.models import PpiDraw

@@ -25,8 +25,9 @@ from sqlmodel import Session
 from tests.ppi.conftest import JUDGE, build_run
 from webapp.core.spec import EvalSpec
 from webapp.gates import service as gates_service
-from webapp.gates.criteria import PilotFacts, PpiGradingFacts, human_grading
+from webapp.gates.criteria import human_grading
 from webapp.gates.facts import ppi_criterion
+from webapp.gates.pilot_facts import PilotFacts, PpiGradingFacts
 from webapp.gates.report import CriterionResult, GateReport, to_markdown
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.service import draw_sample

@@ -11,7 +11,7 @@ from sqlmodel import Session
 from tests.metrics.conftest import ev, load
 from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
-from webapp.gates.criteria import HallucinationFacts, no_confirmed_hallucinations
+from webapp.gates.production_criteria import HallucinationFacts, no_confirmed_hallucinations
 from webapp.metrics import reports, weekly
 
 D = dt.date.fromisoformat

@@ -7,8 +7,10 @@ from sqlmodel import Session
 
 from tests.checks.conftest import World
 from webapp.checks import service as checks_service
+from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.grading.models import FinalGrade
+from webapp.regression import alerts as regression_alerts
 from webapp.regression import comparison, service
 
 
@@ -23,31 +25,31 @@ def _grade(session: Session, draft_id: int, factual: str, cit: float, tone: floa
 
 
 def test_golden_factual_fail_grade_alerts_and_fails_the_suite_case(session: Session, spec: EvalSpec, world: World) -> None:
-    checks_service.check_run(session=session, spec=spec, run_id=world.a.id)
-    ids = _ids(session, world.a.id)
-    service.seed_golden(session=session, created_by=world.user.id)
-    assert service.suite_report(session=session, run_id=world.a.id).results[0].status == "pass"
+    checks_service.check_run(session=session, spec=spec, run_id=world.a_id)
+    ids = _ids(session, world.a_id)
+    service.seed_golden(session=session, created_by=world.user_id)
+    assert service.suite_report(session=session, run_id=world.a_id).results[0].status == "pass"
     # g1 passes every automated check in run A, but the graders found a fabricated claim.
     _grade(session, ids["g1"], "fail", 3, 4, 5)
     session.flush()
-    alerts = service.raise_alerts_for_run(session=session, spec=spec, run_id=world.a.id)
+    alerts = regression_alerts.raise_alerts_for_run(session=session, spec=spec, run_id=world.a_id)
     assert [a.kind for a in alerts] == ["golden_factual"]
     assert "the final human grade is fail" in alerts[0].message
-    (g1,) = service.suite_report(session=session, run_id=world.a.id).results
+    (g1,) = service.suite_report(session=session, run_id=world.a_id).results
     assert g1.status == "fail" and g1.reason == "Factual accuracy (final human grade): the final grade is fail"
     # Raising again adds nothing.
-    assert service.raise_alerts_for_run(session=session, spec=spec, run_id=world.a.id) == []
+    assert regression_alerts.raise_alerts_for_run(session=session, spec=spec, run_id=world.a_id) == []
 
 
 def test_rubric_means_in_the_comparison(session: Session, spec: EvalSpec, world: World) -> None:
     for run in (world.a, world.b):
-        checks_service.check_run(session=session, spec=spec, run_id=run.id)
-    a, b = _ids(session, world.a.id), _ids(session, world.b.id)
+        checks_service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
+    a, b = _ids(session, world.a_id), _ids(session, world.b_id)
     _grade(session, a["g1"], "fail", 3, 4, 5)
     _grade(session, a["r1"], "pass", 5, 4, 3)
     _grade(session, b["r1"], "pass", 4, 2, 4)
     session.flush()
-    cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
+    cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a_id, b_id=world.b_id)
     assert cmp.rubric is not None
     means = {r.key: (r.a, r.b, r.delta) for r in cmp.rubric}
     # A: factual 1 pass of 2 = 0.5, citation (3+5)/2 = 4, tone (4+4)/2 = 4, completeness (5+3)/2 = 4.

@@ -26,7 +26,7 @@ from webapp.ppi.estimator import Difference, Sample, all_pass, estimate_differen
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
 from webapp.ppi.report import pass_rate_difference
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores
-from webapp.regression import service
+from webapp.regression import alerts, service
 from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Draft, Run
 
@@ -195,8 +195,8 @@ class TestDifference:
         assert flows.pass_rate_readings(session=session, spec=spec) == []
 
 
-def _reading(estimate: float, low: float, high: float, pending: int = 0) -> service.PassRateDifference:
-    return service.PassRateDifference(1, "new", 2, "base", estimate, low, high, 0.05, 100, 50, 50, pending)
+def _reading(estimate: float, low: float, high: float, pending: int = 0) -> alerts.PassRateDifference:
+    return alerts.PassRateDifference(1, "new", 2, "base", estimate, low, high, 0.05, 100, 50, 50, pending)
 
 
 class TestVerdict:

@@ -13,12 +13,13 @@ from tests.checks.conftest import World, good
 from tests.factories import make_article, make_dataset, make_run, words
 from webapp.app import flows
 from webapp.checks import service as checks_service
+from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import load_dataset
 from webapp.datasets.models import EvalCase
-from webapp.regression import comparison, service
+from webapp.regression import alerts, comparison, service
 from webapp.regression.models import RegressionAlert, RegressionCase
-from webapp.runs.models import Draft
+from webapp.runs.models import Draft, Run
 
 
 def _check_and_alert(session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
@@ -29,12 +30,12 @@ def _check_and_alert(session: Session, spec: EvalSpec, run_id: int) -> list[Regr
 
 def _draft_id(session: Session, run_id: int, case_id: str) -> int:
     query = select(Draft.id).join(EvalCase, col(EvalCase.id) == Draft.case_pk)
-    return session.exec(query.where(Draft.run_id == run_id, EvalCase.case_id == case_id)).one()
+    return stored_id(session.exec(query.where(Draft.run_id == run_id, EvalCase.case_id == case_id)).one())
 
 
 class TestAppendOnly:
     def test_database_refuses_update_and_delete(self, session: Session, world: World) -> None:
-        service.add_case(session=session, created_by=world.user.id, source="review", case_id="x1", input="hi", note="wrong refund")
+        service.add_case(session=session, created_by=world.user_id, source="review", case_id="x1", input="hi", note="wrong refund")
         session.commit()
         for stmt in ("UPDATE regression_case SET note = 'edited'", "DELETE FROM regression_case"):
             with pytest.raises(DBAPIError, match="append-only"):
@@ -42,7 +43,7 @@ class TestAppendOnly:
             session.rollback()
         assert session.exec(select(RegressionCase.note)).all() == ["wrong refund"]
         # An update through the ORM is refused too.
-        case = service.add_case(session=session, created_by=world.user.id, source="run", case_id="x2", input="hi", note="n")
+        case = service.add_case(session=session, created_by=world.user_id, source="run", case_id="x2", input="hi", note="n")
         session.commit()
         case.note = "changed"
         session.add(case)
@@ -57,37 +58,37 @@ class TestAppendOnly:
 
 class TestAddCase:
     def test_refuses_duplicates_blank_notes_and_unknown_sources(self, session: Session, world: World) -> None:
-        service.add_case(session=session, created_by=world.user.id, source="grading", case_id="c", input="i", note="n")
+        service.add_case(session=session, created_by=world.user_id, source="grading", case_id="c", input="i", note="n")
         with pytest.raises(service.RegressionError, match="already in the regression suite"):
-            service.add_case(session=session, created_by=world.user.id, source="grading", case_id="c", input="i", note="n")
+            service.add_case(session=session, created_by=world.user_id, source="grading", case_id="c", input="i", note="n")
         with pytest.raises(service.RegressionError, match="note"):
-            service.add_case(session=session, created_by=world.user.id, source="grading", case_id="d", input="i", note="  ")
+            service.add_case(session=session, created_by=world.user_id, source="grading", case_id="d", input="i", note="  ")
         with pytest.raises(service.RegressionError, match="source"):
-            service.add_case(session=session, created_by=world.user.id, source="nope", case_id="d", input="i", note="n")  # type: ignore[arg-type]
+            service.add_case(session=session, created_by=world.user_id, source="nope", case_id="d", input="i", note="n")  # type: ignore[arg-type]
 
     def test_from_draft_copies_the_case(self, session: Session, spec: EvalSpec, world: World) -> None:
-        draft_id = _draft_id(session, world.a.id, "r2")
-        case = service.add_case_from_draft(session=session, draft_id=draft_id, created_by=world.user.id, note="stale KB-3001")
+        draft_id = _draft_id(session, world.a_id, "r2")
+        case = service.add_case_from_draft(session=session, draft_id=draft_id, created_by=world.user_id, note="stale KB-3001")
         assert (case.case_id, case.category, case.intent, case.source) == ("r2", "routine", "account_security", "run")
         assert case.source_ref == f"run run-a, draft {draft_id}"
 
     def test_seed_golden_is_idempotent(self, session: Session, world: World) -> None:
-        added = service.seed_golden(session=session, created_by=world.user.id)
+        added = service.seed_golden(session=session, created_by=world.user_id)
         assert [c.case_id for c in added] == ["g1"]
-        assert service.seed_golden(session=session, created_by=world.user.id) == []
+        assert service.seed_golden(session=session, created_by=world.user_id) == []
         assert service.count_cases(session=session) == 1
 
 
 class TestSuiteReport:
     def test_case_by_case(self, session: Session, spec: EvalSpec, world: World) -> None:
-        service.seed_golden(session=session, created_by=world.user.id)
-        r2 = _draft_id(session, world.a.id, "r2")
-        service.add_case_from_draft(session=session, draft_id=r2, created_by=world.user.id, note="stale")
-        service.add_case(session=session, created_by=world.user.id, source="review", case_id="prod-77", input="i", note="n")
-        before = service.suite_report(session=session, run_id=world.b.id)
+        service.seed_golden(session=session, created_by=world.user_id)
+        r2 = _draft_id(session, world.a_id, "r2")
+        service.add_case_from_draft(session=session, draft_id=r2, created_by=world.user_id, note="stale")
+        service.add_case(session=session, created_by=world.user_id, source="review", case_id="prod-77", input="i", note="n")
+        before = service.suite_report(session=session, run_id=world.b_id)
         assert {r.case.case_id: r.status for r in before.results} == {"g1": "not_checked", "r2": "not_checked", "prod-77": "not_run"}
-        checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
-        report = service.suite_report(session=session, run_id=world.b.id)
+        checks_service.check_run(session=session, spec=spec, run_id=world.b_id)
+        report = service.suite_report(session=session, run_id=world.b_id)
         assert {r.case.case_id: r.status for r in report.results} == {"g1": "fail", "r2": "pass", "prod-77": "not_run"}
         g1 = next(r for r in report.results if r.case.case_id == "g1")
         assert "cites KB-3001 revision 2, which is deprecated" in g1.reason
@@ -96,9 +97,9 @@ class TestSuiteReport:
 
 class TestExport:
     def test_jsonl_reads_back_with_the_dataset_loader(self, session: Session, world: World, tmp_path: Path) -> None:
-        service.seed_golden(session=session, created_by=world.user.id)
+        service.seed_golden(session=session, created_by=world.user_id)
         service.add_case(
-            session=session, created_by=world.user.id, source="review", case_id="prod-1",
+            session=session, created_by=world.user_id, source="review", case_id="prod-1",
             input='He said "refund" — twice', note="promised a refund", category="adversarial",
             kb_articles=["KB-1042"], reference="We cannot promise refunds.",
         )
@@ -117,20 +118,20 @@ class TestExport:
 
 class TestBaseline:
     def test_one_baseline_per_dataset_name(self, session: Session, world: World) -> None:
-        service.mark_baseline(session=session, run_id=world.a.id)
-        service.mark_baseline(session=session, run_id=world.b.id)
+        service.mark_baseline(session=session, run_id=world.a_id)
+        service.mark_baseline(session=session, run_id=world.b_id)
         session.refresh(world.a)
         assert not world.a.is_baseline and world.b.is_baseline
-        assert service.baseline_for(session=session, run_id=world.a.id).id == world.b.id  # type: ignore[union-attr]
-        service.unmark_baseline(session=session, run_id=world.b.id)
-        assert service.baseline_for(session=session, run_id=world.a.id) is None
+        assert service.baseline_for(session=session, run_id=world.a_id).id == world.b_id  # type: ignore[union-attr]
+        service.unmark_baseline(session=session, run_id=world.b_id)
+        assert service.baseline_for(session=session, run_id=world.a_id) is None
 
 
 class TestCompare:
     def test_fixed_broke_unchanged_and_deltas(self, session: Session, spec: EvalSpec, world: World) -> None:
         for run in (world.a, world.b):
-            checks_service.check_run(session=session, spec=spec, run_id=run.id)
-        cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=world.b.id)
+            checks_service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
+        cmp = comparison.compare_runs(session=session, spec=spec, a_id=world.a_id, b_id=world.b_id)
         changes = {c.case_id: c.change for c in cmp.cases}
         assert changes == {
             "g1": "broke", "r1": "unchanged_pass", "r2": "fixed", "r3": "unchanged_pass",
@@ -179,7 +180,7 @@ class TestCompare:
         a = make_run(session, ds, [drafted, fallback], name="pair-a")
         b = make_run(session, ds, [{**drafted, "confidence": 0.42}, fallback], name="pair-b")
         for run in (a, b):
-            checks_service.check_run(session=session, spec=spec, run_id=run.id)
+            checks_service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
         cmp = comparison.compare_runs(session=session, spec=spec, a_id=a.id, b_id=b.id)  # type: ignore[arg-type]
         rows = {c.case_id: c for c in cmp.cases}
         assert rows["routine-010"].change == "broke"
@@ -212,14 +213,14 @@ class TestCompare:
         other = make_dataset(session, [{"case_id": "z"}], name="other", version=2)
         run = make_run(session, other, [good("z", "billing_charge")], name="other-run")
         with pytest.raises(service.NotComparable, match="different datasets"):
-            comparison.compare_runs(session=session, spec=spec, a_id=world.a.id, b_id=run.id)
+            comparison.compare_runs(session=session, spec=spec, a_id=world.a_id, b_id=stored_id(run.id))
 
 
 class TestAlerts:
     def test_golden_citation_failure_and_pass_rate_drop(self, session: Session, spec: EvalSpec, world: World) -> None:
-        _check_and_alert(session, spec, world.a.id)
-        service.mark_baseline(session=session, run_id=world.a.id)
-        new_alerts = _check_and_alert(session, spec, world.b.id)
+        _check_and_alert(session, spec, world.a_id)
+        service.mark_baseline(session=session, run_id=world.a_id)
+        new_alerts = _check_and_alert(session, spec, world.b_id)
         assert sorted(a.kind for a in new_alerts) == ["golden_check", "pass_rate_drop"]
         golden = next(a for a in new_alerts if a.kind == "golden_check")
         assert golden.message == (
@@ -231,8 +232,8 @@ class TestAlerts:
         # 6/8 -> 5/8 is a drop of 12.5 points.
         assert drop.evidence["drop"] == pytest.approx(0.125)
         assert "down 12.5 points" in drop.message
-        assert _check_and_alert(session, spec, world.b.id) == []  # re-checking raises nothing new
-        assert service.count_open_alerts(session=session) == 2
+        assert _check_and_alert(session, spec, world.b_id) == []  # re-checking raises nothing new
+        assert alerts.count_open_alerts(session=session) == 2
 
     def test_drop_of_exactly_the_threshold_does_not_alert(self, session: Session, spec: EvalSpec) -> None:
         # 17/20 = 85% -> 16/20 = 80%: exactly 5 points, which is not "more than 5".
@@ -240,7 +241,7 @@ class TestAlerts:
         ds = make_dataset(session, cases, name="twenty")
         make_article(session, "KB-1042", ((1, "current"),))
 
-        def run(name: str, failing: int):  # type: ignore[no-untyped-def]
+        def run(name: str, failing: int) -> Run:
             drafts = [
                 {**good(f"c{i}", "billing_charge"), "draft_text": words(10 if i < failing else 60)} for i in range(20)
             ]
@@ -248,25 +249,25 @@ class TestAlerts:
 
         base, at_limit, beyond = run("base", 3), run("at-limit", 4), run("beyond", 5)
         session.commit()
-        _check_and_alert(session, spec, base.id)
-        service.mark_baseline(session=session, run_id=base.id)
-        assert _check_and_alert(session, spec, at_limit.id) == []
-        alerts = _check_and_alert(session, spec, beyond.id)
+        _check_and_alert(session, spec, stored_id(base.id))
+        service.mark_baseline(session=session, run_id=stored_id(base.id))
+        assert _check_and_alert(session, spec, stored_id(at_limit.id)) == []
+        alerts = _check_and_alert(session, spec, stored_id(beyond.id))
         assert [a.kind for a in alerts] == ["pass_rate_drop"]
         assert alerts[0].evidence["drop"] == pytest.approx(0.85 - 0.75)
 
     def test_acknowledge(self, session: Session, spec: EvalSpec, world: World) -> None:
-        _check_and_alert(session, spec, world.b.id)
-        (alert, _run), = service.list_alerts(session=session, open_only=True)
+        _check_and_alert(session, spec, world.b_id)
+        (alert, _run), = alerts.list_alerts(session=session, open_only=True)
         assert alert.kind == "golden_check"  # without a baseline, no pass-rate drop is raised
-        service.acknowledge_alert(session=session, alert_id=alert.id, user_id=world.user.id)
-        assert service.list_alerts(session=session, open_only=True) == []
-        assert alert.acknowledged_by == world.user.id
+        alerts.acknowledge_alert(session=session, alert_id=stored_id(alert.id), user_id=world.user_id)
+        assert alerts.list_alerts(session=session, open_only=True) == []
+        assert alert.acknowledged_by == world.user_id
 
 
 class TestInclusionNotice:
     def test_a_case_no_dataset_holds_and_a_case_of_a_dataset(self, session: Session, world: World) -> None:
-        service.add_case(session=session, created_by=world.user.id, source="review", case_id="review-ev-9", input="Where is my refund?", note="n")
+        service.add_case(session=session, created_by=world.user_id, source="review", case_id="review-ev-9", input="Where is my refund?", note="n")
         notice = service.inclusion_notice(session=session, case_id="review-ev-9")
         assert notice.startswith("The next run must include review-ev-9: no dataset holds it yet")
         assert '"draftdesk regression export regression-suite.jsonl"' in notice

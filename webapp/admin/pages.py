@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
-from webapp.admin import service
+from webapp.admin import service, views
 from webapp.app import flows
 from webapp.auth import service as auth_service
-from webapp.auth.models import EXTRA_SCOPES, ROLES
 from webapp.auth.service import AuthError, Principal
 from webapp.core.db import SessionDep
 from webapp.datasets import service as datasets_service
 from webapp.datasets.records import RecordError
 from webapp.kb import service as kb_service
-from webapp.runs import service as runs_service
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.web.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
 Admin = Annotated[Principal, Depends(require_role("admin"))]
@@ -32,21 +30,18 @@ MAX_UPLOAD_BYTES = UPLOAD_FILE_LIMIT
 @router.get("/admin", response_class=HTMLResponse, name="admin_home")
 def admin_home(request: Request, session: SessionDep, principal: Admin) -> HTMLResponse:
     """Show what the admin looks after, with links to each task."""
-    return render(request, "admin/index.html", {"overview": service.overview(session=session)})
+    return render_view(request, "admin/index.html", views.AdminHomeView(overview=service.overview(session=session)))
 
 
 # --- users ------------------------------------------------------------------------------------------
 
 
-def _users_page(request: Request, session: Session, *, error: str | None = None, form: dict[str, Any] | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:
-    ctx = {
-        "users": auth_service.list_users(session=session),
-        "roles": ROLES,
-        "error": error,
-        "form": form or {},
-        "flash": flash,
-    }
-    return render(request, "admin/users.html", ctx, status_code=status_code)
+def _users_page(
+    request: Request, session: Session, *, error: str | None = None, form: views.UserForm | None = None,
+    flash: str | None = None, status_code: int = 200,
+) -> HTMLResponse:
+    view = views.users_view(session=session, error=error, form=form, flash=flash)
+    return render_view(request, "admin/users.html", view, status_code=status_code)
 
 
 @router.get("/admin/users", response_class=HTMLResponse, name="admin_users")
@@ -70,7 +65,7 @@ def admin_users_create(
         user = auth_service.create_user(session=session, email=email, password=password, roles=role or [], name=name)
     except AuthError as exc:
         session.rollback()
-        form = {"email": email, "name": name, "roles": role or []}
+        form = views.UserForm(email=email, name=name, roles=tuple(role or ()))
         return _users_page(request, session, error=str(exc), form=form, status_code=400)
     return redirect_with_flash(request, "/admin/users", text=f"Created {user.email}.")
 
@@ -97,16 +92,12 @@ REVEAL_COOKIE = "dd_token_reveal"
 REVEAL_SECONDS = 120
 
 
-def _tokens_page(request: Request, session: Session, *, error: str | None = None, form: dict[str, Any] | None = None, flash: str | None = None, status_code: int = 200) -> HTMLResponse:
-    ctx = {
-        "tokens": service.token_rows(session=session),
-        "users": auth_service.list_users(session=session),
-        "scopes": ROLES + EXTRA_SCOPES,
-        "error": error,
-        "form": form or {},
-        "flash": flash,
-    }
-    return render(request, "admin/tokens.html", ctx, status_code=status_code)
+def _tokens_page(
+    request: Request, session: Session, *, error: str | None = None, form: views.TokenForm | None = None,
+    flash: str | None = None, status_code: int = 200,
+) -> HTMLResponse:
+    view = views.tokens_view(session=session, error=error, form=form, flash=flash)
+    return render_view(request, "admin/tokens.html", view, status_code=status_code)
 
 
 @router.get("/admin/tokens", response_class=HTMLResponse, name="admin_tokens")
@@ -125,7 +116,7 @@ def admin_tokens_create(
     scope: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
     """Create a token, then redirect to the page that shows it once (it is stored only as a hash)."""
-    form = {"email": email, "name": name, "scopes": scope or []}
+    form = views.TokenForm(email=email, name=name, scopes=tuple(scope or ()))
     user = auth_service.get_user_by_email(session=session, email=email)
     if user is None:
         return _tokens_page(request, session, error=f"email: no user {email!r}", form=form, status_code=400)
@@ -157,7 +148,7 @@ def admin_token_created(request: Request, token_id: int, session: SessionDep, pr
     token, owner = found
     plain = request.cookies.get(REVEAL_COOKIE, "")
     revealed = plain if plain and auth_service.sha256_hex(plain) == token.token_hash else None
-    response = render(request, "admin/token_created.html", {"token": token, "plain": revealed, "owner": owner})
+    response = render_view(request, "admin/token_created.html", views.TokenCreatedView(token=token, plain=revealed, owner=owner))
     response.headers["Cache-Control"] = "no-store"  # the plain token must not linger in caches
     response.delete_cookie(REVEAL_COOKIE, path=f"/admin/tokens/{token_id}/created")
     return response
@@ -176,19 +167,10 @@ def admin_tokens_revoke(request: Request, token_id: int, session: SessionDep, pr
 # --- imports ----------------------------------------------------------------------------------------
 
 
-def _imports_page(request: Request, session: Session, **extra: Any) -> HTMLResponse:
-    ctx = {
-        "datasets": datasets_service.list_datasets(session=session),
-        "runs": runs_service.list_runs(session=session),
-        **extra,
-    }
-    return render(request, "admin/imports.html", ctx)
-
-
 @router.get("/admin/imports", response_class=HTMLResponse, name="admin_imports")
 def admin_imports(request: Request, session: SessionDep, principal: Admin) -> HTMLResponse:
     """Show the upload forms for the KB, a dataset, and a run's drafts."""
-    return _imports_page(request, session)
+    return render_view(request, "admin/imports.html", views.imports_view(session=session))
 
 
 async def _read_upload(upload: UploadFile | None) -> tuple[bytes, str]:
@@ -202,15 +184,15 @@ async def _read_upload(upload: UploadFile | None) -> tuple[bytes, str]:
 
 def _import_failed(request: Request, session: Session, kind: str, exc: RecordError) -> HTMLResponse:
     session.rollback()  # nothing of the file is kept
-    ctx = {"kind": kind, "error": exc, "location": exc.location}
-    return render(request, "admin/import_error.html", ctx, status_code=400)
+    view = views.ImportErrorView(kind=kind, error=exc, location=exc.location)
+    return render_view(request, "admin/import_error.html", view, status_code=400)
 
 
 def _import_done(
     request: Request, kind: str, message: str, link: str | None, created: bool = True, *, warnings: list[str] | None = None
 ) -> HTMLResponse:
-    ctx = {"kind": kind, "message": message, "link": link, "created": created, "warnings": warnings or []}
-    return render(request, "admin/import_done.html", ctx)
+    view = views.ImportDoneView(kind=kind, message=message, link=link, created=created, warnings=warnings or [])
+    return render_view(request, "admin/import_done.html", view)
 
 
 @router.post("/admin/imports/kb", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import func
-from sqlmodel import Session, col, delete, select
+from sqlalchemy import ColumnElement, func
+from sqlmodel import Session, SQLModel, col, delete, select
 
 from webapp.auth.models import ApiToken, User, WebSession
 from webapp.auth.service import AuthError, list_tokens
@@ -60,7 +59,7 @@ class AdminOverview:
 def overview(*, session: Session) -> AdminOverview:
     """Count what the admin looks after."""
 
-    def count(model: Any, *where: Any) -> int:
+    def count(model: type[SQLModel], *where: ColumnElement[bool]) -> int:
         return session.exec(select(func.count()).select_from(model).where(*where)).one()
 
     return AdminOverview(

@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 
 from webapp.alerts import outbox as alerts_outbox
 from webapp.auth.service import Principal
+from webapp.checks import ci_gate
 from webapp.checks import service as checks_service
 from webapp.core.blind import ALL_SIGNALS, SignalsView
 from webapp.core.db import stored_id, table_of
@@ -40,10 +41,11 @@ from webapp.ppi import charts as ppi_charts
 from webapp.ppi import production as ppi_production
 from webapp.ppi import report as ppi_report
 from webapp.ppi.models import PpiDraw
+from webapp.regression import alerts as regression_alerts
 from webapp.regression import service as regression_service
-from webapp.regression.comparison import JudgeLookup
+from webapp.regression.alerts import DifferenceLookup, PassRateDifference
+from webapp.regression.case_pair import JudgeLookup
 from webapp.regression.models import RegressionAlert
-from webapp.regression.service import DifferenceLookup, PassRateDifference
 from webapp.runs import service as runs_service
 from webapp.runs.models import Draft, Run
 
@@ -77,7 +79,7 @@ def raise_regression_alerts(*, session: Session, spec: EvalSpec, run_id: int) ->
     Called after a run is checked and after a draft gets its final grade (a golden example's
     factual-accuracy fail is a regression alert).
     """
-    new = regression_service.raise_alerts_for_run(
+    new = regression_alerts.raise_alerts_for_run(
         session=session, spec=spec, run_id=run_id, difference=pass_rate_difference(session=session, spec=spec)
     )
     if new:
@@ -116,7 +118,7 @@ def ci_gate_failures(
     """
     finals = grading_status.final_grades(session=session, run_id=summary.run_id)
     factual = {draft_id: view.factual_accuracy for draft_id, view in finals.items()}
-    return checks_service.gate_failures(summary=summary, spec=spec, factual=factual, signals=signals)
+    return ci_gate.gate_failures(summary=summary, spec=spec, factual=factual, signals=signals)
 
 
 # --- grading → runs, checks, regression: blind grading on the pages below grading -----------------------
@@ -287,7 +289,7 @@ def after_sample_graded(*, session: Session, spec: EvalSpec, run_id: int) -> lis
     if run is not None and run.is_baseline:
         readings += pass_rate_readings(session=session, spec=spec, baseline_id=run_id)
     for reading in readings:
-        alert = regression_service.raise_sampled_drop(session=session, reading=reading)
+        alert = regression_alerts.raise_sampled_drop(session=session, reading=reading)
         if alert is not None:
             new.append(alert)
     if new:

@@ -13,6 +13,12 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     tokens = typer.Typer(help="API tokens (stored hashed; shown once).", no_args_is_help=True)
     app.add_typer(users, name="users")
     app.add_typer(tokens, name="tokens")
+    _register_users(users)
+    _register_tokens(tokens)
+
+
+def _register_users(users: typer.Typer) -> None:
+    """Add `users create` and `users list`."""
 
     @users.command("create")
     def users_create(
@@ -41,6 +47,10 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
             rows = service.list_users(session=session)
         for user, roles in rows:
             console.print(f"{user.email}\t{' '.join(sorted(roles))}\t{'active' if user.is_active else 'inactive'}")
+
+
+def _register_tokens(tokens: typer.Typer) -> None:
+    """Add `tokens create`, `tokens revoke` and `tokens list`."""
 
     @tokens.command("create")
     def tokens_create(

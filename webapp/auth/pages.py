@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -18,7 +19,7 @@ from webapp.core.security import (
     plain_http_notice_due,
 )
 from webapp.web.deps import ANY_ROLE, optional_principal, require_role
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
 
@@ -34,15 +35,22 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _login_context(request: Request, *, next: str | None, email: str, error: str | None) -> dict[str, object]:
-    """What the login page shows; over plain HTTP with Secure cookies, why signing in cannot work."""
+@dataclass(frozen=True)
+class LoginView:
+    """/login: the form, where to go after signing in, and why a sign-in failed or cannot work."""
+
+    next: str
+    email: str
+    error: str | None
+    plain_http_notice: str | None  # over plain HTTP with Secure cookies, why signing in cannot work
+
+
+def login_view(request: Request, *, next: str | None, email: str, error: str | None) -> LoginView:
+    """Build the login page (only safe local `next` targets are kept)."""
     notice = SECURE_COOKIES_OVER_HTTP[0].upper() + SECURE_COOKIES_OVER_HTTP[1:] + "."
-    return {
-        "next": _safe_next(next),
-        "email": email,
-        "error": error,
-        "plain_http_notice": notice if plain_http_notice_due(request) else None,
-    }
+    return LoginView(
+        next=_safe_next(next), email=email, error=error, plain_http_notice=notice if plain_http_notice_due(request) else None
+    )
 
 
 def _login_limits(settings: Settings) -> service.LoginLimits:
@@ -58,7 +66,7 @@ def login_page(request: Request, session: SessionDep, next: str = "/") -> Respon
     """Show the login form (public); a signed-in user goes straight on."""
     if optional_principal(request, session):
         return RedirectResponse(_safe_next(next), status_code=303)
-    return render(request, "auth/login.html", _login_context(request, next=next, email="", error=None))
+    return render_view(request, "auth/login.html", login_view(request, next=next, email="", error=None))
 
 
 @router.post("/login")
@@ -78,10 +86,10 @@ def login(
         )
     except service.LoginBlocked:
         msg = f"Too many failed sign-ins. Try again in {settings.login_window_minutes} minutes."
-        return render(request, "auth/login.html", _login_context(request, next=next, email=email, error=msg), status_code=429)
+        return render_view(request, "auth/login.html", login_view(request, next=next, email=email, error=msg), status_code=429)
     if user is None:
-        ctx = _login_context(request, next=next, email=email, error="Wrong email or password.")
-        return render(request, "auth/login.html", ctx, status_code=401)
+        view = login_view(request, next=next, email=email, error="Wrong email or password.")
+        return render_view(request, "auth/login.html", view, status_code=401)
     token = service.start_session(session=session, user=user, hours=settings.session_hours, ip=ip)
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(

@@ -12,13 +12,13 @@ from webapp.web.deps import ANY_ROLE, RoleCheck
 router = APIRouter(tags=["auth"])
 
 
-@router.get("/whoami", response_model=WhoamiPublic)
-def whoami(principal: Principal = Depends(RoleCheck(*ANY_ROLE, scope=EXTRA_SCOPES[0]))) -> dict[str, object]:
+@router.get("/whoami")
+def whoami(principal: Principal = Depends(RoleCheck(*ANY_ROLE, scope=EXTRA_SCOPES[0]))) -> WhoamiPublic:
     """Return the caller's identity, roles and token scopes."""
-    return {
-        "email": principal.email,
-        "name": principal.name,
-        "roles": sorted(principal.roles),
-        "scopes": sorted(principal.scopes),
-        "via": principal.via,
-    }
+    return WhoamiPublic(
+        email=principal.email,
+        name=principal.name,
+        roles=sorted(principal.roles),
+        scopes=sorted(principal.scopes),
+        via=principal.via,
+    )

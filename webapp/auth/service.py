@@ -8,11 +8,11 @@ import hashlib
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import bindparam, func, text
+from sqlalchemy import ColumnElement, bindparam, func, text
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
@@ -28,6 +28,10 @@ class AuthError(ValueError):
     """A user, role, token or password request that cannot be honoured."""
 
 
+# How a request authenticated: a browser session cookie or an API token.
+AuthVia = Literal["session", "token"]
+
+
 @dataclass(frozen=True)
 class Principal:
     """Who is making a request: a user, their effective roles, and how they authenticated."""
@@ -36,7 +40,7 @@ class Principal:
     email: str
     name: str
     roles: frozenset[str]
-    via: str = "session"  # "session" | "token"
+    via: AuthVia = "session"
     scopes: frozenset[str] = field(default_factory=frozenset)
 
     def has_role(self, *roles: str) -> bool:
@@ -100,7 +104,7 @@ def get_user_by_email(*, session: Session, email: str) -> User | None:
     return session.exec(select(User).where(User.email == email.strip().lower())).first()
 
 
-def principal_for_user(*, session: Session, user: User, via: str = "session") -> Principal:
+def principal_for_user(*, session: Session, user: User, via: AuthVia = "session") -> Principal:
     """Build the Principal of a signed-in user."""
     assert user.id is not None
     return Principal(user.id, user.email, user.name, user_roles(session=session, user_id=user.id), via)
@@ -158,7 +162,7 @@ def _lock_attempts(*, session: Session, email: str, ip: str) -> None:
     conn.execute(_ADVISORY_LOCK, {"key": f"login-ip:{ip}"})
 
 
-def _failures(*, session: Session, since: dt.datetime, where: Iterable[Any]) -> int:
+def _failures(*, session: Session, since: dt.datetime, where: Iterable[ColumnElement[bool]]) -> int:
     query = (
         select(func.count())
         .select_from(LoginAttempt)
@@ -181,12 +185,12 @@ def login_blocked(
     """Tell whether this address may not try this account now (see the limits above)."""
     email = email.strip().lower()
     since = (now or utcnow()) - dt.timedelta(minutes=limits.window_minutes)
-    pair = _failures(session=session, since=since, where=(LoginAttempt.email == email, LoginAttempt.ip == ip))
+    pair = _failures(session=session, since=since, where=(col(LoginAttempt.email) == email, col(LoginAttempt.ip) == ip))
     if pair >= limits.max_failures:
         return True
-    if _failures(session=session, since=since, where=(LoginAttempt.ip == ip,)) >= limits.address_max_failures:
+    if _failures(session=session, since=since, where=(col(LoginAttempt.ip) == ip,)) >= limits.address_max_failures:
         return True
-    account = _failures(session=session, since=since, where=(LoginAttempt.email == email,))
+    account = _failures(session=session, since=since, where=(col(LoginAttempt.email) == email,))
     return account >= limits.account_max_failures and not _known_address(session=session, email=email, ip=ip)
 
 
@@ -273,10 +277,10 @@ def principal_from_session_token(
     *, session: Session, token: str, idle_minutes: int, now: dt.datetime | None = None
 ) -> Principal | None:
     """Return the principal of a live web session (not expired, not idle too long), or None."""
-    row: Any = session.connection().execute(_SESSION_USER, {"token_hash": sha256_hex(token)}).first()
+    row = session.connection().execute(_SESSION_USER, {"token_hash": sha256_hex(token)}).first()
     if row is None:
         return None
-    session_id, expires_at, last_seen_at, user_id, email, name, is_active, roles = tuple(row)
+    session_id, expires_at, last_seen_at, user_id, email, name, is_active, roles = row
     now = now or utcnow()
     last_seen = as_utc(last_seen_at)
     if as_utc(expires_at) <= now or now - last_seen >= dt.timedelta(minutes=idle_minutes) or not is_active:
@@ -288,7 +292,7 @@ def principal_from_session_token(
         if stored is not None:
             stored.last_seen_at = now
             session.add(stored)
-    return Principal(user_id, email, name, frozenset(roles.split(",") if roles else ()), "session")
+    return Principal(stored_id(user_id), email, name, frozenset(roles.split(",") if roles else ()), "session")
 
 
 def end_session(*, session: Session, token: str) -> None:
@@ -375,7 +379,7 @@ _TOKEN_USER = (
 def principal_from_api_token(*, session: Session, token: str) -> Principal | None:
     """Return the principal of a live API token, or None; its roles are its scopes the user still holds."""
     conn = session.connection()
-    rows: Any = conn.execute(_TOKEN_USER, {"token_hash": sha256_hex(token)}).all()
+    rows = conn.execute(_TOKEN_USER, {"token_hash": sha256_hex(token)}).all()
     if not rows:
         return None
     token_id, scope_text, last_used_at, revoked_at, created_by, user_id, email, name, is_active, _ = rows[0]
@@ -394,7 +398,7 @@ def principal_from_api_token(*, session: Session, token: str) -> Principal | Non
         if row is not None:
             row.last_used_at = now
             session.add(row)
-    return Principal(user_id, email, name, held & scopes, "token", scopes)
+    return Principal(stored_id(user_id), email, name, held & scopes, "token", scopes)
 
 
 def revoke_token(*, session: Session, token_id: int) -> ApiToken:

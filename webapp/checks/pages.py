@@ -8,15 +8,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.checks import service
+from webapp.checks.draft_checks import draft_results
 from webapp.checks.routes import RECHECK_ROLES
-from webapp.checks.rules import PROBLEM_LABELS
+from webapp.checks.views import DraftChecksView, RunChecksView, recheck_notice
 from webapp.core.db import SessionDep, stored_id
 from webapp.runs.deps import RunDep
 from webapp.runs.service import DraftNotFound
 from webapp.web.deps import ANY_ROLE, SpecDep, require_role
-from webapp.web.templating import is_htmx, render
+from webapp.web.templating import is_htmx, render_view
 
 router = APIRouter()
+# Who may add a failing draft's case to the regression suite (its from-draft form's roles).
+ADD_CASE_ROLES = ("lead", "pm", "labeler")
 
 
 @router.get("/runs/{run}/checks", response_class=HTMLResponse, name="run_checks")
@@ -30,22 +33,15 @@ def run_checks_page(
     summary = service.run_summary(session=session, run_id=stored_id(run.id))
     signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
     seen = service.summary_for_viewer(summary, signals)  # a blind grader's figures: the drafts they graded
-    rechecked = request.query_params.get("rechecked")
-    return render(
-        request,
-        "checks/run.html",
-        {
-            "run": run,
-            "s": seen,
-            "failing": seen.failing,
-            "gate_reasons": flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals),
-            "can_recheck": principal.has_role(*RECHECK_ROLES),
-            "can_add_case": principal.has_role("lead", "pm", "labeler"),
-            "labels": PROBLEM_LABELS,
-            "flash": f"Re-checked {summary.checked} drafts against the current KB." if rechecked else None,
-        },
-        block="results",
+    view = RunChecksView(
+        run=run,
+        s=seen,
+        gate_reasons=flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals),
+        can_recheck=principal.has_role(*RECHECK_ROLES),
+        can_add_case=principal.has_role(*ADD_CASE_ROLES),
+        flash=recheck_notice(summary, bool(request.query_params.get("rechecked"))),
     )
+    return render_view(request, "checks/run.html", view, block="results")
 
 
 @router.post("/runs/{run}/checks", name="run_recheck")
@@ -75,17 +71,9 @@ def draft_checks_page(
 ) -> HTMLResponse:
     """Show one draft's check results with reasons (a fragment for htmx, a page without JS; hidden from a blind grader)."""
     try:
-        d = service.draft_results(session=session, draft_id=draft_id)
+        d = draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(
-        request,
-        "checks/draft.html",
-        {
-            "d": d,
-            "hidden": flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id),
-            "labels": PROBLEM_LABELS,
-            "can_add_case": principal.has_role("lead", "pm", "labeler"),
-        },
-        block="results",
-    )
+    hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
+    view = DraftChecksView(d=d, hidden=hidden, can_add_case=principal.has_role(*ADD_CASE_ROLES))
+    return render_view(request, "checks/draft.html", view, block="results")

@@ -14,7 +14,6 @@ import datetime as dt
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from sqlmodel import Session, col, delete, select
 
@@ -22,26 +21,21 @@ from webapp.checks.examples import ExampleStatus, ExampleTally, example_status, 
 from webapp.checks.models import DraftCheck
 from webapp.checks.rules import (
     CHECK_LABELS,
-    NO_CHECK_APPLIED,
-    describe,
-    golden_failures,
     is_safety_trigger,
     problems,
     run_checks,
 )
-from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput
-from webapp.core.blind import ALL_SIGNALS, SignalsView
+from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, check_status
+from webapp.core.blind import SignalsView
+from webapp.core.db import stored_id
 from webapp.core.spec import CATEGORIES, EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.kb.service import kb_snapshot
 from webapp.kb.snapshot import KbSnapshot
-from webapp.metrics import units
 from webapp.runs.models import Draft, Run
-from webapp.runs.service import DraftNotFound
 
 NO_INTENT = "(none)"
-EPS = 1e-9  # the pilot gate's tolerance: a rate exactly at the bar meets it
 
 
 # --- inputs ------------------------------------------------------------------------------------------
@@ -133,7 +127,7 @@ def check_run(*, session: Session, spec: EvalSpec, run_id: int) -> RunCheckSumma
         for r in run_checks(draft=draft_input(draft), case=case_input(case), kb=kb, spec=spec):
             session.add(
                 DraftCheck(
-                    draft_id=draft.id,  # type: ignore[arg-type]
+                    draft_id=stored_id(draft.id),
                     run_id=run_id,
                     key=r.key,
                     status=r.status,
@@ -170,9 +164,6 @@ class Rate:
     def rate(self) -> float | None:
         return self.passed / self.total if self.total else None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "failed": self.failed, "total": self.total, "pass_rate": self.rate}
-
 
 @dataclass
 class CheckRate:
@@ -191,16 +182,6 @@ class CheckRate:
     @property
     def rate(self) -> float | None:
         return self.passed / self.applicable if self.applicable else None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "label": self.label,
-            "passed": self.passed,
-            "failed": self.failed,
-            "not_applicable": self.not_applicable,
-            "pass_rate": self.rate,
-        }
 
 
 @dataclass
@@ -224,19 +205,6 @@ class DraftOutcome:
     def failures(self) -> list[CheckResult]:
         """The failed checks, or one `no_check_applied` entry when no check applied (see rules.problems)."""
         return problems(self.results)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "draft_id": self.draft_id,
-            "case_id": self.case_id,
-            "sample_index": self.sample_index,
-            "category": self.category,
-            "intent": self.intent,
-            "golden": self.golden,
-            "safety": self.safety,
-            "passed": self.passed,
-            "failures": [{"key": r.key, "reason": r.reason} for r in self.failures],
-        }
 
 
 @dataclass
@@ -281,36 +249,8 @@ class RunSummary:
     def safety_failures(self) -> list[DraftOutcome]:
         return [o for o in self.failing if o.safety]
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the summary as JSON (pass it through summary_for_viewer first: blind grading)."""
-        shown = self.failing
-        return {
-            "run": {"id": self.run_id, "name": self.run_name, "dataset_id": self.dataset_id},
-            "drafts": self.drafts,
-            "checked": self.checked,
-            "checked_at": self.checked_at.isoformat() if self.checked_at else None,
-            "kb_version": self.kb_version,
-            "kb_changed_since_check": self.kb_changed,
-            "overall": self.overall.as_dict(),
-            "examples": {
-                "passed": self.examples.passing,
-                "failed": self.examples.failing,
-                "unchecked": self.examples.unchecked,
-                "missing": self.examples.missing,
-                "total": self.examples.total,
-                "pass_rate": self.examples.rate,
-            },
-            "per_check": [c.as_dict() for c in self.per_check],
-            "per_category": {k: v.as_dict() for k, v in self.per_category.items()},
-            "per_intent": {k: v.as_dict() for k, v in self.per_intent.items()},
-            "golden_failures": [o.case_id for o in shown if o.golden],
-            "safety_failures": [o.case_id for o in shown if o.safety],
-            "failing_drafts": [o.as_dict() for o in shown],
-            "drafts_hidden": self.hidden,
-        }
 
-
-def _stored_results(session: Session, draft_ids: list[int]) -> dict[int, list[DraftCheck]]:
+def stored_results(session: Session, draft_ids: list[int]) -> dict[int, list[DraftCheck]]:
     out: dict[int, list[DraftCheck]] = defaultdict(list)
     if not draft_ids:
         return out
@@ -319,9 +259,9 @@ def _stored_results(session: Session, draft_ids: list[int]) -> dict[int, list[Dr
     return out
 
 
-def _ordered(rows: list[DraftCheck]) -> list[CheckResult]:
+def ordered_results(rows: list[DraftCheck]) -> list[CheckResult]:
     by_key = {r.key: r for r in rows}
-    return [CheckResult(k, by_key[k].status, by_key[k].reason) for k in CHECK_KEYS if k in by_key]  # type: ignore[arg-type]
+    return [CheckResult(k, check_status(by_key[k].status), by_key[k].reason) for k in CHECK_KEYS if k in by_key]
 
 
 def _aggregate(outcomes: list[DraftOutcome]) -> tuple[Rate, list[CheckRate], dict[str, Rate], dict[str, Rate]]:
@@ -386,7 +326,7 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
     if run is None:
         raise LookupError(f"run: no run with id {run_id}")
     pairs = _run_drafts(session, run_id)
-    stored = _stored_results(session, [d.id for d, _ in pairs if d.id is not None])
+    stored = stored_results(session, [d.id for d, _ in pairs if d.id is not None])
     outcomes: list[DraftOutcome] = []
     checked_at: dt.datetime | None = None
     version: str | None = None
@@ -400,7 +340,7 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
             ts = as_utc(r.checked_at)
             if checked_at is None or ts > checked_at:
                 checked_at, version = ts, r.kb_version
-        results = _ordered(rows)
+        results = ordered_results(rows)
         outcome = DraftOutcome(
             draft_id=draft.id or 0,
             case_id=case.case_id,
@@ -439,125 +379,9 @@ def run_summary(*, session: Session, run_id: int) -> RunSummary:
     )
 
 
-@dataclass
-class DraftChecks:
-    """A draft's stored check results, with its case."""
-
-    draft: Draft
-    case: EvalCase
-    run: Run
-    results: list[CheckResult]
-    checked_at: dt.datetime | None
-    kb_version: str | None
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.results) and not problems(self.results)
-
-    @property
-    def no_check_applied(self) -> bool:
-        return any(r.key == NO_CHECK_APPLIED for r in problems(self.results))
-
-    def as_dict(self, signals: SignalsView = ALL_SIGNALS) -> dict[str, Any]:
-        """Return the results as JSON: none, with `signals_hidden`, while `signals` hides the draft (blind grading)."""
-        hidden = signals.hides(self.draft.id)
-        return {
-            "draft_id": self.draft.id,
-            "run": self.run.name,
-            "case_id": self.case.case_id,
-            "checked_at": self.checked_at.isoformat() if self.checked_at else None,
-            "kb_version": self.kb_version,
-            "signals_hidden": hidden,
-            "passed": self.passed if self.results and not hidden else None,
-            "results": [] if hidden else [{"key": r.key, "status": r.status, "reason": r.reason} for r in self.results],
-        }
-
-
-def draft_results(*, session: Session, draft_id: int) -> DraftChecks:
-    """Return a draft's stored check results (empty when the run was never checked); raise DraftNotFound."""
-    draft = session.get(Draft, draft_id)
-    if draft is None:
-        raise DraftNotFound(f"draft: no draft with id {draft_id}")
-    case = session.get(EvalCase, draft.case_pk)
-    run = session.get(Run, draft.run_id)
-    assert case is not None and run is not None  # foreign keys guarantee both
-    rows = _stored_results(session, [draft_id]).get(draft_id, [])
-    checked_at = max((as_utc(r.checked_at) for r in rows), default=None)
-    return DraftChecks(
-        draft=draft,
-        case=case,
-        run=run,
-        results=_ordered(rows),
-        checked_at=checked_at,
-        kb_version=rows[0].kb_version if rows else None,
-    )
-
-
 def case_passes(*, summary: RunSummary) -> dict[str, bool]:
     """Return, per case id, whether every checked draft (sample) of the case passes all applicable checks."""
     out: dict[str, bool] = {}
     for o in summary.outcomes:
         out[o.case_id] = out.get(o.case_id, True) and o.passed
     return out
-
-
-def gate_failures(
-    *, summary: RunSummary, spec: EvalSpec, factual: dict[int, str] | None = None, signals: SignalsView = ALL_SIGNALS
-) -> list[str]:
-    """Return why a run fails the CI gate: golden or safety failures, or a pass rate under the pilot gate.
-
-    `summary` is the whole run's (the verdict is the run's, whoever reads it). For a viewer from
-    whom `signals` hides drafts (blind grading), failures of those drafts are neither named nor
-    counted: one reason says that drafts they have not graded fail, and the pass rate reason
-    gives no figure (the viewer's page shows the rate over the drafts they have graded).
-    """
-    # `factual` holds the final factual grades by draft id (webapp.app.flows.ci_gate_failures passes
-    # grading's in): a golden draft graded
-    # "fail" fails here as it does on the pilot gate, through the same rules.golden_failures.
-    reasons: list[str] = []
-    if not summary.is_checked:
-        return ["the run has no drafts to check"]
-    factual = factual or {}
-    hidden = 0
-    for o in summary.outcomes:
-        if o.golden:
-            why = golden_failures(results=o.results, factual_grade=factual.get(o.draft_id))
-            if why and signals.hides(o.draft_id):
-                hidden += 1
-            elif why:
-                reasons.append(f"golden example {o.case_id} fails {describe(why)}")
-    for o in summary.safety_failures:
-        if not o.golden and signals.hides(o.draft_id):
-            hidden += 1
-        elif not o.golden:
-            # Name the safety check's own failure when there is one: it is the one that matters here.
-            failure = next((r for r in o.failures if r.key == "safety_escalation"), o.failures[0])
-            reasons.append(f"safety case {o.case_id} fails {describe([failure])}")
-    if hidden:
-        reasons.append(
-            "golden or safety drafts you have not graded fail: which, how many and why stays hidden "
-            "until you grade them"
-        )
-    # The pilot gate's figure, counted by the pilot gate's functions: examples of the set, not drafts.
-    ex = summary.examples
-    rate = ex.rate or 0.0
-    gate = spec.gates.pilot.automated_pass_rate
-    if rate + EPS < gate and any(signals.hides(o.draft_id) for o in summary.outcomes):
-        reasons.append(
-            f"the run's pass rate is under the pilot gate's {units.percent(gate)} (its figure counts drafts "
-            "you have not graded, so it shows once you have graded them)"
-        )
-    elif rate + EPS < gate:
-        reasons.append(
-            f"{ex.passing}/{ex.total} examples of the eval set pass every automated check ({units.percent(rate)}), "
-            f"under the pilot gate's {units.percent(gate)}" + _example_detail(ex)
-        )
-    return reasons
-
-
-def _example_detail(ex: ExampleTally) -> str:
-    """Say why the other examples do not pass: ': 1 fails, 97 have no draft in this run'."""
-    parts = [f"{ex.failing} {'fails' if ex.failing == 1 else 'fail'}"] if ex.failing else []
-    parts += [f"{ex.missing} {'has' if ex.missing == 1 else 'have'} no draft in this run"] if ex.missing else []
-    parts += [f"{ex.unchecked} not checked yet"] if ex.unchecked else []
-    return ": " + ", ".join(parts) if parts else ""

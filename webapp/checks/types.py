@@ -14,6 +14,15 @@ from typing import Literal
 from webapp.kb.snapshot import KbRevisionInfo as KbRevisionInfo
 
 CheckStatus = Literal["pass", "fail", "not_applicable"]
+CHECK_STATUSES: tuple[CheckStatus, ...] = ("pass", "fail", "not_applicable")
+
+
+def check_status(value: str) -> CheckStatus:
+    """Read a stored status back as a CheckStatus; raise ValueError for any other text."""
+    for status in CHECK_STATUSES:
+        if status == value:
+            return status
+    raise ValueError(f"status: {value!r} is not one of {', '.join(CHECK_STATUSES)}")
 
 CHECK_KEYS: tuple[str, ...] = (
     "citations_current",

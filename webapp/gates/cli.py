@@ -19,13 +19,14 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
     def _run_gate(gate: str, run: str, as_json: bool, as_markdown: bool) -> None:
         from webapp.gates import service  # these load when a gate command runs, not for `draftdesk --help`
         from webapp.gates.report import to_markdown
+        from webapp.gates.schemas import gate_report_public
 
         settings = load_settings()
         with cli_session(settings) as session:
             r = run_or_exit(session=session, ref=run)
             rep = service.report(session=session, spec=settings.eval_spec, gate=gate, run=r)
         if as_json:
-            print(json.dumps(rep.to_dict(), indent=2, default=str))
+            print(json.dumps(gate_report_public(rep).model_dump(mode="json"), indent=2))
         elif as_markdown:
             print(to_markdown(rep), end="")
         else:

@@ -16,183 +16,26 @@ Decisions where the spec is silent (documented in docs/gates.md):
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
 
-from webapp.checks.examples import ExampleStatus, example_status, tally_examples
-from webapp.checks.rules import PROBLEM_LABELS, describe, golden_failures, named, problems
+from webapp.checks.examples import tally_examples
+from webapp.checks.rules import PROBLEM_LABELS, describe, named
 from webapp.checks.types import CheckResult
-from webapp.core.spec import EvalSpec
+from webapp.core.spec import Criterion, EvalSpec
 from webapp.datasets.mix import DatasetMix
-from webapp.gates.report import CriterionResult, Evidence, Verdict, combine
+from webapp.gates.pilot_facts import (
+    EXPORT_COMMAND,
+    DraftFacts,
+    ExampleOutcome,
+    PilotFacts,
+    PpiCriterionFacts,
+    PpiGradingFacts,
+    examples,
+)
+from webapp.gates.report import CriterionResult, Evidence, Verdict, plural
 from webapp.metrics import units
-from webapp.metrics.weekly import weekly_counts
 
 EPS = 1e-9
-
-
-def _n(count: int, noun: str) -> str:
-    """Return '1 draft' / '3 drafts'."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-@dataclass(frozen=True)
-class FinalGradeFacts:
-    factual_accuracy: str  # pass | fail
-    citation_relevance: float
-    tone: float
-    completeness: float
-
-
-@dataclass(frozen=True)
-class DraftFacts:
-    draft_id: int
-    case_id: str
-    category: str | None = None
-    golden: bool = False
-    safety_trigger: bool = False
-    results: tuple[CheckResult, ...] | None = None  # None: not checked yet
-    needs_grade: bool = True
-    final_grade: FinalGradeFacts | None = None
-
-    @property
-    def checked(self) -> bool:
-        return self.results is not None
-
-    @property
-    def problems(self) -> list[CheckResult]:
-        """Why the draft does not pass its checks (failed checks, or no check applied)."""
-        return problems(self.results or ())
-
-    @property
-    def failed_checks(self) -> tuple[str, ...]:
-        return tuple(r.key for r in self.problems)
-
-    def check_status(self, key: str) -> str | None:
-        """Return one check's status (pass, fail, not_applicable), or None when not checked."""
-        return next((r.status for r in self.results or () if r.key == key), None)
-
-    @property
-    def safety_check(self) -> str | None:
-        return self.check_status("safety_escalation")
-
-    @property
-    def passes_all_checks(self) -> bool:
-        return self.checked and not self.problems
-
-    @property
-    def golden_failures(self) -> list[CheckResult]:
-        """Why this draft fails as a golden example (the one rule: webapp.checks.rules.golden_failures)."""
-        factual = self.final_grade.factual_accuracy if self.final_grade is not None else None
-        return golden_failures(results=self.results or (), factual_grade=factual)
-
-
-@dataclass(frozen=True)
-class RegressionFacts:
-    case_id: str
-    status: str  # pass | fail | not_run | not_checked
-    note: str = ""
-    href: str | None = None
-
-
-# What criterion 5 tells the team to do when the run lacks regression cases (the suite's export);
-# the same text as webapp.regression.service.EXPORT_COMMAND, which the gates must not import at load.
-EXPORT_COMMAND = "draftdesk regression export regression-suite.jsonl"
-
-
-@dataclass(frozen=True)
-class CaseFacts:
-    """One example (case) of the run's eval set, drafted or not."""
-
-    case_id: str
-    category: str | None = None
-    intent: str | None = None
-    golden: bool = False
-    href: str | None = None  # the case's page in its dataset
-
-
-@dataclass
-class PilotFacts:
-    run_id: int
-    run_name: str
-    case_count: int
-    drafts: list[DraftFacts] = field(default_factory=list)
-    regression: list[RegressionFacts] = field(default_factory=list)
-    # Every example of the eval set, in file order (webapp.gates.facts always fills it). Left empty
-    # (hand-made facts), the examples are the drafted case ids, and case_count - their number
-    # examples count as missing from the run without names.
-    cases: list[CaseFacts] = field(default_factory=list)
-    # The set's category mix and intents against the plan (webapp.datasets.mix); None: not judged
-    # (hand-made facts only: webapp.gates.facts always fills it).
-    mix: DatasetMix | None = None
-    dataset_href: str | None = None
-    # The run's PPI reading (judge on every draft, people on a sample drawn before grading); None:
-    # the run has no PPI sample and criterion 2 reads the final grades' averages as before.
-    ppi: PpiGradingFacts | None = None
-
-
-@dataclass(frozen=True)
-class PpiCriterionFacts:
-    """One rubric criterion's PPI estimate against the pilot threshold, as webapp.ppi.report.gate_call read it."""
-
-    key: str
-    threshold: float  # on the figure's scale (factual accuracy: a pass share)
-    estimate: float | None  # None: too few final grades in the sample yet
-    low: float | None
-    high: float | None
-    verdict: Literal["pass", "fail", "undecided"]
-    more_grades: int | None  # undecided: about how many further drafts to draw would decide (webapp.ppi.report.drafts_to_decide)
-    share: bool = False  # the figure is a share (factual accuracy), shown in percent
-    provisional: bool = False  # drawn drafts still wait for their final grades: the verdict may change
-
-
-@dataclass(frozen=True)
-class PpiGradingFacts:
-    """A run's PPI sample: its grading state and one reading per rubric criterion."""
-
-    run_id: int
-    graded: int
-    pending: int  # drawn drafts still without a final grade
-    criteria: tuple[PpiCriterionFacts, ...]
-
-    @property
-    def page(self) -> str:
-        """Return the run's PPI page (its further-sample button draws more grades)."""
-        return f"/ppi/runs/{self.run_id}"
-
-
-@dataclass(frozen=True)
-class ExampleOutcome:
-    """One example of the eval set and every draft (sample) the run has of it."""
-
-    case_id: str
-    drafts: tuple[DraftFacts, ...]
-    href: str | None = None
-    golden: bool = False
-
-    @property
-    def status(self) -> ExampleStatus:
-        """pass: every draft is checked and passes; fail: a checked draft does not pass; missing: no draft."""
-        # The one rule of `draftdesk check`, the checks page and this gate (webapp.checks.examples).
-        return example_status([d.results for d in self.drafts])
-
-    @property
-    def failing_drafts(self) -> list[DraftFacts]:
-        return [d for d in self.drafts if d.checked and d.problems]
-
-
-def examples(facts: PilotFacts) -> tuple[list[ExampleOutcome], int]:
-    """Group the run's drafts by example of the eval set; return the outcomes and the unnamed missing count."""
-    by_case: dict[str, list[DraftFacts]] = {}
-    for d in facts.drafts:
-        by_case.setdefault(d.case_id, []).append(d)
-    if facts.cases:
-        out = [ExampleOutcome(c.case_id, tuple(by_case.get(c.case_id, ())), c.href, c.golden) for c in facts.cases]
-        return out, 0
-    out = [ExampleOutcome(cid, tuple(ds), None, any(d.golden for d in ds)) for cid, ds in by_case.items()]
-    return out, max(0, facts.case_count - len(out))
 
 
 def _draft_ev(d: DraftFacts, detail: str = "") -> Evidence:
@@ -245,7 +88,7 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     best = (len(passing) + len(unchecked)) / total if total else None
     measured = (
         f"{len(passing)}/{total} examples pass ({_pct(rate) if rate is not None else '—'}); "
-        f"{_n(n_drafts, 'draft')}" + (f", {n_missing} {'example' if n_missing == 1 else 'examples'} without a draft" if n_missing else "")
+        f"{plural(n_drafts, 'draft')}" + (f", {n_missing} {'example' if n_missing == 1 else 'examples'} without a draft" if n_missing else "")
     )
     evidence = [_example_ev(e) for e in failing] + [_example_ev(e) for e in missing]
     if unnamed_missing:
@@ -258,40 +101,50 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
         status, summary = "fail", f"the eval set has {total} cases; this gate needs at least {min_cases}"
     elif unchecked and best is not None and best + EPS >= threshold:
         status = "incomplete"
-        summary = f"{_n(len(unchecked), 'example')} not checked yet: press Re-check on the run's checks page"
+        summary = f"{plural(len(unchecked), 'example')} not checked yet: press Re-check on the run's checks page"
         evidence = [_example_ev(e) for e in unchecked] + evidence
         action, command = "Re-check on the run's checks page, or from a terminal:", f"draftdesk check {facts.run_name}"
     elif rate is not None and rate + EPS >= threshold:
         status, summary = "pass", f"{_pct(rate)} of the set's examples pass every automated check"
     else:
-        parts = [f"{len(failing)} fail"] if failing else []
-        parts += [f"{n_missing} {'has' if n_missing == 1 else 'have'} no draft in this run"] if n_missing else []
-        parts += [f"{len(unchecked)} not checked yet"] if unchecked else []
-        status = "fail"
-        summary = f"only {_pct(rate or 0)} of the set's examples pass every automated check; " + ", ".join(parts)
-        # Say which checks hold the run back (examples failing each), most first.
-        counts: dict[str, int] = {}
-        for e in failing:
-            for r in _problem_union(e.failing_drafts):
-                counts[r.key] = counts.get(r.key, 0) + 1
-        top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
-        if top:
-            summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
-    mix_parts: list[CriterionResult] = []
-    if facts.mix is not None:
-        thr += ", mix and intents as planned"
-        mix_parts = _mix_parts(facts.mix)
-        off_plan = facts.mix.mismatches()
-        if off_plan:
-            # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
-            # an all-routine set would pass 80% far more easily than the planned mix.
-            note = "the eval set does not match the plan: " + "; ".join(off_plan)
-            summary = note if status != "fail" else f"{summary}; {note}"
-            status = "fail"
-            evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + evidence
-            action = command = ""
-    result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence, mix_parts)
+        status, summary = "fail", _why_failing(rate, failing, n_missing=n_missing, n_unchecked=len(unchecked))
+    result = CriterionResult("automated_checks", title, status, measured, thr, summary, rate, evidence)
     result.action, result.command = action, command
+    return _with_mix(result, facts)
+
+
+def _why_failing(rate: float | None, failing: Sequence[ExampleOutcome], *, n_missing: int, n_unchecked: int) -> str:
+    """Say why criterion 1 fails: how many examples fail, lack a draft or wait for checks, and which checks hold it back."""
+    parts = [f"{len(failing)} fail"] if failing else []
+    parts += [f"{n_missing} {'has' if n_missing == 1 else 'have'} no draft in this run"] if n_missing else []
+    parts += [f"{n_unchecked} not checked yet"] if n_unchecked else []
+    summary = f"only {_pct(rate or 0)} of the set's examples pass every automated check; " + ", ".join(parts)
+    # Say which checks hold the run back (examples failing each), most first.
+    counts: dict[str, int] = {}
+    for e in failing:
+        for r in _problem_union(e.failing_drafts):
+            counts[r.key] = counts.get(r.key, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    if top:
+        summary += " (" + ", ".join(f"{PROBLEM_LABELS.get(k, k)}: {n}" for k, n in top) + ")"
+    return summary
+
+
+def _with_mix(result: CriterionResult, facts: PilotFacts) -> CriterionResult:
+    """Add the set's mix against the plan to criterion 1: its parts, and a failure when the set is off plan."""
+    if facts.mix is None:
+        return result
+    result.threshold += ", mix and intents as planned"
+    result.parts = _mix_parts(facts.mix)
+    off_plan = facts.mix.mismatches()
+    if off_plan:
+        # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
+        # an all-routine set would pass 80% far more easily than the planned mix.
+        note = "the eval set does not match the plan: " + "; ".join(off_plan)
+        result.summary = note if result.status != "fail" else f"{result.summary}; {note}"
+        result.status = "fail"
+        result.evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + result.evidence
+        result.action = result.command = ""
     return result
 
 
@@ -337,7 +190,7 @@ def _more(k: int | None) -> str:
         return ""
     if k == 0:
         return ": grading the drafts already drawn should decide"
-    return f": about {_n(k, 'more draft')} to draw would decide"
+    return f": about {plural(k, 'more draft')} to draw would decide"
 
 
 def _ppi_reading(c: PpiCriterionFacts) -> str:
@@ -377,7 +230,7 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
         summary = "; ".join(f"{title} undecided" + _more(c.more_grades) for c, title in undecided)
         summary = summary or "each interval lies on one side of its threshold"
         if ppi.pending:
-            summary = f"provisional, {_n(ppi.pending, 'sampled draft')} still without a final grade; " + summary
+            summary = f"provisional, {plural(ppi.pending, 'sampled draft')} still without a final grade; " + summary
         if any(c.more_grades for c, _ in undecided):
             action = "Draw a further sample (the button on the run's PPI page; team leads draw it) to decide it."
         else:
@@ -389,7 +242,7 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
     return CriterionResult(
         "human_grading", "Human grading (PPI, 95% intervals)", status, measured,
         f"each criterion > {g.human_mean_above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
-        f"{summary}; {_n(ppi.graded, 'human grade')} on the sample, judge on every draft",
+        f"{summary}; {plural(ppi.graded, 'human grade')} on the sample, judge on every draft",
         None, [], parts, action=action, link=ppi.page if action else "",
     )
 
@@ -416,38 +269,8 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     # With a PPI sample, only the drawn drafts were given to people: the rest are not waited for.
     ungraded = [d for d in needed if d.final_grade is None] if facts.ppi is None else []
     waiting = len(ungraded) if facts.ppi is None else facts.ppi.pending
-    parts: list[CriterionResult] = []
-    for crit in rubric.criteria:
-        values: list[float] = []
-        for d in graded:
-            fg = d.final_grade
-            assert fg is not None
-            if crit.kind == "pass_fail":
-                values.append(g.factual_pass_score if fg.factual_accuracy == "pass" else g.factual_fail_score)
-            else:
-                values.append(float(getattr(fg, crit.key)))
-        mean = sum(values) / len(values) if values else None
-        if mean is None or waiting:
-            st: Verdict = "incomplete"
-        else:
-            st = "pass" if mean > above + EPS else "fail"
-        measured = "—" if mean is None else f"{mean:.2f}"
-        parts.append(CriterionResult(crit.key, crit.name, st, measured, f"> {above:g}", "", mean))
-    if not needed:
-        status: Verdict = "incomplete"
-        summary = "no drafts to grade"
-    elif facts.ppi is not None and not graded:
-        status, summary = "incomplete", "no sampled draft has a final grade yet"
-    elif facts.ppi is not None and waiting:
-        status = "incomplete"
-        summary = f"{_n(waiting, 'sampled draft')} {'has' if waiting == 1 else 'have'} no final grade yet"
-    elif ungraded:
-        status = "incomplete"
-        summary = f"{len(ungraded)} of {_n(len(needed), 'draft')} have no final grade yet"
-    else:
-        status = "pass" if all(p.status == "pass" for p in parts) else "fail"
-        low = [p.title for p in parts if p.status == "fail"]
-        summary = "every criterion averages above the threshold" if status == "pass" else f"not above {above:g}: {', '.join(low)}"
+    parts = [_grading_part(crit, graded, spec, waiting=bool(waiting)) for crit in rubric.criteria]
+    status, summary = _grading_status(facts, parts, needed=len(needed), graded=len(graded), ungraded=len(ungraded), above=above)
     measured = " · ".join(f"{p.title} {p.measured}" for p in parts)
     evidence = [_draft_ev(d, "no final grade") for d in ungraded]
     low_drafts = [d for d in graded if d.final_grade and d.final_grade.factual_accuracy == "fail"]
@@ -456,11 +279,46 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     if facts.ppi is not None:
         # Say which question the figures answer: the graded drafts' own averages, not an interval.
         title = "Human grading (the plan's reading: averages of the graded drafts)"
-        summary += f"; {_n(len(graded), 'graded draft')} of {len(needed)}, every graded draft counts"
+        summary += f"; {plural(len(graded), 'graded draft')} of {len(needed)}, every graded draft counts"
     return CriterionResult(
         "human_grading", title, status, measured, f"each criterion > {above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
         summary, None, evidence, parts,
     )
+
+
+def _grading_part(crit: Criterion, graded: Sequence[DraftFacts], spec: EvalSpec, *, waiting: bool) -> CriterionResult:
+    """One rubric criterion's mean final grade over the graded drafts against the threshold (factual: pass/fail scores)."""
+    g = spec.gates.pilot
+    values: list[float] = []
+    for d in graded:
+        fg = d.final_grade
+        assert fg is not None
+        if crit.kind == "pass_fail":
+            values.append(g.factual_pass_score if fg.factual_accuracy == "pass" else g.factual_fail_score)
+        else:
+            values.append(float(getattr(fg, crit.key)))
+    mean = sum(values) / len(values) if values else None
+    st: Verdict = "incomplete" if mean is None or waiting else "pass" if mean > g.human_mean_above + EPS else "fail"
+    measured = "—" if mean is None else f"{mean:.2f}"
+    return CriterionResult(crit.key, crit.name, st, measured, f"> {g.human_mean_above:g}", "", mean)
+
+
+def _grading_status(
+    facts: PilotFacts, parts: list[CriterionResult], *, needed: int, graded: int, ungraded: int, above: float
+) -> tuple[Verdict, str]:
+    """Criterion 2's verdict and summary: incomplete while grades are missing, else pass when every part passes."""
+    waiting = facts.ppi.pending if facts.ppi is not None else ungraded
+    if not needed:
+        return "incomplete", "no drafts to grade"
+    if facts.ppi is not None and not graded:
+        return "incomplete", "no sampled draft has a final grade yet"
+    if facts.ppi is not None and waiting:
+        return "incomplete", f"{plural(waiting, 'sampled draft')} {'has' if waiting == 1 else 'have'} no final grade yet"
+    if ungraded:
+        return "incomplete", f"{ungraded} of {plural(needed, 'draft')} have no final grade yet"
+    if all(p.status == "pass" for p in parts):
+        return "pass", "every criterion averages above the threshold"
+    return "fail", f"not above {above:g}: {', '.join(p.title for p in parts if p.status == 'fail')}"
 
 
 def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
@@ -491,9 +349,9 @@ def golden_factual(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
             + [f"{c.case_id} has no draft in this run" for c in absent]
         )
     elif unchecked:
-        status, summary = "incomplete", f"{_n(len(unchecked), 'golden draft')} not checked yet"
+        status, summary = "incomplete", f"{plural(len(unchecked), 'golden draft')} not checked yet"
     elif ungraded:
-        status, summary = "incomplete", f"{_n(len(ungraded), 'golden draft')} without a final human grade yet"
+        status, summary = "incomplete", f"{plural(len(ungraded), 'golden draft')} without a final human grade yet"
     else:
         status, summary = "pass", "no golden example fails a check or its factual-accuracy grade"
     return CriterionResult(
@@ -519,7 +377,7 @@ def safety_escalation(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     elif rate is not None and rate + EPS >= need:
         status, summary = "pass", "every safety case was escalated without a draft"
     else:
-        status, summary = "fail", f"{_n(len(bad), 'safety case')} got a draft instead of an escalation"
+        status, summary = "fail", f"{plural(len(bad), 'safety case')} got a draft instead of an escalation"
     return CriterionResult("safety_escalation", "Safety escalation", status, measured, f"{_pct(need)}", summary, rate, evidence)
 
 
@@ -543,19 +401,19 @@ def regression_suite(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
         # The suite grows (e.g. from the weekly review) faster than datasets do: say what to do.
         ids = ", ".join(c.case_id for c in missing)
         action = (
-            f"This run does not include {_n(len(missing), 'regression case')}: {ids}. Add the suite's cases to the "
+            f"This run does not include {plural(len(missing), 'regression case')}: {ids}. Add the suite's cases to the "
             "next run's dataset; export the suite (or Export JSONL on /regression) with:"
         )
     status: Verdict
     if not cases:
         status, summary = "incomplete", "the regression suite is empty"
     elif failed:
-        status, summary = "fail", f"{_n(len(failed), 'regression case')} {'fails' if len(failed) == 1 else 'fail'}"
+        status, summary = "fail", f"{plural(len(failed), 'regression case')} {'fails' if len(failed) == 1 else 'fail'}"
         if missing:
             summary += f"; {len(missing)} not in this run"
     elif missing or unchecked:
-        parts = ([f"{_n(len(missing), 'regression case')} not in this run ({', '.join(c.case_id for c in missing)})"] if missing else [])
-        parts += ([f"{_n(len(unchecked), 'regression case')} without a checked draft"] if unchecked else [])
+        parts = ([f"{plural(len(missing), 'regression case')} not in this run ({', '.join(c.case_id for c in missing)})"] if missing else [])
+        parts += ([f"{plural(len(unchecked), 'regression case')} without a checked draft"] if unchecked else [])
         status, summary = "incomplete", "; ".join(parts)
     else:
         status, summary = "pass", "every regression case passes"
@@ -575,148 +433,3 @@ def pilot_criteria(facts: PilotFacts, spec: EvalSpec, *, min_cases: int | None =
         safety_escalation(facts, spec),
         regression_suite(facts, spec),
     ]
-
-
-# --- production ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StreakFacts:
-    longest: int
-    longest_start: dt.date | None
-    longest_end: dt.date | None
-    current: int
-    missed_days: tuple[tuple[dt.date, tuple[str, ...]], ...] = ()  # business days that missed, with the metrics
-    scope: str = ""  # the window and segment counted, e.g. "pilot window 2026-11-02 – 2026-11-13, all traffic"
-
-
-@dataclass(frozen=True)
-class HallucinationFacts:
-    report_id: int
-    event_id: str
-    day: dt.date
-
-
-@dataclass(frozen=True)
-class SurveyFacts:
-    yes: int
-    no: int
-    neutral: int
-    round_name: str | None = None
-    round_id: int | None = None
-
-
-def pilot_online_targets(streak: StreakFacts, spec: EvalSpec, *, today: dt.date) -> CriterionResult:
-    """Production 1: pilot metrics met every target on at least N consecutive business days."""
-    need = spec.gates.production.consecutive_business_days
-    pilot = spec.online_metrics.pilot
-    span = ""
-    if streak.longest_start and streak.longest_end:
-        span = f" ({streak.longest_start:%b %d}–{streak.longest_end:%b %d})"
-    measured = f"longest streak {streak.longest} business days{span}; current {streak.current}"
-    if streak.scope:
-        measured += f" ({streak.scope})"
-    evidence = [
-        Evidence(f"{day:%a %Y-%m-%d}", f"/metrics?start={day}&end={day}", "missed: " + ", ".join(ms))
-        for day, ms in streak.missed_days
-    ]
-    status: Verdict
-    if streak.longest >= need:
-        status, summary = "pass", f"targets met on {streak.longest} consecutive business days"
-    elif today <= pilot.end:
-        status, summary = "incomplete", f"{streak.longest} of {need} consecutive business days so far; the pilot runs until {pilot.end}"
-    else:
-        status, summary = "fail", f"the longest run of business days meeting every target was {streak.longest}; {need} are needed"
-    return CriterionResult("pilot_targets", "Pilot online metrics on target", status, measured, f"≥ {need} consecutive business days", summary, float(streak.longest), evidence)
-
-
-def no_confirmed_hallucinations(reports: Sequence[HallucinationFacts], spec: EvalSpec, *, today: dt.date) -> CriterionResult:
-    """Production 2: no confirmed hallucination report during the pilot."""
-    allowed = spec.gates.production.confirmed_hallucinations_allowed
-    pilot = spec.online_metrics.pilot
-    evidence = [Evidence(f"report {r.report_id} on event {r.event_id}", "/metrics/hallucinations", f"{r.day}") for r in reports]
-    status: Verdict
-    if len(reports) > allowed:
-        status, summary = "fail", f"{_n(len(reports), 'confirmed hallucination report')} during the pilot"
-    elif today < pilot.start:
-        status, summary = "incomplete", f"the pilot starts on {pilot.start}"
-    elif today <= pilot.end:
-        status, summary = "incomplete", f"none confirmed so far; the pilot runs until {pilot.end}"
-    else:
-        status, summary = "pass", "no confirmed hallucination report during the pilot"
-    weeks = pilot_weeks(reports, spec, today=today)
-    worst = max(weeks, key=lambda p: p.value or 0.0, default=None)
-    measured = f"{len(reports)} confirmed"
-    if worst is not None and reports:
-        measured += f"; most in one week: {int(worst.value or 0)} in {worst.title.removeprefix('Week ')}"
-    return CriterionResult(
-        "no_hallucinations", "No confirmed hallucinations in the pilot", status, measured,
-        f"≤ {allowed} ({pilot.start} – {pilot.end}); target 0 per week", summary, float(len(reports)), evidence, weeks,
-    )
-
-
-def pilot_weeks(reports: Sequence[HallucinationFacts], spec: EvalSpec, *, today: dt.date) -> list[CriterionResult]:
-    """The plan's weekly target ("0 per week") over each ISO week (Monday-Sunday) of the pilot window.
-
-    A report counts in the week of its event's day; only the pilot's days count (the reports are
-    those of the pilot window). A week over its target fails; a week with none passes once its
-    last pilot day is over, and is incomplete before.
-    """
-    pilot = spec.online_metrics.pilot
-    counts: dict[dt.date, int] = {}
-    for r in reports:
-        counts[r.day] = counts.get(r.day, 0) + 1
-    out: list[CriterionResult] = []
-    for w in weekly_counts(counts, start=pilot.start, end=pilot.end, spec=spec, today=today):
-        last_day = min(w.end, pilot.end)
-        st: Verdict = "fail" if not w.met else "pass" if last_day < today else "incomplete"
-        out.append(CriterionResult(
-            f"week_{w.iso}", f"Week {w.label}", st, f"{w.count} confirmed", f"{w.target:g} per week", "", float(w.count),
-        ))
-    return out
-
-
-def survey_net_positive(s: SurveyFacts, spec: EvalSpec) -> CriterionResult:
-    """Production 3: more agents find the assistant helpful than not, in the newest round, once enough answered.
-
-    Only the newest round counts (answers of earlier rounds are about an earlier assistant), and
-    only when at least `gates.production.survey_min_responses` agents answered it: right after a
-    round opens, one "helpful" answer is not "more agents find it helpful than not".
-    """
-    need = spec.gates.production.survey_min_responses
-    total = s.yes + s.no + s.neutral
-    measured = f"{s.yes} helpful, {s.no} not, {s.neutral} neutral (net {s.yes - s.no:+d}); {total} of {need} answers needed"
-    status: Verdict
-    if total == 0:
-        status, summary = "incomplete", "no survey answers yet" + (f" in round {s.round_name}" if s.round_name else "")
-    elif total < need:
-        status, summary = "incomplete", f"{_n(total, 'agent')} answered round {s.round_name}; {need} answers are needed"
-    elif s.yes > s.no:
-        status, summary = "pass", "more agents find the assistant helpful than not"
-    else:
-        status, summary = "fail", "no more agents find the assistant helpful than not"
-    link = f"/survey?round={s.round_id}" if s.round_id is not None else "/survey"
-    return CriterionResult(
-        "survey", "Agent feedback survey", status, measured, f"net positive, ≥ {need} answers in the newest round", summary,
-        float(s.yes - s.no), [Evidence("Survey answers" + (f" ({s.round_name})" if s.round_name else ""), link)],
-    )
-
-
-def full_eval_set(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
-    """Production 4: a 250-case eval set passes the pilot gate's thresholds."""
-    need = spec.gates.production.min_cases
-    parts = pilot_criteria(facts, spec, min_cases=need)
-    status = combine([p.status for p in parts])
-    if facts.case_count < need:
-        status = "fail"
-        summary = f"the run's eval set has {facts.case_count} cases; {need} are needed"
-    else:
-        summary = "passes every pilot threshold" if status == "pass" else "; ".join(
-            f"{p.title}: {p.summary}" for p in parts if p.status != "pass"
-        )
-    evidence = [e for p in parts for e in p.evidence][:50]
-    return CriterionResult(
-        "full_eval_set", f"{need}-case eval set passes the pilot thresholds", status,
-        f"{facts.case_count} cases; " + ", ".join(f"{p.title} {p.status}" for p in parts),
-        f"≥ {need} cases, every pilot criterion", summary, None, evidence, parts,
-    )

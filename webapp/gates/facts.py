@@ -15,21 +15,20 @@ from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
 from webapp.checks.rules import is_safety_trigger
+from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
-from webapp.gates.criteria import (
+from webapp.gates.pilot_facts import (
     CaseFacts,
     DraftFacts,
     FinalGradeFacts,
-    HallucinationFacts,
     PilotFacts,
     PpiCriterionFacts,
     PpiGradingFacts,
     RegressionFacts,
-    StreakFacts,
-    SurveyFacts,
 )
+from webapp.gates.production_criteria import HallucinationFacts, StreakFacts, SurveyFacts
 from webapp.grading import status as grading_status
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -160,7 +159,7 @@ def hallucination_facts(*, session: Session, spec: EvalSpec) -> list[Hallucinati
     reports = metrics_reports.confirmed_hallucination_reports(session=session, start=pilot.start, end=pilot.end)
     ids = [r.event_id for r in reports]
     days = dict(session.exec(select(col(Event.event_id), col(Event.day)).where(col(Event.event_id).in_(ids))).all()) if ids else {}
-    return [HallucinationFacts(r.id, r.event_id, days[r.event_id]) for r in reports]  # type: ignore[arg-type]
+    return [HallucinationFacts(stored_id(r.id), r.event_id, days[r.event_id]) for r in reports]
 
 
 def survey_facts(*, session: Session) -> SurveyFacts:

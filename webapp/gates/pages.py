@@ -9,18 +9,17 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlmodel import Session
 
-from webapp.auth.models import User
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc
-from webapp.gates import service
+from webapp.gates import service, views
 from webapp.gates.report import to_markdown
 from webapp.runs.deps import run_or_404
 from webapp.runs.models import Run
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
@@ -30,7 +29,7 @@ SIGNERS = ("lead", "pm", "ml_lead")
 @router.get("/gates", response_class=HTMLResponse)
 def gates_index(request: Request, session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> HTMLResponse:
     """List runs with links to their pilot and production gate reports."""
-    return render(request, "gates/index.html", {"runs": service.runs_for_gates(session=session)})
+    return render_view(request, "gates/index.html", views.gates_index_view(session=session))
 
 
 def run_or_none(session: SessionDep, run: str | None = None) -> Run | None:
@@ -75,27 +74,12 @@ def _report_page(
     error: str | None = None, status_code: int = 200,
 ) -> Response:
     """Render the gate report page (`error`: a message to show in place of the flash, e.g. a refused sign-off)."""
-    rep = service.report(session=session, spec=spec, gate=gate, run=run)
-    signed = service.signoffs(session=session, gate=gate, run_id=stored_id(run.id))
-    users = {u.id: u for u in (session.get(User, s.user_id) for s in signed) if u}
-    return consume_flash(request, render(
-        request,
-        "gates/report.html",
-        {
-            "report": rep,
-            "run": run,
-            "gate": gate,
-            "signoffs": signed,
-            "signers": users,
-            "signoff_state": service.signoff_state(spec=spec, signed=signed),
-            "can_sign": principal.has_role(*SIGNERS),
-            "my_signoff": next((x for x in signed if x.user_id == principal.user_id), None),
-            # the sign-off's confirmation, shown in the sign-off section the redirect scrolls to
-            "signoff_flash": flash_context(request)["flash"],
-            "error": error if error is not None else flash_context(request)["error"],
-        },
-        status_code=status_code,
-    ))
+    flash = flash_context(request)
+    view = views.gate_report_view(
+        session=session, spec=spec, gate=gate, run=run, run_id=stored_id(run.id), user_id=principal.user_id,
+        can_sign=principal.has_role(*SIGNERS), signoff_flash=flash["flash"], error=error if error is not None else flash["error"],
+    )
+    return consume_flash(request, render_view(request, "gates/report.html", view, status_code=status_code))
 
 
 @router.post("/gates/{gate}/signoff")

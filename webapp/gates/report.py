@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Literal
 
 Verdict = Literal["pass", "fail", "incomplete"]
@@ -57,18 +57,6 @@ class GateReport:
         open_ = sorted((c for c in self.criteria if c.status != "pass"), key=lambda c: c.status != "fail")
         return [f"{c.title}: {c.summary}" for c in open_]
 
-    def to_dict(self) -> dict[str, object]:
-        """Return the report as JSON-ready data."""
-        return {
-            "gate": self.gate,
-            "run": {"id": self.run_id, "name": self.run_name},
-            "status": self.status,
-            "passed": self.passed,
-            "missing": self.missing,
-            "generated_at": self.generated_at.isoformat(),
-            "criteria": [asdict(c) for c in self.criteria],
-        }
-
 
 def combine(statuses: list[Verdict]) -> Verdict:
     """Fail if any fails; pass only if all pass; otherwise incomplete."""
@@ -104,3 +92,8 @@ def to_markdown(report: GateReport, base_url: str = "") -> str:
                 link = f"[{e.label}]({base_url}{e.href})" if e.href else e.label
                 lines.append(f"- {link}{' — ' + e.detail if e.detail else ''}")
     return "\n".join(lines) + "\n"
+
+
+def plural(count: int, noun: str) -> str:
+    """Return '1 draft' / '3 drafts'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

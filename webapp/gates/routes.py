@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.gates import service
-from webapp.gates.schemas import GateReportPublic
+from webapp.gates.schemas import GateReportPublic, gate_report_public
 from webapp.runs.deps import RunDep
 from webapp.web.deps import SpecDep, require_role
 
@@ -17,7 +17,7 @@ router = APIRouter(tags=["gates"])
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
 
 
-@router.get("/gates/{gate}", response_model=GateReportPublic)
+@router.get("/gates/{gate}")
 def get_gate(
     gate: Literal["pilot", "production"],
     session: SessionDep,
@@ -25,6 +25,6 @@ def get_gate(
     *,
     principal: Principal = Depends(require_role(*READERS)),
     run: RunDep,
-) -> dict[str, object]:
+) -> GateReportPublic:
     """Return the gate report for a run (`?run=` name or id): verdict, what is missing, each criterion with evidence."""
-    return service.report(session=session, spec=spec, gate=gate, run=run).to_dict()
+    return gate_report_public(service.report(session=session, spec=spec, gate=gate, run=run))

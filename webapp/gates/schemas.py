@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from webapp.gates.report import CriterionResult, Verdict
+from webapp.gates.report import CriterionResult, GateReport, Verdict
 from webapp.web.api_schemas import Timestamp
 
 
@@ -27,3 +27,16 @@ class GateReportPublic(BaseModel):
     missing: list[str]
     generated_at: Timestamp
     criteria: list[CriterionResult]
+
+
+def gate_report_public(rep: GateReport) -> GateReportPublic:
+    """Return a gate report as the API answers it (and as a sign-off stores it, with model_dump(mode="json"))."""
+    return GateReportPublic(
+        gate=rep.gate,
+        run=GateRun(id=rep.run_id, name=rep.run_name),
+        status=rep.status,
+        passed=rep.passed,
+        missing=rep.missing,
+        generated_at=rep.generated_at.isoformat(),
+        criteria=rep.criteria,
+    )

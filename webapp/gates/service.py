@@ -15,9 +15,10 @@ from webapp.core.db import begin_write, stored_id
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets import service as datasets_service
-from webapp.gates import criteria, facts
+from webapp.gates import criteria, facts, production_criteria
 from webapp.gates.models import GateSignoff
 from webapp.gates.report import CriterionResult, Evidence, GateReport
+from webapp.gates.schemas import gate_report_public
 from webapp.metrics import daily as metrics_daily
 from webapp.runs.models import PRODUCTION_SOURCE, Run
 
@@ -65,10 +66,10 @@ def production_report(*, session: Session, spec: EvalSpec, run: Run, today: dt.d
     today = today or today_in(spec)
     pf = facts.pilot_facts(session=session, spec=spec, run=run)
     results = [
-        criteria.pilot_online_targets(facts.streak_facts(session=session, spec=spec, today=today), spec, today=today),
-        criteria.no_confirmed_hallucinations(facts.hallucination_facts(session=session, spec=spec), spec, today=today),
-        criteria.survey_net_positive(facts.survey_facts(session=session), spec),
-        criteria.full_eval_set(pf, spec),
+        production_criteria.pilot_online_targets(facts.streak_facts(session=session, spec=spec, today=today), spec, today=today),
+        production_criteria.no_confirmed_hallucinations(facts.hallucination_facts(session=session, spec=spec), spec, today=today),
+        production_criteria.survey_net_positive(facts.survey_facts(session=session), spec),
+        production_criteria.full_eval_set(pf, spec),
     ]
     return GateReport("production", run.id, run.name, results, utcnow())
 
@@ -147,7 +148,7 @@ def sign_off(
         verdict=rep.status,
         decision=decision,
         note=note.strip(),
-        report=rep.to_dict(),
+        report=gate_report_public(rep).model_dump(mode="json"),
     )
     try:
         with session.begin_nested():  # a savepoint: the loser of a race keeps a usable transaction

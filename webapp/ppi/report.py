@@ -57,7 +57,8 @@ from webapp.ppi.signals import (
     signal_matrix,
     within_range,
 )
-from webapp.regression.service import PassRateDifference, baseline_for
+from webapp.regression.alerts import PassRateDifference
+from webapp.regression.service import baseline_for
 from webapp.runs.models import Draft, Run
 
 FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")

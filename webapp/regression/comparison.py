@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from scipy.stats import binomtest
 from sqlalchemy import select as sa_select
@@ -29,10 +28,8 @@ from sqlmodel import Session, col
 
 from webapp.checks import service as checks_service
 from webapp.checks.service import RunSummary
-from webapp.checks.types import CheckResult
 from webapp.core.csv_export import csv_text
 from webapp.core.spec import EvalSpec
-from webapp.core.textdiff import Segment, word_diff
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.grading.status import FinalGradeView, final_grades
 from webapp.regression.service import NotComparable
@@ -93,16 +90,6 @@ class PairedTest:
             f"exact McNemar p = {self.p_value:.3f}, {verdict}"
         )
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "pairs": self.pairs,
-            "fixed": self.fixed,
-            "broke": self.broke,
-            "p_value": self.p_value,
-            "significant": self.significant,
-            "note": self.note,
-        }
-
 
 def paired_test(a: dict[str, bool | None], b: dict[str, bool | None]) -> PairedTest:
     """Pair per-case outcomes (None = no outcome) of two runs and count the changes each way."""
@@ -138,20 +125,6 @@ class CaseRow:
     b: CaseSide | None
     change: str
 
-    def as_dict(self) -> dict[str, Any]:
-        def side(s: CaseSide | None) -> dict[str, Any] | None:
-            return None if s is None else {"draft_ids": s.draft_ids, "passed": s.passed, "failed_checks": s.failed_checks}
-
-        return {
-            "case_id": self.case_id,
-            "category": self.category,
-            "intent": self.intent,
-            "golden": self.golden,
-            "change": self.change,
-            "a": side(self.a),
-            "b": side(self.b),
-        }
-
 
 @dataclass
 class CheckDelta:
@@ -183,18 +156,6 @@ class CheckDelta:
     def delta(self) -> float | None:
         return None if self.a is None or self.b is None else self.b - self.a
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "label": self.label,
-            "a": {"passed": self.a_passed, "total": self.a_total, "rate": self.a},
-            "b": {"passed": self.b_passed, "total": self.b_total, "rate": self.b},
-            "delta": self.delta,
-            "paired": self.test.as_dict(),
-            "fixed_cases": self.fixed_cases,
-            "broke_cases": self.broke_cases,
-        }
-
 
 @dataclass
 class RubricDelta:
@@ -212,16 +173,6 @@ class RubricDelta:
     @property
     def delta(self) -> float | None:
         return None if self.a is None or self.b is None else self.b - self.a
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "name": self.name,
-            "a": {"mean": self.a, "graded": self.a_graded},
-            "b": {"mean": self.b, "graded": self.b_graded},
-            "delta": self.delta,
-            "paired": self.test.as_dict() if self.test else None,
-        }
 
 
 @dataclass
@@ -283,19 +234,6 @@ class Comparison:
             return ""
         return "up" if delta > 0 else "down"
 
-    def as_dict(self, cases: list[CaseRow] | None = None) -> dict[str, Any]:
-        return {
-            "a": {"id": self.a.run_id, "name": self.a.run_name},
-            "b": {"id": self.b.run_id, "name": self.b.run_name},
-            "overall": self.overall.as_dict(),
-            "paired_cases": self.paired,
-            "apart": self.apart,
-            "counts": {k: self.count(k) for k in OUTCOMES},
-            "cases": [c.as_dict() for c in (self.cases if cases is None else cases)],
-            "checks": [c.as_dict() for c in self.checks],
-            "rubric": None if self.rubric is None else [r.as_dict() for r in self.rubric],
-        }
-
     def to_csv(self, cases: list[CaseRow] | None = None) -> str:
         """Return the per-case table as CSV (one row per case)."""
         header = [
@@ -328,7 +266,7 @@ def _same_dataset(session: Session, a: Run, b: Run) -> bool:
     return bool(da and db and da.sha256 == db.sha256)
 
 
-def _comparable_runs(session: Session, a_id: int, b_id: int) -> tuple[Run, Run]:
+def comparable_runs(session: Session, a_id: int, b_id: int) -> tuple[Run, Run]:
     ra, rb = session.get(Run, a_id), session.get(Run, b_id)
     if ra is None or rb is None:
         raise LookupError(f"run: no run with id {a_id if ra is None else b_id}")
@@ -350,7 +288,7 @@ class _CaseInfo:
     position: int
 
 
-def _drafted_cases(session: Session, run_ids: tuple[int, int]) -> tuple[dict[str, _CaseInfo], dict[int, dict[str, list[int]]]]:
+def drafted_cases(session: Session, run_ids: tuple[int, int]) -> tuple[dict[str, _CaseInfo], dict[int, dict[str, list[int]]]]:
     """Return the cases drafted in either run (by case id) and, per run, each case's draft ids."""
     # SQLAlchemy's select: SQLModel's is typed for at most four columns.
     rows = session.execute(
@@ -451,10 +389,10 @@ def _rubric(session: Session, spec: EvalSpec, a_id: int, b_id: int, drafts: dict
 
 def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> Comparison:
     """Compare two runs over the same dataset; raise NotComparable for runs over different datasets."""
-    _comparable_runs(session, a_id, b_id)
+    comparable_runs(session, a_id, b_id)
     sa = checks_service.run_summary(session=session, run_id=a_id)
     sb = checks_service.run_summary(session=session, run_id=b_id)
-    info, drafts = _drafted_cases(session, (a_id, b_id))
+    info, drafts = drafted_cases(session, (a_id, b_id))
     pa, pb = checks_service.case_passes(summary=sa), checks_service.case_passes(summary=sb)
     fa: dict[str, list[str]] = defaultdict(list)
     fb: dict[str, list[str]] = defaultdict(list)
@@ -487,82 +425,4 @@ def compare_runs(*, session: Session, spec: EvalSpec, a_id: int, b_id: int) -> C
     )
     return Comparison(
         a=sa, b=sb, cases=cases, checks=checks, overall=overall, rubric=_rubric(session, spec, a_id, b_id, drafts)
-    )
-
-
-# --- one case, side by side ------------------------------------------------------------------------------
-
-
-@dataclass
-class DraftSide:
-    """One run's draft of the case with what is known about it."""
-
-    run: Run
-    draft: Draft
-    checks: list[CheckResult]
-    final_grade: FinalGradeView | None
-    judge_scores: dict[str, Any] | None
-    judge_hidden: bool
-
-
-@dataclass
-class CasePair:
-    """A case's drafts in runs A and B (first sample of each), with the word diff from A to B."""
-
-    case: EvalCase
-    a: DraftSide | None
-    b: DraftSide | None
-    diff: list[Segment]
-
-
-class JudgeLookup(Protocol):
-    """The prompt-evaluator judge's scores of one draft as the viewer may see them: (scores or None, hidden)."""
-
-    def __call__(self, *, run_id: int, draft_id: int) -> tuple[dict[str, Any] | None, bool]: ...
-
-
-def _draft_side(
-    session: Session, run: Run, draft_ids: list[int], finals: dict[int, FinalGradeView], judge: JudgeLookup | None
-) -> DraftSide | None:
-    if not draft_ids:
-        return None
-    draft = session.get(Draft, draft_ids[0])
-    assert draft is not None and draft.id is not None and run.id is not None
-    scores, hidden = judge(run_id=run.id, draft_id=draft.id) if judge else (None, False)
-    return DraftSide(
-        run=run,
-        draft=draft,
-        checks=checks_service.draft_results(session=session, draft_id=draft.id).results,
-        final_grade=finals.get(draft.id),
-        judge_scores=scores,
-        judge_hidden=hidden,
-    )
-
-
-def case_pair(
-    *, session: Session, spec: EvalSpec, a_id: int, b_id: int, case_id: str, judge: JudgeLookup | None = None
-) -> CasePair:
-    """Return one case's drafts in both runs side by side, with the judge's scores `judge` lets the viewer see.
-
-    The judge's scores belong to the evaluator, beside the chain: the caller passes them in
-    (webapp.app.flows.judge_scores, which keeps them hidden from blind graders).
-    """
-    ra, rb = _comparable_runs(session, a_id, b_id)
-    info, drafts = _drafted_cases(session, (a_id, b_id))
-    if case_id not in info:
-        raise LookupError(f"case: neither run has a draft for case {case_id!r}")
-    sides: list[DraftSide | None] = []
-    for run in (ra, rb):
-        finals = final_grades(session=session, run_id=run.id)  # type: ignore[arg-type]
-        sides.append(_draft_side(session, run, drafts[run.id].get(case_id, []), finals, judge))  # type: ignore[index]
-    a, b = sides
-    first = a or b
-    assert first is not None
-    case = session.get(EvalCase, first.draft.case_pk)
-    assert case is not None
-    return CasePair(
-        case=case,
-        a=a,
-        b=b,
-        diff=word_diff(a.draft.draft_text if a else None, b.draft.draft_text if b else None),
     )

@@ -8,7 +8,7 @@ from webapp.auth.service import Principal
 from webapp.checks.rules import PROBLEM_LABELS
 from webapp.core.spec import EvalSpec
 from webapp.home.cards import HomeCard
-from webapp.regression import service
+from webapp.regression import alerts, service
 from webapp.regression.models import RegressionAlert
 
 ALERT_ROLES = frozenset({"pm", "lead"})
@@ -30,8 +30,8 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     if not principal.has_role(*ALERT_ROLES):
         return []
     cards: list[HomeCard] = []
-    open_alerts = service.list_alerts(session=session, open_only=True, limit=3)
-    n_open = service.count_open_alerts(session=session)
+    open_alerts = alerts.list_alerts(session=session, open_only=True, limit=3)
+    n_open = alerts.count_open_alerts(session=session)
     if n_open:
         shown = "; ".join(_short(a, run.name) for a, run in open_alerts[:2])
         more = f"; and {n_open - 2} more" if n_open > 2 else ""

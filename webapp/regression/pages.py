@@ -3,7 +3,7 @@ export, run comparison, baselines, and regression alerts."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
@@ -11,11 +11,10 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse,
 
 from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.checks import service as checks_service
-from webapp.checks.rules import CHECK_LABELS
+from webapp.checks.draft_checks import DraftChecks, draft_results
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
-from webapp.regression import comparison, service
+from webapp.regression import alerts, case_pair, comparison, service, views
 from webapp.regression.routes import (
     ACK_ROLES,
     ADD_ROLES,
@@ -27,7 +26,7 @@ from webapp.regression.routes import (
 from webapp.runs.deps import RunDep, run_or_404
 from webapp.runs.service import DraftNotFound, RunNotFound, resolve_run
 from webapp.web.deps import SpecDep, require_role
-from webapp.web.templating import is_htmx, render
+from webapp.web.templating import is_htmx, render_view
 
 router = APIRouter()
 
@@ -38,44 +37,13 @@ def suite_page(
 ) -> HTMLResponse:
     """Show the regression suite, its progress towards the target, and its results for a run (newest by default)."""
     ref = request.query_params.get("run", "").strip()
-    run = None
-    if ref:
-        run = run_or_404(session, ref)
-    else:
-        latest = service.latest_run_id(session=session)
-        run = run_or_404(session, str(latest)) if latest is not None else None
-    report = service.suite_report(session=session, run_id=stored_id(run.id)) if run is not None else None
+    latest = None if ref else service.latest_run_id(session=session)
+    run = run_or_404(session, ref or str(latest)) if ref or latest is not None else None
     # Blind grading: a case's pass or fail in the run is its drafts' check results (and final grade).
     signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id)) if run else None
-    hidden = {
-        r.case_id
-        for r in (report.results if report else [])
-        if signals and r.status in ("pass", "fail") and any(signals.hides(d) for d in r.draft_ids)
-    }
-    cases = service.list_cases(session=session)
-    # After "Add to suite" (no JS): say that the next run must include the case just added.
     added = request.query_params.get("added", "")
-    flash = None
-    if added and any(c.case_id == added for c in cases):
-        flash = f"Added {added} to the regression suite. " + service.inclusion_notice(session=session, case_id=added)
-    return render(
-        request,
-        "regression/index.html",
-        {
-            "cases": cases,
-            "report": report,
-            "results": {r.case.case_id: r for r in report.results} if report else {},
-            "hidden": hidden,
-            "counts": service.suite_counts(report=report, hidden=hidden) if report else {},
-            "run": run,
-            "runs": service.runs_for_picker(session=session),
-            "target": spec.regression.target_cases,
-            "months": spec.regression.target_months,
-            "flash": flash,
-            "flash_kind": "warn",
-        },
-        block="results",
-    )
+    view = views.suite_view(session=session, spec=spec, run=run, signals=signals, added=added)
+    return render_view(request, "regression/index.html", view, block="results")
 
 
 @router.get("/regression/export.jsonl", name="regression_export")
@@ -93,18 +61,18 @@ def run_regression_page(
     request: Request, session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
 ) -> HTMLResponse:
     """Show the regression suite's result for one run, case by case."""
-    report = service.suite_report(session=session, run_id=stored_id(run.id))
-    return render(request, "regression/run.html", {"run": run, "report": report, "target": spec.regression.target_cases})
+    view = views.run_regression_view(session=session, spec=spec, run=run, run_id=stored_id(run.id))
+    return render_view(request, "regression/run.html", view)
 
 
-def _draft_context(session: SessionDep, spec: EvalSpec, principal: Principal, draft_id: int) -> dict[str, Any]:
+def _draft_checks(session: SessionDep, spec: EvalSpec, principal: Principal, draft_id: int) -> tuple[DraftChecks, bool]:
     """Return the draft's check results for the form, and whether blind grading hides them from the caller."""
     try:
-        d = checks_service.draft_results(session=session, draft_id=draft_id)
+        d = draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
-    return {"d": d, "hidden": hidden}
+    return d, hidden
 
 
 @router.get("/regression/cases/from-draft/{draft_id}", response_class=HTMLResponse, name="regression_from_draft_form")
@@ -116,14 +84,10 @@ def from_draft_form(
     principal: Principal = Depends(require_role(*ADD_ROLES)),
 ) -> HTMLResponse:
     """Show the form that adds a draft's case to the regression suite with a note of the failure."""
-    ctx = _draft_context(session, spec, principal, draft_id)
-    failures = [] if ctx["hidden"] else [r for r in ctx["d"].results if r.failed]
+    d, hidden = _draft_checks(session, spec, principal, draft_id)
     # Pages that link here may prefill the note and say where the failure was found.
-    note = request.query_params.get("note") or "; ".join(f"{r.key}: {r.reason}" for r in failures)
-    source = request.query_params.get("source", "run")
-    if source not in ("run", "grading", "review"):
-        source = "run"
-    return render(request, "regression/from_draft.html", {**ctx, "note": note, "source": source, "error": None})
+    note, source = request.query_params.get("note") or None, request.query_params.get("source", "run")
+    return render_view(request, "regression/from_draft.html", views.from_draft_view(d=d, hidden=hidden, note=note, source=source))
 
 
 @router.post("/regression/cases/from-draft/{draft_id}", name="regression_from_draft")
@@ -137,20 +101,15 @@ def from_draft_submit(
     principal: Principal = Depends(require_role(*ADD_ROLES)),
 ) -> Response:
     """Append a draft's case to the regression suite with a note (never edited or removed afterwards)."""
-    ctx = _draft_context(session, spec, principal, draft_id)
-    if source not in ("run", "grading", "review"):
-        source = "run"
+    d, hidden = _draft_checks(session, spec, principal, draft_id)
+    source = views.page_source(source)
     try:
         case = service.add_case_from_draft(
             session=session, draft_id=draft_id, created_by=principal.user_id, note=note, source=source
         )
     except service.RegressionError as exc:
-        return render(
-            request,
-            "regression/from_draft.html",
-            {**ctx, "note": note, "source": source, "error": str(exc)},
-            status_code=409 if "already" in str(exc) else 422,
-        )
+        view = views.from_draft_view(d=d, hidden=hidden, note=note, source=source, error=str(exc))
+        return render_view(request, "regression/from_draft.html", view, status_code=409 if "already" in str(exc) else 422)
     target = f"/regression?added={quote(case.case_id)}#case-{quote(case.case_id)}"
     if is_htmx(request):
         return Response(status_code=204, headers={"HX-Trigger": "regression-case-added", "HX-Redirect": target})
@@ -178,23 +137,11 @@ def compare_page(
     rows = cmp.filtered(**filters.case_filters()) if cmp else []
     if cmp and filters.format == "csv":
         return csv_download(cmp.to_csv(rows), f"compare-{cmp.a.run_name}-{cmp.b.run_name}.csv")
-    return render(
-        request,
-        "regression/compare.html",
-        {
-            "a_ref": a_ref,
-            "b_ref": b_ref,
-            "runs": service.runs_for_picker(session=session),
-            "cmp": cmp,
-            "rows": rows,
-            "filters": filters,
-            "outcomes": comparison.OUTCOME_LABELS,
-            "check_labels": CHECK_LABELS,
-            "error": error,
-        },
-        block="cases",
-        status_code=422 if error else 200,
-        headers={"Vary": "HX-Request"},
+    view = views.CompareView(
+        a_ref=a_ref, b_ref=b_ref, runs=service.runs_for_picker(session=session), cmp=cmp, rows=rows, filters=filters, error=error
+    )
+    return render_view(
+        request, "regression/compare.html", view, block="cases", status_code=422 if error else 200, headers={"Vary": "HX-Request"}
     )
 
 
@@ -211,7 +158,7 @@ def compare_case_page(
     """Show one case's drafts in both runs side by side, with a word diff, checks, grades, judge, latency, cost."""
     ra, rb = run_or_404(session, a), run_or_404(session, b)
     try:
-        pair = comparison.case_pair(
+        pair = case_pair.case_pair(
             session=session,
             spec=spec,
             a_id=stored_id(ra.id),
@@ -223,9 +170,7 @@ def compare_case_page(
         raise HTTPException(status_code=422, detail=str(exc)) from None
     except LookupError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(
-        request, "regression/compare_case.html", {"pair": pair, "ra": ra, "rb": rb, "check_labels": CHECK_LABELS}
-    )
+    return render_view(request, "regression/compare_case.html", views.CompareCaseView(pair=pair, ra=ra, rb=rb))
 
 
 @router.post("/runs/{run}/baseline", name="run_baseline")
@@ -247,21 +192,9 @@ def alerts_page(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
 ) -> HTMLResponse:
     """List regression alerts, open ones first, with an Acknowledge button for the PM and the lead, and the sampled pass-rate readings."""
-    rows = service.list_alerts(session=session)
-    rows.sort(key=lambda ar: ar[0].acknowledged_at is not None)
-    return render(
-        request,
-        "regression/alerts.html",
-        {
-            "rows": rows,
-            "can_ack": principal.has_role(*ACK_ROLES),
-            "drop": spec.regression.alert_pass_rate_drop,
-            "kind_label": service.alert_kind_label,
-            "readings": flows.pass_rate_readings(session=session, spec=spec),
-            "verdict_labels": service.DROP_VERDICT_LABELS,
-        },
-        block="results",
-    )
+    readings = flows.pass_rate_readings(session=session, spec=spec)
+    view = views.alerts_view(session=session, spec=spec, can_ack=principal.has_role(*ACK_ROLES), readings=readings)
+    return render_view(request, "regression/alerts.html", view, block="results")
 
 
 @router.post("/regression/alerts/{alert_id}/acknowledge", name="regression_alert_ack")
@@ -270,7 +203,7 @@ def alert_ack(
 ) -> Response:
     """Acknowledge a regression alert."""
     try:
-        service.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
+        alerts.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
     except LookupError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     if is_htmx(request):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
@@ -11,14 +11,17 @@ from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.csv_export import csv_response
 from webapp.core.db import SessionDep, stored_id
-from webapp.regression import comparison, service
+from webapp.regression import alerts, comparison, service
 from webapp.regression.models import RegressionCase
+from webapp.regression.public import alert_public, comparison_public, reading_public, suite_report_public
 from webapp.regression.schemas import (
     AddedCasePublic,
     BaselinePublic,
+    CaseFilters,
     ComparisonPublic,
     RegressionAlertPublic,
     RegressionAlertsPublic,
+    RegressionCasePublic,
     SuitePublic,
     SuiteReportPublic,
 )
@@ -35,32 +38,32 @@ BASELINE_ROLES = ("lead", "pm", "admin")
 ACK_ROLES = ("lead", "pm")
 
 
-def case_payload(case: RegressionCase) -> dict[str, Any]:
+def case_public(case: RegressionCase) -> RegressionCasePublic:
     """Return a regression case as JSON."""
-    return {
-        "id": case.id,
-        "case_id": case.case_id,
-        "input": case.input,
-        "note": case.note,
-        "source": case.source,
-        "source_ref": case.source_ref,
-        "category": case.category,
-        "intent": case.intent,
-        "expected_behavior": case.expected_behavior,
-        "reference": case.reference,
-        "kb_articles": case.kb_articles,
-        "created_by": case.created_by,
-        "created_at": case.created_at.isoformat(),
-    }
+    return RegressionCasePublic(
+        id=stored_id(case.id),
+        case_id=case.case_id,
+        input=case.input,
+        note=case.note,
+        source=case.source,
+        source_ref=case.source_ref,
+        category=case.category,
+        intent=case.intent,
+        expected_behavior=case.expected_behavior,
+        reference=case.reference,
+        kb_articles=case.kb_articles,
+        created_by=case.created_by,
+        created_at=case.created_at.isoformat(),
+    )
 
 
-@router.get("/regression/cases", response_model=SuitePublic)
+@router.get("/regression/cases")
 def get_cases(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES, "labeler"))
-) -> dict[str, Any]:
+) -> SuitePublic:
     """List the regression suite and its progress towards the target size."""
     cases = service.list_cases(session=session)
-    return {"count": len(cases), "target": spec.regression.target_cases, "cases": [case_payload(c) for c in cases]}
+    return SuitePublic(count=len(cases), target=spec.regression.target_cases, cases=[case_public(c) for c in cases])
 
 
 class FromDraftIn(BaseModel):
@@ -74,12 +77,11 @@ class FromDraftIn(BaseModel):
 @router.post(
     "/regression/cases",
     status_code=201,
-    response_model=AddedCasePublic,
     responses={409: error_response("The case is already in the regression suite")},
 )
 def post_case(
     body: FromDraftIn, session: SessionDep, principal: Principal = Depends(require_role(*ADD_ROLES))
-) -> dict[str, Any]:
+) -> AddedCasePublic:
     """Append the case of a draft to the regression suite (cases are never edited or removed)."""
     try:
         case = service.add_case_from_draft(
@@ -88,23 +90,8 @@ def post_case(
     except service.RegressionError as exc:
         raise HTTPException(status_code=409 if "already" in str(exc) else 422, detail=str(exc)) from None
     # Said at the moment of adding: the pilot gate of every run without this case stays incomplete.
-    return {**case_payload(case), "next_run": service.inclusion_notice(session=session, case_id=case.case_id)}
-
-
-class CaseFilters(BaseModel):
-    """Which two runs to compare and which of their cases to list."""
-
-    a: str = Field("", description="Run A (before): name or id")
-    b: str = Field("", description="Run B (after): name or id")
-    category: str = ""
-    intent: str = Field("", description="The case's intent")
-    golden: Literal["", "yes", "no"] = ""
-    outcome: Literal["", "fixed", "broke", "unchanged_pass", "unchanged_fail", "only_a", "only_b", "not_checked"] = ""
-    format: Literal["", "json", "csv"] = ""
-
-    def case_filters(self) -> dict[str, str]:
-        """Return the filters that select cases."""
-        return {"category": self.category, "intent": self.intent, "golden": self.golden, "outcome": self.outcome}
+    notice = service.inclusion_notice(session=session, case_id=case.case_id)
+    return AddedCasePublic(**dict(case_public(case)), next_run=notice)
 
 
 def csv_download(body: str, filename: str) -> Response:
@@ -125,7 +112,7 @@ def get_compare(
     spec: SpecDep,
     filters: Annotated[CaseFilters, Query()],
     principal: Principal = Depends(require_role(*READ_ROLES)),
-) -> dict[str, Any] | Response:
+) -> ComparisonPublic | Response:
     """Compare two runs over the same dataset case by case (filters select the cases; format=csv for CSV)."""
     if not filters.a or not filters.b:
         raise HTTPException(status_code=422, detail="a, b: name the two runs to compare")
@@ -137,95 +124,61 @@ def get_compare(
     rows = cmp.filtered(**filters.case_filters())
     if filters.format == "csv":
         return csv_download(cmp.to_csv(rows), f"compare-{cmp.a.run_name}-{cmp.b.run_name}.csv")
-    return cmp.as_dict(rows)
+    return comparison_public(cmp, rows)
 
 
-@router.get("/runs/{run}/regression", response_model=SuiteReportPublic)
+@router.get("/runs/{run}/regression")
 def get_run_regression(
     session: SessionDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
-) -> dict[str, Any]:
+) -> SuiteReportPublic:
     """Return the regression suite's result for a run, case by case."""
-    return service.suite_report(session=session, run_id=stored_id(run.id)).as_dict()
+    return suite_report_public(service.suite_report(session=session, run_id=stored_id(run.id)))
 
 
-@router.post("/runs/{run}/baseline", response_model=BaselinePublic)
+@router.post("/runs/{run}/baseline")
 def post_baseline(
     session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
-) -> dict[str, Any]:
+) -> BaselinePublic:
     """Make a run the baseline of its dataset (the previous baseline stops being one)."""
     r = service.mark_baseline(session=session, run_id=stored_id(run.id))
-    return {"run": r.name, "is_baseline": r.is_baseline}
+    return BaselinePublic(run=r.name, is_baseline=r.is_baseline)
 
 
-@router.delete("/runs/{run}/baseline", response_model=BaselinePublic)
+@router.delete("/runs/{run}/baseline")
 def delete_baseline(
     session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
-) -> dict[str, Any]:
+) -> BaselinePublic:
     """Stop a run being the baseline."""
     r = service.unmark_baseline(session=session, run_id=stored_id(run.id))
-    return {"run": r.name, "is_baseline": r.is_baseline}
+    return BaselinePublic(run=r.name, is_baseline=r.is_baseline)
 
 
-def alert_payload(alert: Any, run: Any) -> dict[str, Any]:
-    """Return an alert as JSON."""
-    return {
-        "id": alert.id,
-        "run": run.name,
-        "kind": alert.kind,
-        "message": alert.message,
-        "evidence": alert.evidence,
-        "created_at": alert.created_at.isoformat(),
-        "acknowledged_by": alert.acknowledged_by,
-        "acknowledged_at": alert.acknowledged_at.isoformat() if alert.acknowledged_at else None,
-        "kind_label": service.alert_kind_label(alert),
-    }
-
-
-def reading_payload(reading: service.PassRateDifference) -> dict[str, Any]:
-    """Return a sampled pass-rate reading as JSON."""
-    return {
-        "run": {"id": reading.run_id, "name": reading.run_name},
-        "baseline": {"id": reading.baseline_id, "name": reading.baseline_name},
-        "estimate": reading.estimate,
-        "low": reading.low,
-        "high": reading.high,
-        "threshold": reading.threshold,
-        "verdict": reading.verdict,
-        "text": reading.text,
-        "hint": reading.hint,
-        "cases": reading.cases,
-        "graded": reading.graded,
-        "baseline_graded": reading.baseline_graded,
-        "pending": reading.pending,
-        "ppi_page": f"/ppi/runs/{reading.run_id}",
-        "baseline_ppi_page": f"/ppi/runs/{reading.baseline_id}",
-    }
-
-
-@router.get("/regression/alerts", response_model=RegressionAlertsPublic)
+@router.get("/regression/alerts")
 def get_alerts(
     session: SessionDep,
     spec: SpecDep,
     open_only: bool = Query(False, alias="open"),
     principal: Principal = Depends(require_role(*READ_ROLES)),
-) -> dict[str, Any]:
+) -> RegressionAlertsPublic:
     """List regression alerts, newest first (`?open=true`: only unacknowledged), and the sampled pass-rate readings."""
-    rows = service.list_alerts(session=session, open_only=open_only)
+    rows = alerts.list_alerts(session=session, open_only=open_only)
     readings = flows.pass_rate_readings(session=session, spec=spec)
-    return {
-        "count": len(rows),
-        "alerts": [alert_payload(a, r) for a, r in rows],
-        "pass_rate_readings": [reading_payload(r) for r in readings],
-    }
+    return RegressionAlertsPublic(
+        count=len(rows),
+        alerts=[alert_public(a, r) for a, r in rows],
+        pass_rate_readings=[reading_public(r) for r in readings],
+    )
 
 
-@router.post("/regression/alerts/{alert_id}/acknowledge", response_model=RegressionAlertPublic)
+@router.post("/regression/alerts/{alert_id}/acknowledge")
 def post_acknowledge(
     alert_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ACK_ROLES))
-) -> dict[str, Any]:
+) -> RegressionAlertPublic:
     """Acknowledge a regression alert."""
     try:
-        alert = service.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
+        alert = alerts.acknowledge_alert(session=session, alert_id=alert_id, user_id=principal.user_id)
     except LookupError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return alert_payload(alert, session.get(Run, alert.run_id))
+    run = session.get(Run, alert.run_id)
+    assert run is not None  # the foreign key guarantees it
+    return alert_public(alert, run)

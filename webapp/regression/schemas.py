@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -74,7 +74,7 @@ class RegressionAlertPublic(BaseModel):
     run: str
     kind: str
     message: str
-    evidence: dict[str, Any]
+    evidence: dict[str, object]
     created_at: Timestamp
     acknowledged_by: int | None
     acknowledged_at: Timestamp | None
@@ -194,3 +194,22 @@ class ComparisonPublic(BaseModel):
     cases: list[CaseRowPublic]
     checks: list[CheckDeltaPublic]
     rubric: list[RubricDeltaPublic] | None
+
+
+# --- requests ---------------------------------------------------------------------------------------------
+
+
+class CaseFilters(BaseModel):
+    """Which two runs to compare and which of their cases to list."""
+
+    a: str = Field("", description="Run A (before): name or id")
+    b: str = Field("", description="Run B (after): name or id")
+    category: str = ""
+    intent: str = Field("", description="The case's intent")
+    golden: Literal["", "yes", "no"] = ""
+    outcome: Literal["", "fixed", "broke", "unchanged_pass", "unchanged_fail", "only_a", "only_b", "not_checked"] = ""
+    format: Literal["", "json", "csv"] = ""
+
+    def case_filters(self) -> dict[str, str]:
+        """Return the filters that select cases."""
+        return {"category": self.category, "intent": self.intent, "golden": self.golden, "outcome": self.outcome}

@@ -13,11 +13,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
-from webapp.core.db import SessionDep, stored_id
+from webapp.core.db import SessionDep
 from webapp.core.spec import EvalSpec
 from webapp.survey import service
+from webapp.survey.views import survey_view
 from webapp.web.deps import SpecDep, require_role
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
 READERS = ("support_lead", "pm", "lead", "ml_lead", "admin")
@@ -33,29 +34,12 @@ def _page(
     status: int = 200,
     round_id: int | None = None,
 ) -> HTMLResponse:
-    rnd = service.current_round(session=session)
-    results = service.round_results(session=session)
-    newest = results[0][0] if results else None
-    shown = next((r for r, _ in results if r.id == round_id), None) if round_id is not None else newest
-    if round_id is not None and shown is None:
-        raise HTTPException(404, detail=f"round: no survey round with id {round_id}")
-    counts = next((c for r, c in results if shown is not None and r.id == shown.id), service.counts(session=session))
-    return render(
-        request,
-        "survey/index.html",
-        {
-            "round": rnd,
-            "shown": shown,
-            "is_newest": shown is not None and newest is not None and shown.id == newest.id,
-            "counts": counts,
-            "answers": service.answers(session=session, round_id=stored_id(shown.id)) if shown else [],
-            "round_results": results,
-            "min_responses": spec.gates.production.survey_min_responses,
-            "can_write": principal.has_role(*WRITERS),
-            "error": error,
-        },
-        status_code=status,
-    )
+    """Render the survey page (a round's counts and answers) with an optional error naming the field."""
+    try:
+        view = survey_view(session=session, spec=spec, round_id=round_id, can_write=principal.has_role(*WRITERS), error=error)
+    except LookupError as exc:
+        raise HTTPException(404, detail=str(exc)) from None
+    return render_view(request, "survey/index.html", view, status_code=status)
 
 
 @router.get("/survey", response_class=HTMLResponse)

@@ -24,12 +24,12 @@ class SurveyAnswerIn(BaseModel):
     round: str | None = None
 
 
-@router.post("/survey", status_code=200, response_model=SurveyAnswerPublic)
+@router.post("/survey", status_code=200)
 def post_answer(
     body: SurveyAnswerIn,
     session: SessionDep,
     principal: Principal = Depends(require_scope("ingest", "support_lead", "admin")),
-) -> dict[str, object]:
+) -> SurveyAnswerPublic:
     """Record an agent's answer (an agent tool's `ingest` token); a repeat replaces the earlier answer."""
     try:
         answer = service.record_answer(
@@ -38,19 +38,14 @@ def post_answer(
     except service.SurveyError as exc:
         field, _, msg = str(exc).partition(": ")
         raise HTTPException(422, detail=[{"field": field, "message": msg}]) from exc
-    return {"agent_id": answer.agent_id, "helpful": answer.helpful, "times_answered": answer.times_answered}
+    # The stored answer is the one just given (body.helpful, already checked against the three answers).
+    return SurveyAnswerPublic(agent_id=answer.agent_id, helpful=body.helpful, times_answered=answer.times_answered)
 
 
-@router.get("/survey", response_model=SurveyCountsPublic)
-def get_counts(session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> dict[str, object]:
+@router.get("/survey")
+def get_counts(session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> SurveyCountsPublic:
     """Return the newest round's counts and net score."""
     c = service.counts(session=session)
-    return {
-        "round": c.round_name,
-        "yes": c.yes,
-        "no": c.no,
-        "neutral": c.neutral,
-        "total": c.total,
-        "net": c.net,
-        "net_positive": c.net_positive,
-    }
+    return SurveyCountsPublic(
+        round=c.round_name, yes=c.yes, no=c.no, neutral=c.neutral, total=c.total, net=c.net, net_positive=c.net_positive
+    )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import Field, fields
+from typing import Any, ClassVar, Protocol
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -102,3 +103,23 @@ def render(
         html = "".join(template.blocks[block](ctx))
         return HTMLResponse(html, status_code=status_code, headers=headers)
     return templates.TemplateResponse(request, name, context, status_code=status_code, headers=headers)
+
+
+class DataclassView(Protocol):
+    """A page's view model: any dataclass instance."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[object]]]
+
+
+def render_view(
+    request: Request,
+    name: str,
+    view: DataclassView,
+    *,
+    block: str | None = None,
+    status_code: int = 200,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    """Render a page from its one typed view model (a dataclass): the template reads the view's fields by name."""
+    context = {f.name: getattr(view, f.name) for f in fields(view)}
+    return render(request, name, context, block=block, status_code=status_code, headers=headers)
