@@ -1,75 +1,116 @@
-"""Database engine, one transaction per request, and session helpers for the CLI and tests."""
+"""Database engine, one transaction per request, and session helpers for the CLI and tests.
+
+SQLite transactions follow SQLAlchemy's documented pysqlite recipe ("Serializable isolation /
+Savepoints / Transactional DDL"), set once in make_engine: the `connect` event turns the
+driver's own transaction handling off (`isolation_level = None`: pysqlite began a transaction
+only before a write, and Python 3.12's `autocommit=False` begins one at once), and the `begin`
+event sends the BEGIN itself, so SAVEPOINTs and DDL sit inside the transaction SQLAlchemy sees.
+A transaction that will write begins with `BEGIN IMMEDIATE` (it takes SQLite's write lock at
+its first statement, waiting for it up to the busy timeout); one that reads begins with `BEGIN`.
+Why: a transaction SQLite opened for a read cannot take the write lock once another connection
+has committed since (its first write fails at once with "database is locked", whatever the busy
+timeout), so a writer must hold the lock from its start. Which transactions write is decided
+in one place each, not remembered by every caller (the begin_write() call this replaces did
+nothing once the driver had begun the transaction itself):
+- a request by its HTTP method (WRITE_METHODS: get_session);
+- a command or a background job by session_scope(engine), which writes unless told `write=False`;
+- anything else (tests, a `Session(engine)` of its own) reads, unless it opens its session on
+  writer(engine);
+- a read request that must write a little (the session's once-a-minute `last_seen_at`, the
+  grading page reserving the next draft) does it in write_transaction(session): the read
+  transaction so far is committed, the block runs in a transaction begun IMMEDIATE and is
+  committed at its end (on a writer session the block simply joins the request's transaction).
+PostgreSQL needs none of it (row locks, and a reader never blocks a writer).
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Iterator
+import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated
 
-import anyio
 from fastapi import Depends, Request
 from sqlalchemy import Table, event, inspect
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import ConnectionPoolEntry
 from sqlmodel import Session, SQLModel, create_engine
-from starlette.concurrency import run_in_threadpool
+
+# The requests whose transaction writes (HTML forms post; the JSON API also puts, patches and deletes).
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The execution option that marks an engine's (and so its connections') transactions as writers.
+_WRITES = "draftdesk_writes"
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
-    """Create an engine; SQLite gets WAL, foreign keys and a busy timeout on every connection."""
+    """Create an engine: SQLite gets WAL, foreign keys, a busy timeout and the BEGIN of the module docstring;
+    PostgreSQL a pool whose connections are pinged at checkout (a restarted server or an idle
+    timeout closes them; the realistic benchmark meets its targets with the ping, docs/benchmarks.md)."""
     if url.startswith("sqlite"):
         engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30})
+        memory = ":memory:" in url or url.rstrip("/") == "sqlite:"
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+        def _sqlite_connect(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
+            dbapi_conn.isolation_level = None  # the driver sends no BEGIN of its own: _sqlite_begin does
             cur = dbapi_conn.cursor()
-            if ":memory:" not in url:
+            if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://") :]
-    engine = create_engine(url, echo=echo, pool_size=10, max_overflow=20)
-    _ping_after_idle(engine)
-    return engine
+    return create_engine(url, echo=echo, pool_size=10, max_overflow=20, pool_pre_ping=True)
 
 
-# A pooled connection idle this long is pinged before use (a server restart or an idle timeout
-# may have closed it meanwhile); one in steady use is not.
-PING_AFTER_IDLE_SECONDS = 5.0
-_IDLE_SINCE = "draftdesk_idle_since"
+def _sqlite_begin(conn: Connection) -> None:
+    """Begin the transaction: IMMEDIATE (the write lock now) when the connection's engine writes, else deferred."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITES) else "BEGIN")
 
 
-def _ping_after_idle(engine: Engine) -> None:
-    """Ping a PostgreSQL connection at checkout only when it has been idle (SQLAlchemy's pre-ping pinged every one).
+def writer(engine: Engine) -> Engine:
+    """Return `engine` marked as a writer: its transactions begin IMMEDIATE on SQLite (same pool, same events)."""
+    return engine.execution_options(**{_WRITES: True})
 
-    Why: pool_pre_ping sent a round trip at every checkout, three per grading save-and-next on a
-    busy server whose connections had been idle for milliseconds. A connection closed while in
-    steady use still fails its request once; SQLAlchemy then invalidates the pool, so the next
-    requests get fresh connections. (SQLAlchemy's documented recipe: raising DisconnectionError
-    in a checkout listener makes the pool discard the connection and take another.)
+
+def _reader(engine: Engine) -> Engine:
+    return engine.execution_options(**{_WRITES: False})
+
+
+def is_writer(session: Session) -> bool:
+    """Tell whether the session's transactions begin IMMEDIATE (always true of PostgreSQL, which needs no mark)."""
+    bind = session.get_bind()
+    return bind.dialect.name != "sqlite" or bool(bind.get_execution_options().get(_WRITES))
+
+
+@contextmanager
+def write_transaction(session: Session) -> Iterator[None]:
+    """Run the block as a write (module docstring): within a writer session's transaction, or in one of its own.
+
+    On a reader session (SQLite) the transaction read so far is committed first (it holds no
+    change: a reader's changes are made here), the block runs in a transaction begun IMMEDIATE,
+    committed at the end (rolled back on error), and the session reads on afterwards.
     """
-
-    @event.listens_for(engine, "checkin")
-    def _checked_in(_dbapi_conn: Any, record: Any) -> None:
-        record.info[_IDLE_SINCE] = time.monotonic()
-
-    @event.listens_for(engine, "checkout")
-    def _checked_out(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
-        since = record.info.get(_IDLE_SINCE)
-        if since is None or time.monotonic() - since < PING_AFTER_IDLE_SECONDS:
-            return
-        try:
-            alive = engine.dialect.do_ping(dbapi_conn)
-        except Exception as err:  # noqa: BLE001 - any failure means this connection is gone
-            raise DisconnectionError("the pooled connection is closed") from err
-        if not alive:
-            raise DisconnectionError("the pooled connection is closed")
+    if is_writer(session):
+        yield
+        return
+    engine = session.get_bind()
+    assert isinstance(engine, Engine)
+    session.commit()
+    session.bind = writer(engine)
+    try:
+        yield
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.bind = _reader(engine)
 
 
 def is_sqlite(session_or_engine: Session | Engine) -> bool:
@@ -78,33 +119,22 @@ def is_sqlite(session_or_engine: Session | Engine) -> bool:
     return bind.dialect.name == "sqlite"
 
 
-async def get_session(request: Request) -> AsyncIterator[Session]:
+def get_session(request: Request) -> Iterator[Session]:
     """Yield the request's session and commit once, after the route has run; roll back on error.
 
-    Async, with the end in one worker thread: making a Session does no I/O (it connects at its
-    first statement), so only the commit-or-rollback and the close need a thread, and they share
-    one hop (a plain generator dependency took two, one to enter and one to leave).
+    A request whose method writes (WRITE_METHODS) opens it on writer(engine). A plain generator:
+    FastAPI runs its start and its end in a worker thread, and shields the end from a client that
+    went away, so the rollback and the close always happen.
     """
-    session = Session(request.app.state.engine, expire_on_commit=False)
-    try:
-        yield session
-    except BaseException:
-        with anyio.CancelScope(shield=True):  # a client that went away still gets its rollback and close
-            await run_in_threadpool(_end, session, commit=False)
-        raise
-    with anyio.CancelScope(shield=True):
-        await run_in_threadpool(_end, session, commit=True)
-
-
-def _end(session: Session, *, commit: bool) -> None:
-    """Commit (or roll back) and close: the connection goes back to the pool whatever happens."""
-    try:
-        if commit:
-            session.commit()
-        else:
+    engine: Engine = request.app.state.engine
+    bind = writer(engine) if request.method in WRITE_METHODS else engine
+    with Session(bind, expire_on_commit=False) as session:
+        try:
+            yield session
+        except BaseException:
             session.rollback()
-    finally:
-        session.close()
+            raise
+        session.commit()
 
 
 # scope="function": the commit happens before the response is sent, so a failed commit is an error
@@ -112,26 +142,13 @@ def _end(session: Session, *, commit: bool) -> None:
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 
-def begin_write(session: Session) -> None:
-    """On SQLite, open the session's transaction with BEGIN IMMEDIATE (the write lock from its first statement).
-
-    A transaction SQLite opened for a read cannot take the write lock once another connection has
-    written since: its first write fails at once with "database is locked", whatever the busy
-    timeout. One that starts with the lock waits for it instead. No-op on PostgreSQL, or when a
-    transaction is already open.
-    """
-    if session.get_bind().dialect.name != "sqlite":
-        return
-    conn = session.connection()
-    dbapi = conn.connection.dbapi_connection
-    if dbapi is not None and not getattr(dbapi, "in_transaction", True):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-
 @contextmanager
-def session_scope(engine: Engine) -> Iterator[Session]:
-    """One transaction for a CLI command or a script: commit on success, roll back on error."""
-    with Session(engine, expire_on_commit=False) as session:
+def session_scope(engine: Engine, *, write: bool = True) -> Iterator[Session]:
+    """One transaction for a CLI command, a background job or a script: commit on success, roll back on error.
+
+    It writes (BEGIN IMMEDIATE on SQLite) unless `write=False`: every caller so far writes.
+    """
+    with Session(writer(engine) if write else engine, expire_on_commit=False) as session:
         try:
             yield session
             session.commit()

@@ -8,7 +8,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Select, bindparam, delete, func, select, text, update
+from sqlalchemy import Date, Select, Text, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import column as column_clause
+from sqlalchemy import table as table_clause
 from sqlmodel import Session, col
 
 from webapp.core.db import table_of
@@ -253,6 +255,14 @@ _SUM_POS = [_AGG_COLUMNS.index(c) for c in _SUM_COLS]
 _CALIB = len(_AGG_COLUMNS)
 _VERSIONS = _CALIB + 1
 RowKey = tuple[Any, ...]
+# The aggregate table as _replace_days writes it: the day a date, calib and versions JSON text already.
+_ROWS_AS_TEXT = table_clause(
+    DailyAggregate.__tablename__,
+    *(
+        column_clause(c, Date()) if c == "day" else column_clause(c, Text()) if c in ("calib", "versions") else column_clause(c)
+        for c in _ROW_COLUMNS
+    ),
+)
 
 
 def aggregate_records(df: pd.DataFrame, spec: EvalSpec) -> list[list[Any]]:
@@ -444,18 +454,16 @@ def _mark_merged(session: Session, ids: Sequence[Any]) -> None:
 
 
 def _replace_days(session: Session, days: Sequence[dt.date], records: list[tuple[Any, ...]]) -> None:
-    """Replace the stored rows of `days` by `records` (insert tuples)."""
+    """Replace the stored rows of `days` by `records` (insert tuples: calib and versions as JSON text already).
+
+    One executemany through SQLAlchemy (its insertmanyvalues batching on PostgreSQL), on a
+    lightweight table whose JSON columns are plain text: the records hold them encoded.
+    """
     table = table_of(DailyAggregate)
     for chunk in chunks(list(days), 500):
         session.execute(delete(table).where(table.c.day.in_(chunk)))
-    conn = session.connection()
-    if conn.dialect.name == "sqlite":
-        records = [(r[0].isoformat(), *r[1:]) for r in records]  # SQLite stores days as ISO text
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
-    sql = f"INSERT INTO {table.name} ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
-    # plain executemany through the driver: no per-row ORM or type processing
-    for chunk in chunks(records, 10_000):
-        conn.exec_driver_sql(sql, list(chunk))
+    if records:
+        session.execute(insert(_ROWS_AS_TEXT), [dict(zip(_ROW_COLUMNS, r, strict=True)) for r in records])
 
 
 def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
