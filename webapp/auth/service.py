@@ -17,7 +17,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
 from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
-from webapp.core.db import is_sqlite, stored_id, write_transaction
+from webapp.core.db import is_sqlite, stored_id
 from webapp.core.timeutil import as_utc, utcnow
 
 _hasher = PasswordHasher()
@@ -281,13 +281,12 @@ def principal_from_session_token(
     if as_utc(expires_at) <= now or now - last_seen >= dt.timedelta(minutes=idle_minutes) or not is_active:
         return None
     if now - last_seen > SESSION_TOUCH_INTERVAL:
-        # a page that only reads writes this in a short write transaction of its own (SQLite's
-        # write lock for the update alone); a writing request, at its commit
-        with write_transaction(session):
-            stored = session.get(WebSession, session_id)
-            if stored is not None:
-                stored.last_seen_at = now
-                session.add(stored)
+        # through the ORM, so it is written at the request's commit: SQLite's write lock is then
+        # held for the commit alone, not for the rest of a page that only reads
+        stored = session.get(WebSession, session_id)
+        if stored is not None:
+            stored.last_seen_at = now
+            session.add(stored)
     return Principal(user_id, email, name, frozenset(roles.split(",") if roles else ()), "session")
 
 

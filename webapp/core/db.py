@@ -1,25 +1,32 @@
 """Database engine, one transaction per request, and session helpers for the CLI and tests.
 
-SQLite transactions follow SQLAlchemy's documented pysqlite recipe ("Serializable isolation /
-Savepoints / Transactional DDL"), set once in make_engine: the `connect` event turns the
-driver's own transaction handling off (`isolation_level = None`: pysqlite began a transaction
-only before a write, and Python 3.12's `autocommit=False` begins one at once), and the `begin`
-event sends the BEGIN itself, so SAVEPOINTs and DDL sit inside the transaction SQLAlchemy sees.
-A transaction that will write begins with `BEGIN IMMEDIATE` (it takes SQLite's write lock at
-its first statement, waiting for it up to the busy timeout); one that reads begins with `BEGIN`.
-Why: a transaction SQLite opened for a read cannot take the write lock once another connection
-has committed since (its first write fails at once with "database is locked", whatever the busy
-timeout), so a writer must hold the lock from its start. Which transactions write is decided
-in one place each, not remembered by every caller (the begin_write() call this replaces did
-nothing once the driver had begun the transaction itself):
+SQLite transactions are set once, in make_engine, by SQLAlchemy's `begin` event (the hook of its
+pysqlite recipe, "Serializable isolation / Savepoints / Transactional DDL"): a transaction that
+will write begins with `BEGIN IMMEDIATE`, which takes SQLite's write lock at its first statement
+(waiting for it up to the busy timeout). Why: a transaction SQLite opened for a read cannot take
+the write lock once another connection has committed since (its first write fails at once with
+"database is locked", whatever the busy timeout), so a writer must hold the lock from its start.
+Which transactions write is decided in one place each, not remembered by every caller (the
+begin_write() call this replaces did nothing once the driver had begun a transaction itself):
 - a request by its HTTP method (WRITE_METHODS: get_session);
 - a command or a background job by session_scope(engine), which writes unless told `write=False`;
 - anything else (tests, a `Session(engine)` of its own) reads, unless it opens its session on
   writer(engine);
-- a read request that must write a little (the session's once-a-minute `last_seen_at`, the
-  grading page reserving the next draft) does it in write_transaction(session): the read
-  transaction so far is committed, the block runs in a transaction begun IMMEDIATE and is
-  committed at its end (on a writer session the block simply joins the request's transaction).
+- a request that writes a little, then reads a page (the grading page reserving the next draft,
+  save-and-next) does the writes in write_transaction(session): begun IMMEDIATE (a read
+  request's in a transaction of its own), committed at the block's end, the page read after it
+  without the write lock.
+
+Decision (issue 36): a read's transaction is left to the driver's transaction control, pinned
+to `sqlite3.LEGACY_TRANSACTION_CONTROL` on every connection (Python 3.12+; it is the only mode
+before), which begins a transaction only before a write; the recipe's other half, turning the
+driver's control off (`isolation_level = None`) so that every transaction begins with a BEGIN,
+made each read a snapshot transaction: a page that reads, then writes its once-a-minute session
+`last_seen_at`, failed with "database is locked" whenever an events batch committed in between,
+and a test's session kept reading the snapshot of its first statement (four grading
+concurrency tests failed so). The pin also means a future Python whose default is
+`autocommit=False` cannot silently start transactions of its own: BEGIN IMMEDIATE would then
+fail loudly ("cannot start a transaction within a transaction").
 PostgreSQL needs none of it (row locks, and a reader never blocks a writer).
 """
 
@@ -52,7 +59,9 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
 
         @event.listens_for(engine, "connect")
         def _sqlite_connect(dbapi_conn: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
-            dbapi_conn.isolation_level = None  # the driver sends no BEGIN of its own: _sqlite_begin does
+            legacy = getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", None)  # Python 3.12+: see the module docstring
+            if legacy is not None:
+                setattr(dbapi_conn, "autocommit", legacy)  # noqa: B010 - the attribute is 3.12's, not in 3.11's stubs
             cur = dbapi_conn.cursor()
             if not memory:
                 cur.execute("PRAGMA journal_mode=WAL")
@@ -69,8 +78,9 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
 
 
 def _sqlite_begin(conn: Connection) -> None:
-    """Begin the transaction: IMMEDIATE (the write lock now) when the connection's engine writes, else deferred."""
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITES) else "BEGIN")
+    """Begin a writer's transaction with BEGIN IMMEDIATE (the write lock now); a reader's is the driver's (module docstring)."""
+    if conn.get_execution_options().get(_WRITES):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def writer(engine: Engine) -> Engine:
@@ -90,19 +100,19 @@ def is_writer(session: Session) -> bool:
 
 @contextmanager
 def write_transaction(session: Session) -> Iterator[None]:
-    """Run the block as a write (module docstring): within a writer session's transaction, or in one of its own.
+    """Run the block as a short write committed at its end; the session reads on afterwards (module docstring).
 
-    On a reader session (SQLite) the transaction read so far is committed first (it holds no
-    change: a reader's changes are made here), the block runs in a transaction begun IMMEDIATE,
-    committed at the end (rolled back on error), and the session reads on afterwards.
+    On SQLite: a reader session commits what it holds first and runs the block in a transaction
+    begun IMMEDIATE; a writer session (a POST) runs it in the transaction it holds already (begun
+    IMMEDIATE); either way the block's end commits (an error rolls back), and what the request
+    reads next is read without the write lock. On PostgreSQL the block's end commits, nothing else.
     """
-    if is_writer(session):
-        yield
-        return
     engine = session.get_bind()
     assert isinstance(engine, Engine)
-    session.commit()
-    session.bind = writer(engine)
+    sqlite = engine.dialect.name == "sqlite"
+    if sqlite and not is_writer(session):
+        session.commit()
+        session.bind = writer(engine)
     try:
         yield
         session.commit()
@@ -110,7 +120,8 @@ def write_transaction(session: Session) -> Iterator[None]:
         session.rollback()
         raise
     finally:
-        session.bind = _reader(engine)
+        if sqlite:
+            session.bind = _reader(engine)
 
 
 def is_sqlite(session_or_engine: Session | Engine) -> bool:

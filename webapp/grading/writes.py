@@ -35,12 +35,7 @@ def write_section(session: Session) -> Iterator[None]:
         return
     session.info[_ACTIVE] = True
     try:
-        with write_transaction(session):  # a GET that reserves: its own IMMEDIATE transaction on SQLite
-            try:
-                yield
-            except BaseException:
-                session.rollback()
-                raise
-            session.commit()
+        with write_transaction(session):  # committed at the end; a GET's in an IMMEDIATE transaction of its own
+            yield
     finally:
         session.info.pop(_ACTIVE, None)
