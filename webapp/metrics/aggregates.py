@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Date, Select, Text, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import Date, Select, bindparam, delete, func, insert, select, text, update
 from sqlalchemy import column as column_clause
 from sqlalchemy import table as table_clause
 from sqlmodel import Session, col
@@ -255,11 +255,12 @@ _SUM_POS = [_AGG_COLUMNS.index(c) for c in _SUM_COLS]
 _CALIB = len(_AGG_COLUMNS)
 _VERSIONS = _CALIB + 1
 RowKey = tuple[Any, ...]
-# The aggregate table as _replace_days writes it: the day a date, calib and versions JSON text already.
+# The aggregate table as _replace_days writes it: the day a date, the rest as given (calib and versions
+# are JSON text already, which both databases take for their JSON columns, without a cast).
 _ROWS_AS_TEXT = table_clause(
     DailyAggregate.__tablename__,
     *(
-        column_clause(c, Date()) if c == "day" else column_clause(c, Text()) if c in ("calib", "versions") else column_clause(c)
+        column_clause(c, Date()) if c == "day" else column_clause(c)
         for c in _ROW_COLUMNS
     ),
 )

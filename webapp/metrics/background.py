@@ -6,8 +6,8 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import Callable
-from typing import Any
 
+from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from webapp.app import flows
@@ -49,7 +49,7 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
         return done
 
 
-async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
     """Loop until cancelled: one rebuild pass every REBUILD_INTERVAL_S, in a thread (the database calls block).
 
     After each pass `record(JOB, REBUILD_INTERVAL_S, error)` stores how it went (webapp/app/jobs.py).

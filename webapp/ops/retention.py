@@ -30,8 +30,8 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from fastapi import FastAPI
 from sqlalchemy import delete, exists, select
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col
@@ -159,7 +159,7 @@ def retention_line(mark: dt.date | None) -> str:
     )
 
 
-async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
     """Prune at start-up and then every PRUNE_INTERVAL_SECONDS until cancelled (the deletes run in a thread).
 
     Several processes may prune at once: each delete is idempotent and the watermark only moves

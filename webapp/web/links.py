@@ -74,7 +74,7 @@ def link_rules(app: FastAPI) -> list[LinkRule]:
             role_sets=tuple(check.roles for check in role_checks(route.dependant) if check.roles),
         )
         for path, route in api_routes(app)
-        if "GET" in route.methods
+        if "GET" in (route.methods or ())
     ]
     app.state.link_rules = rules
     return rules
