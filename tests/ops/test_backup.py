@@ -125,7 +125,7 @@ def test_libpq_password_in_the_environment_and_default_file_names(tmp_path: Path
 def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int | str], Any]:
     """Run `draftdesk serve` with uvicorn replaced; return the ports it would have served and the result.
 
-    uvicorn would get the app warmed up (webapp/app/warmup.py): link rules read, routes built, objects frozen.
+    uvicorn would get the app warmed up (webapp/app/warmup.py): link rules read, routes built, templates compiled.
     """
     served: list[int | str] = []
     monkeypatch.setattr(gc, "freeze", lambda: served.append("frozen"))  # not the test process's own objects
