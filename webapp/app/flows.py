@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from pydantic import BaseModel, Field
 from sqlalchemy import bindparam, func
@@ -136,7 +135,7 @@ def judge_scores(*, session: Session, spec: EvalSpec, principal: Principal | Non
     """Return how the comparison reads the judge's scores of a draft, hidden from blind graders until they graded it."""
     views: dict[int, SignalsView] = {}
 
-    def lookup(*, run_id: int, draft_id: int) -> tuple[dict[str, Any] | None, bool]:
+    def lookup(*, run_id: int, draft_id: int) -> tuple[dict[str, object] | None, bool]:
         verdict = judge_verdict(session, draft_id)
         if verdict is None:
             return None, False
