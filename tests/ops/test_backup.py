@@ -339,7 +339,7 @@ class TestInterruptedBackupLeavesNoFileUnderItsName:
             args = [sys.executable, "-c", SQLITE_KILLED_MIDWAY, str(final)]
         else:
             env["PATH"] = fake_pg_dump(tmp_path / "bin", then="kill -9 $PPID")["PATH"]  # kills draftdesk itself
-            args = [sys.executable, "-c", "from webapp import cli; cli.main()", "db", "backup", "--output", str(final)]
+            args = [sys.executable, "-c", "from webapp.app import cli; cli.main()", "db", "backup", "--output", str(final)]
         done = subprocess.run(args, env=env, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
         assert done.returncode == -signal.SIGKILL, done.stderr
         assert not final.exists()
