@@ -13,7 +13,7 @@ import pytest
 import yaml
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Session
@@ -25,7 +25,7 @@ from webapp.app.main import create_app
 from webapp.app.warmup import build_routes, warm_up
 from webapp.auth.service import Principal
 from webapp.core.config import DEFAULT_SECRET_KEY, ConfigError, Settings
-from webapp.core.db import begin_write, make_engine
+from webapp.core.db import make_engine, session_scope, write_transaction, writer
 from webapp.core.labels import humanize
 from webapp.core.spec import EvalSpec, SpecError, load_spec
 from webapp.core.textdiff import Segment, changed_words, word_diff
@@ -127,31 +127,116 @@ def test_sqlite_engine_uses_wal_foreign_keys_and_busy_timeout(tmp_path: Path) ->
     engine.dispose()
 
 
-@pytest.mark.parametrize("immediate", [True, False])
-def test_begin_write_keeps_a_read_then_write_from_failing_on_sqlite(tmp_path: Path, immediate: bool) -> None:
-    """A transaction that read before another connection wrote cannot write after it, unless it began IMMEDIATE."""
+def _sqlite_with_table(tmp_path: Path) -> Engine:
     engine = make_engine(f"sqlite:///{tmp_path / 'w.db'}")
     with engine.begin() as conn:
         conn.execute(text("CREATE TABLE t (x INTEGER)"))
-    with Session(engine) as reader:
-        if immediate:
-            begin_write(reader)
-        with reader.begin_nested():  # as the alert outbox reads, then writes (a savepoint opens the transaction)
-            reader.execute(text("SELECT count(*) FROM t")).scalar()
+    return engine
+
+
+def _begin_immediate_waits(engine: Engine) -> bool:
+    """Tell whether another connection's BEGIN IMMEDIATE finds the write lock taken (a 50 ms busy timeout)."""
+    other = engine.raw_connection()
+    try:
+        cur = other.cursor()
+        cur.execute("PRAGMA busy_timeout=50")
+        try:
+            cur.execute("BEGIN IMMEDIATE")
+        except Exception as err:  # noqa: BLE001 - sqlite3.OperationalError, through the pool's proxy
+            assert "database is locked" in str(err)
+            return True
+        cur.execute("ROLLBACK")
+        return False
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("writes", [True, False])
+def test_a_writer_takes_the_sqlite_write_lock_at_begin_a_reader_does_not(tmp_path: Path, writes: bool) -> None:
+    """A write request's transaction (writer(engine)) holds the write lock from its first statement, a read's does not."""
+    engine = _sqlite_with_table(tmp_path)
+    with Session(writer(engine) if writes else engine) as session:
+        session.execute(text("SELECT count(*) FROM t")).scalar()  # the first statement: BEGIN [IMMEDIATE]
+        assert _begin_immediate_waits(engine) is writes
+        session.commit()
+    assert not _begin_immediate_waits(engine)  # released at the commit
+    with session_scope(engine) as job:  # a command or a job writes
+        job.execute(text("SELECT 1"))
+        assert _begin_immediate_waits(engine)
+    with session_scope(engine, write=False) as job:
+        job.execute(text("SELECT 1"))
+        assert not _begin_immediate_waits(engine)
+    engine.dispose()
+
+
+@pytest.mark.parametrize("writes", [True, False])
+def test_a_read_then_write_succeeds_in_a_writer_and_fails_in_a_read_transaction_on_sqlite(tmp_path: Path, writes: bool) -> None:
+    """A transaction that read before another connection wrote cannot write after it, unless it began IMMEDIATE."""
+    engine = _sqlite_with_table(tmp_path)
+    with Session(writer(engine) if writes else engine) as session:
+        with session.begin_nested():  # as the alert outbox reads, then writes (a savepoint opens the transaction)
+            session.execute(text("SELECT count(*) FROM t")).scalar()
             other = threading.Thread(target=lambda: _insert(engine, 1))
             other.start()
-            if not immediate:
+            if not writes:
                 other.join()  # it has written and committed; with the write lock held it would wait for ours
-            if immediate:
-                reader.execute(text("INSERT INTO t VALUES (2)"))
-            else:
                 with pytest.raises(OperationalError, match="database is locked"):
-                    reader.execute(text("INSERT INTO t VALUES (2)"))
-        reader.commit()
+                    session.execute(text("INSERT INTO t VALUES (2)"))
+            else:
+                session.execute(text("INSERT INTO t VALUES (2)"))
+        session.commit()
         other.join()
     with engine.connect() as conn:
-        assert sorted(conn.execute(text("SELECT x FROM t")).scalars()) == ([1, 2] if immediate else [1])
+        assert sorted(conn.execute(text("SELECT x FROM t")).scalars()) == ([1, 2] if writes else [1])
     engine.dispose()
+
+
+def test_write_transaction_in_a_reader_commits_its_block_and_reads_on(tmp_path: Path) -> None:
+    """A read request's small write: the read so far ends, the block takes the lock and commits, reading resumes."""
+    engine = _sqlite_with_table(tmp_path)
+    with Session(engine) as session:
+        with session.begin_nested():  # a read transaction
+            session.execute(text("SELECT count(*) FROM t")).scalar()
+            _insert_elsewhere(engine, 1)  # another connection commits after our read began
+        with write_transaction(session):
+            session.execute(text("INSERT INTO t VALUES (2)"))  # no "database is locked": a fresh IMMEDIATE transaction
+            assert _begin_immediate_waits(engine)
+        assert not _begin_immediate_waits(engine)  # committed at the block's end
+        assert session.execute(text("SELECT count(*) FROM t")).scalar() == 2
+        session.rollback()
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM t")).scalar() == 2
+    engine.dispose()
+
+
+def test_requests_begin_immediate_by_method(client_as: Callable[..., TestClient], app: FastAPI) -> None:
+    """POST (and PUT, PATCH, DELETE) requests begin their SQLite transaction IMMEDIATE, GET requests leave it to the driver."""
+    if app.state.engine.dialect.name != "sqlite":
+        pytest.skip("BEGIN IMMEDIATE is SQLite's; PostgreSQL's transactions take row locks")
+    lead = client_as("lead")
+    begins: list[str] = []
+
+    def seen(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if statement.startswith("BEGIN"):
+            begins.append(statement)
+
+    event.listen(app.state.engine, "before_cursor_execute", seen)
+    try:
+        assert lead.get("/kb").status_code == 200
+        got, begins[:] = list(begins), []
+        assert lead.post("/logout", follow_redirects=False).status_code == 303
+        posted = list(begins)
+    finally:
+        event.remove(app.state.engine, "before_cursor_execute", seen)
+    assert got == []  # a page that only reads: no transaction (the driver begins one before a write)
+    assert posted == ["BEGIN IMMEDIATE"]
+
+
+def _insert_elsewhere(engine: Engine, x: int) -> None:
+    """Insert from another thread (a connection of its own), waiting until it has committed."""
+    thread = threading.Thread(target=lambda: _insert(engine, x))
+    thread.start()
+    thread.join()
 
 
 def _insert(engine: Engine, x: int) -> None:
@@ -280,7 +365,7 @@ def test_warm_up_compiles_every_template(spec: EvalSpec, monkeypatch: pytest.Mon
 def test_warm_up_builds_every_route(app: FastAPI, client_as, monkeypatch: pytest.MonkeyPatch, warmed: bool) -> None:  # type: ignore[no-untyped-def]
     """FastAPI builds a router's routes (their parameters' pydantic models) on the first request reaching it."""
     if warmed:
-        assert build_routes(app) == 404
+        assert build_routes(app) > 100  # every API route of every router, built
     built: list[type] = []
     init = pydantic.TypeAdapter.__init__
 

@@ -16,6 +16,7 @@ from tests.conftest import TEST_SECRET
 from tests.factories import DEFAULT_PASSWORD, make_user
 from webapp.auth import service
 from webapp.auth.models import LoginAttempt, User
+from webapp.core.db import writer
 from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for
 
 PM = "pm@example.test"
@@ -95,7 +96,7 @@ class TestConcurrentWrongPasswords:
 
         def attempt() -> None:
             barrier.wait(timeout=60)
-            with Session(engine) as s:
+            with Session(writer(engine)) as s:  # a writer, as the sign-in POST it stands for (webapp/core/db.py)
                 try:
                     user = service.sign_in(session=s, email=PM, password="wrong", ip="10.1.1.1", limits=limits)
                     outcomes.append("checked" if user is None else "signed in")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import json
 import os
 import shutil
@@ -125,10 +124,9 @@ def test_libpq_password_in_the_environment_and_default_file_names(tmp_path: Path
 def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int | str], Any]:
     """Run `draftdesk serve` with uvicorn replaced; return the ports it would have served and the result.
 
-    uvicorn would get the app warmed up (webapp/app/warmup.py): link rules read, routes built, objects frozen.
+    uvicorn would get the app warmed up (webapp/app/warmup.py): link rules read, routes built, templates compiled.
     """
     served: list[int | str] = []
-    monkeypatch.setattr(gc, "freeze", lambda: served.append("frozen"))  # not the test process's own objects
     monkeypatch.setattr(serving, "run", lambda app, **kw: served.append(kw["port"]) if app.state.link_rules else None)
     env = {"DRAFTDESK_DATABASE_URL": url, "DRAFTDESK_SECRET_KEY": TEST_SECRET}
     env["DRAFTDESK_BACKUP_DIR"] = str(backup_dir)
@@ -138,7 +136,7 @@ def _serve(url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple
 class TestServeBacksUpBeforeMigrating:
     def _served(self, url: str, backup_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         served, out = _serve(url, backup_dir, monkeypatch)
-        assert out.exit_code == 0 and served == ["frozen", 8123], out.output
+        assert out.exit_code == 0 and served == [8123], out.output
         return out.output
 
     def test_only_when_migrations_are_pending_on_a_database_with_tables(
@@ -341,7 +339,7 @@ class TestInterruptedBackupLeavesNoFileUnderItsName:
             args = [sys.executable, "-c", SQLITE_KILLED_MIDWAY, str(final)]
         else:
             env["PATH"] = fake_pg_dump(tmp_path / "bin", then="kill -9 $PPID")["PATH"]  # kills draftdesk itself
-            args = [sys.executable, "-c", "from webapp import cli; cli.main()", "db", "backup", "--output", str(final)]
+            args = [sys.executable, "-c", "from webapp.app import cli; cli.main()", "db", "backup", "--output", str(final)]
         done = subprocess.run(args, env=env, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
         assert done.returncode == -signal.SIGKILL, done.stderr
         assert not final.exists()
@@ -467,7 +465,7 @@ class TestBackupFolderApartFromTheData:
         url = f"sqlite:///{tmp_path / 'old.db'}"
         upgrade(url, "0005_grading_queue")
         served, out = _serve(url, tmp_path / "backups", monkeypatch)
-        assert out.exit_code == 0 and served == ["frozen", 8123], out.output
+        assert out.exit_code == 0 and served == [8123], out.output
         # The warning is a JSON log line, like everything serve writes on stderr.
         (warning,) = [json.loads(line) for line in out.output.splitlines() if line.startswith("{")]
         assert warning["level"] == "WARNING" and warning["logger"] == "webapp.ops.backup"

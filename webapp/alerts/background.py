@@ -56,7 +56,10 @@ def run_pass(
     evaluated = outbox.acquire_lease(engine=engine, holder=holder, ttl_s=lease_ttl_s, now=now)
     transitions = queued = 0
     if evaluated:
-        with session_scope(engine) as session:
+        # write=False: the evaluation reads for a while and writes a few rows; a writer session would
+        # hold SQLite's one write lock for all of it, and the events batches queued behind it (issue 36,
+        # docs/decisions/0004-plain-optimisations-removed.md). Its writes take the lock when they come.
+        with session_scope(engine, write=False) as session:
             result = outbox.record_transitions(session=session, spec=spec, now=now)
             transitions, queued = len(result.transitions), len(result.messages)
     report = delivery.deliver_due(engine=engine, base_url=base_url, secret_key=secret_key, now=now,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Collection, Sequence
-from typing import Any
 
 from pydantic import BaseModel, Field
 from sqlalchemy import bindparam, func
@@ -138,7 +137,7 @@ def judge_scores(*, session: Session, spec: EvalSpec, principal: Principal | Non
     """Return how the comparison reads the judge's scores of a draft, hidden from blind graders until they graded it."""
     views: dict[int, SignalsView] = {}
 
-    def lookup(*, run_id: int, draft_id: int) -> tuple[dict[str, Any] | None, bool]:
+    def lookup(*, run_id: int, draft_id: int) -> tuple[dict[str, object] | None, bool]:
         verdict = judge_verdict(session, draft_id)
         if verdict is None:
             return None, False
@@ -164,7 +163,7 @@ def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
 
 def production_quality(
     *, session: Session, spec: EvalSpec, start: dt.date, end: dt.date
-) -> tuple[list[ppi_production.WeekQuality], dict[str, Any]]:
+) -> tuple[list[ppi_production.WeekQuality], dict[str, object]]:
     """Return the production weeks overlapping start..end with their quality estimates, and their chart (metrics may not import ppi)."""
     weeks = ppi_production.weekly_quality(session=session, spec=spec, start=start, end=end)
     return weeks, ppi_charts.quality_figure(weeks, ppi_production.quality_targets(spec))

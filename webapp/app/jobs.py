@@ -16,11 +16,12 @@ so `/healthz` and Prometheus see a job that fails or that no process runs any mo
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import signal
 from collections.abc import Callable
-from typing import Any
 
+from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from webapp.core.db import session_scope
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 Record = Callable[[str, float, BaseException | None], None]
 
 
-def recorder(engine: Engine, *, clock: Callable[[], Any] = utcnow) -> Record:
+def recorder(engine: Engine, *, clock: Callable[[], dt.datetime] = utcnow) -> Record:
     """Return the function the jobs call after each pass: it stores the pass in job_run (never raises)."""
 
     def record(job: str, period_s: float, error: BaseException | None) -> None:
@@ -49,7 +50,7 @@ def recorder(engine: Engine, *, clock: Callable[[], Any] = utcnow) -> Record:
     return record
 
 
-def start_jobs(app: Any) -> list[asyncio.Task[None]]:
+def start_jobs(app: FastAPI) -> list[asyncio.Task[None]]:
     """Start every background job of `app` (its engine, spec and settings) on the running loop."""
     record = recorder(app.state.engine)
     tasks = [asyncio.create_task(m.run(app, record)) for m in domain_modules("background")]
@@ -64,7 +65,7 @@ async def stop_jobs(tasks: list[asyncio.Task[None]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def run_jobs(app: Any) -> None:
+async def run_jobs(app: FastAPI) -> None:
     """Run the jobs until SIGTERM or SIGINT, then stop them cleanly: `draftdesk jobs`."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

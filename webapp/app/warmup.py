@@ -1,7 +1,8 @@
 """Work a server process does once, before its first request: build the routes, open the database, compile the templates.
 
-FastAPI builds an included router's routes (each route's dependency tree and the pydantic models
-of its parameters) on the first request that reaches the router: about 1 s of CPU for our ~110
+FastAPI (0.137+) builds an included router's routes (each route's dependency tree and the pydantic
+models of its parameters) lazily, on the first request that reaches the router or the first walk
+of `fastapi.routing.iter_route_contexts`: about 1 s of CPU for our ~110
 routes, paid by whoever came first (the first events batch after a start took 0.3 s on a quiet
 machine, 4 s on a busy one, and every request beside it waited for the interpreter); the link
 rules every signed-in page reads (webapp/web/links.py) walk the routes once more, and the first
@@ -16,10 +17,8 @@ for their first pages); `serve` pays it before it listens instead. Tests do not 
 from __future__ import annotations
 
 import datetime as dt
-import gc
 
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from webapp.app.main import create_app
@@ -27,21 +26,22 @@ from webapp.auth import service as auth_service
 from webapp.core.spec import METRIC_NAMES, EvalSpec
 from webapp.metrics import calibration, charts
 from webapp.metrics.daily import DayMetrics
-from webapp.web.links import link_rules
+from webapp.web.links import api_routes, link_rules
 from webapp.web.templating import templates
-
-WARM_UP_PATH = "/-/warm-up/no-such-page"
 
 
 def build_routes(app: FastAPI) -> int:
-    """Have FastAPI build every router's routes, and read the link rules; return the status of the request (404).
+    """Have FastAPI build every router's routes, and read the link rules; return the number of API routes.
 
-    A path no route serves is matched against every route of every router, which builds them all.
-    It is sent to the router itself, not the app: no middleware, no request log line, no session.
+    FastAPI's public route walk (`iter_route_contexts`, in links.api_routes) builds each included
+    router's route contexts, which the first request reaching the router would otherwise build.
+    Its lazy build is why pyproject.toml pins FastAPI's minor version: a release that builds
+    elsewhere would leave the first requests after a start paying again (tests/test_foundation.py's
+    warm-up test would fail, not the pages).
     """
-    status = TestClient(app.router).get(WARM_UP_PATH).status_code
+    routes = len(api_routes(app))
     link_rules(app)
-    return status
+    return routes
 
 
 def warm_up(spec: EvalSpec) -> int:
@@ -70,19 +70,15 @@ def open_database(app: FastAPI) -> None:
 
 
 def warm(app: FastAPI) -> None:
-    """Do all of it for `app`, then freeze what it made: what `serve` calls before it listens.
+    """Do all of it for `app`: what `serve` calls before it listens.
 
-    The process then holds ~280,000 objects the garbage collector tracks (modules, routes, models,
-    templates), and each of Python's full collections walked them all: 150 ms during which every
-    request waited (the realistic benchmark's 250 ms batch page with the server 4 ms on every other
-    request around it). `gc.freeze()` moves them to a permanent generation that collections skip
-    (what the Python documentation advises for a server's start-up objects).
+    Decision (issue 36): no `gc.freeze()` after it. Freezing the ~280,000 start-up objects spared
+    each full collection a 150 ms walk; the realistic benchmark meets its targets without it
+    (docs/decisions/0004-plain-optimisations-removed.md), so the process keeps Python's defaults.
     """
     build_routes(app)
     open_database(app)
     warm_up(app.state.spec)
-    gc.collect()
-    gc.freeze()
 
 
 def create_warm_app() -> FastAPI:

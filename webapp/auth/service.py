@@ -17,7 +17,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
 from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
-from webapp.core.db import begin_write, is_sqlite, stored_id
+from webapp.core.db import is_sqlite, stored_id
 from webapp.core.timeutil import as_utc, utcnow
 
 _hasher = PasswordHasher()
@@ -155,8 +155,7 @@ def _lock_attempts(*, session: Session, email: str, ip: str) -> None:
     an account lock, so two requests never wait for each other.
     """
     if is_sqlite(session):
-        begin_write(session)  # SQLite has one writer at a time: its lock serialises every attempt
-        return
+        return  # signing in is a POST: its transaction holds SQLite's one write lock, which serialises every attempt
     conn = session.connection()
     conn.execute(_ADVISORY_LOCK, {"key": f"login-email:{email}"})
     conn.execute(_ADVISORY_LOCK, {"key": f"login-ip:{ip}"})

@@ -8,11 +8,13 @@ with RecursionError, is refused up front with its line, before anything is built
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
 from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.tokens import Token
 
 # Lists/mappings nested deeper than this are refused (real records nest 3 or 4 levels).
 MAX_DEPTH = 64
@@ -65,7 +67,7 @@ class LimitedSafeLoader(yaml.SafeLoader):
         self._alias_total = 0
         self._sizes: dict[int, int] = {}
 
-    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803 - PyYAML's signature
+    def fetch_flow_collection_start(self, TokenClass: type[Token]) -> None:  # noqa: N803 - PyYAML's signature
         """Stop at the first '[' or '{' beyond the depth limit, before the scanner looks further ahead."""
         if self.flow_level >= MAX_DEPTH:
             raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=self.line + 1)
@@ -77,7 +79,7 @@ class LimitedSafeLoader(yaml.SafeLoader):
             raise InputLimitError(f"nesting deeper than {MAX_DEPTH} levels", line=self.line + 1)
         return super().add_indent(column)
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
         """Compose one node, counting depth and what each alias expands to."""
         event = self.peek_event()
         line = event.start_mark.line + 1
@@ -121,7 +123,7 @@ def compose_yaml(text: str) -> Node | None:
         loader.dispose()
 
 
-def construct_yaml(node: Node | None) -> Any:
+def construct_yaml(node: Node | None) -> object:
     """Build Python values from a node composed by compose_yaml."""
     if node is None:
         return None
@@ -133,7 +135,10 @@ def construct_yaml(node: Node | None) -> Any:
 
 
 def load_yaml(text: str) -> Any:
-    """Parse one YAML document like yaml.safe_load, within the limits (InputLimitError names the line)."""
+    """Parse one YAML document like yaml.safe_load, within the limits (InputLimitError names the line).
+
+    Untyped, as yaml.safe_load's: the readers validate what they get (pydantic models, or a check per field).
+    """
     return construct_yaml(compose_yaml(text))
 
 
@@ -143,16 +148,16 @@ def yaml_error_line(exc: yaml.YAMLError) -> int | None:
     return mark.line + 1 if mark is not None else None
 
 
-def check_depth(value: Any, *, limit: int = MAX_DEPTH) -> None:
+def check_depth(value: object, *, limit: int = MAX_DEPTH) -> None:
     """Raise InputLimitError when lists/dicts in `value` nest deeper than `limit` (iterative, no recursion)."""
     if not isinstance(value, dict | list):
         return
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         current, depth = stack.pop()
         if depth > limit:
             raise InputLimitError(f"nesting deeper than {limit} levels")
-        children = current.values() if isinstance(current, dict) else current
+        children: Iterable[object] = current.values() if isinstance(current, dict) else current if isinstance(current, list) else ()
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 

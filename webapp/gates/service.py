@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from webapp.auth.service import Principal
-from webapp.core.db import begin_write, stored_id
+from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets import service as datasets_service
@@ -131,9 +131,9 @@ def sign_off(
     role = signing_role(principal, spec)
     if role is None:
         raise GateError("role: only the PM, the ML lead and the team lead sign off a gate")
-    # SQLite: take the write lock before the check, so simultaneous sign-offs queue and each sees the
-    # one before it. PostgreSQL: the unique index decides between two that passed the check together.
-    begin_write(session)
+    # SQLite: a sign-off is a POST, whose transaction holds the write lock from its first statement
+    # (webapp/core/db.py), so simultaneous sign-offs queue and each sees the one before it.
+    # PostgreSQL: the unique index decides between two that passed the check together.
     earlier = signoff_by(session=session, gate=gate, run_id=stored_id(run.id), user_id=principal.user_id)
     if earlier is not None:
         raise _already_signed(gate, earlier)

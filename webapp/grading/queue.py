@@ -1,7 +1,8 @@
 """Grading batches, reservations (places) and each grader's next item, and skips.
 
-The statements every grading page and save-and-next run are built once per batch shape (which
-filters are set) with bind parameters, and executed as Core statements (tables from webapp.core.db.table_of).
+The statements every grading page and save-and-next run are built from the batch's shape (which
+filters are set) with bind parameters, at each call (issue 36: the cache per shape went, the realistic
+benchmark passes without it; docs/decisions/0004-plain-optimisations-removed.md), and executed as Core statements (tables from webapp.core.db.table_of).
 """
 
 from __future__ import annotations
@@ -166,7 +167,6 @@ _PLAN_RANK = core_select(PLAN.c.rank).where(PLAN.c.draft_id == DRAFTS.c.id).scal
 _QUEUE_ORDER = (func.coalesce(_PLAN_RANK, CASES.c.position), DRAFTS.c.sample_index, DRAFTS.c.id)
 
 
-@lru_cache(maxsize=64)
 def counts_stmt(shape: Shape) -> Select[int, int, int]:
     """(drafts, grades in counted up to graders_per_draft each, the grader's grades) of the batch, in one aggregate."""
     per_draft = (
@@ -193,7 +193,6 @@ def counts_stmt(shape: Shape) -> Select[int, int, int]:
     )
 
 
-@lru_cache(maxsize=64)
 def held_stmt(shape: Shape) -> Select[int, dt.datetime | None]:
     """The first two drafts of the batch the grader holds a reservation of (no grade yet), with their expiry.
 
@@ -212,7 +211,6 @@ def held_stmt(shape: Shape) -> Select[int, dt.datetime | None]:
     )
 
 
-@lru_cache(maxsize=128)
 def candidates_stmt(shape: Shape, skipped: bool) -> Select[int]:
     """Drafts of the batch with a free place where the grader has none, in queue order (50 at most).
 

@@ -5,8 +5,8 @@ INSERT and hold it while it read and rendered the next item, until the request's
 route runs only its writes inside `write_section` and commits there; the page is read and
 rendered afterwards.
 
-On SQLite the transaction starts with BEGIN IMMEDIATE, so it holds the write lock from its first
-statement: two graders saving at once run one after the other (the second waits in SQLite's busy
+On SQLite the transaction starts with BEGIN IMMEDIATE (a POST's from the request's first statement,
+a GET's from the section's, webapp/core/db.py), so it holds the write lock from its first statement: two graders saving at once run one after the other (the second waits in SQLite's busy
 timeout), and neither reads the places and grades of a draft while the other is changing them, so
 nobody double-grades a draft. An earlier version also queued writers on a process lock and a file
 lock beside the database; for 2-3 graders SQLite's own lock is enough (issue 26).
@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 from sqlmodel import Session
 
-from webapp.core.db import begin_write
+from webapp.core.db import write_transaction
 
 _ACTIVE = "grading_write_section"
 
@@ -35,12 +35,7 @@ def write_section(session: Session) -> Iterator[None]:
         return
     session.info[_ACTIVE] = True
     try:
-        begin_write(session)
-        try:
+        with write_transaction(session):  # committed at the end; a GET's in an IMMEDIATE transaction of its own
             yield
-        except BaseException:
-            session.rollback()
-            raise
-        session.commit()
     finally:
         session.info.pop(_ACTIVE, None)

@@ -8,7 +8,9 @@ from collections.abc import Iterable, Sequence
 from typing import TypeVar, cast
 
 import pandas as pd
-from sqlalchemy import bindparam, delete, func, select, text, update
+from sqlalchemy import Date, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import column as column_clause
+from sqlalchemy import table as table_clause
 from sqlmodel import Session, col
 
 from webapp.core.db import table_of
@@ -207,6 +209,15 @@ Record = list[object]
 InsertRow = tuple[object, ...]  # a record as the insert writes it (calib and versions as JSON text)
 Calib = list[list[float]]
 Versions = dict[str, dict[str, int]]
+# The aggregate table as _replace_days writes it: the day a date, the rest as given (calib and versions
+# are JSON text already, which both databases take for their JSON columns, without a cast).
+_ROWS_AS_TEXT = table_clause(
+    DailyAggregate.__tablename__,
+    *(
+        column_clause(c, Date()) if c == "day" else column_clause(c)
+        for c in _ROW_COLUMNS
+    ),
+)
 
 
 def aggregate_records(df: pd.DataFrame, spec: EvalSpec) -> list[Record]:
@@ -407,18 +418,16 @@ def _mark_merged(session: Session, ids: Sequence[int]) -> None:
 
 
 def _replace_days(session: Session, days: Sequence[dt.date], records: list[InsertRow]) -> None:
-    """Replace the stored rows of `days` by `records` (insert tuples)."""
+    """Replace the stored rows of `days` by `records` (insert tuples: calib and versions as JSON text already).
+
+    One executemany through SQLAlchemy (its insertmanyvalues batching on PostgreSQL), on a
+    lightweight table whose JSON columns are plain text: the records hold them encoded.
+    """
     table = table_of(DailyAggregate)
     for chunk in chunks(list(days), 500):
         session.execute(delete(table).where(table.c.day.in_(chunk)))
-    conn = session.connection()
-    if conn.dialect.name == "sqlite":
-        records = [(_iso(r[0]), *r[1:]) for r in records]  # SQLite stores days as ISO text
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
-    sql = f"INSERT INTO {table.name} ({', '.join(_ROW_COLUMNS)}) VALUES ({', '.join([mark] * len(_ROW_COLUMNS))})"
-    # plain executemany through the driver: no per-row ORM or type processing
-    for chunk in chunks(records, 10_000):
-        conn.exec_driver_sql(sql, list(chunk))
+    if records:
+        session.execute(insert(_ROWS_AS_TEXT), [dict(zip(_ROW_COLUMNS, r, strict=True)) for r in records])
 
 
 def _iso(day: object) -> str:

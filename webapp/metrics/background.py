@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from webapp.app import flows
-from webapp.core.db import begin_write, session_scope
+from webapp.core.db import session_scope
 from webapp.core.spec import EvalSpec
 from webapp.metrics import stale
 
@@ -32,10 +32,9 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
     """Rebuild every stale day (a chunk per transaction) unless another process is at it; return the days."""
     done: list[dt.date] = []
     while True:
+        # session_scope writes: on SQLite it holds the write lock from the start (the pass reads, then
+        # writes, and a transaction opened for a read cannot write once an events batch has committed)
         with session_scope(engine) as session:
-            # on SQLite the write lock from the start: the pass reads, then writes, and a transaction
-            # opened for a read cannot write once an events batch has committed meanwhile
-            begin_write(session)
             if not stale.try_rebuilder_lock(session):
                 return done
             days = stale.rebuild_stale(session=session, spec=spec)
@@ -44,10 +43,8 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
             continue
         if done:
             # the ingestion requests left the alert evaluation to this pass (flows.after_ingest); it
-            # reads, then writes the outbox: on SQLite it holds the write lock from the start, or
-            # the events written meanwhile would refuse its write ("database is locked")
+            # reads, then writes the outbox (session_scope: the write lock from the start on SQLite)
             with session_scope(engine) as session:
-                begin_write(session)
                 flows.after_metrics_changed(session=session, spec=spec)
         return done
 

@@ -19,7 +19,7 @@ import logging
 import re
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,7 +36,7 @@ class JsonFormatter(logging.Formatter):
     """Format a record as one line of JSON."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
@@ -48,7 +48,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
-def logging_config(*, access_log: bool = True, level: str = "INFO") -> dict[str, Any]:
+def logging_config(*, access_log: bool = True, level: str = "INFO") -> dict[str, object]:
     """Return the dictConfig that `serve` gives uvicorn: JSON lines on stderr for every logger."""
     return {
         "version": 1,
@@ -75,6 +75,10 @@ def request_id_from(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
+# observe(method, route, status, seconds): what the Prometheus counters take from each request
+Observe = Callable[[str, str, int, float], None]
+
+
 class RequestLog:
     """Log each HTTP request (method, path, route, status, duration, id) and echo its id; call `observe` too.
 
@@ -82,7 +86,7 @@ class RequestLog:
     `observe(method, route, status, seconds)` is how the Prometheus counters see each request.
     """
 
-    def __init__(self, app: ASGIApp, *, observe: Any = None) -> None:
+    def __init__(self, app: ASGIApp, *, observe: Observe | None = None) -> None:
         self.app = app
         self.observe = observe
         self.log = logging.getLogger(ACCESS_LOGGER)

@@ -30,8 +30,8 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from fastapi import FastAPI
 from sqlalchemy import delete, exists, select
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, col
@@ -39,7 +39,7 @@ from sqlmodel import Session, col
 from webapp.alerts.models import AlertOutbox
 from webapp.auth.models import LoginAttempt, WebSession
 from webapp.core.config import Settings
-from webapp.core.db import begin_write, session_scope, table_of
+from webapp.core.db import session_scope, table_of
 from webapp.core.timeutil import utcnow
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.metrics.watermark import advance_pruned_before, pruned_before
@@ -134,14 +134,12 @@ def prune_database(
     now = now or utcnow()
     cutoff = event_cutoff(retention=retention, now=now, tz=tz)
     with session_scope(engine) as session:
-        begin_write(session)
         small = prune(session=session, retention=retention, now=now)
         # committed before any event goes: from here on no rebuild reopens those days
         mark = advance_pruned_before(session=session, day=cutoff) if cutoff else pruned_before(session)
     batches: list[int] = []
     while cutoff is not None:
         with session_scope(engine) as session:
-            begin_write(session)
             n = delete_event_batch(session=session, before=cutoff, limit=batch)
         batches.append(n)
         if n < batch:
@@ -161,7 +159,7 @@ def retention_line(mark: dt.date | None) -> str:
     )
 
 
-async def run(app: Any, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
     """Prune at start-up and then every PRUNE_INTERVAL_SECONDS until cancelled (the deletes run in a thread).
 
     Several processes may prune at once: each delete is idempotent and the watermark only moves

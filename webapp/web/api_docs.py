@@ -19,9 +19,11 @@ from webapp.web.api_schemas import ErrorPublic
 API_PREFIX = "/api/v1"
 OPENAPI_URL = "/api/openapi.json"
 DOCS_URL = "/api/docs"
+# A JSON object of the OpenAPI document, as FastAPI's get_openapi types it (its schemas are open-ended JSON).
+OpenAPI = dict[str, Any]
 
 
-def error_schemas() -> dict[str, Any]:
+def error_schemas() -> OpenAPI:
     """Return the JSON schema of the error body (webapp.web.api_schemas.ErrorPublic) as named components."""
     schema = ErrorPublic.model_json_schema(ref_template="#/components/schemas/{model}")
     defs = schema.pop("$defs", {})
@@ -31,12 +33,12 @@ def error_schemas() -> dict[str, Any]:
 _ERROR_REF = {"$ref": "#/components/schemas/Error"}
 
 
-def error_response(description: str) -> dict[str, Any]:
+def error_response(description: str) -> OpenAPI:
     """Return an OpenAPI response whose body is the app's error shape (for a route's `responses=`)."""
     return {"description": description, "content": {"application/json": {"schema": _ERROR_REF}}}
 
 
-def _document_errors(op: dict[str, Any]) -> None:
+def _document_errors(op: OpenAPI) -> None:
     """Add the app-wide error statuses that apply to one operation."""
     responses = op.setdefault("responses", {})
     params = op.get("parameters", [])
@@ -51,7 +53,7 @@ def _document_errors(op: dict[str, Any]) -> None:
         responses["422"] = error_response("Invalid parameter or body (field and message), or a value out of range")
 
 
-def build(app: FastAPI) -> dict[str, Any]:
+def build(app: FastAPI) -> OpenAPI:
     """Return the OpenAPI document of the /api/v1 routes with their error statuses."""
     schema = get_openapi(title=app.title, version=app.version, routes=app.routes, description="Draft Desk JSON API")
     schema["paths"] = {p: ops for p, ops in schema.get("paths", {}).items() if p.startswith(API_PREFIX + "/")}
@@ -68,7 +70,7 @@ def build(app: FastAPI) -> dict[str, Any]:
 def install(app: FastAPI) -> None:
     """Make app.openapi() return the document built by `build` (once, then cached)."""
 
-    def openapi() -> dict[str, Any]:
+    def openapi() -> OpenAPI:
         if app.openapi_schema is None:
             app.openapi_schema = build(app)
         return app.openapi_schema

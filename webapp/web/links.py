@@ -3,18 +3,27 @@
 Templates call `can_open(href)` (a Jinja global) before drawing a link, and the navigation bar
 uses the same answer, so a page never shows a link whose target would answer 403 to its viewer.
 The rule lives in one place: the `require_role(...)` dependencies the routes already declare.
+
+The routes are read through FastAPI's public walk, `fastapi.routing.iter_route_contexts`
+(FastAPI 0.137.2+: an included router is a lazy node of `app.routes`, and this is the flat view
+FastAPI gives integrations): each context's `path` (the prefix applied) and `methods`, and its
+`original_route`, the `APIRoute` as the domain declared it, whose `dependant` holds the role
+checks. Decision: role checks are read from the route's own dependencies (its parameters and
+its router's `dependencies=`), not from `include_router(dependencies=...)`, which FastAPI keeps
+in a private include context; no router of ours is included with dependencies (main.py), and
+tests/test_route_security.py fails on a route whose own dependencies hold no role check.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute, iter_route_contexts
+from starlette.routing import compile_path
 
 from webapp.auth.service import Principal
 from webapp.web.deps import RoleCheck
@@ -29,18 +38,21 @@ class LinkRule:
     role_sets: tuple[frozenset[str], ...]
 
 
-def iter_routes(routes: list[Any]) -> Iterator[Any]:
-    """Yield every API route (or FastAPI's effective route context) of an app, nested routers included."""
-    for route in routes:
-        if hasattr(route, "effective_route_contexts"):
-            for ctx in route.effective_route_contexts():
-                if isinstance(ctx.original_route, APIRoute):
-                    yield ctx
-        elif isinstance(route, APIRoute):
-            yield route
+def api_routes(app: FastAPI) -> list[tuple[str, APIRoute]]:
+    """Return every API route of the app with its full path (nested routers included), in matching order.
+
+    Walking the routes builds each included router's route contexts: what FastAPI otherwise does
+    on the first request that reaches the router (webapp/app/warmup.py calls this before serving).
+    """
+    found: list[tuple[str, APIRoute]] = []
+    for context in iter_route_contexts(app.routes):
+        route = context.original_route
+        if isinstance(route, APIRoute) and context.path is not None:
+            found.append((context.path, route))
+    return found
 
 
-def role_checks(dependant: Any) -> list[RoleCheck]:
+def role_checks(dependant: Dependant) -> list[RoleCheck]:
     """Return the RoleCheck dependencies of a route, however deep they sit."""
     found: list[RoleCheck] = []
     for dep in dependant.dependencies:
@@ -52,41 +64,26 @@ def role_checks(dependant: Any) -> list[RoleCheck]:
 
 def link_rules(app: FastAPI) -> list[LinkRule]:
     """Return (and cache on the app) the GET routes in matching order with their role sets."""
-    cached = getattr(app.state, "link_rules", None)
+    cached: list[LinkRule] | None = getattr(app.state, "link_rules", None)
     if cached is not None:
         return cached
     rules = [
         LinkRule(
-            path=route.path,
-            regex=route.path_regex,
+            path=path,
+            regex=compile_path(path)[0],
             role_sets=tuple(check.roles for check in role_checks(route.dependant) if check.roles),
         )
-        for route in iter_routes(app.routes)
-        if "GET" in route.methods
+        for path, route in api_routes(app)
+        if "GET" in (route.methods or ())
     ]
     app.state.link_rules = rules
     return rules
 
 
-# Paths already matched, per app (a page draws the same links again and again); bounded, since
-# paths carry ids.
-_MATCH_CACHE_SIZE = 4096
-
-
 def rule_for(app: FastAPI, href: str) -> LinkRule | None:
     """Return the rule of the GET route a link leads to, or None when no route of ours matches."""
     path = urlsplit(href).path
-    cache: dict[str, LinkRule | None] | None = getattr(app.state, "link_rule_by_path", None)
-    if cache is None:
-        cache = {}
-        app.state.link_rule_by_path = cache
-    if path in cache:
-        return cache[path]
-    found = next((rule for rule in link_rules(app) if rule.regex.match(path)), None)
-    if len(cache) >= _MATCH_CACHE_SIZE:
-        cache.clear()
-    cache[path] = found
-    return found
+    return next((rule for rule in link_rules(app) if rule.regex.match(path)), None)
 
 
 def can_open(app: FastAPI, principal: Principal | None, href: str) -> bool:

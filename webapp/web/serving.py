@@ -15,16 +15,31 @@ trusting 127.0.0.1 by default let anything on the host (or a misrouted port) cho
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
+
+from starlette.types import ASGIApp
 
 APP = "webapp.app.warmup:create_warm_app"  # each worker builds and warms its app (webapp/app/warmup.py)
 
 
+class UvicornOptions(TypedDict, total=False):
+    """The keyword arguments of `uvicorn.run` that `serve` sets."""
+
+    host: str
+    port: int
+    proxy_headers: bool
+    forwarded_allow_ips: str
+    access_log: bool
+    log_config: dict[str, object] | None
+    log_level: str
+    workers: int
+
+
 def uvicorn_options(
-    *, host: str, port: int, forwarded_allow_ips: str, workers: int = 1, log_config: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    *, host: str, port: int, forwarded_allow_ips: str, workers: int = 1, log_config: dict[str, object] | None = None
+) -> UvicornOptions:
     """Return the keyword arguments `uvicorn.run` / `uvicorn.Config` get from `serve`."""
-    options: dict[str, Any] = {
+    options: UvicornOptions = {
         "host": host,
         "port": port,
         # nothing to trust: uvicorn's proxy middleware is left out (an empty list would also trust no one)
@@ -42,7 +57,13 @@ def uvicorn_options(
 
 
 def run(
-    app: Any, *, host: str, port: int, forwarded_allow_ips: str, workers: int = 1, log_config: dict[str, Any] | None = None
+    app: ASGIApp,
+    *,
+    host: str,
+    port: int,
+    forwarded_allow_ips: str,
+    workers: int = 1,
+    log_config: dict[str, object] | None = None,
 ) -> None:
     """Serve `app` (one process) or, with workers > 1, uvicorn's workers each building the app from the environment."""
     import uvicorn

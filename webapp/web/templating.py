@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import Field, fields
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -19,7 +20,7 @@ from webapp.web import links
 from webapp.web.navigation import current_href, nav_for
 
 
-def _context(request: Request) -> dict[str, Any]:
+def _context(request: Request) -> dict[str, object]:
     principal = getattr(request.state, "principal", None)
     nav = nav_for(principal, request.app) if principal else []
     return {
@@ -81,7 +82,7 @@ def is_htmx(request: Request) -> bool:
 def render(
     request: Request,
     name: str,
-    context: dict[str, Any] | None = None,
+    context: Mapping[str, object] | None = None,
     *,
     block: str | None = None,
     status_code: int = 200,
