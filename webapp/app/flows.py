@@ -163,10 +163,10 @@ def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
 
 def production_quality(
     *, session: Session, spec: EvalSpec, start: dt.date, end: dt.date
-) -> tuple[list[ppi_production.WeekQuality], dict[str, object]]:
-    """Return the production weeks overlapping start..end with their quality estimates, and their chart (metrics may not import ppi)."""
+) -> tuple[list[ppi_production.WeekQuality], str]:
+    """Return the production weeks overlapping start..end with their quality estimates, and their chart as plotly JSON (metrics may not import ppi)."""
     weeks = ppi_production.weekly_quality(session=session, spec=spec, start=start, end=end)
-    return weeks, ppi_charts.quality_figure(weeks, ppi_production.quality_targets(spec))
+    return weeks, ppi_charts.to_json(ppi_charts.quality_figure(weeks, ppi_production.quality_targets(spec)))
 
 
 class FiringAlertsView(BaseModel):

@@ -205,7 +205,7 @@ def dashboard_view(*, session: Session, spec: EvalSpec, start: dt.date, end: dt.
     streaks = metrics_streaks.streaks_from_days(days, spec, window="range", segment=filters)
     gate_streaks = metrics_streaks.pilot_streaks(session=session, spec=spec)
     # human-graded quality of the production weeks overlapping the range (all traffic: the sample is the week's)
-    quality_weeks, quality_fig = flows.production_quality(session=session, spec=spec, start=start, end=end)
+    quality_weeks, quality_json = flows.production_quality(session=session, spec=spec, start=start, end=end)
     pilot = spec.online_metrics.pilot
     return DashboardView(
         start=start, end=end, updating=[d for d in days if d.updating], rebuild_interval=REBUILD_INTERVAL_S,
@@ -219,7 +219,7 @@ def dashboard_view(*, session: Session, spec: EvalSpec, start: dt.date, end: dt.
         streak_needed=spec.gates.production.consecutive_business_days,
         low_volume=low, low_days=sum(1 for d in days if 0 < d.events < low),
         pilot_in_range=pilot.start <= end and pilot.end >= start,
-        quality_weeks=quality_weeks, quality_figure=charts.to_json(quality_fig),
+        quality_weeks=quality_weeks, quality_figure=quality_json,
         quality_targets=spec.team_targets.weekly_human_quality,  # the team's targets (ppi.production.quality_targets)
         quality_firing=[w for w in quality_weeks if w.below_target],
         hallucination_weeks=weekly.weekly_hallucinations(

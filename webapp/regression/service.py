@@ -7,6 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
+from pydantic import JsonValue
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
@@ -46,8 +47,8 @@ def add_case(
     expected_behavior: str | None = None,
     reference: str | None = None,
     kb_articles: list[str] | None = None,
-    account: dict[str, object] | None = None,
-    conversation: list[object] | None = None,
+    account: dict[str, JsonValue] | None = None,
+    conversation: list[JsonValue] | None = None,
     source_ref: str | None = None,
 ) -> RegressionCase:
     """Append a case to the regression suite; refuse an unknown source, a blank note or a case id already in it."""
@@ -122,8 +123,8 @@ class CaseFields(TypedDict):
     expected_behavior: str | None
     reference: str | None
     kb_articles: list[str] | None
-    account: dict[str, object] | None
-    conversation: list[object] | None
+    account: dict[str, JsonValue] | None
+    conversation: list[JsonValue] | None
 
 
 def _case_fields(case: EvalCase) -> CaseFields:
