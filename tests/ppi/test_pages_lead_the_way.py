@@ -97,10 +97,19 @@ def test_the_ml_lead_finds_the_judge_runs_and_the_intervals(client_as: Clients) 
 
 def test_the_two_bias_figures_agree_in_one_unit(api_as: Clients, client_as: Clients) -> None:
     figures = _figures(api_as)
+    learned = 0
     for key, f in figures.items():
         i = f["interval"]
-        assert i is not None and f["bias_matches_gap"], key  # the demo's sample is small: lambda 1 everywhere
+        assert i is not None, key
+        if i["predictor"] != "judge":
+            # the gate uses the learned predictor here (issue 35): its bias is the predictor's, not the judge's
+            assert not f["bias_matches_gap"], key
+            learned += 1
+            continue
+        assert f["bias_matches_gap"], key  # the demo's sample is small: lambda 1 everywhere
         assert f["judge_minus_human"] == pytest.approx(i["bias"], abs=1e-9), key
+    assert 0 < learned < len(figures)  # the demo shows both kinds of figure, and factual/tone use the single score
+    assert figures["factual_accuracy"]["interval"]["predictor"] == figures["tone"]["interval"]["predictor"] == "judge"
     page = client_as("ml_lead").get(f"/ppi/runs/{RUN_NAME}").text
     factual = figures["factual_accuracy"]["interval"]["bias"] * 100
     # shares in points in both tables (it read "-3.7 points" beside "+0.00")

@@ -49,7 +49,7 @@ class DayMetricsPublic(BaseModel):
     escalation_rate: float | None
     handle_time_s: float | None
     latency_p95_s: float | None
-    hallucination_reports: float | None
+    hallucination_reports: int | None  # a count: 1, never 1.0 (the metric is a number of confirmed reports)
     cost_per_draft: float | None
     target_met: dict[str, bool | None] = Field(description="Per metric: met its target (null without data)")
     all_targets_met: bool | None

@@ -123,7 +123,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
 # call of the 5-call judge, each lower bound clears 3.5).
 # Week 1 (the model change): worse drafts, fully graded: the interval lies below the target, the alert fires.
 # Week 2: good again, three drawn drafts still ungraded: provisional.
-PRODUCTION_WEEKS: tuple[tuple[int, float, int], ...] = ((0, 4.4, 0), (1, 2.6, 0), (2, 3.9, 3))
+PRODUCTION_WEEKS: tuple[tuple[int, float, int], ...] = ((0, 4.6, 0), (1, 2.6, 0), (2, 3.9, 3))
 PRODUCTION_CAP = 60  # drafts judged per demo week (the setting's default is 1000; the demo keeps seeding quick)
 PRODUCTION_BUDGET = 25
 
