@@ -77,9 +77,9 @@ Conventions that differ from ppi_py, on purpose (docs/ppi.md):
   drafts) and clipped to [0, 1]; lambda = 1 below 60 human grades; or a fixed lambda in [0, 1]
   (the judge-alone bias reads lambda = 1). ppi_py tunes one lambda on all the data.
 The estimator has no switch to ppi_py's conventions (issue 36 item 6): they live in
-tests/ppi/ppi_conventions.py, built from this module's public parts (`parts`, `pooled_lambda` on
-all drafts, `variance_terms` without the covariance, scipy's normal quantile), and the equality
-tests with ppi_py (tests/ppi/test_estimator.py, test_predictor.py) run on them.
+tests/ppi/ppi_conventions.py, built from the public parts of webapp/ppi/influence.py (`parts`,
+`pooled_lambda` on all drafts, `part_terms` summed without the covariance) and scipy's normal
+quantile; the equality tests with ppi_py (tests/ppi/test_estimator.py, test_predictor.py) run on them.
 
 Several judge signals (issue 35). When the sample carries an N x p matrix of signals (p > 1), the
 judge score above is replaced by a prediction of the human grade learned from the signals by
@@ -292,8 +292,8 @@ def estimate_mean(
 
     `estimand`: "run" (default) is about the run's own N drafts (width 0 when all are graded);
     "superpopulation" about drafts like these (ppi_py's). `lam`: "crossfit" (default) or a fixed
-    lambda in [0, 1]. `guard` (default: on for 0/1 labels) adds the small-sample guard of `guarded`. With several
-    signals, `folds` is K of the predictor's cross-fitting (fewer when fewer tickets were drawn),
+    lambda in [0, 1]. `guard` (default: on for 0/1 labels) adds the small-sample guard of
+    `guarded`. With several signals, `folds` is K of the predictor's cross-fitting (fewer when fewer tickets were drawn),
     `seed` shuffles its tickets as it does lambda's.
     """
     options = Options(lam, confidence, guard, estimand)
