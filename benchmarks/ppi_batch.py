@@ -3,7 +3,8 @@
 Moved out of webapp/ (issue 36 item 6): production code estimates one run at a time; only the
 benchmark (benchmarks/bench_ppi_coverage.py) and its reduced test need thousands of runs in seconds.
 tests/ppi/test_estimator.py::TestBatch checks it against `webapp.ppi.estimator.estimate_mean` row
-by row. One column of judge scores, one draft per ticket.
+by row. One column of judge scores, one draft per ticket; the estimator's one convention (cross-fitted
+or fixed lambda, Student t, the covariance term), as the coverage benchmark needs nothing else.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from webapp.ppi.estimator import CONFIDENCE, MIN_LABELS_FOR_TUNING, Estimand, EstimatorError, Lambda, Quantile
+from webapp.ppi.estimator import CONFIDENCE, MIN_LABELS_FOR_TUNING, Estimand, EstimatorError, Lambda
 from webapp.ppi.influence import folds
 from webapp.ppi.sample import Sample
 
@@ -65,9 +66,7 @@ def estimate_mean_batch(
     *,
     lam: Lambda = "crossfit",
     confidence: float = CONFIDENCE,
-    quantile_kind: Quantile = "t",
     seed: int = 0,
-    joint: bool = True,
     guard: bool | None = None,
     estimand: Estimand = "run",
 ) -> BatchEstimate:
@@ -84,17 +83,12 @@ def estimate_mean_batch(
     n_labels = xi.sum(axis=1)
     if np.any(n_labels == 0):
         raise EstimatorError("drawn: a row has no drawn draft")
-    if isinstance(lam, str):
-        if lam == "pooled":
-            value = _batch_pooled_lambda(f, y, w, np.ones(n_drafts, dtype=bool))
-            lambdas = np.stack([value, value], axis=1)
-            lam_i = np.repeat(value[:, None], n_drafts, axis=1)
-        else:
-            singles = Sample(f[0], y[0], xi[0], np.ones(n_drafts), np.arange(n_drafts, dtype=np.int64))
-            fold = folds(singles, seed)
-            lambdas = np.stack([_batch_pooled_lambda(f, y, w, fold != k) for k in (0, 1)], axis=1)
-            lambdas[n_labels < MIN_LABELS_FOR_TUNING] = 1.0
-            lam_i = lambdas[:, fold]
+    if isinstance(lam, str):  # "crossfit"
+        singles = Sample(f[0], y[0], xi[0], np.ones(n_drafts), np.arange(n_drafts, dtype=np.int64))
+        fold = folds(singles, seed)
+        lambdas = np.stack([_batch_pooled_lambda(f, y, w, fold != k) for k in (0, 1)], axis=1)
+        lambdas[n_labels < MIN_LABELS_FOR_TUNING] = 1.0
+        lam_i = lambdas[:, fold]
     else:
         lambdas = np.full((rows, 2), float(lam))
         lam_i = np.full((rows, n_drafts), float(lam))
@@ -104,11 +98,10 @@ def estimate_mean_batch(
         est, se, n_eff = _batch_run(f, y, xi, p, lam_i, use_guard)
         _, human_only_se, _ = _batch_run(f, y, xi, p, np.zeros_like(f), use_guard)
     else:
-        est, se, n_eff = _batch_superpopulation(f, y, xi, w, lam_i, use_guard, joint)
-        _, human_only_se, _ = _batch_superpopulation(f, y, xi, w, np.zeros_like(f), use_guard, joint)
+        est, se, n_eff = _batch_superpopulation(f, y, xi, w, lam_i, use_guard)
+        _, human_only_se, _ = _batch_superpopulation(f, y, xi, w, np.zeros_like(f), use_guard)
     df = np.maximum(n_eff - 1.0, 1.0)
-    upper = 0.5 + confidence / 2
-    q = np.full(rows, special.ndtri(upper)) if quantile_kind == "normal" else special.stdtrit(df, upper)
+    q = special.stdtrit(df, 0.5 + confidence / 2)
     return BatchEstimate(est, est - q * se, est + q * se, se, human_only_se, lambdas, n_labels, df)
 
 
@@ -131,7 +124,6 @@ def _batch_superpopulation(
     w: NDArray[np.float64],
     li: NDArray[np.float64],
     use_guard: bool,
-    joint: bool,
 ) -> Arrays:
     """Return (estimate, se, Kish n_eff) of each row, superpopulation estimand (`parts`)."""
     d = w / w.sum(axis=1, keepdims=True)
@@ -145,7 +137,7 @@ def _batch_superpopulation(
     vb = np.sum(rect**2, axis=1)
     if use_guard:
         vb = (vb + 2.0 / n_eff**2) * n_eff / (n_eff + 2.0)
-    var = np.sum(judge_part**2, axis=1) + vb + (2.0 * np.sum(judge_part * rect, axis=1) if joint else 0.0)
+    var = np.sum(judge_part**2, axis=1) + vb + 2.0 * np.sum(judge_part * rect, axis=1)
     return gbar[:, 0] + rbar[:, 0], np.sqrt(var), n_eff
 
 

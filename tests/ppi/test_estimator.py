@@ -10,6 +10,7 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
 from benchmarks.ppi_batch import estimate_mean_batch
+from tests.ppi.ppi_conventions import ppi_py_mean_ci
 from webapp.ppi.estimator import (
     Estimand,
     EstimatorError,
@@ -51,35 +52,41 @@ def ppi_py_lambda(judge, human, drawn) -> float:
 
 
 class TestAgainstPpiPy:
+    """ppi_py's conventions (tests/ppi/ppi_conventions.py, from the estimator's parts) against ppi_py itself."""
+
     @pytest.mark.parametrize(("seed", "n_labels"), [(1, 120), (2, 120), (3, 120), (8, 40)])
-    def test_lambda_one_equals_ppi_py_and_student_t_widens_it(self, seed: int, n_labels: int) -> None:
+    def test_lambda_one_equals_ppi_py_and_ours_adds_the_covariance_and_student_t(self, seed: int, n_labels: int) -> None:
         judge, human, drawn, pi = uniform_run(seed, n_labels=n_labels)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
-        est = estimate_mean(sample, lam=1.0, quantile_kind="normal", joint=False, estimand="superpopulation")
+        ours_as_ppi_py = ppi_py_mean_ci(sample, lam=1.0)
         low, high = ppi_py_interval(judge, human, drawn, lam=1)
-        assert abs(est.low - low) < TOL and abs(est.high - high) < TOL
-        assert abs(est.estimate - (low + high) / 2) < TOL
-        t = estimate_mean(sample, lam=1.0, joint=False, estimand="superpopulation")  # the default Student t quantile
-        ratio = stats.t.ppf(0.975, n_labels - 1) / stats.norm.ppf(0.975)
+        assert abs(ours_as_ppi_py.low - low) < TOL and abs(ours_as_ppi_py.high - high) < TOL
+        assert abs(ours_as_ppi_py.estimate - (low + high) / 2) < TOL
+        # The production estimate: same point, ppi_py's variance plus the covariance term, Student t quantile.
+        t = estimate_mean(sample, lam=1.0, estimand="superpopulation")
+        n_all, n = judge.shape[0], n_labels
+        r = human[drawn] - judge[drawn]
+        cross = 2 * np.sum((judge[drawn] - judge.mean()) * (r - r.mean())) / (n_all * n)
+        ppi_py_se = (high - low) / (2 * stats.norm.ppf(0.975))
         assert t.df == n_labels - 1
-        assert abs((t.high - t.low) - ratio * (high - low)) < TOL
+        assert abs(t.se - math.sqrt(ppi_py_se**2 + cross)) < TOL
+        assert abs((t.high - t.low) / 2 - stats.t.ppf(0.975, n_labels - 1) * t.se) < TOL
         assert abs(t.estimate - (low + high) / 2) < TOL
 
     @pytest.mark.parametrize("seed", [4, 5, 6])
     def test_tuned_lambda_equals_ppi_py(self, seed: int) -> None:
         judge, human, drawn, pi = uniform_run(seed, bias=1.0)
-        sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
-        est = estimate_mean(sample, lam="pooled", quantile_kind="normal", joint=False, estimand="superpopulation")
+        est = ppi_py_mean_ci(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam="pooled")
         low, high = ppi_py_interval(judge, human, drawn)
         assert abs(est.low - low) < TOL and abs(est.high - high) < TOL
-        assert abs(est.lambdas[0] - ppi_py_lambda(judge, human, drawn)) < TOL
-        assert 0 < est.lambdas[0] < 1  # really tuned, not clipped
+        assert abs(est.lam - ppi_py_lambda(judge, human, drawn)) < TOL
+        assert 0 < est.lam < 1  # really tuned, not clipped
 
     def test_lambda_zero_is_the_human_only_interval(self) -> None:
         judge, human, drawn, pi = uniform_run(7)
-        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=0.0, quantile_kind="normal", estimand="superpopulation")
+        est = estimate_mean(make_sample(judge=judge, human=human, drawn=drawn, pi=pi), lam=0.0, estimand="superpopulation")
         y = human[drawn]
-        half = stats.norm.ppf(0.975) * y.std() / math.sqrt(y.shape[0])
+        half = stats.t.ppf(0.975, y.shape[0] - 1) * y.std() / math.sqrt(y.shape[0])
         assert abs(est.low - (y.mean() - half)) < TOL and abs(est.high - (y.mean() + half)) < TOL
 
 
@@ -93,7 +100,7 @@ class TestCrossFit:
         judge, human, drawn, pi = uniform_run(10, n_labels=200, bias=0.8)
         sample = make_sample(judge=judge, human=human, drawn=drawn, pi=pi)
         fold = folds(sample, seed=5)
-        est = estimate_mean(sample, seed=5, quantile_kind="normal", joint=False, estimand="superpopulation")
+        est = estimate_mean(sample, seed=5, estimand="superpopulation")
         for k in (0, 1):
             other = fold != k
             assert abs(est.lambdas[k] - ppi_py_lambda(judge[other], human[other], drawn[other])) < TOL
@@ -101,7 +108,10 @@ class TestCrossFit:
         # Hand-worked estimate with the fold lambdas: mean of lambda*f plus mean over drawn of the residual.
         expected = np.mean(lam_i * judge) + np.mean(human[drawn] - lam_i[drawn] * judge[drawn])
         assert abs(est.estimate - expected) < TOL
-        var = np.var(lam_i * judge) / judge.shape[0] + np.var(human[drawn] - lam_i[drawn] * judge[drawn]) / drawn.sum()
+        g, r = lam_i * judge, human[drawn] - lam_i[drawn] * judge[drawn]
+        n_all, n = judge.shape[0], int(drawn.sum())
+        cross = 2 * np.sum((g[drawn] - g.mean()) * (r - r.mean())) / (n_all * n)
+        var = np.var(g) / n_all + np.var(r) / n + cross
         assert abs(est.se - math.sqrt(var)) < TOL
 
     def test_joint_variance_adds_the_covariance_of_the_drawn_drafts(self) -> None:
@@ -247,7 +257,7 @@ class TestPassRateAndInput:
 
 class TestBatch:
     @pytest.mark.parametrize("estimand", ["run", "superpopulation"])
-    @pytest.mark.parametrize("lam", ["crossfit", "pooled", 1.0])
+    @pytest.mark.parametrize("lam", ["crossfit", 1.0, 0.0])
     def test_batch_equals_one_by_one(self, lam: Lambda, estimand: Estimand) -> None:
         rng = np.random.default_rng(17)
         rows, n = 6, 400

@@ -56,7 +56,8 @@ class TestAgainstPpiPyCrossPpi:
         signals, human, drawn, pi, _, _ = signal_run(seed)
         sample = make_sample(judge=signals, human=human, drawn=drawn, pi=pi)
         oof, preds = given_fold_models(sample, 5, seed)
-        estimate, low, high = crossppi_interval(sample, oof, preds)
+        ours = crossppi_interval(sample, oof, preds)
+        estimate, low, high = ours.estimate, ours.low, ours.high
         ppi_low, ppi_high = crossppi_mean_ci(human[drawn], oof[drawn], preds, alpha=0.05)
         assert abs(low - float(np.ravel(ppi_low)[0])) < TOL and abs(high - float(np.ravel(ppi_high)[0])) < TOL
         assert abs(estimate - (low + high) / 2) < TOL
@@ -65,7 +66,8 @@ class TestAgainstPpiPyCrossPpi:
         signals, human, drawn, pi, groups, _ = signal_run(4)
         sample = make_sample(judge=signals, human=human, drawn=drawn, pi=pi, groups=groups)
         fit = cross_fit(sample, folds=5, seed=4)
-        _, low, high = crossppi_interval(sample, fit.oof, fit.fold_predictions)
+        ours = crossppi_interval(sample, fit.oof, fit.fold_predictions)
+        low, high = ours.low, ours.high
         ppi_low, ppi_high = crossppi_mean_ci(human[drawn], fit.oof[drawn], fit.fold_predictions, alpha=0.05)
         assert abs(low - float(np.ravel(ppi_low)[0])) < TOL and abs(high - float(np.ravel(ppi_high)[0])) < TOL
 
@@ -73,12 +75,12 @@ class TestAgainstPpiPyCrossPpi:
         signals, human, drawn, pi, _, _ = signal_run(5, n_drafts=400, n_labels=100)
         sample = make_sample(judge=signals, human=human, drawn=drawn, pi=pi)
         oof, preds = given_fold_models(sample, 4, 5)
-        est = estimate_from_predictions(
-            sample, oof=oof, fold_predictions=preds, lam=1.0, estimand="superpopulation", joint=False, quantile_kind="normal"
-        )
+        est = estimate_from_predictions(sample, oof=oof, fold_predictions=preds, lam=1.0, estimand="superpopulation")
         h = np.where(drawn, oof, preds.mean(axis=1))
-        expected = h.mean() + np.mean(human[drawn] - oof[drawn])
-        se = np.sqrt(np.var(h) / 400 + np.var(human[drawn] - oof[drawn]) / 100)
+        r = human[drawn] - oof[drawn]
+        expected = h.mean() + np.mean(r)
+        cross = 2 * np.sum((h[drawn] - h.mean()) * (r - r.mean())) / (400 * 100)  # the covariance term
+        se = np.sqrt(np.var(h) / 400 + np.var(r) / 100 + cross)
         assert abs(est.estimate - expected) < 1e-12 and abs(est.se - se) < 1e-12
         assert est.predictor == "given"
 

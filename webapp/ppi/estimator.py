@@ -63,8 +63,8 @@ judge part's variance, the rectifier's variance, and twice their covariance. ppi
 first two only, because there the unlabelled set is separate from the labelled one; here the
 drawn drafts are also among the N, so the covariance is real (2 lambda (cov(Y, f) - lambda
 var(f)) / N with uniform pi) and we keep it: without it the interval for the mean covered
-92.9% of 2,000 simulated runs at N = 300, n = 150, bias +0.3, 94.6% with it. `joint=False`
-drops it, giving ppi_py's figures exactly (one draft per ticket, uniform pi).
+92.9% of 2,000 simulated runs at N = 300, n = 150, bias +0.3, 94.6% with it. Dropping it (and
+taking the normal quantile) gives ppi_py's figures exactly (one draft per ticket, uniform pi).
 
 For 0/1 labels (pass rates) the rectifier's variance gets a small-sample guard (`guarded`), in
 both estimands (for the run, two pseudo-drafts with the carriers' mean q, so a census stays width 0).
@@ -73,10 +73,13 @@ Conventions that differ from ppi_py, on purpose (docs/ppi.md):
 - Estimand: the run's own drafts by default (ppi_py: the superpopulation).
 - Variance: the covariance term above (ppi_py: none); the 0/1 guard (ppi_py: none).
 - Quantile: Student-t with the degrees of freedom above, not the normal (ppi_py's default).
-  `quantile_kind="normal"` gives ppi_py's.
 - Lambda: cross-fitted over two folds of tickets (each fold's lambda comes from the other fold's
-  drafts) and clipped to [0, 1]; lambda = 1 below 60 human grades. ppi_py tunes one lambda on all
-  the data; `lam="pooled"` gives that, with ppi_py's formula, for the comparison.
+  drafts) and clipped to [0, 1]; lambda = 1 below 60 human grades; or a fixed lambda in [0, 1]
+  (the judge-alone bias reads lambda = 1). ppi_py tunes one lambda on all the data.
+The estimator has no switch to ppi_py's conventions (issue 36 item 6): they live in
+tests/ppi/ppi_conventions.py, built from the public parts of webapp/ppi/influence.py (`parts`,
+`pooled_lambda` on all drafts, `part_terms` summed without the covariance) and scipy's normal
+quantile; the equality tests with ppi_py (tests/ppi/test_estimator.py, test_predictor.py) run on them.
 
 Several judge signals (issue 35). When the sample carries an N x p matrix of signals (p > 1), the
 judge score above is replaced by a prediction of the human grade learned from the signals by
@@ -104,7 +107,6 @@ intervals but widened informative ones and lost coverage), so neither is done.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -115,7 +117,7 @@ from webapp.ppi.influence import (
     Estimand,
     Lambda,
     Parts,
-    _cluster_sums,
+    cluster_sums,
     combine,
     degrees_of_freedom,
     effective_size,
@@ -140,7 +142,6 @@ __all__ = [
     "EstimatorError",
     "Lambda",
     "Parts",
-    "Quantile",
     "Sample",
     "all_pass",
     "estimate_difference",
@@ -153,8 +154,6 @@ __all__ = [
     "predicted",
     "quantile",
 ]
-
-Quantile = Literal["t", "normal"]
 
 CONFIDENCE = 0.95
 LOW_LAMBDA_WARNING = 0.3
@@ -199,16 +198,13 @@ class Options:
 
     lam: Lambda = "crossfit"
     confidence: float = CONFIDENCE
-    quantile_kind: Quantile = "t"
-    joint: bool = True
     guard: bool | None = None
     estimand: Estimand = "run"
 
 
-def quantile(confidence: float, df: float, kind: Quantile) -> float:
-    """Return the two-sided critical value for `confidence` (Student-t with df, or normal)."""
-    upper = 0.5 + confidence / 2
-    return float(special.ndtri(upper) if kind == "normal" else special.stdtrit(df, upper))
+def quantile(confidence: float, df: float) -> float:
+    """Return the two-sided Student-t critical value for `confidence` with df degrees of freedom."""
+    return float(special.stdtrit(df, 0.5 + confidence / 2))
 
 
 def _one_column(sample: Sample, options: Options, seed: int) -> tuple[Estimate, Parts]:
@@ -217,11 +213,11 @@ def _one_column(sample: Sample, options: Options, seed: int) -> tuple[Estimate, 
     use_guard = is_binary(sample) if options.guard is None else options.guard
     guard_n = effective_size(sample, options.estimand) if use_guard else None
     p = parts(sample, lam_i, options.estimand)
-    se = float(np.sqrt(variance(p, joint=options.joint, guard_n=guard_n)))
+    se = float(np.sqrt(variance(p, guard_n=guard_n)))
     human_only = parts(sample, np.zeros(sample.n_drafts), options.estimand)
-    human_only_se = float(np.sqrt(variance(human_only, joint=options.joint, guard_n=guard_n)))
+    human_only_se = float(np.sqrt(variance(human_only, guard_n=guard_n)))
     df = degrees_of_freedom(sample, options.estimand)
-    half = quantile(options.confidence, df, options.quantile_kind) * se
+    half = quantile(options.confidence, df) * se
     estimate = Estimate(
         estimate=p.estimate,
         low=p.estimate - half,
@@ -287,9 +283,7 @@ def estimate_mean(
     *,
     lam: Lambda = "crossfit",
     confidence: float = CONFIDENCE,
-    quantile_kind: Quantile = "t",
     seed: int = 0,
-    joint: bool = True,
     guard: bool | None = None,
     estimand: Estimand = "run",
     folds: int = FOLDS,
@@ -297,13 +291,12 @@ def estimate_mean(
     """Return the prediction-powered mean of the human label with its interval.
 
     `estimand`: "run" (default) is about the run's own N drafts (width 0 when all are graded);
-    "superpopulation" about drafts like these (ppi_py's). `joint=False` drops the covariance of
-    the two parts (ppi_py's convention; the run estimand has no judge part to covary);
-    `guard` (default: on for 0/1 labels) adds the small-sample guard of `guarded`. With several
-    signals, `folds` is K of the predictor's cross-fitting (fewer when fewer tickets were drawn),
+    "superpopulation" about drafts like these (ppi_py's). `lam`: "crossfit" (default) or a fixed
+    lambda in [0, 1]. `guard` (default: on for 0/1 labels) adds the small-sample guard of
+    `guarded`. With several signals, `folds` is K of the predictor's cross-fitting (fewer when fewer tickets were drawn),
     `seed` shuffles its tickets as it does lambda's.
     """
-    options = Options(lam, confidence, quantile_kind, joint, guard, estimand)
+    options = Options(lam, confidence, guard, estimand)
     return _estimate(sample, options, seed, folds)[0]
 
 
@@ -314,9 +307,7 @@ def estimate_from_predictions(
     fold_predictions: ArrayLike,
     lam: Lambda = "crossfit",
     confidence: float = CONFIDENCE,
-    quantile_kind: Quantile = "t",
     seed: int = 0,
-    joint: bool = True,
     guard: bool | None = None,
     estimand: Estimand = "run",
     name: str = "given",
@@ -328,7 +319,7 @@ def estimate_from_predictions(
     the K fold models (an undrawn draft reads their mean).
     """
     h = centred(predicted(sample, oof, fold_predictions))
-    estimate, _ = _one_column(h, Options(lam, confidence, quantile_kind, joint, guard, estimand), seed)
+    estimate, _ = _one_column(h, Options(lam, confidence, guard, estimand), seed)
     return _with_predictor(estimate, sample, oof, name)
 
 
@@ -354,10 +345,8 @@ def estimate_difference(
     b_cluster_keys: ArrayLike,
     lam: Lambda = "crossfit",
     confidence: float = CONFIDENCE,
-    quantile_kind: Quantile = "t",
     seed: int = 0,
     b_seed: int | None = None,
-    joint: bool = True,
     guard: bool | None = None,
     estimand: Estimand = "superpopulation",
     folds: int = FOLDS,
@@ -379,21 +368,21 @@ def estimate_difference(
     ca, cb = codes[: ka.shape[0]], codes[ka.shape[0] :]
     groups = keys.shape[0]
     seed_b = seed if b_seed is None else b_seed
-    options = Options(lam, confidence, quantile_kind, joint, guard, estimand)
+    options = Options(lam, confidence, guard, estimand)
     est_a, pa = _estimate(a, options, seed, folds)
     est_b, pb = _estimate(b, options, seed_b, folds)
-    judge = _cluster_sums(pa.judge_part, ca, groups) - _cluster_sums(pb.judge_part, cb, groups)
-    rect = _cluster_sums(pa.rectifier_part, ca, groups) - _cluster_sums(pb.rectifier_part, cb, groups)
+    judge = cluster_sums(pa.judge_part, ca, groups) - cluster_sums(pb.judge_part, cb, groups)
+    rect = cluster_sums(pa.rectifier_part, ca, groups) - cluster_sums(pb.rectifier_part, cb, groups)
     va, vb, cov = variance_terms(judge, rect)
     use_guard = (is_binary(a) and is_binary(b)) if guard is None else guard
     # The guard's pseudo-drafts count once for the pair, at the smaller run's effective size.
     sizes = ((effective_size(a, estimand), pa.guard_unit), (effective_size(b, estimand), pb.guard_unit))
     guard_n, unit = min(sizes) if use_guard else (None, None)
     vb += pa.extra_variance + pb.extra_variance  # the two runs' undrawn drafts are not paired
-    se = float(np.sqrt(combine(va, vb, cov, joint=joint, guard_n=guard_n, guard_unit=unit)))
+    se = float(np.sqrt(combine(va, vb, cov, guard_n=guard_n, guard_unit=unit)))
     df = min(est_a.df, est_b.df)
     diff = pa.estimate - pb.estimate
-    half = quantile(confidence, df, quantile_kind) * se
+    half = quantile(confidence, df) * se
     return Difference(diff, diff - half, diff + half, se, df, confidence, est_a, est_b)
 
 

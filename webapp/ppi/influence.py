@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from webapp.ppi.sample import EstimatorError, Sample
 
-Lambda = float | Literal["crossfit", "pooled"]
+Lambda = float | Literal["crossfit"]
 Estimand = Literal["run", "superpopulation"]
 
 MIN_LABELS_FOR_TUNING = 60
@@ -35,8 +35,6 @@ class Parts:
     extra_variance: float = 0.0  # run estimand: the undrawn drafts' own spread, (N - n)/N^2 sum q u^2
 
 
-
-
 def _weights(sample: Sample, mask: NDArray[np.bool_]) -> NDArray[np.float64]:
     """Return normalised 1/pi weights of the drawn drafts within `mask` (zero elsewhere)."""
     w = np.where(sample.drawn & mask, 1.0 / sample.pi, 0.0)
@@ -51,6 +49,8 @@ def pooled_lambda(sample: Sample, mask: NDArray[np.bool_] | None = None) -> floa
 
     lambda = cov_w(Y, f) / ((1 + n_eff/N) var(f)), var over the drawn drafts' f followed by all
     drafts' f (ddof 1), n_eff = Kish's effective size. With uniform pi it is ppi_py's formula.
+    Production calls it per fold (the cross-fitted lambda of `item_lambdas`); on all drafts (no
+    mask) it is ppi_py's one tuned lambda, which tests/ppi/ppi_conventions.py uses for the comparison.
     """
     m = np.ones(sample.n_drafts, dtype=bool) if mask is None else mask
     d = _weights(sample, m)
@@ -82,9 +82,6 @@ def item_lambdas(sample: Sample, lam: Lambda, seed: int) -> tuple[NDArray[np.flo
         if not 0 <= lam <= 1:
             raise EstimatorError("lambda: must lie in [0, 1]")
         return ones * float(lam), (float(lam),)
-    if lam == "pooled":
-        value = pooled_lambda(sample)
-        return ones * value, (value,)
     if sample.n_labels < MIN_LABELS_FOR_TUNING:
         return ones, (1.0,)
     fold = folds(sample, seed)
@@ -160,7 +157,7 @@ def ddof_factor(n_eff: float) -> float:
     return n_eff / (n_eff - 1.0) if n_eff > 1.0 else 1.0
 
 
-def _cluster_sums(values: NDArray[np.float64], cluster: NDArray[np.int64], groups: int) -> NDArray[np.float64]:
+def cluster_sums(values: NDArray[np.float64], cluster: NDArray[np.int64], groups: int) -> NDArray[np.float64]:
     return np.asarray(np.bincount(cluster, weights=values, minlength=groups), dtype=np.float64)
 
 
@@ -186,22 +183,23 @@ def variance_terms(
     return float(np.sum(judge_sums**2)), float(np.sum(rect_sums**2)), float(np.sum(judge_sums * rect_sums))
 
 
-def combine(
-    va: float, vb: float, cov: float, *, joint: bool, guard_n: float | None, guard_unit: float | None = None
-) -> float:
-    """Return the variance of the estimate from its terms (see the module docstring)."""
+def combine(va: float, vb: float, cov: float, *, guard_n: float | None, guard_unit: float | None = None) -> float:
+    """Return the variance of the estimate from its terms, the covariance term included (module docstring)."""
     if guard_n is not None and guard_n > 0:
         vb = guarded(vb, guard_n, guard_unit)
-    return va + vb + (2.0 * cov if joint else 0.0)
+    return va + vb + 2.0 * cov
 
 
-def variance(p: Parts, *, joint: bool = True, guard_n: float | None = None) -> float:
-    """Return the cluster-robust variance of one estimate."""
+def part_terms(p: Parts) -> tuple[float, float, float]:
+    """Return `variance_terms` of one estimate's parts, summed per ticket (the undrawn drafts' spread not added)."""
     groups = int(p.cluster.max()) + 1
-    a = _cluster_sums(p.judge_part, p.cluster, groups)
-    b = _cluster_sums(p.rectifier_part, p.cluster, groups)
-    va, vb, cov = variance_terms(a, b)
-    return combine(va, vb + p.extra_variance, cov, joint=joint, guard_n=guard_n, guard_unit=p.guard_unit)
+    return variance_terms(cluster_sums(p.judge_part, p.cluster, groups), cluster_sums(p.rectifier_part, p.cluster, groups))
+
+
+def variance(p: Parts, *, guard_n: float | None = None) -> float:
+    """Return the cluster-robust variance of one estimate."""
+    va, vb, cov = part_terms(p)
+    return combine(va, vb + p.extra_variance, cov, guard_n=guard_n, guard_unit=p.guard_unit)
 
 
 def kish(weights: NDArray[np.float64]) -> float:
