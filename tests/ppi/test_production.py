@@ -41,7 +41,7 @@ from webapp.ppi.production import (
     resolve_week,
     weekly_quality,
 )
-from webapp.ppi.report import stored_sample
+from webapp.ppi.report import figure_of, stored_sample
 from webapp.ppi.service import JudgeScoreIn, PpiError, draw_sample, record_judge_scores, run_sample
 from webapp.regression.service import latest_run_id
 from webapp.runs.models import Draft, Run
@@ -264,6 +264,27 @@ class TestWeeklyQuality:
         # LOW's citation relevance 2, 3, 2, 2: mean 2.25, all four drawn; its upper bound is far below 3.5
         assert crits["citation_relevance"]["estimate"] == pytest.approx(2.25) and crits["citation_relevance"]["below_target"] is True
         assert api_as("labeler").get(WEEKS_API).status_code == 403
+
+    def test_figures_kept_by_content_are_the_fresh_ones_and_follow_a_changed_grade(self, session: Session, spec: EvalSpec) -> None:
+        """The kept week figures (decision 0010) equal a fresh computation, and a changed grade is a new answer at once."""
+        run_id = graded_week(session, spec, MIXED)
+        [first] = weekly_quality(session=session, spec=spec)
+        stored = stored_sample(session=session, run_id=run_id)
+        assert stored is not None
+        fresh_tone = figure_of(spec, stored, "tone", estimand="superpopulation").estimate
+        tone = {c.key: c.estimate for c in first.criteria}["tone"]
+        assert tone is not None and fresh_tone is not None and tone.estimate == fresh_tone.estimate and tone.low == fresh_tone.low
+        [again] = weekly_quality(session=session, spec=spec)
+        assert again.estimate == first.estimate and again.criteria == first.criteria
+        # a lead changes one final grade: the week's figures change on the next read
+        grade = session.exec(select(FinalGrade).join(Draft, col(Draft.id) == FinalGrade.draft_id).where(Draft.run_id == run_id)).first()
+        assert grade is not None
+        grade.tone = 5.0
+        session.add(grade)
+        session.flush()
+        [changed] = weekly_quality(session=session, spec=spec)
+        changed_tone = {c.key: c.estimate for c in changed.criteria}["tone"]
+        assert changed_tone is not None and changed_tone.estimate > tone.estimate
 
     def test_the_chart_shows_the_estimators_figures_on_the_stored_rows(self, session: Session, spec: EvalSpec) -> None:
         run_id = graded_week(session, spec, MIXED)

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import pickle
 import re
 import secrets
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
@@ -401,6 +403,32 @@ def week_criteria(spec: EvalSpec, stored: StoredSample | None) -> tuple[WeekCrit
     )
 
 
+# A week's figures are a pure function of its stored sample and the spec, and /metrics asks for them
+# twice per visit (the chart, the firing-alerts count) while the learned predictor cross-fits a ridge
+# per figure: kept by content, so a changed grade, draw or judge score is a new key and never a stale
+# answer (docs/decisions/0010-weekly-figures-kept-by-content.md: the realistic benchmark's /metrics
+# on PostgreSQL failed without it).
+_WEEK_FIGURES: OrderedDict[bytes, tuple[Estimate | None, tuple[WeekCriterion, ...]]] = OrderedDict()
+_WEEK_FIGURES_KEPT = 64
+_WEEK_FIGURES_LOCK = threading.Lock()
+
+
+def week_figures(spec: EvalSpec, stored: StoredSample) -> tuple[Estimate | None, tuple[WeekCriterion, ...]]:
+    """Return a week's overall estimate and its criteria, computed once per content of (spec, sample)."""
+    key = hashlib.sha256(pickle.dumps((spec.model_dump_json(), stored), protocol=5)).digest()
+    with _WEEK_FIGURES_LOCK:
+        kept = _WEEK_FIGURES.get(key)
+        if kept is not None:
+            _WEEK_FIGURES.move_to_end(key)
+            return kept
+    figures = (figure_of(spec, stored, OVERALL, estimand=WEEK_ESTIMAND).estimate, week_criteria(spec, stored))
+    with _WEEK_FIGURES_LOCK:
+        _WEEK_FIGURES[key] = figures
+        while len(_WEEK_FIGURES) > _WEEK_FIGURES_KEPT:
+            _WEEK_FIGURES.popitem(last=False)
+    return figures
+
+
 def weekly_quality(
     *,
     session: Session,
@@ -419,7 +447,7 @@ def weekly_quality(
         if (start is not None and iso.end < start) or (end is not None and iso.start > end):
             continue
         stored = stored_sample(session=session, run_id=row.run_id)
-        estimate = None if stored is None else figure_of(spec, stored, OVERALL, estimand=WEEK_ESTIMAND).estimate
+        estimate, criteria = (None, week_criteria(spec, None)) if stored is None else week_figures(spec, stored)
         out.append(
             WeekQuality(
                 week=row.week,
@@ -433,7 +461,7 @@ def weekly_quality(
                 graded=0 if stored is None else stored.graded,
                 pending=0 if stored is None else stored.pending,
                 estimate=estimate,
-                criteria=week_criteria(spec, stored),
+                criteria=criteria,
             )
         )
     return out
