@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
@@ -15,7 +15,7 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.web.deps import require_role
 from webapp.web.flash import FlashKind, consume_flash, read_flash, redirect_with_flash
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
 Admin = Annotated[Principal, Depends(require_role("admin"))]
@@ -66,9 +66,6 @@ class ChannelsView:
     secret: str | None = None  # a webhook's signing secret, shown once after adding it
     secret_for: str | None = None
 
-    def context(self) -> dict[str, object]:
-        """Return the view's fields as the template's names."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def channels_view(
@@ -86,7 +83,7 @@ def channels_view(
 
 
 def _page(request: Request, view: ChannelsView, *, status_code: int = 200) -> HTMLResponse:
-    return render(request, "alerts/channels.html", view.context(), status_code=status_code)
+    return render_view(request, "alerts/channels.html", view, status_code=status_code)
 
 
 @router.get("/admin/alerts", response_class=HTMLResponse, name="alerts_channels")

@@ -9,7 +9,7 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.datasets import service, views
 from webapp.web.deps import SpecDep, require_role
-from webapp.web.templating import render
+from webapp.web.templating import render, render_view
 
 router = APIRouter()
 DATASET_ROLES = ("lead", "pm", "admin", "labeler")
@@ -41,7 +41,7 @@ def dataset_detail(
         view = views.dataset_detail_view(session=session, spec=spec, ref=dataset_id, filters=filters)
     except service.DatasetNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(request, "datasets/detail.html", vars(view), block="results")
+    return render_view(request, "datasets/detail.html", view, block="results")
 
 
 @router.get("/datasets/{dataset_id}/cases/{case_id}", response_class=HTMLResponse, name="dataset_case")
@@ -57,4 +57,4 @@ def dataset_case(
         view = views.dataset_case_view(session=session, ref=dataset_id, case_id=case_id)
     except service.DatasetNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(request, "datasets/case.html", vars(view))
+    return render_view(request, "datasets/case.html", view)

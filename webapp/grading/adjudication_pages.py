@@ -23,7 +23,7 @@ from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router
 from webapp.grading.overview import runs_newest_first
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.templating import render
+from webapp.web.templating import render, render_view
 
 QUEUE = "/grading/adjudication"  # where the lead's decisions return, with their one-time message
 
@@ -46,7 +46,7 @@ def adjudication_queue(
     )
     flash = flash_context(request)
     view = replace(view, flash=flash["flash"], error=flash["error"])
-    return consume_flash(request, render(request, "grading/adjudication.html", view.context(), block="queue"))
+    return consume_flash(request, render_view(request, "grading/adjudication.html", view, block="queue"))
 
 
 @router.post("/adjudication/{adjudication_id}/resolve")

@@ -102,10 +102,6 @@ class GradingItemView(PageView):
         qs = self.batch_qs
         return f"/grading/drafts/{self.draft.id}" + (f"?{qs}" if qs else "")
 
-    def context(self) -> dict[str, object]:
-        """Return the template's names: the view's fields and its query string."""
-        return {**super().context(), "batch_qs": self.batch_qs}
-
 
 def reserve_upcoming(
     *,

@@ -43,7 +43,7 @@ from webapp.grading.skips import SKIP_REASONS, skip_draft
 from webapp.grading.writes import write_section
 from webapp.web.deps import SpecDep
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash, set_flash
-from webapp.web.templating import is_htmx, render, templates
+from webapp.web.templating import is_htmx, render_view, templates
 
 # Shown once on the batch page when the grader asks for the next draft and none is left for them.
 BATCH_DONE = "Nothing left for you in this batch. Thank you!"
@@ -54,7 +54,7 @@ def queues(
 ) -> HTMLResponse:
     """Show my queues: the next item of each batch, grades returned to me, my recent grades."""
     view = replace(queues_view(session=session, spec=spec, principal=principal), flash=flash_context(request)["flash"])
-    return consume_flash(request, render(request, "grading/queues.html", view.context()))
+    return consume_flash(request, render_view(request, "grading/queues.html", view))
 
 
 @router.post("/runs/{run_id}/next")
@@ -89,7 +89,7 @@ def batch_overview(
         raise HTTPException(status_code=404, detail=f"run {run_id} does not exist")
     flash = flash_context(request)  # "nothing left" rides in the one-time flash, not in the URL
     view = replace(view, flash=flash["flash"], error=flash["error"])
-    return consume_flash(request, render(request, "grading/batch.html", view.context()))
+    return consume_flash(request, render_view(request, "grading/batch.html", view))
 
 
 def _item_or_404(
@@ -146,8 +146,11 @@ def _item_response(
     headers = {"Vary": "HX-Request"}
     if push and is_htmx(request):
         headers["HX-Push-Url"] = view.draft_url
-    ctx = {**_ITEM_CONSTANTS, **replace(view, htmx_fragment=is_htmx(request)).context()}
-    return render(request, "grading/draft.html", ctx, block="item", status_code=status_code, headers=headers)
+    shown = replace(view, htmx_fragment=is_htmx(request))
+    return render_view(
+        request, "grading/draft.html", shown, block="item", status_code=status_code, headers=headers,
+        constants={**_ITEM_CONSTANTS, "batch_qs": shown.batch_qs},
+    )
 
 
 @router.get("/drafts/{draft_id}", response_class=HTMLResponse)

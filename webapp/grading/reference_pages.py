@@ -25,7 +25,7 @@ from webapp.grading.forms import (
 from webapp.grading.scores import validate_scores
 from webapp.web.deps import SpecDep
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 
 @router.get("/references", response_class=HTMLResponse)
@@ -34,7 +34,7 @@ def references(
 ) -> HTMLResponse:
     """List test cases with their reference responses: missing, waiting for approval, approved."""
     view = reference_service.references_view(session=session, show=request.query_params.get("show", "all"))
-    return render(request, "grading/references.html", view.context())
+    return render_view(request, "grading/references.html", view)
 
 
 @router.get("/references/{case_pk}", response_class=HTMLResponse)
@@ -50,8 +50,8 @@ def reference_page(
     view = replace(
         view, is_lead=principal.has_role("lead"), me=principal.user_id, flash=flash["flash"], error=flash["error"]
     )
-    ctx = {**view.context(), "shortcuts": SHORTCUTS, "factual_keys": FACTUAL_KEYS}
-    return consume_flash(request, render(request, "grading/reference.html", ctx))
+    constants = {"shortcuts": SHORTCUTS, "factual_keys": FACTUAL_KEYS}
+    return consume_flash(request, render_view(request, "grading/reference.html", view, constants=constants))
 
 
 def _reference_url(case_pk: int, draft: str = "") -> str:

@@ -9,7 +9,7 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.kb import service, views
 from webapp.web.deps import ANY_ROLE, require_role
-from webapp.web.templating import render
+from webapp.web.templating import render, render_view
 
 router = APIRouter()
 
@@ -35,4 +35,4 @@ def kb_article(
         view = views.kb_article_view(session=session, article_id=article_id)
     except service.KbNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(request, "kb/article.html", vars(view))
+    return render_view(request, "kb/article.html", view)

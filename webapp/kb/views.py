@@ -1,6 +1,6 @@
 """The KB pages' views: one typed view per page, built by the service's named queries.
 
-A page renders its view's fields as the template's variables (`vars(view)`), so a template can
+A page renders its view's fields as the template's variables (`webapp.web.templating.render_view`), so a template can
 use only what its view declares.
 """
 

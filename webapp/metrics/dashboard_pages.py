@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from sqlmodel import Session
@@ -23,6 +23,7 @@ from webapp.metrics import daily as metrics_daily
 from webapp.metrics import streaks as metrics_streaks
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics.background import REBUILD_INTERVAL_S
+from webapp.web.templating import view_names
 
 DEFAULT_DAYS = 42
 QUICK_DAYS = (7, 14, 30)
@@ -154,10 +155,9 @@ class MetricsView:
     form: MetricsForm
     dashboard: DashboardView | None
 
-    def context(self) -> dict[str, object]:
-        """Return the form's and the dashboard's fields as the template's names."""
-        parts = [self.form] + ([self.dashboard] if self.dashboard else [])
-        return {f.name: getattr(part, f.name) for part in parts for f in fields(part)}
+    def names(self) -> dict[str, object]:
+        """Return the form's and the dashboard's fields as the template's names (the page is the two views)."""
+        return view_names(self.form, *([self.dashboard] if self.dashboard else []))
 
 
 @dataclass(frozen=True)

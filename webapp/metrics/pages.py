@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
@@ -31,7 +31,7 @@ from webapp.metrics.dashboard_pages import (
 from webapp.metrics.dashboard_pages import segment_filters as _filters
 from webapp.metrics.models import Event
 from webapp.web.deps import SpecDep, require_role
-from webapp.web.templating import is_htmx, render
+from webapp.web.templating import is_htmx, render, render_view
 
 router = APIRouter()
 
@@ -98,7 +98,7 @@ def metrics_page(
         # only 2xx answers, so its fragment comes back 200 (the full page says 422)
         form = metrics_form(session=session, spec=spec, filters=filters, start_text=start or "", end_text=end or "",
                             oob_dates=False, range_error=str(exc))
-        return render(request, "metrics/index.html", MetricsView(form, None).context(), block="results",
+        return render(request, "metrics/index.html", MetricsView(form, None).names(), block="results",
                       status_code=200 if is_htmx(request) else 422)
     if range and not is_htmx(request):
         return RedirectResponse(f"/metrics?{range_query(s, e, filters)}", status_code=303)  # a bookmarkable URL
@@ -111,7 +111,7 @@ def metrics_page(
         headers = {"HX-Push-Url": "false"}  # Apply after a dropdown applied the same view: no second entry
     elif range:
         headers = {"HX-Push-Url": f"/metrics?{query}"}
-    return render(request, "metrics/index.html", view.context(), block="results", headers=headers)
+    return render(request, "metrics/index.html", view.names(), block="results", headers=headers)
 
 
 @router.get("/metrics/daily.csv")
@@ -162,7 +162,7 @@ def day_page(
     if show and show not in drilldown.DAY_KINDS:
         raise HTTPException(422, detail=f"show: must be one of {', '.join(drilldown.DAY_KINDS)} (or empty), not {show!r}")
     view = day_view(session=session, spec=spec, day=d, filters=_filters(intent, plan, agent_id), show=show or "", page=max(page, 1))
-    return render(request, "metrics/day.html", view.context())
+    return render_view(request, "metrics/day.html", view)
 
 
 @dataclass(frozen=True)
@@ -188,9 +188,6 @@ class DayView:
     targets: dict[str, str]
     page_query: str
 
-    def context(self) -> dict[str, object]:
-        """Return the view's fields as the template's names."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 DAY_PAGE_SIZE = 100
@@ -228,9 +225,6 @@ class HallucinationQueueView:
     flash: str | None = None
     error: str | None = None
 
-    def context(self) -> dict[str, object]:
-        """Return the view's fields as the template's names."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def hallucination_queue(
@@ -252,7 +246,7 @@ def _queue(
     error: str | None = None, headers: dict[str, str] | None = None, status_code: int = 200,
 ) -> HTMLResponse:
     view = hallucination_queue(session=session, status=status, can_decide=can_decide, flash=flash, error=error)
-    return render(request, "metrics/hallucinations.html", view.context(), block="queue", headers=headers, status_code=status_code)
+    return render_view(request, "metrics/hallucinations.html", view, block="queue", headers=headers, status_code=status_code)
 
 
 @router.get("/metrics/hallucinations", response_class=HTMLResponse)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 from urllib.parse import quote
 
@@ -20,7 +20,7 @@ from webapp.reviews import cadence, service
 from webapp.reviews.models import ReviewItem, ReviewSample
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.templating import is_htmx, render
+from webapp.web.templating import is_htmx, render_view
 
 router = APIRouter()
 
@@ -44,7 +44,7 @@ def reviews_index(
 ) -> HTMLResponse:
     """List the review periods (newest first) with their progress; past periods stay browsable."""
     view = ReviewsIndexView(periods=service.list_periods(session=session, spec=spec, today=_today(spec)), cadence=spec.review.cadence)
-    return render(request, "reviews/index.html", view.context())
+    return render_view(request, "reviews/index.html", view)
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,6 @@ class ReviewsIndexView:
     periods: list[service.PeriodSummary]
     cadence: str
 
-    def context(self) -> dict[str, object]:
-        """Return the view's fields as the template's names."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -88,9 +85,6 @@ class ReviewPeriodView:
     limit: float  # the minor-edit limit
     flash: str | None = None
 
-    def context(self) -> dict[str, object]:
-        """Return the view's fields as the template's names."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def _pair(item: ReviewItem, event: Event) -> ReviewPair:
@@ -132,7 +126,7 @@ def review_period(
     if sample is None and end < _today(spec):
         # the draw is seeded by the period, so drawing on first view gives the same pairs whoever opens it
         sample = service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id)
-    return render(request, "reviews/period.html", period_view(session, spec, period, sample, show).context())
+    return render_view(request, "reviews/period.html", period_view(session, spec, period, sample, show))
 
 
 @router.post("/reviews/{period}/draw")
@@ -156,7 +150,7 @@ def _item_response(request: Request, session: SessionDep, spec: EvalSpec, item: 
     if not is_htmx(request):
         return RedirectResponse(f"/reviews/{sample.period}#item-{item.id}", status_code=303)
     view = replace(period_view(session, spec, sample.period, sample, only_item=item.id), flash=flash)
-    return render(request, "reviews/period.html", view.context(), block="pairs", headers={"HX-Trigger": "review-updated"})
+    return render_view(request, "reviews/period.html", view, block="pairs", headers={"HX-Trigger": "review-updated"})
 
 
 @router.post("/reviews/items/{item_id}/verdict")
@@ -207,7 +201,7 @@ def progress_fragment(
 ) -> HTMLResponse:
     """Return the progress line of a period (refreshed after each verdict)."""
     sample = service.get_sample(session=session, period=period)
-    return render(request, "reviews/period.html", period_view(session, spec, period, sample).context(), block="progress")
+    return render_view(request, "reviews/period.html", period_view(session, spec, period, sample), block="progress")
 
 
 @router.get("/cadence", response_class=HTMLResponse)
@@ -220,7 +214,7 @@ def cadence_page(
         due=cadence.due_reviews(session=session, spec=spec, today=today), today=today, phase=spec.review.phase,
         markers=cadence.MARKERS, error=flash_context(request)["error"],
     )
-    return consume_flash(request, render(request, "reviews/cadence.html", view.context()))
+    return consume_flash(request, render_view(request, "reviews/cadence.html", view))
 
 
 @dataclass(frozen=True)
@@ -233,9 +227,6 @@ class CadenceView:
     markers: dict[str, tuple[str, ...]]
     error: str | None
 
-    def context(self) -> dict[str, object]:
-        """Return the view's fields as the template's names."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @router.post("/cadence/done")

@@ -21,7 +21,7 @@ from webapp.runs.deps import RunDep
 from webapp.runs.models import Draft, Run
 from webapp.web.deps import ANY_ROLE, SpecDep, require_role
 from webapp.web.page_view import PageView
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
 RUN_ROLES = ANY_ROLE
@@ -56,7 +56,7 @@ def runs_list(
     request: Request, session: SessionDep, principal: Principal = Depends(require_role(*RUN_ROLES))
 ) -> HTMLResponse:
     """List runs, newest first."""
-    return render(request, "runs/list.html", RunsListView(runs=service.list_runs(session=session)).context())
+    return render_view(request, "runs/list.html", RunsListView(runs=service.list_runs(session=session)))
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def run_detail(
         draft_intents=service.draft_intents(session=session, run_id=run_id),
         filters=RunFilters(category=category, intent=intent, draft_intent=draft_intent, golden=golden),
     )
-    return render(request, "runs/detail.html", view.context(), block="results")
+    return render_view(request, "runs/detail.html", view, block="results")
 
 
 @dataclass(frozen=True)
@@ -140,4 +140,4 @@ def draft_detail(
     dataset = datasets_service.get_dataset(session=session, ref=case.dataset_id)
     hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
     view = DraftDetailView(draft=draft, case=case, run=run, cited=cited, dataset=dataset, signals_hidden=hidden)
-    return render(request, "runs/draft.html", view.context())
+    return render_view(request, "runs/draft.html", view)

@@ -120,7 +120,16 @@ def render_view(
     block: str | None = None,
     status_code: int = 200,
     headers: dict[str, str] | None = None,
+    constants: Mapping[str, object] | None = None,
 ) -> HTMLResponse:
-    """Render a page from its one typed view model (a dataclass): the template reads the view's fields by name."""
-    context = {f.name: getattr(view, f.name) for f in fields(view)}
-    return render(request, name, context, block=block, status_code=status_code, headers=headers)
+    """Render a page from its one typed view model (a dataclass): the template reads the view's fields by name.
+
+    The one way a view reaches a template (every page calls it). `constants`: module-level names a
+    template also reads (keyboard shortcuts, the criteria's keys), the same for every view.
+    """
+    return render(request, name, {**(constants or {}), **view_names(view)}, block=block, status_code=status_code, headers=headers)
+
+
+def view_names(*views: DataclassView) -> dict[str, object]:
+    """Return the template's names of one or more views: their fields, by name (a later view's win)."""
+    return {f.name: getattr(v, f.name) for v in views for f in fields(v)}
