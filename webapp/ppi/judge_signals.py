@@ -147,10 +147,7 @@ def check_signals(signals: JudgeSignals, where: str, scale: tuple[int, int]) -> 
             raise ValueError(
                 f"{where}.expected.factual_accuracy: P(pass) {expected['factual_accuracy']} is outside 0-1"
             )
-        for name in SCALE_NAMES:
-            value = float(expected[name])
-            if not scale[0] <= value <= scale[1]:
-                raise ValueError(f"{where}.expected.{name}: {value} is outside {scale[0]}-{scale[1]}")
+        check_scales(expected, f"{where}.expected", scale)
 
 
 def check_criteria(scores: CriterionScores, where: str, scale: tuple[int, int]) -> None:
@@ -159,6 +156,11 @@ def check_criteria(scores: CriterionScores, where: str, scale: tuple[int, int]) 
         raise ValueError(
             f"{where}.factual_accuracy: expected pass or fail, got {scores['factual_accuracy']!r}"
         )
+    check_scales(scores, where, scale)
+
+
+def check_scales(scores: CriterionScores | ExpectedScores, where: str, scale: tuple[int, int]) -> None:
+    """Raise ValueError naming the field when one of the three scale scores lies off the scale."""
     for name in SCALE_NAMES:
         value = float(scores[name])
         if not scale[0] <= value <= scale[1]:
