@@ -8,6 +8,7 @@ the page. `browser_page` is a Playwright page whose console errors are collected
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import socket
 import threading
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 import uvicorn
@@ -32,7 +33,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update", "--no-first-run"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """Return a free TCP port on 127.0.0.1."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -63,11 +65,20 @@ def live_server(tmp_path: Path, sqlite_template: Path) -> Iterator[LiveServer]:
 
 
 @contextmanager
-def serve(db_url: str, *, mode: Literal["dev", "production"] = "dev") -> Iterator[LiveServer]:
-    """Serve the app over `db_url` on a free loopback port while the block runs (`mode`: production marks cookies Secure)."""
-    settings = Settings(database_url=db_url, mode=mode, secret_key=TEST_SECRET, spec=SPEC_PATH)
+def serve(
+    db_url: str, *, mode: Literal["dev", "production"] = "dev", port: int | None = None,
+    clock: Callable[[], dt.datetime] | None = None, **settings_: Any,
+) -> Iterator[LiveServer]:
+    """Serve the app over `db_url` on a loopback port (free unless given) while the block runs.
+
+    `mode`: production marks cookies Secure; `clock`: the time requests are judged at (app.state.clock);
+    `settings_`: further Settings fields (e.g. the identity provider's).
+    """
+    settings = Settings(database_url=db_url, mode=mode, secret_key=TEST_SECRET, spec=SPEC_PATH, **settings_)
     app = create_app(settings)
-    port = _free_port()
+    if clock is not None:
+        app.state.clock = clock
+    port = port or free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -86,6 +86,20 @@ def admin_users_active(
     return redirect_with_flash(request, "/admin/users", text=f"{user.email} {state}.")
 
 
+@router.post("/admin/users/{user_id}/roles", response_class=HTMLResponse)
+def admin_users_roles(
+    request: Request, user_id: int, session: SessionDep, principal: Admin, role: Annotated[list[str] | None, Form()] = None
+) -> Response:
+    """Set the roles an admin grants a user (roles from the identity provider's claim stay)."""
+    try:
+        user = service.set_admin_roles(session=session, user_id=user_id, roles=role or [], acting_user_id=principal.user_id)
+    except AuthError as exc:
+        session.rollback()
+        return _users_page(request, session, error=str(exc), status_code=400)
+    granted = ", ".join(sorted(role or [])) or "no role"
+    return redirect_with_flash(request, "/admin/users", text=f"{user.email}: granted {granted}.")
+
+
 # --- API tokens -------------------------------------------------------------------------------------
 
 REVEAL_COOKIE = "dd_token_reveal"

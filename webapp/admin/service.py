@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, func
 from sqlmodel import Session, SQLModel, col, delete, select
 
-from webapp.auth.models import ApiToken, User, WebSession
+from webapp.auth.models import ROLES, ApiToken, OidcIdentity, User, UserRole, WebSession
 from webapp.auth.service import AuthError, list_tokens
 from webapp.datasets.models import Dataset
 from webapp.kb.models import KbArticle
@@ -44,6 +45,51 @@ def set_user_active(*, session: Session, user_id: int, active: bool, acting_user
         session.exec(delete(WebSession).where(col(WebSession.user_id) == user_id))
     session.flush()
     return user
+
+
+def set_admin_roles(*, session: Session, user_id: int, roles: Iterable[str], acting_user_id: int) -> User:
+    """Make an admin's grants to a user exactly `roles`; roles from the provider's claim stay (the claim decides them).
+
+    A role the claim also gives becomes an admin's grant (it then stays when the claim drops it). An
+    admin cannot take their own admin role away (nobody would be left to give it back).
+    """
+    user = session.get(User, user_id)
+    if user is None:
+        raise AuthError(f"user: no user with id {user_id}")
+    wanted = set(roles)
+    bad = sorted(wanted - set(ROLES))
+    if bad:
+        raise AuthError(f"role: {', '.join(bad)} is not one of {', '.join(ROLES)}")
+    held = {r.role: r for r in session.exec(select(UserRole).where(UserRole.user_id == user_id)).all()}
+    if user_id == acting_user_id and "admin" not in wanted and held.get("admin") and held["admin"].source == "admin":
+        raise AuthError("role: you cannot take your own admin role away")
+    for role, row in held.items():
+        if row.source == "admin" and role not in wanted:
+            session.delete(row)
+        elif row.source == "claim" and role in wanted:
+            row.source = "admin"
+            session.add(row)
+    for role in sorted(wanted - held.keys()):
+        session.add(UserRole(user_id=user_id, role=role, source="admin"))
+    session.flush()
+    return user
+
+
+@dataclass(frozen=True)
+class RoleSources:
+    """Who granted a user's roles, and whether they sign in through the identity provider."""
+
+    by_claim: dict[int, frozenset[str]]
+    through_provider: frozenset[int]
+
+
+def role_sources(*, session: Session) -> RoleSources:
+    """Return, per user, the roles the provider's claim gave, and the users linked to the provider."""
+    by_claim: dict[int, set[str]] = {}
+    for row in session.exec(select(UserRole).where(UserRole.source == "claim")).all():
+        by_claim.setdefault(row.user_id, set()).add(row.role)
+    linked = frozenset(session.exec(select(OidcIdentity.user_id)).all())
+    return RoleSources({k: frozenset(v) for k, v in by_claim.items()}, linked)
 
 
 @dataclass

@@ -40,12 +40,18 @@ class UsersView:
     error: str | None
     form: UserForm
     flash: str | None
+    sources: service.RoleSources
+    waiting: list[User]  # active accounts without any role: first sign-ins through the provider, waiting for one
     roles: tuple[str, ...] = ROLES
 
 
 def users_view(*, session: Session, error: str | None = None, form: UserForm | None = None, flash: str | None = None) -> UsersView:
     """Build the users page."""
-    return UsersView(users=auth_service.list_users(session=session), error=error, form=form or UserForm(), flash=flash)
+    users = auth_service.list_users(session=session)
+    return UsersView(
+        users=users, error=error, form=form or UserForm(), flash=flash, sources=service.role_sources(session=session),
+        waiting=[u for u, roles in users if u.is_active and not roles],
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

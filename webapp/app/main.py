@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from webapp.app import errors
 from webapp.app.jobs import start_jobs, stop_jobs
+from webapp.auth.oidc import OidcClient, OidcConfig
 from webapp.core.config import ASSET_ROOT, Settings
 from webapp.core.db import make_engine
 from webapp.core.domains import DOMAINS, domain_modules
@@ -56,6 +57,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_body_size=DEFAULT_BODY_LIMIT,  # routes that take more (events, uploads) raise it
     )
     app.state.settings = settings
+    # the identity provider (None: not configured); a bad DRAFTDESK_OIDC_ROLE_MAP stops start-up here
+    config = OidcConfig.from_settings(settings)
+    app.state.oidc = OidcClient(config) if config else None
     app.state.spec = spec
     app.state.engine = make_engine(settings.database_url)
 

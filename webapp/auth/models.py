@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import ClassVar, Literal
 
+from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
@@ -33,6 +34,9 @@ class UserRole(SQLModel, table=True):
 
     user_id: int = Field(foreign_key="app_user.id", primary_key=True, ondelete="CASCADE")
     role: str = Field(primary_key=True, max_length=20)
+    # Who granted it: an admin (kept until an admin takes it away), or the identity provider's roles
+    # claim at the last sign-in (replaced at every sign-in; see webapp/auth/oidc_accounts.py).
+    source: str = Field(default="admin", max_length=10)
 
 
 class WebSession(SQLModel, table=True):
@@ -81,3 +85,38 @@ class LoginAttempt(SQLModel, table=True):
     ip: str = Field(max_length=64, index=True)
     success: bool
     at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type(), index=True)
+
+
+RoleSource = Literal["admin", "claim"]
+
+
+class OidcIdentity(SQLModel, table=True):
+    """A person at the identity provider (issuer + subject), linked to one user: never looked up by email."""
+
+    __tablename__: ClassVar[str] = "oidc_identity"
+    __table_args__ = (UniqueConstraint("issuer", "subject", name="uq_oidc_identity_issuer_subject"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    issuer: str = Field(max_length=255)
+    subject: str = Field(max_length=255)
+    user_id: int = Field(foreign_key="app_user.id", index=True, ondelete="CASCADE")
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    last_sign_in_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class OidcLoginRequest(SQLModel, table=True):
+    """A sign-in sent to the identity provider and not yet back: only hashes, single use, ten minutes.
+
+    The browser's `dd_oidc` cookie holds the PKCE code verifier; this row holds the SHA-256 of the
+    state and of that verifier (webapp/auth/oidc.py says why the two halves live apart).
+    """
+
+    __tablename__: ClassVar[str] = "oidc_login_request"
+
+    id: int | None = Field(default=None, primary_key=True)
+    state_hash: str = Field(max_length=64, unique=True, index=True)
+    verifier_hash: str = Field(max_length=64)
+    next_path: str = Field(default="/", max_length=500)
+    created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    expires_at: dt.datetime = Field(sa_type=aware_datetime_type(), index=True)
+    used_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
-from webapp.auth import service
+from webapp.auth import oidc_pages, service
+from webapp.auth.oidc import OidcClient
 from webapp.auth.service import Principal
+from webapp.auth.signin import client_ip, safe_next, signed_in
 from webapp.core.config import Settings
 from webapp.core.db import SessionDep
 from webapp.core.security import (
@@ -18,21 +20,15 @@ from webapp.core.security import (
     new_csrf_seed,
     plain_http_notice_due,
 )
+from webapp.web import csp
 from webapp.web.deps import ANY_ROLE, optional_principal, require_role
 from webapp.web.templating import render_view
 
 router = APIRouter()
+router.include_router(oidc_pages.router)  # /login/oidc and its callback
 
 
-def _safe_next(target: str | None) -> str:
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
-        return target
-    return "/"
-
-
-def client_ip(request: Request) -> str:
-    """Return the caller's address (behind a proxy in DRAFTDESK_FORWARDED_ALLOW_IPS, the client's it reports)."""
-    return request.client.host if request.client else "unknown"
+PASSWORDS_OFF = "Signing in with a password is turned off here: use the identity provider's button on the login page."
 
 
 @dataclass(frozen=True)
@@ -43,14 +39,19 @@ class LoginView:
     email: str
     error: str | None
     plain_http_notice: str | None  # over plain HTTP with Secure cookies, why signing in cannot work
+    provider_name: str | None = None  # set: the "Sign in with <provider>" button
+    password_login: bool = True  # off: no password form
 
 
 def login_view(request: Request, *, next: str | None, email: str, error: str | None) -> LoginView:
     """Build the login page (only safe local `next` targets are kept)."""
     notice = SECURE_COOKIES_OVER_HTTP[0].upper() + SECURE_COOKIES_OVER_HTTP[1:] + "."
+    settings: Settings = request.app.state.settings
+    client: OidcClient | None = getattr(request.app.state, "oidc", None)
     return LoginView(
-        next=_safe_next(next), email=email, error=error, plain_http_notice=notice if plain_http_notice_due(request) else None
-    )
+        next=safe_next(next), email=email, error=error, plain_http_notice=notice if plain_http_notice_due(request) else None,
+        provider_name=client.config.provider_name if client else None, password_login=settings.password_login,
+    )  # fmt: skip
 
 
 def _login_limits(settings: Settings) -> service.LoginLimits:
@@ -61,12 +62,19 @@ def _login_limits(settings: Settings) -> service.LoginLimits:
     )
 
 
+def render_login(request: Request, view: LoginView, *, status_code: int = 200) -> Response:
+    """Render the login page; with an identity provider, its policy lets the sign-in form lead there."""
+    client: OidcClient | None = getattr(request.app.state, "oidc", None)
+    headers = {"Content-Security-Policy": csp.policy_with_form_action(client.config.issuer)} if client else None
+    return render_view(request, "auth/login.html", view, status_code=status_code, headers=headers)
+
+
 @router.get("/login", name="login_page")
 def login_page(request: Request, session: SessionDep, next: str = "/") -> Response:
     """Show the login form (public); a signed-in user goes straight on."""
     if optional_principal(request, session):
-        return RedirectResponse(_safe_next(next), status_code=303)
-    return render_view(request, "auth/login.html", login_view(request, next=next, email="", error=None))
+        return RedirectResponse(safe_next(next), status_code=303)
+    return render_login(request, login_view(request, next=next, email="", error=None))
 
 
 @router.post("/login")
@@ -79,6 +87,8 @@ def login(
 ) -> Response:
     """Check credentials, open a session, and redirect (public; rate-limited per account and address)."""
     settings: Settings = request.app.state.settings
+    if not settings.password_login:
+        raise HTTPException(status_code=403, detail=PASSWORDS_OFF)
     ip = client_ip(request)
     try:
         user = service.sign_in(
@@ -86,24 +96,11 @@ def login(
         )
     except service.LoginBlocked:
         msg = f"Too many failed sign-ins. Try again in {settings.login_window_minutes} minutes."
-        return render_view(request, "auth/login.html", login_view(request, next=next, email=email, error=msg), status_code=429)
+        return render_login(request, login_view(request, next=next, email=email, error=msg), status_code=429)
     if user is None:
         view = login_view(request, next=next, email=email, error="Wrong email or password.")
-        return render_view(request, "auth/login.html", view, status_code=401)
-    token = service.start_session(session=session, user=user, hours=settings.session_hours, ip=ip)
-    response = RedirectResponse(_safe_next(next), status_code=303)
-    response.set_cookie(
-        SESSION_COOKIE,
-        token,
-        httponly=True,
-        samesite="lax",
-        secure=settings.cookie_secure,
-        max_age=settings.session_hours * 3600,
-        path="/",
-    )
-    # A new CSRF seed at login, so a value planted before sign-in is worthless after it.
-    request.state.csrf_seed = new_csrf_seed()
-    return response
+        return render_login(request, view, status_code=401)
+    return signed_in(request, session, user=user, next=next, ip=ip)
 
 
 def _signed_out(request: Request) -> Response:

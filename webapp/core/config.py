@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -24,6 +25,14 @@ ASSET_ROOT = BUNDLED_DIR if INSTALLED else PROJECT_ROOT
 # site-packages.
 DATA_DIR = Path.cwd().resolve() / "data" if INSTALLED else PROJECT_ROOT / "data"
 DEFAULT_SECRET_KEY = "draftdesk-insecure-development-key"
+
+
+def _https_or_loopback(url: str) -> bool:
+    """Tell whether a URL is https, or http to a loopback host (a provider the tests or a developer run)."""
+    parsed = urlsplit(url)
+    if parsed.scheme == "https":
+        return bool(parsed.hostname)
+    return parsed.scheme == "http" and parsed.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 class ConfigError(RuntimeError):
@@ -134,6 +143,42 @@ class Settings(BaseSettings):
         "the judge); a busier week's drafts are drawn uniformly at random, with a stored seed. See [PPI](ppi.md)",
     )
 
+    oidc_issuer: str = Field(
+        default="",
+        description="the identity provider's issuer URL (OpenID Connect; its `/.well-known/openid-configuration` is "
+        "read from it): set, the login page offers \"Sign in with\" it. HTTPS, except on a loopback address. See "
+        "[Deployment](deployment.md#signing-in-through-your-identity-provider)",
+    )
+    oidc_client_id: str = Field(default="", description="the client id Draft Desk is registered under at the identity provider")
+    oidc_client_secret: str = Field(
+        default="",
+        repr=False,
+        description="that client's secret: from the environment only (no page shows or takes it)",
+    )
+    oidc_provider_name: str = Field(
+        default="",
+        description="the provider's name on the login button (\"Sign in with Okta\"); unset: the issuer's host name",
+    )
+    oidc_scopes: str = Field(
+        default="openid email profile",
+        description="the scopes asked for at sign-in (space-separated; add the one that brings the roles claim when "
+        "the provider needs one, e.g. `groups`)",
+    )
+    oidc_roles_claim: str = Field(
+        default="",
+        description="the ID token claim that lists a person's groups (e.g. `groups`); unset: only an admin grants roles",
+    )
+    oidc_role_map: str = Field(
+        default="",
+        description="which claim values give which role, comma-separated `value=role` pairs (e.g. "
+        "`dd-pm=pm,dd-admins=admin`); a value may appear twice for two roles",
+    )
+    password_login: bool = Field(
+        default=True,
+        description="sign-in with a local password; `0` turns it off (then the login page shows only the identity "
+        "provider's button and a password sign-in is refused); needs DRAFTDESK_OIDC_ISSUER",
+    )
+
     @model_validator(mode="after")
     def _no_default_secret_in_production(self) -> Settings:
         if self.mode == "production" and self.secret_key == DEFAULT_SECRET_KEY:
@@ -142,6 +187,25 @@ class Settings(BaseSettings):
                 "(or run with DRAFTDESK_MODE=dev for local development)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _oidc_complete(self) -> Settings:
+        if self.oidc_issuer:
+            missing = [n for n in ("oidc_client_id", "oidc_client_secret") if not getattr(self, n)]
+            if missing:
+                raise ConfigError(f"DRAFTDESK_OIDC_ISSUER is set but {', '.join('DRAFTDESK_' + n.upper() for n in missing)} is not")
+            if not _https_or_loopback(self.oidc_issuer):
+                raise ConfigError(f"DRAFTDESK_OIDC_ISSUER: {self.oidc_issuer!r} must be an https:// URL (http:// only on a loopback address)")
+        elif not self.password_login:
+            raise ConfigError("DRAFTDESK_PASSWORD_LOGIN=0 needs DRAFTDESK_OIDC_ISSUER: otherwise nobody could sign in")
+        if self.oidc_role_map and not self.oidc_roles_claim:
+            raise ConfigError("DRAFTDESK_OIDC_ROLE_MAP is set but DRAFTDESK_OIDC_ROLES_CLAIM (the claim it reads) is not")
+        return self
+
+    @property
+    def oidc_enabled(self) -> bool:
+        """Whether sign-in through the identity provider is configured."""
+        return bool(self.oidc_issuer)
 
     @property
     def cookie_secure(self) -> bool:

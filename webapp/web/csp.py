@@ -39,6 +39,17 @@ DIRECTIVES: dict[str, str] = {
 POLICY = "; ".join(f"{name} {value}" for name, value in DIRECTIVES.items())
 
 
+def policy_with_form_action(url: str) -> str:
+    """Return the policy that also lets a form's submission be redirected to `url`'s origin.
+
+    The login page's "Sign in with ..." form posts here and is redirected to the identity provider:
+    browsers check form-action on each redirect after a submission, so 'self' alone would stop it.
+    """
+    parts = urlsplit(url)
+    directives = {**DIRECTIVES, "form-action": f"'self' {parts.scheme}://{parts.netloc}"}
+    return "; ".join(f"{name} {value}" for name, value in directives.items())
+
+
 
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 

@@ -66,6 +66,14 @@ async def current_principal(principal: Annotated[Principal | None, Depends(optio
 CurrentUser = Annotated[Principal, Depends(current_principal)]
 
 
+# A signed-in person without any role (the first sign-in through the identity provider creates such an
+# account, webapp/auth/oidc_accounts.py): every page says so instead of naming the role it needs.
+WAITING_FOR_A_ROLE = (
+    "You are signed in, but your account has no role yet: waiting for an admin to grant you a role. "
+    "Ask your Draft Desk admin, then sign in again or reload this page."
+)
+
+
 class RoleCheck:
     """Dependency that admits a caller holding any of the given roles (403 otherwise)."""
 
@@ -80,6 +88,8 @@ class RoleCheck:
             if not self.roles:
                 raise HTTPException(status_code=403, detail=f"this call needs a token with the scope '{self.scope}'")
         if self.roles and not principal.has_role(*self.roles):
+            if not principal.roles and principal.via == "session":
+                raise HTTPException(status_code=403, detail=WAITING_FOR_A_ROLE)
             detail = f"this page needs the role {' or '.join(sorted(self.roles))}"
             if principal.via == "token" and principal.scopes & self.roles:
                 detail += (
