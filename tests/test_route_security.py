@@ -13,7 +13,12 @@ from webapp.app.main import create_app
 from webapp.auth.models import ROLES
 from webapp.web.deps import RoleCheck
 
-PUBLIC = {("GET", "/favicon.ico"), ("GET", "/login"), ("POST", "/login"), ("POST", "/logout"), ("GET", "/healthz"), ("GET", "/livez"), ("GET", "/static/vendor/{name}")}
+# Public by nature: signing in (with a password, or through the identity provider: its start, a CSRF-checked
+# POST, and the callback the provider sends the browser back to, checked by its state), signing out, health.
+PUBLIC = {
+    ("GET", "/favicon.ico"), ("GET", "/login"), ("POST", "/login"), ("POST", "/logout"), ("GET", "/healthz"), ("GET", "/livez"),
+    ("GET", "/static/vendor/{name}"), ("POST", "/login/oidc"), ("GET", "/login/oidc/callback"),
+}  # fmt: skip
 
 
 def _role_checks(dependant) -> list[RoleCheck]:  # type: ignore[no-untyped-def]

@@ -18,7 +18,7 @@ import pytest
 from sqlmodel import Session, select
 
 from tests.browser_support import free_port, serve
-from tests.conftest import BACKENDS, TEST_SECRET, empty_database_url
+from tests.conftest import BACKENDS, empty_database_url
 from tests.factories import DEFAULT_PASSWORD, make_user
 from tests.oidc_provider.harness import Client, oidc_provider
 from webapp.auth.models import OidcIdentity, User
@@ -122,6 +122,7 @@ def test_an_unknown_person_waits_until_an_admin_grants_a_role(env: Env, new_page
     newcomer = new_page()
     oidc_sign_in(newcomer, env.main, "nico")
     assert "waiting for an admin to grant you a role" in newcomer.inner_text("main")
+    assert newcomer.inner_text("main h1") == "Waiting for a role"
     status, answer = whoami(newcomer, env.main)
     assert status == 403 and "waiting for an admin to grant you a role" in str(answer["detail"])
 

@@ -28,8 +28,9 @@ import hashlib
 import hmac
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -38,7 +39,7 @@ from authlib.integrations.httpx_client import OAuth2Client
 from authlib.oidc.core import CodeIDToken
 from joserfc import jwt
 from joserfc.errors import ClaimError, ExpiredTokenError, InvalidKeyIdError, JoseError
-from joserfc.jwk import KeySet
+from joserfc.jwk import KeySet, KeySetSerialization
 from joserfc.jws import JWSRegistry
 
 from webapp.auth.models import ROLES
@@ -48,6 +49,9 @@ CALLBACK_PATH = "/login/oidc/callback"
 LEEWAY_SECONDS = 60
 METADATA_SECONDS = 3600
 HTTP_TIMEOUT_SECONDS = 10.0
+
+# A JSON object as the provider sends it (discovery, keys, ID token claims): read through isinstance checks.
+JsonObject = Mapping[str, object]
 
 RefusalReason = Literal[
     "missing_state", "unknown_state", "replayed", "expired_request", "other_browser", "provider_error",
@@ -111,7 +115,7 @@ class OidcConfig:
             redirect_uri=settings.base_url.rstrip("/") + CALLBACK_PATH,
         )
 
-    def roles_from_claims(self, claims: dict[str, Any]) -> frozenset[str]:
+    def roles_from_claims(self, claims: JsonObject) -> frozenset[str]:
         """Return the roles the configured claim gives (none when no claim is configured or it holds no mapped value)."""
         if not self.roles_claim:
             return frozenset()
@@ -134,23 +138,22 @@ def nonce_for(secret_key: str, verifier: str) -> str:
 
 
 def validate_id_token(
-    *, id_token: str, jwks: dict[str, Any], config: OidcConfig, nonce: str, access_token: str | None,
+    *, id_token: str, jwks: JsonObject, config: OidcConfig, nonce: str, access_token: str | None,
     now: dt.datetime, algorithms: list[str] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Check an ID token's signature and claims (Authlib's CodeIDToken); return its claims or raise OidcRefused.
 
     InvalidKeyIdError passes through: the caller fetches the provider's keys again and retries once.
     """
     try:
-        token = jwt.decode(id_token, key=KeySet.import_key_set(jwks), registry=JWSRegistry(algorithms=algorithms, strict_check_header=False))
+        keys = KeySet.import_key_set(cast("KeySetSerialization", jwks))  # a JWKS document: {"keys": [...]}
+        token = jwt.decode(id_token, key=keys, registry=JWSRegistry(algorithms=algorithms, strict_check_header=False))
     except InvalidKeyIdError:
         raise
     except (JoseError, ValueError) as exc:
         raise OidcRefused("bad_token", "The identity provider's answer could not be verified.", f"ID token: {exc}") from exc
-    options: dict[str, Any] = {"iss": {"essential": True, "value": config.issuer}, "aud": {"essential": True, "value": config.client_id}}
-    params: dict[str, Any] = {"nonce": nonce, "client_id": config.client_id}
-    if access_token:
-        params["access_token"] = access_token
+    options = {"iss": {"essential": True, "value": config.issuer}, "aud": {"essential": True, "value": config.client_id}}
+    params = {"nonce": nonce, "client_id": config.client_id, **({"access_token": access_token} if access_token else {})}
     claims = CodeIDToken(token.claims, token.header, options, params)
     try:
         claims.validate(now=int(now.timestamp()), leeway=LEEWAY_SECONDS)
@@ -161,7 +164,7 @@ def validate_id_token(
     return dict(claims)
 
 
-def _claim_refusal(claim: str, claims: dict[str, Any]) -> OidcRefused:
+def _claim_refusal(claim: str, claims: JsonObject) -> OidcRefused:
     """Name the refused claim: another issuer, another audience, another nonce, or a malformed token."""
     if claim == "iss":
         return OidcRefused("wrong_issuer", "The answer came from another identity provider than the one configured.", f"ID token iss {claims.get('iss')!r}")
@@ -172,15 +175,45 @@ def _claim_refusal(claim: str, claims: dict[str, Any]) -> OidcRefused:
     return OidcRefused("bad_token", "The identity provider's answer could not be verified.", f"ID token claim {claim!r} is missing or invalid")
 
 
+@dataclass(frozen=True)
+class ProviderMetadata:
+    """What Draft Desk reads of the provider's discovery document."""
+
+    authorization_endpoint: str
+    token_endpoint: str
+    jwks_uri: str
+    algorithms: list[str] | None  # id_token_signing_alg_values_supported
+
+    @classmethod
+    def parse(cls, document: JsonObject, *, provider_name: str) -> ProviderMetadata:
+        """Read the endpoints and algorithms; refuse a document that lacks one."""
+        names = ("authorization_endpoint", "token_endpoint", "jwks_uri")
+        values = [document.get(k) for k in names]
+        missing = [k for k, v in zip(names, values, strict=True) if not isinstance(v, str)]
+        if missing:
+            raise OidcRefused("unreachable", f"{provider_name}'s configuration is incomplete.", f"discovery lacks {', '.join(missing)}")
+        algs = document.get("id_token_signing_alg_values_supported")
+        algorithms = [a for a in algs if isinstance(a, str)] if isinstance(algs, list) else None
+        return cls(*(str(v) for v in values), algorithms=algorithms)
+
+
+@dataclass(frozen=True)
+class TokenSet:
+    """The token endpoint's answer, as far as signing in needs it."""
+
+    id_token: str
+    access_token: str | None
+
+
 class OidcClient:
     """Talks to the provider: its metadata and keys (fetched on first use and kept), the authorization URL, the code exchange."""
 
     def __init__(self, config: OidcConfig) -> None:
         self.config = config
         self._lock = threading.Lock()
-        self._metadata: dict[str, Any] | None = None
+        self._metadata: ProviderMetadata | None = None
         self._metadata_at = 0.0
-        self._jwks: dict[str, Any] | None = None
+        self._jwks: JsonObject | None = None
 
     def _oauth(self) -> OAuth2Client:
         return OAuth2Client(
@@ -192,7 +225,7 @@ class OidcClient:
             timeout=HTTP_TIMEOUT_SECONDS,
         )
 
-    def _get_json(self, url: str) -> dict[str, Any]:
+    def _get_json(self, url: str) -> JsonObject:
         try:
             response = httpx.get(url, timeout=HTTP_TIMEOUT_SECONDS, follow_redirects=False)
             response.raise_for_status()
@@ -203,59 +236,63 @@ class OidcClient:
             raise OidcRefused("unreachable", f"{self.config.provider_name} answered with something unexpected.", f"GET {url}: not a JSON object")
         return body
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> ProviderMetadata:
         """Return the provider's discovery document (kept an hour); its issuer must be the configured one."""
         with self._lock:
             if self._metadata is not None and time.monotonic() - self._metadata_at < METADATA_SECONDS:
                 return self._metadata
-        metadata = self._get_json(self.config.issuer.rstrip("/") + "/.well-known/openid-configuration")
-        if metadata.get("issuer") != self.config.issuer:
+        document = self._get_json(self.config.issuer.rstrip("/") + "/.well-known/openid-configuration")
+        if document.get("issuer") != self.config.issuer:
             # OpenID Connect Discovery 4.3: the document must name exactly the issuer it was fetched for
-            raise OidcRefused("wrong_issuer", "The identity provider's configuration names another issuer.", f"discovery issuer {metadata.get('issuer')!r}")
-        missing = [k for k in ("authorization_endpoint", "token_endpoint", "jwks_uri") if not isinstance(metadata.get(k), str)]
-        if missing:
-            raise OidcRefused("unreachable", f"{self.config.provider_name}'s configuration is incomplete.", f"discovery lacks {', '.join(missing)}")
+            raise OidcRefused("wrong_issuer", "The identity provider's configuration names another issuer.", f"discovery issuer {document.get('issuer')!r}")
+        metadata = ProviderMetadata.parse(document, provider_name=self.config.provider_name)
         with self._lock:
             self._metadata, self._metadata_at = metadata, time.monotonic()
         return metadata
 
-    def jwks(self, *, force: bool = False) -> dict[str, Any]:
+    def jwks(self, *, force: bool = False) -> JsonObject:
         """Return the provider's signing keys (fetched again when `force`)."""
         if self._jwks is None or force:
-            self._jwks = self._get_json(self.metadata()["jwks_uri"])
+            self._jwks = self._get_json(self.metadata().jwks_uri)
         return self._jwks
 
     def authorization_url(self, *, state: str, nonce: str, verifier: str) -> str:
         """Return the URL that sends the browser to the provider (code flow, PKCE S256, state, nonce)."""
-        endpoint = self.metadata()["authorization_endpoint"]
+        endpoint = self.metadata().authorization_endpoint
         url, _ = self._oauth().create_authorization_url(endpoint, state=state, code_verifier=verifier, nonce=nonce)
         return url
 
-    def exchange(self, *, code: str, verifier: str) -> dict[str, Any]:
+    def exchange(self, *, code: str, verifier: str) -> TokenSet:
         """Exchange an authorization code (with its PKCE verifier) for the provider's tokens."""
-        endpoint = self.metadata()["token_endpoint"]
+        endpoint = self.metadata().token_endpoint
+        client = self._oauth()
         try:
-            with self._oauth() as client:
-                token = client.fetch_token(endpoint, code=code, code_verifier=verifier)
+            token = client.fetch_token(endpoint, code=code, code_verifier=verifier)
         except httpx.TransportError as exc:
             raise OidcRefused("unreachable", f"{self.config.provider_name} could not be reached. Try again in a moment.", f"token endpoint: {exc}") from exc
         except (AuthlibBaseError, httpx.HTTPStatusError, ValueError) as exc:
             raise OidcRefused("token_exchange", f"{self.config.provider_name} refused this sign-in. Start again from the login page.", f"token endpoint: {exc}") from exc
-        if not isinstance(token.get("id_token"), str):
+        finally:
+            cast(httpx.Client, client).close()  # an httpx.Client (the bundled Authlib stubs do not say so)
+        id_token, access_token = token.get("id_token"), token.get("access_token")
+        if not isinstance(id_token, str):
             raise OidcRefused("bad_token", "The identity provider sent no ID token.", "token response has no id_token")
-        return dict(token)
+        return TokenSet(id_token=id_token, access_token=access_token if isinstance(access_token, str) else None)
 
-    def claims(self, *, token: dict[str, Any], nonce: str, now: dt.datetime) -> dict[str, Any]:
+    def claims(self, *, token: TokenSet, nonce: str, now: dt.datetime) -> JsonObject:
         """Validate the ID token of a token response against the provider's keys; return its claims."""
-        algorithms = self.metadata().get("id_token_signing_alg_values_supported")
-        kwargs: dict[str, Any] = {
-            "id_token": token["id_token"], "config": self.config, "nonce": nonce,
-            "access_token": token.get("access_token"), "now": now, "algorithms": algorithms,
-        }  # fmt: skip
+        algorithms = self.metadata().algorithms
+
+        def check(jwks: JsonObject) -> JsonObject:
+            return validate_id_token(
+                id_token=token.id_token, jwks=jwks, config=self.config, nonce=nonce,
+                access_token=token.access_token, now=now, algorithms=algorithms,
+            )  # fmt: skip
+
         try:
-            return validate_id_token(jwks=self.jwks(), **kwargs)
+            return check(self.jwks())
         except InvalidKeyIdError:
             try:
-                return validate_id_token(jwks=self.jwks(force=True), **kwargs)
+                return check(self.jwks(force=True))
             except InvalidKeyIdError as exc:
                 raise OidcRefused("bad_token", "The identity provider's answer could not be verified.", "ID token signed by an unknown key") from exc

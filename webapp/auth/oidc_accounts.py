@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from typing import Any
 
 from sqlmodel import Session, col, delete, select
 
 from webapp.auth.models import OidcIdentity, OidcLoginRequest, User, UserRole
-from webapp.auth.oidc import OidcRefused, sha256_hex
+from webapp.auth.oidc import JsonObject, OidcRefused, sha256_hex
 from webapp.core.db import stored_id
 from webapp.core.timeutil import as_utc
 
@@ -35,7 +34,8 @@ LOGIN_REQUEST_KEEP = dt.timedelta(days=1)
 
 def begin_sign_in(*, session: Session, next_path: str, now: dt.datetime) -> tuple[str, str]:
     """Record a sign-in sent to the provider; return its state (for the URL) and its verifier (for the cookie)."""
-    session.exec(delete(OidcLoginRequest).where(col(OidcLoginRequest.expires_at) < now - LOGIN_REQUEST_KEEP))
+    stale = delete(OidcLoginRequest).where(col(OidcLoginRequest.expires_at) < now - LOGIN_REQUEST_KEEP)
+    session.exec(stale.execution_options(synchronize_session=False))  # rows in the identity map are not compared in Python
     state, verifier = secrets.token_urlsafe(32), secrets.token_urlsafe(48)
     session.add(
         OidcLoginRequest(
@@ -69,12 +69,12 @@ def claim_sign_in(*, session: Session, state: str | None, verifier: str | None, 
     return row
 
 
-def _email_of(claims: dict[str, Any]) -> str:
+def _email_of(claims: JsonObject) -> str:
     email = claims.get("email")
     return email.strip().lower() if isinstance(email, str) else ""
 
 
-def link_account(*, session: Session, issuer: str, claims: dict[str, Any], now: dt.datetime) -> User:
+def link_account(*, session: Session, issuer: str, claims: JsonObject, now: dt.datetime) -> User:
     """Return the account of the provider's (issuer, subject), linking or creating it on the first sign-in."""
     subject = str(claims["sub"])
     found = session.exec(
@@ -95,7 +95,7 @@ def link_account(*, session: Session, issuer: str, claims: dict[str, Any], now: 
     return user
 
 
-def _first_sign_in(*, session: Session, issuer: str, claims: dict[str, Any]) -> User:
+def _first_sign_in(*, session: Session, issuer: str, claims: JsonObject) -> User:
     """Create the account of someone signing in for the first time (no role), or link their verified email's."""
     email = _email_of(claims)
     if not email or "@" not in email:
