@@ -217,7 +217,7 @@ def test_sign_out_everywhere_ends_a_provider_sign_in_in_every_browser(env: Env, 
     assert whoami(second, env.main)[0] == 401
 
 
-def test_tokens_for_another_audience_issuer_or_nonce_are_refused(env: Env, new_page) -> None:  # type: ignore[no-untyped-def]
+def test_a_code_used_twice_and_tokens_for_another_audience_issuer_or_nonce_are_refused(env: Env, new_page) -> None:  # type: ignore[no-untyped-def]
     """A real ID token the provider made for another client ("other-app"), checked as Draft Desk checks its own."""
     from webapp.auth.oidc import OidcClient, OidcConfig, OidcRefused
 
@@ -234,6 +234,9 @@ def test_tokens_for_another_audience_issuer_or_nonce_are_refused(env: Env, new_p
     page.wait_for_url(f"{env.callback_of_main}*")
     code = dict(p.split("=", 1) for p in page.url.split("?", 1)[1].split("&"))["code"]
     token = other.exchange(code=code, verifier="v" * 64)
+    with pytest.raises(OidcRefused) as replayed:  # the provider itself takes a code once
+        other.exchange(code=code, verifier="v" * 64)
+    assert replayed.value.reason == "token_exchange" and "invalid_grant" in replayed.value.detail
     now = utcnow()
     assert other.claims(token=token, nonce="n" * 43, now=now)["aud"] == "other-app"  # valid for the client it was made for
 
