@@ -1,0 +1,126 @@
+"""The pipeline's API (issue 40): runs and drafts pushed by the team's CI with a `ci` token."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session, col, func, select
+
+from tests.checks.conftest import World, build_world, drafts_a
+from tests.factories import make_user
+from webapp.core.db import stored_id
+from webapp.grading.models import Grade
+from webapp.runs.models import Draft, Run
+
+RUN = {"name": "ci-1", "dataset": "eval", "model_version": "m-2", "prompt_version": "p-7", "retrieval_version": "r-3", "commit": "abc123"}
+
+
+@pytest.fixture
+def world(session: Session) -> World:
+    return build_world(session)
+
+
+@pytest.fixture
+def ci(api_as: Callable[..., TestClient], world: World) -> TestClient:
+    return api_as(scopes=["ci"])
+
+
+def _drafts(session: Session, name: str) -> int:
+    run = session.exec(select(Run).where(Run.name == name)).one()
+    return session.exec(select(func.count()).select_from(Draft).where(col(Draft.run_id) == run.id)).one()
+
+
+class TestCreateRun:
+    def test_created_then_the_same_again_then_a_conflict(self, ci: TestClient) -> None:
+        r = ci.post("/api/v1/runs", json=RUN)
+        assert r.status_code == 201, r.text
+        body = r.json()
+        assert (body["name"], body["model"], body["model_version"], body["retrieval_version"], body["commit"]) == (
+            "ci-1", "m-2", "m-2", "r-3", "abc123"
+        )
+        assert body["state"] == "open" and body["closed_at"] is None and body["dataset"]["name"] == "eval"
+        again = ci.post("/api/v1/runs", json=RUN)
+        assert again.status_code == 200 and again.json()["id"] == body["id"]
+        other = ci.post("/api/v1/runs", json={**RUN, "commit": "def456", "prompt_version": "p-8"})
+        assert other.status_code == 409
+        assert "prompt_version, commit" in other.json()["detail"]
+
+    def test_dataset_by_version_and_unknown_dataset(self, ci: TestClient) -> None:
+        assert ci.post("/api/v1/runs", json={**RUN, "dataset": "eval@1"}).status_code == 201
+        assert ci.post("/api/v1/runs", json={**RUN, "dataset": "eval@2"}).status_code == 422
+        missing = ci.post("/api/v1/runs", json={**RUN, "name": "ci-2", "dataset": "nope"})
+        assert missing.status_code == 422 and "nope" in missing.json()["detail"]
+
+
+class TestDrafts:
+    def test_batch_stored_once_and_retry_unchanged(self, ci: TestClient, session: Session) -> None:
+        ci.post("/api/v1/runs", json=RUN)
+        r = ci.post("/api/v1/runs/ci-1/drafts", json=drafts_a())
+        assert r.status_code == 201 and r.json() == {"created": 8, "unchanged": 0, "replaced": 0}
+        again = ci.post("/api/v1/runs/ci-1/drafts", json=drafts_a())
+        assert again.status_code == 200 and again.json() == {"created": 0, "unchanged": 8, "replaced": 0}
+        assert _drafts(session, "ci-1") == 8
+
+    def test_a_bad_batch_names_index_and_field_and_stores_nothing(self, ci: TestClient, session: Session) -> None:
+        ci.post("/api/v1/runs", json=RUN)
+        batch: list[Any] = drafts_a()
+        batch[2] = {**batch[2], "confidence": "high"}
+        batch[5] = {k: v for k, v in batch[5].items() if k != "draft_text"}
+        batch[6] = {**batch[6], "case_id": "zz9"}
+        batch.append(7)
+        r = ci.post("/api/v1/runs/ci-1/drafts", json=batch)
+        assert r.status_code == 422
+        body = r.json()
+        assert [e["loc"] for e in body["detail"]] == [
+            ["body", 2, "confidence"], ["body", 5, "draft_text"], ["body", 6, "case_id"], ["body", 8, "(record)"]
+        ]
+        assert body["detail"][0]["msg"] == "confidence: must be a number or null, not 'high'"
+        assert body["detail"][0]["type"] == "value_error" and body["errors_total"] == 4
+        assert _drafts(session, "ci-1") == 0
+
+    def test_at_most_20_listed_with_the_total(self, ci: TestClient) -> None:
+        ci.post("/api/v1/runs", json=RUN)
+        batch = [{"case_id": "g1", "sample_index": i, "draft_text": 5} for i in range(30)]
+        body = ci.post("/api/v1/runs/ci-1/drafts", json=batch).json()
+        assert len(body["detail"]) == 20 and body["errors_total"] == 30
+        assert body["detail"][19]["loc"] == ["body", 19, "draft_text"]
+
+    def test_over_the_limit_is_413(self, ci: TestClient) -> None:
+        ci.post("/api/v1/runs", json=RUN)
+        batch = [{"case_id": "g1", "sample_index": i, "draft_text": "x"} for i in range(1001)]
+        r = ci.post("/api/v1/runs/ci-1/drafts", json=batch)
+        assert r.status_code == 413 and "at most 1000" in r.json()["detail"]
+
+    def test_other_content_is_409_unless_replaced_while_open(self, ci: TestClient, session: Session) -> None:
+        ci.post("/api/v1/runs", json=RUN)
+        ci.post("/api/v1/runs/ci-1/drafts", json=drafts_a())
+        changed = copy.deepcopy(drafts_a())
+        changed[1]["draft_text"] = "A different answer."
+        refused = ci.post("/api/v1/runs/ci-1/drafts", json=changed)
+        assert refused.status_code == 409 and "record 2 (r1 sample 0)" in refused.json()["detail"]
+        done = ci.post("/api/v1/runs/ci-1/drafts?replace=true", json=changed)
+        assert done.status_code == 200 and done.json() == {"created": 0, "unchanged": 7, "replaced": 1}
+        ci.post("/api/v1/runs/ci-1/complete")
+        changed[1]["draft_text"] = "Yet another answer."
+        closed = ci.post("/api/v1/runs/ci-1/drafts?replace=true", json=changed)
+        assert closed.status_code == 409 and "completed" in closed.json()["detail"]
+        retry = ci.post("/api/v1/runs/ci-1/drafts", json=drafts_a()[:1])
+        assert retry.status_code == 200 and retry.json()["unchanged"] == 1
+
+    def test_a_graded_draft_keeps_its_text_even_with_replace(self, ci: TestClient, session: Session) -> None:
+        ci.post("/api/v1/runs", json=RUN)
+        ci.post("/api/v1/runs/ci-1/drafts", json=drafts_a())
+        run = session.exec(select(Run).where(Run.name == "ci-1")).one()
+        draft = session.exec(select(Draft).where(Draft.run_id == run.id).order_by(col(Draft.id))).first()
+        assert draft is not None
+        grader = make_user(session, email="grader@example.test", roles=["labeler"])
+        session.add(Grade(draft_id=stored_id(draft.id), grader_id=stored_id(grader.id), factual_accuracy="pass", citation_relevance=4, tone=4, completeness=4))
+        session.commit()
+        changed = copy.deepcopy(drafts_a())
+        changed[0]["draft_text"] = "New text nobody graded."
+        r = ci.post("/api/v1/runs/ci-1/drafts?replace=true", json=changed)
+        assert r.status_code == 409 and "already have grades" in r.json()["detail"]
