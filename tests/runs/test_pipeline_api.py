@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +15,9 @@ from sqlmodel import Session, col, func, select
 from tests.checks.conftest import World, build_world, drafts_a
 from tests.factories import make_user
 from webapp.core.db import stored_id
+from webapp.datasets.models import Dataset
 from webapp.grading.models import Grade
+from webapp.runs import pipeline
 from webapp.runs.models import Draft, Run
 
 RUN = {"name": "ci-1", "dataset": "eval", "model_version": "m-2", "prompt_version": "p-7", "retrieval_version": "r-3", "commit": "abc123"}
@@ -124,3 +128,102 @@ class TestDrafts:
         changed[0]["draft_text"] = "New text nobody graded."
         r = ci.post("/api/v1/runs/ci-1/drafts?replace=true", json=changed)
         assert r.status_code == 409 and "already have grades" in r.json()["detail"]
+
+
+def _at_once(n: int, call: Callable[[], Any]) -> list[Any]:
+    """Run `call` in n threads released together; return their results."""
+    barrier = threading.Barrier(n)
+
+    def go() -> Any:
+        barrier.wait()
+        return call()
+
+    with ThreadPoolExecutor(n) as pool:
+        return [f.result() for f in [pool.submit(go) for _ in range(n)]]
+
+
+class TestConcurrentRetries:
+    def test_identical_creates_at_once_make_one_run(self, app: Any, ci: TestClient, session: Session) -> None:
+        token = ci.headers["Authorization"]
+
+        def create() -> int:
+            with TestClient(app, headers={"Authorization": token}) as c:
+                return c.post("/api/v1/runs", json=RUN).status_code
+
+        assert sorted(_at_once(4, create)) == [200, 200, 200, 201]
+        assert session.exec(select(func.count()).select_from(Run).where(Run.name == "ci-1")).one() == 1
+
+    def test_identical_batches_at_once_store_once(self, app: Any, ci: TestClient, session: Session) -> None:
+        ci.post("/api/v1/runs", json=RUN)
+        token = ci.headers["Authorization"]
+
+        def push() -> tuple[int, dict[str, int]]:
+            with TestClient(app, headers={"Authorization": token}) as c:
+                r = c.post("/api/v1/runs/ci-1/drafts", json=drafts_a())
+                return r.status_code, r.json()
+
+        results = sorted(_at_once(3, push), key=lambda p: p[0])
+        assert [code for code, _ in results] == [200, 200, 201]
+        assert results[2][1]["created"] == 8 and all(body["unchanged"] == 8 for _, body in results[:2])
+        assert _drafts(session, "ci-1") == 8
+
+    def test_the_unique_name_answers_a_create_whose_lookup_missed(
+        self, ci: TestClient, session: Session, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The race made certain: the run is stored (by "another request") after this request looked for
+        # it; its insert then hits the unique name and it answers the stored run, or the conflict.
+        assert ci.post("/api/v1/runs", json=RUN).status_code == 201
+        real = pipeline._run_named
+        calls: list[str] = []
+
+        def first_misses(s: Session, name: str) -> Run | None:
+            calls.append(name)
+            return None if len(calls) == 1 else real(s, name)
+
+        monkeypatch.setattr(pipeline, "_run_named", first_misses)
+        assert ci.post("/api/v1/runs", json=RUN).status_code == 200
+        calls.clear()
+        r = ci.post("/api/v1/runs", json={**RUN, "notes": "other"})
+        assert r.status_code == 409 and "notes" in r.json()["detail"]
+
+
+class TestDatasets:
+    JSONL = '{"id": "c1", "input": "Where is my refund?", "metadata": {"category": "routine"}}\n'
+
+    def test_created_then_identical_then_a_new_version(self, ci: TestClient) -> None:
+        r = ci.post("/api/v1/datasets", json={"name": "pipe", "format": "jsonl", "content": self.JSONL})
+        assert r.status_code == 201, r.text
+        body = r.json()
+        assert (body["dataset"]["name"], body["dataset"]["version"], body["created"]) == ("pipe", 1, True)
+        assert any("mix" in w or "categor" in w for w in body["warnings"])
+        same = ci.post("/api/v1/datasets", json={"name": "pipe", "format": "jsonl", "content": self.JSONL})
+        assert same.status_code == 200 and same.json()["created"] is False and "nothing imported" in same.json()["message"]
+        other = self.JSONL.replace("refund", "parcel")
+        assert ci.post("/api/v1/datasets", json={"name": "pipe", "format": "jsonl", "content": other}).json()["dataset"]["version"] == 2
+
+    def test_a_bad_record_is_refused_with_its_line_and_nothing_stored(self, ci: TestClient, session: Session) -> None:
+        content = self.JSONL + '{"id": "c2"}\n'
+        r = ci.post("/api/v1/datasets", json={"name": "bad", "format": "jsonl", "content": content})
+        assert r.status_code == 422
+        assert r.json()["detail"].startswith("bad.jsonl:2: ")
+        assert session.exec(select(func.count()).select_from(Dataset).where(Dataset.name == "bad")).one() == 0
+
+    def test_yaml(self, ci: TestClient) -> None:
+        content = "- id: y1\n  input: Hello\n  metadata:\n    category: routine\n"
+        r = ci.post("/api/v1/datasets", json={"name": "yml", "format": "yaml", "content": content})
+        assert r.status_code == 201 and r.json()["dataset"]["format"] == ".yaml"
+
+
+class TestWhoMayCall:
+    def test_ml_lead_and_admin_by_session_with_csrf_and_others_not(self, world: World, client_as: Callable[..., TestClient]) -> None:
+        ml = client_as("ml_lead")
+        assert ml.post("/api/v1/runs", json=RUN).status_code == 201
+        token = ml.headers.pop("X-CSRF-Token")
+        refused = ml.post("/api/v1/runs", json=RUN)
+        assert refused.status_code == 403 and "CSRF" in refused.text
+        ml.headers["X-CSRF-Token"] = token
+        assert client_as("pm", "lead", "labeler", "support_lead").post("/api/v1/runs", json=RUN).status_code == 403
+
+    def test_a_bearer_token_needs_no_csrf_token(self, ci: TestClient) -> None:
+        assert "X-CSRF-Token" not in ci.headers
+        assert ci.post("/api/v1/runs", json=RUN).status_code == 201

@@ -92,8 +92,8 @@ def stored_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport
 
 
 def report_text(report: CheckReport) -> str:
-    """Return what `draftdesk check` prints for the report, as plain text (no colours), for the API."""
-    out = Console(record=True, width=120, color_system=None, force_terminal=False, file=io.StringIO())
+    """Return what `draftdesk check` prints for the report in a CI log (not a terminal: 80 columns, no colours)."""
+    out = Console(record=True, width=80, color_system=None, force_terminal=False, file=io.StringIO())
     print_report(report, out)
     return out.export_text()
 

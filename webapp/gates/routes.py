@@ -11,7 +11,7 @@ from webapp.core.db import SessionDep
 from webapp.gates import service
 from webapp.gates.schemas import GateReportPublic, gate_report_public
 from webapp.runs.deps import RunDep
-from webapp.web.deps import SpecDep, require_role
+from webapp.web.deps import SpecDep, readable_by_ci
 
 router = APIRouter(tags=["gates"])
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
@@ -23,7 +23,7 @@ def get_gate(
     session: SessionDep,
     spec: SpecDep,
     *,
-    principal: Principal = Depends(require_role(*READERS)),
+    principal: Principal = Depends(readable_by_ci(*READERS)),
     run: RunDep,
 ) -> GateReportPublic:
     """Return the gate report for a run (`?run=` name or id): verdict, what is missing, each criterion with evidence."""
