@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest

@@ -147,6 +147,11 @@ def draft_checks_public(d: DraftChecks, signals: SignalsView) -> DraftChecksPubl
 @router.get(
     "/runs/{run}/checks",
     summary="Read a run's checks and CI verdict",
+    description=(
+        "Everyone on the team (and the team's CI, with a `ci` token) reads what the last check of a run "
+        "found: overall, per check, per category, per intent, the failing drafts, and the verdict of "
+        "`draftdesk check` on those stored results, without checking again (404 if never checked)."
+    ),
     responses={404: error_response("No run with that name or id, or the run was never checked")},
 )
 def get_run_checks(
@@ -157,9 +162,7 @@ def get_run_checks(
     principal: Principal = Depends(readable_by_ci(*ANY_ROLE)),
     run: RunDep,
 ) -> RunChecksPublic:
-    """Everyone on the team (and the team's CI, with a `ci` token) reads what the last check of a run found:
-    overall, per check, per category, per intent, the failing drafts, and the verdict of `draftdesk check`
-    on those stored results, without checking again."""
+    """Return a run's stored check results with the CI verdict on them."""
     report = check_cli.stored_verdict(session=session, spec=spec, run=run)
     if report is None:
         raise HTTPException(
@@ -171,7 +174,15 @@ def get_run_checks(
 RECHECK_PERMISSION = readable_by_ci(*RECHECK_ROLES)
 
 
-@router.post("/runs/{run}/checks", summary="Check a run again (today's KB) and give the CI verdict")
+@router.post(
+    "/runs/{run}/checks",
+    summary="Check a run again (today's KB) and give the CI verdict",
+    description=(
+        "The team's CI (a `ci` token), a lead, the PM, the ML lead or an admin checks a run against the KB "
+        "as it is now, as `draftdesk check RUN` does (the same function): the summary, the verdict and "
+        "exit code, and any regression alert the check raised."
+    ),
+)
 def recheck_run(
     request: Request,
     session: SessionDep,
@@ -180,9 +191,7 @@ def recheck_run(
     principal: Principal = Depends(RECHECK_PERMISSION),
     run: RunDep,
 ) -> RecheckPublic:
-    """The team's CI (a `ci` token), a lead, the PM, the ML lead or an admin checks a run against the KB as
-    it is now, as `draftdesk check RUN` does (the same function): its summary, the verdict and exit code,
-    and any regression alert the check raised."""
+    """Check (or re-check) a run against the KB as it is now; return its summary, verdict and new alerts."""
     report = check_cli.check_verdict(session=session, spec=spec, run=run)
     return recheck_public(request, session, spec, principal, run=run, report=report)
 
@@ -199,6 +208,11 @@ def recheck_public(
 @router.post(
     "/runs/{run}/complete",
     summary="Complete a run and give its CI verdict (the pipeline)",
+    description=(
+        "The team's CI calls this once every draft of its run is sent: the run is closed (its drafts no "
+        "longer change) and checked, and the answer is the verdict of `draftdesk check RUN`, whose exit "
+        "code fails the job. Calling it again checks again. Needs a `ci` token, or an ML lead or admin."
+    ),
 )
 def complete_run(
     request: Request,
@@ -208,15 +222,20 @@ def complete_run(
     principal: Principal = Depends(require_pipeline()),
     run: RunDep,
 ) -> RecheckPublic:
-    """The team's CI calls this once every draft of its run is sent: the run is closed (it takes no more
-    drafts) and checked, and the answer is the verdict of `draftdesk check RUN`, whose exit code fails
-    the job. Calling it again checks again. Needs a `ci` token, or an ML lead or admin."""
+    """Close a run and check it; return the verdict of `draftdesk check`."""
     closed = pipeline.close_run(session=session, run=run)
     report = check_cli.check_verdict(session=session, spec=spec, run=closed)
     return recheck_public(request, session, spec, principal, run=closed, report=report)
 
 
-@router.get("/drafts/{draft_id}/checks")
+@router.get(
+    "/drafts/{draft_id}/checks",
+    summary="Read one draft's check results",
+    description=(
+        "Anyone on the team reads why one draft passes or fails each automated check; a blind grader sees "
+        "nothing until they have graded the draft."
+    ),
+)
 def get_draft_checks(
     draft_id: int, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> DraftChecksPublic:

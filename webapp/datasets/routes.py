@@ -17,10 +17,17 @@ from webapp.web.request_limits import UPLOAD_BODY_LIMIT
 router = APIRouter(tags=["datasets"])
 
 
-@router.get("/datasets", response_model=list[DatasetPublic], summary="List the datasets")
+@router.get(
+    "/datasets",
+    response_model=list[DatasetPublic],
+    summary="List the datasets",
+    description=(
+        "Leads, labelers, the PM and the admin list every dataset version (name, version, hash, format, "
+        "case count, import time), e.g. to name the one a run drafted over."
+    ),
+)
 def api_datasets(session: SessionDep, principal: Principal = Depends(require_role(*DATASET_ROLES))) -> list[DatasetPublic]:
-    """Leads, labelers, the PM and the admin list every dataset version (name, version, hash, format, case
-    count, import time), e.g. to name the one a run drafted over."""
+    """List every dataset version: name, version, hash, format, case count, import time."""
     return [dataset_public(d) for d in service.list_datasets(session=session)]
 
 
@@ -29,6 +36,12 @@ def api_datasets(session: SessionDep, principal: Principal = Depends(require_rol
     status_code=201,
     max_body_size=UPLOAD_BODY_LIMIT,
     summary="Import a dataset file (the pipeline)",
+    description=(
+        "The team's CI sends the eval dataset its run drafts over, before creating the run. The loader of "
+        "`draftdesk import dataset` checks it (all or nothing, the same messages); the same content again "
+        "imports nothing (200), other content is the name's next version (201). Needs a `ci` token, or an "
+        "ML lead or admin."
+    ),
     responses={
         200: {"model": DatasetImportPublic, "description": "The newest version of that name holds this content already: nothing imported"},
         422: error_response("A bad record or file: the format guide's message with its line, as `draftdesk import dataset` says it"),
@@ -37,9 +50,7 @@ def api_datasets(session: SessionDep, principal: Principal = Depends(require_rol
 def api_import_dataset(
     body: DatasetUpload, session: SessionDep, spec: SpecDep, response: Response, principal: Principal = Depends(require_pipeline())
 ) -> DatasetImportPublic:
-    """The team's CI sends the eval dataset its run drafts over, before creating the run. The same loader as
-    `draftdesk import dataset` checks it (all or nothing); the same content again imports nothing (200),
-    other content is the name's next version (201). Needs a `ci` token, or an ML lead or admin."""
+    """Import a dataset file sent by the team's pipeline, or find the version holding it."""
     try:
         result = service.import_dataset_once(
             session=session, data=body.content.encode(), path=f"{body.name}.{body.format}", name=body.name, spec=spec

@@ -17,7 +17,15 @@ router = APIRouter(tags=["gates"])
 READERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
 
 
-@router.get("/gates/{gate}")
+@router.get(
+    "/gates/{gate}",
+    summary="Read a run's launch-gate report",
+    description=(
+        "The PM, the ML lead, leads, the support lead (and the team's CI, with a `ci` token) read the "
+        "pilot or production gate report for a run (`run=` name or id): the verdict, what is missing, "
+        "each criterion with its evidence."
+    ),
+)
 def get_gate(
     gate: Literal["pilot", "production"],
     session: SessionDep,

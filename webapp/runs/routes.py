@@ -20,13 +20,30 @@ from webapp.web.request_limits import EVENTS_BODY_LIMIT
 router = APIRouter(tags=["runs"])
 
 
-@router.get("/runs", response_model=list[RunPublic])
+@router.get(
+    "/runs",
+    summary="List the runs",
+    description=(
+        "Anyone on the team (and the team's CI, with a `ci` token) lists the runs of the drafting "
+        "assistant, newest first, with their dataset, versions, state and draft counts."
+    ),
+    response_model=list[RunPublic],
+)
 def api_runs(session: SessionDep, principal: Principal = Depends(readable_by_ci(*ANY_ROLE))) -> list[RunPublic]:
     """List runs, newest first, with dataset and draft counts."""
     return [RunPublic.of(s) for s in service.list_runs(session=session)]
 
 
-@router.get("/runs/{run}/drafts", response_model=RunDraftsPublic)
+@router.get(
+    "/runs/{run}/drafts",
+    summary="Read a run's drafts",
+    description=(
+        "Anyone on the team (and the team's CI) reads a run (by name or id) and its drafts, filtered by "
+        "the case's category and intent or the draft's intent. Blind grading: a labeler gets no "
+        "confidence (nor the raw output carrying it) for a draft they have not graded."
+    ),
+    response_model=RunDraftsPublic,
+)
 def api_run_drafts(
     session: SessionDep,
     spec: SpecDep,
@@ -58,6 +75,11 @@ def api_run_drafts(
     "/runs",
     status_code=201,
     summary="Create a run (the pipeline)",
+    description=(
+        "The team's CI calls this first, once per pipeline run (a model, prompt or retrieval change), to "
+        "open the run its drafts go to. Idempotent: the same name with the same fields answers the stored "
+        "run (200); other fields are 409. Needs a `ci` token, or an ML lead or admin."
+    ),
     responses={
         200: {"model": RunPublic, "description": "A run of that name exists with the same fields: it is answered, nothing changes"},
         409: error_response("A run of that name exists with other fields (the detail names them)"),
@@ -67,9 +89,7 @@ def api_run_drafts(
 def api_create_run(
     body: RunCreate, session: SessionDep, response: Response, principal: Principal = Depends(require_pipeline())
 ) -> RunPublic:
-    """The team's CI calls this first, once per pipeline run (model, prompt or retrieval change), to open
-    the run its drafts go to. Idempotent: a retried call with the same fields answers the run (200).
-    Needs a `ci` token, or an ML lead or admin."""
+    """Create a run for the team's pipeline, or answer the same run again."""
     fields = pipeline.RunFields(
         dataset=body.dataset,
         model_version=body.model_version or "",
@@ -98,6 +118,12 @@ DRAFT_RECORDS = Body(
     status_code=201,
     max_body_size=EVENTS_BODY_LIMIT,
     summary="Add a batch of drafts to a run (the pipeline)",
+    description=(
+        "The team's CI sends the drafts of its run in batches of up to 1,000, after creating the run. The "
+        "batch is checked by the rules of `draftdesk import drafts` and stored whole or not at all; a "
+        "retried batch counts as unchanged. Drafts stored with other content are 409 unless "
+        "`replace=true` while the run is open. Needs a `ci` token, or an ML lead or admin."
+    ),
     responses={
         200: {"model": DraftBatchPublic, "description": "Nothing new: every draft was unchanged or replaced"},
         404: error_response("No run with that name or id"),
@@ -115,9 +141,7 @@ def api_add_drafts(
     principal: Principal = Depends(require_pipeline()),
     run: RunDep,
 ) -> DraftBatchPublic:
-    """The team's CI sends the drafts of its run in batches, after creating the run. The batch is checked
-    by `draftdesk import drafts`' rules and stored whole or not at all; a retried batch counts as
-    unchanged. Needs a `ci` token, or an ML lead or admin."""
+    """Store a batch of the pipeline's drafts in a run, all or nothing."""
     try:
         done = pipeline.add_drafts(
             session=session, run=run, records=list(records), replace=replace, grade_counts=flows.grade_counts
