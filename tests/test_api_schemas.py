@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 from tests.test_route_security import _routes
+from webapp.app import api_reference
 from webapp.app.main import create_app
 from webapp.core.config import Settings
 from webapp.core.spec import METRIC_NAMES
@@ -179,3 +180,10 @@ def test_an_operation_without_its_own_words_is_caught(app: Any) -> None:
         "GET /api/v1/runs: no description saying who calls it and why",
         "GET /api/v1/runs: error answers not listed: ['403']",
     ]
+
+
+def test_the_docs_site_carries_the_reference_the_app_documents(app: Any) -> None:
+    page = api_reference.DOC.read_text(encoding="utf-8")
+    assert api_reference.render(app.openapi()) == page, "docs/api-reference.md is out of date: run python -m webapp.app.api_reference"
+    assert "### Add a batch of drafts to a run (the pipeline)\n\n`POST /api/v1/runs/{run}/drafts`" in page
+    assert "| 409 | Drafts stored with other content" in page

@@ -62,7 +62,7 @@ class ApiToken(SQLModel, table=True):
     prefix: str = Field(max_length=12)
     token_hash: str = Field(max_length=64, unique=True, index=True)
     scopes: str = Field(max_length=200)
-    # Who minted it: the owner themself, an admin for someone else (then only ingest/metrics scopes,
+    # Who minted it: the owner themself, an admin for someone else (then only ingest/metrics/ci scopes,
     # see auth.service.create_token), or NULL for the operator's command line and tokens made before 0017.
     created_by: int | None = Field(default=None, foreign_key="app_user.id")
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

@@ -84,7 +84,7 @@ class RoleCheck:
             if principal.via == "token" and principal.scopes & self.roles:
                 detail += (
                     "; this token's role scopes do not act: it was minted by someone other than its owner "
-                    "(such a token carries only ingest or metrics), or its owner no longer holds the role"
+                    "(such a token carries only ingest, metrics or ci), or its owner no longer holds the role"
                 )
             raise HTTPException(status_code=403, detail=detail)
         return principal

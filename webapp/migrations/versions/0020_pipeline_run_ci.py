@@ -16,17 +16,15 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('run', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('retrieval_version', sa.String(length=200), nullable=False, server_default=''))
-        batch_op.add_column(sa.Column('commit', sa.String(length=200), nullable=False, server_default=''))
-        batch_op.add_column(sa.Column('closed_at', sa.DateTime(timezone=True), nullable=True))
-    with op.batch_alter_table('run', schema=None) as batch_op:
-        batch_op.alter_column('retrieval_version', existing_type=sa.String(length=200), server_default=None)
-        batch_op.alter_column('commit', existing_type=sa.String(length=200), server_default=None)
+    # Plain ADD COLUMN (both databases do it in place): a batch copy of `run` would drop the table
+    # that drafts, checks and sign-offs reference, which SQLite refuses with foreign keys on.
+    # The server default fills the existing rows; the app always writes the columns itself.
+    op.add_column('run', sa.Column('retrieval_version', sa.String(length=200), nullable=False, server_default=''))
+    op.add_column('run', sa.Column('commit', sa.String(length=200), nullable=False, server_default=''))
+    op.add_column('run', sa.Column('closed_at', sa.DateTime(timezone=True), nullable=True))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('run', schema=None) as batch_op:
-        batch_op.drop_column('closed_at')
-        batch_op.drop_column('commit')
-        batch_op.drop_column('retrieval_version')
+    op.drop_column('run', 'closed_at')
+    op.drop_column('run', 'commit')
+    op.drop_column('run', 'retrieval_version')
