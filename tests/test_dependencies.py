@@ -108,6 +108,7 @@ APP_MODULES: frozenset[str] = frozenset(
         "webapp.app.errors",
         "webapp.app.warmup",
         "webapp.app.jobs",
+        "webapp.app.api_reference",
     }
 )
 APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo", "ops"})

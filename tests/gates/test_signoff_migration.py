@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from sqlalchemy import text
 from sqlmodel import Session, col, select
 
-from tests.factories import make_user
-from tests.gates.test_service import build_run
+from tests.factories import make_dataset, make_user
 from tests.test_migrations import empty_db_url  # noqa: F401  (the fixture: a new database on each backend)
 from webapp.core.db import make_engine
 from webapp.core.migrations_runner import upgrade
+from webapp.core.timeutil import utcnow
 from webapp.gates.models import GateSignoff
 
 
@@ -17,11 +18,20 @@ def test_upgrade_keeps_each_persons_first_signoff(empty_db_url: str) -> None:  #
     engine = make_engine(empty_db_url)
     try:
         with Session(engine, expire_on_commit=False) as s:
-            run = build_run(s)
+            # The run row in the schema of 0014 (the ORM's Run has columns of later migrations).
+            ds = make_dataset(s, [{"case_id": "c1"}])
+            s.execute(
+                text(
+                    "INSERT INTO run (name, model, prompt_version, notes, source, is_baseline, dataset_id, created_at) "
+                    "VALUES ('run-1', '', '', '', 'import', :no, :ds, :at)"
+                ),
+                {"no": False, "ds": ds.id, "at": utcnow()},
+            )
+            run_id = s.execute(text("SELECT id FROM run WHERE name = 'run-1'")).scalar_one()
             pm, ml = make_user(s, email="pm@example.test", roles=["pm"]), make_user(s, email="ml@example.test", roles=["ml_lead"])
 
             def sign(user_id: int | None, role: str, decision: str) -> GateSignoff:
-                row = GateSignoff(gate="pilot", run_id=run.id, user_id=user_id, role=role, verdict="fail",  # type: ignore[arg-type]
+                row = GateSignoff(gate="pilot", run_id=run_id, user_id=user_id, role=role, verdict="fail",  # type: ignore[arg-type]
                                   decision=decision, report={})
                 s.add(row)
                 s.flush()

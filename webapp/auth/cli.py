@@ -56,7 +56,7 @@ def _register_tokens(tokens: typer.Typer) -> None:
     def tokens_create(
         email: str = typer.Option(..., "--email", help="Owner of the token"),
         name: str = typer.Option(..., "--name", help="What the token is for"),
-        scope: list[str] = typer.Option(None, "--scope", help="ingest, or a role the owner holds; default: the owner's roles"),
+        scope: list[str] = typer.Option(None, "--scope", help="ingest, metrics, ci (the team's pipeline), or a role the owner holds; default: the owner's roles"),
     ) -> None:
         """Create an API token and print it once."""
         from webapp.auth import service  # loaded by the command, not by `draftdesk --help`

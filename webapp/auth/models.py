@@ -14,8 +14,9 @@ Role = Literal["labeler", "lead", "pm", "support_lead", "ml_lead", "admin"]
 ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "ml_lead", "admin")
 
 # Token scopes that are not roles: what an agent's drafting tool may do through the API (ingest),
-# and what a Prometheus scraper may read (metrics: /-/metrics only).
-EXTRA_SCOPES: tuple[str, ...] = ("ingest", "metrics")
+# what a Prometheus scraper may read (metrics: /-/metrics only), and what the team's CI may do
+# (ci: push runs, drafts, datasets and KB revisions, read runs, checks and gates; webapp.web.deps).
+EXTRA_SCOPES: tuple[str, ...] = ("ingest", "metrics", "ci")
 
 
 class User(SQLModel, table=True):
@@ -65,7 +66,7 @@ class ApiToken(SQLModel, table=True):
     prefix: str = Field(max_length=12)
     token_hash: str = Field(max_length=64, unique=True, index=True)
     scopes: str = Field(max_length=200)
-    # Who minted it: the owner themself, an admin for someone else (then only ingest/metrics scopes,
+    # Who minted it: the owner themself, an admin for someone else (then only ingest/metrics/ci scopes,
     # see auth.service.create_token), or NULL for the operator's command line and tokens made before 0017.
     created_by: int | None = Field(default=None, foreign_key="app_user.id")
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

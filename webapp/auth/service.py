@@ -315,7 +315,7 @@ def create_token(
     """Create an API token; return the row and the plain token, which is never stored or shown again.
 
     `created_by` is the signed-in user minting it (None: the operator's command line). A token minted
-    for someone else carries only the non-role scopes (ingest, metrics): an admin must not be able to
+    for someone else carries only the non-role scopes (ingest, metrics, ci): an admin must not be able to
     sign gates, grade or approve as another person through a token they hold.
     """
     assert user.id is not None
@@ -331,7 +331,7 @@ def create_token(
     as_other = [s for s in wanted if s in ROLES]
     if created_by is not None and created_by != user.id and as_other:
         raise AuthError(
-            f"scope: a token you mint for {user.email} may carry only {' or '.join(EXTRA_SCOPES)}, not the role "
+            f"scope: a token you mint for {user.email} may carry only {', '.join(EXTRA_SCOPES[:-1])} or {EXTRA_SCOPES[-1]}, not the role "
             f"{', '.join(as_other)} (a role token for another person is made at the command line: draftdesk tokens create)"
         )
     if not name.strip():
