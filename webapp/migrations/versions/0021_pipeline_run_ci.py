@@ -1,7 +1,7 @@
 """runs: the pipeline's API (issue 40): a run's retrieval version and commit, and when it was completed
 
-Revision ID: 0020_pipeline
-Revises: 0019_judge_signals
+Revision ID: 0021_pipeline
+Revises: 0020_oidc
 Create Date: 2026-12-02 05:30:00
 """
 from collections.abc import Sequence
@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0020_pipeline'
-down_revision: str | None = '0019_judge_signals'
+revision: str = '0021_pipeline'
+down_revision: str | None = '0020_oidc'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
