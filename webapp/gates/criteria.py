@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from webapp.checks.examples import tally_examples
+from webapp.checks.examples import mix_shortfall, size_shortfall, tally_examples
 from webapp.checks.rules import PROBLEM_LABELS, describe, named
 from webapp.checks.types import CheckResult
 from webapp.core.spec import Criterion, EvalSpec
@@ -97,8 +97,8 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     action = command = ""
     if n_drafts == 0:
         status, summary = "incomplete", "the run has no drafts"
-    elif total < min_cases:
-        status, summary = "fail", f"the eval set has {total} cases; this gate needs at least {min_cases}"
+    elif (too_small := size_shortfall(total=total, min_cases=min_cases)) is not None:
+        status, summary = "fail", too_small
     elif unchecked and best is not None and best + EPS >= threshold:
         status = "incomplete"
         summary = f"{plural(len(unchecked), 'example')} not checked yet: press Re-check on the run's checks page"
@@ -137,10 +137,10 @@ def _with_mix(result: CriterionResult, facts: PilotFacts) -> CriterionResult:
     result.threshold += ", mix and intents as planned"
     result.parts = _mix_parts(facts.mix)
     off_plan = facts.mix.mismatches()
-    if off_plan:
+    note = mix_shortfall(facts.mix)  # the CI verdict's words too (webapp.checks.ci_gate)
+    if note is not None:
         # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
         # an all-routine set would pass 80% far more easily than the planned mix.
-        note = "the eval set does not match the plan: " + "; ".join(off_plan)
         result.summary = note if result.status != "fail" else f"{result.summary}; {note}"
         result.status = "fail"
         result.evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + result.evidence
