@@ -279,11 +279,23 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     if facts.ppi is not None:
         # Say which question the figures answer: the graded drafts' own averages, not an interval.
         title = "Human grading (the plan's reading: averages of the graded drafts)"
-        summary += f"; {plural(len(graded), 'graded draft')} of {len(needed)}, every graded draft counts"
+        summary += "; " + _sampled_counts(facts.ppi, graded=len(graded), drawn=facts.ppi.drawn or len(needed))
     return CriterionResult(
         "human_grading", title, status, measured, f"each criterion > {above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
         summary, None, evidence, parts,
     )
+
+
+def _sampled_counts(ppi: PpiGradingFacts, *, graded: int, drawn: int) -> str:
+    """Say how many drafts the plan's reading averages and how many the run has: '30 graded of 33 drawn; the run has 77 drafts, 44 not drawn'.
+
+    `drawn` is the drafts people were given (the sample's gradable drafts); the rest of the run's
+    drafts were not drawn, so nobody was asked to grade them and the averages leave them out.
+    """
+    text = f"{graded} graded of {drawn} drawn"
+    if ppi.drafts > drawn:
+        text += f"; the run has {plural(ppi.drafts, 'draft')}, {ppi.drafts - drawn} not drawn"
+    return text + "; every graded draft counts"
 
 
 def _grading_part(crit: Criterion, graded: Sequence[DraftFacts], spec: EvalSpec, *, waiting: bool) -> CriterionResult:
