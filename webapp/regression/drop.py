@@ -151,11 +151,12 @@ class DropReading:
             return f"{self.baseline_text}: this run is not checked yet, drop not evaluated"
         if self.baseline_examples is None:
             return f"{self.baseline_text} is not checked: drop not evaluated"
-        verdict = (
-            f"more than the {self.limit} threshold: the drop alert fires"
-            if self.fires
-            else f"not more than the {self.limit} threshold: no drop alert"
-        )
+        if self.fires:
+            verdict = f"more than the {self.limit} threshold: the drop alert fires"
+        elif (self.drop or 0) > EPS:
+            verdict = f"not more than the {self.limit} threshold: no drop alert"
+        else:
+            verdict = "no drop alert"
         return (
             f"{self.baseline_text}: {_share(self.baseline_examples)} of the set's examples pass there, "
             f"{_share(self.examples)} here, {self.change_text}, {verdict}"
