@@ -122,8 +122,8 @@ def raise_alerts_for_run(
 ) -> list[RegressionAlert]:
     """Raise the run's regression alerts (golden examples failing, pass-rate drop from baseline); return the new ones.
 
-    The plan's drop alert reads the automated checks' pass rates and is evaluated on every checked
-    run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
+    The plan's drop alert reads the set's examples pass rates against the run's baseline (marked, else
+    the previous checked run: webapp.regression.drop) and is evaluated on every checked run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
     PPI domain, above this one, supplies it through webapp.app.flows); a confirmed drop there raises
     an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is webapp.app.flows' job
     (flows.raise_regression_alerts), which calls this.
