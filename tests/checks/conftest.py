@@ -105,3 +105,47 @@ def build_world(session: Session) -> World:
 @pytest.fixture
 def world(session: Session) -> World:
     return build_world(session)
+
+
+# --- plan-sized sets (issue 41): the pilot gate's 100 cases in the plan's mix --------------------------------
+
+PLAN_MIX = {"routine": 60, "edge": 20, "adversarial": 10, "safety": 10}
+
+
+def plan_cases(mix: dict[str, int] = PLAN_MIX, *, golden: int = 5) -> list[dict[str, Any]]:
+    """Cases named '<category>-<i>' in the given counts; the first `golden` routine cases are golden."""
+    cases: list[dict[str, Any]] = []
+    for category, n in mix.items():
+        for i in range(n):
+            case: dict[str, Any] = {"case_id": f"{category}-{i}", "category": category, "intent": "billing_charge"}
+            if category == "safety":
+                case["expected_behavior"] = "escalate"
+            if category == "routine" and i < golden:
+                case["golden"] = True
+            cases.append(case)
+    return cases
+
+
+def plan_drafts(cases: list[dict[str, Any]], *, fail: set[str] = frozenset(), skip: set[str] = frozenset()) -> list[dict[str, Any]]:
+    """One draft per case (none for `skip`): safety cases escalated, `fail` cases citing a deprecated revision."""
+    out: list[dict[str, Any]] = []
+    for c in cases:
+        cid = c["case_id"]
+        if cid in skip:
+            continue
+        if c["category"] == "safety":
+            out.append(escalation(cid))
+        else:
+            out.append(good(cid, "billing_charge", STALE_3001 if cid in fail else CURRENT_1042))
+    return out
+
+
+def plan_kb(session: Session) -> None:
+    """The two articles the drafts cite: KB-1042 r1 current, KB-3001 r2 deprecated (r4 current)."""
+    make_article(session, "KB-1042", ((1, "current"),))
+    make_article(session, "KB-3001", ((2, "deprecated"), (4, "current")))
+
+
+def routine(first: int, count: int) -> set[str]:
+    """Return the ids routine-<first> .. routine-<first + count - 1> (never golden when first >= 5)."""
+    return {f"routine-{i}" for i in range(first, first + count)}

@@ -137,13 +137,17 @@ class TestCliGate:
         assert "golden example g1 fails" in text
         assert "safety case s2 fails" in text
 
-    def test_clean_run_exits_0(self, session: Session, spec: EvalSpec, world: World) -> None:
-        ds = make_dataset(session, [{"case_id": "c1", "category": "routine"}, {"case_id": "c2", "category": "safety"}], name="small")
+    def test_a_small_set_fails_on_its_size_even_when_every_draft_passes(self, session: Session, spec: EvalSpec, world: World) -> None:
+        # Issue 41: this 2-case set printed "PASS ... which meets the pilot gate" and exited 0; the pilot
+        # gate's criterion 1 needs 100 cases and the plan's mix (a clean 100-case run: tests/checks/test_ci_verdict.py).
+        ds = make_dataset(session, [{"case_id": "c1", "category": "routine", "golden": True}, {"case_id": "c2", "category": "safety"}], name="small")
         make_run(session, ds, [good("c1", "billing_charge"), escalation("c2")], name="clean")
         session.commit()
         out, buf = _console()
-        assert check_and_report(session=session, spec=spec, ref="clean", out=out) == 0
-        assert "PASS" in buf.getvalue()
+        assert check_and_report(session=session, spec=spec, ref="clean", out=out) == 1
+        text = buf.getvalue()
+        assert "FAIL pilot gate criterion 1: the eval set has 2 cases; this gate needs at least 100" in text
+        assert "PASS" not in text and "meets the pilot gate" not in text
 
     def test_a_run_that_never_drafts_fails(self, session: Session, spec: EvalSpec, world: World) -> None:
         # Every draft of run "never" is an escalation without text: no draft for the routine cases

@@ -57,7 +57,8 @@ def facts(grades: list[tuple[str, int, int, int]], tone: Estimate, *, pending: i
         "tone": (tone, 3.5),
         "completeness": (est(3.75, 3.30, 4.20), 3.5),
     }
-    ppi = PpiGradingFacts(7, len(grades), pending, tuple(ppi_criterion(k, e, t, pending=pending) for k, (e, t) in readings.items()))
+    criteria = tuple(ppi_criterion(k, e, t, pending=pending) for k, (e, t) in readings.items())
+    ppi = PpiGradingFacts(7, len(grades), pending, criteria, drafts=6, drawn=len(grades) + pending)
     return PilotFacts(7, "run", 6, drafts, ppi=ppi)
 
 
@@ -73,7 +74,9 @@ class TestTheSettingReadsTheSameGrades:
             "factual_accuracy": 4.0, "citation_relevance": 3.75, "tone": 3.75, "completeness": 3.75,
         }
         assert [p.status for p in plan.parts] == ["pass"] * 4
-        assert "the plan's reading" in plan.title and "4 graded drafts of 6" in plan.summary
+        assert "the plan's reading" in plan.title
+        # Issue 41: the run's drafts and the undrawn ones are said (it read "4 graded drafts of 6").
+        assert plan.summary.endswith("; 4 graded of 4 drawn; the run has 6 drafts, 2 not drawn; every graded draft counts")
         intervals = human_grading(data, with_reading(spec, "intervals"))
         assert intervals.status == "incomplete" and "95% intervals" in intervals.title
         assert {p.key: p.status for p in intervals.parts}["tone"] == "incomplete"
@@ -121,6 +124,8 @@ class TestOnASampledRun:
         assert parts["completeness"].value == pytest.approx(completeness)
         assert c.status == ("pass" if completeness > 3.5 else "fail")
         assert c.title == "Human grading (the plan's reading: averages of the graded drafts)"
+        # Issue 41: how many drafts the run has, and that the others were not drawn (60 drafts, n drawn).
+        assert f"; {n} graded of {n} drawn; the run has 60 drafts, {60 - n} not drawn; every graded draft counts" in c.summary
         page = client_as("pm").get(f"/gates/pilot?run={run.name}").text
         assert "the plan&#39;s reading" in page and "95% intervals" not in page
         # the intervals page says it uses intervals and that the gate does not

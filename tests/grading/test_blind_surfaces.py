@@ -237,7 +237,8 @@ def test_json_answers_say_what_is_hidden(session: Session, bw: BlindWorld, api_a
     # The CI gate's verdict stands; the golden failure is neither named nor counted.
     assert run_checks["gate"]["passes"] is False
     reasons = " ".join(run_checks["gate"]["reasons"])
-    assert "golden or safety drafts you have not graded fail: which, how many and why stays hidden" in reasons
+    # Issue 41: a count of the golden or safety drafts they have not graded, whether those fail or not.
+    assert "1 golden or safety draft you have not graded counts in this verdict: its results show once you have graded it" in reasons
     assert "bl-1" not in reasons and "pass rate 0.0%" not in reasons
     draft = c.get(f"/api/v1/drafts/{bw.did('bl-1')}/checks").json()
     assert (draft["signals_hidden"], draft["passed"], draft["results"]) == (True, None, [])

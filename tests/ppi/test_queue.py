@@ -14,6 +14,7 @@ from webapp.grading.plan import planned_drafts
 from webapp.grading.queue import BatchFilter, batch_counts, batch_drafts_stmt, next_item
 from webapp.ppi.models import PpiDraw
 from webapp.ppi.service import draw_further_sample, draw_sample
+from webapp.runs.models import Draft
 
 GRADE = {"factual_accuracy": "pass", "citation_relevance": 4, "tone": 4, "completeness": 4, "rationale": "ok"}
 
@@ -77,3 +78,46 @@ class TestBlind:
             assert leak not in page.text, leak
         grades = api.get(f"/api/v1/drafts/{draft_id}/grades")
         assert "judge" not in grades.text and "pi" not in grades.json()
+
+
+class TestSavingByIdFollowsTheQueue:
+    """Issue 41: a save by draft id applies the queue's rule (drawn, not a fallback, not escalated), API and page alike."""
+
+    def test_a_draft_the_sample_did_not_draw_is_refused_with_the_reason(
+        self, session: Session, api_as: Callable[..., TestClient], client_as: Callable[..., TestClient]
+    ) -> None:
+        from tests.grading.conftest import post_form
+        from webapp.grading.models import Grade
+
+        run, drafts = build_run(session, n=40, golden=0)
+        draw_sample(session=session, run_id=run.id, budget=10, judge_version=JUDGE, seed=2)  # type: ignore[arg-type]
+        session.commit()
+        drawn = set(drawn_ids(session, run.id))  # type: ignore[arg-type]
+        undrawn = next(d.id for d in drafts if d.id not in drawn)
+        api = api_as("labeler", email="outside@example.test")
+        answer = api.post("/api/v1/grades", json={"draft_id": undrawn, **GRADE})
+        assert answer.status_code == 409  # 201 on 3c27e1d
+        assert answer.json()["detail"] == (
+            f"draft {undrawn} was not drawn in run {run.id}'s sample: only the drafts the sample drew are graded, as the "
+            "grading queue offers them (a team lead can draw a further sample on the run's intervals page)"
+        )
+        page = post_form(client_as("labeler", email="outside-page@example.test"), f"/grading/drafts/{undrawn}", {**GRADE, "factual_accuracy": "pass"})
+        assert page.status_code == 409 and "was not drawn in run" in page.text
+        assert session.exec(select(Grade).where(Grade.draft_id == undrawn)).first() is None  # nothing half-written
+        # A drawn draft is graded as before.
+        ok = api.post("/api/v1/grades", json={"draft_id": min(drawn), **GRADE})
+        assert ok.status_code == 201, ok.text
+
+    def test_an_escalation_and_a_fallback_are_refused(self, session: Session, api_as: Callable[..., TestClient]) -> None:
+        from tests.factories import make_dataset, make_run
+
+        ds = make_dataset(session, [{"case_id": "esc"}, {"case_id": "fb"}], name="outside")
+        run = make_run(session, ds, [{"case_id": "esc", "draft_text": None, "escalated": True}, {"case_id": "fb", "draft_text": None, "confidence": 0.3}], name="outside")
+        session.commit()
+        esc, fb = sorted(d.id for d in session.exec(select(Draft).where(Draft.run_id == run.id)))  # type: ignore[type-var]
+        api = api_as("labeler", email="outside2@example.test")
+        a = api.post("/api/v1/grades", json={"draft_id": esc, **GRADE})
+        assert (a.status_code, a.json()["detail"]) == (409, f"draft {esc} is an escalation: there is no draft text to grade")
+        b = api.post("/api/v1/grades", json={"draft_id": fb, **GRADE})
+        assert b.status_code == 409
+        assert b.json()["detail"] == f"draft {fb} is a fallback (no draft was shown, the confidence was too low): there is nothing to grade"

@@ -28,7 +28,10 @@ def test_pm_filters_cases_and_opens_one_side_by_side(live_server, new_page, spec
     page.goto(f"{live_server.url}/runs/compare?a=run-a&b=run-b")
     rows = page.locator("table.compare-cases tbody tr")
     assert rows.count() == 8
-    assert "3 of 8 cases changed (1 fixed, 2 broke): exact McNemar p = 1.000, within noise" in page.inner_text(".compare-noise")
+    # 6/8 -> 5/8 of the set's examples: down 12.5 points, the plan's alert fires beside a p of 1.000 (issue 41).
+    noise = page.inner_text(".compare-noise")
+    assert "3 of 8 cases changed (1 fixed, 2 broke): exact McNemar p = 1.000: the paired test alone cannot rule out chance" in noise
+    assert "within noise" not in noise and "down 12.5 points" in page.inner_text("#compare-drop")
     # Filtering swaps the table in place and the URL follows.
     page.select_option("select[name=outcome]", "broke")
     page.wait_for_selector("text=2 of 8 cases")

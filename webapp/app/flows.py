@@ -41,6 +41,7 @@ from webapp.ppi import production as ppi_production
 from webapp.ppi import report as ppi_report
 from webapp.ppi.models import PpiDraw
 from webapp.regression import alerts as regression_alerts
+from webapp.regression import drop as regression_drop
 from webapp.regression import service as regression_service
 from webapp.regression.alerts import DifferenceLookup, PassRateDifference
 from webapp.regression.case_pair import JudgeLookup
@@ -109,8 +110,12 @@ def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[
 
 
 def baseline_of(*, session: Session, run_id: int) -> Run | None:
-    """Return the baseline run of a run's dataset (the run the CI verdict's compare link compares with), or None."""
-    return regression_service.baseline_for(session=session, run_id=run_id)
+    """Return the run the drop alert measures a run from (marked baseline, else the previous checked run), or None.
+
+    The CI verdict's compare link compares with it, so the link shows the comparison the verdict read.
+    """
+    baseline = regression_drop.alert_baseline(session=session, run_id=run_id)
+    return baseline.run if baseline is not None else None
 
 
 def ci_gate_failures(
@@ -120,9 +125,20 @@ def ci_gate_failures(
 
     A failure of a draft whose signals `signals` hides is counted, not named (blind grading).
     """
+    return ci_verdict(session=session, spec=spec, summary=summary, signals=signals).reasons
+
+
+def ci_verdict(
+    *, session: Session, spec: EvalSpec, summary: checks_service.RunSummary, signals: SignalsView = ALL_SIGNALS
+) -> ci_gate.CiVerdict:
+    """Return the CI verdict on a run (webapp.checks.ci_gate): criterion 1 whole, golden and safety, the drop alert."""
     finals = grading_status.final_grades(session=session, run_id=summary.run_id)
     factual = {draft_id: view.factual_accuracy for draft_id, view in finals.items()}
-    return ci_gate.gate_failures(summary=summary, spec=spec, factual=factual, signals=signals)
+    return ci_gate.ci_verdict(
+        summary=summary, spec=spec, factual=factual, signals=signals,
+        eval_set=checks_service.eval_set_facts(session=session, spec=spec, dataset_id=summary.dataset_id),
+        drop=regression_drop.drop_reading(session=session, spec=spec, run_id=summary.run_id, summary=summary),
+    )
 
 
 # --- grading → runs, checks, regression: blind grading on the pages below grading -----------------------

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # SQLModel, the spec and the services load when `check` runs,
     from sqlmodel import Session
 
     from webapp.checks import service
+    from webapp.checks.ci_gate import CiVerdict
     from webapp.core.spec import EvalSpec
     from webapp.runs.models import Run
 
@@ -41,7 +42,11 @@ class CheckReport:
     run_name: str
     result: service.RunCheckSummary
     alerts: list[AlertNote]
-    reasons: list[str]
+    verdict: CiVerdict
+
+    @property
+    def reasons(self) -> list[str]:
+        return self.verdict.reasons
 
     @property
     def alert_messages(self) -> list[str]:
@@ -49,7 +54,7 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.reasons else 0
+        return 0 if self.verdict.passes else 1
 
 
 def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
@@ -69,8 +74,8 @@ def check_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport:
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
     alerts = flows.after_run_checked(session=session, spec=spec, run_id=run.id)
-    reasons = flows.ci_gate_failures(session=session, spec=spec, summary=result.summary)
-    return CheckReport(run.name, result, [AlertNote(a.id or 0, a.kind, a.message) for a in alerts], reasons)
+    verdict = flows.ci_verdict(session=session, spec=spec, summary=result.summary)
+    return CheckReport(run.name, result, [AlertNote(a.id or 0, a.kind, a.message) for a in alerts], verdict)
 
 
 def stored_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport | None:
@@ -88,7 +93,7 @@ def stored_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport
     result = service.RunCheckSummary(
         run_id=run.id, drafts=summary.drafts, kb_version=summary.kb_version or "", checked_at=summary.checked_at, summary=summary
     )
-    return CheckReport(run.name, result, [], flows.ci_gate_failures(session=session, spec=spec, summary=summary))
+    return CheckReport(run.name, result, [], flows.ci_verdict(session=session, spec=spec, summary=summary))
 
 
 def report_text(report: CheckReport) -> str:
@@ -134,16 +139,17 @@ def print_report(report: CheckReport, out: Console) -> int:
         out.print(failing)
     for message in report.alert_messages:
         out.print(f"[bold red]regression alert:[/] {message}", highlight=False)
+    if report.verdict.drop:
+        out.print(f"drop alert: {report.verdict.drop}", highlight=False)
 
     if report.reasons:
         for reason in report.reasons:
             out.print(f"[red]FAIL[/] {reason}", highlight=False)
+        if report.verdict.not_checked:
+            out.print("Not read by this verdict: " + "; ".join(report.verdict.not_checked), highlight=False)
     else:
-        out.print(
-            f"[green]PASS[/] no golden or safety failure and {_pct(ex.rate)} of the eval set's examples pass "
-            "every automated check, which meets the pilot gate",
-            highlight=False,
-        )
+        # What was read and what was not: this verdict is never the pilot gate's (issue 41).
+        out.print(f"[green]PASS[/] the CI verdict: {report.verdict.summary}", highlight=False)
     return report.exit_code
 
 
@@ -157,7 +163,7 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
 
     @app.command("check")
     def check_cmd(run: str = typer.Argument(..., help="Run name or id")) -> None:
-        """Check a run's drafts (results stored, alerts raised); exit 1 on a golden/safety failure or a low pass rate."""
+        """Check a run's drafts (results stored, alerts raised); exit 1 when the CI verdict fails (pilot criterion 1, golden, safety, drop alert)."""
         spec = load_settings().eval_spec
         # The results are committed when this block ends, before anything is printed, so a
         # reader that stops early (`| head -1`) cannot lose them.

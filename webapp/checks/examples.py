@@ -16,6 +16,7 @@ from typing import Literal
 
 from webapp.checks.rules import problems
 from webapp.checks.types import CheckResult
+from webapp.datasets.mix import DatasetMix
 
 ExampleStatus = Literal["pass", "fail", "unchecked", "missing"]
 
@@ -64,3 +65,23 @@ def tally_examples(statuses: Iterable[ExampleStatus], *, total: int) -> ExampleT
         missing=counts["missing"] + max(0, total - listed),
         total=total,
     )
+
+
+def size_shortfall(*, total: int, min_cases: int) -> str | None:
+    """Say why a set of `total` examples is too small for a gate needing `min_cases` (None: large enough)."""
+    return f"the eval set has {total} cases; this gate needs at least {min_cases}" if total < min_cases else None
+
+
+def mix_shortfall(mix: DatasetMix | None) -> str | None:
+    """Say how the set departs from the plan's stratified mix and intents (None: it matches, or no mix was read)."""
+    off_plan = mix.mismatches() if mix is not None else []
+    return "the eval set does not match the plan: " + "; ".join(off_plan) if off_plan else None
+
+
+def set_shortfalls(*, total: int, mix: DatasetMix | None, min_cases: int) -> list[str]:
+    """Return why the eval set itself cannot pass the automated-checks criterion (its size, its mix), whatever its rate.
+
+    The pilot gate's criterion 1 (webapp.gates.criteria.automated_checks) and the CI verdict
+    (webapp.checks.ci_gate) read the set through these two functions.
+    """
+    return [s for s in (size_shortfall(total=total, min_cases=min_cases), mix_shortfall(mix)) if s]

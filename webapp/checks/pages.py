@@ -36,7 +36,7 @@ def run_checks_page(
     view = RunChecksView(
         run=run,
         s=seen,
-        gate_reasons=flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals),
+        gate=flows.ci_verdict(session=session, spec=spec, summary=summary, signals=signals),
         can_recheck=principal.has_role(*RECHECK_ROLES),
         can_add_case=principal.has_role(*ADD_CASE_ROLES),
         flash=recheck_notice(summary, bool(request.query_params.get("rechecked"))),

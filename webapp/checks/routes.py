@@ -116,6 +116,7 @@ def verdict_payload(
     """Return a run's checks with the CI verdict of `report`; a blind grader's figures and reasons count only drafts they graded."""
     summary = report.result.summary
     signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
+    # The viewer's reasons (a blind grader's count only drafts they graded); the verdict is the report's, everyone's.
     reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals)
     gate = CiGate(passes=not reasons, reasons=reasons, pass_rate_required=spec.gates.pilot.automated_pass_rate)
     blind = any(signals.hides(o.draft_id) for o in summary.outcomes)

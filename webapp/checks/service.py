@@ -30,6 +30,7 @@ from webapp.core.blind import SignalsView
 from webapp.core.db import stored_id
 from webapp.core.spec import CATEGORIES, EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
+from webapp.datasets.mix import DatasetMix, dataset_mix
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.kb.service import kb_snapshot
 from webapp.kb.snapshot import KbSnapshot
@@ -385,3 +386,25 @@ def case_passes(*, summary: RunSummary) -> dict[str, bool]:
     for o in summary.outcomes:
         out[o.case_id] = out.get(o.case_id, True) and o.passed
     return out
+
+
+@dataclass(frozen=True)
+class EvalSetFacts:
+    """A run's eval set as the CI verdict reads it: its size, its mix against the plan, its golden and safety cases."""
+
+    total: int  # the dataset's count, as RunSummary.examples and the pilot gate read it
+    mix: DatasetMix
+    golden: int  # golden cases of the set
+    safety: int  # safety-trigger cases of the set (rules.is_safety_trigger)
+
+
+def eval_set_facts(*, session: Session, spec: EvalSpec, dataset_id: int) -> EvalSetFacts:
+    """Return the set's size, mix (webapp.datasets.mix.dataset_mix, the pilot gate's), golden and safety case counts."""
+    cases = session.exec(select(EvalCase).where(EvalCase.dataset_id == dataset_id).order_by(col(EvalCase.position))).all()
+    dataset = session.get(Dataset, dataset_id)
+    return EvalSetFacts(
+        total=dataset.count if dataset is not None else len(cases),
+        mix=dataset_mix(((c.case_id, c.category, c.intent) for c in cases), spec),
+        golden=sum(c.golden for c in cases),
+        safety=sum(is_safety_trigger(case_input(c)) for c in cases),
+    )

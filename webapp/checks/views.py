@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from webapp.checks.ci_gate import CiVerdict
 from webapp.checks.draft_checks import DraftChecks
 from webapp.checks.rules import PROBLEM_LABELS
 from webapp.checks.service import RunSummary
@@ -20,7 +21,7 @@ class RunChecksView:
 
     run: Run
     s: RunSummary  # summary_for_viewer's: a blind grader's figures count only the drafts they graded
-    gate_reasons: list[str]
+    gate: CiVerdict  # flows.ci_verdict's: what fails, what was read and not, the drop alert's baseline
     can_recheck: bool
     can_add_case: bool
     flash: str | None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from webapp.checks.examples import tally_examples
+from webapp.checks.examples import mix_shortfall, size_shortfall, tally_examples
 from webapp.checks.rules import PROBLEM_LABELS, describe, named
 from webapp.checks.types import CheckResult
 from webapp.core.spec import Criterion, EvalSpec
@@ -97,8 +97,8 @@ def automated_checks(facts: PilotFacts, spec: EvalSpec, *, min_cases: int) -> Cr
     action = command = ""
     if n_drafts == 0:
         status, summary = "incomplete", "the run has no drafts"
-    elif total < min_cases:
-        status, summary = "fail", f"the eval set has {total} cases; this gate needs at least {min_cases}"
+    elif (too_small := size_shortfall(total=total, min_cases=min_cases)) is not None:
+        status, summary = "fail", too_small
     elif unchecked and best is not None and best + EPS >= threshold:
         status = "incomplete"
         summary = f"{plural(len(unchecked), 'example')} not checked yet: press Re-check on the run's checks page"
@@ -137,10 +137,10 @@ def _with_mix(result: CriterionResult, facts: PilotFacts) -> CriterionResult:
     result.threshold += ", mix and intents as planned"
     result.parts = _mix_parts(facts.mix)
     off_plan = facts.mix.mismatches()
-    if off_plan:
+    note = mix_shortfall(facts.mix)  # the CI verdict's words too (webapp.checks.ci_gate)
+    if note is not None:
         # A set that is not the plan's stratified sample cannot pass the gate, whatever its rate:
         # an all-routine set would pass 80% far more easily than the planned mix.
-        note = "the eval set does not match the plan: " + "; ".join(off_plan)
         result.summary = note if result.status != "fail" else f"{result.summary}; {note}"
         result.status = "fail"
         result.evidence = [Evidence("Eval set mix", facts.dataset_href, w) for w in off_plan] + result.evidence
@@ -279,11 +279,23 @@ def human_grading(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     if facts.ppi is not None:
         # Say which question the figures answer: the graded drafts' own averages, not an interval.
         title = "Human grading (the plan's reading: averages of the graded drafts)"
-        summary += f"; {plural(len(graded), 'graded draft')} of {len(needed)}, every graded draft counts"
+        summary += "; " + _sampled_counts(facts.ppi, graded=len(graded), drawn=facts.ppi.drawn or len(needed))
     return CriterionResult(
         "human_grading", title, status, measured, f"each criterion > {above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
         summary, None, evidence, parts,
     )
+
+
+def _sampled_counts(ppi: PpiGradingFacts, *, graded: int, drawn: int) -> str:
+    """Say how many drafts the plan's reading averages and how many the run has: '30 graded of 33 drawn; the run has 77 drafts, 44 not drawn'.
+
+    `drawn` is the drafts people were given (the sample's gradable drafts); the rest of the run's
+    drafts were not drawn, so nobody was asked to grade them and the averages leave them out.
+    """
+    text = f"{graded} graded of {drawn} drawn"
+    if ppi.drafts > drawn:
+        text += f"; the run has {plural(ppi.drafts, 'draft')}, {ppi.drafts - drawn} not drawn"
+    return text + "; every graded draft counts"
 
 
 def _grading_part(crit: Criterion, graded: Sequence[DraftFacts], spec: EvalSpec, *, waiting: bool) -> CriterionResult:

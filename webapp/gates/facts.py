@@ -126,7 +126,7 @@ def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFac
             criteria.append(ppi_criterion(
                     crit.key, fig.estimate if fig else None, threshold, pending=report.pending, undrawn=report.drafts - report.drawn
                 ))
-    return PpiGradingFacts(run_id, report.graded, report.pending, tuple(criteria))
+    return PpiGradingFacts(run_id, report.graded, report.pending, tuple(criteria), drafts=report.drafts, drawn=report.drawn)
 
 
 def _plain_label(label: str) -> str:

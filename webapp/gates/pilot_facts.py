@@ -130,6 +130,8 @@ class PpiGradingFacts:
     graded: int
     pending: int  # drawn drafts still without a final grade
     criteria: tuple[PpiCriterionFacts, ...]
+    drafts: int = 0  # the run's drafts the sample drew from (0: hand-made facts that do not say)
+    drawn: int = 0  # of them, the drafts any round drew
 
     @property
     def page(self) -> str:

@@ -32,6 +32,12 @@ class NoPlaceLeft(GradingError):
     status = 409
 
 
+class NotGradable(GradingError):
+    """The draft is in no grading queue (an escalation, a fallback, or not drawn in its run's sample)."""
+
+    status = 409
+
+
 class GradeLocked(GradingError):
     """The grade cannot change now: the draft was adjudicated, or its disagreement waits for the lead."""
 

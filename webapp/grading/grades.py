@@ -17,14 +17,22 @@ from webapp.auth.service import Principal
 from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
-from webapp.grading.errors import AlreadyGraded, GradeLocked, GradesHidden, NoPlaceLeft, NotAllowed, NotFound
+from webapp.grading.errors import (
+    AlreadyGraded,
+    GradeLocked,
+    GradesHidden,
+    NoPlaceLeft,
+    NotAllowed,
+    NotFound,
+    NotGradable,
+)
 from webapp.grading.models import (
     Adjudication,
     Grade,
     GradeChange,
 )
 from webapp.grading.outcome import evaluate_draft
-from webapp.grading.queue import DRAFTS, GRADES, SLOTS, claim_slot, insert_ignore
+from webapp.grading.queue import DRAFTS, GRADES, IS_GRADABLE, PLAN, SLOTS, claim_slot, insert_ignore
 from webapp.grading.scores import Scores, ScoreValues, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 
@@ -119,6 +127,29 @@ def grade_lock(*, session: Session, grade: Grade) -> str | None:
     )
 
 
+_WHY_NOT = core_select(
+    DRAFTS.c.run_id,
+    DRAFTS.c.escalated,
+    DRAFTS.c.draft_text.is_(None),
+    core_select(PLAN.c.draft_id).where(PLAN.c.draft_id == DRAFTS.c.id).exists(),
+).where(DRAFTS.c.id == bindparam("draft_id"))
+
+
+def not_gradable_reason(*, session: Session, draft_id: int) -> str:
+    """Say why `gradable` leaves a draft out of every queue (only asked once IS_GRADABLE said it does)."""
+    row = session.connection().execute(_WHY_NOT, {"draft_id": draft_id}).one()
+    run_id, escalated, no_text, drawn = row
+    if escalated:
+        return f"draft {draft_id} is an escalation: there is no draft text to grade"
+    if no_text:
+        return f"draft {draft_id} is a fallback (no draft was shown, the confidence was too low): there is nothing to grade"
+    assert not drawn
+    return (
+        f"draft {draft_id} was not drawn in run {run_id}'s sample: only the drafts the sample drew are graded, as the "
+        "grading queue offers them (a team lead can draw a further sample on the run's intervals page)"
+    )
+
+
 _LOCK_DRAFT = (
     core_select(DRAFTS.c.id, DRAFTS.c.run_id, DRAFTS.c.case_pk, DRAFTS.c.draft_text, DRAFTS.c.confidence)
     .where(DRAFTS.c.id == bindparam("draft_id"))
@@ -167,6 +198,7 @@ _BEFORE_GRADE = core_select(
     core_select(ADJUDICATIONS.c.status)
     .where(ADJUDICATIONS.c.draft_id == bindparam("draft_id"))
     .scalar_subquery(),
+    IS_GRADABLE,
 )
 _TAKE_SLOT = (
     update(SLOTS)
@@ -243,8 +275,11 @@ def _record(
     grade_id: int | None = conn.execute(inserted, {f"v_{k}": v for k, v in values.items()}).scalar()
     if draft is None:
         raise NotFound(f"draft {draft_id} does not exist")
+    slot_id, slot_grade, existing, adjudication, is_gradable = before
+    if not is_gradable:
+        # The queue's rule (queue.gradable), applied to a save by id too: nobody grades outside the queue.
+        raise NotGradable(not_gradable_reason(session=session, draft_id=draft_id))
     check_claim_in_draft(draft.draft_text, scores)
-    slot_id, slot_grade, existing, adjudication = before
     if existing is not None:
         raise AlreadyGraded(f"you already graded draft {draft_id}; revise grade {existing} instead")
     if adjudication == "resolved":
@@ -308,6 +343,8 @@ def revise_grade(
     reason = grade_lock(session=session, grade=grade)
     if reason is not None:
         raise GradeLocked(reason)
+    if not session.connection().execute(core_select(IS_GRADABLE), {"draft_id": grade.draft_id}).scalar():
+        raise NotGradable(not_gradable_reason(session=session, draft_id=grade.draft_id))
     draft = session.get(Draft, grade.draft_id)
     assert draft is not None
     check_claim_in_draft(draft.draft_text, scores)

@@ -103,6 +103,10 @@ def gradable(stmt: S) -> S:
     return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False), in_plan | ~planned_run)
 
 
+# Whether one draft is gradable, by `gradable` itself (the queue's rule): what a save checks first.
+IS_GRADABLE = gradable(select(Draft.id).where(col(Draft.id) == bindparam("draft_id"))).exists()
+
+
 def batch_where(stmt: S, batch: BatchFilter, *, join_case: bool = True) -> S:
     """Narrow an ORM select of drafts to the batch's gradable drafts (joining the case when needed)."""
     if join_case or batch.category or batch.intent or batch.golden is not None:

@@ -85,7 +85,10 @@ class AdjudicationIn(ScoresIn):
     response_model=GradePublic,
     responses={
         404: error_response("No draft with that id"),
-        409: error_response("Already graded by the caller, no grader place left, or adjudicated"),
+        409: error_response(
+            "Already graded by the caller, no grader place left, adjudicated, or in no grading queue "
+            "(an escalation, a fallback, or a draft its run's sample did not draw)"
+        ),
     },
 )
 def create_grade(
@@ -111,7 +114,7 @@ def create_grade(
         "draft is adjudicated (then 409)."
     ),
     response_model=GradePublic,
-    responses={409: error_response("The draft is adjudicated: grades are locked")},
+    responses={409: error_response("The draft is adjudicated (grades are locked), or in no grading queue any more")},
 )
 def update_grade(
     grade_id: int, body: ScoresIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(GRADERS)

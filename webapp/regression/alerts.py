@@ -16,6 +16,7 @@ from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.status import final_grades
+from webapp.regression.drop import DropReading, drop_reading
 from webapp.regression.models import RegressionAlert
 from webapp.regression.service import baseline_for
 from webapp.runs.models import Draft, Run
@@ -104,11 +105,6 @@ class DifferenceLookup(Protocol):
     def __call__(self, *, run_id: int, baseline_id: int) -> PassRateDifference | None: ...
 
 
-# Pass rates are ratios of small integers; a drop of exactly the threshold (0.85 -> 0.80) must not
-# alert because of floating-point noise.
-_EPS = 1e-9
-
-
 def _raise(session: Session, run_id: int, kind: str, fingerprint: str, message: str, evidence: dict[str, object]) -> RegressionAlert | None:
     existing = session.exec(
         select(RegressionAlert).where(RegressionAlert.run_id == run_id, RegressionAlert.fingerprint == fingerprint)
@@ -126,8 +122,8 @@ def raise_alerts_for_run(
 ) -> list[RegressionAlert]:
     """Raise the run's regression alerts (golden examples failing, pass-rate drop from baseline); return the new ones.
 
-    The plan's drop alert reads the automated checks' pass rates and is evaluated on every checked
-    run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
+    The plan's drop alert reads the set's examples pass rates against the run's baseline (marked, else
+    the previous checked run: webapp.regression.drop) and is evaluated on every checked run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
     PPI domain, above this one, supplies it through webapp.app.flows); a confirmed drop there raises
     an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is webapp.app.flows' job
     (flows.raise_regression_alerts), which calls this.
@@ -136,15 +132,15 @@ def raise_alerts_for_run(
     run = session.get(Run, run_id)
     assert run is not None
     new = _golden_check_alerts(session, run, summary) + _golden_factual_alerts(session, run)
-    # Overall pass rate against the baseline of the same dataset. The plan's alert (the automated
-    # checks' pass rate more than N points below the baseline's) is always evaluated; when both runs
-    # have a judge + human sample, the interval-confirmed drop in human grades is a second alert
-    # beside it (its own fingerprint), never a replacement (issue 34).
-    baseline = baseline_for(session=session, run_id=run_id)
-    if baseline is not None and baseline.id != run_id:
-        if summary.overall.rate is not None:
-            new.append(_raise_checks_drop(session, spec, run, baseline, summary))
-        reading = difference(run_id=run_id, baseline_id=stored_id(baseline.id)) if difference is not None else None
+    # The plan's alert: the set's examples pass rate more than N points below the baseline's (the
+    # marked baseline, else the previous checked run of the dataset: webapp.regression.drop), on
+    # every checked run. When the run and its marked baseline both have a judge + human sample, the
+    # interval-confirmed drop in human grades is a second alert beside it (its own fingerprint),
+    # never a replacement (issue 34).
+    new.append(_raise_checks_drop(session, run, drop_reading(session=session, spec=spec, run_id=run_id, summary=summary)))
+    marked = baseline_for(session=session, run_id=run_id)
+    if marked is not None and marked.id != run_id and difference is not None:
+        reading = difference(run_id=run_id, baseline_id=stored_id(marked.id))
         if reading is not None:
             new.append(raise_sampled_drop(session=session, reading=reading))
     return [a for a in new if a is not None]
@@ -195,31 +191,28 @@ def _golden_factual_alerts(session: Session, run: Run) -> list[RegressionAlert |
     return new
 
 
-def _raise_checks_drop(
-    session: Session, spec: EvalSpec, run: Run, baseline: Run, summary: checks_service.RunSummary
-) -> RegressionAlert | None:
-    """Raise `pass_rate_drop` when the checks' pass rate is more than the threshold below the baseline's."""
-    assert summary.overall.rate is not None
-    base = checks_service.run_summary(session=session, run_id=stored_id(baseline.id))
-    if base.overall.rate is None:
+def _raise_checks_drop(session: Session, run: Run, reading: DropReading) -> RegressionAlert | None:
+    """Raise `pass_rate_drop` when the set's examples pass rate is more than the threshold below the baseline's."""
+    if not reading.fires or reading.baseline is None:
         return None
-    drop = base.overall.rate - summary.overall.rate
-    limit = spec.regression.alert_pass_rate_drop
-    if drop <= limit + _EPS:
-        return None
+    assert reading.examples is not None and reading.baseline_examples is not None and reading.drop is not None
+    ex, base = reading.examples, reading.baseline_examples
     return _raise(
         session,
         stored_id(run.id),
         "pass_rate_drop",
-        f"pass_rate_drop:{baseline.id}:{summary.overall.passed}/{summary.overall.total}",
-        f"Pass rate of run {run.name} is {summary.overall.rate:.1%}, down {drop * 100:.1f} points from "
-        f"baseline {baseline.name} ({base.overall.rate:.1%}); the alert threshold is {limit * 100:.0f} points.",
+        f"pass_rate_drop:{reading.baseline.run.id}:{ex.passing}/{ex.total}",
+        f"Pass rate of run {run.name} is {ex.rate or 0:.1%} of the eval set's examples ({ex.passing}/{ex.total}), "
+        f"down {reading.drop * 100:.1f} points from {reading.baseline_text} at {base.rate or 0:.1%} "
+        f"({base.passing}/{base.total}); the alert threshold is {reading.threshold * 100:.0f} points.",
         {
-            "baseline_run": baseline.name,
-            "baseline_pass_rate": base.overall.rate,
-            "pass_rate": summary.overall.rate,
-            "drop": drop,
-            "threshold": limit,
+            "baseline_run": reading.baseline.name,
+            "baseline_kind": reading.baseline.kind,
+            "baseline_pass_rate": base.rate,
+            "pass_rate": ex.rate,
+            "unit": "examples of the eval set",
+            "drop": reading.drop,
+            "threshold": reading.threshold,
         },
     )
 

@@ -79,6 +79,11 @@ class PairedTest:
         return self.p_value is not None and self.p_value < SIGNIFICANCE_LEVEL
 
     @property
+    def counted(self) -> str:
+        """Say the changes and the p-value without a verdict: '10 of 100 cases changed (2 fixed, 8 broke): exact McNemar p = 0.109'."""
+        return f"{self.changed} of {self.pairs} cases changed ({self.fixed} fixed, {self.broke} broke): exact McNemar p = {self.p_value or 1:.3f}"
+
+    @property
     def note(self) -> str:
         if self.pairs == 0:
             return "no case has an outcome in both runs"

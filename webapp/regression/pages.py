@@ -14,7 +14,7 @@ from webapp.auth.service import Principal
 from webapp.checks.draft_checks import DraftChecks, draft_results
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
-from webapp.regression import alerts, case_pair, comparison, service, views
+from webapp.regression import alerts, case_pair, comparison, drop, service, views
 from webapp.regression.routes import (
     ACK_ROLES,
     ADD_ROLES,
@@ -127,18 +127,20 @@ def compare_page(
     """Compare two runs case by case: outcomes, per-check and rubric deltas with a noise test, CSV export."""
     a_ref, b_ref = filters.a.strip(), filters.b.strip()
     error = None
-    cmp = None
+    cmp = plan_drop = None
     if a_ref and b_ref:
         try:
             ra, rb = resolve_run(session=session, ref=a_ref), resolve_run(session=session, ref=b_ref)
             cmp = comparison.compare_runs(session=session, spec=spec, a_id=stored_id(ra.id), b_id=stored_id(rb.id))
+            plan_drop = drop.compare_drop(session=session, spec=spec, a_run=ra, a=cmp.a, b=cmp.b)
         except (RunNotFound, service.NotComparable) as exc:
             error = str(exc)
     rows = cmp.filtered(**filters.case_filters()) if cmp else []
     if cmp and filters.format == "csv":
         return csv_download(cmp.to_csv(rows), f"compare-{cmp.a.run_name}-{cmp.b.run_name}.csv")
     view = views.CompareView(
-        a_ref=a_ref, b_ref=b_ref, runs=service.runs_for_picker(session=session), cmp=cmp, rows=rows, filters=filters, error=error
+        a_ref=a_ref, b_ref=b_ref, runs=service.runs_for_picker(session=session), cmp=cmp, rows=rows, filters=filters, error=error,
+        drop=plan_drop,
     )
     return render_view(
         request, "regression/compare.html", view, block="cases", status_code=422 if error else 200, headers={"Vary": "HX-Request"}

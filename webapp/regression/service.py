@@ -348,6 +348,11 @@ def _runs_of_dataset_name(session: Session, name: str) -> list[int]:
     ]
 
 
+def runs_of_dataset(*, session: Session, run: Run) -> list[int]:
+    """Return the ids of every run over the run's dataset (by name: its other versions too), the run included."""
+    return _runs_of_dataset_name(session, _dataset_name(session, run))
+
+
 def mark_baseline(*, session: Session, run_id: int) -> Run:
     """Make a run the baseline of its dataset (by name); the previous baseline stops being one."""
     run = session.get(Run, run_id)

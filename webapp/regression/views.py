@@ -21,6 +21,7 @@ from webapp.datasets.models import Dataset
 from webapp.regression import alerts, comparison, service
 from webapp.regression.alerts import PassRateDifference
 from webapp.regression.case_pair import CasePair
+from webapp.regression.drop import CompareDrop
 from webapp.regression.models import RegressionAlert, RegressionCase
 from webapp.regression.schemas import CaseFilters
 from webapp.regression.service import SuiteReport, SuiteResult
@@ -136,6 +137,7 @@ class CompareView:
     rows: list[comparison.CaseRow]
     filters: CaseFilters  # the form shows them again
     error: str | None
+    drop: CompareDrop | None = None  # the plan's drop alert on B (against A, and against B's own baseline)
     outcomes: dict[str, str] = field(default_factory=lambda: dict(comparison.OUTCOME_LABELS))
     check_labels: dict[str, str] = field(default_factory=lambda: dict(CHECK_LABELS))
 
