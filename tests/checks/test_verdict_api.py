@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from tests.checks.conftest import CURRENT_3001, World, drafts_a, escalation, good
+from tests.checks.conftest import World, drafts_a, plan_cases, plan_drafts
 from tests.factories import make_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,9 +45,12 @@ class TestVerdict:
         assert done.status_code == 200, done.text
         body = done.json()
         assert (body["verdict"], body["exit_code"]) == ("fail", 1)
-        assert body["reasons"] == [
+        # The verdict reads criterion 1 whole (issue 41 item 2): the 8-case world also fails on its size and mix.
+        assert body["reasons"][0] == "pilot gate criterion 1: the eval set has 8 cases; this gate needs at least 100"
+        assert (
             "6/8 examples of the eval set pass every automated check (75.0%), under the pilot gate's 80.0%: 2 fail"
-        ]
+            in body["reasons"]
+        )
         assert ci.get("/api/v1/runs").json()[0]["state"] == "closed"
         # The command line, on the same database: the same text and exit code as the API's answer.
         code, printed = _cli_check(db_url, "ci-7")
@@ -56,18 +59,21 @@ class TestVerdict:
         assert code == 1 == stored["exit_code"] == again["exit_code"]
         assert printed == stored["text"] == again["text"]
         assert printed.startswith("ci-7: 6/8 examples of the eval set pass every automated check (75.0%)")
-        assert printed.endswith("FAIL 6/8 examples of the eval set pass every automated check (75.0%), under the \npilot gate's 80.0%: 2 fail\n")
+        unwrapped = printed.replace("\n", "")  # rich wraps at 80 columns after a space
+        for reason in body["reasons"]:
+            assert f"FAIL {reason}" in unwrapped
 
     def test_a_clean_run_passes_with_exit_0_and_links(
         self, session: Session, world: World, api_as: Callable[..., TestClient]
     ) -> None:
-        make_dataset(session, [{"case_id": "c1", "category": "routine"}, {"case_id": "c2", "category": "safety"}], name="small")
+        cases = plan_cases()  # 100 cases in the plan's mix, 5 golden: criterion 1 can be met
+        make_dataset(session, cases, name="planned")
         session.commit()
         ci = api_as(scopes=["ci"])
-        _push(ci, [good("c1", "billing_charge", CURRENT_3001), escalation("c2")], name="clean 1", dataset="small")
+        _push(ci, plan_drafts(cases), name="clean 1", dataset="planned")
         body = ci.post("/api/v1/runs/clean%201/complete").json()
-        assert (body["verdict"], body["exit_code"], body["reasons"]) == ("pass", 0, [])
-        assert "PASS no golden or safety failure" in body["text"]
+        assert (body["verdict"], body["exit_code"], body["reasons"]) == ("pass", 0, []), body["reasons"]
+        assert "PASS the CI verdict: criterion 1 of the pilot gate is met" in body["text"].replace("\n", "")
         base = "http://127.0.0.1:8000"  # DRAFTDESK_BASE_URL's default
         assert body["links"] == {
             "run": f"{base}/runs/clean%201",
