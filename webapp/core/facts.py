@@ -14,6 +14,7 @@ no loop (tests' apps, `serve --no-background`) to run the reactions there and th
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, get_args
 
@@ -22,6 +23,8 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Field, Session, SQLModel
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
+
+log = logging.getLogger(__name__)
 
 # The facts a domain records (docs/architecture.md, "Facts and reactions", says who reacts to each).
 FactName = Literal[
@@ -89,8 +92,13 @@ def _after_commit(session: OrmSession) -> None:
     if not session.info.pop(_PENDING, False):
         return
     callback: OnFacts | None = session.info.get(ON_FACTS, _process_waker[0])
-    if callback is not None:
+    if callback is None:
+        return
+    try:
         callback(session)
+    except Exception:
+        # the fact has committed: whatever went wrong here, the loop's poll or the next pass takes it
+        log.exception("facts: the after-commit callback failed")
 
 
 # What a session without its own ON_FACTS calls after committing a fact: the jobs loop of this
