@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import threading
 
+import pytest
 from pydantic import JsonValue
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from tests.conftest import SPEC_PATH, TEST_SECRET
+from webapp.app import jobs
+from webapp.app.main import create_app
 from webapp.core import reactions
+from webapp.core.config import Settings
 from webapp.core.db import session_scope, table_of
 from webapp.core.facts import Fact, FactReaction, record_fact
 from webapp.core.reactions import FactPublic, Reaction
@@ -145,3 +151,46 @@ class TestRegistry:
             record_fact(s, "sample_drawn", run_id=1)
             s.commit()
         assert woken == [True]
+
+
+class TestTheJobsLoop:
+    def test_a_commit_wakes_the_loop_and_a_separate_process_fact_is_polled(
+        self, db_url: str, engine: Engine, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The loop runs a fact's reactions on the commit's wake-up, long before its (here 60 s) poll would."""
+        monkeypatch.setattr(jobs, "POLL_S", 60.0)
+        app = create_app(Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH))
+
+        def settled() -> bool:
+            with Session(engine) as s:
+                return all(f.settled for f in s.exec(select(Fact)).all())
+
+        async def scenario() -> None:
+            task = asyncio.create_task(jobs.run_reactions(app))
+            try:
+                await asyncio.sleep(0.2)  # the loop's first pass (nothing to do) and its wait
+
+                def commit_a_fact() -> None:
+                    with Session(engine) as s:  # any session of the process: it wakes the loop after its commit
+                        record_fact(s, "draft_finalised", draft_id=999_999)
+                        s.commit()
+
+                await asyncio.to_thread(commit_a_fact)
+                for _ in range(100):
+                    if await asyncio.to_thread(settled):
+                        return
+                    await asyncio.sleep(0.1)
+                raise AssertionError("the loop did not wake on the commit")
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            app.state.engine.dispose()
+        with Session(engine) as s:
+            (fact,) = s.exec(select(Fact)).all()
+            done = reactions.results(session=s, fact_id=int(fact.id or 0))
+        # the reactions to a final grade ran (the draft does not exist: nothing to raise)
+        assert done == {"regression.alerts_after_grade": [], "ppi.sampled_drop_after_grade": []}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
@@ -22,7 +24,7 @@ from webapp.regression.models import RegressionAlert
 FAIL = {**FORM, "factual_accuracy": "fail", "unsupported_claim": "We will refund you 200 dollars."}
 
 
-def _grade_golden_fail(app, world: GradingWorld) -> None:  # type: ignore[no-untyped-def]
+def _grade_golden_fail(app: FastAPI, world: GradingWorld) -> None:
     """Both graders fail the golden draft's factual accuracy through the grading page: its final grade is fail."""
     for user in (world.alice, world.bob):
         with TestClient(app) as c:
@@ -33,13 +35,13 @@ def _grade_golden_fail(app, world: GradingWorld) -> None:  # type: ignore[no-unt
 
 class TestAFailingReaction:
     def test_the_grade_stays_the_reaction_is_retried_and_the_alert_raised_once_it_succeeds(
-        self, app, session: Session, spec: EvalSpec, world: GradingWorld, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+        self, app: FastAPI, session: Session, spec: EvalSpec, world: GradingWorld, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         session.commit()
         real = regression_alerts.raise_alerts_for_run
         calls: list[int] = []
 
-        def flaky(**kw):  # type: ignore[no-untyped-def]
+        def flaky(**kw: Any) -> list[RegressionAlert]:
             calls.append(kw["run_id"])
             if len(calls) == 1:
                 raise ZeroDivisionError("the alerts bug of the day")
