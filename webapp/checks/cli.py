@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # SQLModel, the spec and the services load when `check` runs,
 
     from webapp.checks import service
     from webapp.checks.ci_gate import CiVerdict
+    from webapp.checks.schemas import NewAlert
     from webapp.core.spec import EvalSpec
     from webapp.runs.models import Run
 
@@ -26,22 +27,13 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
 
 
-@dataclass(frozen=True)
-class AlertNote:
-    """A regression alert a check raised: its id, kind and message."""
-
-    id: int
-    kind: str
-    message: str
-
-
 @dataclass
 class CheckReport:
     """What `draftdesk check` did and found, ready to print once the transaction is committed."""
 
     run_name: str
     result: service.RunCheckSummary
-    alerts: list[AlertNote]
+    alerts: list[NewAlert]  # the regression alerts this check raised
     verdict: CiVerdict
 
     @property
@@ -73,9 +65,9 @@ def check_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport:
 
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
-    alerts = flows.after_run_checked(session=session, spec=spec, run_id=run.id)
+    alerts = service.raised_alerts(session=session, spec=spec, result=result)
     verdict = flows.ci_verdict(session=session, spec=spec, summary=result.summary)
-    return CheckReport(run.name, result, [AlertNote(a.id or 0, a.kind, a.message) for a in alerts], verdict)
+    return CheckReport(run.name, result, alerts, verdict)
 
 
 def stored_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport | None:

@@ -20,7 +20,6 @@ from webapp.checks.schemas import (
     DraftChecksPublic,
     ExamplesPublic,
     FailingDraft,
-    NewAlert,
     RatePublic,
     RecheckPublic,
     RunChecksPublic,
@@ -202,8 +201,7 @@ def recheck_public(
 ) -> RecheckPublic:
     """Return a fresh check's answer: the checks, the verdict and the alerts it raised."""
     data = verdict_payload(request, session, spec, principal, run=run, report=report)
-    new = [NewAlert(id=a.id, kind=a.kind, message=a.message) for a in report.alerts]
-    return RecheckPublic(**dict(data), new_alerts=new)
+    return RecheckPublic(**dict(data), new_alerts=report.alerts)
 
 
 @router.post(
