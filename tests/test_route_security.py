@@ -92,3 +92,52 @@ def test_state_change_without_csrf_token_is_refused(client_as: Callable[..., Tes
         if method != "GET":
             r = admin.request(method, _concrete(path), follow_redirects=False)
             assert r.status_code == 403 and "CSRF" in r.text, f"{method} {path} no CSRF -> {r.status_code}"
+
+
+# The `ci` scope (issue 40): the team's pipeline pushes runs, drafts and datasets and reads runs,
+# checks and gates, and nothing else. (KB sync routes under /api/v1/kb/ join it where they take `ci`.)
+CI_ROUTES = {
+    ("POST", "/api/v1/runs"),
+    ("POST", "/api/v1/runs/{run}/drafts"),
+    ("POST", "/api/v1/runs/{run}/complete"),
+    ("GET", "/api/v1/runs/{run}/checks"),
+    ("POST", "/api/v1/runs/{run}/checks"),
+    ("POST", "/api/v1/datasets"),
+    ("GET", "/api/v1/runs"),
+    ("GET", "/api/v1/runs/{run}/drafts"),
+    ("GET", "/api/v1/gates/{gate}"),
+}
+PIPELINE_WRITES = {("POST", "/api/v1/runs/{run}/drafts"), ("POST", "/api/v1/runs/{run}/complete")}
+
+
+def _takes_ci(route: APIRoute) -> bool:
+    return any(check.scope == "ci" for check in _role_checks(route.dependant))
+
+
+def test_the_ci_scope_reaches_exactly_the_pipeline(all_routes) -> None:  # type: ignore[no-untyped-def]
+    taking = {(m, p) for m, p, r in all_routes if _takes_ci(r) and not p.startswith("/api/v1/kb/")}
+    assert taking == CI_ROUTES
+
+
+def test_a_ci_token_gets_403_everywhere_else(api_as: Callable[..., TestClient], all_routes) -> None:  # type: ignore[no-untyped-def]
+    ci = api_as(scopes=["ci"])
+    for method, path, route in all_routes:
+        if (method, path) in PUBLIC or _takes_ci(route) or not path.startswith("/api/"):
+            continue
+        r = ci.request(method, _concrete(path), follow_redirects=False)
+        assert r.status_code == 403, f"{method} {path} as a ci token -> {r.status_code}"
+    for method, path in CI_ROUTES:
+        r = ci.request(method, _concrete(path), follow_redirects=False)
+        assert r.status_code not in (401, 403), f"{method} {path} as a ci token -> {r.status_code}"
+
+
+@pytest.mark.parametrize("scopes", [["ingest"], ["metrics"], ["labeler"], ["pm"]])
+def test_without_the_scope_403_comes_before_any_lookup(scopes: list[str], api_as: Callable[..., TestClient]) -> None:
+    # "nope" names no run: a caller without the scope must not learn that (403, never 404).
+    other = api_as("labeler", "pm", scopes=scopes)
+    for method, path in sorted(PIPELINE_WRITES):
+        r = other.request(method, path.replace("{run}", "nope"), json=[{"case_id": "x"}])
+        assert r.status_code == 403, f"{method} {path} with {scopes} -> {r.status_code}"
+        assert "nope" not in r.text
+    assert other.post("/api/v1/runs", json={"name": "n", "dataset": "nope"}).status_code == 403
+    assert other.post("/api/v1/datasets", json={"name": "n", "format": "jsonl", "content": ""}).status_code == 403

@@ -14,7 +14,15 @@ from webapp.web.deps import require_role
 router = APIRouter(tags=["alerts"])
 
 
-@router.get("/alerts/channels", response_model=list[ChannelPublic])
+@router.get(
+    "/alerts/channels",
+    summary="List the notification channels",
+    description=(
+        "The admin lists the alert notification channels with their last five deliveries (newest first), "
+        "to see that alerts reach people."
+    ),
+    response_model=list[ChannelPublic],
+)
 def get_channels(session: SessionDep, principal: Principal = Depends(require_role("admin"))) -> list[ChannelPublic]:
     """List notification channels with their last five deliveries (newest first)."""
     return [_channel_public(row) for row in outbox.channels_with_deliveries(session=session)]

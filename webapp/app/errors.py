@@ -25,8 +25,10 @@ from webapp.kb import service as kb_service
 from webapp.metrics import daily as metrics_daily
 from webapp.regression import service as regression_service
 from webapp.reviews import service as reviews_service
+from webapp.runs import pipeline as runs_pipeline
 from webapp.runs import service as runs_service
 from webapp.survey import service as survey_service
+from webapp.web.api_schemas import ErrorPublic, RecordFieldError
 
 # (error class, status): service errors by domain. A LookupError means "no such thing". The app
 # (main) installs these, so this module sits at the top with it and imports each domain plainly.
@@ -68,8 +70,21 @@ def _handler(status: int | None) -> Callable[[Request, Exception], Response]:
     return handle
 
 
+def _bad_batch(request: Request, exc: Exception) -> Response:
+    """Answer a refused batch of drafts: each bad record (at most 20) in FastAPI's shape, and how many there are."""
+    assert isinstance(exc, runs_pipeline.DraftBatchInvalid)
+    detail = [
+        RecordFieldError(
+            loc=["body", e.index, e.field], msg=e.message, type=e.kind, field=f"{e.index}.{e.field}", message=e.message
+        )
+        for e in exc.errors
+    ]
+    return JSONResponse(ErrorPublic(detail=detail, errors_total=exc.total).model_dump(), status_code=422)
+
+
 def install(app: FastAPI) -> None:
     """Register the service-error handlers on the app."""
+    app.add_exception_handler(runs_pipeline.DraftBatchInvalid, _bad_batch)
     for error, status in SERVICE_ERRORS:
         app.add_exception_handler(error, _handler(status))
     out_of_range = _handler(422)

@@ -108,6 +108,11 @@ def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[
     return raise_regression_alerts(session=session, spec=spec, run_id=run_id)
 
 
+def baseline_of(*, session: Session, run_id: int) -> Run | None:
+    """Return the baseline run of a run's dataset (the run the CI verdict's compare link compares with), or None."""
+    return regression_service.baseline_for(session=session, run_id=run_id)
+
+
 def ci_gate_failures(
     *, session: Session, spec: EvalSpec, summary: checks_service.RunSummary, signals: SignalsView = ALL_SIGNALS
 ) -> list[str]:

@@ -13,8 +13,9 @@ Role = Literal["labeler", "lead", "pm", "support_lead", "ml_lead", "admin"]
 ROLES: tuple[str, ...] = ("labeler", "lead", "pm", "support_lead", "ml_lead", "admin")
 
 # Token scopes that are not roles: what an agent's drafting tool may do through the API (ingest),
-# and what a Prometheus scraper may read (metrics: /-/metrics only).
-EXTRA_SCOPES: tuple[str, ...] = ("ingest", "metrics")
+# what a Prometheus scraper may read (metrics: /-/metrics only), and what the team's CI may do
+# (ci: push runs, drafts, datasets and KB revisions, read runs, checks and gates; webapp.web.deps).
+EXTRA_SCOPES: tuple[str, ...] = ("ingest", "metrics", "ci")
 
 
 class User(SQLModel, table=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,10 +18,20 @@ if TYPE_CHECKING:  # SQLModel, the spec and the services load when `check` runs,
 
     from webapp.checks import service
     from webapp.core.spec import EvalSpec
+    from webapp.runs.models import Run
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1%}"
+
+
+@dataclass(frozen=True)
+class AlertNote:
+    """A regression alert a check raised: its id, kind and message."""
+
+    id: int
+    kind: str
+    message: str
 
 
 @dataclass
@@ -29,8 +40,12 @@ class CheckReport:
 
     run_name: str
     result: service.RunCheckSummary
-    alert_messages: list[str]
+    alerts: list[AlertNote]
     reasons: list[str]
+
+    @property
+    def alert_messages(self) -> list[str]:
+        return [a.message for a in self.alerts]
 
     @property
     def exit_code(self) -> int:
@@ -39,15 +54,48 @@ class CheckReport:
 
 def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
     """Check the run named `ref` (results stored, alerts raised) and decide the CI gate; print nothing but an unknown run's error (exit 2)."""
+    return check_verdict(session=session, spec=spec, run=run_or_exit(session=session, ref=ref))
+
+
+def check_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport:
+    """Check the run (results stored, alerts raised) and decide the CI gate: `draftdesk check` and the API's verdict.
+
+    The one function behind both (POST /api/v1/runs/{run}/checks and /complete call it), so the
+    command line and the team's CI never disagree on a run.
+    """
     from webapp.app import flows
     from webapp.checks import service
 
-    run = run_or_exit(session=session, ref=ref)
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
     alerts = flows.after_run_checked(session=session, spec=spec, run_id=run.id)
     reasons = flows.ci_gate_failures(session=session, spec=spec, summary=result.summary)
-    return CheckReport(run.name, result, [a.message for a in alerts], reasons)
+    return CheckReport(run.name, result, [AlertNote(a.id or 0, a.kind, a.message) for a in alerts], reasons)
+
+
+def stored_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport | None:
+    """Return the CI gate's verdict on the run's stored check results without checking again; None if never checked.
+
+    The same report as check_verdict's, from the results of the last check (it raises no alert).
+    """
+    from webapp.app import flows
+    from webapp.checks import service
+
+    assert run.id is not None
+    summary = service.run_summary(session=session, run_id=run.id)
+    if summary.checked_at is None:
+        return None
+    result = service.RunCheckSummary(
+        run_id=run.id, drafts=summary.drafts, kb_version=summary.kb_version or "", checked_at=summary.checked_at, summary=summary
+    )
+    return CheckReport(run.name, result, [], flows.ci_gate_failures(session=session, spec=spec, summary=summary))
+
+
+def report_text(report: CheckReport) -> str:
+    """Return what `draftdesk check` prints for the report in a CI log (not a terminal: 80 columns, no colours)."""
+    out = Console(record=True, width=80, color_system=None, force_terminal=False, file=io.StringIO())
+    print_report(report, out)
+    return out.export_text()
 
 
 def print_report(report: CheckReport, out: Console) -> int:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from sqlmodel import Session
 
 from webapp.app import flows
 from webapp.auth.service import Principal
+from webapp.checks import cli as check_cli
 from webapp.checks import service
 from webapp.checks.draft_checks import DraftChecks, draft_results
 from webapp.checks.schemas import (
@@ -21,17 +25,24 @@ from webapp.checks.schemas import (
     RecheckPublic,
     RunChecksPublic,
     RunRef,
+    VerdictLinks,
+    VerdictPublic,
 )
 from webapp.core.blind import SignalsView
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
+from webapp.runs import pipeline
 from webapp.runs.deps import RunDep
+from webapp.runs.models import Run
 from webapp.runs.service import DraftNotFound
-from webapp.web.deps import ANY_ROLE, SpecDep, require_role
+from webapp.web.api_docs import error_response
+from webapp.web.deps import ANY_ROLE, SpecDep, readable_by_ci, require_pipeline, require_role
 
 router = APIRouter(tags=["checks"])
 
-RECHECK_ROLES = ("lead", "admin", "pm")
+# Who may check a run again: a lead, the PM, the ML lead (who reviews eval results before deploy) and the
+# admin; and the team's CI with a `ci` token (readable_by_ci).
+RECHECK_ROLES = ("lead", "admin", "pm", "ml_lead")
 
 
 def rate_public(rate: service.Rate) -> RatePublic:
@@ -61,10 +72,11 @@ def failing_draft(o: service.DraftOutcome) -> FailingDraft:
     )
 
 
-def run_checks_public(seen: service.RunSummary, gate: CiGate) -> RunChecksPublic:
+def run_checks_public(seen: service.RunSummary, gate: CiGate, verdict: VerdictPublic) -> RunChecksPublic:
     """Return a run summary as JSON (pass it through summary_for_viewer first: blind grading)."""
     shown, ex = seen.failing, seen.examples
     return RunChecksPublic(
+        **dict(verdict),
         run=RunRef(id=seen.run_id, name=seen.run_name, dataset_id=seen.dataset_id),
         drafts=seen.drafts,
         checked=seen.checked,
@@ -86,14 +98,35 @@ def run_checks_public(seen: service.RunSummary, gate: CiGate) -> RunChecksPublic
     )
 
 
-def summary_payload(
-    session: SessionDep, summary: service.RunSummary, spec: EvalSpec, principal: Principal
+BLIND_TEXT = "The full report of `draftdesk check` lists drafts you have not graded: it shows once you have graded them."
+
+
+def verdict_links(*, session: Session, base_url: str, run: Run) -> VerdictLinks:
+    """Return the absolute links a CI job's summary gives: the run, its comparison with the baseline, its pilot gate."""
+    base = base_url.rstrip("/")
+    name = quote(run.name, safe="")
+    baseline = flows.baseline_of(session=session, run_id=stored_id(run.id))
+    compare = f"{base}/runs/compare?a={quote(baseline.name, safe='')}&b={name}" if baseline else f"{base}/runs/compare?b={name}"
+    return VerdictLinks(run=f"{base}/runs/{name}", compare=compare, gate=f"{base}/gates/pilot?run={name}")
+
+
+def verdict_payload(
+    request: Request, session: Session, spec: EvalSpec, principal: Principal, *, run: Run, report: check_cli.CheckReport
 ) -> RunChecksPublic:
-    """Return a run summary as JSON, with the CI gate's verdict; a blind grader's figures count only drafts they graded."""
+    """Return a run's checks with the CI verdict of `report`; a blind grader's figures and reasons count only drafts they graded."""
+    summary = report.result.summary
     signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
     reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals)
     gate = CiGate(passes=not reasons, reasons=reasons, pass_rate_required=spec.gates.pilot.automated_pass_rate)
-    return run_checks_public(service.summary_for_viewer(summary, signals), gate)
+    blind = any(signals.hides(o.draft_id) for o in summary.outcomes)
+    verdict = VerdictPublic(
+        verdict="fail" if report.exit_code else "pass",
+        reasons=reasons,
+        exit_code=1 if report.exit_code else 0,
+        text=BLIND_TEXT if blind else check_cli.report_text(report),
+        links=verdict_links(session=session, base_url=request.app.state.settings.base_url, run=run),
+    )
+    return run_checks_public(service.summary_for_viewer(summary, signals), gate, verdict)
 
 
 def draft_checks_public(d: DraftChecks, signals: SignalsView) -> DraftChecksPublic:
@@ -111,27 +144,98 @@ def draft_checks_public(d: DraftChecks, signals: SignalsView) -> DraftChecksPubl
     )
 
 
-@router.get("/runs/{run}/checks")
+@router.get(
+    "/runs/{run}/checks",
+    summary="Read a run's checks and CI verdict",
+    description=(
+        "Everyone on the team (and the team's CI, with a `ci` token) reads what the last check of a run "
+        "found: overall, per check, per category, per intent, the failing drafts, and the verdict of "
+        "`draftdesk check` on those stored results, without checking again (404 if never checked)."
+    ),
+    responses={404: error_response("No run with that name or id, or the run was never checked")},
+)
 def get_run_checks(
-    session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*ANY_ROLE)), run: RunDep
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    *,
+    principal: Principal = Depends(readable_by_ci(*ANY_ROLE)),
+    run: RunDep,
 ) -> RunChecksPublic:
-    """Return a run's check results: overall, per check, per category, per intent, failing drafts."""
-    return summary_payload(session, service.run_summary(session=session, run_id=stored_id(run.id)), spec, principal)
+    """Return a run's stored check results with the CI verdict on them."""
+    report = check_cli.stored_verdict(session=session, spec=spec, run=run)
+    if report is None:
+        raise HTTPException(
+            status_code=404, detail=f"run {run.name!r} was never checked: POST /api/v1/runs/{{run}}/checks checks it"
+        )
+    return verdict_payload(request, session, spec, principal, run=run, report=report)
 
 
-@router.post("/runs/{run}/checks")
+RECHECK_PERMISSION = readable_by_ci(*RECHECK_ROLES)
+
+
+@router.post(
+    "/runs/{run}/checks",
+    summary="Check a run again (today's KB) and give the CI verdict",
+    description=(
+        "The team's CI (a `ci` token), a lead, the PM, the ML lead or an admin checks a run against the KB "
+        "as it is now, as `draftdesk check RUN` does (the same function): the summary, the verdict and "
+        "exit code, and any regression alert the check raised."
+    ),
+)
 def recheck_run(
-    session: SessionDep, spec: SpecDep, *, principal: Principal = Depends(require_role(*RECHECK_ROLES)), run: RunDep
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    *,
+    principal: Principal = Depends(RECHECK_PERMISSION),
+    run: RunDep,
 ) -> RecheckPublic:
-    """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
-    result = service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
-    alerts = flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
-    data = summary_payload(session, result.summary, spec, principal)
-    new = [NewAlert(id=stored_id(a.id), kind=a.kind, message=a.message) for a in alerts]
+    """Check (or re-check) a run against the KB as it is now; return its summary, verdict and new alerts."""
+    report = check_cli.check_verdict(session=session, spec=spec, run=run)
+    return recheck_public(request, session, spec, principal, run=run, report=report)
+
+
+def recheck_public(
+    request: Request, session: Session, spec: EvalSpec, principal: Principal, *, run: Run, report: check_cli.CheckReport
+) -> RecheckPublic:
+    """Return a fresh check's answer: the checks, the verdict and the alerts it raised."""
+    data = verdict_payload(request, session, spec, principal, run=run, report=report)
+    new = [NewAlert(id=a.id, kind=a.kind, message=a.message) for a in report.alerts]
     return RecheckPublic(**dict(data), new_alerts=new)
 
 
-@router.get("/drafts/{draft_id}/checks")
+@router.post(
+    "/runs/{run}/complete",
+    summary="Complete a run and give its CI verdict (the pipeline)",
+    description=(
+        "The team's CI calls this once every draft of its run is sent: the run is closed (its drafts no "
+        "longer change) and checked, and the answer is the verdict of `draftdesk check RUN`, whose exit "
+        "code fails the job. Calling it again checks again. Needs a `ci` token, or an ML lead or admin."
+    ),
+)
+def complete_run(
+    request: Request,
+    session: SessionDep,
+    spec: SpecDep,
+    *,
+    principal: Principal = Depends(require_pipeline()),
+    run: RunDep,
+) -> RecheckPublic:
+    """Close a run and check it; return the verdict of `draftdesk check`."""
+    closed = pipeline.close_run(session=session, run=run)
+    report = check_cli.check_verdict(session=session, spec=spec, run=closed)
+    return recheck_public(request, session, spec, principal, run=closed, report=report)
+
+
+@router.get(
+    "/drafts/{draft_id}/checks",
+    summary="Read one draft's check results",
+    description=(
+        "Anyone on the team reads why one draft passes or fails each automated check; a blind grader sees "
+        "nothing until they have graded the draft."
+    ),
+)
 def get_draft_checks(
     draft_id: int, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> DraftChecksPublic:

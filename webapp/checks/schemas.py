@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from webapp.web.api_schemas import Timestamp
@@ -83,8 +85,28 @@ class NewAlert(BaseModel):
     message: str
 
 
-class RunChecksPublic(BaseModel):
-    """A run's check results: overall, per check, per category, per intent, and the failing drafts."""
+class VerdictLinks(BaseModel):
+    """Where people review the run (absolute URLs, from DRAFTDESK_BASE_URL): for a CI job's summary."""
+
+    run: str = Field(description="The run's page")
+    compare: str = Field(description="The comparison with its dataset's baseline (the PM and ML lead's review)")
+    gate: str = Field(description="The run's pilot gate report")
+
+
+class VerdictPublic(BaseModel):
+    """The CI verdict on a run, exactly as `draftdesk check RUN` gives it (the same function)."""
+
+    verdict: Literal["pass", "fail"] = Field(description="The run's verdict, whoever reads it")
+    reasons: list[str] = Field(description="Why it fails (empty on pass); a blind grader's reasons count only what they may see")
+    exit_code: Literal[0, 1] = Field(description="The exit code of `draftdesk check RUN`: 0 pass, 1 fail")
+    text: str = Field(
+        description="What `draftdesk check RUN` prints (80 columns, no colours); for a blind grader, a note instead"
+    )
+    links: VerdictLinks
+
+
+class RunChecksPublic(VerdictPublic):
+    """A run's check results: overall, per check, per category, per intent, the failing drafts, and the CI verdict."""
 
     run: RunRef
     drafts: int

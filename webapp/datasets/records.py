@@ -24,13 +24,19 @@ SUPPORTED_FORMATS: tuple[str, ...] = (".jsonl", ".yaml", ".yml")
 
 
 class RecordError(ValueError):
-    """A bad file or record; `str()` is the message, `location` adds FILE:LINE when known."""
+    """A bad file or record; `str()` is the message, `location` adds FILE:LINE when known.
 
-    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None) -> None:
+    `field` names the record's field at fault where the reader knows it (the API's 422 `loc`).
+    """
+
+    def __init__(
+        self, message: str, *, path: Path | str | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.path = str(path) if path is not None else None
         self.line = line
+        self.field = field
 
     @property
     def location(self) -> str:

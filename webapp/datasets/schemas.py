@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
 from webapp.core.db import stored_id
 from webapp.core.timeutil import as_utc
 from webapp.datasets.models import Dataset, DatasetBase
@@ -26,3 +30,20 @@ def dataset_public(d: Dataset) -> DatasetPublic:
         count=d.count,
         imported_at=as_utc(d.imported_at).isoformat(),
     )
+
+
+class DatasetUpload(BaseModel):
+    """A dataset file sent by the team's pipeline: its name, its format and its text."""
+
+    name: str = Field(min_length=1, max_length=200, description="The dataset's name (its versions share it)", examples=["support-eval"])
+    format: Literal["jsonl", "yaml"] = Field(description="The file's format, as the format guide defines it")
+    content: str = Field(description="The file's text (UTF-8), exactly as `draftdesk import dataset FILE` would read it")
+
+
+class DatasetImportPublic(BaseModel):
+    """What importing a dataset did: the version it made or found, and how the file departs from the plan."""
+
+    dataset: DatasetPublic
+    created: bool = Field(description="A new version was stored (false: the newest version holds this content already)")
+    message: str = Field(description="What `draftdesk import dataset` prints")
+    warnings: list[str] = Field(description="How the file departs from the plan's category mix and intents, and golden cases without expectations")

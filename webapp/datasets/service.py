@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from webapp.core.db import id_from_ref, stored_id
@@ -188,6 +189,23 @@ def golden_without_expectations(*, session: Session, dataset_id: int, spec: Eval
         if message:
             out.append((c, message))
     return out
+
+
+def import_dataset_once(
+    *, session: Session, data: bytes, path: str, name: str, spec: EvalSpec | None
+) -> DatasetImportResult:
+    """Import as import_dataset does, in a savepoint: of two identical imports at once, one stores the version.
+
+    The other's insert hits the unique (name, version) and it reads the stored version again (nothing imported).
+    """
+    for attempt in (1, 2):
+        try:
+            with session.begin_nested():
+                return import_dataset(session=session, data=data, path=path, name=name, spec=spec)
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def import_dataset_file(

@@ -14,7 +14,15 @@ from webapp.web.deps import SpecDep, require_role
 router = APIRouter(tags=["evaluator"])
 
 
-@router.get("/evaluator/runs/{run_id}", response_model=EvaluatorReportPublic)
+@router.get(
+    "/evaluator/runs/{run_id}",
+    summary="Read a prompt-evaluator run",
+    description=(
+        "The ML lead, the PM and leads read a recorded evaluator run: statistics, variance warnings, "
+        "judge scores and the judge's agreement with final grades."
+    ),
+    response_model=EvaluatorReportPublic,
+)
 def evaluator_run_json(
     run_id: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
 ) -> EvaluatorReportPublic:

@@ -75,6 +75,12 @@ class AdjudicationIn(ScoresIn):
 
 @router.post(
     "/grades",
+    summary="Grade a draft",
+    description=(
+        "A labeler or lead records their grade of a draft against the four-criterion rubric. Grading the "
+        "same draft twice, with no grader place left, or once it is adjudicated is 409 (PUT revises a "
+        "grade)."
+    ),
     status_code=201,
     response_model=GradePublic,
     responses={
@@ -99,6 +105,11 @@ def create_grade(
 
 @router.put(
     "/grades/{grade_id}",
+    summary="Revise your grade",
+    description=(
+        "A labeler or lead revises their own grade (the earlier one is kept in the history) until the "
+        "draft is adjudicated (then 409)."
+    ),
     response_model=GradePublic,
     responses={409: error_response("The draft is adjudicated: grades are locked")},
 )
@@ -117,7 +128,15 @@ def update_grade(
     return GradePublic.of(grade)
 
 
-@router.get("/drafts/{draft_id}/grades", response_model=DraftGradesPublic)
+@router.get(
+    "/drafts/{draft_id}/grades",
+    summary="Read a draft's grades",
+    description=(
+        "A grader reads every grade of a draft once they have graded it themselves (403 before, so "
+        "grading stays blind); a lead reads them any time."
+    ),
+    response_model=DraftGradesPublic,
+)
 def draft_grades(
     draft_id: int, session: SessionDep, principal: Principal = Depends(GRADERS)
 ) -> DraftGradesPublic:
@@ -136,6 +155,11 @@ def draft_grades(
 
 @router.post(
     "/grading/runs/{run}/next",
+    summary="Take your next draft to grade",
+    description=(
+        "A labeler's or lead's grading tool reserves the caller's next draft of a run (204 when none is "
+        "left); `intent` filters by the case's intent, `draft_intent` by the draft's."
+    ),
     response_model=ReservedPublic,
     responses={204: {"description": "No draft of the run is left for the caller"}},
 )
@@ -160,7 +184,12 @@ def take_next(
     return ReservedPublic(draft_id=stored_id(draft.id), reserved_minutes=spec.grading.reservation_minutes)
 
 
-@router.get("/adjudications", response_model=AdjudicationsPublic)
+@router.get(
+    "/adjudications",
+    summary="List the adjudications",
+    description="The team lead lists the disagreements between two graders by status, both grades side by side.",
+    response_model=AdjudicationsPublic,
+)
 def adjudications(
     session: SessionDep,
     status: Literal["open", "rework", "resolved", "dissolved", "all"] = Query("open"),
@@ -177,6 +206,11 @@ def adjudications(
 
 @router.post(
     "/adjudications/{adjudication_id}",
+    summary="Decide an adjudication",
+    description=(
+        "The team lead resolves a disagreement with a final grade and a note, or returns one grade for "
+        "rework; a decided adjudication is 409."
+    ),
     response_model=DecisionPublic,
     responses={409: error_response("The adjudication is already decided, or the grade is not one of it")},
 )
@@ -214,7 +248,15 @@ def decide(
     return ResolvedPublic(action="resolve", final=FinalGradePublic.of(final))
 
 
-@router.get("/grading/agreement", response_model=AgreementPublic)
+@router.get(
+    "/grading/agreement",
+    summary="Read the graders' agreement",
+    description=(
+        "The lead and the PM read agreement per criterion, grader pair, grader and ISO week: the numbers "
+        "of the agreement page."
+    ),
+    response_model=AgreementPublic,
+)
 def agreement(
     session: SessionDep,
     spec: SpecDep,
@@ -227,6 +269,11 @@ def agreement(
 
 @router.get(
     "/grading/runs/{run}/final-grades",
+    summary="Download a run's final grades",
+    description=(
+        "The lead and the PM download a run's final grades (run by name or id) with both graders' scores "
+        "and the adjudication, as JSON, CSV or JSONL."
+    ),
     response_model=FinalGradesPublic,
     responses={
         200: {

@@ -52,7 +52,15 @@ def _refused(exc: sync.KbSyncInvalid, where: list[str | int], files: list[str] |
     return JSONResponse(KbInvalidPublic(detail=detail, errors_total=len(exc.problems)).model_dump(), status_code=422)
 
 
-@router.get("/kb/articles", response_model=list[ArticlePublic])
+@router.get(
+    "/kb/articles",
+    summary="List the KB articles",
+    description=(
+        "Anyone on the team lists the help-center articles the checks cite against: each article's state "
+        "and every revision's number, title, status and effective date."
+    ),
+    response_model=list[ArticlePublic],
+)
 def api_kb_articles(
     session: SessionDep, q: str = "", principal: Principal = Depends(require_role(*ANY_ROLE))
 ) -> list[ArticlePublic]:

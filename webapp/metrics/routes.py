@@ -55,6 +55,12 @@ _EVENTS_BODY = {
 
 @router.post(
     "/events",
+    summary="Send production events",
+    description=(
+        "The agents' drafting tool (an `ingest` token) sends a batch of up to 1,000 events (draft shown, "
+        "sent, edited, escalated...); each is answered created, duplicate or invalid with its field and "
+        "reason."
+    ),
     max_body_size=EVENTS_BODY_LIMIT,
     response_model=IngestPublic,
     openapi_extra={"requestBody": _EVENTS_BODY},
@@ -94,7 +100,15 @@ def day_public(d: metrics_daily.DayMetrics) -> DayMetricsPublic:
 
 # FastAPI serializes the models to JSON in one pydantic call (its `dump_json` path); the hand-made
 # TypeAdapter over dicts this replaced was there for FastAPI's older generic encoder.
-@router.get("/metrics/daily", response_model=list[DayMetricsPublic])
+@router.get(
+    "/metrics/daily",
+    summary="Read the daily pilot metrics",
+    description=(
+        "The support lead, the PM and leads read one object per day of [start, end] with every online "
+        "metric and whether it met its target."
+    ),
+    response_model=list[DayMetricsPublic],
+)
 def get_daily_metrics(
     session: SessionDep,
     spec: SpecDep,
@@ -115,7 +129,15 @@ def get_daily_metrics(
     return [day_public(d) for d in days]
 
 
-@router.get("/metrics/streaks", response_model=StreaksReportPublic)
+@router.get(
+    "/metrics/streaks",
+    summary="Read the metrics' streaks",
+    description=(
+        "The support lead and the PM read the business-day streaks of a range and segment, and the "
+        "production gate's streak (pilot window, all traffic)."
+    ),
+    response_model=StreaksReportPublic,
+)
 def get_streaks(
     session: SessionDep,
     spec: SpecDep,
@@ -152,7 +174,15 @@ def streaks_public(s: metrics_streaks.Streaks) -> StreaksPublic:
     )
 
 
-@router.get("/alerts", response_model=list[AlertStatusPublic])
+@router.get(
+    "/alerts",
+    summary="List the metric alerts",
+    description=(
+        "The support lead, the PM and leads list every alert with its state, current window value, "
+        "transitions and firing periods."
+    ),
+    response_model=list[AlertStatusPublic],
+)
 def get_alerts(
     session: SessionDep,
     spec: SpecDep,
@@ -198,7 +228,16 @@ def _report_in(payload: dict[str, object]) -> HallucinationReportIn:
         raise HTTPException(422, detail=[{"field": field, "message": message}]) from None
 
 
-@router.post("/events/{event_id}/hallucination-reports", status_code=201, response_model=HallucinationReportPublic)
+@router.post(
+    "/events/{event_id}/hallucination-reports",
+    summary="Flag a factual error in a draft",
+    description=(
+        "An agent's drafting tool (an `ingest` token) flags a factual error on a production event; it "
+        "counts in the hallucination rate once the lead confirms it."
+    ),
+    status_code=201,
+    response_model=HallucinationReportPublic,
+)
 def post_hallucination_report(
     event_id: str,
     session: SessionDep,

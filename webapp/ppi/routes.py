@@ -29,7 +29,16 @@ router = APIRouter(tags=["ppi"])
 VIEW_ROLES = ("lead", "pm", "support_lead", "ml_lead", "admin")  # ml_lead: reads the gate pages that link here, and judge health
 
 
-@router.get("/ppi/runs/{run}", response_model=RunReportPublic, responses={404: error_response("No such run, or the run has no sample")})
+@router.get(
+    "/ppi/runs/{run}",
+    summary="Read a run's intervals (judge + human sample)",
+    description=(
+        "The PM, the ML lead and leads read the run's rubric figures with 95% intervals (the judge on "
+        "every draft, people on the sample) and what the judge's signals bought."
+    ),
+    response_model=RunReportPublic,
+    responses={404: error_response("No such run, or the run has no sample")},
+)
 def api_run_intervals(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
 ) -> RunReportPublic:
@@ -42,6 +51,11 @@ def api_run_intervals(
 
 @router.post(
     "/ppi/runs/{run}/sample",
+    summary="Draw a run's human-grading sample",
+    description=(
+        "The lead draws the drafts people will grade, before any grade (inclusion probabilities, draws "
+        "and seed stored, append-only)."
+    ),
     status_code=201,
     response_model=SamplePublic,
     responses={422: error_response("Already sampled, already graded, or drafts without judge scores")},
@@ -61,6 +75,8 @@ def api_draw_sample(
 
 @router.post(
     "/ppi/runs/{run}/further-sample",
+    summary="Draw a further sample",
+    description="The lead draws more drafts to settle an undecided gate (combined pi = 1 - (1 - pi1)(1 - pi2)).",
     status_code=201,
     response_model=SamplePublic,
     responses={422: error_response("The run has no sample yet")},
@@ -88,6 +104,11 @@ def _week_view(made: production.WeekRun) -> ProductionWeekPublic:
 
 @router.post(
     "/ppi/production-weeks",
+    summary="Make a production week's run",
+    description=(
+        "The lead turns one ISO week of production drafts into a run to grade (at most the configured "
+        "cap, drawn uniformly); the same week again answers its run (200)."
+    ),
     status_code=201,
     response_model=ProductionWeekPublic,
     responses={200: {"description": "The week has its run already: reported, not duplicated", "model": ProductionWeekPublic},
@@ -110,7 +131,15 @@ def api_production_week(
     return _week_view(made)
 
 
-@router.get("/ppi/production-weeks", response_model=list[WeekQualityPublic])
+@router.get(
+    "/ppi/production-weeks",
+    summary="Read the weekly production quality",
+    description=(
+        "The PM, the support lead and leads read each production week's human-graded overall quality with "
+        "its 95% interval, oldest first."
+    ),
+    response_model=list[WeekQualityPublic],
+)
 def api_production_weeks(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
 ) -> list[WeekQualityPublic]:

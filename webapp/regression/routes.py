@@ -57,7 +57,14 @@ def case_public(case: RegressionCase) -> RegressionCasePublic:
     )
 
 
-@router.get("/regression/cases")
+@router.get(
+    "/regression/cases",
+    summary="List the regression suite",
+    description=(
+        "Anyone on the team reads the regression suite (cases added from real failures, never edited or "
+        "removed) and its progress towards the plan's target size."
+    ),
+)
 def get_cases(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES, "labeler"))
 ) -> SuitePublic:
@@ -76,6 +83,11 @@ class FromDraftIn(BaseModel):
 
 @router.post(
     "/regression/cases",
+    summary="Add a draft's case to the regression suite",
+    description=(
+        "A labeler, lead or the PM adds the case behind a failing draft to the regression suite, so every "
+        "later run is held to it. A case already in the suite is 409."
+    ),
     status_code=201,
     responses={409: error_response("The case is already in the regression suite")},
 )
@@ -101,6 +113,12 @@ def csv_download(body: str, filename: str) -> Response:
 
 @router.get(
     "/runs/compare",
+    summary="Compare two runs case by case",
+    description=(
+        "The PM and the ML lead (and leads, the support lead, the admin) compare a candidate run with its "
+        "baseline over the same dataset before deploy: per-check and rubric deltas with a noise test; "
+        "`format=csv` downloads the cases."
+    ),
     response_model=ComparisonPublic,
     responses={
         200: {"description": "The comparison (JSON), or its per-case table with format=csv", "content": {"text/csv": {"schema": {"type": "string"}}}},
@@ -127,7 +145,14 @@ def get_compare(
     return comparison_public(cmp, rows)
 
 
-@router.get("/runs/{run}/regression")
+@router.get(
+    "/runs/{run}/regression",
+    summary="Read a run's regression suite result",
+    description=(
+        "The PM, the ML lead and leads read how a run does on each regression case (pass, fail, not run, "
+        "not checked) before it is deployed."
+    ),
+)
 def get_run_regression(
     session: SessionDep, *, principal: Principal = Depends(require_role(*READ_ROLES)), run: RunDep
 ) -> SuiteReportPublic:
@@ -135,7 +160,14 @@ def get_run_regression(
     return suite_report_public(service.suite_report(session=session, run_id=stored_id(run.id)))
 
 
-@router.post("/runs/{run}/baseline")
+@router.post(
+    "/runs/{run}/baseline",
+    summary="Make a run its dataset's baseline",
+    description=(
+        "A lead, the PM or the admin marks the run new candidates are compared with (the previous "
+        "baseline of the dataset stops being one)."
+    ),
+)
 def post_baseline(
     session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
 ) -> BaselinePublic:
@@ -144,7 +176,11 @@ def post_baseline(
     return BaselinePublic(run=r.name, is_baseline=r.is_baseline)
 
 
-@router.delete("/runs/{run}/baseline")
+@router.delete(
+    "/runs/{run}/baseline",
+    summary="Stop a run being the baseline",
+    description="A lead, the PM or the admin unmarks a baseline, e.g. one marked by mistake.",
+)
 def delete_baseline(
     session: SessionDep, *, principal: Principal = Depends(require_role(*BASELINE_ROLES)), run: RunDep
 ) -> BaselinePublic:
@@ -153,7 +189,14 @@ def delete_baseline(
     return BaselinePublic(run=r.name, is_baseline=r.is_baseline)
 
 
-@router.get("/regression/alerts")
+@router.get(
+    "/regression/alerts",
+    summary="List the regression alerts",
+    description=(
+        "The PM, the ML lead, leads and the support lead read the regression alerts, newest first "
+        "(`open=true`: only unacknowledged), with the sampled pass-rate readings behind them."
+    ),
+)
 def get_alerts(
     session: SessionDep,
     spec: SpecDep,
@@ -170,7 +213,11 @@ def get_alerts(
     )
 
 
-@router.post("/regression/alerts/{alert_id}/acknowledge")
+@router.post(
+    "/regression/alerts/{alert_id}/acknowledge",
+    summary="Acknowledge a regression alert",
+    description="A lead or the PM says a regression alert has been seen and acted on.",
+)
 def post_acknowledge(
     alert_id: int, session: SessionDep, principal: Principal = Depends(require_role(*ACK_ROLES))
 ) -> RegressionAlertPublic:

@@ -19,8 +19,12 @@ class RunBase(SQLModel):
     """A run's own fields, as stored and as the API shows them (webapp.runs.schemas.RunPublic)."""
 
     name: str = Field(max_length=200, unique=True, index=True)
+    # The model that drafted; the pipeline's API calls it `model_version` (webapp/runs/pipeline.py).
     model: str = Field(default="", max_length=200)
     prompt_version: str = Field(default="", max_length=200)
+    retrieval_version: str = Field(default="", max_length=200)
+    # The drafting code's commit (e.g. a git SHA) the team's CI ran.
+    commit: str = Field(default="", max_length=200)
     notes: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     source: str = Field(default="import", max_length=20)  # import | evaluator | demo | production
     is_baseline: bool = False
@@ -32,6 +36,9 @@ class Run(RunBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     dataset_id: int = Field(foreign_key="dataset.id", index=True)
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    # When the run was completed (POST /api/v1/runs/{run}/complete): a closed run takes no more drafts.
+    # NULL: the run is open.
+    closed_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
 
 
 class DraftBase(SQLModel):

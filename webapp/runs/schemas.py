@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from webapp.core.db import stored_id
@@ -24,6 +26,9 @@ class RunPublic(RunBase):
     """A run with its dataset and draft counts."""
 
     id: int
+    model_version: str = Field(description="The model that drafted: the same as `model` (the pipeline's name for it)")
+    state: Literal["open", "closed"] = Field(description="open: takes drafts; closed: completed, its drafts no longer change")
+    closed_at: Timestamp | None = Field(description="When the run was completed (null while open)")
     created_at: Timestamp
     dataset: DatasetRef | None
     drafts: int
@@ -38,8 +43,13 @@ class RunPublic(RunBase):
             id=stored_id(r.id),
             name=r.name,
             model=r.model,
+            model_version=r.model,
             prompt_version=r.prompt_version,
+            retrieval_version=r.retrieval_version,
+            commit=r.commit,
             notes=r.notes,
+            state="open" if r.closed_at is None else "closed",
+            closed_at=as_utc(r.closed_at).isoformat() if r.closed_at else None,
             source=r.source,
             is_baseline=r.is_baseline,
             created_at=as_utc(r.created_at).isoformat(),
@@ -93,3 +103,29 @@ class RunDraftsPublic(BaseModel):
 
     run: RunPublic
     drafts: list[DraftPublic]
+
+
+# --- the pipeline's API (webapp/runs/pipeline.py) ---------------------------------------------------
+
+class RunCreate(BaseModel):
+    """What the team's CI says about a run it is about to push."""
+
+    name: str = Field(max_length=200, description="The run's name, unique (e.g. the CI job's build id)", examples=["ci-4711"])
+    dataset: str = Field(
+        max_length=210,
+        description="The dataset the run drafted over: a name (its newest version), `name@version`, or an id",
+        examples=["support-eval@3"],
+    )
+    model_version: str | None = Field(default=None, max_length=200, description="The model that drafted (stored as `model`)")
+    prompt_version: str | None = Field(default=None, max_length=200, description="The prompt's version")
+    retrieval_version: str | None = Field(default=None, max_length=200, description="The retrieval pipeline's version")
+    commit: str | None = Field(default=None, max_length=200, description="The drafting code's commit (a git SHA)")
+    notes: str | None = Field(default=None, max_length=10_000, description="Free text shown on the run's page")
+
+
+class DraftBatchPublic(BaseModel):
+    """What a batch of drafts did: each record created, already stored as sent, or replaced."""
+
+    created: int = Field(description="Drafts stored for the first time")
+    unchanged: int = Field(description="Drafts already stored with exactly this content (a retried batch)")
+    replaced: int = Field(description="Stored drafts given new content (only with replace=true, while the run is open)")

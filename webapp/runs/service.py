@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict, TypeGuard
+from typing import Protocol, TypedDict, TypeGuard
 
 from sqlalchemy import case, func
 from sqlmodel import Session, col, select
@@ -94,49 +94,55 @@ def _num(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _parse_citations(citations: object, bad: Callable[[str], RecordError]) -> list[dict[str, object]]:
+class BadField(Protocol):
+    """Build the RecordError of a record's bad field: the import's message, and the field it is about."""
+
+    def __call__(self, message: str, field: str) -> RecordError: ...
+
+
+def _parse_citations(citations: object, bad: BadField) -> list[dict[str, object]]:
     """Check a record's citations: a list of {"article_id": text, "revision": whole number >= 1 or null}."""
     if not isinstance(citations, list):
-        raise bad('citations: must be a list of {"article_id": ..., "revision": ...}')
+        raise bad('citations: must be a list of {"article_id": ..., "revision": ...}', "citations")
     clean: list[dict[str, object]] = []
     for i, c in enumerate(citations):
         article = c.get("article_id") if isinstance(c, dict) else None
         if not isinstance(article, str) or not article.strip():
-            raise bad(f'citations[{i}]: must be an object with "article_id" (a string) and "revision"')
+            raise bad(f'citations[{i}]: must be an object with "article_id" (a string) and "revision"', "citations")
         rev = c.get("revision")
         if rev is not None and (isinstance(rev, bool) or not isinstance(rev, int) or rev < 1):
-            raise bad(f"citations[{i}].revision: must be a whole number of at least 1, not {rev!r}")
+            raise bad(f"citations[{i}].revision: must be a whole number of at least 1, not {rev!r}", "citations")
         clean.append({"article_id": article, "revision": rev})
     return clean
 
 
-def _non_negative(d: dict[str, object], key: str, what: str, bad: Callable[[str], RecordError]) -> float | None:
+def _non_negative(d: dict[str, object], key: str, what: str, bad: BadField) -> float | None:
     """Return the record's `key` (a number of at least 0, or null), else raise naming the field."""
     value = d.get(key)
     if value is None:
         return None
     if not _num(value) or value < 0:
-        raise bad(f"{key}: must be a number of {what} (0 or more) or null, not {value!r}")
+        raise bad(f"{key}: must be a number of {what} (0 or more) or null, not {value!r}", key)
     return value
 
 
-def _draft_values(d: dict[str, object], bad: Callable[[str], RecordError]) -> DraftValues:
+def _draft_values(d: dict[str, object], bad: BadField) -> DraftValues:
     """Check the draft's own fields of a record (everything but case_id and sample_index)."""
     if "draft_text" not in d:
-        raise bad("missing required field: draft_text (null when the assistant fell back or escalated)")
+        raise bad("missing required field: draft_text (null when the assistant fell back or escalated)", "draft_text")
     text = d["draft_text"]
     if text is not None and not isinstance(text, str):
-        raise bad("draft_text: must be a string or null")
+        raise bad("draft_text: must be a string or null", "draft_text")
     citations = _parse_citations(d.get("citations") or [], bad)
     conf = d.get("confidence")
     if conf is not None and not _num(conf):
-        raise bad(f"confidence: must be a number or null, not {conf!r}")
+        raise bad(f"confidence: must be a number or null, not {conf!r}", "confidence")
     intent = d.get("intent")
     if intent is not None and (not isinstance(intent, str) or len(intent) > 60):
-        raise bad("intent: must be a string of at most 60 characters or null")
+        raise bad("intent: must be a string of at most 60 characters or null", "intent")
     escalated = d.get("escalated", False)
     if not isinstance(escalated, bool):
-        raise bad(f"escalated: must be true or false, not {escalated!r}")
+        raise bad(f"escalated: must be true or false, not {escalated!r}", "escalated")
     latency = _non_negative(d, "latency_ms", "milliseconds", bad)
     cost = _non_negative(d, "cost_usd", "dollars", bad)
     return DraftValues(
@@ -151,20 +157,21 @@ def _draft_values(d: dict[str, object], bad: Callable[[str], RecordError]) -> Dr
     )
 
 
-def _parse_draft(record: Record, path: str) -> DraftRecord:
+def parse_draft(record: Record, path: str) -> DraftRecord:
+    """Check one record of drafts (a line of the file, an item of the API's batch); raise RecordError naming its field."""
     d = record.data
 
-    def bad(message: str) -> RecordError:
-        return RecordError(f"record {record.index + 1}: {message}", path=path, line=record.line)
+    def bad(message: str, field: str) -> RecordError:
+        return RecordError(f"record {record.index + 1}: {message}", path=path, line=record.line, field=field)
 
     if not isinstance(d, dict):
-        raise bad("must be a JSON object with case_id and the draft's fields")
+        raise bad("must be a JSON object with case_id and the draft's fields", "(record)")
     case_id = d.get("case_id")
     if not isinstance(case_id, str) or not case_id.strip():
-        raise bad("missing required field: case_id" if case_id is None else "case_id: must be a non-empty string")
+        raise bad("missing required field: case_id" if case_id is None else "case_id: must be a non-empty string", "case_id")
     sample = d.get("sample_index", 0)
     if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-        raise bad(f"sample_index: must be a whole number of at least 0, not {sample!r}")
+        raise bad(f"sample_index: must be a whole number of at least 0, not {sample!r}", "sample_index")
     return DraftRecord(record.line, case_id, sample, _draft_values(d, bad))
 
 
@@ -178,7 +185,7 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
     out: list[DraftRecord] = []
     seen: dict[tuple[str, int], int] = {}
     for record in records:
-        dr = _parse_draft(record, path)
+        dr = parse_draft(record, path)
         key = (dr.case_id, dr.sample_index)
         if key in seen:
             raise RecordError(
@@ -197,7 +204,7 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
 GradeCounts = Callable[[Session, list[int]], dict[int, int]]
 
 
-def _refuse_regrading(
+def refuse_regrading(
     session: Session,
     records: list[DraftRecord],
     cases: dict[str, int],
@@ -260,7 +267,7 @@ def import_drafts(
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or
     id; the newest version of a name), or the only dataset there is.
     """
-    run_name = _checked_run_name(run_name, path)
+    run_name = checked_run_name(run_name, path)
     records = parse_drafts(data, path=path)
     run = session.exec(select(Run).where(Run.name == run_name)).first()
     dataset_id = _dataset_of(session, run, dataset, run_name=run_name, path=path)
@@ -270,7 +277,9 @@ def import_drafts(
         existing = {
             (d.case_pk, d.sample_index): d for d in session.exec(select(Draft).where(Draft.run_id == run.id)).all()
         }
-        _refuse_regrading(session, records, cases, existing, run_name=run_name, path=path, grade_counts=grade_counts)
+        refuse_regrading(session, records, cases, existing, run_name=run_name, path=path, grade_counts=grade_counts)
+        if run.closed_at is not None and not all(stored_as(existing.get((cases[r.case_id], r.sample_index)), r) for r in records):
+            raise RecordError(f"run {run_name!r} is completed: its drafts no longer change (import into a new run)", path=path)
     created_run = run is None
     if run is None:
         run = Run(
@@ -286,12 +295,12 @@ def import_drafts(
     else:
         _describe_run(session, run, model=model, prompt_version=prompt_version, notes=notes)
     result = DraftImportResult(run=run, run_created=created_run)
-    _store_drafts(session, stored_id(run.id), records, cases, existing, result)
+    store_drafts(session, stored_id(run.id), records, cases, existing, result)
     session.flush()
     return result
 
 
-def _checked_run_name(run_name: str, path: str) -> str:
+def checked_run_name(run_name: str, path: str) -> str:
     """Return the run's name stripped; refuse an empty or overlong one."""
     run_name = run_name.strip()
     if not run_name:
@@ -354,7 +363,12 @@ def _describe_run(
         session.add(run)
 
 
-def _store_drafts(
+def stored_as(row: Draft | None, dr: DraftRecord) -> bool:
+    """Tell whether a stored draft holds exactly the record's fields (then importing it changes nothing)."""
+    return row is not None and all(getattr(row, k) == v for k, v in dr.values.items())
+
+
+def store_drafts(
     session: Session,
     run_id: int,
     records: list[DraftRecord],
@@ -369,7 +383,7 @@ def _store_drafts(
         if row is None:
             session.add(Draft(run_id=run_id, case_pk=pk, sample_index=dr.sample_index, **dr.values))
             result.created += 1
-        elif all(getattr(row, k) == v for k, v in dr.values.items()):
+        elif stored_as(row, dr):
             result.unchanged += 1
         else:
             for k, v in dr.values.items():

@@ -24,7 +24,15 @@ class SurveyAnswerIn(BaseModel):
     round: str | None = None
 
 
-@router.post("/survey", status_code=200)
+@router.post(
+    "/survey",
+    summary="Record an agent's survey answer",
+    description=(
+        "An agent tool (an `ingest` token), the support lead or the admin records an agent's answer to "
+        "the pilot survey; a repeat replaces the earlier answer."
+    ),
+    status_code=200,
+)
 def post_answer(
     body: SurveyAnswerIn,
     session: SessionDep,
@@ -42,7 +50,14 @@ def post_answer(
     return SurveyAnswerPublic(agent_id=answer.agent_id, helpful=body.helpful, times_answered=answer.times_answered)
 
 
-@router.get("/survey")
+@router.get(
+    "/survey",
+    summary="Read the survey's counts",
+    description=(
+        "The support lead, the PM and leads read the newest survey round's counts and net score for the "
+        "gates."
+    ),
+)
 def get_counts(session: SessionDep, principal: Principal = Depends(require_role(*READERS))) -> SurveyCountsPublic:
     """Return the newest round's counts and net score."""
     c = service.counts(session=session)

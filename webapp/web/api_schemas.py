@@ -19,7 +19,21 @@ class FieldError(BaseModel):
     message: str
 
 
+class RecordFieldError(FieldError):
+    """One bad record of a batch (POST /runs/{run}/drafts): FastAPI's validation shape, with `field` and `message` too.
+
+    `loc` is `["body", index, field]` (index 0-based); `msg` is the import's message, `message` the same.
+    """
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
 class ErrorPublic(BaseModel):
     """Every 4xx answer of the API: a message, or one {field, message} object per problem."""
 
-    detail: str | list[FieldError]
+    detail: str | list[RecordFieldError] | list[FieldError]
+    errors_total: int | None = Field(
+        default=None, description="A refused batch: how many bad records it holds (at most 20 are listed in detail)"
+    )

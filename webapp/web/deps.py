@@ -112,3 +112,20 @@ async def get_spec(request: Request) -> EvalSpec:
 
 
 SpecDep = Annotated[EvalSpec, Depends(get_spec)]
+
+
+# The team's pipeline (issue 40): a `ci` token pushes runs, drafts, datasets and KB revisions and
+# reads runs, checks and gates, nothing else. Decision: people who answer for what is deployed, the
+# ML lead and the admin, may make the same calls with their session or a role token.
+CI_SCOPE = "ci"
+PIPELINE_ROLES = ("ml_lead", "admin")
+
+
+def require_pipeline() -> RoleCheck:
+    """Admit a `ci` token, or an ML lead or admin (session or role token): the pipeline's writes."""
+    return RoleCheck(*PIPELINE_ROLES, scope=CI_SCOPE)
+
+
+def readable_by_ci(*roles: str) -> RoleCheck:
+    """Admit callers holding one of the roles, or a `ci` token: the reads the pipeline needs (runs, checks, gates)."""
+    return RoleCheck(*roles, scope=CI_SCOPE)
