@@ -19,20 +19,21 @@ from webapp.kb import sync
 from webapp.kb.schemas import (
     ArticlePublic,
     KbArticleSyncPublic,
-    KbFieldError,
-    KbInvalidPublic,
     KbSyncIn,
     KbSyncPublic,
     articles_public,
 )
-from webapp.web.deps import ANY_ROLE, require_role, require_scope
+from webapp.web.api_docs import error_response
+from webapp.web.api_schemas import ErrorPublic, RecordFieldError
+from webapp.web.deps import ANY_ROLE, CI_SCOPE, require_role, require_scope
 from webapp.web.request_limits import MB
 
 router = APIRouter(tags=["kb"])
 
-CI_SCOPE = "ci"  # the team's pipeline token (webapp.auth.models.EXTRA_SCOPES)
 KB_SYNC_BODY_LIMIT = 20 * MB  # a whole help-center export in one request (all-or-nothing)
-_INVALID = {"model": KbInvalidPublic, "description": "Bad records: `detail` names up to 20 as {loc, msg, type}; nothing stored"}
+_INVALID = error_response(
+    "Bad records: `detail` names up to 20 as {loc: [body, ..., index, field], msg, type}; `errors_total` counts them all; nothing stored"
+)
 
 
 KB_WRITER = require_scope(CI_SCOPE, "admin")  # a `ci` token or an admin: the KB sync's writes
@@ -48,8 +49,8 @@ def _refused(exc: sync.KbSyncInvalid, where: list[str | int], files: list[str] |
         else:
             loc, msg = [*where, *([p.index] if files is not None else []), p.field], p.message
         field = ".".join(str(x) for x in loc[1:])
-        detail.append(KbFieldError(loc=loc, msg=msg, type=p.kind, field=field, message=msg))
-    return JSONResponse(KbInvalidPublic(detail=detail, errors_total=len(exc.problems)).model_dump(), status_code=422)
+        detail.append(RecordFieldError(loc=loc, msg=msg, type=p.kind, field=field, message=msg))
+    return JSONResponse(ErrorPublic(detail=detail, errors_total=len(exc.problems)).model_dump(), status_code=422)
 
 
 @router.get(
@@ -72,6 +73,13 @@ def api_kb_articles(
     "/kb/articles/{article_id}",
     response_model=KbArticleSyncPublic,
     summary="Create an article or add a revision (the pipeline's KB sync)",
+    description=(
+        "The team's CI (or an admin) calls this when the help center publishes, edits or deprecates an article. "
+        "The body is the revision's text: a new article answers 201; a text that differs from the article's newest "
+        "revision is stored as a new revision (200, `revised`, or `deprecated` with `status: deprecated`, where title "
+        "and body may be left out); the same text again changes nothing (200, `unchanged`), so a retry is safe. "
+        "A stored revision never changes. Needs a `ci` token or an admin."
+    ),
     responses={201: {"model": KbArticleSyncPublic, "description": "The article was new: created with this revision"}, 422: _INVALID},
 )
 def api_kb_put_article(
@@ -81,10 +89,7 @@ def api_kb_put_article(
     revision: Annotated[dict[str, JsonValue], Body(description="The revision: title, body, and optionally revision, status, effective_date, intent")],
     principal: Principal = Depends(KB_WRITER),
 ) -> KbArticleSyncPublic | JSONResponse:
-    """Store the revision's text: a new article (201), a new revision when the text differs from the article's newest,
-    or nothing when it is the same (200, `unchanged`). `status: deprecated` deprecates the article as a new revision
-    (title and body may be left out: the newest revision's are kept). A stored revision never changes.
-    Needs a `ci` token or an admin."""
+    """Store a revision's text for an article: create it, add a revision, or change nothing."""
     if revision.get("article_id", article_id) != article_id:
         exc = sync.KbSyncInvalid([sync.RecordProblem(0, "article_id", f"article_id: {revision['article_id']!r} is not the path's {article_id!r}")])
         return _refused(exc, ["body"])
@@ -98,10 +103,19 @@ def api_kb_put_article(
     return KbArticleSyncPublic(**KbSyncPublic.of(result).articles[0].model_dump(), notes=result.notes)
 
 
-@router.delete("/kb/articles/{article_id}", summary="Delete an article (a new revision with status deleted)")
+@router.delete(
+    "/kb/articles/{article_id}",
+    response_model=KbArticleSyncPublic,
+    summary="Delete an article (a new revision with status deleted)",
+    description=(
+        "The team's CI (or an admin) calls this when the help center removes an article: a new revision with status "
+        "`deleted` keeps the newest text, and drafts citing the article then fail `Citations current`. An article "
+        "already deleted answers `unchanged`. Needs a `ci` token or an admin."
+    ),
+    responses={404: error_response("No article with that id")},
+)
 def api_kb_delete_article(article_id: str, session: SessionDep, principal: Principal = Depends(KB_WRITER)) -> KbArticleSyncPublic:
-    """Delete the article: a new revision with status `deleted` keeping the newest text; an article already deleted
-    is `unchanged`. Drafts citing it then fail `Citations current`. Needs a `ci` token or an admin."""
+    """Delete an article by adding a revision with status deleted."""
     done = sync.delete_article(session=session, article_id=article_id)
     return KbArticleSyncPublic.model_validate({**vars(done), "notes": []})
 
@@ -111,13 +125,17 @@ def api_kb_delete_article(article_id: str, session: SessionDep, principal: Princ
     response_model=KbSyncPublic,
     max_body_size=KB_SYNC_BODY_LIMIT,
     summary="Sync the whole KB from a help-center export (the pipeline)",
+    description=(
+        "The team's CI (`draftdesk remote kb-sync`) or an admin sends a whole help-center export in one transaction: "
+        "`articles` (revision objects) and/or `files` (in the `draftdesk import kb` format: JSONL, YAML or JSON). "
+        "The answer counts the articles created, revised, unchanged, deprecated and deleted; with `delete_missing`, "
+        "every article the export leaves out is deleted (a new revision). Any bad record refuses the whole export "
+        "(422, each bad record's index or file line and field), nothing stored. Needs a `ci` token or an admin."
+    ),
     responses={422: _INVALID},
 )
 def api_kb_sync(body: KbSyncIn, session: SessionDep, principal: Principal = Depends(KB_WRITER)) -> KbSyncPublic | JSONResponse:
-    """Apply a whole help-center export in one transaction: `articles` (revision objects) and/or `files` (in the
-    `draftdesk import kb` format). Each article is created, revised, unchanged, deprecated or deleted; with
-    `delete_missing`, every article the export leaves out is deleted (a new revision). Any bad record refuses the
-    whole request (422, each bad record's index and field), nothing stored. Needs a `ci` token or an admin."""
+    """Apply a whole help-center export in one transaction."""
     names = [f.name for f in body.files]
     try:
         if not body.articles and not body.files:

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 from webapp.kb.models import KbRevision, RevisionStatus
 from webapp.kb.service import list_articles, states_of
 from webapp.kb.sync import OUTCOMES, KbSyncResult, Outcome
-from webapp.web.api_schemas import Day, FieldError
+from webapp.web.api_schemas import Day
 
 
 class RevisionPublic(BaseModel):
@@ -129,18 +129,3 @@ class KbSyncPublic(BaseModel):
             articles=[ArticleSyncPublic.model_validate(a, from_attributes=True) for a in result.articles],
             notes=result.notes,
         )
-
-
-class KbFieldError(FieldError):
-    """One bad record: FastAPI's validation shape (`loc`, `msg`, `type`) plus the app's `field` and `message`."""
-
-    loc: list[str | int]
-    msg: str
-    type: str
-
-
-class KbInvalidPublic(BaseModel):
-    """A refused request (422): at most 20 bad records, and how many there are."""
-
-    detail: list[KbFieldError]
-    errors_total: int

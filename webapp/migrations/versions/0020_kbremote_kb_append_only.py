@@ -1,7 +1,7 @@
 """KB revisions are append-only: drop the one-current-revision index.
 
 Revision ID: 0020_kbremote
-Revises: 0019_judge_signals
+Revises: 0020_pipeline
 
 A stored revision now keeps the status it was stored with (issue 41: stored revisions never
 change), so an older revision stated "current" stays so in its row once a newer one arrives; what
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0020_kbremote"
-down_revision = "0019_judge_signals"
+down_revision = "0020_pipeline"  # after the merge of branch pipeline (re-chained by the lead)
 branch_labels = None
 depends_on = None
 
