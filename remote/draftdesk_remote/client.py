@@ -110,10 +110,14 @@ class Client:
         if response.is_success:
             return response.status_code, response.json()
         detail = _detail(response)
+        body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
         if response.status_code == 401:
             message = "the token was refused (401): check DRAFTDESK_TOKEN"
         elif response.status_code == 403:
             message = f"the token may not do this (403): {detail}"
+        elif isinstance(detail, list):
+            total = body.get("errors_total") or len(detail)
+            message = f"{method} {path}: {response.status_code}: {total} bad record(s), nothing stored"
         else:
-            message = f"{method} {path}: {response.status_code}: {detail if isinstance(detail, str) else 'the request was refused'}"
+            message = f"{method} {path}: {response.status_code}: {detail}"
         raise RemoteError(message, status=response.status_code, detail=detail)

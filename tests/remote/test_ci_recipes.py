@@ -76,7 +76,7 @@ def _cli(env: dict[str, str], *args: str, stdin: str | None = None) -> str:
     return done.stdout
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(not PG_URL, reason="DRAFTDESK_TEST_DATABASE_URL not set"))])
+@pytest.fixture(params=["sqlite", "postgresql"] if PG_URL else ["sqlite"])
 def server(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> Iterator[Server]:
     db_url = empty_database_url(request.param, tmp_path, sqlite_template)
     port = free_port()
@@ -153,6 +153,17 @@ def test_the_recipes_pass_a_good_run_and_fail_a_stale_one(server: Server, tmp_pa
     assert report["DRAFTDESK_VERDICT"] == "pass" and report["DRAFTDESK_GATE_URL"].startswith(f"{server.url}/gates/pilot?run=ci-local-")
     failing = _bash(gitlab_lines(), _workdir(tmp_path, "gitlab-stale", 2), _only(server))
     assert failing.returncode == 1, failing.stdout + failing.stderr
+
+    # a bad record: exit 2 naming the file's line and field, nothing stored (the run stays empty)
+    bad = _workdir(tmp_path, "bad-record", 4)
+    (bad / "out" / "drafts.jsonl").write_text(json.dumps(drafts(4)[0]) + "\n" + json.dumps({"case_id": "c2", "draft_text": None, "escalated": True, "confidence": "high"}) + "\n")
+    refused = _bash(github_lines(), bad, _only(server, GITHUB_STEP_SUMMARY=str(summary)))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert re.search(r"out/drafts.jsonl:2: .*confidence", refused.stderr), refused.stderr
+    assert "422: 1 bad record(s), nothing stored" in refused.stderr
+    name = re.search(r"run (ci-local-\d+) created", refused.stdout).group(1)  # type: ignore[union-attr]
+    listed = httpx.get(f"{server.url}/api/v1/runs", headers={"Authorization": f"Bearer {server.token}"}).json()
+    assert [r["drafts"] for r in listed if r["name"] == name] == [0]
 
     # a wrong token: exit 2, not a verdict, and the token is not echoed
     refused = _bash(github_lines(), _workdir(tmp_path, "bad-token", 4), {**_only(server, GITHUB_STEP_SUMMARY=str(summary)), "DRAFTDESK_TOKEN": "dd_wrong"})
