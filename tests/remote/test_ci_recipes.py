@@ -47,9 +47,9 @@ def drafts(revision: int) -> list[dict]:
 
 
 def yaml_block(title: str) -> dict:
-    """Return the YAML block of docs/ci.md whose title is `title`, parsed."""
+    """Return the YAML block of docs/ci.md whose first line is `# title`, parsed."""
     page = (ROOT / "docs" / "ci.md").read_text()
-    match = re.search(r'```yaml title="' + re.escape(title) + r'"\n(.*?)\n```', page, re.S)
+    match = re.search(r"```yaml\n(# " + re.escape(title) + r"\n.*?)\n```", page, re.S)
     assert match, f"docs/ci.md has no yaml block titled {title}"
     return yaml.safe_load(match.group(1))
 

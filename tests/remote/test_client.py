@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
 from draftdesk_remote.client import Client, RemoteError, Target
 
 TARGET = Target("http://127.0.0.1:9", "dd_secret_token")
