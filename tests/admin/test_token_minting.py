@@ -37,7 +37,7 @@ def test_admin_cannot_mint_a_role_token_for_the_pm_and_its_ingest_token_cannot_s
     for scopes in (["pm"], []):
         r = admin.post("/admin/tokens", data={"email": PM, "name": "as the pm", "scope": scopes})
         assert r.status_code == 400, r.text
-        assert "a token you mint for pm@example.test may carry only ingest or metrics, not the role pm" in r.text
+        assert "a token you mint for pm@example.test may carry only ingest or metrics or ci, not the role pm" in r.text
     assert session.exec(select(ApiToken)).all() == []
     # An ingest token for the PM is fine; the page shows who minted it.
     r = admin.post("/admin/tokens", data={"email": PM, "name": "pm tool", "scope": ["ingest"]}, follow_redirects=False)
