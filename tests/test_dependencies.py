@@ -107,6 +107,7 @@ APP_MODULES: frozenset[str] = frozenset(
         "webapp.app.main",
         "webapp.app.cli",
         "webapp.app.server_cli",
+        "webapp.app.remote_cli",
         "webapp.app.errors",
         "webapp.app.warmup",
         "webapp.app.jobs",

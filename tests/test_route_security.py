@@ -100,7 +100,7 @@ def test_state_change_without_csrf_token_is_refused(client_as: Callable[..., Tes
 
 
 # The `ci` scope (issue 40): the team's pipeline pushes runs, drafts and datasets and reads runs,
-# checks and gates, and nothing else. (KB sync routes under /api/v1/kb/ join it where they take `ci`.)
+# checks and gates, syncs the KB, and nothing else.
 CI_ROUTES = {
     ("POST", "/api/v1/runs"),
     ("POST", "/api/v1/runs/{run}/drafts"),
@@ -111,7 +111,12 @@ CI_ROUTES = {
     ("GET", "/api/v1/runs"),
     ("GET", "/api/v1/runs/{run}/drafts"),
     ("GET", "/api/v1/gates/{gate}"),
+    ("PUT", "/api/v1/kb/articles/{article_id}"),
+    ("DELETE", "/api/v1/kb/articles/{article_id}"),
+    ("POST", "/api/v1/kb/sync"),
 }
+# The KB sync's writes: a ci token or an admin, nobody else (webapp/kb/routes.py).
+KB_WRITES = {("PUT", "/api/v1/kb/articles/{article_id}"), ("DELETE", "/api/v1/kb/articles/{article_id}"), ("POST", "/api/v1/kb/sync")}
 PIPELINE_WRITES = {("POST", "/api/v1/runs/{run}/drafts"), ("POST", "/api/v1/runs/{run}/complete")}
 
 
@@ -120,7 +125,7 @@ def _takes_ci(route: APIRoute) -> bool:
 
 
 def test_the_ci_scope_reaches_exactly_the_pipeline(all_routes) -> None:  # type: ignore[no-untyped-def]
-    taking = {(m, p) for m, p, r in all_routes if _takes_ci(r) and not p.startswith("/api/v1/kb/")}
+    taking = {(m, p) for m, p, r in all_routes if _takes_ci(r)}
     assert taking == CI_ROUTES
 
 
@@ -146,3 +151,19 @@ def test_without_the_scope_403_comes_before_any_lookup(scopes: list[str], api_as
         assert "nope" not in r.text
     assert other.post("/api/v1/runs", json={"name": "n", "dataset": "nope"}).status_code == 403
     assert other.post("/api/v1/datasets", json={"name": "n", "format": "jsonl", "content": ""}).status_code == 403
+
+
+def test_the_kb_sync_is_for_a_ci_token_or_an_admin(all_routes, client_as: Callable[..., TestClient], api_as: Callable[..., TestClient]) -> None:  # type: ignore[no-untyped-def]
+    checks = {(m, p): _role_checks(r.dependant)[0] for m, p, r in all_routes if (m, p) in KB_WRITES}
+    assert {k: (sorted(c.roles), c.scope) for k, c in checks.items()} == {k: (["admin"], "ci") for k in KB_WRITES}
+    body = {"title": "T", "body": "B"}
+    for role in [r for r in ROLES if r != "admin"]:
+        c = client_as(role)
+        assert c.put("/api/v1/kb/articles/KB-1", json=body).status_code == 403, role
+        assert c.delete("/api/v1/kb/articles/KB-1").status_code == 403, role
+        assert c.post("/api/v1/kb/sync", json={"articles": [{"article_id": "KB-1", **body}]}).status_code == 403, role
+    for scopes in (["ingest"], ["metrics"], ["ml_lead"]):
+        t = api_as("ml_lead", scopes=scopes)
+        assert t.put("/api/v1/kb/articles/KB-1", json=body).status_code == 403, scopes
+    assert api_as(scopes=["ci"]).put("/api/v1/kb/articles/KB-1", json=body).status_code == 201
+    assert client_as("admin").delete("/api/v1/kb/articles/KB-1").status_code == 200

@@ -43,7 +43,7 @@ def test_sign_in_token_once_and_copied_import_working_sign_out(live_server, new_
     page.locator(f"{KB_FORM} input[type=file]").set_input_files(str(kb))
     page.locator(f"{KB_FORM} button[type=submit]").click()
     page.wait_for_url("**/admin/imports/kb")
-    assert "1 revision(s) created" in page.content()
+    assert "1 revision(s) stored" in page.content()
     page.click('button:text-is("Sign out")')
     page.wait_for_url("**/login")
     assert page.console_errors == []

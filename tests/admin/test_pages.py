@@ -114,7 +114,7 @@ class TestImports:
         admin = client_as("admin")
         kb = "\n".join([kb_line("KB-1"), kb_line("KB-2")]).encode()
         r = admin.post("/admin/imports/kb", files={"file": ("kb.jsonl", kb)})
-        assert r.status_code == 200 and "2 revision(s) created" in r.text
+        assert r.status_code == 200 and "2 revision(s) stored" in r.text
         ds = b'{"id": "a", "input": "x", "category": "routine"}\n{"id": "b", "input": "y"}\n'
         r = admin.post("/admin/imports/dataset", files={"file": ("eval.jsonl", ds)}, data={"name": "support"})
         assert r.status_code == 200 and "support version 1 imported" in r.text

@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from tests.datasets.helpers import count_rows, invoke, write_jsonl
 from tests.factories import make_article
 from webapp.datasets.records import RecordError
-from webapp.kb import service
+from webapp.kb import service, sync
 from webapp.kb.models import KbArticle, KbRevision
 
 
@@ -54,47 +54,79 @@ class TestQueries:
         assert summary["KB-9000"].status == "deleted" and summary["KB-9000"].current_revision is None
 
 
+def counts(result: sync.KbSyncResult) -> tuple[int, ...]:
+    """(revisions stored, created, revised, unchanged, deprecated, deleted)."""
+    return (result.revisions, *(result.count(o) for o in sync.OUTCOMES))
+
+
+def stored(session: Session) -> dict[tuple[str, int], tuple]:
+    return {(r.article_id, r.revision): (r.id, r.title, r.body, r.status, r.effective_date)
+            for r in session.exec(select(KbRevision)).all()}
+
+
 class TestImportKb:
     def test_creates_articles_and_revisions(self, session: Session) -> None:
         data = kb_bytes([rev("KB-3001", 2, "deprecated", intent="account_security"), rev("KB-3001", 4), rev("KB-1042")])
-        result = service.import_kb(session=session, data=data, path="kb.jsonl")
-        assert (result.articles_created, result.created, result.updated, result.unchanged) == (2, 3, 0, 0)
+        result = sync.import_kb(session=session, data=data, path="kb.jsonl")
+        assert counts(result) == (3, 2, 0, 0, 0, 0)
         assert service.get_article(session=session, article_id="KB-3001").intent == "account_security"
         assert service.current_revision(session=session, article_id="KB-3001").revision == 4
 
-    def test_reimport_is_idempotent_and_updates_in_place(self, session: Session) -> None:
+    def test_reimport_is_idempotent_and_a_changed_text_is_a_new_revision(self, session: Session) -> None:
+        """Issue 41: the old import rewrote KB-1 r2's body in place (2 rows, r2 'Changed body')."""
         records = [rev("KB-1", 1, "deprecated"), rev("KB-1", 2)]
-        service.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
+        sync.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
         session.commit()
-        again = service.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
-        assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
+        before = stored(session)
+        again = sync.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
+        assert counts(again) == (0, 0, 0, 1, 0, 0)
         records[1]["body"] = "Changed body"
-        changed = service.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
+        changed = sync.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
         session.commit()
-        assert (changed.created, changed.updated, changed.unchanged) == (0, 1, 1)
-        assert count_rows(session, KbRevision) == 2
-        assert service.current_revision(session=session, article_id="KB-1").body == "Changed body"
+        assert counts(changed) == (1, 0, 1, 0, 0, 0)
+        assert changed.notes == ["KB-1 revision 2 differs from the stored one: stored as revision 3"]
+        after = stored(session)
+        assert {k: after[k] for k in before} == before  # every stored revision as it was
+        assert after[("KB-1", 3)][2:4] == ("Changed body", "current")
+        assert service.current_revision(session=session, article_id="KB-1").revision == 3
+        assert service.kb_snapshot(session=session).revisions[("KB-1", 2)].status == "deprecated"
+        # the same changed file again: already stored (as r3), nothing new
+        assert counts(sync.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")) == (0, 0, 0, 1, 0, 0)
 
-    def test_new_current_revision_deprecates_the_old_one(self, session: Session) -> None:
-        service.import_kb(session=session, data=kb_bytes([rev("KB-3001", 2)]), path="a.jsonl")
+    def test_an_edited_older_revision_is_refused(self, session: Session) -> None:
+        records = [rev("KB-1", 1, "deprecated"), rev("KB-1", 2)]
+        sync.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
         session.commit()
-        result = service.import_kb(session=session, data=kb_bytes([rev("KB-3001", 4)]), path="b.jsonl")
-        session.commit()
-        assert result.demoted == ["KB-3001 r2"]
-        statuses = {r.revision: r.status for r in service.get_revisions(session=session, article_id="KB-3001")}
-        assert statuses == {4: "current", 2: "deprecated"}
+        records[0]["body"] = "Rewritten history"
+        with pytest.raises(RecordError) as info:
+            sync.import_kb(session=session, data=kb_bytes(records), path="kb.jsonl")
+        assert info.value.line == 1
+        assert info.value.message.startswith("record 1: KB-1 revision 1 is stored with another text, and stored revisions never change")
 
-    def test_swapping_current_within_a_file(self, session: Session) -> None:
-        service.import_kb(session=session, data=kb_bytes([rev("KB-1", 1), rev("KB-1", 2, "deprecated")]), path="a.jsonl")
+    def test_new_current_revision_supersedes_the_old_one_without_touching_it(self, session: Session) -> None:
+        sync.import_kb(session=session, data=kb_bytes([rev("KB-3001", 2)]), path="a.jsonl")
         session.commit()
-        service.import_kb(session=session, data=kb_bytes([rev("KB-1", 1, "deprecated"), rev("KB-1", 2)]), path="a.jsonl")
+        before = stored(session)
+        result = sync.import_kb(session=session, data=kb_bytes([rev("KB-3001", 4)]), path="b.jsonl")
         session.commit()
-        assert service.current_revision(session=session, article_id="KB-1").revision == 2
+        assert counts(result) == (1, 0, 1, 0, 0, 0)
+        assert {k: stored(session)[k] for k in before} == before  # r2 still stored "current"
+        statuses = service.states_of(service.get_revisions(session=session, article_id="KB-3001"))
+        assert statuses == {("KB-3001", 4): "current", ("KB-3001", 2): "deprecated"}
+
+    def test_a_current_revision_older_than_the_newest_is_refused(self, session: Session) -> None:
+        with pytest.raises(RecordError) as info:
+            sync.import_kb(session=session, data=kb_bytes([rev("KB-1", 1), rev("KB-1", 2, "deprecated")]), path="a.jsonl")
+        assert info.value.line == 1 and "KB-1 revision 1 is current but revision 2 (at line 2) is newer" in info.value.message
+        sync.import_kb(session=session, data=kb_bytes([rev("KB-1", 4)]), path="a.jsonl")
+        with pytest.raises(RecordError) as info:
+            sync.import_kb(session=session, data=kb_bytes([rev("KB-1", 2)]), path="b.jsonl")
+        assert "KB-1 revision 2 cannot be current: the KB holds the newer revision 4" in info.value.message
 
     def test_yaml_kb(self, session: Session) -> None:
         text = "# 2FA\n- article_id: KB-3001\n  revision: 4\n  title: 2FA\n  body: |\n    Use an authenticator app.\n  status: current\n  effective_date: 2026-01-15\n"
-        result = service.import_kb(session=session, data=text.encode(), path="kb.yaml")
-        assert result.created == 1
+        result = sync.import_kb(session=session, data=text.encode(), path="kb.yaml")
+        assert result.count("created") == 1
         assert service.current_revision(session=session, article_id="KB-3001").effective_date.isoformat() == "2026-01-15"
 
     @pytest.mark.parametrize(
@@ -115,7 +147,7 @@ class TestImportKb:
     def test_bad_record_names_line(self, session: Session, record: dict, message: str) -> None:
         """The first record is KB-1 r1, current (rev()'s defaults), so record 2 may clash with it."""
         with pytest.raises(RecordError) as info:
-            service.import_kb(session=session, data=kb_bytes([rev("KB-1", 1), record]), path="kb.jsonl")
+            sync.import_kb(session=session, data=kb_bytes([rev("KB-1", 1), record]), path="kb.jsonl")
         assert info.value.line == 2
         assert info.value.message.startswith("record 2: " + message)
 
@@ -134,8 +166,8 @@ class TestImportKbCli:
         path = write_jsonl(tmp_path / "kb.jsonl", [rev("KB-1", 1, "deprecated"), rev("KB-1", 2)])
         r1 = invoke(monkeypatch, db_url, ["import", "kb", str(path)])
         r2 = invoke(monkeypatch, db_url, ["import", "kb", str(path)])
-        assert r1.exit_code == 0 and "2 revision(s) created" in r1.output
-        assert r2.exit_code == 0 and "2 unchanged" in r2.output
+        assert r1.exit_code == 0 and "2 revision(s) stored; articles: 1 created" in r1.output
+        assert r2.exit_code == 0 and "0 revision(s) stored; articles: 0 created, 0 revised, 1 unchanged" in r2.output
         assert count_rows(session, KbRevision) == 2
         r = invoke(monkeypatch, db_url, ["import", "kb", str(tmp_path / "none.jsonl")])
         assert r.exit_code == 2 and "not found" in r.stderr
@@ -150,5 +182,5 @@ class TestImportKbCli:
 )
 def test_unsupported_or_empty_file(session: Session, data: bytes, path: str, message: str) -> None:
     with pytest.raises(RecordError) as info:
-        service.import_kb(session=session, data=data, path=path)
+        sync.import_kb(session=session, data=data, path=path)
     assert str(info.value) == message

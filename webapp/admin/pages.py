@@ -16,7 +16,7 @@ from webapp.auth.service import AuthError, Principal
 from webapp.core.db import SessionDep
 from webapp.datasets import service as datasets_service
 from webapp.datasets.records import RecordError
-from webapp.kb import service as kb_service
+from webapp.kb import sync as kb_sync
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.web.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
@@ -216,7 +216,7 @@ async def admin_import_kb(
     """Import a KB file (all-or-nothing)."""
     try:
         data, filename = await _read_upload(file)
-        result = kb_service.import_kb(session=session, data=data, path=filename)
+        result = kb_sync.import_kb(session=session, data=data, path=filename)
     except RecordError as exc:
         return _import_failed(request, session, "KB", exc)
     return _import_done(request, "KB", f"{filename}: {result.summary}", "/kb")

@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "ppi": "ppi",
     "gates": "gates",
     "alerts": "alerts",
+    "remote": "remote",
 }
 # `draftdesk import NAME` -> the domain whose cli.py registers it.
 IMPORT_COMMANDS: dict[str, str] = {
@@ -56,15 +57,21 @@ IMPORT_COMMANDS: dict[str, str] = {
 
 # Command modules that are not a domain's cli.py: running the server is no domain's business, so
 # `serve`, `jobs` and `demo` live in webapp/app/server_cli.py, where a newcomer looks for them.
-CLI_MODULES: tuple[str, ...] = ("server",)
+# `remote` is the CI client (the draftdesk_remote package, also installed alone: remote/pyproject.toml),
+# mounted by webapp/app/remote_cli.py.
+CLI_MODULES: tuple[str, ...] = ("server", "remote")
 
 
 def cli_module(name: str) -> ModuleType:
-    """Import the command module named in COMMANDS: webapp/app/server_cli.py ("server"), or webapp.<domain>.cli."""
+    """Import the command module named in COMMANDS: webapp/app/server_cli.py ("server"), remote_cli.py, or webapp.<domain>.cli."""
     if name == "server":
         from webapp.app import server_cli
 
         return server_cli
+    if name == "remote":
+        from webapp.app import remote_cli
+
+        return remote_cli
     (module,) = domain_modules("cli", [name])
     return module
 

@@ -20,7 +20,7 @@ from webapp.datasets import service as datasets_service
 from webapp.datasets.models import EvalCase
 from webapp.demo import content as c
 from webapp.demo.context import DEMO_HOOK_DOMAINS, DemoContext
-from webapp.kb import service as kb_service
+from webapp.kb import sync as kb_sync
 from webapp.runs import service as runs_service
 from webapp.runs.models import Draft, Run
 
@@ -75,7 +75,7 @@ def seed_demo(*, session: Session, spec: EvalSpec, seed: int = 7, hooks: bool = 
     for _key, email, name, roles in c.DEMO_USERS:
         if auth_service.get_user_by_email(session=session, email=email) is None:
             auth_service.create_user(session=session, email=email, password=c.DEMO_PASSWORD, roles=roles, name=name)
-    kb_service.import_kb(session=session, data=content.kb_jsonl, path="demo-kb.jsonl")
+    kb_sync.import_kb(session=session, data=content.kb_jsonl, path="demo-kb.jsonl")
     datasets_service.import_dataset(
         session=session, data=content.dataset_jsonl, path=f"{c.DATASET_NAME}.jsonl", name=c.DATASET_NAME
     )

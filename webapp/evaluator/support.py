@@ -17,8 +17,9 @@ from webapp.core.spec import EvalSpec
 from webapp.datasets.loader import SupportFieldError, TestCase, support_fields
 from webapp.datasets.records import RecordError
 from webapp.evaluator.json_types import JsonObject
-from webapp.kb.models import KbArticle, KbRevision
-from webapp.kb.service import kb_snapshot, parse_kb
+from webapp.kb.models import KbArticle
+from webapp.kb.records import parse_kb
+from webapp.kb.service import current_revisions, kb_snapshot
 from webapp.kb.snapshot import KbSnapshot
 
 DRAFT_SCHEMA: JsonObject = {
@@ -95,11 +96,12 @@ def kb_from_file(path: Path) -> KbContext:
         records = parse_kb(data, path=str(path))
     except RecordError as exc:
         raise KbLoadError(exc.location) from exc
-    ctx = KbContext(source=str(path.resolve()))
-    for r in records:
-        ctx.snapshot.add(r.article_id, r.revision, r.status)
-        if r.status == "current":
-            ctx.current[r.article_id] = KbArticleText(r.article_id, r.revision, r.title, r.body, r.intent)
+    # A KB file names every revision (parse_kb requires it), and at most its newest is current.
+    numbered = [(r, r.revision) for r in records if r.revision is not None]
+    ctx = KbContext(snapshot=KbSnapshot.of((r.article_id, n, r.status) for r, n in numbered), source=str(path.resolve()))
+    for r, n in numbered:
+        if ctx.snapshot.current.get(r.article_id) == n:
+            ctx.current[r.article_id] = KbArticleText(r.article_id, n, r.title or "", r.body or "", r.intent)
     return ctx
 
 
@@ -107,7 +109,7 @@ def kb_from_database(session: Session) -> KbContext:
     """Read the database's KB: current revisions for grounding, every revision for the checks."""
     ctx = KbContext(snapshot=kb_snapshot(session=session), source="database")
     intents = {a.article_id: a.intent for a in session.exec(select(KbArticle)).all()}
-    for r in session.exec(select(KbRevision).where(KbRevision.status == "current")).all():
+    for r in current_revisions(session=session):
         ctx.current[r.article_id] = KbArticleText(r.article_id, r.revision, r.title, r.body, intents.get(r.article_id))
     return ctx
 

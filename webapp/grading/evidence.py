@@ -17,6 +17,7 @@ from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
 from webapp.grading.models import Grade
 from webapp.kb.models import KbRevision
+from webapp.kb.snapshot import revision_states
 from webapp.runs.models import Draft
 
 _KB = table_of(KbRevision)
@@ -85,8 +86,9 @@ def cited_kb_texts(*, session: Session, citations: Citations | None) -> list[Cit
     rows = session.connection().execute(_REVISIONS, {"articles": articles}).all() if articles else []
     revs: dict[tuple[str, int], KbText] = {}
     current: dict[str, KbText] = {}
+    states = revision_states((row.article_id, row.revision, row.status) for row in rows)  # stored revisions never change
     for row in rows:
-        rev = KbText(row.article_id, row.revision, row.title, row.body, row.status)
+        rev = KbText(row.article_id, row.revision, row.title, row.body, states[(row.article_id, row.revision)])
         revs[(rev.article_id, rev.revision)] = rev
         if rev.status == "current":
             current[rev.article_id] = rev

@@ -15,13 +15,13 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
 
     @import_app.command("kb")
     def import_kb(file: Path = typer.Argument(..., help="KB revisions as JSONL or YAML (see docs)")) -> None:
-        """Import KB articles and revisions (one transaction; re-import updates revisions in place)."""
+        """Import KB articles and revisions (one transaction; a changed text becomes a new revision, stored ones never change)."""
         try:
             data = read_file(file)
-            from webapp.kb import service  # SQLModel and the services: loaded by the command, not by --help
+            from webapp.kb import sync  # SQLModel and the services: loaded by the command, not by --help
 
             with cli_session() as session:
-                result = service.import_kb(session=session, data=data, path=str(file))
+                result = sync.import_kb(session=session, data=data, path=str(file))
         except RecordError as exc:
             typer.echo(exc.location, err=True)
             raise typer.Exit(2) from None

@@ -1,11 +1,17 @@
-"""Knowledge-base articles and their revisions; at most one revision of an article is current."""
+"""Knowledge-base articles and their revisions; a stored revision never changes.
+
+A revision keeps the status it was stored with; the article's state is its newest revision's, and
+what each older revision is now follows from it (webapp.kb.snapshot.revision_states). The mapper
+refuses an UPDATE or DELETE of a stored revision (`_refuse_change`), so no code path can rewrite
+one: a change is a new revision (webapp/kb/sync.py).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import ClassVar, Literal
 
-from sqlalchemy import Column, Index, Text, UniqueConstraint, text
+from sqlalchemy import Column, Text, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
@@ -27,14 +33,6 @@ class KbRevision(SQLModel, table=True):
     __tablename__: ClassVar[str] = "kb_revision"
     __table_args__ = (
         UniqueConstraint("article_id", "revision", name="uq_kb_revision_article_revision"),
-        # "The current revision of an article" is a query that can return at most one row.
-        Index(
-            "uq_kb_revision_one_current",
-            "article_id",
-            unique=True,
-            sqlite_where=text("status = 'current'"),
-            postgresql_where=text("status = 'current'"),
-        ),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -44,3 +42,16 @@ class KbRevision(SQLModel, table=True):
     body: str = Field(sa_column=Column(Text, nullable=False))
     status: str = Field(max_length=12)
     effective_date: dt.date
+
+
+class KbRevisionImmutable(RuntimeError):
+    """Something tried to change or delete a stored KB revision."""
+
+
+@event.listens_for(KbRevision, "before_update")
+@event.listens_for(KbRevision, "before_delete")
+def _refuse_change(mapper: object, connection: object, target: KbRevision) -> None:
+    """Refuse to flush a change to a stored revision: stored revisions never change (issue 41)."""
+    raise KbRevisionImmutable(
+        f"{target.article_id} revision {target.revision} is stored and never changes: a change is a new revision"
+    )

@@ -6,12 +6,13 @@ use only what its view declares.
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from sqlmodel import Session
 
 from webapp.kb import service
-from webapp.kb.models import REVISION_STATUSES, KbArticle, KbRevision
+from webapp.kb.models import REVISION_STATUSES, KbArticle
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,22 @@ class KbListView:
 
 
 @dataclass(frozen=True)
+class RevisionRow:
+    """One revision as the article page shows it: its text and what it is now (not only what it was stored as)."""
+
+    revision: int
+    title: str
+    body: str
+    effective_date: dt.date
+    status: str
+
+
+@dataclass(frozen=True)
 class KbArticleView:
     """/kb/{article_id}: an article, every revision (newest first) and its state."""
 
     article: KbArticle
-    revisions: list[KbRevision]
+    revisions: list[RevisionRow]
     state: str
 
 
@@ -50,4 +62,6 @@ def kb_article_view(*, session: Session, article_id: str) -> KbArticleView:
     """Return an article's page view (state "deleted" when it has no revision left); raise KbNotFound."""
     article = service.get_article(session=session, article_id=article_id)
     revisions = service.get_revisions(session=session, article_id=article_id)
-    return KbArticleView(article, revisions, service.article_state(revisions) if revisions else "deleted")
+    states = service.states_of(revisions)
+    rows = [RevisionRow(r.revision, r.title, r.body, r.effective_date, states[(r.article_id, r.revision)]) for r in revisions]
+    return KbArticleView(article, rows, service.article_state(revisions) if revisions else "deleted")

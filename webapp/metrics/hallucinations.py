@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 from webapp.auth.models import User
 from webapp.core.textdiff import Segment, word_diff
 from webapp.kb.models import KbRevision
-from webapp.kb.service import CitedRevision
+from webapp.kb.service import CitedRevision, states_of
 from webapp.metrics.daily import MetricsError
 from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
 from webapp.metrics.reports import apply_decision
@@ -54,14 +54,15 @@ class ReportView:
 
 
 def _cited(citations: Sequence[Mapping[str, object]] | None, revisions: dict[tuple[str, int], KbRevision],
-           current: dict[str, KbRevision]) -> list[CitedRevision]:
+           current: dict[str, KbRevision], states: dict[tuple[str, int], str]) -> list[CitedRevision]:
     out: list[CitedRevision] = []
     for c in citations or []:
         article_id = str(c.get("article_id", ""))
         rev = c.get("revision")
         revision = int(rev) if isinstance(rev, int) else None
         found = revisions.get((article_id, revision)) if revision else current.get(article_id)
-        out.append(CitedRevision(article_id, revision, found, current.get(article_id)))
+        status = states[(found.article_id, found.revision)] if found is not None else None
+        out.append(CitedRevision(article_id, revision, found, current.get(article_id), status))
     return out
 
 
@@ -89,7 +90,8 @@ def report_views(*, session: Session, reports: list[tuple[HallucinationReport, E
     } if rows else {}
     kb = _kb_revisions(session, reports)
     revisions = {(k.article_id, k.revision): k for k in kb}
-    current = {k.article_id: k for k in kb if k.status == "current"}
+    states = states_of(kb)  # what each revision is now (stored revisions keep their stated status)
+    current = {k.article_id: k for k in kb if states[(k.article_id, k.revision)] == "current"}
     by_report: dict[int, list[DecisionView]] = {}
     for d in rows:
         by_report.setdefault(d.report_id, []).append(DecisionView(d, names.get(d.decided_by, "—") if d.decided_by else "—"))
@@ -97,7 +99,7 @@ def report_views(*, session: Session, reports: list[tuple[HallucinationReport, E
         ReportView(
             report=r,
             event=e,
-            cited=_cited(r.citations, revisions, current),
+            cited=_cited(r.citations, revisions, current, states),
             diff=word_diff(e.draft_text, e.sent_text),
             history=by_report.get(r.id or 0, []),
         )

@@ -54,6 +54,7 @@ from webapp.evaluator.rubric import Rubric, judge_instructions, judge_response_f
 from webapp.evaluator.support import KbArticleText, KbContext, kb_from_database
 from webapp.grading.models import ReferenceVersion
 from webapp.kb.models import KbRevision
+from webapp.kb.snapshot import revision_states
 from webapp.ppi.judge_calls import MAX_MODEL_LENGTH, JudgeFailure, JudgeSetup, JudgeTarget, judge_one_draft
 from webapp.ppi.judge_signals import REQUIRED_SCALES
 from webapp.ppi.service import (
@@ -251,7 +252,7 @@ def _cited_revisions(session: Session, drafts: Sequence[Draft]) -> dict[tuple[st
     rows = session.exec(
         select(KbRevision.article_id, KbRevision.revision, KbRevision.status).where(col(KbRevision.article_id).in_(ids))
     ).all()
-    return {(a, r): s for a, r, s in rows}
+    return revision_states(rows)  # what each revision is now (stored revisions keep their stated status)
 
 
 def draft_for_judge(draft: Draft) -> str:
