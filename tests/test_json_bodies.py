@@ -58,8 +58,9 @@ class TestEveryJsonRoute:
     ) -> None:
         api = api_as("admin", "lead", "labeler", "pm", "ml_lead", "support_lead")
         routes = _json_routes(app)
-        assert ("PUT", "/api/v1/grades/1") in routes and ("POST", "/api/v1/events") in routes
-        for method, path in routes:
+        assert ("PUT", "/api/v1/grades/1") in routes
+        # POST /api/v1/events answers per event (tests/metrics/test_api.py: a NUL makes that event invalid)
+        for method, path in [r for r in routes if r != ("POST", "/api/v1/events")]:
             r = api.request(method, path, content=body, headers={"Content-Type": "application/json"})
             assert r.status_code == 422, (method, path, r.status_code, r.text[:200])
             if path.startswith("/api/"):

@@ -232,17 +232,22 @@ def check_json_content(value: object, *, limit: int = MAX_DEPTH) -> None:
             stack.extend((child, _path(path, i), depth + 1) for i, child in reversed(list(enumerate(current))))
 
 
-def loads_json(text: str | bytes, *, limit: int = MAX_DEPTH) -> Any:
+def loads_json(text: str | bytes, *, limit: int = MAX_DEPTH, strict: bool = True) -> Any:
     """Parse JSON like json.loads, refusing nesting deeper than `limit` (no RecursionError escapes), keys given
     twice in one object, and NUL characters or lone surrogates in any string (JsonContentError names the field).
 
     Issue 41: json.loads keeps the last of two equal keys and returns "\\ud800" as a lone surrogate,
     which no database text column can store (a 500 on PostgreSQL and SQLite alike); a NUL reached
     PostgreSQL as a driver error. They are refused here, where the field is still known.
+    `strict=False` checks the depth only, for a reader that judges each record's fields itself
+    (POST /api/v1/events: a NUL makes one event invalid, not the batch).
     """
     try:
-        value = json.loads(text, object_pairs_hook=_object)
+        value = json.loads(text, object_pairs_hook=_object if strict else None)
     except RecursionError as exc:
         raise InputLimitError(f"nesting deeper than {limit} levels") from exc
-    check_json_content(value, limit=limit)
+    if strict:
+        check_json_content(value, limit=limit)
+    else:
+        check_depth(value, limit=limit)
     return value

@@ -26,9 +26,16 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 async def raw_json_body(request: Request) -> bytes:
     """Return the request body unparsed, for a route that validates the JSON bytes itself (POST /api/v1/events).
 
-    json_body_guard checks such a body too (it reads the same cached bytes), before the route runs.
+    json_body_guard leaves such a body to its route: POST /api/v1/events answers per event (a NUL in
+    one event's text makes that event invalid, naming the field; the others are stored).
     """
     return await request.body()
+
+
+def _takes_raw_body(request: Request) -> bool:
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    return dependant is not None and any(d.call is raw_json_body for d in dependant.dependencies)
 
 
 async def json_body_guard(request: Request) -> None:
@@ -40,7 +47,7 @@ async def json_body_guard(request: Request) -> None:
     once by Starlette and cached) are parsed again by safe_input.loads_json, which refuses all of them;
     a body that is not JSON at all is left to FastAPI's own 422.
     """
-    if request.method not in _BODY_METHODS:
+    if request.method not in _BODY_METHODS or _takes_raw_body(request):
         return
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json" and not ctype.endswith("+json"):
