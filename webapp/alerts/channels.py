@@ -7,8 +7,8 @@ import hmac
 import re
 import secrets
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
+import httpx
 from sqlalchemy import select
 from sqlmodel import Session, col
 
@@ -41,15 +41,27 @@ def valid_topics() -> tuple[str, ...]:
 
 
 def _check_url(url: str, *, allow_private_targets: bool) -> str:
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc or not parts.hostname:
+    """Check a webhook/Slack URL as delivery will read it: httpx's parser, the one that sends (issue 41)."""
+    try:
+        parts = httpx.URL(url.strip())
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise AlertsError(f"url: not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.host:
         raise AlertsError(f"url: must be an http(s) URL, not {url!r}")
-    if not allow_private_targets:
-        try:
-            targets.check_saved_host(parts.hostname)
-        except targets.TargetRefused as exc:
-            raise AlertsError(str(exc)) from None
+    _check_host(parts.host, field="url", allow_private_targets=allow_private_targets)
     return url.strip()
+
+
+def _check_host(host: str, *, field: str, allow_private_targets: bool) -> None:
+    """Refuse a host that is a non-public address in any form (or a malformed numeric one), naming the field."""
+    try:
+        if allow_private_targets:
+            targets.literal(host)  # a malformed numeric form is refused even so: no send could use it
+        else:
+            targets.check_saved_host(host, field=field)
+    except targets.TargetRefused as exc:
+        msg = str(exc)
+        raise AlertsError(msg if msg.startswith(f"{field}: ") else f"{field}: {msg}") from None
 
 
 def check_password_env(name: str, security: str) -> str | None:
@@ -102,6 +114,7 @@ def add_channel(
         target = target.strip()
     else:
         config = _email_config(email or {})
+        _check_host(config["host"], field="smtp_host", allow_private_targets=allow_private_targets)
         target = ""
     channel = AlertChannel(
         name=name,

@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import smtplib
+import socket
 import ssl
 import threading
 import time
@@ -34,7 +35,7 @@ from sqlmodel import Session, col
 
 from webapp.alerts import messages, targets
 from webapp.alerts.channels import check_password_env, sign, signing_secret
-from webapp.alerts.items import AlertPayload, email_config, payload_of
+from webapp.alerts.items import AlertPayload, EmailConfig, email_config, payload_of
 from webapp.alerts.models import AlertChannel, AlertOutbox
 from webapp.core.db import stored_id, table_of
 from webapp.core.retry_policy import backoff, is_transient_status, wait_after
@@ -44,9 +45,9 @@ log = logging.getLogger(__name__)
 GIVE_UP_AFTER = dt.timedelta(hours=24)
 # 30 s doubling, capped at 1 h, each wait in [50%, 100%] of its step
 BACKOFF = backoff(base=30.0, cap=3600.0)
-CLAIM_S = 120.0  # a claim outlives any single send (HTTP timeout 10 s, SMTP 30 s)
+CLAIM_S = 120.0  # a claim outlives any single send (HTTP and SMTP timeouts 10 s)
 HTTP_TIMEOUT_S = 10.0
-SMTP_TIMEOUT_S = 30.0
+SMTP_TIMEOUT_S = 10.0
 USER_AGENT = "DraftDesk-Alerts/1"
 
 
@@ -83,7 +84,10 @@ def _http(url: str, body: bytes, headers: dict[str, str], *, allow_private: bool
     The answer is reported by its status alone: an answer's body, or which way a connection failed
     (refused, timed out, reset), would tell an admin what listens where on the server's network.
     """
-    target = httpx.URL(url)
+    try:
+        target = httpx.URL(url)
+    except httpx.InvalidURL:  # stored before the save parsed URLs with this same parser (issue 41)
+        return SendResult(False, None, "url: not a valid URL", permanent=True)
     host = target.host
     try:
         resolved = targets.resolve(host, target.port or (443 if target.scheme == "https" else 80), allow_private=allow_private)
@@ -131,7 +135,7 @@ def message_id(key: str) -> str:
     return f"<{left}@{MSGID_DOMAIN}>"
 
 
-def _email(channel: AlertChannel, payload: AlertPayload, key: str, base_url: str) -> SendResult:
+def _email(channel: AlertChannel, payload: AlertPayload, key: str, base_url: str, *, allow_private: bool) -> SendResult:
     cfg = email_config(channel)
     password = ""
     if cfg.get("username"):
@@ -152,24 +156,85 @@ def _email(channel: AlertChannel, payload: AlertPayload, key: str, base_url: str
     msg["Message-ID"] = message_id(key)
     msg["X-Idempotency-Key"] = key
     msg.set_content(messages.text(payload, base_url))
-    context = ssl.create_default_context(cafile=cfg.get("ca_file") or None)
+    return _smtp_send(cfg, msg, password, allow_private=allow_private)
+
+
+class _CheckedSMTP(smtplib.SMTP):
+    """smtplib.SMTP connecting to an address checked by targets.resolve, while its name stays the host's.
+
+    smtplib opens its socket in `_get_socket` (the hook SMTP_SSL overrides too) and uses the host it
+    was given as the TLS server name, so the certificate is verified against the name while the
+    connection goes to the address that passed the public-address check, never a second lookup.
+    """
+
+    def __init__(self, *, name: str, address: str, timeout: float) -> None:
+        super().__init__(timeout=timeout)
+        self._host = name  # STARTTLS verifies the certificate against it (smtplib sets it only when it connects itself)
+        self.address = address
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        return socket.create_connection((self.address, port), timeout, self.source_address)
+
+
+class _CheckedSMTPSSL(smtplib.SMTP_SSL):
+    """smtplib.SMTP_SSL connecting to a checked address; the certificate is verified against the host's name."""
+
+    def __init__(self, *, name: str, address: str, timeout: float, context: ssl.SSLContext) -> None:
+        super().__init__(timeout=timeout, context=context)
+        self._host = name
+        self.address = address
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        sock = socket.create_connection((self.address, port), timeout, self.source_address)
+        return self.context.wrap_socket(sock, server_hostname=self._host)
+
+
+def _smtp_send(cfg: EmailConfig, msg: EmailMessage, password: str, *, allow_private: bool) -> SendResult:
+    """Send one message to the channel's SMTP host at an address checked now; report the status code only.
+
+    Issue 41: the server's reply text, and which way a connection failed (refused, timed out, not an
+    SMTP server), would tell an admin what listens where on the server's network; so a failure
+    before an SMTP reply code reads "could not deliver", and a refusal reads "SMTP <code>".
+    """
+    host, port = cfg["host"], int(cfg["port"])
     try:
-        if cfg["security"] == "tls":
-            smtp: smtplib.SMTP = smtplib.SMTP_SSL(cfg["host"], cfg["port"], timeout=SMTP_TIMEOUT_S, context=context)
-        else:
-            smtp = smtplib.SMTP(cfg["host"], cfg["port"], timeout=SMTP_TIMEOUT_S)
-        with smtp:
+        resolved = targets.resolve(host, port, allow_private=allow_private, field="smtp_host")
+    except targets.TargetRefused as exc:
+        return SendResult(False, None, str(exc), permanent=True)
+    except OSError:
+        return SendResult(False, None, f"could not deliver to {host}:{port}")
+    context = ssl.create_default_context(cafile=cfg.get("ca_file") or None)
+    for address in resolved.addresses:
+        smtp: smtplib.SMTP = (
+            _CheckedSMTPSSL(name=host, address=address, timeout=SMTP_TIMEOUT_S, context=context)
+            if cfg["security"] == "tls"
+            else _CheckedSMTP(name=host, address=address, timeout=SMTP_TIMEOUT_S)
+        )
+        try:
+            try:
+                code, _ = smtp.connect(host, port)
+            except OSError:
+                continue  # the name's next address
+            if code != 220:
+                raise smtplib.SMTPConnectError(code, b"")
             if cfg["security"] == "starttls":
                 smtp.starttls(context=context)
             if cfg.get("username"):
                 smtp.login(cfg["username"], password)
             smtp.send_message(msg)
-    except smtplib.SMTPResponseException as exc:
-        # 5xx is permanent for SMTP (bad address, auth refused); 4xx asks to come back later
-        return SendResult(False, exc.smtp_code, f"SMTP {exc.smtp_code}: {exc.smtp_error!r}"[:500], permanent=exc.smtp_code >= 500)
-    except (OSError, smtplib.SMTPException) as exc:
-        return SendResult(False, None, f"{exc.__class__.__name__}: {exc}"[:500])
-    return SendResult(True, 250)
+            smtp.quit()
+        except smtplib.SMTPResponseException as exc:
+            if exc.smtp_code < 200:  # no SMTP reply at all (smtplib's -1): something else listens there
+                break
+            # 5xx is permanent for SMTP (bad address, auth refused); 4xx asks to come back later
+            return SendResult(False, exc.smtp_code, f"SMTP {exc.smtp_code}", permanent=exc.smtp_code >= 500)
+        except (OSError, smtplib.SMTPException) as exc:
+            log.info("alerts: SMTP to %s failed (%s)", host, exc.__class__.__name__)
+            break
+        finally:
+            smtp.close()
+        return SendResult(True, 250)
+    return SendResult(False, None, f"could not deliver to {host}:{port}")
 
 
 def _file(channel: AlertChannel, payload: AlertPayload, key: str, base_url: str) -> SendResult:
@@ -200,7 +265,7 @@ def send(
         headers = {"Idempotency-Key": key, "X-DraftDesk-Timestamp": ts, "X-DraftDesk-Signature": sign(secret, ts, body)}
         return _http(channel.target, body, headers, allow_private=allow_private_targets)
     if channel.kind == "email":
-        return _email(channel, payload, key, base_url)
+        return _email(channel, payload, key, base_url, allow_private=allow_private_targets)
     if channel.kind == "file":
         return _file(channel, payload, key, base_url)
     return SendResult(False, None, f"unknown channel kind {channel.kind!r}", permanent=True)

@@ -26,7 +26,7 @@ from webapp.ops.logs import RequestLog
 from webapp.ops.prometheus import AppMetrics
 from webapp.web import api_docs, csp, static_assets
 from webapp.web.headers import SecurityHeaders
-from webapp.web.request_limits import DEFAULT_BODY_LIMIT, json_depth_guard
+from webapp.web.request_limits import DEFAULT_BODY_LIMIT, json_body_guard
 from webapp.web.templating import is_htmx, templates
 
 # Each domain's pages.py (HTML) and routes.py (JSON API under /api/v1) hold a module-level
@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="Draft Desk",
         version="0.1.0",
-        dependencies=[Depends(csrf_protect), Depends(json_depth_guard)],
+        dependencies=[Depends(csrf_protect), Depends(json_body_guard)],
         docs_url=None,
         openapi_url=api_docs.OPENAPI_URL,
         redoc_url=None,

@@ -83,8 +83,12 @@ def _back_up_before_migrating(settings: Settings) -> None:
     """Warn about a backup directory beside the database, and back up when migrations are pending (serve's first step)."""
     from webapp.core.cli_support import fail
     from webapp.ops.backup import BackupError, backup_before_migrating, check_backup_dir
+    from webapp.ops.backup_files import remove_stale_temporaries
     from webapp.ops.logs import JsonFormatter
 
+    # a backup killed midway (db backup, or this step of an earlier serve) left its temporary file
+    for stale in remove_stale_temporaries(settings.backup_dir):
+        typer.echo(f"removed the temporary file of an interrupted backup: {stale}", err=True)
     try:
         placement = check_backup_dir(
             database_url=settings.database_url, backup_dir=settings.backup_dir, mode=settings.mode, strict=False

@@ -161,12 +161,93 @@ def check_depth(value: object, *, limit: int = MAX_DEPTH) -> None:
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
 
 
-def loads_json(text: str | bytes, *, limit: int = MAX_DEPTH) -> Any:
-    """Parse JSON like json.loads and refuse nesting deeper than `limit` (no RecursionError escapes)."""
+class JsonContentError(InputLimitError):
+    """JSON that parses but holds what no field may: a lone surrogate, a NUL, a key given twice; `field` names where."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
+class _Object(dict[str, Any]):
+    """A parsed JSON object that remembers the first key it was given twice."""
+
+    duplicate: str | None = None
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    out = _Object()
+    for key, value in pairs:
+        if key in out and out.duplicate is None:
+            out.duplicate = key
+        out[key] = value
+    return out
+
+
+def _text_problem(text: str) -> str | None:
+    """Return why a parsed string may not be stored (a NUL, a lone surrogate), or None."""
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which text may not hold"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"contains a lone UTF-16 surrogate (\\u{ord(text[exc.start]):04x}), which is not Unicode text"
+    return None
+
+
+def _path(parent: str, key: str | int) -> str:
+    return str(key) if parent == "" else f"{parent}.{key}"
+
+
+def check_json_content(value: object, *, limit: int = MAX_DEPTH) -> None:
+    """Raise InputLimitError for nesting deeper than `limit`, JsonContentError naming the field for a key given
+    twice in one object (as parsed by loads_json), a NUL or a lone surrogate in any key or string."""
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        current, path, depth = stack.pop()
+        if isinstance(current, str):
+            problem = _text_problem(current)
+            if problem:
+                raise JsonContentError(problem, field=path or "(body)")
+            continue
+        if not isinstance(current, dict | list):
+            continue
+        if depth + 1 > limit:
+            raise InputLimitError(f"nesting deeper than {limit} levels")
+        if isinstance(current, _Object) and current.duplicate is not None:
+            key = current.duplicate
+            raise JsonContentError(
+                f"the key {key!r} is given twice in one object (duplicate keys are refused, not last-one-wins)",
+                field=_path(path, key),
+            )
+        if isinstance(current, dict):
+            for key, child in reversed(list(current.items())):
+                problem = _text_problem(key)
+                if problem:
+                    raise JsonContentError(f"a key {problem}", field=path or "(body)")
+                stack.append((child, _path(path, key), depth + 1))
+        else:
+            stack.extend((child, _path(path, i), depth + 1) for i, child in reversed(list(enumerate(current))))
+
+
+def loads_json(text: str | bytes, *, limit: int = MAX_DEPTH, strict: bool = True) -> Any:
+    """Parse JSON like json.loads, refusing nesting deeper than `limit` (no RecursionError escapes), keys given
+    twice in one object, and NUL characters or lone surrogates in any string (JsonContentError names the field).
+
+    Issue 41: json.loads keeps the last of two equal keys and returns "\\ud800" as a lone surrogate,
+    which no database text column can store (a 500 on PostgreSQL and SQLite alike); a NUL reached
+    PostgreSQL as a driver error. They are refused here, where the field is still known.
+    `strict=False` checks the depth only, for a reader that judges each record's fields itself
+    (POST /api/v1/events: a NUL makes one event invalid, not the batch).
+    """
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_object if strict else None)
     except RecursionError as exc:
         raise InputLimitError(f"nesting deeper than {limit} levels") from exc
-    check_depth(value, limit=limit)
+    if strict:
+        check_json_content(value, limit=limit)
+    else:
+        check_depth(value, limit=limit)
     return value
-

@@ -209,7 +209,7 @@ Record = list[object]
 InsertRow = tuple[object, ...]  # a record as the insert writes it (calib and versions as JSON text)
 Calib = list[list[float]]
 Versions = dict[str, dict[str, int]]
-# The aggregate table as _replace_days writes it: the day a date, the rest as given (calib and versions
+# The aggregate table as replace_days writes it: the day a date, the rest as given (calib and versions
 # are JSON text already, which both databases take for their JSON columns, without a cast).
 _ROWS_AS_TEXT = table_clause(
     DailyAggregate.__tablename__,
@@ -281,8 +281,8 @@ def rebuild_days(
         for chunk in chunks(days, 31):
             df = raw_frame(session, days=chunk, with_ids=True)
             records += compute_aggregates(df.drop(columns=["id", "pending"]), spec)
-            _mark_merged(session, df.loc[df["pending"].astype(bool), "id"].tolist())
-    _replace_days(session, days, records)
+            mark_merged(session, df.loc[df["pending"].astype(bool), "id"].tolist())
+    replace_days(session, days, records)
     return len(records)
 
 
@@ -329,11 +329,11 @@ def merge_pending(*, session: Session, spec: EvalSpec, days: Iterable[dt.date]) 
         rows[key] = r if old is None else _added(old, r)
     # marked merged first: the p95 read below takes exactly the merged events (on PostgreSQL each
     # statement sees the batches committed before it, and those stay pending, outside the sums)
-    _mark_merged(session, pending["id"].tolist())
+    mark_merged(session, pending["id"].tolist())
     p95 = latency_p95(session, changed)
     for r in new:
         rows[tuple(r[:_KEY])][_P95] = p95.get(tuple(r[:_KEY]))
-    _replace_days(session, changed, [_insert_tuple(r) for r in rows.values()])
+    replace_days(session, changed, [_insert_tuple(r) for r in rows.values()])
     return changed
 
 
@@ -410,14 +410,14 @@ def latency_p95(session: Session, days: Sequence[dt.date]) -> dict[RowKey, float
     return out
 
 
-def _mark_merged(session: Session, ids: Sequence[int]) -> None:
+def mark_merged(session: Session, ids: Sequence[int]) -> None:
     """Mark events as merged into their days' aggregates."""
     e = table_of(Event)
     for chunk in chunks([int(i) for i in ids], 1000):
         session.execute(update(e).where(e.c.id.in_(chunk)).values(pending=False))
 
 
-def _replace_days(session: Session, days: Sequence[dt.date], records: list[InsertRow]) -> None:
+def replace_days(session: Session, days: Sequence[dt.date], records: list[InsertRow]) -> None:
     """Replace the stored rows of `days` by `records` (insert tuples: calib and versions as JSON text already).
 
     One executemany through SQLAlchemy (its insertmanyvalues batching on PostgreSQL), on a
@@ -437,7 +437,11 @@ def _iso(day: object) -> str:
 
 
 def rebuild_all(*, session: Session, spec: EvalSpec) -> int:
-    """Recompute every event's day (after a time-zone change) and every aggregate."""
+    """Recompute every event's day (after a time-zone change) and every aggregate, in the caller's one transaction.
+
+    For a small database (tests, a demo); `draftdesk metrics rebuild` works a day per transaction,
+    resumable (webapp/metrics/rebuild.py), so that it never holds SQLite's write lock throughout.
+    """
     e = table_of(Event)
     tz = spec.tz
     rows = session.execute(select(e.c.id, e.c.occurred_at)).all()

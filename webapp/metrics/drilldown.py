@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
+from webapp.core.db import table_of
+from webapp.core.timeutil import as_utc
 from webapp.metrics.daily import MetricsError, segment_filter
-from webapp.metrics.models import Event
+from webapp.metrics.models import Event, RetentionWatermark
+from webapp.metrics.watermark import WATERMARK_ID
 
 DAY_KINDS: dict[str, str] = {"reject": "Rejects", "edit": "Edits", "escalation": "Escalations"}
 
@@ -62,3 +66,24 @@ def day_kind_counts(
                 stmt = stmt.where(getattr(Event, dim) == value)
         out[kind] = int(session.execute(stmt).scalar_one())
     return out
+
+
+@dataclass(frozen=True)
+class PrunedDay:
+    """Why a day's drill-down lists no events: retention removed them; its figures are the ones kept (issue 41)."""
+
+    pruned_before: dt.date  # the retention watermark: every day before it lost its events
+    removed_by: dt.date  # the (UTC) date of the prune that last moved the watermark: the events were gone by then
+
+
+def pruned_day(*, session: Session, day: dt.date) -> PrunedDay | None:
+    """Return how retention removed a day's events, when the day is before the watermark; None for a day that keeps them."""
+    t = table_of(RetentionWatermark).c
+    row = session.execute(select(t.pruned_before, t.updated_at).where(t.id == WATERMARK_ID)).first()
+    if row is None:
+        return None
+    floor = row[0] if isinstance(row[0], dt.date) else dt.date.fromisoformat(row[0])
+    if day >= floor:
+        return None
+    updated = row[1] if isinstance(row[1], dt.datetime) else dt.datetime.fromisoformat(str(row[1]))
+    return PrunedDay(pruned_before=floor, removed_by=as_utc(updated).date())

@@ -161,3 +161,23 @@ class RetentionWatermark(SQLModel, table=True):
     id: int = Field(default=1, primary_key=True)
     pruned_before: dt.date
     updated_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class RebuildProgress(SQLModel, table=True):
+    """How far `draftdesk metrics rebuild` got (one row, id 1, while a rebuild is unfinished; issue 41).
+
+    The rebuild works a day per short transaction, first giving each event its day in the spec's
+    time zone (`phase` "days"), then recomputing each day's figures ("figures"); `done_through` is
+    the last day finished in the phase. A killed rebuild is continued from there by the next one
+    (webapp/metrics/rebuild.py); the row goes when the rebuild ends.
+    """
+
+    __tablename__: ClassVar[str] = "metric_rebuild_progress"
+
+    id: int = Field(default=1, primary_key=True)
+    tz: str = Field(max_length=100)  # the time zone the days are computed in: another one restarts the rebuild
+    phase: str = Field(max_length=10)  # days | figures
+    done_through: dt.date | None = None
+    marks_upto: int = 0  # the stale-day marks that existed at the start: covered by this rebuild
+    started_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    updated_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

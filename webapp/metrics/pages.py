@@ -187,6 +187,7 @@ class DayView:
     missed_show: dict[str, str]
     targets: dict[str, str]
     page_query: str
+    pruned: drilldown.PrunedDay | None  # retention removed the day's events; its figures are the kept ones
 
 
 
@@ -208,6 +209,7 @@ def day_view(*, session: Session, spec: EvalSpec, day: dt.date, filters: Filters
         missed=[m for m in METRIC_NAMES if metrics.target_met.get(m) is False], missed_show=_MISSED_SHOWS,
         targets={m: metrics_targets.describe_target(m, spec) for m in METRIC_NAMES},
         page_query=query + (f"&show={show}" if show else ""),
+        pruned=drilldown.pruned_day(session=session, day=day),
     )
 
 

@@ -44,10 +44,13 @@ def pruned_before(session: Session) -> dt.date | None:
     return None if value is None else _as_date(value)
 
 
-def advance_pruned_before(*, session: Session, day: dt.date) -> dt.date:
-    """Move the watermark forward to `day` (never back) in one statement, race-free; return the stored watermark."""
+def advance_pruned_before(*, session: Session, day: dt.date, now: dt.datetime | None = None) -> dt.date:
+    """Move the watermark forward to `day` (never back) in one statement, race-free; return the stored watermark.
+
+    `updated_at` records the prune (`now`): a pruned day's drill-down says its events were gone by then.
+    """
     table = table_of(RetentionWatermark)
-    values = {"id": WATERMARK_ID, "pruned_before": day, "updated_at": utcnow()}
+    values = {"id": WATERMARK_ID, "pruned_before": day, "updated_at": now or utcnow()}
     if session.get_bind().dialect.name == "postgresql":
         stmt = pg_insert(table).values(values)
         later = func.greatest(table.c.pruned_before, stmt.excluded.pruned_before)

@@ -9,10 +9,11 @@ The password, if the URL has one, goes to the tools in PGPASSWORD, never on the 
 
 Nothing is ever half-written under a name that looks finished:
 
-- A backup is written to a hidden temporary name in the backup's own folder (`.NAME.<random>.partial`),
-  verified, fsynced, and only then renamed to its final name (a rename within one folder is
-  atomic). A backup killed midway leaves at most that temporary file, never a truncated file
-  under the final name. Verification: SQLite, `PRAGMA integrity_check`, the file's size against
+- A backup is written to a hidden temporary name in the backup's own folder (`.NAME.<pid>.<random>.partial`,
+  created 0600), verified, fsynced, and only then renamed to its final name (a rename within one
+  folder is atomic). A backup killed midway leaves at most that temporary file, never a truncated
+  file under the final name, and the next start of `db backup` or `serve` removes it; the tools
+  it started die with it (webapp/ops/backup_files.py). Verification: SQLite, `PRAGMA integrity_check`, the file's size against
   the page count in its header, and every table's row count equal to the source's in the same
   snapshot; PostgreSQL, `pg_restore --list`, then every table's data read back through
   `pg_restore` and its row count compared with a count taken in the snapshot `pg_dump` used
@@ -37,7 +38,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import secrets
 import shutil
 import sqlite3
 import subprocess
@@ -52,6 +52,14 @@ from sqlalchemy.exc import DBAPIError
 
 from webapp.core.db import make_engine
 from webapp.core.migrations_runner import alembic_config
+from webapp.ops.backup_files import (
+    SIDE_FILES,
+    child_options,
+    create_private,
+    remove_stale_temporaries,
+    run_tool,
+    temporary_beside,
+)
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 # The user tables of a PostgreSQL database, named as pg_dump names them in its COPY lines.
@@ -104,7 +112,7 @@ def _tool(name: str) -> str:
 
 
 def _run(args: list[str], env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    done = run_tool(args, env)
     if done.returncode != 0:
         raise BackupError(f"{Path(args[0]).name} failed (exit {done.returncode}): {done.stderr.strip()}")
     return done.stdout
@@ -168,14 +176,12 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _temporary_beside(path: Path, suffix: str) -> Path:
-    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.{suffix}")
-
-
 @contextmanager
 def _atomic_file(final: Path, suffix: str) -> Iterator[Path]:
-    """Yield a temporary path beside `final`; after the block, fsync it and rename it to `final` (else delete it)."""
-    temporary = _temporary_beside(final, suffix)
+    """Yield a temporary file beside `final` (created empty, 0600); after the block, fsync it and rename it to
+    `final` (else delete it)."""
+    temporary = temporary_beside(final, suffix)
+    create_private(temporary)
     try:
         yield temporary
         _fsync(temporary)
@@ -183,7 +189,7 @@ def _atomic_file(final: Path, suffix: str) -> Iterator[Path]:
         _fsync(final.parent)  # the rename itself survives a power cut
     finally:
         temporary.unlink(missing_ok=True)
-        for extra in ("-journal", "-wal", "-shm"):
+        for extra in SIDE_FILES:
             Path(f"{temporary}{extra}").unlink(missing_ok=True)
 
 
@@ -195,13 +201,14 @@ def backup(database_url: str, output: Path) -> Path:
         raise BackupError(f"{output.parent}: cannot create the backup folder ({exc.strerror})") from None
     if output.exists():
         raise BackupError(f"{output}: already exists; choose another --output")
+    remove_stale_temporaries(output.parent)  # those of a backup killed before it could remove its own
     try:
         with _atomic_file(output, "partial") as temporary:
             if is_sqlite_url(database_url):
                 _backup_sqlite(sqlite_path(database_url), temporary)
             else:
                 _backup_postgresql(database_url, temporary)
-            temporary.chmod(0o600)  # every user's password hash is in it, whatever the umask
+            temporary.chmod(0o600)  # created so (backup_files.create_private); kept so whatever a tool did
     except BackupError as exc:
         raise BackupError(f"{exc}; no backup was written to {output}") from None
     except OSError as exc:
@@ -381,7 +388,9 @@ def _count_copy_rows(pg_restore: str, path: Path) -> tuple[dict[str, int], str, 
     table = ""  # the table whose COPY block is being read; "" between blocks
     # stderr to a file, not a pipe: a pipe nobody reads while stdout streams could fill and stall pg_restore.
     with tempfile.TemporaryFile() as errors:
-        with subprocess.Popen([pg_restore, "--data-only", "--file=-", str(path)], stdout=subprocess.PIPE, stderr=errors) as proc:
+        with subprocess.Popen(
+            [pg_restore, "--data-only", "--file=-", str(path)], stdout=subprocess.PIPE, stderr=errors, **child_options()
+        ) as proc:
             assert proc.stdout is not None
             for raw in proc.stdout:
                 line = raw.rstrip(b"\n")

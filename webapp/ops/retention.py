@@ -136,7 +136,7 @@ def prune_database(
     with session_scope(engine) as session:
         small = prune(session=session, retention=retention, now=now)
         # committed before any event goes: from here on no rebuild reopens those days
-        mark = advance_pruned_before(session=session, day=cutoff) if cutoff else pruned_before(session)
+        mark = advance_pruned_before(session=session, day=cutoff, now=now) if cutoff else pruned_before(session)
     batches: list[int] = []
     while cutoff is not None:
         with session_scope(engine) as session:

@@ -125,7 +125,10 @@ def review_period(
     sample = service.get_sample(session=session, period=period)
     if sample is None and end < _today(spec):
         # the draw is seeded by the period, so drawing on first view gives the same pairs whoever opens it
-        sample = service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id)
+        try:
+            sample = service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id)
+        except service.SampleAlreadyDrawn:  # another viewer's first view drew it meanwhile: show theirs
+            sample = service.get_sample(session=session, period=period)
     return render_view(request, "reviews/period.html", period_view(session, spec, period, sample, show))
 
 
@@ -133,12 +136,16 @@ def review_period(
 def draw(
     period: str, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*REVIEWERS))
 ) -> RedirectResponse:
-    """Draw the period's sample now (also for the week in progress); an existing sample is kept.
+    """Draw the period's sample now (also for the week in progress); an existing sample is kept (409).
 
-    A period that has not begun, one before 2000, or a malformed one is refused (422) with the reason.
+    A period that has not begun, one before 2000, or a malformed one is refused (422) with the reason;
+    a period already drawn, by an earlier request or one running at the same time, is a 409.
     """
     try:
-        service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id)
+        service.draw_sample(session=session, spec=spec, period=period, today=_today(spec), drawn_by=principal.user_id,
+                            if_drawn="refuse")
+    except service.SampleAlreadyDrawn as exc:
+        raise HTTPException(409, detail=str(exc)) from exc
     except service.ReviewError as exc:
         raise HTTPException(422, detail=str(exc)) from exc
     return RedirectResponse(f"/reviews/{period}", status_code=303)

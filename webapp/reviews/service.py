@@ -7,8 +7,10 @@ import difflib
 import random
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
 from webapp.core.db import stored_id
@@ -26,6 +28,12 @@ _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 
 class ReviewError(ValueError):
     """A review request that cannot be honoured; the message names the field."""
+
+
+class SampleAlreadyDrawn(ReviewError):
+    """The period's sample exists (drawn before, or by a request running at the same time): a 409."""
+
+    status = 409
 
 
 def period_of(day: dt.date, cadence: str) -> str:
@@ -100,14 +108,21 @@ def check_drawable(period: str, *, today: dt.date) -> tuple[dt.date, dt.date, st
 
 
 def draw_sample(
-    *, session: Session, spec: EvalSpec, period: str, today: dt.date, drawn_by: int | None = None
+    *, session: Session, spec: EvalSpec, period: str, today: dt.date, drawn_by: int | None = None,
+    if_drawn: Literal["return", "refuse"] = "return",
 ) -> ReviewSample:
-    """Draw the period's random sample (seeded by the period) and store it; an existing sample is returned as is.
+    """Draw the period's random sample (seeded by the period) and store it; an existing sample is returned as is,
+    or refused with SampleAlreadyDrawn when `if_drawn` is "refuse" (the Draw button).
 
     Raise ReviewError naming the period when it is malformed, has not begun by `today`, or is before 2000.
+    Two draws at the same time (issue 41: six PMs pressing Draw) store one sample: on PostgreSQL the
+    later inserts meet the unique index on the period, on SQLite they wait for the first writer and
+    then find its sample; either way they raise SampleAlreadyDrawn (a 409), never a driver error.
     """
     existing = get_sample(session=session, period=period)
     if existing is not None:
+        if if_drawn == "refuse":
+            raise _already_drawn(existing)
         return existing
     start, end, cadence = check_drawable(period, today=today)
     wanted = spec.review.monthly_pairs if cadence == "monthly" else spec.review.weekly_pairs
@@ -117,12 +132,26 @@ def draw_sample(
         period=period, cadence=cadence, start=start, end=end, wanted=wanted, candidates=len(ids),
         seed=seed_for(period), drawn_by=drawn_by,
     )
-    session.add(sample)
-    session.flush()
+    try:
+        with session.begin_nested():  # a savepoint: the request's transaction survives a lost race
+            session.add(sample)
+            session.flush()
+    except IntegrityError:
+        raced = get_sample(session=session, period=period)
+        raise _already_drawn(raced) from None
     for position, event_id in enumerate(chosen):
         session.add(ReviewItem(sample_id=stored_id(sample.id), position=position, event_id=event_id))
     session.flush()
     return sample
+
+
+def _already_drawn(sample: ReviewSample | None) -> SampleAlreadyDrawn:
+    when = f" at {sample.drawn_at:%Y-%m-%d %H:%M} UTC" if sample is not None else ""
+    period = f" of {sample.period}" if sample is not None else ""
+    return SampleAlreadyDrawn(
+        f"period: the sample{period} was drawn already{when} and is kept (a draw is seeded by its period, so "
+        "drawing again would give the same pairs)"
+    )
 
 
 def get_sample(*, session: Session, period: str) -> ReviewSample | None:

@@ -2,15 +2,16 @@
 
 FastAPI's `max_body_size` (app-wide default, raised per route) checks Content-Length before
 reading and counts the bytes as they arrive, so a body over its limit is never read whole and a
-multipart upload stops streaming into its temporary file at the limit. `json_depth_guard` then
-refuses JSON bodies that nest deeper than safe_input.MAX_DEPTH before the route runs.
+multipart upload stops streaming into its temporary file at the limit. `json_body_guard` then
+refuses JSON bodies that nest deeper than safe_input.MAX_DEPTH, repeat a key, or hold a NUL or a
+lone surrogate, before the route runs.
 """
 
 from __future__ import annotations
 
 from fastapi import HTTPException, Request
 
-from webapp.core.safe_input import InputLimitError, check_depth
+from webapp.core.safe_input import InputLimitError, JsonContentError, loads_json
 
 MB = 1024 * 1024
 DEFAULT_BODY_LIMIT = 1 * MB
@@ -23,11 +24,10 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 async def raw_json_body(request: Request) -> bytes:
-    """Return the request body unparsed, for a route that validates the JSON bytes itself.
+    """Return the request body unparsed, for a route that validates the JSON bytes itself (POST /api/v1/events).
 
-    Such a route must bound the nesting depth itself (json_depth_guard skips it rather than parse
-    the body a second time): POST /api/v1/events validates with a fixed-depth model and parses a
-    body that fails it with safe_input.loads_json.
+    json_body_guard leaves such a body to its route: POST /api/v1/events answers per event (a NUL in
+    one event's text makes that event invalid, naming the field; the others are stored).
     """
     return await request.body()
 
@@ -38,20 +38,28 @@ def _takes_raw_body(request: Request) -> bool:
     return dependant is not None and any(d.call is raw_json_body for d in dependant.dependencies)
 
 
-async def json_depth_guard(request: Request) -> None:
-    """Refuse (422) a JSON request body nested deeper than MAX_DEPTH levels."""
+async def json_body_guard(request: Request) -> None:
+    """Refuse (422, naming the field) a JSON body nested too deep, with a key given twice, a NUL or a lone surrogate.
+
+    One check for every JSON route (an app-wide dependency, which FastAPI runs before it validates
+    the body against the route's model): FastAPI's own parse (json.loads) keeps the last of two equal
+    keys and hands "\\ud800" through as a lone surrogate, a 500 once stored. The body's bytes (read
+    once by Starlette and cached) are parsed again by safe_input.loads_json, which refuses all of them;
+    a body that is not JSON at all is left to FastAPI's own 422.
+    """
     if request.method not in _BODY_METHODS or _takes_raw_body(request):
         return
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json" and not ctype.endswith("+json"):
         return
-    try:
-        # Routes with a body have parsed it already (FastAPI answers 400 when it cannot) and
-        # Starlette hands back that same value; a route without a body ignores what was sent.
-        value = await request.json()
-    except (ValueError, RecursionError):
+    body = await request.body()
+    if not body:
         return
     try:
-        check_depth(value)
+        loads_json(body)
+    except JsonContentError as exc:
+        raise HTTPException(422, detail=[{"field": exc.field, "message": exc.reason}]) from exc
     except InputLimitError as exc:
         raise HTTPException(422, detail=[{"field": "(body)", "message": f"JSON {exc.message}"}]) from exc
+    except ValueError:  # not JSON (or not UTF-8): the route's own parse answers it
+        return
