@@ -1,7 +1,7 @@
 """metrics: the progress of `metrics rebuild`, so that a killed rebuild continues where it stopped
 
-Revision ID: 0020_ops
-Revises: 0019_judge_signals
+Revision ID: 0024_ops
+Revises: 0023_kbremote
 Create Date: 2026-12-02 06:00:00
 """
 from collections.abc import Sequence
@@ -10,8 +10,8 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-revision: str = '0020_ops'
-down_revision: str | None = '0019_judge_signals'
+revision: str = '0024_ops'
+down_revision: str | None = '0023_kbremote'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
