@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.core.db import SessionDep, stored_id
+from webapp.core.db import SessionDep
 from webapp.metrics import alert_states, ingest
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -209,9 +209,9 @@ def post_hallucination_report(
     body = _report_in(payload)
     try:
         report = metrics_reports.report_hallucination(
-            session=session, event_id=event_id, note=body.note, reported_by=principal.user_id,
+            session=session, event_id=event_id, note=body.note, reported_by=principal.user_id, minted_by=principal.minted_by,
             citations=[{"article_id": c.article_id, "revision": c.revision} for c in body.citations] if body.citations else None,
         )
     except metrics_daily.MetricsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
-    return HallucinationReportPublic(id=stored_id(report.id), event_id=report.event_id, status=report.status, note=report.note)
+    return HallucinationReportPublic.model_validate(report, from_attributes=True)
