@@ -19,7 +19,7 @@ from webapp.datasets.records import RecordError
 from webapp.kb import service as kb_service
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
+from webapp.web.request_limits import UPLOAD_FILE_LIMIT
 from webapp.web.templating import render_view
 
 router = APIRouter()
@@ -195,7 +195,7 @@ def _import_done(
     return render_view(request, "admin/import_done.html", view)
 
 
-@router.post("/admin/imports/kb", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
+@router.post("/admin/imports/kb", response_class=HTMLResponse)
 async def admin_import_kb(
     request: Request, session: SessionDep, principal: Admin, file: Annotated[UploadFile | None, File()] = None
 ) -> HTMLResponse:
@@ -208,7 +208,7 @@ async def admin_import_kb(
     return _import_done(request, "KB", f"{filename}: {result.summary}", "/kb")
 
 
-@router.post("/admin/imports/dataset", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
+@router.post("/admin/imports/dataset", response_class=HTMLResponse)
 async def admin_import_dataset(
     request: Request,
     session: SessionDep,
@@ -230,7 +230,7 @@ async def admin_import_dataset(
     )
 
 
-@router.post("/admin/imports/drafts", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
+@router.post("/admin/imports/drafts", response_class=HTMLResponse)
 async def admin_import_drafts(
     request: Request,
     session: SessionDep,

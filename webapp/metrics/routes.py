@@ -29,7 +29,7 @@ from webapp.metrics.schemas import (
     StreakWindow,
 )
 from webapp.web.deps import SpecDep, require_role, require_scope
-from webapp.web.request_limits import EVENTS_BODY_LIMIT, raw_json_body
+from webapp.web.request_limits import raw_json_body
 
 router = APIRouter(tags=["metrics"])
 
@@ -55,7 +55,6 @@ _EVENTS_BODY = {
 
 @router.post(
     "/events",
-    max_body_size=EVENTS_BODY_LIMIT,
     response_model=IngestPublic,
     openapi_extra={"requestBody": _EVENTS_BODY},
 )
