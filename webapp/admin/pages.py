@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, Uplo
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
-from webapp.admin import service, views
+from webapp.admin import audit_pages, service, views
 from webapp.app import flows
 from webapp.auth import service as auth_service
 from webapp.auth.service import AuthError, Principal
@@ -23,6 +23,7 @@ from webapp.web.request_limits import UPLOAD_FILE_LIMIT
 from webapp.web.templating import render_view
 
 router = APIRouter()
+router.include_router(audit_pages.router)  # /admin/audit and its CSV
 Admin = Annotated[Principal, Depends(require_role("admin"))]
 MAX_UPLOAD_BYTES = UPLOAD_FILE_LIMIT
 

@@ -22,6 +22,7 @@ from sqlalchemy import DDL, event
 from sqlmodel import Session, col, func, select
 
 from webapp.auth.models import AuditEvent, User
+from webapp.core.db import table_of
 
 if TYPE_CHECKING:  # auth.service records through this module
     from webapp.auth.service import Principal
@@ -58,9 +59,9 @@ POSTGRES_TRIGGERS = (
     "FOR EACH ROW EXECUTE FUNCTION audit_event_append_only()",
 )
 for _ddl in SQLITE_TRIGGERS:
-    event.listen(AuditEvent.__table__, "after_create", DDL(_ddl).execute_if(dialect="sqlite"))
+    event.listen(table_of(AuditEvent), "after_create", DDL(_ddl).execute_if(dialect="sqlite"))
 for _ddl in POSTGRES_TRIGGERS:
-    event.listen(AuditEvent.__table__, "after_create", DDL(_ddl).execute_if(dialect="postgresql"))
+    event.listen(table_of(AuditEvent), "after_create", DDL(_ddl).execute_if(dialect="postgresql"))
 
 
 def remember_principal(*, session: Session, principal: Principal | None) -> None:
@@ -127,8 +128,8 @@ class AuditRow:
 
 
 def _select(where: AuditFilter):  # noqa: ANN202 - a SQLAlchemy select of three columns
-    actor = User.__table__.alias("actor")  # type: ignore[attr-defined]
-    subject = User.__table__.alias("subject")  # type: ignore[attr-defined]
+    actor = table_of(User).alias("actor")
+    subject = table_of(User).alias("subject")
     stmt = (
         select(AuditEvent, actor.c.email, subject.c.email)
         .outerjoin(actor, actor.c.id == AuditEvent.actor_id)
