@@ -35,7 +35,6 @@ from webapp.evaluator.preparation import JUDGE_TEMPERATURE, EvalOptions, prepare
 from webapp.evaluator.prompts import generator_messages, judge_messages  # noqa: E402
 from webapp.evaluator.rubric import judge_response_format  # noqa: E402
 
-
 RATIO_TARGET = 1.10  # issue 41: back to the figure before the judge signals (1.08-1.16x then)
 
 
