@@ -193,6 +193,7 @@ class AdjudicationItem:
     prefill: ScoreValues  # the grade "Take A's scores" copied into the final-grade form (empty: none)
     taken_from: str | None
     signals: ModelSignals | None
+    note: str = ""  # the lead's note, kept in the form after a refused decision
 
 
 @dataclass(frozen=True)
