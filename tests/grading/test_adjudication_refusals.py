@@ -44,3 +44,15 @@ def test_a_returned_grade_names_the_draft_the_case_and_the_grader(
     said = f"Alice’s grade of draft {world.drafts[0].id} (case {case.case_id}) returned to Alice for another look."
     page = lead.get("/grading/adjudication").text
     assert said in page and f"Grade {a.id} returned" not in page
+
+
+def test_a_refused_claim_is_said_under_save_not_above_the_page(
+    session: Session, world: GradingWorld, client_as: Callable[..., TestClient]
+) -> None:
+    # issue 41: the refusal's banner above the page pushed Save below the fold on a phone.
+    alice = client_as("labeler", email="alice@example.test")
+    data = {**FORM, "factual_accuracy": "fail", "unsupported_claim": "words that are not in the draft"}
+    r = post_form(alice, f"/grading/drafts/{world.drafts[0].id}", data)
+    page = r.text
+    assert 'id="grading-error"' in page and "Unsupported claim" in page
+    assert page.index('id="grading-error"') > page.index('name="next" value="0"')  # below the Save button
