@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
-from tests.factories import make_user
 from tests.gates.test_service import build_run
 from tests.test_migrations import empty_db_url  # noqa: F401  (the fixture: a new database on each backend)
+from webapp.auth.models import User, UserRole
 from webapp.core.db import make_engine
 from webapp.core.migrations_runner import upgrade
 from webapp.gates.models import GateSignoff
+
+
+def _user(s: Session, email: str, role: str) -> User:
+    """Add a user as rows (the schema is 0014's: create_user would also write the audit log of 0020)."""
+    user = User(email=email, password_hash="x")
+    s.add(user)
+    s.flush()
+    s.add(UserRole(user_id=user.id or 0, role=role))
+    return user
 
 
 def test_upgrade_keeps_each_persons_first_signoff(empty_db_url: str) -> None:  # noqa: F811
@@ -18,7 +27,7 @@ def test_upgrade_keeps_each_persons_first_signoff(empty_db_url: str) -> None:  #
     try:
         with Session(engine, expire_on_commit=False) as s:
             run = build_run(s)
-            pm, ml = make_user(s, email="pm@example.test", roles=["pm"]), make_user(s, email="ml@example.test", roles=["ml_lead"])
+            pm, ml = _user(s, "pm@example.test", "pm"), _user(s, "ml@example.test", "ml_lead")
 
             def sign(user_id: int | None, role: str, decision: str) -> GateSignoff:
                 row = GateSignoff(gate="pilot", run_id=run.id, user_id=user_id, role=role, verdict="fail",  # type: ignore[arg-type]
