@@ -1,14 +1,14 @@
 """Benchmark of prompt-evaluator's concurrency and cache against a slow fake OpenAI-compatible server.
 
 Starts the fake server (tests/evaluator/fake_openai.py) in a child process on 127.0.0.1,
-answering every request after 0.5 s, then evaluates 100 cases x 5 samples with the judge
-(1,000 calls) at concurrency 32, runs the same evaluation again from the cache, and times a
-bare `AsyncOpenAI` loop making the same 1,000 calls (same messages, seeds and judge schema) at
+answering every request after 0.5 s, then evaluates 64 cases x 5 samples with the judge
+(640 calls) at concurrency 32, runs the same evaluation again from the cache, and times a
+bare `AsyncOpenAI` loop making the same 640 calls (same messages, seeds and judge schema) at
 the same concurrency, on the same event loop.
 
-Targets (issues 6 and 16): the first run within 1.25 x 1,000 x 0.5 s / 32 = 19.5 s and within
-1.25 x the bare loop's time; the cached run under 5 s with zero calls.
-Usage: `.venv/bin/python benchmarks/bench_evaluator.py [--cases 100]`.
+Targets (issues 6, 16 and 41): the first run within 1.25 x 640 x 0.5 s / 32 = 12.5 s and within
+1.10 x the bare loop's time; the cached run under 5 s with zero calls.
+Usage: `.venv/bin/python benchmarks/bench_evaluator.py [--cases 64]`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from webapp.evaluator.execution import execute, make_client, run_async  # noqa: 
 from webapp.evaluator.preparation import JUDGE_TEMPERATURE, EvalOptions, prepare  # noqa: E402
 from webapp.evaluator.prompts import generator_messages, judge_messages  # noqa: E402
 from webapp.evaluator.rubric import judge_response_format  # noqa: E402
+
+RATIO_TARGET = 1.10  # issue 41: back to the figure before the judge signals (1.08-1.16x then)
 
 
 def _free_port() -> int:
@@ -142,7 +144,7 @@ def bare_loop(options: EvalOptions) -> tuple[float, int]:
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--cases", type=int, default=64)
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--delay", type=float, default=0.5)
@@ -205,9 +207,9 @@ def main() -> None:
     same = first.to_json_dict()["test_case_results"] == second.to_json_dict()["test_case_results"]
     print(f"cached results identical to the first run's: {same}")
     ratio = first_s / bare_s
-    ok3 = ratio <= 1.25 and bare_calls == calls == bare_made
+    ok3 = ratio <= RATIO_TARGET and bare_calls == calls == bare_made
     print(f"bare AsyncOpenAI loop, same {bare_calls} calls at concurrency {args.concurrency}: {bare_s:6.2f} s")
-    print(f"evaluator / bare loop: {ratio:.3f}x (target <= 1.25x)  -> {'PASS' if ok3 else 'FAIL'}")
+    print(f"evaluator / bare loop: {ratio:.3f}x (target <= {RATIO_TARGET:.2f}x)  -> {'PASS' if ok3 else 'FAIL'}")
     sys.exit(0 if ok1 and ok2 and ok3 and same else 1)
 
 

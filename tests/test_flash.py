@@ -105,3 +105,31 @@ def test_refusals_on_other_pages_ride_in_the_signed_cookie(
     assert r.status_code == 303 and r.headers["location"] == page and "error" not in r.headers["location"]
     assert said in c.get(page).text
     assert said not in c.get(page).text
+
+
+class TestReplay:
+    """A copied flash value is bound to its browser session and read once (issue 41)."""
+
+    def _flashed(self, lead: TestClient) -> str:
+        r = post_form(lead, "/grading/adjudication/999999/resolve", {"factual_accuracy": "pass"})
+        assert r.status_code == 303
+        value = r.cookies.get(FLASH_COOKIE) or lead.cookies.get(FLASH_COOKIE, path="/grading/adjudication")
+        assert value
+        return value
+
+    def test_a_replay_in_another_session_shows_nothing(
+        self, world: GradingWorld, client_as: Callable[..., TestClient]
+    ) -> None:
+        value = self._flashed(client_as("lead", email="lead-a@example.test"))
+        other = client_as("lead", email="lead-b@example.test")
+        other.cookies.set(FLASH_COOKIE, value, path="/grading/adjudication")
+        assert "Adjudication 999999:" not in other.get("/grading/adjudication").text
+
+    def test_a_second_read_in_the_same_session_shows_nothing(
+        self, world: GradingWorld, client_as: Callable[..., TestClient]
+    ) -> None:
+        lead = client_as("lead")
+        value = self._flashed(lead)
+        assert "Adjudication 999999:" in lead.get("/grading/adjudication").text
+        lead.cookies.set(FLASH_COOKIE, value, path="/grading/adjudication")  # the consumed value, put back
+        assert "Adjudication 999999:" not in lead.get("/grading/adjudication").text

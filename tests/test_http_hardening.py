@@ -9,12 +9,19 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.metrics.conftest import ev
 from webapp.core.safe_input import MAX_DEPTH
 from webapp.web.csp import POLICY
-from webapp.web.request_limits import DEFAULT_BODY_LIMIT, EVENTS_BODY_LIMIT, UPLOAD_BODY_LIMIT
+from webapp.web.request_limits import (
+    DEFAULT_BODY_LIMIT,
+    EVENTS_BODY_LIMIT,
+    FAMILIES,
+    UPLOAD_BODY_LIMIT,
+    family_for,
+)
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -135,3 +142,67 @@ def test_api_reference_page_has_its_own_narrow_policy(client: TestClient) -> Non
     # Scripts come only from where the page itself loads them (FastAPI's Swagger UI origin) and the hash.
     script_src = re.search(r"<script src=\"(https://[^/\"]+)/", r.text)
     assert script_src is not None and f"script-src {script_src.group(1)} 'sha256-" in policy
+
+
+class TestBodyFamilies:
+    """One body limit per route family, in one table, and a 413 that names it (issue 41)."""
+
+    @pytest.mark.parametrize(
+        ("path", "family"),
+        [
+            ("/api/v1/events", "events"),
+            ("/api/v1/events/e1/hallucination-reports", "api"),
+            ("/admin/imports/kb", "bulk"),
+            ("/api/v1/kb/articles/refund-policy", "bulk"),
+            ("/api/v1/kb/sync", "bulk"),
+            ("/api/v1/datasets", "bulk"),
+            ("/api/v1/runs/r1/drafts", "bulk"),
+            ("/api/v1/runs/r1/verdict", "api"),
+            ("/admin/users", "forms"),
+            ("/grading/drafts/12", "forms"),
+            ("/api/v1/grades", "api"),
+        ],
+    )
+    def test_each_path_falls_into_its_family(self, path: str, family: str) -> None:
+        assert family_for(path).name == family
+
+    def test_the_limits(self) -> None:
+        assert {f.name: f.limit for f in FAMILIES} == {
+            "events": 10 * 1024 * 1024, "bulk": 10 * 1024 * 1024, "forms": 256 * 1024, "api": 1024 * 1024,
+        }
+
+    def test_a_form_over_256_kb_is_413_on_the_error_page_naming_the_limit(
+        self, client_as: Callable[..., TestClient]
+    ) -> None:
+        admin = client_as("admin")
+        over = admin.post("/admin/users", data={"email": "x" * (256 * 1024)})
+        assert over.status_code == 413 and "Too large" in over.text and "256 kB limit" in over.text
+        under = admin.post("/admin/users", data={"email": "x" * (200 * 1024)})
+        assert under.status_code != 413
+
+    def test_an_api_body_over_1_mb_is_413_json_naming_the_limit(self, api_as: Callable[..., TestClient]) -> None:
+        api = api_as(scopes=["ingest"])
+        over = api.post(
+            "/api/v1/events/e1/hallucination-reports", content=json.dumps({"note": "x" * (1024 * 1024)}),
+            headers={"Content-Type": "application/json"},
+        )
+        assert over.status_code == 413 and "1 MB limit" in over.json()["detail"]
+        under = api.post(
+            "/api/v1/events/e1/hallucination-reports", content=json.dumps({"note": "x" * (900 * 1024)}),
+            headers={"Content-Type": "application/json"},
+        )
+        assert under.status_code == 404  # read whole: there is no event e1
+
+    def test_a_bulk_body_over_10_mb_is_413_naming_the_limit(self, client_as: Callable[..., TestClient]) -> None:
+        admin = client_as("admin")
+        over = admin.post("/admin/imports/kb", files={"file": ("kb.yaml", b"#" * (11 * 1024 * 1024), "application/yaml")})
+        assert over.status_code == 413 and "10 MB limit" in over.text
+        under = admin.post("/admin/imports/kb", files={"file": ("kb.yaml", b"#" * (9 * 1024 * 1024), "application/yaml")})
+        assert under.status_code != 413
+
+    def test_the_events_ingest_keeps_10_mb_and_names_it(self, api_as: Callable[..., TestClient]) -> None:
+        r = api_as(scopes=["ingest"]).post(
+            "/api/v1/events", content=b"[]",
+            headers={"Content-Type": "application/json", "Content-Length": str(EVENTS_BODY_LIMIT + 1)},
+        )
+        assert r.status_code == 413 and "10 MB limit for the events ingest" in r.json()["detail"]

@@ -22,6 +22,8 @@ def test_demo_prints_where_notifications_go_and_writes_them(
     r = invoke(monkeypatch, db_url, ["demo", "--seed-only"])
     assert r.exit_code == 0, r.output
     assert f"alert notifications go to:\n  Demo log (file): {log}\n" in r.output
+    # issue 41: the demo says why a webhook to a local receiver is refused, and how to allow it
+    assert "(127.0.0.1, 10.x, 192.168.x) is refused: start the demo with DRAFTDESK_ALERTS_ALLOW_PRIVATE_TARGETS=1" in r.output
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert len(lines) == 1  # the demo's transitions, grouped in one message
     got = [(it["topic"], it["state"]) for it in lines[0]["items"]]

@@ -174,7 +174,9 @@ def cache_cmd(*args: str) -> Result:
 
 
 def put(root: Path, key: str, age_days: float, size: int = 10) -> Path:
-    ResponseCache(root).put(key, {"content": "x" * size})
+    cache = ResponseCache(root)
+    cache.put(key, {"content": "x" * size})
+    cache.flush()  # written on the cache's background thread
     path = root / key[:2] / f"{key}.json"
     when = time.time() - age_days * 86400
     os.utime(path, (when, when))
@@ -231,3 +233,17 @@ class TestCacheCommand:
     @pytest.mark.parametrize(("value", "seconds"), [("30d", 30 * 86400), ("12h", 12 * 3600), ("90m", 5400), ("2w", 14 * 86400)])
     def test_durations(self, value: str, seconds: int) -> None:
         assert parse_age(value) == seconds
+
+
+class TestBackgroundWrites:
+    """Answers are written on the cache's own thread, off the event loop (issue 41, item 6)."""
+
+    def test_an_answer_is_served_at_once_and_on_disk_after_flush(self, tmp_path: Path) -> None:
+        cache = ResponseCache(tmp_path)
+        key = "ab" * 32
+        cache.put(key, {"content": "hello", "prompt_tokens": 1, "completion_tokens": 2})
+        assert key in cache and cache.get(key) == {"content": "hello", "prompt_tokens": 1, "completion_tokens": 2}
+        cache.flush()
+        stored = tmp_path / key[:2] / f"{key}.json"
+        assert json.loads(stored.read_text(encoding="utf-8"))["content"] == "hello"
+        assert ResponseCache(tmp_path).get(key) == {"content": "hello", "prompt_tokens": 1, "completion_tokens": 2}

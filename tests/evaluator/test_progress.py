@@ -72,10 +72,12 @@ class TestLiveStatus:
         status = LiveStatus(SimpleNamespace(stats=stats), samples_total=8, clock=lambda: now[0])
         status.runtime = SimpleNamespace(samples_in_flight=3)
         assert status.eta_seconds() is None
-        status.samples_done = 2
         now[0] += 10.0
+        status.samples_done = 2
         assert status.eta_seconds() == 10.0 * 6 / 2
         assert status.text() == "3 in flight · 2.5 calls/s · 7 cached · 2 retrying · ETA 0:30"
+        now[0] += 4.0
+        assert status.eta_seconds() == 26.0  # counts down until the next case finishes
         assert status.cost() == "$0.0123"
 
     def test_a_busy_run_still_fits_80_columns(self) -> None:
@@ -84,10 +86,31 @@ class TestLiveStatus:
         now = [100.0]
         status = LiveStatus(SimpleNamespace(stats=stats), samples_total=100_000, clock=lambda: now[0])
         status.runtime = SimpleNamespace(samples_in_flight=32)
-        status.samples_done = 100
         now[0] += 10.0
+        status.samples_done = 100
         text = status.text()
         assert text.startswith("32 in flight · 1234.") and "ETA 2:46:" in text and len(text) < 80
+
+    def test_the_time_left_never_climbs_mid_run(self) -> None:
+        # issue 41: 4 cases of 5 samples, one finishing every 10 s, the bar refreshed every second:
+        # the old figure (elapsed now x left / done) rose from 30 s to 39 s before each finish.
+        now = [0.0]
+        status = LiveStatus(SimpleNamespace(stats=ClientStats()), samples_total=20, clock=lambda: now[0])
+        shown: list[float] = []
+        for case in range(1, 4):
+            for _ in range(10):
+                now[0] += 1.0
+                if now[0] % 10 == 0:
+                    status.samples_done = 5 * case
+                eta = status.eta_seconds()
+                if eta is not None:
+                    shown.append(eta)
+        assert shown == sorted(shown, reverse=True) and shown[0] == 30.0 and shown[-1] == 10.0
+        now[0] += 25.0  # the last case is late: the ETA has run out, work remains
+        assert status.eta_seconds() == 0.0
+        now[0] += 1.0
+        status.samples_done = 20
+        assert status.eta_seconds() == 0.0
 
     def test_retries_waiting_counts_calls_sleeping_before_a_retry(self, fake: FakeOpenAI) -> None:
         fake.unavailable_first = 1

@@ -5,12 +5,23 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
-from tests.factories import make_dataset, make_user
+from tests.factories import make_dataset
 from tests.test_migrations import empty_db_url  # noqa: F401  (the fixture: a new database on each backend)
+from webapp.auth.models import User
 from webapp.core.db import make_engine
 from webapp.core.migrations_runner import upgrade
 from webapp.core.timeutil import utcnow
 from webapp.gates.models import GateSignoff
+
+
+def _user(s: Session, email: str, role: str) -> User:
+    """Add a user as rows of 0014's schema (create_user would also write the audit log of a later migration)."""
+    user = User(email=email, password_hash="x")
+    s.add(user)
+    s.flush()
+    # the role as a row of 0014's user_role (the ORM's UserRole has the `source` column of 0020)
+    s.execute(text("INSERT INTO user_role (user_id, role) VALUES (:u, :r)"), {"u": user.id, "r": role})
+    return user
 
 
 def test_upgrade_keeps_each_persons_first_signoff(empty_db_url: str) -> None:  # noqa: F811
@@ -28,7 +39,7 @@ def test_upgrade_keeps_each_persons_first_signoff(empty_db_url: str) -> None:  #
                 {"no": False, "ds": ds.id, "at": utcnow()},
             )
             run_id = s.execute(text("SELECT id FROM run WHERE name = 'run-1'")).scalar_one()
-            pm, ml = make_user(s, email="pm@example.test", roles=["pm"]), make_user(s, email="ml@example.test", roles=["ml_lead"])
+            pm, ml = _user(s, "pm@example.test", "pm"), _user(s, "ml@example.test", "ml_lead")
 
             def sign(user_id: int | None, role: str, decision: str) -> GateSignoff:
                 row = GateSignoff(gate="pilot", run_id=run_id, user_id=user_id, role=role, verdict="fail",  # type: ignore[arg-type]

@@ -180,8 +180,8 @@ class TestLeadPages:
             lead, f"/grading/adjudication/{adj.id}/resolve",
             {**FORM, "unsupported_claim": "We will refund you 200 dollars.", "note": "B is right"},
         )
-        assert r.status_code == 303
-        page_after = lead.get(r.headers["location"]).text
+        assert r.status_code == 422  # the queue again, the lead's form kept (issue 41)
+        page_after = r.text
         assert f"Adjudication {adj.id}: Unsupported claim: a factual &#39;pass&#39; cannot keep an unsupported claim" in page_after
         session.expire_all()
         run_id, draft_id = stored_id(world.run.id), stored_id(world.drafts[0].id)

@@ -121,3 +121,21 @@ class TestSavingByIdFollowsTheQueue:
         b = api.post("/api/v1/grades", json={"draft_id": fb, **GRADE})
         assert b.status_code == 409
         assert b.json()["detail"] == f"draft {fb} is a fallback (no draft was shown, the confidence was too low): there is nothing to grade"
+
+
+def test_a_further_sample_says_about_how_many_it_asked_for_and_how_many_it_drew(
+    session: Session, client_as: Callable[..., TestClient]
+) -> None:
+    # issue 41: a further sample of "25" added 16 drafts with no word (Bernoulli draws).
+    run, _ = build_run(session, n=120, golden=0)
+    draw_sample(session=session, run_id=run.id, budget=20, judge_version=JUDGE, seed=4)  # type: ignore[arg-type]
+    session.commit()
+    before = len(session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id, PpiDraw.drawn)).all())
+    lead = client_as("lead")
+    r = lead.post(f"/ppi/runs/{run.name}/further-sample", data={"budget": "25"}, follow_redirects=False)
+    assert r.status_code == 303
+    session.expire_all()
+    rows = session.exec(select(PpiDraw).where(PpiDraw.run_id == run.id, PpiDraw.round == 2, PpiDraw.drawn)).all()
+    assert before > 0 and rows
+    page = lead.get(r.headers["location"]).text
+    assert f"about 25 (Bernoulli draws: each draft drawn on its own with its probability, so the count varies), drew {len(rows)};" in page

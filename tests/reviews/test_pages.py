@@ -77,3 +77,14 @@ def test_drawing_a_future_week_is_refused_naming_it(session: Session, client_as:
     assert pm.post("/reviews/1999-W01/draw", follow_redirects=False).status_code == 422
     assert service.get_sample(session=session, period="2099-W01") is None
     assert service.get_sample(session=session, period="1999-W01") is None
+
+
+def test_the_home_card_names_the_newest_week_with_drafts(
+    session: Session, spec: EvalSpec, client_as: Callable[..., TestClient]
+) -> None:
+    # issue 41: W46 drawn, W47 the newest week with sent drafts, the week just ended empty: the card showed W46.
+    load(session, spec, [ev("2026-11-10", action="edit", draft_text="a", sent_text="b"), ev("2026-11-17", action="edit", draft_text="c", sent_text="d")])
+    service.draw_sample(session=session, spec=spec, period="2026-W46", today=service.period_bounds("2026-W47")[1])
+    session.commit()
+    home = client_as("pm").get("/").text
+    assert "Weekly review 2026-W47 is ready" in home and 'href="/reviews/2026-W47"' in home

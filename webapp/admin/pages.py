@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, Uplo
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
-from webapp.admin import service, views
+from webapp.admin import audit_pages, service, views
 from webapp.app import flows
 from webapp.auth import service as auth_service
 from webapp.auth.service import AuthError, Principal
@@ -19,10 +19,11 @@ from webapp.datasets.records import RecordError
 from webapp.kb import sync as kb_sync
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.request_limits import UPLOAD_BODY_LIMIT, UPLOAD_FILE_LIMIT
+from webapp.web.request_limits import UPLOAD_FILE_LIMIT
 from webapp.web.templating import render_view
 
 router = APIRouter()
+router.include_router(audit_pages.router)  # /admin/audit and its CSV
 Admin = Annotated[Principal, Depends(require_role("admin"))]
 MAX_UPLOAD_BYTES = UPLOAD_FILE_LIMIT
 
@@ -209,7 +210,7 @@ def _import_done(
     return render_view(request, "admin/import_done.html", view)
 
 
-@router.post("/admin/imports/kb", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
+@router.post("/admin/imports/kb", response_class=HTMLResponse)
 async def admin_import_kb(
     request: Request, session: SessionDep, principal: Admin, file: Annotated[UploadFile | None, File()] = None
 ) -> HTMLResponse:
@@ -222,7 +223,7 @@ async def admin_import_kb(
     return _import_done(request, "KB", f"{filename}: {result.summary}", "/kb")
 
 
-@router.post("/admin/imports/dataset", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
+@router.post("/admin/imports/dataset", response_class=HTMLResponse)
 async def admin_import_dataset(
     request: Request,
     session: SessionDep,
@@ -244,7 +245,7 @@ async def admin_import_dataset(
     )
 
 
-@router.post("/admin/imports/drafts", response_class=HTMLResponse, max_body_size=UPLOAD_BODY_LIMIT)
+@router.post("/admin/imports/drafts", response_class=HTMLResponse)
 async def admin_import_drafts(
     request: Request,
     session: SessionDep,

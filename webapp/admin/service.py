@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, func
 from sqlmodel import Session, SQLModel, col, delete, select
 
+from webapp.auth import audit
 from webapp.auth.models import ROLES, ApiToken, OidcIdentity, User, UserRole, WebSession
 from webapp.auth.service import AuthError, list_tokens
 from webapp.datasets.models import Dataset
@@ -44,6 +45,8 @@ def set_user_active(*, session: Session, user_id: int, active: bool, acting_user
     if not active:
         session.exec(delete(WebSession).where(col(WebSession.user_id) == user_id))
     session.flush()
+    action = "user.activate" if active else "user.deactivate"
+    audit.record(session=session, action=action, actor_id=acting_user_id, subject_id=user_id, target=f"user {user.email}")
     return user
 
 

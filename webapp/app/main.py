@@ -26,7 +26,7 @@ from webapp.ops.logs import RequestLog
 from webapp.ops.prometheus import AppMetrics
 from webapp.web import api_docs, csp, static_assets
 from webapp.web.headers import SecurityHeaders
-from webapp.web.request_limits import DEFAULT_BODY_LIMIT, json_body_guard
+from webapp.web.request_limits import BodyLimits, json_body_guard
 from webapp.web.templating import is_htmx, templates
 
 # Each domain's pages.py (HTML) and routes.py (JSON API under /api/v1) hold a module-level
@@ -55,7 +55,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_url=api_docs.OPENAPI_URL,
         redoc_url=None,
         lifespan=_lifespan,
-        max_body_size=DEFAULT_BODY_LIMIT,  # routes that take more (events, uploads) raise it
     )
     app.state.settings = settings
     # the identity provider (None: not configured); a bad DRAFTDESK_OIDC_ROLE_MAP stops start-up here
@@ -73,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=6)
 
     app.add_middleware(SecurityHeaders, cookie_secure=settings.cookie_secure)
+    app.add_middleware(BodyLimits)  # each body to its route family's limit (webapp/web/request_limits.py)
     # outermost of all: each request's log line (with its id) and its duration cover everything above
     app.state.app_metrics = AppMetrics()
     app.add_middleware(RequestLog, observe=app.state.app_metrics.observe)

@@ -214,3 +214,9 @@ def _seed_demo(settings: Settings, spec: EvalSpec, *, seed: int) -> None:
     typer.echo("alert notifications go to:")
     for line in channels:
         typer.echo(line)
+    # issue 41: a webhook to a receiver on this machine was refused with no word in the demo
+    private = "allowed" if settings.alerts_allow_private_targets else "refused"
+    typer.echo(
+        f"  a webhook or Slack channel to this machine or its network (127.0.0.1, 10.x, 192.168.x) is {private}:"
+        " start the demo with DRAFTDESK_ALERTS_ALLOW_PRIVATE_TARGETS=1 to try a local receiver"
+    )

@@ -121,3 +121,33 @@ class OidcLoginRequest(SQLModel, table=True):
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     expires_at: dt.datetime = Field(sa_type=aware_datetime_type(), index=True)
     used_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+
+
+class AuditEvent(SQLModel, table=True):
+    """One thing a person did that gives or uses authority (webapp/auth/audit.py); rows are only added.
+
+    Who acted (`actor_id`; NULL for the operator's command line), with which credential (`credential`:
+    "session 17", "token 5" or "command line"; a row id, never the secret), on whom (`subject_id`,
+    the account an account, role or token action is about, or the author of the graded work), on what
+    (`target`: "token 5", "pilot gate, run r1", "draft 12") and how (`detail`).
+    """
+
+    __tablename__: ClassVar[str] = "audit_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type(), index=True)
+    action: str = Field(max_length=40, index=True)
+    actor_id: int | None = Field(default=None, foreign_key="app_user.id", index=True)
+    credential: str = Field(default="command line", max_length=40)
+    subject_id: int | None = Field(default=None, foreign_key="app_user.id", index=True)
+    target: str = Field(default="", max_length=200)
+    detail: str = Field(default="", max_length=500)
+
+
+class FlashRead(SQLModel, table=True):
+    """A one-time message already shown (webapp/web/flash.py): its nonce, kept until it would have expired."""
+
+    __tablename__: ClassVar[str] = "flash_read"
+
+    nonce: str = Field(primary_key=True, max_length=32)
+    expires_at: dt.datetime = Field(sa_type=aware_datetime_type(), index=True)

@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, bindparam, func, text
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, delete, select
 
+from webapp.auth import audit
 from webapp.auth.models import EXTRA_SCOPES, ROLES, ApiToken, LoginAttempt, User, UserRole, WebSession
 from webapp.core.db import is_sqlite, stored_id
 from webapp.core.timeutil import as_utc, utcnow
@@ -42,6 +43,10 @@ class Principal:
     roles: frozenset[str]
     via: AuthVia = "session"
     scopes: frozenset[str] = field(default_factory=frozenset)
+    # the web session's or API token's row id (the audit log names it; never the secret)
+    credential_id: int | None = None
+    # who minted the API token when not its owner (an admin's ingest token for an agent), else None
+    minted_by: int | None = None
 
     def has_role(self, *roles: str) -> bool:
         return bool(self.roles.intersection(roles))
@@ -96,6 +101,9 @@ def create_user(*, session: Session, email: str, password: str, roles: Iterable[
     for role in roles:
         session.add(UserRole(user_id=stored_id(user.id), role=role))
     session.flush()
+    audit.record(session=session, action="user.create", subject_id=user.id, target=f"user {email}")
+    for role in roles:
+        audit.record(session=session, action="role.grant", subject_id=user.id, target=f"role {role}")
     return user
 
 
@@ -291,7 +299,8 @@ def principal_from_session_token(
         if stored is not None:
             stored.last_seen_at = now
             session.add(stored)
-    return Principal(stored_id(user_id), email, name, frozenset(roles.split(",") if roles else ()), "session")
+    roles_held = frozenset(roles.split(",") if roles else ())
+    return Principal(stored_id(user_id), email, name, roles_held, "session", credential_id=stored_id(session_id))
 
 
 def end_session(*, session: Session, token: str) -> None:
@@ -347,6 +356,10 @@ def create_token(
     )
     session.add(token)
     session.flush()
+    audit.record(
+        session=session, action="token.create", actor_id=created_by, subject_id=user.id,
+        target=f"token {token.id}", detail=f"{token.name!r}, scopes {token.scopes}",
+    )  # fmt: skip
     return token, plain
 
 
@@ -397,7 +410,10 @@ def principal_from_api_token(*, session: Session, token: str) -> Principal | Non
         if row is not None:
             row.last_used_at = now
             session.add(row)
-    return Principal(stored_id(user_id), email, name, held & scopes, "token", scopes)
+    minted_by = created_by if created_by is not None and created_by != user_id else None
+    return Principal(
+        stored_id(user_id), email, name, held & scopes, "token", scopes, credential_id=token_id, minted_by=minted_by
+    )
 
 
 def revoke_token(*, session: Session, token_id: int) -> ApiToken:
@@ -409,6 +425,7 @@ def revoke_token(*, session: Session, token_id: int) -> ApiToken:
         row.revoked_at = utcnow()
         session.add(row)
         session.flush()
+        audit.record(session=session, action="token.revoke", subject_id=row.user_id, target=f"token {row.id}")
     return row
 
 

@@ -226,8 +226,10 @@ class ChatClient:
         self.refused: LlmConfigError | None = None  # once set, no further request is sent
 
     async def close(self) -> None:
-        """Close the HTTP connections."""
+        """Close the HTTP connections and wait for the cache's writes."""
         await self._client.close()
+        if self.cache is not None:
+            await asyncio.to_thread(self.cache.flush)
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         """Return the USD cost of tokens on a model, or None when the model has no price."""
@@ -247,7 +249,11 @@ class ChatClient:
         """
         if self.cache is None or not self.reuse_cache:
             return None
-        key = cache_key(**request)
+        return self._cached(cache_key(**request), top_logprobs)
+
+    def _cached(self, key: str, top_logprobs: int | None) -> Answer | None:
+        if self.cache is None or not self.reuse_cache:
+            return None
         hit = self.cache.get(key)
         if hit is None:
             return None
@@ -299,7 +305,8 @@ class ChatClient:
         if repeat:
             request["repeat"] = repeat
         self.stats.requests += 1
-        cached = self.cached_answer(top_logprobs, **request)
+        key = cache_key(**request)  # once: the lookup and the store share it
+        cached = self._cached(key, top_logprobs)
         if cached is not None:
             self.stats.cache_hits += 1
             if on_start is not None:
@@ -329,7 +336,7 @@ class ChatClient:
             resp = await retrying(attempt)
         except RetryError as exc:
             raise LlmCallError(f"{exc.last_attempt.exception()} (gave up after {self.max_attempts} attempts)") from None
-        return self._accept(resp, model, request, logprobs=top_logprobs is not None)
+        return self._accept(resp, model, key, logprobs=top_logprobs is not None)
 
     async def _attempt(
         self, kwargs: dict[str, object], model: str, priority: int, on_start: Callable[[], None] | None
@@ -384,7 +391,7 @@ class ChatClient:
         finally:
             self.stats.retries_waiting -= 1
 
-    def _accept(self, resp: ChatCompletion, model: str, request: CacheRequest, *, logprobs: bool = False) -> Answer:
+    def _accept(self, resp: ChatCompletion, model: str, key: str, *, logprobs: bool = False) -> Answer:
         if not resp.choices:
             raise LlmCallError("the answer has no choices")
         content = resp.choices[0].message.content
@@ -407,7 +414,7 @@ class ChatClient:
             if logprobs:
                 entry["logprobs"] = None if tokens is None else [[t.token, t.logprob, [list(a) for a in t.top]] for t in tokens]
                 entry["logprobs_absent"] = tokens is None
-            self.cache.put(cache_key(**request), entry)
+            self.cache.put(key, entry)
         return Answer(content, pt, ct, False, logprobs=tokens)
 
 

@@ -189,21 +189,44 @@ class LiveStatus:
     def __init__(self, client: _HasStats, samples_total: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client  # a ChatClient, or anything with its `stats`
         self.samples_total = samples_total
-        self.samples_done = 0
         self.runtime: Runtime | None = None
         self.clock = clock  # seconds, monotonic; tests pass a fixed one so the rates are exact
         self.started = clock()
+        self._done = 0
+        self._done_at = self.started  # when samples_done last changed
+        self._shown: float | None = None  # the ETA last shown
+
+    @property
+    def samples_done(self) -> int:
+        """Return the samples finished so far."""
+        return self._done
+
+    @samples_done.setter
+    def samples_done(self, value: int) -> None:
+        if value != self._done:
+            self._done, self._done_at = value, self.clock()
 
     def in_flight(self) -> int:
         """Return the samples being generated or judged now."""
         return self.runtime.samples_in_flight if self.runtime is not None else 0
 
     def eta_seconds(self) -> float | None:
-        """Return the expected seconds left, from the pace of finished samples (None before the first)."""
-        if self.samples_done == 0:
+        """Return the expected seconds left (None before the first finished sample); it never climbs.
+
+        The pace is the average over completed work, taken when a case last finished (the time up
+        to then over the samples done then), and the time left counts down from there between
+        finishes: the old figure, elapsed-now over samples done, climbed at every refresh until
+        the next case finished (issue 41). A new estimate above the one shown is not shown, unless
+        the shown one has run out while work remains (the run is slower than its start promised).
+        """
+        if self._done == 0:
             return None
-        elapsed = self.clock() - self.started
-        return elapsed * (self.samples_total - self.samples_done) / self.samples_done
+        pace = (self._done_at - self.started) / self._done
+        eta = max(0.0, pace * (self.samples_total - self._done) - (self.clock() - self._done_at))
+        if self._shown is not None and (self._shown > 0 or self._done >= self.samples_total):
+            eta = min(eta, self._shown)
+        self._shown = eta
+        return eta
 
     def text(self) -> str:
         """Return the status line shown after the bar."""

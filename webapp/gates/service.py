@@ -10,6 +10,7 @@ from urllib.parse import quote
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from webapp.auth import audit
 from webapp.auth.service import Principal
 from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
@@ -159,6 +160,10 @@ def sign_off(
         if winner is None:  # some other constraint failed: not a double sign-off
             raise
         raise _already_signed(gate, winner) from None
+    audit.record(
+        session=session, action="gate.sign", actor_id=principal.user_id,
+        target=f"{gate} gate, run {run.name}", detail=f"{decision} as {role}",
+    )  # fmt: skip
     return row
 
 

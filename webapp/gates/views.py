@@ -10,6 +10,7 @@ from webapp.auth.models import User
 from webapp.core.spec import EvalSpec
 from webapp.gates import service
 from webapp.gates.models import GateSignoff
+from webapp.gates.provenance import SignoffProvenance, signoff_provenance
 from webapp.gates.report import GateReport
 from webapp.runs.models import Run
 
@@ -35,6 +36,7 @@ class GateReportView:
     gate: str
     signoffs: list[GateSignoff]
     signers: dict[int, User]  # who signed, by user id
+    provenance: dict[int, SignoffProvenance]  # by sign-off id: who created the account and granted the role
     signoff_state: service.SignoffState
     can_sign: bool
     my_signoff: GateSignoff | None
@@ -62,6 +64,7 @@ def gate_report_view(
         gate=gate,
         signoffs=signed,
         signers=signers(session=session, signed=signed),
+        provenance=signoff_provenance(session=session, signed=signed),
         signoff_state=service.signoff_state(spec=spec, signed=signed),
         can_sign=can_sign,
         my_signoff=next((x for x in signed if x.user_id == user_id), None),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from webapp.auth import audit
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
@@ -103,6 +104,10 @@ def resolve_adjudication(
     adj.resolved_by = lead_id
     session.add(adj)
     session.flush()
+    audit.record(
+        session=session, action="grade.adjudicate", actor_id=lead_id, target=f"draft {adj.draft_id}",
+        detail=f"adjudication {adjudication_id}",
+    )  # fmt: skip
     return final
 
 
@@ -188,6 +193,7 @@ class AdjudicationItem:
     prefill: ScoreValues  # the grade "Take A's scores" copied into the final-grade form (empty: none)
     taken_from: str | None
     signals: ModelSignals | None
+    note: str = ""  # the lead's note, kept in the form after a refused decision
 
 
 @dataclass(frozen=True)

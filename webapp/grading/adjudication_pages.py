@@ -7,10 +7,13 @@ from typing import Annotated
 
 from fastapi import Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
+from sqlmodel import Session
 
 from webapp.app.flows import JUDGE
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, id_from_ref
+from webapp.core.spec import EvalSpec
+from webapp.datasets.models import EvalCase
 from webapp.grading.adjudication import (
     ADJUDICATION_STATES,
     adjudication_queue_view,
@@ -20,8 +23,12 @@ from webapp.grading.adjudication import (
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router
+from webapp.grading.item_reads import user_names
+from webapp.grading.models import Adjudication, Grade
 from webapp.grading.outcome import finalised
 from webapp.grading.overview import runs_newest_first
+from webapp.grading.scores import ScoreValues
+from webapp.runs.models import Draft
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.web.templating import render, render_view
@@ -71,9 +78,29 @@ def resolve(
         )
     except GradingError as exc:
         session.rollback()
-        return redirect_with_flash(request, QUEUE, text=f"Adjudication {adjudication_id}: {exc.message}", kind="error")
+        return _refused(request, session, spec, principal, adjudication_id, form, exc.message)
     finalised(session, final.draft_id)
     return redirect_with_flash(request, QUEUE, text=f"Draft {final.draft_id}: final grade set.")
+
+
+def _refused(
+    request: Request, session: Session, spec: EvalSpec, principal: Principal, adjudication_id: int,
+    form: ResolveForm, message: str,
+) -> Response:
+    """Show the queue again (422) with the lead's scores and note still in the refused item's form.
+
+    A redirect emptied the form (issue 41): the lead lost the scores and the note to a refusal
+    about one field. An adjudication that does not exist (or is no longer open) still redirects
+    with the message, as there is no form to keep.
+    """
+    adj = session.get(Adjudication, adjudication_id)
+    if adj is None or adj.status not in ("open", "rework"):
+        return redirect_with_flash(request, QUEUE, text=f"Adjudication {adjudication_id}: {message}", kind="error")
+    view = adjudication_queue_view(session=session, spec=spec, principal=principal, status=adj.status, judge=JUDGE)
+    kept: ScoreValues = dict(form.scores_data())
+    items = [replace(i, prefill=kept, note=form.note) if i.adj.id == adjudication_id else i for i in view.items]
+    view = replace(view, items=items, error=f"Adjudication {adjudication_id}: {message}")
+    return render_view(request, "grading/adjudication.html", view, block="queue", status_code=422)
 
 
 @router.post("/adjudication/{adjudication_id}/return")
@@ -98,7 +125,16 @@ def send_back(
         session.rollback()
         message = exc.message if isinstance(exc, GradingError) else "grade_id: not a number"
         return redirect_with_flash(request, QUEUE, text=f"Adjudication {adjudication_id}: {message}", kind="error")
-    return redirect_with_flash(request, QUEUE, text=f"Grade {grade.id} returned to its grader.")
+    return redirect_with_flash(request, QUEUE, text=returned_text(session=session, grade=grade))
+
+
+def returned_text(*, session: Session, grade: Grade) -> str:
+    """Say whose grade of which draft went back ("Alice's grade of draft 12 (case c-3) returned to Alice")."""
+    who = user_names(session=session, user_ids={grade.grader_id}).get(grade.grader_id, "its grader")
+    draft = session.get(Draft, grade.draft_id)
+    case = session.get(EvalCase, draft.case_pk) if draft is not None else None
+    where = f"draft {grade.draft_id}" + (f" (case {case.case_id})" if case is not None else "")
+    return f"{who}’s grade of {where} returned to {who} for another look."
 
 
 @router.get("/agreement", response_class=HTMLResponse)

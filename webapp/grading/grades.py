@@ -13,6 +13,7 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.sql import Executable
 from sqlmodel import Session, col, select
 
+from webapp.auth import audit
 from webapp.auth.service import Principal
 from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
@@ -300,6 +301,7 @@ def _record(
     conn.execute(_TAKE_SLOT, {"slot_id": slot_id, "grade_id": grade_id})
     grade = _join_created(session, Grade(id=grade_id, **values), now)
     outcome = evaluate_draft(session=session, spec=spec, draft_id=draft_id, now=now)
+    audit.record(session=session, action="grade.save", actor_id=grader_id, target=f"draft {draft_id}", detail=f"grade {grade_id}")
     return grade, draft, outcome
 
 
@@ -360,6 +362,10 @@ def revise_grade(
         add_history(session, grade, grader_id, "revise", before, "rework" if was_returned else None, now)
     session.flush()
     evaluate_draft(session=session, spec=spec, draft_id=grade.draft_id, now=now)
+    audit.record(
+        session=session, action="grade.save", actor_id=grader_id, target=f"draft {grade.draft_id}",
+        detail=f"grade {grade_id} revised",
+    )  # fmt: skip
     return grade
 
 

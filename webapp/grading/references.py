@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from webapp.auth import audit
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.errors import AlreadyApproved, GradeInvalid, NotAllowed, NotFound
@@ -98,6 +99,10 @@ def approve_reference(
     ref.approved_at = now or utcnow()
     session.add(ref)
     session.flush()
+    audit.record(
+        session=session, action="reference.approve", actor_id=lead_id, subject_id=ref.author_id,
+        target=f"case {ref.case_pk}", detail=f"reference {reference_id}, version {ref.version}",
+    )  # fmt: skip
     return ref
 
 

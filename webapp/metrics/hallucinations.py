@@ -47,6 +47,8 @@ class ReportView:
     cited: list[CitedRevision]
     diff: list[Segment]
     history: list[DecisionView]
+    filed_by: str = "—"
+    minted_by: str | None = None  # the admin whose token for the reporter filed it
 
     @property
     def can_undo(self) -> bool:
@@ -84,10 +86,12 @@ def report_views(*, session: Session, reports: list[tuple[HallucinationReport, E
             .order_by(col(HallucinationDecision.id))
         ).all()
     ) if ids else []
+    people = {d.decided_by for d in rows if d.decided_by} | {
+        u for r, _ in reports for u in (r.reported_by, r.minted_by) if u is not None
+    }
     names = {
-        u.id: u.name or u.email
-        for u in session.exec(select(User).where(col(User.id).in_({d.decided_by for d in rows if d.decided_by}))).all()
-    } if rows else {}
+        u.id: u.name or u.email for u in session.exec(select(User).where(col(User.id).in_(people))).all()
+    } if people else {}
     kb = _kb_revisions(session, reports)
     revisions = {(k.article_id, k.revision): k for k in kb}
     states = states_of(kb)  # what each revision is now (stored revisions keep their stated status)
@@ -102,6 +106,8 @@ def report_views(*, session: Session, reports: list[tuple[HallucinationReport, E
             cited=_cited(r.citations, revisions, current, states),
             diff=word_diff(e.draft_text, e.sent_text),
             history=by_report.get(r.id or 0, []),
+            filed_by=names.get(r.reported_by, "—") if r.reported_by else "—",
+            minted_by=names.get(r.minted_by, "—") if r.minted_by else None,
         )
         for r, e in reports
     ]

@@ -120,6 +120,9 @@ class HallucinationReport(SQLModel, table=True):
     event_id: str = Field(foreign_key="metric_event.event_id", index=True, max_length=200)
     note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     reported_by: int | None = Field(default=None, foreign_key="app_user.id")
+    # Filed with a token an admin minted for the reporter (auth.service.create_token): that admin, so
+    # a report filed in an agent's name by someone else says so; None when the reporter's own token.
+    minted_by: int | None = Field(default=None, foreign_key="app_user.id")
     status: str = Field(default="pending", max_length=20, index=True)  # pending | confirmed | dismissed
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     decided_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())

@@ -12,6 +12,7 @@ from typing import TypedDict
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
+from webapp.auth import audit
 from webapp.metrics.daily import MetricsError
 from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
 
@@ -25,14 +26,14 @@ class Citation(TypedDict):
 
 def report_hallucination(
     *, session: Session, event_id: str, note: str, reported_by: int | None,
-    citations: list[Citation] | None = None,
+    citations: list[Citation] | None = None, minted_by: int | None = None,
 ) -> HallucinationReport:
     """Record an agent's flag of a factual error on an event (pending until the lead decides)."""
     event = session.execute(select(col(Event.id)).where(col(Event.event_id) == event_id)).first()
     if event is None:
         raise MetricsError(f"event_id: no event {event_id!r}")
     report = HallucinationReport(
-        event_id=event_id, note=note.strip(), reported_by=reported_by, citations=[dict(c) for c in citations] if citations is not None else None
+        event_id=event_id, note=note.strip(), reported_by=reported_by, minted_by=minted_by, citations=[dict(c) for c in citations] if citations is not None else None
     )
     session.add(report)
     session.flush()
@@ -76,6 +77,10 @@ def apply_decision(
     report.decision_note = "" if decision == "pending" else note.strip()
     session.add(report)
     session.flush()
+    audit.record(
+        session=session, action="hallucination.decide", actor_id=decided_by, subject_id=report.reported_by,
+        target=f"report {report.id}", detail=decision,
+    )  # fmt: skip
     return report
 
 

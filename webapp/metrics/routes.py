@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field, ValidationError
 
 from webapp.auth.service import Principal
-from webapp.core.db import SessionDep, stored_id
+from webapp.core.db import SessionDep
 from webapp.metrics import alert_states, ingest, stale
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
@@ -28,7 +28,7 @@ from webapp.metrics.schemas import (
     StreakWindow,
 )
 from webapp.web.deps import SpecDep, require_role, require_scope
-from webapp.web.request_limits import EVENTS_BODY_LIMIT, raw_json_body
+from webapp.web.request_limits import raw_json_body
 
 router = APIRouter(tags=["metrics"])
 
@@ -60,7 +60,6 @@ _EVENTS_BODY = {
         "sent, edited, escalated...); each is answered created, duplicate or invalid with its field and "
         "reason."
     ),
-    max_body_size=EVENTS_BODY_LIMIT,
     response_model=IngestPublic,
     openapi_extra={"requestBody": _EVENTS_BODY},
 )
@@ -247,9 +246,9 @@ def post_hallucination_report(
     body = _report_in(payload)
     try:
         report = metrics_reports.report_hallucination(
-            session=session, event_id=event_id, note=body.note, reported_by=principal.user_id,
+            session=session, event_id=event_id, note=body.note, reported_by=principal.user_id, minted_by=principal.minted_by,
             citations=[{"article_id": c.article_id, "revision": c.revision} for c in body.citations] if body.citations else None,
         )
     except metrics_daily.MetricsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
-    return HallucinationReportPublic(id=stored_id(report.id), event_id=report.event_id, status=report.status, note=report.note)
+    return HallucinationReportPublic.model_validate(report, from_attributes=True)

@@ -127,3 +127,5 @@ class HallucinationReportPublic(BaseModel):
     event_id: str
     status: str
     note: str
+    reported_by: int | None = None
+    minted_by: int | None = None  # the admin who minted the token it was filed with, when not the reporter's own

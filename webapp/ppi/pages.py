@@ -7,7 +7,7 @@ from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
@@ -71,6 +71,7 @@ class RunIntervalsView:
     forest_figure: str | None
     can_sample: bool
     error: str | None
+    flash: str | None = None  # what a further sample asked for and drew
 
 
 @router.get("/ppi/runs/{run}", response_class=HTMLResponse)
@@ -85,7 +86,8 @@ def ppi_run_page(
         r=public,
         forest_figure=None if public is None else charts.to_json(charts.forest_figure(public.figures)),
         can_sample=principal.has_role("lead"),
-        error=flash_context(request)["error"],
+        error=(said := flash_context(request))["error"],
+        flash=said["flash"],
     )
     return consume_flash(request, render(request, "ppi/run.html", {"view": view}))
 
@@ -102,7 +104,17 @@ def ppi_further_sample(
     """Draw a further sample of the run to settle an undecided gate, then show the page again."""
     target = f"/ppi/runs/{quote(run.name)}"
     try:
-        service.draw_further_sample(session=session, run_id=stored_id(run.id), budget=budget)
+        drew = service.draw_further_sample(session=session, run_id=stored_id(run.id), budget=budget)
     except service.PpiError as exc:
         return redirect_with_flash(request, target, text=str(exc), kind="error")
-    return RedirectResponse(target, status_code=303)
+    # Each draft is drawn on its own with its probability (Bernoulli draws), so the count is the
+    # budget only on average: say both, or a lead asking for 25 and getting 16 thinks drafts are lost.
+    return redirect_with_flash(request, target, text=further_sample_text(budget=budget, drawn=drew.drawn))
+
+
+def further_sample_text(*, budget: float, drawn: int) -> str:
+    """Say what a further sample asked for and what it drew ("about 25 (Bernoulli draws), drew 16")."""
+    return (
+        f"Further sample: about {budget:g} (Bernoulli draws: each draft drawn on its own with its probability,"
+        f" so the count varies), drew {drawn}; they are in the grading queue."
+    )

@@ -60,11 +60,14 @@ def _sample_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> 
     latest = session.execute(select(ReviewSample).order_by(col(ReviewSample.end).desc())).scalars().first()
     today = dt.datetime.now(spec.tz).date()
     last_done = service.period_of(today - dt.timedelta(days=7 if spec.review.cadence == "weekly" else 31), spec.review.cadence)
-    if latest is None or latest.period < last_done:
-        start, end, _ = service.period_bounds(last_done)
-        if service.candidate_ids(session=session, start=start, end=end):
-            return [HomeCard(title=f"{label} {last_done} is ready", body="Its random sample is drawn when you open it.",
-                             href=f"/reviews/{last_done}", action="Start reviewing", tone="todo")]
+    # The newest finished period with sent drafts (issue 41: the card showed W46's sample while W47,
+    # the newest week with drafts, waited unseen because the week just ended had none).
+    newest = service.newest_period_with_drafts(
+        session=session, until=service.period_bounds(last_done)[1], cadence=spec.review.cadence
+    )
+    if newest is not None and (latest is None or latest.period < newest):
+        return [HomeCard(title=f"{label} {newest} is ready", body="Its random sample is drawn when you open it.",
+                         href=f"/reviews/{newest}", action="Start reviewing", tone="todo")]
     if latest is None:
         return []
     prog = service.progress(session=session, sample=latest)

@@ -81,6 +81,12 @@ def candidate_ids(*, session: Session, start: dt.date, end: dt.date) -> list[str
     return sorted(session.execute(_candidates_stmt(start, end)).scalars())
 
 
+def newest_period_with_drafts(*, session: Session, until: dt.date, cadence: str) -> str | None:
+    """Return the period of the newest sent draft on or before `until` (None: no sent draft yet)."""
+    day = session.execute(select(func.max(col(Event.day))).where(col(Event.day) <= until, *_sent_drafts())).scalar()
+    return None if day is None else period_of(day, cadence)
+
+
 def seed_for(period: str) -> str:
     """Return the seed of a period's draw (the same period always gives the same sample)."""
     return f"draftdesk-review:{period}"

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
+from webapp.auth import audit
 from webapp.auth import service as auth_service
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
@@ -49,6 +50,7 @@ def optional_principal(request: Request, session: SessionDep) -> Principal | Non
                 now=request_now(request),
             )
     request.state.principal = principal
+    audit.remember_principal(session=session, principal=principal)
     return principal
 
 

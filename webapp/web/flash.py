@@ -7,15 +7,22 @@ a cookie can only be set by the app's own answers, and its value is signed with 
 (HMAC-SHA256, purpose-bound), so a tampered or forged one is ignored. The cookie is scoped to
 the page it is meant for (its path), lives FLASH_SECONDS (and the signed body carries its own
 expiry, so a replayed value goes stale even if a browser keeps it), and is consumed on read: the
-page that shows it deletes it, so a reload does not repeat the message. Decisions and reasons:
-docs/security.md, "Flash messages are signed, not read from the URL".
+page that shows it deletes it, so a reload does not repeat the message.
+
+A copied value is no use elsewhere or twice (issue 41): the signed body names the browser session
+it was made in (a hash of the session cookie; of the CSRF cookie before sign-in), so another
+session ignores it, and carries a random nonce that the page showing it records in `flash_read`
+(until the message would have expired anyway), so a second read, in this session or any, shows
+nothing. Decisions and reasons: docs/security.md, "Flash messages are signed, not read from the URL".
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
+import secrets
 import time
 from typing import Literal, TypeVar
 from urllib.parse import urlsplit
@@ -23,6 +30,12 @@ from urllib.parse import urlsplit
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, delete
+
+from webapp.auth.models import FlashRead
+from webapp.core.db import session_scope
+from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE
 
 FLASH_COOKIE = "dd_flash"
 FLASH_SECONDS = 120
@@ -38,6 +51,8 @@ class Flash(BaseModel):
     ref: int | None = None  # e.g. the alert channel whose signing secret the page shows once
     path: str = "/"  # the page it is for
     expires: float = 0.0  # Unix time after which it is ignored
+    bind: str = ""  # the browser session it was made in (bound_to)
+    nonce: str = ""  # recorded when shown: a second read finds it taken
 
 
 def _sign(secret_key: str, body: str) -> str:
@@ -65,7 +80,10 @@ def set_flash(
     """Attach a one-time message for the page at `url` to a response (a redirect, or an htmx HX-Redirect)."""
     settings = request.app.state.settings
     path = urlsplit(url).path or "/"
-    message = Flash(text=text, kind=kind, ref=ref, path=path, expires=time.time() + FLASH_SECONDS)
+    message = Flash(
+        text=text, kind=kind, ref=ref, path=path, expires=time.time() + FLASH_SECONDS,
+        bind=bound_to(request), nonce=secrets.token_hex(16),
+    )  # fmt: skip
     response.set_cookie(
         FLASH_COOKIE, encode_flash(settings.secret_key, message), max_age=FLASH_SECONDS, path=path,
         httponly=True, samesite="strict", secure=settings.cookie_secure,
@@ -78,8 +96,33 @@ def _raw_path(request: Request) -> str:
     return raw.decode("latin-1").split("?", 1)[0] if isinstance(raw, bytes) and raw else request.url.path
 
 
+def bound_to(request: Request) -> str:
+    """Return the browser session a message is bound to: a hash of its session cookie (else its CSRF cookie)."""
+    cookie = request.cookies.get(SESSION_COOKIE) or request.cookies.get(CSRF_COOKIE) or ""
+    return hashlib.sha256(b"draftdesk-flash-bind|" + cookie.encode()).hexdigest()[:32] if cookie else ""
+
+
+def _first_read(request: Request, message: Flash) -> bool:
+    """Record the message's nonce as shown; False when it was shown before (a replay)."""
+    expires = dt.datetime.fromtimestamp(message.expires, dt.UTC)
+    try:
+        with session_scope(request.app.state.engine) as db:
+            db.exec(delete(FlashRead).where(col(FlashRead.expires_at) < dt.datetime.now(dt.UTC)))
+            db.add(FlashRead(nonce=message.nonce, expires_at=expires))
+    except IntegrityError:
+        return False
+    return True
+
+
 def read_flash(request: Request) -> Flash | None:
-    """Return the message a redirect left for this page, or None (absent, forged, stale or for another page)."""
+    """Return the message left for this page, once; None if absent, forged, stale, misdirected or shown before."""
+    if hasattr(request.state, "flash"):
+        return request.state.flash
+    request.state.flash = message = _read_flash(request)
+    return message
+
+
+def _read_flash(request: Request) -> Flash | None:
     raw = request.cookies.get(FLASH_COOKIE, "")
     sig, _, body = raw.partition(".")
     if not body or not hmac.compare_digest(sig, _sign(request.app.state.settings.secret_key, body)):
@@ -90,7 +133,9 @@ def read_flash(request: Request) -> Flash | None:
         return None
     if message.expires < time.time() or message.path != _raw_path(request):
         return None
-    return message
+    if not message.nonce or message.bind != bound_to(request):
+        return None
+    return message if _first_read(request, message) else None
 
 
 def flash_context(request: Request) -> dict[str, str | None]:
