@@ -81,6 +81,29 @@ class TestRecord:
         off = _rows(session, "user.deactivate")
         assert [(e.actor_id, e.subject_id, e.credential) for e in off] == [(root.id, agent.id, cred)]
 
+    def test_roles_an_admin_sets_on_the_users_page_and_the_providers_claim(
+        self, session: Session, client_as: Callable[..., TestClient]
+    ) -> None:
+        from webapp.auth.oidc_accounts import sync_claim_roles
+
+        admin = client_as("admin", email=ADMIN)
+        person = User(email="waiting@example.test", password_hash="")  # as an OIDC first sign-in leaves it: no role
+        session.add(person)
+        session.commit()
+        assert admin.post(f"/admin/users/{person.id}/roles", data={"role": ["pm", "labeler"]}).status_code in (200, 303)
+        assert admin.post(f"/admin/users/{person.id}/roles", data={"role": ["pm"]}).status_code in (200, 303)
+        root, cred = _user(session, ADMIN), _session_of(session, ADMIN)
+        mine = [(e.action, e.actor_id, e.credential, e.target) for e in _rows(session, "role.grant") + _rows(session, "role.remove")
+                if e.subject_id == person.id]
+        assert sorted(mine) == sorted([
+            ("role.grant", root.id, cred, "role labeler"), ("role.grant", root.id, cred, "role pm"),
+            ("role.remove", root.id, cred, "role labeler"),
+        ])
+        sync_claim_roles(session=session, user_id=person.id or 0, roles=frozenset({"ml_lead"}))
+        session.commit()
+        claim = [e for e in _rows(session, "role.grant") if e.subject_id == person.id and e.target == "role ml_lead"]
+        assert [(e.actor_id, e.detail) for e in claim] == [(None, "from the identity provider's claim")]
+
     def test_the_command_line_is_named_as_such(self, session: Session) -> None:
         user = make_user(session, email="cli@example.test", roles=["pm"])
         auth_service.create_token(session=session, user=user, name="cli", scopes=["pm"])

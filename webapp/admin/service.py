@@ -66,14 +66,20 @@ def set_admin_roles(*, session: Session, user_id: int, roles: Iterable[str], act
     held = {r.role: r for r in session.exec(select(UserRole).where(UserRole.user_id == user_id)).all()}
     if user_id == acting_user_id and "admin" not in wanted and held.get("admin") and held["admin"].source == "admin":
         raise AuthError("role: you cannot take your own admin role away")
+    def log(action: audit.AuditAction, role: str) -> None:
+        audit.record(session=session, action=action, actor_id=acting_user_id, subject_id=user_id, target=f"role {role}")
+
     for role, row in held.items():
         if row.source == "admin" and role not in wanted:
             session.delete(row)
+            log("role.remove", role)
         elif row.source == "claim" and role in wanted:
             row.source = "admin"
             session.add(row)
+            log("role.grant", role)  # now an admin's grant: it stays when the claim drops it
     for role in sorted(wanted - held.keys()):
         session.add(UserRole(user_id=user_id, role=role, source="admin"))
+        log("role.grant", role)
     session.flush()
     return user
 

@@ -22,6 +22,7 @@ import secrets
 
 from sqlmodel import Session, col, delete, select
 
+from webapp.auth import audit
 from webapp.auth.models import OidcIdentity, OidcLoginRequest, User, UserRole
 from webapp.auth.oidc import JsonObject, OidcRefused, sha256_hex
 from webapp.core.db import stored_id
@@ -106,6 +107,9 @@ def _first_sign_in(*, session: Session, issuer: str, claims: JsonObject) -> User
         user = User(email=email, name=name.strip()[:200] if isinstance(name, str) else "", password_hash="")
         session.add(user)
         session.flush()
+        # nobody created it: the provider vouched for the person (no actor; the detail says so)
+        audit.record(session=session, action="user.create", subject_id=user.id, target=f"user {email}",
+                     detail=f"first sign-in through the identity provider {issuer}")
         return user
     linked = session.exec(select(OidcIdentity.id).where(OidcIdentity.user_id == existing.id, OidcIdentity.issuer == issuer)).first()
     if claims.get("email_verified") is True and linked is None:
@@ -123,7 +127,11 @@ def sync_claim_roles(*, session: Session, user_id: int, roles: frozenset[str]) -
     for role, row in held.items():
         if row.source == "claim" and role not in roles:
             session.delete(row)
-    for role in roles - held.keys():
+            audit.record(session=session, action="role.remove", subject_id=user_id, target=f"role {role}",
+                         detail="the identity provider's claim no longer gives it")
+    for role in sorted(roles - held.keys()):
         session.add(UserRole(user_id=user_id, role=role, source="claim"))
+        audit.record(session=session, action="role.grant", subject_id=user_id, target=f"role {role}",
+                     detail="from the identity provider's claim")
     session.flush()
     return frozenset(r for r, row in held.items() if row.source == "admin") | roles
