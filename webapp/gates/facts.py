@@ -37,7 +37,8 @@ from webapp.metrics import targets as metrics_targets
 from webapp.metrics import units
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimate
-from webapp.ppi.report import gate_call, run_report
+from webapp.ppi.report import decide, run_report
+from webapp.ppi.signals import FIGURE_RANGE
 from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
@@ -98,14 +99,14 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
 def ppi_criterion(
     key: str, estimate: Estimate | None, threshold: float, *, pending: int, undrawn: int | None = None
 ) -> PpiCriterionFacts:
-    """Read one criterion's PPI estimate against the threshold (webapp.ppi.report.gate_call)."""
-    call = gate_call(estimate, threshold, pending=pending, undrawn=undrawn)
+    """Read one criterion's PPI estimate against the threshold: the confidence sequence's call (webapp.ppi.report.decide)."""
+    call = decide(estimate, threshold, pending=pending, undrawn=undrawn, value_range=FIGURE_RANGE.get(key))
     return PpiCriterionFacts(
         key,
         threshold,
         estimate.estimate if estimate else None,
-        estimate.low if estimate else None,
-        estimate.high if estimate else None,
+        call.low if estimate else None,
+        call.high if estimate else None,
         call.verdict,
         call.more_grades,
         share=key == "factual_accuracy",

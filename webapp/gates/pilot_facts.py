@@ -109,7 +109,11 @@ class PilotFacts:
 
 @dataclass(frozen=True)
 class PpiCriterionFacts:
-    """One rubric criterion's PPI estimate against the pilot threshold, as webapp.ppi.report.gate_call read it."""
+    """One rubric criterion's PPI estimate against the pilot threshold, as webapp.ppi.report.decide called it.
+
+    `low` and `high` are the confidence sequence's bounds at this look (valid at every look), not
+    this look's 95% interval (the PPI page shows both).
+    """
 
     key: str
     threshold: float  # on the figure's scale (factual accuracy: a pass share)
@@ -117,7 +121,7 @@ class PpiCriterionFacts:
     low: float | None
     high: float | None
     verdict: Literal["pass", "fail", "undecided"]
-    more_grades: int | None  # undecided: about how many further drafts to draw would decide (webapp.ppi.report.drafts_to_decide)
+    more_grades: int | None  # undecided: about how many further grades the sequence needs to decide (webapp.ppi.report.decide)
     share: bool = False  # the figure is a share (factual accuracy), shown in percent
     provisional: bool = False  # drawn drafts still wait for their final grades: the verdict may change
 

@@ -47,7 +47,8 @@ from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
-from webapp.ppi.report import StoredSample, figure_of, stored_sample
+from webapp.ppi.report import WEEK_ESTIMAND as REPORT_WEEK_ESTIMAND
+from webapp.ppi.report import GateCall, StoredSample, decide, figure_of, stored_sample
 from webapp.ppi.schemas import WeekCriterionPublic, WeekQualityPublic
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.ppi.signals import OVERALL
@@ -317,9 +318,15 @@ class WeekCriterion:
     target: float  # the team's target (spec: team_targets.weekly_human_quality), on the same 1-5 reading
 
     @property
+    def call(self) -> GateCall:
+        """Return the confidence sequence's call against the team's target (webapp.ppi.report.decide): a week is looked at again and again."""
+        return decide(self.estimate, self.target, value_range=(1.0, 5.0))
+
+    @property
     def below(self) -> bool:
-        """Tell whether the criterion's 95% upper bound is below the team's target (strictly)."""
-        return self.estimate is not None and self.estimate.high < self.target
+        """Tell whether the criterion's confidence-sequence upper bound is below the team's target (strictly)."""
+        high = self.call.high
+        return self.estimate is not None and high is not None and high < self.target
 
 
 @dataclass(frozen=True)
@@ -346,12 +353,15 @@ class WeekQuality:
 
     @property
     def below_criteria(self) -> list[WeekCriterion]:
-        """Return the criteria whose final 95% upper bound is below the team's target (none while provisional)."""
+        """Return the criteria whose final sequence upper bound is below the team's target (none while provisional)."""
         return [] if self.provisional else [c for c in self.criteria if c.below]
 
     @property
     def below_target(self) -> bool:
-        """Tell whether the week's alert fires: a final week with a criterion whose 95% upper bound is below its target.
+        """Tell whether the week's alert fires: a final week with a criterion whose sequence upper bound is below its target.
+
+        Issue 43: the bound is the confidence sequence's (`WeekCriterion.call`), since a week is
+        read on every visit to /metrics while its grades arrive.
 
         Decision: only final weeks fire (pending grades leave the interval built on a part of the
         sample, which is no longer a random one), and only strictly below: an upper bound equal to
@@ -361,15 +371,12 @@ class WeekQuality:
 
     @property
     def above_targets(self) -> bool:
-        """Tell whether a final week has every criterion's 95% lower bound above its team's target."""
-        return (
-            not self.provisional and bool(self.criteria)
-            and all(c.estimate is not None and c.estimate.low > c.target for c in self.criteria)
-        )
+        """Tell whether a final week has every criterion's sequence lower bound above its team's target."""
+        return not self.provisional and bool(self.criteria) and all(c.estimate is not None and c.call.verdict == "pass" for c in self.criteria)
 
 
-WEEK_ESTIMAND: Estimand = "superpopulation"
-"""What a week's interval is about. Decision (issue 34): the superpopulation, unlike a run page's
+WEEK_ESTIMAND: Estimand = REPORT_WEEK_ESTIMAND
+"""What a week's interval is about (the week's run page reads the same: report.run_report). Decision (issue 34): the superpopulation, unlike a run page's
 figures. The weekly figure watches the assistant over time (is quality drifting?), a question about
 the drafts it writes, not only the ones of one week; and a capped week's run is a uniform
 subsample of the week, so its drafts are not the week's anyway. Read this way a week of four fully
