@@ -82,7 +82,7 @@ class TestPpiHumanGrading:
         assert c.status == "incomplete"
         assert c.summary.startswith("Completeness undecided: about 213 more drafts to draw would decide;")
         assert {p.key: p.summary for p in c.parts}["completeness"] == (
-            "undecided: the interval straddles the threshold; about 213 more drafts to draw would decide"
+            "undecided: the confidence sequence straddles the threshold; about 213 more drafts to draw would decide"
         )
         assert {p.key: p.status for p in c.parts}["tone"] == "pass"
         assert c.link == "/ppi/runs/7" and "further sample" in c.action
@@ -129,6 +129,6 @@ class TestPilotReportReadsThePpiSample:
         c2 = next(c for c in other.criteria if c.key == "human_grading")
         assert c2.title == "Human grading" and "have no final grade yet" in c2.summary
         page = client_as("pm").get(f"/gates/pilot?run={run.name}").text
-        assert f'href="/ppi/runs/{run.id}"' in page and "Human grading (PPI, 95% intervals)" in page
+        assert f'href="/ppi/runs/{run.id}"' in page and "Human grading (PPI, confidence sequence)" in page
         data = api_as("pm").get(f"/api/v1/gates/pilot?run={run.name}").json()
         assert {c["key"]: c["link"] for c in data["criteria"]}["human_grading"] == f"/ppi/runs/{run.id}"

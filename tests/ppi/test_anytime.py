@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from webapp.ppi.anytime import MIN_GRADES, grades_to_decide, multiplier
 from webapp.ppi.estimator import Estimate, estimate_mean, make_sample
@@ -15,9 +16,9 @@ THRESHOLD = 3.5
 
 
 def boundary(t_eff: float) -> float:
-    """The normal-mixture multiplier written out independently: rho^2 = (2 log(1/a) + log(1 + 2 log(1/a))) / 100."""
+    """The normal-mixture multiplier written out independently: rho^2 = (2 log(1/a) + log(1 + 2 log(1/a))) / 50."""
     a = 0.05
-    rho2 = (2 * np.log(1 / a) + np.log(1 + 2 * np.log(1 / a))) / 100
+    rho2 = (2 * np.log(1 / a) + np.log(1 + 2 * np.log(1 / a))) / 50
     v = rho2 * t_eff
     return float(np.sqrt(2 * (v + 1) / v * np.log(np.sqrt(v + 1) / a)))
 
@@ -26,20 +27,20 @@ class TestMultiplier:
     def test_worked_by_hand_at_the_tuning_point(self) -> None:
         # kappa = 2 ln 20 + ln(1 + 2 ln 20) = 5.99146 + 1.94469 = 7.93615; c^2 = 2 x 8.93615/7.93615 x ln(sqrt(8.93615) x 20)
         # = 2.25200 x ln(59.7868) = 2.25200 x 4.09078 = 9.21243; c = 3.03520
-        assert multiplier(100.0) == pytest.approx(3.03520, abs=1e-4)
-        # wider than one look's 1.96 everywhere, tightest near 100 effective grades, slowly growing past it
-        assert multiplier(100.0) < multiplier(30.0) and multiplier(100.0) < multiplier(2000.0)
+        assert multiplier(50.0) == pytest.approx(3.03520, abs=1e-4)
+        # wider than one look's 1.96 everywhere, tightest near 50 effective grades, slowly growing past it
+        assert multiplier(50.0) < multiplier(15.0) and multiplier(50.0) < multiplier(2000.0)
         for t in (5.0, 30.0, 250.0, 5000.0):
             assert multiplier(t) == pytest.approx(boundary(t), rel=1e-12)
             assert multiplier(t) > 1.96
 
 
 def fixed_run() -> tuple[np.ndarray, np.ndarray, int]:
-    """50 drafts, judge f and human y fixed; the first 25 graded."""
+    """50 drafts, judge f and human y fixed; the first 35 graded."""
     i = np.arange(50)
     y = 1.0 + (i * 7 % 5)
     f = np.clip(y + np.where(i % 3 == 0, 1.0, 0.0) - np.where(i % 7 == 0, 1.0, 0.0), 1, 5)
-    return f, y, 25
+    return f, y, 35
 
 
 class TestSequenceOnFixedArrays:
@@ -52,9 +53,9 @@ class TestSequenceOnFixedArrays:
         r = y[:n] - f[:n]
         est = (y[:n].sum() + f[n:].sum() + (big_n - n) * r.mean()) / big_n
         se = math.sqrt((1 - n / big_n) * r.var(ddof=1) / n)
-        c = boundary(n / (1 - n / big_n))
+        c = boundary(n / (1 - n / big_n)) * stats.t.ppf(0.975, n - 1) / stats.norm.ppf(0.975)  # Student's widening
         low, high = est - c * se, est + c * se
-        # always-true bounds: the 25 ungraded drafts all at 1, or all at 5
+        # always-true bounds: the 15 ungraded drafts all at 1, or all at 5
         low, high = max(low, (y[:n].sum() + (big_n - n) * 1) / big_n), min(high, (y[:n].sum() + (big_n - n) * 5) / big_n)
         call = decide(sample, THRESHOLD, value_range=(1.0, 5.0))
         e = estimate_mean(sample)
@@ -78,8 +79,8 @@ class TestSequenceOnFixedArrays:
         y_high = np.full(50, 5.0)  # every graded draft a 5: one look's interval would say "passes"
         call = decide(make_sample(judge=f, human=y_high, drawn=drawn, pi=np.full(50, 0.4)), THRESHOLD, value_range=(1.0, 5.0))
         assert call.verdict == "undecided"
-        # only the always-true bounds: (19 x 5 + 31 x 1)/50 = 2.52 to 5
-        assert (call.low, call.high) == (pytest.approx(2.52), pytest.approx(5.0))
+        # only the always-true bounds: (29 x 5 + 21 x 1)/50 = 3.32 to 5
+        assert (call.low, call.high) == (pytest.approx(3.32), pytest.approx(5.0))
 
     def test_grades_to_decide_is_where_the_half_width_meets_the_distance(self) -> None:
         # se 0.1 from 100 of 1,000 graded: S^2 = 0.01 / (1/100 - 1/1000) = 1.1111; distance 0.3
@@ -87,7 +88,8 @@ class TestSequenceOnFixedArrays:
         assert m is not None
 
         def half(k: int) -> float:
-            return math.sqrt(0.01 / (1 / 100 - 1 / 1000)) * math.sqrt(1 / k - 1 / 1000) * boundary(k / (1 - k / 1000))
+            widen = stats.t.ppf(0.975, k - 1) / stats.norm.ppf(0.975)
+            return math.sqrt(0.01 / (1 / 100 - 1 / 1000)) * math.sqrt(1 / k - 1 / 1000) * boundary(k / (1 - k / 1000)) * widen
 
         assert half(m) < 0.3 <= half(m - 1)
         est = Estimate(3.6, 3.4, 3.8, 0.1, 99, 0.95, (1.0,), 3.6, 1.0, 100, 1000)
@@ -95,7 +97,7 @@ class TestSequenceOnFixedArrays:
         expected = grades_to_decide(estimate=3.6, se=0.1, carriers=100, graded=100, drafts=1000, threshold=THRESHOLD)
         assert expected is not None
         assert call == GateCall("undecided", expected - 100 - 5, provisional=True, low=call.low, high=call.high, grades=100)
-        assert call.low == pytest.approx(est.estimate - 0.1 * boundary(100 / 0.9))
+        assert call.low == pytest.approx(est.estimate - 0.1 * boundary(100 / 0.9) * stats.t.ppf(0.975, 99) / stats.norm.ppf(0.975))
 
 
 def peeking_error(runs: int, *, drafts: int, upto: int, shift: float, seed: int, naive: bool) -> tuple[float, float]:

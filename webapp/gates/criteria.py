@@ -190,7 +190,7 @@ def _more(k: int | None) -> str:
         return ""
     if k == 0:
         return ": grading the drafts already drawn should decide"
-    return f": about {plural(k, 'more grade')} would decide"
+    return f": about {plural(k, 'more draft')} to draw would decide"
 
 
 def _ppi_reading(c: PpiCriterionFacts) -> str:
@@ -208,7 +208,7 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
     clears the threshold, fails when its upper bound is below it, and is otherwise undecided (the gate says incomplete) with about how many more
     human grades would decide it; the whole criterion fails when any criterion fails, passes
     when all pass. "Undecided" means the interval straddles the threshold; each undecided
-    criterion names its own "about K more grades" (webapp.ppi.report.decide, the count
+    criterion names its own "about K more drafts to draw" (the further grades the sequence needs: webapp.ppi.report.decide, the count
     the PPI page shows too). While sampled drafts wait for their final grades every reading is
     provisional and the criterion stays incomplete, whatever the bounds say (a pass on part of a
     sample is not the sample's pass). A fail on final figures wins.

@@ -48,7 +48,7 @@ from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
 from webapp.ppi.report import WEEK_ESTIMAND as REPORT_WEEK_ESTIMAND
-from webapp.ppi.report import GateCall, StoredSample, decide, figure_of, stored_sample
+from webapp.ppi.report import StoredSample, decide, figure_of, stored_sample
 from webapp.ppi.schemas import WeekCriterionPublic, WeekQualityPublic
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.ppi.signals import OVERALL
@@ -317,16 +317,36 @@ class WeekCriterion:
     estimate: Estimate | None  # None until two drawn drafts have final grades
     target: float  # the team's target (spec: team_targets.weekly_human_quality), on the same 1-5 reading
 
+    rounds: int = 1  # the week's sample rounds: a further round was drawn after its figures were read
+
     @property
-    def call(self) -> GateCall:
-        """Return the confidence sequence's call against the team's target (webapp.ppi.report.decide): a week is looked at again and again."""
-        return decide(self.estimate, self.target, value_range=(1.0, 5.0))
+    def bounds(self) -> tuple[float, float] | None:
+        """Return the bounds the alert reads: this look's 95% interval for a one-round week, the confidence sequence's once a further round was drawn.
+
+        Decision (issue 43): the alert fires only on a final week (every drawn draft graded), so a
+        one-round week is read once, on a sample whose size was fixed before grading: one look,
+        and its 95% interval is valid. A further round drawn after reading it is the
+        look-again loop; from then on the call is `webapp.ppi.report.decide`'s sequence.
+        """
+        e = self.estimate
+        if e is None:
+            return None
+        if self.rounds <= 1:
+            return e.low, e.high
+        call = decide(e, self.target, value_range=(1.0, 5.0))
+        return (e.low, e.high) if call.low is None or call.high is None else (call.low, call.high)
 
     @property
     def below(self) -> bool:
-        """Tell whether the criterion's confidence-sequence upper bound is below the team's target (strictly)."""
-        high = self.call.high
-        return self.estimate is not None and high is not None and high < self.target
+        """Tell whether the criterion's upper bound (`bounds`) is below the team's target (strictly)."""
+        b = self.bounds
+        return b is not None and b[1] < self.target
+
+    @property
+    def above(self) -> bool:
+        """Tell whether the criterion's lower bound (`bounds`) is above the team's target."""
+        b = self.bounds
+        return b is not None and b[0] > self.target
 
 
 @dataclass(frozen=True)
@@ -353,15 +373,15 @@ class WeekQuality:
 
     @property
     def below_criteria(self) -> list[WeekCriterion]:
-        """Return the criteria whose final sequence upper bound is below the team's target (none while provisional)."""
+        """Return the criteria whose final upper bound (`WeekCriterion.bounds`) is below the team's target (none while provisional)."""
         return [] if self.provisional else [c for c in self.criteria if c.below]
 
     @property
     def below_target(self) -> bool:
-        """Tell whether the week's alert fires: a final week with a criterion whose sequence upper bound is below its target.
+        """Tell whether the week's alert fires: a final week with a criterion whose upper bound is below its target.
 
-        Issue 43: the bound is the confidence sequence's (`WeekCriterion.call`), since a week is
-        read on every visit to /metrics while its grades arrive.
+        Issue 43: once a further round was drawn the bound is the confidence sequence's
+        (`WeekCriterion.bounds`).
 
         Decision: only final weeks fire (pending grades leave the interval built on a part of the
         sample, which is no longer a random one), and only strictly below: an upper bound equal to
@@ -371,8 +391,8 @@ class WeekQuality:
 
     @property
     def above_targets(self) -> bool:
-        """Tell whether a final week has every criterion's sequence lower bound above its team's target."""
-        return not self.provisional and bool(self.criteria) and all(c.estimate is not None and c.call.verdict == "pass" for c in self.criteria)
+        """Tell whether a final week has every criterion's lower bound (`WeekCriterion.bounds`) above its team's target."""
+        return not self.provisional and bool(self.criteria) and all(c.above for c in self.criteria)
 
 
 WEEK_ESTIMAND: Estimand = REPORT_WEEK_ESTIMAND
@@ -405,6 +425,7 @@ def week_criteria(spec: EvalSpec, stored: StoredSample | None) -> tuple[WeekCrit
             c.key, c.name,
             None if stored is None else _on_gate_scale(spec, c.key, figure_of(spec, stored, c.key, estimand=WEEK_ESTIMAND).estimate),
             targets[c.key],
+            1 if stored is None else stored.rounds,
         )
         for c in spec.rubric.criteria
     )
