@@ -145,3 +145,26 @@ class TestErrorUnderPeeking:
     def test_runs_clearly_above_are_called_pass(self) -> None:
         wrong_pass, wrong_fail = peeking_error(40, drafts=240, upto=240, shift=0.5, seed=5, naive=False)
         assert wrong_pass > 0.9 and wrong_fail == 0.0
+
+
+class TestWorthFallback:
+    """Issue 41 item 3: an estimate worth fewer grades than people gave is not what the gate reads."""
+
+    def test_a_judge_that_hurts_gives_way_to_the_human_grades(self) -> None:
+        from webapp.ppi.signals import choose
+
+        rng = np.random.default_rng(3)
+        y = np.clip(np.rint(rng.normal(3.6, 1.0, 300)), 1, 5)
+        drawn = np.arange(300) < 40
+        noise = rng.normal(0, 3.0, 300)  # a judge that carries nothing: lambda = 1 below 60 grades pays its noise
+        sample = make_sample(judge=noise, human=np.where(drawn, y, np.nan), drawn=drawn, pi=np.full(300, 40 / 300))
+        single = estimate_mean(sample)
+        human = estimate_mean(sample, lam=0.0)
+        assert single.effective_labels < 40  # worse than the 40 grades alone
+        choice = choose(single, None, human)
+        assert choice.source == "human" and choice.estimate is human and human.effective_labels == pytest.approx(40)
+        # by hand: with lambda 0 the estimate is the graded mean and its se the SRS one
+        assert human.estimate == pytest.approx(y[:40].mean()) and human.se == pytest.approx(np.sqrt((1 - 40 / 300) * y[:40].var(ddof=1) / 40))
+        assert choice.note is not None and "fewer than the 40 people gave" in choice.note
+        good = make_sample(judge=y + rng.normal(0, 0.3, 300), human=np.where(drawn, y, np.nan), drawn=drawn, pi=np.full(300, 40 / 300))
+        assert choose(estimate_mean(good), None, estimate_mean(good, lam=0.0)).source == "single"  # a judge that helps stays

@@ -154,7 +154,7 @@ class TestGateCall:
 
         assert decide(at(3.5 + self.HALF * 0.1 + 0.01), 3.5).verdict == "pass"
         assert decide(at(3.5 + self.HALF * 0.1 - 0.01), 3.5).verdict == "undecided"  # one look's interval clears it
-        assert decide(at(3.5 - self.HALF * 0.1), 3.5).verdict == "fail"
+        assert decide(at(3.5 - self.HALF * 0.1 - 0.001), 3.5).verdict == "fail"
         assert decide(None, 3.5) == GateCall("undecided", None)  # no estimate
 
     def test_the_bounds_are_reported_with_the_grades(self) -> None:
