@@ -39,6 +39,7 @@ from webapp.metrics.targets import METRIC_LABELS
 from webapp.ppi import charts as ppi_charts
 from webapp.ppi import production as ppi_production
 from webapp.ppi import report as ppi_report
+from webapp.ppi import until_decided as ppi_until_decided
 from webapp.ppi.models import PpiDraw
 from webapp.regression import alerts as regression_alerts
 from webapp.regression import service as regression_service
@@ -252,6 +253,7 @@ def after_grading(*, session: Session, spec: EvalSpec, draft_id: int, outcome: s
     """
     if outcome == "needs_grades":
         return
+    ppi_until_decided.on_final_grade(session=session, spec=spec, draft_id=draft_id)  # issue 43: the sequence's call after every final grade
     run_id = session.connection().execute(_GOLDEN_FAIL, {"draft_id": draft_id}).scalar()
     if run_id is not None:
         raise_regression_alerts(session=session, spec=spec, run_id=int(run_id))

@@ -30,6 +30,8 @@ from webapp.core.db import stored_id, table_of
 from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade
+from webapp.ppi.anytime import GateCall as GateCall  # the public call (issue 43)
+from webapp.ppi.anytime import decide as decide
 from webapp.ppi.estimator import (
     LOW_LAMBDA_WARNING,
     Estimand,
@@ -41,13 +43,12 @@ from webapp.ppi.estimator import (
     estimate_mean,
     make_sample,
 )
-from webapp.ppi.anytime import GateCall as GateCall, decide as decide  # the public call (issue 43)
 from webapp.ppi.models import PpiDraw, PpiJudgeScore, PpiProductionWeek
 from webapp.ppi.signals import (
     FIGURE_RANGE,
     DraftSignals,
-    Source,
     SignalMatrix,
+    Source,
     call_to_call_share,
     call_values,
     choose,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from webapp.core.spec import EvalSpec
 from webapp.ppi.estimator import Estimand, Estimate
 from webapp.ppi.report import FIGURES, Figure, GateCall, RunReport, decide
-from webapp.ppi.signals import FIGURE_RANGE
 from webapp.ppi.schemas import EstimatePublic, FigurePublic, GatePublic, JudgeCostPublic, RunReportPublic
+from webapp.ppi.signals import FIGURE_RANGE
 
 TITLES = {
     "factual_accuracy": "Factual accuracy (pass share)",
