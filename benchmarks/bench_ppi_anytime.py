@@ -1,6 +1,6 @@
 """Anytime-valid calls (issue 43): false calls under peeking, coverage at the stop, grades to a decision, worth.
 
-Usage: .venv/bin/python -m benchmarks.bench_ppi_anytime [--runs 2000] [--drafts 2400] [--worth-runs 2000]
+Usage: .venv/bin/python -m benchmarks.bench_ppi_anytime [--runs 2000] [--drafts 2400] [--only single|signals|worth|both] [--worth-runs 2000]
 
 Simulated runs of N = 2,400 drafts graded one by one in a random order, each run's own mean grade
 set exactly (the grades shifted by a constant) at the threshold 3.5, 0.05 below / above it, and 0.1,
@@ -8,7 +8,9 @@ set exactly (the grades shifted by a constant) at the threshold 3.5, 0.05 below 
 sd 0.6) and several signals (benchmarks/ppi_signals_world.py, kappa 0.62 per call) read through a
 ridge predictor fitted once on an earlier fully graded run (webapp.ppi.predictor.fit_predictor).
 The looks' estimate is plain PPI (lambda = 1) with the sequence of webapp/ppi/anytime.py
-(benchmarks/anytime_batch.py). Prints markdown tables; fixed seeds.
+(benchmarks/anytime_batch.py). The worth table reads the estimate the gate reads
+(webapp.ppi.signals.choose: learned, single score, or the human grades alone) at n = 150 of N = 2,400 (as bench_ppi_coverage.py's several-signal table).
+Prints markdown tables; fixed seeds.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from numpy.typing import NDArray
 from scipy import special
 
 from benchmarks.anytime_batch import TOL, every_look, first_decision
-from benchmarks.ppi_signals_world import SignalsWorld, judge_calls, lasting_sd_for_kappa
+from benchmarks.ppi_signals_world import SignalsWorld, judge_calls, lasting_sd_for_kappa, simulate_run
 from benchmarks.ppi_world import World, to_scale
+from webapp.ppi.estimator import estimate_mean, make_sample
 from webapp.ppi.predictor import fit_predictor
+from webapp.ppi.signals import choose
 
 THRESHOLD = 3.5
 Predictor = Callable[[np.random.Generator, int, int], tuple[NDArray[np.float64], NDArray[np.float64]]]
@@ -137,11 +141,35 @@ def grades_needed(name: str, make: Predictor, *, runs: int, drafts: int) -> None
             )
 
 
+def worth_table(*, runs: int, drafts: int = 2400, budget: int = 150) -> None:
+    """Print the worth of the estimate the gate reads (webapp.ppi.signals.choose, with the human-only fallback) on the several-signal world."""
+    world = SignalsWorld(lasting_sd=lasting_sd_for_kappa(0.62))
+    rng = np.random.default_rng(451)
+    picked: list[tuple[float, int, str]] = []
+    for i in range(runs):
+        run = simulate_run(rng, world, drafts=drafts, budget=budget)
+        common = {"human": np.where(run.drawn, run.human, np.nan), "drawn": run.drawn, "pi": run.pi}
+        learned = estimate_mean(make_sample(judge=run.mean_signals(), groups=run.groups, **common), seed=i)
+        one = make_sample(judge=run.calls_a[:, 0], **common)
+        choice = choose(estimate_mean(one, seed=i), learned, estimate_mean(one, seed=i, lam=0.0))
+        assert choice.estimate is not None
+        picked.append((choice.estimate.effective_labels, choice.estimate.n_labels, choice.source))
+    worth = np.array([w for w, _, _ in picked])
+    labels = np.array([n for _, n, _ in picked])
+    ratio = worth / labels
+    sources = {k: sum(s == k for _, _, s in picked) for k in ("learned", "single", "human")}
+    print(f"\n### Worth of the estimate the gate reads, several signals (n = {budget} of N = {drafts}, {runs} runs)\n")
+    print("| median worth | median worth / grades | lowest worth / grades | read: learned / single / human grades alone |")
+    print("|---|---|---|---|")
+    print(f"| {np.median(worth):.0f} | {np.median(ratio):.2f} | {ratio.min():.3f} | {sources['learned']} / {sources['single']} / {sources['human']} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000, help="simulated runs per row (default 2000)")
     parser.add_argument("--drafts", type=int, default=2400, help="drafts per run (default 2400)")
-    parser.add_argument("--only", choices=("single", "signals", "both"), default="both", help="which predictor's tables")
+    parser.add_argument("--only", choices=("single", "signals", "both", "worth"), default="both", help="which predictor's tables")
+    parser.add_argument("--worth-runs", type=int, default=2000, help="simulated runs of the worth table (default 2000)")
     args = parser.parse_args()
     started = time.perf_counter()
     makers: list[tuple[str, Predictor]] = []
@@ -153,6 +181,9 @@ def main() -> None:
         for table in (false_calls, grades_needed):
             table(name, make, runs=args.runs, drafts=args.drafts)
             print(f"\n({time.perf_counter() - started:.0f} s so far)", flush=True)
+    if args.only in ("worth", "both"):
+        worth_table(runs=args.worth_runs)
+        print(f"\n({time.perf_counter() - started:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ from sqlmodel import Session, col, select
 
 from tests.ppi.conftest import JUDGE, build_run
 from webapp.core.spec import EvalSpec
+from webapp.gates.criteria import human_grading
+from webapp.gates.facts import ppi_facts
+from webapp.gates.pilot_facts import PilotFacts
 from webapp.grading.models import FinalGrade
 from webapp.ppi.models import PpiDecision, PpiDraw, PpiUntilDecided
 from webapp.ppi.report import run_report
@@ -64,6 +67,14 @@ class TestGradeUntilDecided:
             # stored when it was made: its grades are the final grades at that moment (at least 30: no call before)
             assert 30 <= d.grades <= graded and d.verdict == now[d.criterion].verdict
             assert d.decided_at.replace(tzinfo=dt.UTC) == T0 + dt.timedelta(minutes=d.grades - 1)
+        # the gate report shows each decision's time and grades
+        gate_spec = spec.model_copy(update={"gates": spec.gates.model_copy(update={"human_grading": "intervals"})})
+        facts = ppi_facts(session=session, spec=gate_spec, run_id=run.id)
+        assert facts is not None
+        human = human_grading(PilotFacts(run.id, run.name, 0, ppi=facts), gate_spec)
+        tone = next(d for d in decisions if d.criterion == "tone")
+        when = (T0 + dt.timedelta(minutes=tone.grades - 1)).strftime("%Y-%m-%d %H:%M")
+        assert f"decided {when} UTC on {tone.grades} grades" in next(p for p in human.parts if p.key == "tone").summary
 
     def test_a_correction_after_a_decision_reopens_it_with_who_and_when(self, session: Session, spec: EvalSpec) -> None:
         run, drawn = sampled_run(session)

@@ -220,6 +220,8 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
         st: Verdict = "incomplete" if c.verdict == "undecided" else c.verdict
         threshold = f"lower bound > {c.threshold:.1%}" if c.share else f"lower bound > {c.threshold:g}"
         summary = _ppi_reading(c) + (" (provisional: sampled drafts still to grade)" if c.provisional else "")
+        if c.decided_at is not None and c.verdict != "undecided":
+            summary += f"; decided {c.decided_at:%Y-%m-%d %H:%M} UTC on {plural(c.decided_grades or 0, 'grade')}"
         parts.append(CriterionResult(c.key, names.get(c.key, c.key), st, _ppi_figure(c), threshold, summary, c.estimate))
     undecided = [(c, p.title) for c, p in zip(ppi.criteria, parts, strict=True) if c.verdict == "undecided"]
     action = ""

@@ -3,6 +3,7 @@ tests build them by hand), and the run's examples grouped from them."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -124,6 +125,8 @@ class PpiCriterionFacts:
     more_grades: int | None  # undecided: about how many further grades the sequence needs to decide (webapp.ppi.report.decide)
     share: bool = False  # the figure is a share (factual accuracy), shown in percent
     provisional: bool = False  # drawn drafts still wait for their final grades: the verdict may change
+    decided_at: dt.datetime | None = None  # the stored decision's time (webapp/ppi/until_decided.py), when one holds
+    decided_grades: int | None = None  # the final grades it rested on
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ import datetime as dt
 from dataclasses import dataclass
 
 import numpy as np
-
 from sqlmodel import Session, col, select
 
 from webapp.core.spec import EvalSpec
