@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
+from tests.conftest import csrf_for
 from tests.ppi.conftest import JUDGE, build_run
 from webapp.core.spec import EvalSpec
 from webapp.gates.criteria import human_grading
@@ -125,3 +128,24 @@ class TestGradeUntilDecided:
             set_until_decided(session=session, run_id=run.id)
         with pytest.raises(UntilDecidedError, match="cap: must be a positive"):
             set_until_decided(session=session, run_id=run.id, cap=0)
+
+
+class TestRoute:
+    def test_only_a_lead_sets_it_with_the_csrf_token_and_a_bad_cap_is_named(self, session: Session, client_as: Callable[..., TestClient]) -> None:
+        run, _ = sampled_run(session)
+        session.commit()
+        url = f"/ppi/runs/{run.name}/until-decided"
+        labeler = client_as("labeler")
+        assert labeler.post(url, data={"csrf_token": csrf_for(labeler), "cap": "10"}).status_code == 403
+        lead = client_as("lead")
+        assert lead.post(url, data={"cap": "10"}, headers={"X-CSRF-Token": ""}).status_code == 403  # no CSRF token
+        bad = lead.post(url, data={"csrf_token": csrf_for(lead), "cap": "ten"}, follow_redirects=True)
+        assert "cap: a whole number of grades" in bad.text
+        assert session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run.id)).first() is None
+        ok = lead.post(url, data={"csrf_token": csrf_for(lead), "cap": "10"}, follow_redirects=False)
+        assert ok.status_code == 303
+        session.expire_all()
+        setting = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run.id)).one()
+        assert setting.cap == 10 and setting.closed_at is None
+        page = lead.get(f"/ppi/runs/{run.name}").text
+        assert 'id="ppi-until-decided"' in page
