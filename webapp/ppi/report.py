@@ -310,7 +310,11 @@ def judge_gap(sample: Sample, *, seed: int = 0, estimand: Estimand = "run") -> f
 
 
 WEEK_ESTIMAND: Estimand = "superpopulation"
-"""What a production week's figures are about (webapp/ppi/production.py explains why); its run's page reads the same."""
+"""What a production week's figures are about, on /metrics and on its run's page alike. Decision (issue 34): the
+superpopulation, unlike a run page's figures. The weekly figure watches the assistant over time (is quality
+drifting?), a question about the drafts it writes, not only the ones of one week; and a capped week's run is a
+uniform subsample of the week, so its drafts are not the week's anyway. Read this way a week of four fully graded
+drafts at 3.25 is not, on its own, proof that quality fell below 3.5."""
 
 
 def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
