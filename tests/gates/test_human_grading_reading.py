@@ -78,7 +78,7 @@ class TestTheSettingReadsTheSameGrades:
         # Issue 41: the run's drafts and the undrawn ones are said (it read "4 graded drafts of 6").
         assert plan.summary.endswith("; 4 graded of 4 drawn; the run has 6 drafts, 2 not drawn; every graded draft counts")
         intervals = human_grading(data, with_reading(spec, "intervals"))
-        assert intervals.status == "incomplete" and "95% intervals" in intervals.title
+        assert intervals.status == "incomplete" and "confidence sequence" in intervals.title
         assert {p.key: p.status for p in intervals.parts}["tone"] == "incomplete"
 
     def test_exactly_the_threshold_fails_the_plan_and_is_undecided_by_interval(self, spec: EvalSpec) -> None:
@@ -133,8 +133,8 @@ class TestOnASampledRun:
         assert "This page uses 95% intervals; the pilot gate does not." in ppi_page
         app.state.spec = with_reading(spec, "intervals")
         page = client_as("pm").get(f"/gates/pilot?run={run.name}").text
-        assert "Human grading (PPI, 95% intervals)" in page
+        assert "Human grading (PPI, confidence sequence)" in page
         ppi_page = client_as("lead").get(f"/ppi/runs/{run.name}").text
-        assert "This page uses 95% intervals, and so does the pilot gate" in ppi_page
+        assert "This page uses 95% intervals, and the pilot gate's human-grading criterion reads their confidence sequences" in ppi_page
         rep = gates_service.pilot_report(session=session, spec=with_reading(spec, "intervals"), run=run)
         assert next(c for c in rep.criteria if c.key == "human_grading").title.startswith("Human grading (PPI")

@@ -22,7 +22,7 @@ from webapp.ppi.estimator import (
     make_sample,
     pooled_lambda,
 )
-from webapp.ppi.report import gate_call
+from webapp.ppi.report import decide
 
 TOL = 1e-10
 
@@ -319,7 +319,7 @@ class TestRunEstimand:
         assert est.estimate == pytest.approx(3.70, abs=1e-12)
         assert est.low == est.high == est.estimate and est.se == 0.0
         assert f"{est.estimate:.2f} [{est.low:.2f}, {est.high:.2f}]" == "3.70 [3.70, 3.70]"
-        assert gate_call(est, 3.5).verdict == "pass"  # before issue 34: "undecided" forever
+        assert decide(est, 3.5).verdict == "pass"  # before issue 34: "undecided" forever
         # The superpopulation option still reads the 100 drafts as a sample of drafts like these.
         sp = estimate_mean(sample, estimand="superpopulation")
         assert sp.estimand == "superpopulation" and sp.high - sp.low > 0.1 and est.estimand == "run"

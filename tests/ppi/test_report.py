@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,8 +18,7 @@ from webapp.ppi.models import PpiDraw, PpiJudgeScore
 from webapp.ppi.report import (
     FIGURE_RANGE,
     GateCall,
-    drafts_to_decide,
-    gate_call,
+    decide,
     judge_gap,
     run_report,
     within_range,
@@ -123,7 +121,7 @@ class TestAboutThisRun:
         tone = report.figures["tone"].estimate
         assert tone is not None and tone.estimand == "run"
         assert tone.estimate == pytest.approx(3.70, abs=1e-12) and tone.low == tone.high == tone.estimate
-        assert gate_call(tone, spec.gates.pilot.human_mean_above).verdict == "pass"  # 3.70 > 3.5: decided
+        assert decide(tone, spec.gates.pilot.human_mean_above).verdict == "pass"  # 3.70 > 3.5: decided
         answer = api_as("pm").get(f"/api/v1/ppi/runs/{run.name}")
         api_tone = next(f for f in answer.json()["figures"] if f["key"] == "tone")
         assert api_tone["interval"]["estimand"] == "run" and api_tone["interval"]["about"] == "about this run's 20 drafts"
@@ -139,50 +137,41 @@ def estimate(value: float, low: float, high: float, n: int = 100) -> Estimate:
 
 
 class TestGateCall:
-    """The undecided rule and "about K more drafts", against hand-worked numbers.
+    """The call from the confidence sequence (webapp/ppi/anytime.py; its formula is checked in tests/ppi/test_anytime.py).
 
-    estimate(3.6, 3.4, 3.8) has se = 0.1 from n = 100 graded of N = 1,000 drafts, df = 99 (t = 1.98422).
-    Spread per grade: S^2 = se^2 / (1/n - 1/N) = 0.01 / 0.009 = 1.11111; t^2 S^2 = 3.93713 x 1.11111 = 4.37459.
-    Distance to 3.5: d = 0.1. Graded drafts needed: m = 1 / (d^2 / (t^2 S^2) + 1/N) = 1 / (0.0022859 + 0.001) = 304.3,
-    so 305; K = 305 - 100 graded = 205 more drafts to draw (198 when 7 drawn drafts still wait for their grades).
+    estimate(value, low, high) has se = (high - value)/2 from n = 100 graded of N = 1,000 drafts. The sequence's
+    half-width at 100 grades is se x c(100/0.9) x t(99)/z: c(111.1) = 3.06955 (kappa 7.93615, x = 7.93615 x 111.11/50
+    = 17.6359, c^2 = 2 x 18.6359/17.6359 x ln(sqrt(18.6359) x 20) = 2.11341 x 4.45828 = 9.42216), t(99)/z =
+    1.98422/1.95996 = 1.01238: 3.1075 standard errors.
     """
 
-    def test_undecided_only_when_the_interval_straddles_the_threshold(self) -> None:
-        assert gate_call(estimate(4.0, 3.8, 4.2), 3.5).verdict == "pass"
-        assert gate_call(estimate(3.0, 2.8, 3.2), 3.5).verdict == "fail"
-        assert gate_call(estimate(3.6, 3.4, 3.8), 3.5) == GateCall("undecided", 205)
-        assert gate_call(None, 3.5).verdict == "undecided"  # no estimate
+    HALF = 3.1075
+
+    def test_pass_and_fail_need_the_sequence_to_clear_the_threshold(self) -> None:
+        def at(v: float) -> Estimate:
+            return estimate(v, v - 0.2, v + 0.2)  # se 0.1
+
+        assert decide(at(3.5 + self.HALF * 0.1 + 0.01), 3.5).verdict == "pass"
+        assert decide(at(3.5 + self.HALF * 0.1 - 0.01), 3.5).verdict == "undecided"  # one look's interval clears it
+        assert decide(at(3.5 - self.HALF * 0.1 - 0.001), 3.5).verdict == "fail"
+        assert decide(None, 3.5) == GateCall("undecided", None)  # no estimate
+
+    def test_the_bounds_are_reported_with_the_grades(self) -> None:
+        call = decide(estimate(4.0, 3.8, 4.2), 3.5)
+        assert call.low == pytest.approx(4.0 - self.HALF * 0.1, abs=1e-4) and call.high == pytest.approx(4.0 + self.HALF * 0.1, abs=1e-4)
+        assert call.grades == 100 and call.verdict == "pass"
 
     def test_pending_grades_make_it_provisional_not_undecided(self) -> None:
-        # the demo's factual accuracy: 97.2% [78.8%, 100%] against 62.5% with 3 drawn drafts ungraded
-        # read "undecided: about 4 more"; the interval clears the threshold: a provisional pass.
-        assert gate_call(estimate(0.972, 0.788, 1.0, n=22), 0.625, pending=3) == GateCall("pass", None, provisional=True)
-        assert gate_call(estimate(3.0, 2.8, 3.2), 3.5, pending=3) == GateCall("fail", None, provisional=True)
-        # drafts already drawn count towards the 305 graded drafts needed: 305 - 100 - 7 = 198
-        assert gate_call(estimate(3.6, 3.4, 3.8), 3.5, pending=7) == GateCall("undecided", 198, provisional=True)
+        assert decide(estimate(4.0, 3.8, 4.2), 3.5, pending=3).provisional
+        assert decide(estimate(3.0, 2.8, 3.2), 3.5, pending=3).verdict == "fail"
 
-    def test_a_bound_at_the_threshold_is_not_above_it(self) -> None:
-        assert gate_call(estimate(3.6, 3.5, 3.7), 3.5).verdict == "undecided"
-        assert gate_call(estimate(3.6, 3.5000001, 3.7), 3.5).verdict == "pass"
-        assert gate_call(estimate(3.4, 3.3, 3.5), 3.5).verdict == "fail"
-        assert gate_call(estimate(3.4, 3.3, 3.5000001), 3.5).verdict == "undecided"
-
-    def test_k_is_drafts_to_draw_and_never_more_than_the_run_has_left(self) -> None:
-        near = estimate(3.6, 3.4, 3.8)
-        assert drafts_to_decide(near, 3.5) == 205
-        # an estimate on the threshold: only grading every draft (the exact mean) decides: 1,000 - 100 = 900
-        assert drafts_to_decide(estimate(3.5, 3.3, 3.7), 3.5) == 900
-        # the drafts the run has left to draw cap it (never "no count" for an undecided figure)
-        assert drafts_to_decide(near, 3.5, undrawn=150) == 150
-        # far enough that the drafts already drawn and waiting for grades should decide: 0 more to draw
-        # (d = 0.19: m = 1 / (0.0361 / 4.37459 + 0.001) = 108.1 -> 109 <= 100 graded + 10 pending)
-        assert drafts_to_decide(estimate(3.69, 3.49, 3.89), 3.5, pending=10) == 0
-        # every draft graded: the interval is the mean itself, nothing to draw
-        assert drafts_to_decide(estimate(3.6, 3.6, 3.6, n=1000), 3.5) is None
-
-    def test_k_uses_the_standard_error_not_bounds_cut_to_the_range(self) -> None:
-        # cutting [3.4, 3.8] to [3.4, 3.7] (say, a top of the scale) must not change K
-        assert drafts_to_decide(replace(estimate(3.6, 3.4, 3.8), high=3.7), 3.5) == 205
+    def test_k_counts_the_drafts_already_drawn_and_never_passes_what_is_left(self) -> None:
+        near = decide(estimate(3.6, 3.4, 3.8), 3.5)
+        assert near.verdict == "undecided" and near.more_grades is not None
+        assert decide(estimate(3.6, 3.4, 3.8), 3.5, pending=7).more_grades == near.more_grades - 7
+        assert decide(estimate(3.6, 3.4, 3.8), 3.5, undrawn=50).more_grades == 50
+        # an estimate on the threshold: only grading every draft decides: 1,000 - 100 = 900
+        assert decide(estimate(3.5, 3.3, 3.7), 3.5).more_grades == 900
 
     def test_judge_gap_is_the_bias_over_the_run_in_the_units_of_the_bias_removed(self) -> None:
         # three drafts: A graded, drawn for sure (pi = 1), judge 4, human 3 (judge - human = +1); B graded, drawn at

@@ -17,7 +17,7 @@ from webapp.grading.models import FinalGrade
 from webapp.ppi.estimator import estimate_mean, make_sample
 from webapp.ppi.models import PpiDraw, PpiJudgeScore
 from webapp.ppi.production import WEEK_ESTIMAND
-from webapp.ppi.report import figure_of, run_report, stored_sample
+from webapp.ppi.report import decide, figure_of, run_report, stored_sample
 from webapp.ppi.service import draw_sample
 from webapp.ppi.signals import OVERALL, PAYS_FACTOR, figure_values, pays, signal_matrix
 from webapp.runs.models import Run
@@ -89,7 +89,9 @@ class TestLearnedEstimate:
         facts = ppi_facts(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
         assert facts is not None
         gate_tone = next(c for c in facts.criteria if c.key == "tone")
-        assert (gate_tone.estimate, gate_tone.low, gate_tone.high) == (tone.learned.estimate, tone.learned.low, tone.learned.high)
+        call = decide(tone.learned, gate_tone.threshold, pending=report.pending, undrawn=report.drafts - report.drawn, value_range=(1.0, 5.0))
+        # the gate reads the learned estimate through the confidence sequence (issue 43)
+        assert (gate_tone.estimate, gate_tone.low, gate_tone.high) == (tone.learned.estimate, call.low, call.high)
 
         answer = api_as("ml_lead").get(f"/api/v1/ppi/runs/{run.name}")
         assert answer.status_code == 200
@@ -139,7 +141,8 @@ class TestLearnedEstimate:
         facts = ppi_facts(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
         assert facts is not None
         gate_tone = next(c for c in facts.criteria if c.key == "tone")
-        assert (gate_tone.low, gate_tone.high) == (tone.single.low, tone.single.high)
+        call = decide(tone.single, gate_tone.threshold, pending=report.pending, undrawn=report.drafts - report.drawn, value_range=(1.0, 5.0))
+        assert (gate_tone.estimate, gate_tone.low, gate_tone.high) == (tone.single.estimate, call.low, call.high)
         api = next(f for f in api_as("pm").get(f"/api/v1/ppi/runs/{run.name}").json()["figures"] if f["key"] == "tone")
         assert api["uses_learned"] is False and api["interval"] == api["single"] and api["signals_note"] == message
         text = html.unescape(client_as("pm").get(f"/ppi/runs/{run.name}").text)
@@ -159,8 +162,19 @@ class TestWithoutSignals:
         report = run_report(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
         assert report is not None and report.cost is not None and report.cost.calls_per_draft == 1.0 and report.cost.usd_per_draft is None
         for fig in report.figures.values():
-            assert fig.learned is None and not fig.uses_learned and fig.estimate is fig.single and fig.note is None
+            assert fig.learned is None and not fig.uses_learned
+            single = fig.single
+            assert single is not None
+            if single.effective_labels >= single.n_labels:
+                assert fig.estimate is single and fig.note is None and fig.source == "single"
+            else:
+                # issue 41 item 3: the judge made it worse than the grades alone (factual accuracy here: every grade a pass,
+                # the judge not): the figure and the gate read the human grades alone (lambda 0), and the page says so
+                assert fig.source == "human" and fig.estimate is not None and fig.estimate.lambdas == (0.0,)
+                assert fig.estimate.effective_labels == pytest.approx(single.n_labels)
+                assert fig.note is not None and "the gate uses the human grades alone" in fig.note
         api = api_as("lead").get(f"/api/v1/ppi/runs/{run.name}").json()
+        assert {f["key"]: f["source"] for f in api["figures"]} == {k: f.source for k, f in report.figures.items()}
         assert all(f["learned"] is None and f["call_to_call_share"] is None for f in api["figures"])
         assert api["judge_cost"] == {"calls_per_draft": 1.0, "usd_per_draft": None}
         text = client_as("lead").get(f"/ppi/runs/{run.name}").text

@@ -196,18 +196,19 @@ def _more(k: int | None) -> str:
 def _ppi_reading(c: PpiCriterionFacts) -> str:
     """Return one criterion's reading: which bound decides it, or that the interval straddles the threshold."""
     if c.verdict == "undecided":
-        return "undecided: the interval straddles the threshold" + _more(c.more_grades).replace(":", ";", 1)
+        return "undecided: the confidence sequence straddles the threshold" + _more(c.more_grades).replace(":", ";", 1)
     return "lower bound clears the threshold" if c.verdict == "pass" else "upper bound at or below the threshold"
 
 
 def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
-    """Criterion 2 on a run with a PPI sample: each criterion's 95% interval against the threshold.
+    """Criterion 2 on a run with a PPI sample: each criterion's confidence sequence against the threshold.
 
-    A criterion passes when its lower bound clears the threshold, fails when its upper bound is
-    below it, and is otherwise undecided (the gate says incomplete) with about how many more
+    The bounds are the anytime-valid sequence's (webapp.ppi.report.decide, issue 43), so reading
+    the gate after every grade does not raise its error. A criterion passes when its lower bound
+    clears the threshold, fails when its upper bound is below it, and is otherwise undecided (the gate says incomplete) with about how many more
     human grades would decide it; the whole criterion fails when any criterion fails, passes
     when all pass. "Undecided" means the interval straddles the threshold; each undecided
-    criterion names its own "about K more drafts" (webapp.ppi.report.drafts_to_decide, the count
+    criterion names its own "about K more drafts to draw" (the further grades the sequence needs: webapp.ppi.report.decide, the count
     the PPI page shows too). While sampled drafts wait for their final grades every reading is
     provisional and the criterion stays incomplete, whatever the bounds say (a pass on part of a
     sample is not the sample's pass). A fail on final figures wins.
@@ -219,6 +220,8 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
         st: Verdict = "incomplete" if c.verdict == "undecided" else c.verdict
         threshold = f"lower bound > {c.threshold:.1%}" if c.share else f"lower bound > {c.threshold:g}"
         summary = _ppi_reading(c) + (" (provisional: sampled drafts still to grade)" if c.provisional else "")
+        if c.decided_at is not None and c.verdict != "undecided":
+            summary += f"; decided {c.decided_at:%Y-%m-%d %H:%M} UTC on {plural(c.decided_grades or 0, 'grade')}"
         parts.append(CriterionResult(c.key, names.get(c.key, c.key), st, _ppi_figure(c), threshold, summary, c.estimate))
     undecided = [(c, p.title) for c, p in zip(ppi.criteria, parts, strict=True) if c.verdict == "undecided"]
     action = ""
@@ -240,7 +243,7 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
         summary = "every criterion's lower bound clears the threshold"
     measured = " · ".join(f"{p.title} {p.measured}" for p in parts)
     return CriterionResult(
-        "human_grading", "Human grading (PPI, 95% intervals)", status, measured,
+        "human_grading", "Human grading (PPI, confidence sequence)", status, measured,
         f"each criterion > {g.human_mean_above:g} (factual pass = {g.factual_pass_score:g}, fail = {g.factual_fail_score:g})",
         f"{summary}; {plural(ppi.graded, 'human grade')} on the sample, judge on every draft",
         None, [], parts, action=action, link=ppi.page if action else "",

@@ -37,7 +37,10 @@ from webapp.metrics import targets as metrics_targets
 from webapp.metrics import units
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimate
-from webapp.ppi.report import gate_call, run_report
+from webapp.ppi.models import PpiDecision
+from webapp.ppi.report import decide, run_report
+from webapp.ppi.signals import FIGURE_RANGE
+from webapp.ppi.until_decided import open_decisions
 from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
@@ -96,20 +99,22 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
 
 
 def ppi_criterion(
-    key: str, estimate: Estimate | None, threshold: float, *, pending: int, undrawn: int | None = None
+    key: str, estimate: Estimate | None, threshold: float, *, pending: int, undrawn: int | None = None, decision: PpiDecision | None = None
 ) -> PpiCriterionFacts:
-    """Read one criterion's PPI estimate against the threshold (webapp.ppi.report.gate_call)."""
-    call = gate_call(estimate, threshold, pending=pending, undrawn=undrawn)
+    """Read one criterion's PPI estimate against the threshold: the confidence sequence's call (webapp.ppi.report.decide)."""
+    call = decide(estimate, threshold, pending=pending, undrawn=undrawn, value_range=FIGURE_RANGE.get(key))
     return PpiCriterionFacts(
         key,
         threshold,
         estimate.estimate if estimate else None,
-        estimate.low if estimate else None,
-        estimate.high if estimate else None,
+        call.low if estimate else None,
+        call.high if estimate else None,
         call.verdict,
         call.more_grades,
         share=key == "factual_accuracy",
         provisional=call.provisional,
+        decided_at=None if decision is None else decision.decided_at,
+        decided_grades=None if decision is None else decision.grades,
     )
 
 
@@ -119,12 +124,14 @@ def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFac
     if report is None:
         return None
     criteria = []
+    decisions = open_decisions(session=session, run_id=run_id)
     for crit in spec.rubric.criteria:
         threshold = gate_threshold(spec, crit.key)
         if threshold is not None:
             fig = report.figures.get(crit.key)
             criteria.append(ppi_criterion(
-                    crit.key, fig.estimate if fig else None, threshold, pending=report.pending, undrawn=report.drafts - report.drawn
+                    crit.key, fig.estimate if fig else None, threshold, pending=report.pending, undrawn=report.drafts - report.drawn,
+                    decision=decisions.get(crit.key),
                 ))
     return PpiGradingFacts(run_id, report.graded, report.pending, tuple(criteria), drafts=report.drafts, drawn=report.drawn)
 

@@ -3,6 +3,7 @@ tests build them by hand), and the run's examples grouped from them."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -109,7 +110,11 @@ class PilotFacts:
 
 @dataclass(frozen=True)
 class PpiCriterionFacts:
-    """One rubric criterion's PPI estimate against the pilot threshold, as webapp.ppi.report.gate_call read it."""
+    """One rubric criterion's PPI estimate against the pilot threshold, as webapp.ppi.report.decide called it.
+
+    `low` and `high` are the confidence sequence's bounds at this look (valid at every look), not
+    this look's 95% interval (the PPI page shows both).
+    """
 
     key: str
     threshold: float  # on the figure's scale (factual accuracy: a pass share)
@@ -117,9 +122,11 @@ class PpiCriterionFacts:
     low: float | None
     high: float | None
     verdict: Literal["pass", "fail", "undecided"]
-    more_grades: int | None  # undecided: about how many further drafts to draw would decide (webapp.ppi.report.drafts_to_decide)
+    more_grades: int | None  # undecided: about how many further grades the sequence needs to decide (webapp.ppi.report.decide)
     share: bool = False  # the figure is a share (factual accuracy), shown in percent
     provisional: bool = False  # drawn drafts still wait for their final grades: the verdict may change
+    decided_at: dt.datetime | None = None  # the stored decision's time (webapp/ppi/until_decided.py), when one holds
+    decided_grades: int | None = None  # the final grades it rested on
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from webapp.runs.models import Draft, Run
 
 RUN_NAME = "demo-ppi"
 JUDGE_VERSION = "demo-judge-2026-11"
-BUDGET = 25
+BUDGET = 35  # at least 30 grades (webapp.ppi.anytime.MIN_GRADES) so that the sequence can call the clear figures
 LEFT_UNGRADED = 3
 
 

@@ -115,3 +115,35 @@ class PpiProductionWeek(SQLModel, table=True):
     budget: float  # the human-grading budget to draw the sample with (expected number of sampled drafts)
     created_by: int | None = Field(default=None, foreign_key="app_user.id")
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+
+
+class PpiUntilDecided(SQLModel, table=True):
+    """A sampled run set to "grade until decided" (issue 43): its queue closes once every gate criterion is decided, or at the cap."""
+
+    __tablename__: ClassVar[str] = "ppi_until_decided"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", unique=True, index=True)
+    cap: int | None = Field(default=None)  # the most final grades the lead allows; None: no cap
+    set_by: int | None = Field(default=None, foreign_key="app_user.id")
+    set_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    closed_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+    closed_reason: str | None = Field(default=None, max_length=200)
+
+
+class PpiDecision(SQLModel, table=True):
+    """One gate criterion's call on a run as the confidence sequence made it: when, on how many grades, and whether re-opened."""
+
+    __tablename__: ClassVar[str] = "ppi_decision"
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="run.id", index=True)
+    criterion: str = Field(max_length=40)
+    verdict: str = Field(max_length=10)  # pass | fail
+    low: float
+    high: float
+    grades: int  # the final grades the call rested on
+    decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
+    reopened_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
+    reopened_by: int | None = Field(default=None, foreign_key="app_user.id")  # who saved the grade that re-opened it
+    reopen_reason: str | None = Field(default=None, max_length=300)

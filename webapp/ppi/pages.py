@@ -15,7 +15,7 @@ from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
 from webapp.evaluator import service as evaluator_service
 from webapp.evaluator.pages import VIEW_ROLES as EVALUATOR_VIEW_ROLES
-from webapp.ppi import charts, service
+from webapp.ppi import charts, service, until_decided
 from webapp.ppi.judge_runs import RunAgreement, agreement_history, judge_runs
 from webapp.ppi.report import run_report
 from webapp.ppi.routes import VIEW_ROLES
@@ -118,3 +118,25 @@ def further_sample_text(*, budget: float, drawn: int) -> str:
         f"Further sample: about {budget:g} (Bernoulli draws: each draft drawn on its own with its probability,"
         f" so the count varies), drew {drawn}; they are in the grading queue."
     )
+
+
+@router.post("/ppi/runs/{run}/until-decided")
+def ppi_until_decided(
+    request: Request,
+    session: SessionDep,
+    cap: Annotated[str, Form(max_length=12)] = "",
+    principal: Principal = Depends(require_role("lead")),
+    *,
+    run: RunDep,
+) -> Response:
+    """Set the run to grade until decided (webapp/ppi/until_decided.py), with an optional cap on its final grades (blank: none)."""
+    target = f"/ppi/runs/{quote(run.name)}"
+    if cap.strip() and not cap.strip().isdigit():
+        return redirect_with_flash(request, target, text="cap: a whole number of grades, or blank for none", kind="error")
+    try:
+        limit = int(cap) if cap.strip() else None
+        until_decided.set_until_decided(session=session, run_id=stored_id(run.id), cap=limit, user_id=principal.user_id)
+    except until_decided.UntilDecidedError as exc:
+        return redirect_with_flash(request, target, text=str(exc), kind="error")
+    capped = f", at most {limit} grades" if limit is not None else ""
+    return redirect_with_flash(request, target, text=f"{run.name}: graded until decided{capped}; the queue closes by itself.")

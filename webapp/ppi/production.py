@@ -45,9 +45,9 @@ from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.metrics.models import Event
-from webapp.ppi.estimator import Estimand, Estimate
+from webapp.ppi.estimator import Estimate
 from webapp.ppi.models import PpiJudgeScore, PpiProductionWeek
-from webapp.ppi.report import StoredSample, figure_of, stored_sample
+from webapp.ppi.report import WEEK_ESTIMAND, StoredSample, decide, figure_of, stored_sample
 from webapp.ppi.schemas import WeekCriterionPublic, WeekQualityPublic
 from webapp.ppi.service import SEED_LIMIT, PpiError, SampleSummary, draw_sample
 from webapp.ppi.signals import OVERALL
@@ -315,11 +315,31 @@ class WeekCriterion:
     name: str
     estimate: Estimate | None  # None until two drawn drafts have final grades
     target: float  # the team's target (spec: team_targets.weekly_human_quality), on the same 1-5 reading
+    rounds: int = 1  # the week's sample rounds: a further round was drawn after its figures were read
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """Return the alert's bounds: the 95% interval of a one-round week, the confidence sequence's after a further round.
+
+        Decision (issue 43): the alert fires only on a final week, so a one-round week is read once,
+        on a sample sized before grading (one look); a further round drawn after reading it is the
+        look-again loop, read through `webapp.ppi.report.decide`.
+        """
+        e = self.estimate
+        if e is None or self.rounds <= 1:
+            return None if e is None else (e.low, e.high)
+        call = decide(e, self.target, value_range=(1.0, 5.0))
+        return (e.low, e.high) if call.low is None or call.high is None else (call.low, call.high)
 
     @property
     def below(self) -> bool:
-        """Tell whether the criterion's 95% upper bound is below the team's target (strictly)."""
-        return self.estimate is not None and self.estimate.high < self.target
+        """Tell whether the criterion's upper bound (`bounds`) is below the team's target (strictly)."""
+        return (b := self.bounds) is not None and b[1] < self.target
+
+    @property
+    def above(self) -> bool:
+        """Tell whether the criterion's lower bound (`bounds`) is above the team's target."""
+        return (b := self.bounds) is not None and b[0] > self.target
 
 
 @dataclass(frozen=True)
@@ -346,12 +366,12 @@ class WeekQuality:
 
     @property
     def below_criteria(self) -> list[WeekCriterion]:
-        """Return the criteria whose final 95% upper bound is below the team's target (none while provisional)."""
+        """Return the criteria whose final upper bound (`WeekCriterion.bounds`) is below the team's target (none while provisional)."""
         return [] if self.provisional else [c for c in self.criteria if c.below]
 
     @property
     def below_target(self) -> bool:
-        """Tell whether the week's alert fires: a final week with a criterion whose 95% upper bound is below its target.
+        """Tell whether the week's alert fires: a final week with a criterion whose upper bound (`WeekCriterion.bounds`) is below its target.
 
         Decision: only final weeks fire (pending grades leave the interval built on a part of the
         sample, which is no longer a random one), and only strictly below: an upper bound equal to
@@ -361,19 +381,8 @@ class WeekQuality:
 
     @property
     def above_targets(self) -> bool:
-        """Tell whether a final week has every criterion's 95% lower bound above its team's target."""
-        return (
-            not self.provisional and bool(self.criteria)
-            and all(c.estimate is not None and c.estimate.low > c.target for c in self.criteria)
-        )
-
-
-WEEK_ESTIMAND: Estimand = "superpopulation"
-"""What a week's interval is about. Decision (issue 34): the superpopulation, unlike a run page's
-figures. The weekly figure watches the assistant over time (is quality drifting?), a question about
-the drafts it writes, not only the ones of one week; and a capped week's run is a uniform
-subsample of the week, so its drafts are not the week's anyway. Read this way a week of four fully
-graded drafts at 3.25 is not, on its own, proof that quality fell below 3.5."""
+        """Tell whether a final week has every criterion's lower bound (`WeekCriterion.bounds`) above its team's target."""
+        return not self.provisional and bool(self.criteria) and all(c.above for c in self.criteria)
 
 
 def quality_targets(spec: EvalSpec) -> dict[str, float]:
@@ -398,6 +407,7 @@ def week_criteria(spec: EvalSpec, stored: StoredSample | None) -> tuple[WeekCrit
             c.key, c.name,
             None if stored is None else _on_gate_scale(spec, c.key, figure_of(spec, stored, c.key, estimand=WEEK_ESTIMAND).estimate),
             targets[c.key],
+            1 if stored is None else stored.rounds,
         )
         for c in spec.rubric.criteria
     )

@@ -1,4 +1,5 @@
-"""PPI's reactions: the sampled pass-rate drop, re-read when a run is checked or a drawn draft gets its final grade.
+"""PPI's reactions: the sampled pass-rate drop, re-read when a run is checked or a drawn draft gets its final grade,
+and the anytime-valid calls of a sampled run (issue 43), updated after every final grade.
 
 The sampled difference changes with every final grade, so a drop is confirmed the moment the
 grades confirm it, not at the next check. The alert is regression's (raise_sampled_drop); the
@@ -17,6 +18,7 @@ from webapp.core.reactions import FactPublic, Reaction
 from webapp.core.spec import EvalSpec
 from webapp.grading.models import FinalGrade
 from webapp.ppi import report as ppi_report
+from webapp.ppi import until_decided
 from webapp.ppi.models import PpiDraw
 from webapp.regression import alerts as regression_alerts
 from webapp.regression import service as regression_service
@@ -81,7 +83,19 @@ def drop_after_grade(session: Session, spec: EvalSpec, fact: FactPublic) -> Json
     return _raise(session, run_id, readings)
 
 
+def calls_after_grade(session: Session, spec: EvalSpec, fact: FactPublic) -> JsonValue:
+    """React to "draft_finalised": update the run's anytime-valid calls (issue 43), store decisions, close a run graded until decided.
+
+    The decision's time is the grade's (the fact's), not the moment the reaction ran.
+    """
+    out = until_decided.on_final_grade(session=session, spec=spec, draft_id=int(fact.subject["draft_id"]), now=fact.created_at)
+    if out is None:
+        return None
+    return {"decided": list(out.decided), "reopened": list(out.reopened), "closed": out.closed_reason}
+
+
 REACTIONS: tuple[Reaction, ...] = (
     Reaction(name="ppi.sampled_drop_after_check", fact="run_checked", handle=drop_after_check),
     Reaction(name="ppi.sampled_drop_after_grade", fact="draft_finalised", handle=drop_after_grade),
+    Reaction(name="ppi.calls_after_grade", fact="draft_finalised", handle=calls_after_grade),
 )

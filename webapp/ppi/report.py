@@ -12,20 +12,17 @@ Decisions:
   criterion stays incomplete while any drawn draft is pending. "Undecided" means only that the
   interval straddles the threshold.
 - Tickets: drafts of the same case (several samples) form one cluster.
-- The gate's and the page's "about K more drafts would decide" is one function,
-  `drafts_to_decide`: further drafts to draw beyond those already drawn (graded or pending),
-  with the interval about the run's own drafts (it shrinks to width 0 when every draft is
-  graded). It is a guide, not a promise.
+- Every pass / fail / undecided call (the gate, the page, the API, a production week's alert) is
+  `decide` (webapp/ppi/anytime.py, re-exported here): it reads the confidence sequence about the
+  run's own mean, valid however often the figure is looked at (issue 43); its "about K more" is
+  the further grades the sequence needs, beyond those already drawn. A guide, not a promise.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
-from scipy import special
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
@@ -33,21 +30,25 @@ from webapp.core.db import stored_id, table_of
 from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade
+from webapp.ppi.anytime import GateCall as GateCall  # the public call (issue 43)
+from webapp.ppi.anytime import decide as decide
 from webapp.ppi.estimator import (
     LOW_LAMBDA_WARNING,
     Estimand,
     Estimate,
     EstimatorError,
+    Lambda,
     Sample,
     estimate_difference,
     estimate_mean,
     make_sample,
 )
-from webapp.ppi.models import PpiDraw, PpiJudgeScore
+from webapp.ppi.models import PpiDraw, PpiJudgeScore, PpiProductionWeek
 from webapp.ppi.signals import (
     FIGURE_RANGE,
     DraftSignals,
     SignalMatrix,
+    Source,
     call_to_call_share,
     call_values,
     choose,
@@ -62,7 +63,6 @@ from webapp.regression.service import baseline_for
 from webapp.runs.models import Draft, Run
 
 FIGURES: tuple[str, ...] = ("factual_accuracy", "citation_relevance", "tone", "completeness", "pass_rate")
-Verdict = Literal["pass", "fail", "undecided"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ class Figure:
     single: Estimate | None = None  # from the first call's score alone (today's estimate)
     learned: Estimate | None = None  # from the learned predictor on the signal matrix; None without signals
     uses_learned: bool = False
+    source: Source = "single"  # which estimate `estimate` is: learned, single score, or the human grades alone (signals.choose)
     note: str | None = None  # "the extra signals do not pay here (...)" when learned exists but does not pay
     columns: tuple[str, ...] = ()  # the signal matrix's columns (signals.Column)
     call_share: float | None = None  # share of the judge's error that changes from call to call
@@ -109,6 +110,7 @@ class RunReport:
     seed: int
     figures: dict[str, Figure]
     cost: JudgeCost | None = None
+    week: str | None = None  # the production week whose run this is (its figures read WEEK_ESTIMAND)
 
 
 @dataclass(frozen=True)
@@ -223,10 +225,10 @@ def stored_sample(*, session: Session, run_id: int) -> StoredSample | None:
     )
 
 
-def _bounded(sample: Sample, stored: StoredSample, key: str, estimand: Estimand) -> Estimate | None:
+def _bounded(sample: Sample, stored: StoredSample, key: str, estimand: Estimand, lam: Lambda = "crossfit") -> Estimate | None:
     """Return the sample's estimate cut to the figure's range, or None when the estimator cannot give one."""
     try:
-        return within_range(estimate_mean(sample, seed=stored.seed, estimand=estimand), *FIGURE_RANGE[key])
+        return within_range(estimate_mean(sample, seed=stored.seed, estimand=estimand, lam=lam), *FIGURE_RANGE[key])
     except EstimatorError:
         return None
 
@@ -280,14 +282,15 @@ def figure_of(spec: EvalSpec, stored: StoredSample, key: str, *, estimand: Estim
     y = np.where(labelled, figure_values(spec, key, stored.human_rows), np.nan)
     if labelled.sum() < 2:
         return Figure(key=key, estimate=None, agreement=None, mean_gap=None)
-    single = _bounded(make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi, cluster=stored.tickets), stored, key, estimand)
+    one = make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi, cluster=stored.tickets)
+    single = _bounded(one, stored, key, estimand)
     mean_gap = judge_gap(make_sample(judge=f, human=y, drawn=labelled, pi=stored.pi), seed=stored.seed, estimand=estimand)
     learned, matrix = learned_estimate(spec, stored, key, estimand=estimand)
-    choice = choose(single, learned)
+    choice = choose(single, learned, _bounded(one, stored, key, estimand, lam=0.0))  # lam 0: the human grades alone
     share, corr = signal_health(spec, stored, key)
     return Figure(
         key=key, estimate=choice.estimate, agreement=agreement_of(spec, stored, key), mean_gap=mean_gap,
-        single=single, learned=learned, uses_learned=choice.uses_learned, note=choice.note,
+        single=single, learned=learned, uses_learned=choice.uses_learned, note=choice.note, source=choice.source,
         columns=() if matrix is None else matrix.columns, call_share=share, error_corr=corr,
     )
 
@@ -306,11 +309,25 @@ def judge_gap(sample: Sample, *, seed: int = 0, estimand: Estimand = "run") -> f
     return estimate_mean(sample, lam=1.0, seed=seed, estimand=estimand).bias
 
 
+WEEK_ESTIMAND: Estimand = "superpopulation"
+"""What a production week's figures are about, on /metrics and on its run's page alike. Decision (issue 34): the
+superpopulation, unlike a run page's figures. The weekly figure watches the assistant over time (is quality
+drifting?), a question about the drafts it writes, not only the ones of one week; and a capped week's run is a
+uniform subsample of the week, so its drafts are not the week's anyway. Read this way a week of four fully graded
+drafts at 3.25 is not, on its own, proof that quality fell below 3.5."""
+
+
 def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | None:
-    """Return the run's figures with intervals, or None when the run has no sample."""
+    """Return the run's figures with intervals, or None when the run has no sample.
+
+    A production week's run reads its figures as /metrics does (`WEEK_ESTIMAND`, the same
+    `figure_of`), so a week and criterion has one figure on every page (issue 41 item 3).
+    """
     stored = stored_sample(session=session, run_id=run_id)
     if stored is None:
         return None
+    week = session.exec(select(PpiProductionWeek.week).where(PpiProductionWeek.run_id == run_id)).first()
+    estimand: Estimand = WEEK_ESTIMAND if week is not None else "run"
     return RunReport(
         run_id=run_id,
         drafts=len(stored.ids),
@@ -320,65 +337,10 @@ def run_report(*, session: Session, spec: EvalSpec, run_id: int) -> RunReport | 
         rounds=stored.rounds,
         judge_version=stored.judge_version,
         seed=stored.seed,
-        figures={key: figure_of(spec, stored, key) for key in FIGURES},
+        figures={key: figure_of(spec, stored, key, estimand=estimand) for key in FIGURES},
         cost=stored.cost(),
+        week=week,
     )
-
-
-@dataclass(frozen=True)
-class GateCall:
-    """The gate's reading of one figure against its threshold."""
-
-    verdict: Verdict
-    # undecided only: about how many further drafts to draw (beyond those already drawn) would decide;
-    # 0: grading the drafts already drawn should decide; None: no estimate to work from
-    more_grades: int | None
-    provisional: bool = False  # drawn drafts still wait for their final grades: the figure may move
-
-
-def gate_call(estimate: Estimate | None, threshold: float, *, pending: int = 0, undrawn: int | None = None) -> GateCall:
-    """Pass when the lower bound clears the threshold, fail when the upper bound is at or below it, else undecided.
-
-    The verdict reads the interval alone: "undecided" means the interval straddles the threshold.
-    While drawn drafts wait for their final grades (`pending`), the verdict is provisional (said
-    next to the figure; the gate stays incomplete until they are graded). An undecided figure
-    carries K = `drafts_to_decide(...)`, the one count the PPI page and the gate both show.
-    """
-    if estimate is None:
-        return GateCall("undecided", None, provisional=pending > 0)
-    # The plan says "above 3.5": a lower bound equal to the threshold does not clear it, and an
-    # upper bound at the threshold already rules "above" out.
-    if estimate.low > threshold:
-        return GateCall("pass", None, provisional=pending > 0)
-    if estimate.high <= threshold:
-        return GateCall("fail", None, provisional=pending > 0)
-    return GateCall("undecided", drafts_to_decide(estimate, threshold, pending=pending, undrawn=undrawn), provisional=pending > 0)
-
-
-def drafts_to_decide(estimate: Estimate, threshold: float, *, pending: int = 0, undrawn: int | None = None) -> int | None:
-    """Return about how many further drafts to draw, beyond those already drawn, for the interval to clear the threshold.
-
-    The interval is about the run's own N drafts, so its half-width is t * S * sqrt(1/n - 1/N)
-    with n graded drafts (finite-population correction): S, the spread per grade, comes from the
-    estimate's standard error (S^2 = se^2 / (1/n - 1/N)) and t from its degrees of freedom (not
-    from the interval's bounds, which may be cut to what the figure can be). The half-width falls
-    below the distance d = |estimate - threshold| once the graded drafts number more than
-    m = 1 / (d^2 / (t S)^2 + 1/N); the drafts already drawn (graded or `pending`) count towards m,
-    so K = ceil(m) - n - pending, at least 0 (0: grading the drawn drafts should decide). m never
-    exceeds N (grading every draft gives the exact mean), so K never exceeds the undrawn drafts;
-    `undrawn` caps it all the same. It assumes the estimate stays where it is: a guide, not a promise.
-    None when the estimate has no spread left (every draft graded) or no drafts.
-    """
-    n, big_n = estimate.n_labels, estimate.n_drafts
-    if estimate.se <= 0 or n <= 0 or big_n <= n:
-        return None
-    t = float(special.stdtrit(estimate.df, 0.5 + estimate.confidence / 2))
-    spread2 = estimate.se**2 / (1 / n - 1 / big_n)
-    distance = abs(estimate.estimate - threshold)
-    needed = 1 / (distance**2 / (t * t * spread2) + 1 / big_n)
-    more = max(0, math.ceil(needed - 1e-9) - n - pending)
-    left = undrawn if undrawn is not None else big_n - n - pending
-    return min(more, max(left, 0))
 
 
 # --- the regression alert: a run's pass rate against its baseline's ---------------------------------------

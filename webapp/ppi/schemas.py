@@ -41,10 +41,15 @@ class GatePublic(BaseModel):
     threshold: float
     verdict: Literal["pass", "fail", "undecided"]
     more_grades: int | None = Field(
-        description="Undecided only: about how many further drafts to draw, beyond those already drawn, would decide "
-        "(0: grading the drafts already drawn should; the gate shows the same count)"
+        description="Undecided only: about how many further grades, beyond the drafts already drawn, the confidence "
+        "sequence needs to decide (0: grading the drafts already drawn should; the gate shows the same count)"
     )
     provisional: bool = Field(default=False, description="Drawn drafts still wait for their final grades: the verdict may change")
+    sequence_low: float | None = Field(
+        default=None, description="The confidence sequence's lower bound at this look (valid at every look at once; the verdict reads it)"
+    )
+    sequence_high: float | None = Field(default=None, description="The confidence sequence's upper bound at this look")
+    grades: int = Field(default=0, description="The human grades the call rests on")
 
 
 class FigurePublic(BaseModel):
@@ -71,7 +76,13 @@ class FigurePublic(BaseModel):
         default=False, description="`interval` (what the gate uses) is the learned estimate: its worth is >= 1.2 x the human "
         "grades and >= the single score's"
     )
-    signals_note: str | None = Field(default=None, description="Why the gate uses the single-score estimate although signals exist")
+    signals_note: str | None = Field(
+        default=None, description="Why the gate uses the single-score estimate although signals exist, or the human grades alone"
+    )
+    source: Literal["learned", "single", "human"] = Field(
+        default="single", description="Which estimate `interval` is: the learned predictor's, the single judge score's, or the "
+        "human grades alone (read when the judge's estimate is worth fewer grades than people gave)"
+    )
     signal_columns: list[str] = Field(default_factory=list, description="The learned predictor's signals: calls_mean, calls_sd, second, expected")
     call_to_call_share: float | None = Field(
         default=None, description="Share of the judge's error that changes from call to call: mean within-draft variance of the "
@@ -102,6 +113,7 @@ class RunReportPublic(BaseModel):
     seed: int
     figures: list[FigurePublic]
     judge_cost: JudgeCostPublic | None = None
+    week: str | None = Field(default=None, description="The production week whose run this is: its figures are those /metrics shows")
 
 
 RunIntervalsPublic = RunReportPublic  # the name before issue 36

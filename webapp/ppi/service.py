@@ -16,6 +16,7 @@ from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade, Grade
 from webapp.grading.plan import add_to_plan
+from webapp.ppi import until_decided
 from webapp.ppi.judge_signals import JudgeSignals, check_signals
 from webapp.ppi.models import PpiDraw, PpiErrorModel, PpiJudgeScore
 from webapp.ppi.sampler import (
@@ -296,6 +297,8 @@ def draw_further_sample(
     rows = _latest_rows(session, run_id)
     if not rows:
         raise PpiError("run: this run has no sample yet; draw the first one")
+    if (refusal := until_decided.new_probabilities_refusal(session=session, run_id=run_id)) is not None:
+        raise PpiError(refusal)
     first = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id, PpiDraw.round == 1)).first()
     assert first is not None
     facts = _as_in_round_one(session, run_id, _draft_facts(session=session, run_id=run_id, judge_version=first.judge_version))

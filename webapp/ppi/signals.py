@@ -214,13 +214,17 @@ def error_correlation(first: NDArray[np.float64], second: NDArray[np.float64], h
     return float(np.corrcoef(a, b)[0, 1])
 
 
+Source = Literal["learned", "single", "human"]
+
+
 @dataclass(frozen=True)
 class Choice:
     """Which estimate a figure (and the gate) uses, and why."""
 
     estimate: Estimate | None
     uses_learned: bool
-    note: str | None  # what the page says when the learned predictor exists but does not pay
+    note: str | None  # what the page says when the learned predictor exists but does not pay, or when the human grades alone are read
+    source: Source = "single"  # learned predictor, single judge score, or the human grades alone (the fallback)
 
 
 def pays(single: Estimate, learned: Estimate) -> bool:
@@ -229,14 +233,28 @@ def pays(single: Estimate, learned: Estimate) -> bool:
     return worth >= PAYS_FACTOR * learned.n_labels and worth >= single.effective_labels
 
 
-def choose(single: Estimate | None, learned: Estimate | None) -> Choice:
-    """Return the estimate the figure and the gate use: the learned one only when it pays (module docstring)."""
+def choose(single: Estimate | None, learned: Estimate | None, human: Estimate | None = None) -> Choice:
+    """Return the estimate the figure and the gate use: the learned one only when it pays, never one worth fewer grades than people gave.
+
+    Issue 41 item 3: an estimate worth fewer human-only grades than the grades it rests on is
+    worse than the grades alone, so `human` (the human-only estimate, lambda = 0) is read instead
+    and the note says so.
+    """
     if learned is None or single is None:
-        return Choice(single, uses_learned=False, note=None)
-    if pays(single, learned):
-        return Choice(learned, uses_learned=True, note=None)
-    note = (
-        f"the extra signals do not pay here (worth {learned.effective_labels:.0f} vs {single.effective_labels:.0f}): "
-        "the gate uses the single-score estimate"
-    )
-    return Choice(single, uses_learned=False, note=note)
+        choice = Choice(single, uses_learned=False, note=None)
+    elif pays(single, learned):
+        choice = Choice(learned, uses_learned=True, note=None, source="learned")
+    else:
+        note = (
+            f"the extra signals do not pay here (worth {learned.effective_labels:.0f} vs {single.effective_labels:.0f}): "
+            "the gate uses the single-score estimate"
+        )
+        choice = Choice(single, uses_learned=False, note=note)
+    e = choice.estimate
+    if human is not None and e is not None and e.effective_labels < e.n_labels:
+        note = (
+            f"the judge's estimate is worth {e.effective_labels:.0f} human-only grades, fewer than the {e.n_labels} people gave: "
+            "the gate uses the human grades alone"
+        )
+        return Choice(human, uses_learned=False, note=note, source="human")
+    return choice

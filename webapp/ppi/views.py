@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from webapp.core.spec import EvalSpec
 from webapp.ppi.estimator import Estimand, Estimate
-from webapp.ppi.report import FIGURES, Figure, GateCall, RunReport, gate_call
+from webapp.ppi.report import FIGURES, Figure, GateCall, RunReport, decide
 from webapp.ppi.schemas import EstimatePublic, FigurePublic, GatePublic, JudgeCostPublic, RunReportPublic
+from webapp.ppi.signals import FIGURE_RANGE
 
 TITLES = {
     "factual_accuracy": "Factual accuracy (pass share)",
@@ -48,7 +49,10 @@ def estimate_public(e: Estimate | None) -> EstimatePublic | None:
 
 def gate_public(call: GateCall, threshold: float) -> GatePublic:
     """Return the gate's reading of a figure."""
-    return GatePublic(threshold=threshold, verdict=call.verdict, more_grades=call.more_grades, provisional=call.provisional)
+    return GatePublic(
+        threshold=threshold, verdict=call.verdict, more_grades=call.more_grades, provisional=call.provisional,
+        sequence_low=call.low, sequence_high=call.high, grades=call.grades,
+    )
 
 
 def figure_public(report: RunReport, fig: Figure, spec: EvalSpec) -> FigurePublic:
@@ -56,7 +60,8 @@ def figure_public(report: RunReport, fig: Figure, spec: EvalSpec) -> FigurePubli
     threshold = gate_threshold(spec, fig.key)
     gate = None
     if threshold is not None:
-        gate = gate_public(gate_call(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn), threshold)
+        call = decide(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn, value_range=FIGURE_RANGE[fig.key])
+        gate = gate_public(call, threshold)
     return FigurePublic(
         key=fig.key,
         title=TITLES[fig.key],
@@ -72,6 +77,7 @@ def figure_public(report: RunReport, fig: Figure, spec: EvalSpec) -> FigurePubli
         single=estimate_public(fig.single),
         learned=estimate_public(fig.learned),
         uses_learned=fig.uses_learned,
+        source=fig.source,
         signals_note=fig.note,
         signal_columns=list(fig.columns),
         call_to_call_share=fig.call_share,
@@ -93,4 +99,5 @@ def report_public(report: RunReport, spec: EvalSpec) -> RunReportPublic:
         seed=report.seed,
         figures=[figure_public(report, report.figures[key], spec) for key in FIGURES],
         judge_cost=None if cost is None else JudgeCostPublic(calls_per_draft=cost.calls_per_draft, usd_per_draft=cost.usd_per_draft),
+        week=report.week,
     )

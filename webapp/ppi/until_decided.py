@@ -1,0 +1,170 @@
+"""Grade until decided (issue 43): the call updated after every final grade, decisions stored, the run closed once decided.
+
+`on_final_grade` is the one after-final-grade hook (webapp/app/flows.py calls it; it is meant to
+become a reaction run after commit). Decisions (docs/ppi.md, "Grade until decided"):
+- After every final grade of a drawn draft, each gate criterion's call is `webapp.ppi.report.decide`
+  on the run's figures, as the gate reads them. A call newly decided is stored (`PpiDecision`)
+  with its time, its sequence bounds and the grades it rested on; the gate report shows both.
+- A stored decision that the grades no longer support (a grade corrected after it, so the call
+  is undecided again or the other way) is re-opened: its row keeps the decision and gains when,
+  by whom (the final grade's `decided_by`: the lead who adjudicated, or None for two graders'
+  agreement) and why. A new decision, if any, is a new row.
+- A run set to grade until decided (`set_until_decided`, with an optional cap on its final grades)
+  is graded in a random order of its drawn drafts (`draw_order`, seeded by the sample's seed), so
+  its calls hold while drawn drafts still wait (they are not provisional there), and it closes by
+  itself with the reason as soon as every gate criterion is decided, or at the cap.
+- A further sample (new inclusion probabilities) is refused once a run grades until decided and
+  has a final grade (`new_probabilities_refusal`): changing pi after grades, on a run whose stopping
+  depends on them, would mix two designs in one sequence.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+from sqlmodel import Session, col, select
+
+from webapp.core.spec import EvalSpec
+from webapp.core.timeutil import utcnow
+from webapp.grading.models import FinalGrade
+from webapp.ppi.models import PpiDecision, PpiDraw, PpiUntilDecided
+from webapp.ppi.report import GateCall, RunReport, decide, run_report
+from webapp.ppi.signals import FIGURE_RANGE
+from webapp.ppi.views import gate_threshold
+
+
+class UntilDecidedError(ValueError):
+    """Raised for a setting or sample that cannot be accepted; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one final grade changed: decisions made, decisions re-opened, and whether the run closed."""
+
+    decided: tuple[str, ...]
+    reopened: tuple[str, ...]
+    closed_reason: str | None
+
+
+def set_until_decided(
+    *, session: Session, run_id: int, cap: int | None = None, user_id: int | None = None, now: dt.datetime | None = None
+) -> PpiUntilDecided:
+    """Set a sampled run to grade until decided (again: the cap is updated and a closed run re-opened)."""
+    if cap is not None and cap < 1:
+        raise UntilDecidedError("cap: must be a positive number of grades, or none")
+    if session.exec(select(PpiDraw.id).where(PpiDraw.run_id == run_id)).first() is None:
+        raise UntilDecidedError("run: this run has no sample yet; draw one before grading until decided")
+    row = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run_id)).first()
+    row = row or PpiUntilDecided(run_id=run_id)
+    row.cap, row.set_by, row.set_at, row.closed_at, row.closed_reason = cap, user_id, now or utcnow(), None, None
+    session.add(row)
+    session.flush()
+    return row
+
+
+def new_probabilities_refusal(*, session: Session, run_id: int) -> str | None:
+    """Return why new inclusion probabilities (a further sample) are refused: a run grading until decided with a final grade; else None."""
+    if session.exec(select(PpiUntilDecided.id).where(PpiUntilDecided.run_id == run_id)).first() is None:
+        return None
+    graded = session.exec(
+        select(FinalGrade.id).join(PpiDraw, col(PpiDraw.draft_id) == FinalGrade.draft_id).where(PpiDraw.run_id == run_id)
+    ).first()
+    if graded is None:
+        return None
+    return "sample: this run grades until decided and has final grades; its inclusion probabilities cannot change now"
+
+
+def calls(spec: EvalSpec, report: RunReport) -> dict[str, GateCall]:
+    """Return each gate criterion's call, as the gate reads it."""
+    out = {}
+    for key, fig in report.figures.items():
+        threshold = gate_threshold(spec, key)
+        if threshold is not None:
+            out[key] = decide(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn, value_range=FIGURE_RANGE[key])
+    return out
+
+
+def open_decisions(*, session: Session, run_id: int) -> dict[str, PpiDecision]:
+    """Return the run's decisions not re-opened, by criterion."""
+    rows = session.exec(
+        select(PpiDecision).where(PpiDecision.run_id == run_id, col(PpiDecision.reopened_at).is_(None)).order_by(col(PpiDecision.id))
+    ).all()
+    return {r.criterion: r for r in rows}
+
+
+def on_final_grade(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.datetime | None = None) -> Outcome | None:
+    """Update the run's calls after a final grade of a drawn draft; store, re-open and close as the module docstring says.
+
+    None when the draft is not in a sample.
+    """
+    draw = session.exec(select(PpiDraw).where(PpiDraw.draft_id == draft_id)).first()
+    if draw is None:
+        return None
+    run_id = draw.run_id
+    report = run_report(session=session, spec=spec, run_id=run_id)
+    if report is None:
+        return None
+    at = now or utcnow()
+    final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).first()
+    stored = open_decisions(session=session, run_id=run_id)
+    decided: list[str] = []
+    reopened: list[str] = []
+    current = calls(spec, report)
+    setting = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run_id)).first()
+    # a run grading until decided is graded in its random draw order (`draw_order`), so the drafts graded so far are a
+    # random part of those drawn and the sequence holds while others wait; elsewhere a call waits for the whole sample
+    random_order = setting is not None
+    for key, call in current.items():
+        held = stored.get(key)
+        verdict = None if call.verdict == "undecided" or (call.provisional and not random_order) else call.verdict
+        if held is not None and held.verdict != verdict:
+            held.reopened_at, held.reopened_by = at, None if final is None else final.decided_by
+            held.reopen_reason = f"grade of draft {draft_id} saved after the decision: the call is now {call.verdict}"
+            session.add(held)
+            reopened.append(key)
+            held = None
+        if held is None and verdict is not None and call.low is not None and call.high is not None:
+            session.add(PpiDecision(run_id=run_id, criterion=key, verdict=verdict, low=call.low, high=call.high, grades=call.grades, decided_at=at))
+            decided.append(key)
+    reason = None if setting is None else _close_if_done(session=session, setting=setting, report=report, current=current, at=at)
+    session.flush()
+    return Outcome(tuple(decided), tuple(reopened), reason)
+
+
+def _close_if_done(
+    *, session: Session, setting: PpiUntilDecided, report: RunReport, current: dict[str, GateCall], at: dt.datetime
+) -> str | None:
+    """Close a run grading until decided once every gate criterion is decided, or at its cap; return the reason."""
+    if setting.closed_at is not None:
+        return None
+    reason = None
+    if current and all(c.verdict != "undecided" for c in current.values()):
+        reason = f"every gate criterion decided on {report.graded} grades"
+    elif setting.cap is not None and report.graded >= setting.cap:
+        reason = f"the cap of {setting.cap} grades reached, {sum(c.verdict == 'undecided' for c in current.values())} criteria undecided"
+    if reason is not None:
+        setting.closed_at, setting.closed_reason = at, reason
+        session.add(setting)
+    return reason
+
+
+def draw_order(*, session: Session, run_id: int) -> list[int]:
+    """Return the run's drawn drafts in the order the queue serves them when grading until decided: a random order seeded by the sample's seed.
+
+    The order must not follow the drafts' ids (the cases' order in the dataset): the drafts graded
+    so far must be a random part of the drawn ones for the sequence to hold while the rest wait.
+    """
+    rows = session.exec(select(PpiDraw).where(PpiDraw.run_id == run_id).order_by(col(PpiDraw.round), col(PpiDraw.draft_id))).all()
+    if not rows:
+        return []
+    drawn = sorted({r.draft_id for r in rows if r.drawn})
+    order = np.random.default_rng(rows[0].seed).permutation(len(drawn))
+    return [drawn[i] for i in order]
+
+
+def is_open(*, session: Session, run_id: int) -> bool:
+    """Tell whether the run's queue still serves drafts: not set to grade until decided, or set and not closed yet."""
+    setting = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run_id)).first()
+    return setting is None or setting.closed_at is None
