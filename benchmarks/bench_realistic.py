@@ -12,7 +12,16 @@ Load, for --seconds (default 60):
   tool that reports what happened in the last tenth of a second) over at most 8 connections, on
   a fixed schedule: a batch's time counts from when it was due, so waiting for a free connection
   is in it, and a batch not answered within 30 s is an error;
-- a PM signs in and, after a think time from --think, opens /metrics, then again after each think time.
+- a PM signs in and, after a think time from --think, opens /metrics, then again after each think time;
+- the readers' first visits (issue 42): a lead, a PM, a support lead and an ML lead each sign in
+  once, at a random moment of the run's first half, and open the pages of their role once, as the
+  first visit of their day: their home (/), /metrics, a gate (/gates/pilot, the support lead's
+  /gates/production) and the PPI page of the demo's sampled run (/ppi/runs/demo-ppi), each timed
+  as "first visit: PAGE (ROLE)".
+
+After the load it also prints the time from a final grade (the fact "draft_finalised" a save
+records) to its reactions being done, i.e. its alerts and figures up to date (p50/p95/max over
+the run's final grades; goal p95 < 5 s), and how many facts still waited at the end.
 
 Then it prints, per page and per request kind, the count and p50/p95 (target: p95 <= 150 ms for
 every page, save and events batch; the sign-in POST is printed but not counted, see NOT_A_PAGE),
@@ -74,8 +83,10 @@ from webapp.auth import service as auth_service  # noqa: E402
 from webapp.auth.models import User  # noqa: E402
 from webapp.core.config import Settings  # noqa: E402
 from webapp.core.db import make_engine, session_scope  # noqa: E402
+from webapp.core.facts import Fact, FactReaction  # noqa: E402
 from webapp.core.migrations_runner import upgrade  # noqa: E402
 from webapp.core.security import CSRF_COOKIE, SESSION_COOKIE, csrf_token_for  # noqa: E402
+from webapp.core.timeutil import as_utc  # noqa: E402
 from webapp.demo import content as demo_content  # noqa: E402
 from webapp.demo.seed import seed_demo  # noqa: E402
 from webapp.grading.models import Grade  # noqa: E402
@@ -88,6 +99,14 @@ from webapp.runs.models import Draft, Run  # noqa: E402
 SECRET = "bench-realistic-" + "k" * 48
 PASSWORD = "bench-password"
 PM_EMAIL = "bench-pm@bench.draftdesk"
+# The readers of issue 42's first visits: (role, email, the pages they open once).
+READERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("lead", "bench-lead@bench.draftdesk", ("/", "/metrics", "/gates/pilot", "/ppi/runs/demo-ppi")),
+    ("pm", "bench-pm-reader@bench.draftdesk", ("/", "/metrics", "/gates/pilot", "/ppi/runs/demo-ppi")),
+    ("support_lead", "bench-support@bench.draftdesk", ("/", "/metrics", "/gates/production", "/ppi/runs/demo-ppi")),
+    ("ml_lead", "bench-ml@bench.draftdesk", ("/", "/gates/pilot", "/ppi/runs/demo-ppi")),
+)
+REACTION_GOAL_S = 5.0
 SCORES = {"factual_accuracy": "pass", "citation_relevance": "4", "tone": "4", "completeness": "4", "rationale": "bench"}
 DRAFT_ID = re.compile(r'id="grading-item" class="grading-item" data-draft="(\d+)"')
 TARGET_P95_MS = 150.0
@@ -117,6 +136,8 @@ def prepare(url: str, *, graders: int, copies: int) -> tuple[int, str, int]:
                 auth_service.create_user(session=session, email=grader_email(i), password=PASSWORD, roles=["labeler"], name=f"Bench {i}")
             pm = auth_service.create_user(session=session, email=PM_EMAIL, password=PASSWORD, roles=["pm"], name="Bench PM")
             _, token = auth_service.create_token(session=session, user=pm, name="bench-assistant", scopes=["ingest"])
+            for role, email, _pages in READERS:
+                auth_service.create_user(session=session, email=email, password=PASSWORD, roles=[role], name=f"Bench {role}")
             demo = session.exec(select(Run).where(Run.name == demo_content.RUN_NAME)).one()
             bench = Run(name="bench-run", dataset_id=demo.dataset_id, model=demo.model, source="demo")
             session.add(bench)
@@ -387,6 +408,17 @@ async def pm(base: str, bounds: tuple[float, float], until: float, tally: Tally)
                 return
 
 
+async def reader(base: str, role: str, email: str, pages: tuple[str, ...], seconds: float, tally: Tally, seed: int) -> None:
+    """Sign in once at a random moment of the run's first half and open each page of the role once (the day's first visits)."""
+    rng = random.Random(seed)
+    await asyncio.sleep(rng.uniform(0, seconds / 2))
+    async with httpx.AsyncClient(base_url=base, timeout=30, follow_redirects=False) as client:
+        if not await sign_in(tally, client, email):
+            return
+        for page in pages:
+            await timed(tally, f"first visit: {page.split('/demo-ppi')[0]} ({role})", client, "GET", page)
+
+
 async def load(base: str, run_id: int, token: str, args: argparse.Namespace, bounds: tuple[float, float]) -> tuple[Tally, float]:
     tally = Tally()
     t0 = time.monotonic()
@@ -395,6 +427,7 @@ async def load(base: str, run_id: int, token: str, args: argparse.Namespace, bou
         *(grader(base, grader_email(i), run_id, bounds, until, tally, seed=i) for i in range(args.graders)),
         assistant(base, token, args.events_per_second, args.event_batch, until, tally),
         pm(base, bounds, until, tally),
+        *(reader(base, role, email, pages, args.seconds, tally, seed=100 + k) for k, (role, email, pages) in enumerate(READERS)),
     )
     return tally, time.monotonic() - t0
 
@@ -426,6 +459,24 @@ def check_database(url: str, tally: Tally, places: int) -> dict[str, int]:
                 "events acknowledged and not stored (lost)": len(set(tally.event_ids) - stored_ids),
                 "events double": sum(n - 1 for _, n in stored if n > 1),
             }
+    finally:
+        engine.dispose()
+
+
+def reaction_delays(url: str, since: dt.datetime) -> tuple[list[float], int]:
+    """Return, for each final grade of the run, the seconds from its fact to its last reaction done; and the facts still pending."""
+    engine = make_engine(url)
+    try:
+        with Session(engine) as session:
+            rows = session.exec(
+                select(Fact.created_at, func.max(FactReaction.done_at))
+                .join(FactReaction, col(FactReaction.fact_id) == col(Fact.id), isouter=True)
+                .where(Fact.name == "draft_finalised", col(Fact.created_at) >= since)
+                .group_by(col(Fact.id), col(Fact.created_at))
+            ).all()
+            delays = [(as_utc(done) - as_utc(made)).total_seconds() for made, done in rows if done is not None]
+            pending = session.exec(select(func.count()).select_from(Fact).where(col(Fact.settled).is_(False))).one()
+            return delays, int(pending)
     finally:
         engine.dispose()
 
@@ -470,6 +521,7 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
         print(f"\n== {label} ({'serve --separate-jobs + draftdesk jobs' if args.separate_jobs else 'serve with its jobs inside'}, {args.workers} worker(s)): {args.graders} graders (think {bounds[0]:g}-{bounds[1]:g} s), {args.events_per_second:g} events/s "
               f"in batches of {args.event_batch}, a PM on /metrics{day}; {args.seconds:g} s; load average before: {load_average()}")
         cpu0 = time.process_time()
+        started = dt.datetime.now(dt.UTC)
         tally, elapsed = asyncio.run(load(f"http://127.0.0.1:{args.port}", run_id, token, args, bounds))
         client_cpu = time.process_time() - cpu0
     finally:
@@ -478,6 +530,7 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
         for proc in procs:
             proc.wait(timeout=60)
     counts = check_database(url, tally, places)
+    delays, pending = reaction_delays(url, started)
     print(f"   {elapsed:.1f} s, load average after: {load_average()}, client CPU {client_cpu:.1f} s; server log: {log}")
     worst = 0.0
     print(f"   {'request':<28} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
@@ -497,6 +550,12 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
     print(f"   events: sent {tally.events_sent}, answered created {tally.events_created}, duplicate {tally.events_duplicate}")
     for name, value in counts.items():
         print(f"   {name}: {value}")
+    if delays:
+        print(f"   final grade -> its alerts and figures up to date (its reactions done): {len(delays)} final grades, "
+              f"p50 {pct(delays, 50):.3f} s, p95 {pct(delays, 95):.3f} s, max {max(delays):.3f} s (goal p95 < {REACTION_GOAL_S:g} s); "
+              f"facts still pending at the end: {pending}")
+    else:
+        print(f"   final grade -> reactions done: no final grade in this run; facts still pending: {pending}")
     bad = counts["grades lost"] + counts["grades double (over places)"] + counts["grades double (same grader)"]
     bad += counts["events acknowledged and not stored (lost)"] + counts["events double"]
     met = worst <= TARGET_P95_MS and errors == 0 and bad == 0 and tracebacks == 0

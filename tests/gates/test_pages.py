@@ -10,7 +10,7 @@ from sqlmodel import Session
 
 from tests.factories import make_article, make_dataset, make_run
 from tests.gates.test_service import build_run, good_draft, ready_run, small_gate_spec
-from webapp.app import flows
+from tests.reactions_support import after_run_checked
 from webapp.checks import service as checks_service
 from webapp.core.spec import EvalSpec
 from webapp.gates import service
@@ -54,7 +54,7 @@ def test_golden_citation_failure_is_named_on_the_home_cards(session: Session, sp
     stale = {**good_draft("golden-2fa"), "citations": [{"article_id": "KB-9", "revision": 1}]}
     run = make_run(session, ds, [stale, *(good_draft(c["case_id"]) for c in cases)], name="run-2fa")
     checks_service.check_run(session=session, spec=spec, run_id=run.id)
-    flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # as the check page and CLI do
+    after_run_checked(session, spec, run.id)  # as the check page and CLI do
     session.commit()
     home = client_as("pm").get("/").text
     assert "golden example golden-2fa fails Citations current in run-2fa" in home  # regression alerts card

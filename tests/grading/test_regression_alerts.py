@@ -6,7 +6,7 @@ import pytest
 from sqlmodel import Session, select
 
 from tests.grading.conftest import GradingWorld, grade
-from webapp.app.flows import after_grading
+from tests.reactions_support import after_grading
 from webapp.core.spec import EvalSpec
 from webapp.regression.models import RegressionAlert
 
@@ -18,7 +18,7 @@ def test_only_a_golden_factual_fail_raises_an_alert(
     # case-0 is golden, case-1 is not; both graders fail the draft's invented refund.
     for user in (world.alice, world.bob):
         grade(session, spec, world, user, draft_index, factual="fail")
-        after_grading(session=session, spec=spec, draft_id=world.drafts[draft_index].id)  # as routes call it
+        after_grading(session, spec, world.drafts[draft_index].id)  # as routes call it
     raised = session.exec(select(RegressionAlert)).all()
     assert len(raised) == alerts
     if alerts:

@@ -18,6 +18,7 @@ from scipy import stats
 from sqlmodel import Session, col, select
 
 from tests.factories import make_dataset, make_run
+from tests.reactions_support import after_grading, after_run_checked
 from webapp.app import flows
 from webapp.core.spec import EvalSpec
 from webapp.datasets.models import Dataset, EvalCase
@@ -159,7 +160,7 @@ class TestDifference:
         assert reading.text == "pass rate -20.0 points [-60.9, +20.9]"
         assert reading.verdict == "undecided"
         # Undecided raises nothing but is listed, and the alerts page shows it with the PPI link.
-        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
+        assert after_run_checked(session, spec, run.id) == []  # type: ignore[arg-type]
         assert _alerts(session) == []
         (listed,) = flows.pass_rate_readings(session=session, spec=spec)
         assert (listed.run_id, listed.baseline_id, listed.verdict) == (run.id, base.id, "undecided")
@@ -190,8 +191,6 @@ class TestDifference:
         session.commit()
         assert pass_rate_difference(session=session, spec=spec, run_id=plain.id, baseline_id=base.id) is None  # type: ignore[arg-type]
         assert pass_rate_difference(session=session, spec=spec, run_id=base.id, baseline_id=plain.id) is None  # type: ignore[arg-type]
-        lookup = flows.pass_rate_difference(session=session, spec=spec)
-        assert lookup(run_id=plain.id, baseline_id=base.id) is None  # type: ignore[arg-type]
         assert flows.pass_rate_readings(session=session, spec=spec) == []
 
 
@@ -237,14 +236,14 @@ class TestAlert:
         half = stats.t.ppf(0.975, 49) * math.sqrt(50 * 0.21 / 50**2 + 2 / (50 * 52))
         assert reading.high is not None and abs(reading.high - (-0.3 + half)) < TOL
         assert reading.text == "pass rate -30.0 points [-44.2, -15.8]"
-        new = flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        new = after_run_checked(session, spec, run.id)  # type: ignore[arg-type]
         assert [a.kind for a in new] == ["pass_rate_drop"]
         alert = new[0]
         assert reading.text in alert.message and alert.evidence["interval_text"] == reading.text
         assert alert.evidence["difference"] == reading.estimate and alert.evidence["high"] == reading.high
         assert alert.evidence["drop"] == pytest.approx(0.3)
         # Raised once: checking again, or a further grade, raises nothing new.
-        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
+        assert after_run_checked(session, spec, run.id) == []  # type: ignore[arg-type]
         assert len(_alerts(session)) == 1
         # The API lists the reading and the alert.
         session.commit()
@@ -266,7 +265,7 @@ class TestAlert:
         expected = difference_from_rows(session, spec, run.id, base.id)  # type: ignore[arg-type]
         assert abs(reading.estimate) < TOL and (reading.low, reading.high) == (expected.low, expected.high)
         assert reading.low is not None and reading.low > -0.05
-        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
+        assert after_run_checked(session, spec, run.id) == []  # type: ignore[arg-type]
         assert _alerts(session) == []
 
     def test_the_last_final_grade_confirms_the_drop(self, session: Session, spec: EvalSpec) -> None:
@@ -274,14 +273,14 @@ class TestAlert:
         run_pass: list[bool | None] = [k % 10 >= 3 for k in range(50)]
         run_pass[-1] = None
         base, run = baseline_and_run(session, 50, [True] * 50, run_pass)
-        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
+        assert after_run_checked(session, spec, run.id) == []  # type: ignore[arg-type]
         (reading,) = flows.pass_rate_readings(session=session, spec=spec)
         assert reading.verdict == "undecided" and reading.pending == 1
         last = session.exec(select(Draft.id).where(Draft.run_id == run.id).order_by(col(Draft.id).desc())).first()
         assert last is not None
         session.add(FinalGrade(draft_id=last, factual_accuracy="pass", citation_relevance=5, tone=5, completeness=5, source="agreement"))
         session.flush()
-        flows.after_grading(session=session, spec=spec, draft_id=last)
+        after_grading(session, spec, last)
         (alert,) = _alerts(session)
         assert alert.run_id == run.id and alert.evidence["method"] == "sample"
 
@@ -293,12 +292,12 @@ class TestAlert:
         service.mark_baseline(session=session, run_id=base.id)  # type: ignore[arg-type]
         run = sampled_run(session, ds, "new", judge=[k % 10 >= 3 for k in range(50)], human=[k % 10 >= 3 for k in range(50)], seed=4)
         session.commit()
-        assert flows.after_run_checked(session=session, spec=spec, run_id=run.id) == []  # type: ignore[arg-type]
+        assert after_run_checked(session, spec, run.id) == []  # type: ignore[arg-type]
         first = session.exec(select(Draft.id).where(Draft.run_id == base.id).order_by(col(Draft.id))).first()
         assert first is not None
         session.add(FinalGrade(draft_id=first, factual_accuracy="pass", citation_relevance=5, tone=5, completeness=5, source="agreement"))
         session.flush()
-        flows.after_grading(session=session, spec=spec, draft_id=first)
+        after_grading(session, spec, first)
         (alert,) = _alerts(session)
         assert alert.run_id == run.id and alert.evidence["interval_text"] == "pass rate -30.0 points [-44.2, -15.8]"
 
@@ -355,7 +354,7 @@ class TestThePlansAlertIsAlwaysEvaluated:
         reading = pass_rate_difference(session=session, spec=spec, run_id=run.id, baseline_id=base.id)  # type: ignore[arg-type]
         assert reading is not None and reading.estimate is not None and abs(reading.estimate) < TOL
         assert reading.verdict != "drop"
-        new = flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        new = after_run_checked(session, spec, run.id)  # type: ignore[arg-type]
         (alert,) = new
         assert alert.kind == "pass_rate_drop" and alert.evidence.get("method") != "sample"
         assert alert.evidence["drop"] == pytest.approx(0.06)
@@ -378,7 +377,7 @@ class TestThePlansAlertIsAlwaysEvaluated:
         session.commit()
         checks_service.check_run(session=session, spec=spec, run_id=base.id)  # type: ignore[arg-type]
         checks_service.check_run(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
-        new = flows.after_run_checked(session=session, spec=spec, run_id=run.id)  # type: ignore[arg-type]
+        new = after_run_checked(session, spec, run.id)  # type: ignore[arg-type]
         methods = sorted(str(a.evidence.get("method", "checks")) for a in new)
         assert [a.kind for a in new] == ["pass_rate_drop", "pass_rate_drop"] and methods == ["checks", "sample"]
 

@@ -11,7 +11,7 @@ from sqlmodel import Session, col, select
 
 from tests.checks.conftest import World, good
 from tests.factories import make_article, make_dataset, make_run, words
-from webapp.app import flows
+from tests.reactions_support import after_run_checked
 from webapp.checks import service as checks_service
 from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
@@ -25,7 +25,7 @@ from webapp.runs.models import Draft, Run
 def _check_and_alert(session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
     """Check a run as the page, the API and the CLI do: the checks, then the flow that raises alerts."""
     checks_service.check_run(session=session, spec=spec, run_id=run_id)
-    return flows.after_run_checked(session=session, spec=spec, run_id=run_id)
+    return after_run_checked(session, spec, run_id)
 
 
 def _draft_id(session: Session, run_id: int, case_id: str) -> int:

@@ -11,7 +11,7 @@ from sqlmodel import Session
 
 from tests.checks.conftest import World
 from tests.factories import make_dataset, make_run
-from webapp.app import flows
+from tests.reactions_support import after_run_checked
 from webapp.checks import service as checks_service
 from webapp.core.spec import EvalSpec
 from webapp.regression import service
@@ -24,7 +24,7 @@ def _checked(session: Session, spec: EvalSpec, world: World) -> dict[str, int]:
     checks_service.check_run(session=session, spec=spec, run_id=world.a.id)
     service.mark_baseline(session=session, run_id=world.a.id)
     result = checks_service.check_run(session=session, spec=spec, run_id=world.b.id)
-    flows.after_run_checked(session=session, spec=spec, run_id=world.b.id)
+    after_run_checked(session, spec, world.b.id)
     session.commit()
     return {o.case_id: o.draft_id for o in result.summary.outcomes}
 

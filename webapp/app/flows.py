@@ -1,12 +1,13 @@
-"""What crosses the chain upwards: reactions after an event, and reads joining a lower domain with a higher one.
+"""What crosses the chain upwards: reads joining a lower domain with a higher one.
 
 Dependencies run one way (docs/architecture.md, "Layers"): kb → datasets → runs → checks →
 grading → regression → gates, with metrics, survey, evaluator, reviews and alerts beside them.
-A service never calls a domain above it. When something in a lower domain has consequences
-above it ("after a run is checked, raise its regression alerts and notify them"), the route,
-page or command that did it calls the function here right after the service call, in the
-same transaction; this module calls each domain in order. Nothing below the top imports it
-but the domains' entry points (routes.py, pages.py, cli.py, home.py, demo.py).
+A service never calls a domain above it. Reactions ("after a run is checked, raise its regression
+alerts and notify them") are no longer here: the request records a fact and the reacting domain's
+reactions.py handles it after the commit (webapp/core/reactions.py, issue 42). What is left are
+reads a lower domain's page shows from a higher one (blind grading's signals, the judge's
+scores, the CI gate's final grades, the weekly quality beside the metrics). Nothing below the top
+imports it but the domains' entry points (routes.py, pages.py, cli.py, home.py).
 """
 
 from __future__ import annotations
@@ -20,35 +21,27 @@ from sqlalchemy import bindparam, func
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
-from webapp.alerts import outbox as alerts_outbox
 from webapp.auth.service import Principal
 from webapp.checks import ci_gate
 from webapp.checks import service as checks_service
 from webapp.core.blind import ALL_SIGNALS, SignalsView
-from webapp.core.db import stored_id, table_of
+from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
-from webapp.datasets.models import EvalCase
 from webapp.evaluator.models import EvaluatorJudgeScore
 from webapp.grading import evidence as grading_evidence
 from webapp.grading import status as grading_status
 from webapp.grading.evidence import JudgeVerdict
-from webapp.grading.models import FinalGrade, Grade
+from webapp.grading.models import Grade
 from webapp.metrics import alert_states
-from webapp.metrics import stale as metrics_stale
 from webapp.metrics.targets import METRIC_LABELS
 from webapp.ppi import charts as ppi_charts
 from webapp.ppi import production as ppi_production
 from webapp.ppi import report as ppi_report
-from webapp.ppi.models import PpiDraw
-from webapp.regression import alerts as regression_alerts
-from webapp.regression import service as regression_service
-from webapp.regression.alerts import DifferenceLookup, PassRateDifference
+from webapp.regression.alerts import PassRateDifference
 from webapp.regression.case_pair import JudgeLookup
-from webapp.regression.models import RegressionAlert
 from webapp.runs import service as runs_service
-from webapp.runs.models import Draft, Run
 
-# ======== runs, checks, regression, evaluator, metrics → alerts ========
+# ======== runs, checks, regression, evaluator: reads across the chain ========
 
 
 # --- runs: importing drafts (grades guard what was graded) ---------------------------------------------
@@ -69,30 +62,7 @@ def grade_counts(session: Session, draft_ids: list[int]) -> dict[int, int]:
 import_drafts = functools.partial(runs_service.import_drafts, grade_counts=grade_counts)
 
 
-# --- checks → regression → alerts: after a run is checked ------------------------------------------------
-
-
-def raise_regression_alerts(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
-    """Raise the run's regression alerts and queue their notifications; return the new alerts.
-
-    Called after a run is checked and after a draft gets its final grade (a golden example's
-    factual-accuracy fail is a regression alert).
-    """
-    new = regression_alerts.raise_alerts_for_run(
-        session=session, spec=spec, run_id=run_id, difference=pass_rate_difference(session=session, spec=spec)
-    )
-    if new:
-        alerts_outbox.notify_changes(session=session, spec=spec)  # new regression alerts -> outbox
-    return new
-
-
-def pass_rate_difference(*, session: Session, spec: EvalSpec) -> DifferenceLookup:
-    """Return how the regression alert reads a run's pass-rate difference from its baseline in their PPI samples."""
-
-    def lookup(*, run_id: int, baseline_id: int) -> PassRateDifference | None:
-        return ppi_report.pass_rate_difference(session=session, spec=spec, run_id=run_id, baseline_id=baseline_id)
-
-    return lookup
+# --- ppi → regression: the sampled pass-rate differences on the alerts pages --------------------------
 
 
 def pass_rate_readings(*, session: Session, spec: EvalSpec, baseline_id: int | None = None) -> list[PassRateDifference]:
@@ -103,9 +73,7 @@ def pass_rate_readings(*, session: Session, spec: EvalSpec, baseline_id: int | N
     return ppi_report.baseline_differences(session=session, spec=spec, baseline_id=baseline_id)
 
 
-def after_run_checked(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
-    """React to checks.check_run: raise and notify the run's regression alerts; return the new ones."""
-    return raise_regression_alerts(session=session, spec=spec, run_id=run_id)
+# --- checks → grading: the CI gate reads the golden drafts' final factual grades ------------------------
 
 
 def ci_gate_failures(
@@ -148,14 +116,6 @@ def judge_scores(*, session: Session, spec: EvalSpec, principal: Principal | Non
         return verdict.scores or {}, False
 
     return lookup
-
-
-# --- metrics → alerts: after production events or a hallucination decision ------------------------------
-
-
-def after_metrics_changed(*, session: Session, spec: EvalSpec) -> None:
-    """Queue the notifications of alert transitions (new events, a confirmed or undone hallucination report)."""
-    alerts_outbox.notify_changes(session=session, spec=spec)
 
 
 # ======== ppi → the metrics page: the weekly human-graded quality beside the online metrics ========
@@ -209,91 +169,6 @@ def firing_alerts(*, session: Session, spec: EvalSpec) -> FiringAlertsView:
         metric_alerts=alert_states.alerts(session=session, spec=spec),
         quality_weeks=ppi_production.weekly_quality(session=session, spec=spec),
     )
-
-
-# ======== metrics → aggregates and alerts after a batch ========
-
-
-def after_ingest(*, session: Session, spec: EvalSpec, background: bool) -> None:
-    """Rebuild stale days and queue alert transitions in this transaction, unless a background rebuilder will.
-
-    With background jobs (`draftdesk serve`), a batch stops at its insert and stale-day marks: the
-    rebuilder (webapp/metrics/background.py) coalesces the rebuilds of many batches and calls
-    `after_metrics_changed` right after (within REBUILD_INTERVAL_S). Without one (tests, scripts,
-    `serve --no-background`), nothing else would rebuild, so the request does it, as before.
-    """
-    if background:
-        return
-    while metrics_stale.rebuild_stale(session=session, spec=spec):
-        pass
-    after_metrics_changed(session=session, spec=spec)
-
-
-# ======== grading → regression, evaluator → grading: after a grade, the judge on the grading page ========
-
-_DRAFTS = table_of(Draft)
-_FINALS = table_of(FinalGrade)
-_CASES = table_of(EvalCase)
-
-# The run of a draft whose final grade is factual "fail" on a golden case (no row otherwise).
-_GOLDEN_FAIL = (
-    core_select(_DRAFTS.c.run_id)
-    .join(_FINALS, _FINALS.c.draft_id == _DRAFTS.c.id)
-    .join(_CASES, _CASES.c.id == _DRAFTS.c.case_pk)
-    .where(_DRAFTS.c.id == bindparam("draft_id"), _FINALS.c.factual_accuracy == "fail", _CASES.c.golden.is_(True))
-)
-
-
-def after_grading(*, session: Session, spec: EvalSpec, draft_id: int, outcome: str | None = None) -> None:
-    """React to a grade, revision or adjudication of a draft: a golden case graded factual fail raises and notifies its run's alerts now.
-
-    `outcome` is the draft's outcome when the caller knows it: a draft that still needs grades has
-    no final grade, so there is nothing to look at (most saves: a draft's first grade).
-    """
-    if outcome == "needs_grades":
-        return
-    run_id = session.connection().execute(_GOLDEN_FAIL, {"draft_id": draft_id}).scalar()
-    if run_id is not None:
-        raise_regression_alerts(session=session, spec=spec, run_id=int(run_id))
-        return
-    sampled = session.connection().execute(_SAMPLED, {"draft_id": draft_id}).scalar()
-    if sampled is not None:
-        after_sample_graded(session=session, spec=spec, run_id=int(sampled))
-
-
-# The run of a drawn draft of a PPI sample that has a final grade (no row otherwise).
-_SAMPLED = (
-    core_select(table_of(PpiDraw).c.run_id)
-    .join(_FINALS, _FINALS.c.draft_id == table_of(PpiDraw).c.draft_id)
-    .where(table_of(PpiDraw).c.draft_id == bindparam("draft_id"), table_of(PpiDraw).c.drawn.is_(True))
-    .limit(1)
-)
-
-
-def after_sample_graded(*, session: Session, spec: EvalSpec, run_id: int) -> list[RegressionAlert]:
-    """React to a final grade of a drawn draft: re-read the sampled pass-rate drop of the run (and of the runs it is the baseline of).
-
-    The sampled difference changes with every final grade, so a drop is confirmed the moment the
-    grades confirm it, not at the next check. Only the pass-rate alert is re-read here (golden
-    grades have their own trigger above); a confirmed drop is notified as every regression alert.
-    """
-    new: list[RegressionAlert] = []
-    run = session.get(Run, run_id)
-    readings: list[PassRateDifference] = []
-    baseline = regression_service.baseline_for(session=session, run_id=run_id)
-    if baseline is not None and baseline.id != run_id:
-        reading = ppi_report.pass_rate_difference(session=session, spec=spec, run_id=run_id, baseline_id=stored_id(baseline.id))
-        if reading is not None:
-            readings.append(reading)
-    if run is not None and run.is_baseline:
-        readings += pass_rate_readings(session=session, spec=spec, baseline_id=run_id)
-    for reading in readings:
-        alert = regression_alerts.raise_sampled_drop(session=session, reading=reading)
-        if alert is not None:
-            new.append(alert)
-    if new:
-        alerts_outbox.notify_changes(session=session, spec=spec)
-    return new
 
 
 _JUDGE = core_select(table_of(EvaluatorJudgeScore).c.scores, table_of(EvaluatorJudgeScore).c.rationale).where(

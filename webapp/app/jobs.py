@@ -16,6 +16,7 @@ so `/healthz` and Prometheus see a job that fails or that no process runs any mo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import signal
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
+from webapp.core import facts, reactions
 from webapp.core.db import session_scope
 from webapp.core.domains import domain_modules
 from webapp.core.timeutil import utcnow
@@ -53,7 +55,8 @@ def recorder(engine: Engine, *, clock: Callable[[], dt.datetime] = utcnow) -> Re
 def start_jobs(app: FastAPI) -> list[asyncio.Task[None]]:
     """Start every background job of `app` (its engine, spec and settings) on the running loop."""
     record = recorder(app.state.engine)
-    tasks = [asyncio.create_task(m.run(app, record)) for m in domain_modules("background")]
+    tasks = [asyncio.create_task(run_reactions(app, record))]
+    tasks += [asyncio.create_task(m.run(app, record)) for m in domain_modules("background")]
     tasks.append(asyncio.create_task(retention.run(app, record)))
     return tasks
 
@@ -63,6 +66,55 @@ async def stop_jobs(tasks: list[asyncio.Task[None]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# The reactions job's name in job_run, /healthz and Prometheus.
+REACTIONS_JOB = "reactions"
+# Seconds between two looks for facts nobody woke the loop for (another process's: the CLI, a second
+# server) and for retries coming due; a fact this process commits wakes the loop at once.
+POLL_S = 2.0
+# A pass is recorded in job_run at most this often while all goes well (each record is a write).
+RECORD_EVERY_S = 30.0
+
+
+async def run_reactions(app: FastAPI, record: Record | None = None) -> None:
+    """Loop until cancelled: run the due reactions (webapp/core/reactions.py) whenever a fact commits, else every POLL_S.
+
+    A request that commits a fact sets `wake` (its session's after-commit callback, from the worker
+    thread, through call_soon_threadsafe), so a final grade's alerts follow it within the time of
+    the reactions themselves, not of a poll (the < 5 s target of issue 42). A pass whose reactions
+    failed is recorded as the job's error (failures also stay in fact_reaction until they succeed).
+    """
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def waker(_session: object) -> None:
+        loop.call_soon_threadsafe(wake.set)
+
+    previous = getattr(app.state, "on_facts", None)
+    app.state.on_facts = waker
+    facts.set_waker(waker)
+    last_record = 0.0
+    try:
+        while True:
+            wake.clear()
+            error: BaseException | None = None
+            try:
+                report = await asyncio.to_thread(reactions.run_pending, app.state.engine, app.state.spec)
+                if report.failed:
+                    fact_id, name, message = report.failed[-1]
+                    error = RuntimeError(f"{len(report.failed)} reaction(s) failed, last {name} on fact {fact_id}: {message}")
+            except Exception as exc:
+                error = exc
+                log.exception("reactions: a pass failed; trying again in %s s", POLL_S)
+            if record is not None and (error is not None or loop.time() - last_record >= RECORD_EVERY_S):
+                await asyncio.to_thread(record, REACTIONS_JOB, RECORD_EVERY_S, error)
+                last_record = loop.time()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=POLL_S)
+    finally:
+        facts.set_waker(None)
+        app.state.on_facts = previous
 
 
 async def run_jobs(app: FastAPI) -> None:

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from webapp.app import errors
 from webapp.app.jobs import start_jobs, stop_jobs
 from webapp.auth.oidc import OidcClient, OidcConfig
+from webapp.core import reactions
 from webapp.core.config import ASSET_ROOT, Settings
 from webapp.core.db import make_engine
 from webapp.core.domains import DOMAINS, domain_modules
@@ -62,6 +63,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.oidc = OidcClient(config) if config else None
     app.state.spec = spec
     app.state.engine = make_engine(settings.database_url)
+    # Who runs the reactions to a request's facts after its commit: the jobs loop, which replaces this
+    # callback with its wake-up while it runs (`serve`); with no loop in any process (tests' apps,
+    # `serve --no-background`) the request itself, right after its commit; with `--separate-jobs`
+    # the `draftdesk jobs` process, which polls (webapp/app/jobs.py, POLL_S).
+    app.state.on_facts = None if settings.separate_jobs else reactions.inline(spec)
 
     # Level 6 (zlib's default): within 1-3% of level 9's size on our pages for a third of its CPU.
     app.add_middleware(GZipMiddleware, minimum_size=1000, compresslevel=6)

@@ -45,7 +45,7 @@ def check(*, session: Session, spec: EvalSpec, ref: str) -> CheckReport:
     run = run_or_exit(session=session, ref=ref)
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
-    alerts = flows.after_run_checked(session=session, spec=spec, run_id=run.id)
+    alerts = service.raised_alerts(session=session, spec=spec, result=result)
     reasons = flows.ci_gate_failures(session=session, spec=spec, summary=result.summary)
     return CheckReport(run.name, result, [a.message for a in alerts], reasons)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from webapp.app import flows
 from webapp.checks import service
 from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
@@ -14,5 +13,4 @@ from webapp.demo.context import DemoContext
 def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     """Check every draft of the demo run (results stored, alerts raised)."""
     result = service.check_run(session=session, spec=spec, run_id=stored_id(ctx.run.id))
-    flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
     ctx.extra["checks"] = result

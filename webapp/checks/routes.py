@@ -16,7 +16,6 @@ from webapp.checks.schemas import (
     DraftChecksPublic,
     ExamplesPublic,
     FailingDraft,
-    NewAlert,
     RatePublic,
     RecheckPublic,
     RunChecksPublic,
@@ -125,9 +124,8 @@ def recheck_run(
 ) -> RecheckPublic:
     """Check (or re-check) a run against the KB as it is now; return its summary and any new alerts."""
     result = service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
-    alerts = flows.after_run_checked(session=session, spec=spec, run_id=result.run_id)
+    new = service.raised_alerts(session=session, spec=spec, result=result)
     data = summary_payload(session, result.summary, spec, principal)
-    new = [NewAlert(id=stored_id(a.id), kind=a.kind, message=a.message) for a in alerts]
     return RecheckPublic(**dict(data), new_alerts=new)
 
 

@@ -25,9 +25,12 @@ from webapp.checks.rules import (
     problems,
     run_checks,
 )
+from webapp.checks.schemas import NewAlert
 from webapp.checks.types import CHECK_KEYS, CaseInput, CheckResult, Citation, DraftInput, check_status
+from webapp.core import reactions
 from webapp.core.blind import SignalsView
 from webapp.core.db import stored_id
+from webapp.core.facts import record_fact
 from webapp.core.spec import CATEGORIES, EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import Dataset, EvalCase
@@ -108,12 +111,15 @@ class RunCheckSummary:
     kb_version: str
     checked_at: dt.datetime
     summary: RunSummary
+    # The "run_checked" fact recorded with the results (reactions_now runs its reactions at once).
+    fact_id: int = 0
 
 
 def check_run(*, session: Session, spec: EvalSpec, run_id: int) -> RunCheckSummary:
     """Check every draft of a run against the KB as it is now and replace its stored results.
 
-    Callers then call webapp.app.flows.after_run_checked, which raises the run's regression alerts.
+    Records the fact "run_checked" in the same transaction: regression and PPI react to it after the
+    commit (the run's regression alerts, webapp/regression/reactions.py and webapp/ppi/reactions.py).
     """
     run = session.get(Run, run_id)
     if run is None:
@@ -137,13 +143,26 @@ def check_run(*, session: Session, spec: EvalSpec, run_id: int) -> RunCheckSumma
                 )
             )
     session.flush()
+    fact = record_fact(session, "run_checked", run_id=run_id)
     return RunCheckSummary(
         run_id=run_id,
         drafts=len(pairs),
         kb_version=version,
         checked_at=now,
         summary=run_summary(session=session, run_id=run_id),
+        fact_id=stored_id(fact.id),
     )
+
+
+def raised_alerts(*, session: Session, spec: EvalSpec, result: RunCheckSummary) -> list[NewAlert]:
+    """Commit the check, run its reactions now and return the regression alerts they raised.
+
+    Decision: the re-check API and `draftdesk check` answer with the alerts their check raised (a CI
+    step reads them), so they wait for the reactions instead of leaving them to the jobs loop; the
+    check page does not wait (it redirects, and its alerts list reloads).
+    """
+    found = reactions.run_now(session, spec, result.fact_id)
+    return [NewAlert.model_validate(a) for r in found if isinstance(r, list) for a in r]
 
 
 # --- reading -----------------------------------------------------------------------------------------

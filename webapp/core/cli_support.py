@@ -35,16 +35,25 @@ def load_settings() -> Settings:
 
 @contextmanager
 def cli_session(settings: Settings | None = None) -> Iterator[Session]:
-    """Open one transaction on the configured database (migrated first)."""
+    """Open one transaction on the configured database (migrated first); after its commit, run the reactions to its facts."""
     from webapp.core.db import make_engine, session_scope
+    from webapp.core.facts import ON_FACTS
     from webapp.core.migrations_runner import upgrade
 
     settings = settings or load_settings()
     upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
+    wrote: list[bool] = []
     try:
         with session_scope(engine) as session:
+            session.info[ON_FACTS] = lambda _session: wrote.append(True)
             yield session
+        if wrote:
+            # Decision: a command has no jobs loop, so it runs the reactions to its facts (and any
+            # other due ones) right after its commit; a running `serve` would otherwise pick them up.
+            from webapp.core.reactions import run_pending
+
+            run_pending(engine, settings.eval_spec)
     finally:
         engine.dispose()
 

@@ -140,6 +140,9 @@ def get_session(request: Request) -> Iterator[Session]:
     engine: Engine = request.app.state.engine
     bind = writer(engine) if request.method in WRITE_METHODS else engine
     with Session(bind, expire_on_commit=False) as session:
+        on_facts = getattr(request.app.state, "on_facts", None)
+        if on_facts is not None:
+            session.info["draftdesk_on_facts"] = on_facts  # webapp.core.facts.ON_FACTS: run or wake the reactions
         try:
             yield session
         except BaseException:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlmodel import SQLModel
 
+from webapp.core import facts as _facts  # noqa: F401 (facts and their reactions' marks: infrastructure tables)
 from webapp.core.domains import domain_modules
 
 

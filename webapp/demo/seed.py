@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 
 from webapp.app import flows
 from webapp.auth import service as auth_service
+from webapp.core import reactions
 from webapp.core.domains import domain_modules
 from webapp.core.spec import EvalSpec
 from webapp.datasets import service as datasets_service
@@ -103,7 +104,7 @@ def run_hooks(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> list[str
         domain = module.__name__.split(".")[1]
         try:
             module.seed(session=session, spec=spec, ctx=ctx)
-            session.flush()
+            reactions.run_in_session(session, spec)  # the next hook sees what this one's facts caused
         except Exception as exc:
             raise DemoHookError(f"the {domain} demo hook failed: {exc.__class__.__name__}: {exc}") from exc
         ran.append(domain)

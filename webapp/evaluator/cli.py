@@ -13,9 +13,8 @@ from rich.console import Console
 from webapp.core.cli_support import guard_stdout
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
 
-    from webapp.core.spec import EvalSpec
+    pass
 
 app = typer.Typer(help="Prompt Evaluator: dataset-driven evaluation with a generator and an LLM judge.", no_args_is_help=True)
 
@@ -30,17 +29,6 @@ def _root() -> None:
 def _err(message: str) -> typer.Exit:
     Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(EXIT_USAGE)
-
-
-def _after_run_checked(session: Session, spec: EvalSpec, run_id: int) -> None:
-    """Run the flows that follow a recorded run's checks (alerts, PPI...).
-
-    Imported here, by the one step that reacts across domains: `--help` and every run that
-    records nothing skip loading alerts, PPI, pandas and scipy (~1.8 s; issue 36 item 7).
-    """
-    from webapp.app import flows
-
-    flows.after_run_checked(session=session, spec=spec, run_id=run_id)
 
 
 def _checked_flags(
@@ -114,7 +102,7 @@ def evaluate_dataset(
     try:
         if resume is None:
             check_options(options)  # before anything is read, so the flag is named first
-        raise typer.Exit(run_command(options, after_checked=_after_run_checked, resume=resume, record=record, quiet=quiet))
+        raise typer.Exit(run_command(options, resume=resume, record=record, quiet=quiet))
     except (EvaluationError, UsageError) as exc:
         raise _err(str(exc)) from exc
 

@@ -35,9 +35,7 @@ from webapp.evaluator.service import RecordError, RecordResult, check_recordable
 from webapp.evaluator.support import KbContext, kb_from_database, kb_from_file
 
 if TYPE_CHECKING:  # these load the openai SDK (about a second): imported when a run starts, not by every `draftdesk` command
-    from sqlmodel import Session
 
-    from webapp.core.spec import EvalSpec
     from webapp.evaluator.client import ChatClient, ClientStats, Price
     from webapp.evaluator.execution import Runtime
 
@@ -111,22 +109,15 @@ def _announce(console: Console, prepared: Prepared, client: ChatClient) -> int:
     return total
 
 
-# What follows a recorded run's checks (webapp.app.flows.after_run_checked, given by the CLI: only
-# routes, pages and commands call the flows, tests/test_dependencies.py).
-AfterChecked = Callable[["Session", "EvalSpec", int], None]
-
-
-def _record(settings: Settings, doc: DatasetEvaluation, after_checked: AfterChecked) -> RecordResult:
-    """Store the finished run in the database and run what follows checked drafts."""
+def _record(settings: Settings, doc: DatasetEvaluation) -> RecordResult:
+    """Store the finished run in the database; the run's checks record "run_checked", whose reactions run after the commit (cli_session)."""
     with cli_session(settings) as session:
         rec = record_evaluation(session=session, document=doc, spec=settings.eval_spec)
-        if rec.checks_run:
-            after_checked(session, settings.eval_spec, rec.run_pk)
     return rec
 
 
 def run_command(
-    options: EvalOptions, *, after_checked: AfterChecked, resume: str | None = None, record: bool = False, quiet: bool = False
+    options: EvalOptions, *, resume: str | None = None, record: bool = False, quiet: bool = False
 ) -> int:
     """Prepare, run and report an evaluation; return the exit code (0 completed, 1 not); raise UsageError (exit 2)."""
     from webapp.evaluator.client import LlmConfigError  # the openai SDK: see TYPE_CHECKING above
@@ -159,7 +150,7 @@ def run_command(
     if record and not aborted:
         # Recorded (committed) before the summary is printed: a reader that stops early loses nothing.
         try:
-            rec = _record(settings, doc, after_checked)
+            rec = _record(settings, doc)
         except RecordError as exc:
             _summary(console, doc, prepared, s)
             raise UsageError(f"{exc} (the artifacts in {prepared.run_dir} are complete)") from exc

@@ -49,7 +49,7 @@ def decide_adjudication(
 ) -> FinalGrade:
     """Resolve a disagreement from the lead's raw scores (the page's form or the API's JSON), checked against the rubric.
 
-    The one path of the adjudication page and the API; each calls webapp.app.flows.after_grading after it.
+    The one path of the adjudication page and the API; each records grading.outcome.finalised after it.
     A final 'pass' that still carries an unsupported claim is refused (naming the field) rather than
     having the claim dropped silently: it is most often grader A's claim left in the form after
     "Take A's scores" and a change of mind, and the lead must say which of the two they mean.

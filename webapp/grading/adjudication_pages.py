@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from webapp.app.flows import JUDGE, after_grading
+from webapp.app.flows import JUDGE
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, id_from_ref
 from webapp.grading.adjudication import (
@@ -20,6 +20,7 @@ from webapp.grading.adjudication import (
 from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router
+from webapp.grading.outcome import finalised
 from webapp.grading.overview import runs_newest_first
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
@@ -71,7 +72,7 @@ def resolve(
     except GradingError as exc:
         session.rollback()
         return redirect_with_flash(request, QUEUE, text=f"Adjudication {adjudication_id}: {exc.message}", kind="error")
-    after_grading(session=session, spec=spec, draft_id=final.draft_id)
+    finalised(session, final.draft_id)
     return redirect_with_flash(request, QUEUE, text=f"Draft {final.draft_id}: final grade set.")
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from sqlmodel import Session
 
-from webapp.app.flows import after_grading
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
 from webapp.demo.context import DemoContext
 from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
 from webapp.grading.grades import grades_visible_to, record_grade
+from webapp.grading.outcome import finalised
 from webapp.grading.references import approve_reference, save_reference
 from webapp.grading.scores import SCALE_KEYS, Scores, scores_of, validate_scores
 from webapp.runs.models import Draft
@@ -106,7 +106,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
         ):
             scores = demo_scores(spec, values, draft, rationale)
             record_grade(session=session, spec=spec, draft_id=_id(draft), grader_id=_id(grader), scores=scores, now=at)
-        after_grading(session=session, spec=spec, draft_id=_id(draft))
+        finalised(session, _id(draft))
     _settle_some(session=session, spec=spec, ctx=ctx, start=start)
     _golden_references(session=session, ctx=ctx, start=start)
     ctx.extra["grading_open_adjudications"] = len(list_adjudications(session=session, status="open"))
@@ -131,7 +131,7 @@ def _settle_some(*, session: Session, spec: EvalSpec, ctx: DemoContext, start: d
             note="Read both rationales; the KB supports this grade.",
             now=start + dt.timedelta(days=18),
         )
-        after_grading(session=session, spec=spec, draft_id=adj.draft_id)
+        finalised(session, adj.draft_id)
     if len(adjudications) > 4:
         adj = adjudications[3]
         grades = grades_visible_to(session=session, draft_id=adj.draft_id, principal=_lead_principal(lead))

@@ -13,6 +13,7 @@ from sqlalchemy.sql import Executable
 from sqlmodel import Session, select
 
 from webapp.core.db import table_of
+from webapp.core.facts import record_fact
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.grading.models import (
@@ -24,7 +25,7 @@ from webapp.grading.scores import FACTUAL_KEY, all_reasons
 
 
 def upsert_final(session: Session, draft_id: int, values: Mapping[str, object]) -> FinalGrade:
-    """Set the draft's final grade (insert or update) and return it; callers run webapp.app.flows.after_grading afterwards.
+    """Set the draft's final grade (insert or update) and return it; callers record `finalised` afterwards.
 
     The same upsert as a final grade by agreement (evaluate_draft), run now rather than deferred.
     """
@@ -33,6 +34,17 @@ def upsert_final(session: Session, draft_id: int, values: Mapping[str, object]) 
     session.connection().execute(stmt, {"draft_id": draft_id, **values})
     _expire_loaded(session, draft_id)
     return session.exec(select(FinalGrade).where(FinalGrade.draft_id == draft_id)).one()
+
+
+def finalised(session: Session, draft_id: int, outcome: str | None = None) -> None:
+    """Record "draft_finalised" after a grade, revision or adjudication of the draft, unless it still needs grades.
+
+    `outcome` is the draft's outcome when the caller knows it: a draft that still needs grades has
+    no final grade, so nothing reacts (most saves: a draft's first grade). The reactions
+    (regression's golden alerts, ppi's sampled drop) read the final grade themselves.
+    """
+    if outcome != "needs_grades":
+        record_fact(session, "draft_finalised", draft_id=draft_id)
 
 
 _GRADES = table_of(Grade)

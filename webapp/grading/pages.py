@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 from sqlmodel import Session
 
-from webapp.app.flows import JUDGE, after_grading
+from webapp.app.flows import JUDGE
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.core.spec import EvalSpec
@@ -30,6 +30,7 @@ from webapp.grading.forms import (
 )
 from webapp.grading.grades import save_grade
 from webapp.grading.item import GradingItemView, grading_item, reserve_upcoming
+from webapp.grading.outcome import finalised
 from webapp.grading.overview import batch_view, queues_view
 from webapp.grading.queue import (
     BatchFilter,
@@ -251,7 +252,7 @@ def submit_grade(
                 session=session, spec=spec, draft_id=draft_id, grader_id=principal.user_id, scores=scores
             )
             batch = form.batch(saved.run_id)
-            after_grading(session=session, spec=spec, draft_id=draft_id, outcome=saved.outcome)
+            finalised(session, draft_id, saved.outcome)
             nxt = (
                 _reserve_following(session, spec, principal, batch, draft_id, htmx=is_htmx(request))
                 if following

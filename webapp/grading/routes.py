@@ -8,7 +8,6 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel
 
-from webapp.app.flows import after_grading
 from webapp.auth.service import Principal
 from webapp.core.csv_export import attachment_headers, csv_response
 from webapp.core.db import SessionDep, stored_id
@@ -17,6 +16,7 @@ from webapp.grading.agreement import agreement_report
 from webapp.grading.errors import GradeInvalid, GradingError
 from webapp.grading.export import export_csv, export_jsonl, export_rows
 from webapp.grading.grades import grade_history, grades_visible_to, record_grade, revise_grade
+from webapp.grading.outcome import finalised
 from webapp.grading.queue import BatchFilter, next_item
 from webapp.grading.schemas import (
     AdjudicationPublic,
@@ -93,7 +93,7 @@ def create_grade(
         )
     except GradingError as exc:
         raise http_error(exc) from exc
-    after_grading(session=session, spec=spec, draft_id=grade.draft_id)
+    finalised(session, grade.draft_id)
     return GradePublic.of(grade)
 
 
@@ -113,7 +113,7 @@ def update_grade(
         )
     except GradingError as exc:
         raise http_error(exc) from exc
-    after_grading(session=session, spec=spec, draft_id=grade.draft_id)
+    finalised(session, grade.draft_id)
     return GradePublic.of(grade)
 
 
@@ -210,7 +210,7 @@ def decide(
         )
     except GradingError as exc:
         raise http_error(exc) from exc
-    after_grading(session=session, spec=spec, draft_id=final.draft_id)
+    finalised(session, final.draft_id)
     return ResolvedPublic(action="resolve", final=FinalGradePublic.of(final))
 
 

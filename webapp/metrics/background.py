@@ -10,8 +10,8 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
-from webapp.app import flows
 from webapp.core.db import session_scope
+from webapp.core.facts import record_fact
 from webapp.core.spec import EvalSpec
 from webapp.metrics import stale
 
@@ -42,10 +42,10 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
             done += days
             continue
         if done:
-            # the ingestion requests left the alert evaluation to this pass (flows.after_ingest); it
-            # reads, then writes the outbox (session_scope: the write lock from the start on SQLite)
+            # the ingestion requests left the alert evaluation to this pass (stale.after_ingest): the
+            # alerts domain reacts to the fact (webapp/alerts/reactions.py)
             with session_scope(engine) as session:
-                flows.after_metrics_changed(session=session, spec=spec)
+                record_fact(session, "metrics_rebuilt", days=len(done))
         return done
 
 

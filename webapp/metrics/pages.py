@@ -10,10 +10,10 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.csv_export import csv_response, csv_text
 from webapp.core.db import SessionDep
+from webapp.core.facts import record_fact
 from webapp.core.spec import METRIC_NAMES, EvalSpec
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import drilldown, hallucinations, units
@@ -280,7 +280,7 @@ def decide_hallucination(
         session.rollback()
         # htmx swaps only 2xx answers: the queue comes back with the message beside it.
         return _queue(request, session, status, can_decide=True, error=str(exc), status_code=200 if is_htmx(request) else 422)
-    flows.after_metrics_changed(session=session, spec=spec)  # a confirmed report -> outbox, same transaction
+    record_fact(session, "hallucination_decided", report_id=report_id)  # alerts react: a confirmed report -> outbox
     return _decided(request, session, status, f"Report {report_id} {decision}.")
 
 
@@ -298,7 +298,7 @@ def undo_hallucination_decision(
         report = hallucinations.undo_last_decision(session=session, report_id=report_id, decided_by=principal.user_id)
     except metrics_daily.MetricsError as exc:
         raise HTTPException(404 if "no hallucination" in str(exc) else 409, detail=str(exc)) from exc
-    flows.after_metrics_changed(session=session, spec=spec)  # an undone confirmation resolves its alert
+    record_fact(session, "hallucination_decided", report_id=report_id)  # an undone confirmation resolves its alert
     return _decided(request, session, status, f"Report {report_id}: decision undone, now {report.status}.")
 
 

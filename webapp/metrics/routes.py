@@ -8,10 +8,9 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field, ValidationError
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
-from webapp.metrics import alert_states, ingest
+from webapp.metrics import alert_states, ingest, stale
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
 from webapp.metrics import streaks as metrics_streaks
@@ -72,7 +71,7 @@ def post_events(
     except ingest.BatchError as exc:
         raise HTTPException(exc.status, detail=[{"field": exc.field, "message": exc.message}]) from exc
     settings = request.app.state.settings
-    flows.after_ingest(session=session, spec=spec, background=settings.background_jobs or settings.separate_jobs)
+    stale.after_ingest(session=session, spec=spec, background=settings.background_jobs or settings.separate_jobs)
     return Response(ingest.answer_json(results), media_type="application/json")
 
 

@@ -4,7 +4,7 @@ Ingestion inserts the events and one StaleDay mark per touched day in the same t
 nothing else, so a batch costs its insert. The day's aggregate rows are rebuilt later, many days
 and batches at once: by `serve`'s background rebuilder (webapp/metrics/background.py, every
 REBUILD_INTERVAL_S), the import command and `draftdesk metrics rebuild`; without background jobs
-(tests, scripts) the ingesting request rebuilds them itself (flows.after_ingest).
+(tests, scripts) the ingesting request rebuilds them itself (after_ingest).
 
 Decision (issue 26): readers show the stored aggregates, so a day with new events shows the
 figures of its last rebuild until the next one (at most REBUILD_INTERVAL_S plus the pass behind),
@@ -36,6 +36,7 @@ import pandas as pd
 from sqlalchemy import delete, func, select, text
 from sqlmodel import Session, col
 
+from webapp.core.facts import record_fact
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc
 from webapp.metrics import aggregates
@@ -125,3 +126,20 @@ def try_rebuilder_lock(session: Session) -> bool:
     if session.get_bind().dialect.name != "postgresql":
         return True
     return bool(session.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": PG_REBUILDER_LOCK_KEY}).scalar())
+
+
+def after_ingest(*, session: Session, spec: EvalSpec, background: bool) -> None:
+    """Rebuild stale days in this transaction and record "metrics_rebuilt", unless a background rebuilder will.
+
+    With background jobs (`draftdesk serve`), a batch stops at its insert and stale-day marks: the
+    rebuilder (webapp/metrics/background.py) coalesces the rebuilds of many batches and records the
+    fact right after (within REBUILD_INTERVAL_S). Without one (tests, scripts, `serve --no-background`),
+    nothing else would rebuild, so the request does it; the alerts domain reacts to the fact either way.
+    Decision: the stale-day marks are the fact "events ingested for day D" (one per day, however many
+    batches), and the rebuilder its reaction: a reaction per batch would rebuild a day 200 times a second.
+    """
+    if background:
+        return
+    while rebuild_stale(session=session, spec=spec):
+        pass
+    record_fact(session, "metrics_rebuilt")

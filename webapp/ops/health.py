@@ -12,6 +12,11 @@ Jobs (issue 33): `/healthz` names every background job that has recorded a pass 
 work without it and taking the only process out of rotation would stop the graders too; a
 monitor that reads only status codes asks `/healthz?strict=true`, which answers 503 while a job
 is stalled. Prometheus has the same facts as `draftdesk_job_last_success_timestamp_seconds`.
+
+Reactions (issue 42): while a reaction to a fact has failed and not yet succeeded on its retry,
+`/healthz` lists it under `reactions_failing` (with how many facts wait for it) and is `degraded`
+(503 with strict=true), for the same reason as a stalled job; Prometheus has
+`draftdesk_reaction_failing_facts{reaction}` and `draftdesk_facts_pending`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
+from webapp.core import reactions
 from webapp.core.timeutil import utcnow
 from webapp.ops import jobruns
 
@@ -41,6 +47,7 @@ def healthz(request: Request, strict: bool = False) -> JSONResponse:
         with Session(request.app.state.engine) as session:
             session.execute(text("SELECT 1"))
             states = jobruns.job_states(session=session, now=utcnow())
+            failing = reactions.failing(session=session)
     except (SQLAlchemyError, OSError) as exc:
         reason = f"database unreachable ({type(exc).__name__})"
         return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
@@ -48,7 +55,12 @@ def healthz(request: Request, strict: bool = False) -> JSONResponse:
     if states:
         body["jobs"] = {s.job: "stalled" if s.stalled else "ok" for s in states}
     stalled = [s.job for s in states if s.stalled]
-    if stalled:
+    reasons = [f"no success for {jobruns.STALL_PERIODS} periods: {', '.join(stalled)}"] if stalled else []
+    if failing:
+        # the reaction's name and how many facts wait for its retry; its error is in the log and fact_reaction
+        body["reactions_failing"] = {f.reaction: f.facts for f in failing}
+        reasons.append("reactions failing (retried): " + ", ".join(f.reaction for f in failing))
+    if reasons:
         body["status"] = "degraded"
-        body["reason"] = f"no success for {jobruns.STALL_PERIODS} periods: {', '.join(stalled)}"
-    return JSONResponse(body, status_code=503 if stalled and strict else 200)
+        body["reason"] = "; ".join(reasons)
+    return JSONResponse(body, status_code=503 if reasons and strict else 200)

@@ -37,6 +37,7 @@ from sqlmodel import col
 
 from webapp.alerts.models import AlertOutbox
 from webapp.auth.service import Principal
+from webapp.core import reactions
 from webapp.core.db import SessionDep
 from webapp.core.timeutil import utcnow
 from webapp.ops import jobruns
@@ -77,6 +78,13 @@ class AppMetrics:
         self.job_failures = Gauge(
             "draftdesk_job_failures", "Failed passes of each background job since its last success", ("job",), registry=self.registry
         )
+        self.reaction_failures = Gauge(
+            "draftdesk_reaction_failing_facts", "Facts whose reaction has failed and not yet succeeded, by reaction",
+            ("reaction",), registry=self.registry,
+        )
+        self.facts_pending = Gauge(
+            "draftdesk_facts_pending", "Facts still waiting for a reaction (issue 42)", registry=self.registry
+        )
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         """Count one answered request (called by webapp.ops.logs.RequestLog)."""
@@ -104,4 +112,8 @@ def prometheus_metrics(
     for job in jobruns.job_states(session=session, now=utcnow()):
         metrics.job_success.labels(job.job).set(job.last_success_at.timestamp() if job.last_success_at else 0)
         metrics.job_failures.labels(job.job).set(job.failures)
+    failing = {f.reaction: f.facts for f in reactions.failing(session=session)}
+    for r in reactions.registry():
+        metrics.reaction_failures.labels(r.name).set(failing.get(r.name, 0))
+    metrics.facts_pending.set(reactions.pending_count(session=session))
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -130,7 +130,7 @@ def raise_alerts_for_run(
     run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
     PPI domain, above this one, supplies it through webapp.app.flows); a confirmed drop there raises
     an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is webapp.app.flows' job
-    (flows.raise_regression_alerts), which calls this.
+    (webapp/regression/reactions.py records "regression_alerts_raised"; alerts react).
     """
     summary = checks_service.run_summary(session=session, run_id=run_id)
     run = session.get(Run, run_id)
