@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from fastapi import Depends, Form, Request
@@ -22,9 +22,11 @@ from webapp.grading.errors import GradingError
 from webapp.grading.forms import LEAD, ResolveForm, ReturnForm, router
 from webapp.grading.outcome import finalised
 from webapp.grading.overview import runs_newest_first
+from webapp.grading.schemas import AgreementPublic
+from webapp.runs.models import Run
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.templating import render, render_view
+from webapp.web.templating import render_view
 
 QUEUE = "/grading/adjudication"  # where the lead's decisions return, with their one-time message
 
@@ -101,6 +103,15 @@ def send_back(
     return redirect_with_flash(request, QUEUE, text=f"Grade {grade.id} returned to its grader.")
 
 
+@dataclass(frozen=True)
+class AgreementView:
+    """The agreement page: the report, the runs to filter by (newest first) and the chosen run."""
+
+    report: AgreementPublic
+    runs: list[Run]
+    run_id: int | None
+
+
 @router.get("/agreement", response_class=HTMLResponse)
 def agreement_page(
     request: Request,
@@ -113,4 +124,4 @@ def agreement_page(
     run_id = id_from_ref(raw)
     report = agreement_report(session=session, spec=spec, run_id=run_id)
     runs = runs_newest_first(session=session)
-    return render(request, "grading/agreement.html", {"report": report, "runs": runs, "run_id": run_id})
+    return render_view(request, "grading/agreement.html", AgreementView(report=report, runs=runs, run_id=run_id))
