@@ -13,10 +13,10 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import StrictUndefined, pass_context
 from jinja2.runtime import Context
 
+from webapp.core import units
 from webapp.core.config import ASSET_ROOT
 from webapp.core.labels import humanize
 from webapp.core.security import csrf_token
-from webapp.metrics import units
 from webapp.web import links
 from webapp.web.navigation import current_href, nav_for
 
@@ -75,7 +75,7 @@ def _fmt_num(value: float | None, digits: int = 2) -> str:
 
 templates.env.filters["pct"] = _fmt_pct
 templates.env.filters["num"] = _fmt_num
-# one format per metric (webapp/metrics/units.py): {{ value|metric("accept_rate") }}, {{ change|delta }}
+# one format per metric (webapp/core/units.py): {{ value|metric("accept_rate") }}, {{ change|delta }}
 templates.env.filters["metric"] = lambda value, name: units.text(name, value)
 templates.env.filters["delta"] = units.delta
 templates.env.filters["score_delta"] = units.score_delta
