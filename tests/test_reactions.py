@@ -21,7 +21,7 @@ from webapp.core.db import session_scope, table_of
 from webapp.core.facts import Fact, FactReaction, record_fact
 from webapp.core.reactions import FactPublic, Reaction
 from webapp.core.spec import EvalSpec
-from webapp.core.timeutil import utcnow
+from webapp.core.timeutil import as_utc, utcnow
 from webapp.ops import jobruns
 from webapp.ops.models import JobRun
 
@@ -81,7 +81,9 @@ class TestRunPending:
         seen: list[tuple[int, str]] = []
         first, second = _facts(engine, 2)
         regs = [_recording(seen, "a.flaky", fail={first}), _recording(seen, "b.fine")]
+        before = utcnow()
         report = reactions.run_pending(engine, spec, reactions=regs)
+        after = utcnow()
         # the failing reaction waits for its retry; the fact's other reaction and the next fact go on
         assert [(f, r) for f, r, _ in report.failed] == [(first, "a.flaky")]
         assert seen == [(first, "b.fine"), (second, "a.flaky"), (second, "b.fine")]
@@ -91,8 +93,9 @@ class TestRunPending:
         assert "RuntimeError: a.flaky broke on" in (mark.last_error or "")
         assert session.get(Fact, first).settled is False  # type: ignore[union-attr]
         assert reactions.pending_count(session=session) == 1
-        wait = (mark.next_attempt_at.replace(tzinfo=dt.UTC) - utcnow()).total_seconds()
-        assert reactions.RETRY_BASE_S / 2 - 1 <= wait <= reactions.RETRY_BASE_S + 1  # the first backoff step
+        # the first backoff step: between half the base and the base after the failure
+        due = as_utc(mark.next_attempt_at)
+        assert before + dt.timedelta(seconds=reactions.RETRY_BASE_S / 2) <= due <= after + dt.timedelta(seconds=reactions.RETRY_BASE_S)
         assert reactions.run_pending(engine, spec, reactions=regs).done == []  # not due yet
         later = utcnow() + dt.timedelta(seconds=reactions.RETRY_BASE_S + 1)
         assert reactions.run_pending(engine, spec, reactions=regs, now=lambda: later).done == [(first, "a.flaky")]
