@@ -95,7 +95,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
 
 # The contracts a domain's hook modules implement: home.py returns HomeCards, demo.py takes a DemoContext.
 CONTRACTS: dict[str, frozenset[str]] = {
-    "webapp.home.cards": frozenset({"auth"}),
+    "webapp.web.cards": frozenset({"auth"}),
     "webapp.demo.context": frozenset({"auth", "kb", "datasets", "runs"}),
 }
 
@@ -344,7 +344,7 @@ class TestTheCheckerItself:
             ("webapp.alerts.transitions", "webapp.regression.models", True),
             ("webapp.checks.routes", "webapp.app.flows", True),
             ("webapp.app.flows", "webapp.alerts.outbox", True),
-            ("webapp.grading.home", "webapp.home.cards", True),
+            ("webapp.grading.home", "webapp.web.cards", True),
             ("webapp.checks.service", "webapp.core.units", True),
             ("webapp.app.main", "webapp.gates.routes", True),
         ],
