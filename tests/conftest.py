@@ -15,6 +15,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+# Templates render with StrictUndefined in every test, this process's and the servers it starts
+# (webapp/web/templating.py reads it at import): a view field a template reads and lacks fails.
+os.environ["DRAFTDESK_STRICT_TEMPLATES"] = "1"
+
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 from sqlalchemy import Integer, make_url, text

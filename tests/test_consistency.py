@@ -19,13 +19,13 @@ from sqlmodel import Session
 
 from tests.conftest import BACKENDS, SPEC_PATH, TEST_SECRET, DemoTemplate, login
 from webapp.app.main import create_app
+from webapp.core import units
 from webapp.core.config import Settings
 from webapp.core.db import make_engine
 from webapp.core.spec import METRIC_NAMES, EvalSpec, load_spec
 from webapp.demo import content
 from webapp.demo.seed import demo_today
 from webapp.metrics import daily as metrics_daily
-from webapp.metrics import units
 from webapp.runs.service import resolve_run
 
 # Each test here takes more than a few seconds (see docs/development.md: running subsets).

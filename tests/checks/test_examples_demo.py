@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from webapp.checks import service as checks_service
+from webapp.core import units
 from webapp.core.spec import EvalSpec
 from webapp.gates import service as gates_service
-from webapp.metrics import units
 from webapp.runs.service import resolve_run
 
 

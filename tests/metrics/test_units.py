@@ -9,8 +9,9 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from tests.metrics.conftest import ev, load
+from webapp.core import units
 from webapp.core.spec import METRIC_NAMES, EvalSpec
-from webapp.metrics import alert_states, targets, units
+from webapp.metrics import alert_states, targets
 
 
 class TestFormatters:

@@ -7,7 +7,7 @@ from sqlmodel import Session
 from webapp.admin import service
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
-from webapp.home.cards import HomeCard
+from webapp.web.cards import HomeCard
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

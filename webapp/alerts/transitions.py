@@ -15,13 +15,13 @@ from sqlmodel import Session, col
 
 from webapp.alerts.items import AlertItem
 from webapp.alerts.models import AlertNotice
+from webapp.core import units as metrics_units
 from webapp.core.spec import AlertRule, EvalSpec
 from webapp.core.timeutil import as_utc
 from webapp.metrics import aggregates as metrics_aggregates
 from webapp.metrics import alert_states as metrics_alert_states
 from webapp.metrics import daily as metrics_daily
 from webapp.metrics import targets as metrics_targets
-from webapp.metrics import units as metrics_units
 from webapp.metrics.daily import DayMetrics
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.ppi import production as ppi_production
@@ -32,7 +32,7 @@ SEGMENT_ALL = "all traffic"
 
 
 def _fmt(metric: str, value: float | None) -> str:
-    # The metric's own unit and decimals (webapp/metrics/units.py), as on the metrics page:
+    # The metric's own unit and decimals (webapp/core/units.py), as on the metrics page:
     # "9.00 s vs threshold 6.00 s", never a bare "9 vs 6".
     if value is None:
         return "n/a"

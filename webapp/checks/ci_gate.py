@@ -23,9 +23,9 @@ from typing import Protocol
 from webapp.checks.examples import ExampleTally, set_shortfalls
 from webapp.checks.rules import describe, golden_failures
 from webapp.checks.service import EvalSetFacts, RunSummary
+from webapp.core import units
 from webapp.core.blind import ALL_SIGNALS, SignalsView
 from webapp.core.spec import EvalSpec
-from webapp.metrics import units
 
 EPS = 1e-9  # the pilot gate's tolerance: a rate exactly at the bar meets it
 

@@ -14,9 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Protocol
 
-from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
+
+
+class Viewer(Protocol):
+    """Who looks at a draft: anything that tells its roles (auth's Principal; core imports no domain)."""
+
+    def has_role(self, *roles: str) -> bool:
+        """Tell whether the viewer holds any of `roles`."""
+        ...
 
 # Roles whose work needs every draft's signals, so their holders are never blind outside the
 # grading screen: the lead adjudicates (and answers for the runs), the PM and the admin do not
@@ -24,12 +32,12 @@ from webapp.core.spec import EvalSpec
 # A principal holding `labeler` and none of these is a blind grader.
 SIGHTED_ROLES: tuple[str, ...] = ("lead", "pm", "admin", "support_lead", "ml_lead")
 
-def is_blind(principal: Principal | None) -> bool:
+def is_blind(principal: Viewer | None) -> bool:
     """Tell whether a viewer is a blind grader: a labeler holding none of the sighted roles."""
     return principal is not None and principal.has_role("labeler") and not principal.has_role(*SIGHTED_ROLES)
 
 
-def signals_visible(*, spec: EvalSpec, principal: Principal | None, has_graded: bool, grading: bool = False) -> bool:
+def signals_visible(*, spec: EvalSpec, principal: Viewer | None, has_graded: bool, grading: bool = False) -> bool:
     """Tell whether a viewer sees a draft's model signals: the one blind-grading rule.
 
     Shown once the viewer has graded the draft, or always when the spec says so; otherwise hidden
@@ -49,7 +57,7 @@ class SignalsView:
     graded: frozenset[int] = frozenset()
 
     @classmethod
-    def for_viewer(cls, *, spec: EvalSpec, principal: Principal | None, graded: Collection[int]) -> SignalsView:
+    def for_viewer(cls, *, spec: EvalSpec, principal: Viewer | None, graded: Collection[int]) -> SignalsView:
         """Apply the rule to a viewer who has graded the drafts in `graded` (of those they look at)."""
         return cls(everything=signals_visible(spec=spec, principal=principal, has_graded=False), graded=frozenset(graded))
 

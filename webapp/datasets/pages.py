@@ -9,7 +9,7 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.datasets import service, views
 from webapp.web.deps import SpecDep, require_role
-from webapp.web.templating import render, render_view
+from webapp.web.templating import render_view
 
 router = APIRouter()
 DATASET_ROLES = ("lead", "pm", "admin", "labeler")
@@ -20,7 +20,7 @@ def datasets_list(
     request: Request, session: SessionDep, principal: Principal = Depends(require_role(*DATASET_ROLES))
 ) -> HTMLResponse:
     """List every imported dataset version."""
-    return render(request, "datasets/list.html", vars(views.dataset_list_view(session=session)))
+    return render_view(request, "datasets/list.html", views.dataset_list_view(session=session))
 
 
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse, name="dataset_detail")

@@ -6,16 +6,26 @@ scored, and ppi sits above evaluator in the layers (docs/architecture.md).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.evaluator import report, service
+from webapp.evaluator.report import EvaluatorReport
 from webapp.web.deps import SpecDep, require_role
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
+
+
+@dataclass(frozen=True)
+class EvaluatorRunView:
+    """A recorded run's page: its report (the template calls it `r`)."""
+
+    r: EvaluatorReport
 VIEW_ROLES = ("lead", "pm", "ml_lead", "admin")
 
 
@@ -32,4 +42,4 @@ def evaluator_run(
         view = report.evaluator_report(session=session, spec=spec, ref=run_id, principal=principal)
     except service.EvaluatorRunNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return render(request, "evaluator/run.html", {"r": view})
+    return render_view(request, "evaluator/run.html", EvaluatorRunView(r=view))

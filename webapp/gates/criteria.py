@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from webapp.checks.examples import mix_shortfall, size_shortfall, tally_examples
 from webapp.checks.rules import PROBLEM_LABELS, describe, named
 from webapp.checks.types import CheckResult
+from webapp.core import units
 from webapp.core.spec import Criterion, EvalSpec
 from webapp.datasets.mix import DatasetMix
 from webapp.gates.pilot_facts import (
@@ -33,7 +34,6 @@ from webapp.gates.pilot_facts import (
     examples,
 )
 from webapp.gates.report import CriterionResult, Evidence, Verdict, plural
-from webapp.metrics import units
 
 EPS = 1e-9
 

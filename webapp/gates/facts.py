@@ -15,6 +15,7 @@ from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
 from webapp.checks.rules import is_safety_trigger
+from webapp.core import units
 from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
 from webapp.datasets.mix import dataset_mix
@@ -34,7 +35,6 @@ from webapp.metrics import daily as metrics_daily
 from webapp.metrics import reports as metrics_reports
 from webapp.metrics import streaks as metrics_streaks
 from webapp.metrics import targets as metrics_targets
-from webapp.metrics import units
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.models import PpiDecision

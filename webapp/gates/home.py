@@ -9,7 +9,7 @@ from sqlmodel import Session
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
 from webapp.gates import service
-from webapp.home.cards import HomeCard
+from webapp.web.cards import HomeCard
 
 DECIDERS = ("pm", "support_lead", "lead", "ml_lead", "admin")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from fastapi import Depends, Form, Request
@@ -27,11 +27,12 @@ from webapp.grading.item_reads import user_names
 from webapp.grading.models import Adjudication, Grade
 from webapp.grading.outcome import finalised
 from webapp.grading.overview import runs_newest_first
+from webapp.grading.schemas import AgreementPublic
 from webapp.grading.scores import ScoreValues
-from webapp.runs.models import Draft
+from webapp.runs.models import Draft, Run
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.templating import render, render_view
+from webapp.web.templating import render_view
 
 QUEUE = "/grading/adjudication"  # where the lead's decisions return, with their one-time message
 
@@ -137,6 +138,15 @@ def returned_text(*, session: Session, grade: Grade) -> str:
     return f"{who}’s grade of {where} returned to {who} for another look."
 
 
+@dataclass(frozen=True)
+class AgreementView:
+    """The agreement page: the report, the runs to filter by (newest first) and the chosen run."""
+
+    report: AgreementPublic
+    runs: list[Run]
+    run_id: int | None
+
+
 @router.get("/agreement", response_class=HTMLResponse)
 def agreement_page(
     request: Request,
@@ -149,4 +159,4 @@ def agreement_page(
     run_id = id_from_ref(raw)
     report = agreement_report(session=session, spec=spec, run_id=run_id)
     runs = runs_newest_first(session=session)
-    return render(request, "grading/agreement.html", {"report": report, "runs": runs, "run_id": run_id})
+    return render_view(request, "grading/agreement.html", AgreementView(report=report, runs=runs, run_id=run_id))

@@ -11,7 +11,7 @@ from webapp.grading.grades import returned_grades
 from webapp.grading.progress import waiting_for_grader
 from webapp.grading.references import references_to_approve
 from webapp.grading.scores import GRADER_ROLES
-from webapp.home.cards import HomeCard
+from webapp.web.cards import HomeCard
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

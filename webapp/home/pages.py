@@ -9,7 +9,7 @@ from fastapi.responses import HTMLResponse
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
-from webapp.home.cards import HomeCard, home_cards
+from webapp.web.cards import HomeCard, home_cards
 from webapp.web.deps import ANY_ROLE, SpecDep, require_role
 from webapp.web.templating import render_view
 
@@ -18,7 +18,7 @@ router = APIRouter()
 
 @dataclass(frozen=True)
 class HomeView:
-    """/: the cards of what is waiting for the signed-in user (webapp.home.cards)."""
+    """/: the cards of what is waiting for the signed-in user (webapp.web.cards)."""
 
     cards: list[HomeCard]
 

@@ -9,7 +9,7 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.kb import service, views
 from webapp.web.deps import ANY_ROLE, require_role
-from webapp.web.templating import render, render_view
+from webapp.web.templating import render_view
 
 router = APIRouter()
 
@@ -23,7 +23,7 @@ def kb_list(
     principal: Principal = Depends(require_role(*ANY_ROLE)),
 ) -> HTMLResponse:
     """List KB articles, searchable by id, title or intent, filterable by status."""
-    return render(request, "kb/list.html", vars(views.kb_list_view(session=session, q=q, status=status)), block="results")
+    return render_view(request, "kb/list.html", views.kb_list_view(session=session, q=q, status=status), block="results")
 
 
 @router.get("/kb/{article_id}", response_class=HTMLResponse, name="kb_article")

@@ -12,8 +12,9 @@ from typing import Literal
 
 from sqlmodel import Session
 
+from webapp.core import units
 from webapp.core.spec import AlertRule, EvalSpec
-from webapp.metrics import aggregates, units
+from webapp.metrics import aggregates
 from webapp.metrics.daily import DayMetrics, daily_metrics
 from webapp.metrics.targets import METRIC_LABELS, alert_breached, alert_threshold
 

@@ -9,8 +9,8 @@ from typing import TypeAlias
 
 import plotly.io as pio
 
+from webapp.core import units
 from webapp.core.spec import METRIC_NAMES, EvalSpec
-from webapp.metrics import units
 from webapp.metrics.alert_states import AlertStatus
 from webapp.metrics.calibration import Calibration
 from webapp.metrics.daily import DayMetrics
@@ -203,7 +203,7 @@ def _metric_layout(metric: str, edges: list[str], shapes: list[Figure], annotati
         "annotations": annotations,
         "legend": {"orientation": "h", "y": -0.25, "font": {"size": 10}},
         "xaxis": {"type": "date", "range": edges or None},
-        # hover values in the metric's unit and decimals, like the table (webapp/metrics/units.py)
+        # hover values in the metric's unit and decimals, like the table (webapp/core/units.py)
         "yaxis": {"tickformat": ".0%", "hoverformat": u.d3} if metric in RATE_METRICS else {"rangemode": "tozero", "hoverformat": u.d3},
         "hovermode": "x unified",
         "template": _TEMPLATE,

@@ -7,9 +7,9 @@ from sqlmodel import Session
 from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
-from webapp.home.cards import HomeCard
 from webapp.metrics import daily
 from webapp.metrics import reports as metrics_reports
+from webapp.web.cards import HomeCard
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

@@ -11,12 +11,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
+from webapp.core import units
 from webapp.core.csv_export import csv_response, csv_text
 from webapp.core.db import SessionDep
 from webapp.core.facts import record_fact
 from webapp.core.spec import METRIC_NAMES, EvalSpec
 from webapp.metrics import daily as metrics_daily
-from webapp.metrics import drilldown, hallucinations, units
+from webapp.metrics import drilldown, hallucinations
 from webapp.metrics import reports as metrics_reports
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics.dashboard_pages import (
@@ -128,7 +129,7 @@ def metrics_csv(
     """Download the daily numbers of the range and segment as CSV."""
     s, e = _range(session, spec, start, end)
     days = metrics_daily.daily_metrics(session=session, spec=spec, start=s, end=e, **_filters(intent, plan, agent_id))
-    # the same unit and decimals as the page (webapp/metrics/units.py); the unit is in the column name
+    # the same unit and decimals as the page (webapp/core/units.py); the unit is in the column name
     header = ["day", "events", "drafts_shown", *[units.csv_column(m) for m in METRIC_NAMES],
               *[f"{m}_target_met" for m in METRIC_NAMES], "all_targets_met"]
     rows = (

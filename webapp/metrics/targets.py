@@ -6,8 +6,8 @@ thresholds are resolved here, so that charts, alerts and gates draw the same lin
 
 from __future__ import annotations
 
+from webapp.core import units
 from webapp.core.spec import AlertRule, EvalSpec, TargetRule
-from webapp.metrics import units
 
 # Comparisons are made on values rounded to this many decimals, so that 0.10 - 0.08 counts as 0.02.
 _DECIMALS = 12

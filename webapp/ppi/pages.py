@@ -14,6 +14,7 @@ from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
 from webapp.evaluator import service as evaluator_service
+from webapp.evaluator.models import EvaluatorRun
 from webapp.evaluator.pages import VIEW_ROLES as EVALUATOR_VIEW_ROLES
 from webapp.ppi import charts, service, until_decided
 from webapp.ppi.judge_runs import RunAgreement, agreement_history, judge_runs
@@ -25,7 +26,7 @@ from webapp.runs.deps import RunDep
 from webapp.runs.models import Run
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
-from webapp.web.templating import render
+from webapp.web.templating import render_view
 
 router = APIRouter()
 
@@ -38,6 +39,14 @@ class JudgeRunsView:
     agreement: list[RunAgreement]
     agreement_figure: str | None  # plotly figure JSON; None with fewer than 2 runs to compare
     titles: dict[str, str]
+
+
+@dataclass(frozen=True)
+class EvaluatorRunsView:
+    """The evaluator list page: the recorded evaluator runs (newest first) and the judge's runs."""
+
+    runs: list[tuple[Run, EvaluatorRun]]
+    judge: JudgeRunsView
 
 
 def judge_runs_view(*, session: Session, spec: EvalSpec) -> JudgeRunsView:
@@ -58,8 +67,8 @@ def evaluator_runs(
     (above evaluator in the layers) may read both. It also charts the judge's agreement with
     people per figure across the judged runs (the ML lead's drift watch, webapp/ppi/judge_runs.py).
     """
-    ctx = {"runs": evaluator_service.list_evaluator_runs(session=session), "judge": judge_runs_view(session=session, spec=spec)}
-    return render(request, "evaluator/list.html", ctx)
+    view = EvaluatorRunsView(runs=evaluator_service.list_evaluator_runs(session=session), judge=judge_runs_view(session=session, spec=spec))
+    return render_view(request, "evaluator/list.html", view)
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,7 @@ def ppi_run_page(
         error=(said := flash_context(request))["error"],
         flash=said["flash"],
     )
-    return consume_flash(request, render(request, "ppi/run.html", {"view": view}))
+    return consume_flash(request, render_view(request, "ppi/run.html", view))
 
 
 @router.post("/ppi/runs/{run}/further-sample")

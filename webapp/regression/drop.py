@@ -26,9 +26,9 @@ from webapp.checks import service as checks_service
 from webapp.checks.examples import ExampleTally
 from webapp.checks.models import DraftCheck
 from webapp.checks.service import RunSummary
+from webapp.core import units
 from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
-from webapp.metrics import units
 from webapp.regression.service import baseline_for, runs_of_dataset
 from webapp.runs.models import PRODUCTION_SOURCE, Run
 

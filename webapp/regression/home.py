@@ -7,9 +7,9 @@ from sqlmodel import Session
 from webapp.auth.service import Principal
 from webapp.checks.rules import PROBLEM_LABELS
 from webapp.core.spec import EvalSpec
-from webapp.home.cards import HomeCard
 from webapp.regression import alerts, service
 from webapp.regression.models import RegressionAlert
+from webapp.web.cards import HomeCard
 
 ALERT_ROLES = frozenset({"pm", "lead"})
 

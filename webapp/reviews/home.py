@@ -10,10 +10,10 @@ from sqlmodel import Session, col
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc
-from webapp.home.cards import HomeCard
 from webapp.metrics import daily as metrics_daily
 from webapp.reviews import cadence, service
 from webapp.reviews.models import ReviewSample
+from webapp.web.cards import HomeCard
 
 ROLE_NAMES = {"pm": "the PM", "ml_lead": "the ML lead"}
 

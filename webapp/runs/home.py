@@ -9,8 +9,8 @@ from sqlmodel import Session
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc
-from webapp.home.cards import HomeCard
 from webapp.runs import service
+from webapp.web.cards import HomeCard
 
 
 def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> list[HomeCard]:

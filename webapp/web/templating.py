@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import Field, fields
 from typing import ClassVar, Protocol
@@ -9,13 +10,13 @@ from typing import ClassVar, Protocol
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
-from jinja2 import pass_context
+from jinja2 import StrictUndefined, pass_context
 from jinja2.runtime import Context
 
+from webapp.core import units
 from webapp.core.config import ASSET_ROOT
 from webapp.core.labels import humanize
 from webapp.core.security import csrf_token
-from webapp.metrics import units
 from webapp.web import links
 from webapp.web.navigation import current_href, nav_for
 
@@ -37,6 +38,13 @@ templates = Jinja2Templates(directory=str(ASSET_ROOT / "templates"), context_pro
 # Templates are code: a restart loads edits. Checking every template's file time on every render
 # was about 4% of the grading page's server time.
 templates.env.auto_reload = False
+# Tests render with StrictUndefined (tests/conftest.py sets DRAFTDESK_STRICT_TEMPLATES=1 before the app
+# is imported): a name a template reads that its view lacks fails the test instead of rendering as
+# empty text. Production keeps Jinja's default: the tests are where a renamed field is caught, and a
+# reader is better served a page with an empty spot than a 500.
+STRICT_ENV = "DRAFTDESK_STRICT_TEMPLATES"
+if os.environ.get(STRICT_ENV) == "1":
+    templates.env.undefined = StrictUndefined
 templates.env.globals["roles_label"] = {
     "labeler": "Labeler",
     "lead": "Team lead",
@@ -67,7 +75,7 @@ def _fmt_num(value: float | None, digits: int = 2) -> str:
 
 templates.env.filters["pct"] = _fmt_pct
 templates.env.filters["num"] = _fmt_num
-# one format per metric (webapp/metrics/units.py): {{ value|metric("accept_rate") }}, {{ change|delta }}
+# one format per metric (webapp/core/units.py): {{ value|metric("accept_rate") }}, {{ change|delta }}
 templates.env.filters["metric"] = lambda value, name: units.text(name, value)
 templates.env.filters["delta"] = units.delta
 templates.env.filters["score_delta"] = units.score_delta
