@@ -31,8 +31,8 @@ def no_local_db(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("webapp.evaluator.command.record_evaluation", refuse)
 
 
-def _get(server: Server, path: str) -> httpx.Response:
-    return httpx.get(f"{server.url}/api/v1{path}", headers={"Authorization": f"Bearer {server.token}"}, timeout=30)
+def _get(srv: Server, path: str) -> httpx.Response:
+    return httpx.get(f"{srv.url}/api/v1{path}", headers={"Authorization": f"Bearer {srv.token}"}, timeout=30)
 
 
 @pytest.mark.slow

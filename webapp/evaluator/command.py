@@ -8,8 +8,8 @@ services and (when a run starts) the openai SDK (issue 36 item 7).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from draftdesk_remote.cli import BATCH, send_batches, upload_dataset
+from draftdesk_remote.cli import send_batches, upload_dataset
 from draftdesk_remote.client import DEFAULT_RETRIES, Client, RemoteError, Target
+
 from webapp.evaluator.artifact_models import DatasetEvaluation
 from webapp.evaluator.draft_fields import draft_lines, run_fields
 
-__all__ = ["BATCH", "RemoteError", "RemoteRecord", "record_remote"]
+__all__ = ["RemoteError", "RemoteRecord", "record_remote"]
 
 
 @dataclass(frozen=True)
