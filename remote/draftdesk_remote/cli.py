@@ -128,12 +128,12 @@ def push_run(
     with _client(url, token, retries) as client:
         try:
             if dataset_file is not None:
-                dataset = _upload_dataset(client, dataset_file, dataset)
+                dataset = upload_dataset(client, dataset_file, dataset)
             fields = {"name": run, "dataset": dataset, "model_version": model_version, "prompt_version": prompt_version,
                       "retrieval_version": retrieval_version, "commit": commit, "notes": notes}
             status, made = client.call("POST", "/runs", json={k: v for k, v in fields.items() if v is not None})
             out.print(f"run {made['name']} {'created' if status == 201 else 'already there (same fields)'}", markup=False)
-            totals = _send_batches(client, file, run, records, replace)
+            totals = send_batches(client, file, run, records, replace)
             out.print(f"drafts: {totals['created']} created, {totals['unchanged']} unchanged, {totals['replaced']} replaced", markup=False)
             if not keep_open:
                 _, answer = client.call("POST", f"/runs/{quote(run, safe='')}/complete")
@@ -142,7 +142,7 @@ def push_run(
             raise _fail(str(exc)) from None
 
 
-def _upload_dataset(client: Client, path: Path, name: str | None) -> str:
+def upload_dataset(client: Client, path: Path, name: str | None) -> str:
     fmt = "yaml" if path.suffix.lower() in (".yaml", ".yml") else "jsonl"
     try:
         content = path.read_text(encoding="utf-8-sig")
@@ -157,7 +157,7 @@ def _upload_dataset(client: Client, path: Path, name: str | None) -> str:
     return label
 
 
-def _send_batches(client: Client, file: Path, run: str, records: list[tuple[int, Any]], replace: bool) -> dict[str, int]:
+def send_batches(client: Client, file: Path, run: str, records: list[tuple[int, Any]], replace: bool) -> dict[str, int]:
     totals = {"created": 0, "unchanged": 0, "replaced": 0}
     path = f"/runs/{quote(run, safe='')}/drafts"
     with Progress(console=err, transient=True, disable=len(records) <= BATCH) as bar:

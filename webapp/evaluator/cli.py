@@ -69,12 +69,19 @@ def evaluate_dataset(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar: one line per finished test case"),
     resume: str | None = typer.Option(None, "--resume", metavar="RUN_ID", help="Finish an interrupted run"),
     kb: Path | None = typer.Option(None, "--kb", help="KB revisions file (as for `draftdesk import kb`)"),
-    record: bool = typer.Option(False, "--record", help="Store the run in the Draft Desk database"),
+    record: bool = typer.Option(False, "--record", help="Store the run in the Draft Desk database (or on --url's server)"),
+    url: str | None = typer.Option(
+        None, "--url", help="With --record: record over this server's API, not the local database (default: DRAFTDESK_URL)"
+    ),
+    token: str | None = typer.Option(None, "--token", help="With --url: a `ci` token (default: DRAFTDESK_TOKEN; never printed)"),
+    fail_on_verdict: bool = typer.Option(
+        False, "--fail-on-verdict", help="With --url: exit 1 when the recorded run's checks fail (else the verdict is only printed)"
+    ),
     description: str = typer.Option("", "--description", help="A note kept with the run in runs/index.json"),
 ) -> None:
     """Evaluate a system prompt over every test case of a dataset, N samples each, scored by an LLM judge."""
     num_samples, ids = _checked_flags(quick=quick, num_samples=num_samples, cache=cache, no_cache=no_cache, case_ids=case_ids)
-    from webapp.evaluator.command import UsageError, run_command
+    from webapp.evaluator.command import RemoteTarget, UsageError, run_command
     from webapp.evaluator.preparation import EvalOptions, EvaluationError, check_options
 
     options = EvalOptions(
@@ -99,10 +106,16 @@ def evaluate_dataset(
         kb=kb,
         description=description,
     )
+    if url is not None and not record:
+        raise _err("--url goes with --record (it says where the run is recorded)")
+    url = url or os.environ.get("DRAFTDESK_URL") or None
+    if url is None and (token is not None or fail_on_verdict):
+        raise _err("--token and --fail-on-verdict go with --url (or DRAFTDESK_URL)")
+    remote = RemoteTarget(url, token, fail_on_verdict) if url is not None else None
     try:
         if resume is None:
             check_options(options)  # before anything is read, so the flag is named first
-        raise typer.Exit(run_command(options, resume=resume, record=record, quiet=quiet))
+        raise typer.Exit(run_command(options, resume=resume, record=record, quiet=quiet, remote=remote))
     except (EvaluationError, UsageError) as exc:
         raise _err(str(exc)) from exc
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,7 +30,7 @@ from webapp.core.cli_support import cli_session, load_settings
 from webapp.core.config import Settings
 from webapp.evaluator.aggregation import index_entry
 from webapp.evaluator.artifact_models import DatasetEvaluation, Execution, TestCaseResult
-from webapp.evaluator.artifacts import update_index
+from webapp.evaluator.artifacts import MAIN_ARTIFACT, update_index
 from webapp.evaluator.preparation import EvalOptions, EvaluationError, Prepared, prepare, prepare_resume
 from webapp.evaluator.service import RecordError, RecordResult, check_recordable, record_evaluation
 from webapp.evaluator.support import KbContext, kb_from_database, kb_from_file
@@ -46,17 +47,30 @@ class UsageError(Exception):
     """A run refused before or while it starts: the command prints it and exits 2."""
 
 
-def _kb_loader(kb: Path | None, settings: Settings) -> Callable[[], KbContext]:
+@dataclass(frozen=True)
+class RemoteTarget:
+    """`--record --url URL`: record over the pipeline API (webapp.evaluator.remote_record), never in the local database."""
+
+    url: str | None
+    token: str | None
+    fail_on_verdict: bool = False  # exit 1 when the recorded run's checks fail (default: the verdict is only printed)
+
+
+def _kb_loader(kb: Path | None, settings: Settings, *, remote: bool = False) -> Callable[[], KbContext]:
     def load() -> KbContext:
         if kb is not None:
             return kb_from_file(kb)
+        if remote:
+            raise EvaluationError("--record --url: give --kb FILE (the local database, where the KB is otherwise read, is not opened)")
         with cli_session(settings) as session:
             return kb_from_database(session)
 
     return load
 
 
-def _prepare(options: EvalOptions, *, resume: str | None, record: bool, settings: Settings) -> tuple[Prepared, dict[str, Price]]:
+def _prepare(
+    options: EvalOptions, *, resume: str | None, record: bool, settings: Settings, remote: bool = False
+) -> tuple[Prepared, dict[str, Price]]:
     """Read the dataset, prompt and rubric (or the interrupted run) and the prices; raise UsageError when refused."""
     from webapp.evaluator.client import load_prices  # the openai SDK: see TYPE_CHECKING above
 
@@ -67,13 +81,13 @@ def _prepare(options: EvalOptions, *, resume: str | None, record: bool, settings
                 resume,
                 output_dir=options.output_dir,
                 overrides=options,
-                kb_loader_for=lambda kb: _kb_loader(kb, settings),
+                kb_loader_for=lambda kb: _kb_loader(kb, settings, remote=remote),
                 spec=spec,
             )
         else:
             if options.dataset == Path() or options.system_prompt == Path():
                 raise EvaluationError("--dataset and --system-prompt are required (unless --resume RUN_ID)")
-            prepared = prepare(options, kb_loader=_kb_loader(options.kb, settings), spec=spec)
+            prepared = prepare(options, kb_loader=_kb_loader(options.kb, settings, remote=remote), spec=spec)
         prices = load_prices(settings.evaluator_prices)
         if record:
             check_recordable(prepared.cases)
@@ -116,16 +130,57 @@ def _record(settings: Settings, doc: DatasetEvaluation) -> RecordResult:
     return rec
 
 
+def _record_remote(console: Console, doc: DatasetEvaluation, remote: RemoteTarget, artifact: Path) -> int:
+    """Record over the API and print the run and its verdict; return the exit code; raise UsageError (exit 2)."""
+    from webapp.evaluator.remote_record import RemoteError, record_remote
+
+    try:
+        rec = record_remote(doc, url=remote.url, token=remote.token, artifact=artifact)
+    except RemoteError as exc:
+        raise UsageError(
+            f"not recorded: {exc} (the artifacts in {artifact.parent} are complete; "
+            f"send the run again with --resume {doc.run_id} --record)"
+        ) from exc
+    console.print(
+        f"recorded on the server as run [bold]{rec.run_name}[/] ({rec.dataset}): {rec.created} draft(s) created, "
+        f"{rec.unchanged} unchanged; verdict [bold]{rec.verdict.upper()}[/]",
+        highlight=False,
+    )
+    if rec.text:
+        console.print(rec.text, highlight=False, markup=False)
+    return EXIT_NOT_COMPLETED if remote.fail_on_verdict and rec.verdict != "pass" else EXIT_OK
+
+
+def _completed_run(options: EvalOptions, resume: str) -> DatasetEvaluation | None:
+    """Return the artifact of run `resume` if it completed (then --record only sends it), else None."""
+    from webapp.evaluator.preparation import read_document
+
+    main = options.output_dir / resume / MAIN_ARTIFACT
+    if not main.is_file():
+        return None
+    doc = read_document(main)
+    return doc if doc.status == "completed" else None
+
+
 def run_command(
-    options: EvalOptions, *, resume: str | None = None, record: bool = False, quiet: bool = False
+    options: EvalOptions,
+    *,
+    resume: str | None = None,
+    record: bool = False,
+    quiet: bool = False,
+    remote: RemoteTarget | None = None,
 ) -> int:
     """Prepare, run and report an evaluation; return the exit code (0 completed, 1 not); raise UsageError (exit 2)."""
     from webapp.evaluator.client import LlmConfigError  # the openai SDK: see TYPE_CHECKING above
     from webapp.evaluator.execution import make_client
 
     console = Console()
+    if record and remote is not None:
+        _check_target(remote)  # before any call is paid for
+        if resume and (done := _completed_run(options, resume)) is not None:
+            return _record_remote(console, done, remote, options.output_dir / resume / MAIN_ARTIFACT)
     settings = load_settings()
-    prepared, prices = _prepare(options, resume=resume, record=record, settings=settings)
+    prepared, prices = _prepare(options, resume=resume, record=record, settings=settings, remote=remote is not None)
     client = make_client(prepared.options, prices)
     total = _announce(console, prepared, client)
     try:
@@ -147,7 +202,7 @@ def run_command(
     )
     update_index(prepared.options.output_dir, index_entry(doc, execution=execution))
     rec = None
-    if record and not aborted:
+    if record and not aborted and remote is None:
         # Recorded (committed) before the summary is printed: a reader that stops early loses nothing.
         try:
             rec = _record(settings, doc)
@@ -163,7 +218,20 @@ def run_command(
         return EXIT_NOT_COMPLETED
     if rec is not None:
         console.print(f"recorded as run [bold]{rec.run_name}[/] (id {rec.run_pk}) with {rec.drafts} draft(s)", highlight=False)
-    return EXIT_OK if doc.status == "completed" else EXIT_NOT_COMPLETED
+    code = EXIT_OK if doc.status == "completed" else EXIT_NOT_COMPLETED
+    if record and remote is not None:  # as the database: any run that was not aborted is recorded
+        code = max(code, _record_remote(console, doc, remote, prepared.run_dir / MAIN_ARTIFACT))
+    return code
+
+
+def _check_target(remote: RemoteTarget) -> None:
+    """Refuse a missing or malformed --url/--token before the run starts."""
+    from draftdesk_remote.client import RemoteError, Target
+
+    try:
+        Target.resolve(remote.url, remote.token)
+    except RemoteError as exc:
+        raise UsageError(f"--record --url: {exc}") from exc
 
 
 def _planned_cache(client: ChatClient, cached: int, total: int) -> str:

@@ -6,7 +6,6 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, Field, JsonValue
 from sqlmodel import Session, col, select
 
 from webapp.checks.service import check_run
@@ -21,6 +20,7 @@ from webapp.evaluator.artifact_models import (
     Sample,
     TestCaseResult,
 )
+from webapp.evaluator.draft_fields import draft_fields, run_fields
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
 from webapp.runs.models import Draft, Run
 from webapp.runs.service import RunNotFound, resolve_run
@@ -58,46 +58,10 @@ def _ts(value: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(value) if value else None
 
 
-class _CitationOut(BaseModel):
-    article_id: str
-    revision: int | None = None
-
-
-class _GeneratedDraft(BaseModel):
-    """A structured support draft as the artifact holds it (it fitted DRAFT_SCHEMA when generated)."""
-
-    draft: str | None = None
-    citations: list[_CitationOut] = Field(default_factory=list)
-    confidence: float | None = None
-    intent: JsonValue = None
-    escalate: JsonValue = None
-
-
 def _draft(sample: Sample, output_kind: OutputKind, *, run_id: int, case_pk: int) -> Draft | None:
     """Return the Draft row of a sample (None when nothing was generated: no draft to grade)."""
-    out = sample.generator_output
-    if out is None:
-        return None
-    index, cost = sample.sample_index, sample.cost_usd
-    if output_kind != "support_draft":
-        return Draft(
-            run_id=run_id, case_pk=case_pk, sample_index=index, cost_usd=cost, draft_text=str(out), raw_output={"text": out}
-        )
-    if not isinstance(out, dict):
-        return None
-    d = _GeneratedDraft.model_validate(out)
-    return Draft(
-        run_id=run_id,
-        case_pk=case_pk,
-        sample_index=index,
-        cost_usd=cost,
-        draft_text=d.draft,
-        citations=[c.model_dump() for c in d.citations],
-        confidence=d.confidence,
-        intent=str(d.intent)[:60] if d.intent else None,
-        escalated=bool(d.escalate),
-        raw_output=out,
-    )
+    fields = draft_fields(sample, output_kind)
+    return None if fields is None else Draft(run_id=run_id, case_pk=case_pk, **fields.model_dump())
 
 
 def _import_dataset(session: Session, document: DatasetEvaluation) -> Dataset:
@@ -115,15 +79,7 @@ def _import_dataset(session: Session, document: DatasetEvaluation) -> Dataset:
 
 def _new_run(document: DatasetEvaluation, dataset_id: int) -> Run:
     """Return the ordinary Run (source "evaluator") the recorded drafts belong to."""
-    gen, rubric = document.generator_config, document.rubric_metadata
-    return Run(
-        name=f"evaluator-{document.run_id}",
-        dataset_id=dataset_id,
-        model=gen.model[:200],
-        prompt_version=f"{Path(document.system_prompt_path).name} {document.system_prompt_hash[:19]}"[:200],
-        notes=(document.description or f"prompt-evaluator run with rubric {rubric.name}"),
-        source="evaluator",
-    )
+    return Run(dataset_id=dataset_id, source="evaluator", **run_fields(document).model_dump())
 
 
 def _evaluator_run(document: DatasetEvaluation, run_id: int) -> EvaluatorRun:
