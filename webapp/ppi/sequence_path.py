@@ -59,7 +59,7 @@ class SequencePath:
 def grading_order(*, session: Session, stored: StoredSample) -> list[int]:
     """Return the positions (in `stored.ids`) of the graded drafts, in the order their final grades were made."""
     f = table_of(FinalGrade).c
-    labelled = {stored.ids[i]: i for i in np.flatnonzero(stored.labelled)}
+    labelled = {stored.ids[i]: int(i) for i in np.flatnonzero(stored.labelled)}
     rows = session.execute(sa_select(f.draft_id).where(f.draft_id.in_(list(labelled))).order_by(f.decided_at, f.draft_id)).all()
     return [labelled[int(r[0])] for r in rows]
 
