@@ -42,9 +42,9 @@ def test_the_run_page_draws_each_criterions_sequence_band_against_the_threshold(
     page = new_page()
     sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
     page.goto(f"{demo_server.url}/ppi/runs/{RUN_NAME}")
-    wait_until(page, "document.querySelectorAll('.ppi-sequence[data-drawn]').length === 4")
+    wait_until(page, "document.querySelectorAll('.ppi-sequence-path[data-drawn]').length === 4")
     charts = page.evaluate(
-        "[...document.querySelectorAll('.ppi-sequence')].map(el => ({title: el.layout.title.text,"
+        "[...document.querySelectorAll('.ppi-sequence-path')].map(el => ({title: el.layout.title.text,"
         " traces: el.data.map(t => [t.name, t.fill || '', t.x.length]), threshold: el.layout.shapes.map(s => s.y0)}))"
     )
     assert [ch["title"] for ch in charts] == ["Factual accuracy (pass share)", "Citation relevance", "Tone", "Completeness"]
@@ -54,4 +54,5 @@ def test_the_run_page_draws_each_criterions_sequence_band_against_the_threshold(
         assert upper[2] == lower[2] > 1  # one look per grade
         assert len(ch["threshold"]) == 1
     assert charts[1]["threshold"] == [3.5]  # the pilot gate's "above 3.5"
-    assert page.locator("#ppi-sequence-paths .ppi-sequence .main-svg").count() == 4
+    drawn = "[...document.querySelectorAll('#ppi-sequence-paths .ppi-sequence-path')].filter(el => el.querySelector('.main-svg')).length"
+    assert page.evaluate(drawn) == 4  # each chart drew its SVG
