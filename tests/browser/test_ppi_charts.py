@@ -35,3 +35,24 @@ def test_the_forest_plot_and_the_agreement_chart_draw(demo_server, new_page) -> 
     assert len(shapes) == 4  # the gate's threshold on the four criteria (the pass rate has none)
     assert page.locator("#ppi-signals-table tbody tr[data-figure-key]").count() == 5
     assert page.locator("#chart-forest .main-svg").count() > 0
+
+
+def test_the_run_page_draws_each_criterions_sequence_band_against_the_threshold(demo_server, new_page) -> None:  # type: ignore[no-untyped-def]
+    email = next(e for key, e, _n, _r in c.DEMO_USERS if key == "lead")
+    page = new_page()
+    sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
+    page.goto(f"{demo_server.url}/ppi/runs/{RUN_NAME}")
+    wait_until(page, "document.querySelectorAll('.ppi-sequence-path[data-drawn]').length === 4")
+    charts = page.evaluate(
+        "[...document.querySelectorAll('.ppi-sequence-path')].map(el => ({title: el.layout.title.text,"
+        " traces: el.data.map(t => [t.name, t.fill || '', t.x.length]), threshold: el.layout.shapes.map(s => s.y0)}))"
+    )
+    assert [ch["title"] for ch in charts] == ["Factual accuracy (pass share)", "Citation relevance", "Tone", "Completeness"]
+    for ch in charts:
+        upper, lower = ch["traces"][:2]
+        assert upper[0] == "upper bound" and lower[:2] == ["lower bound", "tonexty"]  # the band between the bounds
+        assert upper[2] == lower[2] > 1  # one look per grade
+        assert len(ch["threshold"]) == 1
+    assert charts[1]["threshold"] == [3.5]  # the pilot gate's "above 3.5"
+    drawn = "[...document.querySelectorAll('#ppi-sequence-paths .ppi-sequence-path')].filter(el => el.querySelector('.main-svg')).length"
+    assert page.evaluate(drawn) == 4  # each chart drew its SVG

@@ -133,17 +133,20 @@ _WHY_NOT = core_select(
     DRAFTS.c.escalated,
     DRAFTS.c.draft_text.is_(None),
     core_select(PLAN.c.draft_id).where(PLAN.c.draft_id == DRAFTS.c.id).exists(),
+    core_select(PLAN.c.closed_reason).where(PLAN.c.draft_id == DRAFTS.c.id).scalar_subquery(),
 ).where(DRAFTS.c.id == bindparam("draft_id"))
 
 
 def not_gradable_reason(*, session: Session, draft_id: int) -> str:
     """Say why `gradable` leaves a draft out of every queue (only asked once IS_GRADABLE said it does)."""
     row = session.connection().execute(_WHY_NOT, {"draft_id": draft_id}).one()
-    run_id, escalated, no_text, drawn = row
+    run_id, escalated, no_text, drawn, closed = row
     if escalated:
         return f"draft {draft_id} is an escalation: there is no draft text to grade"
     if no_text:
         return f"draft {draft_id} is a fallback (no draft was shown, the confidence was too low): there is nothing to grade"
+    if closed is not None:
+        return f"draft {draft_id} is no longer graded: run {run_id} graded until decided and closed ({closed})"
     assert not drawn
     return (
         f"draft {draft_id} was not drawn in run {run_id}'s sample: only the drafts the sample drew are graded, as the "

@@ -160,6 +160,7 @@ class GradingPlan(SQLModel, table=True):
 
     When a run has any row here, only these drafts are gradable, in rank order (webapp.ppi draws
     the sample before grading and writes the plan); a run without rows is graded whole, in case order.
+    A row with `closed_reason` is no longer gradable (a run graded until decided closed before it).
     """
 
     __tablename__: ClassVar[str] = "grading_plan"
@@ -167,3 +168,4 @@ class GradingPlan(SQLModel, table=True):
     draft_id: int = Field(foreign_key="draft.id", primary_key=True, ondelete="CASCADE")
     run_id: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     rank: int
+    closed_reason: str | None = Field(default=None, max_length=200)

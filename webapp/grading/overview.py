@@ -12,7 +12,8 @@ from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.grades import returned_grades
-from webapp.grading.models import Grade, GradingSlot
+from webapp.grading.models import Grade, GradingPlan, GradingSlot
+from webapp.grading.plan import plan_closed_reason
 from webapp.grading.progress import BatchProgress, Pace, batch_progress, grading_pace, waiting_for_grader
 from webapp.grading.queue import BatchFilter, batch_drafts_stmt
 from webapp.grading.skips import skip_counts
@@ -32,6 +33,7 @@ class QueuesView(PageView):
     waiting: int
     my_pace: Pace | None
     team_pace: list[Pace] | None  # the lead sees everyone's pace; a labeler only their own
+    closed: dict[int, str]  # by run: why its remaining drafts are no longer served (graded until decided)
     flash: str | None = None
 
 
@@ -62,7 +64,16 @@ def queues_view(*, session: Session, spec: EvalSpec, principal: Principal) -> Qu
         waiting=waiting_for_grader(session=session, spec=spec, grader_id=me),
         my_pace=next(iter(grading_pace(session=session, grader_ids=[me])), None),
         team_pace=grading_pace(session=session) if principal.has_role("lead") else None,
+        closed=closed_runs(session=session),
     )
+
+
+def closed_runs(*, session: Session) -> dict[int, str]:
+    """Return, by run, why its remaining planned drafts are closed to grading (a run graded until decided closed)."""
+    rows = session.exec(
+        select(GradingPlan.run_id, GradingPlan.closed_reason).where(col(GradingPlan.closed_reason).is_not(None)).distinct()
+    ).all()
+    return {run_id: reason for run_id, reason in rows if reason is not None}
 
 
 # Drafts listed per page of a batch. A run of 1,500 drafts listed whole took ~240 ms to render
@@ -90,6 +101,7 @@ class BatchView(PageView):
     draft_intents: list[str]  # the intent the assistant predicted for the draft
     is_lead: bool
     skips: dict[int, int]
+    closed: str | None  # why the run's remaining drafts are no longer served (graded until decided), else None
     flash: str | None = None
     error: str | None = None
 
@@ -143,6 +155,7 @@ def batch_view(
         draft_intents=sorted({i for i in draft_intents if i}),
         is_lead=is_lead,
         skips=skip_counts(session=session, draft_ids=ids) if is_lead else {},
+        closed=plan_closed_reason(session=session, run_id=batch.run_id),
     )
 
 

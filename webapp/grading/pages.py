@@ -32,6 +32,7 @@ from webapp.grading.grades import save_grade
 from webapp.grading.item import GradingItemView, grading_item, reserve_upcoming
 from webapp.grading.outcome import finalised
 from webapp.grading.overview import batch_view, queues_view
+from webapp.grading.plan import plan_closed_reason
 from webapp.grading.queue import (
     BatchFilter,
     draft_basics,
@@ -72,7 +73,9 @@ def take_next(
     draft = next_item(session=session, spec=spec, grader_id=principal.user_id, batch=batch)
     qs = batch.query_string()
     if draft is None:
-        return redirect_with_flash(request, f"/grading/runs/{run_id}" + (f"?{qs}" if qs else ""), text=BATCH_DONE)
+        closed = plan_closed_reason(session=session, run_id=run_id)
+        text = f"Grading closed: {closed}." if closed else BATCH_DONE
+        return redirect_with_flash(request, f"/grading/runs/{run_id}" + (f"?{qs}" if qs else ""), text=text)
     return see_other(f"/grading/drafts/{draft.id}" + (f"?{qs}" if qs else ""))
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
-from webapp.grading.models import GradingPlan
+from webapp.grading.models import FinalGrade, GradingPlan
 
 
 def add_to_plan(*, session: Session, run_id: int, draft_ids: Sequence[int]) -> int:
@@ -31,3 +31,39 @@ def planned_drafts(*, session: Session, run_id: int) -> list[int] | None:
     """Return the run's planned drafts in grading order, or None when the run has no plan (grade every draft)."""
     rows = session.exec(select(GradingPlan.draft_id).where(GradingPlan.run_id == run_id).order_by(col(GradingPlan.rank))).all()
     return list(rows) or None
+
+
+def reorder_plan(*, session: Session, run_id: int, draft_ids: Sequence[int]) -> None:
+    """Give the run's planned drafts the ranks of their places in `draft_ids` (a run graded until decided: its draw order)."""
+    for rank, draft_id in enumerate(draft_ids):
+        session.execute(
+            update(GradingPlan).where(col(GradingPlan.run_id) == run_id, col(GradingPlan.draft_id) == draft_id).values(rank=rank)
+        )
+    session.flush()
+
+
+def close_plan(*, session: Session, run_id: int, reason: str) -> None:
+    """Close the run's planned drafts without a final grade to grading, with the reason (kept for the page and a refused save).
+
+    Drafts with a final grade stay open so a correction can still re-open a decision.
+    """
+    finals = select(FinalGrade.draft_id)
+    session.execute(
+        update(GradingPlan)
+        .where(col(GradingPlan.run_id) == run_id, col(GradingPlan.draft_id).not_in(finals))
+        .values(closed_reason=reason)
+    )
+    session.flush()
+
+
+def reopen_plan(*, session: Session, run_id: int) -> None:
+    """Open the run's planned drafts to grading again."""
+    session.execute(update(GradingPlan).where(col(GradingPlan.run_id) == run_id).values(closed_reason=None))
+    session.flush()
+
+
+def plan_closed_reason(*, session: Session, run_id: int) -> str | None:
+    """Return why the run's remaining planned drafts are closed to grading, or None when none is."""
+    return session.exec(
+        select(GradingPlan.closed_reason).where(GradingPlan.run_id == run_id, col(GradingPlan.closed_reason).is_not(None)).limit(1)
+    ).first()

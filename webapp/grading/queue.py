@@ -97,8 +97,12 @@ def draft_basics(*, session: Session, draft_id: int) -> tuple[int, float | None]
 
 def gradable(stmt: S) -> S:
     """Keep only drafts with something to grade (escalations and fallbacks carry no draft text), and
-    in a run with a grading plan (a PPI sample) only the drafts the sample drew."""
-    in_plan = core_select(col(GradingPlan.draft_id)).where(col(GradingPlan.draft_id) == Draft.id).exists()
+    in a run with a grading plan (a PPI sample) only the drafts the sample drew and not closed (grade until decided)."""
+    in_plan = (
+        core_select(col(GradingPlan.draft_id))
+        .where(col(GradingPlan.draft_id) == Draft.id, col(GradingPlan.closed_reason).is_(None))
+        .exists()
+    )
     planned_run = core_select(col(GradingPlan.draft_id)).where(col(GradingPlan.run_id) == Draft.run_id).exists()
     return stmt.where(col(Draft.draft_text).is_not(None), col(Draft.escalated).is_(False), in_plan | ~planned_run)
 
@@ -138,7 +142,7 @@ def _planned_ok() -> ColumnElement[bool]:
 
     Both lookups use grading_plan's indexes (primary key draft_id, index on run_id).
     """
-    in_plan = core_select(PLAN.c.draft_id).where(PLAN.c.draft_id == DRAFTS.c.id).exists()
+    in_plan = core_select(PLAN.c.draft_id).where(PLAN.c.draft_id == DRAFTS.c.id, PLAN.c.closed_reason.is_(None)).exists()
     planned_run = core_select(PLAN.c.draft_id).where(PLAN.c.run_id == bindparam("run_id")).exists()
     return in_plan | ~planned_run
 

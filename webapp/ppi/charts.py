@@ -18,6 +18,8 @@ import math
 from webapp.ppi.judge_runs import RunAgreement
 from webapp.ppi.production import WeekQuality
 from webapp.ppi.schemas import EstimatePublic, FigurePublic
+from webapp.ppi.sequence_path import SequencePath
+from webapp.ppi.signals import FIGURE_RANGE
 
 Json = dict[str, object]  # a plotly figure or part of one, JSON-ready
 COLORS = {"value": "#2456c7", "provisional": "#8a94a6", "target": "#17803d", "alert": "#b42318"}
@@ -209,3 +211,40 @@ def agreement_figure(history: list[RunAgreement], titles: dict[str, str]) -> Jso
 def to_json(figure: Json) -> str:
     """Serialize a figure for the page's data-figure attribute (plain floats, strings and None)."""
     return json.dumps(figure, allow_nan=False)
+
+
+def sequence_figure(path: SequencePath) -> Json:
+    """Return one criterion's confidence-sequence path: the band of its bounds per look, the threshold, the decision marked."""
+    x = [p.grades for p in path.points]
+    band = COLORS["value"]
+    traces: list[Json] = [
+        {"type": "scatter", "mode": "lines", "name": "upper bound", "x": x, "y": [p.high for p in path.points],
+         "line": {"color": band, "width": 1}, "hovertemplate": "%{x} grades: upper %{y:.2f}<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "name": "lower bound", "x": x, "y": [p.low for p in path.points],
+         "line": {"color": band, "width": 1}, "fill": "tonexty", "fillcolor": "rgba(36, 86, 199, 0.18)",
+         "hovertemplate": "%{x} grades: lower %{y:.2f}<extra></extra>"},
+    ]
+    if path.verdict is not None and path.decided_grades is not None and path.decided_low is not None and path.decided_high is not None:
+        y = path.decided_low if path.verdict == "pass" else path.decided_high  # the bound that cleared the threshold
+        traces.append({
+            "type": "scatter", "mode": "markers+text", "name": f"decided: {'passes' if path.verdict == 'pass' else 'fails'}",
+            "x": [path.decided_grades], "y": [y], "text": [f"{path.verdict} at {path.decided_grades}"], "textposition": "top right",
+            "marker": {"size": 11, "symbol": "star", "color": COLORS["target"] if path.verdict == "pass" else COLORS["alert"]},
+            "hovertemplate": "decided %{text} grades<extra></extra>",
+        })
+    lo, hi = FIGURE_RANGE[path.key]
+    layout: Json = {
+        "height": 240,
+        "margin": {"l": 50, "r": 10, "t": 30, "b": 45},
+        "title": {"text": path.title, "font": {"size": 13}},
+        "xaxis": {"title": {"text": "final grades so far"}, "rangemode": "tozero"},
+        "yaxis": {"range": [lo, hi], "title": {"text": "bounds"}},
+        "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": path.threshold, "y1": path.threshold,
+                    "line": {"color": COLORS["target"], "dash": "dash", "width": 1.5}}],
+        "annotations": [{"xref": "paper", "x": 1, "y": path.threshold, "yref": "y", "xanchor": "right", "yanchor": "bottom",
+                         "text": f"threshold {path.threshold:g}", "showarrow": False, "font": {"size": 10, "color": COLORS["target"]}}],
+        "showlegend": False,
+        "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",
+        "font": {"family": "system-ui, sans-serif", "color": "#1d2430"},
+    }
+    return {"data": traces, "layout": layout}

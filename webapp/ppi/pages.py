@@ -21,6 +21,7 @@ from webapp.ppi.judge_runs import RunAgreement, agreement_history, judge_runs
 from webapp.ppi.report import run_report
 from webapp.ppi.routes import VIEW_ROLES
 from webapp.ppi.schemas import JudgeRunView, RunReportPublic
+from webapp.ppi.sequence_path import sequence_paths
 from webapp.ppi.views import TITLES, report_public
 from webapp.runs.deps import RunDep
 from webapp.runs.models import Run
@@ -78,6 +79,7 @@ class RunIntervalsView:
     run: Run
     r: RunReportPublic | None
     forest_figure: str | None
+    sequence_figures: list[str]  # one plotly figure JSON per gate criterion: its confidence sequence's path
     can_sample: bool
     error: str | None
     flash: str | None = None  # what a further sample asked for and drew
@@ -94,6 +96,11 @@ def ppi_run_page(
         run=run,
         r=public,
         forest_figure=None if public is None else charts.to_json(charts.forest_figure(public.figures)),
+        sequence_figures=[
+            charts.to_json(charts.sequence_figure(p))
+            for p in sequence_paths(session=session, spec=spec, run_id=stored_id(run.id))
+            if p.points
+        ] if public is not None else [],
         can_sample=principal.has_role("lead"),
         error=(said := flash_context(request))["error"],
         flash=said["flash"],

@@ -392,6 +392,7 @@ def _store_round(
     chosen = [f.draft_id for f, d in zip(facts, drawn, strict=True) if d]
     order = np.random.default_rng([seed, round_no]).permutation(len(chosen))
     add_to_plan(session=session, run_id=run_id, draft_ids=[chosen[k] for k in order])
+    until_decided.sync_queue_order(session=session, run_id=run_id)
     return SampleSummary(
         run_id=run_id,
         round=round_no,

@@ -29,6 +29,7 @@ from sqlmodel import Session, col, select
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.grading.models import FinalGrade
+from webapp.grading.plan import close_plan, reopen_plan, reorder_plan
 from webapp.ppi.models import PpiDecision, PpiDraw, PpiUntilDecided
 from webapp.ppi.report import GateCall, RunReport, decide, run_report
 from webapp.ppi.signals import FIGURE_RANGE
@@ -61,7 +62,15 @@ def set_until_decided(
     row.cap, row.set_by, row.set_at, row.closed_at, row.closed_reason = cap, user_id, now or utcnow(), None, None
     session.add(row)
     session.flush()
+    reopen_plan(session=session, run_id=run_id)
+    sync_queue_order(session=session, run_id=run_id)
     return row
+
+
+def sync_queue_order(*, session: Session, run_id: int) -> None:
+    """Rank a run's grading plan in `draw_order` when the run grades until decided (after the setting and after each further sample)."""
+    if session.exec(select(PpiUntilDecided.id).where(PpiUntilDecided.run_id == run_id)).first() is not None:
+        reorder_plan(session=session, run_id=run_id, draft_ids=draw_order(session=session, run_id=run_id))
 
 
 def new_probabilities_refusal(*, session: Session, run_id: int) -> str | None:
@@ -147,6 +156,7 @@ def _close_if_done(
     if reason is not None:
         setting.closed_at, setting.closed_reason = at, reason
         session.add(setting)
+        close_plan(session=session, run_id=setting.run_id, reason=reason)  # the queue serves none of the rest
     return reason
 
 
