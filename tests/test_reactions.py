@@ -133,6 +133,7 @@ class TestRegistry:
             ("regression.alerts_after_grade", "draft_finalised"),
             ("ppi.sampled_drop_after_check", "run_checked"),
             ("ppi.sampled_drop_after_grade", "draft_finalised"),
+            ("ppi.calls_after_grade", "draft_finalised"),
             ("alerts.notify_regression", "regression_alerts_raised"),
             ("alerts.notify_hallucination", "hallucination_decided"),
             ("alerts.notify_metrics", "metrics_rebuilt"),
@@ -196,4 +197,5 @@ class TestTheJobsLoop:
             (fact,) = s.exec(select(Fact)).all()
             done = reactions.results(session=s, fact_id=int(fact.id or 0))
         # the reactions to a final grade ran (the draft does not exist: nothing to raise)
-        assert done == {"regression.alerts_after_grade": [], "ppi.sampled_drop_after_grade": []}
+        # ppi.calls_after_grade answers None for a draft that is in no sample
+        assert done == {"regression.alerts_after_grade": [], "ppi.sampled_drop_after_grade": [], "ppi.calls_after_grade": None}

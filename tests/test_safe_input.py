@@ -55,7 +55,7 @@ def test_depth_limit_is_exact() -> None:
 
 def test_kb_drafts_and_model_answer_readers_refuse_bombs_and_depth() -> None:
     from webapp.evaluator.support import parse_draft
-    from webapp.kb.service import parse_kb
+    from webapp.kb.records import parse_kb
     from webapp.runs.service import parse_drafts
 
     with pytest.raises(RecordError) as info:

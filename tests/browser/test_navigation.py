@@ -22,7 +22,7 @@ EXPECTED_ROLES = {
     "/evaluator/runs": {"lead", "pm", "ml_lead", "admin"},
     "/datasets": {"lead", "pm", "admin", "labeler"},
     "/kb": _ALL,
-    "/metrics": {"support_lead", "pm", "lead", "admin"},
+    "/metrics": {"support_lead", "pm", "lead", "ml_lead", "admin"},  # issue 41 item 7: the ML lead's nav has Metrics
     "/metrics/hallucinations": {"lead", "support_lead"},
     "/reviews": {"pm", "support_lead"},
     "/gates": {"pm", "support_lead", "lead", "ml_lead", "admin"},

@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 
 from tests.checks.conftest import plan_cases, plan_drafts, plan_kb, routine
 from tests.factories import make_dataset, make_run
-from webapp.app import flows
+from tests.reactions_support import after_run_checked
 from webapp.checks import service as checks_service
 from webapp.checks.cli import check_and_report
 from webapp.core.db import stored_id
@@ -118,7 +118,7 @@ class TestTheAlertReadsTheSetsExamples:
         summary = checks_service.run_summary(session=session, run_id=stored_id(b.id))
         assert (summary.overall.passed, summary.overall.total) == (90, 92)  # the drafts' rate: 97.8%, down 0.2 points
         assert (summary.examples.passing, summary.examples.missing, summary.examples.total) == (90, 8, 100)
-        new = flows.raise_regression_alerts(session=session, spec=spec, run_id=stored_id(b.id))
+        new = after_run_checked(session, spec, stored_id(b.id))  # the check's reactions (regression alerts)
         [alert] = [x for x in new if x.kind == "pass_rate_drop"]  # none on 3c27e1d
         assert alert.evidence["pass_rate"] == pytest.approx(0.90) and alert.evidence["baseline_pass_rate"] == pytest.approx(0.98)
         assert alert.evidence["drop"] == pytest.approx(0.08)

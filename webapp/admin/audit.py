@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from fastapi import HTTPException
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from sqlmodel import Session
 
 from webapp.auth import audit
 from webapp.auth.audit import AUDIT_ACTIONS, AuditFilter, AuditRow
 from webapp.core.csv_export import csv_text
+from webapp.core.timeutil import as_utc
 
 PER_PAGE = 50
 CSV_COLUMNS = ("id", "at", "action", "actor", "credential", "subject", "target", "detail")
@@ -48,6 +49,12 @@ class AuditEventPublic(BaseModel):
     subject_email: str | None
     target: str
     detail: str
+
+    @field_validator("at")
+    @classmethod
+    def _in_utc(cls, value: dt.datetime) -> dt.datetime:
+        # SQLite hands the stored UTC time back naive; the API says it with its offset (RFC 3339 date-time)
+        return as_utc(value)
 
 
 class AuditPagePublic(BaseModel):
