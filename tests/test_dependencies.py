@@ -51,6 +51,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
             "cli_support",
             "config",
             "config_docs",
+            "generated_docs",
             "csv_export",
             "db",
             "domains",

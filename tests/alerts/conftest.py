@@ -11,6 +11,7 @@ import ssl
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -194,3 +195,31 @@ def settings(db_url: str):  # type: ignore[no-untyped-def]
 
     return Settings(database_url=db_url, mode="dev", secret_key=TEST_SECRET, spec=SPEC_PATH, base_url=BASE_URL,
                     alerts_allow_private_targets=True)
+
+
+@contextmanager
+def greeting_listener(greeting: bytes) -> Iterator[int]:
+    """A TCP listener that accepts, sends `greeting` and hangs up."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(greeting)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        yield int(srv.getsockname()[1])
+    finally:
+        stop.set()
+        t.join(timeout=5)
+        srv.close()

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlmodel import Session
 
-from tests.alerts.conftest import BASE_URL, Mailbox, free_port
+from tests.alerts.conftest import BASE_URL, Mailbox, free_port, greeting_listener
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery, targets
@@ -123,45 +121,17 @@ class TestSmtpHost:
 
     def test_closed_port_silent_and_foreign_listeners_read_the_same(self, session: Session) -> None:
         closed_port = free_port()
-        with _listener(b"SSH-2.0-OpenSSH_9.6\r\n") as ssh, _listener(b"HTTP/1.1 400 Bad Request\r\n\r\n") as http:
+        with greeting_listener(b"SSH-2.0-OpenSSH_9.6\r\n") as ssh, greeting_listener(b"HTTP/1.1 400 Bad Request\r\n\r\n") as http:
             answers = [delivery.send_test(_stored_mail(session, "127.0.0.1", p), base_url=BASE_URL, secret_key=TEST_SECRET,
                                           allow_private_targets=True) for p in (closed_port, ssh, http)]
         assert [a.error for a in answers] == [f"could not deliver to 127.0.0.1:{p}" for p in (closed_port, ssh, http)]
         assert all(a.status is None and not a.ok for a in answers)
 
     def test_a_refusal_is_reported_by_its_code_never_the_servers_text(self, session: Session) -> None:
-        with _listener(b"554 5.7.1 internal-relay.corp.example rejects you: see http://wiki.corp/smtp\r\n") as port:
+        with greeting_listener(b"554 5.7.1 internal-relay.corp.example rejects you: see http://wiki.corp/smtp\r\n") as port:
             result = delivery.send_test(_stored_mail(session, "127.0.0.1", port), base_url=BASE_URL, secret_key=TEST_SECRET,
                                         allow_private_targets=True)
         assert (result.ok, result.status, result.error, result.permanent) == (False, 554, "SMTP 554", True)
 
     def test_the_timeout_is_ten_seconds(self) -> None:
         assert delivery.SMTP_TIMEOUT_S == 10.0 and delivery.HTTP_TIMEOUT_S == 10.0
-
-
-@contextmanager
-def _listener(greeting: bytes) -> Iterator[int]:
-    """A TCP listener that accepts, sends `greeting` and hangs up."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen()
-    srv.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(greeting)
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    try:
-        yield int(srv.getsockname()[1])
-    finally:
-        stop.set()
-        t.join(timeout=5)
-        srv.close()

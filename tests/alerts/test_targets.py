@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,7 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from sqlmodel import Session
 
-from tests.alerts.conftest import BASE_URL, Receiver, free_port
+from tests.alerts.conftest import BASE_URL, Receiver, free_port, greeting_listener
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from webapp.alerts import channels as alerts_channels
 from webapp.alerts import delivery, targets
@@ -136,7 +134,7 @@ class TestWhatIsReported:
         assert (result.ok, result.status, result.error) == (False, 500, "HTTP 500")
 
     def test_closed_port_and_a_listener_that_is_no_http_server_read_the_same(self, session: Session) -> None:
-        with _silent_listener() as port:
+        with greeting_listener(b"SSH-2.0-OpenSSH_9.6\r\n") as port:
             not_http = _send(_hook(session, f"http://127.0.0.1:{port}/"), allow=True)
         closed = _send(_hook(session, f"http://127.0.0.1:{free_port()}/"), allow=True)
         assert closed.error == not_http.error == "could not connect to 127.0.0.1"
@@ -148,31 +146,3 @@ class TestWhatIsReported:
         assert r.status_code == 200 and 'class="flash error"' in r.text
         assert f"Test message to {ch.name} failed: url: 127.0.0.1 is a loopback, private" in r.text
         assert receiver.requests == []
-
-
-@contextmanager
-def _silent_listener() -> Iterator[int]:
-    """A TCP listener that accepts, says something that is not HTTP, and hangs up."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen()
-    srv.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = srv.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    try:
-        yield int(srv.getsockname()[1])
-    finally:
-        stop.set()
-        t.join(timeout=5)
-        srv.close()

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from webapp.core.config import PROJECT_ROOT, Settings
+from webapp.core.generated_docs import sync_page
 
 DOC = PROJECT_ROOT / "docs" / "api-reference.md"
 HEAD = """# API reference
@@ -52,18 +53,7 @@ def current() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Write docs/api-reference.md (`--check`: only say whether it is up to date)."""
-    args = sys.argv[1:] if argv is None else argv
-    fresh = current()
-    page = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-    if "--check" in args:
-        if fresh != page:
-            print(f"{DOC.relative_to(PROJECT_ROOT)} is out of date: run python -m webapp.app.api_reference", file=sys.stderr)
-            return 1
-        return 0
-    if fresh != page:
-        DOC.write_text(fresh, encoding="utf-8")
-        print(f"wrote {DOC.relative_to(PROJECT_ROOT)}")
-    return 0
+    return sync_page(DOC, current(), module="webapp.app.api_reference", argv=argv)
 
 
 if __name__ == "__main__":

@@ -67,19 +67,6 @@ class CiVerdict:
         return text + (". Not read here: " + "; ".join(self.not_checked) if self.not_checked else "")
 
 
-def gate_failures(
-    *,
-    summary: RunSummary,
-    spec: EvalSpec,
-    factual: dict[int, str] | None = None,
-    signals: SignalsView = ALL_SIGNALS,
-    eval_set: EvalSetFacts | None = None,
-    drop: DropCheck | None = None,
-) -> list[str]:
-    """Return why a run fails the CI gate (ci_verdict's reasons)."""
-    return ci_verdict(summary=summary, spec=spec, factual=factual, signals=signals, eval_set=eval_set, drop=drop).reasons
-
-
 def ci_verdict(
     *,
     summary: RunSummary,
