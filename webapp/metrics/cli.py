@@ -210,3 +210,4 @@ def rebuild_by_day_cli(*, restart: bool, quiet: bool) -> None:
     resumed = f" (continued an unfinished rebuild after {report.resumed})" if report.resumed else ""
     kept = f"; days before the retention watermark {mark} kept as they were (their events were pruned)" if mark else ""
     typer.echo(f"{report.rows} aggregate rows rebuilt over {report.days} days, {report.relabelled_events} events given a new day{resumed}{kept}")
+    typer.echo(report.hold_summary())
