@@ -278,7 +278,7 @@ class Tally:
     events_duplicate: int = 0
     event_ids: list[str] = field(default_factory=list)  # of the batches the server answered
     events_answered: list[dict[str, object]] = field(default_factory=list)  # those batches' events, for the day's figures
-    last_event_answered: float = 0.0  # time.monotonic() of the last answered batch
+    last_event_answered: dt.datetime | None = None  # when the last answered batch was answered
 
 
 async def timed(tally: Tally, kind: str, client: httpx.AsyncClient, method: str, url: str, **kwargs: object) -> httpx.Response | None:
@@ -425,7 +425,7 @@ async def assistant(
             if r is not None:
                 tally.event_ids.extend(ids)  # acknowledged: each must be stored exactly once
                 tally.events_answered.extend(events)
-                tally.last_event_answered = time.monotonic()
+                tally.last_event_answered = dt.datetime.now(dt.UTC)
                 body = r.json()
                 tally.events_created += int(body["created"])
                 tally.events_duplicate += int(body["duplicate"])
@@ -557,6 +557,17 @@ def drain(url: str, day: dt.date, timeout: float) -> tuple[float, int, int]:
         if (facts == 0 and marks == 0) or time.monotonic() - t0 > timeout:
             return time.monotonic() - t0, facts, marks
         time.sleep(0.5)
+
+
+def last_rebuild(url: str) -> dt.datetime | None:
+    """When the day's figures were last brought up to date: the newest "metrics_rebuilt" fact (recorded by each rebuild pass)."""
+    engine = make_engine(url)
+    try:
+        with Session(engine) as session:
+            at = session.exec(select(func.max(Fact.created_at)).where(Fact.name == "metrics_rebuilt")).one()
+            return None if at is None else as_utc(at)
+    finally:
+        engine.dispose()
 
 
 @dataclass
@@ -762,7 +773,6 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
         client_cpu = time.process_time() - cpu0
         # the server keeps running until its reactions and the day's figures have caught up
         waited, facts_left, marks_left = drain(url, window.day, DRAIN_TIMEOUT_S)
-        caught_up = time.monotonic() - tally.last_event_answered if tally.last_event_answered else 0.0
     finally:
         for proc in procs:
             proc.terminate()
@@ -773,8 +783,11 @@ def run_database(label: str, url: str, args: argparse.Namespace, bounds: tuple[f
     day_events += tally.events_answered
     segments, compared, mismatches = check_day(url, window, day_events)
     print(f"   {elapsed:.1f} s, load average after: {load_average()}, client CPU {client_cpu:.1f} s; server log: {log}")
-    print(f"   after the load: facts settled and the day's figures up to date {waited:.1f} s later "
-          f"({caught_up:.1f} s after the last events batch answered); left: {facts_left} facts, {marks_left} stale marks"
+    rebuilt = last_rebuild(url)
+    lag = (f"{(rebuilt - tally.last_event_answered).total_seconds():.1f} s after the last events batch was answered"
+           if rebuilt and tally.last_event_answered else "no rebuild recorded")
+    print(f"   after the load: every fact settled and the day's figures up to date {waited:.1f} s later "
+          f"(the day's last rebuild: {lag}); left: {facts_left} facts, {marks_left} stale marks"
           + ("   NOT CAUGHT UP" if facts_left or marks_left else ""))
     header = f"   {'request':<46} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
     kinds = sorted(tally.latencies)
