@@ -56,6 +56,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
             "db",
             "domains",
             "facts",
+            "figures",
             "labels",
             "migrations_runner",
             "models",

@@ -143,3 +143,24 @@ def test_the_server_prunes_at_start_up_when_background_jobs_run(session: Session
     finally:
         app.state.engine.dispose()
     assert left == ["l"]
+
+
+def test_settled_facts_past_their_retention_are_pruned_with_their_marks(engine: Engine, session: Session) -> None:
+    """Facts whose reactions are all done go after fact_days; an unsettled one (waiting or failing) never."""
+    from webapp.core.facts import Fact, FactReaction
+    from webapp.ops.retention import prune
+
+    rows = [("old settled", days_ago(31), True), ("old pending", days_ago(90), False), ("young settled", days_ago(29), True)]
+    ids = {}
+    for label, at, settled in rows:
+        fact = Fact(name="run_checked", subject={"run_id": 1}, created_at=at, settled=settled)
+        session.add(fact)
+        session.flush()
+        ids[label] = stored_id(fact.id)
+        session.add(FactReaction(fact_id=ids[label], reaction="r", state="done" if settled else "failed"))
+    session.commit()
+    report = prune(session=session, retention=Retention(fact_days=30), now=NOW)
+    session.commit()
+    assert report.facts == 1
+    assert sorted(stored_id(f.id) for f in session.exec(select(Fact))) == sorted([ids["old pending"], ids["young settled"]])
+    assert sorted(r.fact_id for r in session.exec(select(FactReaction))) == sorted([ids["old pending"], ids["young settled"]])

@@ -190,6 +190,7 @@ def db_prune() -> None:
         f"pruned {report.sessions} expired sessions, {report.login_attempts} sign-in attempts, "
         f"{report.outbox} delivered alert messages, {report.events} events"
         + (f" in {len(report.event_batches)} batches" if len(report.event_batches) > 1 else "")
+        + f", {report.facts} settled facts"
     )
     console.print(retention_line(report.pruned_before))
 

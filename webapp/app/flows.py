@@ -37,6 +37,7 @@ from webapp.metrics.targets import METRIC_LABELS
 from webapp.ppi import charts as ppi_charts
 from webapp.ppi import production as ppi_production
 from webapp.ppi import report as ppi_report
+from webapp.ppi import stored_figures as ppi_stored_figures
 from webapp.regression import drop as regression_drop
 from webapp.regression.alerts import PassRateDifference
 from webapp.regression.case_pair import JudgeLookup
@@ -147,7 +148,7 @@ def production_quality(
     *, session: Session, spec: EvalSpec, start: dt.date, end: dt.date
 ) -> tuple[list[ppi_production.WeekQuality], str]:
     """Return the production weeks overlapping start..end with their quality estimates, and their chart as plotly JSON (metrics may not import ppi)."""
-    weeks = ppi_production.weekly_quality(session=session, spec=spec, start=start, end=end)
+    weeks = ppi_stored_figures.stored_weekly_quality(session=session, spec=spec, start=start, end=end)
     return weeks, ppi_charts.to_json(ppi_charts.quality_figure(weeks, ppi_production.quality_targets(spec)))
 
 
@@ -189,7 +190,7 @@ def firing_alerts(*, session: Session, spec: EvalSpec) -> FiringAlertsView:
     """Return the alerts firing now over all traffic: every online-metric rule and every production week."""
     return count_firing(
         metric_alerts=alert_states.alerts(session=session, spec=spec),
-        quality_weeks=ppi_production.weekly_quality(session=session, spec=spec),
+        quality_weeks=ppi_stored_figures.stored_weekly_quality(session=session, spec=spec),
     )
 
 

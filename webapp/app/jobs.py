@@ -25,7 +25,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
-from webapp.core import facts, reactions
+from webapp.core import facts, figures, reactions
 from webapp.core.db import session_scope
 from webapp.core.domains import domain_modules
 from webapp.core.timeutil import utcnow
@@ -94,6 +94,7 @@ async def run_reactions(app: FastAPI, record: Record | None = None) -> None:
     previous = getattr(app.state, "on_facts", None)
     app.state.on_facts = waker
     facts.set_waker(waker)
+    figures.set_refresh_on_read(False)  # the reactions (and ppi's sweep) refresh stored figures; reads only read them
     last_record = 0.0
     try:
         while True:
@@ -114,6 +115,7 @@ async def run_reactions(app: FastAPI, record: Record | None = None) -> None:
                 await asyncio.wait_for(wake.wait(), timeout=POLL_S)
     finally:
         facts.set_waker(None)
+        figures.set_refresh_on_read(True)
         app.state.on_facts = previous
 
 

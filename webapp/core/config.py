@@ -129,6 +129,9 @@ class Settings(BaseSettings):
     outbox_retention_days: int = Field(
         default=30, ge=1, description="delivered alert messages older than this are pruned; pending and failed ones never"
     )
+    fact_retention_days: int = Field(
+        default=30, ge=1, description="facts whose reactions are all done are pruned this many days after they were recorded; pending ones never"
+    )
     event_retention_days: int = Field(
         default=0,
         ge=0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlmodel import SQLModel
 
 from webapp.core import facts as _facts  # noqa: F401 (facts and their reactions' marks: infrastructure tables)
+from webapp.core import figures as _figures  # noqa: F401 (stored figures: an infrastructure table)
 from webapp.core.domains import domain_modules
 
 

@@ -38,8 +38,9 @@ from webapp.metrics import targets as metrics_targets
 from webapp.metrics.models import Event
 from webapp.ppi.estimator import Estimate
 from webapp.ppi.models import PpiDecision
-from webapp.ppi.report import decide, run_report
+from webapp.ppi.report import decide, stored_sample
 from webapp.ppi.signals import FIGURE_RANGE
+from webapp.ppi.stored_figures import run_figures
 from webapp.ppi.until_decided import open_decisions
 from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
@@ -119,10 +120,23 @@ def ppi_criterion(
 
 
 def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFacts | None:
-    """Return the run's PPI reading for criterion 2, or None when the run has no PPI sample."""
-    report = run_report(session=session, spec=spec, run_id=run_id)
+    """Return the run's PPI reading for criterion 2, or None when the run has no PPI sample.
+
+    The figures are read stored (webapp/ppi/stored_figures.py: a gate page never cross-fits); while
+    a new sample's figures are first computed, every criterion reads as having no estimate yet.
+    """
+    read = run_figures(session=session, spec=spec, run_id=run_id)
+    report = read.value
     if report is None:
-        return None
+        stored = stored_sample(session=session, run_id=run_id) if read.state == "computing" else None
+        if stored is None:
+            return None
+        criteria = tuple(
+            ppi_criterion(c.key, None, t, pending=stored.pending, undrawn=len(stored.ids) - stored.n_drawn)
+            for c in spec.rubric.criteria if (t := gate_threshold(spec, c.key)) is not None
+        )
+        return PpiGradingFacts(run_id, stored.graded, stored.pending, criteria, drafts=len(stored.ids), drawn=stored.n_drawn,
+                               figures_state=read.state)
     criteria = []
     decisions = open_decisions(session=session, run_id=run_id)
     for crit in spec.rubric.criteria:
@@ -133,7 +147,9 @@ def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFac
                     crit.key, fig.estimate if fig else None, threshold, pending=report.pending, undrawn=report.drafts - report.drawn,
                     decision=decisions.get(crit.key),
                 ))
-    return PpiGradingFacts(run_id, report.graded, report.pending, tuple(criteria), drafts=report.drafts, drawn=report.drawn)
+    return PpiGradingFacts(
+        run_id, report.graded, report.pending, tuple(criteria), drafts=report.drafts, drawn=report.drawn, figures_state=read.state
+    )
 
 
 def _plain_label(label: str) -> str:

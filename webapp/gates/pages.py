@@ -97,8 +97,9 @@ def gate_signoff(
     r = run_or_404(session, run)
     try:
         service.sign_off(session=session, spec=spec, gate=gate, run=r, principal=principal, decision=decision, note=note)
-    except service.SignoffConflict as exc:
-        # 409 with the page itself: a replayed form or the loser of simultaneous posts sees who signed
+    except (service.SignoffConflict, service.FiguresUpdating) as exc:
+        # 409 with the page itself: a replayed form or the loser of simultaneous posts sees who signed,
+        # and a sign-off on figures still updating sees why it waits
         return _report_page(request, session, spec, gate=gate, run=r, principal=principal, error=str(exc), status_code=409)
     except service.GateError as exc:
         return redirect_with_flash(request, f"/gates/{gate}?run={quote(r.name)}", text=str(exc), kind="error")

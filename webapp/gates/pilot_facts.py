@@ -10,6 +10,7 @@ from typing import Literal
 from webapp.checks.examples import ExampleStatus, example_status
 from webapp.checks.rules import golden_failures, problems
 from webapp.checks.types import CheckResult
+from webapp.core.figures import FigureState
 from webapp.datasets.mix import DatasetMix
 
 
@@ -139,6 +140,7 @@ class PpiGradingFacts:
     criteria: tuple[PpiCriterionFacts, ...]
     drafts: int = 0  # the run's drafts the sample drew from (0: hand-made facts that do not say)
     drawn: int = 0  # of them, the drafts any round drew
+    figures_state: FigureState = "current"  # the stored PPI figures read: current, updating or computing (webapp.core.figures)
 
     @property
     def page(self) -> str:

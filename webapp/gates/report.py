@@ -6,6 +6,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
+from webapp.core.figures import FigureState
+
 Verdict = Literal["pass", "fail", "incomplete"]
 
 
@@ -41,6 +43,14 @@ class GateReport:
     run_name: str | None
     criteria: list[CriterionResult]
     generated_at: dt.datetime
+    # The stored PPI figures it read (webapp/ppi/stored_figures.py): current, or updating / computing
+    # (grades or draws changed since they were computed): a decision is signed on current figures only.
+    figures_state: FigureState = "current"
+
+    @property
+    def current(self) -> bool:
+        """Tell whether every stored figure it read was computed from the inputs as they are."""
+        return self.figures_state == "current"
 
     @property
     def status(self) -> Verdict:

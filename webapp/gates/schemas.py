@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from webapp.gates.report import CriterionResult, GateReport, Verdict
 from webapp.web.api_schemas import Timestamp
@@ -27,6 +27,10 @@ class GateReportPublic(BaseModel):
     missing: list[str]
     generated_at: Timestamp
     criteria: list[CriterionResult]
+    figures_state: Literal["current", "updating", "computing"] = Field(
+        default="current",
+        description="The stored human-grading figures it read: updating or computing while grades or draws changed since (sign-off waits)",
+    )
 
 
 def gate_report_public(rep: GateReport) -> GateReportPublic:
@@ -39,4 +43,5 @@ def gate_report_public(rep: GateReport) -> GateReportPublic:
         missing=rep.missing,
         generated_at=rep.generated_at.isoformat(),
         criteria=rep.criteria,
+        figures_state=rep.figures_state,
     )

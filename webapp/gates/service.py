@@ -35,6 +35,10 @@ class SignoffConflict(GateError):
     """This person already signed this gate for this run (pages answer 409)."""
 
 
+class FiguresUpdating(GateError):
+    """The report reads stored figures whose inputs changed since they were computed: not signed until they are current (409)."""
+
+
 def today_in(spec: EvalSpec) -> dt.date:
     """Return today's date in the spec's time zone (the same day the metrics pages count to)."""
     return metrics_daily.today_in(spec)
@@ -45,7 +49,7 @@ def pilot_report(*, session: Session, spec: EvalSpec, run: Run) -> GateReport:
     pf = facts.pilot_facts(session=session, spec=spec, run=run)
     results = criteria.pilot_criteria(pf, spec)
     _warn_golden_without_expectations(session=session, spec=spec, run=run, results=results)
-    return GateReport("pilot", run.id, run.name, results, utcnow())
+    return GateReport("pilot", run.id, run.name, results, utcnow(), figures_state=pf.ppi.figures_state if pf.ppi else "current")
 
 
 def _warn_golden_without_expectations(*, session: Session, spec: EvalSpec, run: Run, results: list[CriterionResult]) -> None:
@@ -139,6 +143,12 @@ def sign_off(
     if earlier is not None:
         raise _already_signed(gate, earlier)
     rep = report(session=session, spec=spec, gate=gate, run=run)
+    if not rep.current:
+        # a decision rests on the figures as they are: the reaction recomputes them within seconds
+        raise FiguresUpdating(
+            f"signoff: the {gate} gate's human-grading figures are {rep.figures_state} (grades or draws changed since they "
+            "were computed); sign again in a few seconds, once the report is current"
+        )
     if decision == "go" and not rep.passed:
         raise GateError(f"decision: the {gate} gate does not pass ({rep.status}); only a no-go can be signed")
     row = GateSignoff(

@@ -6,6 +6,9 @@
 - Alert outbox rows delivered (status "sent") more than DRAFTDESK_OUTBOX_RETENTION_DAYS ago
   (default 30). Pending and failed messages are never pruned: they still need attention. The
   ledger of notified transitions (alert_notice) is kept, so nothing is notified twice.
+- Facts (webapp/core/facts.py) settled (every reaction done) more than DRAFTDESK_FACT_RETENTION_DAYS
+  ago (default 30), with their reactions' marks: a settled fact is never read again except to look
+  into what happened. A fact still waiting for a reaction (or failing) is never pruned.
 - Production events of days before a cut-off day, DRAFTDESK_EVENT_RETENTION_DAYS before today in the
   spec's time zone; 0 (the default) keeps them forever. Whole days go (an event of the cut-off day
   is kept, so an event is kept at least that many days and at most one more): a day is either
@@ -40,6 +43,7 @@ from webapp.alerts.models import AlertOutbox
 from webapp.auth.models import LoginAttempt, WebSession
 from webapp.core.config import Settings
 from webapp.core.db import session_scope, table_of
+from webapp.core.facts import Fact, FactReaction
 from webapp.core.timeutil import utcnow
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.metrics.watermark import advance_pruned_before, pruned_before
@@ -60,10 +64,12 @@ class Retention:
     login_attempt_days: int = 30
     outbox_days: int = 30
     event_days: int = 0
+    fact_days: int = 30
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Retention:
-        return cls(settings.login_attempt_retention_days, settings.outbox_retention_days, settings.event_retention_days)
+        return cls(settings.login_attempt_retention_days, settings.outbox_retention_days, settings.event_retention_days,
+                   settings.fact_retention_days)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class PruneReport:
     events: int
     event_batches: tuple[int, ...] = ()
     pruned_before: dt.date | None = None
+    facts: int = 0
 
 
 # Most events deleted per transaction: 0.12-0.18 s of SQLite's write lock per batch (60,000 events
@@ -103,7 +110,12 @@ def prune(*, session: Session, retention: Retention, now: dt.datetime | None = N
             col(AlertOutbox.sent_at) < now - dt.timedelta(days=retention.outbox_days),
         ),
     )
-    return PruneReport(sessions, attempts, outbox, 0)
+    # settled facts (every reaction done) past their retention, with their reactions' marks (the
+    # foreign key cascades on PostgreSQL only: SQLite's are not enforced, so the marks go first)
+    old = select(col(Fact.id)).where(col(Fact.settled).is_(True), col(Fact.created_at) < now - dt.timedelta(days=retention.fact_days))
+    _deleted(conn, delete(FactReaction).where(col(FactReaction.fact_id).in_(old)))
+    facts = _deleted(conn, delete(Fact).where(col(Fact.id).in_(old)))
+    return PruneReport(sessions, attempts, outbox, 0, facts=facts)
 
 
 def event_cutoff(*, retention: Retention, now: dt.datetime, tz: dt.tzinfo) -> dt.date | None:
@@ -145,7 +157,7 @@ def prune_database(
         if n < batch:
             break
     return PruneReport(
-        small.sessions, small.login_attempts, small.outbox, sum(batches), tuple(b for b in batches if b), mark
+        small.sessions, small.login_attempts, small.outbox, sum(batches), tuple(b for b in batches if b), mark, small.facts
     )
 
 

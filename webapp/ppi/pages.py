@@ -18,10 +18,10 @@ from webapp.evaluator.models import EvaluatorRun
 from webapp.evaluator.pages import VIEW_ROLES as EVALUATOR_VIEW_ROLES
 from webapp.ppi import charts, service, until_decided
 from webapp.ppi.judge_runs import RunAgreement, agreement_history, judge_runs
-from webapp.ppi.report import run_report
 from webapp.ppi.routes import VIEW_ROLES
 from webapp.ppi.schemas import JudgeRunView, RunReportPublic
 from webapp.ppi.sequence_path import sequence_paths
+from webapp.ppi.stored_figures import run_figures
 from webapp.ppi.views import TITLES, report_public
 from webapp.runs.deps import RunDep
 from webapp.runs.models import Run
@@ -83,6 +83,7 @@ class RunIntervalsView:
     can_sample: bool
     error: str | None
     flash: str | None = None  # what a further sample asked for and drew
+    figures_state: str = "current"  # current, updating (inputs changed since; shown as they were) or computing (none yet)
 
 
 @router.get("/ppi/runs/{run}", response_class=HTMLResponse)
@@ -90,7 +91,8 @@ def ppi_run_page(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
 ) -> HTMLResponse:
     """Show a run's figures: estimate [95% interval], the judge alone, human grades, gate calls, judge health and what the signals bought."""
-    report = run_report(session=session, spec=spec, run_id=stored_id(run.id))
+    read = run_figures(session=session, spec=spec, run_id=stored_id(run.id))  # stored: the page never cross-fits
+    report = read.value
     public = None if report is None else report_public(report, spec)
     view = RunIntervalsView(
         run=run,
@@ -104,6 +106,7 @@ def ppi_run_page(
         can_sample=principal.has_role("lead"),
         error=(said := flash_context(request))["error"],
         flash=said["flash"],
+        figures_state=read.state,
     )
     return consume_flash(request, render_view(request, "ppi/run.html", view))
 

@@ -358,6 +358,7 @@ class WeekQuality:
     pending: int
     estimate: Estimate | None  # overall quality (mean of the four criteria); None until two drawn drafts have final grades
     criteria: tuple[WeekCriterion, ...] = ()
+    updating: bool = False  # read stored, its inputs changed since (or none stored yet): webapp/ppi/stored_figures.py
 
     @property
     def provisional(self) -> bool:
@@ -456,25 +457,29 @@ def weekly_quality(
             continue
         if (start is not None and iso.end < start) or (end is not None and iso.start > end):
             continue
-        stored = stored_sample(session=session, run_id=row.run_id)
-        estimate, criteria = (None, week_criteria(spec, None)) if stored is None else week_figures(spec, stored)
-        out.append(
-            WeekQuality(
-                week=row.week,
-                start=iso.start,
-                end=iso.end,
-                run_id=row.run_id,
-                run_name=name,
-                drafts=row.drafts_taken,
-                sampled=stored is not None,
-                drawn=0 if stored is None else stored.n_drawn,
-                graded=0 if stored is None else stored.graded,
-                pending=0 if stored is None else stored.pending,
-                estimate=estimate,
-                criteria=criteria,
-            )
-        )
+        out.append(week_quality(session=session, spec=spec, week=row.week, run_id=row.run_id, run_name=name, drafts=row.drafts_taken))
     return out
+
+
+def week_quality(*, session: Session, spec: EvalSpec, week: str, run_id: int, run_name: str, drafts: int) -> WeekQuality:
+    """Compute one production week's quality from its run's stored sample (what webapp/ppi/stored_figures.py stores)."""
+    iso = parse_week(week)
+    stored = stored_sample(session=session, run_id=run_id)
+    estimate, criteria = (None, week_criteria(spec, None)) if stored is None else week_figures(spec, stored)
+    return WeekQuality(
+        week=week,
+        start=iso.start,
+        end=iso.end,
+        run_id=run_id,
+        run_name=run_name,
+        drafts=drafts,
+        sampled=stored is not None,
+        drawn=0 if stored is None else stored.n_drawn,
+        graded=0 if stored is None else stored.graded,
+        pending=0 if stored is None else stored.pending,
+        estimate=estimate,
+        criteria=criteria,
+    )
 
 
 def week_view(w: WeekQuality) -> WeekQualityPublic:
@@ -495,4 +500,5 @@ def week_view(w: WeekQuality) -> WeekQualityPublic:
             for c in w.criteria
         ],
         estimand=WEEK_ESTIMAND,
+        figures_state="updating" if w.updating else "current",
     )

@@ -1,5 +1,6 @@
 """PPI's reactions: the sampled pass-rate drop, re-read when a run is checked or a drawn draft gets its final grade,
-and the anytime-valid calls of a sampled run (issue 43), updated after every final grade.
+the anytime-valid calls of a sampled run (issue 43), updated after every final grade, and the run's stored
+figures (issue 42 item 2, webapp/ppi/stored_figures.py), computed again after a final grade or a drawn sample.
 
 The sampled difference changes with every final grade, so a drop is confirmed the moment the
 grades confirm it, not at the next check. The alert is regression's (raise_sampled_drop); the
@@ -18,7 +19,7 @@ from webapp.core.reactions import FactPublic, Reaction
 from webapp.core.spec import EvalSpec
 from webapp.grading.models import FinalGrade
 from webapp.ppi import report as ppi_report
-from webapp.ppi import until_decided
+from webapp.ppi import stored_figures, until_decided
 from webapp.ppi.models import PpiDraw
 from webapp.regression import alerts as regression_alerts
 from webapp.regression import service as regression_service
@@ -94,8 +95,24 @@ def calls_after_grade(session: Session, spec: EvalSpec, fact: FactPublic) -> Jso
     return {"decided": list(out.decided), "reopened": list(out.reopened), "closed": out.closed_reason}
 
 
+def figures_after_grade(session: Session, spec: EvalSpec, fact: FactPublic) -> JsonValue:
+    """React to "draft_finalised": store the figures of the draft's run (and its production week) again, if it has a sample."""
+    run_id = stored_figures.run_of_draft(session=session, draft_id=int(fact.subject["draft_id"]))
+    if run_id is None:
+        return None
+    return {"run_id": run_id} if stored_figures.refresh_run(session=session, spec=spec, run_id=run_id) else None
+
+
+def figures_after_sample(session: Session, spec: EvalSpec, fact: FactPublic) -> JsonValue:
+    """React to "sample_drawn": store the run's figures (and its production week's) with the new draws."""
+    run_id = int(fact.subject["run_id"])
+    return {"run_id": run_id} if stored_figures.refresh_run(session=session, spec=spec, run_id=run_id) else None
+
+
 REACTIONS: tuple[Reaction, ...] = (
     Reaction(name="ppi.sampled_drop_after_check", fact="run_checked", handle=drop_after_check),
     Reaction(name="ppi.sampled_drop_after_grade", fact="draft_finalised", handle=drop_after_grade),
     Reaction(name="ppi.calls_after_grade", fact="draft_finalised", handle=calls_after_grade),
+    Reaction(name="ppi.figures_after_grade", fact="draft_finalised", handle=figures_after_grade),
+    Reaction(name="ppi.figures_after_sample", fact="sample_drawn", handle=figures_after_sample),
 )

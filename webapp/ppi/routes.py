@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
 from webapp.ppi import production, service
-from webapp.ppi.report import run_report
 from webapp.ppi.schemas import (
     FurtherSampleIn,
     ProductionWeekIn,
@@ -19,6 +18,7 @@ from webapp.ppi.schemas import (
     SamplePublic,
     WeekQualityPublic,
 )
+from webapp.ppi.stored_figures import run_figures, stored_weekly_quality
 from webapp.ppi.views import report_public
 from webapp.runs.deps import RunDep
 from webapp.web.api_docs import error_response
@@ -37,16 +37,24 @@ VIEW_ROLES = ("lead", "pm", "support_lead", "ml_lead", "admin")  # ml_lead: read
         "every draft, people on the sample) and what the judge's signals bought."
     ),
     response_model=RunReportPublic,
-    responses={404: error_response("No such run, or the run has no sample")},
+    responses={404: error_response("No such run, or the run has no sample"),
+               503: error_response("The sample's figures are being computed (Retry-After: seconds)")},
 )
 def api_run_intervals(
-    session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
+    response: Response, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES)), *, run: RunDep
 ) -> RunReportPublic:
-    """Return the run's rubric figures with 95% intervals (judge on every draft, people on the sample), and what the judge's signals bought."""
-    report = run_report(session=session, spec=spec, run_id=stored_id(run.id))
-    if report is None:
+    """Return the run's rubric figures with 95% intervals (judge on every draft, people on the sample), and what the judge's signals bought.
+
+    Read stored (webapp/ppi/stored_figures.py): `figures_state` "updating" when grades or draws
+    changed since they were computed; 503 while a new sample's figures are computed for the first time.
+    """
+    read = run_figures(session=session, spec=spec, run_id=stored_id(run.id))
+    if read.state == "computing":
+        raise HTTPException(status_code=503, detail="run: the sample's figures are being computed; try again in a few seconds",
+                            headers={"Retry-After": "2"})
+    if read.value is None:
         raise HTTPException(status_code=404, detail="run: this run has no human-grading sample")
-    return report_public(report, spec)
+    return report_public(read.value, spec).model_copy(update={"figures_state": read.state})
 
 
 @router.post(
@@ -144,4 +152,4 @@ def api_production_weeks(
     session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*VIEW_ROLES))
 ) -> list[WeekQualityPublic]:
     """Return each production week's human-graded overall quality with its 95% interval, oldest first."""
-    return [production.week_view(w) for w in production.weekly_quality(session=session, spec=spec)]
+    return [production.week_view(w) for w in stored_weekly_quality(session=session, spec=spec)]

@@ -114,6 +114,9 @@ class RunReportPublic(BaseModel):
     figures: list[FigurePublic]
     judge_cost: JudgeCostPublic | None = None
     week: str | None = Field(default=None, description="The production week whose run this is: its figures are those /metrics shows")
+    figures_state: Literal["current", "updating"] = Field(
+        default="current", description="updating: grades or draws changed since these figures were computed (recomputed within seconds)"
+    )
 
 
 RunIntervalsPublic = RunReportPublic  # the name before issue 36
@@ -187,6 +190,9 @@ class WeekQualityPublic(BaseModel):
     high: float | None
     below_target: bool = Field(description="The alert: a final week with a criterion whose 95% upper bound is below the team's target")
     criteria: list[WeekCriterionPublic] = Field(description="Each rubric criterion as the pilot gate reads it, against the team's target")
+    figures_state: Literal["current", "updating"] = Field(
+        default="current", description="updating: grades or draws changed since the week's figures were computed (or none yet)"
+    )
     estimand: Literal["run", "superpopulation"] = Field(
         description="What the interval is about: a week's figure is about drafts like the week's (superpopulation)"
     )

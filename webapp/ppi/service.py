@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
+from webapp.core.facts import record_fact
 from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import FinalGrade, Grade
@@ -388,6 +389,7 @@ def _store_round(
             )
         )
     session.flush()
+    record_fact(session, "sample_drawn", run_id=run_id)  # its figures are computed again (webapp/ppi/reactions.py)
     # The drawn drafts go to the grading queue in a random order (seeded from the same stored seed).
     chosen = [f.draft_id for f, d in zip(facts, drawn, strict=True) if d]
     order = np.random.default_rng([seed, round_no]).permutation(len(chosen))
