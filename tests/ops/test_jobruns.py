@@ -80,7 +80,7 @@ class TestRecordPass:
             try:
                 for _ in range(600):
                     session.expire_all()
-                    if len(session.exec(select(JobRun)).all()) == 4:
+                    if len(session.exec(select(JobRun)).all()) == 5:
                         return
                     await asyncio.sleep(0.1)
                 raise AssertionError("the jobs did not record their first passes")
@@ -94,6 +94,7 @@ class TestRecordPass:
         states = jobruns.job_states(session=session, now=utcnow())
         assert [(s.job, s.failures, s.last_success_at is not None, s.stalled) for s in states] == [
             ("alerts", 0, True, False),
+            ("figures", 0, True, False),
             ("metrics_rebuild", 0, True, False),
             ("reactions", 0, True, False),
             ("retention", 0, True, False),
