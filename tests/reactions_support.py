@@ -23,7 +23,7 @@ def run_pending_reactions(engine: Engine, spec: EvalSpec | None = None) -> react
 def react(session: Session, spec: EvalSpec, fact: FactName | None = None, **subject: int) -> list[RegressionAlert]:
     """Record `fact` (if given), commit the session, run the pending reactions; return the regression alerts they raised.
 
-    What the reaction functions of webapp.app.flows returned when they ran in the request.
+    What the reaction functions (once in webapp.app.flows) returned when they ran in the request.
     """
     if fact is not None:
         record_fact(session, fact, **subject)

@@ -111,7 +111,7 @@ def test_both_helps_load_no_heavy_module() -> None:
     The time is benchmarks/bench_cli_help.py's; what makes it short is that no command module
     imports SQLModel, FastAPI, pandas, the openai SDK... at its top.
     """
-    heavy = ("sqlmodel", "sqlalchemy", "fastapi", "pandas", "scipy", "plotly", "openai", "numpy", "webapp.app.flows")
+    heavy = ("sqlmodel", "sqlalchemy", "fastapi", "pandas", "scipy", "plotly", "openai", "numpy")
     for module in ("webapp.app.cli", "prompt_evaluator.cli"):
         code = (
             f"import sys\nsys.argv = ['x', '--help']\nfrom {module} import main\n"

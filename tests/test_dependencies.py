@@ -3,8 +3,10 @@
 Every module of webapp/ is parsed with `ast`: imports at the top of the file, inside functions,
 under `if TYPE_CHECKING`, and `importlib.import_module("literal")`. Each import must be allowed
 by the layer table below; a failure names the importing file, its line and the rule it breaks.
-webapp/core/domains.py's discovery (routers, commands, cards, demo hooks, models by domain name) is the
-one sanctioned dynamic import; any other non-literal `import_module` fails.
+webapp/core/domains.py's discovery (routers, commands, cards, demo hooks, reactions, hook answers,
+models by domain name) is the one sanctioned dynamic import; any other non-literal `import_module`
+fails. The table is the rules themselves (the chain, what each domain beside it may import, the
+infrastructure and top packages, the entry points' names): there is no list of exceptions.
 """
 
 from __future__ import annotations
@@ -25,101 +27,30 @@ PACKAGE = ROOT / "webapp"
 CHAIN: tuple[str, ...] = ("kb", "datasets", "runs", "checks", "grading", "regression", "gates")
 
 # Domains beside the chain: (the highest chain domain they may import, the side domains they may import).
-# Chain domains never import them, except gates, which reads metrics and survey (SIDE_FOR_CHAIN).
+# Chain domains never import them, except gates, which reads metrics, survey and ppi (SIDE_FOR_CHAIN).
 SIDE: dict[str, tuple[str | None, frozenset[str]]] = {
+    "accounts": (None, frozenset()),  # auth's pages and routes (auth itself is below webapp/web)
     "survey": (None, frozenset()),  # answers of the pilot survey, read by gates
     "metrics": ("kb", frozenset()),  # production events; hallucination flags cite KB revisions
     "evaluator": ("grading", frozenset()),  # prompt-evaluator runs: checks them, agreement with final grades
     "reviews": ("regression", frozenset({"metrics"})),  # PM review of production pairs; adds regression cases
-    "alerts": (
-        "regression",
-        frozenset({"metrics", "ppi"}),
-    ),  # notifies metric, hallucination, regression and weekly-quality alerts
-    "ppi": (
-        "regression",
-        frozenset({"evaluator", "metrics"}),
-    ),  # judge on all drafts + human sample -> intervals
+    "alerts": ("regression", frozenset({"metrics", "ppi"})),  # metric, hallucination, regression, weekly-quality alerts
+    "ppi": ("regression", frozenset({"evaluator", "metrics"})),  # judge on all drafts + human sample -> intervals
 }
 SIDE_FOR_CHAIN: dict[str, frozenset[str]] = {"gates": frozenset({"metrics", "survey", "ppi"})}
 
-# Infrastructure: importable from anywhere; imports only infrastructure and auth (at the bottom too).
-INFRASTRUCTURE: frozenset[str] = frozenset(
-    f"webapp.{package}.{name}"
-    for package, names in {
-        "core": [
-            "blind",
-            "cli_support",
-            "config",
-            "config_docs",
-            "generated_docs",
-            "csv_export",
-            "db",
-            "domains",
-            "facts",
-            "figures",
-            "labels",
-            "migrations_runner",
-            "models",
-            "reactions",
-            "retry_policy",
-            "safe_input",
-            "security",
-            "spec",
-            "textdiff",
-            "timeutil",
-            "units",
-        ],
-        "web": [
-            "api_docs",
-            "api_schemas",
-            "csp",
-            "deps",
-            "flash",
-            "headers",
-            "links",
-            "navigation",
-            "page_view",
-            "request_limits",
-            "serving",
-            "static_assets",
-            "templating",
-        ],
-    }.items()
-    for name in names
-) | {
-    "webapp",
-    "webapp.core",
-    "webapp.web",
-    # A leaf module that lives in a domain package but imports nothing of a domain: the FILE:LINE
-    # record reader of every import.
-    "webapp.datasets.records",
-}
+# Infrastructure, importable from anywhere: webapp/core/ (imports no other package: tests/test_package_graph.py)
+# and webapp/web/ (imports core and auth), and one leaf module of a domain package that imports no domain.
+INFRASTRUCTURE_PACKAGES: frozenset[str] = frozenset({"core", "web"})
+LEAVES: frozenset[str] = frozenset({"webapp.datasets.records"})  # the FILE:LINE record reader of every import
 
-# The contracts a domain's hook modules implement: home.py returns HomeCards, demo.py takes a DemoContext.
-CONTRACTS: dict[str, frozenset[str]] = {
-    "webapp.web.cards": frozenset({"auth"}),
-    "webapp.demo.context": frozenset({"auth", "kb", "datasets", "runs"}),
-}
+# The top gathers every domain and is imported by none: the app shell and the packages over all domains.
+TOP_PACKAGES: frozenset[str] = frozenset({"app", "home", "admin", "demo", "ops"})
 
-# The top: cross-domain reactions, the app, the command line, and the packages that gather every domain.
-FLOWS = "webapp.app.flows"
-APP_MODULES: frozenset[str] = frozenset(
-    {
-        "webapp.app",
-        "webapp.app.main",
-        "webapp.app.cli",
-        "webapp.app.server_cli",
-        "webapp.app.remote_cli",
-        "webapp.app.errors",
-        "webapp.app.warmup",
-        "webapp.app.jobs",
-        "webapp.app.api_reference",
-    }
-)
-APP_PACKAGES: frozenset[str] = frozenset({"home", "admin", "demo", "ops"})
-
-# A domain's entry points: they call its services (and webapp.app.flows after them).
+# A domain's entry points: they call its services; a service never imports one.
 ENTRY_POINTS: frozenset[str] = frozenset({"routes", "pages", "cli", "home", "demo", "background"})
+# Found by name (webapp/core/domains.py) and imported by nobody: a domain's reactions to facts, its answers to hooks.
+REGISTERED: frozenset[str] = frozenset({"reactions", "provides"})
 
 # The one sanctioned dynamic import.
 DISCOVERY = "webapp.core.domains"
@@ -197,64 +128,51 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> tuple[list[Impo
     return found, dynamic
 
 
-def domain_of(module: str) -> str | None:
-    """Return the domain package a module belongs to, or None for infrastructure, contracts and the top."""
-    if module in INFRASTRUCTURE or module in CONTRACTS or module == FLOWS or module in APP_MODULES:
-        return None
+def package_of(module: str) -> str | None:
+    """Return the package of webapp/ a module is in ("runs" for webapp.runs.service), None for webapp itself."""
     parts = module.split(".")
-    if len(parts) >= 2 and (parts[1] in CHAIN or parts[1] in SIDE or parts[1] == "auth"):
-        return parts[1]
-    return None
+    return parts[1] if len(parts) >= 2 else None
+
+
+def is_infrastructure(module: str) -> bool:
+    return module == "webapp" or package_of(module) in INFRASTRUCTURE_PACKAGES or module in LEAVES
 
 
 def is_top(module: str) -> bool:
-    parts = module.split(".")
-    if module in CONTRACTS:
-        return False
-    return module == FLOWS or module in APP_MODULES or (len(parts) >= 2 and parts[1] in APP_PACKAGES)
+    return package_of(module) in TOP_PACKAGES
+
+
+def domain_of(module: str) -> str | None:
+    """Return the domain package a module belongs to, or None for infrastructure and the top."""
+    d = package_of(module)
+    if is_infrastructure(module) or d is None or not (d in CHAIN or d in SIDE or d == "auth"):
+        return None
+    return d
+
+
+def kind_of(module: str) -> str:
+    """Return a module's last name, `<topic>_pages` read as "pages" (a domain's pages split by topic)."""
+    name = module.rsplit(".", 1)[-1]
+    return "pages" if name.endswith("_pages") else name
 
 
 def is_entry(module: str) -> bool:
-    """Tell whether a module is an entry point: named as one, or `<topic>_pages` (a domain's pages split by topic)."""
-    name = module.rsplit(".", 1)[-1]
-    return (name in ENTRY_POINTS or name.endswith("_pages")) and domain_of(module) is not None
+    """Tell whether a module is a domain's entry point (routes, pages, cli, home, demo, background)."""
+    return kind_of(module) in ENTRY_POINTS and domain_of(module) is not None
 
 
 def rule_broken(imp: Import) -> str | None:
     """Return why this import breaks the layering, or None when it is allowed."""
     src, dst = imp.source, imp.target
-    if is_top(src) and src != FLOWS:
-        return None  # the app, the command line, home, admin and demo gather everything
-    if dst in INFRASTRUCTURE:
+    if domain_of(dst) is not None and kind_of(dst) in REGISTERED:
+        return f"{dst} is found by name (webapp/core/domains.py): nothing imports it"
+    if is_top(src):
+        return None  # the app, the command line, home, admin, demo and ops gather everything
+    if is_infrastructure(dst):
         return None
-    if src in INFRASTRUCTURE:
-        if domain_of(dst) == "auth":
-            return None
-        return "infrastructure imports only infrastructure and auth"
-    if src == FLOWS:
-        if is_top(dst) or is_entry(dst):
-            return "webapp.app.flows calls services, never pages, routes, the CLI or the app"
-        return None
-    if dst in CONTRACTS:
-        if src in CONTRACTS:
-            return "a contract imports no other contract"
-        if is_entry(src):
-            return None
-        return "only a domain's home.py / demo.py hooks (and the top) import the hook contracts"
-    if src in CONTRACTS:
-        d = domain_of(dst)
-        if d in CONTRACTS[src] and not is_entry(dst):
-            return None
-        return f"{src} may import only infrastructure and {', '.join(sorted(CONTRACTS[src]))}"
-    if dst == FLOWS:
-        if is_entry(src):
-            return None
-        return (
-            "only routes, pages and the CLI call webapp.app.flows (a service never does: that hides a cycle)"
-        )
+    if is_infrastructure(src):
+        return None if domain_of(dst) == "auth" else "infrastructure imports only infrastructure and auth"
     if is_top(dst):
-        if src.endswith(".cli") and dst in ("webapp.app.main", "webapp.app.cli"):
-            return None  # `draftdesk serve` and `draftdesk demo` build the app
         return f"{dst} is at the top: no domain imports it"
     s, d = domain_of(src), domain_of(dst)
     assert s is not None and d is not None, imp
@@ -286,12 +204,8 @@ class TestLayering:
         assert _find_cycle(graph) == []
 
     def test_every_module_has_a_layer(self) -> None:
-        """A new module of webapp/ lands in a domain, the infrastructure, a contract or the top."""
-        unplaced = [
-            m
-            for m in webapp_modules()
-            if domain_of(m) is None and m not in INFRASTRUCTURE and m not in CONTRACTS and not is_top(m)
-        ]
+        """A new module of webapp/ lands in a domain, the infrastructure or the top (a new package is placed here)."""
+        unplaced = [m for m in webapp_modules() if domain_of(m) is None and not is_infrastructure(m) and not is_top(m)]
         assert unplaced == [], "place these modules in tests/test_dependencies.py and docs/architecture.md"
 
     def test_no_import_goes_upward(self) -> None:
@@ -306,7 +220,7 @@ class TestLayering:
         assert [i.where() for i in dynamic if i.source != DISCOVERY] == []
 
     def test_no_cycle_between_domains(self) -> None:
-        """Domains (every module of each, entry points included, webapp.app.flows and the top aside) form no cycle."""
+        """Domains (every module of each, entry points included, the top aside) form no cycle."""
         found, _ = all_imports()
         edges: dict[tuple[str, str], Import] = {}
         for i in found:
@@ -336,25 +250,47 @@ class TestTheCheckerItself:
             ("webapp.checks.service", "webapp.regression.service", False),  # upward in the chain
             ("webapp.kb.service", "webapp.checks.types", False),
             ("webapp.runs.service", "webapp.grading.models", False),
+            ("webapp.runs.hooks", "webapp.grading.status", False),  # a hook's declaration names no answer
             ("webapp.regression.comparison", "webapp.evaluator.service", False),  # chain -> side
             ("webapp.metrics.pages", "webapp.alerts.outbox", False),  # side -> a side it may not import
-            ("webapp.checks.service", "webapp.app.flows", False),  # a service calling the flows
-            ("webapp.app.flows", "webapp.checks.routes", False),
-            ("webapp.web.templating", "webapp.metrics.daily", False),  # infrastructure -> a domain
-            ("webapp.regression.service", "webapp.checks.routes", False),  # a service -> an entry point
+            ("webapp.metrics.demo", "webapp.runs.demo_context", False),  # metrics may not import runs
+            ("webapp.checks.pages", "webapp.app.main", False),  # a domain -> the top
+            ("webapp.grading.demo", "webapp.demo.context", False),
+            ("webapp.metrics.home", "webapp.home.pages", False),
             ("webapp.runs.service", "webapp.home.pages", False),
+            ("webapp.web.templating", "webapp.metrics.daily", False),  # infrastructure -> a domain
+            ("webapp.web.deps", "webapp.accounts.pages", False),
+            ("webapp.core.db", "webapp.runs.models", False),
+            ("webapp.auth.service", "webapp.accounts.signin", False),  # auth sits below accounts
+            ("webapp.regression.service", "webapp.checks.routes", False),  # a service -> an entry point
+            ("webapp.ppi.reactions", "webapp.regression.reactions", False),  # found by name, imported by nobody
+            ("webapp.app.main", "webapp.grading.provides", False),
             ("webapp.regression.service", "webapp.checks.service", True),
             ("webapp.gates.facts", "webapp.metrics.daily", True),
             ("webapp.alerts.transitions", "webapp.regression.models", True),
-            ("webapp.checks.routes", "webapp.app.flows", True),
-            ("webapp.app.flows", "webapp.alerts.outbox", True),
+            ("webapp.grading.provides", "webapp.runs.hooks", True),  # the answer imports the question
+            ("webapp.regression.pages", "webapp.checks.pages", True),  # an entry point -> a lower one's
+            ("webapp.metrics.demo", "webapp.core.demo_context", True),
             ("webapp.grading.home", "webapp.web.cards", True),
+            ("webapp.accounts.pages", "webapp.web.deps", True),
+            ("webapp.web.deps", "webapp.auth.service", True),
             ("webapp.checks.service", "webapp.core.units", True),
+            ("webapp.checks.service", "webapp.datasets.records", True),  # the leaf
             ("webapp.app.main", "webapp.gates.routes", True),
+            ("webapp.admin.pages", "webapp.runs.hooks", True),
         ],
     )
     def test_each_import_is_allowed_or_breaks_a_rule(self, source: str, target: str, allowed: bool) -> None:
         assert (rule_broken(Import(source, target, PACKAGE / "x.py", 1)) is None) is allowed
+
+    def test_a_forbidden_import_in_a_file_fails_naming_it(self, tmp_path: Path) -> None:
+        """A module that imports upward (here: runs' pages importing grading) is reported at its file and line, with the rule."""
+        probe = tmp_path / "pages.py"
+        probe.write_text("from webapp.core.db import SessionDep\nfrom webapp.grading import status\n")
+        known = {"webapp.grading.status": PACKAGE / "grading" / "status.py"}
+        found, _ = imports_of("webapp.runs.pages", probe, known)
+        broken = [(i.target, i.line, why) for i in found if (why := rule_broken(i))]
+        assert broken == [("webapp.grading.status", 2, "runs may not import grading (it may import: auth, datasets, kb)")]
 
     def test_finds_a_cycle_in_import_order(self) -> None:
         """A cycle is reported along its imports (closed: first node == last); an acyclic graph gives []."""

@@ -96,7 +96,7 @@ class TestABlindGraderSeesACount:
 
     def _reasons(self, session: Session, spec: EvalSpec, golden_fails: bool, graded: bool) -> list[str]:
         from tests.checks.conftest import CURRENT_1042, STALE_3001, good
-        from webapp.app import flows
+        from webapp.checks import hooks as checks_hooks
         from webapp.core.blind import SignalsView
 
         cases = [{"case_id": "g1", "category": "routine", "golden": True}, {"case_id": "r1", "category": "routine"}]
@@ -106,7 +106,7 @@ class TestABlindGraderSeesACount:
         result = checks_service.check_run(session=session, spec=spec, run_id=stored_id(run.id))
         g1 = next(o.draft_id for o in result.summary.outcomes if o.case_id == "g1")
         signals = SignalsView(everything=False, graded=frozenset({g1} if graded else ()))
-        return flows.ci_gate_failures(session=session, spec=spec, summary=result.summary, signals=signals)
+        return checks_hooks.ci_gate_failures(session=session, spec=spec, summary=result.summary, signals=signals)
 
     def test_the_reasons_do_not_depend_on_whether_the_ungraded_golden_draft_fails(self, session: Session, spec: EvalSpec) -> None:
         plan_kb(session)

@@ -20,7 +20,6 @@ from sqlmodel import Session, col, select
 
 from tests.factories import make_dataset, make_judge_score, make_run, make_user
 from tests.grading.conftest import principal_of
-from webapp.app import flows
 from webapp.auth import service as auth_service
 from webapp.auth.models import User
 from webapp.auth.service import Principal
@@ -30,6 +29,8 @@ from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
 from webapp.grading.models import Grade
 from webapp.regression import service as regression_service
+from webapp.regression.judge_scores import judge_scores
+from webapp.runs import hooks as runs_hooks
 from webapp.runs.models import Draft, Run
 
 # What the factories store, written as each surface prints it: confidence with `num` (2 digits) on
@@ -133,12 +134,12 @@ def test_who_is_blind(roles: set[str], blind: bool, spec: EvalSpec, opened: Eval
 def test_signals_view_reads_the_drafts_graded(session: Session, spec: EvalSpec, bw: BlindWorld) -> None:
     p = principal_of(make_user(session, email="view@example.test", roles=["labeler"]), "labeler")
     session.commit()
-    view = flows.signals_view(session=session, spec=spec, principal=p, run_id=bw.run.id)
+    view = runs_hooks.signals_view(session=session, spec=spec, principal=p, run_id=bw.run.id)
     assert view == SignalsView(everything=False, graded=frozenset())
     grade(session, "view@example.test", bw.did("bl-2"))
-    view = flows.signals_view(session=session, spec=spec, principal=p, run_id=bw.run.id)
+    view = runs_hooks.signals_view(session=session, spec=spec, principal=p, run_id=bw.run.id)
     assert view.hides(bw.did("bl-1")) and view.shows(bw.did("bl-2"))
-    assert flows.signals_view(session=session, spec=spec, principal=p, draft_ids=[bw.did("bl-1")]).graded == frozenset()
+    assert runs_hooks.signals_view(session=session, spec=spec, principal=p, draft_ids=[bw.did("bl-1")]).graded == frozenset()
 
 
 # --- the pages and API routes a labeler can open ----------------------------------------------------------
@@ -259,10 +260,10 @@ def test_the_comparisons_judge_scores_follow_the_same_rule(session: Session, spe
     session.commit()
     lead = principal_of(bw.lead, "lead")
     ask = {"run_id": bw.run.id, "draft_id": bw.did("bl-1")}
-    assert flows.judge_scores(session=session, spec=spec, principal=blind)(**ask) == (None, True)  # type: ignore[arg-type]
-    assert flows.judge_scores(session=session, spec=spec, principal=lead)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
+    assert judge_scores(session=session, spec=spec, principal=blind)(**ask) == (None, True)  # type: ignore[arg-type]
+    assert judge_scores(session=session, spec=spec, principal=lead)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
     grade(session, "judge-blind@example.test", bw.did("bl-1"))
-    assert flows.judge_scores(session=session, spec=spec, principal=blind)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
+    assert judge_scores(session=session, spec=spec, principal=blind)(**ask) == ({"judge_zz": 3}, False)  # type: ignore[arg-type]
 
 
 def test_predicted_intent_stays_visible_and_run_aggregates_count_graded_drafts(session: Session, bw: BlindWorld, client_as: Callable[..., TestClient]) -> None:

@@ -17,10 +17,10 @@ from sqlmodel import Session, select
 
 from tests.factories import make_judge_score
 from tests.grading.conftest import FORM, HX, GradingWorld, build_world, grade, post_form
-from webapp.app.flows import JUDGE
 from webapp.auth.models import User
 from webapp.checks.models import DraftCheck
 from webapp.core.spec import EvalSpec
+from webapp.evaluator.provides import JUDGE
 from webapp.grading import pages
 from webapp.grading.adjudication import highlight, list_adjudications
 from webapp.grading.errors import AlreadyGraded, GradeInvalid

@@ -12,9 +12,9 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from webapp.app import flows
 from webapp.core.spec import EvalSpec
 from webapp.gates import service as gates_service
+from webapp.metrics import firing as metrics_firing
 from webapp.ppi.demo import RUN_NAME
 from webapp.runs.models import Run
 
@@ -121,7 +121,7 @@ def test_the_two_bias_figures_agree_in_one_unit(api_as: Clients, client_as: Clie
 
 
 def test_alerts_firing_counts_the_human_quality_alert(session: Session, spec: EvalSpec, client_as: Clients) -> None:
-    firing = flows.firing_alerts(session=session, spec=spec)
+    firing = metrics_firing.firing_alerts(session=session, spec=spec)
     # the demo's week 2026-W46 is below the target on its final sample; no online metric alert fires
     assert firing.quality_weeks == ["2026-W46"] and firing.metrics == [] and firing.count == 1
     lead = client_as("support_lead")

@@ -19,7 +19,6 @@ from sqlmodel import Session, col, select
 
 from tests.factories import make_dataset, make_run
 from tests.reactions_support import after_grading, after_run_checked
-from webapp.app import flows
 from webapp.core.spec import EvalSpec
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.grading.models import FinalGrade
@@ -28,6 +27,7 @@ from webapp.ppi.models import PpiDraw, PpiJudgeScore
 from webapp.ppi.report import pass_rate_difference
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores
 from webapp.regression import alerts, service
+from webapp.regression import hooks as regression_hooks
 from webapp.regression.models import RegressionAlert
 from webapp.runs.models import Draft, Run
 
@@ -162,7 +162,7 @@ class TestDifference:
         # Undecided raises nothing but is listed, and the alerts page shows it with the PPI link.
         assert after_run_checked(session, spec, run.id) == []  # type: ignore[arg-type]
         assert _alerts(session) == []
-        (listed,) = flows.pass_rate_readings(session=session, spec=spec)
+        (listed,) = regression_hooks.pass_rate_readings(session=session, spec=spec)
         assert (listed.run_id, listed.baseline_id, listed.verdict) == (run.id, base.id, "undecided")
         page = client_as("lead").get("/regression/alerts")
         assert page.status_code == 200
@@ -191,7 +191,7 @@ class TestDifference:
         session.commit()
         assert pass_rate_difference(session=session, spec=spec, run_id=plain.id, baseline_id=base.id) is None  # type: ignore[arg-type]
         assert pass_rate_difference(session=session, spec=spec, run_id=base.id, baseline_id=plain.id) is None  # type: ignore[arg-type]
-        assert flows.pass_rate_readings(session=session, spec=spec) == []
+        assert regression_hooks.pass_rate_readings(session=session, spec=spec) == []
 
 
 def _reading(estimate: float, low: float, high: float, pending: int = 0) -> alerts.PassRateDifference:
@@ -274,7 +274,7 @@ class TestAlert:
         run_pass[-1] = None
         base, run = baseline_and_run(session, 50, [True] * 50, run_pass)
         assert after_run_checked(session, spec, run.id) == []  # type: ignore[arg-type]
-        (reading,) = flows.pass_rate_readings(session=session, spec=spec)
+        (reading,) = regression_hooks.pass_rate_readings(session=session, spec=spec)
         assert reading.verdict == "undecided" and reading.pending == 1
         last = session.exec(select(Draft.id).where(Draft.run_id == run.id).order_by(col(Draft.id).desc())).first()
         assert last is not None

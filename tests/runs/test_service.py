@@ -11,13 +11,13 @@ from sqlmodel import Session
 from tests.conftest import SPEC_PATH
 from tests.datasets.helpers import count_rows, invoke, write_jsonl
 from tests.factories import make_dataset, make_run, make_user
-from webapp.app import flows
 from webapp.auth.service import get_user_by_email
 from webapp.core.spec import load_spec
 from webapp.datasets.models import Dataset
 from webapp.datasets.records import RecordError
 from webapp.grading.grades import record_grade
 from webapp.grading.scores import validate_scores
+from webapp.runs import hooks as runs_hooks
 from webapp.runs import service
 from webapp.runs.models import Draft, Run
 from webapp.runs.schemas import DraftPublic
@@ -46,7 +46,7 @@ class TestImportDrafts:
     def test_creates_run_and_drafts(self, session: Session, dataset: Dataset) -> None:
         records = [draft("c1"), draft("c2", draft_text=None, escalated=True, citations=[], confidence=None)]
         records += [draft("c1", sample_index=1), draft("c3", raw_output={"choices": [1]})]
-        result = flows.import_drafts(
+        result = runs_hooks.import_drafts(
             session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m", prompt_version="v3"
         )
         session.commit()
@@ -65,28 +65,28 @@ class TestImportDrafts:
 
     def test_reimport_is_idempotent_and_updates(self, session: Session, dataset: Dataset) -> None:
         records = [draft("c1"), draft("c3")]
-        flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval")
+        runs_hooks.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval")
         session.commit()
-        again = flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
+        again = runs_hooks.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
         assert (again.run_created, again.created, again.updated, again.unchanged) == (False, 0, 0, 2)
         records[1]["confidence"] = 0.5
-        changed = flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
+        changed = runs_hooks.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1")
         session.commit()
         assert (changed.created, changed.updated, changed.unchanged) == (0, 1, 1)
         assert count_rows(session, Draft) == 2 and count_rows(session, Run) == 1
 
     def test_dataset_option_needed_with_several_datasets(self, session: Session, dataset: Dataset) -> None:
-        result = flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
+        result = runs_hooks.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r")
         assert result.run.dataset_id == dataset.id
         make_dataset(session, [{"case_id": "x"}], name="other")
         with pytest.raises(RecordError, match="--dataset"):
-            flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r2")
+            runs_hooks.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r2")
 
     def test_existing_run_over_another_dataset_is_refused(self, session: Session, dataset: Dataset) -> None:
         make_dataset(session, [{"case_id": "c1"}], name="other")
-        flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
+        runs_hooks.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="eval")
         with pytest.raises(RecordError, match="is over dataset"):
-            flows.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="other")
+            runs_hooks.import_drafts(session=session, data=data([draft("c1")]), path="d.jsonl", run_name="r", dataset="other")
 
     @pytest.mark.parametrize(
         ("record", "message"),
@@ -107,7 +107,7 @@ class TestImportDrafts:
     )
     def test_bad_record_names_line(self, session: Session, dataset: Dataset, record, message: str) -> None:  # type: ignore[no-untyped-def]
         with pytest.raises(RecordError) as info:
-            flows.import_drafts(session=session, data=data([draft("c2"), record]), path="d.jsonl", run_name="r", dataset="eval")
+            runs_hooks.import_drafts(session=session, data=data([draft("c2"), record]), path="d.jsonl", run_name="r", dataset="eval")
         assert info.value.line == 2
         assert info.value.message.startswith("record 2: " + message)
 
@@ -115,14 +115,14 @@ class TestImportDrafts:
         for second, message in (("nope", "'nope' is not a case"), ("c1", "appears twice")):
             pair = data([draft("c1"), draft(second)])
             with pytest.raises(RecordError) as info:
-                flows.import_drafts(session=session, data=pair, path="d.jsonl", run_name="r", dataset="eval")
+                runs_hooks.import_drafts(session=session, data=pair, path="d.jsonl", run_name="r", dataset="eval")
             assert info.value.line == 2 and message in info.value.message
 
     def test_bad_line_500_of_600_leaves_nothing(self, session: Session, dataset: Dataset) -> None:
         records = [draft(f"c{i}") for i in range(1, 601)]
         records[499] = draft("c500", confidence="0.9")
         with pytest.raises(RecordError) as info:
-            flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r", dataset="eval")
+            runs_hooks.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r", dataset="eval")
         assert info.value.line == 500
         assert count_rows(session, Run) == 0 and count_rows(session, Draft) == 0
 
@@ -150,14 +150,14 @@ class TestReimportOverGrades:
 
     def test_changed_text_of_graded_drafts_is_refused_and_nothing_written(self, session: Session, dataset: Dataset) -> None:
         records = [draft("c1"), draft("c2"), draft("c3")]
-        flows.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m1")
+        runs_hooks.import_drafts(session=session, data=data(records), path="d.jsonl", run_name="r1", dataset="eval", model="m1")
         _grade(session, "r1", "c1", ["a@example.test", "b@example.test"])
         _grade(session, "r1", "c2", ["a@example.test"])
         session.commit()
         before = _texts(session, "r1")
         changed = [draft("c1", draft_text="New text."), draft("c2", citations=[]), draft("c3", draft_text="Also new.")]
         with pytest.raises(RecordError) as info:
-            flows.import_drafts(session=session, data=data(changed), path="d.jsonl", run_name="r1", model="m2")
+            runs_hooks.import_drafts(session=session, data=data(changed), path="d.jsonl", run_name="r1", model="m2")
         message = info.value.location
         assert message.startswith("d.jsonl:1: ")
         assert "c1 (line 1, 2 grades)" in message and "c2 (line 2, 1 grade)" in message and "c3 (" not in message
@@ -166,7 +166,7 @@ class TestReimportOverGrades:
         assert service.resolve_run(session=session, ref="r1").model == "m1"
         # The same text with other fields changed (latency, confidence) is still imported.
         same_text = [draft("c1", confidence=0.4), draft("c2"), draft("c3", draft_text="Also new.")]
-        result = flows.import_drafts(session=session, data=data(same_text), path="d.jsonl", run_name="r1")
+        result = runs_hooks.import_drafts(session=session, data=data(same_text), path="d.jsonl", run_name="r1")
         assert (result.created, result.updated, result.unchanged) == (0, 2, 1)
         assert _texts(session, "r1")["c3"] == "Also new."
 
@@ -241,11 +241,11 @@ class TestImportDraftsCli:
 class TestDraftsFileFormat:
     def test_only_jsonl(self, session: Session, dataset: Dataset) -> None:
         with pytest.raises(RecordError) as info:
-            flows.import_drafts(session=session, data=b"- case_id: c1\n", path="d.yaml", run_name="r", dataset="eval")
+            runs_hooks.import_drafts(session=session, data=b"- case_id: c1\n", path="d.yaml", run_name="r", dataset="eval")
         assert str(info.value) == "Unsupported drafts file format: .yaml. Supported formats: .jsonl"
 
     def test_run_summary_of_one_run(self, session: Session, dataset: Dataset) -> None:
-        flows.import_drafts(session=session, data=data([draft("c1"), draft("c2", draft_text=None)]), path="a.jsonl", run_name="a", dataset="eval")
-        flows.import_drafts(session=session, data=data([draft("c1")]), path="b.jsonl", run_name="b", dataset="eval")
+        runs_hooks.import_drafts(session=session, data=data([draft("c1"), draft("c2", draft_text=None)]), path="a.jsonl", run_name="a", dataset="eval")
+        runs_hooks.import_drafts(session=session, data=data([draft("c1")]), path="b.jsonl", run_name="b", dataset="eval")
         s = service.run_row(session=session, run=service.resolve_run(session=session, ref="a"))
         assert (s.run.name, s.drafts, s.fallbacks, s.dataset.name) == ("a", 2, 1, "eval")

@@ -10,13 +10,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlmodel import Session
 
 from webapp.admin import audit_pages, service, views
-from webapp.app import flows
 from webapp.auth import service as auth_service
 from webapp.auth.service import AuthError, Principal
 from webapp.core.db import SessionDep
 from webapp.datasets import service as datasets_service
 from webapp.datasets.records import RecordError
 from webapp.kb import sync as kb_sync
+from webapp.runs import hooks as runs_hooks
 from webapp.web.deps import SpecDep, require_role
 from webapp.web.flash import consume_flash, flash_context, redirect_with_flash
 from webapp.web.request_limits import UPLOAD_FILE_LIMIT
@@ -259,7 +259,7 @@ async def admin_import_drafts(
     """Import a run's drafts (all-or-nothing)."""
     try:
         data, filename = await _read_upload(file)
-        result = flows.import_drafts(
+        result = runs_hooks.import_drafts(
             session=session,
             data=data,
             path=filename,

@@ -10,8 +10,8 @@ from sqlmodel import Session, col
 from webapp.alerts import channels, outbox
 from webapp.alerts.models import AlertChannel
 from webapp.core.config import DATA_DIR
+from webapp.core.demo_context import DemoContext
 from webapp.core.spec import EvalSpec
-from webapp.demo.context import DemoContext
 
 DEMO_CHANNEL = "Demo log"
 DEMO_LOG_NAME = "demo-notifications.jsonl"

@@ -1,1 +1,1 @@
-"""The top: the app factory, the command line, background jobs, cross-domain flows and error pages."""
+"""The top: the app factory, the command line, background jobs and error pages."""

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from webapp.app import errors
 from webapp.app.jobs import start_jobs, stop_jobs
 from webapp.auth.oidc import OidcClient, OidcConfig
-from webapp.core import reactions
+from webapp.core import hooks, reactions
 from webapp.core.config import ASSET_ROOT, Settings
 from webapp.core.db import make_engine
 from webapp.core.domains import DOMAINS, domain_modules
@@ -107,6 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.include_router(module.router, include_in_schema=False)
         for module in domain_modules("routes", [domain]):
             app.include_router(module.router, prefix=api_docs.API_PREFIX)
+    hooks.answers()  # every domain's answers to the hooks (webapp/core/hooks.py): one answered twice stops start-up here
     api_docs.install(app)
 
     _install_error_handlers(app)

@@ -1,7 +1,7 @@
 """The CI verdict on a run's checks: the pilot gate's criterion 1 read whole, golden and safety failures, and the plan's drop alert.
 
 One verdict for `draftdesk check`, the run's checks page and the API (all call `ci_verdict` through
-webapp.app.flows). Decisions (docs/checks.md, "The CI verdict"):
+webapp.checks.hooks, answered by regression). Decisions (docs/checks.md, "The CI verdict"):
 - Criterion 1 of the pilot gate is read whole, through the functions the gate itself calls: the set's
   size and its mix against the plan (webapp.checks.examples.set_shortfalls) and the set's examples pass
   rate (webapp.checks.examples, RunSummary.examples). A 97-case set, or an all-routine one, fails here
@@ -31,7 +31,7 @@ EPS = 1e-9  # the pilot gate's tolerance: a rate exactly at the bar meets it
 
 
 class DropCheck(Protocol):
-    """The plan's drop alert as the verdict reads it (webapp.regression.drop.DropReading, passed in by webapp.app.flows)."""
+    """The plan's drop alert as the verdict reads it (webapp.regression.drop.DropReading, passed in by webapp/regression/provides.py)."""
 
     @property
     def fires(self) -> bool: ...
@@ -79,7 +79,7 @@ def ci_verdict(
     """Return the CI verdict on a run: criterion 1 of the pilot gate, golden and safety failures, the drop alert.
 
     `summary` is the whole run's (the verdict is the run's, whoever reads it). `factual` holds the
-    final factual grades by draft id (webapp.app.flows passes grading's in): a golden draft graded
+    final factual grades by draft id (webapp/regression/provides.py passes grading's in): a golden draft graded
     "fail" fails here as on the pilot gate. For a viewer from whom `signals` hides drafts (blind
     grading), golden and safety drafts they have not graded are neither named nor judged: one
     reason counts them, whether they fail or not, so that the verdict says nothing about them; the

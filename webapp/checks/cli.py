@@ -60,13 +60,12 @@ def check_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport:
     The one function behind both (POST /api/v1/runs/{run}/checks and /complete call it), so the
     command line and the team's CI never disagree on a run.
     """
-    from webapp.app import flows
-    from webapp.checks import service
+    from webapp.checks import hooks, service
 
     assert run.id is not None
     result = service.check_run(session=session, spec=spec, run_id=run.id)
     alerts = service.raised_alerts(session=session, spec=spec, result=result)
-    verdict = flows.ci_verdict(session=session, spec=spec, summary=result.summary)
+    verdict = hooks.ci_verdict(session=session, spec=spec, summary=result.summary)
     return CheckReport(run.name, result, alerts, verdict)
 
 
@@ -75,8 +74,7 @@ def stored_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport
 
     The same report as check_verdict's, from the results of the last check (it raises no alert).
     """
-    from webapp.app import flows
-    from webapp.checks import service
+    from webapp.checks import hooks, service
 
     assert run.id is not None
     summary = service.run_summary(session=session, run_id=run.id)
@@ -85,7 +83,7 @@ def stored_verdict(*, session: Session, spec: EvalSpec, run: Run) -> CheckReport
     result = service.RunCheckSummary(
         run_id=run.id, drafts=summary.drafts, kb_version=summary.kb_version or "", checked_at=summary.checked_at, summary=summary
     )
-    return CheckReport(run.name, result, [], flows.ci_verdict(session=session, spec=spec, summary=summary))
+    return CheckReport(run.name, result, [], hooks.ci_verdict(session=session, spec=spec, summary=summary))
 
 
 def report_text(report: CheckReport) -> str:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from webapp.app import flows
 from webapp.auth.service import Principal
-from webapp.checks import service
+from webapp.checks import hooks, service
 from webapp.checks.draft_checks import draft_results
 from webapp.checks.routes import RECHECK_ROLES
 from webapp.checks.views import DraftChecksView, RunChecksView, recheck_notice
 from webapp.core.db import SessionDep, stored_id
+from webapp.runs import hooks as runs_hooks
 from webapp.runs.deps import RunDep
 from webapp.runs.service import DraftNotFound
 from webapp.web.deps import ANY_ROLE, SpecDep, require_role
@@ -31,12 +31,12 @@ def run_checks_page(
 ) -> HTMLResponse:
     """Show a run's pass rates overall, per check, per category and per intent, and its failing drafts."""
     summary = service.run_summary(session=session, run_id=stored_id(run.id))
-    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
+    signals = runs_hooks.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
     seen = service.summary_for_viewer(summary, signals)  # a blind grader's figures: the drafts they graded
     view = RunChecksView(
         run=run,
         s=seen,
-        gate=flows.ci_verdict(session=session, spec=spec, summary=summary, signals=signals),
+        gate=hooks.ci_verdict(session=session, spec=spec, summary=summary, signals=signals),
         can_recheck=principal.has_role(*RECHECK_ROLES),
         can_add_case=principal.has_role(*ADD_CASE_ROLES),
         flash=recheck_notice(summary, bool(request.query_params.get("rechecked"))),
@@ -73,6 +73,6 @@ def draft_checks_page(
         d = draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
+    hidden = runs_hooks.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
     view = DraftChecksView(d=d, hidden=hidden, can_add_case=principal.has_role(*ADD_CASE_ROLES))
     return render_view(request, "checks/draft.html", view, block="results")

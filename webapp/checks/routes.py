@@ -7,10 +7,9 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, HTTPException, Request
 from sqlmodel import Session
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.checks import cli as check_cli
-from webapp.checks import service
+from webapp.checks import hooks, service
 from webapp.checks.draft_checks import DraftChecks, draft_results
 from webapp.checks.schemas import (
     CheckFailure,
@@ -30,6 +29,7 @@ from webapp.checks.schemas import (
 from webapp.core.blind import SignalsView
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
+from webapp.runs import hooks as runs_hooks
 from webapp.runs import pipeline
 from webapp.runs.deps import RunDep
 from webapp.runs.models import Run
@@ -104,7 +104,7 @@ def verdict_links(*, session: Session, base_url: str, run: Run) -> VerdictLinks:
     """Return the absolute links a CI job's summary gives: the run, its comparison with the baseline, its pilot gate."""
     base = base_url.rstrip("/")
     name = quote(run.name, safe="")
-    baseline = flows.baseline_of(session=session, run_id=stored_id(run.id))
+    baseline = hooks.baseline_of(session=session, run_id=stored_id(run.id))
     compare = f"{base}/runs/compare?a={quote(baseline.name, safe='')}&b={name}" if baseline else f"{base}/runs/compare?b={name}"
     return VerdictLinks(run=f"{base}/runs/{name}", compare=compare, gate=f"{base}/gates/pilot?run={name}")
 
@@ -114,9 +114,9 @@ def verdict_payload(
 ) -> RunChecksPublic:
     """Return a run's checks with the CI verdict of `report`; a blind grader's figures and reasons count only drafts they graded."""
     summary = report.result.summary
-    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
+    signals = runs_hooks.signals_view(session=session, spec=spec, principal=principal, run_id=summary.run_id)
     # The viewer's reasons (a blind grader's count only drafts they graded); the verdict is the report's, everyone's.
-    reasons = flows.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals)
+    reasons = hooks.ci_gate_failures(session=session, spec=spec, summary=summary, signals=signals)
     gate = CiGate(passes=not reasons, reasons=reasons, pass_rate_required=spec.gates.pilot.automated_pass_rate)
     blind = any(signals.hides(o.draft_id) for o in summary.outcomes)
     verdict = VerdictPublic(
@@ -243,4 +243,4 @@ def get_draft_checks(
         results = draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    return draft_checks_public(results, flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]))
+    return draft_checks_public(results, runs_hooks.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]))

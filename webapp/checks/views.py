@@ -1,6 +1,6 @@
 """The checks pages' view models: a run's results and one draft's results, each built by a named function.
 
-The pages (webapp.checks.pages) ask webapp.app.flows what the viewer may see (blind grading) and
+The pages (webapp.checks.pages) ask grading (webapp/runs/hooks.py) what the viewer may see (blind grading) and
 the CI gate's reasons, and pass them in.
 """
 
@@ -21,7 +21,7 @@ class RunChecksView:
 
     run: Run
     s: RunSummary  # summary_for_viewer's: a blind grader's figures count only the drafts they graded
-    gate: CiVerdict  # flows.ci_verdict's: what fails, what was read and not, the drop alert's baseline
+    gate: CiVerdict  # hooks.ci_verdict's: what fails, what was read and not, the drop alert's baseline
     can_recheck: bool
     can_add_case: bool
     flash: str | None

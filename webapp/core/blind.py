@@ -5,7 +5,7 @@ output that carries it), the LLM judge's scores and rationale, and the automated
 on that draft. A grader who sees them before grading anchors on them, so they stay hidden from a
 blind viewer until that viewer has graded the draft (`grading.show_model_signals_before_grading`
 in the spec shows them before). Which drafts a viewer has graded is grading's to say: grading's
-`evidence.signals_view` (and `webapp.app.flows.signals_view` for the domains below grading) asks it
+`evidence.signals_view` (and `webapp.runs.hooks.signals_view` for the domains below grading) asks it
 and returns a `SignalsView`; this module holds only the rule, so that every layer can apply it.
 Decisions and reasons: docs/grading.md, "Blind means blind".
 """

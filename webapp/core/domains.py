@@ -15,6 +15,7 @@ from types import ModuleType
 # In the order routers, commands, cards and demo hooks are taken.
 DOMAINS: tuple[str, ...] = (
     "auth",
+    "accounts",  # auth's pages and routes, above webapp/web
     "home",
     "kb",
     "datasets",

@@ -1,9 +1,12 @@
-"""What the demo builder hands to each domain's demo hook.
+"""What the demo builder hands to each domain's demo hook, and the order it calls them in.
 
 The builder (webapp/demo/seed.py) creates users, the KB, the 100-case dataset and the demo run,
 then calls `seed(*, session, spec, ctx)` in `webapp/<domain>/demo.py` for each domain in
 DEMO_HOOK_DOMAINS, in that order, so each domain plants its own demo data (grades, events,
-reviews, survey answers...). Hooks must be deterministic: draw randomness only from ctx.rng.
+reviews, survey answers...). The hooks read `ctx` through the Protocols below them
+(webapp.core.demo_context.DemoContext, webapp.runs.demo_context.RunDemoContext), which this
+dataclass is; nothing below the top imports this module. Hooks must be deterministic: draw
+randomness only from ctx.rng.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ import random
 
 from sqlmodel import Session, col, select
 
-from webapp.app import flows
 from webapp.auth import service as auth_service
 from webapp.core import reactions
 from webapp.core.domains import domain_modules
@@ -21,6 +20,7 @@ from webapp.datasets.models import EvalCase
 from webapp.demo import content as c
 from webapp.demo.context import DEMO_HOOK_DOMAINS, DemoContext
 from webapp.kb import sync as kb_sync
+from webapp.runs import hooks as runs_hooks
 from webapp.runs import service as runs_service
 from webapp.runs.models import Draft, Run
 
@@ -79,7 +79,7 @@ def seed_demo(*, session: Session, spec: EvalSpec, seed: int = 7, hooks: bool = 
     datasets_service.import_dataset(
         session=session, data=content.dataset_jsonl, path=f"{c.DATASET_NAME}.jsonl", name=c.DATASET_NAME
     )
-    flows.import_drafts(
+    runs_hooks.import_drafts(
         session=session,
         data=content.drafts_jsonl,
         path=f"{c.RUN_NAME}.jsonl",

@@ -9,11 +9,11 @@ from fastapi import Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlmodel import Session
 
-from webapp.app.flows import JUDGE
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, id_from_ref
 from webapp.core.spec import EvalSpec
 from webapp.datasets.models import EvalCase
+from webapp.grading import hooks
 from webapp.grading.adjudication import (
     ADJUDICATION_STATES,
     adjudication_queue_view,
@@ -51,7 +51,7 @@ def adjudication_queue(
         principal=principal,
         status=status,
         take=request.query_params.get("take", ""),  # "<adjudication id>:<grade id>": prefill with that grade
-        judge=JUDGE,
+        judge=hooks.judge_lookup(),
     )
     flash = flash_context(request)
     view = replace(view, flash=flash["flash"], error=flash["error"])
@@ -97,7 +97,7 @@ def _refused(
     adj = session.get(Adjudication, adjudication_id)
     if adj is None or adj.status not in ("open", "rework"):
         return redirect_with_flash(request, QUEUE, text=f"Adjudication {adjudication_id}: {message}", kind="error")
-    view = adjudication_queue_view(session=session, spec=spec, principal=principal, status=adj.status, judge=JUDGE)
+    view = adjudication_queue_view(session=session, spec=spec, principal=principal, status=adj.status, judge=hooks.judge_lookup())
     kept: ScoreValues = dict(form.scores_data())
     items = [replace(i, prefill=kept, note=form.note) if i.adj.id == adjudication_id else i for i in view.items]
     view = replace(view, items=items, error=f"Adjudication {adjudication_id}: {message}")

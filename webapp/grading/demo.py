@@ -5,18 +5,19 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from sqlmodel import Session
 
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
-from webapp.demo.context import DemoContext
 from webapp.grading.adjudication import list_adjudications, resolve_adjudication, return_grade
 from webapp.grading.grades import grades_visible_to, record_grade
 from webapp.grading.outcome import finalised
 from webapp.grading.references import approve_reference, save_reference
 from webapp.grading.scores import SCALE_KEYS, Scores, scores_of, validate_scores
+from webapp.runs.demo_context import RunDemoContext
 from webapp.runs.models import Draft
 
 GRADED = 40
@@ -79,7 +80,7 @@ def _pair_scores(rng: random.Random, spec: EvalSpec, *, disagree: bool) -> tuple
     return base, other
 
 
-def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
+def seed(*, session: Session, spec: EvalSpec, ctx: RunDemoContext) -> None:
     """Plant about 40 double-graded drafts, several disagreements (some adjudicated) and golden references."""
     rng = ctx.rng
     alice, bob = ctx.users["labeler"], ctx.users["labeler2"]
@@ -113,7 +114,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
     session.flush()
 
 
-def _settle_some(*, session: Session, spec: EvalSpec, ctx: DemoContext, start: dt.datetime) -> None:
+def _settle_some(*, session: Session, spec: EvalSpec, ctx: RunDemoContext, start: dt.datetime) -> None:
     """The lead settles a few disagreements and sends one grade back; the rest wait in the queue."""
     lead = ctx.users["lead"]
     adjudications = list_adjudications(session=session, status="open")
@@ -145,7 +146,7 @@ def _settle_some(*, session: Session, spec: EvalSpec, ctx: DemoContext, start: d
         )
 
 
-def _golden_references(*, session: Session, ctx: DemoContext, start: dt.datetime) -> None:
+def _golden_references(*, session: Session, ctx: RunDemoContext, start: dt.datetime) -> None:
     """References for the golden cases: written by the labelers, the first ones approved by the lead."""
     alice, bob, lead = ctx.users["labeler"], ctx.users["labeler2"], ctx.users["lead"]
     golden = sorted((c for c in ctx.cases.values() if c.golden), key=lambda c: c.position)
@@ -167,7 +168,7 @@ def _id(row: Any) -> int:
     return int(row.id)
 
 
-def cases_by_pk(cases: dict[str, Any]) -> dict[int, int]:
+def cases_by_pk(cases: Mapping[str, Any]) -> dict[int, int]:
     """Map case primary keys to their position in the dataset."""
     return {c.id: c.position for c in cases.values()}
 

@@ -125,7 +125,7 @@ class JudgeLookup:
     """Where a draft's judge verdict is read: a statement with a `draft_id` parameter returning (scores, rationale).
 
     Grading cannot import the evaluator (it sits above grading): whoever shows signals passes the
-    lookup in (webapp.app.flows.JUDGE). Without one, the signals have no judge.
+    lookup in (webapp.grading.hooks.judge_lookup, answered by the evaluator). Without one, the signals have no judge.
     """
 
     stmt: Executable

@@ -10,12 +10,11 @@ from fastapi.responses import HTMLResponse, Response
 from markupsafe import Markup
 from sqlmodel import Session
 
-from webapp.app.flows import JUDGE
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc
-from webapp.grading import adjudication_pages, reference_pages  # noqa: F401 (their routes join `router`)
+from webapp.grading import adjudication_pages, hooks, reference_pages  # noqa: F401 (their routes join `router`)
 from webapp.grading.errors import GradingError
 from webapp.grading.forms import (
     FACTUAL_KEYS,
@@ -112,7 +111,7 @@ def _item_or_404(
         draft_id=draft_id,
         principal=principal,
         filters=filters,
-        judge=JUDGE,
+        judge=hooks.judge_lookup(),
         saved=saved,
     )
     if view is None:

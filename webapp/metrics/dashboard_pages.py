@@ -2,8 +2,8 @@
 of a range and segment (charts, alerts, streaks, calibration, weekly figures), each part from a named query.
 
 `webapp/metrics/pages.py` answers the requests; this module builds what they render. It is one of the
-domain's pages (it calls webapp.app.flows for the weekly human-graded quality, which metrics may not
-import from ppi).
+domain's pages (it asks ppi for the weekly human-graded quality through webapp/metrics/hooks.py, since
+metrics may not import ppi).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from urllib.parse import urlencode
 
 from sqlmodel import Session
 
-from webapp.app import flows
 from webapp.core.spec import METRIC_NAMES, EvalSpec
-from webapp.metrics import aggregates, alert_states, charts, versions, watermark, weekly
+from webapp.metrics import aggregates, alert_states, charts, hooks, versions, watermark, weekly
 from webapp.metrics import calibration as metrics_calibration
 from webapp.metrics import daily as metrics_daily
+from webapp.metrics import firing as metrics_firing
 from webapp.metrics import streaks as metrics_streaks
 from webapp.metrics import targets as metrics_targets
 from webapp.metrics.background import REBUILD_INTERVAL_S
@@ -128,7 +128,7 @@ class DashboardView:
     figures: dict[str, str]  # metric -> its plotly figure as JSON
     alerts: list[alert_states.AlertStatus]
     alert_by_metric: dict[str, alert_states.AlertStatus]
-    firing: flows.FiringAlertsView  # one count with home's card: the metrics' alerts and the weekly quality alert
+    firing: metrics_firing.FiringAlertsView  # one count with home's card: the metrics' alerts and the weekly quality alert
     changes: list[versions.VersionChange]
     calibration: metrics_calibration.Calibration
     calibration_figure: str
@@ -205,14 +205,14 @@ def dashboard_view(*, session: Session, spec: EvalSpec, start: dt.date, end: dt.
     streaks = metrics_streaks.streaks_from_days(days, spec, window="range", segment=filters)
     gate_streaks = metrics_streaks.pilot_streaks(session=session, spec=spec)
     # human-graded quality of the production weeks overlapping the range (all traffic: the sample is the week's)
-    quality_weeks, quality_json = flows.production_quality(session=session, spec=spec, start=start, end=end)
+    quality_weeks, quality_json = hooks.production_quality(session=session, spec=spec, start=start, end=end)
     pilot = spec.online_metrics.pilot
     return DashboardView(
         start=start, end=end, updating=[d for d in days if d.updating], rebuild_interval=REBUILD_INTERVAL_S,
         pruned_before=watermark.pruned_before(session), query=range_query(start, end, filters), days=days,
         metrics=METRIC_NAMES, labels=metrics_targets.METRIC_LABELS, figures=_metric_figures(h, spec), alerts=h.alerts,
         alert_by_metric={a.metric: a for a in h.alerts},
-        firing=flows.count_firing(metric_alerts=h.alerts, quality_weeks=quality_weeks),
+        firing=metrics_firing.count_firing(metric_alerts=h.alerts, quality_weeks=quality_weeks),
         changes=h.changes, calibration=cal, calibration_figure=charts.to_json(charts.calibration_figure(cal)),
         streaks=streaks, gate_streaks=gate_streaks,
         gate_differs=(gate_streaks.longest, gate_streaks.current) != (streaks.longest, streaks.current),

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlmodel import Session
 
+from webapp.core.demo_context import DemoContext
 from webapp.core.spec import EvalSpec
-from webapp.demo.context import DemoContext
 from webapp.metrics import ingest, stale
 from webapp.metrics import reports as metrics_reports
 

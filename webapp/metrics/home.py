@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.spec import EvalSpec
 from webapp.metrics import daily
+from webapp.metrics import firing as metrics_firing
 from webapp.metrics import reports as metrics_reports
 from webapp.web.cards import HomeCard
 
@@ -16,7 +16,7 @@ def home_cards(*, session: Session, principal: Principal, spec: EvalSpec) -> lis
     """Return what is waiting in online metrics for this principal."""
     cards: list[HomeCard] = []
     if principal.has_role("support_lead", "pm"):
-        firing = flows.firing_alerts(session=session, spec=spec)  # the count /metrics shows too
+        firing = metrics_firing.firing_alerts(session=session, spec=spec)  # the count /metrics shows too
         lag = _lag_note(session)
         if firing.count:
             cards.append(

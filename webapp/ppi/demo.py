@@ -19,12 +19,12 @@ from collections.abc import Callable, Sequence
 from sqlmodel import Session, col, select
 
 from webapp.core.spec import EvalSpec
-from webapp.demo.context import DemoContext
 from webapp.grading.demo import demo_scores
 from webapp.grading.grades import record_grade
 from webapp.ppi.demo_judge import PlantedDraft, plant_draft
 from webapp.ppi.production import create_week_run, week_of
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores, run_sample
+from webapp.runs.demo_context import RunDemoContext
 from webapp.runs.models import Draft, Run
 
 RUN_NAME = "demo-ppi"
@@ -74,14 +74,14 @@ def plant_judged_sample(
     session.flush()
 
 
-def _graders(ctx: DemoContext) -> tuple[int, int]:
+def _graders(ctx: RunDemoContext) -> tuple[int, int]:
     """The two labelers who grade the demo's samples."""
     a, b = ctx.users["labeler"].id, ctx.users["labeler2"].id
     assert a is not None and b is not None
     return a, b
 
 
-def seed(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> None:
+def seed(*, session: Session, spec: EvalSpec, ctx: RunDemoContext) -> None:
     """Create demo-ppi: the demo run's drafts again, judge scores for all, a sample, final grades for most of it."""
     rng = ctx.rng
     # Dated an hour before demo-run-1 so that demo-run-1 stays the newest run (the home page's gate
@@ -128,7 +128,7 @@ PRODUCTION_CAP = 60  # drafts judged per demo week (the setting's default is 100
 PRODUCTION_BUDGET = 25
 
 
-def seed_production_weeks(*, session: Session, spec: EvalSpec, ctx: DemoContext) -> list[str]:
+def seed_production_weeks(*, session: Session, spec: EvalSpec, ctx: RunDemoContext) -> list[str]:
     """Create the demo's production weeks: judged drafts, a sample, planted human grades; return the week labels."""
     rng = ctx.rng
     first = week_of(spec.online_metrics.pilot.start)

@@ -23,9 +23,9 @@ from webapp.ppi import stored_figures, until_decided
 from webapp.ppi.models import PpiDraw
 from webapp.regression import alerts as regression_alerts
 from webapp.regression import service as regression_service
+from webapp.regression.alert_facts import golden_fail_run, raised
 from webapp.regression.alerts import PassRateDifference
 from webapp.regression.models import RegressionAlert
-from webapp.regression.reactions import golden_fail_run, raised
 from webapp.runs.models import Run
 
 _DRAWS = table_of(PpiDraw)

@@ -1,7 +1,7 @@
 """Grade until decided (issue 43): the call updated after every final grade, decisions stored, the run closed once decided.
 
-`on_final_grade` is the one after-final-grade hook (webapp/app/flows.py calls it; it is meant to
-become a reaction run after commit). Decisions (docs/ppi.md, "Grade until decided"):
+`on_final_grade` is the one after-final-grade hook (webapp/ppi/reactions.py calls it, after
+the commit). Decisions (docs/ppi.md, "Grade until decided"):
 - After every final grade of a drawn draft, each gate criterion's call is `webapp.ppi.report.decide`
   on the run's figures, as the gate reads them. A call newly decided is stored (`PpiDecision`)
   with its time, its sequence bounds and the grades it rested on; the gate report shows both.

@@ -124,8 +124,8 @@ def raise_alerts_for_run(
 
     The plan's drop alert reads the set's examples pass rates against the run's baseline (marked, else
     the previous checked run: webapp.regression.drop) and is evaluated on every checked run. `difference` reads the pass-rate difference from the two runs' judge + human samples (the
-    PPI domain, above this one, supplies it through webapp.app.flows); a confirmed drop there raises
-    an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is webapp.app.flows' job
+    PPI domain, above this one, supplies it: webapp/ppi/reactions.py); a confirmed drop there raises
+    an additional alert (evidence method "sample"), whatever the checks say, and vice versa. Notifying is the alerts domain's
     (webapp/regression/reactions.py records "regression_alerts_raised"; alerts react).
     """
     summary = checks_service.run_summary(session=session, run_id=run_id)

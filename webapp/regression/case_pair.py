@@ -72,7 +72,7 @@ def case_pair(
     """Return one case's drafts in both runs side by side, with the judge's scores `judge` lets the viewer see.
 
     The judge's scores belong to the evaluator, beside the chain: the caller passes them in
-    (webapp.app.flows.judge_scores, which keeps them hidden from blind graders).
+    (webapp.regression.judge_scores, which keeps them hidden from blind graders).
     """
     ra, rb = comparable_runs(session, a_id, b_id)
     info, drafts = drafted_cases(session, (a_id, b_id))

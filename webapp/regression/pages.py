@@ -9,12 +9,13 @@ from urllib.parse import quote
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.checks.draft_checks import DraftChecks, draft_results
 from webapp.core.db import SessionDep, stored_id
 from webapp.core.spec import EvalSpec
-from webapp.regression import alerts, case_pair, comparison, drop, service, views
+from webapp.grading import evidence as grading_evidence
+from webapp.regression import alerts, case_pair, comparison, drop, hooks, service, views
+from webapp.regression.judge_scores import judge_scores
 from webapp.regression.routes import (
     ACK_ROLES,
     ADD_ROLES,
@@ -40,7 +41,7 @@ def suite_page(
     latest = None if ref else service.latest_run_id(session=session)
     run = run_or_404(session, ref or str(latest)) if ref or latest is not None else None
     # Blind grading: a case's pass or fail in the run is its drafts' check results (and final grade).
-    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id)) if run else None
+    signals = grading_evidence.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id)) if run else None
     added = request.query_params.get("added", "")
     view = views.suite_view(session=session, spec=spec, run=run, signals=signals, added=added)
     return render_view(request, "regression/index.html", view, block="results")
@@ -71,7 +72,7 @@ def _draft_checks(session: SessionDep, spec: EvalSpec, principal: Principal, dra
         d = draft_results(session=session, draft_id=draft_id)
     except DraftNotFound as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
-    hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
+    hidden = grading_evidence.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
     return d, hidden
 
 
@@ -166,7 +167,7 @@ def compare_case_page(
             a_id=stored_id(ra.id),
             b_id=stored_id(rb.id),
             case_id=case_id,
-            judge=flows.judge_scores(session=session, spec=spec, principal=principal),
+            judge=judge_scores(session=session, spec=spec, principal=principal),
         )
     except service.NotComparable as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
@@ -194,7 +195,7 @@ def alerts_page(
     request: Request, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role(*READ_ROLES))
 ) -> HTMLResponse:
     """List regression alerts, open ones first, with an Acknowledge button for the PM and the lead, and the sampled pass-rate readings."""
-    readings = flows.pass_rate_readings(session=session, spec=spec)
+    readings = hooks.pass_rate_readings(session=session, spec=spec)
     view = views.alerts_view(session=session, spec=spec, can_ack=principal.has_role(*ACK_ROLES), readings=readings)
     return render_view(request, "regression/alerts.html", view, block="results")
 

@@ -7,11 +7,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.csv_export import csv_response
 from webapp.core.db import SessionDep, stored_id
-from webapp.regression import alerts, comparison, service
+from webapp.regression import alerts, comparison, hooks, service
 from webapp.regression.models import RegressionCase
 from webapp.regression.public import alert_public, comparison_public, reading_public, suite_report_public
 from webapp.regression.schemas import (
@@ -205,7 +204,7 @@ def get_alerts(
 ) -> RegressionAlertsPublic:
     """List regression alerts, newest first (`?open=true`: only unacknowledged), and the sampled pass-rate readings."""
     rows = alerts.list_alerts(session=session, open_only=open_only)
-    readings = flows.pass_rate_readings(session=session, spec=spec)
+    readings = hooks.pass_rate_readings(session=session, spec=spec)
     return RegressionAlertsPublic(
         count=len(rows),
         alerts=[alert_public(a, r) for a, r in rows],

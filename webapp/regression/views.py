@@ -1,6 +1,6 @@
 """The regression pages' view models, one per page, each built by a named query function.
 
-The pages (webapp.regression.pages) resolve the request, ask webapp.app.flows what the viewer may see
+The pages (webapp.regression.pages) resolve the request, ask grading what the viewer may see
 (blind grading) and pass it in; these functions read the database and return the typed view the
 template renders (webapp.web.templating.render_view).
 """

@@ -8,8 +8,8 @@ import re
 from sqlmodel import Session
 
 from webapp.core.db import stored_id
+from webapp.core.demo_context import DemoContext
 from webapp.core.spec import EvalSpec
-from webapp.demo.context import DemoContext
 from webapp.reviews import cadence, service
 from webapp.reviews.models import CadenceReview
 

@@ -45,10 +45,10 @@ def register(app: typer.Typer, import_app: typer.Typer) -> None:
         """Import a run's drafts (one transaction; the same file again changes nothing)."""
         try:
             data = read_file(file)
-            from webapp.app import flows
+            from webapp.runs import hooks as runs_hooks
 
             with cli_session() as session:
-                result = flows.import_drafts(
+                result = runs_hooks.import_drafts(
                     session=session,
                     data=data,
                     path=str(file),

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
 from starlette.convertors import Convertor, register_url_convertor
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.blind import SignalsView
 from webapp.core.db import SessionDep, stored_id
@@ -16,7 +15,7 @@ from webapp.datasets import service as datasets_service
 from webapp.datasets.models import Dataset, EvalCase
 from webapp.kb import service as kb_service
 from webapp.kb.service import CitedRevision
-from webapp.runs import service
+from webapp.runs import hooks, service
 from webapp.runs.deps import RunDep
 from webapp.runs.models import Draft, Run
 from webapp.web.deps import ANY_ROLE, SpecDep, require_role
@@ -100,7 +99,7 @@ def run_detail(
     view = RunDetailView(
         run=run,
         summary=service.run_row(session=session, run=run),
-        signals=flows.signals_view(session=session, spec=spec, principal=principal, run_id=run_id),
+        signals=hooks.signals_view(session=session, spec=spec, principal=principal, run_id=run_id),
         drafts=service.list_drafts(
             session=session, run_id=run_id, category=category, intent=intent, draft_intent=draft_intent, golden=golden
         ),
@@ -138,6 +137,6 @@ def draft_detail(
         raise HTTPException(status_code=404, detail=str(exc)) from None
     cited = kb_service.cited_revisions(session=session, citations=draft.citations)
     dataset = datasets_service.get_dataset(session=session, ref=case.dataset_id)
-    hidden = flows.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
+    hidden = hooks.signals_view(session=session, spec=spec, principal=principal, draft_ids=[draft_id]).hides(draft_id)
     view = DraftDetailView(draft=draft, case=case, run=run, cited=cited, dataset=dataset, signals_hidden=hidden)
     return render_view(request, "runs/draft.html", view)

@@ -268,7 +268,7 @@ def add_drafts(
 ) -> DraftBatchResult:
     """Store a batch of draft records in an open run, all or nothing; the same drafts again count as unchanged.
 
-    `grade_counts` is grading's (webapp.app.flows.grade_counts): a graded draft keeps its text and
+    `grade_counts` is grading's (webapp.runs.hooks.grade_counts): a graded draft keeps its text and
     citations even with `replace`. Two identical batches at once store once: the second's inserts
     hit the drafts' unique key, and it reads the batch again as unchanged.
     """

@@ -7,10 +7,9 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Response
 from pydantic import JsonValue
 
-from webapp.app import flows
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
-from webapp.runs import pipeline, service
+from webapp.runs import hooks, pipeline, service
 from webapp.runs.deps import RunDep
 from webapp.runs.schemas import DraftBatchPublic, DraftPublic, RunCreate, RunDraftsPublic, RunPublic
 from webapp.web.api_docs import error_response
@@ -61,7 +60,7 @@ def api_run_drafts(
     rows = service.list_drafts(
         session=session, run_id=stored_id(run.id), category=category, intent=intent, draft_intent=draft_intent
     )
-    signals = flows.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id))
+    signals = hooks.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id))
     return RunDraftsPublic(
         run=RunPublic.of(service.run_row(session=session, run=run)),
         drafts=[DraftPublic.of(row.draft, row.case, signals_hidden=signals.hides(stored_id(row.draft.id))) for row in rows],
@@ -144,7 +143,7 @@ def api_add_drafts(
     """Store a batch of the pipeline's drafts in a run, all or nothing."""
     try:
         done = pipeline.add_drafts(
-            session=session, run=run, records=list(records), replace=replace, grade_counts=flows.grade_counts
+            session=session, run=run, records=list(records), replace=replace, grade_counts=hooks.grade_counts
         )
     except pipeline.BatchTooLarge as exc:
         raise HTTPException(status_code=413, detail=str(exc)) from None

@@ -200,7 +200,7 @@ def parse_drafts(data: bytes, *, path: str) -> list[DraftRecord]:
 
 
 # How many grades each of these drafts has (drafts without grades may be left out). Grades belong to
-# the grading domain, above runs: webapp.app.flows.import_drafts passes grading's count in.
+# the grading domain, above runs: webapp.runs.hooks.import_drafts passes grading's count in.
 GradeCounts = Callable[[Session, list[int]], dict[int, int]]
 
 
@@ -261,7 +261,7 @@ def import_drafts(
 ) -> DraftImportResult:
     """Import a drafts JSONL into the run `run_name` (created if new) in one transaction.
 
-    `grade_counts` says which drafts have grades (webapp.app.flows.import_drafts passes grading's).
+    `grade_counts` says which drafts have grades (webapp.runs.hooks.import_drafts passes grading's).
 
     Drafts are keyed by (case_id, sample_index): importing the same file twice changes nothing;
     a later file replaces the drafts it names, except the text or citations of a graded draft (refused). A new run needs its dataset: `dataset` (name or

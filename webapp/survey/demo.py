@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
+from webapp.core.demo_context import DemoContext
 from webapp.core.spec import EvalSpec
-from webapp.demo.context import DemoContext
 from webapp.survey import service
 
 COMMENTS = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
+from webapp.accounts.schemas import WhoamiPublic
 from webapp.auth.models import EXTRA_SCOPES
-from webapp.auth.schemas import WhoamiPublic
 from webapp.auth.service import Principal
 from webapp.web.deps import ANY_ROLE, RoleCheck
 

@@ -8,10 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
-from webapp.auth import oidc_pages, service
+from webapp.accounts import oidc_pages
+from webapp.accounts.signin import client_ip, safe_next, signed_in
+from webapp.auth import service
 from webapp.auth.oidc import OidcClient
 from webapp.auth.service import Principal
-from webapp.auth.signin import client_ip, safe_next, signed_in
 from webapp.core.config import Settings
 from webapp.core.db import SessionDep
 from webapp.core.security import (

@@ -9,16 +9,16 @@ from typing import Annotated
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
+from webapp.accounts.signin import client_ip, safe_next, signed_in
 from webapp.auth import oidc_accounts
 from webapp.auth.oidc import CALLBACK_PATH, OidcClient, OidcRefused, nonce_for
-from webapp.auth.signin import client_ip, safe_next, signed_in
 from webapp.core.config import Settings
 from webapp.core.db import SessionDep
 from webapp.web.deps import request_now
 from webapp.web.templating import render_view
 
 router = APIRouter()
-log = logging.getLogger(__name__)
+log = logging.getLogger("webapp.auth.oidc_pages")  # the name docs/deployment.md tells operators to look for, kept by the move
 
 OIDC_COOKIE = "dd_oidc"
 OIDC_COOKIE_PATH = "/login/oidc"
