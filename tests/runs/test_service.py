@@ -184,7 +184,7 @@ class TestQueries:
         assert [r.case.case_id for r in service.list_drafts(session=session, run_id=run.id, category="safety")] == ["b"]
         d, c, r = service.get_draft(session=session, draft_id=service.list_drafts(session=session, run_id=run.id)[0].draft.id)
         assert (c.case_id, r.name) == ("a", "r1")
-        pub = DraftPublic.of(d, c).model_dump()
+        pub = DraftPublic.of_case(d, c).model_dump()
         assert pub["case_id"] == "a" and pub["id"] == d.id and pub["draft_text"] == "x"
 
     def test_intent_is_the_cases_and_draft_intent_the_drafts(self, session: Session) -> None:

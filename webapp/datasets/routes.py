@@ -9,7 +9,7 @@ from webapp.core.db import SessionDep
 from webapp.datasets import service
 from webapp.datasets.pages import DATASET_ROLES
 from webapp.datasets.records import RecordError
-from webapp.datasets.schemas import DatasetImportPublic, DatasetPublic, DatasetUpload, dataset_public
+from webapp.datasets.schemas import DatasetImportPublic, DatasetPublic, DatasetUpload
 from webapp.web.api_docs import error_response
 from webapp.web.deps import SpecDep, require_pipeline, require_role
 from webapp.web.request_limits import UPLOAD_BODY_LIMIT
@@ -28,7 +28,7 @@ router = APIRouter(tags=["datasets"])
 )
 def api_datasets(session: SessionDep, principal: Principal = Depends(require_role(*DATASET_ROLES))) -> list[DatasetPublic]:
     """List every dataset version: name, version, hash, format, case count, import time."""
-    return [dataset_public(d) for d in service.list_datasets(session=session)]
+    return [DatasetPublic.of(d) for d in service.list_datasets(session=session)]
 
 
 @router.post(
@@ -58,6 +58,4 @@ def api_import_dataset(
     except RecordError as exc:
         raise HTTPException(status_code=422, detail=exc.location) from None
     response.status_code = 201 if result.created else 200
-    return DatasetImportPublic(
-        dataset=dataset_public(result.dataset), created=result.created, message=result.message, warnings=result.warnings
-    )
+    return DatasetImportPublic.of(result)

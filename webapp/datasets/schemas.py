@@ -6,30 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from webapp.core.db import stored_id
-from webapp.core.timeutil import as_utc
-from webapp.datasets.models import Dataset, DatasetBase
+from webapp.core.public import PublicModel
+from webapp.datasets.models import DatasetBase
 from webapp.web.api_schemas import Timestamp
 
 
-class DatasetPublic(DatasetBase):
+class DatasetPublic(DatasetBase, PublicModel):
     """A dataset version: name, version, hash, format, case count, import time."""
 
     id: int
     imported_at: Timestamp
-
-
-def dataset_public(d: Dataset) -> DatasetPublic:
-    """Return a dataset version as the JSON API shows it (import time in UTC, ISO 8601)."""
-    return DatasetPublic(
-        id=stored_id(d.id),
-        name=d.name,
-        version=d.version,
-        sha256=d.sha256,
-        format=d.format,
-        count=d.count,
-        imported_at=as_utc(d.imported_at).isoformat(),
-    )
 
 
 class DatasetUpload(BaseModel):
@@ -40,7 +26,7 @@ class DatasetUpload(BaseModel):
     content: str = Field(description="The file's text (UTF-8), exactly as `draftdesk import dataset FILE` would read it")
 
 
-class DatasetImportPublic(BaseModel):
+class DatasetImportPublic(PublicModel):
     """What importing a dataset did: the version it made or found, and how the file departs from the plan."""
 
     dataset: DatasetPublic

@@ -30,6 +30,7 @@ from webapp.grading.errors import (
 from webapp.grading.models import (
     Adjudication,
     Grade,
+    GradeAction,
     GradeChange,
 )
 from webapp.grading.outcome import evaluate_draft
@@ -79,7 +80,7 @@ def add_history(
     session: Session,
     grade: Grade,
     by: int,
-    action: str,
+    action: GradeAction,
     before: ScoreValues | None,
     comment: str | None,
     now: dt.datetime,

@@ -4,12 +4,19 @@ adjudications, and versioned reference responses."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
-from sqlmodel import Field, SQLModel
+from sqlmodel import AutoString, Field, SQLModel
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
+
+# The states and kinds grading stores, as strings in their columns (the attribute is typed, the column is text).
+FactualVerdict = Literal["pass", "fail"]
+GradeStatus = Literal["submitted", "returned"]
+GradeAction = Literal["create", "revise", "return"]
+AdjudicationStatus = Literal["open", "rework", "resolved", "dissolved"]
+FinalSource = Literal["agreement", "adjudication"]
 
 
 class Grade(SQLModel, table=True):
@@ -26,13 +33,13 @@ class Grade(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     draft_id: int = Field(foreign_key="draft.id", index=True, ondelete="CASCADE")
     grader_id: int = Field(foreign_key="app_user.id")
-    factual_accuracy: str = Field(max_length=4)  # pass | fail
+    factual_accuracy: FactualVerdict = Field(sa_type=AutoString(length=4))
     citation_relevance: int
     tone: int
     completeness: int
     rationale: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     unsupported_claim: str | None = Field(default=None, sa_column=Column(Text))
-    status: str = Field(default="submitted", max_length=12)  # submitted | returned
+    status: GradeStatus = Field(default="submitted", sa_type=AutoString(length=12))
     return_comment: str | None = Field(default=None, sa_column=Column(Text))
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     updated_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
@@ -46,7 +53,7 @@ class GradeChange(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     grade_id: int = Field(foreign_key="grade.id", index=True, ondelete="CASCADE")
     changed_by: int = Field(foreign_key="app_user.id")
-    action: str = Field(max_length=12)  # create | revise | return
+    action: GradeAction = Field(sa_type=AutoString(length=12))
     before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     after: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     comment: str | None = Field(default=None, sa_column=Column(Text))
@@ -82,7 +89,7 @@ class Adjudication(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
-    status: str = Field(default="open", max_length=12, index=True)  # open | rework | resolved | dissolved
+    status: AdjudicationStatus = Field(default="open", sa_type=AutoString(length=12), index=True)
     reasons: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     note: str | None = Field(default=None, sa_column=Column(Text))
     opened_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
@@ -97,11 +104,11 @@ class FinalGrade(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
-    factual_accuracy: str = Field(max_length=4)
+    factual_accuracy: FactualVerdict = Field(sa_type=AutoString(length=4))
     citation_relevance: float
     tone: float
     completeness: float
-    source: str = Field(max_length=12)  # agreement | adjudication
+    source: FinalSource = Field(sa_type=AutoString(length=12))
     decided_by: int | None = Field(default=None, foreign_key="app_user.id")
     note: str | None = Field(default=None, sa_column=Column(Text))
     decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
@@ -133,7 +140,7 @@ class ReferenceGrade(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     reference_id: int = Field(foreign_key="reference_version.id", index=True, ondelete="CASCADE")
     grader_id: int = Field(foreign_key="app_user.id")
-    factual_accuracy: str = Field(max_length=4)
+    factual_accuracy: FactualVerdict = Field(sa_type=AutoString(length=4))
     citation_relevance: int
     tone: int
     completeness: int

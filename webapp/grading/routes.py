@@ -19,6 +19,7 @@ from webapp.grading.grades import grade_history, grades_visible_to, record_grade
 from webapp.grading.outcome import finalised
 from webapp.grading.queue import BatchFilter, next_item
 from webapp.grading.schemas import (
+    AdjudicationFilter,
     AdjudicationPublic,
     AdjudicationsPublic,
     AgreementPublic,
@@ -195,13 +196,13 @@ def take_next(
 )
 def adjudications(
     session: SessionDep,
-    status: Literal["open", "rework", "resolved", "dissolved", "all"] = Query("open"),
+    status: AdjudicationFilter = Query("open"),
     principal: Principal = Depends(LEAD),
 ) -> AdjudicationsPublic:
     """List adjudications by status, with both grades side by side."""
     items = list_adjudications(session=session, status=None if status == "all" else status)
     out = [
-        AdjudicationPublic.of(adj, grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal))
+        AdjudicationPublic.of(adj, grades=grades_visible_to(session=session, draft_id=adj.draft_id, principal=principal))
         for adj in items
     ]
     return AdjudicationsPublic(status=status, items=out)

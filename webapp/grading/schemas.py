@@ -6,72 +6,39 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from webapp.core.timeutil import as_utc
-from webapp.grading.models import Adjudication, FinalGrade, Grade, GradeChange
+from webapp.core.public import PublicModel
+from webapp.grading.models import AdjudicationStatus, FactualVerdict, FinalSource, GradeAction, GradeStatus
 from webapp.web.api_schemas import Timestamp
 
 
-class GradePublic(BaseModel):
+class GradePublic(PublicModel):
     """One grader's scores of one draft."""
 
     id: int
     draft_id: int
     grader_id: int
-    factual_accuracy: str
+    factual_accuracy: FactualVerdict
     citation_relevance: int
     tone: int
     completeness: int
     rationale: str
     unsupported_claim: str | None
-    status: str
+    status: GradeStatus
     return_comment: str | None
     created_at: Timestamp
     updated_at: Timestamp
 
-    @classmethod
-    def of(cls, grade: Grade) -> GradePublic:
-        """Return the grade as the API answers it."""
-        assert grade.id is not None
-        return cls(
-            id=grade.id,
-            draft_id=grade.draft_id,
-            grader_id=grade.grader_id,
-            factual_accuracy=grade.factual_accuracy,
-            citation_relevance=grade.citation_relevance,
-            tone=grade.tone,
-            completeness=grade.completeness,
-            rationale=grade.rationale,
-            unsupported_claim=grade.unsupported_claim,
-            status=grade.status,
-            return_comment=grade.return_comment,
-            created_at=as_utc(grade.created_at).isoformat(),
-            updated_at=as_utc(grade.updated_at).isoformat(),
-        )
 
-
-class GradeChangePublic(BaseModel):
+class GradeChangePublic(PublicModel):
     """An entry of a grade's history: who changed it, when, and its scores before and after."""
 
     grade_id: int
-    action: str
+    action: GradeAction
     changed_by: int
     changed_at: Timestamp
     before: dict[str, object] | None  # JSON column: the scores before the change
     after: dict[str, object] | None  # JSON column: the scores after it
     comment: str | None
-
-    @classmethod
-    def of(cls, change: GradeChange) -> GradeChangePublic:
-        """Return the history entry as the API answers it."""
-        return cls(
-            grade_id=change.grade_id,
-            action=change.action,
-            changed_by=change.changed_by,
-            changed_at=as_utc(change.changed_at).isoformat(),
-            before=change.before,
-            after=change.after,
-            comment=change.comment,
-        )
 
 
 class DraftGradesPublic(BaseModel):
@@ -89,12 +56,12 @@ class ReservedPublic(BaseModel):
     reserved_minutes: int
 
 
-class AdjudicationPublic(BaseModel):
-    """An adjudication with both grades side by side."""
+class AdjudicationPublic(PublicModel):
+    """An adjudication with both grades side by side (`grades`: those the lead sees, given to `of`)."""
 
     id: int
     draft_id: int
-    status: str
+    status: AdjudicationStatus
     reasons: list[str]
     note: str | None
     opened_at: Timestamp
@@ -102,53 +69,28 @@ class AdjudicationPublic(BaseModel):
     resolved_by: int | None
     grades: list[GradePublic]
 
-    @classmethod
-    def of(cls, adj: Adjudication, grades: list[Grade]) -> AdjudicationPublic:
-        """Return the adjudication with the grades the lead sees, as the API answers it."""
-        assert adj.id is not None
-        return cls(
-            id=adj.id,
-            draft_id=adj.draft_id,
-            status=adj.status,
-            reasons=adj.reasons,
-            note=adj.note,
-            opened_at=as_utc(adj.opened_at).isoformat(),
-            resolved_at=as_utc(adj.resolved_at).isoformat() if adj.resolved_at else None,
-            resolved_by=adj.resolved_by,
-            grades=[GradePublic.of(g) for g in grades],
-        )
+
+# Which adjudications a list shows: one status, or all.
+AdjudicationFilter = Literal[AdjudicationStatus, "all"]
 
 
 class AdjudicationsPublic(BaseModel):
     """Adjudications in one status (or all)."""
 
-    status: str
+    status: AdjudicationFilter
     items: list[AdjudicationPublic]
 
 
-class FinalGradePublic(BaseModel):
+class FinalGradePublic(PublicModel):
     """A draft's final grade and where it came from (both graders agreeing, or the lead)."""
 
     draft_id: int
-    factual_accuracy: str
+    factual_accuracy: FactualVerdict
     citation_relevance: float
     tone: float
     completeness: float
-    source: str
+    source: FinalSource
     note: str | None
-
-    @classmethod
-    def of(cls, final: FinalGrade) -> FinalGradePublic:
-        """Return the final grade as the API answers it."""
-        return cls(
-            draft_id=final.draft_id,
-            factual_accuracy=final.factual_accuracy,
-            citation_relevance=final.citation_relevance,
-            tone=final.tone,
-            completeness=final.completeness,
-            source=final.source,
-            note=final.note,
-        )
 
 
 class ResolvedPublic(BaseModel):
@@ -177,7 +119,7 @@ class CriterionAgreementPublic(BaseModel):
     n: int
     exact_agreement: float | None
     kappa: float | None
-    kappa_kind: str
+    kappa_kind: Literal["cohen", "quadratic_weighted"]
 
 
 class PairAgreementPublic(BaseModel):

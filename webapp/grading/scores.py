@@ -10,6 +10,7 @@ from typing import TypedDict
 from webapp.core.spec import RUBRIC_COLUMNS, EvalSpec
 from webapp.grading.errors import GradeInvalid
 from webapp.grading.models import (
+    FactualVerdict,
     Grade,
     ReferenceGrade,
 )
@@ -27,7 +28,7 @@ ScoreValues = dict[str, str | int | None]
 class ScoreColumns(TypedDict):
     """Validated scores by column of the grade tables."""
 
-    factual_accuracy: str
+    factual_accuracy: FactualVerdict
     citation_relevance: int
     tone: int
     completeness: int
@@ -40,7 +41,7 @@ class ScoreColumns(TypedDict):
 class Scores:
     """A validated set of rubric scores with the rationale."""
 
-    factual_accuracy: str
+    factual_accuracy: FactualVerdict
     citation_relevance: int
     tone: int
     completeness: int

@@ -39,21 +39,7 @@ ACK_ROLES = ("lead", "pm")
 
 def case_public(case: RegressionCase) -> RegressionCasePublic:
     """Return a regression case as JSON."""
-    return RegressionCasePublic(
-        id=stored_id(case.id),
-        case_id=case.case_id,
-        input=case.input,
-        note=case.note,
-        source=case.source,
-        source_ref=case.source_ref,
-        category=case.category,
-        intent=case.intent,
-        expected_behavior=case.expected_behavior,
-        reference=case.reference,
-        kb_articles=case.kb_articles,
-        created_by=case.created_by,
-        created_at=case.created_at.isoformat(),
-    )
+    return RegressionCasePublic.of(case)
 
 
 @router.get(

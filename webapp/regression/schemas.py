@@ -6,15 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from webapp.core.public import PublicModel
 from webapp.regression.models import RegressionCaseBase
-from webapp.web.api_schemas import Timestamp
+from webapp.web.api_schemas import StoredTimestamp
 
 
-class RegressionCasePublic(RegressionCaseBase):
+class RegressionCasePublic(RegressionCaseBase, PublicModel):
     """A case of the regression suite (cases are never edited or removed)."""
 
     id: int
-    created_at: Timestamp
+    created_at: StoredTimestamp
 
 
 class AddedCasePublic(RegressionCasePublic):
@@ -38,7 +39,7 @@ class RunName(BaseModel):
     name: str
 
 
-class SuiteResultPublic(BaseModel):
+class SuiteResultPublic(PublicModel):
     """One regression case in a run: pass, fail, not_run or not_checked, and why."""
 
     case_id: str
@@ -67,7 +68,7 @@ class BaselinePublic(BaseModel):
     is_baseline: bool
 
 
-class RegressionAlertPublic(BaseModel):
+class RegressionAlertPublic(PublicModel):
     """A regression alert: a golden example failing or a pass-rate drop, and who acknowledged it."""
 
     id: int
@@ -75,13 +76,13 @@ class RegressionAlertPublic(BaseModel):
     kind: str
     message: str
     evidence: dict[str, object]
-    created_at: Timestamp
+    created_at: StoredTimestamp
     acknowledged_by: int | None
-    acknowledged_at: Timestamp | None
+    acknowledged_at: StoredTimestamp | None
     kind_label: str
 
 
-class PassRateReadingPublic(BaseModel):
+class PassRateReadingPublic(PublicModel):
     """A run's pass rate minus its baseline's from their judge + human samples, with the 95% interval and its reading."""
 
     run: RunName
@@ -112,7 +113,7 @@ class RegressionAlertsPublic(BaseModel):
 # --- comparison of two runs ---------------------------------------------------------------------
 
 
-class PairedTestPublic(BaseModel):
+class PairedTestPublic(PublicModel):
     """Cases with an outcome in both runs, how many changed each way, and the exact McNemar test."""
 
     pairs: int
@@ -123,7 +124,7 @@ class PairedTestPublic(BaseModel):
     note: str
 
 
-class SidePublic(BaseModel):
+class SidePublic(PublicModel):
     """One case in one run: its drafts, whether it passes every check (null: not checked), failed checks."""
 
     draft_ids: list[int]
@@ -131,7 +132,7 @@ class SidePublic(BaseModel):
     failed_checks: list[str]
 
 
-class CaseRowPublic(BaseModel):
+class CaseRowPublic(PublicModel):
     """One case across the two runs (a side is null when that run has no draft of the case)."""
 
     case_id: str
@@ -151,7 +152,7 @@ class PassCount(BaseModel):
     rate: float | None
 
 
-class CheckDeltaPublic(BaseModel):
+class CheckDeltaPublic(PublicModel):
     """One check (or all checks together) in both runs, the change, and the paired test."""
 
     key: str
@@ -171,7 +172,7 @@ class GradedMean(BaseModel):
     graded: int
 
 
-class RubricDeltaPublic(BaseModel):
+class RubricDeltaPublic(PublicModel):
     """A rubric criterion in both runs; the paired test for pass/fail criteria only."""
 
     key: str

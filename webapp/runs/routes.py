@@ -30,7 +30,7 @@ router = APIRouter(tags=["runs"])
 )
 def api_runs(session: SessionDep, principal: Principal = Depends(readable_by_ci(*ANY_ROLE))) -> list[RunPublic]:
     """List runs, newest first, with dataset and draft counts."""
-    return [RunPublic.of(s) for s in service.list_runs(session=session)]
+    return [RunPublic.of_row(s) for s in service.list_runs(session=session)]
 
 
 @router.get(
@@ -62,8 +62,8 @@ def api_run_drafts(
     )
     signals = hooks.signals_view(session=session, spec=spec, principal=principal, run_id=stored_id(run.id))
     return RunDraftsPublic(
-        run=RunPublic.of(service.run_row(session=session, run=run)),
-        drafts=[DraftPublic.of(row.draft, row.case, signals_hidden=signals.hides(stored_id(row.draft.id))) for row in rows],
+        run=RunPublic.of_row(service.run_row(session=session, run=run)),
+        drafts=[DraftPublic.of_case(row.draft, row.case, signals_hidden=signals.hides(stored_id(row.draft.id))) for row in rows],
     )
 
 
@@ -102,7 +102,7 @@ def api_create_run(
     except pipeline.RunConflict as exc:
         raise HTTPException(status_code=409, detail=str(exc)) from None
     response.status_code = 201 if made.created else 200
-    return RunPublic.of(service.run_row(session=session, run=made.run))
+    return RunPublic.of_row(service.run_row(session=session, run=made.run))
 
 
 DRAFT_RECORDS = Body(

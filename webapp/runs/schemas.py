@@ -6,15 +6,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from webapp.core.db import stored_id
-from webapp.core.timeutil import as_utc
+from webapp.core.public import PublicModel
 from webapp.datasets.models import EvalCase
 from webapp.runs.models import Draft, DraftBase, RunBase
 from webapp.runs.service import RunRow
 from webapp.web.api_schemas import Timestamp
 
 
-class DatasetRef(BaseModel):
+class DatasetRef(PublicModel):
     """The dataset version a run was made over."""
 
     id: int
@@ -22,7 +21,7 @@ class DatasetRef(BaseModel):
     version: int
 
 
-class RunPublic(RunBase):
+class RunPublic(RunBase, PublicModel):
     """A run with its dataset and draft counts."""
 
     id: int
@@ -36,31 +35,21 @@ class RunPublic(RunBase):
     fallbacks: int
 
     @classmethod
-    def of(cls, summary: RunRow) -> RunPublic:
-        """Return a run of the runs list as the API answers it."""
+    def of_row(cls, summary: RunRow) -> RunPublic:
+        """Return a run of the runs list as the API answers it: the run's row, its state, dataset and counts."""
         r, ds = summary.run, summary.dataset
-        return cls(
-            id=stored_id(r.id),
-            name=r.name,
-            model=r.model,
+        return cls.of(
+            r,
             model_version=r.model,
-            prompt_version=r.prompt_version,
-            retrieval_version=r.retrieval_version,
-            commit=r.commit,
-            notes=r.notes,
             state="open" if r.closed_at is None else "closed",
-            closed_at=as_utc(r.closed_at).isoformat() if r.closed_at else None,
-            source=r.source,
-            is_baseline=r.is_baseline,
-            created_at=as_utc(r.created_at).isoformat(),
-            dataset=DatasetRef(id=stored_id(ds.id), name=ds.name, version=ds.version) if ds else None,
+            dataset=None if ds is None else DatasetRef.of(ds),
             drafts=summary.drafts,
             escalated=summary.escalated,
             fallbacks=summary.fallbacks,
         )
 
 
-class DraftPublic(DraftBase):
+class DraftPublic(DraftBase, PublicModel):
     """A draft with its case's id, category and golden flag."""
 
     id: int
@@ -73,28 +62,14 @@ class DraftPublic(DraftBase):
     )
 
     @classmethod
-    def of(cls, draft: Draft, case_row: EvalCase, *, signals_hidden: bool = False) -> DraftPublic:
-        """Return a draft as the API answers it: its id, its case id, and every field.
+    def of_case(cls, draft: Draft, case_row: EvalCase, *, signals_hidden: bool = False) -> DraftPublic:
+        """Return a draft as the API answers it: its row, with its case's id, category and golden flag.
 
         With `signals_hidden` (blind grading) the confidence and the raw output, which carries it, are null.
         """
-        return cls(
-            id=stored_id(draft.id),
-            run_id=draft.run_id,
-            case_id=case_row.case_id,
-            sample_index=draft.sample_index,
-            draft_text=draft.draft_text,
-            citations=draft.citations,
-            confidence=None if signals_hidden else draft.confidence,
-            intent=draft.intent,
-            escalated=draft.escalated,
-            latency_ms=draft.latency_ms,
-            cost_usd=draft.cost_usd,
-            raw_output=None if signals_hidden else draft.raw_output,
-            signals_hidden=signals_hidden,
-            category=case_row.category,
-            golden=case_row.golden,
-            created_at=as_utc(draft.created_at).isoformat(),
+        hidden: dict[str, object] = {"confidence": None, "raw_output": None} if signals_hidden else {}
+        return cls.of(
+            draft, case_id=case_row.case_id, category=case_row.category, golden=case_row.golden, signals_hidden=signals_hidden, **hidden
         )
 
 
