@@ -231,6 +231,9 @@ class DecisionPublic(BaseModel):
     sequence_low: float = Field(description="The sequence's lower bound when the call was made")
     sequence_high: float = Field(description="The sequence's upper bound when the call was made")
     grades: int = Field(description="The final grades the call rested on")
+    rested_on: list[int] | None = Field(
+        default=None, description="The drafts whose final grades those were (ids); null for a decision stored before they were kept"
+    )
     decided_at: dt.datetime
     reopened_at: dt.datetime | None = Field(default=None, description="When a grade saved after the call made it no longer hold")
     reopened_by: str | None = Field(

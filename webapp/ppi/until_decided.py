@@ -222,17 +222,23 @@ def on_final_grade(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     # a run grading until decided is graded in its random draw order (`draw_order`), so the drafts graded so far are a
     # random part of those drawn and the sequence holds while others wait; elsewhere a call waits for the whole sample
     random_order = setting is not None
+    rested_on = graded_drafts(session=session, run_id=run_id)
     for key, call in current.items():
         held = stored.get(key)
         verdict = None if call.verdict == "undecided" or (call.provisional and not random_order) else call.verdict
-        if held is not None and held.verdict != verdict:
+        # a stored call stands while the sequence still gives it: a call made provisional only (drafts of a further
+        # sample waiting) is not re-opened; one the sequence no longer gives is
+        if held is not None and held.verdict != call.verdict:
             held.reopened_at, held.reopened_by = at, who_saved(session=session, draft_id=draft_id, final=final)
-            held.reopen_reason = f"grade of draft {draft_id} saved after the decision: the call is now {call.verdict}"
+            held.reopen_reason = reopen_reason(held, draft_id, call.verdict)
             session.add(held)
             reopened.append(key)
             held = None
         if held is None and verdict is not None and call.low is not None and call.high is not None:
-            session.add(PpiDecision(run_id=run_id, criterion=key, verdict=verdict, low=call.low, high=call.high, grades=call.grades, decided_at=at))
+            session.add(PpiDecision(
+                run_id=run_id, criterion=key, verdict=verdict, low=call.low, high=call.high, grades=call.grades,
+                rested_on=rested_on, decided_at=at,
+            ))
             decided.append(key)
     if setting is not None and reopened and setting.closed_at is not None and (setting.cap is None or report.graded < setting.cap):
         # a call re-opened: the run is undecided again, so its queue serves the rest of the drawn drafts again
@@ -242,6 +248,24 @@ def on_final_grade(*, session: Session, spec: EvalSpec, draft_id: int, now: dt.d
     reason = None if setting is None else _close_if_done(session=session, setting=setting, report=report, current=current, at=at)
     session.flush()
     return Outcome(tuple(decided), tuple(reopened), reason)
+
+
+def graded_drafts(*, session: Session, run_id: int) -> list[int]:
+    """Return the run's drawn drafts that have a final grade (ids, ascending): what a call made now rests on."""
+    rows = session.exec(
+        select(PpiDraw.draft_id)
+        .join(FinalGrade, col(FinalGrade.draft_id) == PpiDraw.draft_id)
+        .where(PpiDraw.run_id == run_id, col(PpiDraw.drawn).is_(True))
+        .distinct()
+    ).all()
+    return sorted(int(r) for r in rows)
+
+
+def reopen_reason(held: PpiDecision, draft_id: int, verdict: str) -> str:
+    """Say why a stored decision no longer holds: a grade it rested on was corrected, or a further grade moved the sequence."""
+    if held.rested_on is None or draft_id in held.rested_on:
+        return f"grade of draft {draft_id} corrected after the decision (one it rested on): the call is now {verdict}"
+    return f"a further grade (draft {draft_id}) moved the sequence after the decision: the call is now {verdict}"
 
 
 def who_saved(*, session: Session, draft_id: int, final: FinalGrade | None) -> int | None:

@@ -65,6 +65,7 @@ def more_grades(e: Estimate | None, threshold: float) -> int | None:
 def _decision(row: PpiDecision, emails: dict[int, str]) -> DecisionPublic:
     return DecisionPublic(
         verdict="pass" if row.verdict == "pass" else "fail", sequence_low=row.low, sequence_high=row.high, grades=row.grades,
+        rested_on=None if row.rested_on is None else list(row.rested_on),
         decided_at=as_utc(row.decided_at), reopened_at=None if row.reopened_at is None else as_utc(row.reopened_at),
         reopened_by=None if row.reopened_by is None else emails.get(row.reopened_by), reopen_reason=row.reopen_reason,
     )
