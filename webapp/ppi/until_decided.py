@@ -284,7 +284,7 @@ def who_saved(*, session: Session, draft_id: int, final: FinalGrade | None) -> i
 def _close_if_done(
     *, session: Session, setting: PpiUntilDecided, report: RunReport, current: dict[str, GateCall], at: dt.datetime
 ) -> str | None:
-    """Close a run grading until decided once every gate criterion is decided, or at its cap; return the reason."""
+    """Close a run grading until decided once every gate criterion is decided, at its cap, or with every drawn draft graded; return the reason."""
     if setting.closed_at is not None:
         return None
     reason = None
@@ -292,6 +292,9 @@ def _close_if_done(
         reason = f"every gate criterion decided on {report.graded} grades"
     elif setting.cap is not None and report.graded >= setting.cap:
         reason = f"the cap of {setting.cap} grades reached, {sum(c.verdict == 'undecided' for c in current.values())} criteria undecided"
+    elif report.drawn and report.pending == 0:
+        # nothing left to serve: say so rather than leave a queue that looks open
+        reason = f"every drawn draft graded ({report.graded}), {sum(c.verdict == 'undecided' for c in current.values())} criteria undecided"
     if reason is not None:
         setting.closed_at, setting.closed_reason = at, reason
         session.add(setting)
