@@ -111,6 +111,7 @@ CI_ROUTES = {
     ("GET", "/api/v1/runs"),
     ("GET", "/api/v1/runs/{run}/drafts"),
     ("GET", "/api/v1/gates/{gate}"),
+    ("GET", "/api/v1/ppi/runs/{run}/until-decided"),  # issue 43: the pipeline may wait for the human-grading calls
     ("PUT", "/api/v1/kb/articles/{article_id}"),
     ("DELETE", "/api/v1/kb/articles/{article_id}"),
     ("POST", "/api/v1/kb/sync"),

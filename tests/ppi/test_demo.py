@@ -55,3 +55,29 @@ def test_demo_weeks_and_ppi_run(session: Session, spec: EvalSpec) -> None:
     drawn = {d.draft_id for d in draws if d.drawn}
     assert {g.draft_id for g in grades} <= drawn and len(grades) == 2 * report.graded
     assert min(as_utc(g.created_at) for g in grades) >= max(as_utc(d.created_at) for d in draws)
+
+
+def test_the_demo_ppi_run_is_graded_until_decided_and_the_sequence_decided(session: Session, spec: EvalSpec) -> None:
+    from webapp.ppi.models import PpiDecision, PpiUntilDecided
+    from webapp.ppi.until_decided import calls, draw_order
+
+    run = session.exec(select(Run).where(Run.name == RUN_NAME)).one()
+    assert run.id is not None
+    setting = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run.id)).one()
+    assert setting.set_by is not None and setting.closed_at is None  # three drawn drafts still wait in the queue
+    order = draw_order(session=session, run_id=run.id)
+    graded = {g.draft_id for g in session.exec(select(Grade).where(col(Grade.draft_id).in_(order))).all()}
+    assert graded == set(order[: len(order) - LEFT_UNGRADED])  # graded in the queue's draw order
+    decisions = session.exec(select(PpiDecision).where(PpiDecision.run_id == run.id).order_by(col(PpiDecision.id))).all()
+    held = [d for d in decisions if d.reopened_at is None]
+    assert held, "the sequence decided at least one criterion"
+    report = run_report(session=session, spec=spec, run_id=run.id)
+    assert report is not None
+    now = calls(spec, report)
+    for d in held:
+        # stored on the grade it rested on: at least 30 (no call before), those drafts the first graded in draw order
+        assert 30 <= d.grades < report.graded and d.rested_on is not None and len(d.rested_on) == d.grades
+        assert set(d.rested_on) == set(order[: d.grades]) and now[d.criterion].verdict == d.verdict
+    for d in decisions:
+        if d.reopened_at is not None:  # a later grade moved the sequence back over the threshold: recorded, with why
+            assert d.reopen_reason is not None and "a further grade" in d.reopen_reason

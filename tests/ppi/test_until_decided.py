@@ -149,3 +149,21 @@ class TestRoute:
         assert setting.cap == 10 and setting.closed_at is None
         page = lead.get(f"/ppi/runs/{run.name}").text
         assert 'id="ppi-until-decided"' in page
+
+
+def test_a_run_whose_drawn_drafts_are_all_graded_undecided_closes_saying_so(session: Session, spec: EvalSpec) -> None:
+    run, _ = build_run(session, n=120, golden=0)
+    assert run.id is not None
+    draw_sample(session=session, run_id=run.id, budget=8, judge_version=JUDGE, seed=5)
+    order = draw_order(session=session, run_id=run.id)
+    set_until_decided(session=session, run_id=run.id, now=T0)
+    out = None
+    for draft_id in order:
+        grade(session, draft_id)
+        out = on_final_grade(session=session, spec=spec, draft_id=draft_id, now=T0)
+        assert out is not None and (out.closed_reason is None) == (draft_id != order[-1])
+    report = run_report(session=session, spec=spec, run_id=run.id)
+    assert report is not None and report.pending == 0
+    undecided = sum(c.verdict == "undecided" for c in calls(spec, report).values())
+    assert undecided >= 1  # else it would close as decided
+    assert out is not None and out.closed_reason == f"every drawn draft graded ({len(order)}), {undecided} criteria undecided"

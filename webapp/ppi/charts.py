@@ -228,7 +228,9 @@ def sequence_figure(path: SequencePath) -> Json:
         y = path.decided_low if path.verdict == "pass" else path.decided_high  # the bound that cleared the threshold
         traces.append({
             "type": "scatter", "mode": "markers+text", "name": f"decided: {'passes' if path.verdict == 'pass' else 'fails'}",
-            "x": [path.decided_grades], "y": [y], "text": [f"{path.verdict} at {path.decided_grades}"], "textposition": "top right",
+            "x": [path.decided_grades], "y": [y], "text": [f"{path.verdict} at {path.decided_grades}"],
+            # the label on the side with room: left of a star in the chart's right half (it was cut at the edge)
+            "textposition": "top left" if x and path.decided_grades > x[-1] / 2 else "top right",
             "marker": {"size": 11, "symbol": "star", "color": COLORS["target"] if path.verdict == "pass" else COLORS["alert"]},
             "hovertemplate": "decided %{text} grades<extra></extra>",
         })
@@ -241,7 +243,9 @@ def sequence_figure(path: SequencePath) -> Json:
         "yaxis": {"range": [lo, hi], "title": {"text": "bounds"}},
         "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": path.threshold, "y1": path.threshold,
                     "line": {"color": COLORS["target"], "dash": "dash", "width": 1.5}}],
-        "annotations": [{"xref": "paper", "x": 1, "y": path.threshold, "yref": "y", "xanchor": "right", "yanchor": "bottom",
+        # the threshold's label on the other side of the line from a pass star (which sits just above it)
+        "annotations": [{"xref": "paper", "x": 1, "y": path.threshold, "yref": "y", "xanchor": "right",
+                         "yanchor": "top" if path.verdict == "pass" else "bottom",
                          "text": f"threshold {path.threshold:g}", "showarrow": False, "font": {"size": 10, "color": COLORS["target"]}}],
         "showlegend": False,
         "paper_bgcolor": "#fff", "plot_bgcolor": "#fff",

@@ -18,9 +18,12 @@ from collections.abc import Callable, Sequence
 
 from sqlmodel import Session, col, select
 
+from webapp.core import reactions
 from webapp.core.spec import EvalSpec
 from webapp.grading.demo import demo_scores
 from webapp.grading.grades import record_grade
+from webapp.grading.outcome import finalised
+from webapp.ppi import until_decided
 from webapp.ppi.demo_judge import PlantedDraft, plant_draft
 from webapp.ppi.production import create_week_run, week_of
 from webapp.ppi.service import JudgeScoreIn, draw_sample, record_judge_scores, run_sample
@@ -46,10 +49,15 @@ def plant_judged_sample(
     spec: EvalSpec,
     graders: tuple[int, int],
     now: dt.datetime | None = None,
+    until_decided_by: int | None = None,
 ) -> None:
     """Give each draft a latent quality, the judges' signals of it (webapp/ppi/demo_judge.py), draw the sample, and
     have the two graders grade the drawn drafts but the first `ungraded` alike (their agreement is the final grade;
-    the others wait: figures provisional)."""
+    the others wait: figures provisional).
+
+    `until_decided_by` (a lead's id): the run is set to grade until decided right after the draw, its drafts are
+    graded in the queue's draw order, and the reactions run after each final grade, so every call is stored on the
+    grade it rested on (as on a server); grading stops when the queue closes, or with the last `ungraded` waiting."""
     planted: dict[int, PlantedDraft] = {}
     scores = []
     for d in drafts:
@@ -65,12 +73,22 @@ def plant_judged_sample(
     record_judge_scores(session=session, run_id=run_id, judge_version=JUDGE_VERSION, scores=scores)
     draw_sample(session=session, run_id=run_id, budget=budget, judge_version=JUDGE_VERSION, seed=rng.randrange(2**31 - 1), now=now)
     drawn = [s.draft_id for s in run_sample(session=session, run_id=run_id) or [] if s.drawn]
+    to_grade = drawn[ungraded:]
+    if until_decided_by is not None:
+        until_decided.set_until_decided(session=session, run_id=run_id, user_id=until_decided_by, now=now, spec=spec)
+        order = until_decided.draw_order(session=session, run_id=run_id)
+        to_grade = order[: len(order) - ungraded]
     by_id = {d.id: d for d in drafts}
-    for draft_id in drawn[ungraded:]:
+    for draft_id in to_grade:
+        if until_decided_by is not None and not until_decided.is_open(session=session, run_id=run_id):
+            break  # the queue closed itself: decided (or at the cap)
         values = planted[draft_id].human()
         scores_in = demo_scores(spec, values, by_id[draft_id], "Graded against the rubric guidance.")
         for grader_id in graders:
             record_grade(session=session, spec=spec, draft_id=draft_id, grader_id=grader_id, scores=scores_in, now=now)
+        if until_decided_by is not None:
+            finalised(session, draft_id)  # the "draft_finalised" fact a grading page records
+            reactions.run_in_session(session, spec)  # the call updated after this final grade, as on a server
     session.flush()
 
 
@@ -112,6 +130,7 @@ def seed(*, session: Session, spec: EvalSpec, ctx: RunDemoContext) -> None:
     plant_judged_sample(
         session=session, rng=rng, run_id=run.id, drafts=drafts, quality=lambda: rng.gauss(3.7, 0.8),
         citation_bias=0.2, budget=BUDGET, ungraded=LEFT_UNGRADED, spec=spec, graders=_graders(ctx),
+        until_decided_by=ctx.users["lead"].id,
     )
     seed_production_weeks(session=session, spec=spec, ctx=ctx)
 

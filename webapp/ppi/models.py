@@ -143,6 +143,8 @@ class PpiDecision(SQLModel, table=True):
     low: float
     high: float
     grades: int  # the final grades the call rested on
+    # the drafts whose final grades those were (ids, ascending); None for a decision stored before migration 0028
+    rested_on: list[int] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     reopened_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     reopened_by: int | None = Field(default=None, foreign_key="app_user.id")  # who saved the grade that re-opened it

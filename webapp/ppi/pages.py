@@ -19,9 +19,10 @@ from webapp.evaluator.pages import VIEW_ROLES as EVALUATOR_VIEW_ROLES
 from webapp.ppi import charts, service, until_decided
 from webapp.ppi.judge_runs import RunAgreement, agreement_history, judge_runs
 from webapp.ppi.routes import VIEW_ROLES
-from webapp.ppi.schemas import JudgeRunView, RunReportPublic
+from webapp.ppi.schemas import JudgeRunView, RunReportPublic, UntilDecidedPublic
 from webapp.ppi.sequence_path import sequence_paths
 from webapp.ppi.stored_figures import run_figures
+from webapp.ppi.until_decided_view import until_decided_public
 from webapp.ppi.views import TITLES, report_public
 from webapp.runs.deps import RunDep
 from webapp.runs.models import Run
@@ -84,6 +85,7 @@ class RunIntervalsView:
     error: str | None
     flash: str | None = None  # what a further sample asked for and drew
     figures_state: str = "current"  # current, updating (inputs changed since; shown as they were) or computing (none yet)
+    until: UntilDecidedPublic | None = None  # grade until decided: the setting, each criterion's call and stored decisions
 
 
 @router.get("/ppi/runs/{run}", response_class=HTMLResponse)
@@ -107,6 +109,9 @@ def ppi_run_page(
         error=(said := flash_context(request))["error"],
         flash=said["flash"],
         figures_state=read.state,
+        until=None if report is None else until_decided_public(
+            session=session, spec=spec, run_id=stored_id(run.id), run_name=run.name, report=report
+        ),
     )
     return consume_flash(request, render_view(request, "ppi/run.html", view))
 
@@ -143,6 +148,7 @@ def further_sample_text(*, budget: float, drawn: int) -> str:
 def ppi_until_decided(
     request: Request,
     session: SessionDep,
+    spec: SpecDep,
     cap: Annotated[str, Form(max_length=12)] = "",
     principal: Principal = Depends(require_role("lead")),
     *,
@@ -154,7 +160,7 @@ def ppi_until_decided(
         return redirect_with_flash(request, target, text="cap: a whole number of grades, or blank for none", kind="error")
     try:
         limit = int(cap) if cap.strip() else None
-        until_decided.set_until_decided(session=session, run_id=stored_id(run.id), cap=limit, user_id=principal.user_id)
+        until_decided.set_until_decided(session=session, run_id=stored_id(run.id), cap=limit, user_id=principal.user_id, spec=spec)
     except until_decided.UntilDecidedError as exc:
         return redirect_with_flash(request, target, text=str(exc), kind="error")
     capped = f", at most {limit} grades" if limit is not None else ""

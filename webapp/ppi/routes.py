@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep, stored_id
-from webapp.ppi import production, service
+from webapp.ppi import production, service, until_decided
 from webapp.ppi.schemas import (
     FurtherSampleIn,
     ProductionWeekIn,
@@ -16,13 +16,16 @@ from webapp.ppi.schemas import (
     RunReportPublic,
     SampleIn,
     SamplePublic,
+    UntilDecidedIn,
+    UntilDecidedPublic,
     WeekQualityPublic,
 )
 from webapp.ppi.stored_figures import run_figures, stored_weekly_quality
+from webapp.ppi.until_decided_view import until_decided_public
 from webapp.ppi.views import report_public
 from webapp.runs.deps import RunDep
 from webapp.web.api_docs import error_response
-from webapp.web.deps import SpecDep, require_role
+from webapp.web.deps import SpecDep, readable_by_ci, require_role
 
 router = APIRouter(tags=["ppi"])
 # Labelers never see the judge's figures of a run they grade (blind grading).
@@ -153,3 +156,62 @@ def api_production_weeks(
 ) -> list[WeekQualityPublic]:
     """Return each production week's human-graded overall quality with its 95% interval, oldest first."""
     return [production.week_view(w) for w in stored_weekly_quality(session=session, spec=spec)]
+
+
+# Grade until decided (issue 43). Decision (docs/ppi.md, docs/security.md): the setting is the lead's alone, as the
+# sample is (it spends the graders' time and closes a queue); the team's CI may read the calls with its `ci` token, as
+# it reads the gate, to wait for the human-grading decision, but not set them.
+UNTIL_DECIDED_404 = error_response("No such run, or the run has no human-grading sample")
+
+
+@router.get(
+    "/ppi/runs/{run}/until-decided",
+    summary="Read a run's calls while graded until decided",
+    description=(
+        "Leads, the PM, the ML lead and the team's CI (a `ci` token) read whether the run is graded until decided (its cap, "
+        "when and why its queue closed) and each gate criterion's call from the confidence sequence: decided or not, why, "
+        "the stored decision with its time and the grades it rested on, decisions re-opened by later grades, and about how "
+        "many further grades would decide."
+    ),
+    response_model=UntilDecidedPublic,
+    responses={404: UNTIL_DECIDED_404},
+)
+def api_until_decided(
+    session: SessionDep, spec: SpecDep, principal: Principal = Depends(readable_by_ci(*VIEW_ROLES)), *, run: RunDep
+) -> UntilDecidedPublic:
+    """Return the run's "grade until decided" setting and each gate criterion's call."""
+    public = until_decided_public(session=session, spec=spec, run_id=stored_id(run.id), run_name=run.name)
+    if public is None:
+        raise HTTPException(status_code=404, detail="run: this run has no human-grading sample")
+    return public
+
+
+@router.put(
+    "/ppi/runs/{run}/until-decided",
+    summary="Set or unset grade until decided",
+    description=(
+        "The lead sets a sampled run to grade until decided (`on: true`, with an optional `cap` on its final grades): the "
+        "queue serves its drawn drafts in draw order and closes by itself once every gate criterion is decided, or at the "
+        "cap; `on: false` grades the whole sample again. The same body again changes nothing (idempotent) and answers the "
+        "run's calls as the GET does."
+    ),
+    response_model=UntilDecidedPublic,
+    responses={
+        404: error_response("No such run"),
+        422: error_response("A bad cap (below 1, above the run's drafts, below its final grades, or given with on: false), "
+                            "a run without a sample, or one whose inclusion probabilities changed after a grade"),
+    },
+)
+def api_set_until_decided(
+    body: UntilDecidedIn, session: SessionDep, spec: SpecDep, principal: Principal = Depends(require_role("lead")), *, run: RunDep
+) -> UntilDecidedPublic:
+    """Set (or unset) the run to grade until decided; an unchanged setting is left as it is."""
+    run_id = stored_id(run.id)
+    try:
+        until_decided.apply_setting(session=session, spec=spec, run_id=run_id, on=body.on, cap=body.cap, user_id=principal.user_id)
+    except until_decided.UntilDecidedError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    public = until_decided_public(session=session, spec=spec, run_id=run_id, run_name=run.name)
+    if public is None:  # apply_setting refuses a run without a sample
+        raise HTTPException(status_code=422, detail="run: this run has no human-grading sample")
+    return public

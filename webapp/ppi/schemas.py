@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class EstimatePublic(BaseModel):
@@ -214,3 +215,73 @@ class JudgeRunView(BaseModel):
     def pending(self) -> int:
         """Return how many drawn drafts still wait for their final grade."""
         return self.drawn - self.graded
+
+
+class UntilDecidedIn(BaseModel):
+    """The lead's "grade until decided" setting of a sampled run (PUT: the same body again changes nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    on: bool = Field(description="True: grade the run until decided (its queue closes by itself); false: grade the whole sample again")
+    cap: int | None = Field(
+        default=None, ge=1, le=10**9,
+        description="The most final grades before the queue closes even if undecided; null: no cap. At most the run's drafts, "
+        "and not below the final grades it has",
+    )
+
+
+class DecisionPublic(BaseModel):
+    """One call the confidence sequence made on a criterion and that was stored: when, on how many grades, and if re-opened."""
+
+    verdict: Literal["pass", "fail"]
+    sequence_low: float = Field(description="The sequence's lower bound when the call was made")
+    sequence_high: float = Field(description="The sequence's upper bound when the call was made")
+    grades: int = Field(description="The final grades the call rested on")
+    rested_on: list[int] | None = Field(
+        default=None, description="The drafts whose final grades those were (ids); null for a decision stored before they were kept"
+    )
+    decided_at: dt.datetime
+    reopened_at: dt.datetime | None = Field(default=None, description="When a grade saved after the call made it no longer hold")
+    reopened_by: str | None = Field(
+        default=None, description="Who saved that grade (the adjudicating lead, or the grader whose revision changed the final grade)"
+    )
+    reopen_reason: str | None = None
+
+
+class CriterionCallPublic(BaseModel):
+    """One gate criterion's call on the run as it stands, and the stored decisions behind it."""
+
+    key: str
+    title: str
+    threshold: float
+    verdict: Literal["pass", "fail", "undecided"] = Field(description="The confidence sequence's call at this look")
+    decided: bool = Field(description="The call is decided and stored (a decision not re-opened)")
+    reason: str = Field(description="Why the call is what it is, in words")
+    sequence_low: float | None = Field(description="The sequence's bounds at this look (null before any estimate)")
+    sequence_high: float | None
+    grades: int = Field(description="The final grades this look rests on")
+    more_grades: int | None = Field(
+        description="Undecided only: about how many further final grades (counted from those given so far) the sequence "
+        "needs to decide if the estimate stays where it is; null when decided or with no estimate yet"
+    )
+    decision: DecisionPublic | None = Field(description="The stored decision that holds (decided only)")
+    reopened: list[DecisionPublic] = Field(default_factory=list, description="Earlier decisions re-opened by a later grade, oldest first")
+
+
+class UntilDecidedPublic(BaseModel):
+    """A sampled run's "grade until decided" setting and each gate criterion's call."""
+
+    run_id: int
+    run_name: str
+    on: bool = Field(description="The run is graded until decided")
+    cap: int | None
+    set_by: str | None = Field(description="Who set it (email); null when off")
+    set_at: dt.datetime | None
+    closed: bool = Field(description="The run's queue closed by itself (every criterion decided, or the cap reached)")
+    closed_at: dt.datetime | None
+    closed_reason: str | None
+    drafts: int
+    drawn: int
+    graded: int
+    pending: int
+    criteria: list[CriterionCallPublic]
