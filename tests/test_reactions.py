@@ -197,5 +197,10 @@ class TestTheJobsLoop:
             (fact,) = s.exec(select(Fact)).all()
             done = reactions.results(session=s, fact_id=int(fact.id or 0))
         # the reactions to a final grade ran (the draft does not exist: nothing to raise)
-        # ppi.calls_after_grade answers None for a draft that is in no sample
-        assert done == {"regression.alerts_after_grade": [], "ppi.sampled_drop_after_grade": [], "ppi.calls_after_grade": None}
+        # ppi.calls_after_grade and ppi.figures_after_grade answer None for a draft that is in no sample
+        assert done == {
+            "regression.alerts_after_grade": [],
+            "ppi.sampled_drop_after_grade": [],
+            "ppi.calls_after_grade": None,
+            "ppi.figures_after_grade": None,
+        }

@@ -25,7 +25,11 @@ def test_demo_prints_where_notifications_go_and_writes_them(
     # issue 41: the demo says why a webhook to a local receiver is refused, and how to allow it
     assert "(127.0.0.1, 10.x, 192.168.x) is refused: start the demo with DRAFTDESK_ALERTS_ALLOW_PRIVATE_TARGETS=1" in r.output
     lines = [json.loads(x) for x in log.read_text().splitlines()]
-    assert len(lines) == 1  # the demo's transitions, grouped in one message
+    # the metric transitions and the report, grouped in one message; then the golden factual failure that the
+    # demo-ppi run's grading raised through its reactions (graded after the metrics, as on a server)
+    assert len(lines) == 2
+    assert [(it["kind"], it["alert"]) for it in lines[1]["items"]] == [("regression", "Regression: golden factual failure")]
+    assert "golden-safety-distress fails factual accuracy in run demo-ppi" in lines[1]["text"]
     got = [(it["topic"], it["state"]) for it in lines[0]["items"]]
     # the same transitions the metrics service shows, plus the confirmed hallucination report
     expected = [
@@ -38,6 +42,6 @@ def test_demo_prints_where_notifications_go_and_writes_them(
     assert ("hallucination", "confirmed") in got
     assert "http://127.0.0.1:8000/metrics?start=" in lines[0]["text"]
     again = invoke(monkeypatch, db_url, ["demo", "--seed-only"])
-    assert again.exit_code == 0 and len(log.read_text().splitlines()) == 1  # nothing sent twice
+    assert again.exit_code == 0 and len(log.read_text().splitlines()) == 2  # nothing sent twice
     if Path(log).parent.name != "data":
         log.unlink()

@@ -1,5 +1,5 @@
-"""The ML lead in Chromium: from the navigation to the judge's runs and a run's intervals, which read "provisional"
-beside a passing figure and give each undecided figure "about K more drafts"; the page says who draws and that the
+"""The ML lead in Chromium: from the navigation to the judge's runs and a run's intervals, which read "the call holds
+while drawn drafts wait" beside a passing figure (the demo's run is graded until decided) and give each undecided figure "about K more drafts"; the page says who draws and that the
 gate reads the plan's way."""
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def test_the_ml_lead_walks_from_the_nav_to_the_intervals_and_the_gate_agrees(dem
         for i in range(page.locator("table.ppi-figures tbody tr").count())
     }
     factual = rows["Factual accuracy (pass share)"]
-    assert factual.startswith("passes") and "provisional" in factual and "undecided" not in factual
+    # the demo's run is graded until decided, in draw order: the call holds while drawn drafts wait (not provisional)
+    assert factual.startswith("passes") and "the call holds while 3 drawn drafts wait" in factual and "undecided" not in factual
     # each undecided figure says what decides it: K more drafts to draw, or (K within the drafts drawn) grading them
     ks = {
         title: re.search(r"about (\d+) more drafts? to draw would decide|grading the drafts already drawn should decide", text)

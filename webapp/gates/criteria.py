@@ -211,7 +211,9 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
     criterion names its own "about K more drafts to draw" (the further grades the sequence needs: webapp.ppi.report.decide, the count
     the PPI page shows too). While sampled drafts wait for their final grades every reading is
     provisional and the criterion stays incomplete, whatever the bounds say (a pass on part of a
-    sample is not the sample's pass). A fail on final figures wins.
+    sample is not the sample's pass), except on a run graded until decided: graded in the sample's
+    random draw order, the grades so far are a uniform sample themselves and the calls hold while
+    drawn drafts wait (issue 43). A fail on final figures wins.
     """
     g = spec.gates.pilot
     names = {c.key: c.name for c in spec.rubric.criteria}
@@ -225,16 +227,23 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
         parts.append(CriterionResult(c.key, names.get(c.key, c.key), st, _ppi_figure(c), threshold, summary, c.estimate))
     undecided = [(c, p.title) for c, p in zip(ppi.criteria, parts, strict=True) if c.verdict == "undecided"]
     action = ""
-    if not ppi.pending and any(p.status == "fail" for p in parts):
+    waiting = 0 if ppi.in_draw_order else ppi.pending  # drafts whose grades could still turn a call
+    if not waiting and any(p.status == "fail" for p in parts):
         status: Verdict = "fail"
         summary = "upper bound at or below the threshold: " + ", ".join(p.title for p in parts if p.status == "fail")
-    elif not parts or undecided or ppi.pending:
+    elif not parts or undecided or waiting:
         status = "incomplete"
         summary = "; ".join(f"{title} undecided" + _more(c.more_grades) for c, title in undecided)
         summary = summary or "each interval lies on one side of its threshold"
-        if ppi.pending:
+        if waiting:
             summary = f"provisional, {plural(ppi.pending, 'sampled draft')} still without a final grade; " + summary
-        if any(c.more_grades for c, _ in undecided):
+        elif ppi.pending:
+            verb = "waits" if ppi.pending == 1 else "wait"
+            summary = f"graded until decided in draw order, the calls hold while {plural(ppi.pending, 'drawn draft')} {verb}; " + summary
+        if ppi.in_draw_order and ppi.pending:
+            action = ("Grade the drawn drafts in the run's queue (graded until decided: it closes by itself once every "
+                      "criterion is decided).")
+        elif any(c.more_grades for c, _ in undecided):
             action = "Draw a further sample (the button on the run's PPI page; team leads draw it) to decide it."
         else:
             action = "Grade the sampled drafts still without a final grade (the run's grading queue), then read the intervals again."

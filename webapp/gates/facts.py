@@ -41,7 +41,7 @@ from webapp.ppi.models import PpiDecision
 from webapp.ppi.report import decide, stored_sample
 from webapp.ppi.signals import FIGURE_RANGE
 from webapp.ppi.stored_figures import run_figures
-from webapp.ppi.until_decided import open_decisions
+from webapp.ppi.until_decided import in_draw_order, open_decisions
 from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
@@ -100,10 +100,11 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
 
 
 def ppi_criterion(
-    key: str, estimate: Estimate | None, threshold: float, *, pending: int, undrawn: int | None = None, decision: PpiDecision | None = None
+    key: str, estimate: Estimate | None, threshold: float, *, pending: int, undrawn: int | None = None,
+    decision: PpiDecision | None = None, in_draw_order: bool = False,
 ) -> PpiCriterionFacts:
     """Read one criterion's PPI estimate against the threshold: the confidence sequence's call (webapp.ppi.report.decide)."""
-    call = decide(estimate, threshold, pending=pending, undrawn=undrawn, value_range=FIGURE_RANGE.get(key))
+    call = decide(estimate, threshold, pending=pending, undrawn=undrawn, value_range=FIGURE_RANGE.get(key), in_draw_order=in_draw_order)
     return PpiCriterionFacts(
         key,
         threshold,
@@ -139,16 +140,18 @@ def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFac
                                figures_state=read.state)
     criteria = []
     decisions = open_decisions(session=session, run_id=run_id)
+    ordered = in_draw_order(session=session, run_id=run_id)
     for crit in spec.rubric.criteria:
         threshold = gate_threshold(spec, crit.key)
         if threshold is not None:
             fig = report.figures.get(crit.key)
             criteria.append(ppi_criterion(
                     crit.key, fig.estimate if fig else None, threshold, pending=report.pending, undrawn=report.drafts - report.drawn,
-                    decision=decisions.get(crit.key),
+                    decision=decisions.get(crit.key), in_draw_order=ordered,
                 ))
     return PpiGradingFacts(
-        run_id, report.graded, report.pending, tuple(criteria), drafts=report.drafts, drawn=report.drawn, figures_state=read.state
+        run_id, report.graded, report.pending, tuple(criteria), drafts=report.drafts, drawn=report.drawn, figures_state=read.state,
+        in_draw_order=ordered,
     )
 
 

@@ -141,6 +141,7 @@ class PpiGradingFacts:
     drafts: int = 0  # the run's drafts the sample drew from (0: hand-made facts that do not say)
     drawn: int = 0  # of them, the drafts any round drew
     figures_state: FigureState = "current"  # the stored PPI figures read: current, updating or computing (webapp.core.figures)
+    in_draw_order: bool = False  # graded until decided, in the sample's random draw order: the calls hold while drafts wait
 
     @property
     def page(self) -> str:

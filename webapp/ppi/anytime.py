@@ -190,6 +190,7 @@ def decide(
     undrawn: int | None = None,
     value_range: tuple[float, float] | None = None,
     seed: int = 0,
+    in_draw_order: bool = False,
 ) -> GateCall:
     """Return the anytime-valid call on a figure: pass / fail / undecided from the confidence sequence at this look.
 
@@ -199,7 +200,8 @@ def decide(
     call is pass when the sequence's lower bound is above the threshold, fail when its upper bound
     is at or below it; the chance of ever calling a run wrongly is at most 2.5% per side, whatever
     the looks (webapp/ppi/anytime.py). While drawn drafts wait for grades (`pending`) the call is
-    provisional. An undecided call carries K, the further grades the sequence needs if the estimate
+    provisional, unless the run is graded in its random draw order (`in_draw_order`: graded until
+    decided), where the grades so far are themselves a uniform sample and the call holds. An undecided call carries K, the further grades the sequence needs if the estimate
     stays where it is, beyond the drafts already drawn, capped by `undrawn`.
     """
     graded_sum = None
@@ -209,7 +211,7 @@ def decide(
             sample = estimate_mean(sample, seed=seed)
         except EstimatorError:
             sample = None
-    provisional = pending > 0
+    provisional = pending > 0 and not in_draw_order
     if sample is None:
         return GateCall("undecided", None, provisional=provisional)
     e = sample

@@ -95,7 +95,8 @@ def ppi_run_page(
     """Show a run's figures: estimate [95% interval], the judge alone, human grades, gate calls, judge health and what the signals bought."""
     read = run_figures(session=session, spec=spec, run_id=stored_id(run.id))  # stored: the page never cross-fits
     report = read.value
-    public = None if report is None else report_public(report, spec)
+    ordered = until_decided.in_draw_order(session=session, run_id=stored_id(run.id))
+    public = None if report is None else report_public(report, spec, in_draw_order=ordered)
     view = RunIntervalsView(
         run=run,
         r=public,

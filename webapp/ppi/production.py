@@ -14,15 +14,11 @@ Decisions (docs/ppi.md, "Production weeks"):
   still stands for the whole week. The week's event ids are selected first and only the kept
   events are loaded as rows (`kept_positions` over the ids in id order: the same draw as when
   every row was loaded, so a stored seed keeps its drafts).
-- What the agent sent is not copied into the case or the draft: graders grade the draft blind,
-  as in an eval run.
+- What the agent sent is not copied into the case or the draft: graders grade blind.
 - A week that has its run is reported, never made twice (one `ppi_production_week` row per week).
-- Each rubric criterion is estimated as the pilot gate reads it (factual accuracy as the average
-  with pass = 5, fail = 1, the gate's scores) against the team's target for it
-  (`team_targets.weekly_human_quality`). Issue 34: the plan sets no weekly production quality
-  target (its "average above 3.5" is the pilot gate's, over an eval run), so the target is the
-  team's, a setting of its plan file, labelled "the team's target" wherever shown. Overall
-  quality (the mean of the four per draft) is shown beside them, without a target.
+- Each criterion is estimated as the pilot gate reads it (factual accuracy as pass = 5, fail = 1)
+  against the team's target (`team_targets.weekly_human_quality`, labelled so: issue 34, the plan
+  sets no weekly target). Overall quality (the mean of the four per draft) has no target.
 """
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ def api_run_intervals(
                             headers={"Retry-After": "2"})
     if read.value is None:
         raise HTTPException(status_code=404, detail="run: this run has no human-grading sample")
-    return report_public(read.value, spec).model_copy(update={"figures_state": read.state})
+    ordered = until_decided.in_draw_order(session=session, run_id=stored_id(run.id))
+    return report_public(read.value, spec, in_draw_order=ordered).model_copy(update={"figures_state": read.state})
 
 
 @router.post(

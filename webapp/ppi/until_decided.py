@@ -316,6 +316,11 @@ def draw_order(*, session: Session, run_id: int) -> list[int]:
     return [drawn[i] for i in order]
 
 
+def in_draw_order(*, session: Session, run_id: int) -> bool:
+    """Tell whether the run is graded until decided, so in its random draw order: its calls hold while drawn drafts wait."""
+    return session.exec(select(PpiUntilDecided.id).where(PpiUntilDecided.run_id == run_id)).first() is not None
+
+
 def is_open(*, session: Session, run_id: int) -> bool:
     """Tell whether the run's queue still serves drafts: not set to grade until decided, or set and not closed yet."""
     setting = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run_id)).first()

@@ -55,12 +55,13 @@ def gate_public(call: GateCall, threshold: float) -> GatePublic:
     )
 
 
-def figure_public(report: RunReport, fig: Figure, spec: EvalSpec) -> FigurePublic:
-    """Return one figure as the API and the page give it."""
+def figure_public(report: RunReport, fig: Figure, spec: EvalSpec, *, in_draw_order: bool = False) -> FigurePublic:
+    """Return one figure as the API and the page give it (`in_draw_order`: graded until decided, so not provisional while drafts wait)."""
     threshold = gate_threshold(spec, fig.key)
     gate = None
     if threshold is not None:
-        call = decide(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn, value_range=FIGURE_RANGE[fig.key])
+        call = decide(fig.estimate, threshold, pending=report.pending, undrawn=report.drafts - report.drawn,
+                      value_range=FIGURE_RANGE[fig.key], in_draw_order=in_draw_order)
         gate = gate_public(call, threshold)
     return FigurePublic(
         key=fig.key,
@@ -85,8 +86,8 @@ def figure_public(report: RunReport, fig: Figure, spec: EvalSpec) -> FigurePubli
     )
 
 
-def report_public(report: RunReport, spec: EvalSpec) -> RunReportPublic:
-    """Return the report as the API answers it (the page renders the same model)."""
+def report_public(report: RunReport, spec: EvalSpec, *, in_draw_order: bool = False) -> RunReportPublic:
+    """Return the report as the API answers it (the page renders the same model); `in_draw_order`: the run is graded until decided."""
     cost = report.cost
     return RunReportPublic(
         run_id=report.run_id,
@@ -97,7 +98,7 @@ def report_public(report: RunReport, spec: EvalSpec) -> RunReportPublic:
         rounds=report.rounds,
         judge_version=report.judge_version,
         seed=report.seed,
-        figures=[figure_public(report, report.figures[key], spec) for key in FIGURES],
+        figures=[figure_public(report, report.figures[key], spec, in_draw_order=in_draw_order) for key in FIGURES],
         judge_cost=None if cost is None else JudgeCostPublic(calls_per_draft=cost.calls_per_draft, usd_per_draft=cost.usd_per_draft),
         week=report.week,
     )
