@@ -16,23 +16,43 @@ THRESHOLD = 3.5
 
 
 def boundary(t_eff: float) -> float:
-    """The normal-mixture multiplier written out independently: rho^2 = (2 log(1/a) + log(1 + 2 log(1/a))) / 50."""
-    a = 0.05
-    rho2 = (2 * np.log(1 / a) + np.log(1 + 2 * np.log(1 / a))) / 50
-    v = rho2 * t_eff
-    return float(np.sqrt(2 * (v + 1) / v * np.log(np.sqrt(v + 1) / a)))
+    """The multiplier solved independently: bisection with numpy on M(g) = 40, M written out term by term.
+
+    M(g) = 0.9 exp(0.35 g - 0.35^2 t/2) + 0.1 x 2/sqrt(v) exp(rho^2 g^2/(2v)) Phi(rho g/sqrt(v)), v = 1 + rho^2 t,
+    rho^2 = (2 ln 20 + ln(1 + 2 ln 20)) / 300; c = g / sqrt(t).
+    """
+    rho2 = (2 * np.log(20.0) + np.log(1 + 2 * np.log(20.0))) / 300
+    v = 1 + rho2 * t_eff
+
+    def m(g: float) -> float:
+        with np.errstate(over="ignore"):
+            linear = 0.9 * np.exp(0.35 * g - 0.35**2 * t_eff / 2)
+            mixture = 0.1 * 2 / np.sqrt(v) * np.exp(rho2 * g * g / (2 * v)) * stats.norm.cdf(np.sqrt(rho2) * g / np.sqrt(v))
+        return float(linear + mixture)
+
+    low, high = 0.0, 1000.0
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if m(mid) < 40 else (low, mid)
+    return (low + high) / 2 / float(np.sqrt(t_eff))
 
 
 class TestMultiplier:
-    def test_worked_by_hand_at_the_tuning_point(self) -> None:
-        # kappa = 2 ln 20 + ln(1 + 2 ln 20) = 5.99146 + 1.94469 = 7.93615; c^2 = 2 x 8.93615/7.93615 x ln(sqrt(8.93615) x 20)
-        # = 2.25200 x ln(59.7868) = 2.25200 x 4.09078 = 9.21243; c = 3.03520
-        assert multiplier(50.0) == pytest.approx(3.03520, abs=1e-4)
-        # wider than one look's 1.96 everywhere, tightest near 50 effective grades, slowly growing past it
-        assert multiplier(50.0) < multiplier(15.0) and multiplier(50.0) < multiplier(2000.0)
+    def test_worked_by_hand_at_fifty_effective_grades(self) -> None:
+        # c(50) = 2.75901: g = 2.75901 x sqrt(50) = 19.50918; linear part 0.9 exp(0.35 x 19.50918 - 0.06125 x 50)
+        # = 0.9 exp(3.76571) = 38.8750; mixture part (kappa 7.93615, rho^2 = 0.0264538, v = 2.32269):
+        # 0.1 x 2/sqrt(2.32269) x exp(0.0264538 x 380.608/4.64538) x Phi(0.162646 x 19.50918/1.52404)
+        # = 0.131229 x exp(2.16743) x Phi(2.08203) = 0.131229 x 8.73673 x 0.981328 = 1.12510; together 40.000 = 1/(0.05/2)
+        assert multiplier(50.0) == pytest.approx(2.75901, abs=1e-5)
+        # the linear part alone brackets it: ln(40)/0.35 + 0.35 x 25 = 19.2897 (weight 1) and ln(40/0.9)/0.35 + 8.75 = 19.5906
+        assert 19.2897 / math.sqrt(50) < multiplier(50.0) < 19.5906 / math.sqrt(50)
+        # narrower than the 2.80 of the fixed design's 1.96 + 0.84 where runs 0.2-0.3 from the threshold decide
+        assert multiplier(50.0) < 2.80 and multiplier(80.0) < 2.80
         for t in (5.0, 30.0, 250.0, 5000.0):
-            assert multiplier(t) == pytest.approx(boundary(t), rel=1e-12)
+            assert multiplier(t) == pytest.approx(boundary(t), rel=1e-9)
             assert multiplier(t) > 1.96
+        # the mixture part keeps the far looks decidable: the linear part alone would be 0.175 sqrt(t) wide at most
+        assert multiplier(5000.0) < 4.5 < 0.175 * math.sqrt(5000.0)
 
 
 def fixed_run() -> tuple[np.ndarray, np.ndarray, int]:
@@ -53,7 +73,7 @@ class TestSequenceOnFixedArrays:
         r = y[:n] - f[:n]
         est = (y[:n].sum() + f[n:].sum() + (big_n - n) * r.mean()) / big_n
         se = math.sqrt((1 - n / big_n) * r.var(ddof=1) / n)
-        c = boundary(n / (1 - n / big_n)) * stats.t.ppf(0.975, n - 1) / stats.norm.ppf(0.975)  # Student's widening
+        c = stats.t.isf(stats.norm.sf(boundary(n / (1 - n / big_n))), n - 1)  # read as Student's t with the same tail
         low, high = est - c * se, est + c * se
         # always-true bounds: the 15 ungraded drafts all at 1, or all at 5
         low, high = max(low, (y[:n].sum() + (big_n - n) * 1) / big_n), min(high, (y[:n].sum() + (big_n - n) * 5) / big_n)
@@ -83,21 +103,23 @@ class TestSequenceOnFixedArrays:
         assert (call.low, call.high) == (pytest.approx(3.32), pytest.approx(5.0))
 
     def test_grades_to_decide_is_where_the_half_width_meets_the_distance(self) -> None:
-        # se 0.1 from 100 of 1,000 graded: S^2 = 0.01 / (1/100 - 1/1000) = 1.1111; distance 0.3
-        m = grades_to_decide(estimate=3.8, se=0.1, carriers=100, graded=100, drafts=1000, threshold=3.5)
-        assert m is not None
+        # se 0.1 from 100 of 1,000 graded: S^2 = 0.01 / (1/100 - 1/1000) = 1.1111; distance 0.2
+        m = grades_to_decide(estimate=3.7, se=0.1, carriers=100, graded=100, drafts=1000, threshold=3.5)
+        assert m is not None and m > 100
 
         def half(k: int) -> float:
-            widen = stats.t.ppf(0.975, k - 1) / stats.norm.ppf(0.975)
-            return math.sqrt(0.01 / (1 / 100 - 1 / 1000)) * math.sqrt(1 / k - 1 / 1000) * boundary(k / (1 - k / 1000)) * widen
+            c = stats.t.isf(stats.norm.sf(boundary(k / (1 - k / 1000))), k - 1)
+            return math.sqrt(0.01 / (1 / 100 - 1 / 1000)) * math.sqrt(1 / k - 1 / 1000) * c
 
-        assert half(m) < 0.3 <= half(m - 1)
+        assert half(m) < 0.2 <= half(m - 1)
+        # at 0.3 the 100 grades already decide: 0.1 x 2.9261 = 0.293 (tests/ppi/test_report.py works the multiplier)
+        assert grades_to_decide(estimate=3.8, se=0.1, carriers=100, graded=100, drafts=1000, threshold=3.5) == 100
         est = Estimate(3.6, 3.4, 3.8, 0.1, 99, 0.95, (1.0,), 3.6, 1.0, 100, 1000)
         call = decide(est, THRESHOLD, pending=5)
         expected = grades_to_decide(estimate=3.6, se=0.1, carriers=100, graded=100, drafts=1000, threshold=THRESHOLD)
         assert expected is not None
         assert call == GateCall("undecided", expected - 100 - 5, provisional=True, low=call.low, high=call.high, grades=100)
-        assert call.low == pytest.approx(est.estimate - 0.1 * boundary(100 / 0.9) * stats.t.ppf(0.975, 99) / stats.norm.ppf(0.975))
+        assert call.low == pytest.approx(est.estimate - 0.1 * stats.t.isf(stats.norm.sf(boundary(100 / 0.9)), 99))
 
 
 def peeking_error(runs: int, *, drafts: int, upto: int, shift: float, seed: int, naive: bool) -> tuple[float, float]:
@@ -130,7 +152,7 @@ def peeking_error(runs: int, *, drafts: int, upto: int, shift: float, seed: int,
 
 
 class TestErrorUnderPeeking:
-    """200 simulated runs whose own mean is the threshold, looked at after every grade from 20 to 100 of 240 drafts."""
+    """200 simulated runs whose own mean is the threshold, looked at after every grade from 30 to 100 of 240 drafts."""
 
     def test_the_sequence_keeps_each_side_near_its_2_5_percent(self) -> None:
         wrong_pass, wrong_fail = peeking_error(200, drafts=240, upto=100, shift=0.0, seed=4, naive=False)

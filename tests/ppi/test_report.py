@@ -140,12 +140,13 @@ class TestGateCall:
     """The call from the confidence sequence (webapp/ppi/anytime.py; its formula is checked in tests/ppi/test_anytime.py).
 
     estimate(value, low, high) has se = (high - value)/2 from n = 100 graded of N = 1,000 drafts. The sequence's
-    half-width at 100 grades is se x c(100/0.9) x t(99)/z: c(111.1) = 3.06955 (kappa 7.93615, x = 7.93615 x 111.11/50
-    = 17.6359, c^2 = 2 x 18.6359/17.6359 x ln(sqrt(18.6359) x 20) = 2.11341 x 4.45828 = 9.42216), t(99)/z =
-    1.98422/1.95996 = 1.01238: 3.1075 standard errors.
+    half-width at 100 grades is se x c(100/0.9) x t(99)/z: c(111.11) = 2.85841 (g = 2.85841 x sqrt(111.11) = 30.1304 solves
+    0.9 exp(0.35 g - 0.35^2 x 111.11/2) + 0.1 x the one-sided mixture = 40; tests/ppi/test_anytime.py solves it on its own),
+    read as Student's t with 99 degrees of freedom at the same one-sided tail (1 - Phi(2.85841) = 0.0021288):
+    t_99^-1(1 - 0.0021288) = 2.9261 standard errors.
     """
 
-    HALF = 3.1075
+    HALF = 2.9261
 
     def test_pass_and_fail_need_the_sequence_to_clear_the_threshold(self) -> None:
         def at(v: float) -> Estimate:
