@@ -8,7 +8,7 @@ predictions), written with running sums so that all N looks of 2,000 runs take s
     estimate_n = (sum of the n grades + sum of the N - n ungraded predictions + (N - n) rbar_n) / N
     se_n^2     = (1 - n/N) s_n^2 / n,   s_n^2 the graded residuals' variance (ddof 1)
 
-and the bounds are webapp.ppi.anytime's: estimate +- se c(n / (1 - n/N)) t(n - 1)/z, no call below MIN_GRADES
+and the bounds are webapp.ppi.anytime's: estimate +- se t_(n-1)^-1(Phi(c(n / (1 - n/N)))), no call below MIN_GRADES
 grades, the exact mean at n = N. tests/ppi/test_anytime_batch.py checks rows against
 `webapp.ppi.report.decide` look by look.
 """
@@ -39,7 +39,7 @@ class Looks:
 
 
 def multipliers(drafts: int) -> NDArray[np.float64]:
-    """Return the half-width in standard errors, c(n / (1 - n/N)) t(n - 1)/z, for n = 1..N (inf below MIN_GRADES, 0 at N)."""
+    """Return the half-width in standard errors (webapp.ppi.anytime.half_width) for n = 1..N (inf below MIN_GRADES, 0 at N)."""
     out = np.full(drafts, np.inf)
     for n in range(MIN_GRADES, drafts):
         out[n - 1] = half_width(1.0, float(n), n, drafts)
