@@ -123,7 +123,7 @@ class TestPpiHumanGrading:
         # K counts beyond the drawn drafts, as without the order: the 5 waiting are counted as to be graded
         assert c.summary.startswith(
             "graded until decided in draw order, the calls hold while 5 drawn drafts wait; "
-            "Completeness undecided: about 465 more drafts to draw would decide"
+            "Completeness undecided: about 529 more drafts to draw would decide"
         )
         assert c.action.startswith("Grade the drawn drafts in the run's queue")
 
