@@ -7,7 +7,7 @@ threshold 3.5 or 0.1 to 0.3 away), looked at after every grade with the confiden
 webapp/ppi/anytime.py:
 - uniform: the product's design, drafts graded in a random order (benchmarks/anytime_batch.py:
   the run estimand's PPI estimate with the finite-population correction);
-- active: webapp/ppi/active.py, draws with replacement from q = (1 - gamma) u / sum(u) + gamma / N,
+- active: benchmarks/active_design.py, draws with replacement from q = (1 - gamma) u / sum(u) + gamma / N,
   u the expected |residual| from the uncertainty signal, the IPW estimate; a draft drawn again is
   not graded again (grades = distinct drafts).
 Worlds (the predictor and the error model u fitted once on an earlier fully graded run of 4,000):
@@ -32,11 +32,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from benchmarks.active_design import UNIFORM_SHARE, draw_probabilities
 from benchmarks.anytime_batch import TOL, every_look, first_decision
 from benchmarks.bench_ppi_anytime import THRESHOLD, at_mean, fixed_design
 from benchmarks.ppi_signals_world import SignalsWorld, judge_calls, lasting_sd_for_kappa
 from benchmarks.ppi_world import to_scale
-from webapp.ppi.active import UNIFORM_SHARE, draw_probabilities
 from webapp.ppi.anytime import MIN_GRADES, UNBOUNDED, half_width
 from webapp.ppi.predictor import fit_predictor
 
@@ -200,7 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000, help="simulated runs per row (default 2000)")
     parser.add_argument("--drafts", type=int, default=2400, help="drafts per run (default 2400)")
-    parser.add_argument("--share", type=float, default=UNIFORM_SHARE, help="the uniform share gamma (default webapp.ppi.active's)")
+    parser.add_argument("--share", type=float, default=UNIFORM_SHARE, help="the uniform share gamma (default benchmarks.active_design's)")
     parser.add_argument("--only", choices=("signals", "heteroscedastic", "both"), default="both", help="which world")
     args = parser.parse_args()
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Uncertainty-first draws (issue 43 item 3): draw probabilities and the IPW estimate (webapp/ppi/active.py)."""
+"""Uncertainty-first draws (issue 43 item 3): draw probabilities and the IPW estimate (benchmarks/active_design.py: measured, not used by the product)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from webapp.ppi.active import ActiveError, draw_probabilities, draw_values, estimate
+from benchmarks.active_design import ActiveError, draw_probabilities, draw_values, estimate
 
 F = np.array([3.0, 4.0, 2.0, 5.0, 3.0, 4.0])  # predictions of six drafts
 Y = np.array([4.0, 4.0, 1.0, 5.0, 2.0, 3.0])  # their human grades: theta = 19/6

@@ -19,7 +19,8 @@ a run's N drafts one draw at a time:
   correction (draws with replacement).
 
 Measured against uniform order in benchmarks/bench_ppi_active.py (docs/ppi.md, "Fewest grades"):
-kept only where it pays.
+it does not pay in either world measured (3 December 2026), so the product keeps the uniform
+random draw order and this design lives here, beside its benchmark, not in webapp/ppi.
 """
 
 from __future__ import annotations
