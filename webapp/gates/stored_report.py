@@ -130,12 +130,15 @@ def compute(*, session: Session, spec: EvalSpec, run: Run) -> GateParts:
 def refresh(*, session: Session, spec: EvalSpec, run: Run) -> bool:
     """Compute the run's gate criteria and store them with their inputs' fingerprint (read first, as for the PPI figures).
 
-    A production week's run is no launch candidate: nothing is stored for it (return False).
+    Nothing is computed when the stored row is current already. A production week's run is no
+    launch candidate: nothing is stored for it (return False).
     """
     if run.source == PRODUCTION_SOURCE or run.id is None:
         return False
     fp = fingerprint(session=session, spec=spec, run=run)
-    figures.store(session, KIND, str(run.id), fp, compute(session=session, spec=spec, run=run), _ADAPTER)
+    row = figures.stored(session, KIND, str(run.id))
+    if row is None or row.fingerprint != fp:  # a burst of grades: the first reaction stores them all, the rest find it current
+        figures.store(session, KIND, str(run.id), fp, compute(session=session, spec=spec, run=run), _ADAPTER)
     return True
 
 
