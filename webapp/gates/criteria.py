@@ -240,7 +240,12 @@ def human_grading_ppi(ppi: PpiGradingFacts, spec: EvalSpec) -> CriterionResult:
         elif ppi.pending:
             verb = "waits" if ppi.pending == 1 else "wait"
             summary = f"graded until decided in draw order, the calls hold while {plural(ppi.pending, 'drawn draft')} {verb}; " + summary
-        if ppi.in_draw_order and ppi.pending:
+        if ppi.closed_reason and not ppi.pending and undecided:
+            # the all-graded closing (issue 43): nothing is left to serve, and a further sample is refused while it is set
+            summary = f"graded until decided, its queue closed: {ppi.closed_reason}; " + summary
+            action = ("Stop grading until decided (a lead, on the run's PPI page; the stored decisions stay), then draw a "
+                      "further sample to decide the rest.")
+        elif ppi.in_draw_order and ppi.pending:
             action = ("Grade the drawn drafts in the run's queue (graded until decided: it closes by itself once every "
                       "criterion is decided).")
         elif any(c.more_grades for c, _ in undecided):

@@ -42,7 +42,7 @@ from webapp.ppi.models import PpiDecision
 from webapp.ppi.report import decide, stored_sample
 from webapp.ppi.signals import FIGURE_RANGE
 from webapp.ppi.stored_figures import run_figures
-from webapp.ppi.until_decided import in_draw_order, open_decisions
+from webapp.ppi.until_decided import closed_reason, in_draw_order, open_decisions
 from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
 from webapp.runs.models import Draft, Run
@@ -160,7 +160,7 @@ def ppi_facts(*, session: Session, spec: EvalSpec, run_id: int) -> PpiGradingFac
                 ))
     return PpiGradingFacts(
         run_id, report.graded, report.pending, tuple(criteria), drafts=report.drafts, drawn=report.drawn, figures_state=read.state,
-        in_draw_order=ordered,
+        in_draw_order=ordered, closed_reason=closed_reason(session=session, run_id=run_id),
     )
 
 

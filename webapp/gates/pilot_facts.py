@@ -142,6 +142,7 @@ class PpiGradingFacts:
     drawn: int = 0  # of them, the drafts any round drew
     figures_state: FigureState = "current"  # the stored PPI figures read: current, updating or computing (webapp.core.figures)
     in_draw_order: bool = False  # graded until decided, in the sample's random draw order: the calls hold while drafts wait
+    closed_reason: str | None = None  # graded until decided and its queue closed: why (webapp/ppi/until_decided.py)
 
     @property
     def page(self) -> str:

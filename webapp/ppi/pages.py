@@ -166,3 +166,21 @@ def ppi_until_decided(
         return redirect_with_flash(request, target, text=str(exc), kind="error")
     capped = f", at most {limit} grades" if limit is not None else ""
     return redirect_with_flash(request, target, text=f"{run.name}: graded until decided{capped}; the queue closes by itself.")
+
+
+STOPPED_TEXT = "{run}: no longer graded until decided; the queue serves the whole sample again; stored decisions stay."
+NOT_SET_TEXT = "{run}: not graded until decided; nothing changed."
+
+
+@router.post("/ppi/runs/{run}/until-decided/stop")
+def ppi_until_decided_stop(
+    request: Request, session: SessionDep, principal: Principal = Depends(require_role("lead")), *, run: RunDep
+) -> Response:
+    """Stop grading the run until decided (`until_decided.unset_until_decided`, as the API's PUT with `on: false`), then show the page again.
+
+    Decision (docs/ppi.md, "Grade until decided"): a route of its own rather than an `on` field on the
+    setting form, so a form that sets a cap can never unset by a missing field; a lead only, CSRF-protected.
+    """
+    target = f"/ppi/runs/{quote(run.name)}"
+    was_set = until_decided.unset_until_decided(session=session, run_id=stored_id(run.id))
+    return redirect_with_flash(request, target, text=(STOPPED_TEXT if was_set else NOT_SET_TEXT).format(run=run.name))

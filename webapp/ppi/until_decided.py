@@ -321,6 +321,12 @@ def in_draw_order(*, session: Session, run_id: int) -> bool:
     return session.exec(select(PpiUntilDecided.id).where(PpiUntilDecided.run_id == run_id)).first() is not None
 
 
+def closed_reason(*, session: Session, run_id: int) -> str | None:
+    """Return why the run's queue closed when it grades until decided and closed; else None (the gate says it)."""
+    setting = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run_id)).first()
+    return None if setting is None or setting.closed_at is None else setting.closed_reason
+
+
 def is_open(*, session: Session, run_id: int) -> bool:
     """Tell whether the run's queue still serves drafts: not set to grade until decided, or set and not closed yet."""
     setting = session.exec(select(PpiUntilDecided).where(PpiUntilDecided.run_id == run_id)).first()
