@@ -43,3 +43,21 @@ def test_the_demo_ppi_page_shows_the_sequences_decision_and_draws_it_on_the_path
     # the calls hold while drawn drafts wait (graded in draw order): not marked provisional, and no further sample offered
     assert page.locator(".badge.provisional").count() == 0
     assert page.locator("form[action$='/further-sample']").count() == 0
+
+
+def test_the_lead_stops_grading_until_decided_with_the_pages_button(demo_server, new_page) -> None:  # type: ignore[no-untyped-def]
+    email = next(e for key, e, _n, _r in c.DEMO_USERS if key == "lead")
+    page = new_page()
+    sign_in(page, demo_server.url, email, c.DEMO_PASSWORD)
+    page.goto(f"{demo_server.url}/ppi/runs/{RUN_NAME}")
+    button = page.locator("#ppi-until-decided-stop button[type=submit]")
+    assert button.inner_text() == "Stop grading until decided"
+    decided = page.locator("#ppi-decisions-table .ppi-decided").count()
+    assert decided >= 1
+    button.click()
+    page.wait_for_url(f"{demo_server.url}/ppi/runs/{RUN_NAME}")
+    body = page.locator("main").inner_text()
+    assert f"{RUN_NAME}: no longer graded until decided; the queue serves the whole sample again; stored decisions stay." in body
+    assert "This run is not graded until decided" in page.locator("#ppi-until-state").inner_text()
+    assert page.locator("#ppi-until-decided-stop").count() == 0
+    assert page.locator("#ppi-decisions-table .ppi-decided").count() == decided  # the stored decisions stay
