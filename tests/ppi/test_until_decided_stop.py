@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 import pytest
@@ -20,7 +21,7 @@ from webapp.grading.models import GradingPlan
 from webapp.ppi.models import PpiDecision, PpiUntilDecided
 from webapp.ppi.report import run_report
 from webapp.ppi.service import draw_sample
-from webapp.ppi.until_decided import calls, draw_order, on_final_grade, set_until_decided
+from webapp.ppi.until_decided import ALL_GRADED, calls, draw_order, on_final_grade, set_until_decided
 from webapp.runs.models import Run
 
 
@@ -133,3 +134,18 @@ def test_the_all_graded_closing_is_stored_and_the_page_and_the_gate_say_it(
     assert crit.status == "incomplete"
     assert f"graded until decided, its queue closed: {said}; " in crit.summary
     assert crit.action.startswith("Stop grading until decided") and "Draw a further sample" not in crit.action
+
+
+def test_the_all_graded_closing_reason_follows_the_calls_and_the_run_stays_closed(session: Session, spec: EvalSpec) -> None:
+    run, order, reason, _ = all_graded_undecided(session, spec)
+    assert run.id is not None and reason is not None and reason.startswith(ALL_GRADED)
+    (setting,) = settings(session, run.id)
+    closed_at = setting.closed_at
+    # as if a correction had changed the calls since the closing (the reason then counted other undecided criteria)
+    setting.closed_reason = f"{ALL_GRADED} ({len(order)}), 9 criteria undecided"
+    session.add(setting)
+    session.commit()
+    out = on_final_grade(session=session, spec=spec, draft_id=order[0], now=T0 + dt.timedelta(hours=1))
+    assert out is not None and out.closed_reason is None  # it closed earlier, not now
+    (setting,) = settings(session, run.id)
+    assert setting.closed_reason == reason and setting.closed_at == closed_at

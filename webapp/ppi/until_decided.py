@@ -281,20 +281,38 @@ def who_saved(*, session: Session, draft_id: int, final: FinalGrade | None) -> i
     ).first()
 
 
+ALL_GRADED = "every drawn draft graded"  # the all-graded closing's reason starts so (docs/ppi.md, "Grade until decided")
+
+
+def _closing_reason(setting: PpiUntilDecided, report: RunReport, current: dict[str, GateCall]) -> str | None:
+    """Return why a run grading until decided closes at this look: every criterion decided, its cap, or every drawn draft graded."""
+    undecided = sum(c.verdict == "undecided" for c in current.values())
+    if current and not undecided:
+        return f"every gate criterion decided on {report.graded} grades"
+    if setting.cap is not None and report.graded >= setting.cap:
+        return f"the cap of {setting.cap} grades reached, {undecided} criteria undecided"
+    if report.drawn and report.pending == 0:
+        # nothing left to serve: say so rather than leave a queue that looks open
+        return f"{ALL_GRADED} ({report.graded}), {undecided} criteria undecided"
+    return None
+
+
 def _close_if_done(
     *, session: Session, setting: PpiUntilDecided, report: RunReport, current: dict[str, GateCall], at: dt.datetime
 ) -> str | None:
-    """Close a run grading until decided once every gate criterion is decided, at its cap, or with every drawn draft graded; return the reason."""
+    """Close a run grading until decided once every gate criterion is decided, at its cap, or with every drawn draft graded; return the reason.
+
+    A run closed with every drawn draft graded stays closed, but its reason follows the calls when a
+    correction changes them without re-opening a decision (say, decides the last criterion); None then,
+    as the run closed earlier.
+    """
+    reason = _closing_reason(setting, report, current)
     if setting.closed_at is not None:
+        if reason is not None and reason != setting.closed_reason and (setting.closed_reason or "").startswith(ALL_GRADED):
+            setting.closed_reason = reason
+            session.add(setting)
+            close_plan(session=session, run_id=setting.run_id, reason=reason)
         return None
-    reason = None
-    if current and all(c.verdict != "undecided" for c in current.values()):
-        reason = f"every gate criterion decided on {report.graded} grades"
-    elif setting.cap is not None and report.graded >= setting.cap:
-        reason = f"the cap of {setting.cap} grades reached, {sum(c.verdict == 'undecided' for c in current.values())} criteria undecided"
-    elif report.drawn and report.pending == 0:
-        # nothing left to serve: say so rather than leave a queue that looks open
-        reason = f"every drawn draft graded ({report.graded}), {sum(c.verdict == 'undecided' for c in current.values())} criteria undecided"
     if reason is not None:
         setting.closed_at, setting.closed_reason = at, reason
         session.add(setting)
