@@ -12,7 +12,15 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import Session
 
-from webapp.alerts.models import AlertChannel, AlertNotice, AlertOutbox, ChannelKind, NoticeKind, NoticeState, OutboxStatus
+from webapp.alerts.models import (
+    AlertChannel,
+    AlertNotice,
+    AlertOutbox,
+    ChannelKind,
+    NoticeKind,
+    NoticeState,
+    OutboxStatus,
+)
 from webapp.alerts.outbox import DeliveryState
 from webapp.checks.models import DraftCheck
 from webapp.checks.types import CheckStatus, RegressionAlertKind
