@@ -80,7 +80,7 @@ class TestRecordPass:
             try:
                 for _ in range(600):
                     session.expire_all()
-                    if len(session.exec(select(JobRun)).all()) == 5:
+                    if len(session.exec(select(JobRun)).all()) == 6:
                         return
                     await asyncio.sleep(0.1)
                 raise AssertionError("the jobs did not record their first passes")
@@ -95,6 +95,7 @@ class TestRecordPass:
         assert [(s.job, s.failures, s.last_success_at is not None, s.stalled) for s in states] == [
             ("alerts", 0, True, False),
             ("figures", 0, True, False),
+            ("gate_reports", 0, True, False),
             ("metrics_rebuild", 0, True, False),
             ("reactions", 0, True, False),
             ("retention", 0, True, False),

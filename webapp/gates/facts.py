@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import replace
 from urllib.parse import quote
 
 from sqlmodel import Session, col, select
@@ -49,7 +50,16 @@ from webapp.survey import service as survey_service
 
 
 def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
-    """Collect, for every draft of the run, its check results and final grade, and the suite's results."""
+    """Collect, for every draft of the run, its check results and final grade, the suite's results and the PPI reading."""
+    assert run.id is not None
+    return replace(run_facts(session=session, spec=spec, run=run), ppi=ppi_facts(session=session, spec=spec, run_id=run.id))
+
+
+def run_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
+    """Collect the whole-run facts (every draft's check results and final grade, the suite, the eval set), without the PPI reading.
+
+    What the stored gate criteria are computed from (webapp/gates/stored_report.py).
+    """
     assert run.id is not None
     dataset = session.get(Dataset, run.dataset_id)
     rows = session.exec(
@@ -95,7 +105,6 @@ def pilot_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     mix = dataset_mix(((c.case_id, c.category, c.intent) for c in cases), spec)
     return PilotFacts(
         run.id, run.name, dataset.count if dataset else len(cases), drafts, regression, cases, mix, f"/datasets/{run.dataset_id}",
-        ppi_facts(session=session, spec=spec, run_id=run.id),
     )
 
 

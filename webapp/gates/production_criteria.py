@@ -137,12 +137,16 @@ def survey_net_positive(s: SurveyFacts, spec: EvalSpec) -> CriterionResult:
 
 def full_eval_set(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     """Production 4: a 250-case eval set passes the pilot gate's thresholds."""
+    return eval_set_criterion(pilot_criteria(facts, spec, min_cases=spec.gates.production.min_cases), facts.case_count, spec)
+
+
+def eval_set_criterion(parts: list[CriterionResult], case_count: int, spec: EvalSpec) -> CriterionResult:
+    """Production 4 from the pilot criteria at the production case count (`parts`) and the eval set's size."""
     need = spec.gates.production.min_cases
-    parts = pilot_criteria(facts, spec, min_cases=need)
     status = combine([p.status for p in parts])
-    if facts.case_count < need:
+    if case_count < need:
         status = "fail"
-        summary = f"the run's eval set has {facts.case_count} cases; {need} are needed"
+        summary = f"the run's eval set has {case_count} cases; {need} are needed"
     else:
         summary = "passes every pilot threshold" if status == "pass" else "; ".join(
             f"{p.title}: {p.summary}" for p in parts if p.status != "pass"
@@ -150,6 +154,6 @@ def full_eval_set(facts: PilotFacts, spec: EvalSpec) -> CriterionResult:
     evidence = [e for p in parts for e in p.evidence][:50]
     return CriterionResult(
         "full_eval_set", f"{need}-case eval set passes the pilot thresholds", status,
-        f"{facts.case_count} cases; " + ", ".join(f"{p.title} {p.status}" for p in parts),
+        f"{case_count} cases; " + ", ".join(f"{p.title} {p.status}" for p in parts),
         f"≥ {need} cases, every pilot criterion", summary, None, evidence, parts,
     )

@@ -46,11 +46,14 @@ class GateReport:
     # The stored PPI figures it read (webapp/ppi/stored_figures.py): current, or updating / computing
     # (grades or draws changed since they were computed): a decision is signed on current figures only.
     figures_state: FigureState = "current"
+    # Its own whole-run criteria as stored (webapp/gates/stored_report.py): current, or updating (checks, grades,
+    # the suite or the eval set changed since they were computed). figures_state includes it.
+    report_state: FigureState = "current"
 
     @property
     def current(self) -> bool:
         """Tell whether every stored figure it read was computed from the inputs as they are."""
-        return self.figures_state == "current"
+        return self.figures_state == "current" and self.report_state == "current"
 
     @property
     def status(self) -> Verdict:

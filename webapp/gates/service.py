@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import quote
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
@@ -13,12 +12,12 @@ from sqlmodel import Session, col, select
 from webapp.auth import audit
 from webapp.auth.service import Principal
 from webapp.core.db import stored_id
+from webapp.core.figures import FigureState
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
-from webapp.datasets import service as datasets_service
-from webapp.gates import criteria, facts, production_criteria
+from webapp.gates import criteria, facts, production_criteria, stored_report
 from webapp.gates.models import GateSignoff
-from webapp.gates.report import CriterionResult, Evidence, GateReport
+from webapp.gates.report import GateReport
 from webapp.gates.schemas import gate_report_public
 from webapp.metrics import daily as metrics_daily
 from webapp.runs.models import PRODUCTION_SOURCE, Run
@@ -44,39 +43,36 @@ def today_in(spec: EvalSpec) -> dt.date:
     return metrics_daily.today_in(spec)
 
 
+def _worst(*states: FigureState) -> FigureState:
+    """Return the least current of the states (computing, then updating, then current)."""
+    return "computing" if "computing" in states else "updating" if "updating" in states else "current"
+
+
 def pilot_report(*, session: Session, spec: EvalSpec, run: Run) -> GateReport:
-    """Evaluate the pilot gate for a run over its dataset."""
-    pf = facts.pilot_facts(session=session, spec=spec, run=run)
-    results = criteria.pilot_criteria(pf, spec)
-    _warn_golden_without_expectations(session=session, spec=spec, run=run, results=results)
-    return GateReport("pilot", run.id, run.name, results, utcnow(), figures_state=pf.ppi.figures_state if pf.ppi else "current")
-
-
-def _warn_golden_without_expectations(*, session: Session, spec: EvalSpec, run: Run, results: list[CriterionResult]) -> None:
-    """Add a warning to the golden-examples criterion for each golden case of the set without expectation fields.
-
-    A warning, not a verdict: the case-expectations check silently does not run on such a case
-    (webapp.datasets.loader.golden_expectation_warning says which cases need them).
-    """
-    golden = next((c for c in results if c.key == "golden_factual"), None)
-    if golden is None:
-        return
-    for case, message in datasets_service.golden_without_expectations(session=session, dataset_id=run.dataset_id, spec=spec):
-        href = f"/datasets/{run.dataset_id}/cases/{quote(case.case_id, safe='')}"
-        golden.evidence.append(Evidence(case.case_id, href, f"warning: {message}; add them to the dataset"))
+    """Evaluate the pilot gate for a run over its dataset (its whole-run criteria read stored: webapp/gates/stored_report.py)."""
+    assert run.id is not None
+    parts, state = stored_report.gate_parts(session=session, spec=spec, run=run)
+    ppi = facts.ppi_facts(session=session, spec=spec, run_id=run.id)
+    human = criteria.human_grading(parts.grading_facts(run_id=run.id, run_name=run.name, ppi=ppi), spec)
+    results = stored_report.with_human(parts.pilot_criteria, human)
+    ppi_state: FigureState = ppi.figures_state if ppi else "current"
+    return GateReport("pilot", run.id, run.name, results, utcnow(), figures_state=_worst(ppi_state, state), report_state=state)
 
 
 def production_report(*, session: Session, spec: EvalSpec, run: Run, today: dt.date | None = None) -> GateReport:
-    """Evaluate the production gate: pilot metrics, hallucinations, survey, and the run's eval set."""
+    """Evaluate the production gate: pilot metrics, hallucinations, survey, and the run's eval set (read stored, as the pilot's)."""
+    assert run.id is not None
     today = today or today_in(spec)
-    pf = facts.pilot_facts(session=session, spec=spec, run=run)
+    parts, state = stored_report.gate_parts(session=session, spec=spec, run=run)
+    ppi = facts.ppi_facts(session=session, spec=spec, run_id=run.id)
+    human = criteria.human_grading(parts.grading_facts(run_id=run.id, run_name=run.name, ppi=ppi), spec)
     results = [
         production_criteria.pilot_online_targets(facts.streak_facts(session=session, spec=spec, today=today), spec, today=today),
         production_criteria.no_confirmed_hallucinations(facts.hallucination_facts(session=session, spec=spec), spec, today=today),
         production_criteria.survey_net_positive(facts.survey_facts(session=session), spec),
-        production_criteria.full_eval_set(pf, spec),
+        production_criteria.eval_set_criterion(stored_report.with_human(parts.production_criteria, human), parts.case_count, spec),
     ]
-    return GateReport("production", run.id, run.name, results, utcnow())
+    return GateReport("production", run.id, run.name, results, utcnow(), figures_state=state, report_state=state)
 
 
 def report(*, session: Session, spec: EvalSpec, gate: str, run: Run) -> GateReport:
@@ -145,8 +141,10 @@ def sign_off(
     rep = report(session=session, spec=spec, gate=gate, run=run)
     if not rep.current:
         # a decision rests on the figures as they are: the reaction recomputes them within seconds
+        what = "figures" if rep.report_state != "current" else "human-grading figures"
+        why = "checks, grades or draws" if rep.report_state != "current" else "grades or draws"
         raise FiguresUpdating(
-            f"signoff: the {gate} gate's human-grading figures are {rep.figures_state} (grades or draws changed since they "
+            f"signoff: the {gate} gate's {what} are {rep.figures_state} ({why} changed since they "
             "were computed); sign again in a few seconds, once the report is current"
         )
     if decision == "go" and not rep.passed:

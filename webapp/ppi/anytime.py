@@ -109,8 +109,8 @@ def multiplier(t_eff: float, *, alpha: float = ALPHA, tuned_at: float = TUNED_AT
         return log_martingale(g, t_eff, alpha=alpha, tuned_at=tuned_at) - target
 
     high = 10.0 + 10.0 * math.sqrt(t_eff)  # M grows without bound in g: the crossing lies below
-    g = optimize.brentq(excess, 0.0, high, xtol=1e-12, rtol=1e-13)
-    return float(g) / math.sqrt(t_eff)
+    found = optimize.root_scalar(excess, bracket=(0.0, high), method="brentq", xtol=1e-12, rtol=1e-13)
+    return float(found.root) / math.sqrt(t_eff)
 
 
 def small_sample(c: float, df: float) -> float:
