@@ -101,3 +101,17 @@ def test_the_openapi_document_gives_the_states_as_enums(app: Any) -> None:
     assert schemas["DeliveryPublic"]["properties"]["state"]["enum"] == list(get_args(DeliveryState))
     assert schemas["ChannelPublic"]["properties"]["kind"]["enum"] == list(get_args(ChannelKind))
     assert schemas["NewAlert"]["properties"]["kind"]["enum"] == list(get_args(RegressionAlertKind))
+
+
+def test_the_channels_answer_keeps_its_fields_and_timestamps(api_as: Any, session: Session) -> None:
+    """ChannelPublic/DeliveryPublic, now read from the rows: the same keys, and timestamps as the rows' isoformat()."""
+    answer = api_as("admin").get("/api/v1/alerts/channels").json()
+    assert answer, "the demo has a channel"
+    stored = {m.id: m for m in session.execute(select(AlertOutbox)).scalars()}
+    for ch in answer:
+        assert set(ch) == {"id", "name", "kind", "target", "topics", "send_resolved", "deliveries"}
+        for d in ch["deliveries"]:
+            assert set(d) == {"id", "state", "attempts", "created_at", "next_attempt_at", "sent_at", "last_status", "last_error", "items"}
+            row = stored[d["id"]]
+            assert d["created_at"] == row.created_at.isoformat()
+            assert d["sent_at"] == (row.sent_at.isoformat() if row.sent_at else None)
