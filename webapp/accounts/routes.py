@@ -23,10 +23,4 @@ router = APIRouter(tags=["auth"])
 )
 def whoami(principal: Principal = Depends(RoleCheck(*ANY_ROLE, scope=EXTRA_SCOPES[0]))) -> WhoamiPublic:
     """Return the caller's identity, roles and token scopes."""
-    return WhoamiPublic(
-        email=principal.email,
-        name=principal.name,
-        roles=sorted(principal.roles),
-        scopes=sorted(principal.scopes),
-        via=principal.via,
-    )
+    return WhoamiPublic.of(principal, roles=sorted(principal.roles), scopes=sorted(principal.scopes))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from webapp.core.public import PublicModel
 
 
-class WhoamiPublic(BaseModel):
+class WhoamiPublic(PublicModel):
     """The caller's identity, roles, token scopes and how they authenticated."""
 
     email: str

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from sqlalchemy import JSON, Column, Index, Text
 from sqlmodel import Field, SQLModel
+from sqlmodel.sql.sqltypes import AutoString
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
 
-CHANNEL_KINDS: tuple[str, ...] = ("slack", "webhook", "email", "file")
+ChannelKind = Literal["slack", "webhook", "email", "file"]
+CHANNEL_KINDS: tuple[ChannelKind, ...] = get_args(ChannelKind)
+# A notified transition: what it is about, and the state it reports.
+NoticeKind = Literal["metric", "no_data", "regression", "hallucination", "human_quality"]
+NoticeState = Literal["firing", "resolved", "raised", "confirmed"]
+# A message in the outbox: waiting (first send or a retry), sent, or given up.
+OutboxStatus = Literal["pending", "sent", "failed"]
 # What a channel may subscribe to: "all", one metric's alert (by metric name), "no_data", "regression", "hallucination",
 # "human_quality".
 TOPIC_ALL = "all"
@@ -23,7 +30,7 @@ class AlertChannel(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(max_length=100, unique=True)
-    kind: str = Field(max_length=20)  # slack | webhook | email | file
+    kind: ChannelKind = Field(sa_type=AutoString(length=20))
     # URL of a webhook, path of a file channel; empty for email (its settings are in config)
     target: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     # email: host, port, security (starttls | tls | none), username, password_env, from_addr, to, ca_file
@@ -44,8 +51,8 @@ class AlertNotice(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     # e.g. metric:accept_rate:2026-11-05:pending>firing, no_data:<last event time>:firing, regression:12
     key: str = Field(max_length=300, unique=True)
-    kind: str = Field(max_length=20)  # metric | no_data | regression | hallucination | human_quality
-    state: str = Field(max_length=20)  # firing | resolved | raised | confirmed
+    kind: NoticeKind = Field(sa_type=AutoString(length=20))
+    state: NoticeState = Field(sa_type=AutoString(length=20))
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
 
 
@@ -60,7 +67,7 @@ class AlertOutbox(SQLModel, table=True):
     # Stable per (transitions, channel): sent as the Idempotency-Key header on every attempt.
     idempotency_key: str = Field(max_length=100, unique=True)
     payload: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    status: str = Field(default="pending", max_length=20)  # pending | sent | failed
+    status: OutboxStatus = Field(default="pending", sa_type=AutoString(length=20))
     attempts: int = 0
     next_attempt_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     # A worker's claim: until it expires, no other worker sends this message (a crash lets it expire).

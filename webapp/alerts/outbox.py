@@ -11,6 +11,7 @@ import datetime as dt
 import hashlib
 import logging
 from dataclasses import dataclass
+from typing import Literal
 
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.dialects.postgresql import Insert as PgInsert
@@ -207,12 +208,16 @@ def last_deliveries(*, session: Session, channel_id: int, limit: int = 5) -> lis
     return list(session.execute(stmt).scalars())
 
 
+# A delivery in words, from its outbox row's status and attempts (delivery_state).
+DeliveryState = Literal["sent", "retrying", "queued", "given up"]
+
+
 @dataclass(frozen=True)
 class Delivery:
     """One message sent (or being sent) to a channel, with its state in words."""
 
     message: AlertOutbox
-    state: str  # sent | retrying | queued | given up
+    state: DeliveryState
 
 
 @dataclass(frozen=True)
@@ -231,7 +236,7 @@ def channels_with_deliveries(*, session: Session, limit: int = 5) -> list[Channe
     ]
 
 
-def delivery_state(msg: AlertOutbox) -> str:
+def delivery_state(msg: AlertOutbox) -> DeliveryState:
     """Return sent, retrying, queued or given up for a message."""
     if msg.status == "sent":
         return "sent"

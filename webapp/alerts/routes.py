@@ -8,7 +8,7 @@ from webapp.alerts import outbox
 from webapp.alerts.items import email_config, payload_of
 from webapp.alerts.schemas import ChannelPublic, DeliveryPublic
 from webapp.auth.service import Principal
-from webapp.core.db import SessionDep, stored_id
+from webapp.core.db import SessionDep
 from webapp.web.deps import require_role
 
 router = APIRouter(tags=["alerts"])
@@ -34,17 +34,12 @@ def _channel_public(row: outbox.ChannelDeliveries) -> ChannelPublic:
     if not target:
         cfg = email_config(ch)
         target = f"smtp://{cfg.get('host')}:{cfg.get('port')}"
-    return ChannelPublic(
-        id=stored_id(ch.id), name=ch.name, kind=ch.kind, topics=ch.topics, send_resolved=ch.send_resolved, target=target,
-        deliveries=[_delivery_public(d) for d in row.deliveries],
-    )
+    return ChannelPublic.of(ch, target=target, deliveries=[_delivery_public(d) for d in row.deliveries])
 
 
 def _delivery_public(d: outbox.Delivery) -> DeliveryPublic:
     m = d.message
-    return DeliveryPublic(
-        id=stored_id(m.id), state=d.state, attempts=m.attempts, created_at=m.created_at.isoformat(),
-        next_attempt_at=m.next_attempt_at.isoformat() if d.state in ("retrying", "queued") else None,
-        sent_at=m.sent_at.isoformat() if m.sent_at else None, last_status=m.last_status, last_error=m.last_error,
+    return DeliveryPublic.of(
+        m, state=d.state, next_attempt_at=m.next_attempt_at if d.state in ("retrying", "queued") else None,
         items=[f"{it['alert']}: {it['state']}" for it in payload_of(m)["items"]],
     )

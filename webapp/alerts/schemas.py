@@ -2,31 +2,34 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from webapp.web.api_schemas import Timestamp
+from webapp.alerts.models import ChannelKind
+from webapp.alerts.outbox import DeliveryState
+from webapp.core.public import PublicModel
+from webapp.web.api_schemas import StoredTimestamp
 
 
-class DeliveryPublic(BaseModel):
+class DeliveryPublic(PublicModel):
     """One delivery of a notification to a channel: its state, attempts and the alerts it carried."""
 
     id: int
-    state: str
+    state: DeliveryState
     attempts: int
-    created_at: Timestamp
-    next_attempt_at: Timestamp | None
-    sent_at: Timestamp | None
+    created_at: StoredTimestamp
+    next_attempt_at: StoredTimestamp | None
+    sent_at: StoredTimestamp | None
     last_status: int | None
     last_error: str
     items: list[str] = Field(description="One `alert: state` line per alert the notification carried")
 
 
-class ChannelPublic(BaseModel):
+class ChannelPublic(PublicModel):
     """A notification channel with its last five deliveries (newest first)."""
 
     id: int
     name: str
-    kind: str
+    kind: ChannelKind
     target: str
     topics: list[str]
     send_resolved: bool

@@ -7,7 +7,9 @@ from typing import ClassVar
 
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
+from sqlmodel.sql.sqltypes import AutoString
 
+from webapp.checks.types import CheckStatus
 from webapp.core.timeutil import aware_datetime_type, utcnow
 
 
@@ -22,7 +24,7 @@ class DraftCheck(SQLModel, table=True):
     # Denormalised so that a run's results are one indexed query, not a join through draft.
     run_id: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
     key: str = Field(max_length=40)
-    status: str = Field(max_length=16)  # pass | fail | not_applicable
+    status: CheckStatus = Field(sa_type=AutoString(length=16))
     reason: str = Field(sa_column=Column(Text, nullable=False))
     checked_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     # A digest of every KB revision and its status when the check ran: a different digest now

@@ -46,29 +46,17 @@ RECHECK_ROLES = ("lead", "admin", "pm", "ml_lead")
 
 def rate_public(rate: service.Rate) -> RatePublic:
     """Return passes over drafts as JSON."""
-    return RatePublic(passed=rate.passed, failed=rate.failed, total=rate.total, pass_rate=rate.rate)
+    return RatePublic.of(rate, pass_rate=rate.rate)
 
 
 def check_rate_public(c: service.CheckRate) -> CheckRatePublic:
     """Return one check's figures across a run as JSON."""
-    return CheckRatePublic(
-        key=c.key, label=c.label, passed=c.passed, failed=c.failed, not_applicable=c.not_applicable, pass_rate=c.rate
-    )
+    return CheckRatePublic.of(c, pass_rate=c.rate)
 
 
 def failing_draft(o: service.DraftOutcome) -> FailingDraft:
     """Return a failing draft and its failed checks as JSON."""
-    return FailingDraft(
-        draft_id=o.draft_id,
-        case_id=o.case_id,
-        sample_index=o.sample_index,
-        category=o.category,
-        intent=o.intent,
-        golden=o.golden,
-        safety=o.safety,
-        passed=o.passed,
-        failures=[CheckFailure(key=r.key, reason=r.reason) for r in o.failures],
-    )
+    return FailingDraft.of(o, failures=[CheckFailure.of(r) for r in o.failures])
 
 
 def run_checks_public(seen: service.RunSummary, gate: CiGate, verdict: VerdictPublic) -> RunChecksPublic:
@@ -140,7 +128,7 @@ def draft_checks_public(d: DraftChecks, signals: SignalsView) -> DraftChecksPubl
         kb_version=d.kb_version,
         signals_hidden=hidden,
         passed=d.passed if d.results and not hidden else None,
-        results=[] if hidden else [CheckResultPublic(key=r.key, status=r.status, reason=r.reason) for r in d.results],
+        results=[] if hidden else [CheckResultPublic.of(r) for r in d.results],
     )
 
 

@@ -6,10 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from webapp.checks.types import CheckStatus, RegressionAlertKind
+from webapp.core.public import PublicModel
 from webapp.web.api_schemas import Timestamp
 
 
-class RatePublic(BaseModel):
+class RatePublic(PublicModel):
     """Drafts passing every applicable check, out of the drafts checked (pass_rate null when none)."""
 
     passed: int
@@ -29,7 +31,7 @@ class ExamplesPublic(BaseModel):
     pass_rate: float | None = Field(description="passed / total")
 
 
-class CheckRatePublic(BaseModel):
+class CheckRatePublic(PublicModel):
     """One check across a run: passes, failures, not-applicables, pass rate over applicable drafts."""
 
     key: str
@@ -40,14 +42,14 @@ class CheckRatePublic(BaseModel):
     pass_rate: float | None
 
 
-class CheckFailure(BaseModel):
+class CheckFailure(PublicModel):
     """A check a draft failed, and why."""
 
     key: str
     reason: str
 
 
-class FailingDraft(BaseModel):
+class FailingDraft(PublicModel):
     """A draft that failed at least one check."""
 
     draft_id: int
@@ -77,11 +79,11 @@ class CiGate(BaseModel):
     pass_rate_required: float
 
 
-class NewAlert(BaseModel):
+class NewAlert(PublicModel):
     """A regression alert raised by this check of the run."""
 
     id: int
-    kind: str
+    kind: RegressionAlertKind
     message: str
 
 
@@ -135,11 +137,11 @@ class RecheckPublic(RunChecksPublic):
     new_alerts: list[NewAlert]
 
 
-class CheckResultPublic(BaseModel):
+class CheckResultPublic(PublicModel):
     """One check's result on a draft: pass, fail or not_applicable, with the reason."""
 
     key: str
-    status: str
+    status: CheckStatus
     reason: str
 
 

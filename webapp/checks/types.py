@@ -24,6 +24,12 @@ def check_status(value: str) -> CheckStatus:
             return status
     raise ValueError(f"status: {value!r} is not one of {', '.join(CHECK_STATUSES)}")
 
+
+# The kinds of regression alert a check (or a final grade) raises, stored by webapp.regression.models.RegressionAlert:
+# a golden example fails a check, a golden example's final human grade is not factual, the pass rate dropped from the
+# baseline. Named here, below the regression domain, because the re-check API answers with the alerts it raised.
+RegressionAlertKind = Literal["golden_check", "golden_factual", "pass_rate_drop"]
+
 CHECK_KEYS: tuple[str, ...] = (
     "citations_current",
     "length",

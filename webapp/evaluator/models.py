@@ -12,8 +12,10 @@ from typing import ClassVar
 
 from sqlalchemy import JSON, Column, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
+from sqlmodel.sql.sqltypes import AutoString
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
+from webapp.evaluator.artifact_models import CaseStatus, RunStatus, SampleStatus
 from webapp.evaluator.json_types import JsonObject
 
 
@@ -23,7 +25,7 @@ class EvaluatorRun(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id", unique=True, index=True, ondelete="CASCADE")
     artifact_run_id: str = Field(max_length=64, unique=True, index=True)  # the run_id of dataset_evaluation.json
-    status: str = Field(max_length=12)
+    status: RunStatus = Field(sa_type=AutoString(length=12))
     description: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     dataset_hash: str = Field(max_length=71)
     rubric_name: str = Field(max_length=200)
@@ -55,7 +57,7 @@ class EvaluatorCaseMetric(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     evaluator_run_id: int = Field(foreign_key="evaluator_run.id", index=True, ondelete="CASCADE")
     case_pk: int = Field(foreign_key="eval_case.id", index=True)
-    case_status: str = Field(max_length=12)
+    case_status: CaseStatus = Field(sa_type=AutoString(length=12))
     metric: str = Field(max_length=100)
     mean: float | None = None
     std: float | None = None
@@ -89,7 +91,7 @@ class EvaluatorJudgeScore(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     evaluator_run_id: int = Field(foreign_key="evaluator_run.id", index=True, ondelete="CASCADE")
     draft_id: int = Field(foreign_key="draft.id", unique=True, index=True, ondelete="CASCADE")
-    sample_status: str = Field(max_length=24)
+    sample_status: SampleStatus = Field(sa_type=AutoString(length=24))
     scores: dict[str, int | float] | None = Field(default=None, sa_column=Column(JSON))
     flags: dict[str, bool] | None = Field(default=None, sa_column=Column(JSON))
     rationale: str | None = Field(default=None, sa_column=Column(Text))

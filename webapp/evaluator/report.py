@@ -12,6 +12,7 @@ import datetime as dt
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from sqlmodel import Session, col, select
 
@@ -20,7 +21,7 @@ from webapp.core.db import stored_id
 from webapp.core.spec import Criterion, EvalSpec
 from webapp.core.timeutil import as_utc
 from webapp.datasets.models import EvalCase
-from webapp.evaluator.artifact_models import JudgeSelfAgreement, Number
+from webapp.evaluator.artifact_models import CaseStatus, JudgeSelfAgreement, Number, SampleStatus
 from webapp.evaluator.json_types import JsonObject
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric, EvaluatorJudgeScore, EvaluatorRun
 from webapp.evaluator.rubric import Metric
@@ -134,10 +135,14 @@ def self_agreement_rows(ev: EvaluatorRun, criteria: list[Criterion]) -> list[Sel
     return rows
 
 
+# A case's status as the report shows it: the one stored with its metric rows, "" for a case with flags only.
+CaseRowStatus = CaseStatus | Literal[""]
+
+
 @dataclass
 class CaseRow:
     case_id: str
-    status: str
+    status: CaseRowStatus
     metrics: dict[str, EvaluatorCaseMetric]
     flags: dict[str, EvaluatorCaseFlag]
     visible: bool = True
@@ -148,7 +153,7 @@ class JudgeRow:
     draft_id: int
     case_id: str
     sample_index: int
-    status: str
+    status: SampleStatus
     scores: dict[str, Number] | None
     flags: dict[str, bool] | None
     rationale: str | None

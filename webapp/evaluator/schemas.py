@@ -5,8 +5,17 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from webapp.core.db import stored_id
+from webapp.core.public import PublicModel
+from webapp.evaluator.artifact_models import RunStatus, SampleStatus
 from webapp.evaluator.models import EvaluatorCaseFlag, EvaluatorCaseMetric
-from webapp.evaluator.report import CaseRow, CriterionAgreement, EvaluatorReport, JudgeRow, SelfAgreement
+from webapp.evaluator.report import (
+    CaseRow,
+    CaseRowStatus,
+    CriterionAgreement,
+    EvaluatorReport,
+    JudgeRow,
+    SelfAgreement,
+)
 
 
 class EvaluatorRunRef(BaseModel):
@@ -15,7 +24,7 @@ class EvaluatorRunRef(BaseModel):
     id: int
     name: str
     artifact_run_id: str
-    status: str
+    status: RunStatus
 
 
 class RubricRef(BaseModel):
@@ -27,7 +36,7 @@ class RubricRef(BaseModel):
     flags: list[str]
 
 
-class MetricStats(BaseModel):
+class MetricStats(PublicModel):
     """A metric's statistics over the samples of a case."""
 
     mean: float | None
@@ -38,7 +47,7 @@ class MetricStats(BaseModel):
     high_variance: bool
 
 
-class FlagStats(BaseModel):
+class FlagStats(PublicModel):
     """A flag's counts over the samples of a case."""
 
     true_count: int
@@ -56,11 +65,11 @@ class OverallMetricStats(BaseModel):
     num_cases: int
 
 
-class CasePublic(BaseModel):
+class CasePublic(PublicModel):
     """One test case's statistics (null while hidden from a grader who has not graded its drafts)."""
 
     test_case_id: str
-    status: str
+    status: CaseRowStatus = Field(description="The case's status; empty for a case with flags only")
     visible: bool
     per_metric_stats: dict[str, MetricStats] | None
     per_flag_stats: dict[str, FlagStats] | None
@@ -73,13 +82,13 @@ class VarianceWarning(MetricStats):
     metric: str
 
 
-class JudgeScorePublic(BaseModel):
+class JudgeScorePublic(PublicModel):
     """The judge's verdict on one draft (scores, flags, rationale and error null while hidden)."""
 
     draft_id: int
     test_case_id: str
     sample_index: int
-    status: str
+    status: SampleStatus
     visible: bool
     scores: dict[str, int | float] | None
     flags: dict[str, bool] | None
@@ -109,37 +118,25 @@ class EvaluatorReportPublic(BaseModel):
 
 
 def _metric(m: EvaluatorCaseMetric) -> MetricStats:
-    return MetricStats(mean=m.mean, std=m.std, min=m.min, max=m.max, count=m.count, high_variance=m.high_variance)
+    return MetricStats.of(m)
 
 
 def _flag(f: EvaluatorCaseFlag) -> FlagStats:
-    return FlagStats(
-        true_count=f.true_count, false_count=f.false_count, total_count=f.total_count, true_proportion=f.true_proportion
-    )
+    return FlagStats.of(f)
 
 
 def _case(c: CaseRow) -> CasePublic:
-    return CasePublic(
+    return CasePublic.of(
+        c,
         test_case_id=c.case_id,
-        status=c.status,
-        visible=c.visible,
         per_metric_stats={k: _metric(m) for k, m in c.metrics.items()} if c.visible else None,
         per_flag_stats={k: _flag(f) for k, f in c.flags.items()} if c.visible else None,
     )
 
 
 def _judge_score(j: JudgeRow) -> JudgeScorePublic:
-    return JudgeScorePublic(
-        draft_id=j.draft_id,
-        test_case_id=j.case_id,
-        sample_index=j.sample_index,
-        status=j.status,
-        visible=j.visible,
-        scores=j.scores if j.visible else None,
-        flags=j.flags if j.visible else None,
-        rationale=j.rationale if j.visible else None,
-        error=j.error if j.visible else None,
-    )
+    hidden: dict[str, object] = {} if j.visible else {"scores": None, "flags": None, "rationale": None, "error": None}
+    return JudgeScorePublic.of(j, test_case_id=j.case_id, **hidden)
 
 
 def report_public(r: EvaluatorReport) -> EvaluatorReportPublic:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from webapp.core.public import PublicModel
 from webapp.gates.report import CriterionResult, GateReport, Verdict
 from webapp.web.api_schemas import Timestamp
 
@@ -17,7 +18,7 @@ class GateRun(BaseModel):
     name: str | None
 
 
-class GateReportPublic(BaseModel):
+class GateReportPublic(PublicModel):
     """A gate's verdict, what is missing, and each criterion with its measured value and evidence."""
 
     gate: Literal["pilot", "production"]
@@ -35,13 +36,4 @@ class GateReportPublic(BaseModel):
 
 def gate_report_public(rep: GateReport) -> GateReportPublic:
     """Return a gate report as the API answers it (and as a sign-off stores it, with model_dump(mode="json"))."""
-    return GateReportPublic(
-        gate=rep.gate,
-        run=GateRun(id=rep.run_id, name=rep.run_name),
-        status=rep.status,
-        passed=rep.passed,
-        missing=rep.missing,
-        generated_at=rep.generated_at.isoformat(),
-        criteria=rep.criteria,
-        figures_state=rep.figures_state,
-    )
+    return GateReportPublic.of(rep, run=GateRun(id=rep.run_id, name=rep.run_name), generated_at=rep.generated_at.isoformat())

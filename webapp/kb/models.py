@@ -13,11 +13,12 @@ from typing import ClassVar, Literal
 
 from sqlalchemy import Column, Text, UniqueConstraint, event
 from sqlmodel import Field, SQLModel
+from sqlmodel.sql.sqltypes import AutoString
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
 
 RevisionStatus = Literal["current", "deprecated", "deleted"]
-REVISION_STATUSES: tuple[str, ...] = ("current", "deprecated", "deleted")
+REVISION_STATUSES: tuple[RevisionStatus, ...] = ("current", "deprecated", "deleted")
 
 
 class KbArticle(SQLModel, table=True):
@@ -40,7 +41,7 @@ class KbRevision(SQLModel, table=True):
     revision: int = Field(ge=1)
     title: str = Field(max_length=300)
     body: str = Field(sa_column=Column(Text, nullable=False))
-    status: str = Field(max_length=12)
+    status: RevisionStatus = Field(sa_type=AutoString(length=12))
     effective_date: dt.date
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from webapp.core.safe_input import InputLimitError, loads_json
 from webapp.datasets.records import Record, RecordError, file_format, read_records
-from webapp.kb.models import REVISION_STATUSES
+from webapp.kb.models import REVISION_STATUSES, RevisionStatus
 
 ARTICLE_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*-[A-Za-z0-9][A-Za-z0-9._-]*$")
 KB_FIELDS = ("article_id", "revision", "title", "body", "status", "effective_date", "intent")
@@ -37,7 +37,7 @@ class KbRecord:
     revision: int | None
     title: str | None
     body: str | None
-    status: str
+    status: RevisionStatus
     effective_date: dt.date | None
     intent: str | None
     source: str = ""  # the file it came from ("" for a JSON request)

@@ -7,28 +7,29 @@ import datetime as dt
 from pydantic import BaseModel, Field, JsonValue
 from sqlmodel import Session, col, select
 
+from webapp.core.public import PublicModel
 from webapp.kb.models import KbRevision, RevisionStatus
 from webapp.kb.service import list_articles, states_of
 from webapp.kb.sync import OUTCOMES, KbSyncResult, Outcome
 from webapp.web.api_schemas import Day
 
 
-class RevisionPublic(BaseModel):
-    """One revision of an article."""
+class RevisionPublic(PublicModel):
+    """One revision of an article, with what it is now (an older revision stated current reads deprecated)."""
 
     revision: int
     title: str
-    status: str
+    status: RevisionStatus
     effective_date: Day
 
 
-class ArticlePublic(BaseModel):
+class ArticlePublic(PublicModel):
     """An article with its state, current revision and every revision (newest first)."""
 
     article_id: str
     intent: str | None
     title: str
-    status: str
+    status: RevisionStatus
     current_revision: int | None
     revisions: list[RevisionPublic]
 
@@ -46,16 +47,9 @@ def articles_public(*, session: Session, q: str = "") -> list[ArticlePublic]:
         for rev in rows:
             revisions.setdefault(rev.article_id, []).append(rev)
     return [
-        ArticlePublic(
-            article_id=a.article_id,
-            intent=a.intent,
-            title=a.title,
-            status=a.status,
-            current_revision=a.current_revision,
-            revisions=[
-                RevisionPublic(revision=r.revision, title=r.title, status=states[(r.article_id, r.revision)], effective_date=r.effective_date.isoformat())
-                for r in revisions.get(a.article_id, [])
-            ],
+        ArticlePublic.of(
+            a,
+            revisions=[RevisionPublic.of(r, status=states[(r.article_id, r.revision)]) for r in revisions.get(a.article_id, [])],
         )
         for a in summaries
     ]
@@ -93,7 +87,7 @@ class KbSyncIn(BaseModel):
     )
 
 
-class ArticleSyncPublic(BaseModel):
+class ArticleSyncPublic(PublicModel):
     """What a request did to one article: the outcome, its newest revision and its state now."""
 
     article_id: str
@@ -126,6 +120,6 @@ class KbSyncPublic(BaseModel):
         return cls(
             **{o: result.count(o) for o in OUTCOMES},
             revisions=result.revisions,
-            articles=[ArticleSyncPublic.model_validate(a, from_attributes=True) for a in result.articles],
+            articles=[ArticleSyncPublic.of(a) for a in result.articles],
             notes=result.notes,
         )

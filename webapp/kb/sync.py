@@ -29,7 +29,7 @@ from sqlmodel import Session, col, select
 
 from webapp.core.timeutil import utcnow
 from webapp.datasets.records import RecordError
-from webapp.kb.models import KbArticle, KbRevision
+from webapp.kb.models import KbArticle, KbRevision, RevisionStatus
 from webapp.kb.records import FieldProblem, KbRecord, check_together, parse_kb, parse_record
 from webapp.kb.service import get_article
 
@@ -88,7 +88,7 @@ class KbSyncResult:
         return line + ("; " + "; ".join(self.notes) if self.notes else "")
 
 
-Content = tuple[str, str, str, dt.date]
+Content = tuple[str, str, RevisionStatus, dt.date]
 
 
 def _same(rec: KbRecord, title: str, body: str, stored: Content) -> bool:

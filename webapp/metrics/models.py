@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, func, text, true
 from sqlmodel import Field, SQLModel
+from sqlmodel.sql.sqltypes import AutoString
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
 
 # Segment value meaning "every value" in the aggregate table, and the stored stand-in for "no value".
 ALL = "*"
 NONE = ""
+
+# A hallucination report's state: filed (pending) until the lead confirms or dismisses it.
+HallucinationStatus = Literal["pending", "confirmed", "dismissed"]
 
 
 class Event(SQLModel, table=True):
@@ -123,7 +127,7 @@ class HallucinationReport(SQLModel, table=True):
     # Filed with a token an admin minted for the reporter (auth.service.create_token): that admin, so
     # a report filed in an agent's name by someone else says so; None when the reporter's own token.
     minted_by: int | None = Field(default=None, foreign_key="app_user.id")
-    status: str = Field(default="pending", max_length=20, index=True)  # pending | confirmed | dismissed
+    status: HallucinationStatus = Field(default="pending", sa_type=AutoString(length=20), index=True)
     created_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     decided_at: dt.datetime | None = Field(default=None, sa_type=aware_datetime_type())
     decided_by: int | None = Field(default=None, foreign_key="app_user.id")
@@ -143,7 +147,7 @@ class HallucinationDecision(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     report_id: int = Field(foreign_key="hallucination_report.id", index=True, ondelete="CASCADE")
-    decision: str = Field(max_length=20)  # confirmed | dismissed | pending (an undo back to waiting)
+    decision: HallucinationStatus = Field(sa_type=AutoString(length=20))  # pending: an undo back to waiting
     note: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     decided_by: int | None = Field(default=None, foreign_key="app_user.id")
     decided_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())

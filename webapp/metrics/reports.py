@@ -14,7 +14,7 @@ from sqlmodel import Session, col
 
 from webapp.auth import audit
 from webapp.metrics.daily import MetricsError
-from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport
+from webapp.metrics.models import Event, HallucinationDecision, HallucinationReport, HallucinationStatus
 
 
 class Citation(TypedDict):
@@ -59,7 +59,7 @@ def decide_report(
 
 
 def apply_decision(
-    *, session: Session, report: HallucinationReport, decision: str, decided_by: int | None, note: str,
+    *, session: Session, report: HallucinationReport, decision: HallucinationStatus, decided_by: int | None, note: str,
     undoes: int | None = None,
 ) -> HallucinationReport:
     """Record a decision row and make it the report's current state."""

@@ -251,4 +251,4 @@ def post_hallucination_report(
         )
     except metrics_daily.MetricsError as exc:
         raise HTTPException(404, detail=str(exc)) from exc
-    return HallucinationReportPublic.model_validate(report, from_attributes=True)
+    return HallucinationReportPublic.of(report)

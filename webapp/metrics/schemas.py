@@ -7,6 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from webapp.core.public import PublicModel
+from webapp.metrics.alert_states import AlertState
+from webapp.metrics.models import HallucinationStatus
 from webapp.web.api_schemas import Day
 
 
@@ -99,8 +102,8 @@ class AlertTransition(BaseModel):
     """A change of an alert's state on a day, with the window value that caused it."""
 
     day: Day
-    from_: str = Field(alias="from")
-    to: str
+    from_: AlertState = Field(alias="from")
+    to: AlertState
     value: float
 
 
@@ -113,19 +116,19 @@ class AlertStatusPublic(BaseModel):
     threshold: float
     window: str
     days: int
-    state: Literal["ok", "pending", "firing", "resolved"]
+    state: AlertState
     value: float | None
     last_evaluated: Day | None
     history: list[AlertTransition]
     firing_periods: list[tuple[Day, Day]] = Field(description="[first, last] day of each firing stretch")
 
 
-class HallucinationReportPublic(BaseModel):
+class HallucinationReportPublic(PublicModel):
     """A hallucination report as filed (it counts once the lead confirms it)."""
 
     id: int
     event_id: str
-    status: str
+    status: HallucinationStatus
     note: str
     reported_by: int | None = None
     minted_by: int | None = None  # the admin who minted the token it was filed with, when not the reporter's own

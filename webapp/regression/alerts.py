@@ -17,7 +17,7 @@ from webapp.core.timeutil import utcnow
 from webapp.datasets.models import EvalCase
 from webapp.grading.status import final_grades
 from webapp.regression.drop import DropReading, drop_reading
-from webapp.regression.models import RegressionAlert
+from webapp.regression.models import RegressionAlert, RegressionAlertKind
 from webapp.regression.service import baseline_for
 from webapp.runs.models import Draft, Run
 
@@ -105,7 +105,7 @@ class DifferenceLookup(Protocol):
     def __call__(self, *, run_id: int, baseline_id: int) -> PassRateDifference | None: ...
 
 
-def _raise(session: Session, run_id: int, kind: str, fingerprint: str, message: str, evidence: dict[str, object]) -> RegressionAlert | None:
+def _raise(session: Session, run_id: int, kind: RegressionAlertKind, fingerprint: str, message: str, evidence: dict[str, object]) -> RegressionAlert | None:
     existing = session.exec(
         select(RegressionAlert).where(RegressionAlert.run_id == run_id, RegressionAlert.fingerprint == fingerprint)
     ).first()

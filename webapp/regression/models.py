@@ -7,7 +7,11 @@ from typing import Any, ClassVar
 
 from sqlalchemy import DDL, JSON, Column, Text, UniqueConstraint, event, inspect
 from sqlmodel import Field, SQLModel
+from sqlmodel.sql.sqltypes import AutoString
 
+# The kinds of alert (golden_check | golden_factual | pass_rate_drop) are named by webapp.checks.types, below this
+# domain, because the re-check API (webapp.checks) answers with the alerts its check raised.
+from webapp.checks.types import RegressionAlertKind as RegressionAlertKind
 from webapp.core.timeutil import aware_datetime_type, utcnow
 
 
@@ -46,7 +50,7 @@ class RegressionAlert(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="run.id", index=True, ondelete="CASCADE")
-    kind: str = Field(max_length=30)  # golden_check | golden_factual (final human grade) | pass_rate_drop
+    kind: RegressionAlertKind = Field(sa_type=AutoString(length=30))
     # The same finding on the same run is raised once, however often the run is re-checked.
     fingerprint: str = Field(max_length=300)
     message: str = Field(sa_column=Column(Text, nullable=False))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
+from sqlmodel.sql.sqltypes import AutoString
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
 
-HELPFUL_CHOICES: tuple[str, ...] = ("yes", "no", "neutral")
+Helpful = Literal["yes", "no", "neutral"]
+HELPFUL_CHOICES: tuple[Helpful, ...] = get_args(Helpful)
 
 
 class SurveyRound(SQLModel, table=True):
@@ -29,7 +31,7 @@ class SurveyAnswer(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     round_id: int = Field(foreign_key="survey_round.id", index=True)
     agent_id: str = Field(max_length=120)
-    helpful: str = Field(max_length=8)  # yes | no | neutral
+    helpful: Helpful = Field(sa_type=AutoString(length=8))
     comment: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
     answered_at: dt.datetime = Field(default_factory=utcnow, sa_type=aware_datetime_type())
     times_answered: int = 1

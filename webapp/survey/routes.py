@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, Field
 
 from webapp.auth.service import Principal
 from webapp.core.db import SessionDep
 from webapp.survey import service
+from webapp.survey.models import Helpful
 from webapp.survey.schemas import SurveyAnswerPublic, SurveyCountsPublic
 from webapp.web.deps import require_role, require_scope
 
@@ -19,7 +18,7 @@ READERS = ("support_lead", "pm", "lead", "ml_lead", "admin")
 
 class SurveyAnswerIn(BaseModel):
     agent_id: str = Field(min_length=1, max_length=120)
-    helpful: Literal["yes", "no", "neutral"]
+    helpful: Helpful
     comment: str = Field(default="", max_length=4000)
     round: str | None = None
 
@@ -46,8 +45,7 @@ def post_answer(
     except service.SurveyError as exc:
         field, _, msg = str(exc).partition(": ")
         raise HTTPException(422, detail=[{"field": field, "message": msg}]) from exc
-    # The stored answer is the one just given (body.helpful, already checked against the three answers).
-    return SurveyAnswerPublic(agent_id=answer.agent_id, helpful=body.helpful, times_answered=answer.times_answered)
+    return SurveyAnswerPublic.of(answer)
 
 
 @router.get(

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel
 
+from webapp.core.public import PublicModel
+from webapp.survey.models import Helpful
 
-class SurveyAnswerPublic(BaseModel):
+
+class SurveyAnswerPublic(PublicModel):
     """An agent's recorded answer and how many times they answered this round."""
 
     agent_id: str
-    helpful: Literal["yes", "no", "neutral"]
+    helpful: Helpful
     times_answered: int
 
 
