@@ -135,7 +135,6 @@ class TestRegistry:
             ("ppi.sampled_drop_after_grade", "draft_finalised"),
             ("ppi.calls_after_grade", "draft_finalised"),
             ("gates.report_after_check", "run_checked"),
-            ("gates.report_after_grade", "draft_finalised"),
             ("alerts.notify_regression", "regression_alerts_raised"),
             ("alerts.notify_hallucination", "hallucination_decided"),
             ("alerts.notify_metrics", "metrics_rebuilt"),
@@ -205,5 +204,4 @@ class TestTheJobsLoop:
             "ppi.sampled_drop_after_grade": [],
             "ppi.calls_after_grade": None,
             "ppi.figures_after_grade": None,
-            "gates.report_after_grade": None,
         }

@@ -102,7 +102,9 @@ def test_a_recheck_marks_the_report_updating_until_the_reaction_ran(session: Ses
     assert service.sign_off(session=session, spec=small, gate="pilot", run=run, principal=pm, decision="go").verdict == "pass"
 
 
-def test_a_final_grade_marks_it_updating_and_its_reaction_stores_it(session: Session, spec: EvalSpec, loop_mode: None) -> None:
+def test_a_final_grade_marks_it_updating_and_the_sweep_stores_it_outside_the_write_lock(
+    session: Session, spec: EvalSpec, loop_mode: None
+) -> None:
     small = small_gate_spec(spec)
     run = build_run(session)
     checks_service.check_run(session=session, spec=small, run_id=run.id)
@@ -115,8 +117,16 @@ def test_a_final_grade_marks_it_updating_and_its_reaction_stores_it(session: Ses
         finalised(session, draft_id)  # the fact a grading page records after the second grade
     session.commit()
     assert service.pilot_report(session=session, spec=small, run=run).report_state == "updating"
+    # no reaction recomputes it per grade (webapp/gates/background.py says why): the sweep does
     done = run_pending_reactions(_engine(session), small)
-    assert any(name == "gates.report_after_grade" for _, name in done.done)
+    assert not any(name.startswith("gates.") for _, name in done.done)
+    assert service.pilot_report(session=session, spec=small, run=run).report_state == "updating"
+    engine = _engine(session)
+    assert stored_report.stale_runs(session=session, spec=small) == [run.id]
+    session.commit()
+    assert stored_report.refresh_outside_write_lock(engine=engine, spec=small, run_id=stored_id(run.id))
+    session.expire_all()
+    assert stored_report.stale_runs(session=session, spec=small) == []
     after = service.pilot_report(session=session, spec=small, run=run)
     assert after.current and {c.key: c.status for c in after.criteria}["human_grading"] == "pass"
 
@@ -127,7 +137,9 @@ def test_a_change_without_a_fact_is_stored_again_by_the_sweep(
     run, lead = ready_run(session, spec)
     session.commit()
     run_pending_reactions(_engine(session), spec)
-    assert stored_report.refresh_stale(session=session, spec=spec) == []  # the reactions stored it already
+    stored_report.refresh_stale(session=session, spec=spec)  # the check's reaction and the sweep store it
+    session.commit()
+    assert stored_report.refresh_stale(session=session, spec=spec) == []
     regression_service.add_case(session=session, created_by=lead.id, source="golden", case_id="routine-1", input="q", note="golden")
     session.commit()
     with monkeypatch.context() as m:

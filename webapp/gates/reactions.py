@@ -1,5 +1,6 @@
-"""The gates' reactions: a run's stored gate criteria (webapp/gates/stored_report.py) are computed again when it is
-checked or one of its drafts gets a final grade (issue 42 item 2), so the gate pages, their API and the home card read them.
+"""The gates' reaction: a run's stored gate criteria (webapp/gates/stored_report.py) are computed again when it is
+checked (issue 42 item 2), so the gate pages, their API and the home card read them. A final grade's change is
+left to the jobs loop's sweep (webapp/gates/background.py, every 5 s, outside the write lock: its docstring says why).
 
 Gates sit after ppi in the domains' order, so a final grade's PPI figures are stored before; the
 gate report reads those as they are when the page opens (only its whole-run criteria are stored).
@@ -8,7 +9,6 @@ gate report reads those as they are when the page opens (only its whole-run crit
 from __future__ import annotations
 
 from pydantic import JsonValue
-from sqlalchemy import select
 from sqlmodel import Session
 
 from webapp.core.db import table_of
@@ -32,13 +32,6 @@ def report_after_check(session: Session, spec: EvalSpec, fact: FactPublic) -> Js
     return _refresh(session, spec, int(fact.subject["run_id"]))
 
 
-def report_after_grade(session: Session, spec: EvalSpec, fact: FactPublic) -> JsonValue:
-    """React to "draft_finalised": store the gate criteria of the draft's run with its new final grade."""
-    run_id = session.execute(select(_DR.c.run_id).where(_DR.c.id == int(fact.subject["draft_id"]))).scalar()
-    return _refresh(session, spec, None if run_id is None else int(run_id))
-
-
 REACTIONS: tuple[Reaction, ...] = (
     Reaction(name="gates.report_after_check", fact="run_checked", handle=report_after_check),
-    Reaction(name="gates.report_after_grade", fact="draft_finalised", handle=report_after_grade),
 )

@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 from urllib.parse import quote
 
 from pydantic import TypeAdapter
-from sqlalchemy import case, func, select, true
+from sqlalchemy import Engine, case, func, select, true
 from sqlmodel import Session
 
 from webapp.checks.models import DraftCheck
 from webapp.core import figures
-from webapp.core.db import table_of
+from webapp.core.db import session_scope, table_of
 from webapp.core.figures import FigureRead, FigureState
 from webapp.core.spec import EvalSpec
 from webapp.datasets import service as datasets_service
@@ -153,6 +153,37 @@ def gate_parts(*, session: Session, spec: EvalSpec, run: Run) -> tuple[GateParts
     if got.value is None or (got.state != "current" and figures.refresh_on_read()):
         return compute(session=session, spec=spec, run=run), "current"
     return got.value, got.state
+
+
+def stale_runs(*, session: Session, spec: EvalSpec) -> list[int]:
+    """Return the launch candidates whose stored gate criteria are missing or older than their inputs, in id order."""
+    stale: list[int] = []
+    ids = session.execute(select(_R.c.id).where(_R.c.source != PRODUCTION_SOURCE).order_by(_R.c.id)).scalars().all()
+    for run_id in ids:
+        run = session.get(Run, run_id)
+        row = figures.stored(session, KIND, str(run_id))
+        if run is not None and (row is None or row.fingerprint != fingerprint(session=session, spec=spec, run=run)):
+            stale.append(int(run_id))
+    return stale
+
+
+def refresh_outside_write_lock(*, engine: Engine, spec: EvalSpec, run_id: int) -> bool:
+    """Compute a run's gate criteria in a read transaction, then store them in a short write one; return whether stored.
+
+    The jobs loop's way (webapp/gates/background.py): on SQLite a writer's transaction holds the
+    one write lock, and computing a large run's criteria takes a few hundred milliseconds, which
+    every grade save and events batch would wait for. The fingerprint is read before the criteria,
+    so a change committed in between leaves the row stale, and the next sweep computes it again.
+    """
+    with session_scope(engine, write=False) as read:
+        run = read.get(Run, run_id)
+        if run is None or run.source == PRODUCTION_SOURCE:
+            return False
+        fp = fingerprint(session=read, spec=spec, run=run)
+        parts = compute(session=read, spec=spec, run=run)
+    with session_scope(engine) as write:
+        figures.store(write, KIND, str(run_id), fp, parts, _ADAPTER)
+    return True
 
 
 def refresh_stale(*, session: Session, spec: EvalSpec) -> list[int]:
