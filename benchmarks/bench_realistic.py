@@ -281,6 +281,13 @@ class Tally:
     last_event_answered: dt.datetime | None = None  # when the last answered batch was answered
 
 
+# A browser drops an idle keep-alive connection before the server does (or retries a request the server's close
+# raced), so a person never sees that race; httpx does neither: its idle connections expire before uvicorn's
+# 5 s keep-alive timeout (think times are 3-8 s), else a request sent as the server closes the connection
+# reads as a ReadError that no user would meet (one per run before 3 December).
+BROWSER_LIKE = httpx.Limits(keepalive_expiry=4.0)
+
+
 async def timed(tally: Tally, kind: str, client: httpx.AsyncClient, method: str, url: str, **kwargs: object) -> httpx.Response | None:
     """Send one request, record its time under `kind`; count an error (and return None) on a failure."""
     t0 = time.perf_counter()
@@ -321,7 +328,7 @@ async def grader(base: str, email: str, run_id: int, bounds: tuple[float, float]
     """Sign in, open the queue and the batch, take a draft, then think and save-and-next until the time is up."""
     rng = random.Random(seed)
     await asyncio.sleep(rng.uniform(0, bounds[0]))  # people do not all start in the same second
-    async with httpx.AsyncClient(base_url=base, timeout=30, follow_redirects=False) as client:
+    async with httpx.AsyncClient(base_url=base, timeout=30, limits=BROWSER_LIKE, follow_redirects=False) as client:
         # a person reads each page before the next click: the think time runs between every step
         if not await sign_in(tally, client, email) or not await think(rng, bounds, until):
             return
@@ -415,7 +422,7 @@ async def assistant(
     interval = size / rate
     pending: set[asyncio.Task[None]] = set()
     async with httpx.AsyncClient(base_url=base, timeout=30, headers={"Authorization": f"Bearer {token}"},
-                                 limits=httpx.Limits(max_connections=8)) as client:
+                                 limits=httpx.Limits(max_connections=8, keepalive_expiry=4.0)) as client:
 
         async def post(k: int, n: int) -> None:
             events, ids = event_batch(k, n, rng, window, prefix=prefix)
@@ -448,7 +455,7 @@ async def assistant(
 async def pm(base: str, bounds: tuple[float, float], until: float, tally: Tally) -> None:
     """Sign in as the PM and open /metrics, again after each think time."""
     rng = random.Random(11)
-    async with httpx.AsyncClient(base_url=base, timeout=30, follow_redirects=False) as client:
+    async with httpx.AsyncClient(base_url=base, timeout=30, limits=BROWSER_LIKE, follow_redirects=False) as client:
         if not await sign_in(tally, client, PM_EMAIL) or not await think(rng, bounds, until):
             return
         while True:
@@ -475,7 +482,7 @@ async def reader(
     slot = (span[1] - span[0]) / rounds
     for r in range(rounds):
         await asyncio.sleep(max(0.0, span[0] + r * slot + rng.uniform(0, slot / 3) - time.monotonic()))
-        async with httpx.AsyncClient(base_url=base, timeout=30, follow_redirects=False) as client:
+        async with httpx.AsyncClient(base_url=base, timeout=30, limits=BROWSER_LIKE, follow_redirects=False) as client:
             if not await sign_in(tally, client, email):
                 continue
             for page in pages:
