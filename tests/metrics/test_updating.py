@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from tests.metrics.conftest import ev
@@ -16,6 +16,7 @@ from webapp.core.config import Settings
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
 from webapp.metrics.background import rebuild_pass
+from webapp.metrics.models import StaleDay
 
 
 @pytest.fixture
@@ -89,3 +90,46 @@ def test_a_mark_whose_events_a_full_rebuild_took_does_not_flag_the_day(
     session.commit()
     (day,) = daily(api_as("pm"), "2026-11-02", "2026-11-02")
     assert (day["events"], day["updating"], day["pending_events"]) == (1, False, 0)
+
+
+def test_a_pass_rebuilds_the_days_stale_when_it_began_and_leaves_later_batches_to_the_next(
+    app: object, api_as: Callable[..., TestClient], spec: EvalSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a steady stream of batches a pass ends (it ran back to back before, bench_realistic 3 Dec)."""
+    from webapp.metrics import stale
+
+    agent = api_as(scopes=["ingest"])
+    reader = api_as("support_lead")
+    assert agent.post("/api/v1/events", json=[ev("2026-11-02")]).json()["created"] == 1
+    real_last, real_rebuild = stale.last_mark, stale.rebuild_stale
+    calls: list[object] = []
+
+    def start_then_a_batch_arrives(session: Session) -> int | None:
+        upto = real_last(session)
+        # a batch committed after the pass began: its mark is newer than the pass's start
+        assert agent.post("/api/v1/events", json=[ev("2026-11-02", action="reject")]).json()["created"] == 1
+        return upto
+
+    def counted(**kwargs: object) -> list[dt.date]:
+        calls.append(kwargs.get("marked_upto"))
+        return real_rebuild(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stale, "last_mark", start_then_a_batch_arrives)
+    monkeypatch.setattr(stale, "rebuild_stale", counted)
+    engine = app.state.engine  # type: ignore[attr-defined]
+    assert rebuild_pass(engine=engine, spec=spec) == [dt.date(2026, 11, 2)]
+    # one rebuild, then one call that finds nothing left of what was stale at the start: the pass ended
+    assert len(calls) == 2 and calls[0] is not None and calls[0] == calls[1]
+    day = daily(reader, "2026-11-02", "2026-11-02")[0]
+    # the batch's events merged with the day (merge_pending takes the day's pending events); its mark,
+    # made after the start, is left to the next pass, which finds nothing new
+    assert (day["events"], day["updating"], day["pending_events"]) == (2, False, 0)
+    with Session(engine) as s:
+        assert len(s.exec(select(StaleDay)).all()) == 1
+    monkeypatch.setattr(stale, "last_mark", real_last)
+    assert rebuild_pass(engine=engine, spec=spec) == [dt.date(2026, 11, 2)]
+    day = daily(reader, "2026-11-02", "2026-11-02")[0]
+    assert (day["events"], day["updating"], day["pending_events"]) == (2, False, 0)
+    assert day["reject_rate"] == pytest.approx(1 / 2)
+    with Session(engine) as s:
+        assert s.exec(select(StaleDay)).all() == []

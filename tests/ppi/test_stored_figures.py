@@ -27,6 +27,7 @@ from webapp.ppi import report as ppi_report
 from webapp.ppi import stored_figures
 from webapp.ppi.models import PpiDraw
 from webapp.ppi.report import run_report
+from webapp.ppi.sequence_path import sequence_paths
 from webapp.ppi.service import draw_sample
 
 Clients = Callable[..., TestClient]
@@ -48,6 +49,7 @@ def _no_cross_fit(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(ppi_report, "figure_of", boom)
     monkeypatch.setattr(stored_figures, "run_report", boom)
+    monkeypatch.setattr(stored_figures, "criterion_looks", boom)  # the sequence's paths: stored too
 
 
 def test_pages_read_the_stored_figures_which_equal_the_direct_ones(
@@ -62,6 +64,9 @@ def test_pages_read_the_stored_figures_which_equal_the_direct_ones(
     assert read.state == "current" and read.value == direct  # the JSON round trip keeps every figure exactly
     assert direct is not None and direct.figures["tone"].estimate is not None
     tone = direct.figures["tone"].estimate.estimate
+    paths = stored_figures.run_sequence_paths(session=session, spec=spec, run_id=run_id)
+    assert paths.state == "current" and paths.value == sequence_paths(session=session, spec=spec, run_id=run_id)
+    assert paths.value and all(p.points for p in paths.value)
     _no_cross_fit(monkeypatch)
     page = client_as("lead").get(f"/ppi/runs/{run.name}")
     assert page.status_code == 200 and f"{tone:.2f}" in page.text and "figures-updating" not in page.text
@@ -81,6 +86,7 @@ def test_a_new_final_grade_marks_updating_until_the_reaction_ran(
     run_pending_reactions(session.get_bind(), spec)  # type: ignore[arg-type]
     before = stored_figures.run_figures(session=session, spec=spec, run_id=run_id).value
     assert before is not None
+    paths_before = stored_figures.run_sequence_paths(session=session, spec=spec, run_id=run_id).value
     # a drawn draft's final grade changes (as a revision would) and its fact is recorded; no reaction yet
     drawn = session.exec(select(PpiDraw.draft_id).where(PpiDraw.run_id == run_id, col(PpiDraw.drawn).is_(True))).first()
     final = session.exec(select(FinalGrade).where(FinalGrade.draft_id == drawn)).one()
@@ -90,6 +96,8 @@ def test_a_new_final_grade_marks_updating_until_the_reaction_ran(
     session.commit()
     read = stored_figures.run_figures(session=session, spec=spec, run_id=run_id)
     assert read.state == "updating" and read.value == before  # the figure as it was, marked
+    paths = stored_figures.run_sequence_paths(session=session, spec=spec, run_id=run_id)
+    assert paths.state == "updating" and paths.value == paths_before
     with monkeypatch.context() as m:
         _no_cross_fit(m)
         page = client_as("lead").get(f"/ppi/runs/{run.name}")
@@ -106,6 +114,8 @@ def test_a_new_final_grade_marks_updating_until_the_reaction_ran(
     after = stored_figures.run_figures(session=session, spec=spec, run_id=run_id)
     assert after.state == "current" and after.value == run_report(session=session, spec=spec, run_id=run_id)
     assert after.value != before
+    paths = stored_figures.run_sequence_paths(session=session, spec=spec, run_id=run_id)
+    assert paths.state == "current" and paths.value == sequence_paths(session=session, spec=spec, run_id=run_id) != paths_before
     assert "figures-updating" not in client_as("lead").get(f"/ppi/runs/{run.name}").text
     pm = client_as("pm")
     assert pm.post("/gates/pilot/signoff", data={"run": run.name, "decision": "no_go"}).status_code == 200

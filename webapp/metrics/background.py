@@ -29,15 +29,26 @@ JOB = "metrics_rebuild"
 
 
 def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
-    """Rebuild every stale day (a chunk per transaction) unless another process is at it; return the days."""
+    """Rebuild every day stale when the pass began (a chunk per transaction) unless another process is at it; return the days.
+
+    Marks made while the pass runs wait for the next pass: under a steady stream of events
+    batches (each marks its day) a pass that went on until no mark was left ran back to back,
+    re-reading the day's latencies for every few batches, and held the process's GIL for ~40% of
+    a 50,000-event day's busy hour (bench_realistic, PostgreSQL, py-spy --gil, 3 December); the
+    pages and saves waited for it.
+    """
     done: list[dt.date] = []
+    with session_scope(engine, write=False) as session:
+        upto = stale.last_mark(session)
+    if upto is None:
+        return done
     while True:
         # session_scope writes: on SQLite it holds the write lock from the start (the pass reads, then
         # writes, and a transaction opened for a read cannot write once an events batch has committed)
         with session_scope(engine) as session:
             if not stale.try_rebuilder_lock(session):
                 return done
-            days = stale.rebuild_stale(session=session, spec=spec)
+            days = stale.rebuild_stale(session=session, spec=spec, marked_upto=upto)
         if days:
             done += days
             continue

@@ -102,12 +102,19 @@ def days_to_rebuild(marked: set[dt.date], *, max_days: int | None = None) -> lis
     return sorted(marked)[: max_days or REBUILD_CHUNK_DAYS]
 
 
-def rebuild_stale(*, session: Session, spec: EvalSpec, max_days: int | None = None) -> list[dt.date]:
+def rebuild_stale(
+    *, session: Session, spec: EvalSpec, max_days: int | None = None, marked_upto: int | None = None
+) -> list[dt.date]:
     """Merge the new events of stale days (a chunk of days per call) into their aggregates and clear their marks; return the days.
 
     The cost follows the new events (aggregates.merge_pending), not the size of their days.
+    `marked_upto` (a mark id, see last_mark) limits the call to the marks made up to it: the
+    background pass rebuilds what was stale when it began, not what arrives while it runs.
     """
-    marks = session.execute(select(col(StaleDay.id), col(StaleDay.day)).order_by(col(StaleDay.day), col(StaleDay.id))).all()
+    stmt = select(col(StaleDay.id), col(StaleDay.day)).order_by(col(StaleDay.day), col(StaleDay.id))
+    if marked_upto is not None:
+        stmt = stmt.where(col(StaleDay.id) <= marked_upto)
+    marks = session.execute(stmt).all()
     if not marks:
         return []
     marked = {as_date(d) for _, d in marks}
@@ -119,6 +126,11 @@ def rebuild_stale(*, session: Session, spec: EvalSpec, max_days: int | None = No
         session.execute(delete(StaleDay).where(col(StaleDay.id).in_(chunk)))
     session.flush()
     return days
+
+
+def last_mark(session: Session) -> int | None:
+    """Return the id of the newest stale-day mark, or None: no day is stale."""
+    return session.execute(select(func.max(col(StaleDay.id)))).scalar_one_or_none()
 
 
 def try_rebuilder_lock(session: Session) -> bool:

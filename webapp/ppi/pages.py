@@ -20,8 +20,7 @@ from webapp.ppi import charts, service, until_decided
 from webapp.ppi.judge_runs import RunAgreement, agreement_history, judge_runs
 from webapp.ppi.routes import VIEW_ROLES
 from webapp.ppi.schemas import JudgeRunView, RunReportPublic, UntilDecidedPublic
-from webapp.ppi.sequence_path import sequence_paths
-from webapp.ppi.stored_figures import run_figures
+from webapp.ppi.stored_figures import run_figures, run_sequence_paths
 from webapp.ppi.until_decided_view import until_decided_public
 from webapp.ppi.views import TITLES, report_public
 from webapp.runs.deps import RunDep
@@ -103,7 +102,7 @@ def ppi_run_page(
         forest_figure=None if public is None else charts.to_json(charts.forest_figure(public.figures)),
         sequence_figures=[
             charts.to_json(charts.sequence_figure(p))
-            for p in sequence_paths(session=session, spec=spec, run_id=stored_id(run.id))
+            for p in run_sequence_paths(session=session, spec=spec, run_id=stored_id(run.id)).value or []
             if p.points
         ] if public is not None else [],
         can_sample=principal.has_role("lead"),

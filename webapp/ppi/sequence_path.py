@@ -10,7 +10,11 @@ Decisions (docs/ppi.md, "The sequence's path"):
   and the path shows how the sequence narrowed, not the gate's final choice. The stored decision
   (`PpiDecision`, the bounds it was made on) is marked where it was made.
 - At most `MAX_POINTS` looks are drawn (every grade up to that, evenly spaced looks beyond, the
-  last look always): a run graded by the thousand stays a quick page.
+  last look always).
+- The looks are a stored figure (issue 42 item 2): computed with the run's figures when their
+  inputs change (`webapp.ppi.stored_figures.refresh_run`, under the same fingerprint) and read by
+  the page with the stored decisions joined at read time (`with_decisions`). Computed on every
+  view, the up to 4 x 200 looks took 0.2-0.4 s of the process's GIL per page in a team's busy hour.
 """
 
 from __future__ import annotations
@@ -71,17 +75,21 @@ def looks(n: int) -> list[int]:
     return sorted({int(round(k)) for k in np.linspace(1, n, MAX_POINTS)})
 
 
-def sequence_paths(*, session: Session, spec: EvalSpec, run_id: int) -> list[SequencePath]:
-    """Return each gate criterion's confidence-sequence path over the run's grades so far ([] without a sample)."""
+@dataclass(frozen=True)
+class CriterionLooks:
+    """One gate criterion's looks (what is stored): its key, the gate's threshold and the sequence at each look."""
+
+    key: str
+    threshold: float
+    points: list[PathPoint]
+
+
+def criterion_looks(*, session: Session, spec: EvalSpec, run_id: int) -> list[CriterionLooks]:
+    """Compute each gate criterion's confidence sequence at every look over the run's grades so far ([] without a sample)."""
     stored = stored_sample(session=session, run_id=run_id)
     if stored is None:
         return []
     order = grading_order(session=session, stored=stored)
-    decisions = {
-        d.criterion: d
-        for d in session.exec(select(PpiDecision).where(PpiDecision.run_id == run_id).order_by(col(PpiDecision.id))).all()
-        if d.reopened_at is None
-    }
     out = []
     for key in TITLES:
         threshold = gate_threshold(spec, key)
@@ -97,9 +105,28 @@ def sequence_paths(*, session: Session, spec: EvalSpec, run_id: int) -> list[Seq
             call = decide(sample, threshold, value_range=FIGURE_RANGE[key], seed=stored.seed)
             if call.low is not None and call.high is not None:
                 points.append(PathPoint(k, call.low, call.high))
-        d = decisions.get(key)
+        out.append(CriterionLooks(key=key, threshold=threshold, points=points))
+    return out
+
+
+def with_decisions(*, session: Session, run_id: int, computed: list[CriterionLooks]) -> list[SequencePath]:
+    """Return the criteria's paths with the run's stored decisions (read now: a decision is marked where it was made)."""
+    decisions = {
+        d.criterion: d
+        for d in session.exec(select(PpiDecision).where(PpiDecision.run_id == run_id).order_by(col(PpiDecision.id))).all()
+        if d.reopened_at is None
+    }
+    out = []
+    for c in computed:
+        d = decisions.get(c.key)
         out.append(SequencePath(
-            key=key, title=TITLES[key], threshold=threshold, points=points, verdict=None if d is None else d.verdict,
-            decided_grades=None if d is None else d.grades, decided_low=None if d is None else d.low, decided_high=None if d is None else d.high,
+            key=c.key, title=TITLES.get(c.key, c.key), threshold=c.threshold, points=c.points,
+            verdict=None if d is None else d.verdict, decided_grades=None if d is None else d.grades,
+            decided_low=None if d is None else d.low, decided_high=None if d is None else d.high,
         ))
     return out
+
+
+def sequence_paths(*, session: Session, spec: EvalSpec, run_id: int) -> list[SequencePath]:
+    """Return each gate criterion's confidence-sequence path over the run's grades so far, computed now ([] without a sample)."""
+    return with_decisions(session=session, run_id=run_id, computed=criterion_looks(session=session, spec=spec, run_id=run_id))

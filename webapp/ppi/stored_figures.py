@@ -29,15 +29,18 @@ from webapp.grading.models import FinalGrade
 from webapp.ppi.models import PpiDraw, PpiJudgeScore, PpiProductionWeek
 from webapp.ppi.production import WeekQuality, parse_week, week_criteria, week_quality
 from webapp.ppi.report import RunReport, run_report
+from webapp.ppi.sequence_path import CriterionLooks, SequencePath, criterion_looks, with_decisions
 from webapp.runs.models import Draft, Run
 
 RUN_KIND = "ppi_run"
 WEEK_KIND = "ppi_week"
+PATH_KIND = "ppi_path"  # the run page's confidence-sequence paths (webapp/ppi/sequence_path.py)
 # Raise when the figures' code reads the same rows differently: every stored figure is then stale.
 FIGURES_VERSION = "1"
 
 _RUN_ADAPTER: TypeAdapter[RunReport] = TypeAdapter(RunReport)
 _WEEK_ADAPTER: TypeAdapter[WeekQuality] = TypeAdapter(WeekQuality)
+_PATH_ADAPTER: TypeAdapter[list[CriterionLooks]] = TypeAdapter(list[CriterionLooks])
 
 _D = table_of(PpiDraw)
 _J = table_of(PpiJudgeScore)
@@ -98,6 +101,7 @@ def refresh_run(*, session: Session, spec: EvalSpec, run_id: int) -> bool:
     if report is None:
         return False
     figures.store(session, RUN_KIND, _key(run_id), fingerprint, report, _RUN_ADAPTER)
+    figures.store(session, PATH_KIND, _key(run_id), fingerprint, criterion_looks(session=session, spec=spec, run_id=run_id), _PATH_ADAPTER)
     week = session.execute(select(_W.c.week, _W.c.drafts_taken).where(_W.c.run_id == run_id)).first()
     if week is not None:
         name = session.get(Run, run_id)
@@ -120,6 +124,23 @@ def run_figures(*, session: Session, spec: EvalSpec, run_id: int) -> FigureRead[
     if got.state != "current" and figures.refresh_on_read():
         return FigureRead(run_report(session=session, spec=spec, run_id=run_id), "current")
     return got
+
+
+def run_sequence_paths(*, session: Session, spec: EvalSpec, run_id: int) -> FigureRead[list[SequencePath]]:
+    """Return the run's confidence-sequence paths as stored (with its decisions read now), and whether they are current.
+
+    Stored with the run's figures under the same fingerprint; like run_figures, a process without
+    a jobs loop computes a stale or missing one here. A run without a sample reads ([], "current").
+    """
+    fingerprint = run_fingerprint(session=session, spec=spec, run_id=run_id)
+    if fingerprint is None:
+        return FigureRead([], "current")
+    got = figures.read(session, PATH_KIND, _key(run_id), fingerprint, _PATH_ADAPTER)
+    computed = got.value
+    if got.state != "current" and figures.refresh_on_read():
+        computed, got = criterion_looks(session=session, spec=spec, run_id=run_id), FigureRead(None, "current")
+    paths = [] if computed is None else with_decisions(session=session, run_id=run_id, computed=computed)
+    return FigureRead(paths, got.state, got.computed_at)
 
 
 def stored_weekly_quality(
