@@ -90,7 +90,8 @@ def case_input(case: EvalCase) -> CaseInput:
     )
 
 
-def _run_drafts(session: Session, run_id: int) -> list[tuple[Draft, EvalCase]]:
+def run_drafts(session: Session, run_id: int) -> list[tuple[Draft, EvalCase]]:
+    """Return the run's drafts with their cases, in the set's order (then sample, then id)."""
     rows = session.exec(
         select(Draft, EvalCase)
         .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
@@ -128,7 +129,7 @@ def check_run(*, session: Session, spec: EvalSpec, run_id: int) -> RunCheckSumma
     kb = load_kb_snapshot(session=session)
     version = kb_version(kb)
     now = utcnow()
-    pairs = _run_drafts(session, run_id)
+    pairs = run_drafts(session, run_id)
     session.exec(delete(DraftCheck).where(col(DraftCheck.run_id) == run_id))
     for draft, case in pairs:
         for r in run_checks(draft=draft_input(draft), case=case_input(case), kb=kb, spec=spec):
@@ -340,12 +341,16 @@ def summary_for_viewer(summary: RunSummary, signals: SignalsView) -> RunSummary:
     )
 
 
-def run_summary(*, session: Session, run_id: int) -> RunSummary:
-    """Summarise a run's stored check results (drafts never checked are counted as unchecked)."""
+def run_summary(*, session: Session, run_id: int, pairs: list[tuple[Draft, EvalCase]] | None = None) -> RunSummary:
+    """Summarise a run's stored check results (drafts never checked are counted as unchecked).
+
+    `pairs`: the run's drafts and cases as run_drafts returns them, when the caller has read them already.
+    """
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"run: no run with id {run_id}")
-    pairs = _run_drafts(session, run_id)
+    if pairs is None:
+        pairs = run_drafts(session, run_id)
     stored = stored_results(session, [d.id for d, _ in pairs if d.id is not None])
     outcomes: list[DraftOutcome] = []
     checked_at: dt.datetime | None = None

@@ -45,7 +45,7 @@ from webapp.ppi.stored_figures import run_figures
 from webapp.ppi.until_decided import closed_reason, in_draw_order, open_decisions
 from webapp.ppi.views import gate_threshold
 from webapp.regression import service as regression_service
-from webapp.runs.models import Draft, Run
+from webapp.runs.models import Run
 from webapp.survey import service as survey_service
 
 
@@ -62,13 +62,8 @@ def run_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     """
     assert run.id is not None
     dataset = session.get(Dataset, run.dataset_id)
-    rows = session.exec(
-        select(Draft, EvalCase)
-        .join(EvalCase, col(EvalCase.id) == Draft.case_pk)
-        .where(Draft.run_id == run.id)
-        .order_by(col(EvalCase.position), col(Draft.sample_index))
-    ).all()
-    summary = checks_service.run_summary(session=session, run_id=run.id)
+    rows = checks_service.run_drafts(session, run.id)  # read once: the summary takes the same rows
+    summary = checks_service.run_summary(session=session, run_id=run.id, pairs=rows)
     outcomes = {o.draft_id: o for o in summary.outcomes}
     finals = grading_status.final_grades(session=session, run_id=run.id)
     # Escalations and fallbacks carry no draft text; grading decides which drafts are gradable.
