@@ -47,9 +47,9 @@ def interpolate(n: int, lo: float, hi: float) -> float:
     return lo + f * (hi - lo)
 
 
-def latency_p95_by_segment(session: Session, day: dt.date) -> dict[tuple[dt.date, str, str, str], float]:
+def latency_p95_by_segment(session: Session, day: dt.date) -> dict[tuple[object, ...], float]:
     """Return the day's latency p95 in seconds per stored segment (intent, plan, agent id; ALL where rolled up)."""
-    out: dict[tuple[dt.date, str, str, str], float] = {}
+    out: dict[tuple[object, ...], float] = {}
     for gi, gp, ga, i, p, a, n, lo, hi in session.execute(_SQL, {"day": day}).all():
         if not n:  # the empty grouping set answers one row even for a day without a latency
             continue
