@@ -85,6 +85,21 @@ class TestSequenceOnFixedArrays:
         # wider than this look's 95% interval
         assert call.low < e.low and call.high > e.high
 
+    def test_a_call_from_the_estimate_equals_the_call_from_its_sample(self) -> None:
+        """The gate and the page decide from the report's estimate, the run page's path from the sample: one figure."""
+        # a pass share graded 1 on 33 of 38 drafts of 77: the always-true upper bound (the 39 ungraded all
+        # passing, (33 + 39) / 77 = 93.5%) is below the sequence's own, so the cut binds (the demo's case)
+        y = np.r_[np.ones(33), np.zeros(5), np.ones(39)]
+        f = np.clip(y + np.where(np.arange(77) % 4 == 0, -0.5, 0.2), 0, 1)
+        drawn = np.arange(77) < 38
+        sample = make_sample(judge=f, human=np.where(drawn, y, np.nan), drawn=drawn, pi=np.full(77, 38 / 77))
+        e = estimate_mean(sample)
+        assert e.graded_sum == 33.0
+        from_sample = decide(sample, 0.625, value_range=(0.0, 1.0))
+        from_estimate = decide(e, 0.625, value_range=(0.0, 1.0))
+        assert from_sample == from_estimate
+        assert from_estimate.high == pytest.approx((33 + 39) / 77)
+
     def test_a_census_reads_the_mean_exactly(self) -> None:
         f, y, _ = fixed_run()
         everyone = np.ones(50, dtype=bool)

@@ -249,9 +249,7 @@ def decide(
     decided), where the grades so far are themselves a uniform sample and the call holds. An undecided call carries K, the further grades the sequence needs if the estimate
     stays where it is, beyond the drafts already drawn, capped by `undrawn`.
     """
-    graded_sum = None
     if isinstance(sample, Sample):
-        graded_sum = float(sample.human[sample.drawn].sum())
         try:
             sample = estimate_mean(sample, seed=seed)
         except EstimatorError:
@@ -264,7 +262,7 @@ def decide(
     drafts = e.n_drafts if e.estimand == "run" else UNBOUNDED
     seq = sequence_bounds(
         estimate=e.estimate, se=e.se, carriers=e.df + 1.0, graded=e.n_labels, drafts=drafts,
-        value_range=value_range, graded_sum=graded_sum if e.estimand == "run" else None,
+        value_range=value_range, graded_sum=e.graded_sum if e.estimand == "run" else None,
     )
     verdict = verdict_of(seq, threshold)
     more = None

@@ -178,6 +178,9 @@ class Estimate:
     estimand: Estimand = "run"
     r_squared: float | None = None  # the learned predictor's out-of-fold R^2; None for one column
     predictor: str = "judge"  # "judge" for one column, else the learned model's name
+    # the graded drafts' sum of the figure's values: what the confidence sequence's bounds are cut to
+    # (webapp.ppi.anytime.sequence_bounds), so a call made from the estimate equals one made from its sample
+    graded_sum: float | None = None
 
     @property
     def effective_labels(self) -> float:
@@ -231,6 +234,7 @@ def _one_column(sample: Sample, options: Options, seed: int) -> tuple[Estimate, 
         n_labels=sample.n_labels,
         n_drafts=sample.n_drafts,
         estimand=options.estimand,
+        graded_sum=float(sample.human[sample.drawn].sum()),
     )
     return estimate, p
 

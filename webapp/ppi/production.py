@@ -393,7 +393,9 @@ def _on_gate_scale(spec: EvalSpec, key: str, e: Estimate | None) -> Estimate | N
         return e
     g = spec.gates.pilot
     lo, span = g.factual_fail_score, g.factual_pass_score - g.factual_fail_score
-    return replace(e, estimate=lo + span * e.estimate, low=lo + span * e.low, high=lo + span * e.high, se=span * e.se)
+    graded_sum = None if e.graded_sum is None else e.n_labels * lo + span * e.graded_sum
+    return replace(e, estimate=lo + span * e.estimate, low=lo + span * e.low, high=lo + span * e.high, se=span * e.se,
+                   graded_sum=graded_sum)
 
 
 def week_criteria(spec: EvalSpec, stored: StoredSample | None) -> tuple[WeekCriterion, ...]:

@@ -36,7 +36,8 @@ RUN_KIND = "ppi_run"
 WEEK_KIND = "ppi_week"
 PATH_KIND = "ppi_path"  # the run page's confidence-sequence paths (webapp/ppi/sequence_path.py)
 # Raise when the figures' code reads the same rows differently: every stored figure is then stale.
-FIGURES_VERSION = "1"
+# "2" (3 Dec): estimates carry the graded drafts' sum, so the gate's sequence bounds are cut as the run page's path is
+FIGURES_VERSION = "2"
 
 _RUN_ADAPTER: TypeAdapter[RunReport] = TypeAdapter(RunReport)
 _WEEK_ADAPTER: TypeAdapter[WeekQuality] = TypeAdapter(WeekQuality)
