@@ -91,14 +91,19 @@ def case_input(case: EvalCase) -> CaseInput:
 
 
 def run_drafts(session: Session, run_id: int) -> list[tuple[Draft, EvalCase]]:
-    """Return the run's drafts with their cases, in the set's order (then sample, then id)."""
-    rows = session.exec(
-        select(Draft, EvalCase)
-        .join(EvalCase, col(EvalCase.id) == col(Draft.case_pk))
-        .where(Draft.run_id == run_id)
-        .order_by(col(EvalCase.position), col(Draft.sample_index), col(Draft.id))
-    ).all()
-    return [(d, c) for d, c in rows]
+    """Return the run's drafts with their cases, in the set's order (then sample, then id).
+
+    Two queries, the drafts then their distinct cases, not one join: a run holds several drafts
+    per case (samples, copies), and the join sent and decoded each case's conversation (JSON) once
+    per draft. For the benchmark's 1,540-draft run of 77 cases, 48 -> 21 ms on PostgreSQL; the
+    gate sweep reads it every few seconds while people grade (bench_realistic, 4 December).
+    """
+    drafts = session.exec(select(Draft).where(Draft.run_id == run_id)).all()
+    of_run = select(Draft.case_pk).where(Draft.run_id == run_id)
+    cases = {c.id: c for c in session.exec(select(EvalCase).where(col(EvalCase.id).in_(of_run))).all()}
+    pairs = [(d, cases[d.case_pk]) for d in drafts if d.case_pk in cases]
+    pairs.sort(key=lambda p: (p[1].position, p[0].sample_index, p[0].id or 0))
+    return pairs
 
 
 # --- checking ----------------------------------------------------------------------------------------
