@@ -370,9 +370,8 @@ class WeekQuality:
     def below_target(self) -> bool:
         """Tell whether the week's alert fires: a final week with a criterion whose upper bound (`WeekCriterion.bounds`) is below its target.
 
-        Decision: only final weeks fire (pending grades leave the interval built on a part of the
-        sample, which is no longer a random one), and only strictly below: an upper bound equal to
-        the target still allows the target.
+        Decision: only final weeks fire (pending grades leave the interval built on a part of the sample, which is
+        no longer a random one), and only strictly below: an upper bound equal to the target still allows it.
         """
         return bool(self.below_criteria)
 
@@ -393,9 +392,8 @@ def _on_gate_scale(spec: EvalSpec, key: str, e: Estimate | None) -> Estimate | N
         return e
     g = spec.gates.pilot
     lo, span = g.factual_fail_score, g.factual_pass_score - g.factual_fail_score
-    graded_sum = None if e.graded_sum is None else e.n_labels * lo + span * e.graded_sum
-    return replace(e, estimate=lo + span * e.estimate, low=lo + span * e.low, high=lo + span * e.high, se=span * e.se,
-                   graded_sum=graded_sum)
+    graded = None if e.graded_sum is None else e.n_labels * lo + span * e.graded_sum
+    return replace(e, estimate=lo + span * e.estimate, low=lo + span * e.low, high=lo + span * e.high, se=span * e.se, graded_sum=graded)
 
 
 def week_criteria(spec: EvalSpec, stored: StoredSample | None) -> tuple[WeekCriterion, ...]:
