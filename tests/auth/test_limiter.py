@@ -153,3 +153,46 @@ class TestPerAccountCeiling:
         assert self.attempt(session, "10.0.0.3", DEFAULT_PASSWORD) == "blocked"
         # the address the PM signed in from before still may
         assert self.attempt(session, "198.51.100.7", DEFAULT_PASSWORD) == "signed in"
+
+
+class TestPasswordCheckedOutsideTheLock:
+    def test_the_sign_in_locks_are_free_while_the_password_is_checked(
+        self, app: FastAPI, engine: Engine, session: Session, pm: User, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The argon2 check (~0.2 s) holds no lock: on SQLite another writer takes the one write lock during
+        it, on PostgreSQL the account's advisory lock is free; the attempt is counted before and settled after."""
+        free: list[bool] = []
+        real_verify = service.verify_password
+
+        def verify_while_locking(password_hash: str, password: str) -> bool:
+            raw = engine.raw_connection()
+            try:
+                cur = raw.cursor()
+                if engine.dialect.name == "sqlite":
+                    cur.execute("PRAGMA busy_timeout=200")
+                    try:
+                        cur.execute("BEGIN IMMEDIATE")  # what a grade save or an events batch begins with
+                        cur.execute("ROLLBACK")
+                        free.append(True)
+                    except Exception:
+                        free.append(False)
+                    cur.execute("PRAGMA busy_timeout=30000")
+                else:
+                    cur.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", (f"login-email:{PM}",))
+                    free.append(bool(cur.fetchone()[0]))
+                    raw.rollback()
+                # the attempt is already stored, as a failure, by the time the password is checked
+                with Session(engine) as other:
+                    pending = other.exec(select(LoginAttempt).where(LoginAttempt.email == PM)).all()
+                    assert [a.success for a in pending] == [False]
+            finally:
+                raw.close()
+            return real_verify(password_hash, password)
+
+        monkeypatch.setattr(service, "verify_password", verify_while_locking)
+        with client_from(app, PM_DESK) as desk:
+            status, text = try_password(desk, DEFAULT_PASSWORD)
+        assert status == 303, text
+        assert free == [True]
+        session.expire_all()
+        assert [a.success for a in session.exec(select(LoginAttempt).where(LoginAttempt.email == PM)).all()] == [True]

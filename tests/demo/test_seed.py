@@ -102,7 +102,8 @@ class TestSeededDemo:
     def test_users_one_per_role(self, session: Session, seeded: DemoContext) -> None:
         assert set(seeded.users) == {"labeler", "labeler2", "lead", "pm", "support_lead", "ml_lead", "admin"}
         for key, email, _name, roles in c.DEMO_USERS:
-            user = auth_service.authenticate(session=session, email=email, password="demo-password", ip="t")
+            limits = auth_service.LoginLimits(max_failures=5, account_max_failures=50, window_minutes=15)
+            user = auth_service.sign_in(session=session, email=email, password="demo-password", ip="t", limits=limits)
             assert user is not None and user.id is not None, email
             assert auth_service.user_roles(session=session, user_id=user.id) == set(roles)
             assert seeded.users[key].email == email

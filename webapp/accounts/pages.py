@@ -14,7 +14,7 @@ from webapp.auth import service
 from webapp.auth.oidc import OidcClient
 from webapp.auth.service import Principal
 from webapp.core.config import Settings
-from webapp.core.db import SessionDep
+from webapp.core.db import SessionDep, write_transaction
 from webapp.core.security import (
     SECURE_COOKIES_OVER_HTTP,
     SESSION_COOKIE,
@@ -92,16 +92,21 @@ def login(
         raise HTTPException(status_code=403, detail=PASSWORDS_OFF)
     ip = client_ip(request)
     try:
-        user = service.sign_in(
-            session=session, email=email, password=password, ip=ip, limits=_login_limits(settings)
-        )
+        # recorded as a failure and committed before the password is checked, so the check (argon2,
+        # ~0.2 s) holds no lock: SQLite's one write lock is every other writer's (webapp/auth/service.py)
+        with write_transaction(session):
+            pending = service.begin_attempt(session=session, email=email, ip=ip, limits=_login_limits(settings))
     except service.LoginBlocked:
         msg = f"Too many failed sign-ins. Try again in {settings.login_window_minutes} minutes."
         return render_login(request, login_view(request, next=next, email=email, error=msg), status_code=429)
-    if user is None:
+    ok = service.password_matches(pending, password)
+    with write_transaction(session):
+        user = service.finish_attempt(session=session, pending=pending, ok=ok)
+        answer = None if user is None else signed_in(request, session, user=user, next=next, ip=ip)
+    if answer is None:
         view = login_view(request, next=next, email=email, error="Wrong email or password.")
         return render_login(request, view, status_code=401)
-    return signed_in(request, session, user=user, next=next, ip=ip)
+    return answer
 
 
 def _signed_out(request: Request) -> Response:
