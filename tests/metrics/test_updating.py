@@ -96,12 +96,12 @@ def test_a_pass_rebuilds_the_days_stale_when_it_began_and_leaves_later_batches_t
     app: object, api_as: Callable[..., TestClient], spec: EvalSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under a steady stream of batches a pass ends (it ran back to back before, bench_realistic 3 Dec)."""
-    from webapp.metrics import stale
+    from webapp.metrics import merge_plan, stale
 
     agent = api_as(scopes=["ingest"])
     reader = api_as("support_lead")
     assert agent.post("/api/v1/events", json=[ev("2026-11-02")]).json()["created"] == 1
-    real_last, real_rebuild = stale.last_mark, stale.rebuild_stale
+    real_last, real_rebuild = stale.last_mark, merge_plan.rebuild_stale_planned
     calls: list[object] = []
 
     def start_then_a_batch_arrives(session: Session) -> int | None:
@@ -115,7 +115,7 @@ def test_a_pass_rebuilds_the_days_stale_when_it_began_and_leaves_later_batches_t
         return real_rebuild(**kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(stale, "last_mark", start_then_a_batch_arrives)
-    monkeypatch.setattr(stale, "rebuild_stale", counted)
+    monkeypatch.setattr(merge_plan, "rebuild_stale_planned", counted)
     engine = app.state.engine  # type: ignore[attr-defined]
     assert rebuild_pass(engine=engine, spec=spec) == [dt.date(2026, 11, 2)]
     # one rebuild, then one call that finds nothing left of what was stale at the start: the pass ended

@@ -11,7 +11,8 @@ begin_write() call this replaces did nothing once the driver had begun a transac
 - a request by its HTTP method (WRITE_METHODS: get_session);
 - a command or a background job by session_scope(engine), which writes unless told `write=False`;
 - anything else (tests, a `Session(engine)` of its own) reads, unless it opens its session on
-  writer(engine);
+  writer(engine), or on snapshot_reader(engine): a plain (deferred) BEGIN, so that all its reads
+  see one committed state while it holds no lock (the metrics pass's merge, webapp/metrics/merge_plan.py);
 - a request that writes a little, then reads a page (the grading page reserving the next draft,
   save-and-next) does the writes in write_transaction(session): begun IMMEDIATE (a read
   request's in a transaction of its own), committed at the block's end, the page read after it
@@ -47,6 +48,8 @@ from sqlmodel import Session, SQLModel, create_engine
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # The execution option that marks an engine's (and so its connections') transactions as writers.
 _WRITES = "draftdesk_writes"
+# The execution option of a reader whose reads must share one snapshot (SQLite: BEGIN; see snapshot_reader).
+_SNAPSHOT = "draftdesk_snapshot"
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
@@ -78,9 +81,19 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
 
 
 def _sqlite_begin(conn: Connection) -> None:
-    """Begin a writer's transaction with BEGIN IMMEDIATE (the write lock now); a reader's is the driver's (module docstring)."""
-    if conn.get_execution_options().get(_WRITES):
+    """Begin a writer's transaction with BEGIN IMMEDIATE (the write lock now), a snapshot reader's with BEGIN (no lock,
+    one snapshot for all its reads); a reader's is the driver's (module docstring)."""
+    options = conn.get_execution_options()
+    if options.get(_WRITES):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif options.get(_SNAPSHOT):
+        conn.exec_driver_sql("BEGIN")
+
+
+def snapshot_reader(engine: Engine) -> Engine:
+    """Return `engine` marked as a snapshot reader: on SQLite its transactions begin with a plain BEGIN, so every read
+    of one transaction sees the same committed state, and it takes no write lock (PostgreSQL: unchanged)."""
+    return engine.execution_options(**{_SNAPSHOT: True})
 
 
 def writer(engine: Engine) -> Engine:

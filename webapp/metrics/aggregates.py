@@ -311,7 +311,8 @@ def merge_pending(*, session: Session, spec: EvalSpec, days: Iterable[dt.date]) 
     latencies (one column per event, not the whole rows through pandas). An event is pending
     once (a retried event_id is not stored again), so the merge never counts one twice. Days
     before the retention watermark keep their figures (an event stored just before a prune set it
-    is deleted by that prune, never merged).
+    is deleted by that prune, never merged). SQLite's background pass computes the same from a
+    read snapshot first (webapp/metrics/merge_plan.py).
     """
     days = watermark.days_open_to_rebuild(session, set(days))
     if not days:
@@ -321,21 +322,38 @@ def merge_pending(*, session: Session, spec: EvalSpec, days: Iterable[dt.date]) 
     pending = raw_frame(session, days=days, pending_only=True, with_ids=True)
     if pending.empty:
         return []
+    changed, rows, new = merged_records(session, spec, pending)
+    # marked merged first: the p95 read below takes exactly the merged events (on PostgreSQL each
+    # statement sees the batches committed before it, and those stay pending, outside the sums)
+    mark_merged(session, pending["id"].tolist())
+    set_p95(rows, new, latency_p95(session, changed))
+    replace_days(session, changed, [_insert_tuple(r) for r in rows.values()])
+    return changed
+
+
+def merged_records(
+    session: Session, spec: EvalSpec, pending: pd.DataFrame
+) -> tuple[list[dt.date], dict[RowKey, Record], list[Record]]:
+    """Return the days the pending events touch, their stored rows plus those events (p95 not set yet), and the events' own rows."""
     changed: list[dt.date] = sorted(set(pending["day"].tolist()))
     new = aggregate_records(pending.drop(columns=["id", "pending"]), spec)
-    rows = _stored_records(session, changed)
+    rows = stored_records(session, changed)
     for r in new:
         key = tuple(r[:_KEY])
         old = rows.get(key)
         rows[key] = r if old is None else _added(old, r)
-    # marked merged first: the p95 read below takes exactly the merged events (on PostgreSQL each
-    # statement sees the batches committed before it, and those stay pending, outside the sums)
-    mark_merged(session, pending["id"].tolist())
-    p95 = latency_p95(session, changed)
+    return changed, rows, new
+
+
+def set_p95(rows: dict[RowKey, Record], new: list[Record], p95: dict[RowKey, float]) -> None:
+    """Set the latency p95 of the rows the new events touched (the others keep theirs)."""
     for r in new:
         rows[tuple(r[:_KEY])][_P95] = p95.get(tuple(r[:_KEY]))
-    replace_days(session, changed, [_insert_tuple(r) for r in rows.values()])
-    return changed
+
+
+def insert_tuples(rows: dict[RowKey, Record]) -> list[InsertRow]:
+    """Return the rows as replace_days writes them."""
+    return [_insert_tuple(r) for r in rows.values()]
 
 
 def _sum(a: object, b: object) -> int | float:
@@ -373,15 +391,18 @@ def _added_versions(
     return out
 
 
-def _stored_records(session: Session, days: Sequence[dt.date]) -> dict[RowKey, Record]:
+def stored_records(session: Session, days: Sequence[dt.date]) -> dict[RowKey, Record]:
     """Return the stored rows of `days` by (day, segment), in _ROW_COLUMNS order."""
     t = table_of(DailyAggregate).c
     stmt = select(*[t[c] for c in _ROW_COLUMNS]).where(t.day.in_(list(days)))
     return {tuple(r[:_KEY]): list(r) for r in session.execute(stmt)}
 
 
-def latency_p95(session: Session, days: Sequence[dt.date]) -> dict[RowKey, float]:
+def latency_p95(session: Session, days: Sequence[dt.date], *, with_pending: bool = False) -> dict[RowKey, float]:
     """Return the latency p95 (seconds) of every stored segment of `days` with a latency, from their merged events.
+
+    `with_pending` (SQLite only: a merge planned from a snapshot, webapp/metrics/merge_plan.py)
+    takes the pending events too, i.e. every event of the days, as they will be once merged.
 
     The same values and the same quantile as aggregate_frame (shown drafts' latencies, linear
     interpolation), so a merged day's p95 equals a full recompute's. One read per day, answered
@@ -395,7 +416,7 @@ def latency_p95(session: Session, days: Sequence[dt.date]) -> dict[RowKey, float
         return out
     for day in days:
         stmt = select(e.intent, e.plan, e.agent_id, e.latency_ms).where(
-            e.day == day, e.draft_shown.is_(True), e.latency_ms.is_not(None), e.pending.is_(False)
+            e.day == day, e.draft_shown.is_(True), e.latency_ms.is_not(None), *([] if with_pending else [e.pending.is_(False)])
         )
         df = pd.DataFrame.from_records(fetch_rows(session, stmt), columns=[*SEGMENT_DIMS, "latency_ms"])
         if df.empty:

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from webapp.core.db import session_scope
 from webapp.core.facts import record_fact
 from webapp.core.spec import EvalSpec
-from webapp.metrics import stale
+from webapp.metrics import merge_plan, stale
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,9 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
     if upto is None:
         return done
     while True:
-        # session_scope writes: on SQLite it holds the write lock from the start (the pass reads, then
-        # writes, and a transaction opened for a read cannot write once an events batch has committed)
-        with session_scope(engine) as session:
-            if not stale.try_rebuilder_lock(session):
-                return done
-            days = stale.rebuild_stale(session=session, spec=spec, marked_upto=upto)
+        # on SQLite computed from a read snapshot, then checked and written in a short write
+        # transaction (webapp/metrics/merge_plan.py); on PostgreSQL in its write transaction
+        days = merge_plan.rebuild_stale_planned(engine=engine, spec=spec, marked_upto=upto)
         if days:
             done += days
             continue

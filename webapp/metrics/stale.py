@@ -111,21 +111,38 @@ def rebuild_stale(
     `marked_upto` (a mark id, see last_mark) limits the call to the marks made up to it: the
     background pass rebuilds what was stale when it began, not what arrives while it runs.
     """
-    stmt = select(col(StaleDay.id), col(StaleDay.day)).order_by(col(StaleDay.day), col(StaleDay.id))
+    days, marks = marks_to_rebuild(session, marked_upto=marked_upto, max_days=max_days)
+    if not days:
+        return []
+    aggregates.merge_pending(session=session, spec=spec, days=days)
+    clear_marks(session, marks)
+    return days
+
+
+# A stale-day mark as a rebuild reads it: (id, day, created_at); the time tells a mark from a later one given its id.
+Mark = tuple[int, dt.date, dt.datetime]
+
+
+def marks_to_rebuild(
+    session: Session, *, marked_upto: int | None = None, max_days: int | None = None
+) -> tuple[list[dt.date], list[Mark]]:
+    """Return the days a rebuild call brings up to date (days_to_rebuild) and the marks of those days it clears."""
+    stmt = select(col(StaleDay.id), col(StaleDay.day), col(StaleDay.created_at)).order_by(col(StaleDay.day), col(StaleDay.id))
     if marked_upto is not None:
         stmt = stmt.where(col(StaleDay.id) <= marked_upto)
-    marks = session.execute(stmt).all()
+    marks = [(int(i), as_date(d), _as_datetime(t)) for i, d, t in session.execute(stmt)]
     if not marks:
-        return []
-    marked = {as_date(d) for _, d in marks}
-    days = days_to_rebuild(marked, max_days=max_days)
+        return [], []
+    days = days_to_rebuild({d for _, d, _ in marks}, max_days=max_days)
     chosen = set(days)
-    ids = [i for i, d in marks if as_date(d) in chosen]
-    aggregates.merge_pending(session=session, spec=spec, days=days)
-    for chunk in aggregates.chunks(ids, 1000):
+    return days, [m for m in marks if m[1] in chosen]
+
+
+def clear_marks(session: Session, marks: list[Mark]) -> None:
+    """Delete the marks a rebuild has brought up to date (every event behind them is merged)."""
+    for chunk in aggregates.chunks([m[0] for m in marks], 1000):
         session.execute(delete(StaleDay).where(col(StaleDay.id).in_(chunk)))
     session.flush()
-    return days
 
 
 def last_mark(session: Session) -> int | None:
