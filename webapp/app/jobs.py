@@ -1,5 +1,6 @@
 """The background jobs: each domain's `background.run(app, record)` (metrics rebuild, alert evaluation
-and delivery) and the retention job, each pass recorded in the job_run table.
+and delivery), the retention job and SQLite's planner statistics (webapp/ops/planner_stats.py), each
+pass recorded in the job_run table.
 
 Decision (issue 33): the default topology is one process: the jobs run inside `draftdesk serve`.
 The metrics rebuild merges only the events that arrived since its last pass (webapp/metrics/aggregates.py,
@@ -29,7 +30,7 @@ from webapp.core import facts, figures, reactions
 from webapp.core.db import session_scope
 from webapp.core.domains import domain_modules
 from webapp.core.timeutil import utcnow
-from webapp.ops import jobruns, retention
+from webapp.ops import jobruns, planner_stats, retention
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def start_jobs(app: FastAPI) -> list[asyncio.Task[None]]:
     tasks = [asyncio.create_task(run_reactions(app, record))]
     tasks += [asyncio.create_task(m.run(app, record)) for m in domain_modules("background")]
     tasks.append(asyncio.create_task(retention.run(app, record)))
+    tasks.append(asyncio.create_task(planner_stats.run(app, record)))
     return tasks
 
 
