@@ -15,6 +15,7 @@ from sqlmodel import Session, select
 from tests.conftest import SPEC_PATH, TEST_SECRET
 from webapp.app import jobs
 from webapp.app.main import create_app
+from webapp.core import periodic
 from webapp.core.config import Settings
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.metrics import background as metrics_background
@@ -103,6 +104,37 @@ class TestRecordPass:
             app.state.engine.dispose()
         states = jobruns.job_states(session=session, now=utcnow())
         assert [(s.job, s.failures, s.last_success_at is not None, s.stalled) for s in states] == expected
+
+
+class TestEvery:
+    def test_a_failing_pass_is_recorded_and_the_loop_goes_on_to_the_next(self) -> None:
+        calls: list[int] = []
+        recorded: list[tuple[str, float, str | None]] = []
+
+        def work() -> None:
+            calls.append(len(calls))
+            if len(calls) == 1:
+                raise RuntimeError("the disk is full")
+
+        async def three_passes() -> None:
+            done = asyncio.Event()
+            loop = asyncio.get_running_loop()
+
+            def record(job: str, period_s: float, error: BaseException | None) -> None:
+                recorded.append((job, period_s, None if error is None else str(error)))
+                if len(recorded) == 3:
+                    loop.call_soon_threadsafe(done.set)
+
+            task = asyncio.ensure_future(periodic.every(0.01, "a_job", work, record))
+            try:
+                await asyncio.wait_for(done.wait(), timeout=30)
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+        asyncio.run(three_passes())
+        assert recorded == [("a_job", 0.01, "the disk is full"), ("a_job", 0.01, None), ("a_job", 0.01, None)]
+        assert calls == [0, 1, 2]
 
 
 class TestStalled:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import FastAPI
@@ -16,10 +14,9 @@ from sqlalchemy.engine import Engine
 
 from webapp.alerts import delivery, outbox
 from webapp.core.db import session_scope
+from webapp.core.periodic import Record, every
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import utcnow
-
-log = logging.getLogger(__name__)
 
 # The job's name in job_run, /healthz and Prometheus.
 JOB = "alerts"
@@ -67,7 +64,7 @@ def run_pass(
     return PassReport(evaluated, transitions, queued, report)
 
 
-async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Record | None = None) -> None:
     """Loop until cancelled: one pass every alerts_interval_seconds, in a thread (the database calls block).
 
     After each pass `record(JOB, interval, error)` stores how it went (webapp/app/jobs.py).
@@ -76,25 +73,19 @@ async def run(app: FastAPI, record: Callable[[str, float, BaseException | None],
     interval = float(settings.alerts_interval_seconds)
     holder = holder_id()
     engine = app.state.engine
+
+    def one_pass() -> PassReport:
+        return run_pass(
+            engine=engine,
+            spec=app.state.spec,
+            base_url=settings.base_url,
+            secret_key=settings.secret_key,
+            holder=holder,
+            lease_ttl_s=3 * interval,
+            allow_private_targets=settings.alerts_allow_private_targets,
+        )
+
     try:
-        while True:
-            error: BaseException | None = None
-            try:
-                await asyncio.to_thread(
-                    run_pass,
-                    engine=engine,
-                    spec=app.state.spec,
-                    base_url=settings.base_url,
-                    secret_key=settings.secret_key,
-                    holder=holder,
-                    lease_ttl_s=3 * interval,
-                    allow_private_targets=settings.alerts_allow_private_targets,
-                )
-            except Exception as exc:
-                error = exc
-                log.exception("alerts: background pass failed; trying again in %s s", interval)
-            if record is not None:
-                await asyncio.to_thread(record, JOB, interval, error)
-            await asyncio.sleep(interval)
+        await every(interval, JOB, one_pass, record)
     finally:
         await asyncio.to_thread(outbox.release_lease, engine=engine, holder=holder)

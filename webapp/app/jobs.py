@@ -29,13 +29,12 @@ from sqlalchemy.engine import Engine
 from webapp.core import facts, figures, reactions
 from webapp.core.db import session_scope
 from webapp.core.domains import domain_modules
+from webapp.core.periodic import Record
 from webapp.core.timeutil import utcnow
 from webapp.ops import jobruns, planner_stats, retention
 
 log = logging.getLogger(__name__)
 
-# What a job calls after each pass: its name, its period in seconds, and the error it failed with (or None).
-Record = Callable[[str, float, BaseException | None], None]
 
 
 def recorder(engine: Engine, *, clock: Callable[[], dt.datetime] = utcnow) -> Record:

@@ -16,23 +16,18 @@ say "updating" for at most that long after a grade.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable
-
 from fastapi import FastAPI
 
 from webapp.core.db import session_scope
+from webapp.core.periodic import Record, every
 from webapp.gates.stored_report import refresh_outside_write_lock, stale_runs
-
-log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 5.0
 # The job's name in job_run, /healthz and Prometheus.
 JOB = "gate_reports"
 
 
-async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Record | None = None) -> None:
     """Loop until cancelled: one sweep of stale gate criteria every SWEEP_INTERVAL_S, in a thread (the database calls block)."""
     engine = app.state.engine
 
@@ -41,13 +36,4 @@ async def run(app: FastAPI, record: Callable[[str, float, BaseException | None],
             stale = stale_runs(session=session, spec=app.state.spec)
         return [r for r in stale if refresh_outside_write_lock(engine=engine, spec=app.state.spec, run_id=r)]
 
-    while True:
-        error: BaseException | None = None
-        try:
-            await asyncio.to_thread(sweep)
-        except Exception as exc:
-            error = exc
-            log.exception("gates: refreshing stale gate reports failed; trying again in %s s", SWEEP_INTERVAL_S)
-        if record is not None:
-            await asyncio.to_thread(record, JOB, SWEEP_INTERVAL_S, error)
-        await asyncio.sleep(SWEEP_INTERVAL_S)
+    await every(SWEEP_INTERVAL_S, JOB, sweep, record)

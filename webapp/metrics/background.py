@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import logging
-from collections.abc import Callable
 
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from webapp.core.db import session_scope
 from webapp.core.facts import record_fact
+from webapp.core.periodic import Record, every
 from webapp.core.spec import EvalSpec
 from webapp.metrics import merge_plan, stale
-
-log = logging.getLogger(__name__)
 
 # Seconds between passes: how long a day's figures (and its alerts) may lag its events; the API
 # and the pages flag the days still updating. Since issue 33 a pass merges only the new events
@@ -57,19 +53,10 @@ def rebuild_pass(*, engine: Engine, spec: EvalSpec) -> list[dt.date]:
         return done
 
 
-async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Record | None = None) -> None:
     """Loop until cancelled: one rebuild pass every REBUILD_INTERVAL_S, in a thread (the database calls block).
 
     After each pass `record(JOB, REBUILD_INTERVAL_S, error)` stores how it went (webapp/app/jobs.py).
     """
     engine = app.state.engine
-    while True:
-        error: BaseException | None = None
-        try:
-            await asyncio.to_thread(rebuild_pass, engine=engine, spec=app.state.spec)
-        except Exception as exc:
-            error = exc
-            log.exception("metrics: rebuilding stale days failed; trying again in %s s", REBUILD_INTERVAL_S)
-        if record is not None:
-            await asyncio.to_thread(record, JOB, REBUILD_INTERVAL_S, error)
-        await asyncio.sleep(REBUILD_INTERVAL_S)
+    await every(REBUILD_INTERVAL_S, JOB, lambda: rebuild_pass(engine=engine, spec=app.state.spec), record)

@@ -14,16 +14,11 @@ the write lock only that long. PostgreSQL gathers its own (autovacuum's autoanal
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable
-
 from fastapi import FastAPI
 from sqlalchemy.engine import Engine
 
 from webapp.core.db import is_sqlite, writer
-
-log = logging.getLogger(__name__)
+from webapp.core.periodic import Record, every
 
 # The job's name in job_run, /healthz and Prometheus.
 JOB = "planner_stats"
@@ -44,18 +39,9 @@ def refresh(engine: Engine) -> bool:
     return True
 
 
-async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Record | None = None) -> None:
     """Refresh the statistics at start-up and then every INTERVAL_S until cancelled (in a thread); record each pass."""
     engine: Engine = app.state.engine
     if not is_sqlite(engine):
         return
-    while True:
-        error: BaseException | None = None
-        try:
-            await asyncio.to_thread(refresh, engine)
-        except Exception as exc:
-            error = exc
-            log.exception("planner statistics: ANALYZE failed; trying again in %s s", INTERVAL_S)
-        if record is not None:  # webapp/app/jobs.py stores how the pass went (job_run)
-            await asyncio.to_thread(record, JOB, INTERVAL_S, error)
-        await asyncio.sleep(INTERVAL_S)
+    await every(INTERVAL_S, JOB, lambda: refresh(engine), record)

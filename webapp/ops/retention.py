@@ -28,10 +28,8 @@ leaves complete batches deleted and the watermark set, which is consistent: the 
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import FastAPI
@@ -44,6 +42,7 @@ from webapp.auth.models import LoginAttempt, WebSession
 from webapp.core.config import Settings
 from webapp.core.db import session_scope, table_of
 from webapp.core.facts import Fact, FactReaction
+from webapp.core.periodic import Record, every
 from webapp.core.timeutil import utcnow
 from webapp.metrics.models import Event, HallucinationReport
 from webapp.metrics.watermark import advance_pruned_before, pruned_before
@@ -171,21 +170,15 @@ def retention_line(mark: dt.date | None) -> str:
     )
 
 
-async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Record | None = None) -> None:
     """Prune at start-up and then every PRUNE_INTERVAL_SECONDS until cancelled (the deletes run in a thread).
 
     Several processes may prune at once: each delete is idempotent and the watermark only moves
     forward, so no lease is needed.
     """
     retention = Retention.from_settings(app.state.settings)
-    while True:
-        error: BaseException | None = None
-        try:
-            report = await asyncio.to_thread(prune_database, app.state.engine, retention, tz=app.state.spec.tz)
-            log.info("retention: pruned %s", report)
-        except Exception as exc:
-            error = exc
-            log.exception("retention: pruning failed; trying again in %s s", PRUNE_INTERVAL_SECONDS)
-        if record is not None:  # webapp/app/jobs.py stores how the pass went (job_run)
-            await asyncio.to_thread(record, JOB, PRUNE_INTERVAL_SECONDS, error)
-        await asyncio.sleep(PRUNE_INTERVAL_SECONDS)
+
+    def prune() -> None:
+        log.info("retention: pruned %s", prune_database(app.state.engine, retention, tz=app.state.spec.tz))
+
+    await every(PRUNE_INTERVAL_SECONDS, JOB, prune, record)

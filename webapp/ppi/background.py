@@ -9,23 +9,18 @@ aggregate query) with its stored figure's and recomputes the stale ones only.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable
-
 from fastapi import FastAPI
 
 from webapp.core.db import session_scope
+from webapp.core.periodic import Record, every
 from webapp.ppi.stored_figures import refresh_stale
-
-log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 30.0
 # The job's name in job_run, /healthz and Prometheus.
 JOB = "figures"
 
 
-async def run(app: FastAPI, record: Callable[[str, float, BaseException | None], None] | None = None) -> None:
+async def run(app: FastAPI, record: Record | None = None) -> None:
     """Loop until cancelled: one sweep of stale figures every SWEEP_INTERVAL_S, in a thread (the database calls block)."""
     engine = app.state.engine
 
@@ -33,13 +28,4 @@ async def run(app: FastAPI, record: Callable[[str, float, BaseException | None],
         with session_scope(engine) as session:
             return refresh_stale(session=session, spec=app.state.spec)
 
-    while True:
-        error: BaseException | None = None
-        try:
-            await asyncio.to_thread(sweep)
-        except Exception as exc:
-            error = exc
-            log.exception("ppi: refreshing stale figures failed; trying again in %s s", SWEEP_INTERVAL_S)
-        if record is not None:
-            await asyncio.to_thread(record, JOB, SWEEP_INTERVAL_S, error)
-        await asyncio.sleep(SWEEP_INTERVAL_S)
+    await every(SWEEP_INTERVAL_S, JOB, sweep, record)
