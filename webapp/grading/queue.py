@@ -175,6 +175,10 @@ _PLAN_RANK = core_select(PLAN.c.rank).where(PLAN.c.draft_id == DRAFTS.c.id).scal
 _QUEUE_ORDER = (func.coalesce(_PLAN_RANK, CASES.c.position), DRAFTS.c.sample_index, DRAFTS.c.id)
 
 
+# The statements are built once per batch shape (24 shapes at most) and kept: building one cost more
+# than running it (SQLAlchemy's expression construction and cache key, ~35% of held_drafts), and a
+# save-and-next runs four of them (profile of 7 December, docs/benchmarks.md).
+@lru_cache(maxsize=64)
 def counts_stmt(shape: Shape) -> Select[int, int, int]:
     """(drafts, grades in counted up to graders_per_draft each, the grader's grades) of the batch, in one aggregate."""
     per_draft = (
@@ -201,6 +205,7 @@ def counts_stmt(shape: Shape) -> Select[int, int, int]:
     )
 
 
+@lru_cache(maxsize=64)
 def held_stmt(shape: Shape) -> Select[int, dt.datetime | None]:
     """The first two drafts of the batch the grader holds a reservation of (no grade yet), with their expiry.
 
@@ -219,6 +224,7 @@ def held_stmt(shape: Shape) -> Select[int, dt.datetime | None]:
     )
 
 
+@lru_cache(maxsize=64)
 def candidates_stmt(shape: Shape, skipped: bool) -> Select[int]:
     """Drafts of the batch with a free place where the grader has none, in queue order (50 at most).
 
