@@ -3,6 +3,8 @@ labels, word diffs, link checks, htmx fragments and the template warm-up."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -359,6 +361,28 @@ def test_warm_up_compiles_every_template(spec: EvalSpec, monkeypatch: pytest.Mon
     monkeypatch.setattr(jinja2.FileSystemLoader, "get_source", refuse)
     for name in on_disk:
         templates.env.get_template(name)
+
+
+def test_warm_settles_the_serving_interpreter(tmp_path: Path) -> None:
+    """`serve`'s warm-up freezes the start-up objects and shortens the switch interval (in a process of its own: both are process-wide)."""
+    script = (
+        "import gc, sys\n"
+        "from webapp.app.main import create_app\n"
+        "from webapp.app.warmup import SWITCH_INTERVAL_S, warm\n"
+        "from webapp.core.config import Settings\n"
+        "from webapp.core.migrations_runner import upgrade\n"
+        f"url = 'sqlite:///{tmp_path / 'w.db'}'\n"
+        "upgrade(url)\n"
+        f"app = create_app(Settings(database_url=url, mode='dev', secret_key={TEST_SECRET!r}, spec={str(SPEC_PATH)!r}))\n"
+        "before = (gc.get_freeze_count(), sys.getswitchinterval())\n"
+        "warm(app)\n"
+        "print(*before, gc.get_freeze_count(), sys.getswitchinterval(), SWITCH_INTERVAL_S)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120).stdout
+    frozen_before, switch_before, frozen, switch, wanted = (float(x) for x in out.split())
+    assert (frozen_before, switch_before) == (0, 0.005)  # Python's defaults until the warm-up
+    assert frozen > 100_000  # the start-up's objects (modules, routes, templates): full collections skip them
+    assert switch == wanted == 0.0005
 
 
 @pytest.mark.parametrize("warmed", [True, False])
