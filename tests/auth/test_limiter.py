@@ -196,3 +196,30 @@ class TestPasswordCheckedOutsideTheLock:
         assert free == [True]
         session.expire_all()
         assert [a.success for a in session.exec(select(LoginAttempt).where(LoginAttempt.email == PM)).all()] == [True]
+
+    @pytest.mark.parametrize("change", ["deactivated", "password changed"])
+    def test_an_account_changed_during_the_check_does_not_sign_in(
+        self, app: FastAPI, engine: Engine, session: Session, pm: User, monkeypatch: pytest.MonkeyPatch, change: str
+    ) -> None:
+        """The check runs outside the transaction: an admin who deactivates the account or sets a new
+        password meanwhile wins, and the attempt stays a failure."""
+        real_verify = service.verify_password
+
+        def verify_then_change(password_hash: str, password: str) -> bool:
+            ok = real_verify(password_hash, password)
+            with Session(engine) as admin:
+                user = admin.exec(select(User).where(User.email == PM)).one()
+                if change == "deactivated":
+                    user.is_active = False
+                else:
+                    user.password_hash = service.hash_password("a new password, 2026")
+                admin.add(user)
+                admin.commit()
+            return ok
+
+        monkeypatch.setattr(service, "verify_password", verify_then_change)
+        with client_from(app, PM_DESK) as desk:
+            status, _ = try_password(desk, DEFAULT_PASSWORD)
+            assert status != 303 and SESSION_COOKIE not in desk.cookies
+        session.expire_all()
+        assert [a.success for a in session.exec(select(LoginAttempt).where(LoginAttempt.email == PM)).all()] == [False]

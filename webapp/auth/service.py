@@ -241,14 +241,22 @@ def password_matches(pending: PendingAttempt, password: str) -> bool:
 
 
 def finish_attempt(*, session: Session, pending: PendingAttempt, ok: bool) -> User | None:
-    """Record a right password as the attempt's success and return its user; a wrong one stays a failure (None)."""
+    """Record a right password as the attempt's success and return its user; a wrong one stays a failure (None).
+
+    The account is read again: deactivated, or its password changed, during the check (which ran
+    outside the transaction), the attempt stays a failure.
+    """
     if not ok or pending.user_id is None:
+        return None
+    # populate_existing: the session keeps the row begin_attempt read (expire_on_commit=False); read it again
+    user = session.get(User, pending.user_id, populate_existing=True)
+    if user is None or not user.is_active or user.password_hash != pending.password_hash:
         return None
     attempt = session.get(LoginAttempt, pending.attempt_id)
     if attempt is not None:
         attempt.success = True
         session.add(attempt)
-    return session.get(User, pending.user_id)
+    return user
 
 
 def sign_in(*, session: Session, email: str, password: str, ip: str, limits: LoginLimits) -> User | None:
