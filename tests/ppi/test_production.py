@@ -372,14 +372,17 @@ class TestAlertRule:
     def test_the_alert_goes_through_the_ledger_and_outbox(
         self, session: Session, spec: EvalSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        # week 49 runs to 6 December: ingest it as of 7 December (events more than a day ahead are refused)
-        monkeypatch.setattr("webapp.metrics.ingest.utcnow", lambda: dt.datetime(2026, 12, 7, 12, tzinfo=dt.UTC))
+        # week 49 runs to 6 December: ingest it as of 7 December (events more than a day ahead are refused),
+        # and evaluate the alerts at the same moment: on the wall clock's later days the online metrics'
+        # own alerts (days without events after the 6th) joined the outbox and the count below failed
+        now = dt.datetime(2026, 12, 7, 12, tzinfo=dt.UTC)
+        monkeypatch.setattr("webapp.metrics.ingest.utcnow", lambda: now)
         alerts_channels.add_channel(session=session, name="quality", kind="file", target=str(tmp_path / "n.jsonl"), topics=["human_quality"])
         alerts_channels.add_channel(session=session, name="online", kind="file", target=str(tmp_path / "m.jsonl"), topics=["metrics"])
         graded_week(session, spec, LOW)  # 2.5 [1.94, 3.06]: below 3.5
         graded_week(session, spec, MIXED, week="2026-W48")  # 3.25 [2.69, 3.81]: the estimate is below, the interval is not
         graded_week(session, spec, LOW, week="2026-W49", pending=1)  # provisional
-        result = alerts_outbox.record_transitions(session=session, spec=spec)
+        result = alerts_outbox.record_transitions(session=session, spec=spec, now=now)
         quality_items = [t for t in result.transitions if t["kind"] == "human_quality"]
         assert [t["key"] for t in quality_items] == ["human_quality:2026-W47:firing"]
         item = quality_items[0]
@@ -394,7 +397,7 @@ class TestAlertRule:
         channel = session.get(AlertChannel, message.channel_id)
         assert channel is not None and channel.name == "quality"  # the "metrics" group is the online metrics only
         # recorded once: the next pass finds nothing new
-        assert [t for t in alerts_outbox.record_transitions(session=session, spec=spec).transitions if t["kind"] == "human_quality"] == []
+        assert [t for t in alerts_outbox.record_transitions(session=session, spec=spec, now=now).transitions if t["kind"] == "human_quality"] == []
         assert session.exec(select(func.count()).select_from(AlertOutbox)).one() == 1
 
     def test_periodic_pass_fires_and_regrading_resolves(self, session: Session, spec: EvalSpec) -> None:
