@@ -6,7 +6,7 @@ import datetime as dt
 from typing import ClassVar
 
 from pydantic import JsonValue
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from webapp.core.timeutil import aware_datetime_type, utcnow
@@ -35,7 +35,11 @@ class EvalCase(SQLModel, table=True):
     """One test case of a dataset: the format guide's fields, metadata, and typed support fields."""
 
     __tablename__: ClassVar[str] = "eval_case"
-    __table_args__ = (UniqueConstraint("dataset_id", "case_id", name="uq_eval_case_dataset_case"),)
+    __table_args__ = (
+        UniqueConstraint("dataset_id", "case_id", name="uq_eval_case_dataset_case"),
+        # The grading queue's order of a run without a plan (webapp/grading/queue.py, _in_batch).
+        Index("ix_eval_case_dataset_position", "dataset_id", "position"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     dataset_id: int = Field(foreign_key="dataset.id", index=True, ondelete="CASCADE")
