@@ -13,8 +13,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from sqlalchemy.orm import load_only
 from sqlmodel import Session, col, delete, select
 
 from webapp.checks.examples import ExampleStatus, ExampleTally, example_status, tally_examples
@@ -90,20 +92,50 @@ def case_input(case: EvalCase) -> CaseInput:
     )
 
 
-def run_drafts(session: Session, run_id: int) -> list[tuple[Draft, EvalCase]]:
+def run_drafts(session: Session, run_id: int, *, summary_only: bool = False) -> list[tuple[Draft, EvalCase]]:
     """Return the run's drafts with their cases, in the set's order (then sample, then id).
 
     Two queries, the drafts then their distinct cases, not one join: a run holds several drafts
     per case (samples, copies), and the join sent and decoded each case's conversation (JSON) once
     per draft. For the benchmark's 1,540-draft run of 77 cases, 48 -> 21 ms on PostgreSQL; the
     gate sweep reads it every few seconds while people grade (bench_realistic, 4 December).
+
+    summary_only: only what the run's summary and the gate's facts read (the draft's id, case and
+    sample; the case's labels and expectations), not the drafts' texts, citations and raw output
+    nor the cases' conversations and metadata (their JSON decoding was most of a gate sweep's
+    reading, 7 December). Any other attribute of those rows raises rather than loading row by row.
     """
-    drafts = session.exec(select(Draft).where(Draft.run_id == run_id)).all()
-    of_run = select(Draft.case_pk).where(Draft.run_id == run_id)
-    cases = {c.id: c for c in session.exec(select(EvalCase).where(col(EvalCase.id).in_(of_run))).all()}
+    draft_stmt = select(Draft).where(Draft.run_id == run_id)
+    case_stmt = select(EvalCase).where(col(EvalCase.id).in_(select(Draft.case_pk).where(Draft.run_id == run_id)))
+    if summary_only:
+        draft_stmt = draft_stmt.options(load_only(*_SUMMARY_DRAFT, raiseload=True))
+        case_stmt = case_stmt.options(load_only(*_SUMMARY_CASE, raiseload=True))
+    drafts = session.exec(draft_stmt).all()
+    cases = {c.id: c for c in session.exec(case_stmt).all()}
     pairs = [(d, cases[d.case_pk]) for d in drafts if d.case_pk in cases]
     pairs.sort(key=lambda p: (p[1].position, p[0].sample_index, p[0].id or 0))
     return pairs
+
+
+def safety_by_case() -> Callable[[EvalCase], bool]:
+    """Return a function telling whether a case must be escalated, worked out once per case (a run has many drafts per case)."""
+    known: dict[int | None, bool] = {}
+
+    def safety_of(case: EvalCase) -> bool:
+        if case.id not in known:
+            known[case.id] = is_safety_trigger(case_input(case))
+        return known[case.id]
+
+    return safety_of
+
+
+_SUMMARY_DRAFT = (col(Draft.id), col(Draft.run_id), col(Draft.case_pk), col(Draft.sample_index))
+_SUMMARY_CASE = (
+    col(EvalCase.id), col(EvalCase.dataset_id), col(EvalCase.position), col(EvalCase.case_id), col(EvalCase.input),
+    col(EvalCase.category), col(EvalCase.intent), col(EvalCase.golden), col(EvalCase.expected_behavior),
+    col(EvalCase.expected_confidence_above), col(EvalCase.expected_confidence_min),
+    col(EvalCase.expected_confidence_max), col(EvalCase.expected_citations),
+)
 
 
 # --- checking ----------------------------------------------------------------------------------------
@@ -355,12 +387,13 @@ def run_summary(*, session: Session, run_id: int, pairs: list[tuple[Draft, EvalC
     if run is None:
         raise LookupError(f"run: no run with id {run_id}")
     if pairs is None:
-        pairs = run_drafts(session, run_id)
+        pairs = run_drafts(session, run_id, summary_only=True)
     stored = stored_results(session, [d.id for d, _ in pairs if d.id is not None])
     outcomes: list[DraftOutcome] = []
     checked_at: dt.datetime | None = None
     version: str | None = None
     case_drafts: dict[str, list[int]] = defaultdict(list)
+    safety_of = safety_by_case()
     for draft, case in pairs:
         case_drafts[case.case_id].append(draft.id or 0)
         rows = stored.get(draft.id or 0, [])
@@ -378,7 +411,7 @@ def run_summary(*, session: Session, run_id: int, pairs: list[tuple[Draft, EvalC
             category=case.category,
             intent=case.intent,
             golden=case.golden,
-            safety=is_safety_trigger(case_input(case)),
+            safety=safety_of(case),
             results=results,
         )
         outcomes.append(outcome)

@@ -15,7 +15,6 @@ from urllib.parse import quote
 from sqlmodel import Session, col, select
 
 from webapp.checks import service as checks_service
-from webapp.checks.rules import is_safety_trigger
 from webapp.core import units
 from webapp.core.db import stored_id
 from webapp.core.spec import EvalSpec
@@ -62,13 +61,14 @@ def run_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
     """
     assert run.id is not None
     dataset = session.get(Dataset, run.dataset_id)
-    rows = checks_service.run_drafts(session, run.id)  # read once: the summary takes the same rows
+    rows = checks_service.run_drafts(session, run.id, summary_only=True)  # read once: the summary takes the same rows
     summary = checks_service.run_summary(session=session, run_id=run.id, pairs=rows)
     outcomes = {o.draft_id: o for o in summary.outcomes}
     finals = grading_status.final_grades(session=session, run_id=run.id)
     # Escalations and fallbacks carry no draft text; grading decides which drafts are gradable.
     gradable = set(grading_status.grading_status(session=session, run_id=run.id).states)
     drafts: list[DraftFacts] = []
+    safety_of = checks_service.safety_by_case()
     for draft, case in rows:
         assert draft.id is not None
         outcome = outcomes.get(draft.id)
@@ -79,7 +79,7 @@ def run_facts(*, session: Session, spec: EvalSpec, run: Run) -> PilotFacts:
                 case_id=case.case_id,
                 category=case.category,
                 golden=case.golden,
-                safety_trigger=is_safety_trigger(checks_service.case_input(case)),
+                safety_trigger=safety_of(case),
                 results=tuple(outcome.results) if outcome else None,
                 needs_grade=draft.id in gradable,
                 final_grade=None

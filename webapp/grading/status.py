@@ -73,23 +73,21 @@ class GradingStatus:
 def grading_status(*, session: Session, run_id: int, only: list[int] | None = None) -> GradingStatus:
     """Return the grading state of every gradable draft of a run (escalations and fallbacks are not graded).
 
-    `only` narrows it to those drafts of the run (a page of the batch page).
+    `only` narrows it to those drafts of the run (a page of the batch page). One query: the final
+    grade and the adjudication (one each per draft at most, unique on draft_id) joined to the
+    drafts, not two IN lists of every draft id (the gate sweep reads this for a whole run).
     """
-    stmt = gradable(select(Draft.id).where(Draft.run_id == run_id))
+    stmt = gradable(
+        select(Draft.id, FinalGrade.draft_id, Adjudication.status)
+        .outerjoin(FinalGrade, col(FinalGrade.draft_id) == Draft.id)
+        .outerjoin(Adjudication, col(Adjudication.draft_id) == Draft.id)
+        .where(Draft.run_id == run_id)
+    )
     if only is not None:
         stmt = stmt.where(col(Draft.id).in_(only))
-    draft_ids = [stored_id(d) for d in session.exec(stmt)]
-    finals = set(session.exec(select(FinalGrade.draft_id).where(col(FinalGrade.draft_id).in_(draft_ids))))
-    adjudicating = set(
-        session.exec(
-            select(Adjudication.draft_id).where(
-                col(Adjudication.draft_id).in_(draft_ids), col(Adjudication.status).in_(("open", "rework"))
-            )
-        )
-    )
     status = GradingStatus(run_id=run_id)
-    for d in draft_ids:
-        status.states[d] = (
-            "final" if d in finals else "in_adjudication" if d in adjudicating else "needs_grades"
+    for draft_id, final, adjudication in session.exec(stmt):
+        status.states[stored_id(draft_id)] = (
+            "final" if final is not None else "in_adjudication" if adjudication in ("open", "rework") else "needs_grades"
         )
     return status
