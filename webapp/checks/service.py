@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from sqlalchemy.orm import load_only
-from sqlmodel import Session, col, delete, select
+from sqlalchemy.orm import QueryableAttribute, load_only
+from sqlmodel import Session, SQLModel, col, delete, select
 
 from webapp.checks.examples import ExampleStatus, ExampleTally, example_status, tally_examples
 from webapp.checks.models import DraftCheck
@@ -129,12 +129,16 @@ def safety_by_case() -> Callable[[EvalCase], bool]:
     return safety_of
 
 
-_SUMMARY_DRAFT = (col(Draft.id), col(Draft.run_id), col(Draft.case_pk), col(Draft.sample_index))
-_SUMMARY_CASE = (
-    col(EvalCase.id), col(EvalCase.dataset_id), col(EvalCase.position), col(EvalCase.case_id), col(EvalCase.input),
-    col(EvalCase.category), col(EvalCase.intent), col(EvalCase.golden), col(EvalCase.expected_behavior),
-    col(EvalCase.expected_confidence_above), col(EvalCase.expected_confidence_min),
-    col(EvalCase.expected_confidence_max), col(EvalCase.expected_citations),
+def _columns(model: type[SQLModel], names: str) -> list[QueryableAttribute[object]]:
+    """Return the model's mapped attributes by name (what load_only takes)."""
+    return [getattr(model, name) for name in names.split()]
+
+
+_SUMMARY_DRAFT = _columns(Draft, "id run_id case_pk sample_index")
+_SUMMARY_CASE = _columns(
+    EvalCase,
+    "id dataset_id position case_id input category intent golden expected_behavior"
+    " expected_confidence_above expected_confidence_min expected_confidence_max expected_citations",
 )
 
 
