@@ -10,7 +10,7 @@ from sqlmodel import Session, select
 
 from tests.factories import make_dataset, make_run, make_user
 from webapp.core.spec import EvalSpec
-from webapp.grading import queue
+from webapp.grading import queue, queue_statements
 from webapp.grading.queue import BatchFilter
 from webapp.ops import planner_stats
 from webapp.runs.models import Draft
@@ -42,8 +42,8 @@ def test_the_statistics_send_the_next_draft_query_through_the_cases_in_queue_ord
     session.commit()
     held = queue.held_drafts(session=session, spec=spec, grader_id=grader.id, batch=batch)
     values = {**batch.params(), "grader_id": grader.id, "n": 2, "param_1": 50, "param_2": 0}
-    candidates = queue.candidates_stmt(batch.shape, False, False)
-    held_stmt = queue.held_stmt(batch.shape, False)
+    candidates = queue_statements.candidates_stmt(batch.shape, False, False)
+    held_stmt = queue_statements.held_stmt(batch.shape, False)
     if engine.dialect.name != "sqlite":
         assert planner_stats.refresh(engine) is False  # PostgreSQL's autoanalyze keeps its own
         return

@@ -1,11 +1,13 @@
 """SQLite's query planner statistics (`ANALYZE`), gathered at start-up and then hourly by the server's jobs.
 
 Why: without statistics SQLite's planner guesses from the indexes alone, and for the grading
-queue it guessed wrong. "The two drafts this grader holds" (webapp/grading/queue.py, held_stmt)
-was answered by walking the run's drafts through the run index and looking up each one's
-reservation (1.2 ms for a 1,540-draft run, and three such reads a save-and-next); with
-statistics it starts from the grader's few open reservations (0.014 ms, the same rows), measured
-on the busy-hour benchmark's database (bench_realistic, 6 December). The SQLite documentation's
+queue it guesses wrong. "The next drafts with a free place" (webapp/grading/queue_statements.py,
+candidates_stmt) is answered by walking the run's drafts through the run index and sorting them
+all (1.0-1.8 ms for a 1,540-draft run, in the write lock of every save-and-next); with statistics
+it reads the dataset's cases in queue order and stops at the first free drafts (0.13 ms, the same
+rows), measured on the busy-hour benchmark's database (bench_realistic, 7 December). (On 6
+December it was the held drafts' query; that one now goes through the grader's reservations
+either way.) The SQLite documentation's
 advice for long-running applications is to refresh the statistics periodically; `analysis_limit`
 makes `ANALYZE` sample about that many rows of each index instead of reading them all, so a pass
 costs milliseconds however many events are stored (10 ms on the benchmark's database) and holds
