@@ -34,7 +34,8 @@ from webapp.grading.models import (
     GradeChange,
 )
 from webapp.grading.outcome import evaluate_draft
-from webapp.grading.queue import DRAFTS, GRADES, IS_GRADABLE, PLAN, SLOTS, claim_slot, insert_ignore
+from webapp.grading.queue import IS_GRADABLE, claim_slot, insert_ignore
+from webapp.grading.queue_statements import DRAFTS, GRADES, PLAN, SLOTS
 from webapp.grading.scores import Scores, ScoreValues, check_claim_in_draft, scores_of
 from webapp.runs.models import Draft
 

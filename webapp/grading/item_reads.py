@@ -21,7 +21,7 @@ from webapp.core.spec import EvalSpec
 from webapp.grading.evidence import Citations
 from webapp.grading.grades import ADJUDICATIONS, CHANGES, lock_reason
 from webapp.grading.models import GradeChange, ReferenceVersion
-from webapp.grading.queue import CASES, DRAFTS, GRADES, SLOTS
+from webapp.grading.queue_statements import CASES, DRAFTS, GRADES, SLOTS
 from webapp.runs.models import Run
 
 _RUNS = table_of(Run)

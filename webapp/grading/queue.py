@@ -11,32 +11,31 @@ import enum
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, TypeVar
+from typing import Literal
 from urllib.parse import urlencode
 
-from sqlalchemy import Select, Table, bindparam, delete, func, update
+from sqlalchemy import Table, bindparam, delete, func, update
 from sqlalchemy import select as core_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql import Executable
 from sqlmodel import Session, col, select
 from sqlmodel.sql.expression import Select as OrmSelect
 
-from webapp.core.db import table_of
 from webapp.core.spec import EvalSpec
 from webapp.core.timeutil import as_utc, utcnow
 from webapp.datasets.models import EvalCase
-from webapp.grading.models import Grade, GradingPlan, GradingSkip, GradingSlot
-from webapp.grading.queue_statements import candidates_stmt, counts_stmt, held_stmt, run_planned
+from webapp.grading.models import GradingPlan, GradingSlot
+from webapp.grading.queue_statements import (
+    DRAFTS,
+    GRADES,
+    SLOTS,
+    S,
+    candidates_stmt,
+    counts_stmt,
+    held_stmt,
+    run_planned,
+)
 from webapp.runs.models import Draft
-
-DRAFTS = table_of(Draft)
-CASES = table_of(EvalCase)
-SLOTS = table_of(GradingSlot)
-GRADES = table_of(Grade)
-SKIPS = table_of(GradingSkip)
-PLAN = table_of(GradingPlan)
-# A select of drafts (ORM or Core) narrowed by the helpers below, which keep its columns.
-S = TypeVar("S", bound=Select)  # a bare Select: any columns
 
 
 @dataclass(frozen=True)
